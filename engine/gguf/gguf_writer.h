@@ -37,7 +37,7 @@ private:
         std::vector<uint8_t> bytes;
         Producer produce;
     };
-    template <class Sink> void emit(Sink& sink) const;
+    template <class Sink> void serialize(Sink& sink) const;  // not "emit": Qt defines that macro
     uint32_t alignment_;
     std::vector<std::pair<std::string, GgufValue>> kv_;
     std::vector<Tensor> tensors_;

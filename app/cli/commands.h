@@ -1,0 +1,10 @@
+// The `ember` CLI's subcommands. Each takes argv from its own first argument on and returns
+// the process exit code; errors are thrown as ember::Error and reported by main().
+#pragma once
+
+namespace ember::cli {
+
+int cmd_info(int argc, char** argv);
+int cmd_tokenize(int argc, char** argv);
+
+}  // namespace ember::cli

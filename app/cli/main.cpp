@@ -1,0 +1,49 @@
+// `ember`: the engine's command-line front door (no Qt needed).
+#include <cstdio>
+#include <cstring>
+#include <string>
+
+#include "app/cli/commands.h"
+#include "engine/core/error.h"
+
+namespace {
+
+struct Command {
+    const char* name;
+    int (*run)(int, char**);
+    const char* help;
+};
+
+const Command kCommands[] = {
+    {"info", ember::cli::cmd_info, "MODEL.gguf [--metadata] [--tensors]   describe a model file"},
+    {"tokenize", ember::cli::cmd_tokenize, "MODEL [--ids] [--add-special] [--parse-special] (TEXT | --file F)"},
+};
+
+void usage() {
+    std::fprintf(stderr, "usage: ember COMMAND [ARGS]\n\ncommands:\n");
+    for (const auto& c : kCommands) std::fprintf(stderr, "  %-9s %s\n", c.name, c.help);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    if (argc < 2 || !std::strcmp(argv[1], "--help") || !std::strcmp(argv[1], "-h")) {
+        usage();
+        return argc < 2 ? 2 : 0;
+    }
+    for (const auto& c : kCommands) {
+        if (std::strcmp(argv[1], c.name) != 0) continue;
+        try {
+            return c.run(argc - 2, argv + 2);
+        } catch (const ember::Error& e) {
+            std::fprintf(stderr, "ember %s: error: %s\n", c.name, e.what());
+            return 1;
+        } catch (const std::exception& e) {
+            std::fprintf(stderr, "ember %s: internal error: %s\n", c.name, e.what());
+            return 1;
+        }
+    }
+    std::fprintf(stderr, "ember: unknown command '%s'\n", argv[1]);
+    usage();
+    return 2;
+}
