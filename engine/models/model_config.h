@@ -1,0 +1,43 @@
+// Hyperparameters of a supported architecture, read from GGUF metadata, with each
+// architecture's fixed conventions (rope ordering, norms, activation) spelled out in one
+// place, so the forward pass itself has no per-architecture branches beyond these flags.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "engine/gguf/gguf.h"
+
+namespace ember {
+
+struct ModelConfig {
+    std::string arch;  // "llama", "qwen2", "gemma3"
+    int32_t n_vocab = 0, n_embd = 0, n_layers = 0, n_heads = 0, n_kv_heads = 0, head_dim = 0, n_ff = 0;
+    int32_t n_rot = 0;
+    int64_t n_ctx_train = 0;
+    float norm_eps = 1e-5f;
+    float rope_base = 10000.0f;        // global layers
+    float rope_base_local = 10000.0f;  // sliding-window layers (gemma3)
+    float rope_scale = 1.0f;           // linear position scaling (1 = none)
+    bool rope_neox = false;
+    float attn_scale = 0.0f;           // multiplier of q.k
+    float embed_scale = 1.0f;          // gemma: sqrt(n_embd)
+    bool qkv_bias = false;             // qwen2
+    bool qk_norm = false;              // gemma3: RMSNorm per head on q and k
+    bool post_norms = false;           // gemma3: norms after attention and FFN outputs
+    bool gelu = false;                 // GeGLU instead of SwiGLU
+    int32_t sliding_window = 0;
+    std::vector<bool> layer_sliding;   // per layer: uses the sliding window
+
+    int32_t q_dim() const { return n_heads * head_dim; }
+    int32_t kv_dim() const { return n_kv_heads * head_dim; }
+};
+
+// Reads and checks the configuration. Throws ember::Error naming the file and the problem
+// (an unsupported architecture is named as such).
+ModelConfig read_model_config(const GgufFile& f);
+
+// Architectures this engine runs.
+const std::vector<std::string>& supported_architectures();
+
+}  // namespace ember

@@ -1,0 +1,187 @@
+#include "engine/models/synthetic.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+
+#include "engine/core/error.h"
+#include "engine/gguf/gguf_writer.h"
+#include "kernels/common/fp16.h"
+
+namespace ember {
+
+SyntheticShape synthetic_shape(const std::string& name) {
+    if (name == "tiny") return {name, 256, 2, 8, 2, 512, 1024, 2048, true};
+    if (name == "llama-3.2-1b") return {name, 2048, 16, 32, 8, 8192, 128256, 131072, true};
+    if (name == "llama-3-8b") return {name, 4096, 32, 32, 8, 14336, 128256, 8192, false};
+    throw Error("unknown synthetic shape '" + name + "' (known: tiny, llama-3.2-1b, llama-3-8b)");
+}
+
+std::vector<std::string> synthetic_shape_names() { return {"tiny", "llama-3.2-1b", "llama-3-8b"}; }
+
+namespace {
+
+uint64_t splitmix(uint64_t& s) {
+    uint64_t z = (s += 0x9E3779B97F4A7C15ull);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+}
+
+void put_f16(uint8_t* p, float v) {
+    const uint16_t h = f32_to_fp16(v);
+    std::memcpy(p, &h, 2);
+}
+
+// Random but well-formed blocks: random quant bits, with every scale field set to a small
+// finite value so activations stay bounded (~N(0, 1) per layer output).
+void fill_random(DType type, uint8_t* dst, size_t n, uint64_t seed, float scale) {
+    for (size_t i = 0; i < n; i += 8) {
+        const uint64_t r = splitmix(seed);
+        std::memcpy(dst + i, &r, std::min<size_t>(8, n - i));
+    }
+    const auto info = *dtype_info(static_cast<uint32_t>(type));
+    const size_t bb = info.block_bytes;
+    switch (type) {
+        case DType::F32:
+            for (size_t i = 0; i + 4 <= n; i += 4) {
+                const float v = (static_cast<float>(dst[i] % 200) / 100.0f - 1.0f) * scale;
+                std::memcpy(dst + i, &v, 4);
+            }
+            break;
+        case DType::F16:
+            for (size_t i = 0; i + 2 <= n; i += 2) put_f16(dst + i, (static_cast<float>(dst[i] % 200) / 100.0f - 1.0f) * scale);
+            break;
+        case DType::BF16:
+            for (size_t i = 0; i + 2 <= n; i += 2) {
+                const uint16_t b = f32_to_bf16((static_cast<float>(dst[i] % 200) / 100.0f - 1.0f) * scale);
+                std::memcpy(dst + i, &b, 2);
+            }
+            break;
+        case DType::Q4_0: case DType::Q5_0: case DType::Q8_0:
+            for (size_t b = 0; b < n; b += bb) put_f16(dst + b, scale / 8);
+            break;
+        case DType::Q4_1: case DType::Q5_1:
+            for (size_t b = 0; b < n; b += bb) { put_f16(dst + b, scale / 8); put_f16(dst + b + 2, -scale); }
+            break;
+        case DType::Q4_K: case DType::Q5_K:
+            for (size_t b = 0; b < n; b += bb) { put_f16(dst + b, scale / 256); put_f16(dst + b + 2, scale / 64); }
+            break;
+        case DType::Q6_K:
+            for (size_t b = 0; b < n; b += bb) {
+                for (int s = 0; s < 16; ++s) dst[b + 192 + s] = static_cast<uint8_t>(dst[b + 192 + s] % 32);
+                put_f16(dst + b + 208, scale / 512);
+            }
+            break;
+        default:
+            throw Error("synthetic models cannot use type " + std::string(info.name));
+    }
+}
+
+DType parse_type(const std::string& s) {
+    for (uint32_t id = 0; id < 64; ++id) {
+        auto info = dtype_info(id);
+        if (info && info->name == s) return static_cast<DType>(id);
+    }
+    throw Error("unknown weight type '" + s + "'");
+}
+
+struct Scheme {
+    DType base, attn_v, ffn_down, output, embd;
+    uint32_t file_type;
+};
+
+Scheme parse_scheme(const std::string& s) {
+    if (s == "Q4_K_M") return {DType::Q4_K, DType::Q6_K, DType::Q6_K, DType::Q6_K, DType::Q4_K, 15};
+    const DType t = parse_type(s);
+    static const std::pair<DType, uint32_t> ftypes[] = {{DType::F32, 0}, {DType::F16, 1}, {DType::Q4_0, 2}, {DType::Q4_1, 3},
+        {DType::Q8_0, 7}, {DType::Q5_0, 8}, {DType::Q4_K, 14}, {DType::Q5_K, 16}, {DType::Q6_K, 18}, {DType::BF16, 32}};
+    for (auto [type, ft] : ftypes)
+        if (type == t) return {t, t, t, t, t, ft};
+    throw Error("synthetic models cannot use type " + s);
+}
+
+void add_vocab(GgufWriter& w, int32_t n_vocab) {
+    std::vector<GgufValue> tokens, scores, types;
+    auto add = [&](std::string text, float score, int32_t type) {
+        tokens.push_back(GgufValue::str(std::move(text)));
+        scores.push_back(GgufValue::f32(score));
+        types.push_back(GgufValue::i32(type));
+    };
+    add("<unk>", 0, 2);
+    add("<s>", 0, 3);
+    add("</s>", 0, 3);
+    char buf[16];
+    for (int b = 0; b < 256; ++b) {
+        std::snprintf(buf, sizeof buf, "<0x%02X>", b);
+        add(buf, 0, 6);
+    }
+    for (int32_t i = static_cast<int32_t>(tokens.size()); i < n_vocab; ++i)
+        add("\xE2\x96\x81t" + std::to_string(i), -static_cast<float>(i), 1);
+    w.set("tokenizer.ggml.model", GgufValue::str("llama"));
+    w.set("tokenizer.ggml.tokens", GgufValue::array(GgufType::STRING, std::move(tokens)));
+    w.set("tokenizer.ggml.scores", GgufValue::array(GgufType::F32, std::move(scores)));
+    w.set("tokenizer.ggml.token_type", GgufValue::array(GgufType::I32, std::move(types)));
+    w.set("tokenizer.ggml.bos_token_id", GgufValue::u32(1));
+    w.set("tokenizer.ggml.eos_token_id", GgufValue::u32(2));
+    w.set("tokenizer.ggml.unknown_token_id", GgufValue::u32(0));
+}
+
+}  // namespace
+
+void write_synthetic_model(const std::string& path, const SyntheticShape& sh, const std::string& scheme_name,
+                           uint64_t seed) {
+    const Scheme scheme = parse_scheme(scheme_name);
+    const int32_t head_dim = sh.n_embd / sh.n_heads;
+    GgufWriter w;
+    w.set("general.architecture", GgufValue::str("llama"));
+    w.set("general.name", GgufValue::str("synthetic " + sh.name + " " + scheme_name));
+    w.set("general.file_type", GgufValue::u32(scheme.file_type));
+    w.set("llama.context_length", GgufValue::u32(static_cast<uint32_t>(sh.n_ctx)));
+    w.set("llama.embedding_length", GgufValue::u32(static_cast<uint32_t>(sh.n_embd)));
+    w.set("llama.block_count", GgufValue::u32(static_cast<uint32_t>(sh.n_layers)));
+    w.set("llama.feed_forward_length", GgufValue::u32(static_cast<uint32_t>(sh.n_ff)));
+    w.set("llama.attention.head_count", GgufValue::u32(static_cast<uint32_t>(sh.n_heads)));
+    w.set("llama.attention.head_count_kv", GgufValue::u32(static_cast<uint32_t>(sh.n_kv_heads)));
+    w.set("llama.rope.dimension_count", GgufValue::u32(static_cast<uint32_t>(head_dim)));
+    w.set("llama.rope.freq_base", GgufValue::f32(500000.0f));
+    w.set("llama.attention.layer_norm_rms_epsilon", GgufValue::f32(1e-5f));
+    w.set("llama.vocab_size", GgufValue::u32(static_cast<uint32_t>(sh.n_vocab)));
+    add_vocab(w, sh.n_vocab);
+
+    uint64_t tensor_seed = seed;
+    auto add = [&](const std::string& name, DType type, int64_t cols, int64_t rows, float scale) {
+        const uint64_t s = splitmix(tensor_seed);
+        w.add_tensor_lazy(name, type, {static_cast<uint64_t>(cols), static_cast<uint64_t>(rows)},
+                          [type, s, scale](uint8_t* dst, size_t n) { fill_random(type, dst, n, s, scale); });
+    };
+    auto add_norm = [&](const std::string& name, int64_t n) {
+        std::vector<uint8_t> bytes(static_cast<size_t>(n) * 4);
+        for (int64_t i = 0; i < n; ++i) {
+            const float one = 1.0f;
+            std::memcpy(bytes.data() + i * 4, &one, 4);
+        }
+        w.add_tensor(name, DType::F32, {static_cast<uint64_t>(n)}, std::move(bytes));
+    };
+    const int64_t d = sh.n_embd, q = int64_t{sh.n_heads} * head_dim, kv = int64_t{sh.n_kv_heads} * head_dim;
+    const float ws = 1.0f / std::sqrt(static_cast<float>(d));
+    add("token_embd.weight", scheme.embd, d, sh.n_vocab, 1.0f);
+    for (int i = 0; i < sh.n_layers; ++i) {
+        const std::string b = "blk." + std::to_string(i) + ".";
+        add_norm(b + "attn_norm.weight", d);
+        add(b + "attn_q.weight", scheme.base, d, q, ws);
+        add(b + "attn_k.weight", scheme.base, d, kv, ws);
+        add(b + "attn_v.weight", scheme.attn_v, d, kv, ws);
+        add(b + "attn_output.weight", scheme.base, q, d, ws);
+        add_norm(b + "ffn_norm.weight", d);
+        add(b + "ffn_gate.weight", scheme.base, d, sh.n_ff, ws);
+        add(b + "ffn_up.weight", scheme.base, d, sh.n_ff, ws);
+        add(b + "ffn_down.weight", scheme.ffn_down, sh.n_ff, d, 1.0f / std::sqrt(static_cast<float>(sh.n_ff)));
+    }
+    add_norm("output_norm.weight", d);
+    if (!sh.tied_embeddings) add("output.weight", scheme.output, d, sh.n_vocab, ws);
+    w.write_file(path);
+}
+
+}  // namespace ember

@@ -1,0 +1,30 @@
+// Random-weight GGUF models at real shapes, for benchmarks (speed does not depend on the
+// weight values, only on shapes and types) and for tests of the loader. The files carry a
+// complete SentencePiece-style vocabulary so that other engines (llama.cpp) load them too.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "kernels/common/dtype.h"
+
+namespace ember {
+
+struct SyntheticShape {
+    std::string name;  // "llama-3.2-1b"
+    int32_t n_embd, n_layers, n_heads, n_kv_heads, n_ff, n_vocab;
+    int64_t n_ctx;
+    bool tied_embeddings;
+};
+
+// Named shapes: "tiny" (tests), "llama-3.2-1b", "llama-3-8b".
+SyntheticShape synthetic_shape(const std::string& name);
+std::vector<std::string> synthetic_shape_names();
+
+// Writes a llama-architecture model. `scheme` is a weight type name (F32, F16, BF16, Q8_0,
+// Q4_0, Q4_1, Q5_0, Q4_K, Q5_K, Q6_K) or a llama.cpp-style mix: Q4_K_M (Q4_K, with Q6_K for
+// attn_v, ffn_down and the output). Deterministic for a given seed.
+void write_synthetic_model(const std::string& path, const SyntheticShape& shape, const std::string& scheme,
+                           uint64_t seed = 42);
+
+}  // namespace ember

@@ -1,0 +1,125 @@
+// The backend interface: everything the engine asks of a compute device (CPU threads or a
+// CUDA GPU). The engine owns the model logic and calls these ops in order; a backend owns
+// only the arithmetic and the memory it hands out.
+//
+// Shapes: a Tensor is a row-major matrix, `cols` contiguous elements per row. Activations
+// are F32 with one row per token (or per token*head when viewed per head). Weights keep the
+// file's type (quantized). Every op works on a whole batch: the rows of all sequences that
+// take part in this forward pass, described once by set_batch(). That is what lets the
+// scheduler run several chats and API requests in one pass.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "kernels/common/dtype.h"
+
+namespace ember {
+
+// What a buffer holds, so a backend can report exactly where every byte goes.
+enum class MemoryKind : uint8_t { Weights = 0, KvCache = 1, Activations = 2 };
+constexpr int kMemoryKinds = 3;
+
+struct Tensor {
+    void* data = nullptr;   // device memory of the backend that made it (host memory on CPU)
+    DType type = DType::F32;
+    int64_t cols = 0;       // elements per row (contiguous)
+    int64_t rows = 0;
+    size_t row_bytes = 0;   // stride between rows
+
+    size_t bytes() const { return row_bytes * static_cast<size_t>(rows); }
+    // Rows [first, first + n) as a tensor of its own (no copy).
+    Tensor slice_rows(int64_t first, int64_t n) const;
+    // The same bytes seen as rows of `new_cols` (e.g. per-head view of q: cols=head_dim).
+    Tensor reshape(int64_t new_cols) const;
+};
+
+struct MemoryReport {
+    uint64_t bytes[kMemoryKinds] = {};  // live bytes this backend allocated, per kind
+    uint64_t mapped_weight_bytes = 0;   // weights used in place from the file map (CPU)
+    uint64_t device_total = 0;          // device capacity (0 if unknown)
+    uint64_t device_free = 0;
+    uint64_t total() const { return bytes[0] + bytes[1] + bytes[2]; }
+};
+
+// One forward pass's layout, set once before the ops that need it.
+struct BatchInfo {
+    std::span<const int32_t> tokens;     // [n_tokens] token ids (for embedding lookup)
+    std::span<const int32_t> positions;  // [n_tokens] position of each token in its sequence
+    std::span<const int32_t> seq_of;     // [n_tokens] index of the token's sequence in this batch
+    // KV cache addressing, in units of cache slots (block * block_tokens + offset):
+    std::span<const int32_t> kv_slot;    // [n_tokens] where this token's K/V is written
+    std::span<const int32_t> block_table;  // [n_seqs * max_blocks] block ids of each sequence
+    int32_t n_seqs = 0;
+    int32_t max_blocks = 0;                // row stride of block_table
+    std::span<const int32_t> output_rows;  // rows whose logits are wanted (gather before LM head)
+};
+
+// KV cache storage for one layer: `n_blocks` blocks of `block_tokens` tokens, each token
+// holding n_kv_heads*head_dim keys and as many values (layout: kernels/cpu/kv_layout.h).
+struct KvLayer {
+    Tensor k, v;  // rows = n_blocks * block_tokens, cols = n_kv_heads * head_dim
+};
+
+struct RopeParams {
+    int32_t n_heads = 0;       // rows per token in the tensor being rotated
+    int32_t head_dim = 0;
+    int32_t n_rot = 0;         // leading dims rotated (== head_dim for all supported models)
+    bool neox = false;         // NeoX pairing (i, i+n/2) instead of (2i, 2i+1)
+    float freq_base = 10000.0f;
+    float freq_scale = 1.0f;   // linear scaling: positions multiplied by this
+    const float* freq_factors = nullptr;  // [n_rot/2] Llama 3 style per-frequency divisors (host)
+};
+
+struct AttentionParams {
+    int32_t n_heads = 0, n_kv_heads = 0, head_dim = 0;
+    int32_t block_tokens = 0;
+    float scale = 1.0f;       // applied to q.k
+    int32_t window = 0;       // sliding window in tokens (0 = global causal)
+    float softcap = 0.0f;     // tanh soft-capping of scores (0 = off)
+};
+
+class Backend {
+public:
+    virtual ~Backend() = default;
+    virtual std::string name() const = 0;  // "cpu (avx512, 2 threads)", "cuda:0 H200"
+
+    // ---- memory ---------------------------------------------------------------------
+    // Allocates rows x cols of `type`; throws ember::Error with the sizes on failure.
+    virtual Tensor alloc(MemoryKind kind, DType type, int64_t cols, int64_t rows, const char* tag) = 0;
+    virtual void free(Tensor& t) = 0;
+    // Makes a weight usable by this backend. `host` points into the model file map; the CPU
+    // backend uses it in place, a GPU backend copies it to device memory.
+    virtual Tensor load_weight(const void* host, DType type, int64_t cols, int64_t rows, const char* tag) = 0;
+    virtual MemoryReport memory() const = 0;
+    virtual void upload(Tensor& dst, const void* src, size_t n_bytes) = 0;
+    virtual void download(const Tensor& src, void* dst, size_t n_bytes) = 0;
+
+    // ---- ops (in issue order; a GPU backend may queue them and run at synchronize) -------
+    virtual void set_batch(const BatchInfo& batch) = 0;
+    // out[t] = dequant(table[batch.tokens[t]]) * scale
+    virtual void embed(const Tensor& table, float scale, Tensor& out) = 0;
+    // y = x * W^T  (x: n x cols, W: rows x cols, y: n x rows); + bias if bias.data
+    virtual void matmul(const Tensor& w, const Tensor& x, Tensor& y, const Tensor* bias = nullptr) = 0;
+    // y = x / rms(x) * w, per row (w has x.cols elements, F32). In place allowed.
+    virtual void rms_norm(const Tensor& x, const Tensor& w, float eps, Tensor& y) = 0;
+    virtual void rope(Tensor& x, const RopeParams& p) = 0;  // in place, positions from the batch
+    // out = act(gate) * up, act = SiLU or GELU(tanh)
+    virtual void glu(const Tensor& gate, const Tensor& up, bool gelu, Tensor& out) = 0;
+    virtual void add(Tensor& x, const Tensor& y) = 0;  // x += y
+    // Writes this batch's K/V rows (n_tokens x n_kv_heads*head_dim) into the cache slots.
+    virtual void store_kv(KvLayer& layer, const Tensor& k, const Tensor& v) = 0;
+    // Causal attention of every query row over its sequence's cache (including this batch).
+    virtual void attention(const KvLayer& layer, const Tensor& q, const AttentionParams& p, Tensor& out) = 0;
+    // out[i] = x[batch.output_rows[i]]
+    virtual void gather_output_rows(const Tensor& x, Tensor& out) = 0;
+    virtual void synchronize() = 0;
+};
+
+// The CPU backend (always available). n_threads <= 0 means one per core.
+std::unique_ptr<Backend> make_cpu_backend(int n_threads);
+
+}  // namespace ember
