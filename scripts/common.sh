@@ -1,0 +1,51 @@
+# Shared by scripts/test.sh and scripts/run.sh (sourced, not run).
+# shellcheck shell=bash
+
+EMBER_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+EMBER_JOBS="${EMBER_JOBS:-2}"   # our machines have 2 cores
+_EMBER_T0=$SECONDS
+_EMBER_STEP_T0=$SECONDS
+_EMBER_TIMES=()
+
+ember_log() { printf '[%s] %s\n' "${EMBER_SCRIPT:-ember}" "$*" >&2; }
+ember_die() { printf '[%s] ERROR: %s\n' "${EMBER_SCRIPT:-ember}" "$*" >&2; exit 1; }
+
+# ember_step NAME: start a timed step (closes the previous one).
+ember_step() {
+  ember_step_end
+  _EMBER_STEP_NAME="$1"; _EMBER_STEP_T0=$SECONDS
+  ember_log "==> $1"
+}
+ember_step_end() {
+  if [[ -n "${_EMBER_STEP_NAME:-}" ]]; then
+    _EMBER_TIMES+=("$(printf '%-22s %4ds' "$_EMBER_STEP_NAME" $((SECONDS - _EMBER_STEP_T0)))")
+    _EMBER_STEP_NAME=""
+  fi
+}
+ember_times() {
+  ember_step_end
+  local t
+  for t in "${_EMBER_TIMES[@]}"; do ember_log "  $t"; done
+  ember_log "  total so far          $((SECONDS - _EMBER_T0))s"
+}
+
+# ember_cmake_args: fills the array EMBER_CMAKE_ARGS with extra -D options for `cmake --preset`:
+#  - EMBER_BUILD_CUDA follows kernels/cuda/CMakeLists.txt (ON once the CUDA backend exists);
+#    override with the environment variable EMBER_BUILD_CUDA=ON|OFF.
+#  - EMBER_TEST_MODELS_DIR / EMBER_TESTDATA_DIR are always passed, resolved exactly as
+#    scripts/fetch-test-models.sh resolves them (environment, else the defaults), so CMake
+#    looks where the fetch put things even if an earlier configure used other values.
+ember_cmake_args() {
+  local cuda="${EMBER_BUILD_CUDA:-}"
+  if [[ -z "$cuda" ]]; then
+    if [[ -f "$EMBER_ROOT/kernels/cuda/CMakeLists.txt" ]]; then cuda=ON; else cuda=OFF; fi
+  fi
+  if [[ "$cuda" == ON && -z "${CUDACXX:-}" ]] && ! command -v nvcc >/dev/null 2>&1; then
+    [[ -x /usr/local/cuda/bin/nvcc ]] \
+      || ember_die "the CUDA backend is on but nvcc was not found (PATH, CUDACXX, /usr/local/cuda); install the CUDA toolkit or set EMBER_BUILD_CUDA=OFF for a CPU-only build"
+    export CUDACXX=/usr/local/cuda/bin/nvcc
+  fi
+  EMBER_CMAKE_ARGS=("-DEMBER_BUILD_CUDA=$cuda")
+  EMBER_CMAKE_ARGS+=("-DEMBER_TEST_MODELS_DIR=${EMBER_TEST_MODELS_DIR:-$HOME/.cache/ember/test-models}")
+  EMBER_CMAKE_ARGS+=("-DEMBER_TESTDATA_DIR=${EMBER_TESTDATA_DIR:-$EMBER_ROOT/../shared/testdata}")
+}

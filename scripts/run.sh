@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# Set everything up and run Ember's main job:
+#   install-deps -> fetch-test-models -> cmake --preset dev -> build -> run
+#
+# Arguments are passed to the main job. Environment knobs: see scripts/test.sh
+# (EMBER_JOBS, EMBER_BUILD_CUDA, EMBER_TEST_MODELS_DIR, EMBER_TESTDATA_DIR, EMBER_SKIP_DEPS).
+set -euo pipefail
+EMBER_SCRIPT="run"
+# shellcheck source=scripts/common.sh
+source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
+cd "$EMBER_ROOT"
+
+MODELS_DIR="${EMBER_TEST_MODELS_DIR:-$HOME/.cache/ember/test-models}"
+
+# ---- THE MAIN JOB: the one place to change what `scripts/run.sh` runs. -----------------
+# For now the headless CLI describing the SmolLM2 test model; later the desktop app
+# (build/dev/app/desktop/...).
+MAIN_JOB=(build/dev/app/cli/ember info "$MODELS_DIR/SmolLM2-135M-Instruct.Q4_1.gguf")
+# -----------------------------------------------------------------------------------------
+
+if [[ "${EMBER_SKIP_DEPS:-0}" != 1 ]]; then
+  ember_step "install-deps"
+  scripts/install-deps.sh
+fi
+
+ember_step "fetch-test-models"
+scripts/fetch-test-models.sh
+
+ember_step "configure (dev)"
+ember_cmake_args
+ember_log "cmake --preset dev ${EMBER_CMAKE_ARGS[*]}"
+cmake --preset dev "${EMBER_CMAKE_ARGS[@]}"
+
+ember_step "build (dev, -j$EMBER_JOBS)"
+cmake --build --preset dev --parallel "$EMBER_JOBS"
+
+ember_times
+[[ -x "${MAIN_JOB[0]}" ]] || ember_die "the build did not produce ${MAIN_JOB[0]}"
+ember_log "==> ${MAIN_JOB[*]} $*"
+exec "${MAIN_JOB[@]}" "$@"

@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# Set everything up and run the whole test suite (what CI runs, via .ci/run):
+#   install-deps -> fetch-test-models -> cmake --preset ci -> build -> ctest --preset ci
+#
+# The last lines printed are ctest's own summary ("100% tests passed, 0 tests failed out of N",
+# then "Total Test time"), and the exit status is ctest's. Any earlier failure stops the run
+# with a non-zero status.
+#
+# Environment knobs (all optional):
+#   EMBER_JOBS=2                 parallel compile jobs and parallel tests
+#   EMBER_BUILD_CUDA=ON|OFF      default: ON iff kernels/cuda/CMakeLists.txt exists
+#   EMBER_TEST_MODELS_DIR, EMBER_TESTDATA_DIR   where the models / shared test data live
+#   EMBER_TEST_TIMEOUT=300       default per-test timeout (s) for tests that set none
+#   EMBER_SKIP_DEPS=1            do not run scripts/install-deps.sh (e.g. no root, no apt)
+set -euo pipefail
+EMBER_SCRIPT="test"
+# shellcheck source=scripts/common.sh
+source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
+cd "$EMBER_ROOT"
+
+if [[ "${EMBER_SKIP_DEPS:-0}" != 1 ]]; then
+  ember_step "install-deps"
+  scripts/install-deps.sh
+fi
+
+ember_step "fetch-test-models"
+scripts/fetch-test-models.sh
+
+ember_step "configure (ci)"
+ember_cmake_args
+ember_log "cmake --preset ci ${EMBER_CMAKE_ARGS[*]}"
+cmake --preset ci "${EMBER_CMAKE_ARGS[@]}"
+
+ember_step "build (ci, -j$EMBER_JOBS)"
+cmake --build --preset ci --parallel "$EMBER_JOBS"
+
+ember_times
+
+# Qt Quick tests want a display; give them a virtual one when there is none.
+CTEST=(ctest --preset ci --no-tests=error --parallel "$EMBER_JOBS" --timeout "${EMBER_TEST_TIMEOUT:-300}")
+if [[ -z "${DISPLAY:-}" ]] && command -v xvfb-run >/dev/null 2>&1; then
+  CTEST=(xvfb-run -a -s "-screen 0 1280x1024x24" "${CTEST[@]}")
+fi
+ember_log "==> ctest: ${CTEST[*]}"
+# exec: ctest's summary stays the last output and its exit status is ours.
+exec "${CTEST[@]}"
