@@ -62,6 +62,7 @@ struct BatchInfo {
 // holding n_kv_heads*head_dim keys and as many values (layout: kernels/cpu/kv_layout.h).
 struct KvLayer {
     Tensor k, v;  // rows = n_blocks * block_tokens, cols = n_kv_heads * head_dim
+    int32_t block_tokens = 16;
 };
 
 struct RopeParams {
@@ -76,7 +77,6 @@ struct RopeParams {
 
 struct AttentionParams {
     int32_t n_heads = 0, n_kv_heads = 0, head_dim = 0;
-    int32_t block_tokens = 0;
     float scale = 1.0f;       // applied to q.k
     int32_t window = 0;       // sliding window in tokens (0 = global causal)
     float softcap = 0.0f;     // tanh soft-capping of scores (0 = off)

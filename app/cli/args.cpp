@@ -2,7 +2,7 @@
 
 #include <cstdlib>
 
-#include "engine/core/error.h"
+#include "kernels/common/error.h"
 
 namespace ember::cli {
 

@@ -4,7 +4,7 @@
 
 #include "app/cli/args.h"
 #include "app/cli/commands.h"
-#include "engine/core/error.h"
+#include "kernels/common/error.h"
 #include "engine/gguf/gguf.h"
 #include "engine/models/model_info.h"
 

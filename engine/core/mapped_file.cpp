@@ -9,7 +9,7 @@
 #include <cstring>
 #include <utility>
 
-#include "engine/core/error.h"
+#include "kernels/common/error.h"
 
 namespace ember {
 

@@ -7,7 +7,7 @@
 #include <limits>
 #include <sstream>
 
-#include "engine/core/error.h"
+#include "kernels/common/error.h"
 
 namespace ember {
 namespace {

@@ -9,7 +9,7 @@
 #include <filesystem>
 #include <memory>
 
-#include "engine/core/error.h"
+#include "kernels/common/error.h"
 
 namespace ember {
 namespace {

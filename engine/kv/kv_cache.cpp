@@ -1,6 +1,6 @@
 #include "engine/kv/kv_cache.h"
 
-#include "engine/core/error.h"
+#include "kernels/common/error.h"
 #include "engine/models/model_info.h"
 
 namespace ember {
@@ -24,6 +24,7 @@ KvCache::KvCache(Backend& backend, const KvCacheConfig& config) : backend_(backe
     try {
         for (int i = 0; i < config.n_layers; ++i) {
             KvLayer l;
+            l.block_tokens = config.block_tokens;
             l.k = backend.alloc(MemoryKind::KvCache, config.type, cols, rows, "kv.k");
             layers_.push_back(l);
             layers_.back().v = backend.alloc(MemoryKind::KvCache, config.type, cols, rows, "kv.v");

@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
-#include "engine/core/error.h"
+#include "kernels/common/error.h"
 
 namespace ember {
 

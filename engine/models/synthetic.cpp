@@ -5,7 +5,7 @@
 #include <cstdio>
 #include <cstring>
 
-#include "engine/core/error.h"
+#include "kernels/common/error.h"
 #include "engine/gguf/gguf_writer.h"
 #include "kernels/common/fp16.h"
 

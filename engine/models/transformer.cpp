@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include "engine/core/error.h"
+#include "kernels/common/error.h"
 
 namespace ember {
 
@@ -155,7 +155,6 @@ void Transformer::attention_block(int il, const BatchInfo& batch, KvCache& kv, S
     ap.n_heads = c.n_heads;
     ap.n_kv_heads = c.n_kv_heads;
     ap.head_dim = c.head_dim;
-    ap.block_tokens = kv.config().block_tokens;
     ap.scale = c.attn_scale;
     ap.window = sliding ? c.sliding_window : 0;
     backend_.attention(cache, q, ap, attn);

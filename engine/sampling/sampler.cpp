@@ -5,7 +5,7 @@
 #include <limits>
 #include <unordered_map>
 
-#include "engine/core/error.h"
+#include "kernels/common/error.h"
 
 namespace ember {
 

@@ -5,7 +5,7 @@
 #include <cstring>
 #include <random>
 
-#include "engine/core/error.h"
+#include "kernels/common/error.h"
 #include "engine/gguf/gguf.h"
 #include "engine/gguf/gguf_writer.h"
 #include "test_paths.h"

@@ -6,7 +6,7 @@
 #include <map>
 #include <set>
 
-#include "engine/core/error.h"
+#include "kernels/common/error.h"
 #include "engine/sampling/sampler.h"
 #include "engine/sampling/stop_strings.h"
 
