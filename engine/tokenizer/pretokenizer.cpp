@@ -1,0 +1,369 @@
+#include "engine/tokenizer/pretokenizer.h"
+
+#include <algorithm>
+#include <utility>
+
+#include "kernels/common/error.h"
+#include "engine/tokenizer/unicode.h"
+
+namespace ember {
+
+namespace {
+using namespace unicode;
+
+constexpr char32_t kNone = 0xFFFFFFFF;  // "code point" past the end of a piece
+
+// The input as code points, with their classes and byte offsets.
+struct CodepointText {
+    std::vector<char32_t> cps;
+    std::vector<uint16_t> fl;
+    std::vector<size_t> offset;  // byte offset of each code point, plus the end
+
+    explicit CodepointText(std::string_view s) {
+        cps.reserve(s.size());
+        fl.reserve(s.size());
+        offset.reserve(s.size() + 1);
+        for (size_t pos = 0; pos < s.size();) {
+            const Utf8Step st = decode_utf8(s, pos);
+            // An invalid or truncated sequence: one byte at a time, classed as U+FFFD.
+            const bool ok = st.status == Utf8Step::Ok;
+            const char32_t cp = ok ? st.cp : 0xFFFD;
+            cps.push_back(cp);
+            fl.push_back(flags(cp));
+            offset.push_back(pos);
+            pos += ok ? st.len : 1;
+        }
+        offset.push_back(s.size());
+    }
+};
+
+// A view of one piece [.., end) of the text; everything at or past `end` reads as nothing.
+struct Piece {
+    const CodepointText& t;
+    size_t end;
+
+    char32_t cp(size_t i) const { return i < end ? t.cps[i] : kNone; }
+    bool is(size_t i, uint16_t mask) const { return i < end && (t.fl[i] & mask); }
+    bool letter(size_t i) const { return is(i, kLetter); }
+    bool number(size_t i) const { return is(i, kNumber); }
+    bool space(size_t i) const { return is(i, kWhitespace); }
+    bool crlf(size_t i) const { return cp(i) == '\r' || cp(i) == '\n'; }
+    // [^\s\p{L}\p{N}]
+    bool other(size_t i) const { return i < end && !(t.fl[i] & (kWhitespace | kLetter | kNumber)); }
+
+    template <class Pred>
+    size_t run(size_t i, Pred pred) const {
+        while (i < end && pred(i)) ++i;
+        return i;
+    }
+};
+
+// A set of code point ranges written the way a regex character class is, e.g. "A-Za-z".
+class CharClass {
+public:
+    explicit CharClass(std::string_view spec) {
+        std::vector<char32_t> cps;
+        for (size_t pos = 0; pos < spec.size();) {
+            const Utf8Step st = decode_utf8(spec, pos);
+            cps.push_back(st.cp);
+            pos += st.len;
+        }
+        for (size_t i = 0; i < cps.size(); ++i) {
+            if (i + 2 < cps.size() && cps[i + 1] == '-') {
+                ranges_.emplace_back(cps[i], cps[i + 2]);
+                i += 2;
+            } else {
+                ranges_.emplace_back(cps[i], cps[i]);
+            }
+        }
+        std::sort(ranges_.begin(), ranges_.end());
+    }
+    bool contains(char32_t cp) const {
+        auto it = std::upper_bound(ranges_.begin(), ranges_.end(), std::make_pair(cp, kNone));
+        return it != ranges_.begin() && cp <= std::prev(it)->second;
+    }
+
+private:
+    std::vector<std::pair<char32_t, char32_t>> ranges_;
+};
+
+// ---- pieces of patterns, shared by several variants ---------------------------------------
+// Each returns the end of its match at `pos`, or `pos` when it does not match.
+
+// 's|'t|'re|'ve|'m|'ll|'d, optionally ignoring ASCII case. Only ASCII letters lower-case to
+// these letters (U+212A KELVIN SIGN lower-cases to 'k', not needed), so ASCII folding is exact.
+size_t contraction(const Piece& p, size_t pos, bool any_case) {
+    if (p.cp(pos) != '\'') return pos;
+    auto low = [&](size_t i) {
+        const char32_t c = p.cp(i);
+        return any_case && c >= 'A' && c <= 'Z' ? c + 32 : c;
+    };
+    const char32_t a = low(pos + 1), b = low(pos + 2);
+    if (a == 's' || a == 't' || a == 'm' || a == 'd') return pos + 2;
+    if ((a == 'r' && b == 'e') || (a == 'v' && b == 'e') || (a == 'l' && b == 'l')) return pos + 3;
+    return pos;
+}
+
+// \s*[\r\n]+ (when newline_rule) | \s+(?!\S) | \s+
+size_t whitespace(const Piece& p, size_t pos, bool newline_rule) {
+    const size_t w = p.run(pos, [&](size_t i) { return p.space(i); });
+    if (w == pos) return pos;
+    if (newline_rule)
+        for (size_t k = w; k > pos; --k)
+            if (p.crlf(k - 1)) return k;  // up to the last CR/LF of the run
+    if (w - pos > 1 && w < p.end) return w - 1;  // leave one space for the next word
+    return w;
+}
+
+// \s?X+ for a class X.
+template <class Pred>
+size_t opt_space_then_run(const Piece& p, size_t pos, Pred in_class) {
+    size_t q = pos;
+    if (p.space(q) && q + 1 < p.end && in_class(q + 1)) ++q;
+    return in_class(q) ? p.run(q, in_class) : pos;
+}
+
+// ---- whole patterns (anchored at pos) -----------------------------------------------------
+
+// GPT-2: 's|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)
+size_t gpt2(const Piece& p, size_t pos) {
+    if (size_t e = contraction(p, pos, false); e > pos) return e;
+    const size_t q = p.cp(pos) == ' ' ? pos + 1 : pos;
+    if (p.letter(q)) return p.run(q, [&](size_t i) { return p.letter(i); });
+    if (p.number(q)) return p.run(q, [&](size_t i) { return p.number(i); });
+    if (p.other(q)) return p.run(q, [&](size_t i) { return p.other(i); });
+    return whitespace(p, pos, false);
+}
+
+// Llama 3 (max_digits 3) and Qwen 2 (max_digits 1):
+// (?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*
+// |\s*[\r\n]+|\s+(?!\S)|\s+
+size_t llama3_like(const Piece& p, size_t pos, size_t max_digits) {
+    if (size_t e = contraction(p, pos, true); e > pos) return e;
+    auto letters = [&](size_t i) { return p.letter(i); };
+    if (p.letter(pos)) return p.run(pos, letters);
+    if (!p.crlf(pos) && !p.number(pos) && p.letter(pos + 1)) return p.run(pos + 1, letters);
+    if (p.number(pos))
+        return std::min(p.run(pos, [&](size_t i) { return p.number(i); }), pos + max_digits);
+    const size_t q = p.cp(pos) == ' ' ? pos + 1 : pos;
+    if (p.other(q)) {
+        const size_t e = p.run(q, [&](size_t i) { return p.other(i); });
+        return p.run(e, [&](size_t i) { return p.crlf(i); });
+    }
+    return whitespace(p, pos, true);
+}
+size_t llama3(const Piece& p, size_t pos) { return llama3_like(p, pos, 3); }
+size_t qwen2(const Piece& p, size_t pos) { return llama3_like(p, pos, 1); }
+
+size_t one_number(const Piece& p, size_t pos) { return p.number(pos) ? pos + 1 : pos; }  // \p{N}
+size_t numbers(const Piece& p, size_t pos) {  // \p{N}+
+    return p.run(pos, [&](size_t i) { return p.number(i); });
+}
+size_t up_to_3_numbers(const Piece& p, size_t pos) {  // \p{N}{1,3}
+    return std::min(numbers(p, pos), pos + 3);
+}
+size_t three_ascii_digits(const Piece& p, size_t pos) {  // [0-9][0-9][0-9]
+    for (size_t i = pos; i < pos + 3; ++i)
+        if (p.cp(i) < '0' || p.cp(i) > '9') return pos;
+    return pos + 3;
+}
+size_t one_crlf(const Piece& p, size_t pos) { return p.crlf(pos) ? pos + 1 : pos; }  // [\r\n]
+
+bool ascii_in(char32_t c, std::string_view set) { return c < 128 && set.find(char(c)) != set.npos; }
+
+size_t punct_run(const Piece& p, size_t pos) {  // [\p{P}\$\+<=>\^~\|]+
+    return p.run(pos, [&](size_t i) { return p.is(i, kPunct) || ascii_in(p.cp(i), "$+<=>^~|"); });
+}
+size_t falcon_punct_run(const Piece& p, size_t pos) {  // [\p{P}\$\+<=>\^~\|`]+
+    return p.run(pos, [&](size_t i) { return p.is(i, kPunct) || ascii_in(p.cp(i), "$+<=>^~|`"); });
+}
+
+// [一-龥ࠀ-一가-퟿]+ (DeepSeek's CJK / Hangul runs)
+const CharClass& deepseek_cjk() {
+    static const CharClass c("一-龥ࠀ-一가-퟿");
+    return c;
+}
+size_t cjk_run(const Piece& p, size_t pos) {
+    return p.run(pos, [&](size_t i) { return deepseek_cjk().contains(p.cp(i)); });
+}
+
+size_t space_letters(const Piece& p, size_t pos) {  // \s?\p{L}+
+    return opt_space_then_run(p, pos, [&](size_t i) { return p.letter(i); });
+}
+size_t space_puncts(const Piece& p, size_t pos) {  // \s?\p{P}+
+    return opt_space_then_run(p, pos, [&](size_t i) { return p.is(i, kPunct); });
+}
+
+// DeepSeek LLM's cased-letter class, copied from its tokenizer.json pattern.
+const CharClass& deepseek_letters() {
+    static const CharClass c(
+        "A-Za-zµÀ-ÖØ-öø-ƺƼ-ƿǄ-ʓʕ-ʯͰ-ͳͶͷͻ-ͽͿΆΈ-ΊΌΎ-ΡΣ-ϵϷ-ҁҊ-ԯԱ-ՖႠ-ჅᎠ-Ᏽᏸ-ᏽᲐ-ᲺᲽ-Ჿᴀ-ᴫᵫ-ᵷᵹ-ᶚ"
+        "Ḁ-ἕἘ-Ἕἠ-ὅὈ-Ὅὐ-ὗὙὛὝὟ-ώᾀ-ᾴᾶ-ᾼιῂ-ῄῆ-ῌῐ-ΐῖ-Ίῠ-Ῥῲ-ῴῶ-ῼℂℇℊ-ℓℕℙ-ℝℤΩℨK-ℭℯ-ℴℹℼ-ℿⅅ-ⅉⅎↃↄ"
+        "Ⰰ-ⱻⱾ-ⳤⳫ-ⳮⳲⳳꙀ-ꙭꚀ-ꚛꜢ-ꝯꝱ-ꞇꞋ-ꞎꭰ-ꮿﬀ-ﬆﬓ-ﬗＡ-Ｚａ-ｚ𐐀-𐑏𐒰-𐓓𐓘-𐓻𐲀-𐲲𐳀-𐳲𑢠-𑣟𞤀-𞥃");
+    return c;
+}
+const CharClass& deepseek_puncts() {
+    static const CharClass c("!-/:-~！-／：-～‘-‟　-。");
+    return c;
+}
+size_t deepseek_llm_letters(const Piece& p, size_t pos) {  // \s?[A-Za-z...]+
+    return opt_space_then_run(p, pos, [&](size_t i) { return deepseek_letters().contains(p.cp(i)); });
+}
+size_t deepseek_llm_puncts(const Piece& p, size_t pos) {  // \s?[!-/:-~...]+
+    return opt_space_then_run(p, pos, [&](size_t i) { return deepseek_puncts().contains(p.cp(i)); });
+}
+
+// [一-龥぀-ゟ゠-ヿ]+ (DeepSeek V3: CJK and kana runs)
+size_t cjk_kana_run(const Piece& p, size_t pos) {
+    static const CharClass c("一-龥぀-ゟ゠-ヿ");
+    return p.run(pos, [&](size_t i) { return c.contains(p.cp(i)); });
+}
+
+// DeepSeek V3: [!"#$%&'()*+,\-./:;<=>?@\[\\\]^_`{|}~][A-Za-z]+|[^\r\n\p{L}\p{P}\p{S}]?[\p{L}\p{M}]+
+// | ?[\p{P}\p{S}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+
+size_t deepseek_v3(const Piece& p, size_t pos) {
+    auto ascii_letter = [&](size_t i) {
+        const char32_t c = p.cp(i);
+        return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z');
+    };
+    const char32_t c = p.cp(pos);
+    if (c < 128 && p.is(pos, kPunct | kSymbol) && ascii_letter(pos + 1)) return p.run(pos + 1, ascii_letter);
+    auto letter_mark = [&](size_t i) { return p.is(i, kLetter | kMark); };
+    if (!p.crlf(pos) && !p.is(pos, kLetter | kPunct | kSymbol) && letter_mark(pos + 1))
+        return p.run(pos + 1, letter_mark);
+    if (letter_mark(pos)) return p.run(pos, letter_mark);
+    const size_t q = c == ' ' ? pos + 1 : pos;
+    if (p.is(q, kPunct | kSymbol)) {
+        const size_t e = p.run(q, [&](size_t i) { return p.is(i, kPunct | kSymbol); });
+        return p.run(e, [&](size_t i) { return p.crlf(i); });
+    }
+    return whitespace(p, pos, true);
+}
+
+// Poro / BLOOM / GPT-3 Finnish:  ?[^(\s|.,!?…。，、।۔،)]+
+size_t poro(const Piece& p, size_t pos) {
+    static const CharClass stop("(|.,!?…。，、।۔،)");
+    auto word = [&](size_t i) { return !p.space(i) && !stop.contains(p.cp(i)); };
+    const size_t q = p.cp(pos) == ' ' && word(pos + 1) ? pos + 1 : pos;
+    return word(q) ? p.run(q, word) : pos;
+}
+
+// ---- searching and splitting --------------------------------------------------------------
+
+struct Span {
+    size_t begin, end;
+};
+using Anchored = size_t (*)(const Piece&, size_t);
+// Finds the leftmost match in [from, piece end), like one std::regex_search step.
+using Finder = bool (*)(const Piece&, size_t from, Span& match);
+
+template <Anchored M>
+bool search(const Piece& p, size_t from, Span& m) {
+    for (size_t pos = from; pos < p.end; ++pos)
+        if (size_t e = M(p, pos); e > pos) {
+            m = {pos, e};
+            return true;
+        }
+    return false;
+}
+
+// \s+$ : the piece's trailing whitespace run (searching it directly keeps this linear).
+bool trailing_space(const Piece& p, size_t from, Span& m) {
+    size_t k = p.end;
+    while (k > from && p.space(k - 1)) --k;
+    if (k == p.end) return false;
+    m = {k, p.end};
+    return true;
+}
+
+}  // namespace
+
+struct PreTokenizerVariant {
+    const char* name;
+    std::vector<const char*> aliases;  // tokenizer.ggml.pre values that select it
+    std::vector<Finder> patterns;
+    bool ignore_merges = false;
+};
+
+namespace {
+
+const std::vector<PreTokenizerVariant>& variants() {
+    static const std::vector<PreTokenizerVariant> v = {
+        // llama.cpp's fallback for a BPE vocab without a pre-tokenizer name.
+        {"default", {"default", ""},
+         {search<punct_run>, search<gpt2>, search<numbers>, search<three_ascii_digits>}},
+        {"gpt-2", {"gpt-2", "gpt2", "phi-2", "mpt", "olmo", "jais", "roberta-bpe", "jina-es", "jina-de",
+                   "jina-v1-en", "jina-v2-es", "jina-v2-de", "jina-v2-code", "gigachat", "trillion"},
+         {search<gpt2>}},
+        {"llama3", {"llama3", "llama-v3", "llama-bpe", "falcon3", "falcon-h1", "pixtral"},
+         {search<llama3>}, true},
+        {"llama3-merges", {"dbrx", "smaug-bpe"}, {search<llama3>}},
+        {"qwen2", {"qwen2", "deepseek-r1-qwen", "stablelm2", "megrez", "hunyuan-dense"}, {search<qwen2>}},
+        {"starcoder", {"starcoder", "refact", "smollm", "command-r", "codeshell", "exaone", "minerva-7b"},
+         {search<one_number>, search<gpt2>}},
+        {"falcon", {"falcon"}, {search<falcon_punct_run>, search<gpt2>, search<three_ascii_digits>}},
+        {"deepseek-llm", {"deepseek-llm"},
+         {search<one_crlf>, search<deepseek_llm_letters>, search<deepseek_llm_puncts>, trailing_space,
+          search<cjk_run>, search<numbers>}},
+        {"deepseek-coder", {"deepseek-coder"},
+         {search<one_crlf>, search<space_letters>, search<space_puncts>, search<cjk_run>,
+          search<one_number>}},
+        {"deepseek-v3", {"deepseek-v3"},
+         {search<up_to_3_numbers>, search<cjk_kana_run>, search<deepseek_v3>}},
+        {"poro", {"poro-chat", "bloom", "gpt3-finnish"}, {search<poro>}},
+    };
+    return v;
+}
+
+}  // namespace
+
+PreTokenizer::PreTokenizer(std::string_view pre_name) : name_(pre_name), variant_(nullptr) {
+    for (const auto& v : variants())
+        for (const char* alias : v.aliases)
+            if (pre_name == alias) variant_ = &v;
+    if (!variant_) {
+        std::string known;
+        for (const auto& n : known_names()) known += (known.empty() ? "" : ", ") + n;
+        throw Error("unknown pre-tokenizer '" + std::string(pre_name) + "' (tokenizer.ggml.pre); known: " +
+                    known);
+    }
+}
+
+std::string_view PreTokenizer::variant() const { return variant_->name; }
+bool PreTokenizer::ignore_merges() const { return variant_->ignore_merges; }
+
+std::vector<std::string> PreTokenizer::known_names() {
+    std::vector<std::string> names;
+    for (const auto& v : variants())
+        for (const char* alias : v.aliases)
+            if (*alias) names.emplace_back(alias);
+    return names;
+}
+
+std::vector<std::string_view> PreTokenizer::split(std::string_view text) const {
+    if (text.empty()) return {};
+    const CodepointText t(text);
+    std::vector<Span> pieces{{0, t.cps.size()}}, next;
+    for (Finder find : variant_->patterns) {
+        next.clear();
+        for (const Span& piece : pieces) {
+            const Piece p{t, piece.end};
+            size_t pos = piece.begin;
+            Span m{};
+            while (pos < piece.end && find(p, pos, m)) {
+                if (m.begin > pos) next.push_back({pos, m.begin});  // the unmatched gap
+                next.push_back(m);
+                pos = m.end;
+            }
+            if (pos < piece.end) next.push_back({pos, piece.end});
+        }
+        pieces.swap(next);
+    }
+    std::vector<std::string_view> out;
+    out.reserve(pieces.size());
+    for (const Span& s : pieces)
+        out.push_back(text.substr(t.offset[s.begin], t.offset[s.end] - t.offset[s.begin]));
+    return out;
+}
+
+}  // namespace ember

@@ -1,0 +1,294 @@
+#include "engine/tokenizer/tokenizer.h"
+
+#include <algorithm>
+#include <charconv>
+
+#include "engine/core/error.h"
+#include "engine/core/log.h"
+#include "engine/gguf/gguf.h"
+#include "engine/tokenizer/bpe.h"
+#include "engine/tokenizer/pretokenizer.h"
+#include "engine/tokenizer/special_tokens.h"
+#include "engine/tokenizer/spm.h"
+#include "engine/tokenizer/unicode.h"
+#include "engine/tokenizer/vocab.h"
+
+namespace ember {
+
+namespace {
+
+constexpr std::string_view kSpaceMark = "\xE2\x96\x81";  // U+2581, SentencePiece's space
+
+// Texts of end-of-turn tokens used by common chat models (matched on control/user tokens).
+constexpr std::string_view kEndOfTurnTexts[] = {
+    "<|eot_id|>", "<|im_end|>", "<|end|>", "<end_of_turn>", "<|endoftext|>", "<|eom_id|>",
+    "<EOT>", "_<EOT>", "<\xEF\xBD\x9C" "end\xE2\x96\x81of\xE2\x96\x81sentence\xEF\xBD\x9C>",  // DeepSeek
+    "<|end_of_text|>", "<|return|>", "<|call|>",
+};
+
+std::optional<int32_t> opt_id(const GgufFile& f, std::string_view key) {
+    const GgufValue* v = f.find(key);
+    if (!v) return std::nullopt;
+    if (!v->is_int()) throw Error(f.path() + ": " + std::string(key) + " is not an integer");
+    const int64_t x = v->as_i64();
+    if (x < 0 || x > INT32_MAX) return std::nullopt;  // -1 and the like mean "none"
+    return int32_t(x);
+}
+
+// "<0xAB>" -> 0xAB, or -1.
+int parse_byte_token(std::string_view s) {
+    if (s.size() != 6 || s.substr(0, 3) != "<0x" || s[5] != '>') return -1;
+    int v = 0;
+    auto [p, ec] = std::from_chars(s.data() + 3, s.data() + 5, v, 16);
+    return ec == std::errc() && p == s.data() + 5 ? v : -1;
+}
+
+std::string replace_all(std::string_view s, std::string_view from, std::string_view to) {
+    std::string out;
+    out.reserve(s.size());
+    for (size_t pos = 0;;) {
+        const size_t hit = s.find(from, pos);
+        out.append(s.substr(pos, hit == s.npos ? s.npos : hit - pos));
+        if (hit == s.npos) return out;
+        out.append(to);
+        pos = hit + from.size();
+    }
+}
+
+}  // namespace
+
+Tokenizer::Tokenizer() = default;
+Tokenizer::~Tokenizer() = default;
+
+std::unique_ptr<Tokenizer> Tokenizer::from_gguf(const GgufFile& f) {
+    TokenizerData d;
+    d.model = f.get_string("tokenizer.ggml.model");
+    d.pre = f.opt_string("tokenizer.ggml.pre").value_or("default");
+    d.tokens = f.get_string_array("tokenizer.ggml.tokens");
+    if (f.has("tokenizer.ggml.scores"))
+        for (double s : f.get_number_array("tokenizer.ggml.scores")) d.scores.push_back(float(s));
+    if (f.has("tokenizer.ggml.token_type"))
+        for (double t : f.get_number_array("tokenizer.ggml.token_type")) d.token_types.push_back(int32_t(t));
+    if (f.has("tokenizer.ggml.merges")) d.merges = f.get_string_array("tokenizer.ggml.merges");
+    d.bos = opt_id(f, "tokenizer.ggml.bos_token_id");
+    d.eos = opt_id(f, "tokenizer.ggml.eos_token_id");
+    d.unk = opt_id(f, "tokenizer.ggml.unknown_token_id");
+    d.pad = opt_id(f, "tokenizer.ggml.padding_token_id");
+    d.eot = opt_id(f, "tokenizer.ggml.eot_token_id");
+    d.eom = opt_id(f, "tokenizer.ggml.eom_token_id");
+    d.add_bos = f.opt_bool("tokenizer.ggml.add_bos_token");
+    d.add_eos = f.opt_bool("tokenizer.ggml.add_eos_token");
+    d.add_space_prefix = f.opt_bool("tokenizer.ggml.add_space_prefix");
+    try {
+        return from_data(std::move(d));
+    } catch (const Error& e) {
+        throw Error(f.path() + ": " + e.what());
+    }
+}
+
+std::unique_ptr<Tokenizer> Tokenizer::from_data(TokenizerData d) {
+    const bool spm = d.model == "llama";
+    if (!spm && d.model != "gpt2")
+        throw Error("unsupported tokenizer model '" + d.model +
+                    "' (tokenizer.ggml.model; supported: llama = SentencePiece, gpt2 = byte-level BPE)");
+    const size_t n = d.tokens.size();
+    if (n == 0 || n > size_t(INT32_MAX)) throw Error("tokenizer.ggml.tokens is empty or too large");
+    if (!d.scores.empty() && d.scores.size() != n)
+        throw Error("tokenizer.ggml.scores has " + std::to_string(d.scores.size()) + " entries for " +
+                    std::to_string(n) + " tokens");
+    if (!d.token_types.empty() && d.token_types.size() != n)
+        throw Error("tokenizer.ggml.token_type has " + std::to_string(d.token_types.size()) +
+                    " entries for " + std::to_string(n) + " tokens");
+    if (!spm && d.merges.empty()) throw Error("byte-level BPE vocab without tokenizer.ggml.merges");
+
+    std::unique_ptr<Tokenizer> t(new Tokenizer());
+    auto& v = *(t->vocab_ = std::make_unique<Vocab>());
+    v.text = std::move(d.tokens);
+    v.score = d.scores.empty() ? std::vector<float>(n, 0.0f) : std::move(d.scores);
+    v.type.resize(n, TokenType::Normal);
+    for (size_t i = 0; i < d.token_types.size(); ++i) {
+        const int32_t ty = d.token_types[i];
+        v.type[i] = ty >= 1 && ty <= 6 ? TokenType(ty) : TokenType::Normal;
+    }
+    v.ids.reserve(n);
+    for (size_t i = 0; i < n; ++i) v.ids.emplace(v.text[i], int32_t(i));
+
+    auto valid = [&](std::optional<int32_t> id, const char* what) -> int32_t {
+        if (!id) return -1;
+        if (*id >= int32_t(n)) {
+            log_warn("tokenizer: ignoring " + std::string(what) + " id " + std::to_string(*id) +
+                     " outside the vocab of " + std::to_string(n));
+            return -1;
+        }
+        return *id;
+    };
+    if (spm) {  // SentencePiece's conventional ids when the file does not say
+        if (!d.unk && n > 0) d.unk = 0;
+        if (!d.bos && n > 1) d.bos = 1;
+        if (!d.eos && n > 2) d.eos = 2;
+    }
+    t->bos_ = valid(d.bos, "bos");
+    t->eos_ = valid(d.eos, "eos");
+    t->unk_ = valid(d.unk, "unknown");
+    t->pad_ = valid(d.pad, "padding");
+    t->eot_ = valid(d.eot, "eot");
+    const int32_t eom = valid(d.eom, "eom");
+
+    if (spm) {
+        t->spm_ = std::make_unique<SpmModel>(v, t->unk_);
+        t->kind_ = "spm";
+    } else {
+        t->pre_ = std::make_unique<PreTokenizer>(d.pre);
+        t->bpe_ = std::make_unique<BpeModel>(v, d.merges, t->pre_->ignore_merges(), t->unk_);
+        t->kind_ = "bpe/" + std::string(t->pre_->variant());
+    }
+    t->specials_ = std::make_unique<SpecialTokenMatcher>(v);
+
+    // llama.cpp's defaults: SPM adds BOS and a space prefix; Llama 3 style BPE adds BOS.
+    t->add_bos_ = d.add_bos.value_or(spm || t->kind_ == "bpe/llama3");
+    t->add_eos_ = d.add_eos.value_or(false);
+    t->add_space_prefix_ = spm && d.add_space_prefix.value_or(true);
+    if (t->add_bos_ && t->bos_ < 0) t->add_bos_ = false;
+    if (t->add_eos_ && t->eos_ < 0) t->add_eos_ = false;
+
+    // End of generation: the named ids plus control/user tokens with end-of-turn texts.
+    for (int32_t id : {t->eos_, t->eot_, eom})
+        if (id >= 0) t->eog_.push_back(id);
+    for (std::string_view s : kEndOfTurnTexts) {
+        auto id = v.find(s);
+        if (!id || (v.type[*id] != TokenType::Control && v.type[*id] != TokenType::UserDefined)) continue;
+        if (t->eot_ < 0 && s != "<|eom_id|>" && s != "<|end_of_text|>" && s != "<|return|>" && s != "<|call|>")
+            t->eot_ = *id;
+        t->eog_.push_back(*id);
+    }
+    std::sort(t->eog_.begin(), t->eog_.end());
+    t->eog_.erase(std::unique(t->eog_.begin(), t->eog_.end()), t->eog_.end());
+    return t;
+}
+
+std::vector<int32_t> Tokenizer::encode(std::string_view text, bool add_special, bool parse_special) const {
+    std::vector<int32_t> out;
+    out.reserve(text.size() / 3 + 4);
+    if (add_special && add_bos_) out.push_back(bos_);
+    bool after_special = true;  // SPM's space prefix goes at the start and after special tokens
+    for (const auto& frag : specials_->split(text, parse_special)) {
+        if (frag.token >= 0) {
+            out.push_back(frag.token);
+            after_special = true;
+        } else {
+            encode_text(frag.text, after_special && add_space_prefix_, out);
+            after_special = false;
+        }
+    }
+    if (add_special && add_eos_) out.push_back(eos_);
+    return out;
+}
+
+void Tokenizer::encode_text(std::string_view text, bool space_prefix, std::vector<int32_t>& out) const {
+    if (spm_) {
+        std::string escaped = space_prefix ? std::string(kSpaceMark) : std::string();
+        escaped += replace_all(text, " ", kSpaceMark);
+        spm_->encode(escaped, out);
+        return;
+    }
+    // Repeated words are common in real text; remember each short word's ids for this call.
+    StringMap<std::vector<int32_t>> cache;
+    for (std::string_view piece : pre_->split(text)) {
+        if (piece.size() > 64) {
+            bpe_->encode_piece(piece, out);
+            continue;
+        }
+        auto it = cache.find(piece);
+        if (it == cache.end()) {
+            std::vector<int32_t> ids;
+            bpe_->encode_piece(piece, ids);
+            it = cache.emplace(std::string(piece), std::move(ids)).first;
+        }
+        out.insert(out.end(), it->second.begin(), it->second.end());
+    }
+}
+
+void Tokenizer::append_piece(int32_t id, bool skip_special, bool& at_text_start, std::string& out) const {
+    check_id(id);
+    const std::string& text = vocab_->text[id];
+    switch (vocab_->type[id]) {
+        case TokenType::Control:
+            if (!skip_special) out += text;
+            at_text_start = true;
+            return;
+        case TokenType::Unknown:
+        case TokenType::Unused:
+            if (!skip_special) out += text;
+            return;
+        case TokenType::UserDefined:  // stored as plain text in both vocab kinds
+            out += text;
+            at_text_start = true;
+            return;
+        case TokenType::Byte:
+            if (int b = parse_byte_token(text); b >= 0) {
+                out += char(b);
+                at_text_start = false;
+                return;
+            }
+            break;
+        default:
+            break;
+    }
+    if (spm_) {
+        std::string piece = replace_all(text, kSpaceMark, " ");
+        const bool strip = add_space_prefix_ && at_text_start && !piece.empty() && piece[0] == ' ';
+        out.append(piece, strip ? 1 : 0);
+    } else {
+        // Map the byte-level alphabet back to bytes; anything outside it is kept as is.
+        for (size_t pos = 0; pos < text.size();) {
+            const auto st = unicode::decode_utf8(text, pos);
+            const int b = st.status == unicode::Utf8Step::Ok ? unicode::cp_to_byte(st.cp) : -1;
+            const size_t len = st.status == unicode::Utf8Step::Ok ? st.len : 1;
+            if (b >= 0) out += char(b);
+            else out.append(text, pos, len);
+            pos += len;
+        }
+    }
+    at_text_start = false;
+}
+
+std::string Tokenizer::decode(std::span<const int32_t> ids, bool skip_special) const {
+    std::string out;
+    bool at_text_start = true;
+    for (int32_t id : ids) append_piece(id, skip_special, at_text_start, out);
+    return out;
+}
+
+std::string Tokenizer::token_to_piece(int32_t id) const {
+    std::string out;
+    bool at_text_start = false;
+    append_piece(id, false, at_text_start, out);
+    return out;
+}
+
+void Tokenizer::check_id(int32_t id) const {
+    if (id < 0 || id >= n_vocab())
+        throw Error("token id " + std::to_string(id) + " is outside the vocab of " + std::to_string(n_vocab()));
+}
+
+const std::string& Tokenizer::token_text(int32_t id) const {
+    check_id(id);
+    return vocab_->text[id];
+}
+
+TokenType Tokenizer::token_type(int32_t id) const {
+    check_id(id);
+    return vocab_->type[id];
+}
+
+int32_t Tokenizer::n_vocab() const { return vocab_->size(); }
+
+bool Tokenizer::is_eog(int32_t id) const { return std::binary_search(eog_.begin(), eog_.end(), id); }
+
+bool Tokenizer::is_control(int32_t id) const {
+    return id >= 0 && id < n_vocab() && vocab_->type[id] == TokenType::Control;
+}
+
+std::optional<int32_t> Tokenizer::find_token(std::string_view text) const { return vocab_->find(text); }
+
+}  // namespace ember
