@@ -1,0 +1,196 @@
+// matmul dispatcher: validates, picks the ISA kernel table, quantizes the activations once,
+// and splits rows (decode) or 32-row panels (prefill) over the thread pool.
+#include "kernels/cpu/matmul.h"
+
+#include <algorithm>
+#include <cstdlib>
+#include <new>
+#include <stdexcept>
+#include <string>
+
+#include "kernels/cpu/cpu_isa.h"
+#include "kernels/cpu/matmul_internal.h"
+#include "kernels/cpu/quant.h"
+
+namespace ember::cpu {
+
+namespace detail {
+
+bool int8_kind(DType type, Int8Kind* kind) {
+    switch (type) {
+        case DType::Q4_0: *kind = {32, 8, false}; return true;
+        case DType::Q4_1: *kind = {32, 0, true}; return true;
+        case DType::Q5_0: *kind = {32, 16, false}; return true;
+        case DType::Q5_1: *kind = {32, 0, true}; return true;
+        case DType::Q8_0: *kind = {32, 128, false}; return true;
+        case DType::Q2_K: *kind = {16, 0, true}; return true;
+        case DType::Q3_K: *kind = {16, 4, false}; return true;
+        case DType::Q4_K: *kind = {32, 0, true}; return true;
+        case DType::Q5_K: *kind = {32, 0, true}; return true;
+        case DType::Q6_K: *kind = {16, 32, false}; return true;
+        default: return false;
+    }
+}
+
+}  // namespace detail
+
+namespace {
+
+using detail::ActQ8;
+using detail::Int8Kind;
+using detail::KernelTable;
+
+// Up to this many tokens, each weight row is streamed once and dotted with every token
+// (weights dominate the bytes moved); above it, panels are repacked and register-tiled.
+constexpr int64_t kGemvMaxTokens = 4;
+
+// A growable 64-byte aligned buffer; one per thread and purpose, never shrinks, so steady
+// state inference allocates nothing.
+class AlignedBuffer {
+public:
+    ~AlignedBuffer() { std::free(ptr_); }
+    uint8_t* get(size_t bytes) {
+        if (bytes > size_) {
+            std::free(ptr_);
+            size_ = (bytes + 4095) & ~size_t{4095};
+            ptr_ = static_cast<uint8_t*>(std::aligned_alloc(64, size_));
+            if (!ptr_) {
+                size_ = 0;
+                throw std::bad_alloc();
+            }
+        }
+        return ptr_;
+    }
+
+private:
+    uint8_t* ptr_ = nullptr;
+    size_t size_ = 0;
+};
+
+const KernelTable& table() {
+    switch (active_isa()) {
+        case Isa::Avx512:
+            if (auto* t = detail::kernels_avx512()) return *t;
+            [[fallthrough]];
+        case Isa::Avx2:
+            if (auto* t = detail::kernels_avx2()) return *t;
+            [[fallthrough]];
+        case Isa::Scalar: break;
+    }
+    return detail::kernels_scalar();
+}
+
+detail::Scratch thread_scratch(const KernelTable& k, const WeightMatrix& W, int64_t n_tokens) {
+    thread_local AlignedBuffer buf;
+    const size_t bytes = k.scratch_bytes(W, n_tokens);
+    return {buf.get(bytes), bytes};
+}
+
+void validate(const WeightMatrix& W, const float* X, int64_t n_tokens, const float* Y) {
+    const auto info = dtype_info(static_cast<uint32_t>(W.type));
+    if (!info || !matmul_supports(W.type)) {
+        throw std::invalid_argument("matmul: unsupported weight type " + std::string(dtype_name(W.type)));
+    }
+    if (W.rows < 0 || W.cols <= 0 || W.cols % info->block_elems != 0 || n_tokens < 0) {
+        throw std::invalid_argument("matmul: bad shape (cols " + std::to_string(W.cols) + ")");
+    }
+    if (W.row_bytes < row_bytes(*info, static_cast<uint64_t>(W.cols))) {
+        throw std::invalid_argument("matmul: row_bytes smaller than a row");
+    }
+    if ((W.rows > 0 && !W.data) || (n_tokens > 0 && (!X || !Y))) {
+        throw std::invalid_argument("matmul: null pointer");
+    }
+}
+
+// Rows per dynamic task: large enough to stream contiguous memory, small enough that a
+// thread slowed by another process does not hold up the rest.
+int64_t row_grain(int64_t rows, int threads) {
+    const int64_t g = rows / (static_cast<int64_t>(threads) * 8);
+    return std::clamp<int64_t>(g, 4, 256);
+}
+
+ActQ8 quantize_activations(const KernelTable& k, const Int8Kind& kind, const float* X,
+                           int64_t n_tokens, int64_t cols, ThreadPool& pool) {
+    thread_local AlignedBuffer buf;
+    ActQ8 a;
+    a.n_tokens = n_tokens;
+    a.cols = cols;
+    a.kpad = (cols + detail::kChunk - 1) / detail::kChunk * detail::kChunk;
+    a.G = kind.G;
+    const size_t qs_bytes = static_cast<size_t>(n_tokens * a.kpad);
+    const size_t arr_bytes = static_cast<size_t>(n_tokens * a.nb()) * 4;
+    uint8_t* p = buf.get(qs_bytes + 3 * arr_bytes + 256);
+    a.qs = reinterpret_cast<int8_t*>(p);
+    a.d = reinterpret_cast<float*>(p + ((qs_bytes + 63) & ~size_t{63}));
+    a.init = reinterpret_cast<int32_t*>(a.d + n_tokens * a.nb());
+    a.dsum = reinterpret_cast<float*>(a.init + n_tokens * a.nb());
+    if (n_tokens >= 8) {
+        pool.parallel_for(n_tokens, [&](int64_t t0, int64_t t1, int) { k.quantize_act(X, t0, t1, kind, a); });
+    } else {
+        k.quantize_act(X, 0, n_tokens, kind, a);
+    }
+    return a;
+}
+
+}  // namespace
+
+WeightMatrix make_weight_matrix(DType type, int64_t rows, int64_t cols, const void* data) {
+    const auto info = dtype_info(static_cast<uint32_t>(type));
+    if (!info) throw std::invalid_argument("make_weight_matrix: unknown type");
+    return {type, rows, cols, data, row_bytes(*info, static_cast<uint64_t>(cols))};
+}
+
+bool matmul_supports(DType type) {
+    Int8Kind kind;
+    return type == DType::F32 || type == DType::F16 || type == DType::BF16 ||
+           detail::int8_kind(type, &kind);
+}
+
+void matmul(const WeightMatrix& W, const float* X, int64_t n_tokens, float* Y, ThreadPool& pool) {
+    validate(W, X, n_tokens, Y);
+    if (n_tokens == 0 || W.rows == 0) return;
+    const KernelTable& k = table();
+    const bool gemv = n_tokens <= kGemvMaxTokens;
+    Int8Kind kind;
+    if (detail::int8_kind(W.type, &kind)) {
+        const ActQ8 act = quantize_activations(k, kind, X, n_tokens, W.cols, pool);
+        if (gemv) {
+            pool.parallel_for_dynamic(W.rows, row_grain(W.rows, pool.size()), [&](int64_t r0, int64_t r1, int) {
+                detail::Scratch s = thread_scratch(k, W, n_tokens);
+                k.gemv_q8(W, kind, act, r0, r1, Y, s);
+            });
+        } else {
+            const int64_t pr = k.panel_rows;
+            pool.parallel_for_dynamic((W.rows + pr - 1) / pr, 1, [&](int64_t p0, int64_t p1, int) {
+                detail::Scratch s = thread_scratch(k, W, n_tokens);
+                k.gemm_q8(W, kind, act, p0 * pr, std::min(W.rows, p1 * pr), Y, s);
+            });
+        }
+        return;
+    }
+    if (gemv) {
+        pool.parallel_for_dynamic(W.rows, row_grain(W.rows, pool.size()), [&](int64_t r0, int64_t r1, int) {
+            detail::Scratch s = thread_scratch(k, W, n_tokens);
+            k.gemv_f32(W, X, n_tokens, r0, r1, Y, s);
+        });
+    } else {
+        const int64_t pr = k.panel_rows;
+        pool.parallel_for_dynamic((W.rows + pr - 1) / pr, 1, [&](int64_t p0, int64_t p1, int) {
+            detail::Scratch s = thread_scratch(k, W, n_tokens);
+            k.gemm_f32(W, X, n_tokens, p0 * pr, std::min(W.rows, p1 * pr), Y, s);
+        });
+    }
+}
+
+float vec_dot_f32(const float* a, const float* b, int64_t n) { return table().dot_f32(a, b, n); }
+
+void get_rows(DType type, const void* table_data, size_t row_bytes_, const int32_t* ids, int n,
+              int64_t cols, float* out) {
+    const auto* base = static_cast<const uint8_t*>(table_data);
+    for (int i = 0; i < n; ++i) {
+        if (ids[i] < 0) throw std::invalid_argument("get_rows: negative row id");
+        dequantize_row(type, base + static_cast<size_t>(ids[i]) * row_bytes_, out + i * cols, cols);
+    }
+}
+
+}  // namespace ember::cpu

@@ -1,0 +1,50 @@
+// Matrix multiplication of a (possibly quantized) weight matrix with f32 activations, plus the
+// small vector helpers that go with it (dot product, embedding row gather).
+#pragma once
+#include <cstddef>
+#include <cstdint>
+
+#include "kernels/common/dtype.h"
+#include "kernels/cpu/thread_pool.h"
+
+namespace ember::cpu {
+
+// A weight matrix as GGUF stores it: `rows` rows of `cols` elements each, row-major, every row
+// `row_bytes` long (dims[0] = cols is the contiguous dimension). `data` must stay valid and
+// unchanged during matmul. cols must be a multiple of the type's block size.
+struct WeightMatrix {
+    DType type = DType::F32;
+    int64_t rows = 0;
+    int64_t cols = 0;
+    const void* data = nullptr;
+    size_t row_bytes = 0;
+};
+
+// Builds a WeightMatrix with the natural row size for `type`.
+WeightMatrix make_weight_matrix(DType type, int64_t rows, int64_t cols, const void* data);
+
+// True if matmul accepts weights of this type. Supported: F32, F16, BF16, Q4_0, Q4_1, Q5_0,
+// Q5_1, Q8_0, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K.
+bool matmul_supports(DType type);
+
+// Y[t][r] = sum_c W[r][c] * X[t][c] for t < n_tokens, r < W.rows.
+// X: n_tokens x W.cols f32, row stride W.cols. Y: n_tokens x W.rows f32, row stride W.rows.
+//
+// Quantized weights: X is quantized once per call into 8-bit blocks (per 32 elements, or 16
+// for Q2_K/Q3_K/Q6_K) and the products are integer dot products (AVX-512 VNNI or AVX2), so
+// results differ from an f32 reference by the activation rounding (~0.4% of each block's
+// largest |x|, see tests/kernels). Float weights use f32 FMA. Rows are split over the pool.
+// Small n_tokens streams each weight row once for all tokens (memory-bound decode); larger
+// n_tokens repacks 32-row panels and runs register-tiled kernels (compute-bound prefill).
+// Throws std::invalid_argument for an unsupported type or inconsistent sizes.
+void matmul(const WeightMatrix& W, const float* X, int64_t n_tokens, float* Y, ThreadPool& pool);
+
+// sum a[i] * b[i] in f32 (vectorized; summation order differs from a serial loop).
+float vec_dot_f32(const float* a, const float* b, int64_t n);
+
+// Embedding lookup: out[i][0..cols) = dequantized row ids[i] of `table` (rows of row_bytes
+// bytes, `cols` elements of type `type`). Any type dequantize_row accepts.
+void get_rows(DType type, const void* table, size_t row_bytes, const int32_t* ids, int n,
+              int64_t cols, float* out);
+
+}  // namespace ember::cpu

@@ -1,0 +1,4 @@
+#include "kernels/cpu/matmul_internal.h"
+namespace ember::cpu::detail {
+const KernelTable* kernels_avx512() { return nullptr; }
+}

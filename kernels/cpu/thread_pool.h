@@ -1,0 +1,78 @@
+// A persistent pool of worker threads for the CPU kernels (one per backend instance).
+//
+// Threads are created once. parallel_for wakes them by bumping a generation counter; idle
+// workers spin on it for a short while (a decode step issues hundreds of small parallel
+// kernels, and a futex wake costs several microseconds) and then sleep on it (C++20
+// atomic wait = futex on Linux), so an idle pool costs no CPU. The calling thread takes part
+// as thread 0 and returns when every task has finished.
+#pragma once
+#include <atomic>
+#include <cstdint>
+#include <thread>
+#include <type_traits>
+#include <vector>
+
+namespace ember::cpu {
+
+class ThreadPool {
+public:
+    // n_threads counts the caller; 0 means std::thread::hardware_concurrency().
+    explicit ThreadPool(int n_threads = 0);
+    ~ThreadPool();
+    ThreadPool(const ThreadPool&) = delete;
+    ThreadPool& operator=(const ThreadPool&) = delete;
+
+    int size() const { return n_threads_; }
+
+    // Runs fn(begin, end, thread_id) over [0, n_tasks) split into size() contiguous ranges
+    // of near-equal length (ranges may be empty and are then skipped; with fewer tasks than
+    // threads, thread t runs task t). thread_id is in [0, size()), 0 = the caller. fn must
+    // not throw and must not call parallel_for on the same pool.
+    template <class F>
+    void parallel_for(int64_t n_tasks, F&& fn) {
+        run(n_tasks, 1, &invoke<F>, &fn, false);
+    }
+
+    // Like parallel_for but threads take chunks of `grain` tasks from a shared counter, so
+    // uneven tasks (or a thread delayed by another process) balance out.
+    template <class F>
+    void parallel_for_dynamic(int64_t n_tasks, int64_t grain, F&& fn) {
+        run(n_tasks, grain < 1 ? 1 : grain, &invoke<F>, &fn, true);
+    }
+
+    // Number of spin iterations (pause instructions, ~30-100 ns each) before an idle thread
+    // sleeps. 0 sleeps at once (useful when threads outnumber free cores).
+    void set_spin_count(int spins) { spin_count_.store(spins, std::memory_order_relaxed); }
+
+private:
+    using Call = void (*)(void* ctx, int64_t begin, int64_t end, int thread_id);
+
+    template <class F>
+    static void invoke(void* ctx, int64_t begin, int64_t end, int thread_id) {
+        (*static_cast<std::remove_reference_t<F>*>(ctx))(begin, end, thread_id);
+    }
+
+    void run(int64_t n_tasks, int64_t grain, Call call, void* ctx, bool dynamic);
+    void work_share(int thread_id);
+    void worker_main(int thread_id);
+
+    int n_threads_;
+    std::vector<std::thread> workers_;
+
+    // The current job; written by the caller before it bumps generation_.
+    Call call_ = nullptr;
+    void* ctx_ = nullptr;
+    int64_t n_tasks_ = 0;
+    int64_t grain_ = 1;
+    bool dynamic_ = false;
+    bool stop_ = false;
+
+    alignas(64) std::atomic<uint64_t> generation_{0};
+    alignas(64) std::atomic<int64_t> next_task_{0};    // dynamic scheduling counter
+    alignas(64) std::atomic<int> pending_{0};          // workers still running the job
+    alignas(64) std::atomic<int> sleepers_{0};         // workers blocked in wait()
+    std::atomic<bool> caller_sleeping_{false};
+    std::atomic<int> spin_count_{20000};
+};
+
+}  // namespace ember::cpu

@@ -1,0 +1,89 @@
+// Helpers shared by the kernel tests: seeded random data and float64 references.
+#pragma once
+#include <cmath>
+#include <cstdint>
+#include <random>
+#include <vector>
+
+#include "kernels/common/dtype.h"
+#include "kernels/cpu/cpu_isa.h"
+#include "kernels/cpu/quant.h"
+
+namespace ktest {
+
+// Gaussian values with a per-32-element magnitude that varies over two decades and a few
+// outliers, like real weights and activations (never all zeros).
+inline std::vector<float> random_floats(size_t n, uint32_t seed, float scale = 1.0f) {
+    std::mt19937 rng(seed);
+    std::normal_distribution<float> normal(0.0f, 1.0f);
+    std::uniform_real_distribution<float> mag(-1.0f, 1.0f);
+    std::vector<float> v(n);
+    float block_scale = 1.0f;
+    for (size_t i = 0; i < n; ++i) {
+        if (i % 32 == 0) block_scale = scale * std::pow(10.0f, mag(rng));
+        v[i] = normal(rng) * block_scale;
+        if (i % 97 == 13) v[i] *= 4.0f;
+    }
+    return v;
+}
+
+// Random bytes for types without a quantizer (Q2_K, Q3_K): every code random, half-float
+// scales forced to moderate values (|d| in [2^-7, 2^-3)).
+inline std::vector<uint8_t> random_blocks(ember::DType type, size_t bytes, uint32_t seed) {
+    std::mt19937 rng(seed);
+    std::vector<uint8_t> w(bytes);
+    for (auto& b : w) b = static_cast<uint8_t>(rng());
+    const auto info = *ember::dtype_info(static_cast<uint32_t>(type));
+    std::vector<int> halves;
+    if (type == ember::DType::Q2_K) halves = {80, 82};
+    if (type == ember::DType::Q3_K) halves = {108};
+    for (size_t blk = 0; blk < bytes / info.block_bytes; ++blk) {
+        for (int off : halves) {
+            uint8_t* p = &w[blk * info.block_bytes + static_cast<size_t>(off)];
+            const uint16_t v = static_cast<uint16_t>(((p[0] | (p[1] << 8)) & 0x8FFF) | 0x2000);
+            p[0] = static_cast<uint8_t>(v);
+            p[1] = static_cast<uint8_t>(v >> 8);
+        }
+    }
+    return w;
+}
+
+// Bytes holding `rows` rows of `cols` random values quantized to `type`.
+inline std::vector<uint8_t> random_weights(ember::DType type, int64_t rows, int64_t cols, uint32_t seed) {
+    const auto info = *ember::dtype_info(static_cast<uint32_t>(type));
+    const size_t rb = ember::row_bytes(info, static_cast<uint64_t>(cols));
+    if (!ember::cpu::can_quantize(type)) return random_blocks(type, rb * static_cast<size_t>(rows), seed);
+    std::vector<uint8_t> w(rb * static_cast<size_t>(rows));
+    const std::vector<float> f = random_floats(static_cast<size_t>(rows * cols), seed, 0.05f);
+    for (int64_t r = 0; r < rows; ++r) {
+        ember::cpu::quantize_row(type, f.data() + r * cols, w.data() + static_cast<size_t>(r) * rb, cols);
+    }
+    return w;
+}
+
+inline std::vector<float> dequantize_matrix(ember::DType type, const uint8_t* data, int64_t rows, int64_t cols) {
+    const auto info = *ember::dtype_info(static_cast<uint32_t>(type));
+    const size_t rb = ember::row_bytes(info, static_cast<uint64_t>(cols));
+    std::vector<float> out(static_cast<size_t>(rows * cols));
+    for (int64_t r = 0; r < rows; ++r) {
+        ember::cpu::dequantize_row(type, data + static_cast<size_t>(r) * rb, out.data() + r * cols, cols);
+    }
+    return out;
+}
+
+// Every ISA this machine can run, scalar first.
+inline std::vector<ember::cpu::Isa> available_isas() {
+    std::vector<ember::cpu::Isa> v{ember::cpu::Isa::Scalar};
+    if (static_cast<int>(ember::cpu::detected_isa()) >= static_cast<int>(ember::cpu::Isa::Avx2)) v.push_back(ember::cpu::Isa::Avx2);
+    if (ember::cpu::detected_isa() == ember::cpu::Isa::Avx512) v.push_back(ember::cpu::Isa::Avx512);
+    return v;
+}
+
+// Forces an ISA for the lifetime of the object.
+struct ForceIsa {
+    explicit ForceIsa(ember::cpu::Isa isa) { ok = ember::cpu::force_isa(isa); }
+    ~ForceIsa() { ember::cpu::reset_isa(); }
+    bool ok;
+};
+
+}  // namespace ktest

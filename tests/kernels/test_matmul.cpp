@@ -1,0 +1,206 @@
+// matmul against a float64 reference for every weight type, odd shapes, decode (gemv) and
+// prefill (gemm) token counts, and every ISA path the machine supports.
+//
+// Tolerances (stated per element y[t][r]):
+//  * float weights: |err| <= 4 * K * 2^-24 * sum_c |w x| (f32 accumulation of K products).
+//  * quantized weights, random activations: activations are rounded to 8-bit blocks with step
+//    d_b = max_b|x| / 127, so |x - x_q| <= d_b / 2 per element and
+//    |err| <= sum_b (d_b / 2) * sum_{c in b} |w_c| + 4 K 2^-24 sum |w x|.
+//    This is a proven bound, yet tight enough that any misplaced block, scale or offset
+//    (errors of order |w x| of whole blocks) exceeds it.
+//  * quantized weights, activations exactly representable in 8 bits (each block holds
+//    +-127 * 2^e and integer multiples of 2^e): only float rounding remains, so
+//    |err| <= 4 K 2^-24 sum |w x|.
+#include <QtTest>
+
+#include <cmath>
+#include <string>
+
+#include "kernel_test_util.h"
+#include "kernels/cpu/matmul.h"
+#include "kernels/cpu/quant.h"
+
+using ember::DType;
+using namespace ember::cpu;
+
+namespace {
+
+const DType kAllTypes[] = {DType::F32, DType::F16, DType::BF16, DType::Q4_0, DType::Q4_1,
+                           DType::Q5_0, DType::Q5_1, DType::Q8_0, DType::Q2_K, DType::Q3_K,
+                           DType::Q4_K, DType::Q5_K, DType::Q6_K};
+
+bool is_float(DType t) { return t == DType::F32 || t == DType::F16 || t == DType::BF16; }
+
+// Activation block size the int8 kernels use for this weight type.
+int act_block(DType t) { return (t == DType::Q2_K || t == DType::Q3_K || t == DType::Q6_K) ? 16 : 32; }
+
+// Activations exactly representable as 8-bit blocks of 32: per block a power-of-two step,
+// +-127 steps at elements 0 and 16, other elements integer multiples of the step.
+std::vector<float> exact_activations(int64_t n, int64_t cols, uint32_t seed) {
+    std::mt19937 rng(seed);
+    std::uniform_int_distribution<int> code(-127, 127), expo(-8, 2), sign(0, 1);
+    std::vector<float> x(static_cast<size_t>(n * cols));
+    for (int64_t b = 0; b < n * cols / 32; ++b) {
+        const float step = std::ldexp(1.0f, expo(rng));
+        for (int j = 0; j < 32; ++j) {
+            const int q = (j % 16 == 0) ? (sign(rng) ? 127 : -127) : code(rng);
+            x[static_cast<size_t>(b * 32 + j)] = static_cast<float>(q) * step;
+        }
+    }
+    return x;
+}
+
+struct Check {
+    double worst_ratio = 0;  // max |err| / tolerance
+    QString where;
+};
+
+// Compares Y with the float64 product of the dequantized weights, element by element.
+Check compare(DType type, const std::vector<float>& w, const std::vector<float>& x,
+              const std::vector<float>& y, int64_t rows, int64_t cols, int64_t n, bool exact_x) {
+    Check c;
+    const int G = act_block(type);
+    for (int64_t t = 0; t < n; ++t) {
+        const float* xt = x.data() + t * cols;
+        for (int64_t r = 0; r < rows; ++r) {
+            const float* wr = w.data() + r * cols;
+            double ref = 0, mag = 0, act_err = 0;
+            for (int64_t b = 0; b < cols / G; ++b) {
+                double amax = 0, wabs = 0;
+                for (int j = 0; j < G; ++j) {
+                    const int64_t i = b * G + j;
+                    ref += double(wr[i]) * xt[i];
+                    mag += std::fabs(double(wr[i]) * xt[i]);
+                    amax = std::max(amax, std::fabs(double(xt[i])));
+                    wabs += std::fabs(double(wr[i]));
+                }
+                act_err += amax / 127.0 / 2.0 * wabs;
+            }
+            double tol = 4.0 * double(cols) * std::ldexp(1.0, -24) * mag + 1e-30;
+            if (!is_float(type) && !exact_x) tol += act_err * 1.0001;
+            const double err = std::fabs(double(y[size_t(t * rows + r)]) - ref);
+            if (err / tol > c.worst_ratio) {
+                c.worst_ratio = err / tol;
+                c.where = QString("t=%1 r=%2 got %3 want %4 tol %5").arg(t).arg(r).arg(y[size_t(t * rows + r)]).arg(ref).arg(tol);
+            }
+            if (std::isnan(y[size_t(t * rows + r)])) {
+                c.worst_ratio = INFINITY;
+                c.where = QString("NaN at t=%1 r=%2").arg(t).arg(r);
+                return c;
+            }
+        }
+    }
+    return c;
+}
+
+void run_case(DType type, int64_t rows, int64_t cols, int64_t n, bool exact_x, ThreadPool& pool, uint32_t seed) {
+    const std::vector<uint8_t> wq = ktest::random_weights(type, rows, cols, seed);
+    const std::vector<float> w = ktest::dequantize_matrix(type, wq.data(), rows, cols);
+    const std::vector<float> x = exact_x ? exact_activations(n, cols, seed + 1)
+                                         : ktest::random_floats(size_t(n * cols), seed + 1);
+    std::vector<float> y(size_t(n * rows), NAN);
+    matmul(make_weight_matrix(type, rows, cols, wq.data()), x.data(), n, y.data(), pool);
+    const Check c = compare(type, w, x, y, rows, cols, n, exact_x);
+    QVERIFY2(c.worst_ratio <= 1.0,
+             qPrintable(QString("%1 %2x%3 n=%4 %5: error %6x tolerance at %7")
+                            .arg(QString::fromUtf8(ember::dtype_name(type).data()))
+                            .arg(rows).arg(cols).arg(n).arg(exact_x ? "exact-x" : "random-x")
+                            .arg(c.worst_ratio).arg(c.where)));
+}
+
+}  // namespace
+
+class TestMatmul : public QObject {
+    Q_OBJECT
+
+private slots:
+    void allTypesShapesIsas_data() {
+        QTest::addColumn<int>("isa");
+        QTest::addColumn<int>("type");
+        for (Isa isa : ktest::available_isas()) {
+            for (DType t : kAllTypes) {
+                const std::string name = std::string(isa_name(isa)) + "/" + std::string(ember::dtype_name(t));
+                QTest::newRow(name.c_str()) << int(isa) << int(t);
+            }
+        }
+    }
+    void allTypesShapesIsas() {
+        QFETCH(int, isa);
+        QFETCH(int, type);
+        ktest::ForceIsa force{Isa(isa)};
+        QVERIFY(force.ok);
+        const DType t = DType(type);
+        const int block = int(ember::dtype_info(uint32_t(t))->block_elems);
+        // 32*7 (odd number of 32-blocks, not a whole 512-element chunk), 256*3.
+        std::vector<int64_t> col_sizes{256 * 3};
+        if (block <= 32) col_sizes.push_back(32 * 7);
+        ThreadPool pool(3);
+        uint32_t seed = 100;
+        for (int64_t cols : col_sizes) {
+            for (int64_t rows : {1, 3, 17, 67}) {
+                for (int64_t n : {1, 2, 4, 5, 33}) {
+                    run_case(t, rows, cols, n, false, pool, ++seed);
+                    if (!is_float(t)) run_case(t, rows, cols, n, true, pool, ++seed);
+                }
+            }
+        }
+    }
+
+    // Several panels, long rows (many chunks), both kernel families, 2 threads.
+    void largerShapes_data() {
+        QTest::addColumn<int>("isa");
+        QTest::addColumn<int>("type");
+        for (Isa isa : ktest::available_isas()) {
+            for (DType t : {DType::Q4_0, DType::Q8_0, DType::Q4_K, DType::Q6_K, DType::F16}) {
+                const std::string name = std::string(isa_name(isa)) + "/" + std::string(ember::dtype_name(t));
+                QTest::newRow(name.c_str()) << int(isa) << int(t);
+            }
+        }
+    }
+    void largerShapes() {
+        QFETCH(int, isa);
+        QFETCH(int, type);
+        ktest::ForceIsa force{Isa(isa)};
+        ThreadPool pool(2);
+        for (int64_t n : {1, 3, 70}) run_case(DType(type), 200, 2560, n, false, pool, 7);
+    }
+
+    void vecDot() {
+        for (Isa isa : ktest::available_isas()) {
+            ktest::ForceIsa force{isa};
+            for (int64_t n : {1, 7, 16, 33, 1000}) {
+                const auto a = ktest::random_floats(size_t(n), 1), b = ktest::random_floats(size_t(n), 2);
+                double ref = 0, mag = 0;
+                for (int64_t i = 0; i < n; ++i) { ref += double(a[size_t(i)]) * b[size_t(i)]; mag += std::fabs(double(a[size_t(i)]) * b[size_t(i)]); }
+                const float got = vec_dot_f32(a.data(), b.data(), n);
+                QVERIFY2(std::fabs(got - ref) <= 4.0 * double(n) * std::ldexp(1.0, -24) * mag,
+                         qPrintable(QString("%1 n=%2: %3 vs %4").arg(isa_name(isa).data()).arg(n).arg(got).arg(ref)));
+            }
+        }
+    }
+
+    void getRowsDequantizes() {
+        const int64_t cols = 512;
+        for (DType t : {DType::F32, DType::F16, DType::Q8_0, DType::Q4_K, DType::Q6_K}) {
+            const auto wq = ktest::random_weights(t, 10, cols, 3);
+            const auto w = ktest::dequantize_matrix(t, wq.data(), 10, cols);
+            const int32_t ids[] = {7, 0, 7, 9};
+            std::vector<float> out(4 * cols);
+            get_rows(t, wq.data(), wq.size() / 10, ids, 4, cols, out.data());
+            for (int i = 0; i < 4; ++i)
+                for (int64_t c = 0; c < cols; ++c) QCOMPARE(out[size_t(i * cols + c)], w[size_t(ids[i] * cols + c)]);
+        }
+    }
+
+    void rejectsBadShapes() {
+        ThreadPool pool(1);
+        float x[64] = {}, y[4] = {};
+        uint8_t w[256] = {};
+        QVERIFY_THROWS_EXCEPTION(std::invalid_argument, matmul(WeightMatrix{DType::Q4_0, 1, 48, w, 36}, x, 1, y, pool));
+        QVERIFY_THROWS_EXCEPTION(std::invalid_argument, matmul(WeightMatrix{DType::IQ2_XXS, 1, 256, w, 66}, x, 1, y, pool));
+        QVERIFY(!matmul_supports(DType::Q8_K));
+    }
+};
+
+QTEST_APPLESS_MAIN(TestMatmul)
+#include "test_matmul.moc"
