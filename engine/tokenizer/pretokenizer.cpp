@@ -58,9 +58,14 @@ struct Piece {
     }
 };
 
-// A set of code point ranges written the way a regex character class is, e.g. "A-Za-z".
+// A set of code point ranges, like a regex character class.
 class CharClass {
 public:
+    using Range = std::pair<char32_t, char32_t>;
+    explicit CharClass(std::vector<Range> ranges) : ranges_(std::move(ranges)) { finish(); }
+    // Written the way a regex class is, e.g. "A-Za-z". Only for characters that Unicode
+    // normalization leaves alone: an editor may silently replace e.g. U+212A KELVIN SIGN by
+    // 'K', so such classes are written as numeric ranges instead.
     explicit CharClass(std::string_view spec) {
         std::vector<char32_t> cps;
         for (size_t pos = 0; pos < spec.size();) {
@@ -76,15 +81,23 @@ public:
                 ranges_.emplace_back(cps[i], cps[i]);
             }
         }
-        std::sort(ranges_.begin(), ranges_.end());
+        finish();
     }
     bool contains(char32_t cp) const {
+        // llama.cpp turns non-ASCII whitespace into U+000B before matching such classes, so
+        // e.g. U+3000 is never part of "[ࠀ-一]" there; keep its results.
+        if (cp >= 0x80 && is_whitespace(cp)) return false;
         auto it = std::upper_bound(ranges_.begin(), ranges_.end(), std::make_pair(cp, kNone));
         return it != ranges_.begin() && cp <= std::prev(it)->second;
     }
 
 private:
-    std::vector<std::pair<char32_t, char32_t>> ranges_;
+    void finish() {
+        for (const Range& r : ranges_)
+            if (r.first > r.second) throw Error("pre-tokenizer: reversed character range (a bug)");
+        std::sort(ranges_.begin(), ranges_.end());
+    }
+    std::vector<Range> ranges_;
 };
 
 // ---- pieces of patterns, shared by several variants ---------------------------------------
@@ -194,12 +207,30 @@ size_t space_puncts(const Piece& p, size_t pos) {  // \s?\p{P}+
     return opt_space_then_run(p, pos, [&](size_t i) { return p.is(i, kPunct); });
 }
 
-// DeepSeek LLM's cased-letter class, copied from its tokenizer.json pattern.
+// DeepSeek LLM's letter class, from its tokenizer.json pattern
+// \s?[A-Za-zµÀ-ÖØ-öø-ƺƼ-ƿǄ-ʓʕ-ʯͰ-ͳͶͷͻ-ͽͿΆΈ-ΊΌΎ-ΡΣ-ϵϷ-ҁҊ-ԯԱ-ՖႠ-ჅᎠ-Ᏽᏸ-ᏽᲐ-ᲺᲽ-Ჿᴀ-ᴫᵫ-ᵷᵹ-ᶚ...]+
+// (the cased letters of some Unicode version), as numeric ranges: several of its characters
+// (U+1F7D, U+1FBE, U+1FD3, U+1FDB, U+2126, U+212A) do not survive Unicode normalization.
 const CharClass& deepseek_letters() {
-    static const CharClass c(
-        "A-Za-zµÀ-ÖØ-öø-ƺƼ-ƿǄ-ʓʕ-ʯͰ-ͳͶͷͻ-ͽͿΆΈ-ΊΌΎ-ΡΣ-ϵϷ-ҁҊ-ԯԱ-ՖႠ-ჅᎠ-Ᏽᏸ-ᏽᲐ-ᲺᲽ-Ჿᴀ-ᴫᵫ-ᵷᵹ-ᶚ"
-        "Ḁ-ἕἘ-Ἕἠ-ὅὈ-Ὅὐ-ὗὙὛὝὟ-ώᾀ-ᾴᾶ-ᾼιῂ-ῄῆ-ῌῐ-ΐῖ-Ίῠ-Ῥῲ-ῴῶ-ῼℂℇℊ-ℓℕℙ-ℝℤΩℨK-ℭℯ-ℴℹℼ-ℿⅅ-ⅉⅎↃↄ"
-        "Ⰰ-ⱻⱾ-ⳤⳫ-ⳮⳲⳳꙀ-ꙭꚀ-ꚛꜢ-ꝯꝱ-ꞇꞋ-ꞎꭰ-ꮿﬀ-ﬆﬓ-ﬗＡ-Ｚａ-ｚ𐐀-𐑏𐒰-𐓓𐓘-𐓻𐲀-𐲲𐳀-𐳲𑢠-𑣟𞤀-𞥃");
+    static const CharClass c({
+        {0x0041, 0x005A}, {0x0061, 0x007A}, {0x00B5, 0x00B5}, {0x00C0, 0x00D6}, {0x00D8, 0x00F6},
+        {0x00F8, 0x01BA}, {0x01BC, 0x01BF}, {0x01C4, 0x0293}, {0x0295, 0x02AF}, {0x0370, 0x0373},
+        {0x0376, 0x0377}, {0x037B, 0x037D}, {0x037F, 0x037F}, {0x0386, 0x0386}, {0x0388, 0x038A},
+        {0x038C, 0x038C}, {0x038E, 0x03A1}, {0x03A3, 0x03F5}, {0x03F7, 0x0481}, {0x048A, 0x052F},
+        {0x0531, 0x0556}, {0x10A0, 0x10C5}, {0x13A0, 0x13F5}, {0x13F8, 0x13FD}, {0x1C90, 0x1CBA},
+        {0x1CBD, 0x1CBF}, {0x1D00, 0x1D2B}, {0x1D6B, 0x1D77}, {0x1D79, 0x1D9A}, {0x1E00, 0x1F15},
+        {0x1F18, 0x1F1D}, {0x1F20, 0x1F45}, {0x1F48, 0x1F4D}, {0x1F50, 0x1F57}, {0x1F59, 0x1F59},
+        {0x1F5B, 0x1F5B}, {0x1F5D, 0x1F5D}, {0x1F5F, 0x1F7D}, {0x1F80, 0x1FB4}, {0x1FB6, 0x1FBC},
+        {0x1FBE, 0x1FBE}, {0x1FC2, 0x1FC4}, {0x1FC6, 0x1FCC}, {0x1FD0, 0x1FD3}, {0x1FD6, 0x1FDB},
+        {0x1FE0, 0x1FEC}, {0x1FF2, 0x1FF4}, {0x1FF6, 0x1FFC}, {0x2102, 0x2102}, {0x2107, 0x2107},
+        {0x210A, 0x2113}, {0x2115, 0x2115}, {0x2119, 0x211D}, {0x2124, 0x2124}, {0x2126, 0x2126},
+        {0x2128, 0x2128}, {0x212A, 0x212D}, {0x212F, 0x2134}, {0x2139, 0x2139}, {0x213C, 0x213F},
+        {0x2145, 0x2149}, {0x214E, 0x214E}, {0x2183, 0x2184}, {0x2C00, 0x2C7B}, {0x2C7E, 0x2CE4},
+        {0x2CEB, 0x2CEE}, {0x2CF2, 0x2CF3}, {0xA640, 0xA66D}, {0xA680, 0xA69B}, {0xA722, 0xA76F},
+        {0xA771, 0xA787}, {0xA78B, 0xA78E}, {0xAB70, 0xABBF}, {0xFB00, 0xFB06}, {0xFB13, 0xFB17},
+        {0xFF21, 0xFF3A}, {0xFF41, 0xFF5A}, {0x10400, 0x1044F}, {0x104B0, 0x104D3}, {0x104D8, 0x104FB},
+        {0x10C80, 0x10CB2}, {0x10CC0, 0x10CF2}, {0x118A0, 0x118DF}, {0x1E900, 0x1E943},
+    });
     return c;
 }
 const CharClass& deepseek_puncts() {

@@ -1,10 +1,12 @@
 #include "engine/tokenizer/special_tokens.h"
 
+#include <algorithm>
+
 #include "engine/tokenizer/vocab.h"
 
 namespace ember {
 
-SpecialTokenMatcher::SpecialTokenMatcher(const Vocab& vocab) : nodes_(1) {
+SpecialTokenMatcher::SpecialTokenMatcher(const Vocab& vocab, const std::vector<int32_t>& eog) : nodes_(1) {
     root_next_.fill(-1);
     for (int32_t id = 0; id < vocab.size(); ++id) {
         const TokenType t = vocab.type[id];
@@ -24,7 +26,8 @@ SpecialTokenMatcher::SpecialTokenMatcher(const Vocab& vocab) : nodes_(1) {
         }
         if (nodes_[node].token < 0) {  // the lowest id wins if a text repeats
             nodes_[node].token = id;
-            nodes_[node].always = t == TokenType::UserDefined;
+            nodes_[node].always =
+                t == TokenType::UserDefined && !std::binary_search(eog.begin(), eog.end(), id);
         }
     }
 }

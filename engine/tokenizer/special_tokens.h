@@ -1,6 +1,8 @@
 // Finds special tokens written in input text, so they become single ids instead of being
 // tokenized as text. Control and unknown tokens are candidates only when the caller asks
-// (parse_special); user-defined tokens always are. Leftmost-longest matching over a trie.
+// (parse_special); user-defined tokens always are, except end-of-generation ones (e.g.
+// Phi-3's "</s>"), which are treated like control tokens so that plain text can never end a
+// turn (llama.cpp does the same). Leftmost-longest matching over a trie.
 #pragma once
 #include <array>
 #include <cstdint>
@@ -13,7 +15,8 @@ struct Vocab;
 
 class SpecialTokenMatcher {
 public:
-    explicit SpecialTokenMatcher(const Vocab& vocab);
+    // eog: sorted end-of-generation ids.
+    SpecialTokenMatcher(const Vocab& vocab, const std::vector<int32_t>& eog);
 
     struct Fragment {
         std::string_view text;  // plain text when token < 0

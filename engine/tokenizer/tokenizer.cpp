@@ -19,11 +19,15 @@ namespace {
 
 constexpr std::string_view kSpaceMark = "\xE2\x96\x81";  // U+2581, SentencePiece's space
 
-// Texts of end-of-turn tokens used by common chat models (matched on control/user tokens).
+// Texts of the end-of-turn tokens of common chat models: the first one a vocab has (as a
+// control or user-defined token) is its eot() when the metadata names none.
 constexpr std::string_view kEndOfTurnTexts[] = {
-    "<|eot_id|>", "<|im_end|>", "<|end|>", "<end_of_turn>", "<|endoftext|>", "<|eom_id|>",
-    "<EOT>", "_<EOT>", "<\xEF\xBD\x9C" "end\xE2\x96\x81of\xE2\x96\x81sentence\xEF\xBD\x9C>",  // DeepSeek
-    "<|end_of_text|>", "<|return|>", "<|call|>",
+    "<|eot_id|>", "<|im_end|>", "<|end|>", "<end_of_turn>", "<|endoftext|>", "<EOT>", "_<EOT>",
+    "<\xEF\xBD\x9C" "end\xE2\x96\x81of\xE2\x96\x81sentence\xEF\xBD\x9C>",  // DeepSeek
+};
+// Further texts that also end generation.
+constexpr std::string_view kEndOfGenerationTexts[] = {
+    "<|eom_id|>", "<|end_of_text|>", "<|return|>", "<|call|>", "</s>",
 };
 
 std::optional<int32_t> opt_id(const GgufFile& f, std::string_view key) {
@@ -142,7 +146,6 @@ std::unique_ptr<Tokenizer> Tokenizer::from_data(TokenizerData d) {
         t->bpe_ = std::make_unique<BpeModel>(v, d.merges, t->pre_->ignore_merges(), t->unk_);
         t->kind_ = "bpe/" + std::string(t->pre_->variant());
     }
-    t->specials_ = std::make_unique<SpecialTokenMatcher>(v);
 
     // llama.cpp's defaults: SPM adds BOS and a space prefix; Llama 3 style BPE adds BOS.
     t->add_bos_ = d.add_bos.value_or(spm || t->kind_ == "bpe/llama3");
@@ -154,15 +157,21 @@ std::unique_ptr<Tokenizer> Tokenizer::from_data(TokenizerData d) {
     // End of generation: the named ids plus control/user tokens with end-of-turn texts.
     for (int32_t id : {t->eos_, t->eot_, eom})
         if (id >= 0) t->eog_.push_back(id);
-    for (std::string_view s : kEndOfTurnTexts) {
+    auto special_text = [&](std::string_view s) -> std::optional<int32_t> {
         auto id = v.find(s);
-        if (!id || (v.type[*id] != TokenType::Control && v.type[*id] != TokenType::UserDefined)) continue;
-        if (t->eot_ < 0 && s != "<|eom_id|>" && s != "<|end_of_text|>" && s != "<|return|>" && s != "<|call|>")
-            t->eot_ = *id;
-        t->eog_.push_back(*id);
-    }
+        if (id && (v.type[*id] == TokenType::Control || v.type[*id] == TokenType::UserDefined)) return id;
+        return std::nullopt;
+    };
+    for (std::string_view s : kEndOfTurnTexts)
+        if (auto id = special_text(s)) {
+            if (t->eot_ < 0) t->eot_ = *id;
+            t->eog_.push_back(*id);
+        }
+    for (std::string_view s : kEndOfGenerationTexts)
+        if (auto id = special_text(s)) t->eog_.push_back(*id);
     std::sort(t->eog_.begin(), t->eog_.end());
     t->eog_.erase(std::unique(t->eog_.begin(), t->eog_.end()), t->eog_.end());
+    t->specials_ = std::make_unique<SpecialTokenMatcher>(v, t->eog_);
     return t;
 }
 
@@ -221,7 +230,7 @@ void Tokenizer::append_piece(int32_t id, bool skip_special, bool& at_text_start,
             if (!skip_special) out += text;
             return;
         case TokenType::UserDefined:  // stored as plain text in both vocab kinds
-            out += text;
+            if (!skip_special || !is_eog(id)) out += text;  // an end-of-generation one is control-like
             at_text_start = true;
             return;
         case TokenType::Byte:
