@@ -64,7 +64,7 @@ std::string replace_all(std::string_view s, std::string_view from, std::string_v
 Tokenizer::Tokenizer() = default;
 Tokenizer::~Tokenizer() = default;
 
-std::unique_ptr<Tokenizer> Tokenizer::from_gguf(const GgufFile& f) {
+TokenizerData read_tokenizer_data(const GgufFile& f) {
     TokenizerData d;
     d.model = f.get_string("tokenizer.ggml.model");
     d.pre = f.opt_string("tokenizer.ggml.pre").value_or("default");
@@ -83,6 +83,11 @@ std::unique_ptr<Tokenizer> Tokenizer::from_gguf(const GgufFile& f) {
     d.add_bos = f.opt_bool("tokenizer.ggml.add_bos_token");
     d.add_eos = f.opt_bool("tokenizer.ggml.add_eos_token");
     d.add_space_prefix = f.opt_bool("tokenizer.ggml.add_space_prefix");
+    return d;
+}
+
+std::unique_ptr<Tokenizer> Tokenizer::from_gguf(const GgufFile& f) {
+    TokenizerData d = read_tokenizer_data(f);
     try {
         return from_data(std::move(d));
     } catch (const Error& e) {

@@ -51,6 +51,10 @@ struct TokenizerData {
     std::optional<bool> add_bos, add_eos, add_space_prefix;
 };
 
+// Reads tokenizer.ggml.* from a GGUF file (throws ember::Error when something required is
+// missing). Useful to inspect or adjust the data before Tokenizer::from_data.
+TokenizerData read_tokenizer_data(const GgufFile& file);
+
 class Tokenizer {
 public:
     // Reads tokenizer.ggml.* from the file. Throws ember::Error on missing/inconsistent data.

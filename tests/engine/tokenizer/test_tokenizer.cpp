@@ -5,6 +5,7 @@
 
 #include <chrono>
 #include <fstream>
+#include <map>
 #include <sstream>
 
 #include "engine/core/error.h"
@@ -436,6 +437,11 @@ private slots:
         const Ids plain = t->encode("<|im_start|>", false, false);
         QVERIFY(plain.size() > 1);
         QCOMPARE(t->decode(plain), std::string("<|im_start|>"));
+        // Known ids, from llama-cpp-python 0.3.36: Llama(path, vocab_only=True).tokenize(
+        // text.encode(), add_bos=True, special=True).
+        QCOMPARE(show(t->encode("Hello world", true, true)), show({19556, 905}));
+        QCOMPARE(show(t->encode("<|im_start|>user\nCaf\u00e9 \u6c49\u5b57 \U0001F999<|im_end|>\n", true, true)),
+                 show({1, 4093, 198, 51, 1939, 2756, 17097, 126, 227, 36518, 15107, 116, 243, 2, 198}));
         // Digits are split one by one (starcoder pattern).
         const Ids digits = t->encode("2025", false, false);
         QCOMPARE(digits.size(), size_t(4));
@@ -463,12 +469,67 @@ private slots:
             const Ids ids = t->encode(text, false, false);
             QCOMPARE(t->decode(ids), std::string(text));
         }
+        // Known ids, from llama-cpp-python 0.3.36 (as for SmolLM2 above).
+        QCOMPARE(show(t->encode("Hello world", true, true)), show({2, 9259, 1902}));
+        QCOMPARE(show(t->encode("<start_of_turn>user\nCaf\u00e9 \u6c49\u5b57 \U0001F999<end_of_turn>\n", true, true)),
+                 show({2, 105, 2364, 107, 160319, 236859, 236743, 239908, 237871, 236743, 478, 397, 404, 391, 106, 107}));
         // Newline runs are user-defined tokens, matched whole.
         QCOMPARE(show(t->encode("\n\n", false, false)), show({id_of(*t, "\n\n")}));
         const Ids turn = t->encode("<start_of_turn>user\nHi<end_of_turn>\n", true, true);
         QCOMPARE(turn[0], 2);
         QCOMPARE(turn[1], id_of(*t, "<start_of_turn>"));
         QCOMPARE(std::count(turn.begin(), turn.end(), eot), 1);
+    }
+
+    // ---- llama.cpp as an independent reference -------------------------------------------
+    // data/llama_cpp_reference.tsv comes from make_llama_cpp_reference.py (llama-cpp-python):
+    // every pre-tokenizer on the GPT-2 vocab, plus SmolLM2 and Gemma 3 with special tokens.
+    void llamaCppReference() {
+        const std::string ref = std::string(EMBER_TOKENIZER_TEST_DIR) + "/data/llama_cpp_reference.tsv";
+        const std::string gpt2 = test::testdata("tokenizer/ggml-vocab-gpt-2.gguf");
+        EMBER_REQUIRE_FILE(ref);
+        EMBER_REQUIRE_FILE(gpt2);
+        EMBER_REQUIRE_FILE(test::test_model(test::kSmolLM2));
+        EMBER_REQUIRE_FILE(test::test_model(test::kGemma3));
+        std::map<std::string, std::unique_ptr<Tokenizer>> toks;
+        std::map<std::string, std::pair<int, int>> counts;  // key -> (pass, total)
+        QStringList failures;
+        std::istringstream in(read_file(ref));
+        for (std::string line; std::getline(in, line);) {
+            if (line.empty() || line[0] == '#') continue;
+            QStringList f = QString::fromStdString(line).split('\t');
+            QCOMPARE(f.size(), 6);
+            const std::string name = f[0].toStdString(), pre = f[1].toStdString();
+            const std::string key = name + (pre == "-" ? "" : "/" + pre);
+            auto& t = toks[key];
+            if (!t) {
+                if (name == "gpt-2") {
+                    TokenizerData d = read_tokenizer_data(GgufFile::open(gpt2));
+                    d.pre = pre;
+                    t = Tokenizer::from_data(std::move(d));
+                } else {
+                    t = load(test::test_model(name == "smollm2" ? test::kSmolLM2 : test::kGemma3));
+                }
+            }
+            const QByteArray text = QByteArray::fromHex(f[4].toLatin1());
+            Ids want;
+            for (const QString& id : f[5].split(' ', Qt::SkipEmptyParts)) want.push_back(id.toInt());
+            const Ids got = t->encode(std::string_view(text.constData(), size_t(text.size())), f[2] == "1", f[3] == "1");
+            auto& c = counts[key + (f[3] == "1" ? " special" : "")];
+            ++c.second;
+            if (got == want) ++c.first;
+            else if (failures.size() < 20)
+                failures << QString("%1 %2\n   want %3\n   got  %4").arg(QString::fromStdString(key), f[4], show(want), show(got));
+        }
+        int pass = 0, total = 0;
+        for (const auto& [key, c] : counts) {
+            qInfo("%-28s %d/%d", key.c_str(), c.first, c.second);
+            pass += c.first;
+            total += c.second;
+        }
+        if (!failures.isEmpty()) qWarning("%s", qPrintable(failures.join('\n')));
+        QVERIFY(total > 1000);
+        QCOMPARE(pass, total);
     }
 
     // ---- Speed ---------------------------------------------------------------------------
