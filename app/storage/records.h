@@ -1,0 +1,50 @@
+// What the conversation store holds, as plain values. Timestamps are ms since the epoch.
+#pragma once
+#include <QString>
+#include <cstdint>
+#include <optional>
+
+namespace ember::app {
+
+// streaming: an answer still being written (saved periodically while it streams);
+// interrupted: it never finished (stopped by the app dying, found at the next start).
+enum class MessageState { Complete, Streaming, Interrupted };
+
+QString to_string(MessageState s);
+MessageState message_state_from(const QString& s);  // unknown text -> Complete
+
+struct MessageStats {
+    std::optional<double> ttft_ms;  // time to first token
+    std::optional<double> tok_s;    // decode speed
+    std::optional<int> n_tokens;    // tokens generated
+    QString model;                  // model that wrote it
+    QString stop_reason;            // "eog", "length", "cancelled", ...
+};
+
+struct Message {
+    int64_t id = 0;
+    int64_t conversation_id = 0;
+    QString role;  // "system", "user", "assistant"
+    QString content;
+    int64_t created_at = 0;
+    MessageState state = MessageState::Complete;
+    MessageStats stats;
+};
+
+struct Conversation {
+    int64_t id = 0;
+    QString title;
+    int64_t created_at = 0;
+    int64_t updated_at = 0;
+    QString system_prompt;
+    QString sampling_json = QStringLiteral("{}");  // see app/core/sampling_settings.h
+    QString model;                                 // path of the model last used
+};
+
+struct SearchHit {
+    int64_t conversation_id = 0;
+    int64_t message_id = 0;
+    QString snippet;  // matched words wrapped in [ ]
+};
+
+}  // namespace ember::app

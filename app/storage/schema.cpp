@@ -1,0 +1,80 @@
+#include "app/storage/schema.h"
+
+#include <stdexcept>
+#include <string>
+
+#include "app/storage/sqlite.h"
+
+namespace ember::app {
+namespace {
+
+// Timestamps are milliseconds since the Unix epoch (UTC).
+constexpr const char* kV1 = R"sql(
+CREATE TABLE conversations (
+    id            INTEGER PRIMARY KEY,
+    title         TEXT    NOT NULL DEFAULT '',
+    created_at    INTEGER NOT NULL,
+    updated_at    INTEGER NOT NULL,
+    system_prompt TEXT    NOT NULL DEFAULT '',
+    model         TEXT    NOT NULL DEFAULT ''
+);
+CREATE TABLE messages (
+    id              INTEGER PRIMARY KEY,
+    conversation_id INTEGER NOT NULL REFERENCES conversations(id) ON DELETE CASCADE,
+    role            TEXT    NOT NULL CHECK (role IN ('system', 'user', 'assistant')),
+    content         TEXT    NOT NULL DEFAULT '',
+    created_at      INTEGER NOT NULL,
+    state           TEXT    NOT NULL DEFAULT 'complete'
+                    CHECK (state IN ('complete', 'streaming', 'interrupted'))
+);
+CREATE INDEX messages_by_conversation ON messages(conversation_id, id);
+)sql";
+
+// FTS5 as an external-content table: the text lives once, in messages; triggers keep the
+// index in step with every insert, update and delete (including ON DELETE CASCADE).
+constexpr const char* kV2 = R"sql(
+ALTER TABLE conversations ADD COLUMN sampling_json TEXT NOT NULL DEFAULT '{}';
+ALTER TABLE conversations ADD COLUMN deleted_at INTEGER;
+ALTER TABLE messages ADD COLUMN ttft_ms REAL;
+ALTER TABLE messages ADD COLUMN tok_s REAL;
+ALTER TABLE messages ADD COLUMN n_tokens INTEGER;
+ALTER TABLE messages ADD COLUMN model TEXT NOT NULL DEFAULT '';
+ALTER TABLE messages ADD COLUMN stop_reason TEXT NOT NULL DEFAULT '';
+CREATE INDEX conversations_by_update ON conversations(deleted_at, updated_at);
+CREATE VIRTUAL TABLE messages_fts USING fts5(
+    content, content='messages', content_rowid='id', tokenize='unicode61 remove_diacritics 2');
+CREATE TRIGGER messages_fts_insert AFTER INSERT ON messages BEGIN
+    INSERT INTO messages_fts(rowid, content) VALUES (new.id, new.content);
+END;
+CREATE TRIGGER messages_fts_delete AFTER DELETE ON messages BEGIN
+    INSERT INTO messages_fts(messages_fts, rowid, content) VALUES ('delete', old.id, old.content);
+END;
+CREATE TRIGGER messages_fts_update AFTER UPDATE OF content ON messages BEGIN
+    INSERT INTO messages_fts(messages_fts, rowid, content) VALUES ('delete', old.id, old.content);
+    INSERT INTO messages_fts(rowid, content) VALUES (new.id, new.content);
+END;
+INSERT INTO messages_fts(messages_fts) VALUES ('rebuild');
+)sql";
+
+constexpr const char* kSteps[] = {kV1, kV2};  // kSteps[v] upgrades v -> v + 1
+static_assert(std::size(kSteps) == kSchemaVersion);
+
+}  // namespace
+
+int schema_version(Db& db) { return static_cast<int>(db.scalar_int("PRAGMA user_version")); }
+
+void migrate(Db& db, int target) {
+    int v = schema_version(db);
+    if (v > kSchemaVersion)
+        throw SchemaTooNewError("the conversation database has schema version " + std::to_string(v) +
+                                 ", newer than this Ember understands (" + std::to_string(kSchemaVersion) + ")");
+    for (; v < target; ++v) {
+        Transaction tx(db);
+        db.exec(kSteps[v]);
+        // PRAGMA takes no bound parameters; the number is ours, not user input.
+        db.exec(("PRAGMA user_version = " + std::to_string(v + 1)).c_str());
+        tx.commit();
+    }
+}
+
+}  // namespace ember::app

@@ -1,0 +1,28 @@
+// The conversation database's schema, versioned with PRAGMA user_version. Migrations only
+// go forward, one version at a time, each in its own transaction together with the
+// user_version bump, so a crash mid-migration leaves the previous version intact.
+//
+//   v1: conversations + messages (the first shipped shape).
+//   v2: per-conversation sampling settings, per-message generation stats, soft delete
+//       (undo), and FTS5 full-text search over message content.
+#pragma once
+#include <stdexcept>
+
+namespace ember::app {
+
+class Db;
+
+// The file was written by a newer Ember: not damaged, but this build must not touch it.
+class SchemaTooNewError : public std::runtime_error {
+public:
+    using std::runtime_error::runtime_error;
+};
+
+inline constexpr int kSchemaVersion = 2;
+
+int schema_version(Db& db);
+// Upgrades `db` to `target` (default: the newest). Throws SqliteError on failure and
+// SchemaTooNewError when the file is newer than this build understands.
+void migrate(Db& db, int target = kSchemaVersion);
+
+}  // namespace ember::app
