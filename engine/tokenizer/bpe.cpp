@@ -39,16 +39,30 @@ int32_t BpeModel::rank(std::string_view left, std::string_view right, std::strin
     return it == ranks_.end() ? -1 : it->second;
 }
 
+std::optional<int32_t> BpeModel::token_for(std::string_view symbol) const {
+    // Special tokens come only from matching their text in the input: a merged symbol that
+    // happens to equal one (DeepSeek Coder adds 'ø' for the byte 0xF8 as a user-defined
+    // token, decoded as the text "ø") would not decode back to the bytes it came from.
+    auto id = vocab_.find(symbol);
+    if (id) {
+        const TokenType t = vocab_.type[*id];
+        if (t == TokenType::Control || t == TokenType::UserDefined || t == TokenType::Unknown) return std::nullopt;
+    }
+    return id;
+}
+
 void BpeModel::emit(std::string_view symbol, std::vector<int32_t>& out) const {
-    if (auto id = vocab_.find(symbol)) {
+    if (auto id = token_for(symbol)) {
         out.push_back(*id);
         return;
     }
-    // Not a token (a vocab with gaps): fall back to one token per byte symbol.
+    // Not a token (a vocab with gaps): fall back to one token per byte symbol; a byte the vocab
+    // lacks (StarCoder has no symbols for 0xF5..0xFF, which UTF-8 never uses) becomes the
+    // unknown token, or nothing when there is none.
     for (size_t pos = 0; pos < symbol.size();) {
         const auto st = unicode::decode_utf8(symbol, pos);
         const size_t len = st.status == unicode::Utf8Step::Ok ? st.len : 1;
-        if (auto id = vocab_.find(symbol.substr(pos, len))) out.push_back(*id);
+        if (auto id = token_for(symbol.substr(pos, len))) out.push_back(*id);
         else if (unk_ >= 0) out.push_back(unk_);
         pos += len;
     }
@@ -64,7 +78,7 @@ void BpeModel::encode_piece(std::string_view bytes, std::vector<int32_t>& out) c
         word += byte_sym_[c];
     }
     sym.back().next = -1;
-    if (ignore_merges_ && vocab_.find(word)) {
+    if (ignore_merges_ && token_for(word)) {
         emit(word, out);
         return;
     }

@@ -5,6 +5,7 @@
 #pragma once
 #include <array>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -17,6 +18,7 @@ class BpeModel {
 public:
     // merges: "left right" strings in the byte-level alphabet, best first.
     // ignore_merges: a piece that is already a token is emitted as is (Llama 3).
+    // unk: id for bytes the vocab lacks, or -1 to drop them.
     BpeModel(const Vocab& vocab, const std::vector<std::string>& merges, bool ignore_merges, int32_t unk);
 
     // Appends the ids of one piece of raw input bytes.
@@ -26,6 +28,7 @@ public:
 
 private:
     int32_t rank(std::string_view left, std::string_view right, std::string& scratch) const;
+    std::optional<int32_t> token_for(std::string_view symbol) const;
     void emit(std::string_view symbol, std::vector<int32_t>& out) const;
 
     const Vocab& vocab_;

@@ -95,9 +95,10 @@ std::unique_ptr<Tokenizer> Tokenizer::from_gguf(const GgufFile& f) {
     }
 }
 
-std::unique_ptr<Tokenizer> Tokenizer::from_data(TokenizerData d) {
-    const bool spm = d.model == "llama";
-    if (!spm && d.model != "gpt2")
+namespace {
+
+void validate(const TokenizerData& d) {
+    if (d.model != "llama" && d.model != "gpt2")
         throw Error("unsupported tokenizer model '" + d.model +
                     "' (tokenizer.ggml.model; supported: llama = SentencePiece, gpt2 = byte-level BPE)");
     const size_t n = d.tokens.size();
@@ -108,60 +109,72 @@ std::unique_ptr<Tokenizer> Tokenizer::from_data(TokenizerData d) {
     if (!d.token_types.empty() && d.token_types.size() != n)
         throw Error("tokenizer.ggml.token_type has " + std::to_string(d.token_types.size()) +
                     " entries for " + std::to_string(n) + " tokens");
-    if (!spm && d.merges.empty()) throw Error("byte-level BPE vocab without tokenizer.ggml.merges");
+    if (d.model == "gpt2" && d.merges.empty()) throw Error("byte-level BPE vocab without tokenizer.ggml.merges");
+}
 
-    std::unique_ptr<Tokenizer> t(new Tokenizer());
-    auto& v = *(t->vocab_ = std::make_unique<Vocab>());
-    v.text = std::move(d.tokens);
-    v.score = d.scores.empty() ? std::vector<float>(n, 0.0f) : std::move(d.scores);
-    v.type.resize(n, TokenType::Normal);
+std::unique_ptr<Vocab> build_vocab(TokenizerData& d) {
+    const size_t n = d.tokens.size();
+    auto v = std::make_unique<Vocab>();
+    v->text = std::move(d.tokens);
+    v->score = d.scores.empty() ? std::vector<float>(n, 0.0f) : std::move(d.scores);
+    v->type.resize(n, TokenType::Normal);
     for (size_t i = 0; i < d.token_types.size(); ++i) {
         const int32_t ty = d.token_types[i];
-        v.type[i] = ty >= 1 && ty <= 6 ? TokenType(ty) : TokenType::Normal;
+        v->type[i] = ty >= 1 && ty <= 6 ? TokenType(ty) : TokenType::Normal;
     }
-    v.ids.reserve(n);
-    for (size_t i = 0; i < n; ++i) v.ids.emplace(v.text[i], int32_t(i));
+    v->ids.reserve(n);
+    for (size_t i = 0; i < n; ++i) v->ids.emplace(v->text[i], int32_t(i));  // keeps the lowest id
+    return v;
+}
 
+}  // namespace
+
+std::unique_ptr<Tokenizer> Tokenizer::from_data(TokenizerData d) {
+    validate(d);
+    const bool spm = d.model == "llama";
+    std::unique_ptr<Tokenizer> t(new Tokenizer());
+    t->vocab_ = build_vocab(d);
+    if (!spm) t->pre_ = std::make_unique<PreTokenizer>(d.pre);
+    t->kind_ = spm ? "spm" : "bpe/" + t->pre_->name();
+    t->init_special_ids(d, spm);
+
+    // Text a vocab cannot spell becomes the unknown token, unless that token would end
+    // generation (StarCoder's unknown token is <|endoftext|>): then it is dropped.
+    const int32_t unk = t->unk_ >= 0 && !t->is_eog(t->unk_) ? t->unk_ : -1;
+    if (spm) t->spm_ = std::make_unique<SpmModel>(*t->vocab_, unk);
+    else t->bpe_ = std::make_unique<BpeModel>(*t->vocab_, d.merges, t->pre_->ignore_merges(), unk);
+    t->specials_ = std::make_unique<SpecialTokenMatcher>(*t->vocab_, t->eog_);
+    return t;
+}
+
+// Special ids, flags and the end-of-generation set.
+void Tokenizer::init_special_ids(const TokenizerData& d, bool spm) {
+    const Vocab& v = *vocab_;
     auto valid = [&](std::optional<int32_t> id, const char* what) -> int32_t {
         if (!id) return -1;
-        if (*id >= int32_t(n)) {
+        if (*id >= v.size()) {
             log_warn("tokenizer: ignoring " + std::string(what) + " id " + std::to_string(*id) +
-                     " outside the vocab of " + std::to_string(n));
+                     " outside the vocab of " + std::to_string(v.size()));
             return -1;
         }
         return *id;
     };
-    if (spm) {  // SentencePiece's conventional ids when the file does not say
-        if (!d.unk && n > 0) d.unk = 0;
-        if (!d.bos && n > 1) d.bos = 1;
-        if (!d.eos && n > 2) d.eos = 2;
-    }
-    t->bos_ = valid(d.bos, "bos");
-    t->eos_ = valid(d.eos, "eos");
-    t->unk_ = valid(d.unk, "unknown");
-    t->pad_ = valid(d.pad, "padding");
-    t->eot_ = valid(d.eot, "eot");
+    // SentencePiece's conventional ids when the file does not say.
+    bos_ = valid(spm && !d.bos ? std::optional<int32_t>(1) : d.bos, "bos");
+    eos_ = valid(spm && !d.eos ? std::optional<int32_t>(2) : d.eos, "eos");
+    unk_ = valid(spm && !d.unk ? std::optional<int32_t>(0) : d.unk, "unknown");
+    pad_ = valid(d.pad, "padding");
+    eot_ = valid(d.eot, "eot");
     const int32_t eom = valid(d.eom, "eom");
 
-    if (spm) {
-        t->spm_ = std::make_unique<SpmModel>(v, t->unk_);
-        t->kind_ = "spm";
-    } else {
-        t->pre_ = std::make_unique<PreTokenizer>(d.pre);
-        t->bpe_ = std::make_unique<BpeModel>(v, d.merges, t->pre_->ignore_merges(), t->unk_);
-        t->kind_ = "bpe/" + std::string(t->pre_->variant());
-    }
-
     // llama.cpp's defaults: SPM adds BOS and a space prefix; Llama 3 style BPE adds BOS.
-    t->add_bos_ = d.add_bos.value_or(spm || t->kind_ == "bpe/llama3");
-    t->add_eos_ = d.add_eos.value_or(false);
-    t->add_space_prefix_ = spm && d.add_space_prefix.value_or(true);
-    if (t->add_bos_ && t->bos_ < 0) t->add_bos_ = false;
-    if (t->add_eos_ && t->eos_ < 0) t->add_eos_ = false;
+    add_bos_ = d.add_bos.value_or(spm || (pre_ && pre_->variant() == "llama3")) && bos_ >= 0;
+    add_eos_ = d.add_eos.value_or(false) && eos_ >= 0;
+    add_space_prefix_ = spm && d.add_space_prefix.value_or(true);
 
     // End of generation: the named ids plus control/user tokens with end-of-turn texts.
-    for (int32_t id : {t->eos_, t->eot_, eom})
-        if (id >= 0) t->eog_.push_back(id);
+    for (int32_t id : {eos_, eot_, eom})
+        if (id >= 0) eog_.push_back(id);
     auto special_text = [&](std::string_view s) -> std::optional<int32_t> {
         auto id = v.find(s);
         if (id && (v.type[*id] == TokenType::Control || v.type[*id] == TokenType::UserDefined)) return id;
@@ -169,15 +182,13 @@ std::unique_ptr<Tokenizer> Tokenizer::from_data(TokenizerData d) {
     };
     for (std::string_view s : kEndOfTurnTexts)
         if (auto id = special_text(s)) {
-            if (t->eot_ < 0) t->eot_ = *id;
-            t->eog_.push_back(*id);
+            if (eot_ < 0) eot_ = *id;
+            eog_.push_back(*id);
         }
     for (std::string_view s : kEndOfGenerationTexts)
-        if (auto id = special_text(s)) t->eog_.push_back(*id);
-    std::sort(t->eog_.begin(), t->eog_.end());
-    t->eog_.erase(std::unique(t->eog_.begin(), t->eog_.end()), t->eog_.end());
-    t->specials_ = std::make_unique<SpecialTokenMatcher>(v, t->eog_);
-    return t;
+        if (auto id = special_text(s)) eog_.push_back(*id);
+    std::sort(eog_.begin(), eog_.end());
+    eog_.erase(std::unique(eog_.begin(), eog_.end()), eog_.end());
 }
 
 std::vector<int32_t> Tokenizer::encode(std::string_view text, bool add_special, bool parse_special) const {
@@ -294,6 +305,8 @@ TokenType Tokenizer::token_type(int32_t id) const {
     check_id(id);
     return vocab_->type[id];
 }
+
+std::string_view Tokenizer::pre_tokenizer_variant() const { return pre_ ? pre_->variant() : ""; }
 
 int32_t Tokenizer::n_vocab() const { return vocab_->size(); }
 

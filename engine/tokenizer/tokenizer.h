@@ -95,8 +95,10 @@ public:
     const std::vector<int32_t>& eog_ids() const { return eog_; }
     bool is_control(int32_t id) const;
     std::optional<int32_t> find_token(std::string_view text) const;
-    // "spm", or "bpe/<variant>" with the pre-tokenizer pattern set in use (e.g. "bpe/qwen2").
+    // "spm", or "bpe/" + the pre-tokenizer name from the file (e.g. "bpe/smollm").
     std::string_view kind() const { return kind_; }
+    // BPE: the pre-tokenizer's pattern set (e.g. "starcoder" for "smollm"); "" for SPM.
+    std::string_view pre_tokenizer_variant() const;
 
     // Appends the decoded bytes of one token. `at_text_start` carries the SPM space-prefix
     // state between calls (start with true); decode() and StreamingDetokenizer share it.
@@ -104,6 +106,7 @@ public:
 
 private:
     Tokenizer();
+    void init_special_ids(const TokenizerData& d, bool spm);
     void encode_text(std::string_view text, bool space_prefix, std::vector<int32_t>& out) const;
     void check_id(int32_t id) const;
 
