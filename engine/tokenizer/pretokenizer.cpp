@@ -56,6 +56,13 @@ struct Piece {
         while (i < end && pred(i)) ++i;
         return i;
     }
+    // Like run(), but at most `max` code points (so a long run is not rescanned per match).
+    template <class Pred>
+    size_t run_max(size_t i, size_t max, Pred pred) const {
+        const size_t stop = std::min(end, i + max);
+        while (i < stop && pred(i)) ++i;
+        return i;
+    }
 };
 
 // A set of code point ranges, like a regex character class.
@@ -156,8 +163,7 @@ size_t llama3_like(const Piece& p, size_t pos, size_t max_digits) {
     auto letters = [&](size_t i) { return p.letter(i); };
     if (p.letter(pos)) return p.run(pos, letters);
     if (!p.crlf(pos) && !p.number(pos) && p.letter(pos + 1)) return p.run(pos + 1, letters);
-    if (p.number(pos))
-        return std::min(p.run(pos, [&](size_t i) { return p.number(i); }), pos + max_digits);
+    if (p.number(pos)) return p.run_max(pos, max_digits, [&](size_t i) { return p.number(i); });
     const size_t q = p.cp(pos) == ' ' ? pos + 1 : pos;
     if (p.other(q)) {
         const size_t e = p.run(q, [&](size_t i) { return p.other(i); });
@@ -173,7 +179,7 @@ size_t numbers(const Piece& p, size_t pos) {  // \p{N}+
     return p.run(pos, [&](size_t i) { return p.number(i); });
 }
 size_t up_to_3_numbers(const Piece& p, size_t pos) {  // \p{N}{1,3}
-    return std::min(numbers(p, pos), pos + 3);
+    return p.run_max(pos, 3, [&](size_t i) { return p.number(i); });
 }
 size_t three_ascii_digits(const Piece& p, size_t pos) {  // [0-9][0-9][0-9]
     for (size_t i = pos; i < pos + 3; ++i)
