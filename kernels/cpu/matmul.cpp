@@ -109,26 +109,35 @@ int64_t row_grain(int64_t rows, int threads) {
     return std::clamp<int64_t>(g, 4, 256);
 }
 
+// Quantizes X once for the whole call, in the layout the chosen kernel reads (see ActQ8).
 ActQ8 quantize_activations(const KernelTable& k, const Int8Kind& kind, const float* X,
-                           int64_t n_tokens, int64_t cols, ThreadPool& pool) {
+                           int64_t n_tokens, int64_t cols, int tile, ThreadPool& pool) {
     thread_local AlignedBuffer buf;
     ActQ8 a;
     a.n_tokens = n_tokens;
     a.cols = cols;
     a.kpad = (cols + detail::kChunk - 1) / detail::kChunk * detail::kChunk;
     a.G = kind.G;
-    const size_t qs_bytes = static_cast<size_t>(n_tokens * a.kpad);
-    const size_t arr_bytes = static_cast<size_t>(n_tokens * a.nb()) * 4;
-    uint8_t* p = buf.get(qs_bytes + 3 * arr_bytes + 256);
-    a.qs = reinterpret_cast<int8_t*>(p);
-    a.d = reinterpret_cast<float*>(p + ((qs_bytes + 63) & ~size_t{63}));
-    a.init = reinterpret_cast<int32_t*>(a.d + n_tokens * a.nb());
-    a.dsum = reinterpret_cast<float*>(a.init + n_tokens * a.nb());
-    if (n_tokens >= 8) {
-        pool.parallel_for(n_tokens, [&](int64_t t0, int64_t t1, int) { k.quantize_act(X, t0, t1, kind, a); });
+    a.tile = tile;
+    int64_t units = n_tokens;  // what the quantization is split over: tokens or tiles
+    if (tile > 0) {
+        a.tiled = buf.get(a.tile_bytes() * static_cast<size_t>(a.n_tiles()));
+        units = a.n_tiles();
     } else {
-        k.quantize_act(X, 0, n_tokens, kind, a);
+        const size_t qs_bytes = static_cast<size_t>(n_tokens * a.kpad);
+        const size_t arr_bytes = static_cast<size_t>(n_tokens * a.nb()) * 4;
+        uint8_t* p = buf.get(qs_bytes + 3 * arr_bytes + 64);
+        a.qs = reinterpret_cast<int8_t*>(p);
+        a.d = reinterpret_cast<float*>(p + ((qs_bytes + 63) & ~size_t{63}));
+        a.init = reinterpret_cast<int32_t*>(a.d + n_tokens * a.nb());
+        a.dsum = reinterpret_cast<float*>(a.init + n_tokens * a.nb());
     }
+    const int64_t per_unit = tile > 0 ? tile : 1;
+    auto run = [&](int64_t u0, int64_t u1, int) {
+        k.quantize_act(X, u0 * per_unit, std::min(n_tokens, u1 * per_unit), kind, a);
+    };
+    if (n_tokens >= 8) pool.parallel_for(units, run);
+    else run(0, units, 0);
     return a;
 }
 
@@ -153,7 +162,7 @@ void matmul(const WeightMatrix& W, const float* X, int64_t n_tokens, float* Y, T
     const bool gemv = n_tokens <= kGemvMaxTokens;
     Int8Kind kind;
     if (detail::int8_kind(W.type, &kind)) {
-        const ActQ8 act = quantize_activations(k, kind, X, n_tokens, W.cols, pool);
+        const ActQ8 act = quantize_activations(k, kind, X, n_tokens, W.cols, gemv ? 0 : k.gemm_tile, pool);
         if (gemv) {
             pool.parallel_for_dynamic(W.rows, row_grain(W.rows, pool.size()), [&](int64_t r0, int64_t r1, int) {
                 detail::Scratch s = thread_scratch(k, W, n_tokens);

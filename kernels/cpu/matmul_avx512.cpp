@@ -1,4 +1,708 @@
+// AVX-512 matmul kernels (F, BW, VL, VNNI; compiled with those flags only for this file and
+// used only where cpu_isa.cpp detected them).
+//
+// Quantized weights take one of two routes:
+//  * gemv (decode, <= 4 tokens): per weight row, each 512-element chunk is unpacked to u8
+//    codes in L1, then one vpdpbusd per 64 codes and token; the 16 lanes of 8 accumulators
+//    are reduced to per-block sums with 21 shuffle/add ops (instead of a horizontal sum per
+//    block), scaled, and accumulated. Every weight byte is read from memory once.
+//  * gemm (prefill): 32 rows are repacked into a panel where each 64-byte vector holds 4
+//    codes of 16 rows, so one broadcast of 4 activation codes feeds a vpdpbusd over 16 rows.
+//    A 32-row x 6-token register tile does 12 vpdpbusd per 4 codes and converts to float
+//    once per block; the panel (~40 bytes per column) stays in L2 while all tokens stream by.
+#include <immintrin.h>
+
+#include <algorithm>
+#include <cstring>
+
 #include "kernels/cpu/matmul_internal.h"
+#include "kernels/cpu/unpack_int8.h"
+
+// GCC 12's AVX-512 headers build _mm512_undefined_* from self-initialised locals, so every
+// cast/extract that uses them warns at the call site (GCC bug 105593, fixed in GCC 13).
+#if defined(__GNUC__) && !defined(__clang__) && __GNUC__ < 13
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
+
 namespace ember::cpu::detail {
-const KernelTable* kernels_avx512() { return nullptr; }
+namespace {
+
+constexpr int kPanelRows = 32;  // 2 zmm of 16 int32/float lanes
+constexpr int kTileTokens = 6;  // 2 x 6 int + 2 x 6 float accumulators + 2 weights = 26 zmm
+
+// ---------------------------------------------------------------------------------------
+// Horizontal reductions.
+
+inline float hsum(__m512 v) {
+    const __m256 s8 = _mm256_add_ps(_mm512_castps512_ps256(v), _mm512_maskz_extractf32x8_ps(0xFF, v, 1));
+    __m128 s4 = _mm_add_ps(_mm256_castps256_ps128(s8), _mm256_extractf128_ps(s8, 1));
+    s4 = _mm_add_ps(s4, _mm_movehl_ps(s4, s4));
+    return _mm_cvtss_f32(_mm_add_ss(s4, _mm_movehdup_ps(s4)));
 }
+
+inline float hmax(__m512 v) {
+    const __m256 s8 = _mm256_max_ps(_mm512_castps512_ps256(v), _mm512_maskz_extractf32x8_ps(0xFF, v, 1));
+    __m128 s4 = _mm_max_ps(_mm256_castps256_ps128(s8), _mm256_extractf128_ps(s8, 1));
+    s4 = _mm_max_ps(s4, _mm_movehl_ps(s4, s4));
+    return _mm_cvtss_f32(_mm_max_ss(s4, _mm_movehdup_ps(s4)));
+}
+
+inline int32_t hsum_epi32(__m512i v) {
+    const __m256i s8 = _mm256_add_epi32(_mm512_castsi512_si256(v), _mm512_maskz_extracti64x4_epi64(0xF, v, 1));
+    __m128i s4 = _mm_add_epi32(_mm256_castsi256_si128(s8), _mm256_extracti128_si256(s8, 1));
+    s4 = _mm_add_epi32(s4, _mm_shuffle_epi32(s4, _MM_SHUFFLE(1, 0, 3, 2)));
+    s4 = _mm_add_epi32(s4, _mm_shuffle_epi32(s4, _MM_SHUFFLE(2, 3, 0, 1)));
+    return _mm_cvtsi128_si32(s4);
+}
+
+// ---------------------------------------------------------------------------------------
+// Activation quantization.
+
+// One G-block: d = max|x| / 127, q = round-to-nearest-even(x * 127 / max|x|), the same
+// arithmetic as the scalar kernel so every ISA produces identical codes.
+template <int G>
+inline void quantize_block(const float* x, int8_t* q, float& d, int32_t& init, float& dsum, int offset) {
+    const __m512 v0 = _mm512_loadu_ps(x);
+    const __m512 v1 = G == 32 ? _mm512_loadu_ps(x + 16) : _mm512_setzero_ps();
+    const float amax = hmax(_mm512_max_ps(_mm512_abs_ps(v0), _mm512_abs_ps(v1)));
+    d = amax / 127.0f;
+    const __m512 id = _mm512_set1_ps(amax > 0.0f ? 127.0f / amax : 0.0f);
+    const __m512i q0 = _mm512_cvtps_epi32(_mm512_mul_ps(v0, id));
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(q), _mm512_cvtsepi32_epi8(q0));
+    __m512i sum = q0;
+    if constexpr (G == 32) {
+        const __m512i q1 = _mm512_cvtps_epi32(_mm512_mul_ps(v1, id));
+        _mm_storeu_si128(reinterpret_cast<__m128i*>(q + 16), _mm512_cvtsepi32_epi8(q1));
+        sum = _mm512_add_epi32(sum, q1);
+    }
+    const int32_t s = hsum_epi32(sum);
+    init = -offset * s;
+    dsum = d * static_cast<float>(s);
+}
+
+template <int G>
+void quantize_natural(const float* X, int64_t t0, int64_t t1, int offset, ActQ8& a) {
+    const int64_t nb = a.nb(), nb_data = a.cols / G;
+    for (int64_t t = t0; t < t1; ++t) {
+        int8_t* q = a.qs + t * a.kpad;
+        for (int64_t b = 0; b < nb_data; ++b) {
+            const int64_t i = t * nb + b;
+            quantize_block<G>(X + t * a.cols + b * G, q + b * G, a.d[i], a.init[i], a.dsum[i], offset);
+        }
+        std::memset(q + a.cols, 0, static_cast<size_t>(a.kpad - a.cols));
+        for (int64_t b = nb_data; b < nb; ++b) a.d[t * nb + b] = a.dsum[t * nb + b] = 0.0f, a.init[t * nb + b] = 0;
+    }
+}
+
+// Tiled layout (see ActQ8): quantize one block of one token, then scatter its codes in
+// groups of 4 into the tile record.
+template <int G>
+void quantize_tiled(const float* X, int64_t t0, int64_t t1, int offset, ActQ8& a) {
+    const int NR = a.tile;
+    const int64_t nb_data = a.cols / G;
+    std::memset(a.tiled + (t0 / NR) * a.tile_bytes(), 0, a.tile_bytes() * static_cast<size_t>((t1 - t0 + NR - 1) / NR));
+    for (int64_t t = t0; t < t1; ++t) {
+        uint8_t* tile = a.tiled + (t / NR) * a.tile_bytes();
+        const int j = static_cast<int>(t % NR);
+        for (int64_t b = 0; b < nb_data; ++b) {
+            uint8_t* rec = tile + b * a.rec_bytes();
+            int8_t q[G];
+            float* dp = reinterpret_cast<float*>(rec + G * NR);
+            quantize_block<G>(X + t * a.cols + b * G, q, dp[j], reinterpret_cast<int32_t*>(dp + NR)[j], dp[2 * NR + j], offset);
+            for (int g = 0; g < G / 4; ++g) std::memcpy(rec + (g * NR + j) * 4, q + 4 * g, 4);
+        }
+    }
+}
+
+void quantize_act(const float* X, int64_t t0, int64_t t1, const Int8Kind& kind, ActQ8& a) {
+    if (a.tile > 0) {
+        if (kind.G == 32) quantize_tiled<32>(X, t0, t1, kind.offset, a);
+        else quantize_tiled<16>(X, t0, t1, kind.offset, a);
+    } else {
+        if (kind.G == 32) quantize_natural<32>(X, t0, t1, kind.offset, a);
+        else quantize_natural<16>(X, t0, t1, kind.offset, a);
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// Per-type extraction of the codes of one full 512-element chunk straight into registers
+// (natural element order, 64 codes per zmm) and of its per-block scales/mins. Reading the
+// blocks directly (instead of via a byte buffer) keeps decode close to memory speed.
+
+// vpsrlvw counts: shift the 16-bit words of 128-bit lanes 1 and 3 (or of the upper 256 bits)
+// right by 4 so one AND with 0x0F yields the high nibbles there and the low ones elsewhere.
+inline __m512i shift_lanes_1_3(int n) {
+    const int v = n | (n << 16);
+    return _mm512_setr_epi32(0, 0, 0, 0, v, v, v, v, 0, 0, 0, 0, v, v, v, v);
+}
+inline __m512i shift_upper(int lo, int hi) {
+    const int a = lo | (lo << 16), b = hi | (hi << 16);
+    return _mm512_setr_epi32(a, a, a, a, a, a, a, a, b, b, b, b, b, b, b, b);
+}
+
+// Two legacy blocks' 16 nibble bytes -> 64 codes: [lo(a), hi(a), lo(b), hi(b)].
+inline __m512i nibbles_2x16(const uint8_t* a, const uint8_t* b) {
+    const __m512i x = _mm512_inserti64x4(
+        _mm512_castsi256_si512(_mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(a)))),
+        _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b))), 1);
+    return _mm512_and_si512(_mm512_srlv_epi16(x, shift_lanes_1_3(4)), _mm512_set1_epi8(0x0F));
+}
+
+// 32 K-quant nibble bytes -> 64 codes: [lo(32 bytes), hi(32 bytes)].
+inline __m512i nibbles_32(const uint8_t* a) {
+    const __m512i x = _mm512_broadcast_i64x4(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(a)));
+    return _mm512_and_si512(_mm512_srlv_epi16(x, shift_upper(0, 4)), _mm512_set1_epi8(0x0F));
+}
+
+inline uint64_t u32_pair(const uint8_t* a, const uint8_t* b) {
+    uint32_t x, y;
+    std::memcpy(&x, a, 4);
+    std::memcpy(&y, b, 4);
+    return x | (static_cast<uint64_t>(y) << 32);
+}
+
+// The 4 bytes at the start of 16 consecutive blocks (half-float d, and m for Q4_1/Q5_1).
+inline __m512i block_heads(const uint8_t* p, int stride) {
+    const __m512i idx = _mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
+                                           _mm512_set1_epi32(stride));
+    return _mm512_i32gather_epi32(idx, p, 1);
+}
+inline __m512 low_halves(__m512i v) { return _mm512_cvtph_ps(_mm512_cvtepi32_epi16(v)); }
+inline __m512 high_halves(__m512i v) { return _mm512_cvtph_ps(_mm512_cvtepi32_epi16(_mm512_srli_epi32(v, 16))); }
+
+struct UQ4_0 {
+    static constexpr int kBE = 32, kBB = 18;
+    static void codes(const uint8_t* p, __m512i* w) {
+        for (int j = 0; j < 8; ++j) w[j] = nibbles_2x16(p + 36 * j + 2, p + 36 * j + 20);
+    }
+    static void scales(const uint8_t* p, float* s, float*) { _mm512_store_ps(s, low_halves(block_heads(p, kBB))); }
+};
+
+struct UQ4_1 {
+    static constexpr int kBE = 32, kBB = 20;
+    static void codes(const uint8_t* p, __m512i* w) {
+        for (int j = 0; j < 8; ++j) w[j] = nibbles_2x16(p + 40 * j + 4, p + 40 * j + 24);
+    }
+    static void scales(const uint8_t* p, float* s, float* m) {
+        const __m512i h = block_heads(p, kBB);
+        _mm512_store_ps(s, low_halves(h));
+        _mm512_store_ps(m, high_halves(h));
+    }
+};
+
+struct UQ5_0 {
+    static constexpr int kBE = 32, kBB = 22;
+    static void codes(const uint8_t* p, __m512i* w) {
+        for (int j = 0; j < 8; ++j) {
+            const uint8_t* b = p + 44 * j;
+            const __m512i c = nibbles_2x16(b + 6, b + 28);
+            w[j] = _mm512_mask_add_epi8(c, u32_pair(b + 2, b + 24), c, _mm512_set1_epi8(16));
+        }
+    }
+    static void scales(const uint8_t* p, float* s, float*) { _mm512_store_ps(s, low_halves(block_heads(p, kBB))); }
+};
+
+struct UQ5_1 {
+    static constexpr int kBE = 32, kBB = 24;
+    static void codes(const uint8_t* p, __m512i* w) {
+        for (int j = 0; j < 8; ++j) {
+            const uint8_t* b = p + 48 * j;
+            const __m512i c = nibbles_2x16(b + 8, b + 32);
+            w[j] = _mm512_mask_add_epi8(c, u32_pair(b + 4, b + 28), c, _mm512_set1_epi8(16));
+        }
+    }
+    static void scales(const uint8_t* p, float* s, float* m) {
+        const __m512i h = block_heads(p, kBB);
+        _mm512_store_ps(s, low_halves(h));
+        _mm512_store_ps(m, high_halves(h));
+    }
+};
+
+struct UQ8_0 {
+    static constexpr int kBE = 32, kBB = 34;
+    static void codes(const uint8_t* p, __m512i* w) {
+        for (int j = 0; j < 8; ++j) {
+            const uint8_t* b = p + 68 * j;
+            const __m512i x = _mm512_inserti64x4(
+                _mm512_castsi256_si512(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(b + 2))),
+                _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b + 36)), 1);
+            w[j] = _mm512_xor_si512(x, _mm512_set1_epi8(static_cast<char>(0x80)));  // q + 128
+        }
+    }
+    static void scales(const uint8_t* p, float* s, float*) { _mm512_store_ps(s, low_halves(block_heads(p, kBB))); }
+};
+
+struct UQ4_K {
+    static constexpr int kBE = 256, kBB = 144;
+    static void codes(const uint8_t* p, __m512i* w) {
+        for (int sb = 0; sb < 2; ++sb) {
+            for (int c = 0; c < 4; ++c) w[4 * sb + c] = nibbles_32(p + kBB * sb + 16 + 32 * c);
+        }
+    }
+    static void scales(const uint8_t* p, float* s, float* m) {
+        for (int sb = 0; sb < 2; ++sb) {
+            const auto& b = *reinterpret_cast<const BlockQ4_K*>(p + kBB * sb);
+            k4_scales(b.scales, b.d, b.dmin, s + 8 * sb, m + 8 * sb);
+        }
+    }
+};
+
+struct UQ5_K {
+    static constexpr int kBE = 256, kBB = 176;
+    static void codes(const uint8_t* p, __m512i* w) {
+        for (int sb = 0; sb < 2; ++sb) {
+            const uint8_t* b = p + kBB * sb;
+            const __m256i qh = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b + 16));
+            for (int c = 0; c < 4; ++c) {
+                const __m512i lo = nibbles_32(b + 48 + 32 * c);
+                const uint64_t k = static_cast<uint32_t>(_mm256_test_epi8_mask(qh, _mm256_set1_epi8(static_cast<char>(1 << (2 * c))))) |
+                                   static_cast<uint64_t>(_mm256_test_epi8_mask(qh, _mm256_set1_epi8(static_cast<char>(2 << (2 * c))))) << 32;
+                w[4 * sb + c] = _mm512_mask_add_epi8(lo, k, lo, _mm512_set1_epi8(16));
+            }
+        }
+    }
+    static void scales(const uint8_t* p, float* s, float* m) {
+        for (int sb = 0; sb < 2; ++sb) {
+            const auto& b = *reinterpret_cast<const BlockQ5_K*>(p + kBB * sb);
+            k4_scales(b.scales, b.d, b.dmin, s + 8 * sb, m + 8 * sb);
+        }
+    }
+};
+
+struct UQ6_K {
+    static constexpr int kBE = 256, kBB = 210;
+    static void codes(const uint8_t* p, __m512i* w) {
+        const __m512i m4 = _mm512_set1_epi8(0x0F), m30 = _mm512_set1_epi8(0x30);
+        for (int sb = 0; sb < 2; ++sb) {
+            const uint8_t* b = p + kBB * sb;
+            for (int h = 0; h < 2; ++h) {
+                const __m512i ql = _mm512_loadu_si512(b + 64 * h);
+                const __m512i qh = _mm512_broadcast_i64x4(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(b + 128 + 32 * h)));
+                const __m512i lo = _mm512_and_si512(ql, m4);
+                const __m512i hi = _mm512_and_si512(_mm512_srli_epi16(ql, 4), m4);
+                w[4 * sb + 2 * h] = _mm512_or_si512(lo, _mm512_and_si512(_mm512_sllv_epi16(qh, shift_upper(4, 2)), m30));
+                w[4 * sb + 2 * h + 1] = _mm512_or_si512(hi, _mm512_and_si512(_mm512_srlv_epi16(qh, shift_upper(0, 2)), m30));
+            }
+        }
+    }
+    static void scales(const uint8_t* p, float* s, float*) {
+        for (int sb = 0; sb < 2; ++sb) {
+            const uint8_t* b = p + kBB * sb;
+            const __m512 sc = _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b + 192))));
+            uint16_t d;
+            std::memcpy(&d, b + 208, 2);
+            _mm512_store_ps(s + 16 * sb, _mm512_mul_ps(_mm512_set1_ps(h2f(d)), sc));
+        }
+    }
+};
+
+// Types without a register unpacker (Q2_K, Q3_K) go through the byte buffer.
+struct UGeneric {
+    static constexpr int kBE = 0, kBB = 0;
+    static void codes(const uint8_t*, __m512i*) {}
+    static void scales(const uint8_t*, float*, float*) {}
+};
+
+// Codes and scales of chunk c of a row: registers for full chunks, the portable unpacker
+// (which zero-fills past the row end and never reads beyond it) for the tail.
+template <class U>
+inline void load_chunk(const WeightMatrix& W, UnpackChunkFn generic, const uint8_t* row, int64_t c,
+                       __m512i* w, float* scale, float* min, uint8_t* buf) {
+    if (U::kBE > 0 && (c + 1) * kChunk <= W.cols) {
+        const uint8_t* p = row + c * (kChunk / (U::kBE > 0 ? U::kBE : 1)) * U::kBB;
+        U::codes(p, w);
+        U::scales(p, scale, min);
+        return;
+    }
+    generic(row, c, W.cols, buf, scale, min);
+    for (int j = 0; j < 8; ++j) w[j] = _mm512_load_si512(buf + 64 * j);
+}
+
+// ---------------------------------------------------------------------------------------
+// gemv: codes of a chunk in registers, dotted with each token.
+
+inline __m512i pair_sum32(__m512i a, __m512i b) {
+    return _mm512_add_epi32(_mm512_unpacklo_epi32(a, b), _mm512_unpackhi_epi32(a, b));
+}
+inline __m512i pair_sum64(__m512i a, __m512i b) {
+    return _mm512_add_epi32(_mm512_unpacklo_epi64(a, b), _mm512_unpackhi_epi64(a, b));
+}
+
+// From accumulators a[0..3], returns u with u[4k + j] = sum of the 4 lanes of 128-bit lane
+// k of a[j]: two levels of unpack + add.
+inline __m512i reduce4(const __m512i* a) {
+    return pair_sum64(pair_sum32(a[0], a[1]), pair_sum32(a[2], a[3]));
+}
+
+// 512 codes against one token's 512 activation codes: per-block integer sums.
+// G = 32: accumulator j covers blocks 2j (128-bit lanes 0, 1) and 2j + 1 (lanes 2, 3);
+// returns the 16 block sums in natural order.
+inline __m512i block_sums32(const __m512i* w, const int8_t* x) {
+    __m512i a[8];
+    for (int j = 0; j < 8; ++j) a[j] = _mm512_dpbusd_epi32(_mm512_setzero_si512(), w[j], _mm512_loadu_si512(x + 64 * j));
+    const __m512i u0 = reduce4(a), u1 = reduce4(a + 4);
+    // adding 128-bit lane pairs gives blocks [0,2,4,6 | 1,3,5,7 | 8,10,12,14 | 9,11,13,15]
+    const __m512i v = _mm512_add_epi32(_mm512_shuffle_i32x4(u0, u1, _MM_SHUFFLE(2, 0, 2, 0)),
+                                       _mm512_shuffle_i32x4(u0, u1, _MM_SHUFFLE(3, 1, 3, 1)));
+    const __m512i to_natural = _mm512_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7, 8, 12, 9, 13, 10, 14, 11, 15);
+    return _mm512_permutexvar_epi32(to_natural, v);
+}
+
+// G = 16: accumulator j covers blocks 4j .. 4j + 3 (one per 128-bit lane); 32 block sums.
+inline void block_sums16(const __m512i* w, const int8_t* x, __m512i& lo, __m512i& hi) {
+    __m512i a[8];
+    for (int j = 0; j < 8; ++j) a[j] = _mm512_dpbusd_epi32(_mm512_setzero_si512(), w[j], _mm512_loadu_si512(x + 64 * j));
+    const __m512i to_natural = _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
+    lo = _mm512_permutexvar_epi32(to_natural, reduce4(a));
+    hi = _mm512_permutexvar_epi32(to_natural, reduce4(a + 4));
+}
+
+// acc += per block: weight scale * d * (integer sum + init) [+ weight min * dsum].
+template <bool kMin>
+inline __m512 scale_blocks(__m512 acc, __m512i sums, const float* scale, const float* min, const float* d,
+                           const int32_t* init, const float* dsum) {
+    if constexpr (!kMin) sums = _mm512_add_epi32(sums, _mm512_loadu_si512(init));
+    const __m512 f = _mm512_mul_ps(_mm512_cvtepi32_ps(sums), _mm512_loadu_ps(d));
+    acc = _mm512_fmadd_ps(f, _mm512_load_ps(scale), acc);
+    if constexpr (kMin) acc = _mm512_fmadd_ps(_mm512_load_ps(min), _mm512_loadu_ps(dsum), acc);
+    return acc;
+}
+
+template <class U, int G, bool kMin>
+void gemv_q8_t(const WeightMatrix& W, const ActQ8& a, int64_t r0, int64_t r1, float* Y) {
+    constexpr int nbc = kChunk / G;
+    const UnpackChunkFn generic = unpack_fn(W.type);
+    alignas(64) uint8_t buf[kChunk];
+    alignas(64) float scale[32], min[32];
+    const int64_t nt = a.n_tokens, nb = a.nb(), nchunks = a.kpad / kChunk;
+    for (int64_t r = r0; r < r1; ++r) {
+        const auto* row = static_cast<const uint8_t*>(W.data) + r * W.row_bytes;
+        __m512 acc[4] = {_mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps()};
+        for (int64_t c = 0; c < nchunks; ++c) {
+            __m512i w[8];
+            load_chunk<U>(W, generic, row, c, w, scale, min, buf);
+            for (int64_t t = 0; t < nt; ++t) {
+                const int8_t* x = a.qs + t * a.kpad + c * kChunk;
+                const int64_t bi = t * nb + c * nbc;
+                if constexpr (G == 32) {
+                    acc[t] = scale_blocks<kMin>(acc[t], block_sums32(w, x), scale, min, a.d + bi, a.init + bi, a.dsum + bi);
+                } else {
+                    __m512i lo, hi;
+                    block_sums16(w, x, lo, hi);
+                    acc[t] = scale_blocks<kMin>(acc[t], lo, scale, min, a.d + bi, a.init + bi, a.dsum + bi);
+                    acc[t] = scale_blocks<kMin>(acc[t], hi, scale + 16, min + 16, a.d + bi + 16, a.init + bi + 16, a.dsum + bi + 16);
+                }
+            }
+        }
+        for (int64_t t = 0; t < nt; ++t) Y[t * W.rows + r] = hsum(acc[t]);
+    }
+}
+
+void gemv_q8(const WeightMatrix& W, const Int8Kind&, const ActQ8& a, int64_t r0, int64_t r1, float* Y, Scratch&) {
+    switch (W.type) {
+        case DType::Q4_0: return gemv_q8_t<UQ4_0, 32, false>(W, a, r0, r1, Y);
+        case DType::Q4_1: return gemv_q8_t<UQ4_1, 32, true>(W, a, r0, r1, Y);
+        case DType::Q5_0: return gemv_q8_t<UQ5_0, 32, false>(W, a, r0, r1, Y);
+        case DType::Q5_1: return gemv_q8_t<UQ5_1, 32, true>(W, a, r0, r1, Y);
+        case DType::Q8_0: return gemv_q8_t<UQ8_0, 32, false>(W, a, r0, r1, Y);
+        case DType::Q4_K: return gemv_q8_t<UQ4_K, 32, true>(W, a, r0, r1, Y);
+        case DType::Q5_K: return gemv_q8_t<UQ5_K, 32, true>(W, a, r0, r1, Y);
+        case DType::Q6_K: return gemv_q8_t<UQ6_K, 16, false>(W, a, r0, r1, Y);
+        case DType::Q2_K: return gemv_q8_t<UGeneric, 16, true>(W, a, r0, r1, Y);
+        case DType::Q3_K: return gemv_q8_t<UGeneric, 16, false>(W, a, r0, r1, Y);
+        default: return;
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// gemm: panels of 32 rows, register tiles of 32 rows x kTileTokens tokens.
+
+// Panel block record for block b: codes [G/4][32 rows][4], then scale[32], then min[32]
+// (has_min only).
+template <int G, bool kMin>
+constexpr int panel_block_bytes() { return G * kPanelRows + 4 * kPanelRows * (kMin ? 2 : 1); }
+
+template <class U, int G, bool kMin>
+void build_panel(const WeightMatrix& W, int64_t r0, int nrows, int64_t nb, uint8_t* panel) {
+    constexpr int PB = panel_block_bytes<G, kMin>();
+    constexpr int nbc = kChunk / G;
+    const UnpackChunkFn generic = unpack_fn(W.type);
+    alignas(64) uint8_t q[kChunk];
+    alignas(64) float scale[32], min[32];
+    if (nrows < kPanelRows) std::memset(panel, 0, static_cast<size_t>(nb) * PB);
+    for (int r = 0; r < nrows; ++r) {
+        const auto* row = static_cast<const uint8_t*>(W.data) + (r0 + r) * W.row_bytes;
+        for (int64_t c = 0; c < nb / nbc; ++c) {
+            __m512i w[8];
+            load_chunk<U>(W, generic, row, c, w, scale, min, q);
+            for (int j = 0; j < 8; ++j) _mm512_store_si512(q + 64 * j, w[j]);
+            for (int b = 0; b < nbc; ++b) {
+                uint8_t* pb = panel + (c * nbc + b) * PB;
+                for (int g = 0; g < G / 4; ++g) std::memcpy(pb + g * 4 * kPanelRows + 4 * r, q + b * G + 4 * g, 4);
+                reinterpret_cast<float*>(pb + G * kPanelRows)[r] = scale[b];
+                if constexpr (kMin) reinterpret_cast<float*>(pb + G * kPanelRows + 4 * kPanelRows)[r] = min[b];
+            }
+        }
+    }
+}
+
+// One 32-row x NR-token tile over all blocks. `act` points at the tile's first record.
+template <int G, bool kMin, int NR>
+void micro_q8(const uint8_t* panel, const uint8_t* act, int64_t nb, float* Y, int64_t ldy, int nrows, int ntok) {
+    constexpr int PB = panel_block_bytes<G, kMin>();
+    constexpr int RB = NR * (G + 12);  // activation record bytes
+    __m512 acc[NR][2];
+    for (int t = 0; t < NR; ++t) acc[t][0] = acc[t][1] = _mm512_setzero_ps();
+    for (int64_t b = 0; b < nb; ++b) {
+        const uint8_t* pb = panel + b * PB;
+        const uint8_t* xb = act + b * RB;
+        const float* dx = reinterpret_cast<const float*>(xb + G * NR);
+        const int32_t* init = reinterpret_cast<const int32_t*>(dx + NR);
+        __m512i ia[NR][2];
+        for (int t = 0; t < NR; ++t) {
+            ia[t][0] = ia[t][1] = kMin ? _mm512_setzero_si512() : _mm512_set1_epi32(init[t]);
+        }
+        for (int g = 0; g < G / 4; ++g) {
+            const __m512i w0 = _mm512_load_si512(pb + g * 128);
+            const __m512i w1 = _mm512_load_si512(pb + g * 128 + 64);
+            for (int t = 0; t < NR; ++t) {
+                int32_t x4;
+                std::memcpy(&x4, xb + (g * NR + t) * 4, 4);
+                const __m512i xv = _mm512_set1_epi32(x4);
+                ia[t][0] = _mm512_dpbusd_epi32(ia[t][0], w0, xv);
+                ia[t][1] = _mm512_dpbusd_epi32(ia[t][1], w1, xv);
+            }
+        }
+        const __m512 s0 = _mm512_load_ps(reinterpret_cast<const float*>(pb + G * kPanelRows));
+        const __m512 s1 = _mm512_load_ps(reinterpret_cast<const float*>(pb + G * kPanelRows + 64));
+        for (int t = 0; t < NR; ++t) {
+            const __m512 d = _mm512_set1_ps(dx[t]);
+            acc[t][0] = _mm512_fmadd_ps(_mm512_mul_ps(_mm512_cvtepi32_ps(ia[t][0]), s0), d, acc[t][0]);
+            acc[t][1] = _mm512_fmadd_ps(_mm512_mul_ps(_mm512_cvtepi32_ps(ia[t][1]), s1), d, acc[t][1]);
+        }
+        if constexpr (kMin) {
+            const float* dsum = dx + 2 * NR;
+            const __m512 m0 = _mm512_load_ps(reinterpret_cast<const float*>(pb + G * kPanelRows + 128));
+            const __m512 m1 = _mm512_load_ps(reinterpret_cast<const float*>(pb + G * kPanelRows + 192));
+            for (int t = 0; t < NR; ++t) {
+                const __m512 ds = _mm512_set1_ps(dsum[t]);
+                acc[t][0] = _mm512_fmadd_ps(m0, ds, acc[t][0]);
+                acc[t][1] = _mm512_fmadd_ps(m1, ds, acc[t][1]);
+            }
+        }
+    }
+    const __mmask16 k0 = static_cast<__mmask16>(nrows >= 16 ? 0xFFFF : (1u << nrows) - 1);
+    const __mmask16 k1 = static_cast<__mmask16>(nrows >= 32 ? 0xFFFF : nrows <= 16 ? 0 : (1u << (nrows - 16)) - 1);
+    for (int t = 0; t < ntok; ++t) {
+        _mm512_mask_storeu_ps(Y + t * ldy, k0, acc[t][0]);
+        _mm512_mask_storeu_ps(Y + t * ldy + 16, k1, acc[t][1]);
+    }
+}
+
+template <class U, int G, bool kMin>
+void gemm_q8_t(const WeightMatrix& W, const ActQ8& a, int64_t r0, int64_t r1, float* Y, Scratch& s) {
+    uint8_t* panel = s.data;
+    const int64_t nb = a.nb();
+    for (int64_t p = r0; p < r1; p += kPanelRows) {
+        const int nrows = static_cast<int>(std::min<int64_t>(kPanelRows, r1 - p));
+        build_panel<U, G, kMin>(W, p, nrows, nb, panel);
+        for (int64_t tile = 0; tile < a.n_tiles(); ++tile) {
+            const int64_t t0 = tile * kTileTokens;
+            const int ntok = static_cast<int>(std::min<int64_t>(kTileTokens, a.n_tokens - t0));
+            micro_q8<G, kMin, kTileTokens>(panel, a.tiled + tile * a.tile_bytes(), nb, Y + t0 * W.rows + p, W.rows, nrows, ntok);
+        }
+    }
+}
+
+void gemm_q8(const WeightMatrix& W, const Int8Kind&, const ActQ8& a, int64_t r0, int64_t r1, float* Y, Scratch& s) {
+    switch (W.type) {
+        case DType::Q4_0: return gemm_q8_t<UQ4_0, 32, false>(W, a, r0, r1, Y, s);
+        case DType::Q4_1: return gemm_q8_t<UQ4_1, 32, true>(W, a, r0, r1, Y, s);
+        case DType::Q5_0: return gemm_q8_t<UQ5_0, 32, false>(W, a, r0, r1, Y, s);
+        case DType::Q5_1: return gemm_q8_t<UQ5_1, 32, true>(W, a, r0, r1, Y, s);
+        case DType::Q8_0: return gemm_q8_t<UQ8_0, 32, false>(W, a, r0, r1, Y, s);
+        case DType::Q4_K: return gemm_q8_t<UQ4_K, 32, true>(W, a, r0, r1, Y, s);
+        case DType::Q5_K: return gemm_q8_t<UQ5_K, 32, true>(W, a, r0, r1, Y, s);
+        case DType::Q6_K: return gemm_q8_t<UQ6_K, 16, false>(W, a, r0, r1, Y, s);
+        case DType::Q2_K: return gemm_q8_t<UGeneric, 16, true>(W, a, r0, r1, Y, s);
+        case DType::Q3_K: return gemm_q8_t<UGeneric, 16, false>(W, a, r0, r1, Y, s);
+        default: return;
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// Float weights.
+
+// 16 weights of row `w` from element i as f32 (masked for the row tail).
+template <DType T>
+inline __m512 load_w(const void* w, int64_t i, __mmask16 m) {
+    if constexpr (T == DType::F32) {
+        return _mm512_maskz_loadu_ps(m, static_cast<const float*>(w) + i);
+    } else if constexpr (T == DType::F16) {
+        return _mm512_maskz_cvtph_ps(0xFFFF, _mm256_maskz_loadu_epi16(m, static_cast<const uint16_t*>(w) + i));
+    } else {
+        const __m512i h = _mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(m, static_cast<const uint16_t*>(w) + i));
+        return _mm512_castsi512_ps(_mm512_slli_epi32(h, 16));
+    }
+}
+
+inline __mmask16 tail_mask(int64_t left) {
+    return left >= 16 ? static_cast<__mmask16>(0xFFFF) : static_cast<__mmask16>((1u << left) - 1);
+}
+
+// Each row streamed once for NT tokens; 4 accumulators per token hide the FMA latency.
+template <DType T, int NT>
+void gemv_f32_t(const WeightMatrix& W, const float* X, int64_t r0, int64_t r1, float* Y) {
+    const int64_t K = W.cols;
+    for (int64_t r = r0; r < r1; ++r) {
+        const void* w = static_cast<const uint8_t*>(W.data) + r * W.row_bytes;
+        __m512 acc[NT][4];
+        for (int t = 0; t < NT; ++t) for (int u = 0; u < 4; ++u) acc[t][u] = _mm512_setzero_ps();
+        int64_t i = 0;
+        for (; i + 64 <= K; i += 64) {
+            for (int u = 0; u < 4; ++u) {
+                const __m512 wv = load_w<T>(w, i + 16 * u, 0xFFFF);
+                for (int t = 0; t < NT; ++t) acc[t][u] = _mm512_fmadd_ps(wv, _mm512_loadu_ps(X + t * K + i + 16 * u), acc[t][u]);
+            }
+        }
+        for (; i < K; i += 16) {
+            const __mmask16 m = tail_mask(K - i);
+            const __m512 wv = load_w<T>(w, i, m);
+            for (int t = 0; t < NT; ++t) acc[t][0] = _mm512_fmadd_ps(wv, _mm512_maskz_loadu_ps(m, X + t * K + i), acc[t][0]);
+        }
+        for (int t = 0; t < NT; ++t) {
+            Y[t * W.rows + r] = hsum(_mm512_add_ps(_mm512_add_ps(acc[t][0], acc[t][1]), _mm512_add_ps(acc[t][2], acc[t][3])));
+        }
+    }
+}
+
+template <DType T>
+void gemv_f32_type(const WeightMatrix& W, const float* X, int64_t n, int64_t r0, int64_t r1, float* Y) {
+    for (int64_t t = 0; t < n; t += 4) {
+        const float* x = X + t * W.cols;
+        float* y = Y + t * W.rows;
+        switch (std::min<int64_t>(4, n - t)) {
+            case 1: gemv_f32_t<T, 1>(W, x, r0, r1, y); break;
+            case 2: gemv_f32_t<T, 2>(W, x, r0, r1, y); break;
+            case 3: gemv_f32_t<T, 3>(W, x, r0, r1, y); break;
+            default: gemv_f32_t<T, 4>(W, x, r0, r1, y); break;
+        }
+    }
+}
+
+void gemv_f32(const WeightMatrix& W, const float* X, int64_t n, int64_t r0, int64_t r1, float* Y, Scratch&) {
+    switch (W.type) {
+        case DType::F32: return gemv_f32_type<DType::F32>(W, X, n, r0, r1, Y);
+        case DType::F16: return gemv_f32_type<DType::F16>(W, X, n, r0, r1, Y);
+        default: return gemv_f32_type<DType::BF16>(W, X, n, r0, r1, Y);
+    }
+}
+
+// gemm for float weights: K in blocks of kKc; per block the 32-row panel is converted to
+// f32 as [k][32] and each 8-token tile of X packed as [k][8], so the 32 x 8 register tile
+// (16 accumulators) reads both with fixed offsets. Y accumulates over K blocks.
+constexpr int kKc = 256;
+constexpr int kF32Tile = 8;
+
+template <DType T>
+void pack_panel_f32(const WeightMatrix& W, int64_t r0, int nrows, int64_t k0, int kc, float* out) {
+    alignas(64) float tmp[kKc];
+    for (int r = 0; r < kPanelRows; ++r) {
+        if (r >= nrows) {
+            for (int k = 0; k < kc; ++k) out[k * kPanelRows + r] = 0.0f;
+            continue;
+        }
+        const void* w = static_cast<const uint8_t*>(W.data) + (r0 + r) * W.row_bytes;
+        for (int k = 0; k < kc; k += 16) _mm512_store_ps(tmp + k, load_w<T>(w, k0 + k, tail_mask(kc - k)));
+        for (int k = 0; k < kc; ++k) out[k * kPanelRows + r] = tmp[k];
+    }
+}
+
+void pack_x_f32(const float* X, int64_t K, int64_t t0, int ntok, int64_t k0, int kc, float* out) {
+    for (int t = 0; t < kF32Tile; ++t) {
+        for (int k = 0; k < kc; ++k) out[k * kF32Tile + t] = t < ntok ? X[(t0 + t) * K + k0 + k] : 0.0f;
+    }
+}
+
+void micro_f32(const float* wp, const float* xp, int kc, float* Y, int64_t ldy, int nrows, int ntok, bool accumulate) {
+    __m512 acc[kF32Tile][2];
+    for (int t = 0; t < kF32Tile; ++t) acc[t][0] = acc[t][1] = _mm512_setzero_ps();
+    for (int k = 0; k < kc; ++k) {
+        const __m512 w0 = _mm512_load_ps(wp + k * kPanelRows), w1 = _mm512_load_ps(wp + k * kPanelRows + 16);
+        for (int t = 0; t < kF32Tile; ++t) {
+            const __m512 x = _mm512_set1_ps(xp[k * kF32Tile + t]);
+            acc[t][0] = _mm512_fmadd_ps(w0, x, acc[t][0]);
+            acc[t][1] = _mm512_fmadd_ps(w1, x, acc[t][1]);
+        }
+    }
+    const __mmask16 k0 = tail_mask(nrows), k1 = nrows > 16 ? tail_mask(nrows - 16) : 0;
+    for (int t = 0; t < ntok; ++t) {
+        float* y = Y + t * ldy;
+        if (accumulate) {
+            acc[t][0] = _mm512_add_ps(acc[t][0], _mm512_maskz_loadu_ps(k0, y));
+            acc[t][1] = _mm512_add_ps(acc[t][1], _mm512_maskz_loadu_ps(k1, y + 16));
+        }
+        _mm512_mask_storeu_ps(y, k0, acc[t][0]);
+        _mm512_mask_storeu_ps(y + 16, k1, acc[t][1]);
+    }
+}
+
+template <DType T>
+void gemm_f32_t(const WeightMatrix& W, const float* X, int64_t n, int64_t r0, int64_t r1, float* Y, Scratch& s) {
+    float* wp = reinterpret_cast<float*>(s.data);
+    float* xp = wp + kKc * kPanelRows;
+    for (int64_t p = r0; p < r1; p += kPanelRows) {
+        const int nrows = static_cast<int>(std::min<int64_t>(kPanelRows, r1 - p));
+        for (int64_t k0 = 0; k0 < W.cols; k0 += kKc) {
+            const int kc = static_cast<int>(std::min<int64_t>(kKc, W.cols - k0));
+            pack_panel_f32<T>(W, p, nrows, k0, kc, wp);
+            for (int64_t t0 = 0; t0 < n; t0 += kF32Tile) {
+                const int ntok = static_cast<int>(std::min<int64_t>(kF32Tile, n - t0));
+                pack_x_f32(X, W.cols, t0, ntok, k0, kc, xp);
+                micro_f32(wp, xp, kc, Y + t0 * W.rows + p, W.rows, nrows, ntok, k0 > 0);
+            }
+        }
+    }
+}
+
+void gemm_f32(const WeightMatrix& W, const float* X, int64_t n, int64_t r0, int64_t r1, float* Y, Scratch& s) {
+    switch (W.type) {
+        case DType::F32: return gemm_f32_t<DType::F32>(W, X, n, r0, r1, Y, s);
+        case DType::F16: return gemm_f32_t<DType::F16>(W, X, n, r0, r1, Y, s);
+        default: return gemm_f32_t<DType::BF16>(W, X, n, r0, r1, Y, s);
+    }
+}
+
+float dot_f32(const float* a, const float* b, int64_t n) {
+    __m512 acc0 = _mm512_setzero_ps(), acc1 = _mm512_setzero_ps();
+    int64_t i = 0;
+    for (; i + 32 <= n; i += 32) {
+        acc0 = _mm512_fmadd_ps(_mm512_loadu_ps(a + i), _mm512_loadu_ps(b + i), acc0);
+        acc1 = _mm512_fmadd_ps(_mm512_loadu_ps(a + i + 16), _mm512_loadu_ps(b + i + 16), acc1);
+    }
+    for (; i < n; i += 16) {
+        const __mmask16 m = tail_mask(n - i);
+        acc0 = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m, a + i), _mm512_maskz_loadu_ps(m, b + i), acc0);
+    }
+    return hsum(_mm512_add_ps(acc0, acc1));
+}
+
+size_t scratch_bytes(const WeightMatrix& W, int64_t) {
+    const int64_t kpad = (W.cols + kChunk - 1) / kChunk * kChunk;
+    // Largest panel: G = 16 blocks of 16 x 32 codes + 32 scales = 48 bytes per column;
+    // G = 32 with mins: 40. Float path: kKc x (32 + 8) floats.
+    const size_t q8 = static_cast<size_t>(kpad) * 48;
+    const size_t f32 = static_cast<size_t>(kKc) * (kPanelRows + kF32Tile) * 4;
+    return std::max(q8, f32) + 64;
+}
+
+}  // namespace
+
+const KernelTable* kernels_avx512() {
+    static const KernelTable t{quantize_act, gemv_q8, gemm_q8, gemv_f32, gemm_f32, dot_f32,
+                               kPanelRows, kTileTokens, scratch_bytes};
+    return &t;
+}
+
+}  // namespace ember::cpu::detail

@@ -1,6 +1,6 @@
 // Internal to the CPU matmul: the int8 formats shared by the dispatcher (matmul.cpp) and the
-// per-ISA kernel files (matmul_avx2.cpp, matmul_avx512.cpp), and the table of kernels each
-// ISA file exports. Not part of the public API.
+// per-ISA kernel files (matmul_scalar.cpp, matmul_avx2.cpp, matmul_avx512.cpp), and the table
+// of kernels each ISA file exports. Not part of the public API.
 #pragma once
 #include <cstddef>
 #include <cstdint>
@@ -11,33 +11,50 @@
 namespace ember::cpu::detail {
 
 // Elements per "chunk": the unit the int8 kernels unpack and reduce at once (8 zmm or 16 ymm
-// of bytes). Activations are padded to a multiple of it.
+// of bytes). Activations are padded with zeros to a multiple of it.
 inline constexpr int kChunk = 512;
 
 // How a quantized type maps onto u8 x s8 integer dot products: every element is
 // x = scale[b] * (q - offset) + min[b] with q an unsigned code, per block b of G elements.
+// In every supported type exactly one of offset / has_min is set.
 struct Int8Kind {
-    int G = 32;          // elements per scale block (32, or 16 for Q2_K/Q3_K/Q6_K)
-    int offset = 0;      // subtracted from every code (8 for Q4_0, 128 for Q8_0, ...)
+    int G = 32;            // elements per scale block (32, or 16 for Q2_K/Q3_K/Q6_K)
+    int offset = 0;        // subtracted from every code (8 for Q4_0, 128 for Q8_0, ...)
     bool has_min = false;  // per-block additive term (Q4_1, Q5_1, Q2_K, Q4_K, Q5_K)
 };
 
 // False for types that take the float path (F32, F16, BF16) or are unsupported.
 bool int8_kind(DType type, Int8Kind* kind);
 
-// Activations quantized for one matmul call: per token, codes in natural element order and,
-// per G-block, the scale, the integer offset correction and (for has_min types) d * sum.
-// Arrays are padded with zeros up to `kpad` elements (a multiple of kChunk).
+// Activations quantized for one matmul call. Per G-block of each token: codes q (int8,
+// q = round(x / d)), the scale d = max|x| / 127, init = -offset * sum(q) (starts the integer
+// accumulator, folding in the weights' code offset) and dsum = d * sum(q) (for has_min).
+// Rows are zero-padded to kpad elements (a multiple of kChunk).
+//
+// Two layouts:
+//  * tile == 0 (gemv, scalar): natural. qs[t][kpad], d/init/dsum[t][nb].
+//  * tile == NR > 0 (gemm): tokens in tiles of NR (the last one zero-padded); per tile, per
+//    block a record of qs[G/4][NR][4] (4 consecutive codes of each token in turn, what a
+//    broadcast feeds a u8 x s8 dot instruction) then d[NR], init[NR], dsum[NR]. One pointer
+//    walks a tile linearly.
 struct ActQ8 {
     int64_t n_tokens = 0;
     int64_t cols = 0;
-    int64_t kpad = 0;       // padded row length of qs
+    int64_t kpad = 0;
     int G = 32;
-    int8_t* qs = nullptr;    // [n_tokens][kpad]
-    float* d = nullptr;      // [n_tokens][kpad / G]   block scale
-    int32_t* init = nullptr; // [n_tokens][kpad / G]   -offset * sum(q in block)
-    float* dsum = nullptr;   // [n_tokens][kpad / G]   d * sum(q in block)
+    int tile = 0;
+    // tile == 0
+    int8_t* qs = nullptr;
+    float* d = nullptr;
+    int32_t* init = nullptr;
+    float* dsum = nullptr;
+    // tile > 0
+    uint8_t* tiled = nullptr;
+
     int64_t nb() const { return kpad / G; }
+    size_t rec_bytes() const { return static_cast<size_t>(tile) * (static_cast<size_t>(G) + 12); }
+    size_t tile_bytes() const { return static_cast<size_t>(nb()) * rec_bytes(); }
+    int64_t n_tiles() const { return tile ? (n_tokens + tile - 1) / tile : 0; }
 };
 
 // Scratch for one thread, owned by the dispatcher, reused between calls.
@@ -46,13 +63,14 @@ struct Scratch {
     size_t size = 0;
 };
 
-// Kernels one ISA provides. All of them process whole rows [r0, r1) of W for every token.
+// Kernels one ISA provides. The matmul ones process rows [r0, r1) of W for every token.
 struct KernelTable {
-    // Quantize tokens [t0, t1) of X into act (act's arrays already allocated).
+    // Quantizes tokens [t0, t1) of X into act (arrays already allocated, layout per
+    // act.tile; with tiles, t0 is a multiple of the tile and t1 the end of a tile or n).
     void (*quantize_act)(const float* X, int64_t t0, int64_t t1, const Int8Kind& kind, ActQ8& act);
-    // Int8 kernels. gemv: each weight row is unpacked once and dotted with every token
-    // (n_tokens small). gemm: rows [r0, r1) are repacked into panels of panel_rows rows and
-    // multiplied in register tiles (r0 must be a multiple of panel_rows).
+    // gemv: each weight row is unpacked once and dotted with every token (few tokens; act
+    // in natural layout). gemm: rows are repacked into panels of panel_rows rows and
+    // multiplied in register tiles (r0 a multiple of panel_rows; act tiled by gemm_tile).
     void (*gemv_q8)(const WeightMatrix& W, const Int8Kind& kind, const ActQ8& act, int64_t r0,
                     int64_t r1, float* Y, Scratch& scratch);
     void (*gemm_q8)(const WeightMatrix& W, const Int8Kind& kind, const ActQ8& act, int64_t r0,
@@ -63,7 +81,8 @@ struct KernelTable {
     void (*gemm_f32)(const WeightMatrix& W, const float* X, int64_t n_tokens, int64_t r0,
                      int64_t r1, float* Y, Scratch& scratch);
     float (*dot_f32)(const float* a, const float* b, int64_t n);
-    int panel_rows;          // rows per gemm panel (r0 alignment for gemm_q8 / gemm_f32)
+    int panel_rows;  // rows per gemm panel
+    int gemm_tile;   // tokens per activation tile for gemm_q8 (0: natural layout)
     size_t (*scratch_bytes)(const WeightMatrix& W, int64_t n_tokens);
 };
 

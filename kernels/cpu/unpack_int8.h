@@ -11,8 +11,21 @@
 #include "kernels/cpu/matmul_internal.h"
 #include "kernels/cpu/quant.h"
 
+#if defined(__F16C__)
+#include <immintrin.h>
+#endif
+
 namespace ember::cpu::detail {
 namespace {
+
+// Half -> float: one instruction where F16C is available (exact either way).
+inline float h2f(uint16_t h) {
+#if defined(__F16C__)
+    return _cvtsh_ss(h);
+#else
+    return fp16_to_f32(h);
+#endif
+}
 
 inline uint32_t u32_at(const uint8_t* p) {
     uint32_t v;
@@ -36,40 +49,40 @@ inline void high_bits32(uint32_t qh, uint8_t* q) {
 inline void ub_q4_0(const uint8_t* p, uint8_t* q, float* s, float*) {
     const auto& b = *reinterpret_cast<const BlockQ4_0*>(p);
     nibbles32(b.qs, q);
-    s[0] = fp16_to_f32(b.d);
+    s[0] = h2f(b.d);
 }
 
 inline void ub_q4_1(const uint8_t* p, uint8_t* q, float* s, float* m) {
     const auto& b = *reinterpret_cast<const BlockQ4_1*>(p);
     nibbles32(b.qs, q);
-    s[0] = fp16_to_f32(b.d);
-    m[0] = fp16_to_f32(b.m);
+    s[0] = h2f(b.d);
+    m[0] = h2f(b.m);
 }
 
 inline void ub_q5_0(const uint8_t* p, uint8_t* q, float* s, float*) {
     const auto& b = *reinterpret_cast<const BlockQ5_0*>(p);
     nibbles32(b.qs, q);
     high_bits32(u32_at(b.qh), q);
-    s[0] = fp16_to_f32(b.d);
+    s[0] = h2f(b.d);
 }
 
 inline void ub_q5_1(const uint8_t* p, uint8_t* q, float* s, float* m) {
     const auto& b = *reinterpret_cast<const BlockQ5_1*>(p);
     nibbles32(b.qs, q);
     high_bits32(u32_at(b.qh), q);
-    s[0] = fp16_to_f32(b.d);
-    m[0] = fp16_to_f32(b.m);
+    s[0] = h2f(b.d);
+    m[0] = h2f(b.m);
 }
 
 inline void ub_q8_0(const uint8_t* p, uint8_t* q, float* s, float*) {
     const auto& b = *reinterpret_cast<const BlockQ8_0*>(p);
     for (int j = 0; j < 32; ++j) q[j] = static_cast<uint8_t>(b.qs[j] ^ 0x80);  // q + 128
-    s[0] = fp16_to_f32(b.d);
+    s[0] = h2f(b.d);
 }
 
 inline void ub_q2_k(const uint8_t* p, uint8_t* q, float* s, float* m) {
     const auto& b = *reinterpret_cast<const BlockQ2_K*>(p);
-    const float d = fp16_to_f32(b.d), dmin = fp16_to_f32(b.dmin);
+    const float d = h2f(b.d), dmin = h2f(b.dmin);
     for (int half = 0; half < 2; ++half) {
         for (int shift = 0; shift < 4; ++shift) {
             uint8_t* out = q + 128 * half + 32 * shift;
@@ -84,7 +97,7 @@ inline void ub_q2_k(const uint8_t* p, uint8_t* q, float* s, float* m) {
 
 inline void ub_q3_k(const uint8_t* p, uint8_t* q, float* s, float*) {
     const auto& b = *reinterpret_cast<const BlockQ3_K*>(p);
-    const float d = fp16_to_f32(b.d);
+    const float d = h2f(b.d);
     for (int half = 0; half < 2; ++half) {
         for (int shift = 0; shift < 4; ++shift) {
             const int bit = 4 * half + shift;
@@ -101,7 +114,7 @@ inline void ub_q3_k(const uint8_t* p, uint8_t* q, float* s, float*) {
 }
 
 inline void k4_scales(const uint8_t* packed, uint16_t d16, uint16_t dmin16, float* s, float* m) {
-    const float d = fp16_to_f32(d16), dmin = fp16_to_f32(dmin16);
+    const float d = h2f(d16), dmin = h2f(dmin16);
     for (int j = 0; j < 8; ++j) {
         uint8_t sc, mn;
         unpack_scale_min_k4(packed, j, sc, mn);
@@ -145,7 +158,7 @@ inline void ub_q6_k(const uint8_t* p, uint8_t* q, float* s, float*) {
             out[l + 96] = static_cast<uint8_t>((ql[l + 32] >> 4) | (((qh[l] >> 6) & 3) << 4));
         }
     }
-    const float d = fp16_to_f32(b.d);
+    const float d = h2f(b.d);
     for (int j = 0; j < 16; ++j) s[j] = d * static_cast<float>(b.scales[j]);
 }
 
