@@ -34,9 +34,10 @@ std::optional<int32_t> opt_id(const GgufFile& f, std::string_view key) {
     const GgufValue* v = f.find(key);
     if (!v) return std::nullopt;
     if (!v->is_int()) throw Error(f.path() + ": " + std::string(key) + " is not an integer");
+    // Negative or huge values (-1, 0xFFFFFFFF) mean "none".
+    if (const auto* u = std::get_if<uint64_t>(&v->v)) return *u <= INT32_MAX ? std::optional(int32_t(*u)) : std::nullopt;
     const int64_t x = v->as_i64();
-    if (x < 0 || x > INT32_MAX) return std::nullopt;  // -1 and the like mean "none"
-    return int32_t(x);
+    return x >= 0 && x <= INT32_MAX ? std::optional(int32_t(x)) : std::nullopt;
 }
 
 // "<0xAB>" -> 0xAB, or -1.
@@ -72,7 +73,8 @@ TokenizerData read_tokenizer_data(const GgufFile& f) {
     if (f.has("tokenizer.ggml.scores"))
         for (double s : f.get_number_array("tokenizer.ggml.scores")) d.scores.push_back(float(s));
     if (f.has("tokenizer.ggml.token_type"))
-        for (double t : f.get_number_array("tokenizer.ggml.token_type")) d.token_types.push_back(int32_t(t));
+        for (double t : f.get_number_array("tokenizer.ggml.token_type"))
+            d.token_types.push_back(t >= 0 && t <= 255 ? int32_t(t) : 0);  // 0: undefined
     if (f.has("tokenizer.ggml.merges")) d.merges = f.get_string_array("tokenizer.ggml.merges");
     d.bos = opt_id(f, "tokenizer.ggml.bos_token_id");
     d.eos = opt_id(f, "tokenizer.ggml.eos_token_id");
