@@ -4,7 +4,9 @@ point, as a compact sorted range table, for the tokenizer's pre-tokenizer patter
 \\p{N}, \\p{P}, ...). Uses only Python's own unicodedata, so the output is reproducible from
 the Python version named in the header.
 
-Usage: python3 scripts/gen-unicode-tables.py > engine/tokenizer/unicode_tables.inc
+Usage: python3.13 scripts/gen-unicode-tables.py > engine/tokenizer/unicode_tables.inc
+(Python 3.13 has Unicode 15.1, the version llama.cpp's own tables are close to; the header of
+the output records which Python and Unicode version produced it.)
 """
 import sys
 import unicodedata
