@@ -32,6 +32,15 @@ bool int8_kind(DType type, Int8Kind* kind) {
     }
 }
 
+void pack_x_tiles(const float* X, int64_t n, int64_t K, int tile, int64_t t0, int64_t t1, float* out) {
+    for (int64_t t = t0; t < t1; t += tile) {
+        float* dst = out + t / tile * K * tile;
+        for (int64_t k = 0; k < K; ++k) {
+            for (int j = 0; j < tile; ++j) dst[k * tile + j] = t + j < n ? X[(t + j) * K + k] : 0.0f;
+        }
+    }
+}
+
 }  // namespace detail
 
 namespace {
@@ -141,6 +150,19 @@ ActQ8 quantize_activations(const KernelTable& k, const Int8Kind& kind, const flo
     return a;
 }
 
+// X in the tile layout gemm_f32 reads (once per call, shared by all row panels).
+const float* pack_x(const KernelTable& k, const float* X, int64_t n, int64_t K, ThreadPool& pool) {
+    const int tile = k.f32_tile;
+    if (tile == 0) return X;
+    thread_local AlignedBuffer buf;
+    const int64_t n_tiles = (n + tile - 1) / tile;
+    float* out = reinterpret_cast<float*>(buf.get(static_cast<size_t>(n_tiles * tile * K) * 4));
+    pool.parallel_for(n_tiles, [&](int64_t a, int64_t b, int) {
+        detail::pack_x_tiles(X, n, K, tile, a * tile, std::min(n, b * tile), out);
+    });
+    return out;
+}
+
 }  // namespace
 
 WeightMatrix make_weight_matrix(DType type, int64_t rows, int64_t cols, const void* data) {
@@ -183,10 +205,11 @@ void matmul(const WeightMatrix& W, const float* X, int64_t n_tokens, float* Y, T
             k.gemv_f32(W, X, n_tokens, r0, r1, Y, s);
         });
     } else {
+        const float* xt = pack_x(k, X, n_tokens, W.cols, pool);
         const int64_t pr = k.panel_rows;
         pool.parallel_for_dynamic((W.rows + pr - 1) / pr, 1, [&](int64_t p0, int64_t p1, int) {
             detail::Scratch s = thread_scratch(k, W, n_tokens);
-            k.gemm_f32(W, X, n_tokens, p0 * pr, std::min(W.rows, p1 * pr), Y, s);
+            k.gemm_f32(W, xt, n_tokens, p0 * pr, std::min(W.rows, p1 * pr), Y, s);
         });
     }
 }

@@ -1,4 +1,453 @@
+// AVX2 + FMA + F16C matmul kernels (compiled with those flags only for this file, used
+// where cpu_isa.cpp detected them). Same algorithms as the AVX-512 file with 256-bit
+// vectors; the u8 x s8 dot product is vpmaddubsw + vpmaddwd (no VNNI here).
+//
+// vpmaddubsw saturates pair sums at 32767: fine for codes < 128 (worst Q6_K: 2*63*127),
+// but Q8_0's offset codes reach 255, so Q8_0 uses the sign trick instead:
+// |w| * (x * sign(w)) with |w| <= 128 (2*128*127 = 32512 fits).
+#include <immintrin.h>
+
+#include <algorithm>
+#include <cstring>
+
 #include "kernels/cpu/matmul_internal.h"
+#include "kernels/cpu/unpack_int8.h"
+
 namespace ember::cpu::detail {
-const KernelTable* kernels_avx2() { return nullptr; }
+namespace {
+
+constexpr int kPanelRows = 8;   // 1 ymm of 8 int32/float lanes
+constexpr int kTileTokens = 4;  // 4 int + 4 float accumulators + weights + temps < 16 ymm
+constexpr int kF32Tile = 8;     // 8 float accumulators for an 8-row x 8-token f32 tile
+
+// ---------------------------------------------------------------------------------------
+// Horizontal reductions.
+
+inline float hsum(__m256 v) {
+    __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+    return _mm_cvtss_f32(_mm_add_ss(s, _mm_movehdup_ps(s)));
 }
+
+inline float hmax(__m256 v) {
+    __m128 s = _mm_max_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    s = _mm_max_ps(s, _mm_movehl_ps(s, s));
+    return _mm_cvtss_f32(_mm_max_ss(s, _mm_movehdup_ps(s)));
+}
+
+inline int32_t hsum_epi32(__m256i v) {
+    __m128i s = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
+    s = _mm_add_epi32(s, _mm_shuffle_epi32(s, _MM_SHUFFLE(1, 0, 3, 2)));
+    s = _mm_add_epi32(s, _mm_shuffle_epi32(s, _MM_SHUFFLE(2, 3, 0, 1)));
+    return _mm_cvtsi128_si32(s);
+}
+
+// ---------------------------------------------------------------------------------------
+// Activation quantization (same arithmetic as the scalar kernel: identical codes).
+
+template <int G>
+inline void quantize_block(const float* x, int8_t* q, float& d, int32_t& init, float& dsum, int offset) {
+    __m256 v[4];
+    __m256 amaxv = _mm256_setzero_ps();
+    const __m256 sign = _mm256_set1_ps(-0.0f);
+    for (int i = 0; i < G / 8; ++i) {
+        v[i] = _mm256_loadu_ps(x + 8 * i);
+        amaxv = _mm256_max_ps(amaxv, _mm256_andnot_ps(sign, v[i]));
+    }
+    const float amax = hmax(amaxv);
+    d = amax / 127.0f;
+    const __m256 id = _mm256_set1_ps(amax > 0.0f ? 127.0f / amax : 0.0f);
+    __m256i qi[4];
+    __m256i sum = _mm256_setzero_si256();
+    for (int i = 0; i < 4; ++i) {
+        qi[i] = i < G / 8 ? _mm256_cvtps_epi32(_mm256_mul_ps(v[i], id)) : _mm256_setzero_si256();
+        sum = _mm256_add_epi32(sum, qi[i]);
+    }
+    // packs interleave 128-bit lanes; the permute restores element order
+    const __m256i b = _mm256_packs_epi16(_mm256_packs_epi32(qi[0], qi[1]), _mm256_packs_epi32(qi[2], qi[3]));
+    const __m256i ordered = _mm256_permutevar8x32_epi32(b, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
+    if constexpr (G == 32) _mm256_storeu_si256(reinterpret_cast<__m256i*>(q), ordered);
+    else _mm_storeu_si128(reinterpret_cast<__m128i*>(q), _mm256_castsi256_si128(ordered));
+    const int32_t s = hsum_epi32(sum);
+    init = -offset * s;
+    dsum = d * static_cast<float>(s);
+}
+
+template <int G>
+void quantize_natural(const float* X, int64_t t0, int64_t t1, int offset, ActQ8& a) {
+    const int64_t nb = a.nb(), nb_data = a.cols / G;
+    for (int64_t t = t0; t < t1; ++t) {
+        int8_t* q = a.qs + t * a.kpad;
+        for (int64_t b = 0; b < nb_data; ++b) {
+            const int64_t i = t * nb + b;
+            quantize_block<G>(X + t * a.cols + b * G, q + b * G, a.d[i], a.init[i], a.dsum[i], offset);
+        }
+        std::memset(q + a.cols, 0, static_cast<size_t>(a.kpad - a.cols));
+        for (int64_t b = nb_data; b < nb; ++b) {
+            a.d[t * nb + b] = a.dsum[t * nb + b] = 0.0f;
+            a.init[t * nb + b] = 0;
+        }
+    }
+}
+
+template <int G>
+void quantize_tiled(const float* X, int64_t t0, int64_t t1, int offset, ActQ8& a) {
+    const int NR = a.tile;
+    const int64_t nb_data = a.cols / G;
+    std::memset(a.tiled + (t0 / NR) * a.tile_bytes(), 0, a.tile_bytes() * static_cast<size_t>((t1 - t0 + NR - 1) / NR));
+    for (int64_t t = t0; t < t1; ++t) {
+        uint8_t* tile = a.tiled + (t / NR) * a.tile_bytes();
+        const int j = static_cast<int>(t % NR);
+        for (int64_t b = 0; b < nb_data; ++b) {
+            uint8_t* rec = tile + b * a.rec_bytes();
+            int8_t q[G];
+            float* dp = reinterpret_cast<float*>(rec + G * NR);
+            quantize_block<G>(X + t * a.cols + b * G, q, dp[j], reinterpret_cast<int32_t*>(dp + NR)[j], dp[2 * NR + j], offset);
+            for (int g = 0; g < G / 4; ++g) std::memcpy(rec + (g * NR + j) * 4, q + 4 * g, 4);
+        }
+    }
+}
+
+void quantize_act(const float* X, int64_t t0, int64_t t1, const Int8Kind& kind, ActQ8& a) {
+    if (a.tile > 0) {
+        if (kind.G == 32) quantize_tiled<32>(X, t0, t1, kind.offset, a);
+        else quantize_tiled<16>(X, t0, t1, kind.offset, a);
+    } else {
+        if (kind.G == 32) quantize_natural<32>(X, t0, t1, kind.offset, a);
+        else quantize_natural<16>(X, t0, t1, kind.offset, a);
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// u8 x s8 dot products into 8 int32 lanes (each lane sums 4 products, like vpdpbusd).
+
+template <bool kSigned>
+inline __m256i dot4(__m256i acc, __m256i w, __m256i x) {
+    const __m256i ones = _mm256_set1_epi16(1);
+    __m256i p;
+    if constexpr (kSigned) {
+        // Q8_0: w holds q + 128; back to signed, then |w| * (x * sign(w)).
+        const __m256i ws = _mm256_xor_si256(w, _mm256_set1_epi8(static_cast<char>(0x80)));
+        p = _mm256_maddubs_epi16(_mm256_sign_epi8(ws, ws), _mm256_sign_epi8(x, ws));
+    } else {
+        p = _mm256_maddubs_epi16(w, x);
+    }
+    return _mm256_add_epi32(acc, _mm256_madd_epi16(p, ones));
+}
+
+inline __m256i pair_sum32(__m256i a, __m256i b) {
+    return _mm256_add_epi32(_mm256_unpacklo_epi32(a, b), _mm256_unpackhi_epi32(a, b));
+}
+inline __m256i pair_sum64(__m256i a, __m256i b) {
+    return _mm256_add_epi32(_mm256_unpacklo_epi64(a, b), _mm256_unpackhi_epi64(a, b));
+}
+// u[4k + j] = sum of the 4 lanes of 128-bit lane k of a[j], j < 4.
+inline __m256i reduce4(const __m256i* a) { return pair_sum64(pair_sum32(a[0], a[1]), pair_sum32(a[2], a[3])); }
+
+// 8 blocks of G codes -> 8 block sums, natural order. G = 32: one ymm per block; G = 16:
+// two blocks per ymm (one per 128-bit lane).
+template <int G, bool kSigned>
+inline __m256i block_sums8(const uint8_t* q, const int8_t* x) {
+    constexpr int nv = G / 4;  // vectors for 8 blocks
+    __m256i a[8];
+    for (int j = 0; j < nv; ++j) {
+        a[j] = dot4<kSigned>(_mm256_setzero_si256(), _mm256_load_si256(reinterpret_cast<const __m256i*>(q + 32 * j)),
+                             _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x + 32 * j)));
+    }
+    if constexpr (G == 32) {
+        const __m256i u0 = reduce4(a), u1 = reduce4(a + 4);
+        return _mm256_add_epi32(_mm256_permute2x128_si256(u0, u1, 0x20), _mm256_permute2x128_si256(u0, u1, 0x31));
+    } else {
+        return _mm256_permutevar8x32_epi32(reduce4(a), _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
+    }
+}
+
+template <bool kMin, bool kSigned>
+inline __m256 scale_blocks(__m256 acc, __m256i sums, const float* scale, const float* min, const float* d,
+                           const int32_t* init, const float* dsum) {
+    if constexpr (!kMin && !kSigned) sums = _mm256_add_epi32(sums, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(init)));
+    const __m256 f = _mm256_mul_ps(_mm256_cvtepi32_ps(sums), _mm256_loadu_ps(d));
+    acc = _mm256_fmadd_ps(f, _mm256_load_ps(scale), acc);
+    if constexpr (kMin) acc = _mm256_fmadd_ps(_mm256_load_ps(min), _mm256_loadu_ps(dsum), acc);
+    return acc;
+}
+
+// ---------------------------------------------------------------------------------------
+// gemv: each row chunk unpacked once to an L1 buffer, then dotted with each token.
+
+template <int G, bool kMin, bool kSigned>
+void gemv_q8_t(const WeightMatrix& W, const ActQ8& a, int64_t r0, int64_t r1, float* Y) {
+    constexpr int nbc = kChunk / G;
+    const UnpackChunkFn unpack = unpack_fn(W.type);
+    alignas(64) uint8_t q[kChunk];
+    alignas(64) float scale[32], min[32];
+    const int64_t nt = a.n_tokens, nb = a.nb(), nchunks = a.kpad / kChunk;
+    for (int64_t r = r0; r < r1; ++r) {
+        const auto* row = static_cast<const uint8_t*>(W.data) + r * W.row_bytes;
+        __m256 acc[4] = {_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps()};
+        for (int64_t c = 0; c < nchunks; ++c) {
+            unpack(row, c, W.cols, q, scale, min);
+            for (int64_t t = 0; t < nt; ++t) {
+                const int8_t* x = a.qs + t * a.kpad + c * kChunk;
+                const int64_t bi = t * nb + c * nbc;
+                for (int g = 0; g < nbc / 8; ++g) {
+                    const int o = 8 * g;
+                    acc[t] = scale_blocks<kMin, kSigned>(acc[t], block_sums8<G, kSigned>(q + o * G, x + o * G), scale + o,
+                                                         min + o, a.d + bi + o, a.init + bi + o, a.dsum + bi + o);
+                }
+            }
+        }
+        for (int64_t t = 0; t < nt; ++t) Y[t * W.rows + r] = hsum(acc[t]);
+    }
+}
+
+void gemv_q8(const WeightMatrix& W, const Int8Kind& kind, const ActQ8& a, int64_t r0, int64_t r1, float* Y, Scratch&) {
+    if (W.type == DType::Q8_0) return gemv_q8_t<32, false, true>(W, a, r0, r1, Y);
+    if (kind.G == 32) {
+        if (kind.has_min) gemv_q8_t<32, true, false>(W, a, r0, r1, Y);
+        else gemv_q8_t<32, false, false>(W, a, r0, r1, Y);
+    } else {
+        if (kind.has_min) gemv_q8_t<16, true, false>(W, a, r0, r1, Y);
+        else gemv_q8_t<16, false, false>(W, a, r0, r1, Y);
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// gemm: 8-row panels ([G/4][8 rows][4] codes, scale[8], min[8] per block), 8 x 4 tiles.
+
+template <int G, bool kMin>
+constexpr int panel_block_bytes() { return G * kPanelRows + 4 * kPanelRows * (kMin ? 2 : 1); }
+
+template <int G, bool kMin>
+void build_panel(const WeightMatrix& W, int64_t r0, int nrows, int64_t nb, uint8_t* panel) {
+    constexpr int PB = panel_block_bytes<G, kMin>();
+    constexpr int nbc = kChunk / G;
+    const UnpackChunkFn unpack = unpack_fn(W.type);
+    alignas(64) uint8_t q[kChunk];
+    alignas(64) float scale[32], min[32];
+    if (nrows < kPanelRows) std::memset(panel, 0, static_cast<size_t>(nb) * PB);
+    for (int r = 0; r < nrows; ++r) {
+        const auto* row = static_cast<const uint8_t*>(W.data) + (r0 + r) * W.row_bytes;
+        for (int64_t c = 0; c < nb / nbc; ++c) {
+            unpack(row, c, W.cols, q, scale, min);
+            for (int b = 0; b < nbc; ++b) {
+                uint8_t* pb = panel + (c * nbc + b) * PB;
+                for (int g = 0; g < G / 4; ++g) std::memcpy(pb + g * 4 * kPanelRows + 4 * r, q + b * G + 4 * g, 4);
+                reinterpret_cast<float*>(pb + G * kPanelRows)[r] = scale[b];
+                if constexpr (kMin) reinterpret_cast<float*>(pb + G * kPanelRows + 4 * kPanelRows)[r] = min[b];
+            }
+        }
+    }
+}
+
+template <int G, bool kMin, bool kSigned>
+void micro_q8(const uint8_t* panel, const uint8_t* act, int64_t nb, float* Y, int64_t ldy, int nrows, int ntok) {
+    constexpr int NR = kTileTokens;
+    constexpr int PB = panel_block_bytes<G, kMin>();
+    constexpr int RB = NR * (G + 12);
+    __m256 acc[NR];
+    for (int t = 0; t < NR; ++t) acc[t] = _mm256_setzero_ps();
+    for (int64_t b = 0; b < nb; ++b) {
+        const uint8_t* pb = panel + b * PB;
+        const uint8_t* xb = act + b * RB;
+        const float* dx = reinterpret_cast<const float*>(xb + G * NR);
+        const int32_t* init = reinterpret_cast<const int32_t*>(dx + NR);
+        __m256i ia[NR];
+        for (int t = 0; t < NR; ++t) ia[t] = (kMin || kSigned) ? _mm256_setzero_si256() : _mm256_set1_epi32(init[t]);
+        for (int g = 0; g < G / 4; ++g) {
+            const __m256i w = _mm256_load_si256(reinterpret_cast<const __m256i*>(pb + g * 4 * kPanelRows));
+            for (int t = 0; t < NR; ++t) {
+                int32_t x4;
+                std::memcpy(&x4, xb + (g * NR + t) * 4, 4);
+                ia[t] = dot4<kSigned>(ia[t], w, _mm256_set1_epi32(x4));
+            }
+        }
+        const __m256 s = _mm256_load_ps(reinterpret_cast<const float*>(pb + G * kPanelRows));
+        for (int t = 0; t < NR; ++t) {
+            acc[t] = _mm256_fmadd_ps(_mm256_mul_ps(_mm256_cvtepi32_ps(ia[t]), s), _mm256_set1_ps(dx[t]), acc[t]);
+        }
+        if constexpr (kMin) {
+            const float* dsum = dx + 2 * NR;
+            const __m256 m = _mm256_load_ps(reinterpret_cast<const float*>(pb + G * kPanelRows + 4 * kPanelRows));
+            for (int t = 0; t < NR; ++t) acc[t] = _mm256_fmadd_ps(m, _mm256_set1_ps(dsum[t]), acc[t]);
+        }
+    }
+    for (int t = 0; t < ntok; ++t) {
+        alignas(32) float out[8];
+        _mm256_store_ps(out, acc[t]);
+        std::memcpy(Y + t * ldy, out, static_cast<size_t>(nrows) * 4);
+    }
+}
+
+template <int G, bool kMin, bool kSigned>
+void gemm_q8_t(const WeightMatrix& W, const ActQ8& a, int64_t r0, int64_t r1, float* Y, Scratch& s) {
+    uint8_t* panel = s.data;
+    const int64_t nb = a.nb();
+    for (int64_t p = r0; p < r1; p += kPanelRows) {
+        const int nrows = static_cast<int>(std::min<int64_t>(kPanelRows, r1 - p));
+        build_panel<G, kMin>(W, p, nrows, nb, panel);
+        for (int64_t tile = 0; tile < a.n_tiles(); ++tile) {
+            const int64_t t0 = tile * kTileTokens;
+            const int ntok = static_cast<int>(std::min<int64_t>(kTileTokens, a.n_tokens - t0));
+            micro_q8<G, kMin, kSigned>(panel, a.tiled + tile * a.tile_bytes(), nb, Y + t0 * W.rows + p, W.rows, nrows, ntok);
+        }
+    }
+}
+
+void gemm_q8(const WeightMatrix& W, const Int8Kind& kind, const ActQ8& a, int64_t r0, int64_t r1, float* Y, Scratch& s) {
+    if (W.type == DType::Q8_0) return gemm_q8_t<32, false, true>(W, a, r0, r1, Y, s);
+    if (kind.G == 32) {
+        if (kind.has_min) gemm_q8_t<32, true, false>(W, a, r0, r1, Y, s);
+        else gemm_q8_t<32, false, false>(W, a, r0, r1, Y, s);
+    } else {
+        if (kind.has_min) gemm_q8_t<16, true, false>(W, a, r0, r1, Y, s);
+        else gemm_q8_t<16, false, false>(W, a, r0, r1, Y, s);
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// Float weights.
+
+template <DType T>
+inline __m256 load_w8(const void* w, int64_t i) {
+    if constexpr (T == DType::F32) {
+        return _mm256_loadu_ps(static_cast<const float*>(w) + i);
+    } else if constexpr (T == DType::F16) {
+        return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(static_cast<const uint16_t*>(w) + i)));
+    } else {
+        const __m256i h = _mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(static_cast<const uint16_t*>(w) + i)));
+        return _mm256_castsi256_ps(_mm256_slli_epi32(h, 16));
+    }
+}
+
+template <DType T>
+inline float load_w1(const void* w, int64_t i) {
+    if constexpr (T == DType::F32) return static_cast<const float*>(w)[i];
+    else if constexpr (T == DType::F16) return _cvtsh_ss(static_cast<const uint16_t*>(w)[i]);
+    else return bf16_to_f32(static_cast<const uint16_t*>(w)[i]);
+}
+
+template <DType T, int NT>
+void gemv_f32_t(const WeightMatrix& W, const float* X, int64_t r0, int64_t r1, float* Y) {
+    const int64_t K = W.cols;
+    for (int64_t r = r0; r < r1; ++r) {
+        const void* w = static_cast<const uint8_t*>(W.data) + r * W.row_bytes;
+        __m256 acc[NT][2];
+        for (int t = 0; t < NT; ++t) acc[t][0] = acc[t][1] = _mm256_setzero_ps();
+        int64_t i = 0;
+        for (; i + 16 <= K; i += 16) {
+            for (int u = 0; u < 2; ++u) {
+                const __m256 wv = load_w8<T>(w, i + 8 * u);
+                for (int t = 0; t < NT; ++t) acc[t][u] = _mm256_fmadd_ps(wv, _mm256_loadu_ps(X + t * K + i + 8 * u), acc[t][u]);
+            }
+        }
+        for (int t = 0; t < NT; ++t) {
+            float sum = hsum(_mm256_add_ps(acc[t][0], acc[t][1]));
+            for (int64_t j = i; j < K; ++j) sum += load_w1<T>(w, j) * X[t * K + j];
+            Y[t * W.rows + r] = sum;
+        }
+    }
+}
+
+template <DType T>
+void gemv_f32_type(const WeightMatrix& W, const float* X, int64_t n, int64_t r0, int64_t r1, float* Y) {
+    for (int64_t t = 0; t < n; t += 4) {
+        const float* x = X + t * W.cols;
+        float* y = Y + t * W.rows;
+        switch (std::min<int64_t>(4, n - t)) {
+            case 1: gemv_f32_t<T, 1>(W, x, r0, r1, y); break;
+            case 2: gemv_f32_t<T, 2>(W, x, r0, r1, y); break;
+            case 3: gemv_f32_t<T, 3>(W, x, r0, r1, y); break;
+            default: gemv_f32_t<T, 4>(W, x, r0, r1, y); break;
+        }
+    }
+}
+
+void gemv_f32(const WeightMatrix& W, const float* X, int64_t n, int64_t r0, int64_t r1, float* Y, Scratch&) {
+    switch (W.type) {
+        case DType::F32: return gemv_f32_type<DType::F32>(W, X, n, r0, r1, Y);
+        case DType::F16: return gemv_f32_type<DType::F16>(W, X, n, r0, r1, Y);
+        default: return gemv_f32_type<DType::BF16>(W, X, n, r0, r1, Y);
+    }
+}
+
+// gemm for float weights: 8-row panels converted to f32 [k][8] per K block of kKc, 8 x 8
+// register tiles over the pre-packed X ([k][8] per tile).
+constexpr int kKc = 256;
+
+template <DType T>
+void pack_panel_f32(const WeightMatrix& W, int64_t r0, int nrows, int64_t k0, int kc, float* out) {
+    for (int r = 0; r < kPanelRows; ++r) {
+        const void* w = r < nrows ? static_cast<const uint8_t*>(W.data) + (r0 + r) * W.row_bytes : nullptr;
+        for (int k = 0; k < kc; ++k) out[k * kPanelRows + r] = w ? load_w1<T>(w, k0 + k) : 0.0f;
+    }
+}
+
+void micro_f32(const float* wp, const float* xp, int kc, float* Y, int64_t ldy, int nrows, int ntok, bool accumulate) {
+    __m256 acc[kF32Tile];
+    for (int t = 0; t < kF32Tile; ++t) acc[t] = _mm256_setzero_ps();
+    for (int k = 0; k < kc; ++k) {
+        const __m256 w = _mm256_load_ps(wp + k * kPanelRows);
+        for (int t = 0; t < kF32Tile; ++t) acc[t] = _mm256_fmadd_ps(w, _mm256_broadcast_ss(xp + k * kF32Tile + t), acc[t]);
+    }
+    for (int t = 0; t < ntok; ++t) {
+        alignas(32) float out[8];
+        _mm256_store_ps(out, acc[t]);
+        float* y = Y + t * ldy;
+        for (int r = 0; r < nrows; ++r) y[r] = accumulate ? y[r] + out[r] : out[r];
+    }
+}
+
+template <DType T>
+void gemm_f32_t(const WeightMatrix& W, const float* xt, int64_t n, int64_t r0, int64_t r1, float* Y, Scratch& s) {
+    float* wp = reinterpret_cast<float*>(s.data);
+    const int64_t K = W.cols;
+    for (int64_t p = r0; p < r1; p += kPanelRows) {
+        const int nrows = static_cast<int>(std::min<int64_t>(kPanelRows, r1 - p));
+        for (int64_t k0 = 0; k0 < K; k0 += kKc) {
+            const int kc = static_cast<int>(std::min<int64_t>(kKc, K - k0));
+            pack_panel_f32<T>(W, p, nrows, k0, kc, wp);
+            for (int64_t t0 = 0; t0 < n; t0 += kF32Tile) {
+                const int ntok = static_cast<int>(std::min<int64_t>(kF32Tile, n - t0));
+                micro_f32(wp, xt + t0 * K + k0 * kF32Tile, kc, Y + t0 * W.rows + p, W.rows, nrows, ntok, k0 > 0);
+            }
+        }
+    }
+}
+
+void gemm_f32(const WeightMatrix& W, const float* xt, int64_t n, int64_t r0, int64_t r1, float* Y, Scratch& s) {
+    switch (W.type) {
+        case DType::F32: return gemm_f32_t<DType::F32>(W, xt, n, r0, r1, Y, s);
+        case DType::F16: return gemm_f32_t<DType::F16>(W, xt, n, r0, r1, Y, s);
+        default: return gemm_f32_t<DType::BF16>(W, xt, n, r0, r1, Y, s);
+    }
+}
+
+float dot_f32(const float* a, const float* b, int64_t n) {
+    __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
+    int64_t i = 0;
+    for (; i + 16 <= n; i += 16) {
+        acc0 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i), _mm256_loadu_ps(b + i), acc0);
+        acc1 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i + 8), _mm256_loadu_ps(b + i + 8), acc1);
+    }
+    float s = hsum(_mm256_add_ps(acc0, acc1));
+    for (; i < n; ++i) s += a[i] * b[i];
+    return s;
+}
+
+size_t scratch_bytes(const WeightMatrix& W, int64_t) {
+    const int64_t kpad = (W.cols + kChunk - 1) / kChunk * kChunk;
+    const size_t q8 = static_cast<size_t>(kpad) * 48 / 4;  // panels of 8 rows
+    const size_t f32 = static_cast<size_t>(kKc) * kPanelRows * 4;
+    return std::max(q8, f32) + 64;
+}
+
+}  // namespace
+
+const KernelTable* kernels_avx2() {
+    static const KernelTable t{quantize_act, gemv_q8, gemm_q8, gemv_f32, gemm_f32, dot_f32,
+                               kPanelRows, kTileTokens, kF32Tile, scratch_bytes};
+    return &t;
+}
+
+}  // namespace ember::cpu::detail

@@ -600,10 +600,11 @@ void gemv_f32(const WeightMatrix& W, const float* X, int64_t n, int64_t r0, int6
 }
 
 // gemm for float weights: K in blocks of kKc; per block the 32-row panel is converted to
-// f32 as [k][32] and each 8-token tile of X packed as [k][8], so the 32 x 8 register tile
-// (16 accumulators) reads both with fixed offsets. Y accumulates over K blocks.
+// f32 as [k][32] (32 KiB, stays in L1/L2) and multiplied with every 12-token tile of the
+// pre-packed X ([k][12] per tile): a 32 x 12 register tile is 24 FMAs per 2 weight loads and
+// 12 broadcasts. Y accumulates over K blocks.
 constexpr int kKc = 256;
-constexpr int kF32Tile = 8;
+constexpr int kF32Tile = 12;
 
 template <DType T>
 void pack_panel_f32(const WeightMatrix& W, int64_t r0, int nrows, int64_t k0, int kc, float* out) {
@@ -616,12 +617,6 @@ void pack_panel_f32(const WeightMatrix& W, int64_t r0, int nrows, int64_t k0, in
         const void* w = static_cast<const uint8_t*>(W.data) + (r0 + r) * W.row_bytes;
         for (int k = 0; k < kc; k += 16) _mm512_store_ps(tmp + k, load_w<T>(w, k0 + k, tail_mask(kc - k)));
         for (int k = 0; k < kc; ++k) out[k * kPanelRows + r] = tmp[k];
-    }
-}
-
-void pack_x_f32(const float* X, int64_t K, int64_t t0, int ntok, int64_t k0, int kc, float* out) {
-    for (int t = 0; t < kF32Tile; ++t) {
-        for (int k = 0; k < kc; ++k) out[k * kF32Tile + t] = t < ntok ? X[(t0 + t) * K + k0 + k] : 0.0f;
     }
 }
 
@@ -649,28 +644,28 @@ void micro_f32(const float* wp, const float* xp, int kc, float* Y, int64_t ldy, 
 }
 
 template <DType T>
-void gemm_f32_t(const WeightMatrix& W, const float* X, int64_t n, int64_t r0, int64_t r1, float* Y, Scratch& s) {
+void gemm_f32_t(const WeightMatrix& W, const float* xt, int64_t n, int64_t r0, int64_t r1, float* Y, Scratch& s) {
     float* wp = reinterpret_cast<float*>(s.data);
-    float* xp = wp + kKc * kPanelRows;
+    const int64_t K = W.cols;
     for (int64_t p = r0; p < r1; p += kPanelRows) {
         const int nrows = static_cast<int>(std::min<int64_t>(kPanelRows, r1 - p));
-        for (int64_t k0 = 0; k0 < W.cols; k0 += kKc) {
-            const int kc = static_cast<int>(std::min<int64_t>(kKc, W.cols - k0));
+        for (int64_t k0 = 0; k0 < K; k0 += kKc) {
+            const int kc = static_cast<int>(std::min<int64_t>(kKc, K - k0));
             pack_panel_f32<T>(W, p, nrows, k0, kc, wp);
             for (int64_t t0 = 0; t0 < n; t0 += kF32Tile) {
                 const int ntok = static_cast<int>(std::min<int64_t>(kF32Tile, n - t0));
-                pack_x_f32(X, W.cols, t0, ntok, k0, kc, xp);
+                const float* xp = xt + t0 * K + k0 * kF32Tile;  // tile t0 / 12 starts at t0 * K
                 micro_f32(wp, xp, kc, Y + t0 * W.rows + p, W.rows, nrows, ntok, k0 > 0);
             }
         }
     }
 }
 
-void gemm_f32(const WeightMatrix& W, const float* X, int64_t n, int64_t r0, int64_t r1, float* Y, Scratch& s) {
+void gemm_f32(const WeightMatrix& W, const float* xt, int64_t n, int64_t r0, int64_t r1, float* Y, Scratch& s) {
     switch (W.type) {
-        case DType::F32: return gemm_f32_t<DType::F32>(W, X, n, r0, r1, Y, s);
-        case DType::F16: return gemm_f32_t<DType::F16>(W, X, n, r0, r1, Y, s);
-        default: return gemm_f32_t<DType::BF16>(W, X, n, r0, r1, Y, s);
+        case DType::F32: return gemm_f32_t<DType::F32>(W, xt, n, r0, r1, Y, s);
+        case DType::F16: return gemm_f32_t<DType::F16>(W, xt, n, r0, r1, Y, s);
+        default: return gemm_f32_t<DType::BF16>(W, xt, n, r0, r1, Y, s);
     }
 }
 
@@ -693,7 +688,7 @@ size_t scratch_bytes(const WeightMatrix& W, int64_t) {
     // Largest panel: G = 16 blocks of 16 x 32 codes + 32 scales = 48 bytes per column;
     // G = 32 with mins: 40. Float path: kKc x (32 + 8) floats.
     const size_t q8 = static_cast<size_t>(kpad) * 48;
-    const size_t f32 = static_cast<size_t>(kKc) * (kPanelRows + kF32Tile) * 4;
+    const size_t f32 = static_cast<size_t>(kKc) * kPanelRows * 4;
     return std::max(q8, f32) + 64;
 }
 
@@ -701,7 +696,7 @@ size_t scratch_bytes(const WeightMatrix& W, int64_t) {
 
 const KernelTable* kernels_avx512() {
     static const KernelTable t{quantize_act, gemv_q8, gemm_q8, gemv_f32, gemm_f32, dot_f32,
-                               kPanelRows, kTileTokens, scratch_bytes};
+                               kPanelRows, kTileTokens, kF32Tile, scratch_bytes};
     return &t;
 }
 

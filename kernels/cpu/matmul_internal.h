@@ -75,16 +75,23 @@ struct KernelTable {
                     int64_t r1, float* Y, Scratch& scratch);
     void (*gemm_q8)(const WeightMatrix& W, const Int8Kind& kind, const ActQ8& act, int64_t r0,
                     int64_t r1, float* Y, Scratch& scratch);
-    // Float kernels (weights converted to f32 on the fly).
+    // Float kernels (weights converted to f32 on the fly). gemv_f32 reads X as given;
+    // gemm_f32 reads X packed by pack_x_tiles with f32_tile tokens per tile.
     void (*gemv_f32)(const WeightMatrix& W, const float* X, int64_t n_tokens, int64_t r0,
                      int64_t r1, float* Y, Scratch& scratch);
-    void (*gemm_f32)(const WeightMatrix& W, const float* X, int64_t n_tokens, int64_t r0,
+    void (*gemm_f32)(const WeightMatrix& W, const float* xtiles, int64_t n_tokens, int64_t r0,
                      int64_t r1, float* Y, Scratch& scratch);
     float (*dot_f32)(const float* a, const float* b, int64_t n);
     int panel_rows;  // rows per gemm panel
     int gemm_tile;   // tokens per activation tile for gemm_q8 (0: natural layout)
+    int f32_tile;    // tokens per X tile for gemm_f32 (0: X as given)
     size_t (*scratch_bytes)(const WeightMatrix& W, int64_t n_tokens);
 };
+
+// Packs tokens [t0, t1) of X (n x K, t0 a multiple of `tile`) as tiles of `tile` tokens,
+// each [K][tile] floats (k-major, so a kernel broadcasts x[t][k] from consecutive
+// addresses); tokens past n are zeros.
+void pack_x_tiles(const float* X, int64_t n, int64_t K, int tile, int64_t t0, int64_t t1, float* out);
 
 const KernelTable& kernels_scalar();
 const KernelTable* kernels_avx2();    // nullptr if not compiled in

@@ -1,6 +1,6 @@
 // Internal: expands quantized weight blocks into unsigned 8-bit codes in natural element order
 // plus per-block float scale and min (x = scale * (q - offset) + min, see Int8Kind). Plain
-// C++ written so the compiler vectorizes it; included by each per-ISA kernel file, so it is
+// C++ written so the compiler vectorizes it (__restrict: byte pointers may alias anything); included by each per-ISA kernel file, so it is
 // compiled with that file's instruction set. Header-only on purpose (internal linkage).
 #pragma once
 #include <algorithm>
@@ -34,7 +34,7 @@ inline uint32_t u32_at(const uint8_t* p) {
 }
 
 // Nibbles of a legacy block: q[j] = low nibble of qs[j], q[j + 16] = high nibble.
-inline void nibbles32(const uint8_t* qs, uint8_t* q) {
+inline void nibbles32(const uint8_t* __restrict qs, uint8_t* __restrict q) {
     for (int j = 0; j < 16; ++j) {
         q[j] = qs[j] & 0xF;
         q[j + 16] = qs[j] >> 4;
@@ -42,31 +42,31 @@ inline void nibbles32(const uint8_t* qs, uint8_t* q) {
 }
 
 // The fifth bit of Q5_0/Q5_1: bit j of qh is the high bit of element j.
-inline void high_bits32(uint32_t qh, uint8_t* q) {
+inline void high_bits32(uint32_t qh, uint8_t* __restrict q) {
     for (int j = 0; j < 32; ++j) q[j] |= static_cast<uint8_t>(((qh >> j) & 1) << 4);
 }
 
-inline void ub_q4_0(const uint8_t* p, uint8_t* q, float* s, float*) {
+inline void ub_q4_0(const uint8_t* __restrict p, uint8_t* __restrict q, float* __restrict s, float* __restrict) {
     const auto& b = *reinterpret_cast<const BlockQ4_0*>(p);
     nibbles32(b.qs, q);
     s[0] = h2f(b.d);
 }
 
-inline void ub_q4_1(const uint8_t* p, uint8_t* q, float* s, float* m) {
+inline void ub_q4_1(const uint8_t* __restrict p, uint8_t* __restrict q, float* __restrict s, float* __restrict m) {
     const auto& b = *reinterpret_cast<const BlockQ4_1*>(p);
     nibbles32(b.qs, q);
     s[0] = h2f(b.d);
     m[0] = h2f(b.m);
 }
 
-inline void ub_q5_0(const uint8_t* p, uint8_t* q, float* s, float*) {
+inline void ub_q5_0(const uint8_t* __restrict p, uint8_t* __restrict q, float* __restrict s, float* __restrict) {
     const auto& b = *reinterpret_cast<const BlockQ5_0*>(p);
     nibbles32(b.qs, q);
     high_bits32(u32_at(b.qh), q);
     s[0] = h2f(b.d);
 }
 
-inline void ub_q5_1(const uint8_t* p, uint8_t* q, float* s, float* m) {
+inline void ub_q5_1(const uint8_t* __restrict p, uint8_t* __restrict q, float* __restrict s, float* __restrict m) {
     const auto& b = *reinterpret_cast<const BlockQ5_1*>(p);
     nibbles32(b.qs, q);
     high_bits32(u32_at(b.qh), q);
@@ -74,13 +74,13 @@ inline void ub_q5_1(const uint8_t* p, uint8_t* q, float* s, float* m) {
     m[0] = h2f(b.m);
 }
 
-inline void ub_q8_0(const uint8_t* p, uint8_t* q, float* s, float*) {
+inline void ub_q8_0(const uint8_t* __restrict p, uint8_t* __restrict q, float* __restrict s, float* __restrict) {
     const auto& b = *reinterpret_cast<const BlockQ8_0*>(p);
     for (int j = 0; j < 32; ++j) q[j] = static_cast<uint8_t>(b.qs[j] ^ 0x80);  // q + 128
     s[0] = h2f(b.d);
 }
 
-inline void ub_q2_k(const uint8_t* p, uint8_t* q, float* s, float* m) {
+inline void ub_q2_k(const uint8_t* __restrict p, uint8_t* __restrict q, float* __restrict s, float* __restrict m) {
     const auto& b = *reinterpret_cast<const BlockQ2_K*>(p);
     const float d = h2f(b.d), dmin = h2f(b.dmin);
     for (int half = 0; half < 2; ++half) {
@@ -95,7 +95,7 @@ inline void ub_q2_k(const uint8_t* p, uint8_t* q, float* s, float* m) {
     }
 }
 
-inline void ub_q3_k(const uint8_t* p, uint8_t* q, float* s, float*) {
+inline void ub_q3_k(const uint8_t* __restrict p, uint8_t* __restrict q, float* __restrict s, float* __restrict) {
     const auto& b = *reinterpret_cast<const BlockQ3_K*>(p);
     const float d = h2f(b.d);
     for (int half = 0; half < 2; ++half) {
@@ -123,7 +123,7 @@ inline void k4_scales(const uint8_t* packed, uint16_t d16, uint16_t dmin16, floa
     }
 }
 
-inline void ub_q4_k(const uint8_t* p, uint8_t* q, float* s, float* m) {
+inline void ub_q4_k(const uint8_t* __restrict p, uint8_t* __restrict q, float* __restrict s, float* __restrict m) {
     const auto& b = *reinterpret_cast<const BlockQ4_K*>(p);
     for (int c = 0; c < 4; ++c) {
         for (int l = 0; l < 32; ++l) {
@@ -134,7 +134,7 @@ inline void ub_q4_k(const uint8_t* p, uint8_t* q, float* s, float* m) {
     k4_scales(b.scales, b.d, b.dmin, s, m);
 }
 
-inline void ub_q5_k(const uint8_t* p, uint8_t* q, float* s, float* m) {
+inline void ub_q5_k(const uint8_t* __restrict p, uint8_t* __restrict q, float* __restrict s, float* __restrict m) {
     const auto& b = *reinterpret_cast<const BlockQ5_K*>(p);
     for (int c = 0; c < 4; ++c) {
         for (int l = 0; l < 32; ++l) {
@@ -145,7 +145,7 @@ inline void ub_q5_k(const uint8_t* p, uint8_t* q, float* s, float* m) {
     k4_scales(b.scales, b.d, b.dmin, s, m);
 }
 
-inline void ub_q6_k(const uint8_t* p, uint8_t* q, float* s, float*) {
+inline void ub_q6_k(const uint8_t* __restrict p, uint8_t* __restrict q, float* __restrict s, float* __restrict) {
     const auto& b = *reinterpret_cast<const BlockQ6_K*>(p);
     for (int half = 0; half < 2; ++half) {
         const uint8_t* ql = b.ql + 64 * half;
