@@ -57,8 +57,8 @@ void BpeModel::emit(std::string_view symbol, std::vector<int32_t>& out) const {
         return;
     }
     // Not a token (a vocab with gaps): fall back to one token per byte symbol; a byte the vocab
-    // lacks (StarCoder has no symbols for 0xF5..0xFF, which UTF-8 never uses) becomes the
-    // unknown token, or nothing when there is none.
+    // lacks (StarCoder has none for 0xF5..0xFF, which UTF-8 never uses) becomes the unknown
+    // token, or nothing when there is none.
     for (size_t pos = 0; pos < symbol.size();) {
         const auto st = unicode::decode_utf8(symbol, pos);
         const size_t len = st.status == unicode::Utf8Step::Ok ? st.len : 1;

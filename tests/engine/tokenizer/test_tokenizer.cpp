@@ -551,6 +551,17 @@ private slots:
         QCOMPARE(turn[0], 2);
         QCOMPARE(turn[1], id_of(*t, "<start_of_turn>"));
         QCOMPARE(std::count(turn.begin(), turn.end(), eot), 1);
+
+        // The llama is spelled with four byte-fallback tokens; streaming holds it back until
+        // the last one, then emits the whole character.
+        const Ids llama = t->encode("a \U0001F999!", false, false);
+        const Ids bytes = {id_of(*t, "<0xF0>"), id_of(*t, "<0x9F>"), id_of(*t, "<0xA6>"), id_of(*t, "<0x99>")};
+        QVERIFY(std::search(llama.begin(), llama.end(), bytes.begin(), bytes.end()) != llama.end());
+        StreamingDetokenizer d(*t);
+        QStringList parts;
+        for (int32_t id : llama) parts << QString::fromStdString(d.push(id));
+        parts << QString::fromStdString(d.flush());
+        QCOMPARE(parts.join("|"), QString("a| ||||\U0001F999|!|"));  // 3 empty pushes
     }
 
     // ---- llama.cpp as an independent reference -------------------------------------------
