@@ -324,18 +324,20 @@ struct PreTokenizerVariant {
 
 namespace {
 
+// Every alias below was checked against llama.cpp (same ids on the GPT-2 vocab with
+// tokenizer.ggml.pre set to it).
 const std::vector<PreTokenizerVariant>& variants() {
     static const std::vector<PreTokenizerVariant> v = {
         // llama.cpp's fallback for a BPE vocab without a pre-tokenizer name.
         {"default", {"default", ""},
          {search<punct_run>, search<gpt2>, search<numbers>, search<three_ascii_digits>}},
-        {"gpt-2", {"gpt-2", "gpt2", "phi-2", "mpt", "olmo", "jais", "roberta-bpe", "jina-es", "jina-de",
+        {"gpt-2", {"gpt-2", "phi-2", "mpt", "olmo", "jais", "roberta-bpe", "jina-es", "jina-de",
                    "jina-v1-en", "jina-v2-es", "jina-v2-de", "jina-v2-code", "gigachat", "trillion"},
          {search<gpt2>}},
         {"llama3", {"llama3", "llama-v3", "llama-bpe", "falcon3", "falcon-h1", "pixtral"},
          {search<llama3>}, true},
         {"llama3-merges", {"dbrx", "smaug-bpe"}, {search<llama3>}},
-        {"qwen2", {"qwen2", "deepseek-r1-qwen", "stablelm2", "megrez", "hunyuan-dense"}, {search<qwen2>}},
+        {"qwen2", {"qwen2", "deepseek-r1-qwen", "stablelm2", "megrez"}, {search<qwen2>}},
         {"starcoder", {"starcoder", "refact", "smollm", "command-r", "codeshell", "exaone", "minerva-7b"},
          {search<one_number>, search<gpt2>}},
         {"falcon", {"falcon"}, {search<falcon_punct_run>, search<gpt2>, search<three_ascii_digits>}},
