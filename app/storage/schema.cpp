@@ -8,10 +8,12 @@
 namespace ember::app {
 namespace {
 
-// Timestamps are milliseconds since the Unix epoch (UTC).
+// Timestamps are milliseconds since the Unix epoch (UTC). AUTOINCREMENT: an id is never
+// handed out twice, so a late write for a deleted message (an answer still streaming when
+// its conversation was deleted) can never land on a newer message.
 constexpr const char* kV1 = R"sql(
 CREATE TABLE conversations (
-    id            INTEGER PRIMARY KEY,
+    id            INTEGER PRIMARY KEY AUTOINCREMENT,
     title         TEXT    NOT NULL DEFAULT '',
     created_at    INTEGER NOT NULL,
     updated_at    INTEGER NOT NULL,
@@ -19,7 +21,7 @@ CREATE TABLE conversations (
     model         TEXT    NOT NULL DEFAULT ''
 );
 CREATE TABLE messages (
-    id              INTEGER PRIMARY KEY,
+    id              INTEGER PRIMARY KEY AUTOINCREMENT,
     conversation_id INTEGER NOT NULL REFERENCES conversations(id) ON DELETE CASCADE,
     role            TEXT    NOT NULL CHECK (role IN ('system', 'user', 'assistant')),
     content         TEXT    NOT NULL DEFAULT '',

@@ -201,6 +201,10 @@ private slots:
         QCOMPARE(msgs.size(), size_t(1));
         QCOMPARE(msgs[0].id, m1.id);
         QVERIFY(st.message(o1.id).has_value());  // later ids of other conversations stay
+        // Ids are never reused, even after the newest rows were deleted.
+        const int64_t max_before = st.add_message(c.id, QStringLiteral("user"), QStringLiteral("x")).id;
+        st.delete_from(max_before);
+        QVERIFY(st.add_message(c.id, QStringLiteral("user"), QStringLiteral("y")).id > max_before);
     }
 
     void streamSaverSavesByTokensAndTime() {

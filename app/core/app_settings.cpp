@@ -1,0 +1,66 @@
+#include "app/core/app_settings.h"
+
+#include <QDir>
+#include <QStandardPaths>
+
+#include "app/core/sampling_settings.h"
+
+namespace ember::app {
+namespace {
+constexpr const char* kDefaultSystemPrompt = "You are a helpful assistant.";
+}
+
+QString AppSettings::defaultSettingsFile() {
+    const QString data = qEnvironmentVariable("EMBER_DATA_DIR");
+    const QString dir =
+        data.isEmpty() ? QStandardPaths::writableLocation(QStandardPaths::AppConfigLocation) : data;
+    return QDir(dir).filePath(QStringLiteral("settings.ini"));
+}
+
+QString AppSettings::builtinModelPath() {
+    QString dir = qEnvironmentVariable("EMBER_TEST_MODELS_DIR");
+    if (dir.isEmpty()) dir = QDir::homePath() + QStringLiteral("/.cache/ember/test-models");
+    return QDir(dir).filePath(QStringLiteral("SmolLM2-135M-Instruct.Q4_1.gguf"));
+}
+
+AppSettings::AppSettings(QObject* parent) : AppSettings(defaultSettingsFile(), parent) {}
+
+AppSettings::AppSettings(const QString& file, QObject* parent)
+    : QObject(parent), settings_(std::make_unique<QSettings>(file, QSettings::IniFormat)) {}
+
+void AppSettings::set(const char* key, const QVariant& v) {
+    if (settings_->value(QLatin1String(key)) == v) return;
+    settings_->setValue(QLatin1String(key), v);
+    emit changed();
+}
+
+QString AppSettings::theme() const { return settings_->value("ui/theme", QStringLiteral("system")).toString(); }
+void AppSettings::setTheme(const QString& v) { set("ui/theme", v); }
+QString AppSettings::logLevel() const { return settings_->value("log/level", QStringLiteral("info")).toString(); }
+void AppSettings::setLogLevel(const QString& v) { set("log/level", v); }
+int AppSettings::contextLength() const { return settings_->value("engine/context", 4096).toInt(); }
+void AppSettings::setContextLength(int v) { set("engine/context", qMax(0, v)); }
+int AppSettings::cachedChats() const { return settings_->value("engine/cached_chats", 4).toInt(); }
+void AppSettings::setCachedChats(int v) { set("engine/cached_chats", qBound(1, v, 64)); }
+int AppSettings::threads() const { return settings_->value("engine/threads", 0).toInt(); }
+void AppSettings::setThreads(int v) { set("engine/threads", qMax(0, v)); }
+QString AppSettings::defaultSystemPrompt() const {
+    return settings_->value("chat/system_prompt", QLatin1String(kDefaultSystemPrompt)).toString();
+}
+void AppSettings::setDefaultSystemPrompt(const QString& v) { set("chat/system_prompt", v); }
+QString AppSettings::defaultSamplingJson() const { return settings_->value("chat/sampling", QStringLiteral("{}")).toString(); }
+QVariantMap AppSettings::defaultSampling() const { return SamplingSettings::from_json(defaultSamplingJson()).to_variant(); }
+void AppSettings::setDefaultSampling(const QVariantMap& v) { set("chat/sampling", SamplingSettings::from_variant(v).to_json()); }
+QString AppSettings::lastModelPath() const { return settings_->value("model/last").toString(); }
+void AppSettings::setLastModelPath(const QString& v) { set("model/last", v); }
+bool AppSettings::loadLastModel() const { return settings_->value("model/load_last", true).toBool(); }
+void AppSettings::setLoadLastModel(bool v) { set("model/load_last", v); }
+
+void AppSettings::resetToDefaults() {
+    const QString last = lastModelPath();
+    settings_->clear();
+    if (!last.isEmpty()) settings_->setValue("model/last", last);
+    emit changed();
+}
+
+}  // namespace ember::app

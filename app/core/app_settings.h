@@ -1,0 +1,67 @@
+// App-wide preferences (QSettings, INI). Per-conversation choices (system prompt, sampling)
+// live in the conversation database instead; the defaults for new chats live here.
+// With $EMBER_DATA_DIR set (tests, portable runs) the file is <that dir>/settings.ini so a
+// test never touches the user's real settings.
+#pragma once
+#include <QObject>
+#include <QSettings>
+#include <QVariantMap>
+#include <memory>
+
+namespace ember::app {
+
+class AppSettings : public QObject {
+    Q_OBJECT
+    Q_PROPERTY(QString theme READ theme WRITE setTheme NOTIFY changed)  // system | light | dark
+    Q_PROPERTY(QString logLevel READ logLevel WRITE setLogLevel NOTIFY changed)
+    Q_PROPERTY(int contextLength READ contextLength WRITE setContextLength NOTIFY changed)  // 0: the model's
+    Q_PROPERTY(int cachedChats READ cachedChats WRITE setCachedChats NOTIFY changed)
+    Q_PROPERTY(int threads READ threads WRITE setThreads NOTIFY changed)  // 0: one per core
+    Q_PROPERTY(QString defaultSystemPrompt READ defaultSystemPrompt WRITE setDefaultSystemPrompt NOTIFY changed)
+    Q_PROPERTY(QVariantMap defaultSampling READ defaultSampling WRITE setDefaultSampling NOTIFY changed)
+    Q_PROPERTY(QString lastModelPath READ lastModelPath WRITE setLastModelPath NOTIFY changed)
+    Q_PROPERTY(bool loadLastModel READ loadLastModel WRITE setLoadLastModel NOTIFY changed)
+    Q_PROPERTY(QString settingsFile READ settingsFile CONSTANT)
+    Q_PROPERTY(QString builtinModelPath READ builtinModelPath CONSTANT)
+
+public:
+    explicit AppSettings(QObject* parent = nullptr);
+    explicit AppSettings(const QString& file, QObject* parent = nullptr);
+
+    QString theme() const;
+    void setTheme(const QString& v);
+    QString logLevel() const;
+    void setLogLevel(const QString& v);
+    int contextLength() const;
+    void setContextLength(int v);
+    int cachedChats() const;
+    void setCachedChats(int v);
+    int threads() const;
+    void setThreads(int v);
+    QString defaultSystemPrompt() const;
+    void setDefaultSystemPrompt(const QString& v);
+    QVariantMap defaultSampling() const;
+    void setDefaultSampling(const QVariantMap& v);
+    QString defaultSamplingJson() const;
+    QString lastModelPath() const;
+    void setLastModelPath(const QString& v);
+    bool loadLastModel() const;
+    void setLoadLastModel(bool v);
+    QString settingsFile() const { return settings_->fileName(); }
+
+    // The model Ember offers when none is loaded: SmolLM2-135M-Instruct from the test-model
+    // cache ($EMBER_TEST_MODELS_DIR, else ~/.cache/ember/test-models).
+    static QString builtinModelPath();
+    static QString defaultSettingsFile();
+
+    Q_INVOKABLE void resetToDefaults();
+
+signals:
+    void changed();
+
+private:
+    void set(const char* key, const QVariant& v);
+    std::unique_ptr<QSettings> settings_;
+};
+
+}  // namespace ember::app

@@ -1,0 +1,57 @@
+// Values that cross the thread boundary between the GUI and the engine worker, by queued
+// signal. Plain copyable Qt values only: nothing here points into the engine.
+#pragma once
+#include <QMetaType>
+#include <QString>
+#include <QVector>
+#include <cstdint>
+
+#include "app/core/sampling_settings.h"
+
+namespace ember::app {
+
+struct ChatTurn {
+    QString role;  // "system", "user", "assistant"
+    QString content;
+};
+
+struct GenerationRequest {
+    quint64 id = 0;                 // unique per request, chosen by the caller
+    qint64 conversation_id = 0;     // selects the KV-cache sequence reused across turns
+    QVector<ChatTurn> turns;        // the whole conversation so far, system prompt first
+    SamplingSettings sampling;
+};
+
+struct GenerationResult {
+    int prompt_tokens = 0;
+    int reused_tokens = 0;          // prompt tokens already in the KV cache
+    int generated_tokens = 0;
+    int dropped_turns = 0;          // oldest turns left out so the prompt fits the context
+    double ttft_ms = 0;
+    double prefill_tok_s = 0;
+    double decode_tok_s = 0;
+    QString stop_reason;            // "eog", "stop", "length", "context", "cancelled"
+    QString model_name;
+};
+
+struct LoadedModelInfo {
+    QString path;
+    QString name;
+    QString architecture;
+    QString params;                 // "135M"
+    QString file_type;              // "Q4_1"
+    QString file_size;              // "86.0 MiB"
+    QString backend;
+    qint64 n_ctx = 0;
+    int n_seqs = 0;
+    QString kv_size;                // "189.0 MiB"
+    QString chat_template;          // which template is used and why
+    QString template_warning;       // set when the model's own template is not used as is
+    double load_ms = 0;
+};
+
+}  // namespace ember::app
+
+Q_DECLARE_METATYPE(ember::app::GenerationRequest)
+Q_DECLARE_METATYPE(ember::app::GenerationResult)
+Q_DECLARE_METATYPE(ember::app::LoadedModelInfo)

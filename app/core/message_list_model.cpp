@@ -1,0 +1,85 @@
+#include "app/core/message_list_model.h"
+
+#include "app/core/stats_format.h"
+
+namespace ember::app {
+
+int MessageListModel::rowCount(const QModelIndex& parent) const { return parent.isValid() ? 0 : count(); }
+
+QVariant MessageListModel::data(const QModelIndex& index, int role) const {
+    const Message* m = at(index.row());
+    if (!m) return {};
+    switch (role) {
+    case IdRole: return QVariant::fromValue<qint64>(m->id);
+    case RoleRole: return m->role;
+    case Qt::DisplayRole:
+    case ContentRole: return m->content;
+    case StateRole: return to_string(m->state);
+    case StatsRole: return m->role == QLatin1String("assistant") ? format_stats_line(m->stats, m->state) : QString();
+    case CreatedRole: return QVariant::fromValue<qint64>(m->created_at);
+    default: return {};
+    }
+}
+
+QHash<int, QByteArray> MessageListModel::roleNames() const {
+    return {{IdRole, "messageId"}, {RoleRole, "role"},   {ContentRole, "content"},
+            {StateRole, "state"},  {StatsRole, "stats"}, {CreatedRole, "createdAt"}};
+}
+
+void MessageListModel::reset(std::vector<Message> messages) {
+    beginResetModel();
+    rows_ = std::move(messages);
+    endResetModel();
+    emit countChanged();
+}
+
+void MessageListModel::append(const Message& m) {
+    const int row = count();
+    beginInsertRows({}, row, row);
+    rows_.push_back(m);
+    endInsertRows();
+    emit countChanged();
+}
+
+void MessageListModel::appendText(int64_t message_id, const QString& text) {
+    const int row = rowOf(message_id);
+    if (row < 0) return;
+    rows_[static_cast<size_t>(row)].content += text;
+    emit dataChanged(index(row), index(row), {ContentRole});
+}
+
+void MessageListModel::update(const Message& m) {
+    const int row = rowOf(m.id);
+    if (row < 0) return;
+    rows_[static_cast<size_t>(row)] = m;
+    emit dataChanged(index(row), index(row), {ContentRole, StateRole, StatsRole});
+}
+
+void MessageListModel::removeFrom(int64_t message_id) {
+    const int row = rowOf(message_id);
+    if (row < 0) return;
+    beginRemoveRows({}, row, count() - 1);
+    rows_.resize(static_cast<size_t>(row));
+    endRemoveRows();
+    emit countChanged();
+}
+
+int MessageListModel::rowOf(int64_t message_id) const {
+    // Streaming updates target the last rows: search from the end.
+    for (int i = count() - 1; i >= 0; --i)
+        if (rows_[static_cast<size_t>(i)].id == message_id) return i;
+    return -1;
+}
+
+const Message* MessageListModel::at(int row) const {
+    return row >= 0 && row < count() ? &rows_[static_cast<size_t>(row)] : nullptr;
+}
+
+QVariantMap MessageListModel::get(int row) const {
+    QVariantMap out;
+    const QHash<int, QByteArray> names = roleNames();
+    for (auto it = names.begin(); it != names.end(); ++it) out.insert(QString::fromLatin1(it.value()), data(index(row), it.key()));
+    return out;
+}
+
+}  // namespace ember::app

@@ -1,0 +1,42 @@
+// The messages of the conversation on screen. ChatController fills it from the store and
+// streams text into the answer being written.
+#pragma once
+#include <QAbstractListModel>
+#include <vector>
+
+#include "app/storage/records.h"
+
+namespace ember::app {
+
+class MessageListModel : public QAbstractListModel {
+    Q_OBJECT
+    Q_PROPERTY(int count READ count NOTIFY countChanged)
+public:
+    enum Role { IdRole = Qt::UserRole + 1, RoleRole, ContentRole, StateRole, StatsRole, CreatedRole };
+
+    using QAbstractListModel::QAbstractListModel;
+
+    int rowCount(const QModelIndex& parent = {}) const override;
+    QVariant data(const QModelIndex& index, int role) const override;
+    QHash<int, QByteArray> roleNames() const override;
+    int count() const { return static_cast<int>(rows_.size()); }
+
+    void reset(std::vector<Message> messages);
+    void append(const Message& m);
+    void appendText(int64_t message_id, const QString& text);
+    void update(const Message& m);  // content, state, stats of an existing row
+    void removeFrom(int64_t message_id);  // this message and every later one
+    int rowOf(int64_t message_id) const;
+    const Message* at(int row) const;
+    const std::vector<Message>& messages() const { return rows_; }
+
+    Q_INVOKABLE QVariantMap get(int row) const;  // for QML tests and delegates
+
+signals:
+    void countChanged();
+
+private:
+    std::vector<Message> rows_;
+};
+
+}  // namespace ember::app

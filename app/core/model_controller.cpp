@@ -1,0 +1,91 @@
+#include "app/core/model_controller.h"
+
+#include <QFileInfo>
+
+#include "app/core/app_settings.h"
+#include "app/core/engine_host.h"
+
+namespace ember::app {
+
+ModelController::ModelController(EngineHost& host, AppSettings& settings, QObject* parent)
+    : QObject(parent), host_(host), settings_(settings) {
+    EngineWorker* w = host_.worker();
+    connect(w, &EngineWorker::loadProgress, this, [this](float p) {
+        if (state_ != Loading) return;
+        progress_ = p;
+        emit progressChanged();
+    });
+    connect(w, &EngineWorker::modelLoaded, this, [this](const LoadedModelInfo& info) {
+        if (--pending_loads_ > 0) return;  // superseded by a newer load request
+        info_ = info;
+        error_.clear();
+        settings_.setLastModelPath(info.path);
+        set_state(Ready);
+        emit loaded(info.name);
+    });
+    connect(w, &EngineWorker::modelLoadFailed, this, [this](const QString& path, const QString& err, bool cancelled) {
+        if (--pending_loads_ > 0) return;
+        info_ = {};
+        error_ = cancelled ? QString() : QStringLiteral("Could not load %1: %2").arg(QFileInfo(path).fileName(), err);
+        set_state(cancelled ? Empty : Failed);
+        if (!cancelled) emit loadFailed(error_);
+    });
+    connect(w, &EngineWorker::modelUnloaded, this, [this] {
+        if (pending_loads_ > 0) return;
+        info_ = {};
+        set_state(Empty);
+    });
+}
+
+void ModelController::set_state(State s) {
+    state_ = s;
+    emit stateChanged();
+}
+
+QVariantMap ModelController::details() const {
+    if (state_ != Ready) return {};
+    return {{"name", info_.name},           {"path", info_.path},
+            {"architecture", info_.architecture}, {"params", info_.params},
+            {"fileType", info_.file_type},  {"fileSize", info_.file_size},
+            {"backend", info_.backend},     {"context", info_.n_ctx},
+            {"cachedChats", info_.n_seqs},  {"kvSize", info_.kv_size},
+            {"chatTemplate", info_.chat_template}, {"templateWarning", info_.template_warning},
+            {"loadMs", info_.load_ms}};
+}
+
+QString ModelController::builtinModelPath() const { return AppSettings::builtinModelPath(); }
+bool ModelController::builtinModelExists() const { return QFileInfo::exists(builtinModelPath()); }
+
+void ModelController::load(const QString& path) {
+    if (path.isEmpty()) return;
+    emit aboutToChangeModel();
+    host_.cancelAll();  // the running load/answer stops; queued answers are dropped
+    ++pending_loads_;
+    path_ = path;
+    error_.clear();
+    progress_ = 0;
+    info_ = {};
+    set_state(Loading);
+    emit progressChanged();
+    LoadRequest r;
+    r.path = path;
+    r.n_ctx = settings_.contextLength();
+    r.n_seqs = settings_.cachedChats();
+    r.n_threads = settings_.threads();
+    load_id_ = host_.load(r);
+}
+
+void ModelController::cancelLoad() {
+    if (state_ == Loading) host_.cancel(load_id_);
+}
+
+void ModelController::unload() {
+    emit aboutToChangeModel();
+    host_.cancelAll();
+    host_.unload();
+    path_.clear();
+    info_ = {};
+    set_state(Empty);
+}
+
+}  // namespace ember::app

@@ -1,0 +1,70 @@
+// The loaded model as QML sees it: state, load progress, details and errors. Loading runs
+// on the engine thread; a model that fails to load leaves a clear message and the app
+// fully usable (the previous model is gone, but chats, settings and history still work).
+#pragma once
+#include <QObject>
+#include <QVariantMap>
+
+#include "app/core/engine_types.h"
+
+namespace ember::app {
+
+class AppSettings;
+class EngineHost;
+
+class ModelController : public QObject {
+    Q_OBJECT
+    Q_PROPERTY(State state READ state NOTIFY stateChanged)
+    Q_PROPERTY(bool ready READ ready NOTIFY stateChanged)
+    Q_PROPERTY(double progress READ progress NOTIFY progressChanged)
+    Q_PROPERTY(QString path READ path NOTIFY stateChanged)        // loaded or loading
+    Q_PROPERTY(QString name READ name NOTIFY stateChanged)
+    Q_PROPERTY(QVariantMap details READ details NOTIFY stateChanged)
+    Q_PROPERTY(QString error READ error NOTIFY stateChanged)
+    Q_PROPERTY(QString builtinModelPath READ builtinModelPath CONSTANT)
+    Q_PROPERTY(bool builtinModelExists READ builtinModelExists CONSTANT)
+
+public:
+    enum State { Empty, Loading, Ready, Failed };
+    Q_ENUM(State)
+
+    ModelController(EngineHost& host, AppSettings& settings, QObject* parent = nullptr);
+
+    State state() const { return state_; }
+    bool ready() const { return state_ == Ready; }
+    double progress() const { return progress_; }
+    QString path() const { return path_; }
+    QString name() const { return info_.name; }
+    QVariantMap details() const;
+    QString error() const { return error_; }
+    const LoadedModelInfo& info() const { return info_; }
+    QString builtinModelPath() const;
+    bool builtinModelExists() const;
+
+    Q_INVOKABLE void load(const QString& path);
+    Q_INVOKABLE void loadBuiltin() { load(builtinModelPath()); }
+    Q_INVOKABLE void cancelLoad();
+    Q_INVOKABLE void unload();
+
+signals:
+    void stateChanged();
+    void progressChanged();
+    void aboutToChangeModel();  // running generations are being cancelled
+    void loaded(const QString& name);
+    void loadFailed(const QString& error);
+
+private:
+    void set_state(State s);
+
+    EngineHost& host_;
+    AppSettings& settings_;
+    State state_ = Empty;
+    double progress_ = 0;
+    QString path_;
+    QString error_;
+    LoadedModelInfo info_;
+    int pending_loads_ = 0;  // loads queued on the engine thread; only the last one counts
+    quint64 load_id_ = 0;    // the newest load, for cancelLoad()
+};
+
+}  // namespace ember::app

@@ -1,0 +1,84 @@
+#include "app/core/model_list_model.h"
+
+#include <QDir>
+#include <QFileInfo>
+#include <algorithm>
+
+#include "app/core/app_settings.h"
+#include "app/storage/store_open.h"
+
+namespace ember::app {
+namespace {
+
+QString human_size(qint64 bytes) {
+    const double mib = static_cast<double>(bytes) / (1024.0 * 1024.0);
+    return mib >= 1024 ? QStringLiteral("%1 GiB").arg(mib / 1024.0, 0, 'f', 2) : QStringLiteral("%1 MiB").arg(mib, 0, 'f', 1);
+}
+
+}  // namespace
+
+QStringList ModelListModel::defaultFolders() {
+    return {QFileInfo(AppSettings::builtinModelPath()).absolutePath(), QDir(app_data_dir()).filePath(QStringLiteral("models"))};
+}
+
+ModelListModel::ModelListModel(QStringList folders, QObject* parent) : QAbstractListModel(parent), folders_(std::move(folders)) {
+    rescan();
+}
+
+int ModelListModel::rowCount(const QModelIndex& parent) const { return parent.isValid() ? 0 : count(); }
+
+QVariant ModelListModel::data(const QModelIndex& index, int role) const {
+    const int row = index.row();
+    if (row < 0 || row >= count()) return {};
+    const Entry& e = rows_[static_cast<size_t>(row)];
+    switch (role) {
+    case Qt::DisplayRole:
+    case NameRole: return e.name;
+    case PathRole: return e.path;
+    case SizeRole: return e.size;
+    case BuiltinRole: return e.builtin;
+    case FolderRole: return e.folder;
+    default: return {};
+    }
+}
+
+QHash<int, QByteArray> ModelListModel::roleNames() const {
+    return {{NameRole, "name"}, {PathRole, "path"}, {SizeRole, "size"}, {BuiltinRole, "builtin"}, {FolderRole, "folder"}};
+}
+
+void ModelListModel::rescan() {
+    const int before = count();
+    beginResetModel();
+    rows_.clear();
+    const QString builtin = QFileInfo(AppSettings::builtinModelPath()).absoluteFilePath();
+    for (const QString& folder : folders_) {
+        const QFileInfoList files = QDir(folder).entryInfoList({QStringLiteral("*.gguf")}, QDir::Files | QDir::Readable, QDir::Name);
+        for (const QFileInfo& f : files) {
+            const QString path = f.absoluteFilePath();
+            if (indexOfPath(path) >= 0) continue;
+            rows_.push_back({f.completeBaseName(), path, human_size(f.size()), folder, path == builtin});
+        }
+    }
+    // The built-in default first, then by name.
+    std::stable_sort(rows_.begin(), rows_.end(), [](const Entry& a, const Entry& b) {
+        return a.builtin != b.builtin ? a.builtin : a.name.compare(b.name, Qt::CaseInsensitive) < 0;
+    });
+    endResetModel();
+    if (count() != before) emit countChanged();
+}
+
+int ModelListModel::indexOfPath(const QString& path) const {
+    const QString abs = QFileInfo(path).absoluteFilePath();
+    for (int i = 0; i < count(); ++i)
+        if (rows_[static_cast<size_t>(i)].path == abs) return i;
+    return -1;
+}
+
+QVariantMap ModelListModel::get(int row) const {
+    QVariantMap out;
+    const QHash<int, QByteArray> names = roleNames();
+    for (auto it = names.begin(); it != names.end(); ++it) out.insert(QString::fromLatin1(it.value()), data(index(row), it.key()));
+    return out;
+}
+
+}  // namespace ember::app

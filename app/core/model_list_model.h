@@ -1,0 +1,44 @@
+// Model files Ember can load: every *.gguf in the test-model cache, in
+// <data dir>/models (~/.local/share/ember/models) and any extra folders given, plus the
+// built-in default (SmolLM2) marked as such. File-system facts only (name, size): reading
+// GGUF metadata happens when a model is loaded, on the engine thread.
+#pragma once
+#include <QAbstractListModel>
+#include <QStringList>
+#include <vector>
+
+namespace ember::app {
+
+class ModelListModel : public QAbstractListModel {
+    Q_OBJECT
+    Q_PROPERTY(int count READ count NOTIFY countChanged)
+    Q_PROPERTY(QStringList folders READ folders CONSTANT)
+public:
+    enum Role { NameRole = Qt::UserRole + 1, PathRole, SizeRole, BuiltinRole, FolderRole };
+
+    explicit ModelListModel(QStringList folders = defaultFolders(), QObject* parent = nullptr);
+    static QStringList defaultFolders();
+
+    int rowCount(const QModelIndex& parent = {}) const override;
+    QVariant data(const QModelIndex& index, int role) const override;
+    QHash<int, QByteArray> roleNames() const override;
+    int count() const { return static_cast<int>(rows_.size()); }
+    QStringList folders() const { return folders_; }
+
+    Q_INVOKABLE void rescan();
+    Q_INVOKABLE int indexOfPath(const QString& path) const;
+    Q_INVOKABLE QVariantMap get(int row) const;
+
+signals:
+    void countChanged();
+
+private:
+    struct Entry {
+        QString name, path, size, folder;
+        bool builtin = false;
+    };
+    QStringList folders_;
+    std::vector<Entry> rows_;
+};
+
+}  // namespace ember::app

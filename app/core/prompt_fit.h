@@ -1,0 +1,26 @@
+// Chat turns -> prompt tokens that fit the context, leaving room for the answer. When the
+// whole history does not fit, the oldest user/assistant exchanges are left out (the system
+// prompt and the newest message always stay) and the caller is told how many, so the UI can
+// say so: context is never cut silently.
+#pragma once
+#include <cstdint>
+#include <vector>
+
+#include "engine/runtime/model.h"
+
+namespace ember::app {
+
+struct FittedPrompt {
+    std::vector<int32_t> tokens;
+    int dropped_turns = 0;
+};
+
+// Room kept for the answer: max_tokens when set, but never more than a quarter of the
+// context (a long history should not be cut to make room for a long answer that may
+// never come); at least one token.
+int64_t answer_room(int64_t n_ctx, int max_tokens);
+
+// Throws ember::Error when even the newest message alone does not fit.
+FittedPrompt fit_prompt(const ember::Model& model, std::vector<ember::ChatMessage> turns, int64_t room);
+
+}  // namespace ember::app

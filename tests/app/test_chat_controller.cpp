@@ -1,0 +1,431 @@
+// The chat controller and engine worker driving the real engine with real models:
+// stories260K (tiny, no chat template: the engine falls back to a named template) and
+// SmolLM2-135M-Instruct (a real chat model). Send, stream, stop (latency asserted),
+// regenerate, edit and resend, switch conversations while generating, delete with undo,
+// context overflow, load failures and cancellation, KV reuse and eviction.
+#include <QSignalSpy>
+#include <QtTest>
+
+#include "app/core/conversation_list_model.h"
+#include "app/core/message_list_model.h"
+#include "app/core/sequence_pool.h"
+#include "app/core/text_batcher.h"
+#include "app_harness.h"
+#include "engine/runtime/chat.h"
+#include "engine/runtime/model.h"
+#include "test_paths.h"
+
+using namespace ember::app;
+using ember::test::AppHarness;
+
+namespace {
+
+const std::string kStoriesPath = ember::test::testdata(ember::test::kStories);
+const std::string kSmolPath = ember::test::test_model(ember::test::kSmolLM2);
+
+// Waits for the next answerFinished; returns its stop reason ("" on timeout).
+QString wait_answer(QSignalSpy& spy, int timeout_ms = 120'000) {
+    const int before = static_cast<int>(spy.count());
+    QElapsedTimer t;
+    t.start();
+    while (spy.count() == before && t.elapsed() < timeout_ms) QTest::qWait(5);
+    return spy.count() > before ? spy.last().at(2).toString() : QString();
+}
+
+}  // namespace
+
+class TestChatController : public QObject {
+    Q_OBJECT
+
+private slots:
+    void initTestCase() {
+        EMBER_REQUIRE_FILE(kStoriesPath);
+        EMBER_REQUIRE_FILE(kSmolPath);
+    }
+
+    void textBatcherCoalesces() {
+        TextBatcher b(30);
+        QVERIFY(b.empty());
+        QVERIFY(!b.add("ab", 2));
+        QVERIFY(!b.add("c", 1));
+        QTest::qWait(40);
+        QVERIFY(b.add("d", 1));
+        const auto [text, pieces] = b.take();
+        QCOMPARE(text, QStringLiteral("abcd"));
+        QCOMPARE(pieces, 3);
+        QVERIFY(b.empty());
+    }
+
+    void samplingSettingsRoundTrip() {
+        SamplingSettings s = SamplingSettings::from_json(QStringLiteral("{\"temperature\": 9, \"top_k\": 7, \"bogus\": 1}"));
+        QCOMPARE(s.temperature, 5.0);  // clamped
+        QCOMPARE(s.top_k, 7);
+        QCOMPARE(s.top_p, SamplingSettings{}.top_p);  // missing -> default
+        QCOMPARE(SamplingSettings::from_json(s.to_json()), s);
+        QCOMPARE(SamplingSettings::from_json(QStringLiteral("not json")), SamplingSettings{});
+        s.seed = 5;
+        QCOMPARE(s.to_params(99).seed, uint64_t(5));
+        s.seed = -1;
+        QCOMPARE(s.to_params(99).seed, uint64_t(99));
+    }
+
+    void loadsWithProgressAndTemplateFallback() {
+        AppHarness h;
+        QSignalSpy progress(&h.models, &ModelController::progressChanged);
+        QVERIFY2(h.load(kStoriesPath), qPrintable(h.models.error()));
+        QVERIFY(progress.count() >= 2);
+        QCOMPARE(h.models.progress(), 1.0);
+        const QVariantMap d = h.models.details();
+        QCOMPARE(d.value("architecture").toString(), QStringLiteral("llama"));
+        QVERIFY(d.value("context").toLongLong() <= 1024);
+        // stories260K ships no chat template: the fallback is used and said out loud.
+        QVERIFY2(!d.value("templateWarning").toString().isEmpty(), qPrintable(d.value("chatTemplate").toString()));
+        QCOMPARE(h.settings.lastModelPath(), QString::fromStdString(kStoriesPath));
+    }
+
+    void failedLoadLeavesAppUsable() {
+        AppHarness h;
+        QSignalSpy failed(&h.models, &ModelController::loadFailed);
+        QVERIFY(!h.load("/nonexistent/model.gguf"));
+        QCOMPARE(h.models.state(), ModelController::Failed);
+        QVERIFY2(h.models.error().contains(QStringLiteral("model.gguf")), qPrintable(h.models.error()));
+        QCOMPARE(failed.count(), 1);
+
+        // A file that is not a GGUF at all.
+        const QString junk = h.dir.filePath(QStringLiteral("junk.gguf"));
+        {
+            QFile f(junk);
+            QVERIFY(f.open(QIODevice::WriteOnly));
+            f.write(QByteArray(4096, 'x'));
+        }
+        QVERIFY(!h.load(junk.toStdString()));
+        QVERIFY(h.models.error().contains(QStringLiteral("junk.gguf")));
+        QVERIFY(!h.chat.send(QStringLiteral("hello")));  // refused with a message, no crash
+        QVERIFY(h.chat.lastError().contains(QStringLiteral("No model")));
+        QCOMPARE(h.chat.conversations()->count(), 0);
+
+        QVERIFY(h.load(kStoriesPath));  // and a good model still loads afterwards
+        QVERIFY(h.models.error().isEmpty());
+    }
+
+    void cancelLoad() {
+        AppHarness h;
+        h.models.load(QString::fromStdString(kSmolPath));
+        h.models.cancelLoad();  // before the engine thread even starts it
+        QTRY_VERIFY_WITH_TIMEOUT(h.models.state() != ModelController::Loading, 60'000);
+        QCOMPARE(h.models.state(), ModelController::Empty);
+        QVERIFY(h.models.error().isEmpty());
+        QVERIFY(h.load(kStoriesPath));
+    }
+
+    void sendStreamsAndStores() {
+        AppHarness h;
+        QVERIFY(h.load(kStoriesPath));
+        h.set_sampling(300);
+        QSignalSpy done(&h.chat, &ChatController::answerFinished);
+        QSignalSpy batches(h.host.worker(), &EngineWorker::textReady);
+        QSignalSpy results(h.host.worker(), &EngineWorker::generationFinished);
+        QElapsedTimer t;
+        t.start();
+        QVERIFY(h.chat.send(QStringLiteral("Once upon a time")));
+        QVERIFY(h.chat.generating());
+        QCOMPARE(h.chat.messages()->count(), 2);
+        QCOMPARE(h.chat.messages()->get(1).value("state").toString(), QStringLiteral("streaming"));
+        const QString reason = wait_answer(done);
+        const qint64 elapsed = t.elapsed();
+        QVERIFY2(reason == "eog" || reason == "length", qPrintable(reason));
+        QVERIFY(!h.chat.generating());
+
+        const GenerationResult r = results.last().at(1).value<GenerationResult>();
+        QVERIFY(r.generated_tokens > 0);
+        // Text arrives batched at <= ~60 Hz, not once per token.
+        QVERIFY2(batches.count() <= elapsed / 16 + 2,
+                 qPrintable(QStringLiteral("%1 batches in %2 ms").arg(batches.count()).arg(elapsed)));
+        int pieces = 0;
+        for (const auto& b : batches) pieces += b.at(2).toInt();
+        QVERIFY(pieces >= batches.count());
+
+        const QVariantMap answer = h.chat.messages()->get(1);
+        QCOMPARE(answer.value("role").toString(), QStringLiteral("assistant"));
+        QCOMPARE(answer.value("state").toString(), QStringLiteral("complete"));
+        QVERIFY(!answer.value("content").toString().isEmpty());
+        const QString stats = answer.value("stats").toString();
+        QVERIFY2(stats.contains("TTFT") && stats.contains("tok/s") && stats.contains("tokens"), qPrintable(stats));
+
+        // The store has exactly what the screen shows.
+        const auto stored = h.store.store->messages(h.chat.currentConversationId());
+        QCOMPARE(stored.size(), size_t(2));
+        QCOMPARE(stored[0].content, QStringLiteral("Once upon a time"));
+        QCOMPARE(stored[1].content, answer.value("content").toString());
+        QCOMPARE(stored[1].state, MessageState::Complete);
+        QCOMPARE(*stored[1].stats.n_tokens, r.generated_tokens);
+        QCOMPARE(h.chat.conversations()->count(), 1);
+        QCOMPARE(h.chat.currentTitle(), QStringLiteral("Once upon a time"));
+    }
+
+    // The second turn of a chat reuses the first turn's KV cache: only new tokens run.
+    void kvCacheReusedAcrossTurns() {
+        AppHarness h;
+        QVERIFY(h.load(kSmolPath));
+        h.set_sampling(24);
+        QSignalSpy done(&h.chat, &ChatController::answerFinished);
+        QSignalSpy results(h.host.worker(), &EngineWorker::generationFinished);
+        QVERIFY(h.chat.send(QStringLiteral("Name a color.")));
+        QVERIFY(!wait_answer(done).isEmpty());
+        const GenerationResult first = results.last().at(1).value<GenerationResult>();
+        QCOMPARE(first.reused_tokens, 0);
+        QVERIFY(h.chat.send(QStringLiteral("Another one?")));
+        QVERIFY(!wait_answer(done).isEmpty());
+        const GenerationResult second = results.last().at(1).value<GenerationResult>();
+        QVERIFY2(second.reused_tokens >= first.prompt_tokens,
+                 qPrintable(QStringLiteral("reused %1 of %2; first prompt %3")
+                                .arg(second.reused_tokens).arg(second.prompt_tokens).arg(first.prompt_tokens)));
+        QVERIFY(second.prompt_tokens > second.reused_tokens);
+    }
+
+    void stopIsFast() {
+        AppHarness h;
+        QVERIFY(h.load(kSmolPath));
+        h.set_sampling(-1, 0.8);  // no token limit: only Stop ends it
+        QSignalSpy done(&h.chat, &ChatController::answerFinished);
+        QSignalSpy batches(h.host.worker(), &EngineWorker::textReady);
+        QVERIFY(h.chat.send(QStringLiteral("Write a very long story about a dragon who learns to cook.")));
+        QTRY_VERIFY_WITH_TIMEOUT(batches.count() >= 3, 60'000);
+        QElapsedTimer t;
+        t.start();
+        h.chat.stop();
+        const QString reason = wait_answer(done, 10'000);
+        const qint64 latency = t.elapsed();
+        qInfo("stop latency: %lld ms", latency);
+        QCOMPARE(reason, QStringLiteral("cancelled"));
+        QVERIFY2(latency < 100, qPrintable(QStringLiteral("stop took %1 ms").arg(latency)));
+        const QVariantMap answer = h.chat.messages()->get(1);
+        QCOMPARE(answer.value("state").toString(), QStringLiteral("complete"));
+        QVERIFY(!answer.value("content").toString().isEmpty());
+        QVERIFY(answer.value("stats").toString().contains(QStringLiteral("stopped")));
+        QCOMPARE(h.store.store->messages(h.chat.currentConversationId())[1].content, answer.value("content").toString());
+    }
+
+    void regenerateReplacesLastAnswer() {
+        AppHarness h;
+        QVERIFY(h.load(kStoriesPath));
+        h.set_sampling(40, 1.0, -1);  // a new seed each time
+        QSignalSpy done(&h.chat, &ChatController::answerFinished);
+        QVERIFY(h.chat.send(QStringLiteral("The cat")));
+        QVERIFY(!wait_answer(done).isEmpty());
+        const qint64 first_id = h.chat.messages()->get(1).value("messageId").toLongLong();
+        QVERIFY(h.chat.regenerate());
+        QCOMPARE(h.chat.messages()->count(), 2);
+        QVERIFY(!wait_answer(done).isEmpty());
+        QCOMPARE(h.chat.messages()->count(), 2);
+        const QVariantMap again = h.chat.messages()->get(1);
+        QVERIFY(again.value("messageId").toLongLong() != first_id);
+        QVERIFY(!again.value("content").toString().isEmpty());
+        const auto stored = h.store.store->messages(h.chat.currentConversationId());
+        QCOMPARE(stored.size(), size_t(2));
+        QVERIFY(!h.store.store->message(first_id).has_value());
+    }
+
+    void editAndResend() {
+        AppHarness h;
+        QVERIFY(h.load(kStoriesPath));
+        h.set_sampling(30);
+        QSignalSpy done(&h.chat, &ChatController::answerFinished);
+        QVERIFY(h.chat.send(QStringLiteral("Tim had a dog")));
+        QVERIFY(!wait_answer(done).isEmpty());
+        QVERIFY(h.chat.send(QStringLiteral("The dog was big")));
+        QVERIFY(!wait_answer(done).isEmpty());
+        QCOMPARE(h.chat.messages()->count(), 4);
+        const qint64 first_user = h.chat.messages()->get(0).value("messageId").toLongLong();
+        QVERIFY(h.chat.editAndResend(first_user, QStringLiteral("Lily had a cat")));
+        QVERIFY(!wait_answer(done).isEmpty());
+        QCOMPARE(h.chat.messages()->count(), 2);
+        QCOMPARE(h.chat.messages()->get(0).value("content").toString(), QStringLiteral("Lily had a cat"));
+        const auto stored = h.store.store->messages(h.chat.currentConversationId());
+        QCOMPARE(stored.size(), size_t(2));
+        QCOMPARE(stored[0].content, QStringLiteral("Lily had a cat"));
+        QVERIFY(!h.chat.editAndResend(stored[1].id, QStringLiteral("not a user message")));
+    }
+
+    // Switching away never stops an answer; a second chat's question waits its turn; the
+    // live text shows when you switch back.
+    void switchConversationsWhileGenerating() {
+        AppHarness h;
+        QVERIFY(h.load(kSmolPath));
+        h.set_sampling(-1, 0.8);
+        QSignalSpy done(&h.chat, &ChatController::answerFinished);
+        QSignalSpy batches(h.host.worker(), &EngineWorker::textReady);
+        QVERIFY(h.chat.send(QStringLiteral("Tell me a long story about the sea.")));
+        const qint64 a = h.chat.currentConversationId();
+        QTRY_VERIFY_WITH_TIMEOUT(batches.count() >= 2, 60'000);
+
+        h.chat.newConversation();
+        QVERIFY(!h.chat.generating());
+        QVERIFY(h.chat.busy());
+        h.set_sampling(16);
+        QVERIFY(h.chat.send(QStringLiteral("Say hi.")));
+        const qint64 b = h.chat.currentConversationId();
+        QVERIFY(a != b);
+        QVERIFY(h.chat.isGenerating(a) && h.chat.isGenerating(b));
+        QTest::qWait(300);
+        QCOMPARE(done.count(), 0);  // A still running, B queued behind it
+
+        h.chat.selectConversation(a);
+        QVERIFY(h.chat.generating());
+        QCOMPARE(h.chat.messages()->count(), 2);
+        const QString live = h.chat.messages()->get(1).value("content").toString();
+        QVERIFY(!live.isEmpty());
+        QTest::qWait(200);
+        QVERIFY(h.chat.messages()->get(1).value("content").toString().size() > live.size());  // still streaming here
+
+        h.chat.stop();
+        QCOMPARE(wait_answer(done), QStringLiteral("cancelled"));
+        QCOMPARE(done.last().at(0).toLongLong(), a);
+        QVERIFY(!wait_answer(done).isEmpty());  // then B runs
+        QCOMPARE(done.last().at(0).toLongLong(), b);
+        QVERIFY(!h.chat.busy());
+
+        const auto sa = h.store.store->messages(a);
+        const auto sb = h.store.store->messages(b);
+        QCOMPARE(sa.size(), size_t(2));
+        QCOMPARE(sb.size(), size_t(2));
+        QCOMPARE(sa[1].content, h.chat.messages()->get(1).value("content").toString());
+        QVERIFY(!sb[1].content.isEmpty());
+        QCOMPARE(sb[1].state, MessageState::Complete);
+        h.chat.selectConversation(b);
+        QCOMPARE(h.chat.messages()->get(1).value("content").toString(), sb[1].content);
+    }
+
+    void deleteWithUndo() {
+        AppHarness h;
+        QVERIFY(h.load(kStoriesPath));
+        h.set_sampling(10);
+        QSignalSpy done(&h.chat, &ChatController::answerFinished);
+        QSignalSpy deleted(&h.chat, &ChatController::conversationDeleted);
+        QVERIFY(h.chat.send(QStringLiteral("Ben went out")));
+        QVERIFY(!wait_answer(done).isEmpty());
+        const qint64 id = h.chat.currentConversationId();
+        h.chat.renameConversation(id, QStringLiteral("  Ben's walk "));
+        QCOMPARE(h.chat.currentTitle(), QStringLiteral("Ben's walk"));
+        h.chat.deleteConversation(id);
+        QCOMPARE(deleted.count(), 1);
+        QCOMPARE(h.chat.pendingDeleteTitle(), QStringLiteral("Ben's walk"));
+        QCOMPARE(h.chat.conversations()->count(), 0);
+        QCOMPARE(h.chat.currentConversationId(), qint64(0));
+        h.chat.undoDelete();
+        QCOMPARE(h.chat.conversations()->count(), 1);
+        QCOMPARE(h.chat.currentConversationId(), id);
+        QCOMPARE(h.chat.messages()->count(), 2);
+        h.chat.deleteConversation(id);
+        h.chat.purgeDeleted();  // the undo window closes
+        h.chat.undoDelete();    // too late: nothing happens
+        QCOMPARE(h.chat.conversations()->count(), 0);
+        QVERIFY(!h.store.store->conversation(id).has_value());
+    }
+
+    void searchFilterFindsMessages() {
+        AppHarness h;
+        QVERIFY(h.load(kStoriesPath));
+        h.set_sampling(5);
+        QSignalSpy done(&h.chat, &ChatController::answerFinished);
+        QVERIFY(h.chat.send(QStringLiteral("A purple elephant")));
+        QVERIFY(!wait_answer(done).isEmpty());
+        h.chat.newConversation();
+        h.set_sampling(5);
+        QVERIFY(h.chat.send(QStringLiteral("A green frog")));
+        QVERIFY(!wait_answer(done).isEmpty());
+        ConversationListModel* list = h.chat.conversations();
+        QCOMPARE(list->count(), 2);
+        list->setFilter(QStringLiteral("eleph"));
+        QCOMPARE(list->count(), 1);
+        QCOMPARE(list->get(0).value("title").toString(), QStringLiteral("A purple elephant"));
+        QVERIFY(list->get(0).value("snippet").toString().contains(QStringLiteral("[elephant]")));
+        list->setFilter(QString());
+        QCOMPARE(list->count(), 2);
+    }
+
+    void systemPromptAndSamplingPerConversation() {
+        AppHarness h;
+        QVERIFY(h.load(kStoriesPath));
+        QCOMPARE(h.chat.systemPrompt(), h.settings.defaultSystemPrompt());
+        h.chat.setSystemPrompt(QStringLiteral("Talk like a pirate."));
+        h.set_sampling(5, 0.3, 7);
+        QSignalSpy done(&h.chat, &ChatController::answerFinished);
+        QVERIFY(h.chat.send(QStringLiteral("Hello")));
+        QVERIFY(!wait_answer(done).isEmpty());
+        const auto c = h.store.store->conversation(h.chat.currentConversationId());
+        QCOMPARE(c->system_prompt, QStringLiteral("Talk like a pirate."));
+        const SamplingSettings s = SamplingSettings::from_json(c->sampling_json);
+        QCOMPARE(s.temperature, 0.3);
+        QCOMPARE(s.seed, qint64(7));
+        QCOMPARE(c->model, QString::fromStdString(kStoriesPath));
+        h.chat.newConversation();  // a new chat starts from the defaults again
+        QCOMPARE(h.chat.systemPrompt(), h.settings.defaultSystemPrompt());
+        QCOMPARE(h.chat.sampling().value("seed").toLongLong(), qint64(-1));
+    }
+
+    // The oldest exchanges are left out when the history outgrows the context, and the
+    // user is told; a single message too long for the context is an error, not a crash.
+    void contextOverflowIsAnnounced() {
+        AppHarness h(128);
+        QVERIFY(h.load(kStoriesPath));
+        h.chat.setSystemPrompt(QString());
+        h.set_sampling(8);
+        QSignalSpy done(&h.chat, &ChatController::answerFinished);
+        QSignalSpy notices(&h.chat, &ChatController::notice);
+        const QString chunk = QStringLiteral("Tom and Sue went to the park and played with a big red ball. ");
+        for (int i = 0; i < 4 && notices.isEmpty(); ++i) {
+            QVERIFY(h.chat.send(chunk.repeated(1)));
+            QVERIFY(!wait_answer(done).isEmpty());
+        }
+        QVERIFY(!notices.isEmpty());
+        QVERIFY2(notices.last().at(0).toString().contains(QStringLiteral("left out")), qPrintable(notices.last().at(0).toString()));
+
+        QSignalSpy errors(&h.chat, &ChatController::errorOccurred);
+        QVERIFY(h.chat.send(chunk.repeated(20)));
+        QTRY_VERIFY_WITH_TIMEOUT(!errors.isEmpty(), 30'000);
+        QVERIFY2(errors.last().at(0).toString().contains(QStringLiteral("context")), qPrintable(errors.last().at(0).toString()));
+        QTRY_VERIFY(!h.chat.busy());
+        // The failed answer leaves no empty bubble behind; the question stays.
+        QCOMPARE(h.chat.messages()->get(h.chat.messages()->count() - 1).value("role").toString(), QStringLiteral("user"));
+    }
+
+    void hugeInputIsRefused() {
+        AppHarness h;
+        QVERIFY(h.load(kStoriesPath));
+        QVERIFY(!h.chat.send(QString(ChatController::kMaxInputChars + 1, QChar('a'))));
+        QVERIFY(h.chat.lastError().contains(QStringLiteral("limit")));
+        QCOMPARE(h.chat.conversations()->count(), 0);
+    }
+
+    // The KV cache holds n_seqs conversations; the least recently used one is evicted.
+    void sequencePoolEvictsLru() {
+        ember::LoadOptions o;
+        o.path = kStoriesPath;
+        o.n_ctx = 256;
+        o.n_seqs = 2;
+        o.n_threads = 1;
+        auto model = ember::Model::load(o);
+        SequencePool pool(*model, 2);
+        const auto prompt = ember::chat_prompt_tokens(*model, {{"user", "Hi"}});
+        ember::GenerateOptions g;
+        g.sampling = ember::SamplingParams::greedy();
+        g.max_tokens = 4;
+        pool.acquire(1).generate(prompt, g, {});
+        pool.acquire(2).generate(prompt, g, {});
+        QCOMPARE(pool.size(), size_t(2));
+        pool.acquire(1);  // 1 is now the most recent
+        pool.acquire(3).generate(prompt, g, {});
+        QCOMPARE(pool.size(), size_t(2));
+        QCOMPARE(pool.evictions(), int64_t(1));
+        QVERIFY(pool.contains(1) && pool.contains(3) && !pool.contains(2));
+        // A cached conversation reuses its prefix.
+        const auto st = pool.acquire(1).generate(prompt, g, {});
+        QVERIFY(st.reused_tokens > 0);
+        pool.drop(1);
+        QVERIFY(!pool.contains(1));
+    }
+};
+
+QTEST_GUILESS_MAIN(TestChatController)
+#include "test_chat_controller.moc"
