@@ -1,0 +1,52 @@
+// The paged KV-cache layout the CPU attention kernel reads (and the engine's KV-cache manager
+// allocates). One layer:
+//
+//   K pool: n_blocks * B rows,  V pool: the same shape.
+//   Row ("slot") s = block * B + offset holds one token: n_kv_heads * head_dim values,
+//   head h at elements [h * head_dim, (h + 1) * head_dim). Rows are `row_bytes` apart.
+//
+//   block 0           block 1           ...        B = block_tokens (16 or 32)
+//   +-----------------+-----------------+
+//   | slot 0 .. B-1   | slot B .. 2B-1  |            each slot: [head 0 | head 1 | ...]
+//   +-----------------+-----------------+
+//
+// A sequence owns a list of block ids (its block table); its token j lives in slot
+// block_table[j / B] * B + j % B. Blocks are handed out in any order and can be shared by
+// sequences with a common prefix, so nothing is ever copied when sequences grow or fork.
+//
+// Element types: F16 (default; 2 bytes per value, exact enough for attention), or Q8_0
+// (34 bytes per 32 values: half the memory, head_dim must be a multiple of 32 so heads
+// start on block boundaries). Keys and values use the same type.
+//
+// Bytes per token per layer = 2 * n_kv_heads * head_dim * (2 for F16, 34/32 for Q8_0);
+// e.g. Llama-3.2-1B (8 KV heads x 64): 2 KiB per token per layer in F16.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+
+#include "kernels/common/dtype.h"
+
+namespace ember::cpu {
+
+// A read-only view of one layer's K and V pools (see above).
+struct KvCacheView {
+    DType type = DType::F16;      // F16 or Q8_0
+    const void* k = nullptr;      // K pool, n_blocks * block_tokens rows
+    const void* v = nullptr;      // V pool, same shape
+    size_t row_bytes = 0;         // bytes per slot row (n_kv_heads * head_dim values)
+    int32_t n_kv_heads = 0;
+    int32_t head_dim = 0;
+    int32_t block_tokens = 16;    // B
+
+    // Slot of token j for a sequence with this block table.
+    int64_t slot(const int32_t* block_table, int64_t j) const {
+        return int64_t{block_table[j / block_tokens]} * block_tokens + j % block_tokens;
+    }
+};
+
+// Bytes of one slot row for `type` (F16 or Q8_0) and n_kv_heads * head_dim values.
+inline size_t kv_row_bytes(DType type, int64_t kv_dim) {
+    return type == DType::Q8_0 ? static_cast<size_t>(kv_dim / 32 * 34) : static_cast<size_t>(kv_dim) * 2;
+}
+
+}  // namespace ember::cpu

@@ -1,0 +1,178 @@
+// ops dispatcher: picks the ISA build of the op kernels and splits work over the pool.
+#include "kernels/cpu/ops.h"
+
+#include <algorithm>
+#include <cmath>
+#include <stdexcept>
+#include <vector>
+
+#include "kernels/cpu/cpu_isa.h"
+#include "kernels/cpu/ops_internal.h"
+#include "kernels/cpu/quant.h"
+
+namespace ember::cpu::ops {
+
+namespace {
+
+using detail::OpsTable;
+
+const OpsTable& table() {
+    switch (active_isa()) {
+        case Isa::Avx512:
+            if (auto* t = detail::ops_table_avx512()) return *t;
+            [[fallthrough]];
+        case Isa::Avx2:
+            if (auto* t = detail::ops_table_avx2()) return *t;
+            [[fallthrough]];
+        case Isa::Scalar: break;
+    }
+    return *detail::ops_table_scalar();
+}
+
+// Below this many elements a job runs on the caller: waking the pool costs more than the
+// work (these ops move ~8-12 bytes per element at > 10 GB/s).
+constexpr int64_t kParallelElems = 1 << 15;
+
+// Runs fn(begin, end) over [0, n) items of `item_elems` elements each, on the pool when the
+// total is large enough.
+template <class F>
+void split(ThreadPool* pool, int64_t n, int64_t item_elems, F&& fn) {
+    if (!pool || pool->size() == 1 || n < 2 || n * item_elems < kParallelElems) {
+        if (n > 0) fn(int64_t{0}, n);
+        return;
+    }
+    pool->parallel_for(n, [&](int64_t b, int64_t e, int) { fn(b, e); });
+}
+
+// Element-wise ops: split into cache-line aligned ranges.
+template <class F>
+void split_elems(ThreadPool* pool, int64_t n, F&& fn) {
+    const int64_t chunks = (n + 1023) / 1024;
+    split(pool, chunks, 1024, [&](int64_t b, int64_t e) {
+        const int64_t lo = b * 1024, hi = std::min(n, e * 1024);
+        fn(lo, hi - lo);
+    });
+}
+
+}  // namespace
+
+void rms_norm(const float* x, const float* w, float* y, int64_t rows, int64_t cols, float eps, ThreadPool* pool) {
+    const OpsTable& k = table();
+    split(pool, rows, cols, [&](int64_t b, int64_t e) { k.rms_norm_rows(x, w, y, b, e, cols, eps); });
+}
+
+void rope(float* x, int64_t n_tokens, int32_t n_heads, const int32_t* positions, const RopeSpec& spec,
+          ThreadPool* pool) {
+    if (spec.n_rot <= 0 || spec.n_rot % 2 != 0 || spec.n_rot > spec.head_dim) {
+        throw std::invalid_argument("rope: n_rot must be even and <= head_dim");
+    }
+    const int half = spec.n_rot / 2;
+    // Per-pair frequencies, then cos/sin per token in double (positions up to ~1e6 keep
+    // full float accuracy in the angle).
+    std::vector<double> freq(static_cast<size_t>(half));
+    for (int i = 0; i < half; ++i) {
+        const double ff = spec.freq_factors ? spec.freq_factors[i] : 1.0;
+        freq[static_cast<size_t>(i)] = spec.freq_scale * std::pow(double(spec.freq_base), -2.0 * i / spec.n_rot) / ff;
+    }
+    thread_local std::vector<float> cs;
+    cs.resize(static_cast<size_t>(n_tokens * 2 * half));
+    for (int64_t t = 0; t < n_tokens; ++t) {
+        float* c = cs.data() + t * 2 * half;
+        for (int i = 0; i < half; ++i) {
+            const double theta = positions[t] * freq[static_cast<size_t>(i)];
+            c[i] = static_cast<float>(std::cos(theta));
+            c[half + i] = static_cast<float>(std::sin(theta));
+        }
+    }
+    const OpsTable& k = table();
+    const float* csp = cs.data();
+    split(pool, n_tokens, int64_t{n_heads} * spec.head_dim,
+          [&](int64_t b, int64_t e) { k.rope_tokens(x, b, e, n_heads, spec, csp); });
+}
+
+void softmax(float* x, int64_t rows, int64_t cols, ThreadPool* pool) {
+    const OpsTable& k = table();
+    split(pool, rows, cols, [&](int64_t b, int64_t e) { k.softmax_rows(x, b, e, cols); });
+}
+
+void swiglu(const float* gate, const float* up, float* out, int64_t n, ThreadPool* pool) {
+    const OpsTable& k = table();
+    split_elems(pool, n, [&](int64_t o, int64_t len) { k.swiglu(gate + o, up + o, out + o, len); });
+}
+
+void geglu(const float* gate, const float* up, float* out, int64_t n, ThreadPool* pool) {
+    const OpsTable& k = table();
+    split_elems(pool, n, [&](int64_t o, int64_t len) { k.geglu(gate + o, up + o, out + o, len); });
+}
+
+void add(const float* a, const float* b, float* out, int64_t n, ThreadPool* pool) {
+    const OpsTable& k = table();
+    split_elems(pool, n, [&](int64_t o, int64_t len) { k.add(a + o, b + o, out + o, len); });
+}
+
+void mul(const float* a, const float* b, float* out, int64_t n, ThreadPool* pool) {
+    const OpsTable& k = table();
+    split_elems(pool, n, [&](int64_t o, int64_t len) { k.mul(a + o, b + o, out + o, len); });
+}
+
+void scale(float* x, float s, int64_t n, ThreadPool* pool) {
+    const OpsTable& k = table();
+    split_elems(pool, n, [&](int64_t o, int64_t len) { k.scale(x + o, s, len); });
+}
+
+void attention_head(const KvCacheView& kv, const AttentionHeadArgs& args) {
+    if (kv.type != DType::F16 && !(kv.type == DType::Q8_0 && kv.head_dim % 32 == 0)) {
+        throw std::invalid_argument("attention: KV type must be F16, or Q8_0 with head_dim % 32 == 0");
+    }
+    table().attention_head(kv, args);
+}
+
+void attention(const KvCacheView& kv, const AttentionBatchArgs& a, ThreadPool* pool) {
+    if (kv.n_kv_heads <= 0 || a.n_heads % kv.n_kv_heads != 0) {
+        throw std::invalid_argument("attention: n_heads must be a multiple of n_kv_heads");
+    }
+    if (kv.type != DType::F16 && !(kv.type == DType::Q8_0 && kv.head_dim % 32 == 0)) {
+        throw std::invalid_argument("attention: KV type must be F16, or Q8_0 with head_dim % 32 == 0");
+    }
+    const OpsTable& k = table();
+    const int rep = a.n_heads / kv.n_kv_heads;
+    const int64_t D = kv.head_dim, stride = int64_t{a.n_heads} * D;
+    auto task = [&](int64_t b, int64_t e) {
+        for (int64_t i = b; i < e; ++i) {
+            const int64_t t = i / kv.n_kv_heads;
+            const int32_t h = static_cast<int32_t>(i % kv.n_kv_heads);
+            const int64_t pos = a.positions[t];
+            AttentionHeadArgs h_args;
+            h_args.q = a.q + t * stride + int64_t{h} * rep * D;
+            h_args.out = a.out + t * stride + int64_t{h} * rep * D;
+            h_args.n_rep = rep;
+            h_args.kv_head = h;
+            h_args.block_table = a.block_table + int64_t{a.seq_of ? a.seq_of[t] : 0} * a.max_blocks;
+            h_args.n_kv = pos + 1;
+            h_args.kv_start = a.window > 0 ? std::max<int64_t>(0, pos - a.window + 1) : 0;
+            h_args.scale = a.scale;
+            h_args.softcap = a.softcap;
+            k.attention_head(kv, h_args);
+        }
+    };
+    const int64_t n_tasks = a.n_tokens * kv.n_kv_heads;
+    if (!pool || pool->size() == 1 || n_tasks < 2) {
+        task(0, n_tasks);
+        return;
+    }
+    pool->parallel_for_dynamic(n_tasks, 1, [&](int64_t b, int64_t e, int) { task(b, e); });
+}
+
+void store_kv(const KvCacheView& kv, void* k_pool, void* v_pool, const float* k, const float* v,
+              const int32_t* slots, int64_t n_tokens, ThreadPool* pool) {
+    const int64_t dim = int64_t{kv.n_kv_heads} * kv.head_dim;
+    split(pool, n_tokens, 4 * dim, [&](int64_t b, int64_t e) {
+        for (int64_t t = b; t < e; ++t) {
+            const size_t off = static_cast<size_t>(slots[t]) * kv.row_bytes;
+            quantize_row(kv.type, k + t * dim, static_cast<uint8_t*>(k_pool) + off, dim);
+            quantize_row(kv.type, v + t * dim, static_cast<uint8_t*>(v_pool) + off, dim);
+        }
+    });
+}
+
+}  // namespace ember::cpu::ops

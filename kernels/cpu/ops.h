@@ -1,0 +1,95 @@
+// Transformer ops besides matmul, on f32 activations: RMSNorm, RoPE, softmax, gated
+// activations, element-wise arithmetic and paged attention (layout: kv_layout.h).
+//
+// All are vectorized (compiled per ISA like matmul, chosen by active_isa()) and split over
+// the pool when the work pays for a wake-up; pass pool = nullptr to run on the caller only.
+// In-place use (out == an input) is allowed wherever an output has the shape of an input.
+// Namespace `ops` keeps these apart from the backend's own helpers of the same names.
+#pragma once
+#include <cstdint>
+
+#include "kernels/cpu/kv_layout.h"
+#include "kernels/cpu/thread_pool.h"
+
+namespace ember::cpu::ops {
+
+// y[r] = x[r] / sqrt(mean(x[r]^2) + eps) * w for `rows` rows of `cols` (w has cols values; a
+// Gemma-style "1 + w" weight is pre-added by the loader). w = nullptr: no weight.
+void rms_norm(const float* x, const float* w, float* y, int64_t rows, int64_t cols, float eps, ThreadPool* pool);
+
+// Rotary position embedding, in place, on n_tokens x n_heads rows of head_dim values; token t
+// is at positions[t]. The first n_rot dims of each head rotate in pairs: (2i, 2i + 1)
+// normally, (i, i + n_rot / 2) with neox. Pair i turns by
+//   theta = positions[t] * freq_scale * freq_base^(-2i / n_rot) / freq_factors[i]
+// (freq_factors: n_rot / 2 values or nullptr = all 1; this is how Llama 3 rope scaling and
+// linear scaling are applied by the caller). theta and its sine/cosine are computed in
+// double once per token and shared by all heads.
+struct RopeSpec {
+    int32_t head_dim = 0;
+    int32_t n_rot = 0;
+    bool neox = false;
+    float freq_base = 10000.0f;
+    float freq_scale = 1.0f;
+    const float* freq_factors = nullptr;
+};
+void rope(float* x, int64_t n_tokens, int32_t n_heads, const int32_t* positions, const RopeSpec& spec,
+          ThreadPool* pool);
+
+// Numerically stable softmax of each of `rows` rows of `cols`, in place.
+void softmax(float* x, int64_t rows, int64_t cols, ThreadPool* pool);
+
+// out = silu(gate) * up and out = gelu_tanh(gate) * up over n elements.
+void swiglu(const float* gate, const float* up, float* out, int64_t n, ThreadPool* pool);
+void geglu(const float* gate, const float* up, float* out, int64_t n, ThreadPool* pool);
+
+// out = a + b, out = a * b, x *= s over n elements.
+void add(const float* a, const float* b, float* out, int64_t n, ThreadPool* pool);
+void mul(const float* a, const float* b, float* out, int64_t n, ThreadPool* pool);
+void scale(float* x, float s, int64_t n, ThreadPool* pool);
+
+// Attention of the query heads of one KV head (GQA group) for one query token, over the
+// keys/values at positions [kv_start, n_kv) of one sequence:
+//   out[r] = sum_j softmax_j(s_rj) v_j,  s_rj = softcap(scale * q[r] . k_j)
+// q, out: n_rep x head_dim (the query heads sharing kv_head). softcap(s) = cap * tanh(s /
+// cap), off when cap = 0. Causal masking is the caller's n_kv = position + 1; a sliding
+// window of W tokens is kv_start = max(0, position - W + 1). One pass: online softmax over
+// blocks of keys; keys/values are read once for all n_rep heads.
+struct AttentionHeadArgs {
+    const float* q = nullptr;
+    int32_t n_rep = 1;
+    int32_t kv_head = 0;
+    const int32_t* block_table = nullptr;  // the sequence's block ids
+    int64_t n_kv = 0;
+    int64_t kv_start = 0;
+    float scale = 1.0f;
+    float softcap = 0.0f;
+    float* out = nullptr;
+};
+void attention_head(const KvCacheView& kv, const AttentionHeadArgs& args);
+
+// Attention for a batch of query tokens of several sequences: q and out are n_tokens x
+// (n_heads * head_dim); query head h uses KV head h / (n_heads / n_kv_heads). Token t is at
+// positions[t] of sequence seq_of[t], whose block ids are block_table[seq_of[t] *
+// max_blocks ...]; it sees positions [max(0, pos - window + 1) or 0, pos]. Tasks are
+// (token, KV head) pairs spread over the pool.
+struct AttentionBatchArgs {
+    const float* q = nullptr;
+    float* out = nullptr;
+    int64_t n_tokens = 0;
+    int32_t n_heads = 0;
+    const int32_t* positions = nullptr;
+    const int32_t* seq_of = nullptr;       // nullptr: every token in sequence 0
+    const int32_t* block_table = nullptr;
+    int32_t max_blocks = 0;
+    int32_t window = 0;                    // 0: no sliding window
+    float scale = 1.0f;
+    float softcap = 0.0f;
+};
+void attention(const KvCacheView& kv, const AttentionBatchArgs& args, ThreadPool* pool);
+
+// Writes n_tokens rows of keys and values (f32, n_kv_heads * head_dim each) into their slots,
+// converting to the cache type.
+void store_kv(const KvCacheView& kv, void* k_pool, void* v_pool, const float* k, const float* v,
+              const int32_t* slots, int64_t n_tokens, ThreadPool* pool);
+
+}  // namespace ember::cpu::ops

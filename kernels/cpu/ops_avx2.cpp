@@ -1,0 +1,3 @@
+// The op kernels (ops_kernels.inc) built for avx2; see CMakeLists.txt for the flags.
+#define EMBER_OPS_TABLE_FN ops_table_avx2
+#include "kernels/cpu/ops_kernels.inc"

@@ -1,0 +1,352 @@
+// Transformer ops against float64 references on seeded random data, on every ISA path.
+//
+// Tolerances (per element, relative to the magnitude involved, stated at each check):
+//  * add/mul/scale: exact (one float operation each).
+//  * rms_norm: 4 * cols * 2^-24 relative (f32 sum of squares) + 2^-22.
+//  * rope: 1e-6 * (|a| + |b|) of the rotated pair (cos/sin are rounded from double).
+//  * softmax, silu/gelu: 2e-6 relative + 1e-9 absolute (exp approximation < 2e-7 relative).
+//  * attention: 2e-5 * max|v| (f32 dot products over head_dim, online-softmax rescaling).
+#include <QtTest>
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+#include <random>
+
+#include "kernel_test_util.h"
+#include "kernels/common/fp16.h"
+#include "kernels/cpu/kv_layout.h"
+#include "kernels/cpu/ops.h"
+#include "kernels/cpu/quant.h"
+
+using ember::DType;
+using namespace ember::cpu;
+
+namespace {
+
+// Runs the statements once per available ISA, with that ISA forced.
+#define FOR_EACH_ISA(...)                                    \
+    for (Isa isa_ : ktest::available_isas()) {               \
+        ktest::ForceIsa force_{isa_};                        \
+        const QByteArray isa_name_ = isa_name(isa_).data();  \
+        __VA_ARGS__                                          \
+    }
+
+double silu_ref(double x) { return x / (1.0 + std::exp(-x)); }
+double gelu_ref(double x) { return 0.5 * x * (1.0 + std::tanh(std::sqrt(2.0 / M_PI) * (x + 0.044715 * x * x * x))); }
+
+// A KV cache of n_blocks blocks with random contents in `type`, plus the f32 values it holds.
+struct Cache {
+    KvCacheView view;
+    std::vector<uint8_t> k, v;
+    std::vector<float> kf, vf;  // dequantized, [slot][n_kv_heads * head_dim]
+};
+
+Cache make_cache(DType type, int n_blocks, int B, int n_kv_heads, int D, uint32_t seed) {
+    Cache c;
+    const int64_t dim = int64_t{n_kv_heads} * D, n_slots = int64_t{n_blocks} * B;
+    c.view.type = type;
+    c.view.row_bytes = kv_row_bytes(type, dim);
+    c.view.n_kv_heads = n_kv_heads;
+    c.view.head_dim = D;
+    c.view.block_tokens = B;
+    c.k.resize(c.view.row_bytes * size_t(n_slots));
+    c.v.resize(c.view.row_bytes * size_t(n_slots));
+    const auto kx = ktest::random_floats(size_t(n_slots * dim), seed), vx = ktest::random_floats(size_t(n_slots * dim), seed + 1);
+    std::vector<int32_t> all(static_cast<size_t>(n_slots));
+    std::iota(all.begin(), all.end(), 0);
+    ops::store_kv(c.view, c.k.data(), c.v.data(), kx.data(), vx.data(), all.data(), n_slots, nullptr);
+    c.view.k = c.k.data();
+    c.view.v = c.v.data();
+    c.kf = ktest::dequantize_matrix(type, c.k.data(), n_slots, dim);
+    c.vf = ktest::dequantize_matrix(type, c.v.data(), n_slots, dim);
+    return c;
+}
+
+// float64 attention of one query head over positions [start, n_kv) of a sequence.
+std::vector<double> attention_ref(const Cache& c, const float* q, int kv_head, const int32_t* table, int64_t start,
+                                  int64_t n_kv, double scale, double cap) {
+    const int D = c.view.head_dim;
+    const int64_t dim = int64_t{c.view.n_kv_heads} * D;
+    std::vector<double> s;
+    double mx = -INFINITY;
+    for (int64_t j = start; j < n_kv; ++j) {
+        const float* k = c.kf.data() + c.view.slot(table, j) * dim + int64_t{kv_head} * D;
+        double dot = 0;
+        for (int i = 0; i < D; ++i) dot += double(q[i]) * k[i];
+        dot *= scale;
+        if (cap > 0) dot = cap * std::tanh(dot / cap);
+        s.push_back(dot);
+        mx = std::max(mx, dot);
+    }
+    double sum = 0;
+    for (double& x : s) sum += (x = std::exp(x - mx));
+    std::vector<double> out(size_t(D), 0.0);
+    for (int64_t j = start; j < n_kv; ++j) {
+        const float* v = c.vf.data() + c.view.slot(table, j) * dim + int64_t{kv_head} * D;
+        for (int i = 0; i < D; ++i) out[size_t(i)] += s[size_t(j - start)] / sum * v[i];
+    }
+    return out;
+}
+
+}  // namespace
+
+class TestOps : public QObject {
+    Q_OBJECT
+
+private slots:
+    void elementwiseExact() {
+        ThreadPool pool(2);
+        FOR_EACH_ISA({
+            for (int64_t n : {1, 15, 1000, 100003}) {
+                const auto a = ktest::random_floats(size_t(n), 1), b = ktest::random_floats(size_t(n), 2);
+                std::vector<float> out(static_cast<size_t>(n)), x = a;
+                ops::add(a.data(), b.data(), out.data(), n, &pool);
+                for (int64_t i = 0; i < n; ++i) QCOMPARE(out[size_t(i)], a[size_t(i)] + b[size_t(i)]);
+                ops::mul(a.data(), b.data(), out.data(), n, &pool);
+                for (int64_t i = 0; i < n; ++i) QCOMPARE(out[size_t(i)], a[size_t(i)] * b[size_t(i)]);
+                ops::scale(x.data(), 0.37f, n, &pool);
+                for (int64_t i = 0; i < n; ++i) QCOMPARE(x[size_t(i)], a[size_t(i)] * 0.37f);
+                x = a;  // in place: x += b
+                ops::add(x.data(), b.data(), x.data(), n, &pool);
+                for (int64_t i = 0; i < n; ++i) QCOMPARE(x[size_t(i)], a[size_t(i)] + b[size_t(i)]);
+            }
+        })
+    }
+
+    void rmsNorm() {
+        ThreadPool pool(2);
+        FOR_EACH_ISA({
+            for (int64_t cols : {1, 7, 576, 2048}) {
+                for (int64_t rows : {1, 5, 33}) {
+                    const auto x = ktest::random_floats(size_t(rows * cols), 3), w = ktest::random_floats(size_t(cols), 4);
+                    for (bool with_w : {true, false}) {
+                        std::vector<float> y = x;  // in place
+                        ops::rms_norm(y.data(), with_w ? w.data() : nullptr, y.data(), rows, cols, 1e-6f, &pool);
+                        for (int64_t r = 0; r < rows; ++r) {
+                            double ss = 0;
+                            for (int64_t i = 0; i < cols; ++i) ss += double(x[size_t(r * cols + i)]) * x[size_t(r * cols + i)];
+                            const double inv = 1.0 / std::sqrt(ss / double(cols) + 1e-6);
+                            for (int64_t i = 0; i < cols; ++i) {
+                                const double ref = x[size_t(r * cols + i)] * inv * (with_w ? w[size_t(i)] : 1.0);
+                                const double tol = (4.0 * double(cols) + 4.0) * std::ldexp(1.0, -24) * std::fabs(ref) + 1e-30;
+                                QVERIFY2(std::fabs(y[size_t(r * cols + i)] - ref) <= tol,
+                                         qPrintable(QString("%1 cols=%2 r=%3 i=%4: %5 vs %6").arg(isa_name_.data()).arg(cols).arg(r).arg(i)
+                                                        .arg(y[size_t(r * cols + i)]).arg(ref)));
+                            }
+                        }
+                    }
+                }
+            }
+        })
+    }
+
+    void rope() {
+        ThreadPool pool(2);
+        std::mt19937 rng(5);
+        std::uniform_int_distribution<int> posd(0, 100000);
+        FOR_EACH_ISA({
+            for (bool neox : {false, true}) {
+                for (auto [D, n_rot] : {std::pair{64, 64}, std::pair{128, 128}, std::pair{64, 32}}) {
+                    const int n_heads = 3;
+                    const int64_t n = 21;
+                    std::vector<int32_t> pos(static_cast<size_t>(n));
+                    for (auto& p : pos) p = posd(rng);
+                    pos[0] = 0;
+                    std::vector<float> ff(static_cast<size_t>(n_rot / 2));
+                    for (int i = 0; i < n_rot / 2; ++i) ff[size_t(i)] = 1.0f + 0.25f * float(i % 5);  // Llama-3-like divisors
+                    ops::RopeSpec spec;
+                    spec.head_dim = D;
+                    spec.n_rot = n_rot;
+                    spec.neox = neox;
+                    spec.freq_base = 500000.0f;
+                    spec.freq_scale = 0.5f;
+                    spec.freq_factors = ff.data();
+                    const auto x0 = ktest::random_floats(size_t(n * n_heads * D), 6);
+                    std::vector<float> x = x0;
+                    ops::rope(x.data(), n, n_heads, pos.data(), spec, &pool);
+                    for (int64_t t = 0; t < n; ++t) {
+                        for (int h = 0; h < n_heads; ++h) {
+                            const float* a = x0.data() + (t * n_heads + h) * D;
+                            const float* g = x.data() + (t * n_heads + h) * D;
+                            for (int i = 0; i < n_rot / 2; ++i) {
+                                const double theta = pos[size_t(t)] * 0.5 * std::pow(500000.0, -2.0 * i / n_rot) / ff[size_t(i)];
+                                const int i0 = neox ? i : 2 * i, i1 = neox ? i + n_rot / 2 : 2 * i + 1;
+                                const double r0 = a[i0] * std::cos(theta) - a[i1] * std::sin(theta);
+                                const double r1 = a[i0] * std::sin(theta) + a[i1] * std::cos(theta);
+                                const double tol = 1e-6 * (std::fabs(a[i0]) + std::fabs(a[i1]));
+                                QVERIFY2(std::fabs(g[i0] - r0) <= tol && std::fabs(g[i1] - r1) <= tol,
+                                         qPrintable(QString("%1 neox=%2 D=%3 t=%4 i=%5").arg(isa_name_.data()).arg(neox).arg(D).arg(t).arg(i)));
+                            }
+                            for (int i = n_rot; i < D; ++i) QCOMPARE(g[i], a[i]);  // not rotated
+                        }
+                    }
+                }
+            }
+        })
+    }
+
+    void softmax() {
+        ThreadPool pool(2);
+        FOR_EACH_ISA({
+            for (int64_t cols : {1, 3, 100, 4099}) {
+                const int64_t rows = 9;
+                auto x = ktest::random_floats(size_t(rows * cols), 7, 8.0f);  // large logits: stability
+                x[0] = 1000.0f;
+                const auto x0 = x;
+                ops::softmax(x.data(), rows, cols, &pool);
+                for (int64_t r = 0; r < rows; ++r) {
+                    double mx = -INFINITY, sum = 0;
+                    for (int64_t i = 0; i < cols; ++i) mx = std::max(mx, double(x0[size_t(r * cols + i)]));
+                    for (int64_t i = 0; i < cols; ++i) sum += std::exp(x0[size_t(r * cols + i)] - mx);
+                    for (int64_t i = 0; i < cols; ++i) {
+                        const double ref = std::exp(x0[size_t(r * cols + i)] - mx) / sum;
+                        QVERIFY2(std::fabs(x[size_t(r * cols + i)] - ref) <= 2e-6 * ref + 1e-9,
+                                 qPrintable(QString("%1 cols=%2: %3 vs %4").arg(isa_name_.data()).arg(cols).arg(x[size_t(r * cols + i)]).arg(ref)));
+                    }
+                }
+            }
+        })
+    }
+
+    void gatedActivations() {
+        ThreadPool pool(2);
+        FOR_EACH_ISA({
+            const int64_t n = 70001;
+            auto g = ktest::random_floats(size_t(n), 8, 3.0f);
+            g[0] = 120.0f;   // saturated regions
+            g[1] = -120.0f;
+            const auto u = ktest::random_floats(size_t(n), 9);
+            std::vector<float> out(static_cast<size_t>(n));
+            for (bool gelu : {false, true}) {
+                if (gelu) ops::geglu(g.data(), u.data(), out.data(), n, &pool);
+                else ops::swiglu(g.data(), u.data(), out.data(), n, &pool);
+                for (int64_t i = 0; i < n; ++i) {
+                    const double ref = (gelu ? gelu_ref(g[size_t(i)]) : silu_ref(g[size_t(i)])) * u[size_t(i)];
+                    QVERIFY2(std::fabs(out[size_t(i)] - ref) <= 2e-6 * std::fabs(ref) + 1e-9 * std::fabs(double(u[size_t(i)])),
+                             qPrintable(QString("%1 %2 x=%3: %4 vs %5").arg(isa_name_.data()).arg(gelu ? "gelu" : "silu")
+                                            .arg(g[size_t(i)]).arg(out[size_t(i)]).arg(ref)));
+                }
+            }
+        })
+    }
+
+    // GQA (8 query heads on 2 KV heads), blocks handed out in shuffled order, lengths that
+    // end mid-block, sliding window, soft-capping, F16 and Q8_0 caches, three sequences.
+    void attentionMatchesReference_data() {
+        QTest::addColumn<int>("type");
+        QTest::addColumn<int>("head_dim");
+        QTest::addColumn<int>("block");
+        QTest::addColumn<int>("window");
+        QTest::addColumn<float>("softcap");
+        QTest::newRow("f16 d64 b16") << int(DType::F16) << 64 << 16 << 0 << 0.0f;
+        QTest::newRow("f16 d128 b32 window") << int(DType::F16) << 128 << 32 << 37 << 0.0f;
+        QTest::newRow("f16 d256 b16 softcap") << int(DType::F16) << 256 << 16 << 0 << 30.0f;
+        QTest::newRow("q8_0 d64 b16 window") << int(DType::Q8_0) << 64 << 16 << 20 << 0.0f;
+        QTest::newRow("f16 d80 b16") << int(DType::F16) << 80 << 16 << 0 << 0.0f;
+    }
+    void attentionMatchesReference() {
+        QFETCH(int, type);
+        QFETCH(int, head_dim);
+        QFETCH(int, block);
+        QFETCH(int, window);
+        QFETCH(float, softcap);
+        const int n_heads = 8, n_kv_heads = 2, n_blocks = 24, max_blocks = 8;
+        const Cache c = make_cache(DType(type), n_blocks, block, n_kv_heads, head_dim, 11);
+        // Three sequences, each with a shuffled set of distinct blocks.
+        std::vector<int32_t> ids(static_cast<size_t>(n_blocks));
+        std::iota(ids.begin(), ids.end(), 0);
+        std::shuffle(ids.begin(), ids.end(), std::mt19937(12));
+        std::vector<int32_t> table(ids.begin(), ids.begin() + 3 * max_blocks);
+        // Query tokens: decode-like (one token at the end) and prefill-like (a run).
+        std::vector<int32_t> pos, seq;
+        const int len[3] = {block * max_blocks, block * 3 + 5, 1};
+        for (int s = 0; s < 3; ++s) {
+            for (int p : {0, len[s] / 2, len[s] - 1}) {
+                pos.push_back(p);
+                seq.push_back(s);
+            }
+        }
+        pos.push_back(block - 1);  // last slot of a block
+        seq.push_back(0);
+        const int64_t n = int64_t(pos.size()), D = head_dim;
+        const auto q = ktest::random_floats(size_t(n * n_heads * D), 13);
+        const float scale = 1.0f / std::sqrt(float(D));
+        double vmax = 0;
+        for (float v : c.vf) vmax = std::max(vmax, double(std::fabs(v)));
+        ThreadPool pool(3);
+        FOR_EACH_ISA({
+            std::vector<float> out(static_cast<size_t>(n * n_heads * D), NAN);
+            ops::AttentionBatchArgs a;
+            a.q = q.data();
+            a.out = out.data();
+            a.n_tokens = n;
+            a.n_heads = n_heads;
+            a.positions = pos.data();
+            a.seq_of = seq.data();
+            a.block_table = table.data();
+            a.max_blocks = max_blocks;
+            a.window = window;
+            a.scale = scale;
+            a.softcap = softcap;
+            ops::attention(c.view, a, &pool);
+            for (int64_t t = 0; t < n; ++t) {
+                const int64_t start = window > 0 ? std::max<int64_t>(0, pos[size_t(t)] - window + 1) : 0;
+                for (int h = 0; h < n_heads; ++h) {
+                    const auto ref = attention_ref(c, q.data() + (t * n_heads + h) * D, h / (n_heads / n_kv_heads),
+                                                   table.data() + seq[size_t(t)] * max_blocks, start, pos[size_t(t)] + 1, scale, softcap);
+                    for (int i = 0; i < D; ++i) {
+                        const float got = out[size_t((t * n_heads + h) * D + i)];
+                        QVERIFY2(std::fabs(got - ref[size_t(i)]) <= 2e-5 * vmax,
+                                 qPrintable(QString("%1 t=%2 (pos %3) h=%4 i=%5: %6 vs %7").arg(isa_name_.data()).arg(t)
+                                                .arg(pos[size_t(t)]).arg(h).arg(i).arg(got).arg(ref[size_t(i)])));
+                    }
+                }
+            }
+        })
+    }
+
+    void attentionHeadSingleKey() {
+        // One visible key: the output is exactly that key's value row (softmax of one score).
+        const Cache c = make_cache(DType::F16, 2, 16, 1, 64, 21);
+        const int32_t table[] = {1, 0};
+        const auto q = ktest::random_floats(2 * 64, 22);
+        std::vector<float> out(2 * 64);
+        ops::AttentionHeadArgs a;
+        a.q = q.data();
+        a.n_rep = 2;
+        a.block_table = table;
+        a.n_kv = 20;
+        a.kv_start = 19;  // window of one
+        a.scale = 0.125f;
+        a.out = out.data();
+        ops::attention_head(c.view, a);
+        const float* v = c.vf.data() + c.view.slot(table, 19) * 64;
+        for (int r = 0; r < 2; ++r)
+            for (int i = 0; i < 64; ++i) QCOMPARE(out[size_t(r * 64 + i)], v[i]);
+    }
+
+    void storeKvRoundTrip() {
+        for (DType t : {DType::F16, DType::Q8_0}) {
+            KvCacheView kv;
+            kv.type = t;
+            kv.n_kv_heads = 2;
+            kv.head_dim = 64;
+            kv.row_bytes = kv_row_bytes(t, 128);
+            std::vector<uint8_t> kp(kv.row_bytes * 8), vp(kv.row_bytes * 8);
+            const auto k = ktest::random_floats(3 * 128, 30), v = ktest::random_floats(3 * 128, 31);
+            const int32_t slot_ids[] = {5, 0, 7};
+            ops::store_kv(kv, kp.data(), vp.data(), k.data(), v.data(), slot_ids, 3, nullptr);
+            std::vector<uint8_t> expect(kv.row_bytes);
+            for (int i = 0; i < 3; ++i) {
+                quantize_row(t, k.data() + i * 128, expect.data(), 128);
+                QVERIFY(std::memcmp(expect.data(), kp.data() + size_t(slot_ids[i]) * kv.row_bytes, kv.row_bytes) == 0);
+                quantize_row(t, v.data() + i * 128, expect.data(), 128);
+                QVERIFY(std::memcmp(expect.data(), vp.data() + size_t(slot_ids[i]) * kv.row_bytes, kv.row_bytes) == 0);
+            }
+        }
+    }
+};
+
+QTEST_APPLESS_MAIN(TestOps)
+#include "test_ops.moc"
