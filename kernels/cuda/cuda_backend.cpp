@@ -1,0 +1,538 @@
+// The CUDA backend: device memory with per-kind accounting, one stream for every op, the
+// batch layout uploaded once per set_batch, and the op launchers of kernels/cuda/*.cu.
+//
+// Op semantics are those of the CPU backend (kernels/cpu/cpu_backend.cpp); the self-check
+// (ember-gpu-check, kernels/cuda/gpu_check.cpp) compares every op against it.
+//
+// Ordering: every op is enqueued on stream_ and runs asynchronously; download() and
+// synchronize() wait. Host-side staging buffers are only reused after an event says the
+// device has consumed them.
+//
+// CUDA graphs (later step): a decode step issues ~10 launches per layer with identical
+// shapes from one token to the next. The place to capture them is between set_batch() and
+// synchronize()/download(): begin cudaStreamBeginCapture in set_batch when the batch shape
+// (n_tokens, n_seqs, max_blocks, tile layout) equals the previous one, end the capture at
+// download/synchronize, and replay the cached cudaGraphExec_t; the batch buffer's device
+// address must stay fixed (it does: it only grows) and per-batch values already live in
+// device memory (positions, slots, block table), so the graph stays valid across tokens.
+// What changes the graph: attention split count (depends on max_pos), matmul path choice.
+#include "kernels/cuda/cuda_backend.h"
+
+#include <cublas_v2.h>
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <map>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "kernels/common/error.h"
+#include "kernels/cuda/check.h"
+#include "kernels/cuda/ops.h"
+
+namespace ember::cuda {
+namespace {
+
+constexpr size_t kAlign = 256;
+constexpr int64_t kWeightTileElems = int64_t{32} << 20;  // FP16 weight tile: 64 MiB of scratch
+// Quantized weights: up to this many tokens the matrix-vector kernels (re-reading the
+// weights once per 8 tokens) beat dequantize-to-FP16 + GEMM; float weights switch above 8.
+constexpr int64_t kQuantMatvecMaxTokens = 32;
+
+size_t align_up(size_t v, size_t a) { return (v + a - 1) / a * a; }
+
+std::string format_bytes(uint64_t b) {
+    char buf[64];
+    if (b >= (1ull << 30)) std::snprintf(buf, sizeof buf, "%.2f GiB", static_cast<double>(b) / (1ull << 30));
+    else if (b >= (1ull << 20)) std::snprintf(buf, sizeof buf, "%.1f MiB", static_cast<double>(b) / (1ull << 20));
+    else std::snprintf(buf, sizeof buf, "%llu bytes", static_cast<unsigned long long>(b));
+    return buf;
+}
+
+size_t type_row_bytes(DType type, int64_t cols) {
+    const auto info = dtype_info(static_cast<uint32_t>(type));
+    if (!info) throw Error("CUDA backend: unknown tensor type " + std::to_string(static_cast<uint32_t>(type)));
+    if (cols % info->block_elems != 0)
+        throw Error("CUDA backend: " + std::to_string(cols) + " columns is not a multiple of the " +
+                    std::string(info->name) + " block size");
+    return row_bytes(*info, static_cast<uint64_t>(cols));
+}
+
+bool weight_type_supported(DType t) {
+    const int id = static_cast<int>(t);
+    return is_block_type(id) || is_float_type(id);
+}
+
+void require_f32_contiguous(const Tensor& t, const char* op, const char* what) {
+    if (t.type != DType::F32 || t.row_bytes != static_cast<size_t>(t.cols) * 4)
+        throw Error(std::string("CUDA ") + op + ": " + what + " must be contiguous F32 rows");
+}
+
+class CudaBackend final : public Backend {
+public:
+    explicit CudaBackend(int device) : device_(device) {
+        EMBER_CUDA_CHECK(cudaSetDevice(device_));
+        EMBER_CUDA_CHECK(cudaGetDeviceProperties(&props_, device_));
+        EMBER_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
+        EMBER_CUDA_CHECK(cudaEventCreateWithFlags(&staging_done_, cudaEventDisableTiming));
+        EMBER_CUBLAS_CHECK(cublasCreate(&cublas_));
+        EMBER_CUBLAS_CHECK(cublasSetStream(cublas_, stream_));
+        // FP16 inputs with FP32 accumulation is asked per call (CUBLAS_COMPUTE_32F); keep the
+        // default math mode so FP32 GEMMs stay true FP32 (no TF32).
+        name_ = "cuda:" + std::to_string(device_) + " " + props_.name + " (sm_" + std::to_string(props_.major) +
+                std::to_string(props_.minor) + ", " + format_bytes(props_.totalGlobalMem) + ")";
+    }
+
+    ~CudaBackend() override {
+        cudaSetDevice(device_);
+        if (stream_) cudaStreamSynchronize(stream_);
+        for (auto& [ptr, a] : allocations_) cudaFree(ptr);
+        for (Scratch* s : {&xq_, &xh_, &wtile_, &partial_, &batch_dev_})
+            if (s->ptr) cudaFree(s->ptr);
+        if (staging_host_) cudaFreeHost(staging_host_);
+        if (cublas_) cublasDestroy(cublas_);
+        if (staging_done_) cudaEventDestroy(staging_done_);
+        if (stream_) cudaStreamDestroy(stream_);
+    }
+
+    std::string name() const override { return name_; }
+
+    // ---- memory ---------------------------------------------------------------------
+    Tensor alloc(MemoryKind kind, DType type, int64_t cols, int64_t rows, const char* tag) override {
+        Tensor t = shape(type, cols, rows);
+        t.data = device_alloc(kind, std::max<size_t>(kAlign, align_up(t.bytes(), kAlign)), tag);
+        EMBER_CUDA_CHECK(cudaMemsetAsync(t.data, 0, t.bytes(), stream_));
+        return t;
+    }
+
+    void free(Tensor& t) override {
+        if (!t.data) return;
+        std::lock_guard lock(mutex_);
+        auto it = allocations_.find(t.data);
+        if (it != allocations_.end()) {
+            cudaSetDevice(device_);
+            // Ops still queued may use the buffer: let them finish first.
+            cudaStreamSynchronize(stream_);
+            cudaFree(it->first);
+            report_.bytes[static_cast<int>(it->second.kind)] -= it->second.bytes;
+            allocations_.erase(it);
+        }
+        t = Tensor{};
+    }
+
+    Tensor load_weight(const void* host, DType type, int64_t cols, int64_t rows, const char* tag) override {
+        const bool is_vector = rows == 1 && type == DType::F32;
+        if (!is_vector && !weight_type_supported(type))
+            throw Error("weight type " + std::string(dtype_name(type)) + " is not supported by the CUDA backend");
+        Tensor t = shape(type, cols, rows);
+        t.data = device_alloc(MemoryKind::Weights, std::max<size_t>(kAlign, align_up(t.bytes(), kAlign)), tag);
+        // Pageable source: the runtime stages it, so `host` may go away after the call.
+        EMBER_CUDA_CHECK(cudaMemcpyAsync(t.data, host, t.bytes(), cudaMemcpyHostToDevice, stream_));
+        return t;
+    }
+
+    MemoryReport memory() const override {
+        MemoryReport r;
+        {
+            std::lock_guard lock(mutex_);
+            r = report_;
+        }
+        size_t free_b = 0, total_b = 0;
+        if (cudaSetDevice(device_) == cudaSuccess && cudaMemGetInfo(&free_b, &total_b) == cudaSuccess) {
+            r.device_free = free_b;
+            r.device_total = total_b;
+        } else {
+            cudaGetLastError();
+            r.device_total = props_.totalGlobalMem;
+        }
+        return r;
+    }
+
+    void upload(Tensor& dst, const void* src, size_t n) override {
+        check_size(dst, n, "upload");
+        EMBER_CUDA_CHECK(cudaSetDevice(device_));
+        EMBER_CUDA_CHECK(cudaMemcpyAsync(dst.data, src, n, cudaMemcpyHostToDevice, stream_));
+        EMBER_CUDA_CHECK(cudaStreamSynchronize(stream_));
+    }
+
+    void download(const Tensor& src, void* dst, size_t n) override {
+        check_size(src, n, "download");
+        EMBER_CUDA_CHECK(cudaSetDevice(device_));
+        EMBER_CUDA_CHECK(cudaMemcpyAsync(dst, src.data, n, cudaMemcpyDeviceToHost, stream_));
+        EMBER_CUDA_CHECK(cudaStreamSynchronize(stream_));
+    }
+
+    // ---- batch ------------------------------------------------------------------------
+    // Copies the batch arrays (and the attention query tiles built from them) into one pinned
+    // staging buffer and uploads it with one copy; ops then read them from device memory.
+    void set_batch(const BatchInfo& b) override {
+        EMBER_CUDA_CHECK(cudaSetDevice(device_));
+        n_tokens_ = static_cast<int64_t>(b.tokens.size());
+        n_outputs_ = static_cast<int64_t>(b.output_rows.size());
+        n_seqs_ = b.n_seqs;
+        max_blocks_ = b.max_blocks;
+        if (b.positions.size() != b.tokens.size() || b.seq_of.size() != b.tokens.size() ||
+            b.kv_slot.size() != b.tokens.size())
+            throw Error("CUDA set_batch: positions, seq_of and kv_slot must have one entry per token");
+        if (b.block_table.size() < static_cast<size_t>(b.n_seqs) * static_cast<size_t>(b.max_blocks))
+            throw Error("CUDA set_batch: block_table is smaller than n_seqs * max_blocks");
+        max_pos_ = 0;
+        for (int32_t p : b.positions) max_pos_ = std::max(max_pos_, p);
+        // Attention query tiles: runs of <= kAttnTileTokens consecutive tokens of one sequence.
+        tiles_.clear();
+        for (int64_t t = 0; t < n_tokens_;) {
+            int64_t e = t + 1;
+            while (e < n_tokens_ && e - t < kAttnTileTokens && b.seq_of[static_cast<size_t>(e)] == b.seq_of[static_cast<size_t>(t)]) ++e;
+            tiles_.push_back({static_cast<int32_t>(t), static_cast<int32_t>(e - t)});
+            t = e;
+        }
+
+        struct Part {
+            const void* src;
+            size_t bytes;
+            size_t offset;
+        };
+        Part parts[7] = {
+            {b.tokens.data(), b.tokens.size_bytes(), 0},
+            {b.positions.data(), b.positions.size_bytes(), 0},
+            {b.seq_of.data(), b.seq_of.size_bytes(), 0},
+            {b.kv_slot.data(), b.kv_slot.size_bytes(), 0},
+            {b.block_table.data(), b.block_table.size_bytes(), 0},
+            {b.output_rows.data(), b.output_rows.size_bytes(), 0},
+            {tiles_.data(), tiles_.size() * sizeof(int2), 0},
+        };
+        size_t total = 0;
+        for (Part& p : parts) {
+            p.offset = total;
+            total += align_up(std::max<size_t>(p.bytes, 1), kAlign);
+        }
+        // The previous batch's upload must have left the staging buffer before we reuse it.
+        EMBER_CUDA_CHECK(cudaEventSynchronize(staging_done_));
+        if (total > staging_bytes_) {
+            if (staging_host_) EMBER_CUDA_CHECK(cudaFreeHost(staging_host_));
+            staging_host_ = nullptr;
+            staging_bytes_ = 0;
+            const size_t want = align_up(total * 2, 1 << 16);
+            EMBER_CUDA_CHECK(cudaMallocHost(&staging_host_, want));
+            staging_bytes_ = want;
+        }
+        auto* dev = static_cast<uint8_t*>(scratch(batch_dev_, total, "batch"));
+        auto* host = static_cast<uint8_t*>(staging_host_);
+        for (const Part& p : parts)
+            if (p.bytes) std::memcpy(host + p.offset, p.src, p.bytes);
+        EMBER_CUDA_CHECK(cudaMemcpyAsync(dev, host, total, cudaMemcpyHostToDevice, stream_));
+        EMBER_CUDA_CHECK(cudaEventRecord(staging_done_, stream_));
+        d_tokens_ = reinterpret_cast<const int32_t*>(dev + parts[0].offset);
+        d_positions_ = reinterpret_cast<const int32_t*>(dev + parts[1].offset);
+        d_seq_of_ = reinterpret_cast<const int32_t*>(dev + parts[2].offset);
+        d_kv_slot_ = reinterpret_cast<const int32_t*>(dev + parts[3].offset);
+        d_block_table_ = reinterpret_cast<const int32_t*>(dev + parts[4].offset);
+        d_output_rows_ = reinterpret_cast<const int32_t*>(dev + parts[5].offset);
+        d_tiles_ = reinterpret_cast<const int2*>(dev + parts[6].offset);
+    }
+
+    // ---- ops --------------------------------------------------------------------------
+    void embed(const Tensor& table, float scale, Tensor& out) override {
+        require_f32_contiguous(out, "embed", "out");
+        if (out.cols != table.cols || out.rows < n_tokens_) throw Error("CUDA embed: output shape mismatch");
+        if (!weight_type_supported(table.type))
+            throw Error("CUDA embed: table type " + std::string(dtype_name(table.type)) + " is not supported");
+        cuda::embed(static_cast<int>(table.type), table.data, table.row_bytes, table.cols, d_tokens_, n_tokens_, scale,
+                    f32(out), stream_);
+    }
+
+    void matmul(const Tensor& w, const Tensor& x, Tensor& y, const Tensor* bias) override {
+        require_f32_contiguous(x, "matmul", "x");
+        require_f32_contiguous(y, "matmul", "y");
+        const int64_t n = x.rows;
+        if (x.cols != w.cols || y.cols != w.rows || y.rows < n)
+            throw Error("CUDA matmul: shapes do not match (W " + std::to_string(w.rows) + " x " + std::to_string(w.cols) +
+                        ", x " + std::to_string(x.rows) + " x " + std::to_string(x.cols) + ", y " +
+                        std::to_string(y.rows) + " x " + std::to_string(y.cols) + ")");
+        if (!weight_type_supported(w.type))
+            throw Error("CUDA matmul: weight type " + std::string(dtype_name(w.type)) + " is not supported");
+        const float* bp = bias && bias->data ? static_cast<const float*>(bias->data) : nullptr;
+        if (n == 0) return;
+        const int type = static_cast<int>(w.type);
+        const bool quant = is_block_type(type);
+        if (n <= (quant ? kQuantMatvecMaxTokens : kMatvecMaxTokens)) {
+            if (quant) {
+                const size_t q_bytes = align_up(static_cast<size_t>(n * w.cols), kAlign);
+                auto* base = static_cast<uint8_t*>(
+                    scratch(xq_, q_bytes + static_cast<size_t>(n * (w.cols / 32)) * sizeof(float2), "q8 activations"));
+                auto* xq = reinterpret_cast<int8_t*>(base);
+                auto* ds = reinterpret_cast<float2*>(base + q_bytes);
+                quantize_q8(cf32(x), n, w.cols, xq, ds, stream_);
+                matvec_quant(type, w.data, w.row_bytes, w.rows, w.cols, xq, ds, n, f32(y), bp, stream_);
+            } else {
+                matvec_float(type, w.data, w.row_bytes, w.rows, w.cols, cf32(x), n, f32(y), bp, stream_);
+            }
+            return;
+        }
+        gemm(w, x, y, n);
+        if (bp) add_bias(f32(y), n, w.rows, bp, stream_);
+    }
+
+    void rms_norm(const Tensor& x, const Tensor& w, float eps, Tensor& y) override {
+        require_f32_contiguous(x, "rms_norm", "x");
+        require_f32_contiguous(y, "rms_norm", "y");
+        if (w.cols * w.rows != x.cols || y.cols != x.cols || y.rows < x.rows)
+            throw Error("CUDA rms_norm: shapes do not match");
+        cuda::rms_norm(cf32(x), cf32(w), x.rows, x.cols, eps, f32(y), stream_);
+    }
+
+    void rope(Tensor& x, const RopeParams& p) override {
+        require_f32_contiguous(x, "rope", "x");
+        if (p.n_heads <= 0 || x.cols != p.head_dim || x.rows % p.n_heads != 0 || p.n_rot > p.head_dim || p.n_rot % 2)
+            throw Error("CUDA rope: shapes do not match");
+        const int64_t n_tokens = x.rows / p.n_heads;
+        if (n_tokens > n_tokens_) throw Error("CUDA rope: more rows than the batch has tokens");
+        cuda::rope(f32(x), n_tokens, p.n_heads, p.head_dim, p.n_rot, p.neox, d_positions_, rope_table(p),
+                   p.freq_scale, stream_);
+    }
+
+    void glu(const Tensor& gate, const Tensor& up, bool gelu, Tensor& out) override {
+        require_f32_contiguous(gate, "glu", "gate");
+        require_f32_contiguous(up, "glu", "up");
+        require_f32_contiguous(out, "glu", "out");
+        cuda::glu(cf32(gate), cf32(up), f32(out), gate.rows * gate.cols, gelu, stream_);
+    }
+
+    void add(Tensor& x, const Tensor& y) override {
+        require_f32_contiguous(x, "add", "x");
+        require_f32_contiguous(y, "add", "y");
+        cuda::add(f32(x), cf32(y), x.rows * x.cols, stream_);
+    }
+
+    void store_kv(KvLayer& layer, const Tensor& k, const Tensor& v) override {
+        require_f32_contiguous(k, "store_kv", "k");
+        require_f32_contiguous(v, "store_kv", "v");
+        const DType kt = layer.k.type;
+        if (kt != DType::F16 && kt != DType::Q8_0) throw Error("CUDA store_kv: KV cache must be F16 or Q8_0");
+        if (k.cols != layer.k.cols || v.cols != layer.v.cols || k.rows != v.rows || k.rows > n_tokens_)
+            throw Error("CUDA store_kv: shapes do not match");
+        if (kt == DType::Q8_0 && k.cols % 32) throw Error("CUDA store_kv: Q8_0 rows need a multiple of 32 values");
+        cuda::store_kv(static_cast<int>(kt), layer.k.data, layer.v.data, layer.k.row_bytes, k.cols, cf32(k), cf32(v),
+                       d_kv_slot_, k.rows, stream_);
+    }
+
+    void attention(const KvLayer& layer, const Tensor& q, const AttentionParams& p, Tensor& out) override {
+        require_f32_contiguous(q, "attention", "q");
+        require_f32_contiguous(out, "attention", "out");
+        if (q.cols != int64_t{p.n_heads} * p.head_dim || out.cols != q.cols || q.rows != n_tokens_ ||
+            out.rows < q.rows || layer.k.cols != int64_t{p.n_kv_heads} * p.head_dim)
+            throw Error("CUDA attention: shapes do not match");
+        AttentionArgs a;
+        a.k = static_cast<const uint8_t*>(layer.k.data);
+        a.v = static_cast<const uint8_t*>(layer.v.data);
+        a.kv_row_bytes = layer.k.row_bytes;
+        a.kv_type = static_cast<int>(layer.k.type);
+        a.block_tokens = layer.block_tokens;
+        a.q = cf32(q);
+        a.out = f32(out);
+        a.positions = d_positions_;
+        a.seq_of = d_seq_of_;
+        a.block_table = d_block_table_;
+        a.max_blocks = max_blocks_;
+        a.tiles = d_tiles_;
+        a.n_tiles = static_cast<int>(tiles_.size());
+        a.n_tokens = static_cast<int>(n_tokens_);
+        a.n_heads = p.n_heads;
+        a.n_kv_heads = p.n_kv_heads;
+        a.head_dim = p.head_dim;
+        a.scale = p.scale;
+        a.softcap = p.softcap;
+        a.window = p.window;
+        a.max_pos = max_pos_;
+        a.sm_count = props_.multiProcessorCount;
+        a.smem_optin = props_.sharedMemPerBlockOptin;
+        const int splits = attention_splits(a);
+        a.partial = static_cast<float*>(scratch(partial_, attention_partial_floats(a, splits) * sizeof(float),
+                                                "attention partials"));
+        cuda::attention(a, splits, stream_);
+    }
+
+    void gather_output_rows(const Tensor& x, Tensor& out) override {
+        require_f32_contiguous(x, "gather_output_rows", "x");
+        require_f32_contiguous(out, "gather_output_rows", "out");
+        if (out.cols != x.cols || out.rows < n_outputs_) throw Error("CUDA gather_output_rows: shapes do not match");
+        gather_rows(cf32(x), x.cols, d_output_rows_, n_outputs_, f32(out), stream_);
+    }
+
+    void synchronize() override {
+        EMBER_CUDA_CHECK(cudaSetDevice(device_));
+        EMBER_CUDA_CHECK(cudaStreamSynchronize(stream_));
+    }
+
+private:
+    struct Allocation {
+        MemoryKind kind;
+        size_t bytes;
+    };
+    struct Scratch {
+        void* ptr = nullptr;
+        size_t bytes = 0;
+    };
+    struct RopeTable {
+        int n_rot;
+        float base;
+        std::vector<float> factors;
+        float* dev;
+    };
+
+    static Tensor shape(DType type, int64_t cols, int64_t rows) {
+        Tensor t;
+        t.type = type;
+        t.cols = cols;
+        t.rows = rows;
+        t.row_bytes = type_row_bytes(type, cols);
+        return t;
+    }
+    static float* f32(const Tensor& t) { return static_cast<float*>(t.data); }
+    static const float* cf32(const Tensor& t) { return static_cast<const float*>(t.data); }
+    static void check_size(const Tensor& t, size_t n, const char* what) {
+        if (n > t.bytes())
+            throw Error(std::string("CUDA ") + what + ": " + std::to_string(n) + " bytes requested, the tensor has " +
+                        std::to_string(t.bytes()));
+    }
+
+    void* device_alloc(MemoryKind kind, size_t bytes, const char* tag) {
+        EMBER_CUDA_CHECK(cudaSetDevice(device_));
+        void* p = nullptr;
+        const cudaError_t e = cudaMalloc(&p, bytes);
+        if (e != cudaSuccess) {
+            cudaGetLastError();  // clear the (non-sticky) allocation error
+            size_t free_b = 0, total_b = 0;
+            cudaMemGetInfo(&free_b, &total_b);
+            throw Error("out of GPU memory allocating " + std::string(tag ? tag : "buffer") + ": " +
+                        format_bytes(bytes) + " requested, " + format_bytes(free_b) + " free of " +
+                        format_bytes(total_b) + " on " + name_ + " (" + cudaGetErrorName(e) + ")");
+        }
+        std::lock_guard lock(mutex_);
+        allocations_[p] = {kind, bytes};
+        report_.bytes[static_cast<int>(kind)] += bytes;
+        return p;
+    }
+
+    // A grow-only scratch buffer (accounted as activations). Growing waits for queued ops,
+    // which may still read the old buffer.
+    void* scratch(Scratch& s, size_t bytes, const char* what) {
+        if (bytes <= s.bytes) return s.ptr;
+        EMBER_CUDA_CHECK(cudaStreamSynchronize(stream_));
+        const size_t want = align_up(std::max(bytes, s.bytes + s.bytes / 2), 1 << 20);
+        if (s.ptr) {
+            cudaFree(s.ptr);
+            std::lock_guard lock(mutex_);
+            report_.bytes[static_cast<int>(MemoryKind::Activations)] -= s.bytes;
+            s.ptr = nullptr;
+            s.bytes = 0;
+        }
+        void* p = nullptr;
+        const cudaError_t e = cudaMalloc(&p, want);
+        if (e != cudaSuccess) {
+            cudaGetLastError();
+            size_t free_b = 0, total_b = 0;
+            cudaMemGetInfo(&free_b, &total_b);
+            throw Error(std::string("out of GPU memory for the ") + what + " scratch buffer: " + format_bytes(want) +
+                        " requested, " + format_bytes(free_b) + " free of " + format_bytes(total_b) + " on " + name_);
+        }
+        s.ptr = p;
+        s.bytes = want;
+        std::lock_guard lock(mutex_);
+        report_.bytes[static_cast<int>(MemoryKind::Activations)] += want;
+        return p;
+    }
+
+    // inv_freq[i] = base^(-2i/n_rot) / factors[i], computed exactly as the CPU does, cached.
+    const float* rope_table(const RopeParams& p) {
+        const int half = p.n_rot / 2;
+        if (static_cast<size_t>(std::max(half, 1)) * sizeof(float) > kAlign)
+            throw Error("CUDA rope: n_rot " + std::to_string(p.n_rot) + " is larger than supported (128)");
+        std::vector<float> factors;
+        if (p.freq_factors) factors.assign(p.freq_factors, p.freq_factors + half);
+        for (const RopeTable& r : rope_tables_)
+            if (r.n_rot == p.n_rot && r.base == p.freq_base && r.factors == factors) return r.dev;
+        std::vector<float> inv(static_cast<size_t>(std::max(half, 1)));
+        for (int i = 0; i < half; ++i) {
+            float f = std::pow(p.freq_base, -2.0f * static_cast<float>(i) / static_cast<float>(p.n_rot));
+            if (!factors.empty()) f /= factors[static_cast<size_t>(i)];
+            inv[static_cast<size_t>(i)] = f;
+        }
+        RopeTable r{p.n_rot, p.freq_base, std::move(factors), nullptr};
+        r.dev = static_cast<float*>(device_alloc(MemoryKind::Activations, kAlign, "rope table"));
+        EMBER_CUDA_CHECK(cudaMemcpyAsync(r.dev, inv.data(), inv.size() * sizeof(float), cudaMemcpyHostToDevice, stream_));
+        rope_tables_.push_back(std::move(r));
+        return rope_tables_.back().dev;
+    }
+
+    // Prefill: y (n x rows) = x (n x cols) W^T. cuBLAS is column-major: C = Y^T (rows x n,
+    // ldc = rows) = op(A) * B with A = W as stored (cols x rows column-major, op = T) and
+    // B = X^T (cols x n, ldb = cols).
+    void gemm(const Tensor& w, const Tensor& x, Tensor& y, int64_t n) {
+        const float alpha = 1.0f, beta = 0.0f;
+        const int rows = static_cast<int>(w.rows), cols = static_cast<int>(w.cols), nn = static_cast<int>(n);
+        if (w.type == DType::F32) {
+            // FP32 weights (small models): a true FP32 GEMM, no conversion.
+            EMBER_CUBLAS_CHECK(cublasGemmEx(cublas_, CUBLAS_OP_T, CUBLAS_OP_N, rows, nn, cols, &alpha, w.data,
+                                            CUDA_R_32F, static_cast<int>(w.row_bytes / 4), x.data, CUDA_R_32F, cols,
+                                            &beta, y.data, CUDA_R_32F, rows, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+            return;
+        }
+        // Activations to FP16 (first part of the scratch), weights as FP16 tiles (second part).
+        const size_t xh_bytes = align_up(static_cast<size_t>(n * w.cols) * 2, kAlign);
+        auto* xh = static_cast<__half*>(scratch(xh_, xh_bytes, "FP16 activations"));
+        f32_to_f16(cf32(x), n * w.cols, xh, stream_);
+        if (w.type == DType::F16) {
+            EMBER_CUBLAS_CHECK(cublasGemmEx(cublas_, CUBLAS_OP_T, CUBLAS_OP_N, rows, nn, cols, &alpha, w.data,
+                                            CUDA_R_16F, static_cast<int>(w.row_bytes / 2), xh, CUDA_R_16F, cols, &beta,
+                                            y.data, CUDA_R_32F, rows, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+            return;
+        }
+        int64_t tile_rows = std::max<int64_t>(64, kWeightTileElems / w.cols);
+        if (tile_rows >= w.rows) tile_rows = w.rows;
+        else tile_rows = tile_rows / 64 * 64;
+        auto* wt = static_cast<__half*>(scratch(wtile_, static_cast<size_t>(tile_rows * w.cols) * 2, "FP16 weight tile"));
+        for (int64_t r0 = 0; r0 < w.rows; r0 += tile_rows) {
+            const int64_t R = std::min(tile_rows, w.rows - r0);
+            dequant_f16(static_cast<int>(w.type), static_cast<const uint8_t*>(w.data) + static_cast<size_t>(r0) * w.row_bytes,
+                        w.row_bytes, R, w.cols, wt, stream_);
+            EMBER_CUBLAS_CHECK(cublasGemmEx(cublas_, CUBLAS_OP_T, CUBLAS_OP_N, static_cast<int>(R), nn, cols, &alpha, wt,
+                                            CUDA_R_16F, cols, xh, CUDA_R_16F, cols, &beta, f32(y) + r0, CUDA_R_32F, rows,
+                                            CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+        }
+    }
+
+    int device_;
+    cudaDeviceProp props_{};
+    std::string name_;
+    cudaStream_t stream_ = nullptr;
+    cudaEvent_t staging_done_ = nullptr;
+    cublasHandle_t cublas_ = nullptr;
+
+    mutable std::mutex mutex_;
+    std::map<void*, Allocation> allocations_;
+    MemoryReport report_;
+
+    // Current batch (host copies of what the host needs; device pointers into batch_dev_).
+    int64_t n_tokens_ = 0, n_outputs_ = 0;
+    int32_t n_seqs_ = 0, max_blocks_ = 0, max_pos_ = 0;
+    std::vector<int2> tiles_;
+    void* staging_host_ = nullptr;
+    size_t staging_bytes_ = 0;
+    Scratch batch_dev_;
+    const int32_t *d_tokens_ = nullptr, *d_positions_ = nullptr, *d_seq_of_ = nullptr, *d_kv_slot_ = nullptr,
+                  *d_block_table_ = nullptr, *d_output_rows_ = nullptr;
+    const int2* d_tiles_ = nullptr;
+
+    Scratch xq_, xh_, wtile_, partial_;
+    std::vector<RopeTable> rope_tables_;
+};
+
+}  // namespace
+
+std::unique_ptr<Backend> make_cuda_backend(int device) { return std::make_unique<CudaBackend>(device); }
+
+}  // namespace ember::cuda

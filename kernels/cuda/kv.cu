@@ -1,0 +1,65 @@
+// Writes this batch's K and V rows into their cache slots (slot-major rows, see
+// kernels/cpu/attention.h), converting F32 to the cache type exactly as the CPU does:
+//   F16 : round to nearest even;
+//   Q8_0: per 32 values d = max|x|/127 stored as half, q = round(x / d) (half away from 0).
+// Bytes: 4 read per element, 2 (F16) or 34/32 (Q8_0) written.
+#include "kernels/cuda/check.h"
+#include "kernels/cuda/device_util.cuh"
+#include "kernels/cuda/ops.h"
+#include "kernels/cuda/quant_blocks.cuh"
+
+namespace ember::cuda {
+namespace {
+
+// grid.y: 0 = K, 1 = V. One thread per element.
+__global__ void store_kv_f16_kernel(uint8_t* __restrict__ kc, uint8_t* __restrict__ vc, size_t row_bytes,
+                                    int64_t kv_dim, const float* __restrict__ k, const float* __restrict__ v,
+                                    const int32_t* __restrict__ slots, int64_t total) {
+    const int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+    if (i >= total) return;
+    const int64_t t = i / kv_dim, e = i % kv_dim;
+    const float* src = blockIdx.y == 0 ? k : v;
+    uint8_t* dst = (blockIdx.y == 0 ? kc : vc) + static_cast<size_t>(slots[t]) * row_bytes;
+    reinterpret_cast<__half*>(dst)[e] = __float2half_rn(src[i]);
+}
+
+// One warp per 32-element Q8_0 block (4 warps per thread block).
+__global__ void __launch_bounds__(128) store_kv_q8_kernel(uint8_t* __restrict__ kc, uint8_t* __restrict__ vc,
+                                                          size_t row_bytes, int64_t kv_dim,
+                                                          const float* __restrict__ k, const float* __restrict__ v,
+                                                          const int32_t* __restrict__ slots, int64_t n_blocks) {
+    const int64_t blk = static_cast<int64_t>(blockIdx.x) * 4 + (threadIdx.x >> 5);
+    if (blk >= n_blocks) return;
+    const int lane = threadIdx.x & 31;
+    const int64_t per_row = kv_dim / 32;
+    const int64_t t = blk / per_row, b = blk % per_row;
+    const float x = (blockIdx.y == 0 ? k : v)[t * kv_dim + b * 32 + lane];
+    const float amax = warp_max(fabsf(x));
+    const float d = amax / 127.0f;
+    const float id = d != 0.0f ? 1.0f / d : 0.0f;
+    uint8_t* dst = (blockIdx.y == 0 ? kc : vc) + static_cast<size_t>(slots[t]) * row_bytes + b * 34;
+    dst[2 + lane] = static_cast<uint8_t>(static_cast<int8_t>(roundf(x * id)));
+    if (lane == 0) *reinterpret_cast<__half*>(dst) = __float2half_rn(d);
+}
+
+}  // namespace
+
+void store_kv(int kv_type, void* k_cache, void* v_cache, size_t row_bytes, int64_t kv_dim, const float* k,
+              const float* v, const int32_t* slots, int64_t n, cudaStream_t stream) {
+    if (n == 0) return;
+    auto* kc = static_cast<uint8_t*>(k_cache);
+    auto* vc = static_cast<uint8_t*>(v_cache);
+    if (kv_type == kQ8_0) {
+        const int64_t n_blocks = n * (kv_dim / 32);
+        store_kv_q8_kernel<<<dim3(blocks_for(n_blocks, 4), 2), 128, 0, stream>>>(kc, vc, row_bytes, kv_dim, k, v, slots,
+                                                                                 n_blocks);
+        EMBER_CUDA_CHECK_LAUNCH("store_kv_q8_kernel");
+    } else {
+        const int64_t total = n * kv_dim;
+        store_kv_f16_kernel<<<dim3(blocks_for(total, 256), 2), 256, 0, stream>>>(kc, vc, row_bytes, kv_dim, k, v, slots,
+                                                                                 total);
+        EMBER_CUDA_CHECK_LAUNCH("store_kv_f16_kernel");
+    }
+}
+
+}  // namespace ember::cuda

@@ -1,0 +1,253 @@
+// Decode matrix-vector products: y = x W^T for a handful of tokens (n <= 8 per launch).
+//
+// Memory-bound by design. Per call the floor is the weight matrix read once:
+//   bytes = rows * row_bytes (+ n * cols * 1.125 activation bytes, + n * rows * 4 output),
+//   FLOPs = 2 * n * rows * cols.
+// E.g. Llama-3-8B ffn_up in Q4_K (14336 x 4096): 33 MB -> ~7.7 us at 4.3 TB/s, while
+// 2 * 58.7 M = 117 MFLOP is nothing. So the kernels only have to keep enough loads in
+// flight: one warp per weight row, the 32 lanes striding over the row's 32-element chunks,
+// every chunk decoded once and applied to all n tokens (weights are read exactly once).
+//
+// Quantized weights: activations are first quantized to 8 bits per 32 elements
+// (quantize_q8: d = max|x|/127), then each chunk is 8 dp4a (quant_blocks.cuh), like the CPU's
+// integer path. The activation chunk (36 B per 32 elements) is re-read by every row's warp
+// and served from L1/L2 (cols * 1.125 bytes: 4.6 KB for 4096 columns).
+// Float weights (F32/F16/BF16): 16-byte loads of 8 elements, FP32 FMA with F32 activations.
+//
+// Tuning notes (not yet measured on a GPU): several rows per warp would share activation
+// loads; 16-byte weight loads are only possible for Q4_K/Q5_K (others' GGUF blocks are 2- or
+// 4-byte aligned: Q4_0 18 B, Q8_0 34 B, Q6_K 210 B); a repacked device layout would fix that.
+#include "kernels/cuda/check.h"
+#include "kernels/cuda/device_util.cuh"
+#include "kernels/cuda/ops.h"
+#include "kernels/cuda/quant_blocks.cuh"
+
+namespace ember::cuda {
+namespace {
+
+constexpr int kWarpsPerBlock = 4;
+
+// One warp per 32-element chunk: d = max|x| / 127, xq = round(x / d), s = d * sum(xq).
+// Moves n*cols*4 bytes in, n*cols*1.125 out.
+__global__ void __launch_bounds__(128) quantize_q8_kernel(const float* __restrict__ x, int64_t n_chunks,
+                                                          int8_t* __restrict__ xq, float2* __restrict__ ds) {
+    const int64_t chunk = static_cast<int64_t>(blockIdx.x) * kWarpsPerBlock + (threadIdx.x >> 5);
+    if (chunk >= n_chunks) return;  // whole warp leaves together
+    const int lane = threadIdx.x & 31;
+    const float v = x[chunk * 32 + lane];
+    const float amax = warp_max(fabsf(v));
+    const float d = amax / 127.0f;
+    const float id = d != 0.0f ? 1.0f / d : 0.0f;
+    const int q = static_cast<int>(roundf(v * id));
+    xq[chunk * 32 + lane] = static_cast<int8_t>(q);
+    const int sum = warp_sum_int(q);
+    if (lane == 0) ds[chunk] = make_float2(d, d * static_cast<float>(sum));
+}
+
+// Quantized weights: warp per row, lanes over chunks, NT tokens per launch row (grid.y).
+template <int T, int NT>
+__global__ void __launch_bounds__(128) matvec_q_kernel(const uint8_t* __restrict__ w, size_t row_bytes, int rows,
+                                                       int n_chunks, const int8_t* __restrict__ xq,
+                                                       const float2* __restrict__ ds, int n, float* __restrict__ y,
+                                                       const float* __restrict__ bias) {
+    const int lane = threadIdx.x & 31;
+    const int row = blockIdx.x * kWarpsPerBlock + (threadIdx.x >> 5);
+    if (row >= rows) return;
+    const int t0 = blockIdx.y * NT;
+    const int nt = min(NT, n - t0);
+    const uint8_t* wr = w + static_cast<size_t>(row) * row_bytes;
+    const int64_t cols = static_cast<int64_t>(n_chunks) * 32;
+    float acc[NT];
+#pragma unroll
+    for (int t = 0; t < NT; ++t) acc[t] = 0.0f;
+    for (int c = lane; c < n_chunks; c += 32) {
+        Chunk ch;
+        decode_chunk<T>(wr, c, ch);
+#pragma unroll
+        for (int t = 0; t < NT; ++t) {
+            if (t < nt) {
+                const int4* xp = reinterpret_cast<const int4*>(xq + (t0 + t) * cols + 32 * static_cast<int64_t>(c));
+                const int4 a = __ldg(xp), b = __ldg(xp + 1);
+                const int xv[8] = {a.x, a.y, a.z, a.w, b.x, b.y, b.z, b.w};
+                const float2 s = __ldg(ds + (t0 + t) * static_cast<int64_t>(n_chunks) + c);
+                acc[t] += dot_decoded<T>(ch, xv, s.x, s.y);
+            }
+        }
+    }
+#pragma unroll
+    for (int t = 0; t < NT; ++t) {
+        const float v = warp_sum(acc[t]);
+        if (lane == 0 && t < nt) y[static_cast<int64_t>(t0 + t) * rows + row] = v + (bias ? bias[row] : 0.0f);
+    }
+}
+
+template <int T> __device__ __forceinline__ float load1(const uint8_t* row, int e) {
+    if constexpr (T == kF32) return reinterpret_cast<const float*>(row)[e];
+    else if constexpr (T == kF16) return h2f(reinterpret_cast<const uint16_t*>(row)[e]);
+    else return bf2f(reinterpret_cast<const uint16_t*>(row)[e]);
+}
+
+// 8 consecutive elements from element e (a multiple of 8; rows 16-byte aligned).
+template <int T> __device__ __forceinline__ void load8(const uint8_t* row, int e, float v[8]) {
+    if constexpr (T == kF32) {
+        const float4* p = reinterpret_cast<const float4*>(row + 4 * static_cast<size_t>(e));
+        const float4 a = __ldg(p), b = __ldg(p + 1);
+        v[0] = a.x; v[1] = a.y; v[2] = a.z; v[3] = a.w; v[4] = b.x; v[5] = b.y; v[6] = b.z; v[7] = b.w;
+    } else {
+        const uint4 u = __ldg(reinterpret_cast<const uint4*>(row + 2 * static_cast<size_t>(e)));
+        const uint32_t words[4] = {u.x, u.y, u.z, u.w};
+#pragma unroll
+        for (int i = 0; i < 4; ++i) {
+            const uint16_t lo = static_cast<uint16_t>(words[i]), hi = static_cast<uint16_t>(words[i] >> 16);
+            v[2 * i] = T == kF16 ? h2f(lo) : bf2f(lo);
+            v[2 * i + 1] = T == kF16 ? h2f(hi) : bf2f(hi);
+        }
+    }
+}
+
+// Float weights: warp per row; VEC: cols % 8 == 0, 16-byte loads of 8 elements per lane.
+template <int T, int NT, bool VEC>
+__global__ void __launch_bounds__(128) matvec_f_kernel(const uint8_t* __restrict__ w, size_t row_bytes, int rows,
+                                                       int cols, const float* __restrict__ x, int n,
+                                                       float* __restrict__ y, const float* __restrict__ bias) {
+    const int lane = threadIdx.x & 31;
+    const int row = blockIdx.x * kWarpsPerBlock + (threadIdx.x >> 5);
+    if (row >= rows) return;
+    const int t0 = blockIdx.y * NT;
+    const int nt = min(NT, n - t0);
+    const uint8_t* wr = w + static_cast<size_t>(row) * row_bytes;
+    float acc[NT];
+#pragma unroll
+    for (int t = 0; t < NT; ++t) acc[t] = 0.0f;
+    if constexpr (VEC) {
+        for (int e = lane * 8; e < cols; e += 256) {
+            float wv[8];
+            load8<T>(wr, e, wv);
+#pragma unroll
+            for (int t = 0; t < NT; ++t) {
+                if (t < nt) {
+                    const float4* xp = reinterpret_cast<const float4*>(x + static_cast<int64_t>(t0 + t) * cols + e);
+                    const float4 a = __ldg(xp), b = __ldg(xp + 1);
+                    acc[t] += wv[0] * a.x + wv[1] * a.y + wv[2] * a.z + wv[3] * a.w + wv[4] * b.x + wv[5] * b.y +
+                              wv[6] * b.z + wv[7] * b.w;
+                }
+            }
+        }
+    } else {
+        for (int e = lane; e < cols; e += 32) {
+            const float wv = load1<T>(wr, e);
+#pragma unroll
+            for (int t = 0; t < NT; ++t)
+                if (t < nt) acc[t] += wv * __ldg(x + static_cast<int64_t>(t0 + t) * cols + e);
+        }
+    }
+#pragma unroll
+    for (int t = 0; t < NT; ++t) {
+        const float v = warp_sum(acc[t]);
+        if (lane == 0 && t < nt) y[static_cast<int64_t>(t0 + t) * rows + row] = v + (bias ? bias[row] : 0.0f);
+    }
+}
+
+template <int T, int NT>
+void launch_q(const void* w, size_t row_bytes, int64_t rows, int64_t cols, const int8_t* xq, const float2* ds,
+              int64_t n, float* y, const float* bias, cudaStream_t stream) {
+    const dim3 grid(blocks_for(rows, kWarpsPerBlock), static_cast<unsigned>((n + NT - 1) / NT));
+    matvec_q_kernel<T, NT><<<grid, 128, 0, stream>>>(static_cast<const uint8_t*>(w), row_bytes,
+                                                     static_cast<int>(rows), static_cast<int>(cols / 32), xq, ds,
+                                                     static_cast<int>(n), y, bias);
+    EMBER_CUDA_CHECK_LAUNCH("matvec_q_kernel");
+}
+
+template <int T>
+void dispatch_q(const void* w, size_t row_bytes, int64_t rows, int64_t cols, const int8_t* xq, const float2* ds,
+                int64_t n, float* y, const float* bias, cudaStream_t stream) {
+    if (n <= 1) launch_q<T, 1>(w, row_bytes, rows, cols, xq, ds, n, y, bias, stream);
+    else if (n <= 2) launch_q<T, 2>(w, row_bytes, rows, cols, xq, ds, n, y, bias, stream);
+    else if (n <= 4) launch_q<T, 4>(w, row_bytes, rows, cols, xq, ds, n, y, bias, stream);
+    else launch_q<T, 8>(w, row_bytes, rows, cols, xq, ds, n, y, bias, stream);
+}
+
+template <int T, int NT>
+void launch_f(const void* w, size_t row_bytes, int64_t rows, int64_t cols, const float* x, int64_t n, float* y,
+              const float* bias, cudaStream_t stream) {
+    const dim3 grid(blocks_for(rows, kWarpsPerBlock), static_cast<unsigned>((n + NT - 1) / NT));
+    const auto* wp = static_cast<const uint8_t*>(w);
+    if (cols % 8 == 0 && row_bytes % 16 == 0)
+        matvec_f_kernel<T, NT, true><<<grid, 128, 0, stream>>>(wp, row_bytes, static_cast<int>(rows),
+                                                               static_cast<int>(cols), x, static_cast<int>(n), y, bias);
+    else
+        matvec_f_kernel<T, NT, false><<<grid, 128, 0, stream>>>(wp, row_bytes, static_cast<int>(rows),
+                                                                static_cast<int>(cols), x, static_cast<int>(n), y, bias);
+    EMBER_CUDA_CHECK_LAUNCH("matvec_f_kernel");
+}
+
+template <int T>
+void dispatch_f(const void* w, size_t row_bytes, int64_t rows, int64_t cols, const float* x, int64_t n, float* y,
+                const float* bias, cudaStream_t stream) {
+    if (n <= 1) launch_f<T, 1>(w, row_bytes, rows, cols, x, n, y, bias, stream);
+    else if (n <= 2) launch_f<T, 2>(w, row_bytes, rows, cols, x, n, y, bias, stream);
+    else if (n <= 4) launch_f<T, 4>(w, row_bytes, rows, cols, x, n, y, bias, stream);
+    else launch_f<T, 8>(w, row_bytes, rows, cols, x, n, y, bias, stream);
+}
+
+}  // namespace
+
+bool is_block_type(int type) {
+    switch (type) {
+        case kQ4_0: case kQ4_1: case kQ5_0: case kQ5_1: case kQ8_0:
+        case kQ2_K: case kQ3_K: case kQ4_K: case kQ5_K: case kQ6_K:
+            return true;
+        default:
+            return false;
+    }
+}
+
+bool is_float_type(int type) { return type == kF32 || type == kF16 || type == kBF16; }
+
+void quantize_q8(const float* x, int64_t n, int64_t cols, int8_t* xq, float2* ds, cudaStream_t stream) {
+    const int64_t n_chunks = n * (cols / 32);
+    if (n_chunks == 0) return;
+    quantize_q8_kernel<<<blocks_for(n_chunks, kWarpsPerBlock), 128, 0, stream>>>(x, n_chunks, xq, ds);
+    EMBER_CUDA_CHECK_LAUNCH("quantize_q8_kernel");
+}
+
+void matvec_quant(int type, const void* w, size_t row_bytes, int64_t rows, int64_t cols, const int8_t* xq,
+                  const float2* ds, int64_t n, float* y, const float* bias, cudaStream_t stream) {
+    // Token groups of up to 8 share one pass over the weights; larger n loops over groups.
+    for (int64_t t0 = 0; t0 < n; t0 += kMatvecMaxTokens) {
+        const int64_t nt = n - t0 < kMatvecMaxTokens ? n - t0 : kMatvecMaxTokens;
+        const int8_t* xq_t = xq + t0 * cols;
+        const float2* ds_t = ds + t0 * (cols / 32);
+        float* y_t = y + t0 * rows;
+        switch (type) {
+            case kQ4_0: dispatch_q<kQ4_0>(w, row_bytes, rows, cols, xq_t, ds_t, nt, y_t, bias, stream); break;
+            case kQ4_1: dispatch_q<kQ4_1>(w, row_bytes, rows, cols, xq_t, ds_t, nt, y_t, bias, stream); break;
+            case kQ5_0: dispatch_q<kQ5_0>(w, row_bytes, rows, cols, xq_t, ds_t, nt, y_t, bias, stream); break;
+            case kQ5_1: dispatch_q<kQ5_1>(w, row_bytes, rows, cols, xq_t, ds_t, nt, y_t, bias, stream); break;
+            case kQ8_0: dispatch_q<kQ8_0>(w, row_bytes, rows, cols, xq_t, ds_t, nt, y_t, bias, stream); break;
+            case kQ2_K: dispatch_q<kQ2_K>(w, row_bytes, rows, cols, xq_t, ds_t, nt, y_t, bias, stream); break;
+            case kQ3_K: dispatch_q<kQ3_K>(w, row_bytes, rows, cols, xq_t, ds_t, nt, y_t, bias, stream); break;
+            case kQ4_K: dispatch_q<kQ4_K>(w, row_bytes, rows, cols, xq_t, ds_t, nt, y_t, bias, stream); break;
+            case kQ5_K: dispatch_q<kQ5_K>(w, row_bytes, rows, cols, xq_t, ds_t, nt, y_t, bias, stream); break;
+            case kQ6_K: dispatch_q<kQ6_K>(w, row_bytes, rows, cols, xq_t, ds_t, nt, y_t, bias, stream); break;
+            default: break;  // the backend checks types before calling
+        }
+    }
+}
+
+void matvec_float(int type, const void* w, size_t row_bytes, int64_t rows, int64_t cols, const float* x, int64_t n,
+                  float* y, const float* bias, cudaStream_t stream) {
+    for (int64_t t0 = 0; t0 < n; t0 += kMatvecMaxTokens) {
+        const int64_t nt = n - t0 < kMatvecMaxTokens ? n - t0 : kMatvecMaxTokens;
+        const float* x_t = x + t0 * cols;
+        float* y_t = y + t0 * rows;
+        switch (type) {
+            case kF32: dispatch_f<kF32>(w, row_bytes, rows, cols, x_t, nt, y_t, bias, stream); break;
+            case kF16: dispatch_f<kF16>(w, row_bytes, rows, cols, x_t, nt, y_t, bias, stream); break;
+            case kBF16: dispatch_f<kBF16>(w, row_bytes, rows, cols, x_t, nt, y_t, bias, stream); break;
+            default: break;
+        }
+    }
+}
+
+}  // namespace ember::cuda

@@ -1,0 +1,93 @@
+// Launchers of the CUDA kernels, one family per .cu file. Plain C++17 host declarations
+// (no backend.h, so nvcc compiles the kernels as C++17 while the backend class is C++20).
+// Every launcher enqueues on `stream` and checks the launch; none synchronizes.
+//
+// Conventions: activations are F32, row-major, contiguous (row stride = cols). Weights keep
+// their GGUF block layout, `row_bytes` apart. `type` is the GGUF type id (QType in
+// quant_blocks.cuh / ember::DType).
+#pragma once
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+#include <stddef.h>
+#include <stdint.h>
+
+namespace ember::cuda {
+
+// ---- matvec.cu: decode matrix-vector products (few tokens, memory-bound) ---------------------
+constexpr int kMatvecMaxTokens = 8;   // above this, matmul takes the GEMM path
+bool is_block_type(int type);         // Q4_0 ... Q6_K (32-element chunks)
+bool is_float_type(int type);         // F32, F16, BF16
+// x (n x cols, cols % 32 == 0) -> 8-bit chunks: xq (n x cols int8), ds (n x cols/32: d, d*sum).
+void quantize_q8(const float* x, int64_t n, int64_t cols, int8_t* xq, float2* ds, cudaStream_t stream);
+// y[t][r] = sum_c W[r][c] x[t][c] (+ bias[r]) for t < n (any n; groups of <= 8 tokens).
+void matvec_quant(int type, const void* w, size_t row_bytes, int64_t rows, int64_t cols, const int8_t* xq,
+                  const float2* ds, int64_t n, float* y, const float* bias, cudaStream_t stream);
+void matvec_float(int type, const void* w, size_t row_bytes, int64_t rows, int64_t cols, const float* x, int64_t n,
+                  float* y, const float* bias, cudaStream_t stream);
+
+// ---- gemm.cu: conversions feeding the prefill GEMM (cuBLAS, called by the backend) ----------
+// Rows [0, rows) of a weight matrix as FP16, rows x cols contiguous.
+void dequant_f16(int type, const void* w, size_t row_bytes, int64_t rows, int64_t cols, __half* out,
+                 cudaStream_t stream);
+void f32_to_f16(const float* x, int64_t n, __half* out, cudaStream_t stream);
+// y[t][r] += bias[r]
+void add_bias(float* y, int64_t n, int64_t cols, const float* bias, cudaStream_t stream);
+
+// ---- norm.cu ---------------------------------------------------------------------------------
+void rms_norm(const float* x, const float* w, int64_t rows, int64_t cols, float eps, float* y, cudaStream_t stream);
+
+// ---- rope.cu ---------------------------------------------------------------------------------
+// x: n_tokens * n_heads rows of head_dim; positions: [n_tokens]; inv_freq: [n_rot / 2].
+void rope(float* x, int64_t n_tokens, int n_heads, int head_dim, int n_rot, bool neox, const int32_t* positions,
+          const float* inv_freq, float freq_scale, cudaStream_t stream);
+
+// ---- elementwise.cu ----------------------------------------------------------------------------
+void glu(const float* gate, const float* up, float* out, int64_t n, bool gelu, cudaStream_t stream);
+void add(float* x, const float* y, int64_t n, cudaStream_t stream);
+// out[i] = x[rows[i]] (rows of `cols` floats)
+void gather_rows(const float* x, int64_t cols, const int32_t* rows, int64_t n, float* out, cudaStream_t stream);
+// out[t] = dequant(table[ids[t]]) * scale
+void embed(int type, const void* table, size_t row_bytes, int64_t cols, const int32_t* ids, int64_t n, float scale,
+           float* out, cudaStream_t stream);
+
+// ---- kv.cu -------------------------------------------------------------------------------------
+// Row t of k and v (kv_dim floats each) into cache slot slots[t]; kv_type F16 or Q8_0.
+void store_kv(int kv_type, void* k_cache, void* v_cache, size_t row_bytes, int64_t kv_dim, const float* k,
+              const float* v, const int32_t* slots, int64_t n, cudaStream_t stream);
+
+// ---- attention.cu ------------------------------------------------------------------------------
+// Query tiles: runs of at most kAttnTileTokens consecutive batch tokens of one sequence
+// (built once per batch, see build_attention_tiles).
+constexpr int kAttnTileTokens = 32;
+
+struct AttentionArgs {
+    const uint8_t* k = nullptr;   // cache pools of the layer
+    const uint8_t* v = nullptr;
+    size_t kv_row_bytes = 0;
+    int kv_type = 1;              // F16 or Q8_0
+    int block_tokens = 16;
+    const float* q = nullptr;     // n_tokens x n_heads*head_dim
+    float* out = nullptr;         // same shape
+    float* partial = nullptr;     // scratch, attention_partial_floats() floats
+    const int32_t* positions = nullptr;
+    const int32_t* seq_of = nullptr;
+    const int32_t* block_table = nullptr;
+    int max_blocks = 0;
+    const int2* tiles = nullptr;  // (first token, count)
+    int n_tiles = 0;
+    int n_tokens = 0, n_heads = 0, n_kv_heads = 0, head_dim = 0;
+    float scale = 1.0f, softcap = 0.0f;
+    int window = 0;
+    int max_pos = 0;              // largest position in the batch (bounds every key range)
+    int sm_count = 1;             // multiprocessors (chooses the split of long key ranges)
+    size_t smem_optin = 48 * 1024;  // largest dynamic shared memory a block may use
+};
+
+// The split-K factor and scratch size attention() will use for these arguments.
+int attention_splits(const AttentionArgs& a);
+size_t attention_partial_floats(const AttentionArgs& a, int n_splits);
+// Throws ember::Error for unsupported shapes (head_dim > 256, Q8_0 with head_dim % 32 != 0,
+// not enough shared memory).
+void attention(const AttentionArgs& a, int n_splits, cudaStream_t stream);
+
+}  // namespace ember::cuda

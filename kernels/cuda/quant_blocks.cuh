@@ -1,0 +1,273 @@
+// The GGUF block formats as the CUDA kernels read them, in 32-element "chunks".
+//
+// Every quantized row is a sequence of 32-element chunks (a legacy block is one chunk; a
+// 256-element K-quant super-block is eight). decode_chunk<T>() turns chunk c of a row into
+//   q[8]  : 32 signed 8-bit codes packed 4 per word, in element order
+//   a[2]  : scale of elements 0..15 and 16..31
+//   b[2]  : offset of elements 0..15 and 16..31
+// so that element i = a[i/16] * q[i] + b[i/16]. With that one form:
+//   - dequantization (embeddings, FP16 weight tiles for the prefill GEMM) is a multiply-add;
+//   - the decode matrix-vector product against 8-bit activations (x = dx * xq, per 32
+//     elements; sx = dx * sum(xq)) is two dp4a sums and a few float operations.
+// Formulas follow kernels/cpu/quant.cpp (ggml's layouts) term by term, so dequantized values
+// equal the CPU's up to fused multiply-add rounding.
+//
+// This header compiles under nvcc (device + host) and under g++ alone (host), so the block
+// decoding is unit-tested on the CPU: tests/kernels/cuda/test_cuda_quant_host.cpp.
+#pragma once
+#include <stdint.h>
+
+#include "kernels/cuda/hd_util.cuh"
+
+namespace ember::cuda {
+
+// Type ids as in kernels/common/dtype.h (GGUF numbering); kept numeric here so that this
+// header needs nothing C++20.
+enum QType : int {
+    kF32 = 0, kF16 = 1, kQ4_0 = 2, kQ4_1 = 3, kQ5_0 = 6, kQ5_1 = 7, kQ8_0 = 8,
+    kQ2_K = 10, kQ3_K = 11, kQ4_K = 12, kQ5_K = 13, kQ6_K = 14, kBF16 = 30,
+};
+
+enum class Offset { None, PerChunk, PerHalf };  // which b[] terms a type has
+
+template <int T> struct QTraits;
+template <> struct QTraits<kQ4_0> { static constexpr int bytes = 18, chunks = 1; static constexpr Offset off = Offset::None; };
+template <> struct QTraits<kQ4_1> { static constexpr int bytes = 20, chunks = 1; static constexpr Offset off = Offset::PerChunk; };
+template <> struct QTraits<kQ5_0> { static constexpr int bytes = 22, chunks = 1; static constexpr Offset off = Offset::None; };
+template <> struct QTraits<kQ5_1> { static constexpr int bytes = 24, chunks = 1; static constexpr Offset off = Offset::PerChunk; };
+template <> struct QTraits<kQ8_0> { static constexpr int bytes = 34, chunks = 1; static constexpr Offset off = Offset::None; };
+template <> struct QTraits<kQ2_K> { static constexpr int bytes = 84, chunks = 8; static constexpr Offset off = Offset::PerHalf; };
+template <> struct QTraits<kQ3_K> { static constexpr int bytes = 110, chunks = 8; static constexpr Offset off = Offset::None; };
+template <> struct QTraits<kQ4_K> { static constexpr int bytes = 144, chunks = 8; static constexpr Offset off = Offset::PerChunk; };
+template <> struct QTraits<kQ5_K> { static constexpr int bytes = 176, chunks = 8; static constexpr Offset off = Offset::PerChunk; };
+template <> struct QTraits<kQ6_K> { static constexpr int bytes = 210, chunks = 8; static constexpr Offset off = Offset::None; };
+
+struct Chunk {
+    uint32_t q[8];
+    float a[2];
+    float b[2];
+};
+
+// Spreads bits 0..3 of t to bit 4 of bytes 0..3 (the fifth bit of four 5-bit codes).
+EMBER_HD uint32_t spread_bit4(uint32_t t) {
+    return ((t & 1u) << 4) | ((t & 2u) << 11) | ((t & 4u) << 18) | ((t & 8u) << 25);
+}
+
+// 6-bit scale and min of sub-block j of a Q4_K/Q5_K scales[12] (as unpack_scale_min_k4).
+EMBER_HD void scale_min_k4(const uint8_t* s, int j, int& sc, int& m) {
+    if (j < 4) {
+        sc = s[j] & 63;
+        m = s[j + 4] & 63;
+    } else {
+        sc = (s[j + 4] & 0xF) | ((s[j - 4] >> 6) << 4);
+        m = (s[j + 4] >> 4) | ((s[j] >> 6) << 4);
+    }
+}
+
+// Signed 6-bit scale j (0..15) of a Q3_K block (as unpack_scales_q3_k).
+EMBER_HD int scale_q3_k(const uint8_t* packed, int j) {
+    const int low = (packed[j % 8] >> (4 * (j / 8))) & 0xF;
+    const int high = (packed[8 + j % 4] >> (2 * (j / 4))) & 3;
+    return (low | (high << 4)) - 32;
+}
+
+template <int T> EMBER_HD void decode_chunk(const uint8_t* row, int64_t c, Chunk& ch);
+
+// Q4_0 (18 B: d, qs[16]): element j = (nibble - 8) * d; low nibbles are elements 0..15.
+template <> EMBER_HD void decode_chunk<kQ4_0>(const uint8_t* row, int64_t c, Chunk& ch) {
+    const uint8_t* b = row + c * 18;
+    ch.a[0] = ch.a[1] = ld_half(b);
+    ch.b[0] = ch.b[1] = 0.0f;
+    for (int w = 0; w < 4; ++w) {
+        const uint32_t q = ld_u32_a2(b + 2 + 4 * w);
+        ch.q[w] = vsub4(q & 0x0F0F0F0Fu, 0x08080808u);
+        ch.q[w + 4] = vsub4((q >> 4) & 0x0F0F0F0Fu, 0x08080808u);
+    }
+}
+
+// Q4_1 (20 B: d, m, qs[16]): element j = nibble * d + m.
+template <> EMBER_HD void decode_chunk<kQ4_1>(const uint8_t* row, int64_t c, Chunk& ch) {
+    const uint8_t* b = row + c * 20;
+    ch.a[0] = ch.a[1] = ld_half(b);
+    ch.b[0] = ch.b[1] = ld_half(b + 2);
+    for (int w = 0; w < 4; ++w) {
+        const uint32_t q = ld_u32_a4(b + 4 + 4 * w);
+        ch.q[w] = q & 0x0F0F0F0Fu;
+        ch.q[w + 4] = (q >> 4) & 0x0F0F0F0Fu;
+    }
+}
+
+// Q5_0 (22 B: d, qh[4], qs[16]): element j = (nibble | bit j of qh << 4) - 16, times d.
+template <> EMBER_HD void decode_chunk<kQ5_0>(const uint8_t* row, int64_t c, Chunk& ch) {
+    const uint8_t* b = row + c * 22;
+    ch.a[0] = ch.a[1] = ld_half(b);
+    ch.b[0] = ch.b[1] = 0.0f;
+    const uint32_t qh = ld_u32_a2(b + 2);
+    for (int w = 0; w < 4; ++w) {
+        const uint32_t q = ld_u32_a2(b + 6 + 4 * w);
+        ch.q[w] = vsub4((q & 0x0F0F0F0Fu) | spread_bit4(qh >> (4 * w)), 0x10101010u);
+        ch.q[w + 4] = vsub4(((q >> 4) & 0x0F0F0F0Fu) | spread_bit4(qh >> (16 + 4 * w)), 0x10101010u);
+    }
+}
+
+// Q5_1 (24 B: d, m, qh[4], qs[16]): element j = (nibble | bit j of qh << 4) * d + m.
+template <> EMBER_HD void decode_chunk<kQ5_1>(const uint8_t* row, int64_t c, Chunk& ch) {
+    const uint8_t* b = row + c * 24;
+    ch.a[0] = ch.a[1] = ld_half(b);
+    ch.b[0] = ch.b[1] = ld_half(b + 2);
+    const uint32_t qh = ld_u32_a4(b + 4);
+    for (int w = 0; w < 4; ++w) {
+        const uint32_t q = ld_u32_a4(b + 8 + 4 * w);
+        ch.q[w] = (q & 0x0F0F0F0Fu) | spread_bit4(qh >> (4 * w));
+        ch.q[w + 4] = ((q >> 4) & 0x0F0F0F0Fu) | spread_bit4(qh >> (16 + 4 * w));
+    }
+}
+
+// Q8_0 (34 B: d, qs[32]): element j = qs[j] * d.
+template <> EMBER_HD void decode_chunk<kQ8_0>(const uint8_t* row, int64_t c, Chunk& ch) {
+    const uint8_t* b = row + c * 34;
+    ch.a[0] = ch.a[1] = ld_half(b);
+    ch.b[0] = ch.b[1] = 0.0f;
+    for (int w = 0; w < 8; ++w) ch.q[w] = ld_u32_a2(b + 2 + 4 * w);
+}
+
+// Q2_K (84 B: scales[16], qs[64], d, dmin). Chunk k of a super-block: half h = k/4 (128
+// elements, qs[32h..32h+31]), 2-bit field s = k%4; element l = (qs[32h+l] >> 2s) & 3.
+// Sub-blocks of 16 use scales[2k] and scales[2k+1]: x = d*(sc&15)*q - dmin*(sc>>4).
+template <> EMBER_HD void decode_chunk<kQ2_K>(const uint8_t* row, int64_t c, Chunk& ch) {
+    const uint8_t* b = row + (c >> 3) * 84;
+    const int k = static_cast<int>(c & 7), h = k >> 2, s = k & 3;
+    const float d = ld_half(b + 80), dmin = ld_half(b + 82);
+    const int sa = b[2 * k], sb = b[2 * k + 1];
+    ch.a[0] = d * static_cast<float>(sa & 0xF);
+    ch.a[1] = d * static_cast<float>(sb & 0xF);
+    ch.b[0] = -(dmin * static_cast<float>(sa >> 4));
+    ch.b[1] = -(dmin * static_cast<float>(sb >> 4));
+    for (int w = 0; w < 8; ++w) ch.q[w] = (ld_u32_a4(b + 16 + 32 * h + 4 * w) >> (2 * s)) & 0x03030303u;
+}
+
+// Q3_K (110 B: hmask[32], qs[64], scales[12], d). Chunk k: h = k/4, s = k%4; element l =
+// ((qs[32h+l] >> 2s) & 3) - (bit k of hmask[l] ? 0 : 4), scales 2k and 2k+1 (signed 6-bit).
+template <> EMBER_HD void decode_chunk<kQ3_K>(const uint8_t* row, int64_t c, Chunk& ch) {
+    const uint8_t* b = row + (c >> 3) * 110;
+    const int k = static_cast<int>(c & 7), h = k >> 2, s = k & 3;
+    const float d = ld_half(b + 108);
+    ch.a[0] = d * static_cast<float>(scale_q3_k(b + 96, 2 * k));
+    ch.a[1] = d * static_cast<float>(scale_q3_k(b + 96, 2 * k + 1));
+    ch.b[0] = ch.b[1] = 0.0f;
+    for (int w = 0; w < 8; ++w) {
+        const uint32_t lo = (ld_u32_a2(b + 32 + 32 * h + 4 * w) >> (2 * s)) & 0x03030303u;
+        const uint32_t hi = (ld_u32_a2(b + 4 * w) >> k) & 0x01010101u;
+        ch.q[w] = vsub4(lo, (hi ^ 0x01010101u) << 2);
+    }
+}
+
+// Q4_K (144 B: d, dmin, scales[12], qs[128]). Chunk k: 64-element group g = k/2 reads
+// qs[32g..32g+31], low nibbles for even k, high for odd; x = d*sc_k*q - dmin*m_k.
+template <> EMBER_HD void decode_chunk<kQ4_K>(const uint8_t* row, int64_t c, Chunk& ch) {
+    const uint8_t* b = row + (c >> 3) * 144;
+    const int k = static_cast<int>(c & 7);
+    int sc, m;
+    scale_min_k4(b + 4, k, sc, m);
+    ch.a[0] = ch.a[1] = ld_half(b) * static_cast<float>(sc);
+    ch.b[0] = ch.b[1] = -(ld_half(b + 2) * static_cast<float>(m));
+    uint32_t q[8];
+    ld_8u32_a16(b + 16 + 32 * (k >> 1), q);
+    const int shift = 4 * (k & 1);
+    for (int w = 0; w < 8; ++w) ch.q[w] = (q[w] >> shift) & 0x0F0F0F0Fu;
+}
+
+// Q5_K (176 B: d, dmin, scales[12], qh[32], qs[128]): Q4_K plus a fifth bit, bit k of qh[l].
+template <> EMBER_HD void decode_chunk<kQ5_K>(const uint8_t* row, int64_t c, Chunk& ch) {
+    const uint8_t* b = row + (c >> 3) * 176;
+    const int k = static_cast<int>(c & 7);
+    int sc, m;
+    scale_min_k4(b + 4, k, sc, m);
+    ch.a[0] = ch.a[1] = ld_half(b) * static_cast<float>(sc);
+    ch.b[0] = ch.b[1] = -(ld_half(b + 2) * static_cast<float>(m));
+    uint32_t q[8], qh[8];
+    ld_8u32_a16(b + 48 + 32 * (k >> 1), q);
+    ld_8u32_a16(b + 16, qh);
+    const int shift = 4 * (k & 1);
+    for (int w = 0; w < 8; ++w) ch.q[w] = ((q[w] >> shift) & 0x0F0F0F0Fu) | (((qh[w] >> k) & 0x01010101u) << 4);
+}
+
+// Q6_K (210 B: ql[128], qh[64], scales[16] int8, d). Chunk k: half h = k/4, quarter r = k%4:
+// low 4 bits from ql[64h + 32(r&1) + l] (high nibble when r >= 2), high 2 bits from
+// (qh[32h + l] >> 2r) & 3; x = d * scales[8h + 2r (+1 for l >= 16)] * (q - 32).
+template <> EMBER_HD void decode_chunk<kQ6_K>(const uint8_t* row, int64_t c, Chunk& ch) {
+    const uint8_t* b = row + (c >> 3) * 210;
+    const int k = static_cast<int>(c & 7), h = k >> 2, r = k & 3;
+    const float d = ld_half(b + 208);
+    const int8_t* sc = reinterpret_cast<const int8_t*>(b + 192 + 8 * h + 2 * r);
+    ch.a[0] = d * static_cast<float>(sc[0]);
+    ch.a[1] = d * static_cast<float>(sc[1]);
+    ch.b[0] = ch.b[1] = 0.0f;
+    const uint8_t* ql = b + 64 * h + 32 * (r & 1);
+    const uint8_t* qh = b + 128 + 32 * h;
+    for (int w = 0; w < 8; ++w) {
+        const uint32_t lo = (ld_u32_a2(ql + 4 * w) >> (4 * (r >> 1))) & 0x0F0F0F0Fu;
+        const uint32_t hi = (ld_u32_a2(qh + 4 * w) >> (2 * r)) & 0x03030303u;
+        ch.q[w] = vsub4(lo | (hi << 4), 0x20202020u);
+    }
+}
+
+EMBER_HD int byte_at(uint32_t w, int i) { return static_cast<int8_t>(static_cast<uint8_t>(w >> (8 * i))); }
+
+// Chunk c of a row as 32 floats.
+template <int T> EMBER_HD void dequant_chunk(const uint8_t* row, int64_t c, float out[32]) {
+    Chunk ch;
+    decode_chunk<T>(row, c, ch);
+    for (int i = 0; i < 32; ++i) {
+        const float q = static_cast<float>(byte_at(ch.q[i / 4], i % 4));
+        out[i] = QTraits<T>::off == Offset::None ? q * ch.a[i / 16] : q * ch.a[i / 16] + ch.b[i / 16];
+    }
+}
+
+// Dot product of a decoded weight chunk with 32 activations x = dx * xq (xq: 8 words of
+// 4 int8, element order), sx = dx * sum(xq). 8 dp4a (+8 for Q2_K's per-half offsets).
+template <int T> EMBER_HD float dot_decoded(const Chunk& ch, const int xq[8], float dx, float sx) {
+    int s0 = 0, s1 = 0;
+    EMBER_UNROLL
+    for (int w = 0; w < 4; ++w) s0 = dp4a(static_cast<int>(ch.q[w]), xq[w], s0);
+    EMBER_UNROLL
+    for (int w = 4; w < 8; ++w) s1 = dp4a(static_cast<int>(ch.q[w]), xq[w], s1);
+    float r = dx * (ch.a[0] * static_cast<float>(s0) + ch.a[1] * static_cast<float>(s1));
+    if constexpr (QTraits<T>::off == Offset::PerChunk) r += ch.b[0] * sx;
+    if constexpr (QTraits<T>::off == Offset::PerHalf) {
+        int x0 = 0, x1 = 0;
+        EMBER_UNROLL
+        for (int w = 0; w < 4; ++w) x0 = dp4a(0x01010101, xq[w], x0);
+        EMBER_UNROLL
+        for (int w = 4; w < 8; ++w) x1 = dp4a(0x01010101, xq[w], x1);
+        r += dx * (ch.b[0] * static_cast<float>(x0) + ch.b[1] * static_cast<float>(x1));
+    }
+    return r;
+}
+
+// The same for chunk c of a weight row.
+template <int T> EMBER_HD float dot_chunk(const uint8_t* row, int64_t c, const int xq[8], float dx, float sx) {
+    Chunk ch;
+    decode_chunk<T>(row, c, ch);
+    return dot_decoded<T>(ch, xq, dx, sx);
+}
+
+// 8-bit quantization of 32 activations as the decode kernels use it (host reference of the
+// device kernel quantize_q8 in matvec.cu): d = max|x| / 127, xq = round(x / d),
+// s = d * sum(xq).
+EMBER_HD void quantize_chunk_q8(const float* x, int8_t* xq, float& d, float& s) {
+    float amax = 0.0f;
+    for (int i = 0; i < 32; ++i) amax = amax > (x[i] < 0 ? -x[i] : x[i]) ? amax : (x[i] < 0 ? -x[i] : x[i]);
+    d = amax / 127.0f;
+    const float id = d != 0.0f ? 1.0f / d : 0.0f;
+    int sum = 0;
+    for (int i = 0; i < 32; ++i) {
+        const float v = x[i] * id;
+        const int q = static_cast<int>(v < 0 ? v - 0.5f : v + 0.5f);  // round half away from zero
+        xq[i] = static_cast<int8_t>(q);
+        sum += q;
+    }
+    s = d * static_cast<float>(sum);
+}
+
+}  // namespace ember::cuda
