@@ -640,10 +640,24 @@ bool is_cased(const std::string& s, bool want_lower) {
     return any;
 }
 
-int64_t int_operand(const Value& v, std::string_view test) {
+// odd/even/divisibleby: Python's % on ints, or on floats (2.5 is not odd).
+double number_operand(const Value& v, std::string_view test) {
     v.require_defined();
-    if (!v.is_int() && !v.is_bool()) throw EvalError{"test '" + std::string(test) + "' needs an integer"};
-    return v.as_int();
+    if (!v.is_number()) throw EvalError{"test '" + std::string(test) + "' needs a number, not " + v.type_name()};
+    return v.as_float();
+}
+
+bool py_mod_is(const Value& v, const Value& d, double want, std::string_view test) {
+    const double x = number_operand(v, test), y = number_operand(d, test);
+    if (y == 0) throw EvalError{"integer modulo by zero"};
+    if (!v.is_float() && !d.is_float()) {  // exact for 64-bit ints
+        const int64_t a = v.as_int(), b = d.as_int();
+        const int64_t m = b == -1 ? 0 : a % b;
+        return static_cast<double>((m != 0 && ((m < 0) != (b < 0))) ? m + b : m) == want;
+    }
+    double m = std::fmod(x, y);
+    if (m != 0 && ((m < 0) != (y < 0))) m += y;
+    return m == want;
 }
 
 bool t_defined(Interpreter&, const Value& v, CallArgs&) { return !v.is_undefined(); }
@@ -661,13 +675,9 @@ bool t_callable(Interpreter&, const Value& v, CallArgs&) { return v.is_function(
 bool t_escaped(Interpreter&, const Value&, CallArgs&) { return false; }
 // Undefined is iterable (empty) and a sequence (length 0) in jinja2.
 bool t_iterable(Interpreter&, const Value& v, CallArgs&) { return v.is_list() || v.is_dict() || v.is_string() || v.is_undefined(); }
-bool t_odd(Interpreter&, const Value& v, CallArgs&) { return int_operand(v, "odd") % 2 != 0; }
-bool t_even(Interpreter&, const Value& v, CallArgs&) { return int_operand(v, "even") % 2 == 0; }
-bool t_divisibleby(Interpreter&, const Value& v, CallArgs& a) {
-    const int64_t d = int_operand(test_arg(a, "divisibleby"), "divisibleby");
-    if (d == 0) throw EvalError{"integer modulo by zero"};
-    return d == -1 || int_operand(v, "divisibleby") % d == 0;
-}
+bool t_odd(Interpreter&, const Value& v, CallArgs&) { return py_mod_is(v, Value(2), 1, "odd"); }
+bool t_even(Interpreter&, const Value& v, CallArgs&) { return py_mod_is(v, Value(2), 0, "even"); }
+bool t_divisibleby(Interpreter&, const Value& v, CallArgs& a) { return py_mod_is(v, test_arg(a, "divisibleby"), 0, "divisibleby"); }
 bool t_eq(Interpreter&, const Value& v, CallArgs& a) { return equals(v, test_arg(a, "eq")); }
 bool t_ne(Interpreter&, const Value& v, CallArgs& a) { return !equals(v, test_arg(a, "ne")); }
 bool t_lt(Interpreter&, const Value& v, CallArgs& a) { return less_than(v, test_arg(a, "lt")); }
@@ -830,6 +840,24 @@ Value m_get(Interpreter&, const Value& d, CallArgs& a) {
     return p[1].is_undefined() ? Value::none() : p[1];
 }
 
+// Read-only list methods (the sandbox forbids append/pop/…).
+Value m_list_count(Interpreter&, const Value& l, CallArgs& a) {
+    Params p("count", a, {"value"});
+    return Value(static_cast<int64_t>(std::count_if(l.list().begin(), l.list().end(), [&](const Value& x) { return equals(x, p[0]); })));
+}
+Value m_list_index(Interpreter&, const Value& l, CallArgs& a) {
+    Params p("index", a, {"value"});
+    const auto& items = l.list();
+    auto it = std::find_if(items.begin(), items.end(), [&](const Value& x) { return equals(x, p[0]); });
+    if (it == items.end()) throw EvalError{repr(p[0]) + " is not in list"};
+    return Value(static_cast<int64_t>(it - items.begin()));
+}
+
+const std::map<std::string_view, MethodFn>& list_methods() {
+    static const std::map<std::string_view, MethodFn> table = {{"count", m_list_count}, {"index", m_list_index}};
+    return table;
+}
+
 const std::map<std::string_view, MethodFn>& string_methods() {
     static const std::map<std::string_view, MethodFn> table = {
         {"capitalize", m_capitalize}, {"count", m_count}, {"endswith", m_endswith}, {"find", m_find},
@@ -919,7 +947,10 @@ TestFn find_test(std::string_view name) {
 }
 
 Value find_method(const Value& obj, const std::string& name) {
-    const auto* table = obj.is_string() ? &string_methods() : obj.is_dict() ? &dict_methods() : nullptr;
+    const auto* table = obj.is_string() ? &string_methods()
+                        : obj.is_dict() ? &dict_methods()
+                        : obj.is_list() ? &list_methods()
+                                        : nullptr;
     if (!table) return Value::undefined();
     auto it = table->find(name);
     if (it == table->end()) return Value::undefined();

@@ -18,6 +18,11 @@ struct LocatedError {
     bool raised;
 };
 
+// Work units roughly track time: a loop iteration or a call allocates a scope and a loop
+// object, about ten times the cost of evaluating a node.
+constexpr uint64_t kIterationCost = 10;
+constexpr uint64_t kCallCost = 10;
+
 std::string where(SourceLoc loc) {
     return "line " + std::to_string(loc.line) + ", column " + std::to_string(loc.col);
 }
@@ -278,7 +283,7 @@ Interpreter::Flow Interpreter::exec_for(const Stmt& s) {
     if (items.empty()) return exec_body(s.else_body);
     ScopePtr outer = scope_;
     for (size_t i = 0; i < items.size(); ++i) {
-        charge(1);
+        charge(kIterationCost);
         auto iter = std::make_shared<Scope>(Scope{outer, {}});
         bind_targets(*iter, s.targets, items[i]);
         iter->vars.set("loop", Value(loop_info(items, i)));
@@ -357,10 +362,10 @@ Value Interpreter::call_macro(const Stmt& m, const std::weak_ptr<Scope>& def_sco
     ScopePtr parent = def_scope.lock();
     auto scope = std::make_shared<Scope>(Scope{parent ? parent : root_, {}});
     for (size_t i = 0; i < args.pos.size(); ++i) scope->vars.set(m.params[i].name, args.pos[i]);
-    for (auto& [k, v] : args.kw) {
-        auto it = std::find_if(m.params.begin(), m.params.end(), [&](const MacroParam& p) { return p.name == k; });
-        if (it == m.params.end()) throw EvalError{"macro '" + name + "' takes no keyword argument '" + k + "'"};
-        scope->vars.set(k, v);
+    for (const auto& kw : args.kw) {
+        auto it = std::find_if(m.params.begin(), m.params.end(), [&](const MacroParam& p) { return p.name == kw.first; });
+        if (it == m.params.end()) throw EvalError{"macro '" + name + "' takes no keyword argument '" + kw.first + "'"};
+        scope->vars.set(kw.first, kw.second);
     }
     if (++call_depth_ > limits_.max_call_depth) {
         --call_depth_;
@@ -525,6 +530,7 @@ Value Interpreter::eval_slice(const Expr& e) {
     const Value start = e.b ? eval(*e.b) : Value::none();
     const Value stop = e.c ? eval(*e.c) : Value::none();
     const Value step = e.d ? eval(*e.d) : Value::none();
+    // jinja2 slices with Python's own [] (not its lenient getitem), so this is a TypeError.
     if (!obj.is_list() && !obj.is_string()) throw EvalError{"'" + obj.type_name() + "' object is not subscriptable"};
     std::vector<std::string_view> chars;
     if (obj.is_string()) chars = utf8_chars(obj.str());
@@ -553,7 +559,7 @@ CallArgs Interpreter::eval_args(const std::vector<Arg>& args) {
 Value Interpreter::call(const Value& callee, CallArgs& args) {
     callee.require_defined();
     if (!callee.is_function()) throw EvalError{"'" + callee.type_name() + "' object is not callable"};
-    charge(1);
+    charge(kCallCost);
     return callee.fn().call(*this, args);
 }
 
@@ -622,9 +628,10 @@ Value Interpreter::eval_binary(const Expr& e) {
         charge(items.size());
         return a.is_tuple() ? Value::tuple(std::move(items)) : Value(std::move(items));
     }
-    if (op == "*" && (a.is_int() || b.is_int()) && (a.is_string() || b.is_string() || a.is_list() || b.is_list())) {
-        const Value& seq = a.is_int() ? b : a;
-        const int64_t n = std::max<int64_t>(0, (a.is_int() ? a : b).as_int());
+    const bool a_int = a.is_int() || a.is_bool(), b_int = b.is_int() || b.is_bool();
+    if (op == "*" && (a_int || b_int) && (a.is_string() || b.is_string() || a.is_list() || b.is_list())) {
+        const Value& seq = a_int ? b : a;
+        const int64_t n = std::max<int64_t>(0, (a_int ? a : b).as_int());
         const size_t unit = seq.is_string() ? seq.str().size() : seq.list().size();
         if (unit && static_cast<uint64_t>(n) > limits_.max_output_bytes / unit) check_size(limits_.max_output_bytes + 1);
         charge(unit * static_cast<size_t>(n));
