@@ -68,7 +68,7 @@ struct Stmt {
         If,           // conds[i] -> bodies[i]; else_body
         For,          // for targets in expr [if cond] body [else else_body]
         Set,          // set target = expr; target "ns.attr" sets an attribute (attr)
-        SetBlock,     // set target %}body{% endset
+        SetBlock,     // set target [| filters] %}body{% endset
         Macro,        // macro name(params) body
         FilterBlock,  // filter expr (a Filter chain on a placeholder) body
         Break,

@@ -921,13 +921,20 @@ Value g_raise_exception(Interpreter&, CallArgs& a) {
 Value g_strftime_now(Interpreter& in, CallArgs& a) {
     Params p("strftime_now", a, {"format"});
     const std::string& fmt = need_string(p[0], "format");
+    if (fmt.size() > 4096) throw EvalError{"strftime_now() format is too long"};
     const std::time_t t = in.now();
     std::tm tm{};
     localtime_r(&t, &tm);
-    std::string buf(64 + fmt.size() * 8, '\0');
-    const size_t n = fmt.empty() ? 0 : std::strftime(buf.data(), buf.size(), fmt.c_str(), &tm);
-    buf.resize(n);
-    return Value(std::move(buf));
+    // strftime() reports 0 both for "too small" and for an empty result: grow a few times.
+    for (size_t cap = 64 + fmt.size() * 16; cap < (size_t{8} << 20); cap *= 8) {
+        std::string buf(cap, '\0');
+        const size_t n = std::strftime(buf.data(), buf.size(), fmt.c_str(), &tm);
+        if (n > 0 || fmt.empty()) {
+            buf.resize(n);
+            return Value(std::move(buf));
+        }
+    }
+    return Value(std::string());
 }
 
 Value make_function(std::string name, Value (*fn)(Interpreter&, CallArgs&)) {

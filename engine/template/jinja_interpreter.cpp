@@ -333,7 +333,8 @@ void Interpreter::exec_set_block(const Stmt& s) {
         exec_body(s.body);
         text = std::move(cap.buf);
     }
-    scope_->vars.set(s.targets[0], Value(std::move(text)));
+    Value v(std::move(text));
+    scope_->vars.set(s.targets[0], s.expr ? apply_filter_chain(*s.expr, std::move(v)) : std::move(v));
 }
 
 void Interpreter::exec_filter_block(const Stmt& s) {
@@ -604,48 +605,55 @@ Value Interpreter::eval_unary(const Expr& e) {
 Value Interpreter::eval_binary(const Expr& e) {
     const std::string& op = e.name;
     Value a = eval(*e.a);
-    if (op == "and") return a.truthy() ? eval(*e.b) : a;
+    if (op == "and") return a.truthy() ? eval(*e.b) : a;  // Python returns the deciding operand
     if (op == "or") return a.truthy() ? a : eval(*e.b);
     const Value b = eval(*e.b);
-    if (op == "~") {
-        std::string s = to_output(a) + to_output(b);
-        check_size(s.size());
-        charge(s.size());
-        return Value(std::move(s));
-    }
+    if (op == "~") return concat(to_output(a), to_output(b));  // Undefined is "" here
     a.require_defined();
     b.require_defined();
     if (a.is_number() && b.is_number()) return arith_numbers(op, a, b);
-    if (op == "+" && a.is_string() && b.is_string()) {
-        check_size(a.str().size() + b.str().size());
-        charge(a.str().size() + b.str().size());
-        return Value(a.str() + b.str());
-    }
+    if (op == "+" && a.is_string() && b.is_string()) return concat(a.str(), b.str());
     if (op == "+" && a.is_list() && b.is_list()) {
+        check_size(a.list().size() + b.list().size());
+        charge(a.list().size() + b.list().size());
         std::vector<Value> items = a.list();
         items.insert(items.end(), b.list().begin(), b.list().end());
-        check_size(items.size());
-        charge(items.size());
         return a.is_tuple() ? Value::tuple(std::move(items)) : Value(std::move(items));
     }
     const bool a_int = a.is_int() || a.is_bool(), b_int = b.is_int() || b.is_bool();
-    if (op == "*" && (a_int || b_int) && (a.is_string() || b.is_string() || a.is_list() || b.is_list())) {
-        const Value& seq = a_int ? b : a;
-        const int64_t n = std::max<int64_t>(0, (a_int ? a : b).as_int());
-        const size_t unit = seq.is_string() ? seq.str().size() : seq.list().size();
-        if (unit && static_cast<uint64_t>(n) > limits_.max_output_bytes / unit) check_size(limits_.max_output_bytes + 1);
-        charge(unit * static_cast<size_t>(n));
-        if (seq.is_string()) {
-            std::string s;
-            for (int64_t i = 0; i < n; ++i) s += seq.str();
-            return Value(std::move(s));
-        }
-        std::vector<Value> items;
-        for (int64_t i = 0; i < n; ++i) items.insert(items.end(), seq.list().begin(), seq.list().end());
-        return Value(std::move(items));
-    }
+    const auto is_seq = [](const Value& v) { return v.is_string() || v.is_list(); };
+    if (op == "*" && a_int && is_seq(b)) return repeat(b, a.as_int());
+    if (op == "*" && b_int && is_seq(a)) return repeat(a, b.as_int());
     if (op == "%" && a.is_string()) throw EvalError{"printf-style '%' string formatting is not supported"};
     type_error(op.c_str(), a, b);
+}
+
+Value Interpreter::concat(std::string_view a, std::string_view b) {
+    check_size(a.size() + b.size());
+    charge(a.size() + b.size());
+    std::string s;
+    s.reserve(a.size() + b.size());
+    s.append(a).append(b);
+    return Value(std::move(s));
+}
+
+// 'ab' * 3, [x] * 3: size-checked before anything is built.
+Value Interpreter::repeat(const Value& seq, int64_t n) {
+    const size_t unit = seq.is_string() ? seq.str().size() : seq.list().size();
+    if (n <= 0 || unit == 0) return seq.is_string() ? Value(std::string()) : Value(std::vector<Value>{});
+    if (static_cast<uint64_t>(n) > limits_.max_output_bytes / unit) check_size(limits_.max_output_bytes + 1);
+    const size_t total = unit * static_cast<size_t>(n);
+    charge(total);
+    if (seq.is_string()) {
+        std::string s;
+        s.reserve(total);
+        for (int64_t i = 0; i < n; ++i) s += seq.str();
+        return Value(std::move(s));
+    }
+    std::vector<Value> items;
+    items.reserve(total);
+    for (int64_t i = 0; i < n; ++i) items.insert(items.end(), seq.list().begin(), seq.list().end());
+    return seq.is_tuple() ? Value::tuple(std::move(items)) : Value(std::move(items));
 }
 
 Value Interpreter::eval_compare(const Expr& e) {

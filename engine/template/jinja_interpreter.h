@@ -103,6 +103,8 @@ private:
     Value eval_unary(const Expr& e);
     Value eval_binary(const Expr& e);
     Value eval_compare(const Expr& e);
+    Value concat(std::string_view a, std::string_view b);
+    Value repeat(const Value& seq, int64_t n);
     CallArgs eval_args(const std::vector<Arg>& args);
 };
 

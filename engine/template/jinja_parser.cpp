@@ -220,9 +220,9 @@ private:
             return s;
         }
         if (!attr.empty() || targets.size() != 1) unexpected("'='");
-        if (is_op("|")) fail("filters on '{% set %}' blocks are not supported");
         auto s = make_stmt(Stmt::Kind::SetBlock, loc);
         s->targets = std::move(targets);
+        if (skip_op("|")) s->expr = parse_filter_chain(loc);  // {% set x | trim %}…{% endset %}
         s->body = parse_block_body({"endset"}, opener);
         next();
         return s;
@@ -252,14 +252,19 @@ private:
     StmtPtr parse_filter_block() {
         const Token& opener = next();
         auto s = make_stmt(Stmt::Kind::FilterBlock, opener.loc);
-        ExprPtr chain = make(Expr::Kind::Literal, opener.loc);  // placeholder for the body text
-        do {
-            chain = parse_filter(std::move(chain));
-        } while (skip_op("|"));
-        s->expr = std::move(chain);
+        s->expr = parse_filter_chain(opener.loc);
         s->body = parse_block_body({"endfilter"}, opener);
         next();
         return s;
+    }
+
+    // `f | g(x)` applied to a block's text: the innermost operand is a placeholder literal.
+    ExprPtr parse_filter_chain(SourceLoc loc) {
+        ExprPtr chain = make(Expr::Kind::Literal, loc);
+        do {
+            chain = parse_filter(std::move(chain));
+        } while (skip_op("|"));
+        return chain;
     }
 
     StmtPtr parse_scope(const char* end_tag) {

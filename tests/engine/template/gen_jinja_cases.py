@@ -143,6 +143,8 @@ CONSTRUCTS = {
     "scope_namespace_dict": "{% set ns = namespace({'a': 1}, b=2) %}{{ ns.a }}{{ ns.b }}{{ ns.c is defined }}",
     "scope_set_tuple": "{% set a, b = 1, 2 %}{{ a }}{{ b }}{% set t = 3, 4 %}{{ t }}",
     "scope_set_block": "{% set x %}hi {{ messages | length }}\n{% endset %}[{{ x }}]",
+    "scope_set_block_filter": "{% set x | trim | upper %}  hi {{ messages | length }}\n{% endset %}[{{ x }}]",
+    "repeat_empty": "[{{ '' * 100000000000 }}][{{ [] * 100000000000 }}][{{ 'ab' * -2 }}][{{ (1,) * 2 }}]",
     "scope_reassign_global": "{% set messages = messages[1:] %}{{ messages | length }}{% for m in messages %}{{ m.role }},{% endfor %}",
     # loops
     "loop_vars": "{% for x in ['a', 'b', 'c'] %}{{ loop.index }}{{ loop.index0 }}{{ loop.revindex }}{{ loop.revindex0 }}{{ loop.first }}{{ loop.last }}{{ loop.length }}{{ loop.cycle('o', 'e') }}|{% endfor %}",
