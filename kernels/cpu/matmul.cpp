@@ -49,10 +49,6 @@ using detail::ActQ8;
 using detail::Int8Kind;
 using detail::KernelTable;
 
-// Up to this many tokens, each weight row is streamed once and dotted with every token
-// (weights dominate the bytes moved); above it, panels are repacked and register-tiled.
-constexpr int64_t kGemvMaxTokens = 4;
-
 // A growable 64-byte aligned buffer; one per thread and purpose, never shrinks, so steady
 // state inference allocates nothing.
 class AlignedBuffer {
@@ -181,7 +177,9 @@ void matmul(const WeightMatrix& W, const float* X, int64_t n_tokens, float* Y, T
     validate(W, X, n_tokens, Y);
     if (n_tokens == 0 || W.rows == 0) return;
     const KernelTable& k = table();
-    const bool gemv = n_tokens <= kGemvMaxTokens;
+    // Few tokens: each weight row is streamed once and dotted with every token (weights
+    // dominate the bytes moved). More: panels are repacked and register-tiled.
+    const bool gemv = n_tokens <= k.gemv_max_tokens;
     Int8Kind kind;
     if (detail::int8_kind(W.type, &kind)) {
         const ActQ8 act = quantize_activations(k, kind, X, n_tokens, W.cols, gemv ? 0 : k.gemm_tile, pool);

@@ -446,7 +446,7 @@ size_t scratch_bytes(const WeightMatrix& W, int64_t) {
 
 const KernelTable* kernels_avx2() {
     static const KernelTable t{quantize_act, gemv_q8, gemm_q8, gemv_f32, gemm_f32, dot_f32,
-                               kPanelRows, kTileTokens, kF32Tile, scratch_bytes};
+                               kPanelRows, kTileTokens, kF32Tile, 4, scratch_bytes};
     return &t;
 }
 

@@ -30,6 +30,7 @@ namespace {
 
 constexpr int kPanelRows = 32;  // 2 zmm of 16 int32/float lanes
 constexpr int kTileTokens = 6;  // 2 x 6 int + 2 x 6 float accumulators + 2 weights = 26 zmm
+constexpr int kGemvMaxTokens = 8;  // 8 code + 8 accumulator zmm
 
 // ---------------------------------------------------------------------------------------
 // Horizontal reductions.
@@ -142,7 +143,7 @@ inline __m512i shift_upper(int lo, int hi) {
 }
 
 // Two legacy blocks' 16 nibble bytes -> 64 codes: [lo(a), hi(a), lo(b), hi(b)].
-inline __m512i nibbles_2x16(const uint8_t* a, const uint8_t* b) {
+inline __attribute__((always_inline)) __m512i nibbles_2x16(const uint8_t* a, const uint8_t* b) {
     const __m512i x = _mm512_inserti64x4(
         _mm512_castsi256_si512(_mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(a)))),
         _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b))), 1);
@@ -150,78 +151,109 @@ inline __m512i nibbles_2x16(const uint8_t* a, const uint8_t* b) {
 }
 
 // 32 K-quant nibble bytes -> 64 codes: [lo(32 bytes), hi(32 bytes)].
-inline __m512i nibbles_32(const uint8_t* a) {
+inline __attribute__((always_inline)) __m512i nibbles_32(const uint8_t* a) {
     const __m512i x = _mm512_broadcast_i64x4(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(a)));
     return _mm512_and_si512(_mm512_srlv_epi16(x, shift_upper(0, 4)), _mm512_set1_epi8(0x0F));
 }
 
-inline uint64_t u32_pair(const uint8_t* a, const uint8_t* b) {
+inline __attribute__((always_inline)) uint64_t u32_pair(const uint8_t* a, const uint8_t* b) {
     uint32_t x, y;
     std::memcpy(&x, a, 4);
     std::memcpy(&y, b, 4);
     return x | (static_cast<uint64_t>(y) << 32);
 }
 
-// The 4 bytes at the start of 16 consecutive blocks (half-float d, and m for Q4_1/Q5_1).
-inline __m512i block_heads(const uint8_t* p, int stride) {
-    const __m512i idx = _mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
-                                           _mm512_set1_epi32(stride));
-    return _mm512_i32gather_epi32(idx, p, 1);
+// Half-float fields of 16 consecutive blocks (kStride bytes each, the field kOff words into
+// the block) as 16 floats. Each 128-byte window holds the fields of several blocks; one
+// vpermt2w per window picks them out (masked loads never touch bytes past the last field).
+template <int kStride, int kOff>
+struct HalfWindows {
+    static constexpr int kWords = kStride / 2;
+    static constexpr int kPer = (63 - kOff) / kWords + 1;  // blocks per 64-word window
+    static constexpr int kWindows = (16 + kPer - 1) / kPer;
+    struct Table {
+        alignas(64) uint16_t idx[kWindows][32];
+        uint32_t lo_mask[kWindows], hi_mask[kWindows], lanes[kWindows];
+    };
+    static constexpr Table make() {
+        Table t{};
+        for (int w = 0; w < kWindows; ++w) {
+            const int i0 = w * kPer, n = std::min(kPer, 16 - i0);
+            const int last = (n - 1) * kWords + kOff;  // last word read
+            for (int j = 0; j < 32; ++j) t.idx[w][j] = 0;
+            for (int j = 0; j < n; ++j) t.idx[w][i0 + j] = static_cast<uint16_t>(j * kWords + kOff);
+            t.lo_mask[w] = last >= 31 ? 0xFFFFFFFFu : (1u << (last + 1)) - 1;
+            t.hi_mask[w] = last < 32 ? 0u : last >= 63 ? 0xFFFFFFFFu : (1u << (last - 31)) - 1;
+            t.lanes[w] = ((1u << n) - 1) << i0;
+        }
+        return t;
+    }
+    static constexpr Table kTable = make();
+};
+
+template <int kStride, int kOff>
+inline __attribute__((always_inline)) __m512 block_halves(const uint8_t* p) {
+    using H = HalfWindows<kStride, kOff>;
+    __m512i out = _mm512_setzero_si512();
+    for (int w = 0; w < H::kWindows; ++w) {
+        const uint8_t* q = p + w * H::kPer * kStride;
+        const __m512i lo = _mm512_maskz_loadu_epi16(H::kTable.lo_mask[w], q);
+        const __m512i hi = _mm512_maskz_loadu_epi16(H::kTable.hi_mask[w], q + 64);
+        const __m512i sel = _mm512_permutex2var_epi16(lo, _mm512_load_si512(H::kTable.idx[w]), hi);
+        out = _mm512_mask_mov_epi16(out, H::kTable.lanes[w], sel);
+    }
+    return _mm512_cvtph_ps(_mm512_castsi512_si256(out));
 }
-inline __m512 low_halves(__m512i v) { return _mm512_cvtph_ps(_mm512_cvtepi32_epi16(v)); }
-inline __m512 high_halves(__m512i v) { return _mm512_cvtph_ps(_mm512_cvtepi32_epi16(_mm512_srli_epi32(v, 16))); }
 
 struct UQ4_0 {
     static constexpr int kBE = 32, kBB = 18;
-    static void codes(const uint8_t* p, __m512i* w) {
+    __attribute__((always_inline)) static void codes(const uint8_t* p, __m512i* w) {
         for (int j = 0; j < 8; ++j) w[j] = nibbles_2x16(p + 36 * j + 2, p + 36 * j + 20);
     }
-    static void scales(const uint8_t* p, float* s, float*) { _mm512_store_ps(s, low_halves(block_heads(p, kBB))); }
+    __attribute__((always_inline)) static void scales(const uint8_t* p, float* s, float*) { _mm512_store_ps(s, block_halves<kBB, 0>(p)); }
 };
 
 struct UQ4_1 {
     static constexpr int kBE = 32, kBB = 20;
-    static void codes(const uint8_t* p, __m512i* w) {
+    __attribute__((always_inline)) static void codes(const uint8_t* p, __m512i* w) {
         for (int j = 0; j < 8; ++j) w[j] = nibbles_2x16(p + 40 * j + 4, p + 40 * j + 24);
     }
-    static void scales(const uint8_t* p, float* s, float* m) {
-        const __m512i h = block_heads(p, kBB);
-        _mm512_store_ps(s, low_halves(h));
-        _mm512_store_ps(m, high_halves(h));
+    __attribute__((always_inline)) static void scales(const uint8_t* p, float* s, float* m) {
+        _mm512_store_ps(s, block_halves<kBB, 0>(p));
+        _mm512_store_ps(m, block_halves<kBB, 1>(p));
     }
 };
 
 struct UQ5_0 {
     static constexpr int kBE = 32, kBB = 22;
-    static void codes(const uint8_t* p, __m512i* w) {
+    __attribute__((always_inline)) static void codes(const uint8_t* p, __m512i* w) {
         for (int j = 0; j < 8; ++j) {
             const uint8_t* b = p + 44 * j;
             const __m512i c = nibbles_2x16(b + 6, b + 28);
             w[j] = _mm512_mask_add_epi8(c, u32_pair(b + 2, b + 24), c, _mm512_set1_epi8(16));
         }
     }
-    static void scales(const uint8_t* p, float* s, float*) { _mm512_store_ps(s, low_halves(block_heads(p, kBB))); }
+    __attribute__((always_inline)) static void scales(const uint8_t* p, float* s, float*) { _mm512_store_ps(s, block_halves<kBB, 0>(p)); }
 };
 
 struct UQ5_1 {
     static constexpr int kBE = 32, kBB = 24;
-    static void codes(const uint8_t* p, __m512i* w) {
+    __attribute__((always_inline)) static void codes(const uint8_t* p, __m512i* w) {
         for (int j = 0; j < 8; ++j) {
             const uint8_t* b = p + 48 * j;
             const __m512i c = nibbles_2x16(b + 8, b + 32);
             w[j] = _mm512_mask_add_epi8(c, u32_pair(b + 4, b + 28), c, _mm512_set1_epi8(16));
         }
     }
-    static void scales(const uint8_t* p, float* s, float* m) {
-        const __m512i h = block_heads(p, kBB);
-        _mm512_store_ps(s, low_halves(h));
-        _mm512_store_ps(m, high_halves(h));
+    __attribute__((always_inline)) static void scales(const uint8_t* p, float* s, float* m) {
+        _mm512_store_ps(s, block_halves<kBB, 0>(p));
+        _mm512_store_ps(m, block_halves<kBB, 1>(p));
     }
 };
 
 struct UQ8_0 {
     static constexpr int kBE = 32, kBB = 34;
-    static void codes(const uint8_t* p, __m512i* w) {
+    __attribute__((always_inline)) static void codes(const uint8_t* p, __m512i* w) {
         for (int j = 0; j < 8; ++j) {
             const uint8_t* b = p + 68 * j;
             const __m512i x = _mm512_inserti64x4(
@@ -230,49 +262,77 @@ struct UQ8_0 {
             w[j] = _mm512_xor_si512(x, _mm512_set1_epi8(static_cast<char>(0x80)));  // q + 128
         }
     }
-    static void scales(const uint8_t* p, float* s, float*) { _mm512_store_ps(s, low_halves(block_heads(p, kBB))); }
+    __attribute__((always_inline)) static void scales(const uint8_t* p, float* s, float*) { _mm512_store_ps(s, block_halves<kBB, 0>(p)); }
 };
+
+// Scales and mins of two consecutive Q4_K/Q5_K super-blocks (stride bytes apart): the 6-bit
+// fields unpacked with 32-bit masks (4 sub-blocks per word), then widened and scaled as
+// vectors: 16 scales d * sc_j and 16 mins -dmin * m_j.
+struct K4Fields {
+    uint64_t sc, mn;  // 8 six-bit scales / mins, one per byte
+    uint32_t dd;      // d | dmin << 16
+};
+
+inline __attribute__((always_inline)) K4Fields k4_fields(const uint8_t* b) {
+    uint32_t w0, w1, w2;
+    K4Fields f;
+    std::memcpy(&f.dd, b, 4);
+    std::memcpy(&w0, b + 4, 4);
+    std::memcpy(&w1, b + 8, 4);
+    std::memcpy(&w2, b + 12, 4);
+    const uint32_t sc_hi = (w2 & 0x0F0F0F0Fu) | ((w0 >> 2) & 0x30303030u);
+    const uint32_t m_hi = ((w2 >> 4) & 0x0F0F0F0Fu) | ((w1 >> 2) & 0x30303030u);
+    f.sc = (w0 & 0x3F3F3F3Fu) | static_cast<uint64_t>(sc_hi) << 32;
+    f.mn = (w1 & 0x3F3F3F3Fu) | static_cast<uint64_t>(m_hi) << 32;
+    return f;
+}
+
+// Built from registers (no arrays: a 16-byte load of two 8-byte stores would stall on
+// store forwarding).
+inline __attribute__((always_inline)) void k4_scales_x2(const uint8_t* p, int stride, float* s, float* m) {
+    const K4Fields a = k4_fields(p), b = k4_fields(p + stride);
+    // [d0, dmin0, d1, dmin1] as floats, spread to 8 lanes per super-block
+    const __m128i dd = _mm_insert_epi32(_mm_cvtsi32_si128(static_cast<int>(a.dd)), static_cast<int>(b.dd), 1);
+    const __m512 h = _mm512_castps128_ps512(_mm_cvtph_ps(dd));
+    const __m512 dv = _mm512_permutexvar_ps(_mm512_setr_epi32(0, 0, 0, 0, 0, 0, 0, 0, 2, 2, 2, 2, 2, 2, 2, 2), h);
+    const __m512 mv = _mm512_permutexvar_ps(_mm512_setr_epi32(1, 1, 1, 1, 1, 1, 1, 1, 3, 3, 3, 3, 3, 3, 3, 3), h);
+    const __m128i sc = _mm_insert_epi64(_mm_cvtsi64_si128(static_cast<int64_t>(a.sc)), static_cast<int64_t>(b.sc), 1);
+    const __m128i mn = _mm_insert_epi64(_mm_cvtsi64_si128(static_cast<int64_t>(a.mn)), static_cast<int64_t>(b.mn), 1);
+    _mm512_store_ps(s, _mm512_mul_ps(dv, _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(sc))));
+    _mm512_store_ps(m, _mm512_sub_ps(_mm512_setzero_ps(), _mm512_mul_ps(mv, _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(mn)))));
+}
 
 struct UQ4_K {
     static constexpr int kBE = 256, kBB = 144;
-    static void codes(const uint8_t* p, __m512i* w) {
+    __attribute__((always_inline)) static void codes(const uint8_t* p, __m512i* w) {
         for (int sb = 0; sb < 2; ++sb) {
             for (int c = 0; c < 4; ++c) w[4 * sb + c] = nibbles_32(p + kBB * sb + 16 + 32 * c);
         }
     }
-    static void scales(const uint8_t* p, float* s, float* m) {
-        for (int sb = 0; sb < 2; ++sb) {
-            const auto& b = *reinterpret_cast<const BlockQ4_K*>(p + kBB * sb);
-            k4_scales(b.scales, b.d, b.dmin, s + 8 * sb, m + 8 * sb);
-        }
-    }
+    __attribute__((always_inline)) static void scales(const uint8_t* p, float* s, float* m) { k4_scales_x2(p, kBB, s, m); }
 };
 
 struct UQ5_K {
     static constexpr int kBE = 256, kBB = 176;
-    static void codes(const uint8_t* p, __m512i* w) {
+    __attribute__((always_inline)) static void codes(const uint8_t* p, __m512i* w) {
         for (int sb = 0; sb < 2; ++sb) {
             const uint8_t* b = p + kBB * sb;
-            const __m256i qh = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b + 16));
+            const __m512i qh = _mm512_broadcast_i64x4(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(b + 16)));
             for (int c = 0; c < 4; ++c) {
+                // fifth bit of codes 64c + l: bit 2c of qh[l] (l < 32), bit 2c + 1 (l >= 32)
+                const __m512i bit = _mm512_mask_mov_epi8(_mm512_set1_epi8(static_cast<char>(1 << (2 * c))), 0xFFFFFFFF00000000ull,
+                                                         _mm512_set1_epi8(static_cast<char>(2 << (2 * c))));
                 const __m512i lo = nibbles_32(b + 48 + 32 * c);
-                const uint64_t k = static_cast<uint32_t>(_mm256_test_epi8_mask(qh, _mm256_set1_epi8(static_cast<char>(1 << (2 * c))))) |
-                                   static_cast<uint64_t>(_mm256_test_epi8_mask(qh, _mm256_set1_epi8(static_cast<char>(2 << (2 * c))))) << 32;
-                w[4 * sb + c] = _mm512_mask_add_epi8(lo, k, lo, _mm512_set1_epi8(16));
+                w[4 * sb + c] = _mm512_mask_add_epi8(lo, _mm512_test_epi8_mask(qh, bit), lo, _mm512_set1_epi8(16));
             }
         }
     }
-    static void scales(const uint8_t* p, float* s, float* m) {
-        for (int sb = 0; sb < 2; ++sb) {
-            const auto& b = *reinterpret_cast<const BlockQ5_K*>(p + kBB * sb);
-            k4_scales(b.scales, b.d, b.dmin, s + 8 * sb, m + 8 * sb);
-        }
-    }
+    __attribute__((always_inline)) static void scales(const uint8_t* p, float* s, float* m) { k4_scales_x2(p, kBB, s, m); }
 };
 
 struct UQ6_K {
     static constexpr int kBE = 256, kBB = 210;
-    static void codes(const uint8_t* p, __m512i* w) {
+    __attribute__((always_inline)) static void codes(const uint8_t* p, __m512i* w) {
         const __m512i m4 = _mm512_set1_epi8(0x0F), m30 = _mm512_set1_epi8(0x30);
         for (int sb = 0; sb < 2; ++sb) {
             const uint8_t* b = p + kBB * sb;
@@ -286,7 +346,7 @@ struct UQ6_K {
             }
         }
     }
-    static void scales(const uint8_t* p, float* s, float*) {
+    __attribute__((always_inline)) static void scales(const uint8_t* p, float* s, float*) {
         for (int sb = 0; sb < 2; ++sb) {
             const uint8_t* b = p + kBB * sb;
             const __m512 sc = _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b + 192))));
@@ -300,14 +360,14 @@ struct UQ6_K {
 // Types without a register unpacker (Q2_K, Q3_K) go through the byte buffer.
 struct UGeneric {
     static constexpr int kBE = 0, kBB = 0;
-    static void codes(const uint8_t*, __m512i*) {}
-    static void scales(const uint8_t*, float*, float*) {}
+    __attribute__((always_inline)) static void codes(const uint8_t*, __m512i*) {}
+    __attribute__((always_inline)) static void scales(const uint8_t*, float*, float*) {}
 };
 
 // Codes and scales of chunk c of a row: registers for full chunks, the portable unpacker
 // (which zero-fills past the row end and never reads beyond it) for the tail.
 template <class U>
-inline void load_chunk(const WeightMatrix& W, UnpackChunkFn generic, const uint8_t* row, int64_t c,
+inline __attribute__((always_inline)) void load_chunk(const WeightMatrix& W, UnpackChunkFn generic, const uint8_t* row, int64_t c,
                        __m512i* w, float* scale, float* min, uint8_t* buf) {
     if (U::kBE > 0 && (c + 1) * kChunk <= W.cols) {
         const uint8_t* p = row + c * (kChunk / (U::kBE > 0 ? U::kBE : 1)) * U::kBB;
@@ -322,23 +382,23 @@ inline void load_chunk(const WeightMatrix& W, UnpackChunkFn generic, const uint8
 // ---------------------------------------------------------------------------------------
 // gemv: codes of a chunk in registers, dotted with each token.
 
-inline __m512i pair_sum32(__m512i a, __m512i b) {
+inline __attribute__((always_inline)) __m512i pair_sum32(__m512i a, __m512i b) {
     return _mm512_add_epi32(_mm512_unpacklo_epi32(a, b), _mm512_unpackhi_epi32(a, b));
 }
-inline __m512i pair_sum64(__m512i a, __m512i b) {
+inline __attribute__((always_inline)) __m512i pair_sum64(__m512i a, __m512i b) {
     return _mm512_add_epi32(_mm512_unpacklo_epi64(a, b), _mm512_unpackhi_epi64(a, b));
 }
 
 // From accumulators a[0..3], returns u with u[4k + j] = sum of the 4 lanes of 128-bit lane
 // k of a[j]: two levels of unpack + add.
-inline __m512i reduce4(const __m512i* a) {
+inline __attribute__((always_inline)) __m512i reduce4(const __m512i* a) {
     return pair_sum64(pair_sum32(a[0], a[1]), pair_sum32(a[2], a[3]));
 }
 
 // 512 codes against one token's 512 activation codes: per-block integer sums.
 // G = 32: accumulator j covers blocks 2j (128-bit lanes 0, 1) and 2j + 1 (lanes 2, 3);
 // returns the 16 block sums in natural order.
-inline __m512i block_sums32(const __m512i* w, const int8_t* x) {
+inline __attribute__((always_inline)) __m512i block_sums32(const __m512i* w, const int8_t* x) {
     __m512i a[8];
     for (int j = 0; j < 8; ++j) a[j] = _mm512_dpbusd_epi32(_mm512_setzero_si512(), w[j], _mm512_loadu_si512(x + 64 * j));
     const __m512i u0 = reduce4(a), u1 = reduce4(a + 4);
@@ -350,7 +410,7 @@ inline __m512i block_sums32(const __m512i* w, const int8_t* x) {
 }
 
 // G = 16: accumulator j covers blocks 4j .. 4j + 3 (one per 128-bit lane); 32 block sums.
-inline void block_sums16(const __m512i* w, const int8_t* x, __m512i& lo, __m512i& hi) {
+inline __attribute__((always_inline)) void block_sums16(const __m512i* w, const int8_t* x, __m512i& lo, __m512i& hi) {
     __m512i a[8];
     for (int j = 0; j < 8; ++j) a[j] = _mm512_dpbusd_epi32(_mm512_setzero_si512(), w[j], _mm512_loadu_si512(x + 64 * j));
     const __m512i to_natural = _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
@@ -360,7 +420,7 @@ inline void block_sums16(const __m512i* w, const int8_t* x, __m512i& lo, __m512i
 
 // acc += per block: weight scale * d * (integer sum + init) [+ weight min * dsum].
 template <bool kMin>
-inline __m512 scale_blocks(__m512 acc, __m512i sums, const float* scale, const float* min, const float* d,
+inline __attribute__((always_inline)) __m512 scale_blocks(__m512 acc, __m512i sums, const float* scale, const float* min, const float* d,
                            const int32_t* init, const float* dsum) {
     if constexpr (!kMin) sums = _mm512_add_epi32(sums, _mm512_loadu_si512(init));
     const __m512 f = _mm512_mul_ps(_mm512_cvtepi32_ps(sums), _mm512_loadu_ps(d));
@@ -369,20 +429,23 @@ inline __m512 scale_blocks(__m512 acc, __m512i sums, const float* scale, const f
     return acc;
 }
 
-template <class U, int G, bool kMin>
+// One pass over rows [r0, r1) for NT tokens (compile-time, so the accumulators stay in
+// registers).
+template <class U, int G, bool kMin, int NT>
 void gemv_q8_t(const WeightMatrix& W, const ActQ8& a, int64_t r0, int64_t r1, float* Y) {
     constexpr int nbc = kChunk / G;
     const UnpackChunkFn generic = unpack_fn(W.type);
     alignas(64) uint8_t buf[kChunk];
     alignas(64) float scale[32], min[32];
-    const int64_t nt = a.n_tokens, nb = a.nb(), nchunks = a.kpad / kChunk;
+    const int64_t nb = a.nb(), nchunks = a.kpad / kChunk;
     for (int64_t r = r0; r < r1; ++r) {
         const auto* row = static_cast<const uint8_t*>(W.data) + r * W.row_bytes;
-        __m512 acc[4] = {_mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps()};
+        __m512 acc[NT];
+        for (auto& v : acc) v = _mm512_setzero_ps();
         for (int64_t c = 0; c < nchunks; ++c) {
             __m512i w[8];
             load_chunk<U>(W, generic, row, c, w, scale, min, buf);
-            for (int64_t t = 0; t < nt; ++t) {
+            for (int t = 0; t < NT; ++t) {
                 const int8_t* x = a.qs + t * a.kpad + c * kChunk;
                 const int64_t bi = t * nb + c * nbc;
                 if constexpr (G == 32) {
@@ -395,22 +458,36 @@ void gemv_q8_t(const WeightMatrix& W, const ActQ8& a, int64_t r0, int64_t r1, fl
                 }
             }
         }
-        for (int64_t t = 0; t < nt; ++t) Y[t * W.rows + r] = hsum(acc[t]);
+        for (int t = 0; t < NT; ++t) Y[t * W.rows + r] = hsum(acc[t]);
+    }
+}
+
+template <class U, int G, bool kMin>
+void gemv_q8_n(const WeightMatrix& W, const ActQ8& a, int64_t r0, int64_t r1, float* Y) {
+    switch (a.n_tokens) {
+        case 1: return gemv_q8_t<U, G, kMin, 1>(W, a, r0, r1, Y);
+        case 2: return gemv_q8_t<U, G, kMin, 2>(W, a, r0, r1, Y);
+        case 3: return gemv_q8_t<U, G, kMin, 3>(W, a, r0, r1, Y);
+        case 4: return gemv_q8_t<U, G, kMin, 4>(W, a, r0, r1, Y);
+        case 5: return gemv_q8_t<U, G, kMin, 5>(W, a, r0, r1, Y);
+        case 6: return gemv_q8_t<U, G, kMin, 6>(W, a, r0, r1, Y);
+        case 7: return gemv_q8_t<U, G, kMin, 7>(W, a, r0, r1, Y);
+        default: return gemv_q8_t<U, G, kMin, kGemvMaxTokens>(W, a, r0, r1, Y);
     }
 }
 
 void gemv_q8(const WeightMatrix& W, const Int8Kind&, const ActQ8& a, int64_t r0, int64_t r1, float* Y, Scratch&) {
     switch (W.type) {
-        case DType::Q4_0: return gemv_q8_t<UQ4_0, 32, false>(W, a, r0, r1, Y);
-        case DType::Q4_1: return gemv_q8_t<UQ4_1, 32, true>(W, a, r0, r1, Y);
-        case DType::Q5_0: return gemv_q8_t<UQ5_0, 32, false>(W, a, r0, r1, Y);
-        case DType::Q5_1: return gemv_q8_t<UQ5_1, 32, true>(W, a, r0, r1, Y);
-        case DType::Q8_0: return gemv_q8_t<UQ8_0, 32, false>(W, a, r0, r1, Y);
-        case DType::Q4_K: return gemv_q8_t<UQ4_K, 32, true>(W, a, r0, r1, Y);
-        case DType::Q5_K: return gemv_q8_t<UQ5_K, 32, true>(W, a, r0, r1, Y);
-        case DType::Q6_K: return gemv_q8_t<UQ6_K, 16, false>(W, a, r0, r1, Y);
-        case DType::Q2_K: return gemv_q8_t<UGeneric, 16, true>(W, a, r0, r1, Y);
-        case DType::Q3_K: return gemv_q8_t<UGeneric, 16, false>(W, a, r0, r1, Y);
+        case DType::Q4_0: return gemv_q8_n<UQ4_0, 32, false>(W, a, r0, r1, Y);
+        case DType::Q4_1: return gemv_q8_n<UQ4_1, 32, true>(W, a, r0, r1, Y);
+        case DType::Q5_0: return gemv_q8_n<UQ5_0, 32, false>(W, a, r0, r1, Y);
+        case DType::Q5_1: return gemv_q8_n<UQ5_1, 32, true>(W, a, r0, r1, Y);
+        case DType::Q8_0: return gemv_q8_n<UQ8_0, 32, false>(W, a, r0, r1, Y);
+        case DType::Q4_K: return gemv_q8_n<UQ4_K, 32, true>(W, a, r0, r1, Y);
+        case DType::Q5_K: return gemv_q8_n<UQ5_K, 32, true>(W, a, r0, r1, Y);
+        case DType::Q6_K: return gemv_q8_n<UQ6_K, 16, false>(W, a, r0, r1, Y);
+        case DType::Q2_K: return gemv_q8_n<UGeneric, 16, true>(W, a, r0, r1, Y);
+        case DType::Q3_K: return gemv_q8_n<UGeneric, 16, false>(W, a, r0, r1, Y);
         default: return;
     }
 }
@@ -423,25 +500,74 @@ void gemv_q8(const WeightMatrix& W, const Int8Kind&, const ActQ8& a, int64_t r0,
 template <int G, bool kMin>
 constexpr int panel_block_bytes() { return G * kPanelRows + 4 * kPanelRows * (kMin ? 2 : 1); }
 
+// Transposes a 16 x 16 matrix of dwords held in 16 zmm (row i in v[i]) in place: 4 rounds
+// of 16 shuffles (dword pairs, qword pairs, then 128-bit lanes twice).
+inline void transpose16x16(__m512i* v) {
+    __m512i a[16], b[16];
+    for (int i = 0; i < 8; ++i) {
+        a[2 * i] = _mm512_unpacklo_epi32(v[2 * i], v[2 * i + 1]);
+        a[2 * i + 1] = _mm512_unpackhi_epi32(v[2 * i], v[2 * i + 1]);
+    }
+    for (int q = 0; q < 4; ++q) {  // b[4q + c], lane L = rows 4q..4q+3 of dword 4L + c
+        b[4 * q + 0] = _mm512_unpacklo_epi64(a[4 * q], a[4 * q + 2]);
+        b[4 * q + 1] = _mm512_unpackhi_epi64(a[4 * q], a[4 * q + 2]);
+        b[4 * q + 2] = _mm512_unpacklo_epi64(a[4 * q + 1], a[4 * q + 3]);
+        b[4 * q + 3] = _mm512_unpackhi_epi64(a[4 * q + 1], a[4 * q + 3]);
+    }
+    for (int c = 0; c < 4; ++c) {  // 4 x 4 transpose of 128-bit lanes of b[c], b[4+c], ...
+        const __m512i e0 = _mm512_shuffle_i32x4(b[c], b[4 + c], 0x44), e1 = _mm512_shuffle_i32x4(b[c], b[4 + c], 0xEE);
+        const __m512i e2 = _mm512_shuffle_i32x4(b[8 + c], b[12 + c], 0x44), e3 = _mm512_shuffle_i32x4(b[8 + c], b[12 + c], 0xEE);
+        v[c] = _mm512_shuffle_i32x4(e0, e2, 0x88);
+        v[4 + c] = _mm512_shuffle_i32x4(e0, e2, 0xDD);
+        v[8 + c] = _mm512_shuffle_i32x4(e1, e3, 0x88);
+        v[12 + c] = _mm512_shuffle_i32x4(e1, e3, 0xDD);
+    }
+}
+
+// Repacks rows [r0, r0 + nrows) into the panel, 16 rows at a time: each row's chunk is
+// unpacked to a row buffer, then 16 x 16 dword transposes turn 4-code groups (and scales,
+// mins) of 16 rows into one 64-byte panel vector each.
 template <class U, int G, bool kMin>
 void build_panel(const WeightMatrix& W, int64_t r0, int nrows, int64_t nb, uint8_t* panel) {
     constexpr int PB = panel_block_bytes<G, kMin>();
     constexpr int nbc = kChunk / G;
     const UnpackChunkFn generic = unpack_fn(W.type);
-    alignas(64) uint8_t q[kChunk];
-    alignas(64) float scale[32], min[32];
-    if (nrows < kPanelRows) std::memset(panel, 0, static_cast<size_t>(nb) * PB);
-    for (int r = 0; r < nrows; ++r) {
-        const auto* row = static_cast<const uint8_t*>(W.data) + (r0 + r) * W.row_bytes;
+    alignas(64) uint8_t rows[16][kChunk];
+    alignas(64) float scale[16][32], min[16][32];
+    alignas(64) uint8_t tmp[kChunk];
+    for (int half = 0; half < 2; ++half) {
+        const int nr = std::clamp(nrows - 16 * half, 0, 16);
+        if (nr < 16) {
+            std::memset(rows[nr], 0, sizeof(rows[0]) * static_cast<size_t>(16 - nr));
+            std::memset(scale[nr], 0, sizeof(scale[0]) * static_cast<size_t>(16 - nr));
+            std::memset(min[nr], 0, sizeof(min[0]) * static_cast<size_t>(16 - nr));
+        }
         for (int64_t c = 0; c < nb / nbc; ++c) {
-            __m512i w[8];
-            load_chunk<U>(W, generic, row, c, w, scale, min, q);
-            for (int j = 0; j < 8; ++j) _mm512_store_si512(q + 64 * j, w[j]);
-            for (int b = 0; b < nbc; ++b) {
-                uint8_t* pb = panel + (c * nbc + b) * PB;
-                for (int g = 0; g < G / 4; ++g) std::memcpy(pb + g * 4 * kPanelRows + 4 * r, q + b * G + 4 * g, 4);
-                reinterpret_cast<float*>(pb + G * kPanelRows)[r] = scale[b];
-                if constexpr (kMin) reinterpret_cast<float*>(pb + G * kPanelRows + 4 * kPanelRows)[r] = min[b];
+            for (int r = 0; r < nr; ++r) {
+                const auto* row = static_cast<const uint8_t*>(W.data) + (r0 + 16 * half + r) * W.row_bytes;
+                __m512i w[8];
+                load_chunk<U>(W, generic, row, c, w, scale[r], min[r], tmp);
+                for (int j = 0; j < 8; ++j) _mm512_store_si512(rows[r] + 64 * j, w[j]);
+            }
+            uint8_t* pc = panel + c * nbc * PB + 64 * half;
+            __m512i v[16];
+            for (int j = 0; j < 8; ++j) {  // codes 64j .. 64j + 63 of 16 rows
+                for (int r = 0; r < 16; ++r) v[r] = _mm512_load_si512(rows[r] + 64 * j);
+                transpose16x16(v);
+                for (int k = 0; k < 16; ++k) {
+                    const int e = 64 * j + 4 * k;
+                    _mm512_store_si512(pc + (e / G) * PB + (e % G) / 4 * 4 * kPanelRows, v[k]);
+                }
+            }
+            for (int sj = 0; sj < nbc / 16; ++sj) {
+                for (int r = 0; r < 16; ++r) v[r] = _mm512_castps_si512(_mm512_load_ps(scale[r] + 16 * sj));
+                transpose16x16(v);
+                for (int k = 0; k < 16; ++k) _mm512_store_si512(pc + (16 * sj + k) * PB + G * kPanelRows, v[k]);
+                if constexpr (kMin) {
+                    for (int r = 0; r < 16; ++r) v[r] = _mm512_castps_si512(_mm512_load_ps(min[r] + 16 * sj));
+                    transpose16x16(v);
+                    for (int k = 0; k < 16; ++k) _mm512_store_si512(pc + (16 * sj + k) * PB + G * kPanelRows + 4 * kPanelRows, v[k]);
+                }
             }
         }
     }
@@ -696,7 +822,7 @@ size_t scratch_bytes(const WeightMatrix& W, int64_t) {
 
 const KernelTable* kernels_avx512() {
     static const KernelTable t{quantize_act, gemv_q8, gemm_q8, gemv_f32, gemm_f32, dot_f32,
-                               kPanelRows, kTileTokens, kF32Tile, scratch_bytes};
+                               kPanelRows, kTileTokens, kF32Tile, kGemvMaxTokens, scratch_bytes};
     return &t;
 }
 

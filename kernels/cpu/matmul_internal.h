@@ -85,6 +85,7 @@ struct KernelTable {
     int panel_rows;  // rows per gemm panel
     int gemm_tile;   // tokens per activation tile for gemm_q8 (0: natural layout)
     int f32_tile;    // tokens per X tile for gemm_f32 (0: X as given)
+    int gemv_max_tokens;  // up to this many tokens gemv_q8 / gemv_f32 run (one pass for int8)
     size_t (*scratch_bytes)(const WeightMatrix& W, int64_t n_tokens);
 };
 

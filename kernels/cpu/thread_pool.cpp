@@ -1,6 +1,7 @@
 #include "kernels/cpu/thread_pool.h"
 
 #include <algorithm>
+#include <chrono>
 
 #if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>
@@ -17,6 +18,25 @@ inline void cpu_relax() {
 }
 
 }  // namespace
+
+template <class Pred>
+bool ThreadPool::spin_until(Pred pred) const {
+    const int budget_us = spin_us_.load(std::memory_order_relaxed);
+    if (budget_us <= 0) return pred();
+    using clock = std::chrono::steady_clock;
+    const auto start = clock::now();
+    const auto pause_until = start + std::chrono::microseconds(std::min(budget_us, 20));
+    const auto end = start + std::chrono::microseconds(budget_us);
+    for (;;) {
+        for (int i = 0; i < 64; ++i) {
+            if (pred()) return true;
+            cpu_relax();
+        }
+        const auto now = clock::now();
+        if (now >= end) return pred();
+        if (now >= pause_until) std::this_thread::yield();
+    }
+}
 
 ThreadPool::ThreadPool(int n_threads) {
     if (n_threads <= 0) n_threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
@@ -49,11 +69,8 @@ void ThreadPool::work_share(int thread_id) {
 void ThreadPool::worker_main(int thread_id) {
     uint64_t seen = 0;
     for (;;) {
-        uint64_t gen = generation_.load(std::memory_order_acquire);
-        for (int i = spin_count_.load(std::memory_order_relaxed); gen == seen && i > 0; --i) {
-            cpu_relax();
-            gen = generation_.load(std::memory_order_acquire);
-        }
+        uint64_t gen = seen;
+        spin_until([&] { return (gen = generation_.load(std::memory_order_acquire)) != seen; });
         if (gen == seen) {
             // Announce the sleep before re-checking, so run() either sees the sleeper and
             // notifies, or this thread sees the new generation (both sides are seq_cst).
@@ -89,11 +106,8 @@ void ThreadPool::run(int64_t n_tasks, int64_t grain, Call call, void* ctx, bool 
 
     work_share(0);
 
-    int left = pending_.load(std::memory_order_acquire);
-    for (int i = spin_count_.load(std::memory_order_relaxed); left != 0 && i > 0; --i) {
-        cpu_relax();
-        left = pending_.load(std::memory_order_acquire);
-    }
+    int left = 0;
+    spin_until([&] { return (left = pending_.load(std::memory_order_acquire)) == 0; });
     if (left != 0) {
         caller_sleeping_.store(true, std::memory_order_seq_cst);
         while ((left = pending_.load(std::memory_order_seq_cst)) != 0) pending_.wait(left);

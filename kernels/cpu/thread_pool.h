@@ -1,10 +1,12 @@
 // A persistent pool of worker threads for the CPU kernels (one per backend instance).
 //
 // Threads are created once. parallel_for wakes them by bumping a generation counter; idle
-// workers spin on it for a short while (a decode step issues hundreds of small parallel
-// kernels, and a futex wake costs several microseconds) and then sleep on it (C++20
-// atomic wait = futex on Linux), so an idle pool costs no CPU. The calling thread takes part
-// as thread 0 and returns when every task has finished.
+// workers poll it for a short while (a decode step issues hundreds of small parallel
+// kernels, and a futex wake costs several microseconds), first with pause instructions,
+// then yielding the core (so a machine with more runnable threads than cores keeps making
+// progress), and then sleep on it (C++20 atomic wait = futex on Linux), so an idle pool
+// costs no CPU. The calling thread takes part as thread 0 and returns when every task has
+// finished, waiting for the others the same way.
 #pragma once
 #include <atomic>
 #include <cstdint>
@@ -40,9 +42,9 @@ public:
         run(n_tasks, grain < 1 ? 1 : grain, &invoke<F>, &fn, true);
     }
 
-    // Number of spin iterations (pause instructions, ~30-100 ns each) before an idle thread
-    // sleeps. 0 sleeps at once (useful when threads outnumber free cores).
-    void set_spin_count(int spins) { spin_count_.store(spins, std::memory_order_relaxed); }
+    // How long an idle thread polls before it sleeps, in microseconds (default 200: the
+    // first ~20 with pause, the rest yielding). 0 sleeps at once.
+    void set_spin_us(int us) { spin_us_.store(us, std::memory_order_relaxed); }
 
 private:
     using Call = void (*)(void* ctx, int64_t begin, int64_t end, int thread_id);
@@ -55,6 +57,9 @@ private:
     void run(int64_t n_tasks, int64_t grain, Call call, void* ctx, bool dynamic);
     void work_share(int thread_id);
     void worker_main(int thread_id);
+    // Polls until pred() holds or the spin budget is spent; returns pred().
+    template <class Pred>
+    bool spin_until(Pred pred) const;
 
     int n_threads_;
     std::vector<std::thread> workers_;
@@ -72,7 +77,7 @@ private:
     alignas(64) std::atomic<int> pending_{0};          // workers still running the job
     alignas(64) std::atomic<int> sleepers_{0};         // workers blocked in wait()
     std::atomic<bool> caller_sleeping_{false};
-    std::atomic<int> spin_count_{20000};
+    std::atomic<int> spin_us_{200};
 };
 
 }  // namespace ember::cpu

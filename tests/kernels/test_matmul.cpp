@@ -138,7 +138,7 @@ private slots:
         uint32_t seed = 100;
         for (int64_t cols : col_sizes) {
             for (int64_t rows : {1, 3, 17, 67}) {
-                for (int64_t n : {1, 2, 4, 5, 33}) {
+                for (int64_t n : {1, 2, 4, 5, 8, 9, 33}) {
                     run_case(t, rows, cols, n, false, pool, ++seed);
                     if (!is_float(t)) run_case(t, rows, cols, n, true, pool, ++seed);
                 }

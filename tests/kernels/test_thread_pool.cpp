@@ -77,7 +77,7 @@ private slots:
 
     void wakesSleepingWorkers() {
         ThreadPool pool(3);
-        pool.set_spin_count(0);  // workers go straight to sleep
+        pool.set_spin_us(0);  // workers go straight to sleep
         for (int round = 0; round < 50; ++round) {
             if (round % 10 == 0) std::this_thread::sleep_for(std::chrono::milliseconds(5));
             check_cover(pool, 1000, round % 2 == 1, 7);
