@@ -64,7 +64,7 @@ void no_args(std::string_view fname, const CallArgs& a) {
 // ------------------------------------------------------------------ string helpers
 
 // Python's str() of a value; Undefined is "" (jinja2's soft_str).
-std::string str_of(const Value& v) { return to_output(v); }
+std::string str_of(Interpreter& in, const Value& v) { return in.text_of(v); }
 
 const std::string& need_string(const Value& v, std::string_view what) {
     if (!v.is_string()) throw EvalError{std::string(what) + " must be a string, not " + v.type_name()};
@@ -315,22 +315,23 @@ bool run_test(Interpreter& in, const Value& v, const CallArgs& a, size_t first) 
     TestFn fn = find_test(name);
     if (!fn) throw EvalError{"no test named '" + name + "'"};
     CallArgs rest{{a.pos.begin() + static_cast<long>(first) + 1, a.pos.end()}, {}};
+    for (const Value& x : rest.pos) in.charge(weight_of(x));  // e.g. `in` walks its argument
     return fn(in, v, rest);
 }
 
 // ------------------------------------------------------------------ filters
 
-Value f_trim(Interpreter&, const Value& v, CallArgs& a) {
+Value f_trim(Interpreter& in, const Value& v, CallArgs& a) {
     Params p("trim", a, {"chars"});
-    return Value(strip(str_of(v), p[0], true, true));
+    return Value(strip(str_of(in, v), p[0], true, true));
 }
-Value f_upper(Interpreter&, const Value& v, CallArgs& a) { no_args("upper", a); return Value(upper(str_of(v))); }
-Value f_lower(Interpreter&, const Value& v, CallArgs& a) { no_args("lower", a); return Value(lower(str_of(v))); }
-Value f_title(Interpreter&, const Value& v, CallArgs& a) { no_args("title", a); return Value(jinja_title(str_of(v))); }
-Value f_capitalize(Interpreter&, const Value& v, CallArgs& a) { no_args("capitalize", a); return Value(capitalize(str_of(v))); }
-Value f_string(Interpreter&, const Value& v, CallArgs& a) { no_args("string", a); return Value(str_of(v)); }
+Value f_upper(Interpreter& in, const Value& v, CallArgs& a) { no_args("upper", a); return Value(upper(str_of(in, v))); }
+Value f_lower(Interpreter& in, const Value& v, CallArgs& a) { no_args("lower", a); return Value(lower(str_of(in, v))); }
+Value f_title(Interpreter& in, const Value& v, CallArgs& a) { no_args("title", a); return Value(jinja_title(str_of(in, v))); }
+Value f_capitalize(Interpreter& in, const Value& v, CallArgs& a) { no_args("capitalize", a); return Value(capitalize(str_of(in, v))); }
+Value f_string(Interpreter& in, const Value& v, CallArgs& a) { no_args("string", a); return Value(str_of(in, v)); }
 Value f_safe(Interpreter&, const Value& v, CallArgs& a) { no_args("safe", a); return v; }
-Value f_escape(Interpreter&, const Value& v, CallArgs& a) { no_args("escape", a); return Value(html_escape(str_of(v))); }
+Value f_escape(Interpreter& in, const Value& v, CallArgs& a) { no_args("escape", a); return Value(html_escape(str_of(in, v))); }
 
 Value f_length(Interpreter&, const Value& v, CallArgs& a) {
     no_args("length", a);
@@ -358,6 +359,7 @@ Value f_tojson(Interpreter& in, const Value& v, CallArgs& a) {
         o.item_sep = need_string(p[2].list()[0], "separator");
         o.key_sep = need_string(p[2].list()[1], "separator");
     }
+    in.check_size(weight_of(v));  // JSON is at least as long as the value's weight
     std::string s = to_json(v, o);
     in.check_size(s.size());
     in.charge(s.size());
@@ -366,13 +368,13 @@ Value f_tojson(Interpreter& in, const Value& v, CallArgs& a) {
 
 Value f_join(Interpreter& in, const Value& v, CallArgs& a) {
     Params p("join", a, {"d", "attribute"});
-    const std::string sep = p.has(0) ? str_of(p[0]) : std::string();
+    const std::string sep = p.has(0) ? str_of(in, p[0]) : std::string();
     std::string out;
     bool first = true;
     for (const Value& item : iterate(v)) {
         if (!first) out += sep;
         first = false;
-        out += str_of(p.has(1) ? get_path(in, item, str_of(p[1])) : item);
+        out += str_of(in, p.has(1) ? get_path(in, item, str_of(in, p[1])) : item);
         in.check_size(out.size());
     }
     in.charge(out.size());
@@ -402,10 +404,10 @@ Value f_items(Interpreter&, const Value& v, CallArgs& a) {
     return Value(pairs_of(as_mapping(v, "items")));
 }
 
-Value f_dictsort(Interpreter&, const Value& v, CallArgs& a) {
+Value f_dictsort(Interpreter& in, const Value& v, CallArgs& a) {
     Params p("dictsort", a, {"case_sensitive", "by", "reverse"});
     std::vector<Value> pairs = pairs_of(as_mapping(v, "dictsort"));
-    const size_t idx = p.has(1) && str_of(p[1]) == "value" ? 1 : 0;
+    const size_t idx = p.has(1) && str_of(in, p[1]) == "value" ? 1 : 0;
     const bool cs = p.flag(0);
     std::stable_sort(pairs.begin(), pairs.end(), [&](const Value& x, const Value& y) {
         Value kx = x.list()[idx], ky = y.list()[idx];
@@ -449,7 +451,7 @@ Value f_float(Interpreter&, const Value& v, CallArgs& a) {
 
 Value f_replace(Interpreter& in, const Value& v, CallArgs& a) {
     Params p("replace", a, {"old", "new", "count"});
-    return Value(replace_all(in, str_of(v), str_of(p[0]), str_of(p[1]), p.integer(2, -1)));
+    return Value(replace_all(in, str_of(in, v), str_of(in, p[0]), str_of(in, p[1]), p.integer(2, -1)));
 }
 
 Value f_abs(Interpreter&, const Value& v, CallArgs& a) {
@@ -461,12 +463,12 @@ Value f_abs(Interpreter&, const Value& v, CallArgs& a) {
     return Value(v.as_int() < 0 ? -v.as_int() : v.as_int());
 }
 
-Value f_round(Interpreter&, const Value& v, CallArgs& a) {
+Value f_round(Interpreter& in, const Value& v, CallArgs& a) {
     Params p("round", a, {"precision", "method"});
     v.require_defined();
     if (!v.is_number()) throw EvalError{"round needs a number, not " + v.type_name()};
     const int64_t prec = std::clamp<int64_t>(p.integer(0, 0), -20, 20);
-    const std::string method = p.has(1) ? str_of(p[1]) : "common";
+    const std::string method = p.has(1) ? str_of(in, p[1]) : "common";
     if (method == "common") {
         if (!v.is_float()) return Value(v.as_int());  // Python: round(int, n) stays an int
         if (prec <= 0) {
@@ -488,7 +490,7 @@ Value select_impl(Interpreter& in, const Value& v, CallArgs& a, bool by_attr, bo
     if (by_attr && a.pos.empty()) throw EvalError{"selectattr/rejectattr need an attribute name"};
     std::vector<Value> out;
     for (const Value& item : iterate(v)) {
-        const Value subject = by_attr ? get_path(in, item, str_of(a.pos[0])) : item;
+        const Value subject = by_attr ? get_path(in, item, str_of(in, a.pos[0])) : item;
         if (run_test(in, subject, a, by_attr ? 1 : 0) == keep_matching) out.push_back(item);
     }
     return Value(std::move(out));
@@ -504,7 +506,7 @@ Value f_map(Interpreter& in, const Value& v, CallArgs& a) {
         Params p("map", a, {"attribute", "default"});
         if (!p.has(0)) throw EvalError{"map() needs a filter name or attribute="};
         for (const Value& item : iterate(v)) {
-            Value x = get_path(in, item, str_of(p[0]));
+            Value x = get_path(in, item, str_of(in, p[0]));
             out.push_back(x.is_undefined() && p.has(1) ? p[1] : x);
         }
         return Value(std::move(out));
@@ -524,6 +526,7 @@ Value f_unique(Interpreter& in, const Value& v, CallArgs& a) {
     std::vector<Value> out, seen;
     for (const Value& item : iterate(v)) {
         Value k = sort_key(in, item, p[1], p.flag(0));
+        in.charge(seen.size());  // quadratic: keep it on the budget
         if (std::any_of(seen.begin(), seen.end(), [&](const Value& s) { return equals(s, k); })) continue;
         seen.push_back(std::move(k));
         out.push_back(item);
@@ -570,7 +573,7 @@ Value f_sum(Interpreter& in, const Value& v, CallArgs& a) {
     Params p("sum", a, {"attribute", "start"});
     Value total = p.has(1) ? p[1] : Value(0);
     for (const Value& item : iterate(v)) {
-        const Value x = p.has(0) ? get_path(in, item, str_of(p[0])) : item;
+        const Value x = p.has(0) ? get_path(in, item, str_of(in, p[0])) : item;
         if (!x.is_number() || !total.is_number()) throw EvalError{"sum() only adds numbers"};
         if (x.is_float() || total.is_float()) total = Value(total.as_float() + x.as_float());
         else {
@@ -585,7 +588,7 @@ Value f_sum(Interpreter& in, const Value& v, CallArgs& a) {
 Value f_indent(Interpreter& in, const Value& v, CallArgs& a) {
     Params p("indent", a, {"width", "first", "blank"});
     const std::string pad = p[0].is_string() ? p[0].str() : std::string(static_cast<size_t>(std::clamp<int64_t>(p.integer(0, 4), 0, 256)), ' ');
-    std::vector<Value> lines = splitlines(str_of(v) + "\n");
+    std::vector<Value> lines = splitlines(str_of(in, v) + "\n");
     std::string out;
     for (size_t i = 0; i < lines.size(); ++i) {
         const std::string& line = lines[i].str();
@@ -597,9 +600,9 @@ Value f_indent(Interpreter& in, const Value& v, CallArgs& a) {
     return Value(std::move(out));
 }
 
-Value f_wordcount(Interpreter&, const Value& v, CallArgs& a) {
+Value f_wordcount(Interpreter& in, const Value& v, CallArgs& a) {
     no_args("wordcount", a);
-    return Value(static_cast<int64_t>(split_whitespace(str_of(v), -1).size()));
+    return Value(static_cast<int64_t>(split_whitespace(str_of(in, v), -1).size()));
 }
 
 Value f_attr(Interpreter& in, const Value& v, CallArgs& a) {
@@ -689,8 +692,8 @@ bool t_sameas(Interpreter&, const Value& v, CallArgs& a) {
     const Value& x = test_arg(a, "sameas");
     return v.kind() == x.kind() && equals(v, x);
 }
-bool t_lower(Interpreter&, const Value& v, CallArgs&) { return is_cased(str_of(v), true); }
-bool t_upper(Interpreter&, const Value& v, CallArgs&) { return is_cased(str_of(v), false); }
+bool t_lower(Interpreter& in, const Value& v, CallArgs&) { return is_cased(str_of(in, v), true); }
+bool t_upper(Interpreter& in, const Value& v, CallArgs&) { return is_cased(str_of(in, v), false); }
 
 const std::map<std::string_view, TestFn>& tests() {
     static const std::map<std::string_view, TestFn> table = {
@@ -903,7 +906,7 @@ Value g_namespace(Interpreter& in, CallArgs& a) {
     if (!a.pos.empty()) *ns = as_mapping(a.pos[0], "namespace");
     for (auto& [k, v] : a.kw) ns->set(k, v);
     const Value result(ns);
-    nesting_depth(result);
+    shape_of(result);  // rejects a namespace nested or sized beyond the limits
     return result;
 }
 
@@ -914,8 +917,8 @@ Value g_dict(Interpreter&, CallArgs& a) {
     return Value(std::move(d));
 }
 
-Value g_raise_exception(Interpreter&, CallArgs& a) {
-    throw EvalError{a.pos.empty() ? std::string("raise_exception() called") : str_of(a.pos[0]), true};
+Value g_raise_exception(Interpreter& in, CallArgs& a) {
+    throw EvalError{a.pos.empty() ? std::string("raise_exception() called") : str_of(in, a.pos[0]), true};
 }
 
 Value g_strftime_now(Interpreter& in, CallArgs& a) {
@@ -963,6 +966,9 @@ Value find_method(const Value& obj, const std::string& name) {
     if (it == table->end()) return Value::undefined();
     MethodFn fn = it->second;
     return Value(std::make_shared<const Function>(Function{name, [obj, fn](Interpreter& in, CallArgs& a) {
+        uint64_t w = weight_of(obj);  // methods walk their object and arguments
+        for (const Value& v : a.pos) w += weight_of(v);
+        in.charge(w);
         return fn(in, obj, a);
     }}));
 }

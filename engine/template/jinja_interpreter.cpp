@@ -27,6 +27,13 @@ std::string where(SourceLoc loc) {
     return "line " + std::to_string(loc.line) + ", column " + std::to_string(loc.col);
 }
 
+// A short description of a key for error messages (never the repr of a huge value).
+std::string describe(const Value& key) {
+    if (key.is_string()) return key.str().substr(0, 64);
+    if (key.is_list() || key.is_dict() || key.is_namespace()) return key.type_name();
+    return to_output(key);
+}
+
 [[noreturn]] void type_error(const char* op, const Value& a, const Value& b) {
     throw EvalError{std::string("unsupported operand type(s) for ") + op + ": '" + a.type_name() + "' and '" +
                     b.type_name() + "'"};
@@ -164,6 +171,12 @@ void Interpreter::check_size(size_t bytes) const {
                         std::to_string(limits_.max_output_bytes) + "-byte limit"};
 }
 
+std::string Interpreter::text_of(const Value& v) {
+    // A container prints to at least its weight in bytes: refuse before building it.
+    if (v.is_list() || v.is_dict() || v.is_namespace()) check_size(weight_of(v));
+    return to_output(v);
+}
+
 NamespacePtr Interpreter::new_namespace() {
     namespaces_.push_back(std::make_shared<Dict>());
     return namespaces_.back();
@@ -200,7 +213,7 @@ Interpreter::Flow Interpreter::exec(const Stmt& s) {
         charge(1);
         switch (s.kind) {
         case Stmt::Kind::Text: write_out(s.text); break;
-        case Stmt::Kind::Output: write_out(to_output(eval(*s.expr))); break;
+        case Stmt::Kind::Output: write_out(text_of(eval(*s.expr))); break;
         case Stmt::Kind::If: return exec_if(s);
         case Stmt::Kind::For: return exec_for(s);
         case Stmt::Kind::Set: exec_set(s); break;
@@ -323,7 +336,7 @@ void Interpreter::exec_set(const Stmt& s) {
                         (target.is_undefined() ? "undefined '" + s.targets[0] + "'" : "a " + target.type_name()) +
                         " (only namespace() objects can be assigned to)"};
     target.ns()->set(s.attr, std::move(v));
-    nesting_depth(target);  // rejects a namespace that now contains itself too deeply
+    shape_of(target);  // rejects a namespace that now nests (or contains itself) too deeply
 }
 
 void Interpreter::exec_set_block(const Stmt& s) {
@@ -344,7 +357,7 @@ void Interpreter::exec_filter_block(const Stmt& s) {
         exec_body(s.body);
         text = std::move(cap.buf);
     }
-    write_out(to_output(apply_filter_chain(*s.expr, Value(std::move(text)))));
+    write_out(text_of(apply_filter_chain(*s.expr, Value(std::move(text)))));
 }
 
 void Interpreter::exec_macro_def(const Stmt& s) {
@@ -481,11 +494,14 @@ Value Interpreter::get_item(const Value& obj, const Value& key) {
         const Dict& d = obj.is_dict() ? obj.dict() : *obj.ns();
         if (key.is_string())
             if (const Value* v = d.find(key.str())) return *v;
-        return Value::undefined("'" + obj.type_name() + " object' has no attribute '" + to_output(key) + "'");
+        return Value::undefined("'" + obj.type_name() + " object' has no attribute '" + describe(key) + "'");
     }
     if ((obj.is_list() || obj.is_string()) && (key.is_int() || key.is_bool())) {
         std::vector<std::string_view> chars;
-        if (obj.is_string()) chars = utf8_chars(obj.str());
+        if (obj.is_string()) {
+            charge(obj.str().size());  // indexing by code point walks the string
+            chars = utf8_chars(obj.str());
+        }
         const int64_t n = static_cast<int64_t>(obj.is_list() ? obj.list().size() : chars.size());
         int64_t i = key.as_int();
         if (i < 0) i += n;
@@ -533,6 +549,7 @@ Value Interpreter::eval_slice(const Expr& e) {
     const Value step = e.d ? eval(*e.d) : Value::none();
     // jinja2 slices with Python's own [] (not its lenient getitem), so this is a TypeError.
     if (!obj.is_list() && !obj.is_string()) throw EvalError{"'" + obj.type_name() + "' object is not subscriptable"};
+    charge(weight_of(obj));
     std::vector<std::string_view> chars;
     if (obj.is_string()) chars = utf8_chars(obj.str());
     const int64_t n = static_cast<int64_t>(obj.is_list() ? obj.list().size() : chars.size());
@@ -580,6 +597,7 @@ Value Interpreter::apply_filter_chain(const Expr& e, Value input) {
 Value Interpreter::eval_filter(const Expr& e, Value input) {
     FilterFn fn = find_filter(e.name);
     if (!fn) throw EvalError{"no filter named '" + e.name + "'"};
+    charge(weight_of(input));  // filters walk their input
     CallArgs args = eval_args(e.args);
     return fn(*this, input, args);
 }
@@ -588,6 +606,7 @@ Value Interpreter::eval_test(const Expr& e) {
     TestFn fn = find_test(e.name);
     if (!fn) throw EvalError{"no test named '" + e.name + "'"};
     const Value v = eval(*e.a);
+    charge(weight_of(v));
     CallArgs args = eval_args(e.args);
     return Value(fn(*this, v, args) != e.negated);
 }
@@ -608,7 +627,7 @@ Value Interpreter::eval_binary(const Expr& e) {
     if (op == "and") return a.truthy() ? eval(*e.b) : a;  // Python returns the deciding operand
     if (op == "or") return a.truthy() ? a : eval(*e.b);
     const Value b = eval(*e.b);
-    if (op == "~") return concat(to_output(a), to_output(b));  // Undefined is "" here
+    if (op == "~") return concat(text_of(a), text_of(b));  // Undefined is "" here
     a.require_defined();
     b.require_defined();
     if (a.is_number() && b.is_number()) return arith_numbers(op, a, b);
@@ -660,6 +679,7 @@ Value Interpreter::eval_compare(const Expr& e) {
     Value left = eval(*e.a);
     for (size_t i = 0; i < e.ops.size(); ++i) {
         Value right = eval(*e.items[i]);
+        charge(weight_of(left) + weight_of(right));  // == and `in` may walk both sides
         const std::string& op = e.ops[i];
         bool r;
         if (op == "==") r = equals(left, right);

@@ -51,6 +51,7 @@ public:
     // ---- services for builtins ----
     void charge(uint64_t units);          // spend work budget; throws when exhausted
     void check_size(size_t bytes) const;  // a string/list about to be built that large?
+    std::string text_of(const Value& v);  // to_output(), refusing values too big to print
     Value call(const Value& callee, CallArgs& args);
     NamespacePtr new_namespace();
     std::time_t now() const;

@@ -16,22 +16,28 @@ void check_depth(int depth) {
     if (depth > kMaxValueNesting) throw EvalError{"value nested too deeply (a namespace that contains itself?)"};
 }
 
-int namespace_depth(const Dict& d, int level) {
-    check_depth(level);
-    int deepest = 0;
-    for (const auto& [k, v] : d.items) {
-        const int child = v.is_namespace() ? namespace_depth(*v.ns(), level + 1) : nesting_depth(v);
-        deepest = std::max(deepest, child);
-    }
-    check_depth(level + deepest);
-    return 1 + deepest;
+// Adds a child's shape to its container's; `level` counts namespaces being walked.
+void add_child(Shape& parent, const Shape& child) {
+    parent.depth = std::max(parent.depth, child.depth + 1);
+    parent.weight += child.weight;
+    check_depth(parent.depth);
+    if (parent.weight > kMaxValueWeight)
+        throw EvalError{"value too large (over " + std::to_string(kMaxValueWeight) + " elements and bytes when expanded)"};
 }
 
-int children_depth(const std::vector<Value>& items) {
-    int deepest = 0;
-    for (const Value& v : items) deepest = std::max(deepest, nesting_depth(v));
-    check_depth(deepest + 1);
-    return deepest + 1;
+Shape namespace_shape(const Dict& d, int level) {
+    check_depth(level);
+    Shape s;
+    for (const auto& [k, v] : d.items) add_child(s, v.is_namespace() ? namespace_shape(*v.ns(), level + 1) : shape_of(v));
+    check_depth(level + s.depth);
+    return s;
+}
+
+Shape items_shape(const std::vector<Value>& items) {
+    Shape s;
+    s.weight += items.size();
+    for (const Value& v : items) add_child(s, shape_of(v));
+    return s;
 }
 
 bool is_numeric_pair(const Value& a, const Value& b) { return a.is_number() && b.is_number(); }
@@ -243,33 +249,36 @@ void Dict::set(std::string key, Value v) {
 }
 
 Value::Value(std::vector<Value> items) {
-    const int depth = children_depth(items);
-    v_ = std::make_shared<const ListObj>(ListObj{std::move(items), depth});
+    const Shape shape = items_shape(items);
+    v_ = std::make_shared<const ListObj>(ListObj{std::move(items), shape});
 }
 
 Value Value::tuple(std::vector<Value> items) {
-    const int depth = children_depth(items);
+    const Shape shape = items_shape(items);
     Value v;
-    v.v_ = std::make_shared<const ListObj>(ListObj{std::move(items), depth, true});
+    v.v_ = std::make_shared<const ListObj>(ListObj{std::move(items), shape, true});
     return v;
 }
 
 bool Value::is_tuple() const { return is_list() && std::get<ListPtr>(v_)->tuple; }
 
 Value::Value(Dict d) {
-    int deepest = 0;
-    for (const auto& [k, v] : d.items) deepest = std::max(deepest, nesting_depth(v));
-    check_depth(deepest + 1);
-    d.depth = deepest + 1;
+    Shape shape;
+    for (const auto& [k, v] : d.items) {
+        shape.weight += k.size() + 1;
+        add_child(shape, shape_of(v));
+    }
+    d.shape = shape;
     v_ = std::make_shared<const Dict>(std::move(d));
 }
 
-int nesting_depth(const Value& v) {
+Shape shape_of(const Value& v) {
     switch (v.kind()) {
-    case Value::Kind::List: return std::get<ListPtr>(v.v_)->depth;
-    case Value::Kind::Dict: return v.dict().depth;
-    case Value::Kind::Namespace: return namespace_depth(*v.ns(), 1);
-    default: return 0;
+    case Value::Kind::String: return {0, 1 + v.str().size()};
+    case Value::Kind::List: return std::get<ListPtr>(v.v_)->shape;
+    case Value::Kind::Dict: return v.dict().shape;
+    case Value::Kind::Namespace: return namespace_shape(*v.ns(), 1);
+    default: return {};
     }
 }
 

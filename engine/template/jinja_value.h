@@ -20,13 +20,22 @@ namespace ember::jinja {
 
 class Value;
 class Interpreter;
-int nesting_depth(const Value& v);
+
+// How deep a value nests and how much work walking all of it costs (string bytes plus
+// elements, counting shared sub-values each time they appear). Lists and dicts record it
+// when built, so a template cannot build a small value that is huge when printed
+// ("billion laughs": [a, a] of [b, b] of …).
+struct Shape {
+    int depth = 0;
+    uint64_t weight = 1;
+};
+Shape shape_of(const Value& v);  // throws EvalError past kMaxValueNesting / kMaxValueWeight
 
 // Insertion-ordered string-keyed map (Python dicts keep insertion order). Linear lookup:
 // chat-template dicts have a handful of keys.
 struct Dict {
     std::vector<std::pair<std::string, Value>> items;
-    int depth = 1;  // nesting depth, set when wrapped in a Value (see nesting_depth)
+    Shape shape;  // set when wrapped in a Value; not maintained for namespaces
 
     const Value* find(std::string_view key) const;
     void set(std::string key, Value v);
@@ -47,7 +56,7 @@ struct Function {
 
 struct ListObj {
     std::vector<Value> items;
-    int depth = 1;
+    Shape shape;
     bool tuple = false;  // prints as (a, b) and differs from a list in ==, as in Python
 };
 using ListPtr = std::shared_ptr<const ListObj>;
@@ -115,7 +124,7 @@ public:
     std::string type_name() const;  // Python's name: 'str', 'int', 'list', 'dict', 'NoneType'…
 
 private:
-    friend int nesting_depth(const Value& v);
+    friend Shape shape_of(const Value& v);
     struct Undef {
         std::string hint;
     };
@@ -123,10 +132,11 @@ private:
     std::variant<Undef, None, bool, int64_t, double, std::string, ListPtr, DictPtr, NamespacePtr, FunctionPtr> v_;
 };
 
-// Values may nest at most this deep. Checked when a list, dict or namespace entry is built,
-// so that printing, comparing and destroying values never recurses without bound.
+// Limits checked whenever a list, dict or namespace entry is built, so that printing,
+// comparing and destroying a value never recurses or expands without bound.
 constexpr int kMaxValueNesting = 100;
-int nesting_depth(const Value& v);  // 0 for scalars; throws EvalError past the limit
+constexpr uint64_t kMaxValueWeight = uint64_t{1} << 26;
+inline uint64_t weight_of(const Value& v) { return shape_of(v).weight; }
 
 // Python semantics of the operators. All throw EvalError on type errors.
 bool equals(const Value& a, const Value& b);

@@ -466,6 +466,17 @@ private slots:
         CHECK_ERROR("{% set ns = namespace(s='ab') %}{% for i in range(64) %}{% set ns.s = ns.s + ns.s %}{% endfor %}", "-byte limit");
         CHECK_ERROR("{{ 'x' * 100000000000 }}", "-byte limit");
         CHECK_ERROR("{{ range(100000000000) | length }}", "-byte limit");
+        // "Billion laughs": a small value that doubles when printed or compared.
+        const std::string doubling = "{% set ns = namespace(v=['xxxxxxxxxxxxxxxx']) %}{% for i in range(N) %}{% set ns.v = [ns.v, ns.v] %}{% endfor %}";
+        auto with_n = [&](const char* n) { return QString::fromStdString(doubling).replace("N", n).toStdString(); };
+        CHECK_ERROR(with_n("40") + "{{ ns.v }}", "value too large");
+        CHECK_ERROR(with_n("18") + "{{ ns.v }}", "-byte limit");
+        CHECK_ERROR(with_n("18") + "{% for i in range(100000) %}{% if ns.v == ns.v %}{% endif %}{% endfor %}", "work budget");
+        // Per-item costs that grow with the input: code-point indexing, unique, `in`.
+        CHECK_ERROR("{% set big = 'x' * 1000000 %}{% for i in range(100000) %}{% set c = big[i] %}{% endfor %}", "work budget");
+        CHECK_ERROR("{% set big = range(100000) | list %}{{ big | unique | list | length }}", "work budget");
+        CHECK_ERROR("{% set big = range(100000) | list %}{{ big | select('in', big) | list | length }}", "work budget");
+        COMPARE_STR(run("[{{ '' * 100000000000 }}]"), "[]");
         ChatRenderOptions small;
         small.max_output_bytes = 10;
         try {
