@@ -119,6 +119,144 @@ void quantize_act(const float* X, int64_t t0, int64_t t1, const Int8Kind& kind, 
 }
 
 // ---------------------------------------------------------------------------------------
+// Per-type unpackers to u8 codes (natural order) + per-block scales/mins, explicit AVX2:
+// one block (legacy) or super-block (K-quants) per call. The compiler's own vectorization
+// of the portable unpackers is poor (byte inserts through the stack).
+
+inline __m256i nibbles_lo_hi(__m128i q) {  // 16 bytes -> [low nibbles, high nibbles]
+    const __m128i m4 = _mm_set1_epi8(0x0F);
+    return _mm256_set_m128i(_mm_and_si128(_mm_srli_epi16(q, 4), m4), _mm_and_si128(q, m4));
+}
+
+inline __m128i load16(const uint8_t* p) { return _mm_loadu_si128(reinterpret_cast<const __m128i*>(p)); }
+inline __m256i load32(const uint8_t* p) { return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)); }
+inline void store32(uint8_t* p, __m256i v) { _mm256_storeu_si256(reinterpret_cast<__m256i*>(p), v); }
+
+// Bit j of qh -> 0x10 in byte j (the fifth bit of Q5_0/Q5_1 codes).
+inline __m256i qh_bits(uint32_t qh) {
+    const __m256i spread = _mm256_shuffle_epi8(_mm256_set1_epi32(static_cast<int>(qh)),
+                                               _mm256_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1,
+                                                                2, 2, 2, 2, 2, 2, 2, 2, 3, 3, 3, 3, 3, 3, 3, 3));
+    const __m256i bit = _mm256_set1_epi64x(static_cast<int64_t>(0x8040201008040201ull));
+    return _mm256_and_si256(_mm256_cmpeq_epi8(_mm256_and_si256(spread, bit), bit), _mm256_set1_epi8(0x10));
+}
+
+inline float half_at(const uint8_t* p) {
+    uint16_t h;
+    std::memcpy(&h, p, 2);
+    return _cvtsh_ss(h);
+}
+
+inline uint32_t u32_at_(const uint8_t* p) {
+    uint32_t v;
+    std::memcpy(&v, p, 4);
+    return v;
+}
+
+struct AQ4_0 { static constexpr DType kType = DType::Q4_0; static constexpr int kBE = 32, kBB = 18;
+    static void block(const uint8_t* p, uint8_t* q, float* s, float*) { store32(q, nibbles_lo_hi(load16(p + 2))); s[0] = half_at(p); } };
+struct AQ4_1 { static constexpr DType kType = DType::Q4_1; static constexpr int kBE = 32, kBB = 20;
+    static void block(const uint8_t* p, uint8_t* q, float* s, float* m) {
+        store32(q, nibbles_lo_hi(load16(p + 4)));
+        s[0] = half_at(p);
+        m[0] = half_at(p + 2);
+    } };
+struct AQ5_0 { static constexpr DType kType = DType::Q5_0; static constexpr int kBE = 32, kBB = 22;
+    static void block(const uint8_t* p, uint8_t* q, float* s, float*) {
+        store32(q, _mm256_or_si256(nibbles_lo_hi(load16(p + 6)), qh_bits(u32_at_(p + 2))));
+        s[0] = half_at(p);
+    } };
+struct AQ5_1 { static constexpr DType kType = DType::Q5_1; static constexpr int kBE = 32, kBB = 24;
+    static void block(const uint8_t* p, uint8_t* q, float* s, float* m) {
+        store32(q, _mm256_or_si256(nibbles_lo_hi(load16(p + 8)), qh_bits(u32_at_(p + 4))));
+        s[0] = half_at(p);
+        m[0] = half_at(p + 2);
+    } };
+struct AQ8_0 { static constexpr DType kType = DType::Q8_0; static constexpr int kBE = 32, kBB = 34;
+    static void block(const uint8_t* p, uint8_t* q, float* s, float*) {
+        store32(q, _mm256_xor_si256(load32(p + 2), _mm256_set1_epi8(static_cast<char>(0x80))));
+        s[0] = half_at(p);
+    } };
+
+// 8 scales d * sc_j and mins -dmin * m_j of a Q4_K/Q5_K super-block (6-bit fields unpacked
+// four at a time with 32-bit masks).
+inline void k4_scales8(const uint8_t* b, float* s, float* m) {
+    const uint32_t w0 = u32_at_(b + 4), w1 = u32_at_(b + 8), w2 = u32_at_(b + 12);
+    const uint32_t sc_hi = (w2 & 0x0F0F0F0Fu) | ((w0 >> 2) & 0x30303030u);
+    const uint32_t m_hi = ((w2 >> 4) & 0x0F0F0F0Fu) | ((w1 >> 2) & 0x30303030u);
+    const __m128i sc = _mm_insert_epi32(_mm_cvtsi32_si128(static_cast<int>(w0 & 0x3F3F3F3Fu)), static_cast<int>(sc_hi), 1);
+    const __m128i mn = _mm_insert_epi32(_mm_cvtsi32_si128(static_cast<int>(w1 & 0x3F3F3F3Fu)), static_cast<int>(m_hi), 1);
+    _mm256_storeu_ps(s, _mm256_mul_ps(_mm256_set1_ps(half_at(b)), _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(sc))));
+    _mm256_storeu_ps(m, _mm256_mul_ps(_mm256_set1_ps(-half_at(b + 2)), _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(mn))));
+}
+
+struct AQ4_K { static constexpr DType kType = DType::Q4_K; static constexpr int kBE = 256, kBB = 144;
+    static void block(const uint8_t* p, uint8_t* q, float* s, float* m) {
+        const __m256i m4 = _mm256_set1_epi8(0x0F);
+        for (int c = 0; c < 4; ++c) {
+            const __m256i x = load32(p + 16 + 32 * c);
+            store32(q + 64 * c, _mm256_and_si256(x, m4));
+            store32(q + 64 * c + 32, _mm256_and_si256(_mm256_srli_epi16(x, 4), m4));
+        }
+        k4_scales8(p, s, m);
+    } };
+struct AQ5_K { static constexpr DType kType = DType::Q5_K; static constexpr int kBE = 256, kBB = 176;
+    static void block(const uint8_t* p, uint8_t* q, float* s, float* m) {
+        const __m256i m4 = _mm256_set1_epi8(0x0F), b16 = _mm256_set1_epi8(0x10);
+        const __m256i qh = load32(p + 16);
+        for (int c = 0; c < 4; ++c) {
+            const __m256i x = load32(p + 48 + 32 * c);
+            const __m256i b0 = _mm256_set1_epi8(static_cast<char>(1 << (2 * c))), b1 = _mm256_set1_epi8(static_cast<char>(2 << (2 * c)));
+            const __m256i h0 = _mm256_and_si256(_mm256_cmpeq_epi8(_mm256_and_si256(qh, b0), b0), b16);
+            const __m256i h1 = _mm256_and_si256(_mm256_cmpeq_epi8(_mm256_and_si256(qh, b1), b1), b16);
+            store32(q + 64 * c, _mm256_or_si256(_mm256_and_si256(x, m4), h0));
+            store32(q + 64 * c + 32, _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(x, 4), m4), h1));
+        }
+        k4_scales8(p, s, m);
+    } };
+struct AQ6_K { static constexpr DType kType = DType::Q6_K; static constexpr int kBE = 256, kBB = 210;
+    static void block(const uint8_t* p, uint8_t* q, float* s, float*) {
+        const __m256i m4 = _mm256_set1_epi8(0x0F), m30 = _mm256_set1_epi8(0x30);
+        for (int h = 0; h < 2; ++h) {
+            const __m256i l0 = load32(p + 64 * h), l1 = load32(p + 64 * h + 32), qh = load32(p + 128 + 32 * h);
+            uint8_t* o = q + 128 * h;
+            store32(o, _mm256_or_si256(_mm256_and_si256(l0, m4), _mm256_and_si256(_mm256_slli_epi16(qh, 4), m30)));
+            store32(o + 32, _mm256_or_si256(_mm256_and_si256(l1, m4), _mm256_and_si256(_mm256_slli_epi16(qh, 2), m30)));
+            store32(o + 64, _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l0, 4), m4), _mm256_and_si256(qh, m30)));
+            store32(o + 96, _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l1, 4), m4), _mm256_and_si256(_mm256_srli_epi16(qh, 2), m30)));
+        }
+        const __m256 d = _mm256_set1_ps(half_at(p + 208));
+        for (int i = 0; i < 2; ++i) {
+            const __m256i sc = _mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p + 192 + 8 * i)));
+            _mm256_storeu_ps(s + 8 * i, _mm256_mul_ps(d, _mm256_cvtepi32_ps(sc)));
+        }
+    } };
+
+// Chunk unpacker: the explicit block unpacker for whole blocks, the portable one for a tail
+// chunk (it zero-fills past the row end).
+template <class A>
+void unpack_chunk_avx2(const uint8_t* row, int64_t chunk, int64_t cols, uint8_t* q, float* scale, float* min) {
+    if ((chunk + 1) * kChunk > cols) return unpack_fn(A::kType)(row, chunk, cols, q, scale, min);
+    constexpr int kBlocks = kChunk / A::kBE, kScales = A::kBE == 256 ? (A::kBB == 210 ? 16 : 8) : 1;
+    const uint8_t* p = row + chunk * kBlocks * A::kBB;
+    for (int i = 0; i < kBlocks; ++i) A::block(p + i * A::kBB, q + i * A::kBE, scale + i * kScales, min + i * kScales);
+}
+
+inline UnpackChunkFn unpack_fn_avx2(DType type) {
+    switch (type) {
+        case DType::Q4_0: return unpack_chunk_avx2<AQ4_0>;
+        case DType::Q4_1: return unpack_chunk_avx2<AQ4_1>;
+        case DType::Q5_0: return unpack_chunk_avx2<AQ5_0>;
+        case DType::Q5_1: return unpack_chunk_avx2<AQ5_1>;
+        case DType::Q8_0: return unpack_chunk_avx2<AQ8_0>;
+        case DType::Q4_K: return unpack_chunk_avx2<AQ4_K>;
+        case DType::Q5_K: return unpack_chunk_avx2<AQ5_K>;
+        case DType::Q6_K: return unpack_chunk_avx2<AQ6_K>;
+        default: return unpack_fn(type);  // Q2_K, Q3_K
+    }
+}
+
+// ---------------------------------------------------------------------------------------
 // u8 x s8 dot products into 8 int32 lanes (each lane sums 4 products, like vpdpbusd).
 
 template <bool kSigned>
@@ -178,7 +316,7 @@ inline __m256 scale_blocks(__m256 acc, __m256i sums, const float* scale, const f
 template <int G, bool kMin, bool kSigned>
 void gemv_q8_t(const WeightMatrix& W, const ActQ8& a, int64_t r0, int64_t r1, float* Y) {
     constexpr int nbc = kChunk / G;
-    const UnpackChunkFn unpack = unpack_fn(W.type);
+    const UnpackChunkFn unpack = unpack_fn_avx2(W.type);
     alignas(64) uint8_t q[kChunk];
     alignas(64) float scale[32], min[32];
     const int64_t nt = a.n_tokens, nb = a.nb(), nchunks = a.kpad / kChunk;
@@ -222,7 +360,7 @@ template <int G, bool kMin>
 void build_panel(const WeightMatrix& W, int64_t r0, int nrows, int64_t nb, uint8_t* panel) {
     constexpr int PB = panel_block_bytes<G, kMin>();
     constexpr int nbc = kChunk / G;
-    const UnpackChunkFn unpack = unpack_fn(W.type);
+    const UnpackChunkFn unpack = unpack_fn_avx2(W.type);
     alignas(64) uint8_t q[kChunk];
     alignas(64) float scale[32], min[32];
     if (nrows < kPanelRows) std::memset(panel, 0, static_cast<size_t>(nb) * PB);
