@@ -232,12 +232,50 @@ struct AQ6_K { static constexpr DType kType = DType::Q6_K; static constexpr int 
         }
     } };
 
+// Q2_K / Q3_K: element 128 h + 32 g + l is (qs[32 h + l] >> 2g) & 3 (+ 4 * hmask bit 4h + g).
+struct AQ2_K { static constexpr DType kType = DType::Q2_K; static constexpr int kBE = 256, kBB = 84;
+    static void block(const uint8_t* p, uint8_t* q, float* s, float* m) {
+        for (int h = 0; h < 2; ++h) {
+            const __m256i x = load32(p + 16 + 32 * h);
+            for (int g = 0; g < 4; ++g) store32(q + 128 * h + 32 * g, _mm256_and_si256(_mm256_srli_epi16(x, 2 * g), _mm256_set1_epi8(3)));
+        }
+        const __m256 d = _mm256_set1_ps(half_at(p + 80)), dmin = _mm256_set1_ps(-half_at(p + 82));
+        for (int i = 0; i < 2; ++i) {
+            const __m256i sc = _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p + 8 * i)));
+            _mm256_storeu_ps(s + 8 * i, _mm256_mul_ps(d, _mm256_cvtepi32_ps(_mm256_and_si256(sc, _mm256_set1_epi32(15)))));
+            _mm256_storeu_ps(m + 8 * i, _mm256_mul_ps(dmin, _mm256_cvtepi32_ps(_mm256_srli_epi32(sc, 4))));
+        }
+    } };
+struct AQ3_K { static constexpr DType kType = DType::Q3_K; static constexpr int kBE = 256, kBB = 110;
+    static void block(const uint8_t* p, uint8_t* q, float* s, float*) {
+        const __m256i hm = load32(p), four = _mm256_set1_epi8(4);
+        for (int h = 0; h < 2; ++h) {
+            const __m256i x = load32(p + 32 + 32 * h);
+            for (int g = 0; g < 4; ++g) {
+                const __m256i bit = _mm256_set1_epi8(static_cast<char>(1 << (4 * h + g)));
+                const __m256i hb = _mm256_and_si256(_mm256_cmpeq_epi8(_mm256_and_si256(hm, bit), bit), four);
+                store32(q + 128 * h + 32 * g, _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(x, 2 * g), _mm256_set1_epi8(3)), hb));
+            }
+        }
+        // 16 signed 6-bit scales (see unpack_scales_q3_k), unpacked with 32-bit masks.
+        uint64_t L;
+        std::memcpy(&L, p + 96, 8);
+        const uint32_t H = u32_at_(p + 104);
+        const uint64_t lo = (L & 0x0F0F0F0F0F0F0F0Full) | ((H & 0x03030303u) | static_cast<uint64_t>((H >> 2) & 0x03030303u) << 32) << 4;
+        const uint64_t hi = ((L >> 4) & 0x0F0F0F0F0F0F0F0Full) | (((H >> 4) & 0x03030303u) | static_cast<uint64_t>((H >> 6) & 0x03030303u) << 32) << 4;
+        const __m256 d = _mm256_set1_ps(half_at(p + 108));
+        const __m256i v32 = _mm256_set1_epi32(32);
+        _mm256_storeu_ps(s, _mm256_mul_ps(d, _mm256_cvtepi32_ps(_mm256_sub_epi32(_mm256_cvtepu8_epi32(_mm_cvtsi64_si128(static_cast<int64_t>(lo))), v32))));
+        _mm256_storeu_ps(s + 8, _mm256_mul_ps(d, _mm256_cvtepi32_ps(_mm256_sub_epi32(_mm256_cvtepu8_epi32(_mm_cvtsi64_si128(static_cast<int64_t>(hi))), v32))));
+    } };
+
 // Chunk unpacker: the explicit block unpacker for whole blocks, the portable one for a tail
 // chunk (it zero-fills past the row end).
 template <class A>
 void unpack_chunk_avx2(const uint8_t* row, int64_t chunk, int64_t cols, uint8_t* q, float* scale, float* min) {
     if ((chunk + 1) * kChunk > cols) return unpack_fn(A::kType)(row, chunk, cols, q, scale, min);
-    constexpr int kBlocks = kChunk / A::kBE, kScales = A::kBE == 256 ? (A::kBB == 210 ? 16 : 8) : 1;
+    constexpr int kBlocks = kChunk / A::kBE;
+    constexpr int kScales = A::kBE == 32 ? 1 : (A::kType == DType::Q4_K || A::kType == DType::Q5_K) ? 8 : 16;
     const uint8_t* p = row + chunk * kBlocks * A::kBB;
     for (int i = 0; i < kBlocks; ++i) A::block(p + i * A::kBB, q + i * A::kBE, scale + i * kScales, min + i * kScales);
 }
@@ -252,7 +290,9 @@ inline UnpackChunkFn unpack_fn_avx2(DType type) {
         case DType::Q4_K: return unpack_chunk_avx2<AQ4_K>;
         case DType::Q5_K: return unpack_chunk_avx2<AQ5_K>;
         case DType::Q6_K: return unpack_chunk_avx2<AQ6_K>;
-        default: return unpack_fn(type);  // Q2_K, Q3_K
+        case DType::Q2_K: return unpack_chunk_avx2<AQ2_K>;
+        case DType::Q3_K: return unpack_chunk_avx2<AQ3_K>;
+        default: return unpack_fn(type);
     }
 }
 

@@ -156,6 +156,12 @@ inline __attribute__((always_inline)) __m512i nibbles_32(const uint8_t* a) {
     return _mm512_and_si512(_mm512_srlv_epi16(x, shift_upper(0, 4)), _mm512_set1_epi8(0x0F));
 }
 
+inline float half_at(const uint8_t* p) {
+    uint16_t h;
+    std::memcpy(&h, p, 2);
+    return _cvtsh_ss(h);
+}
+
 inline __attribute__((always_inline)) uint64_t u32_pair(const uint8_t* a, const uint8_t* b) {
     uint32_t x, y;
     std::memcpy(&x, a, 4);
@@ -357,11 +363,68 @@ struct UQ6_K {
     }
 };
 
-// Types without a register unpacker (Q2_K, Q3_K) go through the byte buffer.
-struct UGeneric {
-    static constexpr int kBE = 0, kBB = 0;
-    __attribute__((always_inline)) static void codes(const uint8_t*, __m512i*) {}
-    __attribute__((always_inline)) static void scales(const uint8_t*, float*, float*) {}
+// Q2_K / Q3_K 2-bit fields: super-block element 128 h + 32 g + l is (qs[32 h + l] >> 2g) & 3.
+// zmm k (elements 64k .. 64k + 63) has h = k / 2 and g = 2 (k % 2) + {0, 1} for its halves.
+inline __attribute__((always_inline)) __m512i crumbs(const uint8_t* qs, int k) {
+    const __m512i x = _mm512_broadcast_i64x4(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(qs + 32 * (k / 2))));
+    const int g0 = 2 * (k % 2);
+    return _mm512_and_si512(_mm512_srlv_epi16(x, shift_upper(2 * g0, 2 * g0 + 2)), _mm512_set1_epi8(3));
+}
+
+struct UQ2_K {
+    static constexpr int kBE = 256, kBB = 84;
+    __attribute__((always_inline)) static void codes(const uint8_t* p, __m512i* w) {
+        for (int sb = 0; sb < 2; ++sb) {
+            for (int k = 0; k < 4; ++k) w[4 * sb + k] = crumbs(p + kBB * sb + 16, k);
+        }
+    }
+    // 16 sub-blocks of 16: scale d * (sc & 15), min -dmin * (sc >> 4).
+    __attribute__((always_inline)) static void scales(const uint8_t* p, float* s, float* m) {
+        for (int sb = 0; sb < 2; ++sb) {
+            const uint8_t* b = p + kBB * sb;
+            const __m512i sc = _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b)));
+            const __m512 lo = _mm512_cvtepi32_ps(_mm512_and_si512(sc, _mm512_set1_epi32(15)));
+            const __m512 hi = _mm512_cvtepi32_ps(_mm512_srli_epi32(sc, 4));
+            _mm512_store_ps(s + 16 * sb, _mm512_mul_ps(_mm512_set1_ps(half_at(b + 80)), lo));
+            _mm512_store_ps(m + 16 * sb, _mm512_mul_ps(_mm512_set1_ps(-half_at(b + 82)), hi));
+        }
+    }
+};
+
+struct UQ3_K {
+    static constexpr int kBE = 256, kBB = 110;
+    // code = 2-bit field + 4 * (bit 4h + g of hmask[l]); the weight is code - 4.
+    __attribute__((always_inline)) static void codes(const uint8_t* p, __m512i* w) {
+        for (int sb = 0; sb < 2; ++sb) {
+            const uint8_t* b = p + kBB * sb;
+            const __m512i hm = _mm512_broadcast_i64x4(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(b)));
+            for (int k = 0; k < 4; ++k) {
+                const int bit0 = 4 * (k / 2) + 2 * (k % 2);
+                const __m512i bit = _mm512_mask_mov_epi8(_mm512_set1_epi8(static_cast<char>(1 << bit0)), 0xFFFFFFFF00000000ull,
+                                                         _mm512_set1_epi8(static_cast<char>(1 << (bit0 + 1))));
+                const __m512i c = crumbs(b + 32, k);
+                w[4 * sb + k] = _mm512_mask_add_epi8(c, _mm512_test_epi8_mask(hm, bit), c, _mm512_set1_epi8(4));
+            }
+        }
+    }
+    // 16 signed 6-bit scales (minus 32): low nibbles in bytes 0..7 (scales 0..7 low, 8..15
+    // high nibble), high 2 bits in bytes 8..11 (scale j: byte 8 + j % 4, bits 2 (j / 4)).
+    __attribute__((always_inline)) static void scales(const uint8_t* p, float* s, float*) {
+        for (int sb = 0; sb < 2; ++sb) {
+            const uint8_t* b = p + kBB * sb;
+            uint64_t L;
+            uint32_t H;
+            std::memcpy(&L, b + 96, 8);
+            std::memcpy(&H, b + 104, 4);
+            const uint64_t h_lo = (H & 0x03030303u) | static_cast<uint64_t>((H >> 2) & 0x03030303u) << 32;
+            const uint64_t h_hi = ((H >> 4) & 0x03030303u) | static_cast<uint64_t>((H >> 6) & 0x03030303u) << 32;
+            const uint64_t lo = (L & 0x0F0F0F0F0F0F0F0Full) | h_lo << 4;
+            const uint64_t hi = ((L >> 4) & 0x0F0F0F0F0F0F0F0Full) | h_hi << 4;
+            const __m128i v = _mm_insert_epi64(_mm_cvtsi64_si128(static_cast<int64_t>(lo)), static_cast<int64_t>(hi), 1);
+            const __m512i sc = _mm512_sub_epi32(_mm512_cvtepu8_epi32(v), _mm512_set1_epi32(32));
+            _mm512_store_ps(s + 16 * sb, _mm512_mul_ps(_mm512_set1_ps(half_at(b + 108)), _mm512_cvtepi32_ps(sc)));
+        }
+    }
 };
 
 // Codes and scales of chunk c of a row: registers for full chunks, the portable unpacker
@@ -486,8 +549,8 @@ void gemv_q8(const WeightMatrix& W, const Int8Kind&, const ActQ8& a, int64_t r0,
         case DType::Q4_K: return gemv_q8_n<UQ4_K, 32, true>(W, a, r0, r1, Y);
         case DType::Q5_K: return gemv_q8_n<UQ5_K, 32, true>(W, a, r0, r1, Y);
         case DType::Q6_K: return gemv_q8_n<UQ6_K, 16, false>(W, a, r0, r1, Y);
-        case DType::Q2_K: return gemv_q8_n<UGeneric, 16, true>(W, a, r0, r1, Y);
-        case DType::Q3_K: return gemv_q8_n<UGeneric, 16, false>(W, a, r0, r1, Y);
+        case DType::Q2_K: return gemv_q8_n<UQ2_K, 16, true>(W, a, r0, r1, Y);
+        case DType::Q3_K: return gemv_q8_n<UQ3_K, 16, false>(W, a, r0, r1, Y);
         default: return;
     }
 }
@@ -651,8 +714,8 @@ void gemm_q8(const WeightMatrix& W, const Int8Kind&, const ActQ8& a, int64_t r0,
         case DType::Q4_K: return gemm_q8_t<UQ4_K, 32, true>(W, a, r0, r1, Y, s);
         case DType::Q5_K: return gemm_q8_t<UQ5_K, 32, true>(W, a, r0, r1, Y, s);
         case DType::Q6_K: return gemm_q8_t<UQ6_K, 16, false>(W, a, r0, r1, Y, s);
-        case DType::Q2_K: return gemm_q8_t<UGeneric, 16, true>(W, a, r0, r1, Y, s);
-        case DType::Q3_K: return gemm_q8_t<UGeneric, 16, false>(W, a, r0, r1, Y, s);
+        case DType::Q2_K: return gemm_q8_t<UQ2_K, 16, true>(W, a, r0, r1, Y, s);
+        case DType::Q3_K: return gemm_q8_t<UQ3_K, 16, false>(W, a, r0, r1, Y, s);
         default: return;
     }
 }
