@@ -23,7 +23,7 @@ QVariant MessageListModel::data(const QModelIndex& index, int role) const {
 
 QHash<int, QByteArray> MessageListModel::roleNames() const {
     return {{IdRole, "messageId"}, {RoleRole, "role"},   {ContentRole, "content"},
-            {StateRole, "state"},  {StatsRole, "stats"}, {CreatedRole, "createdAt"}};
+            {StateRole, "messageState"},  {StatsRole, "stats"}, {CreatedRole, "createdAt"}};
 }
 
 void MessageListModel::reset(std::vector<Message> messages) {

@@ -130,7 +130,7 @@ private slots:
         QVERIFY(h.chat.send(QStringLiteral("Once upon a time")));
         QVERIFY(h.chat.generating());
         QCOMPARE(h.chat.messages()->count(), 2);
-        QCOMPARE(h.chat.messages()->get(1).value("state").toString(), QStringLiteral("streaming"));
+        QCOMPARE(h.chat.messages()->get(1).value("messageState").toString(), QStringLiteral("streaming"));
         const QString reason = wait_answer(done);
         const qint64 elapsed = t.elapsed();
         QVERIFY2(reason == "eog" || reason == "length", qPrintable(reason));
@@ -147,7 +147,7 @@ private slots:
 
         const QVariantMap answer = h.chat.messages()->get(1);
         QCOMPARE(answer.value("role").toString(), QStringLiteral("assistant"));
-        QCOMPARE(answer.value("state").toString(), QStringLiteral("complete"));
+        QCOMPARE(answer.value("messageState").toString(), QStringLiteral("complete"));
         QVERIFY(!answer.value("content").toString().isEmpty());
         const QString stats = answer.value("stats").toString();
         QVERIFY2(stats.contains("TTFT") && stats.contains("tok/s") && stats.contains("tokens"), qPrintable(stats));
@@ -200,7 +200,7 @@ private slots:
         QCOMPARE(reason, QStringLiteral("cancelled"));
         QVERIFY2(latency < 100, qPrintable(QStringLiteral("stop took %1 ms").arg(latency)));
         const QVariantMap answer = h.chat.messages()->get(1);
-        QCOMPARE(answer.value("state").toString(), QStringLiteral("complete"));
+        QCOMPARE(answer.value("messageState").toString(), QStringLiteral("complete"));
         QVERIFY(!answer.value("content").toString().isEmpty());
         QVERIFY(answer.value("stats").toString().contains(QStringLiteral("stopped")));
         QCOMPARE(h.store.store->messages(h.chat.currentConversationId())[1].content, answer.value("content").toString());

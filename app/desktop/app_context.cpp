@@ -1,0 +1,49 @@
+#include "app/desktop/app_context.h"
+
+#include <QCoreApplication>
+#include <QDir>
+#include <QFileInfo>
+#include <QQmlEngine>
+
+namespace ember::app {
+
+AppContext::AppContext(const QString& data_dir, const QString& log_file)
+    : store(open_conversation_store(data_dir)),
+      settings(QDir(data_dir).filePath(QStringLiteral("settings.ini"))),
+      models(host, settings),
+      model_list(ModelListModel::defaultFolders()),
+      chat(*store.store, host, models, settings) {
+    info.data_dir = data_dir;
+    info.database_path = store.path;
+    info.log_file = log_file;
+    info.storage_notice = store.notice;
+    info.interrupted = store.interrupted;
+    info.version = QCoreApplication::applicationVersion();
+}
+
+// The chat controller saves answers still streaming before the engine thread goes away.
+AppContext::~AppContext() = default;
+
+void AppContext::register_qml() {
+    // The instances outlive the QML engine (they are members here; the engine is destroyed
+    // first), so QML must not take ownership.
+    for (QObject* o : std::initializer_list<QObject*>{&chat, &models, &model_list, &settings, &clipboard, &info})
+        QQmlEngine::setObjectOwnership(o, QQmlEngine::CppOwnership);
+    qmlRegisterSingletonInstance("Ember.Core", 1, 0, "Chat", &chat);
+    qmlRegisterSingletonInstance("Ember.Core", 1, 0, "Models", &models);
+    qmlRegisterSingletonInstance("Ember.Core", 1, 0, "ModelList", &model_list);
+    qmlRegisterSingletonInstance("Ember.Core", 1, 0, "Settings", &settings);
+    qmlRegisterSingletonInstance("Ember.Core", 1, 0, "Clipboard", &clipboard);
+    qmlRegisterSingletonInstance("Ember.Core", 1, 0, "App", &info);
+    qmlRegisterUncreatableType<ModelController>("Ember.Core", 1, 0, "ModelState", QStringLiteral("enum only"));
+    qmlRegisterUncreatableType<MessageListModel>("Ember.Core", 1, 0, "MessageListModel", QStringLiteral("from Chat"));
+    qmlRegisterUncreatableType<ConversationListModel>("Ember.Core", 1, 0, "ConversationListModel",
+                                                      QStringLiteral("from Chat"));
+}
+
+void AppContext::restore_last_model() {
+    const QString last = settings.lastModelPath();
+    if (settings.loadLastModel() && !last.isEmpty() && QFileInfo::exists(last)) models.load(last);
+}
+
+}  // namespace ember::app

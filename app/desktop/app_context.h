@@ -1,0 +1,57 @@
+// Everything ember-app is made of, built in dependency order and torn down in reverse:
+// store -> settings -> engine thread -> controllers -> QML singletons. The desktop main(),
+// the Qt Quick test and the screenshot test all start the app through this one class, so
+// what they test is how the app is really wired.
+#pragma once
+#include <QObject>
+#include <QString>
+#include <memory>
+
+#include "app/core/app_settings.h"
+#include "app/core/chat_controller.h"
+#include "app/core/clipboard.h"
+#include "app/core/engine_host.h"
+#include "app/core/model_controller.h"
+#include "app/core/model_list_model.h"
+#include "app/storage/store_open.h"
+
+namespace ember::app {
+
+// Start-up facts for the UI: where things are, and anything that went wrong opening them.
+class AppInfo : public QObject {
+    Q_OBJECT
+    Q_PROPERTY(QString dataDir MEMBER data_dir CONSTANT)
+    Q_PROPERTY(QString databasePath MEMBER database_path CONSTANT)
+    Q_PROPERTY(QString logFile MEMBER log_file CONSTANT)
+    Q_PROPERTY(QString storageNotice MEMBER storage_notice CONSTANT)
+    Q_PROPERTY(int interruptedAnswers MEMBER interrupted CONSTANT)
+    Q_PROPERTY(QString version MEMBER version CONSTANT)
+public:
+    using QObject::QObject;
+    QString data_dir, database_path, log_file, storage_notice, version;
+    int interrupted = 0;
+};
+
+class AppContext {
+public:
+    // `data_dir`: conversations and settings (tests pass a temporary folder).
+    explicit AppContext(const QString& data_dir, const QString& log_file = {});
+    ~AppContext();
+
+    // Registers the singletons of the QML module "Ember.Core": Chat, Models, ModelList,
+    // Settings, Clipboard, App. Call once per process, before loading QML.
+    void register_qml();
+    // Loads the last model (or nothing) as the settings say; returns at once.
+    void restore_last_model();
+
+    OpenedStore store;
+    AppSettings settings;
+    EngineHost host;
+    ModelController models;
+    ModelListModel model_list;
+    ChatController chat;
+    Clipboard clipboard;
+    AppInfo info;
+};
+
+}  // namespace ember::app

@@ -1,0 +1,67 @@
+// This conversation's system prompt and sampling settings (stored with the conversation;
+// new chats start from the defaults on the Settings page).
+import QtQuick
+import QtQuick.Controls
+import QtQuick.Layouts
+import Ember.Core
+
+Drawer {
+    id: root
+    objectName: "chatSettingsPanel"
+    edge: Qt.RightEdge
+    width: Math.min(380, parent ? parent.width * 0.8 : 380)
+    property var values: ({})
+
+    function set(key, value) {
+        var s = Chat.sampling
+        s[key] = value
+        Chat.sampling = s
+    }
+    onOpened: { values = Chat.sampling; systemPrompt.text = Chat.systemPrompt }
+    Connections { target: Chat; function onSettingsChanged() { root.values = Chat.sampling } }
+
+    background: Rectangle { color: Theme.window; border.color: Theme.border }
+
+    ScrollView {
+        anchors.fill: parent
+        anchors.margins: 16
+        contentWidth: availableWidth
+        ColumnLayout {
+            width: parent.width
+            spacing: 10
+            Label { text: qsTr("This chat"); font.pixelSize: 18; font.bold: true; color: Theme.text }
+            Label { text: qsTr("System prompt"); color: Theme.muted }
+            FramedTextArea {
+                id: systemPrompt
+                objectName: "systemPromptField"
+                Layout.fillWidth: true
+                Layout.preferredHeight: 110
+                placeholderText: qsTr("Instructions the model follows in this chat")
+                onEditingFinished: Chat.systemPrompt = text
+            }
+            SettingSlider { label: qsTr("Temperature"); from: 0; to: 2; step: 0.05; value: root.values.temperature ?? 0.7
+                            onMoved: (v) => root.set("temperature", v) }
+            SettingSlider { label: qsTr("Top-p"); from: 0; to: 1; step: 0.01; value: root.values.top_p ?? 0.95
+                            onMoved: (v) => root.set("top_p", v) }
+            SettingSlider { label: qsTr("Min-p"); from: 0; to: 0.5; step: 0.01; value: root.values.min_p ?? 0.05
+                            onMoved: (v) => root.set("min_p", v) }
+            SettingSlider { label: qsTr("Repeat penalty"); from: 1; to: 1.5; step: 0.01; value: root.values.repeat_penalty ?? 1.1
+                            onMoved: (v) => root.set("repeat_penalty", v) }
+            RowLayout {
+                Label { text: qsTr("Top-k"); Layout.fillWidth: true; color: Theme.text }
+                SpinBox { from: 0; to: 1000; value: root.values.top_k ?? 40; editable: true
+                          onValueModified: root.set("top_k", value) }
+            }
+            RowLayout {
+                Label { text: qsTr("Max answer tokens (-1: no limit)"); Layout.fillWidth: true; color: Theme.text }
+                SpinBox { objectName: "maxTokensField"; from: -1; to: 32768; stepSize: 64; editable: true
+                          value: root.values.max_tokens ?? 1024; onValueModified: root.set("max_tokens", value) }
+            }
+            RowLayout {
+                Label { text: qsTr("Seed (-1: random)"); Layout.fillWidth: true; color: Theme.text }
+                SpinBox { from: -1; to: 2147483647; editable: true; value: root.values.seed ?? -1
+                          onValueModified: root.set("seed", value) }
+            }
+        }
+    }
+}

@@ -1,0 +1,102 @@
+// The main window: sidebar | chat (or settings). Window-wide shortcuts and the snackbar
+// for undo and short notices live here.
+import QtQuick
+import QtQuick.Controls
+import QtQuick.Layouts
+import Ember.Core
+
+ApplicationWindow {
+    id: window
+    objectName: "mainWindow"
+    width: 1180
+    height: 760
+    minimumWidth: 720
+    minimumHeight: 480
+    visible: true
+    title: (Chat.currentTitle ? Chat.currentTitle + " — " : "") + "Ember"
+    color: Theme.window
+
+    property bool settingsOpen: false
+    property alias sidebar: sidebar
+    property alias chatPage: chatPage
+    property alias snackbar: snackbar
+
+    palette {
+        window: Theme.window
+        windowText: Theme.text
+        base: Theme.base
+        alternateBase: Theme.sidebar
+        text: Theme.text
+        button: Theme.dark ? "#33343a" : "#f0f0f3"
+        buttonText: Theme.text
+        brightText: Theme.text
+        highlight: Theme.accent
+        highlightedText: Theme.accentText
+        placeholderText: Theme.muted
+        mid: Theme.border
+        dark: Theme.dark ? "#111214" : "#a0a0a6"
+        light: Theme.dark ? "#3a3b40" : "#ffffff"
+        midlight: Theme.dark ? "#303136" : "#e9e9ee"
+        shadow: "#000000"
+        toolTipBase: Theme.base
+        toolTipText: Theme.text
+    }
+
+    function newChat() {
+        settingsOpen = false
+        Chat.newConversation()
+        chatPage.focusInput()
+    }
+
+    RowLayout {
+        anchors.fill: parent
+        spacing: 0
+        Sidebar {
+            id: sidebar
+            Layout.preferredWidth: 270
+            Layout.fillHeight: true
+            onOpenSettings: window.settingsOpen = true
+            onNewChat: window.newChat()
+        }
+        Rectangle { Layout.fillHeight: true; width: 1; color: Theme.border }
+        StackLayout {
+            Layout.fillWidth: true
+            Layout.fillHeight: true
+            currentIndex: window.settingsOpen ? 1 : 0
+            ChatPage { id: chatPage }
+            SettingsPage { id: settingsPage; objectName: "settingsPage"; onClosed: window.settingsOpen = false }
+        }
+    }
+
+    Snackbar { id: snackbar; onAction: Chat.undoDelete() }
+
+    Connections {
+        target: Chat
+        function onConversationDeleted(id, title) {
+            snackbar.show(qsTr("Deleted “%1”").arg(title), qsTr("Undo"), 8000)
+        }
+        function onErrorOccurred(message) { snackbar.show(message) }
+        function onNotice(message) { snackbar.show(message, "", 8000) }
+        function onCurrentChanged() { window.settingsOpen = false }
+    }
+    Connections {
+        target: Models
+        function onLoadFailed(error) { snackbar.show(error, "", 8000) }
+    }
+
+    Shortcut { sequence: "Ctrl+N"; context: Qt.ApplicationShortcut; onActivated: window.newChat() }
+    Shortcut {
+        sequence: "Ctrl+F"
+        context: Qt.ApplicationShortcut
+        onActivated: { window.settingsOpen = false; sidebar.focusSearch() }
+    }
+    Shortcut {
+        sequence: "Ctrl+L"
+        context: Qt.ApplicationShortcut
+        onActivated: { window.settingsOpen = false; chatPage.focusInput() }
+    }
+    Shortcut { sequence: "Esc"; context: Qt.ApplicationShortcut; enabled: Chat.generating; onActivated: Chat.stop() }
+    Shortcut { sequence: "Ctrl+,"; context: Qt.ApplicationShortcut; onActivated: window.settingsOpen = true }
+
+    Component.onCompleted: chatPage.focusInput()
+}

@@ -1,0 +1,142 @@
+// App settings: appearance, engine (applied at the next model load), defaults for new
+// chats, logging, and where Ember keeps its files; plus the loaded model's details.
+import QtQuick
+import QtQuick.Controls
+import QtQuick.Layouts
+import Ember.Core
+
+Rectangle {
+    id: root
+    signal closed()
+    color: Theme.window
+
+    component Section: Label { font.pixelSize: 15; font.bold: true; color: Theme.text; topPadding: 12 }
+    component Row2: RowLayout { Layout.fillWidth: true; spacing: 12 }
+    component Key: Label { Layout.preferredWidth: 220; color: Theme.text; wrapMode: Text.Wrap }
+    component Value: Label { Layout.fillWidth: true; color: Theme.muted; wrapMode: Text.WrapAnywhere; font.pixelSize: 12 }
+
+    ColumnLayout {
+        anchors.fill: parent
+        spacing: 0
+        Rectangle {
+            Layout.fillWidth: true
+            implicitHeight: 52
+            color: Theme.window
+            RowLayout {
+                anchors { fill: parent; leftMargin: 12; rightMargin: 12 }
+                Button { objectName: "settingsBack"; text: qsTr("← Back to chat"); flat: true; onClicked: root.closed() }
+                Label { text: qsTr("Settings"); font.pixelSize: 16; font.bold: true; color: Theme.text; Layout.fillWidth: true }
+                Button { text: qsTr("Reset to defaults"); flat: true; onClicked: Settings.resetToDefaults() }
+            }
+            Rectangle { anchors.bottom: parent.bottom; width: parent.width; height: 1; color: Theme.border }
+        }
+
+        ScrollView {
+            Layout.fillWidth: true
+            Layout.fillHeight: true
+            contentWidth: availableWidth
+            ColumnLayout {
+                x: 24
+                width: Math.min(parent.width - 48, 760)
+                spacing: 8
+
+                Section { text: qsTr("Appearance") }
+                Row2 {
+                    Key { text: qsTr("Theme") }
+                    ComboBox {
+                        objectName: "themeBox"
+                        model: [qsTr("Follow the system"), qsTr("Light"), qsTr("Dark")]
+                        readonly property var keys: ["system", "light", "dark"]
+                        currentIndex: Math.max(0, keys.indexOf(Settings.theme))
+                        onActivated: (i) => Settings.theme = keys[i]
+                        Layout.preferredWidth: 220
+                    }
+                }
+
+                Section { text: qsTr("Engine (applies when a model is next loaded)") }
+                Row2 {
+                    Key { text: qsTr("Context length per chat (tokens; capped at the model's)") }
+                    SpinBox { objectName: "contextBox"; from: 256; to: 131072; stepSize: 256; editable: true
+                              value: Settings.contextLength; onValueModified: Settings.contextLength = value }
+                }
+                Row2 {
+                    Key { text: qsTr("Chats kept in the KV cache") }
+                    SpinBox { from: 1; to: 64; editable: true; value: Settings.cachedChats
+                              onValueModified: Settings.cachedChats = value }
+                }
+                Row2 {
+                    Key { text: qsTr("CPU threads (0: one per core)") }
+                    SpinBox { from: 0; to: 256; editable: true; value: Settings.threads
+                              onValueModified: Settings.threads = value }
+                }
+                Row2 {
+                    Key { text: qsTr("Load the last model at start") }
+                    Switch { checked: Settings.loadLastModel; onToggled: Settings.loadLastModel = checked }
+                }
+
+                Section { text: qsTr("New chats") }
+                Row2 {
+                    Key { text: qsTr("Default system prompt") }
+                    FramedTextArea {
+                        objectName: "defaultSystemPromptField"
+                        Layout.fillWidth: true
+                        Layout.preferredHeight: 80
+                        text: Settings.defaultSystemPrompt
+                        onEditingFinished: Settings.defaultSystemPrompt = text
+                    }
+                }
+                SettingSlider {
+                    label: qsTr("Default temperature")
+                    from: 0; to: 2; step: 0.05
+                    value: Settings.defaultSampling.temperature
+                    onMoved: (v) => { var s = Settings.defaultSampling; s.temperature = v; Settings.defaultSampling = s }
+                }
+                Row2 {
+                    Key { text: qsTr("Default max answer tokens") }
+                    SpinBox { from: -1; to: 32768; stepSize: 64; editable: true
+                              value: Settings.defaultSampling.max_tokens
+                              onValueModified: { var s = Settings.defaultSampling; s.max_tokens = value; Settings.defaultSampling = s } }
+                }
+
+                Section { text: qsTr("Logging") }
+                Row2 {
+                    Key { text: qsTr("Level") }
+                    ComboBox {
+                        objectName: "logLevelBox"
+                        model: ["trace", "debug", "info", "warn", "error"]
+                        currentIndex: Math.max(0, model.indexOf(Settings.logLevel))
+                        onActivated: (i) => Settings.logLevel = model[i]
+                    }
+                }
+                Row2 { Key { text: qsTr("Log file") } Value { text: App.logFile || qsTr("(console only)") } }
+
+                Section { text: qsTr("Storage") }
+                Row2 { Key { text: qsTr("Conversations") } Value { text: App.databasePath } }
+                Row2 { Key { text: qsTr("Settings file") } Value { text: Settings.settingsFile } }
+                Row2 { Key { text: qsTr("Model folders") } Value { text: ModelList.folders.join("\n") } }
+
+                Section { text: qsTr("Loaded model") }
+                Label { visible: !Models.ready; text: qsTr("None"); color: Theme.muted }
+                Repeater {
+                    model: Models.ready ? [
+                        [qsTr("Name"), Models.details.name],
+                        [qsTr("File"), Models.details.path],
+                        [qsTr("Architecture"), Models.details.architecture + ", " + Models.details.params + " parameters"],
+                        [qsTr("Weights"), Models.details.fileType + ", " + Models.details.fileSize],
+                        [qsTr("Runs on"), Models.details.backend],
+                        [qsTr("Context"), Models.details.context + qsTr(" tokens × ") + Models.details.cachedChats
+                                          + qsTr(" chats, KV cache ") + Models.details.kvSize],
+                        [qsTr("Chat template"), Models.details.chatTemplate],
+                        [qsTr("Loaded in"), Math.round(Models.details.loadMs) + " ms"]
+                    ] : []
+                    delegate: Row2 {
+                        required property var modelData
+                        Key { text: modelData[0] }
+                        Value { text: modelData[1] }
+                    }
+                }
+                Item { implicitHeight: 24 }
+            }
+        }
+    }
+}

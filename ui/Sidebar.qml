@@ -1,0 +1,60 @@
+// Conversations: New chat, search (title and full text of every message), the list, and
+// the way to Settings.
+import QtQuick
+import QtQuick.Controls
+import QtQuick.Layouts
+import Ember.Core
+
+Rectangle {
+    id: root
+    signal openSettings()
+    signal newChat()
+    function focusSearch() { search.forceActiveFocus(); search.selectAll() }
+    property alias list: list
+    color: Theme.sidebar
+
+    ColumnLayout {
+        anchors.fill: parent
+        anchors.margins: 10
+        spacing: 8
+
+        Button {
+            objectName: "newChatButton"
+            Layout.fillWidth: true
+            text: qsTr("+  New chat")
+            onClicked: root.newChat()
+        }
+        TextField {
+            id: search
+            objectName: "searchField"
+            Layout.fillWidth: true
+            placeholderText: qsTr("Search chats (Ctrl+F)")
+            onTextChanged: Chat.conversations.filter = text
+            Keys.onEscapePressed: text = ""
+        }
+        ListView {
+            id: list
+            objectName: "conversationList"
+            Layout.fillWidth: true
+            Layout.fillHeight: true
+            clip: true
+            spacing: 2
+            model: Chat.conversations
+            delegate: ConversationDelegate { }
+            ScrollBar.vertical: ScrollBar { }
+            Label {
+                anchors.centerIn: parent
+                visible: list.count === 0
+                text: search.text.length > 0 ? qsTr("No chats match") : qsTr("No chats yet")
+                color: Theme.muted
+            }
+        }
+        Button {
+            objectName: "settingsButton"
+            Layout.fillWidth: true
+            flat: true
+            text: qsTr("Settings")
+            onClicked: root.openSettings()
+        }
+    }
+}
