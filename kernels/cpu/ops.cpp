@@ -54,6 +54,12 @@ void split_elems(ThreadPool* pool, int64_t n, F&& fn) {
     });
 }
 
+void check_kv(const KvCacheView& kv) {
+    if (kv.type != DType::F16 && !(kv.type == DType::Q8_0 && kv.head_dim % 32 == 0)) {
+        throw std::invalid_argument("attention: KV type must be F16, or Q8_0 with head_dim % 32 == 0");
+    }
+}
+
 }  // namespace
 
 void rms_norm(const float* x, const float* w, float* y, int64_t rows, int64_t cols, float eps, ThreadPool* pool) {
@@ -121,45 +127,89 @@ void scale(float* x, float s, int64_t n, ThreadPool* pool) {
 }
 
 void attention_head(const KvCacheView& kv, const AttentionHeadArgs& args) {
-    if (kv.type != DType::F16 && !(kv.type == DType::Q8_0 && kv.head_dim % 32 == 0)) {
-        throw std::invalid_argument("attention: KV type must be F16, or Q8_0 with head_dim % 32 == 0");
-    }
+    check_kv(kv);
     table().attention_head(kv, args);
 }
 
-void attention(const KvCacheView& kv, const AttentionBatchArgs& a, ThreadPool* pool) {
-    if (kv.n_kv_heads <= 0 || a.n_heads % kv.n_kv_heads != 0) {
-        throw std::invalid_argument("attention: n_heads must be a multiple of n_kv_heads");
-    }
-    if (kv.type != DType::F16 && !(kv.type == DType::Q8_0 && kv.head_dim % 32 == 0)) {
-        throw std::invalid_argument("attention: KV type must be F16, or Q8_0 with head_dim % 32 == 0");
-    }
-    const OpsTable& k = table();
+namespace {
+
+int64_t visible_start(const AttentionBatchArgs& a, int64_t pos) {
+    return a.window > 0 ? std::max<int64_t>(0, pos - a.window + 1) : 0;
+}
+
+// Per (token, KV head) with the head kernel (ISAs without a tile kernel, or groups wider
+// than a tile).
+void attention_by_head(const OpsTable& k, const KvCacheView& kv, const AttentionBatchArgs& a, ThreadPool* pool) {
     const int rep = a.n_heads / kv.n_kv_heads;
     const int64_t D = kv.head_dim, stride = int64_t{a.n_heads} * D;
     auto task = [&](int64_t b, int64_t e) {
         for (int64_t i = b; i < e; ++i) {
             const int64_t t = i / kv.n_kv_heads;
             const int32_t h = static_cast<int32_t>(i % kv.n_kv_heads);
-            const int64_t pos = a.positions[t];
             AttentionHeadArgs h_args;
             h_args.q = a.q + t * stride + int64_t{h} * rep * D;
             h_args.out = a.out + t * stride + int64_t{h} * rep * D;
             h_args.n_rep = rep;
             h_args.kv_head = h;
             h_args.block_table = a.block_table + int64_t{a.seq_of ? a.seq_of[t] : 0} * a.max_blocks;
-            h_args.n_kv = pos + 1;
-            h_args.kv_start = a.window > 0 ? std::max<int64_t>(0, pos - a.window + 1) : 0;
+            h_args.n_kv = a.positions[t] + 1;
+            h_args.kv_start = visible_start(a, a.positions[t]);
             h_args.scale = a.scale;
             h_args.softcap = a.softcap;
             k.attention_head(kv, h_args);
         }
     };
     const int64_t n_tasks = a.n_tokens * kv.n_kv_heads;
-    if (!pool || pool->size() == 1 || n_tasks < 2) {
-        task(0, n_tasks);
-        return;
+    if (!pool || pool->size() == 1 || n_tasks < 2) return task(0, n_tasks);
+    pool->parallel_for_dynamic(n_tasks, 1, [&](int64_t b, int64_t e, int) { task(b, e); });
+}
+
+}  // namespace
+
+void attention(const KvCacheView& kv, const AttentionBatchArgs& a, ThreadPool* pool) {
+    if (kv.n_kv_heads <= 0 || a.n_heads % kv.n_kv_heads != 0) {
+        throw std::invalid_argument("attention: n_heads must be a multiple of n_kv_heads");
     }
+    check_kv(kv);
+    const OpsTable& k = table();
+    const int rep = a.n_heads / kv.n_kv_heads;
+    if (!k.attention_tile || rep > k.tile_rows) return attention_by_head(k, kv, a, pool);
+    // Tiles: runs of consecutive tokens of one sequence, tile_rows / rep tokens at most, so
+    // every key converted for a tile serves all its rows.
+    const int per_tile = std::min(detail::kMaxTileTokens, k.tile_rows / rep);
+    std::vector<std::pair<int64_t, int>> tiles;  // first token, count
+    for (int64_t t = 0; t < a.n_tokens;) {
+        const int32_t seq = a.seq_of ? a.seq_of[t] : 0;
+        int n = 1;
+        while (n < per_tile && t + n < a.n_tokens && (a.seq_of ? a.seq_of[t + n] : 0) == seq) ++n;
+        tiles.emplace_back(t, n);
+        t += n;
+    }
+    const int64_t D = kv.head_dim, stride = int64_t{a.n_heads} * D;
+    auto task = [&](int64_t b, int64_t e) {
+        for (int64_t i = b; i < e; ++i) {
+            const auto [t0, n] = tiles[static_cast<size_t>(i / kv.n_kv_heads)];
+            const int32_t h = static_cast<int32_t>(i % kv.n_kv_heads);
+            detail::AttnTile tile;
+            tile.q = a.q + t0 * stride + int64_t{h} * rep * D;
+            tile.out = a.out + t0 * stride + int64_t{h} * rep * D;
+            tile.q_stride = stride;
+            tile.n_tok = n;
+            tile.n_rep = rep;
+            tile.kv_head = h;
+            tile.block_table = a.block_table + int64_t{a.seq_of ? a.seq_of[t0] : 0} * a.max_blocks;
+            tile.scale = a.scale;
+            tile.softcap = a.softcap;
+            for (int j = 0; j < n; ++j) {
+                tile.kv_end[j] = a.positions[t0 + j] + 1;
+                tile.kv_start[j] = visible_start(a, a.positions[t0 + j]);
+            }
+            k.attention_tile(kv, tile);
+        }
+    };
+    const int64_t n_tasks = static_cast<int64_t>(tiles.size()) * kv.n_kv_heads;
+    if (!pool || pool->size() == 1 || n_tasks < 2) return task(0, n_tasks);
+    // Later tiles of a prompt see more keys: small dynamic chunks balance the threads.
     pool->parallel_for_dynamic(n_tasks, 1, [&](int64_t b, int64_t e, int) { task(b, e); });
 }
 

@@ -7,6 +7,24 @@
 
 namespace ember::cpu::ops::detail {
 
+// A tile of attention work: the query heads of one KV head for up to kMaxTileTokens tokens of
+// one sequence (rows = n_tok * n_rep <= the ISA's tile_rows). Token i's query heads start at
+// q + i * q_stride (n_rep * head_dim contiguous values) and see keys [kv_start[i], kv_end[i]).
+inline constexpr int kMaxTileTokens = 16;
+struct AttnTile {
+    const float* q = nullptr;
+    float* out = nullptr;
+    int64_t q_stride = 0;
+    int32_t n_tok = 0;
+    int32_t n_rep = 1;
+    int32_t kv_head = 0;
+    int64_t kv_start[kMaxTileTokens] = {};
+    int64_t kv_end[kMaxTileTokens] = {};
+    const int32_t* block_table = nullptr;
+    float scale = 1.0f;
+    float softcap = 0.0f;
+};
+
 struct OpsTable {
     void (*rms_norm_rows)(const float* x, const float* w, float* y, int64_t r0, int64_t r1, int64_t cols, float eps);
     // cs: per token, n_rot/2 cosines then n_rot/2 sines.
@@ -18,6 +36,10 @@ struct OpsTable {
     void (*mul)(const float* a, const float* b, float* out, int64_t n);
     void (*scale)(float* x, float s, int64_t n);
     void (*attention_head)(const KvCacheView& kv, const AttentionHeadArgs& args);
+    // Flash-attention style tile kernel, vectorized over the tile's query rows; nullptr (and
+    // tile_rows 0) where only attention_head exists.
+    void (*attention_tile)(const KvCacheView& kv, const AttnTile& tile);
+    int tile_rows;
 };
 
 const OpsTable* ops_table_scalar();

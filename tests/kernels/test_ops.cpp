@@ -231,19 +231,25 @@ private slots:
         })
     }
 
-    // GQA (8 query heads on 2 KV heads), blocks handed out in shuffled order, lengths that
-    // end mid-block, sliding window, soft-capping, F16 and Q8_0 caches, three sequences.
+    // GQA (e.g. 8 query heads on 2 KV heads), blocks handed out in shuffled order, lengths
+    // that end mid-block, sliding window, soft-capping, F16 and Q8_0 caches, three sequences.
+    // Head groups of 4 fill 16-row tiles with 4 tokens; 1 (MHA) with 16 tokens; 16 exceed an
+    // AVX2 tile (per-head kernel there); head_dim 72 leaves vector tails.
     void attentionMatchesReference_data() {
         QTest::addColumn<int>("type");
         QTest::addColumn<int>("head_dim");
         QTest::addColumn<int>("block");
         QTest::addColumn<int>("window");
         QTest::addColumn<float>("softcap");
-        QTest::newRow("f16 d64 b16") << int(DType::F16) << 64 << 16 << 0 << 0.0f;
-        QTest::newRow("f16 d128 b32 window") << int(DType::F16) << 128 << 32 << 37 << 0.0f;
-        QTest::newRow("f16 d256 b16 softcap") << int(DType::F16) << 256 << 16 << 0 << 30.0f;
-        QTest::newRow("q8_0 d64 b16 window") << int(DType::Q8_0) << 64 << 16 << 20 << 0.0f;
-        QTest::newRow("f16 d80 b16") << int(DType::F16) << 80 << 16 << 0 << 0.0f;
+        QTest::addColumn<int>("n_heads");
+        QTest::addColumn<int>("n_kv_heads");
+        QTest::newRow("f16 d64 b16") << int(DType::F16) << 64 << 16 << 0 << 0.0f << 8 << 2;
+        QTest::newRow("f16 d128 b32 window") << int(DType::F16) << 128 << 32 << 37 << 0.0f << 8 << 2;
+        QTest::newRow("f16 d256 b16 softcap") << int(DType::F16) << 256 << 16 << 0 << 30.0f << 8 << 2;
+        QTest::newRow("q8_0 d64 b16 window") << int(DType::Q8_0) << 64 << 16 << 20 << 0.0f << 8 << 2;
+        QTest::newRow("f16 d80 b16") << int(DType::F16) << 80 << 16 << 0 << 0.0f << 8 << 2;
+        QTest::newRow("f16 d72 b16 mha") << int(DType::F16) << 72 << 16 << 0 << 0.0f << 3 << 3;
+        QTest::newRow("f16 d64 b32 group16 window") << int(DType::F16) << 64 << 32 << 9 << 0.0f << 16 << 1;
     }
     void attentionMatchesReference() {
         QFETCH(int, type);
@@ -251,7 +257,9 @@ private slots:
         QFETCH(int, block);
         QFETCH(int, window);
         QFETCH(float, softcap);
-        const int n_heads = 8, n_kv_heads = 2, n_blocks = 24, max_blocks = 8;
+        QFETCH(int, n_heads);
+        QFETCH(int, n_kv_heads);
+        const int n_blocks = 24, max_blocks = 8;
         const Cache c = make_cache(DType(type), n_blocks, block, n_kv_heads, head_dim, 11);
         // Three sequences, each with a shuffled set of distinct blocks.
         std::vector<int32_t> ids(static_cast<size_t>(n_blocks));
@@ -269,6 +277,10 @@ private slots:
         }
         pos.push_back(block - 1);  // last slot of a block
         seq.push_back(0);
+        for (int p = 0; p < 21; ++p) {  // a prompt: consecutive positions fill whole tiles
+            pos.push_back(block + 3 + p);
+            seq.push_back(1);
+        }
         const int64_t n = int64_t(pos.size()), D = head_dim;
         const auto q = ktest::random_floats(size_t(n * n_heads * D), 13);
         const float scale = 1.0f / std::sqrt(float(D));

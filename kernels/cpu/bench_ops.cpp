@@ -1,0 +1,108 @@
+// ember-bench-ops: throughput of the attention kernel (and the cheap ops) at Llama-3.2-1B
+// geometry (32 query heads, 8 KV heads, head_dim 64, F16 cache): prefill of a 512-token
+// prompt (causal, each token over its prefix) and decode of one token over a long context.
+//
+//   ember-bench-ops [--threads N] [--isa scalar|avx2|avx512] [--ctx N] [--prompt N]
+//
+// GFLOP/s counts 4 * head_dim flops per (query head, visible key) pair (q.k and p.v).
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <numeric>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "kernels/cpu/cpu_isa.h"
+#include "kernels/cpu/kv_layout.h"
+#include "kernels/cpu/ops.h"
+
+using namespace ember;
+using namespace ember::cpu;
+
+namespace {
+
+double now() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
+
+template <class F>
+double best_of(F&& f, double min_time) {
+    f();
+    double best = 1e30;
+    const double start = now();
+    for (int i = 0; (now() - start < min_time || i < 3) && i < 10000; ++i) {
+        const double t0 = now();
+        f();
+        best = std::min(best, now() - t0);
+    }
+    return best;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    int threads = 0, ctx = 4096, prompt = 512;
+    for (int i = 1; i + 1 < argc; i += 2) {
+        const std::string a = argv[i], v = argv[i + 1];
+        if (a == "--threads") threads = std::stoi(v);
+        else if (a == "--ctx") ctx = std::stoi(v);
+        else if (a == "--prompt") prompt = std::stoi(v);
+        else if (a == "--isa") force_isa(v == "scalar" ? Isa::Scalar : v == "avx2" ? Isa::Avx2 : Isa::Avx512);
+    }
+    ThreadPool pool(threads);
+    const int n_heads = 32, n_kv = 8, D = 64, B = 16;
+    const int max_tokens = std::max(ctx, prompt);
+    const int n_blocks = (max_tokens + B - 1) / B;
+    KvCacheView kv;
+    kv.type = DType::F16;
+    kv.n_kv_heads = n_kv;
+    kv.head_dim = D;
+    kv.block_tokens = B;
+    kv.row_bytes = kv_row_bytes(DType::F16, int64_t{n_kv} * D);
+    std::vector<uint8_t> kp(kv.row_bytes * size_t(n_blocks) * B), vp(kp.size());
+    std::mt19937 rng(1);
+    std::normal_distribution<float> normal;
+    {
+        std::vector<float> k(size_t(n_kv) * D), v(k.size());
+        for (int s = 0; s < n_blocks * B; ++s) {
+            for (auto& x : k) x = normal(rng);
+            for (auto& x : v) x = normal(rng);
+            const int32_t slot = s;
+            ops::store_kv(kv, kp.data(), vp.data(), k.data(), v.data(), &slot, 1, nullptr);
+        }
+    }
+    kv.k = kp.data();
+    kv.v = vp.data();
+    std::vector<int32_t> table(static_cast<size_t>(n_blocks));
+    std::iota(table.begin(), table.end(), 0);
+    std::shuffle(table.begin(), table.end(), rng);
+
+    std::printf("ember-bench-ops: isa %s, %d threads; heads %d/%d, head_dim %d, F16 KV, block %d\n",
+                std::string(isa_name(active_isa())).c_str(), pool.size(), n_heads, n_kv, D, B);
+    auto run = [&](int n_tok, int first_pos, const char* what) {
+        std::vector<float> q(size_t(n_tok) * n_heads * D), out(q.size());
+        for (auto& x : q) x = normal(rng);
+        std::vector<int32_t> pos(static_cast<size_t>(n_tok));
+        std::iota(pos.begin(), pos.end(), first_pos);
+        ops::AttentionBatchArgs a;
+        a.q = q.data();
+        a.out = out.data();
+        a.n_tokens = n_tok;
+        a.n_heads = n_heads;
+        a.positions = pos.data();
+        a.block_table = table.data();
+        a.max_blocks = n_blocks;
+        a.scale = 0.125f;
+        const double t = best_of([&] { ops::attention(kv, a, &pool); }, 1.0);
+        double pairs = 0;
+        for (int p : pos) pairs += double(p + 1) * n_heads;
+        std::printf("%-34s %9.3f ms %8.1f GFLOP/s\n", what, t * 1e3, pairs * 4.0 * D / t * 1e-9);
+    };
+    char label[64];
+    std::snprintf(label, sizeof label, "attention prefill %d tokens", prompt);
+    run(prompt, 0, label);
+    std::snprintf(label, sizeof label, "attention decode at %d context", ctx);
+    run(1, ctx - 1, label);
+    std::snprintf(label, sizeof label, "attention 4 tokens at %d context", ctx);
+    run(4, ctx - 4, label);
+    return 0;
+}
