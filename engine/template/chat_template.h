@@ -26,7 +26,10 @@
 // Globals: range, namespace, dict, raise_exception, strftime_now.
 // Not supported (clear ember::Error): include/import/extends/block/call/with/do, recursive
 // loops, *args/**kwargs, printf-style '%' formatting, str.format, list/dict mutation.
-// Known gaps: upper/lower/title change ASCII letters only; integers are 64-bit.
+// Known gaps: case mapping covers Latin, Greek and Cyrillic only (jinja_case.h); str.isalpha
+// and friends are ASCII-only; integers are 64-bit (overflow is an error); range() and
+// dict views print as lists; lazy generators (map/select results) are lists.
+// Thread safety: a compiled ChatTemplate is immutable; render() may run concurrently.
 #pragma once
 #include <ctime>
 #include <memory>

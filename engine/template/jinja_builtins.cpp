@@ -12,6 +12,7 @@
 #include <map>
 #include <optional>
 
+#include "engine/template/jinja_case.h"
 #include "engine/template/jinja_interpreter.h"
 
 namespace ember::jinja {
@@ -72,40 +73,37 @@ const std::string& need_string(const Value& v, std::string_view what) {
 }
 
 bool py_space(char c) { return c == ' ' || (c >= '\t' && c <= '\r') || (c >= '\x1c' && c <= '\x1f'); }
-char up(char c) { return static_cast<char>(std::toupper(static_cast<unsigned char>(c))); }
-char low(char c) { return static_cast<char>(std::tolower(static_cast<unsigned char>(c))); }
-bool alpha(char c) { return std::isalpha(static_cast<unsigned char>(c)) != 0; }
 
-// Case mapping is ASCII-only: other characters pass through unchanged.
-std::string upper(std::string s) { std::transform(s.begin(), s.end(), s.begin(), up); return s; }
-std::string lower(std::string s) { std::transform(s.begin(), s.end(), s.begin(), low); return s; }
+std::string upper(const std::string& s) { return utf8_upper(s); }
+std::string lower(const std::string& s) { return utf8_lower(s); }
 
+// Python's str.capitalize(): first character upper-cased, the rest lower-cased.
 std::string capitalize(const std::string& s) {
-    std::string out = lower(s);
-    if (!out.empty()) out[0] = up(out[0]);
-    return out;
+    if (s.empty()) return s;
+    size_t first = 0;
+    next_code_point(s, first);
+    return utf8_upper(std::string_view(s).substr(0, first)) + utf8_lower(std::string_view(s).substr(first));
 }
 
-// Python's str.title(): a letter is upper-cased when it follows a non-letter.
+// Python's str.title(): a letter is upper-cased when the character before it is not cased.
 std::string py_title(const std::string& s) {
-    std::string out = s;
-    bool prev_alpha = false;
-    for (char& c : out) {
-        c = prev_alpha ? low(c) : up(c);
-        prev_alpha = alpha(c);
+    std::string out;
+    bool prev_cased = false;
+    for (std::string_view ch : utf8_chars(s)) {
+        out += prev_cased ? utf8_lower(ch) : utf8_upper(ch);
+        prev_cased = is_cased_letter(utf8_decode(ch));
     }
     return out;
 }
 
 // jinja2's title filter: words split at whitespace and -({[< get a capital first letter.
 std::string jinja_title(const std::string& s) {
-    std::string out = s;
+    std::string out;
     bool word_start = true;
-    for (char& c : out) {
-        const bool sep = py_space(c) || std::string_view("-({[<").find(c) != std::string_view::npos;
-        if (sep) { word_start = true; continue; }
-        c = word_start ? up(c) : low(c);
-        word_start = false;
+    for (std::string_view ch : utf8_chars(s)) {
+        const bool sep = ch.size() == 1 && (py_space(ch[0]) || std::string_view("-({[<").find(ch[0]) != std::string_view::npos);
+        out += sep ? std::string(ch) : word_start ? utf8_upper(ch) : utf8_lower(ch);
+        word_start = sep;
     }
     return out;
 }
@@ -633,12 +631,14 @@ const Value& test_arg(const CallArgs& a, std::string_view test) {
     return a.pos[0];
 }
 
+// Python's islower()/isupper(): at least one cased character, and all of them in that case.
 bool is_cased(const std::string& s, bool want_lower) {
     bool any = false;
-    for (char c : s) {
-        if (!alpha(c)) continue;
+    for (std::string_view ch : utf8_chars(s)) {
+        const uint32_t cp = utf8_decode(ch);
+        if (!is_cased_letter(cp)) continue;
         any = true;
-        if (want_lower ? std::isupper(static_cast<unsigned char>(c)) : std::islower(static_cast<unsigned char>(c))) return false;
+        if (want_lower ? !is_lower_letter(cp) : !is_upper_letter(cp)) return false;
     }
     return any;
 }

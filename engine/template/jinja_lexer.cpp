@@ -6,6 +6,7 @@
 #include <cstdlib>
 
 #include "kernels/common/error.h"
+#include "engine/template/jinja_case.h"
 
 namespace ember::jinja {
 
@@ -28,24 +29,6 @@ std::string normalize(std::string_view in) {
     }
     if (!out.empty() && out.back() == '\n') out.pop_back();
     return out;
-}
-
-void append_utf8(std::string& out, uint32_t cp) {
-    if (cp > 0x10FFFF) cp = 0xFFFD;
-    if (cp < 0x80) out += static_cast<char>(cp);
-    else if (cp < 0x800) {
-        out += static_cast<char>(0xC0 | (cp >> 6));
-        out += static_cast<char>(0x80 | (cp & 0x3F));
-    } else if (cp < 0x10000) {
-        out += static_cast<char>(0xE0 | (cp >> 12));
-        out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
-        out += static_cast<char>(0x80 | (cp & 0x3F));
-    } else {
-        out += static_cast<char>(0xF0 | (cp >> 18));
-        out += static_cast<char>(0x80 | ((cp >> 12) & 0x3F));
-        out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
-        out += static_cast<char>(0x80 | (cp & 0x3F));
-    }
 }
 
 // Reads `n` hex digits at s[i]; false if they are not all hex.

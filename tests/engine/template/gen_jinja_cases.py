@@ -168,6 +168,7 @@ CONSTRUCTS = {
     "generation_block": "{% for m in messages %}{% if m.role == 'assistant' %}{% generation %}{{ m.content }}{% endgeneration %}{% endif %}{% endfor %}",
     # filters
     "f_string_filters": "{{ '  a b  ' | trim }}|{{ 'xxaxx' | trim('x') }}|{{ 'abc' | upper }}|{{ 'ABC' | lower }}|{{ 'hello wORLD-foo(bar' | title }}|{{ 'aBC dEF' | capitalize }}|{{ 'aaa' | replace('a', 'b', 2) }}|{{ 'abc' | replace('', '-') }}",
+    "f_unicode_case": "{{ 'héllo wörld ß' | upper }}|{{ 'ÀÉÎ ŸĀĆ' | lower }}|{{ 'αβγ ς' | upper }}|{{ 'ПРИВЕТ' | lower }}|{{ 'élan vital' | title }}|{{ 'élan'.title() }}|{{ 'éLAN' | capitalize }}|{{ 'éé' is lower }}|{{ 'ÉÉ1' is upper }}|{{ 'ıſ' | upper }}|{{ '日本 abc' | upper }}",
     "f_length": "{{ 'héllo' | length }} {{ [1, 2] | count }} {{ {'a': 1} | length }} {{ undefined_thing | length }}",
     "f_default": "{{ nope | default('d') }} {{ '' | default('d') }} {{ '' | default('d', true) }} {{ none | default('d') }} {{ nope | d('x') }} {{ 0 | d(5, boolean=true) }}",
     "f_tojson": "{{ {'a': 1, 'b': [1, 2.5, none, true], 'c': 'é\"\\n<'} | tojson }}|{{ 'x' | tojson }}|{{ [] | tojson }}",
