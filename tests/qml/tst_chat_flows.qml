@@ -1,0 +1,300 @@
+// Clicks and types through ember-app's main window, offscreen, with the real engine and the
+// real built-in model (SmolLM2-135M-Instruct): empty state -> load the built-in model,
+// Enter / Shift+Enter / Esc, regenerate, edit and resend, Ctrl+N / Ctrl+F / Ctrl+L, search,
+// rename, delete with undo, switching chats while an answer streams, a 1 MB paste, the
+// settings page and theme, and a model that fails to load.
+// The app window is its own top-level window (as in ember-app); key events reach it
+// through WindowKeys (see main.cpp), mouse events through TestCase as usual.
+import QtQuick
+import QtQuick.Controls
+import QtTest
+import Ember.Core
+import Ember.Test
+import Ember.Ui
+
+TestCase {
+    id: tc
+    name: "ChatFlows"
+    when: windowShown
+    property var win: null
+
+    function initTestCase() {
+        win = mainComponent.createObject(null)
+        verify(win)
+        tryCompare(win, "visible", true)
+        win.requestActivate()
+        wait(200)
+    }
+    function cleanupTestCase() { win.destroy() }
+    Component { id: mainComponent; Main { } }
+
+    function press(key, modifiers) { WindowKeys.click(win, key, modifiers || 0) }  // keys go to win
+    function shortcut(keys) {
+        if (keys === StandardKey.Paste) WindowKeys.paste(win)
+        else WindowKeys.sequence(win, keys)
+    }
+
+    function item(name, root) {
+        var o = findChild(root || win.contentItem, name)
+        if (!o) o = findChild(win.overlay, name)  // inside an open popup
+        if (!o && !root) o = findChild(win, name)  // non-visual objects (popups) hang off the window
+        verify(o, "no item named " + name)
+        return o
+    }
+    // The delegate of row `row` in a ListView, and a named item inside it.
+    function inRow(list, row, name) {
+        list.positionViewAtIndex(row, ListView.Contain)
+        wait(50)
+        var d = list.itemAtIndex(row)
+        verify(d, "no delegate for row " + row)
+        return name ? item(name, d) : d
+    }
+    function typeText(text) { WindowKeys.type(win, text) }
+    function waitIdle(ms) { tryCompare(Chat, "busy", false, ms || 60000) }
+    function setSampling(maxTokens, temperature) {
+        var s = Chat.sampling
+        s.max_tokens = maxTokens
+        s.temperature = temperature === undefined ? 0.0 : temperature
+        s.seed = 1
+        Chat.sampling = s
+    }
+    function sendByKeyboard(text) {
+        var input = item("messageInput")
+        mouseClick(input)
+        input.text = text
+        press(Qt.Key_Return)
+    }
+
+    function test_01_emptyStateLoadsTheBuiltinModel() {
+        verify(Models.builtinModelExists, "built-in model missing: " + Models.builtinModelPath)
+        compare(Models.ready, false)
+        verify(item("emptyStateText").text.indexOf("No model") >= 0)
+        var button = item("loadBuiltinButton")
+        verify(button.visible && button.enabled)
+        mouseClick(button)
+        tryCompare(Models, "ready", true, 120000)
+        verify(item("emptyStateText").text.indexOf("Ask") === 0)
+    }
+
+    function test_02_enterSendsAndTheAnswerStreamsWithStats() {
+        setSampling(24)
+        var input = item("messageInput")
+        mouseClick(input)
+        typeText("Hi there")
+        press(Qt.Key_Return)
+        compare(input.text, "")
+        compare(Chat.messages.count, 2)
+        waitIdle()
+        var list = item("messageList")
+        compare(Chat.messages.get(0).content, "Hi there")
+        verify(Chat.messages.get(1).content.length > 0)
+        var stats = inRow(list, 1, "statsLine")
+        verify(stats.visible)
+        verify(stats.text.indexOf("tok/s") > 0, stats.text)
+        verify(stats.text.indexOf("TTFT") === 0, stats.text)
+        compare(Chat.conversations.count, 1)
+    }
+
+    function test_03_shiftEnterIsANewLine() {
+        var input = item("messageInput")
+        mouseClick(input)
+        input.text = ""
+        typeText("line one")
+        press(Qt.Key_Return, Qt.ShiftModifier)
+        typeText("line two")
+        compare(input.text, "line one\nline two")
+        compare(Chat.messages.count, 2)  // nothing sent
+        input.text = ""
+    }
+
+    function test_04_escStopsAnAnswer() {
+        setSampling(-1, 0.8)
+        sendByKeyboard("Write a very long story about a lighthouse keeper.")
+        tryVerify(function() { return Chat.messages.count === 4 && Chat.messages.get(3).content.length > 20 }, 60000)
+        verify(Chat.generating)
+        compare(item("sendButton").text, "Stop")
+        var t0 = Date.now()
+        press(Qt.Key_Escape)
+        tryCompare(Chat, "generating", false, 2000)
+        console.log("UI stop latency: " + (Date.now() - t0) + " ms")
+        verify(Date.now() - t0 < 500)
+        verify(inRow(item("messageList"), 3, "statsLine").text.indexOf("stopped") > 0)
+    }
+
+    function test_05_regenerateAndEditAndResend() {
+        setSampling(16)
+        var list = item("messageList")
+        var before = Chat.messages.get(3).messageId
+        var regen = inRow(list, 3, "regenerateButton")
+        verify(regen.visible)
+        mouseClick(regen)
+        waitIdle()
+        compare(Chat.messages.count, 4)
+        verify(Chat.messages.get(3).messageId !== before)
+
+        var edit = inRow(list, 0, "editButton")
+        mouseClick(edit)
+        var area = inRow(list, 0, "editArea")
+        verify(area.visible)
+        area.text = "Hello again"
+        mouseClick(inRow(list, 0, "saveEditButton"))
+        waitIdle()
+        compare(Chat.messages.count, 2)
+        compare(Chat.messages.get(0).content, "Hello again")
+        verify(Chat.messages.get(1).content.length > 0)
+    }
+
+    function test_06_shortcutsNewChatSearchAndFocus() {
+        var first = Chat.currentConversationId
+        shortcut("Ctrl+N")
+        compare(Chat.currentConversationId, 0)
+        compare(Chat.messages.count, 0)
+        verify(item("messageInput").activeFocus)
+        setSampling(8)
+        sendByKeyboard("A purple giraffe")
+        waitIdle()
+        compare(Chat.conversations.count, 2)
+        verify(Chat.currentConversationId !== first)
+
+        shortcut("Ctrl+F")
+        var search = item("searchField")
+        verify(search.activeFocus)
+        typeText("giraffe")
+        compare(Chat.conversations.count, 1)
+        compare(Chat.conversations.get(0).title, "A purple giraffe")
+        search.text = ""
+        compare(Chat.conversations.count, 2)
+
+        shortcut("Ctrl+L")
+        verify(item("messageInput").activeFocus)
+    }
+
+    function test_07_renameAndDeleteWithUndo() {
+        var list = item("conversationList")
+        var row = Chat.conversations.rowOf(Chat.currentConversationId)
+        mouseClick(inRow(list, row, "renameButton"))
+        var field = inRow(list, row, "renameField")
+        verify(field.activeFocus)
+        field.text = ""
+        typeText("Giraffe facts")
+        press(Qt.Key_Return)
+        compare(Chat.currentTitle, "Giraffe facts")
+
+        var id = Chat.currentConversationId
+        row = Chat.conversations.rowOf(id)
+        mouseClick(inRow(list, row, "deleteButton"))
+        compare(Chat.conversations.count, 1)
+        var bar = item("snackbar")
+        tryCompare(bar, "opened", true)
+        verify(item("snackbarText").text.indexOf("Giraffe facts") > 0)
+        mouseClick(item("snackbarAction"))
+        compare(Chat.conversations.count, 2)
+        compare(Chat.currentConversationId, id)
+        compare(Chat.currentTitle, "Giraffe facts")
+    }
+
+    function test_08_switchChatsWhileAnAnswerStreams() {
+        var list = item("conversationList")
+        var a = Chat.currentConversationId
+        setSampling(-1, 0.8)
+        sendByKeyboard("Tell me a long story about a fox in the snow.")
+        tryVerify(function() { return Chat.messages.get(Chat.messages.count - 1).content.length > 10 }, 60000)
+        var other = Chat.conversations.get(Chat.conversations.rowOf(a) === 0 ? 1 : 0).conversationId
+        mouseClick(inRow(list, Chat.conversations.rowOf(other)))
+        compare(Chat.currentConversationId, other)
+        compare(Chat.generating, false)
+        compare(Chat.busy, true)  // the other chat is still writing
+        verify(inRow(list, Chat.conversations.rowOf(a)).generating)
+        wait(200)
+        mouseClick(inRow(list, Chat.conversations.rowOf(a)))
+        compare(Chat.generating, true)
+        var live = Chat.messages.get(Chat.messages.count - 1).content.length
+        tryVerify(function() { return Chat.messages.get(Chat.messages.count - 1).content.length > live }, 10000)
+        mouseClick(item("sendButton"))  // Stop
+        tryCompare(Chat, "busy", false, 2000)
+    }
+
+    // A 1 MB paste becomes an attachment cut to the message limit: the text field never
+    // holds it, so neither the paste nor later typing stalls. Both prose and a single huge
+    // line (minified JSON), the worst case for text layout.
+    function test_09_aMegabytePasteDoesNotFreezeTheInput_data() {
+        return [
+            { tag: "prose", text: "lorem ipsum dolor sit amet, consectetur adipiscing elit.\n".repeat(18725) },
+            { tag: "one line", text: "{\"k\":[1,2,3]},".repeat(75000) }
+        ]
+    }
+    function test_09_aMegabytePasteDoesNotFreezeTheInput(data) {
+        var box = item("inputBox")
+        var input = item("messageInput")
+        mouseClick(input)
+        input.text = ""
+        typeText("Summarize this:")
+        Clipboard.setText(data.text)
+        verify(data.text.length >= 1000000)
+        var t0 = Date.now()
+        shortcut(StandardKey.Paste)
+        var elapsed = Date.now() - t0
+        console.log(data.tag + ": 1 MB paste handled in " + elapsed + " ms")
+        verify(elapsed < 500, "paste took " + elapsed + " ms")
+        compare(input.text, "Summarize this:")
+        compare(box.attachment.length, Chat.maxInputChars - input.length - 2)
+        verify(item("attachmentChip").visible)
+        var note = item("inputNote")
+        verify(note.visible)
+        verify(note.text.indexOf("cut") > 0, note.text)
+        compare(box.composed().length, Chat.maxInputChars)
+        verify(box.composed().indexOf("Summarize this:\n\n") === 0)
+
+        t0 = Date.now()
+        typeText(" please")
+        var perKey = (Date.now() - t0) / 7
+        console.log(data.tag + ": " + perKey.toFixed(1) + " ms per key press afterwards")
+        verify(perKey < 50, perKey + " ms per key")
+
+        mouseClick(item("removeAttachmentButton"))
+        compare(box.attachment, "")
+        // A small paste goes into the text itself.
+        Clipboard.setText(" and keep it short")
+        shortcut(StandardKey.Paste)
+        compare(input.text, "Summarize this: please and keep it short")
+        input.text = ""
+    }
+
+    function test_10_settingsPageAndTheme() {
+        mouseClick(item("settingsButton"))
+        verify(win.settingsOpen)
+        var theme = item("themeBox")
+        verify(theme.visible)
+        theme.activated(2)  // "Dark", as a user choosing it
+        compare(Settings.theme, "dark")
+        verify(Theme.dark)
+        compare(Qt.colorEqual(win.color, Theme.window), true)
+        theme.activated(1)
+        verify(!Theme.dark)
+        mouseClick(item("settingsBack"))
+        verify(!win.settingsOpen)
+    }
+
+    function test_11_aModelThatFailsToLoadLeavesTheAppUsable() {
+        mouseClick(item("openModelButton"))
+        tryCompare(item("openModelPopup"), "opened", true)
+        var field = item("modelPathField")
+        tryCompare(field, "activeFocus", true)
+        typeText("/nonexistent/broken.gguf")
+        mouseClick(item("loadPathButton"))
+        tryCompare(Models, "state", ModelState.Failed, 30000)
+        var banner = item("modelErrorBanner")
+        verify(banner.visible)
+        verify(Models.error.indexOf("broken.gguf") >= 0, Models.error)
+        // Everything else still works: browse chats, search, then load a good model.
+        var list = item("conversationList")
+        mouseClick(inRow(list, 0))
+        verify(Chat.messages.count > 0)
+        shortcut("Ctrl+N")  // the empty state offers the built-in model again
+        var button = item("loadBuiltinButton")
+        tryCompare(button, "visible", true)
+        mouseClick(button)
+        tryCompare(Models, "ready", true, 120000)
+        verify(!banner.visible)
+    }
+}
