@@ -165,6 +165,49 @@ private slots:
         for (int64_t n : {1, 3, 70}) run_case(DType(type), 200, 2560, n, false, pool, 7);
     }
 
+    // Real weights (first 64 rows of tensors in the test models, offsets as in test_quant.cpp)
+    // through every ISA against the float64 product of their dequantized values.
+    void realWeights_data() {
+        QTest::addColumn<QString>("file");
+        QTest::addColumn<qulonglong>("offset");
+        QTest::addColumn<int>("type");
+        QTest::addColumn<int>("cols");
+        QTest::newRow("gemma Q4_K attn_output") << "gemma-3-270m-q4_k_m.gguf" << 184901824ull << int(DType::Q4_K) << 1024;
+        QTest::newRow("gemma Q6_K ffn_down") << "gemma-3-270m-q4_k_m.gguf" << 185896128ull << int(DType::Q6_K) << 2048;
+        QTest::newRow("gemma Q5_0 attn_q") << "gemma-3-270m-q4_k_m.gguf" << 185270464ull << int(DType::Q5_0) << 640;
+        QTest::newRow("gemma Q8_0 attn_v") << "gemma-3-270m-q4_k_m.gguf" << 185722048ull << int(DType::Q8_0) << 640;
+        QTest::newRow("smollm Q4_1 ffn_down") << "SmolLM2-135M-Instruct.Q4_1.gguf" << 31868992ull << int(DType::Q4_1) << 1536;
+    }
+    void realWeights() {
+        QFETCH(QString, file);
+        QFETCH(qulonglong, offset);
+        QFETCH(int, type);
+        QFETCH(int, cols);
+        const QString path = QString(EMBER_TEST_MODELS_DIR) + "/" + file;
+        QFile f(path);
+        if (!f.open(QIODevice::ReadOnly)) QSKIP(qPrintable("model not present: " + path));
+        const DType t = DType(type);
+        const int64_t rows = 64;
+        const size_t rb = ember::row_bytes(*ember::dtype_info(uint32_t(t)), uint64_t(cols));
+        QVERIFY(f.seek(qint64(offset)));
+        const QByteArray bytes = f.read(qint64(rb * rows));
+        QCOMPARE(size_t(bytes.size()), rb * rows);
+        const auto* wq = reinterpret_cast<const uint8_t*>(bytes.constData());
+        const std::vector<float> w = ktest::dequantize_matrix(t, wq, rows, cols);
+        ThreadPool pool(2);
+        for (Isa isa : ktest::available_isas()) {
+            ktest::ForceIsa force{isa};
+            for (int64_t n : {1, 3, 24}) {
+                const std::vector<float> x = ktest::random_floats(size_t(n * cols), 77);
+                std::vector<float> y(static_cast<size_t>(n * rows), NAN);
+                matmul(WeightMatrix{t, rows, cols, wq, rb}, x.data(), n, y.data(), pool);
+                const Check c = compare(t, w, x, y, rows, cols, n, false);
+                QVERIFY2(c.worst_ratio <= 1.0, qPrintable(QString("%1 n=%2: error %3x tolerance at %4")
+                                                              .arg(isa_name(isa).data()).arg(n).arg(c.worst_ratio).arg(c.where)));
+            }
+        }
+    }
+
     void vecDot() {
         for (Isa isa : ktest::available_isas()) {
             ktest::ForceIsa force{isa};
