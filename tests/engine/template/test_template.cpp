@@ -1,6 +1,12 @@
 // Chat-template engine tests: real templates from the model files, upstream templates with
 // literal expected prompts, every Jinja construct against jinja2-generated expectations,
 // errors with locations, fallback resolution, budgets and a mutation fuzz.
+//
+// Where expectations come from: the literal prompts in upstream_templates.h and every case in
+// jinja_cases.json were produced by Python's jinja2 3.1 configured exactly like transformers'
+// apply_chat_template (trim_blocks, lstrip_blocks, sandbox, HF's tojson/raise_exception/
+// strftime_now) — see gen_jinja_cases.py, which regenerates the JSON. The product never uses
+// Python; it is only the oracle.
 #include <QtTest>
 
 #include <cstdlib>
