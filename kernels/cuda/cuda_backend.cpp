@@ -290,8 +290,7 @@ public:
             throw Error("CUDA rope: shapes do not match");
         const int64_t n_tokens = x.rows / p.n_heads;
         if (n_tokens > n_tokens_) throw Error("CUDA rope: more rows than the batch has tokens");
-        cuda::rope(f32(x), n_tokens, p.n_heads, p.head_dim, p.n_rot, p.neox, d_positions_, rope_table(p),
-                   p.freq_scale, stream_);
+        cuda::rope(f32(x), n_tokens, p.n_heads, p.head_dim, p.n_rot, p.neox, d_positions_, rope_table(p), stream_);
     }
 
     void glu(const Tensor& gate, const Tensor& up, bool gelu, Tensor& out) override {
@@ -378,9 +377,9 @@ private:
     };
     struct RopeTable {
         int n_rot;
-        float base;
+        float base, scale;
         std::vector<float> factors;
-        float* dev;
+        double* dev;
     };
 
     static Tensor shape(DType type, int64_t cols, int64_t rows) {
@@ -446,24 +445,25 @@ private:
         return p;
     }
 
-    // inv_freq[i] = base^(-2i/n_rot) / factors[i], computed exactly as the CPU does, cached.
-    const float* rope_table(const RopeParams& p) {
+    // freq[i] = freq_scale * base^(-2i/n_rot) / factors[i] in double, exactly as the CPU
+    // (kernels/cpu/ops.cpp) computes it; cached per (n_rot, base, scale, factors).
+    const double* rope_table(const RopeParams& p) {
         const int half = p.n_rot / 2;
-        if (static_cast<size_t>(std::max(half, 1)) * sizeof(float) > kAlign)
-            throw Error("CUDA rope: n_rot " + std::to_string(p.n_rot) + " is larger than supported (128)");
         std::vector<float> factors;
         if (p.freq_factors) factors.assign(p.freq_factors, p.freq_factors + half);
         for (const RopeTable& r : rope_tables_)
-            if (r.n_rot == p.n_rot && r.base == p.freq_base && r.factors == factors) return r.dev;
-        std::vector<float> inv(static_cast<size_t>(std::max(half, 1)));
+            if (r.n_rot == p.n_rot && r.base == p.freq_base && r.scale == p.freq_scale && r.factors == factors)
+                return r.dev;
+        std::vector<double> freq(static_cast<size_t>(std::max(half, 1)));
         for (int i = 0; i < half; ++i) {
-            float f = std::pow(p.freq_base, -2.0f * static_cast<float>(i) / static_cast<float>(p.n_rot));
-            if (!factors.empty()) f /= factors[static_cast<size_t>(i)];
-            inv[static_cast<size_t>(i)] = f;
+            const double ff = factors.empty() ? 1.0 : factors[static_cast<size_t>(i)];
+            freq[static_cast<size_t>(i)] = p.freq_scale * std::pow(double(p.freq_base), -2.0 * i / p.n_rot) / ff;
         }
-        RopeTable r{p.n_rot, p.freq_base, std::move(factors), nullptr};
-        r.dev = static_cast<float*>(device_alloc(MemoryKind::Activations, kAlign, "rope table"));
-        EMBER_CUDA_CHECK(cudaMemcpyAsync(r.dev, inv.data(), inv.size() * sizeof(float), cudaMemcpyHostToDevice, stream_));
+        RopeTable r{p.n_rot, p.freq_base, p.freq_scale, std::move(factors), nullptr};
+        r.dev = static_cast<double*>(
+            device_alloc(MemoryKind::Activations, align_up(freq.size() * sizeof(double), kAlign), "rope table"));
+        EMBER_CUDA_CHECK(
+            cudaMemcpyAsync(r.dev, freq.data(), freq.size() * sizeof(double), cudaMemcpyHostToDevice, stream_));
         rope_tables_.push_back(std::move(r));
         return rope_tables_.back().dev;
     }

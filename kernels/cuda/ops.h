@@ -37,9 +37,10 @@ void add_bias(float* y, int64_t n, int64_t cols, const float* bias, cudaStream_t
 void rms_norm(const float* x, const float* w, int64_t rows, int64_t cols, float eps, float* y, cudaStream_t stream);
 
 // ---- rope.cu ---------------------------------------------------------------------------------
-// x: n_tokens * n_heads rows of head_dim; positions: [n_tokens]; inv_freq: [n_rot / 2].
+// x: n_tokens * n_heads rows of head_dim; positions: [n_tokens]; freq: [n_rot / 2] doubles,
+// freq[i] = freq_scale * base^(-2i/n_rot) / freq_factors[i].
 void rope(float* x, int64_t n_tokens, int n_heads, int head_dim, int n_rot, bool neox, const int32_t* positions,
-          const float* inv_freq, float freq_scale, cudaStream_t stream);
+          const double* freq, cudaStream_t stream);
 
 // ---- elementwise.cu ----------------------------------------------------------------------------
 void glu(const float* gate, const float* up, float* out, int64_t n, bool gelu, cudaStream_t stream);

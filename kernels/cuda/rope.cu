@@ -1,7 +1,10 @@
 // Rotary position embedding, in place, normal (pairs 2i, 2i+1) or NeoX (pairs i, i + n/2)
-// ordering. inv_freq[i] = base^(-2i/n_rot) / freq_factors[i] is computed once on the host
-// (bit-identical to the CPU's) and cached on the device; theta = pos * freq_scale * inv_freq.
-// One thread per rotated pair: 16 bytes moved, one sincosf (full-range accurate, no fast math).
+// ordering. As the CPU does (kernels/cpu/ops.cpp), the angle is formed in double so that
+// positions up to ~1e6 keep full float accuracy: freq[i] = freq_scale * base^(-2i/n_rot) /
+// freq_factors[i] is computed once on the host in double and cached on the device;
+// theta = pos * freq[i] and its sine/cosine are double, the rotation float.
+// One thread per rotated pair: 16 bytes of x moved, one double sincos (cheap on sm_90; the
+// op is small next to the matmuls even at consumer GPUs' FP64 rate).
 #include "kernels/cuda/check.h"
 #include "kernels/cuda/device_util.cuh"
 #include "kernels/cuda/ops.h"
@@ -10,16 +13,15 @@ namespace ember::cuda {
 namespace {
 
 __global__ void rope_kernel(float* __restrict__ x, int64_t total, int n_heads, int head_dim, int half, bool neox,
-                            const int32_t* __restrict__ positions, const float* __restrict__ inv_freq,
-                            float freq_scale) {
+                            const int32_t* __restrict__ positions, const double* __restrict__ freq) {
     const int64_t idx = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
     if (idx >= total) return;
     const int64_t row = idx / half;  // token * n_heads + head
     const int i = static_cast<int>(idx % half);
-    const float p = static_cast<float>(positions[row / n_heads]) * freq_scale;
-    const float theta = p * inv_freq[i];
-    float s, c;
-    sincosf(theta, &s, &c);
+    const double theta = static_cast<double>(positions[row / n_heads]) * freq[i];
+    double sd, cd;
+    sincos(theta, &sd, &cd);
+    const float s = static_cast<float>(sd), c = static_cast<float>(cd);
     float* v = x + row * head_dim;
     const int a = neox ? i : 2 * i, b = neox ? i + half : 2 * i + 1;
     const float x0 = v[a], x1 = v[b];
@@ -30,12 +32,11 @@ __global__ void rope_kernel(float* __restrict__ x, int64_t total, int n_heads, i
 }  // namespace
 
 void rope(float* x, int64_t n_tokens, int n_heads, int head_dim, int n_rot, bool neox, const int32_t* positions,
-          const float* inv_freq, float freq_scale, cudaStream_t stream) {
+          const double* freq, cudaStream_t stream) {
     const int half = n_rot / 2;
     const int64_t total = n_tokens * n_heads * half;
     if (total == 0) return;
-    rope_kernel<<<blocks_for(total, 256), 256, 0, stream>>>(x, total, n_heads, head_dim, half, neox, positions, inv_freq,
-                                                            freq_scale);
+    rope_kernel<<<blocks_for(total, 256), 256, 0, stream>>>(x, total, n_heads, head_dim, half, neox, positions, freq);
     EMBER_CUDA_CHECK_LAUNCH("rope_kernel");
 }
 

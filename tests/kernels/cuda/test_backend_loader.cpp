@@ -10,6 +10,7 @@
 #include <fstream>
 
 #include "kernels/backend_loader.h"
+#include "kernels/common/error.h"
 #include "kernels/cuda/cuda_module.h"
 #include "test_paths.h"
 
@@ -115,6 +116,23 @@ private slots:
         verify_cpu(c);
         VERIFY_REASON(c, "ABI version 999");
         VERIFY_REASON(c, "this program needs " + std::to_string(EMBER_CUDA_ABI_VERSION));
+    }
+
+    void moduleExceptionsAreCaughtByType() {
+        // The CUDA backend throws ember::Error from hidden-visibility module code; callers catch
+        // it as ember::Error. Shown with the helper module, built with the same visibility.
+        void* h = dlopen(EMBER_TEST_ABI_MODULE, RTLD_NOW | RTLD_LOCAL);
+        QVERIFY2(h, dlerror());
+        auto fn = reinterpret_cast<void (*)()>(dlsym(h, "ember_test_throw_error"));
+        QVERIFY(fn);
+        bool caught = false;
+        try {
+            fn();
+        } catch (const ember::Error& e) {
+            caught = std::string(e.what()) == "thrown inside a module";
+        } catch (...) {
+        }
+        QVERIFY(caught);
     }
 
     void notAModule() {
