@@ -6,5 +6,9 @@ namespace ember::cli {
 
 int cmd_info(int argc, char** argv);
 int cmd_tokenize(int argc, char** argv);
+int cmd_run(int argc, char** argv);
+int cmd_chat(int argc, char** argv);
+int cmd_bench(int argc, char** argv);
+int cmd_synth(int argc, char** argv);
 
 }  // namespace ember::cli

@@ -4,7 +4,7 @@
 #include <string>
 
 #include "app/cli/commands.h"
-#include "engine/core/error.h"
+#include "kernels/common/error.h"
 
 namespace {
 
@@ -17,6 +17,10 @@ struct Command {
 const Command kCommands[] = {
     {"info", ember::cli::cmd_info, "MODEL.gguf [--metadata] [--tensors]   describe a model file"},
     {"tokenize", ember::cli::cmd_tokenize, "MODEL [--ids] [--add-special] [--parse-special] (TEXT | --file F)"},
+    {"run", ember::cli::cmd_run, "MODEL -p TEXT [-n N] [--temp T] [--seed S] ...   raw completion"},
+    {"chat", ember::cli::cmd_chat, "MODEL [--system TEXT] [options]   chat (one user turn per input line)"},
+    {"bench", ember::cli::cmd_bench, "MODEL [--pp 512] [--tg 128] [-r 3] [--json]   speed"},
+    {"synth", ember::cli::cmd_synth, "--shape S --type T -o FILE   random-weight model for benchmarks"},
 };
 
 void usage() {

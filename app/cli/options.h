@@ -1,0 +1,22 @@
+// Options shared by the CLI commands that load a model and generate: model loading
+// (--threads, --ctx, --kv-type, --batch) and sampling (-n, --temp, --seed, ...).
+#pragma once
+#include <set>
+#include <string>
+
+#include "app/cli/args.h"
+#include "engine/runtime/model.h"
+#include "engine/runtime/sequence.h"
+
+namespace ember::cli {
+
+// Option names that take a value, for Args.
+std::set<std::string> model_value_options();
+std::set<std::string> sampling_value_options();
+std::set<std::string> merge(std::set<std::string> a, const std::set<std::string>& b);
+
+LoadOptions load_options(const Args& args, const std::string& model_path);
+GenerateOptions generate_options(const Args& args, int32_t default_max_tokens);
+std::string options_help();
+
+}  // namespace ember::cli

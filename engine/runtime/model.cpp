@@ -1,0 +1,57 @@
+#include "engine/runtime/model.h"
+
+#include <algorithm>
+
+#include "kernels/common/error.h"
+#include "engine/core/log.h"
+
+namespace ember {
+namespace {
+
+void check_cancel(const LoadOptions& o) {
+    if (o.cancel && o.cancel->load()) throw Error("loading cancelled");
+}
+
+void progress(const LoadOptions& o, float p) {
+    if (o.on_progress) o.on_progress(p);
+}
+
+}  // namespace
+
+std::unique_ptr<Model> Model::load(const LoadOptions& opts) {
+    std::unique_ptr<Model> m(new Model());
+    progress(opts, 0.0f);
+    m->file_ = std::make_shared<const GgufFile>(GgufFile::open(opts.path));
+    m->info_ = describe_model(*m->file_);
+    check_cancel(opts);
+    m->tokenizer_ = Tokenizer::from_gguf(*m->file_);
+    progress(opts, 0.2f);
+    check_cancel(opts);
+    m->backend_ = make_cpu_backend(opts.n_threads);
+    m->transformer_ = std::make_unique<Transformer>(m->file_, *m->backend_);
+    progress(opts, 0.7f);
+    check_cancel(opts);
+
+    const ModelConfig& c = m->transformer_->config();
+    m->n_ctx_ = opts.n_ctx > 0 ? opts.n_ctx : std::min<int64_t>(c.n_ctx_train, 4096);
+    m->n_batch_ = std::max(1, opts.n_batch);
+    m->kv_ = std::make_unique<KvCache>(*m->backend_, m->transformer_->kv_config(m->n_ctx_, opts.n_seqs, opts.kv_type));
+
+    std::vector<std::string> specials;
+    for (const char* t : {"<|im_start|>", "<start_of_turn>", "<|start_header_id|>", "[INST]", "<|user|>"})
+        if (m->tokenizer_->find_token(t)) specials.emplace_back(t);
+    m->template_ = resolve_chat_template(m->file_->opt_string("tokenizer.chat_template"), c.arch, specials);
+    if (m->template_.warning) log_warn(*m->template_.warning);
+    log_info("loaded " + m->info_.name + " (" + c.arch + ", " + format_param_count(m->info_.n_params) + ", " +
+             m->info_.file_type + ") on " + m->backend_->name() + ", context " + std::to_string(m->n_ctx_) +
+             ", KV cache " + format_bytes(m->kv_->config().total_bytes()));
+    progress(opts, 1.0f);
+    return m;
+}
+
+Model::~Model() {
+    kv_.reset();  // cache and weights go back to the backend before it is destroyed
+    transformer_.reset();
+}
+
+}  // namespace ember

@@ -1,0 +1,60 @@
+// A loaded model, ready to generate: the GGUF file (mapped), the backend it runs on, the
+// transformer weights, the tokenizer, the chat template and the KV cache. This is what the
+// CLI, the app's engine thread and (later) the server each hold one of.
+#pragma once
+#include <atomic>
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "engine/gguf/gguf.h"
+#include "engine/kv/kv_cache.h"
+#include "engine/models/model_info.h"
+#include "engine/models/transformer.h"
+#include "engine/template/chat_template.h"
+#include "engine/tokenizer/tokenizer.h"
+#include "kernels/backend.h"
+
+namespace ember {
+
+struct LoadOptions {
+    std::string path;
+    int n_threads = 0;          // CPU threads (0 = one per core)
+    int64_t n_ctx = 0;          // context per sequence; 0 = min(trained context, 4096)
+    int32_t n_seqs = 1;         // sequences the KV cache holds at once
+    DType kv_type = DType::F16;
+    int32_t n_batch = 512;      // prompt tokens per forward pass
+    std::function<void(float)> on_progress;  // 0..1, called from the loading thread
+    const std::atomic<bool>* cancel = nullptr;  // set to abort loading (throws ember::Error)
+};
+
+class Model {
+public:
+    // Throws ember::Error with a clear message (file, tensor, sizes) on any failure.
+    static std::unique_ptr<Model> load(const LoadOptions& opts);
+    ~Model();
+
+    const ModelInfo& info() const { return info_; }
+    const ModelConfig& config() const { return transformer_->config(); }
+    Transformer& transformer() { return *transformer_; }
+    const Tokenizer& tokenizer() const { return *tokenizer_; }
+    const ResolvedTemplate& chat_template() const { return template_; }
+    KvCache& kv() { return *kv_; }
+    Backend& backend() { return *backend_; }
+    int64_t n_ctx() const { return n_ctx_; }
+    int32_t n_batch() const { return n_batch_; }
+
+private:
+    Model() = default;
+    std::shared_ptr<const GgufFile> file_;
+    ModelInfo info_;
+    std::unique_ptr<Backend> backend_;
+    std::unique_ptr<Transformer> transformer_;
+    std::unique_ptr<Tokenizer> tokenizer_;
+    ResolvedTemplate template_;
+    std::unique_ptr<KvCache> kv_;
+    int64_t n_ctx_ = 0;
+    int32_t n_batch_ = 512;
+};
+
+}  // namespace ember

@@ -1,0 +1,120 @@
+#include "engine/runtime/sequence.h"
+
+#include <algorithm>
+#include <chrono>
+
+#include "kernels/common/error.h"
+#include "engine/sampling/stop_strings.h"
+#include "engine/tokenizer/detokenizer.h"
+
+namespace ember {
+namespace {
+
+double ms_since(std::chrono::steady_clock::time_point t0) {
+    return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+}
+
+}  // namespace
+
+Sequence::Sequence(Model& model) : model_(model), seq_(model.kv().new_sequence()) {}
+
+Sequence::~Sequence() { model_.kv().free_sequence(seq_); }
+
+void Sequence::reset() {
+    model_.kv().truncate(seq_, 0);
+    tokens_.clear();
+}
+
+void Sequence::keep_common_prefix(std::span<const int32_t> prompt) {
+    size_t n = 0;
+    while (n < tokens_.size() && n < prompt.size() && tokens_[n] == prompt[n]) ++n;
+    // Re-run at least the last prompt token: its logits are needed to sample.
+    if (n == prompt.size() && n > 0) --n;
+    model_.kv().truncate(seq_, static_cast<int32_t>(n));
+    tokens_.resize(n);
+}
+
+// Runs `tokens` through the model in chunks of n_batch, appending them to the cache.
+void Sequence::feed(std::span<const int32_t> tokens, bool want_logits) {
+    const size_t chunk = static_cast<size_t>(std::max(1, model_.n_batch()));
+    std::vector<int32_t> pos, seq_of, table;
+    for (size_t start = 0; start < tokens.size(); start += chunk) {
+        const auto part = tokens.subspan(start, std::min(chunk, tokens.size() - start));
+        const int32_t first = static_cast<int32_t>(tokens_.size());
+        const std::vector<int32_t> slots = model_.kv().append(seq_, static_cast<int32_t>(part.size()));
+        pos.resize(part.size());
+        for (size_t i = 0; i < part.size(); ++i) pos[i] = first + static_cast<int32_t>(i);
+        seq_of.assign(part.size(), 0);
+        table = model_.kv().block_table(seq_);
+        const bool last = start + part.size() == tokens.size();
+        const int32_t out_row = static_cast<int32_t>(part.size()) - 1;
+        BatchInfo b;
+        b.tokens = part;
+        b.positions = pos;
+        b.seq_of = seq_of;
+        b.kv_slot = slots;
+        b.block_table = table;
+        b.n_seqs = 1;
+        b.max_blocks = static_cast<int32_t>(table.size());
+        if (last && want_logits) b.output_rows = std::span<const int32_t>(&out_row, 1);
+        try {
+            model_.transformer().forward(b, model_.kv(), logits_);
+        } catch (...) {
+            model_.kv().truncate(seq_, first);  // the cache never holds half a chunk
+            throw;
+        }
+        tokens_.insert(tokens_.end(), part.begin(), part.end());
+    }
+}
+
+const std::vector<float>& Sequence::prefill(std::span<const int32_t> tokens) {
+    if (static_cast<int64_t>(tokens_.size() + tokens.size()) > model_.n_ctx())
+        throw Error("prompt of " + std::to_string(tokens_.size() + tokens.size()) + " tokens does not fit the context of " +
+                    std::to_string(model_.n_ctx()) + " tokens");
+    feed(tokens, true);
+    return logits_;
+}
+
+GenerateStats Sequence::generate(std::span<const int32_t> prompt, const GenerateOptions& opts, const TextCallback& on_text,
+                                 const std::atomic<bool>* cancel) {
+    if (prompt.empty()) throw Error("empty prompt");
+    const int64_t n_ctx = model_.n_ctx();
+    if (static_cast<int64_t>(prompt.size()) >= n_ctx)
+        throw Error("prompt of " + std::to_string(prompt.size()) + " tokens does not fit the context of " +
+                    std::to_string(n_ctx) + " tokens (it needs room for at least one generated token)");
+    GenerateStats st;
+    st.prompt_tokens = static_cast<int32_t>(prompt.size());
+    const auto t0 = std::chrono::steady_clock::now();
+    keep_common_prefix(prompt);
+    st.reused_tokens = static_cast<int32_t>(tokens_.size());
+    feed(prompt.subspan(tokens_.size()), true);
+    st.prefill_ms = ms_since(t0);
+
+    const Tokenizer& tok = model_.tokenizer();
+    Sampler sampler(opts.sampling);
+    StopMatcher stops(opts.stop);
+    StreamingDetokenizer detok(tok);
+    std::chrono::steady_clock::time_point t_first;
+    auto emit = [&](const std::string& text) { return text.empty() || !on_text || on_text(text); };
+    while (true) {
+        if (cancel && cancel->load()) { st.stop_reason = "cancelled"; break; }
+        const int32_t next = sampler.sample(logits_, tokens_);
+        if (st.generated_tokens++ == 0) {
+            t_first = std::chrono::steady_clock::now();
+            st.ttft_ms = ms_since(t0);
+        }
+        if (!opts.ignore_eog && tok.is_eog(next)) { st.stop_reason = "eog"; break; }
+        const auto r = stops.feed(detok.push(next));
+        if (!emit(r.text)) { st.stop_reason = "cancelled"; break; }
+        if (r.stopped) { st.stop_reason = "stop"; break; }
+        if (opts.max_tokens >= 0 && st.generated_tokens >= opts.max_tokens) { st.stop_reason = "length"; break; }
+        if (static_cast<int64_t>(tokens_.size()) + 1 > n_ctx) { st.stop_reason = "context"; break; }
+        const int32_t one[1] = {next};
+        feed(one, true);
+    }
+    if (st.stop_reason != "stop" && st.stop_reason != "cancelled") emit(stops.feed(detok.flush()).text + stops.flush());
+    if (st.generated_tokens > 0) st.decode_ms = ms_since(t_first);
+    return st;
+}
+
+}  // namespace ember

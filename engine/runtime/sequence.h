@@ -1,0 +1,66 @@
+// One conversation's place in the KV cache. generate() keeps whatever prefix of the new
+// prompt is already cached (the previous turns of a chat) and only processes the rest, so
+// a chat turn costs its new tokens, not the whole history.
+#pragma once
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "engine/runtime/model.h"
+#include "engine/sampling/sampler.h"
+
+namespace ember {
+
+struct GenerateOptions {
+    SamplingParams sampling;
+    int32_t max_tokens = 256;          // < 0: until end of generation or context
+    std::vector<std::string> stop;     // stop strings (never shown)
+    bool ignore_eog = false;           // benchmarks: keep going past end-of-generation tokens
+};
+
+struct GenerateStats {
+    int32_t prompt_tokens = 0;     // tokens in the prompt
+    int32_t reused_tokens = 0;     // of which were already in the cache
+    int32_t generated_tokens = 0;
+    double ttft_ms = 0;            // prompt processing + first token
+    double prefill_ms = 0;
+    double decode_ms = 0;          // after the first token
+    std::string stop_reason;       // "eog", "stop", "length", "context", "cancelled"
+    double prefill_tok_s() const { return prefill_ms > 0 ? (prompt_tokens - reused_tokens) * 1000.0 / prefill_ms : 0; }
+    double decode_tok_s() const { return decode_ms > 0 ? (generated_tokens - 1) * 1000.0 / decode_ms : 0; }
+};
+
+// Receives each piece of text as it becomes valid UTF-8 (stop strings already removed),
+// with the token id that completed it. Return false to stop.
+using TextCallback = std::function<bool(std::string_view text)>;
+
+class Sequence {
+public:
+    explicit Sequence(Model& model);
+    ~Sequence();
+    Sequence(const Sequence&) = delete;
+    Sequence& operator=(const Sequence&) = delete;
+
+    GenerateStats generate(std::span<const int32_t> prompt, const GenerateOptions& opts, const TextCallback& on_text,
+                           const std::atomic<bool>* cancel = nullptr);
+    // Processes tokens without sampling (e.g. benchmarks); returns the last row's logits.
+    const std::vector<float>& prefill(std::span<const int32_t> tokens);
+    // Tokens currently in the cache for this sequence (prompt + generated so far).
+    const std::vector<int32_t>& tokens() const { return tokens_; }
+    void reset();
+
+private:
+    void keep_common_prefix(std::span<const int32_t> prompt);
+    void feed(std::span<const int32_t> tokens, bool want_logits);
+
+    Model& model_;
+    int32_t seq_ = -1;
+    std::vector<int32_t> tokens_;
+    std::vector<float> logits_;
+};
+
+}  // namespace ember

@@ -1,0 +1,207 @@
+// The CPU implementation of the backend interface: weights used in place from the file
+// map, activations and KV cache in aligned host memory, every op spread over one persistent
+// thread pool.
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <mutex>
+#include <new>
+#include <string>
+#include <vector>
+
+#include "kernels/backend.h"
+#include "kernels/cpu/cpu_isa.h"
+#include "kernels/cpu/matmul.h"
+#include "kernels/cpu/attention.h"
+#include "kernels/cpu/elementwise.h"
+#include "kernels/cpu/quant.h"
+#include "kernels/cpu/thread_pool.h"
+#include "kernels/common/error.h"
+
+namespace ember {
+namespace {
+
+size_t type_row_bytes(DType type, int64_t cols) {
+    const auto info = dtype_info(static_cast<uint32_t>(type));
+    return row_bytes(*info, static_cast<uint64_t>(cols));
+}
+
+class CpuBackend final : public Backend {
+public:
+    explicit CpuBackend(int n_threads) : pool_(n_threads) {}
+    ~CpuBackend() override {
+        for (auto& [ptr, a] : allocations_) std::free(ptr);
+    }
+
+    std::string name() const override {
+        return "cpu (" + std::string(cpu::isa_name(cpu::active_isa())) + ", " + std::to_string(pool_.size()) + " threads)";
+    }
+
+    Tensor alloc(MemoryKind kind, DType type, int64_t cols, int64_t rows, const char* tag) override {
+        Tensor t = shape(type, cols, rows);
+        const size_t bytes = std::max<size_t>(64, (t.bytes() + 63) / 64 * 64);
+        t.data = std::aligned_alloc(64, bytes);
+        if (!t.data)
+            throw Error(std::string("out of host memory allocating ") + tag + " (" + std::to_string(bytes) + " bytes)");
+        std::memset(t.data, 0, bytes);
+        std::lock_guard lock(mutex_);
+        allocations_[t.data] = {kind, bytes};
+        report_.bytes[static_cast<int>(kind)] += bytes;
+        return t;
+    }
+
+    void free(Tensor& t) override {
+        std::lock_guard lock(mutex_);
+        auto it = allocations_.find(t.data);
+        if (it != allocations_.end()) {
+            report_.bytes[static_cast<int>(it->second.kind)] -= it->second.bytes;
+            std::free(it->first);
+            allocations_.erase(it);
+        } else if (t.data) {
+            report_.mapped_weight_bytes -= t.bytes();  // a view of the file map: nothing to free
+        }
+        t = Tensor{};
+    }
+
+    Tensor load_weight(const void* host, DType type, int64_t cols, int64_t rows, const char*) override {
+        const bool is_vector = rows == 1 && type == DType::F32;
+        if (!is_vector && !cpu::matmul_supports(type))
+            throw Error("weight type " + std::string(dtype_name(type)) + " is not supported by the CPU backend");
+        Tensor t = shape(type, cols, rows);
+        t.data = const_cast<void*>(host);  // read-only: no op writes to weights
+        std::lock_guard lock(mutex_);
+        report_.mapped_weight_bytes += t.bytes();
+        return t;
+    }
+
+    MemoryReport memory() const override {
+        std::lock_guard lock(mutex_);
+        return report_;
+    }
+
+    void upload(Tensor& dst, const void* src, size_t n) override { std::memcpy(dst.data, src, n); }
+    void download(const Tensor& src, void* dst, size_t n) override { std::memcpy(dst, src.data, n); }
+
+    void set_batch(const BatchInfo& b) override { batch_ = b; }
+
+    void embed(const Tensor& table, float scale, Tensor& out) override {
+        const auto& ids = batch_.tokens;
+        pool_.parallel_for(static_cast<int64_t>(ids.size()), [&](int64_t b, int64_t e, int) {
+            cpu::get_rows(table.type, table.data, table.row_bytes, ids.data() + b, static_cast<int>(e - b), table.cols,
+                          row(out, b));
+            if (scale != 1.0f)
+                for (int64_t i = b * out.cols; i < e * out.cols; ++i) static_cast<float*>(out.data)[i] *= scale;
+        });
+    }
+
+    void matmul(const Tensor& w, const Tensor& x, Tensor& y, const Tensor* bias) override {
+        const cpu::WeightMatrix W{w.type, w.rows, w.cols, w.data, w.row_bytes};
+        cpu::matmul(W, static_cast<const float*>(x.data), x.rows, static_cast<float*>(y.data), pool_);
+        if (bias && bias->data) {
+            const float* bp = static_cast<const float*>(bias->data);
+            for (int64_t t = 0; t < y.rows; ++t) {
+                float* yr = row(y, t);
+                for (int64_t i = 0; i < y.cols; ++i) yr[i] += bp[i];
+            }
+        }
+    }
+
+    void rms_norm(const Tensor& x, const Tensor& w, float eps, Tensor& y) override {
+        cpu::rms_norm(static_cast<const float*>(x.data), static_cast<const float*>(w.data), x.rows, x.cols, eps,
+                      static_cast<float*>(y.data), pool_);
+    }
+
+    void rope(Tensor& x, const RopeParams& p) override {
+        cpu::RopeConfig rc;
+        rc.head_dim = p.head_dim;
+        rc.n_rot = p.n_rot;
+        rc.neox = p.neox;
+        rc.freq_base = p.freq_base;
+        rc.freq_scale = p.freq_scale;
+        rc.freq_factors = p.freq_factors;
+        cpu::rope(static_cast<float*>(x.data), x.rows / p.n_heads, p.n_heads, batch_.positions.data(), rc, pool_);
+    }
+
+    void glu(const Tensor& gate, const Tensor& up, bool gelu, Tensor& out) override {
+        const int64_t n = gate.rows * gate.cols;
+        auto g = static_cast<const float*>(gate.data);
+        auto u = static_cast<const float*>(up.data);
+        auto o = static_cast<float*>(out.data);
+        if (gelu) cpu::geglu(g, u, o, n, pool_);
+        else cpu::swiglu(g, u, o, n, pool_);
+    }
+
+    void add(Tensor& x, const Tensor& y) override {
+        cpu::add(static_cast<float*>(x.data), static_cast<const float*>(y.data), x.rows * x.cols, pool_);
+    }
+
+    void store_kv(KvLayer& layer, const Tensor& k, const Tensor& v) override {
+        cpu::store_kv(kv_view(layer, k.cols), static_cast<const float*>(k.data), static_cast<const float*>(v.data),
+                      batch_.kv_slot.data(), static_cast<int>(k.rows), pool_);
+    }
+
+    void attention(const KvLayer& layer, const Tensor& q, const AttentionParams& p, Tensor& out) override {
+        cpu::AttentionBatch ab;
+        ab.n_tokens = static_cast<int>(q.rows);
+        ab.positions = batch_.positions.data();
+        ab.seq_of = batch_.seq_of.data();
+        ab.block_table = batch_.block_table.data();
+        ab.max_blocks = batch_.max_blocks;
+        cpu::AttentionConfig ac;
+        ac.n_heads = p.n_heads;
+        ac.n_kv_heads = p.n_kv_heads;
+        ac.head_dim = p.head_dim;
+        ac.scale = p.scale;
+        ac.window = p.window;
+        ac.softcap = p.softcap;
+        cpu::attention(kv_view(const_cast<KvLayer&>(layer), int64_t{p.n_kv_heads} * p.head_dim), ab, ac,
+                       static_cast<const float*>(q.data), static_cast<float*>(out.data), pool_);
+    }
+
+    void gather_output_rows(const Tensor& x, Tensor& out) override {
+        for (size_t i = 0; i < batch_.output_rows.size(); ++i)
+            std::memcpy(row(out, static_cast<int64_t>(i)), row(x, batch_.output_rows[i]), x.row_bytes);
+    }
+
+    void synchronize() override {}
+
+private:
+    struct Allocation {
+        MemoryKind kind;
+        size_t bytes;
+    };
+
+    static Tensor shape(DType type, int64_t cols, int64_t rows) {
+        Tensor t;
+        t.type = type;
+        t.cols = cols;
+        t.rows = rows;
+        t.row_bytes = type_row_bytes(type, cols);
+        return t;
+    }
+    static float* row(const Tensor& t, int64_t r) {
+        return reinterpret_cast<float*>(static_cast<uint8_t*>(t.data) + static_cast<size_t>(r) * t.row_bytes);
+    }
+    cpu::KvView kv_view(KvLayer& layer, int64_t kv_dim) const {
+        cpu::KvView v;
+        v.type = layer.k.type;
+        v.k = layer.k.data;
+        v.v = layer.v.data;
+        v.kv_dim = kv_dim;
+        v.block_tokens = layer.block_tokens;
+        return v;
+    }
+
+    cpu::ThreadPool pool_;
+    mutable std::mutex mutex_;
+    std::map<void*, Allocation> allocations_;
+    MemoryReport report_;
+    BatchInfo batch_;
+};
+
+}  // namespace
+
+std::unique_ptr<Backend> make_cpu_backend(int n_threads) { return std::make_unique<CpuBackend>(n_threads); }
+
+}  // namespace ember
