@@ -18,7 +18,7 @@ using namespace ember;
 
 namespace {
 
-bool driver_present() {
+[[maybe_unused]] bool driver_present() {
     void* h = dlopen("libcuda.so.1", RTLD_LAZY | RTLD_LOCAL);
     if (h) dlclose(h);
     return h != nullptr;
