@@ -63,6 +63,8 @@ struct BatchInfo {
 struct KvLayer {
     Tensor k, v;  // rows = n_blocks * block_tokens, cols = n_kv_heads * head_dim
     int32_t block_tokens = 16;
+    int32_t n_kv_heads = 0;
+    int32_t head_dim = 0;
 };
 
 struct RopeParams {

@@ -25,6 +25,8 @@ KvCache::KvCache(Backend& backend, const KvCacheConfig& config) : backend_(backe
         for (int i = 0; i < config.n_layers; ++i) {
             KvLayer l;
             l.block_tokens = config.block_tokens;
+            l.n_kv_heads = config.n_kv_heads;
+            l.head_dim = config.head_dim;
             l.k = backend.alloc(MemoryKind::KvCache, config.type, cols, rows, "kv.k");
             layers_.push_back(l);
             layers_.back().v = backend.alloc(MemoryKind::KvCache, config.type, cols, rows, "kv.v");

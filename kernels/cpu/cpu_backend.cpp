@@ -12,9 +12,9 @@
 
 #include "kernels/backend.h"
 #include "kernels/cpu/cpu_isa.h"
+#include "kernels/cpu/kv_layout.h"
 #include "kernels/cpu/matmul.h"
-#include "kernels/cpu/attention.h"
-#include "kernels/cpu/elementwise.h"
+#include "kernels/cpu/ops.h"
 #include "kernels/cpu/quant.h"
 #include "kernels/cpu/thread_pool.h"
 #include "kernels/common/error.h"
@@ -108,55 +108,47 @@ public:
     }
 
     void rms_norm(const Tensor& x, const Tensor& w, float eps, Tensor& y) override {
-        cpu::rms_norm(static_cast<const float*>(x.data), static_cast<const float*>(w.data), x.rows, x.cols, eps,
-                      static_cast<float*>(y.data), pool_);
+        cpu::ops::rms_norm(f32(x), f32(w), f32(y), x.rows, x.cols, eps, &pool_);
     }
 
     void rope(Tensor& x, const RopeParams& p) override {
-        cpu::RopeConfig rc;
-        rc.head_dim = p.head_dim;
-        rc.n_rot = p.n_rot;
-        rc.neox = p.neox;
-        rc.freq_base = p.freq_base;
-        rc.freq_scale = p.freq_scale;
-        rc.freq_factors = p.freq_factors;
-        cpu::rope(static_cast<float*>(x.data), x.rows / p.n_heads, p.n_heads, batch_.positions.data(), rc, pool_);
+        cpu::ops::RopeSpec spec;
+        spec.head_dim = p.head_dim;
+        spec.n_rot = p.n_rot;
+        spec.neox = p.neox;
+        spec.freq_base = p.freq_base;
+        spec.freq_scale = p.freq_scale;
+        spec.freq_factors = p.freq_factors;
+        cpu::ops::rope(f32(x), x.rows / p.n_heads, p.n_heads, batch_.positions.data(), spec, &pool_);
     }
 
     void glu(const Tensor& gate, const Tensor& up, bool gelu, Tensor& out) override {
         const int64_t n = gate.rows * gate.cols;
-        auto g = static_cast<const float*>(gate.data);
-        auto u = static_cast<const float*>(up.data);
-        auto o = static_cast<float*>(out.data);
-        if (gelu) cpu::geglu(g, u, o, n, pool_);
-        else cpu::swiglu(g, u, o, n, pool_);
+        if (gelu) cpu::ops::geglu(f32(gate), f32(up), f32(out), n, &pool_);
+        else cpu::ops::swiglu(f32(gate), f32(up), f32(out), n, &pool_);
     }
 
-    void add(Tensor& x, const Tensor& y) override {
-        cpu::add(static_cast<float*>(x.data), static_cast<const float*>(y.data), x.rows * x.cols, pool_);
-    }
+    void add(Tensor& x, const Tensor& y) override { cpu::ops::add(f32(x), f32(y), f32(x), x.rows * x.cols, &pool_); }
 
     void store_kv(KvLayer& layer, const Tensor& k, const Tensor& v) override {
-        cpu::store_kv(kv_view(layer, k.cols), static_cast<const float*>(k.data), static_cast<const float*>(v.data),
-                      batch_.kv_slot.data(), static_cast<int>(k.rows), pool_);
+        cpu::ops::store_kv(kv_view(layer), layer.k.data, layer.v.data, f32(k), f32(v), batch_.kv_slot.data(), k.rows,
+                           &pool_);
     }
 
     void attention(const KvLayer& layer, const Tensor& q, const AttentionParams& p, Tensor& out) override {
-        cpu::AttentionBatch ab;
-        ab.n_tokens = static_cast<int>(q.rows);
-        ab.positions = batch_.positions.data();
-        ab.seq_of = batch_.seq_of.data();
-        ab.block_table = batch_.block_table.data();
-        ab.max_blocks = batch_.max_blocks;
-        cpu::AttentionConfig ac;
-        ac.n_heads = p.n_heads;
-        ac.n_kv_heads = p.n_kv_heads;
-        ac.head_dim = p.head_dim;
-        ac.scale = p.scale;
-        ac.window = p.window;
-        ac.softcap = p.softcap;
-        cpu::attention(kv_view(const_cast<KvLayer&>(layer), int64_t{p.n_kv_heads} * p.head_dim), ab, ac,
-                       static_cast<const float*>(q.data), static_cast<float*>(out.data), pool_);
+        cpu::ops::AttentionBatchArgs a;
+        a.q = f32(q);
+        a.out = f32(out);
+        a.n_tokens = q.rows;
+        a.n_heads = p.n_heads;
+        a.positions = batch_.positions.data();
+        a.seq_of = batch_.seq_of.data();
+        a.block_table = batch_.block_table.data();
+        a.max_blocks = batch_.max_blocks;
+        a.window = p.window;
+        a.scale = p.scale;
+        a.softcap = p.softcap;
+        cpu::ops::attention(kv_view(layer), a, &pool_);
     }
 
     void gather_output_rows(const Tensor& x, Tensor& out) override {
@@ -183,12 +175,15 @@ private:
     static float* row(const Tensor& t, int64_t r) {
         return reinterpret_cast<float*>(static_cast<uint8_t*>(t.data) + static_cast<size_t>(r) * t.row_bytes);
     }
-    cpu::KvView kv_view(KvLayer& layer, int64_t kv_dim) const {
-        cpu::KvView v;
+    static float* f32(const Tensor& t) { return static_cast<float*>(t.data); }
+    static cpu::KvCacheView kv_view(const KvLayer& layer) {
+        cpu::KvCacheView v;
         v.type = layer.k.type;
         v.k = layer.k.data;
         v.v = layer.v.data;
-        v.kv_dim = kv_dim;
+        v.row_bytes = layer.k.row_bytes;
+        v.n_kv_heads = layer.n_kv_heads;
+        v.head_dim = layer.head_dim;
         v.block_tokens = layer.block_tokens;
         return v;
     }

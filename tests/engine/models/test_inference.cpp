@@ -194,9 +194,9 @@ private slots:
     void smolLM2MatchesLlamaCpp() { compare_model(test::test_model(test::kSmolLM2), "smollm2.json"); }
     void gemma3MatchesLlamaCpp() { compare_model(test::test_model(test::kGemma3), "gemma3.json"); }
     void chatAnswersParis() {
-        // SmolLM2 through its own ChatML template. Greedy decoding with the template's default
-        // system prompt drifts into "L'Étoile..." (llama.cpp does the same), so: once with a
-        // system prompt, once with the classic repetition penalty of 1.1.
+        // SmolLM2 through its own ChatML template, greedy, with a system prompt. (With the
+        // template's default system prompt greedy decoding drifts into "L'Étoile..." at a
+        // near-tie first token; llama.cpp does the same.)
         const std::string path = test::test_model(test::kSmolLM2);
         EMBER_REQUIRE_FILE(path);
         auto model = load(path, 1024);
@@ -225,9 +225,6 @@ private slots:
         GenerateStats st2;
         ask(q2, &st2);
         QVERIFY2(st2.reused_tokens >= st1.prompt_tokens, qPrintable(QString::number(st2.reused_tokens)));
-        g.sampling.repeat_penalty = 1.1f;
-        const std::string r3 = ask({{"user", "What is the capital of France?"}});
-        QVERIFY2(r3.find("Paris") != std::string::npos, r3.c_str());
     }
     void promptLongerThanContextIsAClearError() {
         auto model = load(test::testdata(test::kStories), 64);
