@@ -1,0 +1,207 @@
+#!/usr/bin/env python3
+"""Combines the raw files scripts/bench-cpu.sh writes into build/bench/bench-cpu.json and the
+final markdown table (stdout). No dependencies beyond the standard library.
+
+    python3 tests/bench/bench_report.py --dir build/bench --types Q4_0 Q8_0 Q4_K_M
+
+Reads, in --dir:
+  meta.json                    machine, commit, date, threads, repetitions, tg/pp sizes
+  membw.json                   ember-membw --json
+  <TYPE>.sizes.json            tests/bench/gguf_sizes.py (decode bytes, KV bytes per position)
+  <TYPE>.ember.json            ember bench --json
+  <TYPE>.llamacpp.json         tests/bench/llamacpp_bench.py
+  <TYPE>.rss.txt               /usr/bin/time -v of `ember run` (Maximum resident set size)
+
+Derived numbers (see docs/BENCHMARKS.md):
+  decode bytes/token = decode_weight_bytes + kv_bytes_per_pos x mean attended positions in tgN,
+                       where step i of N (after a 1-token prefill) attends i + 1 positions, so
+                       the mean is (N + 3) / 2
+  decode GB/s        = decode bytes/token x tg tok/s / 1e9
+  % of copy bandwidth = decode GB/s / ember-membw copy GB/s
+  RSS budget         = file bytes + KV cache bytes at --ctx (f16), + 15 %
+  other load         CPU time other processes used during the ember / llama.cpp bench (the
+                       larger of the two), as a share of all cores: the noise indicator
+Targets (informational): tg >= 1.0x llama.cpp, pp >= 1.2x llama.cpp, decode >= 80 % of copy
+bandwidth, RSS <= budget.
+"""
+import argparse
+import json
+import os
+import re
+import sys
+
+TARGET_TG = 1.0
+TARGET_PP = 1.2
+TARGET_BW = 0.80
+RSS_SLACK = 0.15
+
+
+def load_json(path):
+    try:
+        with open(path) as f:
+            text = f.read().strip()
+        # tolerate log lines before the JSON object (take the last line that parses)
+        for line in reversed(text.splitlines()):
+            line = line.strip()
+            if line.startswith("{"):
+                try:
+                    return json.loads(line)
+                except json.JSONDecodeError:
+                    continue
+        return json.loads(text)
+    except (OSError, json.JSONDecodeError):
+        return None
+
+
+def result(bench, prefix):
+    if not bench:
+        return None
+    for r in bench.get("results", []):
+        if r.get("test", "").startswith(prefix):
+            return r
+    return None
+
+
+def peak_rss_bytes(path):
+    try:
+        with open(path) as f:
+            text = f.read()
+        if "Command exited with non-zero status" in text or "Command terminated by signal" in text:
+            return None  # the run failed: its peak RSS says nothing about a decode
+        m = re.search(r"Maximum resident set size \(kbytes\):\s*(\d+)", text)
+        return int(m.group(1)) * 1024 if m else None
+    except OSError:
+        return None
+
+
+def fmt(x, spec=".1f", none="n/a"):
+    return none if x is None else format(x, spec)
+
+
+def mark(ok):
+    return "n/a" if ok is None else ("PASS" if ok else "FAIL")
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--dir", required=True)
+    ap.add_argument("--types", nargs="+", required=True)
+    ap.add_argument("--out", default=None, help="default: DIR/bench-cpu.json")
+    a = ap.parse_args()
+    d = a.dir
+    meta = load_json(os.path.join(d, "meta.json")) or {}
+    membw = load_json(os.path.join(d, "membw.json"))
+    membw_load = load_json(os.path.join(d, "membw.cpu.json"))
+    copy_gbs = membw.get("copy_gbs") if membw else None
+    tg_n = int(meta.get("tg", 128))
+    pp_n = int(meta.get("pp", 512))
+    mean_pos = (tg_n + 3) / 2
+
+    rows, models = [], []
+    for t in a.types:
+        sizes = load_json(os.path.join(d, f"{t}.sizes.json"))
+        em = load_json(os.path.join(d, f"{t}.ember.json"))
+        lc = load_json(os.path.join(d, f"{t}.llamacpp.json"))
+        rss = peak_rss_bytes(os.path.join(d, f"{t}.rss.txt"))
+        e_cpu = load_json(os.path.join(d, f"{t}.ember.cpu.json"))
+        l_cpu = load_json(os.path.join(d, f"{t}.llamacpp.cpu.json"))
+        loads = [c["other_load"] for c in (e_cpu, l_cpu) if c and c.get("other_load") is not None]
+        other = max(loads) if loads else None
+        e_pp, l_pp = result(em, "pp"), result(lc, "pp")
+        e_tg, l_tg = result(em, "tg"), result(lc, "tg")
+        v = lambda r: r["tok_s"] if r else None
+        ratio = lambda x, y: x / y if x is not None and y else None
+        pp_ratio, tg_ratio = ratio(v(e_pp), v(l_pp)), ratio(v(e_tg), v(l_tg))
+
+        bytes_tok = None
+        if sizes:
+            bytes_tok = sizes["decode_weight_bytes"] + sizes["kv_bytes_per_pos"] * mean_pos
+        gbs = lambda r: bytes_tok * r["tok_s"] / 1e9 if r and bytes_tok else None
+        e_gbs, l_gbs = gbs(e_tg), gbs(l_tg)
+        bw_frac = e_gbs / copy_gbs if e_gbs is not None and copy_gbs else None
+        budget = (sizes["file_bytes"] + sizes["kv_cache_bytes"]) * (1 + RSS_SLACK) if sizes else None
+        rss_ok = rss <= budget if rss is not None and budget else None
+
+        m = {
+            "type": t,
+            "model_file": sizes["path"] if sizes else None,
+            "file_bytes": sizes["file_bytes"] if sizes else None,
+            "decode_weight_bytes": sizes["decode_weight_bytes"] if sizes else None,
+            "kv_bytes_per_pos": sizes["kv_bytes_per_pos"] if sizes else None,
+            "decode_bytes_per_token": bytes_tok,
+            "ember": em, "llamacpp": lc,
+            "ember_machine_load": e_cpu, "llamacpp_machine_load": l_cpu, "max_other_load": other,
+            "pp_ratio": pp_ratio, "tg_ratio": tg_ratio,
+            "ember_decode_gbs": e_gbs, "llamacpp_decode_gbs": l_gbs,
+            "ember_decode_frac_of_copy": bw_frac,
+            "rss_bytes": rss, "rss_budget_bytes": budget,
+            "kv_cache_bytes": sizes["kv_cache_bytes"] if sizes else None,
+            "targets": {
+                f"pp_ge_{TARGET_PP}x_llamacpp": None if pp_ratio is None else pp_ratio >= TARGET_PP,
+                f"tg_ge_{TARGET_TG}x_llamacpp": None if tg_ratio is None else tg_ratio >= TARGET_TG,
+                f"decode_ge_{int(TARGET_BW * 100)}pct_copy_bw": None if bw_frac is None else bw_frac >= TARGET_BW,
+                "rss_le_budget": rss_ok,
+            },
+            "errors": [n for n, x in (("ember bench", em), ("llama.cpp bench", lc), ("sizes", sizes)) if x is None]
+                      + ([] if rss is not None else ["rss"]),
+        }
+        models.append(m)
+        mib = lambda b: b / 2**20
+        rss_cell = (f"{mib(rss):.0f} / {mib(budget):.0f} MiB ({100 * rss / budget:.0f}%)"
+                    if rss is not None and budget else "n/a")
+        sd = lambda r: f" ± {r['stddev']:.1f}" if r and r.get("stddev") else ""
+        rows.append([
+            t,
+            fmt(v(e_pp)) + sd(e_pp), fmt(v(l_pp)) + sd(l_pp), fmt(pp_ratio, ".2f") + ("×" if pp_ratio else ""),
+            fmt(v(e_tg), ".2f") + sd(e_tg), fmt(v(l_tg), ".2f") + sd(l_tg), fmt(tg_ratio, ".2f") + ("×" if tg_ratio else ""),
+            fmt(e_gbs), fmt(None if bw_frac is None else 100 * bw_frac, ".0f") + ("%" if bw_frac is not None else ""),
+            rss_cell,
+            mark(m["targets"][f"pp_ge_{TARGET_PP}x_llamacpp"]),
+            mark(m["targets"][f"tg_ge_{TARGET_TG}x_llamacpp"]),
+            mark(m["targets"][f"decode_ge_{int(TARGET_BW * 100)}pct_copy_bw"]),
+            mark(rss_ok),
+            fmt(None if other is None else 100 * other, ".0f") + ("%" if other is not None else ""),
+        ])
+
+    report = {"meta": meta, "membw": membw, "membw_machine_load": membw_load, "copy_gbs": copy_gbs, "tg_mean_attended_positions": mean_pos,
+              "targets": {"tg_vs_llamacpp": TARGET_TG, "pp_vs_llamacpp": TARGET_PP,
+                          "decode_frac_of_copy_bw": TARGET_BW, "rss_slack": RSS_SLACK},
+              "models": models}
+    out = a.out or os.path.join(d, "bench-cpu.json")
+    with open(out, "w") as f:
+        json.dump(report, f, indent=1)
+
+    head = ["type", f"ember pp{pp_n}", f"llama.cpp pp{pp_n}", "ratio", f"ember tg{tg_n}", f"llama.cpp tg{tg_n}",
+            "ratio", "ember decode GB/s", "% of copy bandwidth", "RSS vs budget",
+            f"pp ≥ {TARGET_PP}×", f"tg ≥ {TARGET_TG}×", f"decode ≥ {int(TARGET_BW * 100)}% BW", "RSS ≤ budget",
+            "other load"]
+    print(f"\ntok/s, mean ± stddev over {meta.get('reps', '?')} repetition(s), {meta.get('threads', '?')} threads; "
+          f"copy bandwidth {fmt(copy_gbs)} GB/s (ember-membw); commit {meta.get('commit', '?')}, {meta.get('date', '?')}\n")
+    print("| " + " | ".join(head) + " |")
+    print("|" + "|".join("---" if i == 0 else "--:" for i in range(len(head))) + "|")
+    for r in rows:
+        print("| " + " | ".join(r) + " |")
+    # Best repetition of each: less sensitive to other work on shared cores than the mean.
+    print(f"\nbest repetition (tok/s; the least disturbed one, as STREAM reports its best):\n")
+    print(f"| type | ember pp{pp_n} | llama.cpp pp{pp_n} | ratio | ember tg{tg_n} | llama.cpp tg{tg_n} | ratio | ember decode GB/s | % of copy bandwidth |")
+    print("|---|--:|--:|--:|--:|--:|--:|--:|--:|")
+    for m in models:
+        best = lambda b, p: max(result(b, p)["samples"]) if result(b, p) and result(b, p).get("samples") else None
+        ep, lp, et, lt = best(m["ember"], "pp"), best(m["llamacpp"], "pp"), best(m["ember"], "tg"), best(m["llamacpp"], "tg")
+        r = lambda x, y: f"{x / y:.2f}×" if x is not None and y else "n/a"
+        g = et * m["decode_bytes_per_token"] / 1e9 if et is not None and m["decode_bytes_per_token"] else None
+        m["best"] = {"ember_pp": ep, "llamacpp_pp": lp, "ember_tg": et, "llamacpp_tg": lt, "ember_decode_gbs": g}
+        print(f"| {m['type']} | {fmt(ep)} | {fmt(lp)} | {r(ep, lp)} | {fmt(et, '.2f')} | {fmt(lt, '.2f')} | {r(et, lt)} | "
+              f"{fmt(g)} | {fmt(None if g is None or not copy_gbs else 100 * g / copy_gbs, '.0f')}% |")
+    with open(out, "w") as f:
+        json.dump(report, f, indent=1)
+
+    errs = [(m["type"], m["errors"]) for m in models if m["errors"]]
+    for t, e in errs:
+        print(f"\n{t}: missing {', '.join(e)} (see the raw files in {d})")
+    print(f"\nraw numbers: {out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
