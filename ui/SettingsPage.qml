@@ -119,7 +119,7 @@ Rectangle {
                 Label { visible: !Models.ready; text: qsTr("None"); color: Theme.muted }
                 Repeater {
                     model: Models.ready ? [
-                        [qsTr("Name"), Models.details.name],
+                        [qsTr("Name"), Models.details.name + " (" + Models.details.metadataName + ")"],
                         [qsTr("File"), Models.details.path],
                         [qsTr("Architecture"), Models.details.architecture + ", " + Models.details.params + " parameters"],
                         [qsTr("Weights"), Models.details.fileType + ", " + Models.details.fileSize],

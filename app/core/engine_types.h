@@ -36,7 +36,8 @@ struct GenerationResult {
 
 struct LoadedModelInfo {
     QString path;
-    QString name;
+    QString name;                   // file name without .gguf
+    QString metadata_name;          // general.name
     QString architecture;
     QString params;                 // "135M"
     QString file_type;              // "Q4_1"

@@ -20,7 +20,10 @@ LoadedModelInfo describe(const ember::Model& m, const QString& path, double load
     LoadedModelInfo i;
     const ember::ModelInfo& mi = m.info();
     i.path = path;
-    i.name = mi.name.empty() ? QFileInfo(path).completeBaseName() : q(mi.name);
+    // The file name says what people chose (model, size, quantization);
+    // general.name is often a training-run label ("Smollm2 135M 8k Lc100K Mix1 Ep2").
+    i.name = QFileInfo(path).completeBaseName();
+    i.metadata_name = q(mi.name);
     i.architecture = q(mi.architecture);
     i.params = q(ember::format_param_count(mi.n_params));
     i.file_type = q(mi.file_type);
@@ -184,7 +187,7 @@ void EngineWorker::generate(const GenerationRequest& req) {
         r.prefill_tok_s = st.prefill_tok_s();
         r.decode_tok_s = st.decode_tok_s();
         r.stop_reason = q(st.stop_reason);
-        r.model_name = q(model_->info().name);
+        r.model_name = QFileInfo(model_path_).completeBaseName();
         emit generationFinished(req.id, r);
     } catch (const std::exception& e) {
         ember::log(ember::LogLevel::Error, std::string("generation failed: ") + e.what());

@@ -44,7 +44,7 @@ void ModelController::set_state(State s) {
 
 QVariantMap ModelController::details() const {
     if (state_ != Ready) return {};
-    return {{"name", info_.name},           {"path", info_.path},
+    return {{"name", info_.name},           {"path", info_.path}, {"metadataName", info_.metadata_name},
             {"architecture", info_.architecture}, {"params", info_.params},
             {"fileType", info_.file_type},  {"fileSize", info_.file_size},
             {"backend", info_.backend},     {"context", info_.n_ctx},

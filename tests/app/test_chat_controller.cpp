@@ -8,6 +8,7 @@
 
 #include "app/core/conversation_list_model.h"
 #include "app/core/message_list_model.h"
+#include "app/core/model_list_model.h"
 #include "app/core/sequence_pool.h"
 #include "app/core/text_batcher.h"
 #include "app_harness.h"
@@ -41,6 +42,29 @@ private slots:
     void initTestCase() {
         EMBER_REQUIRE_FILE(kStoriesPath);
         EMBER_REQUIRE_FILE(kSmolPath);
+    }
+
+    void modelListFindsGgufFiles() {
+        QTemporaryDir a, b;
+        for (const char* f : {"zeta.gguf", "Alpha.Q4_K_M.gguf", "notes.txt"}) {
+            QFile file(a.filePath(QString::fromLatin1(f)));
+            QVERIFY(file.open(QIODevice::WriteOnly));
+            file.write(QByteArray(2 * 1024 * 1024, 'x'));
+        }
+        const QString builtin_dir = QFileInfo(AppSettings::builtinModelPath()).absolutePath();
+        ModelListModel list({a.path(), b.path(), builtin_dir, a.path()});
+        QCOMPARE(list.get(0).value("builtin").toBool(), true);  // the default comes first
+        QCOMPARE(list.get(0).value("path").toString(), QFileInfo(AppSettings::builtinModelPath()).absoluteFilePath());
+        const int alpha = list.indexOfPath(a.filePath(QStringLiteral("Alpha.Q4_K_M.gguf")));
+        QVERIFY(alpha > 0);
+        QCOMPARE(list.get(alpha).value("name").toString(), QStringLiteral("Alpha.Q4_K_M"));
+        QCOMPARE(list.get(alpha).value("size").toString(), QStringLiteral("2.0 MiB"));
+        QVERIFY(list.indexOfPath(a.filePath(QStringLiteral("zeta.gguf"))) > alpha);  // by name
+        QCOMPARE(list.indexOfPath(a.filePath(QStringLiteral("notes.txt"))), -1);
+        const int before = list.count();
+        QFile::remove(a.filePath(QStringLiteral("zeta.gguf")));
+        list.rescan();
+        QCOMPARE(list.count(), before - 1);  // a folder listed twice counts once
     }
 
     void textBatcherCoalesces() {
@@ -151,6 +175,7 @@ private slots:
         QVERIFY(!answer.value("content").toString().isEmpty());
         const QString stats = answer.value("stats").toString();
         QVERIFY2(stats.contains("TTFT") && stats.contains("tok/s") && stats.contains("tokens"), qPrintable(stats));
+        QVERIFY2(stats.contains(QStringLiteral("stories260K")), qPrintable(stats));  // the model's file name
 
         // The store has exactly what the screen shows.
         const auto stored = h.store.store->messages(h.chat.currentConversationId());

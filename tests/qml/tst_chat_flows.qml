@@ -58,9 +58,15 @@ TestCase {
         s.seed = 1
         Chat.sampling = s
     }
-    function sendByKeyboard(text) {
+    // Clicks into the message box and waits until it really has the keyboard focus.
+    function focusInput() {
         var input = item("messageInput")
         mouseClick(input)
+        tryVerify(function() { return input.activeFocus }, 2000, "the message box did not get focus")
+        return input
+    }
+    function sendByKeyboard(text) {
+        var input = focusInput()
         input.text = text
         press(Qt.Key_Return)
     }
@@ -78,8 +84,7 @@ TestCase {
 
     function test_02_enterSendsAndTheAnswerStreamsWithStats() {
         setSampling(24)
-        var input = item("messageInput")
-        mouseClick(input)
+        var input = focusInput()
         typeText("Hi there")
         press(Qt.Key_Return)
         compare(input.text, "")
@@ -96,8 +101,7 @@ TestCase {
     }
 
     function test_03_shiftEnterIsANewLine() {
-        var input = item("messageInput")
-        mouseClick(input)
+        var input = focusInput()
         input.text = ""
         typeText("line one")
         press(Qt.Key_Return, Qt.ShiftModifier)
@@ -225,8 +229,7 @@ TestCase {
     }
     function test_09_aMegabytePasteDoesNotFreezeTheInput(data) {
         var box = item("inputBox")
-        var input = item("messageInput")
-        mouseClick(input)
+        var input = focusInput()
         input.text = ""
         typeText("Summarize this:")
         Clipboard.setText(data.text)
@@ -251,6 +254,7 @@ TestCase {
         console.log(data.tag + ": " + perKey.toFixed(1) + " ms per key press afterwards")
         verify(perKey < 50, perKey + " ms per key")
 
+        waitForRendering(box)  // the chip appeared: let the layout place its button first
         mouseClick(item("removeAttachmentButton"))
         compare(box.attachment, "")
         // A small paste goes into the text itself.
