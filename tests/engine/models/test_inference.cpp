@@ -194,9 +194,10 @@ private slots:
     void smolLM2MatchesLlamaCpp() { compare_model(test::test_model(test::kSmolLM2), "smollm2.json"); }
     void gemma3MatchesLlamaCpp() { compare_model(test::test_model(test::kGemma3), "gemma3.json"); }
     void chatAnswersParis() {
-        // SmolLM2 through its own ChatML template, greedy, with a system prompt. (With the
-        // template's default system prompt greedy decoding drifts into "L'Étoile..." at a
-        // near-tie first token; llama.cpp does the same.)
+        // SmolLM2 through its own ChatML template (with its default system prompt), greedy.
+        // The bare question starts at a near-tie between "The" and "L'"/"La" (margin 0.09 in
+        // a float64 reference), so either engine may answer in French; with "Answer in
+        // English." every greedy step leads by >= 1.0 in llama.cpp.
         const std::string path = test::test_model(test::kSmolLM2);
         EMBER_REQUIRE_FILE(path);
         auto model = load(path, 1024);
@@ -212,7 +213,7 @@ private slots:
             qInfo("reply: %s", reply.c_str());
             return reply;
         };
-        const std::vector<ChatMessage> q1 = {{"system", "You are a helpful assistant."}, {"user", "What is the capital of France?"}};
+        const std::vector<ChatMessage> q1 = {{"user", "What is the capital of France? Answer in English."}};
         GenerateStats st1;
         const std::string reply = ask(q1, &st1);
         QVERIFY2(reply.find("Paris") != std::string::npos, reply.c_str());
