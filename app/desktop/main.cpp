@@ -2,6 +2,7 @@
 // monitor panel's QtCharts ChartView needs QtWidgets underneath.
 #include <QApplication>
 #include <QCommandLineParser>
+#include <QIcon>
 #include <QQmlApplicationEngine>
 #include <QQmlExtensionPlugin>
 #include <QQuickStyle>
@@ -21,6 +22,7 @@ int main(int argc, char** argv) {
     QApplication::setApplicationDisplayName(QStringLiteral("Ember"));
     QApplication::setApplicationVersion(QStringLiteral(EMBER_VERSION));
     QApplication::setDesktopFileName(QStringLiteral("ember"));
+    QApplication::setWindowIcon(QIcon(QStringLiteral(":/icons/ember.png")));
 
     QCommandLineParser cli;
     cli.setApplicationDescription(QStringLiteral("Ember: chat with language models on your own machine."));
