@@ -7,6 +7,7 @@
 #include "kernels/common/error.h"
 #include "engine/gguf/gguf.h"
 #include "engine/models/model_info.h"
+#include "kernels/backend_loader.h"
 
 namespace ember::cli {
 namespace {
@@ -40,11 +41,28 @@ void print_info(const GgufFile& f, const ModelInfo& m) {
                     format_bytes(m.tensor_type_bytes.at(type)).c_str());
 }
 
+// `ember info --devices`: what Ember can run on here, and why a GPU is not used if it isn't.
+int print_devices() {
+    std::string cuda_status;
+    for (const auto& d : list_devices({}, &cuda_status)) {
+        std::printf("%-8s %s", d.id.c_str(), d.name.c_str());
+        if (d.total_memory) std::printf("  (%s total, %s free", format_bytes(d.total_memory).c_str(), format_bytes(d.free_memory).c_str());
+        if (d.cc_major) std::printf(", compute %d.%d, %d SMs", d.cc_major, d.cc_minor, d.multiprocessors);
+        if (d.total_memory) std::printf(")");
+        std::printf("\n");
+    }
+    if (!cuda_status.empty()) std::printf("no CUDA device: %s\n", cuda_status.c_str());
+    const BackendChoice choice = choose_backend({});
+    std::printf("default:  %s (%s)\n", choice.device.c_str(), choice.reason.c_str());
+    return 0;
+}
+
 }  // namespace
 
 int cmd_info(int argc, char** argv) {
-    Args args(argc, argv, 0, {}, {"--metadata", "--tensors"});
-    if (args.positional().size() != 1) throw Error("usage: ember info MODEL.gguf [--metadata] [--tensors]");
+    Args args(argc, argv, 0, {}, {"--metadata", "--tensors", "--devices"});
+    if (args.flag("--devices") && args.positional().empty()) return print_devices();
+    if (args.positional().size() != 1) throw Error("usage: ember info MODEL.gguf [--metadata] [--tensors] | ember info --devices");
     const GgufFile f = GgufFile::open(args.positional()[0]);
     print_info(f, describe_model(f));
     if (args.flag("--metadata")) {

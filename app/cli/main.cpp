@@ -1,9 +1,11 @@
 // `ember`: the engine's command-line front door (no Qt needed).
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <string>
 
 #include "app/cli/commands.h"
+#include "engine/core/log.h"
 #include "kernels/common/error.h"
 
 namespace {
@@ -15,7 +17,7 @@ struct Command {
 };
 
 const Command kCommands[] = {
-    {"info", ember::cli::cmd_info, "MODEL.gguf [--metadata] [--tensors]   describe a model file"},
+    {"info", ember::cli::cmd_info, "MODEL.gguf [--metadata] [--tensors] | --devices   describe a model file / devices"},
     {"tokenize", ember::cli::cmd_tokenize, "MODEL [--ids] [--add-special] [--parse-special] (TEXT | --file F)"},
     {"run", ember::cli::cmd_run, "MODEL -p TEXT [-n N] [--temp T] [--seed S] ...   raw completion"},
     {"chat", ember::cli::cmd_chat, "MODEL [--system TEXT] [options]   chat (one user turn per input line)"},
@@ -30,7 +32,22 @@ void usage() {
 
 }  // namespace
 
+// Engine log level: warnings by default (the commands print their own results), or
+// EMBER_LOG_LEVEL=trace|debug|info|warn|error.
+void set_log_level_from_env() {
+    ember::LogLevel level = ember::LogLevel::Warn;
+    if (const char* env = std::getenv("EMBER_LOG_LEVEL")) {
+        const std::string v = env;
+        if (v == "trace") level = ember::LogLevel::Trace;
+        else if (v == "debug") level = ember::LogLevel::Debug;
+        else if (v == "info") level = ember::LogLevel::Info;
+        else if (v == "error") level = ember::LogLevel::Error;
+    }
+    ember::set_log_level(level);
+}
+
 int main(int argc, char** argv) {
+    set_log_level_from_env();
     if (argc < 2 || !std::strcmp(argv[1], "--help") || !std::strcmp(argv[1], "-h")) {
         usage();
         return argc < 2 ? 2 : 0;

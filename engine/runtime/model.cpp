@@ -27,7 +27,16 @@ std::unique_ptr<Model> Model::load(const LoadOptions& opts) {
     m->tokenizer_ = Tokenizer::from_gguf(*m->file_);
     progress(opts, 0.2f);
     check_cancel(opts);
-    m->backend_ = make_cpu_backend(opts.n_threads);
+    BackendRequest request;
+    request.n_threads = opts.n_threads;
+    if (opts.device == "cpu") request.preference = BackendPreference::Cpu;
+    else if (opts.device == "cuda") request.preference = BackendPreference::Cuda;
+    else if (opts.device != "auto") throw Error("unknown device '" + opts.device + "' (auto, cpu or cuda)");
+    BackendChoice choice = choose_backend(request);
+    m->backend_ = std::move(choice.backend);
+    m->device_ = choice.device;
+    m->device_reason_ = choice.reason;
+    log_info("device: " + m->device_ + " (" + m->device_reason_ + ")");
     m->transformer_ = std::make_unique<Transformer>(m->file_, *m->backend_);
     progress(opts, 0.7f);
     check_cancel(opts);

@@ -14,11 +14,13 @@
 #include "engine/template/chat_template.h"
 #include "engine/tokenizer/tokenizer.h"
 #include "kernels/backend.h"
+#include "kernels/backend_loader.h"
 
 namespace ember {
 
 struct LoadOptions {
     std::string path;
+    std::string device = "auto";  // "auto" (GPU when the CUDA module finds one), "cpu", "cuda"
     int n_threads = 0;          // CPU threads (0 = one per core)
     int64_t n_ctx = 0;          // context per sequence; 0 = min(trained context, 4096)
     int32_t n_seqs = 1;         // sequences the KV cache holds at once
@@ -41,6 +43,8 @@ public:
     const ResolvedTemplate& chat_template() const { return template_; }
     KvCache& kv() { return *kv_; }
     Backend& backend() { return *backend_; }
+    const std::string& device() const { return device_; }                // "cpu", "cuda:0"
+    const std::string& device_reason() const { return device_reason_; }  // why that device
     int64_t n_ctx() const { return n_ctx_; }
     int32_t n_batch() const { return n_batch_; }
 
@@ -49,6 +53,7 @@ private:
     std::shared_ptr<const GgufFile> file_;
     ModelInfo info_;
     std::unique_ptr<Backend> backend_;
+    std::string device_, device_reason_;
     std::unique_ptr<Transformer> transformer_;
     std::unique_ptr<Tokenizer> tokenizer_;
     ResolvedTemplate template_;
