@@ -1,0 +1,140 @@
+// Loading real and synthetic model files, and the errors a user gets for files Ember cannot
+// run: each must name what is wrong, never crash.
+#include <QtTest>
+
+#include <QTemporaryDir>
+
+#include "engine/gguf/gguf_writer.h"
+#include "engine/models/synthetic.h"
+#include "engine/runtime/model.h"
+#include "engine/runtime/sequence.h"
+#include "kernels/common/error.h"
+#include "test_paths.h"
+
+using namespace ember;
+
+namespace {
+
+// Copies `src` to `dst`, letting `edit` change metadata and tensor types on the way.
+void rewrite(const std::string& src, const std::string& dst,
+             const std::function<void(GgufWriter&)>& edit_metadata,
+             const std::function<DType(const GgufTensor&)>& type_of = nullptr) {
+    const GgufFile f = GgufFile::open(src);
+    GgufWriter w;
+    for (const auto& k : f.metadata_order()) w.set(k, f.metadata().at(k));
+    edit_metadata(w);
+    for (const auto& t : f.tensors()) {
+        const DType type = type_of ? type_of(t) : t.type;
+        if (type == t.type) {
+            w.add_tensor(t.name, t.type, t.dims, std::vector<uint8_t>(t.data, t.data + t.n_bytes));
+        } else {  // fill with zeros of the new type's size (only loading is tested)
+            const auto info = *dtype_info(static_cast<uint32_t>(type));
+            w.add_tensor(t.name, type, t.dims, std::vector<uint8_t>(t.n_elements / info.block_elems * info.block_bytes));
+        }
+    }
+    w.write_file(dst);
+}
+
+std::string load_error(const std::string& path) {
+    try {
+        LoadOptions o;
+        o.path = path;
+        o.device = "cpu";
+        Model::load(o);
+    } catch (const Error& e) {
+        return e.what();
+    }
+    return "";
+}
+
+}  // namespace
+
+class TestModelLoading : public QObject {
+    Q_OBJECT
+private slots:
+    void syntheticModelRuns() {
+        QTemporaryDir dir;
+        for (const char* type : {"F32", "F16", "BF16", "Q8_0", "Q4_0", "Q4_1", "Q5_0", "Q4_K_M", "Q5_K", "Q6_K"}) {
+            const std::string path = dir.filePath(QString("tiny-%1.gguf").arg(type)).toStdString();
+            write_synthetic_model(path, synthetic_shape("tiny"), type);
+            LoadOptions o;
+            o.path = path;
+            o.device = "cpu";
+            o.n_ctx = 64;
+            auto model = Model::load(o);
+            QCOMPARE(model->config().n_layers, 2);
+            Sequence seq(*model);
+            const std::vector<int32_t> prompt = {1, 300, 301, 302};
+            const auto& logits = seq.prefill(prompt);
+            QCOMPARE(logits.size(), size_t(model->config().n_vocab));
+            for (float l : logits) QVERIFY2(std::isfinite(l), type);
+        }
+    }
+    void unsupportedArchitectureIsNamed() {
+        QTemporaryDir dir;
+        const std::string src = dir.filePath("tiny.gguf").toStdString(), dst = dir.filePath("mamba.gguf").toStdString();
+        write_synthetic_model(src, synthetic_shape("tiny"), "F16");
+        rewrite(src, dst, [](GgufWriter& w) { w.set("general.architecture", GgufValue::str("mamba")); });
+        const std::string err = load_error(dst);
+        QVERIFY2(err.find("unsupported architecture 'mamba'") != std::string::npos, err.c_str());
+    }
+    void unsupportedWeightTypeIsNamed() {
+        QTemporaryDir dir;
+        const std::string src = dir.filePath("tiny.gguf").toStdString(), dst = dir.filePath("iq2.gguf").toStdString();
+        write_synthetic_model(src, synthetic_shape("tiny"), "F16");
+        rewrite(src, dst, [](GgufWriter&) {}, [](const GgufTensor& t) {
+            return t.name == "blk.1.ffn_up.weight" ? DType::IQ2_XXS : t.type;
+        });
+        const std::string err = load_error(dst);
+        QVERIFY2(err.find("blk.1.ffn_up.weight") != std::string::npos, err.c_str());
+        QVERIFY2(err.find("IQ2_XXS") != std::string::npos, err.c_str());
+    }
+    void missingTensorIsNamed() {
+        QTemporaryDir dir;
+        const std::string src = dir.filePath("tiny.gguf").toStdString(), dst = dir.filePath("cut.gguf").toStdString();
+        write_synthetic_model(src, synthetic_shape("tiny"), "F16");
+        const GgufFile f = GgufFile::open(src);
+        GgufWriter w;
+        for (const auto& k : f.metadata_order()) w.set(k, f.metadata().at(k));
+        for (const auto& t : f.tensors())
+            if (t.name != "blk.0.attn_k.weight") w.add_tensor(t.name, t.type, t.dims, std::vector<uint8_t>(t.data, t.data + t.n_bytes));
+        w.write_file(dst);
+        const std::string err = load_error(dst);
+        QVERIFY2(err.find("missing tensor 'blk.0.attn_k.weight'") != std::string::npos, err.c_str());
+    }
+    void notAModelFile() {
+        QTemporaryDir dir;
+        const std::string path = dir.filePath("x.gguf").toStdString();
+        QFile f(QString::fromStdString(path));
+        QVERIFY(f.open(QIODevice::WriteOnly));
+        f.write("this is not a model");
+        f.close();
+        QVERIFY(load_error(path).find("bad magic") != std::string::npos);
+        QVERIFY(load_error(dir.filePath("absent.gguf").toStdString()).find("cannot open") != std::string::npos);
+    }
+    void invalidUtf8PromptIsHandled() {
+        const std::string path = test::test_model(test::kSmolLM2);
+        EMBER_REQUIRE_FILE(path);
+        LoadOptions o;
+        o.path = path;
+        o.n_ctx = 256;
+        auto model = Model::load(o);
+        // Truncated and stray UTF-8 sequences come back byte for byte. (Bytes the vocabulary
+        // cannot spell at all, like 0xFF in SmolLM2's, are dropped, never a crash.)
+        const std::string bad = "caf\xC3 ok \xE2\x82 \x80!";
+        const auto ids = model->tokenizer().encode(bad, false, false);
+        QVERIFY(!ids.empty());
+        QCOMPARE(model->tokenizer().decode(ids), bad);
+        QCOMPARE(model->tokenizer().decode(model->tokenizer().encode("a\xFF\xFE" "b", false, false)), std::string("ab"));
+        Sequence seq(*model);
+        GenerateOptions g;
+        g.sampling = SamplingParams::greedy();
+        g.max_tokens = 8;
+        std::string out;
+        seq.generate(ids, g, [&](std::string_view t) { out += t; return true; });
+        QVERIFY(!out.empty());
+    }
+};
+
+QTEST_GUILESS_MAIN(TestModelLoading)
+#include "test_model_loading.moc"
