@@ -34,7 +34,9 @@ Item {
             id: bubble
             objectName: "bubble"
             Layout.alignment: root.isUser ? Qt.AlignRight : Qt.AlignLeft
-            Layout.preferredWidth: root.editing ? column.width
+            // Short messages get a snug bubble; code (monospace, in its own box) and long
+            // text take the full width.
+            Layout.preferredWidth: root.editing || root.content.indexOf("```") >= 0 ? column.width
                                    : Math.min(column.width, Math.max(body.implicitTextWidth + 28, 60))
             implicitHeight: (root.editing ? editor.implicitHeight : body.height) + 20
             radius: Theme.radius

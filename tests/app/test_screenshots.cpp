@@ -1,6 +1,7 @@
 // Screenshots of the real app: ember-app's own wiring (AppContext) and QML, a real
 // conversation with SmolLM2, grabbed offscreen (QQuickWindow::grabWindow) into
-// <build>/screenshots/: empty-state.png, main-window.png, main-window-dark.png, settings.png.
+// <build>/screenshots/: empty-state.png, main-window.png, main-window-dark.png,
+// chat-settings.png, settings.png.
 // Each image is checked to be the window's size and to have real content (not blank).
 #include <QApplication>
 #include <QDir>
@@ -87,6 +88,16 @@ private slots:
         ctx_->settings.setTheme(QStringLiteral("dark"));
         QVERIFY(shoot(QStringLiteral("main-window-dark.png")) > 50);
         ctx_->settings.setTheme(QStringLiteral("light"));
+    }
+
+    void chatSettingsPanel() {
+        QObject* panel = window_->findChild<QObject*>(QStringLiteral("chatSettingsPanel"));
+        QVERIFY(panel);
+        QVERIFY(QMetaObject::invokeMethod(panel, "open"));
+        QTRY_VERIFY(panel->property("opened").toBool());
+        QVERIFY(shoot(QStringLiteral("chat-settings.png")) > 20);
+        QVERIFY(QMetaObject::invokeMethod(panel, "close"));
+        QTRY_VERIFY(!panel->property("visible").toBool());
     }
 
     void settingsPage() {
