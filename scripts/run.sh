@@ -13,9 +13,14 @@ cd "$EMBER_ROOT"
 MODELS_DIR="${EMBER_TEST_MODELS_DIR:-$HOME/.cache/ember/test-models}"
 
 # ---- THE MAIN JOB: the one place to change what `scripts/run.sh` runs. -----------------
-# For now the headless CLI describing the SmolLM2 test model; later the desktop app
-# (build/dev/app/desktop/...).
-MAIN_JOB=(build/dev/app/cli/ember info "$MODELS_DIR/SmolLM2-135M-Instruct.Q4_1.gguf")
+# The desktop app with the built-in default model (SmolLM2). Without a display (an SSH
+# session, a container) the same model opens in the terminal chat instead.
+DEFAULT_MODEL="$MODELS_DIR/SmolLM2-135M-Instruct.Q4_1.gguf"
+if [[ -n "${DISPLAY:-}" || -n "${WAYLAND_DISPLAY:-}" || -n "${QT_QPA_PLATFORM:-}" ]]; then
+  MAIN_JOB=(build/dev/app/desktop/ember-app --model "$DEFAULT_MODEL")
+else
+  MAIN_JOB=(build/dev/app/cli/ember chat "$DEFAULT_MODEL")
+fi
 # -----------------------------------------------------------------------------------------
 
 if [[ "${EMBER_SKIP_DEPS:-0}" != 1 ]]; then
@@ -36,5 +41,6 @@ cmake --build --preset dev --parallel "$EMBER_JOBS"
 
 ember_times
 [[ -x "${MAIN_JOB[0]}" ]] || ember_die "the build did not produce ${MAIN_JOB[0]}"
+[[ "${MAIN_JOB[0]}" == *ember-app ]] || ember_log "no display found: starting the terminal chat (ember chat) instead of the desktop app"
 ember_log "==> ${MAIN_JOB[*]} $*"
 exec "${MAIN_JOB[@]}" "$@"
