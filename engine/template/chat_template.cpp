@@ -1,6 +1,6 @@
 #include "engine/template/chat_template.h"
 
-#include "engine/core/error.h"
+#include "kernels/common/error.h"
 #include "engine/template/jinja_interpreter.h"
 #include "engine/template/jinja_parser.h"
 #include "engine/template/named_templates.h"

@@ -4,7 +4,7 @@
 #include <cmath>
 #include <limits>
 
-#include "engine/core/error.h"
+#include "kernels/common/error.h"
 #include "engine/template/jinja_builtins.h"
 
 namespace ember::jinja {

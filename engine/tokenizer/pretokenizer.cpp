@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <utility>
 
-#include "engine/core/error.h"
+#include "kernels/common/error.h"
 #include "engine/tokenizer/unicode.h"
 
 namespace ember {

@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <charconv>
 
-#include "engine/core/error.h"
+#include "kernels/common/error.h"
 #include "engine/core/log.h"
 #include "engine/gguf/gguf.h"
 #include "engine/tokenizer/bpe.h"

@@ -15,7 +15,7 @@
 #include <string>
 #include <vector>
 
-#include "engine/core/error.h"
+#include "kernels/common/error.h"
 #include "engine/gguf/gguf.h"
 #include "engine/template/chat_template.h"
 #include "engine/template/jinja_interpreter.h"

@@ -8,7 +8,7 @@
 #include <map>
 #include <sstream>
 
-#include "engine/core/error.h"
+#include "kernels/common/error.h"
 #include "engine/gguf/gguf.h"
 #include "engine/tokenizer/detokenizer.h"
 #include "engine/tokenizer/pretokenizer.h"
