@@ -2,10 +2,12 @@
 // used only where cpu_isa.cpp detected them).
 //
 // Quantized weights take one of two routes:
-//  * gemv (decode, <= 4 tokens): per weight row, each 512-element chunk is unpacked to u8
-//    codes in L1, then one vpdpbusd per 64 codes and token; the 16 lanes of 8 accumulators
-//    are reduced to per-block sums with 21 shuffle/add ops (instead of a horizontal sum per
-//    block), scaled, and accumulated. Every weight byte is read from memory once.
+//  * gemv (decode, <= 8 tokens): per weight row, each 512-element chunk is unpacked to u8
+//    codes in registers, then one vpdpbusd per 64 codes and token; the 16 lanes of 8
+//    accumulators are reduced to per-block sums with 21 shuffle/add ops (instead of a
+//    horizontal sum per block), scaled, and accumulated. Every weight byte is read from
+//    memory once. Q4_0 has its own gemv over activations quantized in a permuted order, so
+//    4 blocks unpack from one zmm and a single 4-way reduction gives the block sums.
 //  * gemm (prefill): 32 rows are repacked into a panel where each 64-byte vector holds 4
 //    codes of 16 rows, so one broadcast of 4 activation codes feeds a vpdpbusd over 16 rows.
 //    A 32-row x 6-token register tile does 12 vpdpbusd per 4 codes and converts to float
@@ -96,6 +98,31 @@ void quantize_natural(const float* X, int64_t t0, int64_t t1, int offset, ActQ8&
     }
 }
 
+// Q4_0 layout (offset 8, only Q4_0 has it): per 128-element group of 4 blocks a..d, the
+// codes are ordered [a 0-15, b 0-15, c 0-15, d 0-15, a 16-31, b 16-31, c 16-31, d 16-31],
+// so one zmm of the 4 blocks' nibble bytes gives two code vectors with one shift and two
+// ANDs (see gemv_q4_0). d / init stay in natural block order.
+inline int64_t q4_0_pos(int64_t e) {  // position of element e (e % 32 < 16: low half)
+    const int64_t g = e / 128, k = (e / 32) % 4, h = (e % 32) / 16;
+    return g * 128 + h * 64 + k * 16 + e % 16;
+}
+
+void quantize_q4_0_order(const float* X, int64_t t0, int64_t t1, ActQ8& a) {
+    const int64_t nb = a.nb(), nb_data = a.cols / 32;
+    for (int64_t t = t0; t < t1; ++t) {
+        int8_t* q = a.qs + t * a.kpad;
+        std::memset(q + nb_data * 32 / kChunk * kChunk, 0, static_cast<size_t>(a.kpad - nb_data * 32 / kChunk * kChunk));
+        for (int64_t b = 0; b < nb_data; ++b) {
+            const int64_t i = t * nb + b;
+            int8_t tmp[32];
+            quantize_block<32>(X + t * a.cols + b * 32, tmp, a.d[i], a.init[i], a.dsum[i], 8);
+            std::memcpy(q + q4_0_pos(b * 32), tmp, 16);
+            std::memcpy(q + q4_0_pos(b * 32 + 16), tmp + 16, 16);
+        }
+        for (int64_t b = nb_data; b < nb; ++b) a.d[t * nb + b] = a.dsum[t * nb + b] = 0.0f, a.init[t * nb + b] = 0;
+    }
+}
+
 // Tiled layout (see ActQ8): quantize one block of one token, then scatter its codes in
 // groups of 4 into the tile record.
 template <int G>
@@ -121,7 +148,9 @@ void quantize_act(const float* X, int64_t t0, int64_t t1, const Int8Kind& kind, 
         if (kind.G == 32) quantize_tiled<32>(X, t0, t1, kind.offset, a);
         else quantize_tiled<16>(X, t0, t1, kind.offset, a);
     } else {
-        if (kind.G == 32) quantize_natural<32>(X, t0, t1, kind.offset, a);
+        // Q4_0 is the only kind with offset 8 (int8_kind); its gemv reads the permuted order.
+        if (kind.G == 32 && kind.offset == 8) quantize_q4_0_order(X, t0, t1, a);
+        else if (kind.G == 32) quantize_natural<32>(X, t0, t1, kind.offset, a);
         else quantize_natural<16>(X, t0, t1, kind.offset, a);
     }
 }
@@ -525,6 +554,76 @@ void gemv_q8_t(const WeightMatrix& W, const ActQ8& a, int64_t r0, int64_t r1, fl
     }
 }
 
+// Q4_0 gemv over the permuted activation order (quantize_q4_0_order): per group of 4
+// blocks, one zmm of their 64 nibble bytes -> low-nibble and high-nibble code vectors whose
+// 128-bit lanes are the 4 blocks; two vpdpbusd per group leave one block per lane, and one
+// 4-way reduction gives the chunk's 16 block sums.
+template <int NT>
+void gemv_q4_0_t(const WeightMatrix& W, const ActQ8& a, int64_t r0, int64_t r1, float* Y) {
+    constexpr int kCB = 16 * 18;  // bytes per chunk
+    const UnpackChunkFn generic = unpack_fn(W.type);
+    alignas(64) uint8_t buf[kChunk];
+    alignas(64) float scale[32], min[32];
+    const int64_t nb = a.nb(), nfull = W.cols / kChunk, nchunks = a.kpad / kChunk;
+    const __m512i m4 = _mm512_set1_epi8(0x0F);
+    const __m512i to_natural = _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
+    for (int64_t r = r0; r < r1; ++r) {
+        const auto* row = static_cast<const uint8_t*>(W.data) + r * W.row_bytes;
+        __m512 acc[NT];
+        for (auto& v : acc) v = _mm512_setzero_ps();
+        for (int64_t c = 0; c < nchunks; ++c) {
+            __m512i w[8];
+            __m512 sc;
+            if (c < nfull) {
+                const uint8_t* p = row + c * kCB;
+                for (int g = 0; g < 4; ++g) {
+                    const uint8_t* b = p + 72 * g + 2;
+                    __m512i q = _mm512_castsi128_si512(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b)));
+                    q = _mm512_inserti32x4(q, _mm_loadu_si128(reinterpret_cast<const __m128i*>(b + 18)), 1);
+                    q = _mm512_inserti32x4(q, _mm_loadu_si128(reinterpret_cast<const __m128i*>(b + 36)), 2);
+                    q = _mm512_inserti32x4(q, _mm_loadu_si128(reinterpret_cast<const __m128i*>(b + 54)), 3);
+                    w[2 * g] = _mm512_and_si512(q, m4);
+                    w[2 * g + 1] = _mm512_and_si512(_mm512_srli_epi16(q, 4), m4);
+                }
+                sc = block_halves<18, 0>(p);
+            } else {  // partial last chunk: natural-order codes, regrouped
+                generic(row, c, W.cols, buf, scale, min);
+                for (int g = 0; g < 4; ++g) {
+                    const __m512i n0 = _mm512_load_si512(buf + 128 * g), n1 = _mm512_load_si512(buf + 128 * g + 64);
+                    w[2 * g] = _mm512_shuffle_i32x4(n0, n1, _MM_SHUFFLE(2, 0, 2, 0));
+                    w[2 * g + 1] = _mm512_shuffle_i32x4(n0, n1, _MM_SHUFFLE(3, 1, 3, 1));
+                }
+                sc = _mm512_load_ps(scale);
+            }
+            for (int t = 0; t < NT; ++t) {
+                const int8_t* x = a.qs + t * a.kpad + c * kChunk;
+                __m512i s4[4];
+                for (int g = 0; g < 4; ++g) {
+                    const __m512i lo = _mm512_dpbusd_epi32(_mm512_setzero_si512(), w[2 * g], _mm512_loadu_si512(x + 128 * g));
+                    s4[g] = _mm512_dpbusd_epi32(lo, w[2 * g + 1], _mm512_loadu_si512(x + 128 * g + 64));
+                }
+                const int64_t bi = t * nb + c * 16;
+                const __m512i sums = _mm512_add_epi32(_mm512_permutexvar_epi32(to_natural, reduce4(s4)), _mm512_loadu_si512(a.init + bi));
+                acc[t] = _mm512_fmadd_ps(_mm512_mul_ps(_mm512_cvtepi32_ps(sums), _mm512_loadu_ps(a.d + bi)), sc, acc[t]);
+            }
+        }
+        for (int t = 0; t < NT; ++t) Y[t * W.rows + r] = hsum(acc[t]);
+    }
+}
+
+inline void gemv_q4_0(const WeightMatrix& W, const ActQ8& a, int64_t r0, int64_t r1, float* Y) {
+    switch (a.n_tokens) {
+        case 1: return gemv_q4_0_t<1>(W, a, r0, r1, Y);
+        case 2: return gemv_q4_0_t<2>(W, a, r0, r1, Y);
+        case 3: return gemv_q4_0_t<3>(W, a, r0, r1, Y);
+        case 4: return gemv_q4_0_t<4>(W, a, r0, r1, Y);
+        case 5: return gemv_q4_0_t<5>(W, a, r0, r1, Y);
+        case 6: return gemv_q4_0_t<6>(W, a, r0, r1, Y);
+        case 7: return gemv_q4_0_t<7>(W, a, r0, r1, Y);
+        default: return gemv_q4_0_t<kGemvMaxTokens>(W, a, r0, r1, Y);
+    }
+}
+
 template <class U, int G, bool kMin>
 void gemv_q8_n(const WeightMatrix& W, const ActQ8& a, int64_t r0, int64_t r1, float* Y) {
     switch (a.n_tokens) {
@@ -541,7 +640,7 @@ void gemv_q8_n(const WeightMatrix& W, const ActQ8& a, int64_t r0, int64_t r1, fl
 
 void gemv_q8(const WeightMatrix& W, const Int8Kind&, const ActQ8& a, int64_t r0, int64_t r1, float* Y, Scratch&) {
     switch (W.type) {
-        case DType::Q4_0: return gemv_q8_n<UQ4_0, 32, false>(W, a, r0, r1, Y);
+        case DType::Q4_0: return gemv_q4_0(W, a, r0, r1, Y);
         case DType::Q4_1: return gemv_q8_n<UQ4_1, 32, true>(W, a, r0, r1, Y);
         case DType::Q5_0: return gemv_q8_n<UQ5_0, 32, false>(W, a, r0, r1, Y);
         case DType::Q5_1: return gemv_q8_n<UQ5_1, 32, true>(W, a, r0, r1, Y);

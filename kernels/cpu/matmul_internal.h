@@ -32,7 +32,8 @@ bool int8_kind(DType type, Int8Kind* kind);
 // Rows are zero-padded to kpad elements (a multiple of kChunk).
 //
 // Two layouts:
-//  * tile == 0 (gemv, scalar): natural. qs[t][kpad], d/init/dsum[t][nb].
+//  * tile == 0 (gemv, scalar): natural. qs[t][kpad], d/init/dsum[t][nb]. (The AVX-512
+//    table permutes Q4_0's codes within each 128-element group; see quantize_q4_0_order.)
 //  * tile == NR > 0 (gemm): tokens in tiles of NR (the last one zero-padded); per tile, per
 //    block a record of qs[G/4][NR][4] (4 consecutive codes of each token in turn, what a
 //    broadcast feeds a u8 x s8 dot instruction) then d[NR], init[NR], dsum[NR]. One pointer
