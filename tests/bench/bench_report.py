@@ -6,8 +6,9 @@ final markdown table (stdout). No dependencies beyond the standard library.
 
 Reads, in --dir:
   meta.json                    machine, commit, date, threads, repetitions, tg/pp sizes
-  membw.json                   ember-membw --json
+  membw.<I>.json               ember-membw --json before model I and at the end (I = N)
   <TYPE>.sizes.json            tests/bench/gguf_sizes.py (decode bytes, KV bytes per position)
+  <NAME>.cpu.json              other processes' share of the cores while NAME ran
   <TYPE>.ember.json            ember bench --json
   <TYPE>.llamacpp.json         tests/bench/llamacpp_bench.py
   <TYPE>.rss.txt               /usr/bin/time -v of `ember run` (Maximum resident set size)
@@ -17,7 +18,8 @@ Derived numbers (see docs/BENCHMARKS.md):
                        where step i of N (after a 1-token prefill) attends i + 1 positions, so
                        the mean is (N + 3) / 2
   decode GB/s        = decode bytes/token x tg tok/s / 1e9
-  % of copy bandwidth = decode GB/s / ember-membw copy GB/s
+  % of copy bandwidth = decode GB/s / ember-membw copy GB/s (the better of the runs just before
+                       and just after this model's pair)
   RSS budget         = file bytes + KV cache bytes at --ctx (f16), + 15 %
   other load         CPU time other processes used during the ember / llama.cpp bench (the
                        larger of the two), as a share of all cores: the noise indicator
@@ -90,15 +92,25 @@ def main():
     a = ap.parse_args()
     d = a.dir
     meta = load_json(os.path.join(d, "meta.json")) or {}
-    membw = load_json(os.path.join(d, "membw.json"))
-    membw_load = load_json(os.path.join(d, "membw.cpu.json"))
-    copy_gbs = membw.get("copy_gbs") if membw else None
+    # ember-membw runs before each model and at the end (membw.0 .. membw.N); model I is
+    # compared with the better of membw.I and membw.I+1, the runs around it (the host's
+    # bandwidth drifts; other work only ever lowers a run).
+    membw_runs = [load_json(os.path.join(d, f"membw.{i}.json")) for i in range(len(a.types) + 1)]
+    membw_load = [load_json(os.path.join(d, f"membw.{i}.cpu.json")) for i in range(len(a.types) + 1)]
+    ok_runs = [r for r in membw_runs if r]
+    copy_gbs = max((r["copy_gbs"] for r in ok_runs), default=None)
+    read_gbs = max((r["read_gbs"] for r in ok_runs), default=None)
+
+    def around(i, key):
+        vals = [r[key] for r in membw_runs[i:i + 2] if r]
+        return max(vals) if vals else None
     tg_n = int(meta.get("tg", 128))
     pp_n = int(meta.get("pp", 512))
     mean_pos = (tg_n + 3) / 2
 
     rows, models = [], []
-    for t in a.types:
+    for i, t in enumerate(a.types):
+        m_copy, m_read = around(i, "copy_gbs"), around(i, "read_gbs")
         sizes = load_json(os.path.join(d, f"{t}.sizes.json"))
         em = load_json(os.path.join(d, f"{t}.ember.json"))
         lc = load_json(os.path.join(d, f"{t}.llamacpp.json"))
@@ -118,7 +130,8 @@ def main():
             bytes_tok = sizes["decode_weight_bytes"] + sizes["kv_bytes_per_pos"] * mean_pos
         gbs = lambda r: bytes_tok * r["tok_s"] / 1e9 if r and bytes_tok else None
         e_gbs, l_gbs = gbs(e_tg), gbs(l_tg)
-        bw_frac = e_gbs / copy_gbs if e_gbs is not None and copy_gbs else None
+        bw_frac = e_gbs / m_copy if e_gbs is not None and m_copy else None
+        read_frac = e_gbs / m_read if e_gbs is not None and m_read else None
         budget = (sizes["file_bytes"] + sizes["kv_cache_bytes"]) * (1 + RSS_SLACK) if sizes else None
         rss_ok = rss <= budget if rss is not None and budget else None
 
@@ -133,7 +146,8 @@ def main():
             "ember_machine_load": e_cpu, "llamacpp_machine_load": l_cpu, "max_other_load": other,
             "pp_ratio": pp_ratio, "tg_ratio": tg_ratio,
             "ember_decode_gbs": e_gbs, "llamacpp_decode_gbs": l_gbs,
-            "ember_decode_frac_of_copy": bw_frac,
+            "copy_gbs": m_copy, "read_gbs": m_read,
+            "ember_decode_frac_of_copy": bw_frac, "ember_decode_frac_of_read": read_frac,
             "rss_bytes": rss, "rss_budget_bytes": budget,
             "kv_cache_bytes": sizes["kv_cache_bytes"] if sizes else None,
             "targets": {
@@ -154,7 +168,7 @@ def main():
             t,
             fmt(v(e_pp)) + sd(e_pp), fmt(v(l_pp)) + sd(l_pp), fmt(pp_ratio, ".2f") + ("×" if pp_ratio else ""),
             fmt(v(e_tg), ".2f") + sd(e_tg), fmt(v(l_tg), ".2f") + sd(l_tg), fmt(tg_ratio, ".2f") + ("×" if tg_ratio else ""),
-            fmt(e_gbs), fmt(None if bw_frac is None else 100 * bw_frac, ".0f") + ("%" if bw_frac is not None else ""),
+            fmt(e_gbs), (f"{100 * bw_frac:.0f}% of {m_copy:.1f}" if bw_frac is not None else "n/a"),
             rss_cell,
             mark(m["targets"][f"pp_ge_{TARGET_PP}x_llamacpp"]),
             mark(m["targets"][f"tg_ge_{TARGET_TG}x_llamacpp"]),
@@ -163,7 +177,8 @@ def main():
             fmt(None if other is None else 100 * other, ".0f") + ("%" if other is not None else ""),
         ])
 
-    report = {"meta": meta, "membw": membw, "membw_machine_load": membw_load, "copy_gbs": copy_gbs, "tg_mean_attended_positions": mean_pos,
+    report = {"meta": meta, "membw_runs": membw_runs, "membw_machine_load": membw_load,
+              "copy_gbs_best": copy_gbs, "read_gbs_best": read_gbs, "tg_mean_attended_positions": mean_pos,
               "targets": {"tg_vs_llamacpp": TARGET_TG, "pp_vs_llamacpp": TARGET_PP,
                           "decode_frac_of_copy_bw": TARGET_BW, "rss_slack": RSS_SLACK},
               "models": models}
@@ -176,7 +191,8 @@ def main():
             f"pp ≥ {TARGET_PP}×", f"tg ≥ {TARGET_TG}×", f"decode ≥ {int(TARGET_BW * 100)}% BW", "RSS ≤ budget",
             "other load"]
     print(f"\ntok/s, mean ± stddev over {meta.get('reps', '?')} repetition(s), {meta.get('threads', '?')} threads; "
-          f"copy bandwidth {fmt(copy_gbs)} GB/s (ember-membw); commit {meta.get('commit', '?')}, {meta.get('date', '?')}\n")
+          f"ember-membw copy {'/'.join(fmt(r['copy_gbs'], '.0f') if r else 'n/a' for r in membw_runs)} GB/s "
+          f"(before each model and at the end; read {'/'.join(fmt(r['read_gbs'], '.0f') if r else 'n/a' for r in membw_runs)}); commit {meta.get('commit', '?')}, {meta.get('date', '?')}\n")
     print("| " + " | ".join(head) + " |")
     print("|" + "|".join("---" if i == 0 else "--:" for i in range(len(head))) + "|")
     for r in rows:
@@ -191,8 +207,9 @@ def main():
         r = lambda x, y: f"{x / y:.2f}×" if x is not None and y else "n/a"
         g = et * m["decode_bytes_per_token"] / 1e9 if et is not None and m["decode_bytes_per_token"] else None
         m["best"] = {"ember_pp": ep, "llamacpp_pp": lp, "ember_tg": et, "llamacpp_tg": lt, "ember_decode_gbs": g}
+        cg = m["copy_gbs"]
         print(f"| {m['type']} | {fmt(ep)} | {fmt(lp)} | {r(ep, lp)} | {fmt(et, '.2f')} | {fmt(lt, '.2f')} | {r(et, lt)} | "
-              f"{fmt(g)} | {fmt(None if g is None or not copy_gbs else 100 * g / copy_gbs, '.0f')}% |")
+              f"{fmt(g)} | {fmt(None if g is None or not cg else 100 * g / cg, '.0f')}% |")
     with open(out, "w") as f:
         json.dump(report, f, indent=1)
 

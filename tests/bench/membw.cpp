@@ -2,7 +2,7 @@
 // that decode speed is compared against (decode of a dense model streams every weight once
 // per token, so tok/s x bytes/token can never beat what this tool measures).
 //
-//   ember-membw [--threads N] [--size-mib M] [--reps R] [--json]
+//   ember-membw [--threads N] [--size-mib M] [--reps R] [--no-huge] [--json]
 //
 //   copy: each thread memcpy()s its slice of SRC into DST. Reported GB/s counts the bytes
 //         read plus the bytes written (2 x size), as STREAM's "Copy" does; write-allocate
@@ -12,7 +12,8 @@
 //         time), i.e. a pure load stream. Reported GB/s counts the bytes read (1 x size).
 //
 // Buffers default to 1 GiB each (far larger than any L3), are 2 MiB aligned with transparent
-// huge pages requested, and are first touched by the thread that later reads them with a
+// huge pages requested (--no-huge: refused, i.e. 4 KiB pages like a model file mmapped from
+// the page cache; how much THP really gave is reported), and are first touched by the thread that later reads them with a
 // non-zero pattern (so reads never hit the shared zero page). Each test runs one untimed
 // warm-up and then R timed repetitions; the best (fastest) repetition is reported, as STREAM
 // does, together with every sample. Time is wall time from a barrier before the first thread
@@ -69,15 +70,27 @@ uint64_t sum_words(const uint64_t* p, size_t n) {
     return a0 + a1 + a2 + a3 + a4 + a5 + a6 + a7;
 }
 
-void* alloc_huge(size_t bytes) {
+void* alloc_buffer(size_t bytes, bool huge) {
     constexpr size_t kAlign = size_t{2} << 20;
     bytes = (bytes + kAlign - 1) / kAlign * kAlign;
     void* p = std::aligned_alloc(kAlign, bytes);
     if (!p) die("cannot allocate " + std::to_string(bytes >> 20) + " MiB");
-#ifdef MADV_HUGEPAGE
-    madvise(p, bytes, MADV_HUGEPAGE);  // a hint; ignored where THP is off
+#if defined(MADV_HUGEPAGE) && defined(MADV_NOHUGEPAGE)
+    madvise(p, bytes, huge ? MADV_HUGEPAGE : MADV_NOHUGEPAGE);  // a hint; THP may be off or unavailable
 #endif
     return p;
+}
+
+// Bytes of this process's anonymous memory backed by transparent huge pages (-1: unknown).
+long long anon_huge_bytes() {
+    FILE* f = std::fopen("/proc/self/smaps_rollup", "r");
+    if (!f) return -1;
+    char line[256];
+    long long kb = -1;
+    while (std::fgets(line, sizeof line, f))
+        if (std::sscanf(line, "AnonHugePages: %lld kB", &kb) == 1) break;
+    std::fclose(f);
+    return kb < 0 ? -1 : kb * 1024;
 }
 
 struct Stats {
@@ -96,7 +109,7 @@ int main(int argc, char** argv) {
     unsigned n_threads = std::max(1u, std::thread::hardware_concurrency());
     size_t size_mib = 1024;
     int reps = 5;
-    bool json = false;
+    bool json = false, huge = true;
     for (int i = 1; i < argc; ++i) {
         const std::string a = argv[i];
         auto value = [&](const char* name) {
@@ -107,16 +120,18 @@ int main(int argc, char** argv) {
         else if (a == "--size-mib") size_mib = static_cast<size_t>(value("--size-mib"));
         else if (a == "--reps" || a == "-r") reps = static_cast<int>(value("--reps"));
         else if (a == "--json") json = true;
+        else if (a == "--no-huge") huge = false;
         else if (a == "--help" || a == "-h") {
-            std::printf("usage: ember-membw [--threads N] [--size-mib M (per buffer, default 1024)] [--reps R (default 5)] [--json]\n");
+            std::printf("usage: ember-membw [--threads N] [--size-mib M (per buffer, default 1024)] [--reps R (default 5)]\n"
+                        "                   [--no-huge (4 KiB pages, like a page-cache mmap)] [--json]\n");
             return 0;
         } else die("unknown argument '" + a + "' (try --help)");
     }
 
     const size_t bytes = size_mib << 20;
     const size_t words = bytes / sizeof(uint64_t);
-    auto* src = static_cast<uint64_t*>(alloc_huge(bytes));
-    auto* dst = static_cast<uint64_t*>(alloc_huge(bytes));
+    auto* src = static_cast<uint64_t*>(alloc_buffer(bytes, huge));
+    auto* dst = static_cast<uint64_t*>(alloc_buffer(bytes, huge));
 
     // Slice [begin, end) of thread t, in words, rounded to 4 KiB so slices never share a page.
     auto slice = [&](unsigned t, size_t& b, size_t& e) {
@@ -161,6 +176,8 @@ int main(int argc, char** argv) {
         std::memset(dst + b, 0x5A, (e - b) * sizeof(uint64_t));
     });
 
+    const long long huge_bytes = anon_huge_bytes();  // after first touch: what THP really gave us
+
     Stats copy, read;
     for (int r = -1; r < reps; ++r) {  // r = -1: warm-up, not recorded
         const double tc = run([&](unsigned t) {
@@ -196,15 +213,18 @@ int main(int argc, char** argv) {
             }
             return out;
         };
-        std::printf("{\"threads\": %u, \"buffer_bytes\": %zu, \"reps\": %d, "
+        std::printf("{\"threads\": %u, \"buffer_bytes\": %zu, \"reps\": %d, \"huge_pages_requested\": %s, "
+                    "\"huge_page_bytes\": %lld, "
                     "\"copy_gbs\": %.3f, \"copy_mean_gbs\": %.3f, \"copy_samples\": [%s], "
                     "\"read_gbs\": %.3f, \"read_mean_gbs\": %.3f, \"read_samples\": [%s], "
                     "\"checksum\": \"%016" PRIx64 "\"}\n",
-                    n_threads, bytes, reps, copy.best(), copy.mean(), samples(copy).c_str(), read.best(),
+                    n_threads, bytes, reps, huge ? "true" : "false", huge_bytes, copy.best(), copy.mean(), samples(copy).c_str(), read.best(),
                     read.mean(), samples(read).c_str(), check);
     } else {
         std::printf("ember-membw: %u threads, %zu MiB per buffer, best of %d (GB = 1e9 bytes)\n", n_threads,
                     size_mib, reps);
+        std::printf("  pages: %s requested, %lld MiB of %zu MiB on huge pages\n", huge ? "2 MiB" : "4 KiB",
+                    huge_bytes < 0 ? -1 : huge_bytes >> 20, 2 * (bytes >> 20));
         std::printf("  copy (read+write bytes): %8.2f GB/s best, %8.2f GB/s mean\n", copy.best(), copy.mean());
         std::printf("  read (sum reduction):    %8.2f GB/s best, %8.2f GB/s mean\n", read.best(), read.mean());
         std::printf("  (checksum %016" PRIx64 ")\n", check);
