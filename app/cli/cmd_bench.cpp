@@ -50,21 +50,27 @@ int cmd_bench(int argc, char** argv) {
     const int pp = static_cast<int>(args.get_int("--pp", 512));
     const int tg = static_cast<int>(args.get_int("--tg", 128));
     const int reps = static_cast<int>(args.get_int("-r", args.get_int("--repetitions", 3)));
+    if (pp < 0 || tg < 0 || pp + tg == 0 || reps < 1) throw Error("--pp and --tg must be >= 0 (not both 0) and -r >= 1");
     LoadOptions lo = load_options(args, args.positional()[0]);
     if (lo.n_ctx == 0) lo.n_ctx = std::max(pp, tg + 1) + 16;
-    lo.n_batch = std::max(lo.n_batch, pp);
+    lo.n_batch = std::max(lo.n_batch, std::max(pp, 1));
     auto model = Model::load(lo);
     Sequence seq(*model);
     const auto tokens = bench_tokens(std::max(pp, tg), model->config().n_vocab);
     Result rpp{"pp" + std::to_string(pp), pp, {}}, rtg{"tg" + std::to_string(tg), tg, {}};
     for (int r = -1; r < reps; ++r) {  // r = -1 is the warm-up
-        seq.reset();
-        const double tpp = seconds_of([&] { seq.prefill(std::span(tokens).first(static_cast<size_t>(pp))); });
-        seq.reset();
-        seq.prefill(std::span(tokens).first(1));
-        const double ttg = seconds_of([&] {
-            for (int i = 1; i <= tg; ++i) seq.prefill(std::span(tokens).subspan(static_cast<size_t>(i % pp), 1));
-        });
+        double tpp = 0, ttg = 0;
+        if (pp > 0) {
+            seq.reset();
+            tpp = seconds_of([&] { seq.prefill(std::span(tokens).first(static_cast<size_t>(pp))); });
+        }
+        if (tg > 0) {
+            seq.reset();
+            seq.prefill(std::span(tokens).first(1));
+            ttg = seconds_of([&] {
+                for (int i = 1; i <= tg; ++i) seq.prefill(std::span(tokens).subspan(static_cast<size_t>(i) % tokens.size(), 1));
+            });
+        }
         if (r < 0) continue;
         if (pp > 0) rpp.tok_s.push_back(pp / tpp);
         if (tg > 0) rtg.tok_s.push_back(tg / ttg);
