@@ -94,7 +94,7 @@ cpu = open("/proc/cpuinfo").read()
 model = re.search(r"model name\s*:\s*(.*)", cpu)
 flags = set((re.search(r"flags\s*:\s*(.*)", cpu) or [None, ""])[1].split())
 mem = re.search(r"MemTotal:\s*(\d+)", open("/proc/meminfo").read())
-status = sh("git", "status", "--porcelain", "--untracked-files=no")
+status = sh("git", "status", "--porcelain")  # untracked sources may be built too
 json.dump({
   "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
   "commit": (sh("git", "rev-parse", "--short", "HEAD") or "?") + ("+dirty" if status else ""),
