@@ -37,7 +37,10 @@ int cmd_tokenize(int argc, char** argv) {
     }
     // --ids is the default output; the flag exists so scripts can say what they expect.
     std::string line;
-    for (size_t i = 0; i < ids.size(); ++i) line += (i ? " " : "") + std::to_string(ids[i]);
+    for (size_t i = 0; i < ids.size(); ++i) {
+        if (i) line += ' ';
+        line += std::to_string(ids[i]);
+    }
     std::printf("%s\n", line.c_str());
     return 0;
 }

@@ -18,8 +18,11 @@ namespace {
 struct VectorSink {
     std::vector<uint8_t>& out;
     void write(const void* p, size_t n) {
-        auto* b = static_cast<const uint8_t*>(p);
-        out.insert(out.end(), b, b + n);
+        // resize + memcpy rather than insert(): GCC 12 warns falsely (-Wstringop-overflow) on
+        // the inlined insert of small fixed-size values.
+        const size_t old = out.size();
+        out.resize(old + n);
+        if (n) std::memcpy(out.data() + old, p, n);
     }
     uint64_t pos() const { return out.size(); }
 };
