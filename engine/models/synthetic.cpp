@@ -13,12 +13,21 @@ namespace ember {
 
 SyntheticShape synthetic_shape(const std::string& name) {
     if (name == "tiny") return {name, 256, 2, 8, 2, 512, 1024, 2048, true};
+    if (name == "tiny-qwen2") return {name, 256, 2, 8, 2, 512, 1024, 2048, true, "qwen2"};
+    if (name == "tiny-gemma3") return {name, 256, 6, 4, 1, 512, 1024, 2048, true, "gemma3", 64, 4};
     if (name == "llama-3.2-1b") return {name, 2048, 16, 32, 8, 8192, 128256, 131072, true};
     if (name == "llama-3-8b") return {name, 4096, 32, 32, 8, 14336, 128256, 8192, false};
-    throw Error("unknown synthetic shape '" + name + "' (known: tiny, llama-3.2-1b, llama-3-8b)");
+    if (name == "smollm2-135m") return {name, 576, 30, 9, 3, 1536, 49152, 8192, true};
+    if (name == "gemma3-270m") return {name, 640, 18, 4, 1, 2048, 262144, 32768, true, "gemma3", 256, 512};
+    if (name == "qwen2.5-0.5b") return {name, 896, 24, 14, 2, 4864, 151936, 32768, true, "qwen2"};
+    std::string known;
+    for (const auto& n : synthetic_shape_names()) known += (known.empty() ? "" : ", ") + n;
+    throw Error("unknown synthetic shape '" + name + "' (known: " + known + ")");
 }
 
-std::vector<std::string> synthetic_shape_names() { return {"tiny", "llama-3.2-1b", "llama-3-8b"}; }
+std::vector<std::string> synthetic_shape_names() {
+    return {"tiny", "tiny-qwen2", "tiny-gemma3", "llama-3.2-1b", "llama-3-8b", "smollm2-135m", "gemma3-270m", "qwen2.5-0.5b"};
+}
 
 namespace {
 
@@ -133,25 +142,32 @@ void add_vocab(GgufWriter& w, int32_t n_vocab) {
 void write_synthetic_model(const std::string& path, const SyntheticShape& sh, const std::string& scheme_name,
                            uint64_t seed) {
     const Scheme scheme = parse_scheme(scheme_name);
-    const int32_t head_dim = sh.n_embd / sh.n_heads;
+    const int32_t head_dim = sh.head_dim > 0 ? sh.head_dim : sh.n_embd / sh.n_heads;
+    const bool gemma = sh.arch == "gemma3", qwen = sh.arch == "qwen2";
+    if (sh.arch != "llama" && !gemma && !qwen) throw Error("synthetic models: unknown architecture '" + sh.arch + "'");
+    const std::string a = sh.arch + ".";
+    auto u32 = [](int64_t v) { return GgufValue::u32(static_cast<uint32_t>(v)); };
     GgufWriter w;
-    w.set("general.architecture", GgufValue::str("llama"));
+    w.set("general.architecture", GgufValue::str(sh.arch));
     w.set("general.name", GgufValue::str("synthetic " + sh.name + " " + scheme_name));
     w.set("general.file_type", GgufValue::u32(scheme.file_type));
-    w.set("llama.context_length", GgufValue::u32(static_cast<uint32_t>(sh.n_ctx)));
-    w.set("llama.embedding_length", GgufValue::u32(static_cast<uint32_t>(sh.n_embd)));
-    w.set("llama.block_count", GgufValue::u32(static_cast<uint32_t>(sh.n_layers)));
-    w.set("llama.feed_forward_length", GgufValue::u32(static_cast<uint32_t>(sh.n_ff)));
-    w.set("llama.attention.head_count", GgufValue::u32(static_cast<uint32_t>(sh.n_heads)));
-    w.set("llama.attention.head_count_kv", GgufValue::u32(static_cast<uint32_t>(sh.n_kv_heads)));
-    w.set("llama.rope.dimension_count", GgufValue::u32(static_cast<uint32_t>(head_dim)));
-    w.set("llama.rope.freq_base", GgufValue::f32(500000.0f));
-    w.set("llama.attention.layer_norm_rms_epsilon", GgufValue::f32(1e-5f));
-    w.set("llama.vocab_size", GgufValue::u32(static_cast<uint32_t>(sh.n_vocab)));
+    w.set(a + "context_length", u32(sh.n_ctx));
+    w.set(a + "embedding_length", u32(sh.n_embd));
+    w.set(a + "block_count", u32(sh.n_layers));
+    w.set(a + "feed_forward_length", u32(sh.n_ff));
+    w.set(a + "attention.head_count", u32(sh.n_heads));
+    w.set(a + "attention.head_count_kv", u32(sh.n_kv_heads));
+    w.set(a + "attention.key_length", u32(head_dim));
+    w.set(a + "attention.value_length", u32(head_dim));
+    w.set(a + "rope.dimension_count", u32(head_dim));
+    w.set(a + "rope.freq_base", GgufValue::f32(sh.arch == "llama" ? 500000.0f : 1000000.0f));
+    w.set(a + "attention.layer_norm_rms_epsilon", GgufValue::f32(1e-6f));
+    if (gemma) w.set(a + "attention.sliding_window", u32(sh.sliding_window));
     add_vocab(w, sh.n_vocab);
 
     uint64_t tensor_seed = seed;
     auto add = [&](const std::string& name, DType type, int64_t cols, int64_t rows, float scale) {
+        if (cols % dtype_info(static_cast<uint32_t>(type))->block_elems != 0) type = DType::Q8_0;
         const uint64_t s = splitmix(tensor_seed);
         w.add_tensor_lazy(name, type, {static_cast<uint64_t>(cols), static_cast<uint64_t>(rows)},
                           [type, s, scale](uint8_t* dst, size_t n) { fill_random(type, dst, n, s, scale); });
@@ -174,6 +190,17 @@ void write_synthetic_model(const std::string& path, const SyntheticShape& sh, co
         add(b + "attn_k.weight", scheme.base, d, kv, ws);
         add(b + "attn_v.weight", scheme.attn_v, d, kv, ws);
         add(b + "attn_output.weight", scheme.base, q, d, ws);
+        if (qwen) {
+            add(b + "attn_q.bias", DType::F32, q, 1, 0.1f);
+            add(b + "attn_k.bias", DType::F32, kv, 1, 0.1f);
+            add(b + "attn_v.bias", DType::F32, kv, 1, 0.1f);
+        }
+        if (gemma) {
+            add_norm(b + "attn_q_norm.weight", head_dim);
+            add_norm(b + "attn_k_norm.weight", head_dim);
+            add_norm(b + "post_attention_norm.weight", d);
+            add_norm(b + "post_ffw_norm.weight", d);
+        }
         add_norm(b + "ffn_norm.weight", d);
         add(b + "ffn_gate.weight", scheme.base, d, sh.n_ff, ws);
         add(b + "ffn_up.weight", scheme.base, d, sh.n_ff, ws);

@@ -15,15 +15,21 @@ struct SyntheticShape {
     int32_t n_embd, n_layers, n_heads, n_kv_heads, n_ff, n_vocab;
     int64_t n_ctx;
     bool tied_embeddings;
+    std::string arch = "llama";   // "llama", "qwen2" (q/k/v biases) or "gemma3" (QK-norm, post-norms)
+    int32_t head_dim = 0;         // 0: n_embd / n_heads
+    int32_t sliding_window = 0;   // gemma3
 };
 
-// Named shapes: "tiny" (tests), "llama-3.2-1b", "llama-3-8b".
+// Named shapes: "tiny", "tiny-qwen2", "tiny-gemma3" (tests), "llama-3.2-1b", "llama-3-8b",
+// and the real test models' shapes "smollm2-135m", "gemma3-270m", "qwen2.5-0.5b" (for
+// machines the real files cannot be copied to, such as the GPU check's).
 SyntheticShape synthetic_shape(const std::string& name);
 std::vector<std::string> synthetic_shape_names();
 
-// Writes a llama-architecture model. `scheme` is a weight type name (F32, F16, BF16, Q8_0,
+// Writes a model of shape.arch. `scheme` is a weight type name (F32, F16, BF16, Q8_0,
 // Q4_0, Q4_1, Q5_0, Q4_K, Q5_K, Q6_K) or a llama.cpp-style mix: Q4_K_M (Q4_K, with Q6_K for
-// attn_v, ffn_down and the output). Deterministic for a given seed.
+// attn_v, ffn_down and the output). A matrix whose rows do not fit the type's block size falls
+// back to Q8_0 (as llama.cpp's quantizer does). Deterministic for a given seed.
 void write_synthetic_model(const std::string& path, const SyntheticShape& shape, const std::string& scheme,
                            uint64_t seed = 42);
 

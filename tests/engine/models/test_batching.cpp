@@ -90,6 +90,9 @@ private slots:
         // and head_dim 256 with 4 (Gemma 3 270M); F16 weights keep the activations unquantized.
         write_synthetic_model(dir_.filePath("hd64.gguf").toStdString(), {"hd64", 576, 2, 9, 3, 1536, 1024, 2048, true}, "F16");
         write_synthetic_model(dir_.filePath("hd256.gguf").toStdString(), {"hd256", 1024, 2, 4, 1, 2048, 1024, 2048, true}, "F16");
+        // Gemma 3 and Qwen 2 layouts; Gemma's 4-token sliding window is shorter than the prompts.
+        write_synthetic_model(dir_.filePath("gemma3.gguf").toStdString(), synthetic_shape("tiny-gemma3"), "F16");
+        write_synthetic_model(dir_.filePath("qwen2.gguf").toStdString(), synthetic_shape("tiny-qwen2"), "F16");
     }
     // F32 weights, and random-weight models of every type: only the summation order differs
     // between batched and separate runs, so the logits agree to float precision. (Real
@@ -102,6 +105,8 @@ private slots:
         for (const char* t : kTypes) QTest::newRow(t) << dir_.filePath(QString("tiny-%1.gguf").arg(t));
         QTest::newRow("head_dim 64, GQA 3") << dir_.filePath("hd64.gguf");
         QTest::newRow("head_dim 256, GQA 4") << dir_.filePath("hd256.gguf");
+        QTest::newRow("gemma3 (sliding window 4)") << dir_.filePath("gemma3.gguf");
+        QTest::newRow("qwen2 (qkv bias)") << dir_.filePath("qwen2.gguf");
     }
     void batchedEqualsSeparate() {
         QFETCH(QString, model);

@@ -70,6 +70,30 @@ private slots:
             for (float l : logits) QVERIFY2(std::isfinite(l), type);
         }
     }
+    void syntheticArchitecturesRun() {
+        QTemporaryDir dir;
+        for (const char* shape : {"tiny-qwen2", "tiny-gemma3"}) {
+            const std::string path = dir.filePath(QString("%1.gguf").arg(shape)).toStdString();
+            write_synthetic_model(path, synthetic_shape(shape), "Q4_K_M");
+            LoadOptions o;
+            o.path = path;
+            o.device = "cpu";
+            o.n_ctx = 64;
+            auto model = Model::load(o);
+            const ModelConfig& c = model->config();
+            QCOMPARE(c.arch, synthetic_shape(shape).arch);
+            QCOMPARE(c.qkv_bias, c.arch == "qwen2");
+            QCOMPARE(c.qk_norm, c.arch == "gemma3");
+            if (c.arch == "gemma3") {
+                QCOMPARE(c.head_dim, 64);
+                QCOMPARE(c.sliding_window, 4);
+                QCOMPARE(c.layer_sliding, (std::vector<bool>{true, true, true, true, true, false}));
+            }
+            Sequence seq(*model);
+            const std::vector<int32_t> prompt = {1, 300, 301, 302, 303, 304, 305, 306};
+            for (float l : seq.prefill(prompt)) QVERIFY2(std::isfinite(l), shape);
+        }
+    }
     void unsupportedArchitectureIsNamed() {
         QTemporaryDir dir;
         const std::string src = dir.filePath("tiny.gguf").toStdString(), dst = dir.filePath("mamba.gguf").toStdString();
