@@ -4,7 +4,7 @@
 
 namespace ember::cli {
 
-std::set<std::string> model_value_options() { return {"--threads", "-t", "--ctx", "-c", "--kv-type", "--batch", "--device"}; }
+std::set<std::string> model_value_options() { return {"--threads", "-t", "--ctx", "-c", "--kv-type", "--batch", "--device", "--gpu-layers"}; }
 
 std::set<std::string> sampling_value_options() {
     return {"-n", "--temp", "--seed", "--top-k", "--top-p", "--min-p", "--repeat-penalty", "--repeat-last-n",
@@ -23,6 +23,7 @@ LoadOptions load_options(const Args& args, const std::string& model_path) {
     o.n_ctx = args.get_int("--ctx", args.get_int("-c", 0));
     o.n_batch = static_cast<int32_t>(args.get_int("--batch", 512));
     o.device = args.get_or("--device", "auto");
+    o.n_gpu_layers = static_cast<int>(args.get_int("--gpu-layers", -1));
     const std::string kv = args.get_or("--kv-type", "f16");
     if (kv == "f16" || kv == "F16") o.kv_type = DType::F16;
     else if (kv == "q8_0" || kv == "Q8_0") o.kv_type = DType::Q8_0;
@@ -49,7 +50,7 @@ GenerateOptions generate_options(const Args& args, int32_t default_max_tokens) {
 }
 
 std::string options_help() {
-    return "  model:    --device auto|cpu|cuda  --threads N  --ctx N  --kv-type f16|q8_0  --batch N\n"
+    return "  model:    --device auto|cpu|cuda  --gpu-layers N (rest on the CPU)  --threads N  --ctx N  --kv-type f16|q8_0  --batch N\n"
            "  sampling: -n N  --temp T (0 = greedy)  --seed S  --top-k K  --top-p P  --min-p P\n"
            "            --repeat-penalty R  --repeat-last-n N  --presence-penalty P  --frequency-penalty P  --stop TEXT\n";
 }

@@ -1,6 +1,8 @@
 #include "engine/kv/kv_cache.h"
 
 #include "kernels/common/error.h"
+#include <algorithm>
+
 #include "engine/models/model_info.h"
 
 namespace ember {
@@ -15,7 +17,12 @@ uint64_t KvCacheConfig::bytes_per_block() const {
     return 2ull * static_cast<uint64_t>(n_layers) * static_cast<uint64_t>(block_tokens) * row;
 }
 
-KvCache::KvCache(Backend& backend, const KvCacheConfig& config) : backend_(backend), config_(config) {
+KvCache::KvCache(Backend& backend, const KvCacheConfig& config)
+    : KvCache(std::vector<Backend*>(static_cast<size_t>(std::max(config.n_layers, 0)), &backend), config) {}
+
+KvCache::KvCache(const std::vector<Backend*>& layer_backends, const KvCacheConfig& config)
+    : layer_backend_(layer_backends), config_(config) {
+    if (layer_backend_.size() != static_cast<size_t>(config.n_layers)) throw Error("KV cache: one backend per layer needed");
     if (config.type != DType::F16 && config.type != DType::Q8_0)
         throw Error("KV cache type must be F16 or Q8_0, not " + std::string(dtype_name(config.type)));
     if (config.n_blocks <= 0 || config.block_tokens <= 0) throw Error("KV cache needs at least one block");
@@ -23,6 +30,7 @@ KvCache::KvCache(Backend& backend, const KvCacheConfig& config) : backend_(backe
     const int64_t rows = int64_t{config.n_blocks} * config.block_tokens;
     try {
         for (int i = 0; i < config.n_layers; ++i) {
+            Backend& backend = *layer_backend_[static_cast<size_t>(i)];
             KvLayer l;
             l.block_tokens = config.block_tokens;
             l.n_kv_heads = config.n_kv_heads;
@@ -32,10 +40,7 @@ KvCache::KvCache(Backend& backend, const KvCacheConfig& config) : backend_(backe
             layers_.back().v = backend.alloc(MemoryKind::KvCache, config.type, cols, rows, "kv.v");
         }
     } catch (const Error& e) {
-        for (auto& l : layers_) {
-            backend.free(l.k);
-            backend.free(l.v);
-        }
+        release_layers();
         throw Error("cannot allocate the KV cache: " + format_bytes(config.total_bytes()) + " for " +
                     std::to_string(rows) + " tokens x " + std::to_string(config.n_layers) + " layers (" +
                     std::string(dtype_name(config.type)) + "); reduce the context length or use a Q8_0 cache (" +
@@ -45,11 +50,14 @@ KvCache::KvCache(Backend& backend, const KvCacheConfig& config) : backend_(backe
     for (int32_t b = config.n_blocks - 1; b >= 0; --b) free_.push_back(b);
 }
 
-KvCache::~KvCache() {
-    for (auto& l : layers_) {
-        backend_.free(l.k);
-        backend_.free(l.v);
+KvCache::~KvCache() { release_layers(); }
+
+void KvCache::release_layers() {
+    for (size_t i = 0; i < layers_.size(); ++i) {
+        layer_backend_[i]->free(layers_[i].k);
+        layer_backend_[i]->free(layers_[i].v);
     }
+    layers_.clear();
 }
 
 int32_t KvCache::new_sequence() {

@@ -32,6 +32,8 @@ public:
     // Allocates every layer's pool on `backend`. Out of memory -> ember::Error that states
     // the sizes involved and how to shrink them.
     KvCache(Backend& backend, const KvCacheConfig& config);
+    // Partial offload: layer i's K/V live on layer_backends[i] (one entry per layer).
+    KvCache(const std::vector<Backend*>& layer_backends, const KvCacheConfig& config);
     ~KvCache();
     KvCache(const KvCache&) = delete;
     KvCache& operator=(const KvCache&) = delete;
@@ -62,8 +64,9 @@ private:
     Sequence& seq_ref(int32_t seq);
     const Sequence& seq_ref(int32_t seq) const;
     void release_block(int32_t b);
+    void release_layers();
 
-    Backend& backend_;
+    std::vector<Backend*> layer_backend_;
     KvCacheConfig config_;
     std::vector<KvLayer> layers_;
     std::vector<int32_t> refcount_;

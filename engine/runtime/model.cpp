@@ -37,14 +37,24 @@ std::unique_ptr<Model> Model::load(const LoadOptions& opts) {
     m->device_ = choice.device;
     m->device_reason_ = choice.reason;
     log_info("device: " + m->device_ + " (" + m->device_reason_ + ")");
-    m->transformer_ = std::make_unique<Transformer>(m->file_, *m->backend_);
+    const int32_t n_layers = read_model_config(*m->file_).n_layers;  // also names an unsupported architecture
+    if (m->device_ != "cpu" && opts.n_gpu_layers >= 0 && opts.n_gpu_layers < n_layers) {
+        // Partial offload: the first n_gpu_layers on the GPU, the rest (and the output head) on the CPU.
+        m->cpu_backend_ = make_cpu_backend(opts.n_threads);
+        m->transformer_ = std::make_unique<Transformer>(m->file_, *m->backend_, *m->cpu_backend_, opts.n_gpu_layers);
+        m->device_reason_ += "; " + std::to_string(opts.n_gpu_layers) + " of " + std::to_string(n_layers) +
+                             " layers on the GPU, the rest on the CPU";
+    } else {
+        m->transformer_ = std::make_unique<Transformer>(m->file_, *m->backend_);
+    }
     progress(opts, 0.7f);
     check_cancel(opts);
 
     const ModelConfig& c = m->transformer_->config();
     m->n_ctx_ = opts.n_ctx > 0 ? opts.n_ctx : std::min<int64_t>(c.n_ctx_train, 4096);
     m->n_batch_ = std::max(1, opts.n_batch);
-    m->kv_ = std::make_unique<KvCache>(*m->backend_, m->transformer_->kv_config(m->n_ctx_, opts.n_seqs, opts.kv_type));
+    m->kv_ = std::make_unique<KvCache>(m->transformer_->layer_backends(),
+                                       m->transformer_->kv_config(m->n_ctx_, opts.n_seqs, opts.kv_type));
 
     std::vector<std::string> specials;
     for (const char* t : {"<|im_start|>", "<start_of_turn>", "<|start_header_id|>", "[INST]", "<|user|>"})

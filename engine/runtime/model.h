@@ -22,6 +22,7 @@ struct LoadOptions {
     std::string path;
     std::string device = "auto";  // "auto" (GPU when the CUDA module finds one), "cpu", "cuda"
     int n_threads = 0;          // CPU threads (0 = one per core)
+    int n_gpu_layers = -1;      // on a GPU: layers placed on it (-1 = all); the rest run on the CPU
     int64_t n_ctx = 0;          // context per sequence; 0 = min(trained context, 4096)
     int32_t n_seqs = 1;         // sequences the KV cache holds at once
     DType kv_type = DType::F16;
@@ -53,6 +54,7 @@ private:
     std::shared_ptr<const GgufFile> file_;
     ModelInfo info_;
     std::unique_ptr<Backend> backend_;
+    std::unique_ptr<Backend> cpu_backend_;  // partial offload: the layers that did not fit the GPU
     std::string device_, device_reason_;
     std::unique_ptr<Transformer> transformer_;
     std::unique_ptr<Tokenizer> tokenizer_;
