@@ -94,6 +94,7 @@ GenerateStats Sequence::generate(std::span<const int32_t> prompt, const Generate
     Sampler sampler(opts.sampling);
     StopMatcher stops(opts.stop);
     StreamingDetokenizer detok(tok);
+    detok.continue_text();  // the reply continues the prompt: keep its first token's space
     std::chrono::steady_clock::time_point t_first;
     auto emit = [&](const std::string& text) { return text.empty() || !on_text || on_text(text); };
     while (true) {

@@ -25,6 +25,9 @@ public:
     // Everything still held back; the detokenizer is then ready for a new stream.
     std::string flush();
     void reset();
+    // The ids continue text that came before (generated tokens after a prompt): an SPM
+    // token's leading space is then kept, not taken for the encoder's space prefix.
+    void continue_text() { at_text_start_ = false; }
 
     size_t pending_bytes() const { return pending_.size(); }
 

@@ -229,6 +229,21 @@ private slots:
         ask(q2, &st2);
         QVERIFY2(st2.reused_tokens >= st1.prompt_tokens, qPrintable(QString::number(st2.reused_tokens)));
     }
+    void completionKeepsTheSpaceBeforeItsFirstWord() {
+        // SentencePiece marks word starts with a space; a completion continues the prompt, so
+        // "Once upon a" + " time" must not lose that space (the encoder's own space prefix is
+        // only dropped at the very start of a text).
+        auto model = load(test::testdata(test::kStories), 64);
+        Sequence seq(*model);
+        auto prompt = model->tokenizer().encode("Once upon a", false, false);
+        prompt.insert(prompt.begin(), model->tokenizer().bos());
+        GenerateOptions g;
+        g.sampling = SamplingParams::greedy();
+        g.max_tokens = 3;
+        std::string text;
+        seq.generate(prompt, g, [&](std::string_view t) { text += t; return true; });
+        QCOMPARE(text.substr(0, 5), std::string(" time"));
+    }
     void promptLongerThanContextIsAClearError() {
         auto model = load(test::testdata(test::kStories), 64);
         Sequence seq(*model);
