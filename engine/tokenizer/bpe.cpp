@@ -1,27 +1,9 @@
 #include "engine/tokenizer/bpe.h"
 
-#include <queue>
-
+#include "engine/tokenizer/pair_merge.h"
 #include "engine/tokenizer/unicode.h"
 
 namespace ember {
-
-namespace {
-struct Symbol {
-    size_t begin, len;  // bytes of the mapped word; len 0 once merged into its left neighbour
-    int prev, next;
-};
-struct Bigram {
-    int32_t rank;
-    int left, right;
-    size_t len;  // left.len + right.len when queued; stale if that no longer holds
-};
-struct WorseBigram {  // priority: lower rank, then the leftmost pair
-    bool operator()(const Bigram& a, const Bigram& b) const {
-        return a.rank > b.rank || (a.rank == b.rank && a.left > b.left);
-    }
-};
-}  // namespace
 
 BpeModel::BpeModel(const Vocab& vocab, const std::vector<std::string>& merges, bool ignore_merges,
                    int32_t unk)
@@ -71,13 +53,12 @@ void BpeModel::emit(std::string_view symbol, std::vector<int32_t>& out) const {
 void BpeModel::encode_piece(std::string_view bytes, std::vector<int32_t>& out) const {
     if (bytes.empty()) return;
     std::string word;
-    std::vector<Symbol> sym;
+    std::vector<MergeSymbol> sym;
     sym.reserve(bytes.size());
     for (unsigned char c : bytes) {
-        sym.push_back({word.size(), byte_sym_[c].size(), int(sym.size()) - 1, int(sym.size()) + 1});
+        sym.push_back({word.size(), byte_sym_[c].size(), 0, 0});
         word += byte_sym_[c];
     }
-    sym.back().next = -1;
     if (ignore_merges_ && token_for(word)) {
         emit(word, out);
         return;
@@ -85,27 +66,11 @@ void BpeModel::encode_piece(std::string_view bytes, std::vector<int32_t>& out) c
 
     const std::string_view w = word;
     std::string scratch;
-    std::priority_queue<Bigram, std::vector<Bigram>, WorseBigram> queue;
-    auto try_add = [&](int l, int r) {
-        if (l < 0 || r < 0) return;
+    // Lowest merge rank first (priority = -rank).
+    merge_pairs<int32_t>(sym, [&](int l, int r) -> std::optional<int32_t> {
         const int32_t rk = rank(w.substr(sym[l].begin, sym[l].len), w.substr(sym[r].begin, sym[r].len), scratch);
-        if (rk >= 0) queue.push({rk, l, r, sym[l].len + sym[r].len});
-    };
-    for (size_t i = 1; i < sym.size(); ++i) try_add(int(i) - 1, int(i));
-
-    while (!queue.empty()) {
-        const Bigram b = queue.top();
-        queue.pop();
-        Symbol& l = sym[b.left];
-        Symbol& r = sym[b.right];
-        if (l.len == 0 || r.len == 0 || l.len + r.len != b.len) continue;  // stale
-        l.len += r.len;
-        r.len = 0;
-        l.next = r.next;
-        if (r.next >= 0) sym[r.next].prev = b.left;
-        try_add(l.prev, b.left);
-        try_add(b.left, l.next);
-    }
+        return rk >= 0 ? std::optional<int32_t>(-rk) : std::nullopt;
+    });
     for (int i = 0; i >= 0; i = sym[i].next) emit(w.substr(sym[i].begin, sym[i].len), out);
 }
 
