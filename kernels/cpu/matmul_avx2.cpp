@@ -360,10 +360,13 @@ void gemv_q8_t(const WeightMatrix& W, const ActQ8& a, int64_t r0, int64_t r1, fl
     alignas(64) uint8_t q[kChunk];
     alignas(64) float scale[32], min[32];
     const int64_t nt = a.n_tokens, nb = a.nb(), nchunks = a.kpad / kChunk;
+    const WeightPrefetch pf(W, kChunk);
+    WeightPrefetch::start(W, r0, r1);
     for (int64_t r = r0; r < r1; ++r) {
         const auto* row = static_cast<const uint8_t*>(W.data) + r * W.row_bytes;
         __m256 acc[4] = {_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps()};
         for (int64_t c = 0; c < nchunks; ++c) {
+            pf.step(row + c * pf.step_bytes);
             unpack(row, c, W.cols, q, scale, min);
             for (int64_t t = 0; t < nt; ++t) {
                 const int8_t* x = a.qs + t * a.kpad + c * kChunk;
@@ -508,12 +511,15 @@ inline float load_w1(const void* w, int64_t i) {
 template <DType T, int NT>
 void gemv_f32_t(const WeightMatrix& W, const float* X, int64_t r0, int64_t r1, float* Y) {
     const int64_t K = W.cols;
+    const WeightPrefetch pf(W, 64);
+    WeightPrefetch::start(W, r0, r1);
     for (int64_t r = r0; r < r1; ++r) {
         const void* w = static_cast<const uint8_t*>(W.data) + r * W.row_bytes;
         __m256 acc[NT][2];
         for (int t = 0; t < NT; ++t) acc[t][0] = acc[t][1] = _mm256_setzero_ps();
         int64_t i = 0;
         for (; i + 16 <= K; i += 16) {
+            if (i % 64 == 0) pf.step(static_cast<const uint8_t*>(w) + i * pf.step_bytes / 64);
             for (int u = 0; u < 2; ++u) {
                 const __m256 wv = load_w8<T>(w, i + 8 * u);
                 for (int t = 0; t < NT; ++t) acc[t][u] = _mm256_fmadd_ps(wv, _mm256_loadu_ps(X + t * K + i + 8 * u), acc[t][u]);

@@ -530,12 +530,15 @@ void gemv_q8_t(const WeightMatrix& W, const ActQ8& a, int64_t r0, int64_t r1, fl
     alignas(64) uint8_t buf[kChunk];
     alignas(64) float scale[32], min[32];
     const int64_t nb = a.nb(), nchunks = a.kpad / kChunk;
+    const WeightPrefetch pf(W, kChunk);
+    WeightPrefetch::start(W, r0, r1);
     for (int64_t r = r0; r < r1; ++r) {
         const auto* row = static_cast<const uint8_t*>(W.data) + r * W.row_bytes;
         __m512 acc[NT];
         for (auto& v : acc) v = _mm512_setzero_ps();
         for (int64_t c = 0; c < nchunks; ++c) {
             __m512i w[8];
+            pf.step(row + c * pf.step_bytes);
             load_chunk<U>(W, generic, row, c, w, scale, min, buf);
             for (int t = 0; t < NT; ++t) {
                 const int8_t* x = a.qs + t * a.kpad + c * kChunk;
@@ -567,6 +570,8 @@ void gemv_q4_0_t(const WeightMatrix& W, const ActQ8& a, int64_t r0, int64_t r1, 
     const int64_t nb = a.nb(), nfull = W.cols / kChunk, nchunks = a.kpad / kChunk;
     const __m512i m4 = _mm512_set1_epi8(0x0F);
     const __m512i to_natural = _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
+    const WeightPrefetch pf(W, kChunk);
+    WeightPrefetch::start(W, r0, r1);
     for (int64_t r = r0; r < r1; ++r) {
         const auto* row = static_cast<const uint8_t*>(W.data) + r * W.row_bytes;
         __m512 acc[NT];
@@ -576,6 +581,7 @@ void gemv_q4_0_t(const WeightMatrix& W, const ActQ8& a, int64_t r0, int64_t r1, 
             __m512 sc;
             if (c < nfull) {
                 const uint8_t* p = row + c * kCB;
+                pf.step(p);
                 for (int g = 0; g < 4; ++g) {
                     const uint8_t* b = p + 72 * g + 2;
                     __m512i q = _mm512_castsi128_si512(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b)));
@@ -843,12 +849,15 @@ inline __mmask16 tail_mask(int64_t left) {
 template <DType T, int NT>
 void gemv_f32_t(const WeightMatrix& W, const float* X, int64_t r0, int64_t r1, float* Y) {
     const int64_t K = W.cols;
+    const WeightPrefetch pf(W, 64);
+    WeightPrefetch::start(W, r0, r1);
     for (int64_t r = r0; r < r1; ++r) {
         const void* w = static_cast<const uint8_t*>(W.data) + r * W.row_bytes;
         __m512 acc[NT][4];
         for (int t = 0; t < NT; ++t) for (int u = 0; u < 4; ++u) acc[t][u] = _mm512_setzero_ps();
         int64_t i = 0;
         for (; i + 64 <= K; i += 64) {
+            pf.step(static_cast<const uint8_t*>(w) + i * pf.step_bytes / 64);
             for (int u = 0; u < 4; ++u) {
                 const __m512 wv = load_w<T>(w, i + 16 * u, 0xFFFF);
                 for (int t = 0; t < NT; ++t) acc[t][u] = _mm512_fmadd_ps(wv, _mm512_loadu_ps(X + t * K + i + 16 * u), acc[t][u]);
