@@ -10,8 +10,9 @@
 # Python (scripts/llama-cpp-env.sh, cached); write the synthetic models into
 # ${EMBER_BENCH_MODELS_DIR:-~/.cache/ember/bench-models} if absent; ember-membw; then per
 # model, back to back: `ember bench`, the llama.cpp bench (tests/bench/llamacpp_bench.py,
-# same method, same threads), and the peak RSS of an `ember run` decode; ember-membw before
-# each model and at the end.
+# same method, same threads), EMBER_BENCH_PAIRS (default 5) alternations of ember-membw and an
+# `ember bench` tg run (decode vs copy bandwidth at the same moment), and the peak RSS of an
+# `ember run` decode; ember-membw also before each model and at the end.
 #
 # Knobs: EMBER_BENCH_THREADS (default 2), EMBER_BENCH_REPS (default 3, --quick 1),
 # EMBER_BENCH_TYPES (e.g. "Q4_0 Q8_0"), EMBER_BENCH_BUILD_DIR (default build/engine),
@@ -40,7 +41,7 @@ done
 THREADS="${EMBER_BENCH_THREADS:-2}"
 if (( QUICK )); then REPS="${EMBER_BENCH_REPS:-1}"; TYPES="${EMBER_BENCH_TYPES:-Q4_0}"
 else REPS="${EMBER_BENCH_REPS:-3}"; TYPES="${EMBER_BENCH_TYPES:-Q4_0 Q8_0 Q4_K_M}"; fi
-PP=512; TG=128; CTX_RUN=512
+PP=512; TG=128; CTX_RUN=512; PAIRS="${EMBER_BENCH_PAIRS:-5}"
 SHAPE=llama-3.2-1b
 BUILD="${EMBER_BENCH_BUILD_DIR:-$EMBER_ROOT/build/engine}"
 [[ "$BUILD" = /* ]] || BUILD="$EMBER_ROOT/$BUILD"
@@ -197,6 +198,16 @@ for t in $TYPES; do
   ember_step "$t: llama.cpp bench"
   measure "$t.llamacpp" "$LLAMA_PY" tests/bench/llamacpp_bench.py "$f" --pp "$PP" --tg "$TG" -r "$REPS" \
       --threads "$THREADS"
+
+  # Decode against the copy bandwidth of the same moment: ember-membw and a tgN run
+  # alternate PAIRS times; each pair gives one ratio, the table shows their median.
+  ember_step "$t: decode vs copy bandwidth ($PAIRS interleaved pairs)"
+  for (( k = 0; k < PAIRS; k++ )); do
+    "$MEMBW" --json --reps 3 >"$OUT/$t.pair.$k.membw.json" 2>/dev/null \
+      || ember_log "ember-membw failed in pair $k"
+    "$EMBER" bench "$f" --pp 0 --tg "$TG" -r 1 --threads "$THREADS" --json >"$OUT/$t.pair.$k.tg.json" 2>/dev/null \
+      || ember_log "ember bench failed in pair $k"
+  done
 
   ember_step "$t: peak RSS of ember run"
   /usr/bin/time -v "$EMBER" run "$f" -p "hi" -n 32 --threads "$THREADS" --ctx "$CTX_RUN" \

@@ -107,11 +107,11 @@ void validate(const WeightMatrix& W, const float* X, int64_t n_tokens, const flo
     }
 }
 
-// Rows per dynamic task: large enough to stream contiguous memory, small enough that a
-// thread slowed by another process does not hold up the rest.
-int64_t row_grain(int64_t rows, int threads) {
-    const int64_t g = rows / (static_cast<int64_t>(threads) * 8);
-    return std::clamp<int64_t>(g, 4, 256);
+// Smallest claim of the guided gemv schedule (about 32 KiB of weights): gemv streams the
+// weights with software prefetch, so long contiguous ranges per thread beat fine-grained
+// dynamic tasks (measured +5-8 % decode on the 1B shape; docs/BENCHMARKS.md).
+int64_t gemv_min_rows(const WeightMatrix& W) {
+    return std::clamp<int64_t>(32768 / static_cast<int64_t>(std::max<size_t>(W.row_bytes, 1)), 4, 256);
 }
 
 // Quantizes X once for the whole call, in the layout the chosen kernel reads (see ActQ8).
@@ -184,7 +184,7 @@ void matmul(const WeightMatrix& W, const float* X, int64_t n_tokens, float* Y, T
     if (detail::int8_kind(W.type, &kind)) {
         const ActQ8 act = quantize_activations(k, kind, X, n_tokens, W.cols, gemv ? 0 : k.gemm_tile, pool);
         if (gemv) {
-            pool.parallel_for_dynamic(W.rows, row_grain(W.rows, pool.size()), [&](int64_t r0, int64_t r1, int) {
+            pool.parallel_for_guided(W.rows, gemv_min_rows(W), [&](int64_t r0, int64_t r1, int) {
                 detail::Scratch s = thread_scratch(k, W, n_tokens);
                 k.gemv_q8(W, kind, act, r0, r1, Y, s);
             });
@@ -198,7 +198,7 @@ void matmul(const WeightMatrix& W, const float* X, int64_t n_tokens, float* Y, T
         return;
     }
     if (gemv) {
-        pool.parallel_for_dynamic(W.rows, row_grain(W.rows, pool.size()), [&](int64_t r0, int64_t r1, int) {
+        pool.parallel_for_guided(W.rows, gemv_min_rows(W), [&](int64_t r0, int64_t r1, int) {
             detail::Scratch s = thread_scratch(k, W, n_tokens);
             k.gemv_f32(W, X, n_tokens, r0, r1, Y, s);
         });

@@ -62,9 +62,9 @@ struct ActQ8 {
 // Software prefetch for the gemv (decode) kernels, which read every weight byte once from
 // DRAM. The hardware prefetchers alone keep too few lines in flight for one or two cores to
 // approach the DRAM bandwidth; requesting the bytes kPrefetchAhead past the ones being read
-// raised Q4_0 decode of the 1B shape from ~68 to ~85 tok/s on the 2-core Zen 5 VM (see
+// raised decode of the 1B shape by 8-14 % on the 2-core Zen 5 VM (4-8 KiB measured best; see
 // docs/BENCHMARKS.md). Prefetches never fault, so running past the matrix end is harmless.
-inline constexpr int64_t kPrefetchAhead = 8192;
+inline constexpr int64_t kPrefetchAhead = 6144;
 
 struct WeightPrefetch {
     int64_t step_bytes;  // weight bytes per kernel step (a chunk of `elems` elements)

@@ -53,11 +53,23 @@ ThreadPool::~ThreadPool() {
 }
 
 void ThreadPool::work_share(int thread_id) {
-    if (dynamic_) {
+    if (schedule_ == Schedule::Dynamic) {
         for (;;) {
             const int64_t begin = next_task_.fetch_add(grain_, std::memory_order_relaxed);
             if (begin >= n_tasks_) break;
             call_(ctx_, begin, std::min(n_tasks_, begin + grain_), thread_id);
+        }
+        return;
+    }
+    if (schedule_ == Schedule::Guided) {
+        int64_t begin = next_task_.load(std::memory_order_relaxed);
+        while (begin < n_tasks_) {
+            const int64_t take = std::max(grain_, (n_tasks_ - begin) / n_threads_);
+            const int64_t end = std::min(n_tasks_, begin + take);
+            if (next_task_.compare_exchange_weak(begin, end, std::memory_order_relaxed)) {
+                call_(ctx_, begin, end, thread_id);
+                begin = next_task_.load(std::memory_order_relaxed);
+            }
         }
         return;
     }
@@ -88,9 +100,9 @@ void ThreadPool::worker_main(int thread_id) {
     }
 }
 
-void ThreadPool::run(int64_t n_tasks, int64_t grain, Call call, void* ctx, bool dynamic) {
+void ThreadPool::run(int64_t n_tasks, int64_t grain, Call call, void* ctx, Schedule schedule) {
     if (n_tasks <= 0) return;
-    if (n_threads_ == 1 || (n_tasks == 1 && !dynamic)) {
+    if (n_threads_ == 1 || (n_tasks == 1 && schedule == Schedule::Static)) {
         call(ctx, 0, n_tasks, 0);
         return;
     }
@@ -98,7 +110,7 @@ void ThreadPool::run(int64_t n_tasks, int64_t grain, Call call, void* ctx, bool 
     ctx_ = ctx;
     n_tasks_ = n_tasks;
     grain_ = grain;
-    dynamic_ = dynamic;
+    schedule_ = schedule;
     next_task_.store(0, std::memory_order_relaxed);
     pending_.store(n_threads_ - 1, std::memory_order_relaxed);
     generation_.fetch_add(1, std::memory_order_seq_cst);  // publishes the job

@@ -32,14 +32,23 @@ public:
     // not throw and must not call parallel_for on the same pool.
     template <class F>
     void parallel_for(int64_t n_tasks, F&& fn) {
-        run(n_tasks, 1, &invoke<F>, &fn, false);
+        run(n_tasks, 1, &invoke<F>, &fn, Schedule::Static);
     }
 
     // Like parallel_for but threads take chunks of `grain` tasks from a shared counter, so
     // uneven tasks (or a thread delayed by another process) balance out.
     template <class F>
     void parallel_for_dynamic(int64_t n_tasks, int64_t grain, F&& fn) {
-        run(n_tasks, grain < 1 ? 1 : grain, &invoke<F>, &fn, true);
+        run(n_tasks, grain < 1 ? 1 : grain, &invoke<F>, &fn, Schedule::Dynamic);
+    }
+
+    // Guided self-scheduling: each thread claims max(min_grain, remaining / size()) tasks
+    // at a time, so the first claims are long contiguous ranges (what a streaming kernel
+    // wants: one prefetch stream per thread) and the last ones short (a thread slowed down by
+    // another process holds up the rest by little).
+    template <class F>
+    void parallel_for_guided(int64_t n_tasks, int64_t min_grain, F&& fn) {
+        run(n_tasks, min_grain < 1 ? 1 : min_grain, &invoke<F>, &fn, Schedule::Guided);
     }
 
     // How long an idle thread polls before it sleeps, in microseconds (default 200: the
@@ -48,13 +57,14 @@ public:
 
 private:
     using Call = void (*)(void* ctx, int64_t begin, int64_t end, int thread_id);
+    enum class Schedule { Static, Dynamic, Guided };
 
     template <class F>
     static void invoke(void* ctx, int64_t begin, int64_t end, int thread_id) {
         (*static_cast<std::remove_reference_t<F>*>(ctx))(begin, end, thread_id);
     }
 
-    void run(int64_t n_tasks, int64_t grain, Call call, void* ctx, bool dynamic);
+    void run(int64_t n_tasks, int64_t grain, Call call, void* ctx, Schedule schedule);
     void work_share(int thread_id);
     void worker_main(int thread_id);
     // Polls until pred() holds or the spin budget is spent; returns pred().
@@ -69,11 +79,11 @@ private:
     void* ctx_ = nullptr;
     int64_t n_tasks_ = 0;
     int64_t grain_ = 1;
-    bool dynamic_ = false;
+    Schedule schedule_ = Schedule::Static;
     bool stop_ = false;
 
     alignas(64) std::atomic<uint64_t> generation_{0};
-    alignas(64) std::atomic<int64_t> next_task_{0};    // dynamic scheduling counter
+    alignas(64) std::atomic<int64_t> next_task_{0};    // dynamic / guided scheduling counter
     alignas(64) std::atomic<int> pending_{0};          // workers still running the job
     alignas(64) std::atomic<int> sleepers_{0};         // workers blocked in wait()
     std::atomic<bool> caller_sleeping_{false};

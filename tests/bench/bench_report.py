@@ -12,14 +12,19 @@ Reads, in --dir:
   <TYPE>.ember.json            ember bench --json
   <TYPE>.llamacpp.json         tests/bench/llamacpp_bench.py
   <TYPE>.rss.txt               /usr/bin/time -v of `ember run` (Maximum resident set size)
+  <TYPE>.pair.<K>.membw.json   ember-membw, right before <TYPE>.pair.<K>.tg.json
+  <TYPE>.pair.<K>.tg.json      ember bench --pp 0 (one tgN repetition)
 
 Derived numbers (see docs/BENCHMARKS.md):
   decode bytes/token = decode_weight_bytes + kv_bytes_per_pos x mean attended positions in tgN,
                        where step i of N (after a 1-token prefill) attends i + 1 positions, so
                        the mean is (N + 3) / 2
   decode GB/s        = decode bytes/token x tg tok/s / 1e9
-  % of copy bandwidth = decode GB/s / ember-membw copy GB/s (the better of the runs just before
-                       and just after this model's pair)
+  % of copy bandwidth = median over the interleaved pairs of (decode GB/s of the pair's tgN run /
+                       copy GB/s of the ember-membw run just before it): the host's bandwidth
+                       drifts by tens of percent within minutes, so each decode is compared with
+                       the bandwidth of the same moment. (Also in the JSON: the table's tgN
+                       against the better of the membw runs before and after the model.)
   RSS budget         = file bytes + KV cache bytes at --ctx (f16), + 15 %
   other load         CPU time other processes used during the ember / llama.cpp bench (the
                        larger of the two), as a share of all cores: the noise indicator
@@ -30,6 +35,7 @@ import argparse
 import json
 import os
 import re
+import statistics
 import sys
 
 TARGET_TG = 1.0
@@ -74,6 +80,22 @@ def peak_rss_bytes(path):
         return int(m.group(1)) * 1024 if m else None
     except OSError:
         return None
+
+
+def paired_bandwidth(d, t, bytes_tok):
+    """Per interleaved pair K: copy GB/s just before, decode tok/s and GB/s, and their ratio."""
+    pairs = []
+    for k in range(1000):
+        mb_path, tg_path = os.path.join(d, f"{t}.pair.{k}.membw.json"), os.path.join(d, f"{t}.pair.{k}.tg.json")
+        if not os.path.exists(mb_path) and not os.path.exists(tg_path):
+            break
+        mb, tg = load_json(mb_path), result(load_json(tg_path), "tg")
+        if not mb or not tg or not bytes_tok or not mb.get("copy_gbs"):
+            continue
+        gbs = bytes_tok * tg["tok_s"] / 1e9
+        pairs.append({"pair": k, "copy_gbs": mb["copy_gbs"], "read_gbs": mb.get("read_gbs"), "tg_tok_s": tg["tok_s"],
+                      "decode_gbs": gbs, "frac_of_copy": gbs / mb["copy_gbs"]})
+    return pairs
 
 
 def fmt(x, spec=".1f", none="n/a"):
@@ -130,7 +152,11 @@ def main():
             bytes_tok = sizes["decode_weight_bytes"] + sizes["kv_bytes_per_pos"] * mean_pos
         gbs = lambda r: bytes_tok * r["tok_s"] / 1e9 if r and bytes_tok else None
         e_gbs, l_gbs = gbs(e_tg), gbs(l_tg)
-        bw_frac = e_gbs / m_copy if e_gbs is not None and m_copy else None
+        around_frac = e_gbs / m_copy if e_gbs is not None and m_copy else None
+        pairs = paired_bandwidth(d, t, bytes_tok)
+        fracs = sorted(p["frac_of_copy"] for p in pairs)
+        bw_frac = statistics.median(fracs) if fracs else None
+        pair_copy = statistics.median(p["copy_gbs"] for p in pairs) if pairs else None
         read_frac = e_gbs / m_read if e_gbs is not None and m_read else None
         budget = (sizes["file_bytes"] + sizes["kv_cache_bytes"]) * (1 + RSS_SLACK) if sizes else None
         rss_ok = rss <= budget if rss is not None and budget else None
@@ -147,7 +173,8 @@ def main():
             "pp_ratio": pp_ratio, "tg_ratio": tg_ratio,
             "ember_decode_gbs": e_gbs, "llamacpp_decode_gbs": l_gbs,
             "copy_gbs": m_copy, "read_gbs": m_read,
-            "ember_decode_frac_of_copy": bw_frac, "ember_decode_frac_of_read": read_frac,
+            "ember_decode_frac_of_copy": bw_frac, "ember_decode_frac_of_copy_pairs": pairs,
+            "ember_decode_frac_of_copy_around": around_frac, "ember_decode_frac_of_read": read_frac,
             "rss_bytes": rss, "rss_budget_bytes": budget,
             "kv_cache_bytes": sizes["kv_cache_bytes"] if sizes else None,
             "targets": {
@@ -168,7 +195,8 @@ def main():
             t,
             fmt(v(e_pp)) + sd(e_pp), fmt(v(l_pp)) + sd(l_pp), fmt(pp_ratio, ".2f") + ("×" if pp_ratio else ""),
             fmt(v(e_tg), ".2f") + sd(e_tg), fmt(v(l_tg), ".2f") + sd(l_tg), fmt(tg_ratio, ".2f") + ("×" if tg_ratio else ""),
-            fmt(e_gbs), (f"{100 * bw_frac:.0f}% of {m_copy:.1f}" if bw_frac is not None else "n/a"),
+            fmt(e_gbs), (f"{100 * bw_frac:.0f}% ({100 * fracs[0]:.0f}–{100 * fracs[-1]:.0f}%) of {pair_copy:.1f}"
+                         if bw_frac is not None else "n/a"),
             rss_cell,
             mark(m["targets"][f"pp_ge_{TARGET_PP}x_llamacpp"]),
             mark(m["targets"][f"tg_ge_{TARGET_TG}x_llamacpp"]),
@@ -187,7 +215,7 @@ def main():
         json.dump(report, f, indent=1)
 
     head = ["type", f"ember pp{pp_n}", f"llama.cpp pp{pp_n}", "ratio", f"ember tg{tg_n}", f"llama.cpp tg{tg_n}",
-            "ratio", "ember decode GB/s", "% of copy bandwidth", "RSS vs budget",
+            "ratio", "ember decode GB/s", "% of copy bandwidth (paired)", "RSS vs budget",
             f"pp ≥ {TARGET_PP}×", f"tg ≥ {TARGET_TG}×", f"decode ≥ {int(TARGET_BW * 100)}% BW", "RSS ≤ budget",
             "other load"]
     print(f"\ntok/s, mean ± stddev over {meta.get('reps', '?')} repetition(s), {meta.get('threads', '?')} threads; "
@@ -199,7 +227,7 @@ def main():
         print("| " + " | ".join(r) + " |")
     # Best repetition of each: less sensitive to other work on shared cores than the mean.
     print(f"\nbest repetition (tok/s; the least disturbed one, as STREAM reports its best):\n")
-    print(f"| type | ember pp{pp_n} | llama.cpp pp{pp_n} | ratio | ember tg{tg_n} | llama.cpp tg{tg_n} | ratio | ember decode GB/s | % of copy bandwidth |")
+    print(f"| type | ember pp{pp_n} | llama.cpp pp{pp_n} | ratio | ember tg{tg_n} | llama.cpp tg{tg_n} | ratio | ember decode GB/s | % of copy (membw runs around the model) |")
     print("|---|--:|--:|--:|--:|--:|--:|--:|--:|")
     for m in models:
         best = lambda b, p: max(result(b, p)["samples"]) if result(b, p) and result(b, p).get("samples") else None

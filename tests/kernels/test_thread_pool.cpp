@@ -1,9 +1,12 @@
 // ThreadPool: every task runs exactly once, ranges are contiguous and thread ids valid, for
-// fewer tasks than threads, many tasks, dynamic chunks, back-to-back jobs and sleeping workers.
+// fewer tasks than threads, many tasks, dynamic and guided chunks, back-to-back jobs and
+// sleeping workers.
 #include <QtTest>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <mutex>
 #include <thread>
 #include <vector>
 
@@ -14,14 +17,17 @@ using ember::cpu::ThreadPool;
 namespace {
 
 // Runs a job of n tasks and checks every task ran exactly once with valid thread ids.
-void check_cover(ThreadPool& pool, int64_t n, bool dynamic, int64_t grain = 1) {
+enum class Mode { Static, Dynamic, Guided };
+
+void check_cover(ThreadPool& pool, int64_t n, Mode mode, int64_t grain = 1) {
     std::vector<std::atomic<int>> hits(static_cast<size_t>(n));
     std::atomic<int> bad_tid{0};
     auto fn = [&](int64_t b, int64_t e, int tid) {
         if (tid < 0 || tid >= pool.size() || b >= e) bad_tid.fetch_add(1);
         for (int64_t i = b; i < e; ++i) hits[static_cast<size_t>(i)].fetch_add(1);
     };
-    if (dynamic) pool.parallel_for_dynamic(n, grain, fn);
+    if (mode == Mode::Dynamic) pool.parallel_for_dynamic(n, grain, fn);
+    else if (mode == Mode::Guided) pool.parallel_for_guided(n, grain, fn);
     else pool.parallel_for(n, fn);
     QCOMPARE(bad_tid.load(), 0);
     for (int64_t i = 0; i < n; ++i) QCOMPARE(hits[static_cast<size_t>(i)].load(), 1);
@@ -36,7 +42,7 @@ private slots:
     void fewerTasksThanThreads() {
         ThreadPool pool(4);
         QCOMPARE(pool.size(), 4);
-        for (int64_t n : {0, 1, 2, 3}) check_cover(pool, n, false);
+        for (int64_t n : {0, 1, 2, 3}) check_cover(pool, n, Mode::Static);
         // With fewer tasks than threads, thread t runs task t (one task each).
         std::vector<int> owner(3, -1);
         pool.parallel_for(3, [&](int64_t b, int64_t e, int tid) {
@@ -48,10 +54,39 @@ private slots:
 
     void manyTasksStaticAndDynamic() {
         ThreadPool pool(3);
-        check_cover(pool, 100003, false);
-        check_cover(pool, 100003, true, 1);
-        check_cover(pool, 100003, true, 977);
-        check_cover(pool, 5, true, 100);
+        check_cover(pool, 100003, Mode::Static);
+        check_cover(pool, 100003, Mode::Dynamic, 1);
+        check_cover(pool, 100003, Mode::Dynamic, 977);
+        check_cover(pool, 5, Mode::Dynamic, 100);
+        check_cover(pool, 100003, Mode::Guided, 1);
+        check_cover(pool, 100003, Mode::Guided, 977);
+        check_cover(pool, 5, Mode::Guided, 100);
+        check_cover(pool, 1, Mode::Guided, 1);
+    }
+
+    void guidedClaimsShrink() {
+        // One thread: claims of remaining / 1 -> a single range. Three threads: the first claim
+        // is a third of the tasks, claims never grow and never go below the minimum (except
+        // the last one, cut at the end).
+        ThreadPool one(1);
+        int calls = 0;
+        one.parallel_for_guided(1000, 8, [&](int64_t b, int64_t e, int) { calls++; QCOMPARE(b, int64_t(0)); QCOMPARE(e, int64_t(1000)); });
+        QCOMPARE(calls, 1);
+        ThreadPool pool(3);
+        std::mutex mu;
+        std::vector<std::pair<int64_t, int64_t>> claims;
+        pool.parallel_for_guided(9000, 50, [&](int64_t b, int64_t e, int) {
+            std::lock_guard lock(mu);
+            claims.emplace_back(b, e);
+        });
+        std::sort(claims.begin(), claims.end());
+        QCOMPARE(claims.front(), (std::pair<int64_t, int64_t>{0, 3000}));
+        QCOMPARE(claims.back().second, int64_t(9000));
+        for (size_t i = 0; i < claims.size(); ++i) {
+            const int64_t len = claims[i].second - claims[i].first;
+            if (i + 1 < claims.size()) QVERIFY(len >= 50);
+            if (i > 0) QVERIFY(len <= claims[i - 1].second - claims[i - 1].first);
+        }
     }
 
     void staticRangesAreContiguousAndBalanced() {
@@ -80,7 +115,7 @@ private slots:
         pool.set_spin_us(0);  // workers go straight to sleep
         for (int round = 0; round < 50; ++round) {
             if (round % 10 == 0) std::this_thread::sleep_for(std::chrono::milliseconds(5));
-            check_cover(pool, 1000, round % 2 == 1, 7);
+            check_cover(pool, 1000, static_cast<Mode>(round % 3), 7);
         }
     }
 
