@@ -56,16 +56,22 @@ std::unique_ptr<Model> Model::load(const LoadOptions& opts) {
     m->kv_ = std::make_unique<KvCache>(m->transformer_->layer_backends(),
                                        m->transformer_->kv_config(m->n_ctx_, opts.n_seqs, opts.kv_type));
 
-    std::vector<std::string> specials;
-    for (const char* t : {"<|im_start|>", "<start_of_turn>", "<|start_header_id|>", "[INST]", "<|user|>"})
-        if (m->tokenizer_->find_token(t)) specials.emplace_back(t);
-    m->template_ = resolve_chat_template(m->file_->opt_string("tokenizer.chat_template"), c.arch, specials);
-    if (m->template_.warning) log_warn(*m->template_.warning);
     log_info("loaded " + m->info_.name + " (" + c.arch + ", " + format_param_count(m->info_.n_params) + ", " +
              m->info_.file_type + ") on " + m->backend_->name() + ", context " + std::to_string(m->n_ctx_) +
              ", KV cache " + format_bytes(m->kv_->config().total_bytes()));
     progress(opts, 1.0f);
     return m;
+}
+
+const ResolvedTemplate& Model::chat_template() const {
+    std::call_once(template_once_, [this] {
+        std::vector<std::string> specials;
+        for (const char* t : {"<|im_start|>", "<start_of_turn>", "<|start_header_id|>", "[INST]", "<|user|>"})
+            if (tokenizer_->find_token(t)) specials.emplace_back(t);
+        template_ = resolve_chat_template(file_->opt_string("tokenizer.chat_template"), config().arch, specials);
+        if (template_.warning) log_warn(*template_.warning);
+    });
+    return template_;
 }
 
 Model::~Model() {

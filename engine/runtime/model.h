@@ -5,6 +5,7 @@
 #include <atomic>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <string>
 
 #include "engine/gguf/gguf.h"
@@ -41,7 +42,8 @@ public:
     const ModelConfig& config() const { return transformer_->config(); }
     Transformer& transformer() { return *transformer_; }
     const Tokenizer& tokenizer() const { return *tokenizer_; }
-    const ResolvedTemplate& chat_template() const { return template_; }
+    // Resolved on first use (a raw completion never needs it, nor its fallback warning).
+    const ResolvedTemplate& chat_template() const;
     KvCache& kv() { return *kv_; }
     Backend& backend() { return *backend_; }
     const std::string& device() const { return device_; }                // "cpu", "cuda:0"
@@ -58,7 +60,8 @@ private:
     std::string device_, device_reason_;
     std::unique_ptr<Transformer> transformer_;
     std::unique_ptr<Tokenizer> tokenizer_;
-    ResolvedTemplate template_;
+    mutable std::once_flag template_once_;
+    mutable ResolvedTemplate template_;
     std::unique_ptr<KvCache> kv_;
     int64_t n_ctx_ = 0;
     int32_t n_batch_ = 512;
