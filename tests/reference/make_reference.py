@@ -56,6 +56,13 @@ TEXT_PROMPTS = [
     ("code", "def fibonacci(n):"),
     ("french", "Il était une fois, dans un château près de la forêt,"),
     ("chinese", "中国的首都是"),
+    # Sequences both models continue decisively (top-1 leads top-2 by about 1 or more at every
+    # one of the 32 greedy steps): where no step is a near-tie, an engine of the same
+    # architecture must reproduce the free-running greedy tokens exactly.
+    ("count", "1, 2, 3, 4, 5, 6, 7, 8,"),
+    ("tens", "10, 20, 30, 40, 50,"),
+    ("evens", "2, 4, 6, 8, 10, 12,"),
+    ("numbers", "0 1 2 3 4 5 6 7 8 9 10 11 12"),
 ]
 
 MODELS = {

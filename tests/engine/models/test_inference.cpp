@@ -1,7 +1,8 @@
 // End-to-end CPU inference on real models against independent references:
 //  - stories260K: 256 greedy tokens from BOS equal an independent float32 reference exactly;
 //  - SmolLM2-135M (Q4_1) and Gemma 3 270M (Q4_K_M): teacher-forced top-5 logits and greedy
-//    tokens against llama.cpp (tests/fixtures/reference/*.json, see its README);
+//    tokens against llama.cpp (tests/fixtures/reference/*.json, see its README), and 32
+//    free-running greedy tokens equal to llama.cpp's on the prompts without near-ties;
 //  - chat through SmolLM2's own template answers "Paris".
 #include <QtTest>
 
@@ -118,6 +119,41 @@ void compare_model(const std::string& path, const QString& fixture) {
     }
 }
 
+// Free-running greedy decoding against llama.cpp's 32 greedy tokens, for the prompts where
+// llama.cpp's best token leads the runner-up by at least kDecisiveMargin at every step (the
+// counting prompts of the fixture): no step is a near-tie that either engine's rounding may
+// decide, so the sequences must be identical. Requires at least 3 such prompts per model, so
+// the check cannot silently become empty.
+constexpr double kDecisiveMargin = 0.9;
+
+void free_running_greedy(const std::string& path, const QString& fixture) {
+    EMBER_REQUIRE_FILE(path);
+    auto model = load(path);
+    const QJsonObject fx = read_fixture(fixture);
+    int checked = 0;
+    for (const auto& pv : fx["prompts"].toArray()) {
+        const QJsonObject p = pv.toObject();
+        const QJsonArray margins = p["margins"].toArray();
+        const auto expected = ints(p["greedy_ids"].toArray());
+        double min_margin = 1e9;
+        for (size_t s = 0; s < expected.size(); ++s) min_margin = std::min(min_margin, margins[static_cast<int>(s)].toDouble());
+        if (min_margin < kDecisiveMargin) continue;
+        Sequence seq(*model);
+        GenerateOptions g;
+        g.sampling = SamplingParams::greedy();
+        g.max_tokens = static_cast<int32_t>(expected.size()) + 1;  // the last one is not fed back
+        g.ignore_eog = true;
+        const auto prompt = ints(p["prompt_ids"].toArray());
+        seq.generate(prompt, g, {});
+        const std::vector<int32_t> got(seq.tokens().begin() + static_cast<std::ptrdiff_t>(prompt.size()), seq.tokens().end());
+        qInfo("%s / %s: %zu free-running greedy tokens, min llama.cpp margin %.3f", qPrintable(fixture),
+              qPrintable(p["id"].toString()), got.size(), min_margin);
+        QCOMPARE(got, expected);
+        ++checked;
+    }
+    QVERIFY2(checked >= 3, qPrintable(QString("only %1 decisive prompts in %2").arg(checked).arg(fixture)));
+}
+
 // Against the float64 numpy reference (tests/reference/numpy_forward.py) run on the same
 // dequantized weights: only Ember's own rounding (8-bit activations in the integer dot
 // products, F16 KV cache) separates the two, so the bound is tight.
@@ -195,6 +231,8 @@ private slots:
     void gemma3MatchesFloat64Reference() { compare_f64(test::test_model(test::kGemma3), "gemma3.f64.json"); }
     void smolLM2MatchesLlamaCpp() { compare_model(test::test_model(test::kSmolLM2), "smollm2.json"); }
     void gemma3MatchesLlamaCpp() { compare_model(test::test_model(test::kGemma3), "gemma3.json"); }
+    void smolLM2FreeRunningGreedyMatchesLlamaCpp() { free_running_greedy(test::test_model(test::kSmolLM2), "smollm2.json"); }
+    void gemma3FreeRunningGreedyMatchesLlamaCpp() { free_running_greedy(test::test_model(test::kGemma3), "gemma3.json"); }
     void chatAnswersParis() {
         // SmolLM2 through its own ChatML template (with its default system prompt), greedy.
         // The bare question starts at a near-tie between "The" and "L'"/"La" (margin 0.09 in
