@@ -1,5 +1,7 @@
 #include "kernels/backend.h"
 
+#include "kernels/common/topk.h"
+
 namespace ember {
 
 Tensor Tensor::slice_rows(int64_t first, int64_t n) const {
@@ -17,6 +19,16 @@ Tensor Tensor::reshape(int64_t new_cols) const {
     t.rows = total / new_cols;
     t.row_bytes = row_bytes / static_cast<size_t>(cols) * static_cast<size_t>(new_cols);
     return t;
+}
+
+void apply_adjustments(std::span<float> row, const TopKRow& adj) {
+    const auto n = static_cast<int64_t>(row.size());
+    for (const TokenCount& p : adj.penalized)
+        if (p.id >= 0 && p.id < n)
+            row[static_cast<size_t>(p.id)] = topk::penalized(row[static_cast<size_t>(p.id)], p.count, adj.repeat_penalty,
+                                                             adj.presence_penalty, adj.frequency_penalty);
+    for (const TokenBias& b : adj.bias)
+        if (b.id >= 0 && b.id < n) row[static_cast<size_t>(b.id)] = topk::biased(row[static_cast<size_t>(b.id)], b.bias);
 }
 
 }  // namespace ember

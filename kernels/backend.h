@@ -84,6 +84,44 @@ struct AttentionParams {
     float softcap = 0.0f;     // tanh soft-capping of scores (0 = off)
 };
 
+// ---- sampling support (Backend::top_k) -------------------------------------------------
+constexpr int32_t kMaxTopK = 1024;  // the most candidates top_k returns per row
+
+struct TokenCount {  // a token seen `count` (>= 1) times in the penalty window
+    int32_t id;
+    int32_t count;
+};
+struct TokenBias {
+    int32_t id;
+    float bias;  // added to the logit; -inf bans the token
+};
+// One output row's sampler adjustments, applied before the selection (Sampler semantics:
+// engine/sampling/sampler.h; the arithmetic is kernels/common/topk.h).
+struct TopKRow {
+    float repeat_penalty = 1.0f;     // llama.cpp: positive logits divided, negative multiplied
+    float presence_penalty = 0.0f;   // subtracted once per penalized token
+    float frequency_penalty = 0.0f;  // subtracted per occurrence
+    std::span<const TokenCount> penalized;  // distinct ids
+    std::span<const TokenBias> bias;        // distinct ids, applied after the penalties
+};
+struct TopKCandidate {
+    int32_t id;
+    float logit;  // after penalties and bias
+};
+
+// Applies `adj`'s penalties, then its bias, to one logits row on the host (ids outside the
+// row are ignored): Sampler::sample and the CPU backend's top_k; GPU backends do the same
+// arithmetic (kernels/common/topk.h) on the device.
+void apply_adjustments(std::span<float> row, const TopKRow& adj);
+
+// What a backend's decode-pass graphs did so far (CUDA graphs; always zero on the CPU).
+struct GraphStats {
+    uint64_t eager = 0;     // op segments launched one by one
+    uint64_t captured = 0;  // segments captured into a new graph and run from it
+    uint64_t replayed = 0;  // segments run by replaying a cached graph
+    uint64_t failures = 0;  // failed captures (graphs are then off for that backend)
+};
+
 class Backend {
 public:
     virtual ~Backend() = default;
@@ -119,6 +157,24 @@ public:
     // out[i] = x[batch.output_rows[i]]
     virtual void gather_output_rows(const Tensor& x, Tensor& out) = 0;
     virtual void synchronize() = 0;
+
+    // ---- sampling ---------------------------------------------------------------------
+    // For each row r < rows.size() of `logits` (F32): applies rows[r]'s penalties, then its
+    // bias, to the row in place (ids outside the row are ignored), exactly as
+    // Sampler::sample does on the host; then writes the min(k, non-NaN logits) best tokens
+    // of the row, by logit descending then id ascending, to out[r * k ...] and their number
+    // to counts[r]. 1 <= k <= kMaxTopK. Waits for the result (a device sync on a GPU).
+    virtual void top_k(Tensor& logits, int32_t k, std::span<const TopKRow> rows, std::span<TopKCandidate> out,
+                       std::span<int32_t> counts) = 0;
+
+    // ---- execution options ------------------------------------------------------------
+    // Whether repeated small (decode) passes are replayed as CUDA graphs: on by default
+    // unless EMBER_CUDA_GRAPHS=0. Returns false where the backend has no graphs (the CPU).
+    virtual bool set_graphs(bool enabled) {
+        (void)enabled;
+        return false;
+    }
+    virtual GraphStats graph_stats() const { return {}; }
 };
 
 // The CPU backend (always available). n_threads <= 0 means one per core.

@@ -215,6 +215,16 @@ void Transformer::move_activations(int from, int to, int64_t n_tokens) {
 }
 
 void Transformer::forward(const BatchInfo& batch, KvCache& kv, std::vector<float>& logits) {
+    const Tensor lg = forward_device(batch, kv);
+    if (!lg.data) {
+        logits.clear();
+        return;
+    }
+    logits.resize(static_cast<size_t>(lg.rows * lg.cols));
+    output_backend().download(lg, logits.data(), logits.size() * sizeof(float));
+}
+
+Tensor Transformer::forward_device(const BatchInfo& batch, KvCache& kv) {
     const ModelConfig& c = config_;
     const int64_t T = static_cast<int64_t>(batch.tokens.size());
     const int64_t O = static_cast<int64_t>(batch.output_rows.size());
@@ -242,15 +252,13 @@ void Transformer::forward(const BatchInfo& batch, KvCache& kv, std::vector<float
     Scratch& s = scratch_[static_cast<size_t>(cur)];
     if (O == 0) {
         for (Backend* b : devices_) b->synchronize();
-        logits.clear();
-        return;
+        return Tensor{};
     }
     Tensor x = s.x.slice_rows(0, T), out_x = s.out_x.slice_rows(0, O), lg = s.logits.slice_rows(0, O);
     out.gather_output_rows(x, out_x);
     out.rms_norm(out_x, output_norm_, c.norm_eps, out_x);
     out.matmul(output_, out_x, lg);
-    logits.resize(static_cast<size_t>(O * c.n_vocab));
-    out.download(lg, logits.data(), logits.size() * sizeof(float));
+    return lg;
 }
 
 }  // namespace ember

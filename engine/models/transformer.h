@@ -38,6 +38,12 @@ public:
     // One forward pass over `batch` (its kv slots already reserved in `kv`). Writes the
     // logits of batch.output_rows to `logits` (output_rows.size() x n_vocab, row-major).
     void forward(const BatchInfo& batch, KvCache& kv, std::vector<float>& logits);
+    // The same pass without the download: the logits rows (output_rows.size() x n_vocab, F32)
+    // where they were computed, on output_backend(); valid until the next pass. An empty
+    // Tensor when the batch wants no outputs.
+    Tensor forward_device(const BatchInfo& batch, KvCache& kv);
+    // The backend of the output head (the last layer's).
+    Backend& output_backend() { return *devices_[static_cast<size_t>(layer_dev_.back())]; }
 
 private:
     struct Layer {

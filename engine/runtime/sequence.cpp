@@ -35,7 +35,7 @@ void Sequence::keep_common_prefix(std::span<const int32_t> prompt) {
 }
 
 // Runs `tokens` through the model in chunks of n_batch, appending them to the cache.
-void Sequence::feed(std::span<const int32_t> tokens, bool want_logits) {
+void Sequence::feed(std::span<const int32_t> tokens, bool want_logits, bool download) {
     const size_t chunk = static_cast<size_t>(std::max(1, model_.n_batch()));
     std::vector<int32_t> pos, seq_of, table;
     for (size_t start = 0; start < tokens.size(); start += chunk) {
@@ -58,13 +58,26 @@ void Sequence::feed(std::span<const int32_t> tokens, bool want_logits) {
         b.max_blocks = static_cast<int32_t>(table.size());
         if (last && want_logits) b.output_rows = std::span<const int32_t>(&out_row, 1);
         try {
-            model_.transformer().forward(b, model_.kv(), logits_);
+            if (download) model_.transformer().forward(b, model_.kv(), logits_);
+            else logits_dev_ = model_.transformer().forward_device(b, model_.kv());
         } catch (...) {
             model_.kv().truncate(seq_, first);  // the cache never holds half a chunk
             throw;
         }
         tokens_.insert(tokens_.end(), part.begin(), part.end());
     }
+}
+
+// From the backend's top-k candidates when the sampler allows (only k (id, logit) pairs
+// leave the device), else from the downloaded row.
+int32_t Sequence::sample_next(Sampler& sampler) {
+    const int32_t k = sampler.top_k_candidates();
+    if (k == 0) return sampler.sample(logits_, tokens_);
+    const TopKRow row = sampler.adjustments(tokens_);
+    top_.resize(static_cast<size_t>(k));
+    int32_t count = 0;
+    model_.transformer().output_backend().top_k(logits_dev_, k, std::span(&row, 1), top_, std::span(&count, 1));
+    return sampler.sample_top(std::span(top_).first(static_cast<size_t>(count)));
 }
 
 const std::vector<float>& Sequence::prefill(std::span<const int32_t> tokens) {
@@ -85,13 +98,15 @@ GenerateStats Sequence::generate(std::span<const int32_t> prompt, const Generate
     GenerateStats st;
     st.prompt_tokens = static_cast<int32_t>(prompt.size());
     const auto t0 = std::chrono::steady_clock::now();
+    Sampler sampler(opts.sampling);
+    const bool on_device = sampler.top_k_candidates() > 0;
     keep_common_prefix(prompt);
     st.reused_tokens = static_cast<int32_t>(tokens_.size());
-    feed(prompt.subspan(tokens_.size()), true);
+    feed(prompt.subspan(tokens_.size()), true, !on_device);
+    if (on_device) model_.transformer().output_backend().synchronize();  // prefill time includes the device's
     st.prefill_ms = ms_since(t0);
 
     const Tokenizer& tok = model_.tokenizer();
-    Sampler sampler(opts.sampling);
     StopMatcher stops(opts.stop);
     StreamingDetokenizer detok(tok);
     detok.continue_text();  // the reply continues the prompt: keep its first token's space
@@ -99,7 +114,7 @@ GenerateStats Sequence::generate(std::span<const int32_t> prompt, const Generate
     auto emit = [&](const std::string& text) { return text.empty() || !on_text || on_text(text); };
     while (true) {
         if (cancel && cancel->load()) { st.stop_reason = "cancelled"; break; }
-        const int32_t next = sampler.sample(logits_, tokens_);
+        const int32_t next = sample_next(sampler);
         if (st.generated_tokens++ == 0) {
             t_first = std::chrono::steady_clock::now();
             st.ttft_ms = ms_since(t0);
@@ -111,7 +126,7 @@ GenerateStats Sequence::generate(std::span<const int32_t> prompt, const Generate
         if (opts.max_tokens >= 0 && st.generated_tokens >= opts.max_tokens) { st.stop_reason = "length"; break; }
         if (static_cast<int64_t>(tokens_.size()) + 1 > n_ctx) { st.stop_reason = "context"; break; }
         const int32_t one[1] = {next};
-        feed(one, true);
+        feed(one, true, !on_device);
     }
     if (st.stop_reason != "stop" && st.stop_reason != "cancelled") emit(stops.feed(detok.flush()).text + stops.flush());
     if (st.generated_tokens > 0) st.decode_ms = ms_since(t_first);

@@ -55,12 +55,17 @@ public:
 
 private:
     void keep_common_prefix(std::span<const int32_t> prompt);
-    void feed(std::span<const int32_t> tokens, bool want_logits);
+    // download = false: the last token's logits stay on the backend (logits_dev_), for
+    // sampling from Backend::top_k candidates.
+    void feed(std::span<const int32_t> tokens, bool want_logits, bool download = true);
+    int32_t sample_next(Sampler& sampler);
 
     Model& model_;
     int32_t seq_ = -1;
     std::vector<int32_t> tokens_;
     std::vector<float> logits_;
+    Tensor logits_dev_;                  // valid after feed(..., download = false)
+    std::vector<TopKCandidate> top_;
 };
 
 }  // namespace ember

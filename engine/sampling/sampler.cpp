@@ -3,11 +3,22 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
-#include <unordered_map>
 
 #include "kernels/common/error.h"
 
 namespace ember {
+namespace {
+
+// Greedy: the lowest id with the highest logit. NaN never wins (token 0 if every logit is
+// NaN), so the result equals the first of Backend::top_k's k = 1 answer.
+int32_t argmax(std::span<const float> l) {
+    size_t best = l.size();
+    for (size_t i = 0; i < l.size(); ++i)
+        if (!std::isnan(l[i]) && (best == l.size() || l[i] > l[best])) best = i;
+    return best == l.size() ? 0 : static_cast<int32_t>(best);
+}
+
+}  // namespace
 
 Sampler::Sampler(SamplingParams params) : params_(std::move(params)), state_(params_.seed) {
     if (!(params_.top_p > 0.0f)) throw Error("top_p must be > 0");
@@ -25,25 +36,37 @@ double Sampler::uniform() {
     return static_cast<double>(z >> 11) * 0x1.0p-53;
 }
 
-void Sampler::apply_penalties(std::span<float> logits, std::span<const int32_t> history) const {
-    const bool any = params_.repeat_penalty != 1.0f || params_.presence_penalty != 0.0f ||
-                     params_.frequency_penalty != 0.0f;
-    if (!any || params_.repeat_last_n == 0 || history.empty()) return;
-    size_t window = history.size();
-    if (params_.repeat_last_n > 0) window = std::min(window, static_cast<size_t>(params_.repeat_last_n));
-    std::unordered_map<int32_t, int> counts;
-    for (int32_t t : history.last(window)) ++counts[t];
-    for (auto [tok, n] : counts) {
-        if (tok < 0 || static_cast<size_t>(tok) >= logits.size()) continue;
-        float& l = logits[tok];
-        l = l > 0 ? l / params_.repeat_penalty : l * params_.repeat_penalty;
-        l -= params_.presence_penalty + params_.frequency_penalty * static_cast<float>(n);
-    }
+int32_t Sampler::top_k_candidates() const {
+    if (greedy()) return 1;
+    return params_.top_k > 0 && params_.top_k <= kMaxTopK ? params_.top_k : 0;
 }
 
-void Sampler::apply_bias(std::span<float> logits) const {
-    for (auto [tok, bias] : params_.logit_bias)
-        if (tok >= 0 && static_cast<size_t>(tok) < logits.size()) logits[tok] += bias;
+// Penalties count each token of the last repeat_last_n tokens of `history` (-1: all of it).
+TopKRow Sampler::adjustments(std::span<const int32_t> history) {
+    penalized_.clear();
+    bias_.clear();
+    const bool any = params_.repeat_penalty != 1.0f || params_.presence_penalty != 0.0f ||
+                     params_.frequency_penalty != 0.0f;
+    if (any && params_.repeat_last_n != 0 && !history.empty()) {
+        size_t window = history.size();
+        if (params_.repeat_last_n > 0) window = std::min(window, static_cast<size_t>(params_.repeat_last_n));
+        std::vector<int32_t> ids(history.end() - static_cast<ptrdiff_t>(window), history.end());
+        std::sort(ids.begin(), ids.end());
+        for (size_t i = 0; i < ids.size();) {
+            size_t e = i + 1;
+            while (e < ids.size() && ids[e] == ids[i]) ++e;
+            penalized_.push_back({ids[i], static_cast<int32_t>(e - i)});
+            i = e;
+        }
+    }
+    for (auto [tok, bias] : params_.logit_bias) bias_.push_back({tok, bias});
+    TopKRow r;
+    r.repeat_penalty = params_.repeat_penalty;
+    r.presence_penalty = params_.presence_penalty;
+    r.frequency_penalty = params_.frequency_penalty;
+    r.penalized = penalized_;
+    r.bias = bias_;
+    return r;
 }
 
 void Sampler::truncate(std::vector<Candidate>& c) const {
@@ -51,7 +74,11 @@ void Sampler::truncate(std::vector<Candidate>& c) const {
     const size_t k = params_.top_k > 0 ? std::min(c.size(), static_cast<size_t>(params_.top_k)) : c.size();
     std::partial_sort(c.begin(), c.begin() + static_cast<ptrdiff_t>(k), c.end(), by_logit);
     c.resize(k);
-    // Softmax at the sampling temperature, then nucleus and min-p cuts on those probabilities.
+    finish(c);
+}
+
+// Softmax at the sampling temperature, then nucleus and min-p cuts on those probabilities.
+void Sampler::finish(std::vector<Candidate>& c) const {
     const float inv_t = 1.0f / params_.temperature;
     const float max_l = c.front().logit;
     double sum = 0;
@@ -74,19 +101,7 @@ void Sampler::truncate(std::vector<Candidate>& c) const {
     }
 }
 
-int32_t Sampler::sample(std::span<float> logits, std::span<const int32_t> history) {
-    if (logits.empty()) throw Error("sampler: empty logits");
-    apply_penalties(logits, history);
-    apply_bias(logits);
-    if (params_.temperature <= 0.0f) {
-        // Greedy; ties go to the lowest id so results never depend on the scan order.
-        return static_cast<int32_t>(std::max_element(logits.begin(), logits.end()) - logits.begin());
-    }
-    cand_.clear();
-    for (size_t i = 0; i < logits.size(); ++i)
-        if (logits[i] > -std::numeric_limits<float>::infinity()) cand_.push_back({static_cast<int32_t>(i), logits[i], 0});
-    if (cand_.empty()) throw Error("sampler: every token is banned by logit bias");
-    truncate(cand_);
+int32_t Sampler::draw() {
     double sum = 0;
     for (auto& x : cand_) sum += x.p;
     double r = uniform() * sum;
@@ -95,6 +110,30 @@ int32_t Sampler::sample(std::span<float> logits, std::span<const int32_t> histor
         if (r < 0) return x.id;
     }
     return cand_.back().id;
+}
+
+int32_t Sampler::sample(std::span<float> logits, std::span<const int32_t> history) {
+    if (logits.empty()) throw Error("sampler: empty logits");
+    apply_adjustments(logits, adjustments(history));
+    if (greedy()) return argmax(logits);
+    cand_.clear();
+    for (size_t i = 0; i < logits.size(); ++i)
+        if (logits[i] > -std::numeric_limits<float>::infinity()) cand_.push_back({static_cast<int32_t>(i), logits[i], 0});
+    if (cand_.empty()) throw Error("sampler: every token is banned by logit bias");
+    truncate(cand_);
+    return draw();
+}
+
+// `top` is the backend's best min(k, non-NaN) of the adjusted row, in sample()'s order, so
+// after dropping -inf it is exactly the top-k prefix sample() selects.
+int32_t Sampler::sample_top(std::span<const TopKCandidate> top) {
+    if (greedy()) return top.empty() ? 0 : top.front().id;
+    cand_.clear();
+    for (const TopKCandidate& c : top)
+        if (c.logit > -std::numeric_limits<float>::infinity()) cand_.push_back({c.id, c.logit, 0});
+    if (cand_.empty()) throw Error("sampler: every token is banned by logit bias");
+    truncate(cand_);
+    return draw();
 }
 
 }  // namespace ember

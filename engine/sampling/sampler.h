@@ -1,11 +1,19 @@
 // Turns a row of logits into the next token: penalties, logit bias, then greedy or
 // temperature sampling with top-k / top-p / min-p. Same seed + same inputs = same tokens
 // (the RNG and the uniform draw are our own, not implementation-defined std distributions).
+//
+// Two ways in, same token for the same inputs and seed:
+//   - sample(): the whole logits row on the host;
+//   - candidates path, when top_k_candidates() > 0 (greedy, or 0 < top_k <= kMaxTopK): the
+//     backend applies adjustments(history) to the row where it lives and returns its best
+//     top_k_candidates() tokens (Backend::top_k); sample_top() finishes from those.
 #pragma once
 #include <cstdint>
 #include <map>
 #include <span>
 #include <vector>
+
+#include "kernels/backend.h"
 
 namespace ember {
 
@@ -36,6 +44,17 @@ public:
     // generated or consumed so far in this sequence (for penalties).
     int32_t sample(std::span<float> logits, std::span<const int32_t> history);
 
+    // How many candidates sample_top() needs: 1 when greedy, top_k when 0 < top_k <=
+    // kMaxTopK, 0 when only the full row will do (sample()).
+    int32_t top_k_candidates() const;
+    // The penalties (repeat_last_n window of `history`) and logit bias sample() applies, as
+    // sparse lists for Backend::top_k. The spans point into this Sampler; valid until the
+    // next call.
+    TopKRow adjustments(std::span<const int32_t> history);
+    // Picks a token from the backend's best candidates for adjustments(history) (sorted, at
+    // most top_k_candidates()): the token sample() picks from the full row.
+    int32_t sample_top(std::span<const TopKCandidate> top);
+
     const SamplingParams& params() const { return params_; }
     void reseed(uint64_t seed);
 
@@ -45,14 +64,17 @@ private:
         float logit;
         float p;
     };
-    void apply_penalties(std::span<float> logits, std::span<const int32_t> history) const;
-    void apply_bias(std::span<float> logits) const;
-    void truncate(std::vector<Candidate>& c) const;  // top-k, softmax, top-p, min-p
+    bool greedy() const { return params_.temperature <= 0.0f; }
+    void truncate(std::vector<Candidate>& c) const;  // top-k, then finish()
+    void finish(std::vector<Candidate>& c) const;    // softmax, top-p, min-p
+    int32_t draw();                                  // from cand_ after finish()
     double uniform();                                // [0, 1)
 
     SamplingParams params_;
     uint64_t state_;
     std::vector<Candidate> cand_;
+    std::vector<TokenCount> penalized_;
+    std::vector<TokenBias> bias_;
 };
 
 }  // namespace ember

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "kernels/backend.h"
+#include "kernels/common/topk.h"
 #include "kernels/cpu/cpu_isa.h"
 #include "kernels/cpu/kv_layout.h"
 #include "kernels/cpu/matmul.h"
@@ -158,6 +159,20 @@ public:
 
     void synchronize() override {}
 
+    void top_k(Tensor& logits, int32_t k, std::span<const TopKRow> rows, std::span<TopKCandidate> out,
+               std::span<int32_t> counts) override {
+        if (logits.type != DType::F32) throw Error("top_k: logits must be F32");
+        if (k < 1 || k > kMaxTopK) throw Error("top_k: k = " + std::to_string(k) + " is outside 1.." + std::to_string(kMaxTopK));
+        if (rows.size() > static_cast<size_t>(logits.rows) || out.size() < rows.size() * static_cast<size_t>(k) ||
+            counts.size() < rows.size())
+            throw Error("top_k: more rows than the logits have, or output spans too small");
+        for (size_t r = 0; r < rows.size(); ++r) {
+            float* l = row(logits, static_cast<int64_t>(r));
+            apply_adjustments(std::span<float>(l, static_cast<size_t>(logits.cols)), rows[r]);
+            counts[r] = select_row(l, logits.cols, k, out.subspan(r * static_cast<size_t>(k), static_cast<size_t>(k)));
+        }
+    }
+
 private:
     struct Allocation {
         MemoryKind kind;
@@ -176,6 +191,22 @@ private:
         return reinterpret_cast<float*>(static_cast<uint8_t*>(t.data) + static_cast<size_t>(r) * t.row_bytes);
     }
     static float* f32(const Tensor& t) { return static_cast<float*>(t.data); }
+    // The k best non-NaN entries in the order of topk::order_key (the GPU's order too).
+    int32_t select_row(const float* l, int64_t n, int32_t k, std::span<TopKCandidate> out) {
+        keys_.clear();
+        for (int64_t i = 0; i < n; ++i) {
+            const uint64_t key = topk::order_key(l[i], static_cast<int32_t>(i));
+            if (key != topk::kNoCandidate) keys_.push_back(key);
+        }
+        const size_t m = std::min(keys_.size(), static_cast<size_t>(k));
+        std::partial_sort(keys_.begin(), keys_.begin() + static_cast<ptrdiff_t>(m), keys_.end());
+        for (size_t i = 0; i < m; ++i) {
+            const int32_t id = topk::key_id(keys_[i]);
+            out[i] = {id, l[id]};
+        }
+        return static_cast<int32_t>(m);
+    }
+
     static cpu::KvCacheView kv_view(const KvLayer& layer) {
         cpu::KvCacheView v;
         v.type = layer.k.type;
@@ -193,6 +224,7 @@ private:
     std::map<void*, Allocation> allocations_;
     MemoryReport report_;
     BatchInfo batch_;
+    std::vector<uint64_t> keys_;  // top_k scratch
 };
 
 }  // namespace

@@ -22,6 +22,7 @@
 // prefill does ~4 * D FLOPs per (query, head, key) in FP32 on the CUDA cores (no tensor
 // cores yet: correctness first; an mma.sync/wgmma version is the next step for long
 // prompts).
+#include <atomic>
 #include <climits>
 #include <string>
 
@@ -44,7 +45,6 @@ struct KernelArgs {
     int groups_per_kv;   // rep / G
     int tile_tokens;     // TQ
     int subtiles;        // ceil(32 / TQ)
-    int split_size;      // keys per split (multiple of kKeyTile)
 };
 
 __device__ __forceinline__ float load_kv(const uint8_t* row, int kv_type, int e) {
@@ -84,8 +84,12 @@ __global__ void __launch_bounds__(kWarps * 32) attention_kernel(const KernelArgs
         lo = min(lo, a.window > 0 ? max(0, pos - a.window + 1) : 0);
         hi = max(hi, pos + 1);
     }
-    const int k_begin = lo + static_cast<int>(blockIdx.z) * ka.split_size;
-    const int k_end = min(hi, k_begin + ka.split_size);
+    // This split's share of the tile's key range (a multiple of kKeyTile; trailing splits of
+    // a short range may be empty and then write m = -inf, l = 0).
+    const int n_splits = static_cast<int>(gridDim.z);
+    const int split_size = ((hi - lo + n_splits - 1) / n_splits + kKeyTile - 1) / kKeyTile * kKeyTile;
+    const int k_begin = lo + static_cast<int>(blockIdx.z) * split_size;
+    const int k_end = min(hi, k_begin + split_size);
 
     for (int idx = threadIdx.x; idx < n_pairs * D; idx += blockDim.x) {
         const int p = idx / D, d = idx % D;
@@ -220,7 +224,7 @@ int pairs_per_block(const AttentionArgs& a, int group) {
     return 0;
 }
 
-KernelArgs make_kernel_args(const AttentionArgs& a, int n_splits) {
+KernelArgs make_kernel_args(const AttentionArgs& a) {
     KernelArgs ka;
     ka.a = a;
     const int rep = a.n_heads / a.n_kv_heads;
@@ -231,13 +235,12 @@ KernelArgs make_kernel_args(const AttentionArgs& a, int n_splits) {
     if (ka.tile_tokens < 1) ka.tile_tokens = 1;
     if (ka.tile_tokens > kAttnTileTokens) ka.tile_tokens = kAttnTileTokens;
     ka.subtiles = (kAttnTileTokens + ka.tile_tokens - 1) / ka.tile_tokens;
-    const int range = a.max_pos + 1;
-    const int per_split = (range + n_splits - 1) / n_splits;
-    ka.split_size = (per_split + kKeyTile - 1) / kKeyTile * kKeyTile;
     return ka;
 }
 
-void validate(const AttentionArgs& a) {
+}  // namespace
+
+void attention_validate(const AttentionArgs& a) {
     if (a.head_dim <= 0 || a.head_dim > 256)
         throw Error("CUDA attention: head_dim " + std::to_string(a.head_dim) + " is not supported (1..256)");
     if (a.n_kv_heads <= 0 || a.n_heads % a.n_kv_heads != 0)
@@ -254,13 +257,26 @@ void validate(const AttentionArgs& a) {
                     std::to_string(a.smem_optin / 1024) + " KiB");
 }
 
+namespace {
+
+// Beyond 48 KiB a block needs the kernel's limit raised, per device. Done once per device
+// and size: a segment always runs eagerly before the CUDA graph runner captures it, so the
+// host call never happens inside a capture.
+template <int NE> void allow_smem(size_t smem) {
+    constexpr int kDevices = 64;
+    static std::atomic<size_t> allowed[kDevices];
+    int dev = 0;
+    EMBER_CUDA_CHECK(cudaGetDevice(&dev));
+    const bool cached = dev >= 0 && dev < kDevices;
+    if (cached && smem <= allowed[dev].load()) return;
+    EMBER_CUDA_CHECK(cudaFuncSetAttribute(attention_kernel<NE>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                          static_cast<int>(smem)));
+    if (cached) allowed[dev].store(smem);
+}
+
 template <int NE> void launch(const KernelArgs& ka, int n_splits, cudaStream_t stream) {
     const size_t smem = smem_bytes(ka.a.head_dim, ka.tile_tokens * ka.group);
-    if (smem > 48 * 1024) {
-        // Beyond 48 KiB a block needs the limit raised (per device and kernel; a cheap host call).
-        EMBER_CUDA_CHECK(cudaFuncSetAttribute(attention_kernel<NE>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                              static_cast<int>(smem)));
-    }
+    if (smem > 48 * 1024) allow_smem<NE>(smem);
     const dim3 grid(static_cast<unsigned>(ka.a.n_tiles * ka.subtiles),
                     static_cast<unsigned>(ka.a.n_kv_heads * ka.groups_per_kv), static_cast<unsigned>(n_splits));
     attention_kernel<NE><<<grid, kWarps * 32, smem, stream>>>(ka);
@@ -269,7 +285,7 @@ template <int NE> void launch(const KernelArgs& ka, int n_splits, cudaStream_t s
 
 }  // namespace
 
-int attention_splits(const AttentionArgs& a) {
+int attention_splits(const AttentionArgs& a, int max_pos) {
     const int rep = a.n_heads / (a.n_kv_heads > 0 ? a.n_kv_heads : 1);
     const int group = largest_divisor_at_most(rep, kMaxPairsPerWarp);
     const int pairs = pairs_per_block(a, group);
@@ -279,7 +295,7 @@ int attention_splits(const AttentionArgs& a) {
     const int64_t target = 2 * static_cast<int64_t>(a.sm_count);
     if (blocks >= target) return 1;
     // Each split gets at least 256 keys.
-    const int max_by_keys = (a.max_pos + 1) / 256 > 1 ? (a.max_pos + 1) / 256 : 1;
+    const int max_by_keys = (max_pos + 1) / 256 > 1 ? (max_pos + 1) / 256 : 1;
     int64_t s = (target + blocks - 1) / blocks;
     if (s > max_by_keys) s = max_by_keys;
     if (s > 64) s = 64;
@@ -291,9 +307,9 @@ size_t attention_partial_floats(const AttentionArgs& a, int n_splits) {
 }
 
 void attention(const AttentionArgs& a, int n_splits, cudaStream_t stream) {
-    validate(a);
+    attention_validate(a);
     if (a.n_tokens == 0) return;
-    const KernelArgs ka = make_kernel_args(a, n_splits);
+    const KernelArgs ka = make_kernel_args(a);
     const int ne = (a.head_dim + 31) / 32;
     if (ne <= 1) launch<1>(ka, n_splits, stream);
     else if (ne <= 2) launch<2>(ka, n_splits, stream);

@@ -8,14 +8,17 @@
 // synchronize() wait. Host-side staging buffers are only reused after an event says the
 // device has consumed them.
 //
-// CUDA graphs (later step): a decode step issues ~10 launches per layer with identical
-// shapes from one token to the next. The place to capture them is between set_batch() and
-// synchronize()/download(): begin cudaStreamBeginCapture in set_batch when the batch shape
-// (n_tokens, n_seqs, max_blocks, tile layout) equals the previous one, end the capture at
-// download/synchronize, and replay the cached cudaGraphExec_t; the batch buffer's device
-// address must stay fixed (it does: it only grows) and per-batch values already live in
-// device memory (positions, slots, block table), so the graph stays valid across tokens.
-// What changes the graph: attention split count (depends on max_pos), matmul path choice.
+// CUDA graphs (graphs.h): the launches of a batch of <= kGraphMaxTokens tokens (decode) are
+// recorded by the GraphRunner and issued at the next sync point: every method below that is
+// not an op (set_batch, upload, download, alloc, free, synchronize, top_k) first flushes.
+// For a replay to be valid across tokens, everything per token lives in device memory
+// written by set_batch before the pass (token ids, positions, KV slots, block table, query
+// tiles), and launch arguments stay fixed: the block table is uploaded with its row stride
+// rounded up to kBlockTableStride blocks (so it changes every 1024 tokens, not every 16),
+// attention splits each tile's key range in the kernel (only the split count, which changes
+// every 256 positions up to its cap, is an argument), and scratch buffers only grow
+// (growing flushes the pending launches eagerly and drops the cached graphs). Prefill and
+// the cuBLAS GEMM path always run eagerly. EMBER_CUDA_GRAPHS=0 turns graphs off.
 #include "kernels/cuda/cuda_backend.h"
 
 #include <cublas_v2.h>
@@ -23,15 +26,20 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <map>
+#include <memory>
 #include <mutex>
+#include <span>
 #include <string>
 #include <vector>
 
 #include "kernels/common/error.h"
 #include "kernels/cuda/check.h"
+#include "kernels/cuda/graphs.h"
 #include "kernels/cuda/ops.h"
+#include "kernels/cuda/sampling.h"
 
 namespace ember::cuda {
 namespace {
@@ -41,6 +49,13 @@ constexpr int64_t kWeightTileElems = int64_t{32} << 20;  // FP16 weight tile: 64
 // Quantized weights: up to this many tokens the matrix-vector kernels (re-reading the
 // weights once per 8 tokens) beat dequantize-to-FP16 + GEMM; float weights switch above 8.
 constexpr int64_t kQuantMatvecMaxTokens = 32;
+constexpr int64_t kGraphMaxTokens = 8;      // batches recorded for CUDA graphs (decode)
+constexpr int32_t kBlockTableStride = 64;   // block table rows padded to a multiple of this
+
+bool graphs_from_env() {
+    const char* v = std::getenv("EMBER_CUDA_GRAPHS");
+    return !(v && std::string(v) == "0");
+}
 
 size_t align_up(size_t v, size_t a) { return (v + a - 1) / a * a; }
 
@@ -80,6 +95,8 @@ public:
         EMBER_CUDA_CHECK(cudaEventCreateWithFlags(&staging_done_, cudaEventDisableTiming));
         EMBER_CUBLAS_CHECK(cublasCreate(&cublas_));
         EMBER_CUBLAS_CHECK(cublasSetStream(cublas_, stream_));
+        graphs_ = std::make_unique<GraphRunner>(stream_);
+        graphs_->set_enabled(graphs_from_env());
         // FP16 inputs with FP32 accumulation is asked per call (CUBLAS_COMPUTE_32F); keep the
         // default math mode so FP32 GEMMs stay true FP32 (no TF32).
         name_ = "cuda:" + std::to_string(device_) + " " + props_.name + " (sm_" + std::to_string(props_.major) +
@@ -88,11 +105,13 @@ public:
 
     ~CudaBackend() override {
         cudaSetDevice(device_);
+        graphs_.reset();
         if (stream_) cudaStreamSynchronize(stream_);
         for (auto& [ptr, a] : allocations_) cudaFree(ptr);
-        for (Scratch* s : {&xq_, &xh_, &wtile_, &partial_, &batch_dev_})
+        for (Scratch* s : {&xq_, &xh_, &wtile_, &partial_, &batch_dev_, &topk_dev_})
             if (s->ptr) cudaFree(s->ptr);
         if (staging_host_) cudaFreeHost(staging_host_);
+        if (topk_host_) cudaFreeHost(topk_host_);
         if (cublas_) cublasDestroy(cublas_);
         if (staging_done_) cudaEventDestroy(staging_done_);
         if (stream_) cudaStreamDestroy(stream_);
@@ -102,6 +121,7 @@ public:
 
     // ---- memory ---------------------------------------------------------------------
     Tensor alloc(MemoryKind kind, DType type, int64_t cols, int64_t rows, const char* tag) override {
+        graphs_->flush();
         Tensor t = shape(type, cols, rows);
         t.data = device_alloc(kind, std::max<size_t>(kAlign, align_up(t.bytes(), kAlign)), tag);
         EMBER_CUDA_CHECK(cudaMemsetAsync(t.data, 0, t.bytes(), stream_));
@@ -110,6 +130,7 @@ public:
 
     void free(Tensor& t) override {
         if (!t.data) return;
+        graphs_->flush();
         std::lock_guard lock(mutex_);
         auto it = allocations_.find(t.data);
         if (it != allocations_.end()) {
@@ -127,6 +148,7 @@ public:
         const bool is_vector = rows == 1 && type == DType::F32;
         if (!is_vector && !weight_type_supported(type))
             throw Error("weight type " + std::string(dtype_name(type)) + " is not supported by the CUDA backend");
+        graphs_->flush();
         Tensor t = shape(type, cols, rows);
         t.data = device_alloc(MemoryKind::Weights, std::max<size_t>(kAlign, align_up(t.bytes(), kAlign)), tag);
         // Pageable source: the runtime stages it, so `host` may go away after the call.
@@ -154,6 +176,7 @@ public:
     void upload(Tensor& dst, const void* src, size_t n) override {
         check_size(dst, n, "upload");
         EMBER_CUDA_CHECK(cudaSetDevice(device_));
+        graphs_->flush();
         EMBER_CUDA_CHECK(cudaMemcpyAsync(dst.data, src, n, cudaMemcpyHostToDevice, stream_));
         EMBER_CUDA_CHECK(cudaStreamSynchronize(stream_));
     }
@@ -161,6 +184,7 @@ public:
     void download(const Tensor& src, void* dst, size_t n) override {
         check_size(src, n, "download");
         EMBER_CUDA_CHECK(cudaSetDevice(device_));
+        graphs_->flush();
         EMBER_CUDA_CHECK(cudaMemcpyAsync(dst, src.data, n, cudaMemcpyDeviceToHost, stream_));
         EMBER_CUDA_CHECK(cudaStreamSynchronize(stream_));
     }
@@ -168,70 +192,21 @@ public:
     // ---- batch ------------------------------------------------------------------------
     // Copies the batch arrays (and the attention query tiles built from them) into one pinned
     // staging buffer and uploads it with one copy; ops then read them from device memory.
+    // The upload is issued eagerly (never recorded): a replayed graph reads this batch.
     void set_batch(const BatchInfo& b) override {
         EMBER_CUDA_CHECK(cudaSetDevice(device_));
+        graphs_->flush();
+        check_batch(b);
         n_tokens_ = static_cast<int64_t>(b.tokens.size());
         n_outputs_ = static_cast<int64_t>(b.output_rows.size());
         n_seqs_ = b.n_seqs;
-        max_blocks_ = b.max_blocks;
-        if (b.positions.size() != b.tokens.size() || b.seq_of.size() != b.tokens.size() ||
-            b.kv_slot.size() != b.tokens.size())
-            throw Error("CUDA set_batch: positions, seq_of and kv_slot must have one entry per token");
-        if (b.block_table.size() < static_cast<size_t>(b.n_seqs) * static_cast<size_t>(b.max_blocks))
-            throw Error("CUDA set_batch: block_table is smaller than n_seqs * max_blocks");
+        max_blocks_ = std::max<int32_t>(kBlockTableStride, (b.max_blocks + kBlockTableStride - 1) /
+                                                               kBlockTableStride * kBlockTableStride);
         max_pos_ = 0;
         for (int32_t p : b.positions) max_pos_ = std::max(max_pos_, p);
-        // Attention query tiles: runs of <= kAttnTileTokens consecutive tokens of one sequence.
-        tiles_.clear();
-        for (int64_t t = 0; t < n_tokens_;) {
-            int64_t e = t + 1;
-            while (e < n_tokens_ && e - t < kAttnTileTokens && b.seq_of[static_cast<size_t>(e)] == b.seq_of[static_cast<size_t>(t)]) ++e;
-            tiles_.push_back({static_cast<int32_t>(t), static_cast<int32_t>(e - t)});
-            t = e;
-        }
-
-        struct Part {
-            const void* src;
-            size_t bytes;
-            size_t offset;
-        };
-        Part parts[7] = {
-            {b.tokens.data(), b.tokens.size_bytes(), 0},
-            {b.positions.data(), b.positions.size_bytes(), 0},
-            {b.seq_of.data(), b.seq_of.size_bytes(), 0},
-            {b.kv_slot.data(), b.kv_slot.size_bytes(), 0},
-            {b.block_table.data(), b.block_table.size_bytes(), 0},
-            {b.output_rows.data(), b.output_rows.size_bytes(), 0},
-            {tiles_.data(), tiles_.size() * sizeof(int2), 0},
-        };
-        size_t total = 0;
-        for (Part& p : parts) {
-            p.offset = total;
-            total += align_up(std::max<size_t>(p.bytes, 1), kAlign);
-        }
-        // The previous batch's upload must have left the staging buffer before we reuse it.
-        EMBER_CUDA_CHECK(cudaEventSynchronize(staging_done_));
-        if (total > staging_bytes_) {
-            if (staging_host_) EMBER_CUDA_CHECK(cudaFreeHost(staging_host_));
-            staging_host_ = nullptr;
-            staging_bytes_ = 0;
-            const size_t want = align_up(total * 2, 1 << 16);
-            EMBER_CUDA_CHECK(cudaMallocHost(&staging_host_, want));
-            staging_bytes_ = want;
-        }
-        auto* dev = static_cast<uint8_t*>(scratch(batch_dev_, total, "batch"));
-        auto* host = static_cast<uint8_t*>(staging_host_);
-        for (const Part& p : parts)
-            if (p.bytes) std::memcpy(host + p.offset, p.src, p.bytes);
-        EMBER_CUDA_CHECK(cudaMemcpyAsync(dev, host, total, cudaMemcpyHostToDevice, stream_));
-        EMBER_CUDA_CHECK(cudaEventRecord(staging_done_, stream_));
-        d_tokens_ = reinterpret_cast<const int32_t*>(dev + parts[0].offset);
-        d_positions_ = reinterpret_cast<const int32_t*>(dev + parts[1].offset);
-        d_seq_of_ = reinterpret_cast<const int32_t*>(dev + parts[2].offset);
-        d_kv_slot_ = reinterpret_cast<const int32_t*>(dev + parts[3].offset);
-        d_block_table_ = reinterpret_cast<const int32_t*>(dev + parts[4].offset);
-        d_output_rows_ = reinterpret_cast<const int32_t*>(dev + parts[5].offset);
-        d_tiles_ = reinterpret_cast<const int2*>(dev + parts[6].offset);
+        build_tiles(b);
+        upload_batch(b);
+        graphs_->record(n_tokens_ > 0 && n_tokens_ <= kGraphMaxTokens);
     }
 
     // ---- ops --------------------------------------------------------------------------
@@ -240,8 +215,8 @@ public:
         if (out.cols != table.cols || out.rows < n_tokens_) throw Error("CUDA embed: output shape mismatch");
         if (!weight_type_supported(table.type))
             throw Error("CUDA embed: table type " + std::string(dtype_name(table.type)) + " is not supported");
-        cuda::embed(static_cast<int>(table.type), table.data, table.row_bytes, table.cols, d_tokens_, n_tokens_, scale,
-                    f32(out), stream_);
+        graphs_->launch<&cuda::embed>(static_cast<int>(table.type), cpv(table.data), table.row_bytes, table.cols,
+                                      d_tokens_, n_tokens_, scale, f32(out));
     }
 
     void matmul(const Tensor& w, const Tensor& x, Tensor& y, const Tensor* bias) override {
@@ -265,13 +240,15 @@ public:
                     scratch(xq_, q_bytes + static_cast<size_t>(n * (w.cols / 32)) * sizeof(float2), "q8 activations"));
                 auto* xq = reinterpret_cast<int8_t*>(base);
                 auto* ds = reinterpret_cast<float2*>(base + q_bytes);
-                quantize_q8(cf32(x), n, w.cols, xq, ds, stream_);
-                matvec_quant(type, w.data, w.row_bytes, w.rows, w.cols, xq, ds, n, f32(y), bp, stream_);
+                graphs_->launch<&quantize_q8>(cf32(x), n, w.cols, xq, static_cast<float2*>(ds));
+                graphs_->launch<&matvec_quant>(type, cpv(w.data), w.row_bytes, w.rows, w.cols, cpv8(xq),
+                                               static_cast<const float2*>(ds), n, f32(y), bp);
             } else {
-                matvec_float(type, w.data, w.row_bytes, w.rows, w.cols, cf32(x), n, f32(y), bp, stream_);
+                graphs_->launch<&matvec_float>(type, cpv(w.data), w.row_bytes, w.rows, w.cols, cf32(x), n, f32(y), bp);
             }
             return;
         }
+        graphs_->flush(false);  // cuBLAS is never recorded
         gemm(w, x, y, n);
         if (bp) add_bias(f32(y), n, w.rows, bp, stream_);
     }
@@ -281,7 +258,7 @@ public:
         require_f32_contiguous(y, "rms_norm", "y");
         if (w.cols * w.rows != x.cols || y.cols != x.cols || y.rows < x.rows)
             throw Error("CUDA rms_norm: shapes do not match");
-        cuda::rms_norm(cf32(x), cf32(w), x.rows, x.cols, eps, f32(y), stream_);
+        graphs_->launch<&cuda::rms_norm>(cf32(x), cf32(w), x.rows, x.cols, eps, f32(y));
     }
 
     void rope(Tensor& x, const RopeParams& p) override {
@@ -290,20 +267,21 @@ public:
             throw Error("CUDA rope: shapes do not match");
         const int64_t n_tokens = x.rows / p.n_heads;
         if (n_tokens > n_tokens_) throw Error("CUDA rope: more rows than the batch has tokens");
-        cuda::rope(f32(x), n_tokens, p.n_heads, p.head_dim, p.n_rot, p.neox, d_positions_, rope_table(p), stream_);
+        graphs_->launch<&cuda::rope>(f32(x), n_tokens, int{p.n_heads}, int{p.head_dim}, int{p.n_rot}, bool{p.neox},
+                                     d_positions_, rope_table(p));
     }
 
     void glu(const Tensor& gate, const Tensor& up, bool gelu, Tensor& out) override {
         require_f32_contiguous(gate, "glu", "gate");
         require_f32_contiguous(up, "glu", "up");
         require_f32_contiguous(out, "glu", "out");
-        cuda::glu(cf32(gate), cf32(up), f32(out), gate.rows * gate.cols, gelu, stream_);
+        graphs_->launch<&cuda::glu>(cf32(gate), cf32(up), f32(out), gate.rows * gate.cols, gelu);
     }
 
     void add(Tensor& x, const Tensor& y) override {
         require_f32_contiguous(x, "add", "x");
         require_f32_contiguous(y, "add", "y");
-        cuda::add(f32(x), cf32(y), x.rows * x.cols, stream_);
+        graphs_->launch<&cuda::add>(f32(x), cf32(y), x.rows * x.cols);
     }
 
     void store_kv(KvLayer& layer, const Tensor& k, const Tensor& v) override {
@@ -314,8 +292,8 @@ public:
         if (k.cols != layer.k.cols || v.cols != layer.v.cols || k.rows != v.rows || k.rows > n_tokens_)
             throw Error("CUDA store_kv: shapes do not match");
         if (kt == DType::Q8_0 && k.cols % 32) throw Error("CUDA store_kv: Q8_0 rows need a multiple of 32 values");
-        cuda::store_kv(static_cast<int>(kt), layer.k.data, layer.v.data, layer.k.row_bytes, k.cols, cf32(k), cf32(v),
-                       d_kv_slot_, k.rows, stream_);
+        graphs_->launch<&cuda::store_kv>(static_cast<int>(kt), layer.k.data, layer.v.data, layer.k.row_bytes, k.cols,
+                                         cf32(k), cf32(v), d_kv_slot_, k.rows);
     }
 
     void attention(const KvLayer& layer, const Tensor& q, const AttentionParams& p, Tensor& out) override {
@@ -324,7 +302,7 @@ public:
         if (q.cols != int64_t{p.n_heads} * p.head_dim || out.cols != q.cols || q.rows != n_tokens_ ||
             out.rows < q.rows || layer.k.cols != int64_t{p.n_kv_heads} * p.head_dim)
             throw Error("CUDA attention: shapes do not match");
-        AttentionArgs a;
+        AttentionArgs a = AttentionArgs();  // value-initialized: no stray bytes (graphs compare bytes)
         a.k = static_cast<const uint8_t*>(layer.k.data);
         a.v = static_cast<const uint8_t*>(layer.v.data);
         a.kv_row_bytes = layer.k.row_bytes;
@@ -345,26 +323,73 @@ public:
         a.scale = p.scale;
         a.softcap = p.softcap;
         a.window = p.window;
-        a.max_pos = max_pos_;
         a.sm_count = props_.multiProcessorCount;
         a.smem_optin = props_.sharedMemPerBlockOptin;
-        const int splits = attention_splits(a);
+        attention_validate(a);  // here, not when a recorded launch runs
+        const int splits = attention_splits(a, max_pos_);
         a.partial = static_cast<float*>(scratch(partial_, attention_partial_floats(a, splits) * sizeof(float),
                                                 "attention partials"));
-        cuda::attention(a, splits, stream_);
+        graphs_->launch<&cuda::attention>(a, splits);
     }
 
     void gather_output_rows(const Tensor& x, Tensor& out) override {
         require_f32_contiguous(x, "gather_output_rows", "x");
         require_f32_contiguous(out, "gather_output_rows", "out");
         if (out.cols != x.cols || out.rows < n_outputs_) throw Error("CUDA gather_output_rows: shapes do not match");
-        gather_rows(cf32(x), x.cols, d_output_rows_, n_outputs_, f32(out), stream_);
+        graphs_->launch<&gather_rows>(cf32(x), x.cols, d_output_rows_, n_outputs_, f32(out));
     }
 
     void synchronize() override {
         EMBER_CUDA_CHECK(cudaSetDevice(device_));
+        graphs_->flush();
         EMBER_CUDA_CHECK(cudaStreamSynchronize(stream_));
     }
+
+    // ---- sampling -----------------------------------------------------------------------
+    // One pinned upload of the adjustment lists, the selection kernels (sampling.cu), one
+    // download of rows x k candidates. Runs eagerly after the pass's recorded launches.
+    void top_k(Tensor& logits, int32_t k, std::span<const TopKRow> rows, std::span<TopKCandidate> out,
+               std::span<int32_t> counts) override {
+        require_f32_contiguous(logits, "top_k", "logits");
+        if (k < 1 || k > kMaxTopK) throw Error("CUDA top_k: k = " + std::to_string(k) + " is outside 1.." + std::to_string(kMaxTopK));
+        if (rows.size() > static_cast<size_t>(logits.rows) || out.size() < rows.size() * static_cast<size_t>(k) ||
+            counts.size() < rows.size())
+            throw Error("CUDA top_k: more rows than the logits have, or output spans too small");
+        EMBER_CUDA_CHECK(cudaSetDevice(device_));
+        graphs_->flush();
+        if (rows.empty()) return;
+        const TopKLayout L = topk_layout(rows, k, logits.cols);
+        auto* host = static_cast<uint8_t*>(topk_staging(L.total_host));
+        fill_topk_staging(rows, host, L);
+        auto* dev = static_cast<uint8_t*>(scratch(topk_dev_, L.total_dev, "top-k", false));
+        TopKArgs a;
+        a.logits = f32(logits);
+        a.row_stride = static_cast<size_t>(logits.cols);
+        a.n_vocab = logits.cols;
+        a.n_rows = static_cast<int>(rows.size());
+        a.k = k;
+        a.rows = reinterpret_cast<const TopKRowDev*>(dev + L.rows);
+        a.penalties = reinterpret_cast<const PenaltyDev*>(dev + L.pen);
+        a.biases = reinterpret_cast<const BiasDev*>(dev + L.bias);
+        a.out = reinterpret_cast<CandidateDev*>(dev + L.out);
+        a.counts = reinterpret_cast<int32_t*>(dev + L.counts);
+        a.keys[0] = reinterpret_cast<uint64_t*>(dev + L.keys[0]);
+        a.keys[1] = reinterpret_cast<uint64_t*>(dev + L.keys[1]);
+        EMBER_CUDA_CHECK(cudaMemcpyAsync(dev, host, L.out, cudaMemcpyHostToDevice, stream_));
+        cuda::topk(a, stream_);
+        EMBER_CUDA_CHECK(cudaMemcpyAsync(host + L.out, dev + L.out, L.total_host - L.out, cudaMemcpyDeviceToHost, stream_));
+        EMBER_CUDA_CHECK(cudaStreamSynchronize(stream_));
+        const size_t n_out = rows.size() * static_cast<size_t>(k);
+        std::memcpy(out.data(), host + L.out, n_out * sizeof(TopKCandidate));
+        std::memcpy(counts.data(), host + L.counts, rows.size() * sizeof(int32_t));
+    }
+
+    bool set_graphs(bool enabled) override {
+        EMBER_CUDA_CHECK(cudaSetDevice(device_));
+        graphs_->set_enabled(enabled);
+        return true;
+    }
+    GraphStats graph_stats() const override { return graphs_->stats(); }
 
 private:
     struct Allocation {
@@ -391,11 +416,154 @@ private:
         return t;
     }
     static float* f32(const Tensor& t) { return static_cast<float*>(t.data); }
+    static const void* cpv(const void* p) { return p; }
+    static const int8_t* cpv8(const int8_t* p) { return p; }
     static const float* cf32(const Tensor& t) { return static_cast<const float*>(t.data); }
     static void check_size(const Tensor& t, size_t n, const char* what) {
         if (n > t.bytes())
             throw Error(std::string("CUDA ") + what + ": " + std::to_string(n) + " bytes requested, the tensor has " +
                         std::to_string(t.bytes()));
+    }
+
+    static void check_batch(const BatchInfo& b) {
+        if (b.positions.size() != b.tokens.size() || b.seq_of.size() != b.tokens.size() ||
+            b.kv_slot.size() != b.tokens.size())
+            throw Error("CUDA set_batch: positions, seq_of and kv_slot must have one entry per token");
+        if (b.block_table.size() < static_cast<size_t>(b.n_seqs) * static_cast<size_t>(b.max_blocks))
+            throw Error("CUDA set_batch: block_table is smaller than n_seqs * max_blocks");
+    }
+
+    // Attention query tiles: runs of <= kAttnTileTokens consecutive tokens of one sequence.
+    void build_tiles(const BatchInfo& b) {
+        tiles_.clear();
+        for (int64_t t = 0; t < n_tokens_;) {
+            int64_t e = t + 1;
+            while (e < n_tokens_ && e - t < kAttnTileTokens &&
+                   b.seq_of[static_cast<size_t>(e)] == b.seq_of[static_cast<size_t>(t)])
+                ++e;
+            tiles_.push_back({static_cast<int32_t>(t), static_cast<int32_t>(e - t)});
+            t = e;
+        }
+    }
+
+    // One pinned staging buffer, one copy. The block table goes up with rows of max_blocks_
+    // (the padded stride; padding entries are 0 and never read).
+    void upload_batch(const BatchInfo& b) {
+        const size_t table_rows = std::max<size_t>(
+            static_cast<size_t>(std::max(n_seqs_, 0)), b.max_blocks > 0 ? b.block_table.size() / static_cast<size_t>(b.max_blocks) : 0);
+        const size_t table_bytes = table_rows * static_cast<size_t>(max_blocks_) * sizeof(int32_t);
+        struct Part {
+            const void* src;
+            size_t bytes;
+            size_t offset;
+        };
+        Part parts[7] = {
+            {b.tokens.data(), b.tokens.size_bytes(), 0},
+            {b.positions.data(), b.positions.size_bytes(), 0},
+            {b.seq_of.data(), b.seq_of.size_bytes(), 0},
+            {b.kv_slot.data(), b.kv_slot.size_bytes(), 0},
+            {nullptr, table_bytes, 0},  // filled row by row below
+            {b.output_rows.data(), b.output_rows.size_bytes(), 0},
+            {tiles_.data(), tiles_.size() * sizeof(int2), 0},
+        };
+        size_t total = 0;
+        for (Part& p : parts) {
+            p.offset = total;
+            total += align_up(std::max<size_t>(p.bytes, 1), kAlign);
+        }
+        // The previous batch's upload must have left the staging buffer before we reuse it.
+        EMBER_CUDA_CHECK(cudaEventSynchronize(staging_done_));
+        grow_pinned(staging_host_, staging_bytes_, total);
+        auto* dev = static_cast<uint8_t*>(scratch(batch_dev_, total, "batch"));
+        auto* host = static_cast<uint8_t*>(staging_host_);
+        for (const Part& p : parts)
+            if (p.bytes && p.src) std::memcpy(host + p.offset, p.src, p.bytes);
+        auto* table = reinterpret_cast<int32_t*>(host + parts[4].offset);
+        std::memset(table, 0, table_bytes);
+        for (size_t sq = 0; sq < table_rows; ++sq)
+            std::copy_n(b.block_table.data() + sq * static_cast<size_t>(b.max_blocks), b.max_blocks,
+                        table + sq * static_cast<size_t>(max_blocks_));
+        EMBER_CUDA_CHECK(cudaMemcpyAsync(dev, host, total, cudaMemcpyHostToDevice, stream_));
+        EMBER_CUDA_CHECK(cudaEventRecord(staging_done_, stream_));
+        d_tokens_ = reinterpret_cast<const int32_t*>(dev + parts[0].offset);
+        d_positions_ = reinterpret_cast<const int32_t*>(dev + parts[1].offset);
+        d_seq_of_ = reinterpret_cast<const int32_t*>(dev + parts[2].offset);
+        d_kv_slot_ = reinterpret_cast<const int32_t*>(dev + parts[3].offset);
+        d_block_table_ = reinterpret_cast<const int32_t*>(dev + parts[4].offset);
+        d_output_rows_ = reinterpret_cast<const int32_t*>(dev + parts[5].offset);
+        d_tiles_ = reinterpret_cast<const int2*>(dev + parts[6].offset);
+    }
+
+    // Byte offsets of the top_k buffers: [rows | penalties | biases | out | counts] mirrored
+    // in pinned host memory (uploaded up to `out`, downloaded from it), then two key buffers
+    // on the device only.
+    struct TopKLayout {
+        size_t rows = 0, pen = 0, bias = 0, out = 0, counts = 0, total_host = 0;
+        size_t keys[2] = {0, 0};
+        size_t total_dev = 0;
+    };
+    static_assert(sizeof(PenaltyDev) == sizeof(TokenCount) && sizeof(BiasDev) == sizeof(TokenBias) &&
+                  sizeof(CandidateDev) == sizeof(TopKCandidate));
+
+    static TopKLayout topk_layout(std::span<const TopKRow> rows, int32_t k, int64_t n_vocab) {
+        size_t n_pen = 0, n_bias = 0;
+        for (const TopKRow& r : rows) {
+            n_pen += r.penalized.size();
+            n_bias += r.bias.size();
+        }
+        TopKLayout L;
+        size_t at = 0;
+        auto place = [&](size_t bytes) {
+            const size_t off = at;
+            at += align_up(std::max<size_t>(bytes, 1), kAlign);
+            return off;
+        };
+        L.rows = place(rows.size() * sizeof(TopKRowDev));
+        L.pen = place(n_pen * sizeof(PenaltyDev));
+        L.bias = place(n_bias * sizeof(BiasDev));
+        L.out = place(rows.size() * static_cast<size_t>(k) * sizeof(CandidateDev));
+        L.counts = place(rows.size() * sizeof(int32_t));
+        L.total_host = at;
+        const size_t key_bytes = topk_scratch_keys(n_vocab, k, static_cast<int>(rows.size())) * sizeof(uint64_t);
+        L.keys[0] = place(key_bytes);
+        L.keys[1] = place(key_bytes);
+        L.total_dev = at;
+        return L;
+    }
+
+    static void fill_topk_staging(std::span<const TopKRow> rows, uint8_t* host, const TopKLayout& L) {
+        auto* hdr = reinterpret_cast<TopKRowDev*>(host + L.rows);
+        auto* pen = reinterpret_cast<PenaltyDev*>(host + L.pen);
+        auto* bias = reinterpret_cast<BiasDev*>(host + L.bias);
+        int32_t n_pen = 0, n_bias = 0;
+        for (size_t i = 0; i < rows.size(); ++i) {
+            const TopKRow& r = rows[i];
+            hdr[i] = {n_pen, static_cast<int32_t>(r.penalized.size()), n_bias, static_cast<int32_t>(r.bias.size()),
+                      r.repeat_penalty, r.presence_penalty, r.frequency_penalty, 0};
+            if (!r.penalized.empty()) std::memcpy(pen + n_pen, r.penalized.data(), r.penalized.size_bytes());
+            if (!r.bias.empty()) std::memcpy(bias + n_bias, r.bias.data(), r.bias.size_bytes());
+            n_pen += static_cast<int32_t>(r.penalized.size());
+            n_bias += static_cast<int32_t>(r.bias.size());
+        }
+    }
+
+    // Pinned host buffer of top_k (grow-only; top_k synchronizes before returning, so the
+    // next call may reuse it).
+    void* topk_staging(size_t bytes) {
+        grow_pinned(topk_host_, topk_host_bytes_, bytes);
+        return topk_host_;
+    }
+
+    // Grow-only pinned host buffer (twice what is needed, so growth stays rare). The caller
+    // makes sure the device no longer reads the old one.
+    static void grow_pinned(void*& ptr, size_t& capacity, size_t need) {
+        if (need <= capacity) return;
+        if (ptr) EMBER_CUDA_CHECK(cudaFreeHost(ptr));
+        ptr = nullptr;
+        capacity = 0;
+        const size_t want = align_up(need * 2, 1 << 16);
+        EMBER_CUDA_CHECK(cudaMallocHost(&ptr, want));
+        capacity = want;
     }
 
     void* device_alloc(MemoryKind kind, size_t bytes, const char* tag) {
@@ -418,8 +586,12 @@ private:
 
     // A grow-only scratch buffer (accounted as activations). Growing waits for queued ops,
     // which may still read the old buffer.
-    void* scratch(Scratch& s, size_t bytes, const char* what) {
+    // in_graphs: recorded launches and cached graphs may hold the buffer's address.
+    void* scratch(Scratch& s, size_t bytes, const char* what, bool in_graphs = true) {
         if (bytes <= s.bytes) return s.ptr;
+        // Recorded launches may use the old buffer: issue them now; drop graphs holding it.
+        graphs_->flush(false);
+        if (in_graphs) graphs_->drop_graphs();
         EMBER_CUDA_CHECK(cudaStreamSynchronize(stream_));
         const size_t want = align_up(std::max(bytes, s.bytes + s.bytes / 2), 1 << 20);
         if (s.ptr) {
@@ -527,7 +699,10 @@ private:
                   *d_block_table_ = nullptr, *d_output_rows_ = nullptr;
     const int2* d_tiles_ = nullptr;
 
-    Scratch xq_, xh_, wtile_, partial_;
+    Scratch xq_, xh_, wtile_, partial_, topk_dev_;
+    void* topk_host_ = nullptr;
+    size_t topk_host_bytes_ = 0;
+    std::unique_ptr<GraphRunner> graphs_;
     std::vector<RopeTable> rope_tables_;
 };
 

@@ -25,7 +25,7 @@ extern "C" {
 typedef struct EmberBackend EmberBackend;
 #endif
 
-#define EMBER_CUDA_ABI_VERSION 1
+#define EMBER_CUDA_ABI_VERSION 2  // 2: Backend::top_k, set_graphs, graph_stats
 
 struct EmberCudaDeviceInfo {
     char name[256];             // "NVIDIA H200"

@@ -5,12 +5,17 @@
 //       reference (matmul, norms, rope, glu) or vs the CPU backend (embed, store_kv,
 //       attention, gather), with the tolerances stated next to each check. GPU outputs are
 //       poisoned with NaN before each op, so an element the GPU never wrote fails.
+//       Backend::top_k (the sampler's candidates): GPU vs CPU backend on 128256-wide rows
+//       with penalties, bias, ties, -inf and NaN, k = 1, 40, 1024: identical ids, logit bits,
+//       counts and adjusted rows.
 //   (b) models: each real model found runs on both backends over the same prompt; final
 //       logits are compared (max |error|) and 32 greedy tokens must be identical. (Per-layer
 //       activations would need a hook in engine/models/transformer.cpp; only final logits are
-//       compared.)
-//   (c) bench: device copy bandwidth, decode tok/s and achieved GB/s of synthetic models,
-//       prefill of 2048 tokens against cuBLAS FP16 GEMM time for the same shapes.
+//       compared.) The GPU run is repeated with CUDA graphs off: tokens and every step's
+//       logits must be bit-identical, and the graphs-on run must have replayed its decode.
+//   (c) bench: device copy bandwidth, decode tok/s (CUDA graphs off and on) and achieved GB/s
+//       of synthetic models, prefill of 2048 tokens against cuBLAS FP16 GEMM time for the
+//       same shapes.
 //
 // Usage: ember-gpu-check [--models DIR]... [--bench-model FILE]... [--prefill-model FILE]
 //                        [--only ops|models|bench] [--json FILE] [--device N] [--module PATH]
@@ -163,6 +168,14 @@ double max_abs_diff(const std::vector<float>& a, const std::vector<float>& b) {
         m = std::max(m, d);
     }
     return m;
+}
+
+// Elements whose bits differ (NaN == NaN when the bits match); sizes must match.
+size_t bits_differ(const std::vector<float>& a, const std::vector<float>& b) {
+    if (a.size() != b.size()) return std::max(a.size(), b.size());
+    size_t n = 0;
+    for (size_t i = 0; i < a.size(); ++i) n += std::memcmp(&a[i], &b[i], sizeof(float)) != 0;
+    return n;
 }
 
 struct Batch {
@@ -488,6 +501,8 @@ void check_attention(Pair& p) {
             const int64_t kv_dim = int64_t{c.n_kv_heads} * c.head_dim, q_dim = int64_t{c.n_heads} * c.head_dim;
             KvLayer lc, lg;
             lc.block_tokens = lg.block_tokens = bt;
+            lc.n_kv_heads = lg.n_kv_heads = c.n_kv_heads;  // the CPU backend reads the layout from the layer
+            lc.head_dim = lg.head_dim = c.head_dim;
             lc.k = p.cpu.alloc(MemoryKind::KvCache, c.kv, kv_dim, n_blocks * bt, "k");
             lc.v = p.cpu.alloc(MemoryKind::KvCache, c.kv, kv_dim, n_blocks * bt, "v");
             lg.k = p.gpu.alloc(MemoryKind::KvCache, c.kv, kv_dim, n_blocks * bt, "k");
@@ -571,6 +586,90 @@ void check_attention(Pair& p) {
     }
 }
 
+// Backend::top_k: three 128256-wide rows (ties; mostly -inf; mostly NaN), each with its own
+// penalties and bias, GPU vs CPU backend. Everything must match bit for bit: the sampler's
+// tokens depend on it.
+struct TopKCase {
+    std::vector<float> logits;  // n_rows x vocab
+    std::vector<std::vector<TokenCount>> pen;
+    std::vector<std::vector<TokenBias>> bias;
+    std::vector<TopKRow> rows;
+};
+
+TopKCase make_top_k_case(int64_t vocab, int n_rows) {
+    TopKCase c;
+    std::mt19937 rng(next_seed());
+    c.logits = random_floats(static_cast<size_t>(vocab * n_rows), 3.0f);
+    const float inf = std::numeric_limits<float>::infinity(), nan = std::numeric_limits<float>::quiet_NaN();
+    for (int64_t i = 0; i < vocab; ++i) c.logits[static_cast<size_t>(i)] = std::round(c.logits[static_cast<size_t>(i)] * 8) / 8;
+    for (int64_t i = 0; i < vocab; ++i) {  // row 1: 700 finite values in -inf; row 2: 25 in NaN
+        float& r1 = c.logits[static_cast<size_t>(vocab + i)];
+        if (rng() % vocab >= 700) r1 = rng() % 1000 ? -inf : nan;
+        float& r2 = c.logits[static_cast<size_t>(2 * vocab + i)];
+        if (rng() % vocab >= 25) r2 = nan;
+    }
+    c.pen.resize(static_cast<size_t>(n_rows));
+    c.bias.resize(static_cast<size_t>(n_rows));
+    for (int r = 0; r < n_rows; ++r) {
+        std::vector<int32_t> ids(static_cast<size_t>(vocab));
+        std::iota(ids.begin(), ids.end(), 0);
+        std::shuffle(ids.begin(), ids.end(), rng);
+        for (int i = 0; i < 64; ++i) c.pen[static_cast<size_t>(r)].push_back({ids[static_cast<size_t>(i)], static_cast<int32_t>(rng() % 5 + 1)});
+        for (int i = 64; i < 74; ++i)  // ids[0..3] are penalized too: penalty, then bias
+            c.bias[static_cast<size_t>(r)].push_back({ids[static_cast<size_t>(i % 70)], i % 3 == 0 ? -inf : 5.0f - static_cast<float>(i % 7)});
+        c.bias[static_cast<size_t>(r)].push_back({static_cast<int32_t>(vocab + 5), 1.0f});  // outside the row: ignored
+    }
+    for (int r = 0; r < n_rows; ++r) {
+        TopKRow row;
+        row.repeat_penalty = 1.0f + 0.15f * static_cast<float>(r + 1);
+        row.presence_penalty = 0.25f * static_cast<float>(r);
+        row.frequency_penalty = 0.125f + 0.1f * static_cast<float>(r);
+        row.penalized = c.pen[static_cast<size_t>(r)];
+        row.bias = c.bias[static_cast<size_t>(r)];
+        c.rows.push_back(row);
+    }
+    return c;
+}
+
+void check_top_k(Pair& p) {
+    std::printf("\n[ops] top_k: 3 rows x 128256 (ties; mostly -inf; mostly NaN), penalties + bias, GPU vs CPU backend:\n"
+                "      ids, logit bits, counts and the adjusted rows identical\n");
+    const int64_t vocab = 128256;
+    const int n_rows = 3;
+    std::vector<TopKCandidate> oc(static_cast<size_t>(n_rows * kMaxTopK)), og(oc.size());
+    for (int k : {1, 40, 1024}) {
+        const std::string name = "top_k k=" + std::to_string(k);
+        try {
+            const TopKCase c = make_top_k_case(vocab, n_rows);
+            Tensor lc = put(p.cpu, c.logits, vocab, n_rows), lg = put(p.gpu, c.logits, vocab, n_rows);
+            std::fill(og.begin(), og.end(), TopKCandidate{-1, NAN});
+            std::vector<int32_t> cc(n_rows), cg(n_rows, -1);
+            p.cpu.top_k(lc, k, c.rows, oc, cc);
+            p.gpu.top_k(lg, k, c.rows, og, cg);
+            size_t bad = bits_differ(get(p.cpu, lc), get(p.gpu, lg));
+            std::string note = "counts";
+            for (int r = 0; r < n_rows; ++r) {
+                note += " " + std::to_string(cg[static_cast<size_t>(r)]);
+                if (cc[static_cast<size_t>(r)] != cg[static_cast<size_t>(r)]) {
+                    bad += static_cast<size_t>(k);
+                    continue;
+                }
+                for (int i = 0; i < cc[static_cast<size_t>(r)]; ++i) {
+                    const TopKCandidate& a = oc[static_cast<size_t>(r * k + i)];
+                    const TopKCandidate& b = og[static_cast<size_t>(r * k + i)];
+                    bad += a.id != b.id || std::memcmp(&a.logit, &b.logit, sizeof(float)) != 0;
+                }
+            }
+            note += " (cpu " + std::to_string(cc[0]) + " " + std::to_string(cc[1]) + " " + std::to_string(cc[2]) + ")";
+            record("ops", name, "mismatches", static_cast<double>(bad), 0, note);
+            p.cpu.free(lc);
+            p.gpu.free(lg);
+        } catch (const std::exception& e) {
+            fail("ops", name, e.what());
+        }
+    }
+}
+
 // ---- (b) real models ------------------------------------------------------------------------
 
 struct RunOut {
@@ -619,6 +718,43 @@ RunOut run_model(std::shared_ptr<const GgufFile> file, Backend& backend, const s
     return out;
 }
 
+// The GPU's greedy decode again with CUDA graphs off: a replay issues the very launches the
+// eager path does, so tokens and every step's logits must be bit-identical. `used` is what
+// the graphs-on run did: its decode steps must (nearly all) have been replays.
+void check_graphs(const std::shared_ptr<const GgufFile>& file, const std::string& label,
+                  const std::vector<int32_t>& prompt, int n_gen, const RunOut& on, const GraphStats& used,
+                  Backend& gpu) {
+    if (!gpu.set_graphs(false)) {
+        record("models", label + " graphs on vs off", "skipped", 0, -1, "this backend has no graphs");
+        return;
+    }
+    RunOut off;
+    try {
+        off = run_model(file, gpu, prompt, n_gen);
+    } catch (...) {
+        gpu.set_graphs(true);
+        throw;
+    }
+    gpu.set_graphs(true);
+    size_t bad = bits_differ(on.prefill_logits, off.prefill_logits);
+    for (size_t i = 0; i < on.step_logits.size() && i < off.step_logits.size(); ++i)
+        bad += bits_differ(on.step_logits[i], off.step_logits[i]);
+    for (size_t i = 0; i < on.tokens.size(); ++i) bad += i >= off.tokens.size() || on.tokens[i] != off.tokens[i];
+    char note[160];
+    std::snprintf(note, sizeof note, "decode %.3f s with graphs, %.3f s without", on.decode_s, off.decode_s);
+    record("models", label + " graphs on vs off", "bits_differ", static_cast<double>(bad), 0, note);
+    std::snprintf(note, sizeof note, "%llu replayed, %llu captured, %llu eager, %llu failed captures",
+                  static_cast<unsigned long long>(used.replayed), static_cast<unsigned long long>(used.captured),
+                  static_cast<unsigned long long>(used.eager), static_cast<unsigned long long>(used.failures));
+    // n_gen - 1 decode passes: the first runs eagerly, the second is captured, the rest replay.
+    record("models", label + " decode passes not replayed", "passes",
+           static_cast<double>(used.eager + used.captured + used.failures), 4, note);
+}
+
+GraphStats stats_delta(const GraphStats& a, const GraphStats& b) {
+    return {b.eager - a.eager, b.captured - a.captured, b.replayed - a.replayed, b.failures - a.failures};
+}
+
 void check_model(const std::string& path, const std::string& label, double logit_tol, Pair& p) {
     std::printf("\n[models] %s: %s\n", label.c_str(), path.c_str());
     try {
@@ -629,7 +765,9 @@ void check_model(const std::string& path, const std::string& label, double logit
         if (prompt.empty() || (tok->bos() >= 0 && prompt.front() != tok->bos())) prompt.insert(prompt.begin(), tok->bos() >= 0 ? tok->bos() : 1);
         const int n_gen = 32;
         const RunOut c = run_model(file, p.cpu, prompt, n_gen);
+        const GraphStats before = p.gpu.graph_stats();
         const RunOut g = run_model(file, p.gpu, prompt, n_gen);
+        const GraphStats used = stats_delta(before, p.gpu.graph_stats());
         std::printf("  prompt %zu tokens; CPU prefill %.3f s, %d tokens %.3f s; GPU prefill %.3f s, %d tokens %.3f s\n",
                     prompt.size(), c.prefill_s, n_gen, c.decode_s, g.prefill_s, n_gen, g.decode_s);
         record("models", label + " prefill logits", "max_abs", max_abs_diff(g.prefill_logits, c.prefill_logits), logit_tol);
@@ -662,6 +800,7 @@ void check_model(const std::string& path, const std::string& label, double logit
         for (int32_t t : g.tokens) gs += std::to_string(t) + " ";
         std::printf("  CPU tokens: %s\n  GPU tokens: %s\n", cs.c_str(), gs.c_str());
         std::printf("  GPU text: %s\n", tok->decode(g.tokens).c_str());
+        check_graphs(file, label, prompt, n_gen, g, used, p.gpu);
     } catch (const std::exception& e) {
         fail("models", label, e.what());
     }
@@ -705,7 +844,7 @@ void bench_decode(const std::string& path, Backend& gpu) {
         gpu.synchronize();
         const double load_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
         const int n_prompt = 32, n_warm = 4, n_timed = 64;
-        KvCache kv(gpu, tr.kv_config(n_prompt + n_warm + n_timed + 16, 1));
+        KvCache kv(gpu, tr.kv_config(n_prompt + 2 * (n_warm + n_timed) + 16, 1));
         const int32_t seq = kv.new_sequence();
         std::vector<float> logits;
         std::mt19937 rng(next_seed());
@@ -726,15 +865,26 @@ void bench_decode(const std::string& path, Backend& gpu) {
         std::vector<int32_t> prompt(n_prompt);
         for (auto& t : prompt) t = static_cast<int32_t>(rng() % static_cast<uint32_t>(tr.config().n_vocab));
         step(prompt);
-        for (int i = 0; i < n_warm; ++i) step({argmax(logits)});
-        const auto t1 = std::chrono::steady_clock::now();
-        for (int i = 0; i < n_timed; ++i) step({argmax(logits)});
-        const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t1).count() / n_timed;
+        // Seconds per token and graph use, graphs off first (the later run has the longer context).
+        auto timed = [&](bool graphs) {
+            gpu.set_graphs(graphs);
+            for (int i = 0; i < n_warm; ++i) step({argmax(logits)});
+            const GraphStats g0 = gpu.graph_stats();
+            const auto t1 = std::chrono::steady_clock::now();
+            for (int i = 0; i < n_timed; ++i) step({argmax(logits)});
+            const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t1).count() / n_timed;
+            return std::make_pair(s, stats_delta(g0, gpu.graph_stats()));
+        };
+        const double s_off = timed(false).first;
+        const auto [s, g_on] = timed(true);
         const std::string name = std::filesystem::path(path).stem().string();
-        char note[128];
-        std::snprintf(note, sizeof note, "%.2f GB weights/token, %.1f ms/token, load %.1f s", wbytes / 1e9, s * 1e3, load_s);
-        bench_row("decode " + name, 1.0 / s, "tok/s", note);
-        bench_row("decode " + name + " achieved", wbytes / s / 1e9, "GB/s", "weight bytes / time per token");
+        char note[160];
+        std::snprintf(note, sizeof note, "%.1f ms/token, launch by launch", s_off * 1e3);
+        bench_row("decode " + name + " (no graphs)", 1.0 / s_off, "tok/s", note);
+        std::snprintf(note, sizeof note, "%.2f GB weights/token, %.1f ms/token, %llu/%d replayed, load %.1f s",
+                      wbytes / 1e9, s * 1e3, static_cast<unsigned long long>(g_on.replayed), n_timed, load_s);
+        bench_row("decode " + name + " (graphs)", 1.0 / s, "tok/s", note);
+        bench_row("decode " + name + " achieved", wbytes / s / 1e9, "GB/s", "weight bytes / time per token, graphs");
     } catch (const std::exception& e) {
         fail("bench", "decode " + path, e.what());
     }
@@ -918,6 +1068,9 @@ int main(int argc, char** argv) {
     std::printf("GPU backend: %s (module %s)\nCPU backend: %s\nrandom seed %u\n", gpu.backend->name().c_str(),
                 mod ? mod->path.c_str() : "?", cpu->name().c_str(), g_seed);
     Pair p{*cpu, *gpu.backend};
+    // Graphs on whatever EMBER_CUDA_GRAPHS says: the model checks compare them with graphs off.
+    std::printf("CUDA graphs: %s\n", gpu.backend->set_graphs(true) ? "on (the model checks repeat the decode with them off)"
+                                                                    : "not a feature of this backend");
 
     try {
         if (only.empty() || only == "ops" || only == "ops+models") {
@@ -927,6 +1080,7 @@ int main(int argc, char** argv) {
             check_rope(p);
             check_elementwise(p);
             check_attention(p);
+            check_top_k(p);
         }
         if (only.empty() || only == "models" || only == "ops+models") {
             // stories260K (F32): GPU paths are FP32 (cuBLAS FP32 GEMM, f32 matvec): tight.

@@ -61,34 +61,38 @@ void store_kv(int kv_type, void* k_cache, void* v_cache, size_t row_bytes, int64
 // (built once per batch, see build_attention_tiles).
 constexpr int kAttnTileTokens = 32;
 
+// Laid out without padding (8-byte members, then 4-byte ones): the CUDA graph runner
+// (graphs.h) compares launch arguments as bytes.
 struct AttentionArgs {
     const uint8_t* k = nullptr;   // cache pools of the layer
     const uint8_t* v = nullptr;
     size_t kv_row_bytes = 0;
-    int kv_type = 1;              // F16 or Q8_0
-    int block_tokens = 16;
     const float* q = nullptr;     // n_tokens x n_heads*head_dim
     float* out = nullptr;         // same shape
     float* partial = nullptr;     // scratch, attention_partial_floats() floats
     const int32_t* positions = nullptr;
     const int32_t* seq_of = nullptr;
     const int32_t* block_table = nullptr;
-    int max_blocks = 0;
     const int2* tiles = nullptr;  // (first token, count)
+    size_t smem_optin = 48 * 1024;  // largest dynamic shared memory a block may use
+    int kv_type = 1;              // F16 or Q8_0
+    int block_tokens = 16;
+    int max_blocks = 0;           // row stride of block_table
     int n_tiles = 0;
     int n_tokens = 0, n_heads = 0, n_kv_heads = 0, head_dim = 0;
     float scale = 1.0f, softcap = 0.0f;
     int window = 0;
-    int max_pos = 0;              // largest position in the batch (bounds every key range)
     int sm_count = 1;             // multiprocessors (chooses the split of long key ranges)
-    size_t smem_optin = 48 * 1024;  // largest dynamic shared memory a block may use
 };
+static_assert(sizeof(AttentionArgs) == 11 * 8 + 12 * 4, "AttentionArgs must have no padding");
 
-// The split-K factor and scratch size attention() will use for these arguments.
-int attention_splits(const AttentionArgs& a);
+// The split-K factor for these arguments, given the largest position in the batch (the
+// kernels split each query tile's own key range, read from device memory); the scratch size.
+int attention_splits(const AttentionArgs& a, int max_pos);
 size_t attention_partial_floats(const AttentionArgs& a, int n_splits);
 // Throws ember::Error for unsupported shapes (head_dim > 256, Q8_0 with head_dim % 32 != 0,
-// not enough shared memory).
+// not enough shared memory); attention() checks the same before launching.
+void attention_validate(const AttentionArgs& a);
 void attention(const AttentionArgs& a, int n_splits, cudaStream_t stream);
 
 }  // namespace ember::cuda
