@@ -32,7 +32,7 @@ LoadedModelInfo describe(const ember::Model& m, const QString& path, double load
     i.n_seqs = n_seqs;
     i.kv_size = q(ember::format_bytes(const_cast<ember::Model&>(m).kv().config().total_bytes()));
     // The device and why it was chosen ("cuda:0 ...", or the CPU with the reason CUDA was not used).
-    i.backend = q(const_cast<ember::Model&>(m).backend().name()) + QStringLiteral(" — ") + q(m.device_reason());
+    i.backend = q(m.backend().name()) + QStringLiteral(" — ") + q(m.device_reason());
     i.chat_template = q(m.chat_template().source_desc);
     if (m.chat_template().warning) i.template_warning = q(*m.chat_template().warning);
     i.load_ms = load_ms;

@@ -46,6 +46,7 @@ public:
     const ResolvedTemplate& chat_template() const;
     KvCache& kv() { return *kv_; }
     Backend& backend() { return *backend_; }
+    const Backend& backend() const { return *backend_; }
     const std::string& device() const { return device_; }                // "cpu", "cuda:0"
     const std::string& device_reason() const { return device_reason_; }  // why that device
     int64_t n_ctx() const { return n_ctx_; }
