@@ -302,16 +302,30 @@ private slots:
             a.scale = scale;
             a.softcap = softcap;
             ops::attention(c.view, a, &pool);
+            // Decode: each token alone (a tile of one token takes the decode kernel).
+            std::vector<float> single(out.size(), NAN);
+            for (int64_t t = 0; t < n; ++t) {
+                ops::AttentionBatchArgs one = a;
+                one.q = q.data() + t * n_heads * D;
+                one.out = single.data() + t * n_heads * D;
+                one.n_tokens = 1;
+                one.positions = pos.data() + t;
+                one.seq_of = seq.data() + t;
+                ops::attention(c.view, one, &pool);
+            }
             for (int64_t t = 0; t < n; ++t) {
                 const int64_t start = window > 0 ? std::max<int64_t>(0, pos[size_t(t)] - window + 1) : 0;
                 for (int h = 0; h < n_heads; ++h) {
                     const auto ref = attention_ref(c, q.data() + (t * n_heads + h) * D, h / (n_heads / n_kv_heads),
                                                    table.data() + seq[size_t(t)] * max_blocks, start, pos[size_t(t)] + 1, scale, softcap);
                     for (int i = 0; i < D; ++i) {
-                        const float got = out[size_t((t * n_heads + h) * D + i)];
-                        QVERIFY2(std::fabs(got - ref[size_t(i)]) <= 2e-5 * vmax,
-                                 qPrintable(QString("%1 t=%2 (pos %3) h=%4 i=%5: %6 vs %7").arg(isa_name_.data()).arg(t)
-                                                .arg(pos[size_t(t)]).arg(h).arg(i).arg(got).arg(ref[size_t(i)])));
+                        for (const auto* res : {&out, &single}) {
+                            const float got = (*res)[size_t((t * n_heads + h) * D + i)];
+                            QVERIFY2(std::fabs(got - ref[size_t(i)]) <= 2e-5 * vmax,
+                                     qPrintable(QString("%1 %2 t=%3 (pos %4) h=%5 i=%6: %7 vs %8").arg(isa_name_.data())
+                                                    .arg(res == &out ? "batch" : "one token").arg(t).arg(pos[size_t(t)])
+                                                    .arg(h).arg(i).arg(got).arg(ref[size_t(i)])));
+                        }
                     }
                 }
             }
