@@ -62,9 +62,10 @@ struct ActQ8 {
 // Software prefetch for the gemv (decode) kernels, which read every weight byte once from
 // DRAM. The hardware prefetchers alone keep too few lines in flight for one or two cores to
 // approach the DRAM bandwidth; requesting the bytes kPrefetchAhead past the ones being read
-// raised decode of the 1B shape by 8-14 % on the 2-core Zen 5 VM (4-8 KiB measured best; see
-// docs/BENCHMARKS.md). Prefetches never fault, so running past the matrix end is harmless.
-inline constexpr int64_t kPrefetchAhead = 6144;
+// raised decode of the 1B shape by 8-14 % on the 2-core Zen 5 VM. 8 KiB: 4-8 KiB measured
+// best while the host's bandwidth is low, 8-12 KiB while it is high (docs/BENCHMARKS.md).
+// Prefetches never fault, so running past the matrix end is harmless.
+inline constexpr int64_t kPrefetchAhead = 8192;
 
 struct WeightPrefetch {
     int64_t step_bytes;  // weight bytes per kernel step (a chunk of `elems` elements)
