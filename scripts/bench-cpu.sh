@@ -182,8 +182,8 @@ PYEOF
 # Per model: ember and llama.cpp back to back, so both see the same machine state; then RSS.
 # A failing measurement is logged and shown as n/a in the table, never fatal.
 # The host's memory bandwidth drifts by tens of percent over minutes (other VMs share it), so
-# ember-membw runs right before each model's pair and once at the end; each model's "% of copy
-# bandwidth" uses the better of the two runs around it (membw.I.json, I = 0..number of models).
+# ember-membw runs before each model and once at the end (membw.I.json, I = 0..number of
+# models; the table header lists them), and the "% of copy bandwidth" comes from the pairs.
 i=0
 for t in $TYPES; do
   f="$MODELS/$SHAPE-$t.gguf"
@@ -199,14 +199,17 @@ for t in $TYPES; do
   measure "$t.llamacpp" "$LLAMA_PY" tests/bench/llamacpp_bench.py "$f" --pp "$PP" --tg "$TG" -r "$REPS" \
       --threads "$THREADS"
 
-  # Decode against the copy bandwidth of the same moment: ember-membw and a tgN run
-  # alternate PAIRS times; each pair gives one ratio, the table shows their median.
+  # Decode against the copy bandwidth of the same moment: a tgN run and ember-membw right
+  # after it alternate PAIRS times; each pair gives one ratio, the table shows their median.
+  # (Not membw first: for a few seconds after ember-membw frees its 2 GiB, decode runs 7-13 %
+  # slower on this VM, while membw is unaffected by a decode just before it.)
   ember_step "$t: decode vs copy bandwidth ($PAIRS interleaved pairs)"
   for (( k = 0; k < PAIRS; k++ )); do
-    "$MEMBW" --json --reps 3 >"$OUT/$t.pair.$k.membw.json" 2>/dev/null \
-      || ember_log "ember-membw failed in pair $k"
     "$EMBER" bench "$f" --pp 0 --tg "$TG" -r 1 --threads "$THREADS" --json >"$OUT/$t.pair.$k.tg.json" 2>/dev/null \
       || ember_log "ember bench failed in pair $k"
+    "$MEMBW" --json --reps 3 >"$OUT/$t.pair.$k.membw.json" 2>/dev/null \
+      || ember_log "ember-membw failed in pair $k"
+    sleep 3
   done
 
   ember_step "$t: peak RSS of ember run"

@@ -12,7 +12,7 @@ Reads, in --dir:
   <TYPE>.ember.json            ember bench --json
   <TYPE>.llamacpp.json         tests/bench/llamacpp_bench.py
   <TYPE>.rss.txt               /usr/bin/time -v of `ember run` (Maximum resident set size)
-  <TYPE>.pair.<K>.membw.json   ember-membw, right before <TYPE>.pair.<K>.tg.json
+  <TYPE>.pair.<K>.membw.json   ember-membw, right after <TYPE>.pair.<K>.tg.json
   <TYPE>.pair.<K>.tg.json      ember bench --pp 0 (one tgN repetition)
 
 Derived numbers (see docs/BENCHMARKS.md):
@@ -21,7 +21,7 @@ Derived numbers (see docs/BENCHMARKS.md):
                        the mean is (N + 3) / 2
   decode GB/s        = decode bytes/token x tg tok/s / 1e9
   % of copy bandwidth = median over the interleaved pairs of (decode GB/s of the pair's tgN run /
-                       copy GB/s of the ember-membw run just before it): the host's bandwidth
+                       copy GB/s of the ember-membw run just after it): the host's bandwidth
                        drifts by tens of percent within minutes, so each decode is compared with
                        the bandwidth of the same moment. (Also in the JSON: the table's tgN
                        against the better of the membw runs before and after the model.)
@@ -83,7 +83,7 @@ def peak_rss_bytes(path):
 
 
 def paired_bandwidth(d, t, bytes_tok):
-    """Per interleaved pair K: copy GB/s just before, decode tok/s and GB/s, and their ratio."""
+    """Per interleaved pair K: decode tok/s and GB/s, copy GB/s just after, and their ratio."""
     pairs = []
     for k in range(1000):
         mb_path, tg_path = os.path.join(d, f"{t}.pair.{k}.membw.json"), os.path.join(d, f"{t}.pair.{k}.tg.json")
