@@ -1,8 +1,24 @@
 #include "kernels/backend.h"
 
+#include <string>
+
+#include "kernels/common/error.h"
 #include "kernels/common/topk.h"
 
 namespace ember {
+
+Tensor Tensor::shaped(DType type, int64_t cols, int64_t rows) {
+    const auto info = dtype_info(static_cast<uint32_t>(type));
+    if (!info) throw Error("unknown tensor type " + std::to_string(static_cast<uint32_t>(type)));
+    if (cols < 0 || rows < 0 || cols % info->block_elems != 0)
+        throw Error(std::to_string(cols) + " columns is not a whole number of " + std::string(info->name) + " blocks");
+    Tensor t;
+    t.type = type;
+    t.cols = cols;
+    t.rows = rows;
+    t.row_bytes = ember::row_bytes(*info, static_cast<uint64_t>(cols));
+    return t;
+}
 
 Tensor Tensor::slice_rows(int64_t first, int64_t n) const {
     Tensor t = *this;

@@ -31,6 +31,9 @@ struct Tensor {
     size_t row_bytes = 0;   // stride between rows
 
     size_t bytes() const { return row_bytes * static_cast<size_t>(rows); }
+    // The header (no data) of `rows` rows of `cols` elements of `type`, rows packed. Throws
+    // ember::Error for an unknown type or cols that are not a whole number of its blocks.
+    static Tensor shaped(DType type, int64_t cols, int64_t rows);
     // Rows [first, first + n) as a tensor of its own (no copy).
     Tensor slice_rows(int64_t first, int64_t n) const;
     // The same bytes seen as rows of `new_cols` (e.g. per-head view of q: cols=head_dim).

@@ -101,7 +101,11 @@ void Sampler::finish(std::vector<Candidate>& c) const {
     }
 }
 
+// From cand_ (every candidate that is not banned): top-k, softmax, top-p, min-p, then the
+// seeded draw.
 int32_t Sampler::draw() {
+    if (cand_.empty()) throw Error("sampler: every token is banned by logit bias");
+    truncate(cand_);
     double sum = 0;
     for (auto& x : cand_) sum += x.p;
     double r = uniform() * sum;
@@ -119,8 +123,6 @@ int32_t Sampler::sample(std::span<float> logits, std::span<const int32_t> histor
     cand_.clear();
     for (size_t i = 0; i < logits.size(); ++i)
         if (logits[i] > -std::numeric_limits<float>::infinity()) cand_.push_back({static_cast<int32_t>(i), logits[i], 0});
-    if (cand_.empty()) throw Error("sampler: every token is banned by logit bias");
-    truncate(cand_);
     return draw();
 }
 
@@ -131,8 +133,6 @@ int32_t Sampler::sample_top(std::span<const TopKCandidate> top) {
     cand_.clear();
     for (const TopKCandidate& c : top)
         if (c.logit > -std::numeric_limits<float>::infinity()) cand_.push_back({c.id, c.logit, 0});
-    if (cand_.empty()) throw Error("sampler: every token is banned by logit bias");
-    truncate(cand_);
     return draw();
 }
 

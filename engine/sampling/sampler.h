@@ -67,7 +67,7 @@ private:
     bool greedy() const { return params_.temperature <= 0.0f; }
     void truncate(std::vector<Candidate>& c) const;  // top-k, then finish()
     void finish(std::vector<Candidate>& c) const;    // softmax, top-p, min-p
-    int32_t draw();                                  // from cand_ after finish()
+    int32_t draw();                                  // truncate(cand_), then the draw
     double uniform();                                // [0, 1)
 
     SamplingParams params_;

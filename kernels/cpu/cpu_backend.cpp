@@ -23,11 +23,6 @@
 namespace ember {
 namespace {
 
-size_t type_row_bytes(DType type, int64_t cols) {
-    const auto info = dtype_info(static_cast<uint32_t>(type));
-    return row_bytes(*info, static_cast<uint64_t>(cols));
-}
-
 class CpuBackend final : public Backend {
 public:
     explicit CpuBackend(int n_threads) : pool_(n_threads) {}
@@ -40,7 +35,7 @@ public:
     }
 
     Tensor alloc(MemoryKind kind, DType type, int64_t cols, int64_t rows, const char* tag) override {
-        Tensor t = shape(type, cols, rows);
+        Tensor t = Tensor::shaped(type, cols, rows);
         const size_t bytes = std::max<size_t>(64, (t.bytes() + 63) / 64 * 64);
         t.data = std::aligned_alloc(64, bytes);
         if (!t.data)
@@ -69,7 +64,7 @@ public:
         const bool is_vector = rows == 1 && type == DType::F32;
         if (!is_vector && !cpu::matmul_supports(type))
             throw Error("weight type " + std::string(dtype_name(type)) + " is not supported by the CPU backend");
-        Tensor t = shape(type, cols, rows);
+        Tensor t = Tensor::shaped(type, cols, rows);
         t.data = const_cast<void*>(host);  // read-only: no op writes to weights
         std::lock_guard lock(mutex_);
         report_.mapped_weight_bytes += t.bytes();
@@ -179,14 +174,6 @@ private:
         size_t bytes;
     };
 
-    static Tensor shape(DType type, int64_t cols, int64_t rows) {
-        Tensor t;
-        t.type = type;
-        t.cols = cols;
-        t.rows = rows;
-        t.row_bytes = type_row_bytes(type, cols);
-        return t;
-    }
     static float* row(const Tensor& t, int64_t r) {
         return reinterpret_cast<float*>(static_cast<uint8_t*>(t.data) + static_cast<size_t>(r) * t.row_bytes);
     }

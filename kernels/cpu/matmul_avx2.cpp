@@ -11,6 +11,7 @@
 #include <cstring>
 
 #include "kernels/cpu/matmul_internal.h"
+#include "kernels/cpu/simd_avx2.h"
 #include "kernels/cpu/unpack_int8.h"
 
 namespace ember::cpu::detail {
@@ -22,18 +23,6 @@ constexpr int kF32Tile = 8;     // 8 float accumulators for an 8-row x 8-token f
 
 // ---------------------------------------------------------------------------------------
 // Horizontal reductions.
-
-inline float hsum(__m256 v) {
-    __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
-    return _mm_cvtss_f32(_mm_add_ss(s, _mm_movehdup_ps(s)));
-}
-
-inline float hmax(__m256 v) {
-    __m128 s = _mm_max_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-    s = _mm_max_ps(s, _mm_movehl_ps(s, s));
-    return _mm_cvtss_f32(_mm_max_ss(s, _mm_movehdup_ps(s)));
-}
 
 inline int32_t hsum_epi32(__m256i v) {
     __m128i s = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));

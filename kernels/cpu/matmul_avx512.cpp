@@ -18,7 +18,7 @@
 #include <cstring>
 
 #include "kernels/cpu/matmul_internal.h"
-#include "kernels/cpu/transpose_avx512.h"
+#include "kernels/cpu/simd_avx512.h"
 #include "kernels/cpu/unpack_int8.h"
 
 // GCC 12's AVX-512 headers build _mm512_undefined_* from self-initialised locals, so every
@@ -37,20 +37,6 @@ constexpr int kGemvMaxTokens = 8;  // 8 code + 8 accumulator zmm
 
 // ---------------------------------------------------------------------------------------
 // Horizontal reductions.
-
-inline float hsum(__m512 v) {
-    const __m256 s8 = _mm256_add_ps(_mm512_castps512_ps256(v), _mm512_maskz_extractf32x8_ps(0xFF, v, 1));
-    __m128 s4 = _mm_add_ps(_mm256_castps256_ps128(s8), _mm256_extractf128_ps(s8, 1));
-    s4 = _mm_add_ps(s4, _mm_movehl_ps(s4, s4));
-    return _mm_cvtss_f32(_mm_add_ss(s4, _mm_movehdup_ps(s4)));
-}
-
-inline float hmax(__m512 v) {
-    const __m256 s8 = _mm256_max_ps(_mm512_castps512_ps256(v), _mm512_maskz_extractf32x8_ps(0xFF, v, 1));
-    __m128 s4 = _mm_max_ps(_mm256_castps256_ps128(s8), _mm256_extractf128_ps(s8, 1));
-    s4 = _mm_max_ps(s4, _mm_movehl_ps(s4, s4));
-    return _mm_cvtss_f32(_mm_max_ss(s4, _mm_movehdup_ps(s4)));
-}
 
 inline int32_t hsum_epi32(__m512i v) {
     const __m256i s8 = _mm256_add_epi32(_mm512_castsi512_si256(v), _mm512_maskz_extracti64x4_epi64(0xF, v, 1));

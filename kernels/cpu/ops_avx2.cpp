@@ -7,6 +7,7 @@
 #include "kernels/cpu/kv_layout.h"
 #include "kernels/cpu/ops_internal.h"
 #include "kernels/cpu/quant.h"
+#include "kernels/cpu/simd_avx2.h"
 
 #define EMBER_OPS_TABLE_FN ops_table_avx2
 #define EMBER_OPS_TILE_FN attention_tile_t<Simd256>
@@ -26,34 +27,9 @@ struct Simd256 {
     static F mul(F a, F b) { return _mm256_mul_ps(a, b); }
     static F add(F a, F b) { return _mm256_add_ps(a, b); }
     static F sub(F a, F b) { return _mm256_sub_ps(a, b); }
-    static float hsum(F a) {
-        const __m128 h = _mm_add_ps(_mm256_castps256_ps128(a), _mm256_extractf128_ps(a, 1));
-        const __m128 q = _mm_add_ps(h, _mm_movehl_ps(h, h));
-        return _mm_cvtss_f32(_mm_add_ss(q, _mm_movehdup_ps(q)));
-    }
-    static float hmax(F a) {
-        const __m128 h = _mm_max_ps(_mm256_castps256_ps128(a), _mm256_extractf128_ps(a, 1));
-        const __m128 q = _mm_max_ps(h, _mm_movehl_ps(h, h));
-        return _mm_cvtss_f32(_mm_max_ss(q, _mm_movehdup_ps(q)));
-    }
-    // rows r[0..7] -> columns, in place
-    static void transpose(F* r) {
-        __m256 t[8], u[8];
-        for (int i = 0; i < 4; ++i) {
-            t[2 * i] = _mm256_unpacklo_ps(r[2 * i], r[2 * i + 1]);
-            t[2 * i + 1] = _mm256_unpackhi_ps(r[2 * i], r[2 * i + 1]);
-        }
-        for (int h = 0; h < 2; ++h) {  // rows 4h..4h+3
-            u[4 * h + 0] = _mm256_shuffle_ps(t[4 * h], t[4 * h + 2], 0x44);
-            u[4 * h + 1] = _mm256_shuffle_ps(t[4 * h], t[4 * h + 2], 0xEE);
-            u[4 * h + 2] = _mm256_shuffle_ps(t[4 * h + 1], t[4 * h + 3], 0x44);
-            u[4 * h + 3] = _mm256_shuffle_ps(t[4 * h + 1], t[4 * h + 3], 0xEE);
-        }
-        for (int c = 0; c < 4; ++c) {
-            r[c] = _mm256_permute2f128_ps(u[c], u[4 + c], 0x20);
-            r[4 + c] = _mm256_permute2f128_ps(u[c], u[4 + c], 0x31);
-        }
-    }
+    static float hsum(F a) { return ember::cpu::detail::hsum(a); }
+    static float hmax(F a) { return ember::cpu::detail::hmax(a); }
+    static void transpose(F* r) { ember::cpu::detail::transpose8x8(r); }  // rows -> columns
     static F div(F a, F b) { return _mm256_div_ps(a, b); }
     static F max(F a, F b) { return _mm256_max_ps(a, b); }
     static F select(M m, F a, F b) { return _mm256_blendv_ps(b, a, m); }

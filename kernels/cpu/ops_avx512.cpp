@@ -7,7 +7,7 @@
 #include "kernels/cpu/kv_layout.h"
 #include "kernels/cpu/ops_internal.h"
 #include "kernels/cpu/quant.h"
-#include "kernels/cpu/transpose_avx512.h"
+#include "kernels/cpu/simd_avx512.h"
 
 // GCC 12's AVX-512 headers warn on their own undefined-vector helpers (GCC bug 105593).
 #if defined(__GNUC__) && !defined(__clang__) && __GNUC__ < 13
@@ -35,8 +35,8 @@ struct Simd512 {
     static F sub(F a, F b) { return _mm512_sub_ps(a, b); }
     static F div(F a, F b) { return _mm512_div_ps(a, b); }
     static F max(F a, F b) { return _mm512_max_ps(a, b); }
-    static float hsum(F a) { return _mm512_reduce_add_ps(a); }
-    static float hmax(F a) { return _mm512_reduce_max_ps(a); }
+    static float hsum(F a) { return ember::cpu::detail::hsum(a); }
+    static float hmax(F a) { return ember::cpu::detail::hmax(a); }
     // rows r[0..15] -> columns, in place
     static void transpose(F* r) { ember::cpu::detail::transpose16x16(reinterpret_cast<__m512i*>(r)); }
     static F select(M m, F a, F b) { return _mm512_mask_mov_ps(b, m, a); }

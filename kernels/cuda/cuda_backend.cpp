@@ -67,15 +67,6 @@ std::string format_bytes(uint64_t b) {
     return buf;
 }
 
-size_t type_row_bytes(DType type, int64_t cols) {
-    const auto info = dtype_info(static_cast<uint32_t>(type));
-    if (!info) throw Error("CUDA backend: unknown tensor type " + std::to_string(static_cast<uint32_t>(type)));
-    if (cols % info->block_elems != 0)
-        throw Error("CUDA backend: " + std::to_string(cols) + " columns is not a multiple of the " +
-                    std::string(info->name) + " block size");
-    return row_bytes(*info, static_cast<uint64_t>(cols));
-}
-
 bool weight_type_supported(DType t) {
     const int id = static_cast<int>(t);
     return is_block_type(id) || is_float_type(id);
@@ -122,7 +113,7 @@ public:
     // ---- memory ---------------------------------------------------------------------
     Tensor alloc(MemoryKind kind, DType type, int64_t cols, int64_t rows, const char* tag) override {
         graphs_->flush();
-        Tensor t = shape(type, cols, rows);
+        Tensor t = Tensor::shaped(type, cols, rows);
         t.data = device_alloc(kind, std::max<size_t>(kAlign, align_up(t.bytes(), kAlign)), tag);
         EMBER_CUDA_CHECK(cudaMemsetAsync(t.data, 0, t.bytes(), stream_));
         return t;
@@ -149,7 +140,7 @@ public:
         if (!is_vector && !weight_type_supported(type))
             throw Error("weight type " + std::string(dtype_name(type)) + " is not supported by the CUDA backend");
         graphs_->flush();
-        Tensor t = shape(type, cols, rows);
+        Tensor t = Tensor::shaped(type, cols, rows);
         t.data = device_alloc(MemoryKind::Weights, std::max<size_t>(kAlign, align_up(t.bytes(), kAlign)), tag);
         // Pageable source: the runtime stages it, so `host` may go away after the call.
         EMBER_CUDA_CHECK(cudaMemcpyAsync(t.data, host, t.bytes(), cudaMemcpyHostToDevice, stream_));
@@ -407,14 +398,6 @@ private:
         double* dev;
     };
 
-    static Tensor shape(DType type, int64_t cols, int64_t rows) {
-        Tensor t;
-        t.type = type;
-        t.cols = cols;
-        t.rows = rows;
-        t.row_bytes = type_row_bytes(type, cols);
-        return t;
-    }
     static float* f32(const Tensor& t) { return static_cast<float*>(t.data); }
     static const void* cpv(const void* p) { return p; }
     static const int8_t* cpv8(const int8_t* p) { return p; }

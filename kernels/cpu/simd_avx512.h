@@ -1,9 +1,24 @@
-// 16 x 16 transpose of 32-bit lanes in 16 zmm registers, shared by the AVX-512 kernels
-// (matmul panels, attention decode). Include only from files built with AVX-512 flags.
+// Register helpers shared by the AVX-512 kernels (matmul_avx512.cpp, ops_avx512.cpp):
+// horizontal reductions and a 16 x 16 transpose. Include only from files built with
+// AVX-512 flags.
 #pragma once
 #include <immintrin.h>
 
 namespace ember::cpu::detail {
+
+inline float hsum(__m512 v) {
+    const __m256 s8 = _mm256_add_ps(_mm512_castps512_ps256(v), _mm512_maskz_extractf32x8_ps(0xFF, v, 1));
+    __m128 s4 = _mm_add_ps(_mm256_castps256_ps128(s8), _mm256_extractf128_ps(s8, 1));
+    s4 = _mm_add_ps(s4, _mm_movehl_ps(s4, s4));
+    return _mm_cvtss_f32(_mm_add_ss(s4, _mm_movehdup_ps(s4)));
+}
+
+inline float hmax(__m512 v) {
+    const __m256 s8 = _mm256_max_ps(_mm512_castps512_ps256(v), _mm512_maskz_extractf32x8_ps(0xFF, v, 1));
+    __m128 s4 = _mm_max_ps(_mm256_castps256_ps128(s8), _mm256_extractf128_ps(s8, 1));
+    s4 = _mm_max_ps(s4, _mm_movehl_ps(s4, s4));
+    return _mm_cvtss_f32(_mm_max_ss(s4, _mm_movehdup_ps(s4)));
+}
 
 // Transposes a 16 x 16 matrix of dwords held in 16 zmm (row i in v[i]) in place: 4 rounds
 // of 16 shuffles (dword pairs, qword pairs, then 128-bit lanes twice).
