@@ -50,7 +50,8 @@ TopKRow Sampler::adjustments(std::span<const int32_t> history) {
     if (any && params_.repeat_last_n != 0 && !history.empty()) {
         size_t window = history.size();
         if (params_.repeat_last_n > 0) window = std::min(window, static_cast<size_t>(params_.repeat_last_n));
-        std::vector<int32_t> ids(history.end() - static_cast<ptrdiff_t>(window), history.end());
+        std::vector<int32_t>& ids = window_;  // reused: this runs once per generated token
+        ids.assign(history.end() - static_cast<ptrdiff_t>(window), history.end());
         std::sort(ids.begin(), ids.end());
         for (size_t i = 0; i < ids.size();) {
             size_t e = i + 1;

@@ -73,6 +73,7 @@ private:
     SamplingParams params_;
     uint64_t state_;
     std::vector<Candidate> cand_;
+    std::vector<int32_t> window_;  // adjustments() scratch: the penalty window, sorted
     std::vector<TokenCount> penalized_;
     std::vector<TokenBias> bias_;
 };
