@@ -5,15 +5,58 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cctype>
 #include <cerrno>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
+#include <fstream>
+#include <string>
 #include <utility>
+#include <vector>
 
+#include "engine/core/log.h"
 #include "kernels/common/error.h"
 
 namespace ember {
 
-MappedFile::MappedFile(const std::string& path) : path_(path) {
+namespace {
+
+constexpr size_t kHuge = size_t{2} << 20;
+
+// The FilePmdMapped bytes of the mapping that starts at addr, from /proc/self/smaps.
+size_t pmd_mapped_bytes(const void* addr) {
+    std::ifstream smaps("/proc/self/smaps");
+    char head[32];
+    std::snprintf(head, sizeof head, "%lx-", static_cast<unsigned long>(reinterpret_cast<uintptr_t>(addr)));
+    std::string line;
+    bool ours = false;
+    while (std::getline(smaps, line)) {
+        if (!line.empty() && std::isxdigit(static_cast<unsigned char>(line[0])) && line.find('-') != std::string::npos &&
+            line.find(':') > line.find(' ')) {
+            ours = line.rfind(head, 0) == 0;  // a mapping's header line
+        } else if (ours && line.rfind("FilePmdMapped:", 0) == 0) {
+            return static_cast<size_t>(std::strtoull(line.c_str() + 14, nullptr, 10)) * 1024;
+        }
+    }
+    return 0;
+}
+
+// Whether every 4 KiB page of [p, p + n) is in the page cache.
+bool resident(const uint8_t* p, size_t n) {
+    std::vector<unsigned char> v((n + 4095) / 4096);
+    if (::mincore(const_cast<uint8_t*>(p), n, v.data()) != 0) return false;
+    return std::all_of(v.begin(), v.end(), [](unsigned char c) { return c & 1; });
+}
+
+void touch(const uint8_t* p, size_t n) {
+    for (size_t o = 0; o < n; o += 4096) static_cast<void>(*static_cast<const volatile uint8_t*>(p + o));
+}
+
+}  // namespace
+
+MappedFile::MappedFile(const std::string& path, bool huge_pages) : path_(path) {
     const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
     if (fd < 0) throw Error(path + ": cannot open: " + std::strerror(errno));
     struct stat st {};
@@ -22,17 +65,68 @@ MappedFile::MappedFile(const std::string& path) : path_(path) {
         throw Error(path + ": not a regular file");
     }
     size_ = static_cast<size_t>(st.st_size);
-    if (size_ > 0) {
-        void* p = ::mmap(nullptr, size_, PROT_READ, MAP_PRIVATE, fd, 0);
-        if (p == MAP_FAILED) {
-            const int err = errno;
-            ::close(fd);
-            throw Error(path + ": cannot map file: " + std::strerror(err));
-        }
-        data_ = static_cast<const uint8_t*>(p);
+    try {
+        huge_pages = huge_pages && size_ >= 2 * kHuge;
+        if (size_ > 0) map(fd, huge_pages);
+        if (huge_pages) refresh_page_cache(fd);
+    } catch (...) {
+        ::close(fd);
+        throw;
     }
     ::close(fd);
 }
+
+// Maps the whole file; with huge_pages at a 2 MiB-aligned address (file offset 0 on a
+// boundary, so every aligned 2 MiB of the file can be one PMD) and advised MADV_HUGEPAGE
+// (faults then read ahead in 2 MiB folios).
+void MappedFile::map(int fd, bool huge_pages) {
+    void* at = nullptr;
+    int flags = MAP_PRIVATE;
+    void* reserve = MAP_FAILED;
+    if (huge_pages) {
+        reserve = ::mmap(nullptr, size_ + kHuge, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+        if (reserve != MAP_FAILED) {
+            at = reinterpret_cast<void*>((reinterpret_cast<uintptr_t>(reserve) + kHuge - 1) & ~(kHuge - 1));
+            flags |= MAP_FIXED;
+        }
+    }
+    void* p = ::mmap(at, size_, PROT_READ, flags, fd, 0);
+    if (p == MAP_FAILED) {
+        const int err = errno;
+        if (reserve != MAP_FAILED) ::munmap(reserve, size_ + kHuge);
+        throw Error(path_ + ": cannot map file: " + std::strerror(err));
+    }
+    if (reserve != MAP_FAILED) {  // give back the reservation around the map
+        auto* r = static_cast<uint8_t*>(reserve);
+        auto* m = static_cast<uint8_t*>(p);
+        if (m > r) ::munmap(r, static_cast<size_t>(m - r));
+        const size_t tail = static_cast<size_t>(r + size_ + kHuge - (m + size_));
+        if (tail > 0) ::munmap(m + size_, tail);
+    }
+    data_ = static_cast<const uint8_t*>(p);
+    if (huge_pages) ::madvise(p, size_, MADV_HUGEPAGE);
+}
+
+// If the cached pages are 4 KiB folios, drop them (POSIX_FADV_DONTNEED leaves pages that
+// are mapped or dirty alone) so they come back as 2 MiB folios. Tried on one cached 2 MiB
+// probe first: where that does not give a 2 MiB page (no large folios on this filesystem,
+// THP off), nothing else is dropped.
+void MappedFile::refresh_page_cache(int fd) {
+    const size_t probe = size_ / 2 / kHuge * kHuge;  // an aligned 2 MiB in the middle
+    const uint8_t* p = data_ + probe;
+    if (!resident(p, kHuge)) return;  // not cached: faults will read 2 MiB folios
+    touch(p, kHuge);
+    if (pmd_mapped_bytes(data_) > 0) return;  // already large folios
+    ::madvise(const_cast<uint8_t*>(p), kHuge, MADV_DONTNEED);  // unmap the probe, then drop it
+    ::posix_fadvise(fd, static_cast<off_t>(probe), static_cast<off_t>(kHuge), POSIX_FADV_DONTNEED);
+    touch(p, kHuge);
+    if (pmd_mapped_bytes(data_) == 0) return;
+    ::madvise(const_cast<uint8_t*>(data_), size_, MADV_DONTNEED);
+    ::posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
+    log_info(path_ + ": page cache held 4 KiB pages; dropped it so the weights map with 2 MiB pages");
+}
+
+size_t MappedFile::huge_mapped_bytes() const { return data_ ? pmd_mapped_bytes(data_) : 0; }
 
 MappedFile::~MappedFile() { release(); }
 

@@ -317,12 +317,14 @@ uint64_t GgufTensor::rows() const {
     return r;
 }
 
-GgufFile GgufFile::open(const std::string& path) {
-    auto map = std::make_shared<MappedFile>(path);
+GgufFile GgufFile::open(const std::string& path, bool huge_pages) {
+    auto map = std::make_shared<MappedFile>(path, huge_pages);
     GgufFile f = parse(map->data(), map->size(), path);
     f.map_ = std::move(map);
     return f;
 }
+
+size_t GgufFile::huge_mapped_bytes() const { return map_ ? map_->huge_mapped_bytes() : 0; }
 
 GgufFile GgufFile::parse(const uint8_t* data, size_t size, const std::string& name) {
     GgufFile f;

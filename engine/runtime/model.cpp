@@ -21,7 +21,7 @@ void progress(const LoadOptions& o, float p) {
 std::unique_ptr<Model> Model::load(const LoadOptions& opts) {
     std::unique_ptr<Model> m(new Model());
     progress(opts, 0.0f);
-    m->file_ = std::make_shared<const GgufFile>(GgufFile::open(opts.path));
+    m->file_ = std::make_shared<const GgufFile>(GgufFile::open(opts.path, /*huge_pages=*/true));
     m->info_ = describe_model(*m->file_);
     check_cancel(opts);
     m->tokenizer_ = Tokenizer::from_gguf(*m->file_);

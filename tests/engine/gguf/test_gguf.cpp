@@ -2,6 +2,8 @@
 // random byte flips, hand-built hostile headers) that must only ever produce ember::Error.
 #include <QtTest>
 
+#include <unistd.h>
+
 #include <cstring>
 #include <random>
 
@@ -91,6 +93,7 @@ private slots:
     void customAlignment();
     void writerRejectsBadTensors();
     void writeFileAtomically();
+    void hugePageMap();
     void realModels();
     void truncationEverywhere();
     void randomByteFlips();
@@ -169,6 +172,44 @@ void TestGguf::writeFileAtomically() {
     QVERIFY_THROWS_EXCEPTION(Error, w.write_file(dir.filePath("no/such/dir/m.gguf").toStdString()));
     QVERIFY_THROWS_EXCEPTION(Error, GgufFile::open(dir.filePath("absent.gguf").toStdString()));
     QVERIFY_THROWS_EXCEPTION(Error, GgufFile::open(dir.path().toStdString()));  // a directory
+}
+
+// The map for CPU weights: 2 MiB-aligned, same bytes as a plain map, whatever the page cache
+// held (a just-written file's 4 KiB folios are dropped and read back), small files unaffected.
+void TestGguf::hugePageMap() {
+    QTemporaryDir dir;
+    QVERIFY(dir.isValid());
+    const std::string path = dir.filePath("pattern.bin").toStdString();
+    std::vector<uint8_t> bytes((size_t{9} << 20) + 12345);
+    std::mt19937 rng(5);
+    for (auto& b : bytes) b = uint8_t(rng());
+    {
+        QFile f(QString::fromStdString(path));
+        QVERIFY(f.open(QIODevice::WriteOnly));
+        QCOMPARE(f.write(reinterpret_cast<const char*>(bytes.data()), qint64(bytes.size())), qint64(bytes.size()));
+        QVERIFY(f.flush());
+        QCOMPARE(::fsync(f.handle()), 0);  // clean pages, so the cache can be dropped
+    }
+    for (int round = 0; round < 2; ++round) {  // 4 KiB folios first, then whatever round 0 left
+        MappedFile m(path, /*huge_pages=*/true);
+        QCOMPARE(m.size(), bytes.size());
+        QCOMPARE(reinterpret_cast<uintptr_t>(m.data()) % (uintptr_t{2} << 20), uintptr_t{0});
+        QVERIFY(std::memcmp(m.data(), bytes.data(), bytes.size()) == 0);
+        QVERIFY(m.huge_mapped_bytes() <= m.size());
+        qInfo("round %d: %zu of %zu bytes on 2 MiB pages", round, m.huge_mapped_bytes(), m.size());
+    }
+
+    const std::string smol = test::test_model(test::kSmolLM2);
+    EMBER_REQUIRE_FILE(smol);
+    const GgufFile plain = GgufFile::open(smol), huge = GgufFile::open(smol, /*huge_pages=*/true);
+    QCOMPARE(huge.tensors().size(), plain.tensors().size());
+    const GgufTensor& a = plain.tensor("blk.3.ffn_down.weight");
+    const GgufTensor& b = huge.tensor("blk.3.ffn_down.weight");
+    QVERIFY(std::memcmp(a.data, b.data, a.n_bytes) == 0);
+
+    const std::string stories = test::testdata(test::kStories);  // < 4 MiB: mapped as usual
+    EMBER_REQUIRE_FILE(stories);
+    QCOMPARE(MappedFile(stories, true).size(), MappedFile(stories).size());
 }
 
 void TestGguf::realModels() {
