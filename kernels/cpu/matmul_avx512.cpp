@@ -287,39 +287,38 @@ struct UQ8_0 {
     __attribute__((always_inline)) static void scales(const uint8_t* p, float* s, float*) { _mm512_store_ps(s, block_halves<kBB, 0>(p)); }
 };
 
-// Scales and mins of two consecutive Q4_K/Q5_K super-blocks (stride bytes apart): the 6-bit
-// fields unpacked with 32-bit masks (4 sub-blocks per word), then widened and scaled as
-// vectors: 16 scales d * sc_j and 16 mins -dmin * m_j.
-struct K4Fields {
-    uint64_t sc, mn;  // 8 six-bit scales / mins, one per byte
-    uint32_t dd;      // d | dmin << 16
-};
-
-inline __attribute__((always_inline)) K4Fields k4_fields(const uint8_t* b) {
-    uint32_t w0, w1, w2;
-    K4Fields f;
-    std::memcpy(&f.dd, b, 4);
-    std::memcpy(&w0, b + 4, 4);
-    std::memcpy(&w1, b + 8, 4);
-    std::memcpy(&w2, b + 12, 4);
-    const uint32_t sc_hi = (w2 & 0x0F0F0F0Fu) | ((w0 >> 2) & 0x30303030u);
-    const uint32_t m_hi = ((w2 >> 4) & 0x0F0F0F0Fu) | ((w1 >> 2) & 0x30303030u);
-    f.sc = (w0 & 0x3F3F3F3Fu) | static_cast<uint64_t>(sc_hi) << 32;
-    f.mn = (w1 & 0x3F3F3F3Fu) | static_cast<uint64_t>(m_hi) << 32;
-    return f;
-}
-
-// Built from registers (no arrays: a 16-byte load of two 8-byte stores would stall on
-// store forwarding).
+// Scales and mins of two consecutive Q4_K/Q5_K super-blocks (stride bytes apart), as 16
+// scales d * sc_j and 16 mins -dmin * m_j. The 12 bytes b[0..11] of 6-bit fields hold
+//   sc_j = b[j] & 63,                 m_j = b[j + 4] & 63              (j < 4)
+//   sc_j = b[j + 4] & 15 | b[j - 4] >> 6 << 4,  m_j = b[j + 4] >> 4 | b[j] >> 6 << 4  (j >= 4)
+// unpacked for both super-blocks at once with byte shuffles (one 128-bit lane each), so no
+// scalar bit fiddling competes with the vector work.
 inline __attribute__((always_inline)) void k4_scales_x2(const uint8_t* p, int stride, float* s, float* m) {
-    const K4Fields a = k4_fields(p), b = k4_fields(p + stride);
+    const __m256i b = _mm256_inserti128_si256(_mm256_castsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 4))),
+                                              _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + stride + 4)), 1);
+    // per lane: [sc 0-3 | sc 4-7 | m 0-3 | m 4-7] low parts, and the bytes holding their top 2 bits
+    const __m256i low = _mm256_shuffle_epi8(b, _mm256_setr_epi8(0, 1, 2, 3, 8, 9, 10, 11, 4, 5, 6, 7, 8, 9, 10, 11,
+                                                                0, 1, 2, 3, 8, 9, 10, 11, 4, 5, 6, 7, 8, 9, 10, 11));
+    const __m256i top = _mm256_shuffle_epi8(b, _mm256_setr_epi8(-1, -1, -1, -1, 0, 1, 2, 3, -1, -1, -1, -1, 4, 5, 6, 7,
+                                                                -1, -1, -1, -1, 0, 1, 2, 3, -1, -1, -1, -1, 4, 5, 6, 7));
+    const __m256i lo_mask = _mm256_setr_epi8(63, 63, 63, 63, 15, 15, 15, 15, 63, 63, 63, 63, 0, 0, 0, 0,
+                                             63, 63, 63, 63, 15, 15, 15, 15, 63, 63, 63, 63, 0, 0, 0, 0);
+    const __m256i hi_mask = _mm256_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 15, 15, 15, 15,
+                                             0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 15, 15, 15, 15);
+    __m256i f = _mm256_and_si256(low, lo_mask);
+    f = _mm256_or_si256(f, _mm256_and_si256(_mm256_srli_epi16(low, 4), hi_mask));
+    f = _mm256_or_si256(f, _mm256_and_si256(_mm256_srli_epi16(top, 2), _mm256_set1_epi8(0x30)));  // bits 6-7 -> 4-5
+    // qwords [sc_a, m_a, sc_b, m_b] -> [sc_a, sc_b] and [m_a, m_b]
+    const __m128i sc = _mm256_castsi256_si128(_mm256_permute4x64_epi64(f, _MM_SHUFFLE(3, 1, 2, 0)));
+    const __m128i mn = _mm256_extracti128_si256(_mm256_permute4x64_epi64(f, _MM_SHUFFLE(3, 1, 2, 0)), 1);
     // [d0, dmin0, d1, dmin1] as floats, spread to 8 lanes per super-block
-    const __m128i dd = _mm_insert_epi32(_mm_cvtsi32_si128(static_cast<int>(a.dd)), static_cast<int>(b.dd), 1);
+    uint32_t da, db;
+    std::memcpy(&da, p, 4);
+    std::memcpy(&db, p + stride, 4);
+    const __m128i dd = _mm_insert_epi32(_mm_cvtsi32_si128(static_cast<int>(da)), static_cast<int>(db), 1);
     const __m512 h = _mm512_castps128_ps512(_mm_cvtph_ps(dd));
     const __m512 dv = _mm512_permutexvar_ps(_mm512_setr_epi32(0, 0, 0, 0, 0, 0, 0, 0, 2, 2, 2, 2, 2, 2, 2, 2), h);
     const __m512 mv = _mm512_permutexvar_ps(_mm512_setr_epi32(1, 1, 1, 1, 1, 1, 1, 1, 3, 3, 3, 3, 3, 3, 3, 3), h);
-    const __m128i sc = _mm_insert_epi64(_mm_cvtsi64_si128(static_cast<int64_t>(a.sc)), static_cast<int64_t>(b.sc), 1);
-    const __m128i mn = _mm_insert_epi64(_mm_cvtsi64_si128(static_cast<int64_t>(a.mn)), static_cast<int64_t>(b.mn), 1);
     _mm512_store_ps(s, _mm512_mul_ps(dv, _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(sc))));
     _mm512_store_ps(m, _mm512_sub_ps(_mm512_setzero_ps(), _mm512_mul_ps(mv, _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(mn)))));
 }
