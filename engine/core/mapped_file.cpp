@@ -96,12 +96,13 @@ void MappedFile::map(int fd, bool huge_pages) {
         if (reserve != MAP_FAILED) ::munmap(reserve, size_ + kHuge);
         throw Error(path_ + ": cannot map file: " + std::strerror(err));
     }
-    if (reserve != MAP_FAILED) {  // give back the reservation around the map
-        auto* r = static_cast<uint8_t*>(reserve);
-        auto* m = static_cast<uint8_t*>(p);
-        if (m > r) ::munmap(r, static_cast<size_t>(m - r));
-        const size_t tail = static_cast<size_t>(r + size_ + kHuge - (m + size_));
-        if (tail > 0) ::munmap(m + size_, tail);
+    if (reserve != MAP_FAILED) {  // give back the reservation around the map (page-aligned ends)
+        const auto page = static_cast<uintptr_t>(::sysconf(_SC_PAGESIZE));
+        const auto up = [page](uintptr_t a) { return (a + page - 1) & ~(page - 1); };
+        const auto r = reinterpret_cast<uintptr_t>(reserve), m = reinterpret_cast<uintptr_t>(p);
+        const uintptr_t map_end = up(m + size_), reserve_end = up(r + size_ + kHuge);
+        if (m > r) ::munmap(reserve, m - r);
+        if (reserve_end > map_end) ::munmap(reinterpret_cast<void*>(map_end), reserve_end - map_end);
     }
     data_ = static_cast<const uint8_t*>(p);
     if (huge_pages) ::madvise(p, size_, MADV_HUGEPAGE);

@@ -199,6 +199,16 @@ void TestGguf::hugePageMap() {
         qInfo("round %d: %zu of %zu bytes on 2 MiB pages", round, m.huge_mapped_bytes(), m.size());
     }
 
+    // The 2 MiB of address space reserved around the map is given back: no mapping is left
+    // behind after the map goes.
+    const auto n_maps = [] {
+        QFile maps("/proc/self/maps");
+        return maps.open(QIODevice::ReadOnly) ? maps.readAll().count('\n') : -1;
+    };
+    const qsizetype before = n_maps();
+    for (int i = 0; i < 20; ++i) QCOMPARE(MappedFile(path, true).size(), bytes.size());
+    QCOMPARE(n_maps(), before);
+
     const std::string smol = test::test_model(test::kSmolLM2);
     EMBER_REQUIRE_FILE(smol);
     const GgufFile plain = GgufFile::open(smol), huge = GgufFile::open(smol, /*huge_pages=*/true);
