@@ -524,7 +524,7 @@ void gemv_q8_t(const WeightMatrix& W, const ActQ8& a, int64_t r0, int64_t r1, fl
         for (auto& v : acc) v = _mm512_setzero_ps();
         for (int64_t c = 0; c < nchunks; ++c) {
             __m512i w[8];
-            pf.step(row + c * pf.step_bytes);
+            WeightPrefetch::step_fixed<kChunk / U::kBE * U::kBB>(row + c * pf.step_bytes);
             load_chunk<U>(W, generic, row, c, w, scale, min, buf);
             for (int t = 0; t < NT; ++t) {
                 const int8_t* x = a.qs + t * a.kpad + c * kChunk;
@@ -567,7 +567,7 @@ void gemv_q4_0_t(const WeightMatrix& W, const ActQ8& a, int64_t r0, int64_t r1, 
             __m512 sc;
             if (c < nfull) {
                 const uint8_t* p = row + c * kCB;
-                pf.step(p);
+                WeightPrefetch::step_fixed<kCB>(p);
                 for (int g = 0; g < 4; ++g) {
                     const uint8_t* b = p + 72 * g + 2;
                     __m512i q = _mm512_castsi128_si512(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b)));
