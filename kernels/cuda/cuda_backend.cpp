@@ -80,13 +80,20 @@ void require_f32_contiguous(const Tensor& t, const char* op, const char* what) {
 class CudaBackend final : public Backend {
 public:
     explicit CudaBackend(int device) : device_(device) {
-        EMBER_CUDA_CHECK(cudaSetDevice(device_));
-        EMBER_CUDA_CHECK(cudaGetDeviceProperties(&props_, device_));
-        EMBER_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
-        EMBER_CUDA_CHECK(cudaEventCreateWithFlags(&staging_done_, cudaEventDisableTiming));
-        EMBER_CUBLAS_CHECK(cublasCreate(&cublas_));
-        EMBER_CUBLAS_CHECK(cublasSetStream(cublas_, stream_));
-        graphs_ = std::make_unique<GraphRunner>(stream_);
+        try {
+            EMBER_CUDA_CHECK(cudaSetDevice(device_));
+            EMBER_CUDA_CHECK(cudaGetDeviceProperties(&props_, device_));
+            EMBER_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
+            EMBER_CUDA_CHECK(cudaEventCreateWithFlags(&staging_done_, cudaEventDisableTiming));
+            EMBER_CUBLAS_CHECK(cublasCreate(&cublas_));
+            EMBER_CUBLAS_CHECK(cublasSetStream(cublas_, stream_));
+            graphs_ = std::make_unique<GraphRunner>(stream_);
+        } catch (...) {  // the destructor does not run for a throwing constructor
+            if (cublas_) cublasDestroy(cublas_);
+            if (staging_done_) cudaEventDestroy(staging_done_);
+            if (stream_) cudaStreamDestroy(stream_);
+            throw;
+        }
         graphs_->set_enabled(graphs_from_env());
         // FP16 inputs with FP32 accumulation is asked per call (CUBLAS_COMPUTE_32F); keep the
         // default math mode so FP32 GEMMs stay true FP32 (no TF32).
