@@ -67,31 +67,60 @@ void rms_norm(const float* x, const float* w, float* y, int64_t rows, int64_t co
     split(pool, rows, cols, [&](int64_t b, int64_t e) { k.rms_norm_rows(x, w, y, b, e, cols, eps); });
 }
 
+// cos / sin of every (token, pair) for rope, [token][cos x half, sin x half]. A decode step
+// rotates q and then k of every layer at the same positions with the same spec, so the last
+// tables are kept (per thread) and reused while spec and positions are unchanged: the per-pair
+// frequencies (pow) and the angles (double cos / sin: positions up to ~1e6 keep full float
+// accuracy) are computed once per step instead of 2 x layers times.
+const float* rope_tables(int64_t n_tokens, const int32_t* positions, const RopeSpec& spec) {
+    struct Tables {
+        int n_rot = 0;
+        float freq_base = 0, freq_scale = 0;
+        std::vector<float> factors;  // a copy: the same address may later hold another model's
+        std::vector<double> freq;
+        std::vector<int32_t> pos;
+        std::vector<float> cs;
+    };
+    thread_local Tables t;
+    const int half = spec.n_rot / 2;
+    const auto same_factors = [&] {
+        if (!spec.freq_factors) return t.factors.empty();
+        return t.factors.size() == static_cast<size_t>(half) && std::equal(t.factors.begin(), t.factors.end(), spec.freq_factors);
+    };
+    if (t.n_rot != spec.n_rot || t.freq_base != spec.freq_base || t.freq_scale != spec.freq_scale || !same_factors()) {
+        t.n_rot = spec.n_rot;
+        t.freq_base = spec.freq_base;
+        t.freq_scale = spec.freq_scale;
+        if (spec.freq_factors) t.factors.assign(spec.freq_factors, spec.freq_factors + half);
+        else t.factors.clear();
+        t.freq.resize(static_cast<size_t>(half));
+        for (int i = 0; i < half; ++i) {
+            const double ff = spec.freq_factors ? spec.freq_factors[i] : 1.0;
+            t.freq[static_cast<size_t>(i)] = spec.freq_scale * std::pow(double(spec.freq_base), -2.0 * i / spec.n_rot) / ff;
+        }
+        t.pos.clear();
+    }
+    if (t.pos.size() == static_cast<size_t>(n_tokens) && std::equal(t.pos.begin(), t.pos.end(), positions)) return t.cs.data();
+    t.pos.assign(positions, positions + n_tokens);
+    t.cs.resize(static_cast<size_t>(n_tokens * 2 * half));
+    for (int64_t tok = 0; tok < n_tokens; ++tok) {
+        float* c = t.cs.data() + tok * 2 * half;
+        for (int i = 0; i < half; ++i) {
+            const double theta = positions[tok] * t.freq[static_cast<size_t>(i)];
+            c[i] = static_cast<float>(std::cos(theta));
+            c[half + i] = static_cast<float>(std::sin(theta));
+        }
+    }
+    return t.cs.data();
+}
+
 void rope(float* x, int64_t n_tokens, int32_t n_heads, const int32_t* positions, const RopeSpec& spec,
           ThreadPool* pool) {
     if (spec.n_rot <= 0 || spec.n_rot % 2 != 0 || spec.n_rot > spec.head_dim) {
         throw std::invalid_argument("rope: n_rot must be even and <= head_dim");
     }
-    const int half = spec.n_rot / 2;
-    // Per-pair frequencies, then cos/sin per token in double (positions up to ~1e6 keep
-    // full float accuracy in the angle).
-    std::vector<double> freq(static_cast<size_t>(half));
-    for (int i = 0; i < half; ++i) {
-        const double ff = spec.freq_factors ? spec.freq_factors[i] : 1.0;
-        freq[static_cast<size_t>(i)] = spec.freq_scale * std::pow(double(spec.freq_base), -2.0 * i / spec.n_rot) / ff;
-    }
-    thread_local std::vector<float> cs;
-    cs.resize(static_cast<size_t>(n_tokens * 2 * half));
-    for (int64_t t = 0; t < n_tokens; ++t) {
-        float* c = cs.data() + t * 2 * half;
-        for (int i = 0; i < half; ++i) {
-            const double theta = positions[t] * freq[static_cast<size_t>(i)];
-            c[i] = static_cast<float>(std::cos(theta));
-            c[half + i] = static_cast<float>(std::sin(theta));
-        }
-    }
+    const float* csp = rope_tables(n_tokens, positions, spec);
     const OpsTable& k = table();
-    const float* csp = cs.data();
     split(pool, n_tokens, int64_t{n_heads} * spec.head_dim,
           [&](int64_t b, int64_t e) { k.rope_tokens(x, b, e, n_heads, spec, csp); });
 }

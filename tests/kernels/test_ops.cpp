@@ -186,6 +186,45 @@ private slots:
         })
     }
 
+    // rope keeps its cos/sin tables between calls with the same spec and positions (q, then
+    // k): a change of any of them in place, at the same addresses, must be seen.
+    void ropeTablesFollowChanges() {
+        const int D = 64, n_rot = 64, n_heads = 2;
+        const int64_t n = 3;
+        std::vector<int32_t> pos{5, 900, 70000};
+        std::vector<float> ff(size_t(n_rot / 2), 1.0f);
+        ops::RopeSpec spec;
+        spec.head_dim = D;
+        spec.n_rot = n_rot;
+        spec.freq_base = 10000.0f;
+        spec.freq_factors = ff.data();
+        const auto x0 = ktest::random_floats(size_t(n * n_heads * D), 8);
+        auto check = [&](const char* what) {
+            std::vector<float> x = x0;
+            ops::rope(x.data(), n, n_heads, pos.data(), spec, nullptr);
+            for (int64_t t = 0; t < n; ++t) {
+                for (int i = 0; i < n_rot / 2; ++i) {
+                    const double theta = pos[size_t(t)] * spec.freq_scale * std::pow(double(spec.freq_base), -2.0 * i / n_rot) / ff[size_t(i)];
+                    const float* a = x0.data() + t * n_heads * D;
+                    const double r0 = a[2 * i] * std::cos(theta) - a[2 * i + 1] * std::sin(theta);
+                    const double tol = 1e-6 * (std::fabs(a[2 * i]) + std::fabs(a[2 * i + 1]));
+                    QVERIFY2(std::fabs(x[size_t(t * n_heads * D + 2 * i)] - r0) <= tol, what);
+                }
+            }
+        };
+        check("first call");
+        check("same spec and positions again");
+        pos[1] = 901;
+        check("a position changed in place");
+        ff[3] = 4.0f;
+        check("a frequency factor changed in place");
+        spec.freq_base = 500000.0f;
+        check("another base");
+        spec.freq_factors = nullptr;
+        std::fill(ff.begin(), ff.end(), 1.0f);
+        check("no factors");
+    }
+
     void softmax() {
         ThreadPool pool(2);
         FOR_EACH_ISA({
