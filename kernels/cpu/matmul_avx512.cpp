@@ -232,7 +232,7 @@ struct UQ4_0 {
     __attribute__((always_inline)) static void codes(const uint8_t* p, __m512i* w) {
         for (int j = 0; j < 8; ++j) w[j] = nibbles_2x16(p + 36 * j + 2, p + 36 * j + 20);
     }
-    __attribute__((always_inline)) static void scales(const uint8_t* p, float* s, float*) { _mm512_store_ps(s, block_halves<kBB, 0>(p)); }
+    __attribute__((always_inline)) static void scales(const uint8_t* p, __m512* s, __m512*) { s[0] = block_halves<kBB, 0>(p); }
 };
 
 struct UQ4_1 {
@@ -240,9 +240,9 @@ struct UQ4_1 {
     __attribute__((always_inline)) static void codes(const uint8_t* p, __m512i* w) {
         for (int j = 0; j < 8; ++j) w[j] = nibbles_2x16(p + 40 * j + 4, p + 40 * j + 24);
     }
-    __attribute__((always_inline)) static void scales(const uint8_t* p, float* s, float* m) {
-        _mm512_store_ps(s, block_halves<kBB, 0>(p));
-        _mm512_store_ps(m, block_halves<kBB, 1>(p));
+    __attribute__((always_inline)) static void scales(const uint8_t* p, __m512* s, __m512* m) {
+        s[0] = block_halves<kBB, 0>(p);
+        m[0] = block_halves<kBB, 1>(p);
     }
 };
 
@@ -255,7 +255,7 @@ struct UQ5_0 {
             w[j] = _mm512_mask_add_epi8(c, u32_pair(b + 2, b + 24), c, _mm512_set1_epi8(16));
         }
     }
-    __attribute__((always_inline)) static void scales(const uint8_t* p, float* s, float*) { _mm512_store_ps(s, block_halves<kBB, 0>(p)); }
+    __attribute__((always_inline)) static void scales(const uint8_t* p, __m512* s, __m512*) { s[0] = block_halves<kBB, 0>(p); }
 };
 
 struct UQ5_1 {
@@ -267,9 +267,9 @@ struct UQ5_1 {
             w[j] = _mm512_mask_add_epi8(c, u32_pair(b + 4, b + 28), c, _mm512_set1_epi8(16));
         }
     }
-    __attribute__((always_inline)) static void scales(const uint8_t* p, float* s, float* m) {
-        _mm512_store_ps(s, block_halves<kBB, 0>(p));
-        _mm512_store_ps(m, block_halves<kBB, 1>(p));
+    __attribute__((always_inline)) static void scales(const uint8_t* p, __m512* s, __m512* m) {
+        s[0] = block_halves<kBB, 0>(p);
+        m[0] = block_halves<kBB, 1>(p);
     }
 };
 
@@ -284,7 +284,7 @@ struct UQ8_0 {
             w[j] = _mm512_xor_si512(x, _mm512_set1_epi8(static_cast<char>(0x80)));  // q + 128
         }
     }
-    __attribute__((always_inline)) static void scales(const uint8_t* p, float* s, float*) { _mm512_store_ps(s, block_halves<kBB, 0>(p)); }
+    __attribute__((always_inline)) static void scales(const uint8_t* p, __m512* s, __m512*) { s[0] = block_halves<kBB, 0>(p); }
 };
 
 // Scales and mins of two consecutive Q4_K/Q5_K super-blocks (stride bytes apart), as 16
@@ -293,7 +293,7 @@ struct UQ8_0 {
 //   sc_j = b[j + 4] & 15 | b[j - 4] >> 6 << 4,  m_j = b[j + 4] >> 4 | b[j] >> 6 << 4  (j >= 4)
 // unpacked for both super-blocks at once with byte shuffles (one 128-bit lane each), so no
 // scalar bit fiddling competes with the vector work.
-inline __attribute__((always_inline)) void k4_scales_x2(const uint8_t* p, int stride, float* s, float* m) {
+inline __attribute__((always_inline)) void k4_scales_x2(const uint8_t* p, int stride, __m512* s, __m512* m) {
     const __m256i b = _mm256_inserti128_si256(_mm256_castsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 4))),
                                               _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + stride + 4)), 1);
     // per lane: [sc 0-3 | sc 4-7 | m 0-3 | m 4-7] low parts, and the bytes holding their top 2 bits
@@ -319,8 +319,8 @@ inline __attribute__((always_inline)) void k4_scales_x2(const uint8_t* p, int st
     const __m512 h = _mm512_castps128_ps512(_mm_cvtph_ps(dd));
     const __m512 dv = _mm512_permutexvar_ps(_mm512_setr_epi32(0, 0, 0, 0, 0, 0, 0, 0, 2, 2, 2, 2, 2, 2, 2, 2), h);
     const __m512 mv = _mm512_permutexvar_ps(_mm512_setr_epi32(1, 1, 1, 1, 1, 1, 1, 1, 3, 3, 3, 3, 3, 3, 3, 3), h);
-    _mm512_store_ps(s, _mm512_mul_ps(dv, _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(sc))));
-    _mm512_store_ps(m, _mm512_sub_ps(_mm512_setzero_ps(), _mm512_mul_ps(mv, _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(mn)))));
+    s[0] = _mm512_mul_ps(dv, _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(sc)));
+    m[0] = _mm512_sub_ps(_mm512_setzero_ps(), _mm512_mul_ps(mv, _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(mn))));
 }
 
 struct UQ4_K {
@@ -330,7 +330,7 @@ struct UQ4_K {
             for (int c = 0; c < 4; ++c) w[4 * sb + c] = nibbles_32(p + kBB * sb + 16 + 32 * c);
         }
     }
-    __attribute__((always_inline)) static void scales(const uint8_t* p, float* s, float* m) { k4_scales_x2(p, kBB, s, m); }
+    __attribute__((always_inline)) static void scales(const uint8_t* p, __m512* s, __m512* m) { k4_scales_x2(p, kBB, s, m); }
 };
 
 struct UQ5_K {
@@ -348,7 +348,7 @@ struct UQ5_K {
             }
         }
     }
-    __attribute__((always_inline)) static void scales(const uint8_t* p, float* s, float* m) { k4_scales_x2(p, kBB, s, m); }
+    __attribute__((always_inline)) static void scales(const uint8_t* p, __m512* s, __m512* m) { k4_scales_x2(p, kBB, s, m); }
 };
 
 struct UQ6_K {
@@ -367,13 +367,13 @@ struct UQ6_K {
             }
         }
     }
-    __attribute__((always_inline)) static void scales(const uint8_t* p, float* s, float*) {
+    __attribute__((always_inline)) static void scales(const uint8_t* p, __m512* s, __m512*) {
         for (int sb = 0; sb < 2; ++sb) {
             const uint8_t* b = p + kBB * sb;
             const __m512 sc = _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b + 192))));
             uint16_t d;
             std::memcpy(&d, b + 208, 2);
-            _mm512_store_ps(s + 16 * sb, _mm512_mul_ps(_mm512_set1_ps(h2f(d)), sc));
+            s[sb] = _mm512_mul_ps(_mm512_set1_ps(h2f(d)), sc);
         }
     }
 };
@@ -394,14 +394,14 @@ struct UQ2_K {
         }
     }
     // 16 sub-blocks of 16: scale d * (sc & 15), min -dmin * (sc >> 4).
-    __attribute__((always_inline)) static void scales(const uint8_t* p, float* s, float* m) {
+    __attribute__((always_inline)) static void scales(const uint8_t* p, __m512* s, __m512* m) {
         for (int sb = 0; sb < 2; ++sb) {
             const uint8_t* b = p + kBB * sb;
             const __m512i sc = _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b)));
             const __m512 lo = _mm512_cvtepi32_ps(_mm512_and_si512(sc, _mm512_set1_epi32(15)));
             const __m512 hi = _mm512_cvtepi32_ps(_mm512_srli_epi32(sc, 4));
-            _mm512_store_ps(s + 16 * sb, _mm512_mul_ps(_mm512_set1_ps(half_at(b + 80)), lo));
-            _mm512_store_ps(m + 16 * sb, _mm512_mul_ps(_mm512_set1_ps(-half_at(b + 82)), hi));
+            s[sb] = _mm512_mul_ps(_mm512_set1_ps(half_at(b + 80)), lo);
+            m[sb] = _mm512_mul_ps(_mm512_set1_ps(-half_at(b + 82)), hi);
         }
     }
 };
@@ -424,7 +424,7 @@ struct UQ3_K {
     }
     // 16 signed 6-bit scales (minus 32): low nibbles in bytes 0..7 (scales 0..7 low, 8..15
     // high nibble), high 2 bits in bytes 8..11 (scale j: byte 8 + j % 4, bits 2 (j / 4)).
-    __attribute__((always_inline)) static void scales(const uint8_t* p, float* s, float*) {
+    __attribute__((always_inline)) static void scales(const uint8_t* p, __m512* s, __m512*) {
         for (int sb = 0; sb < 2; ++sb) {
             const uint8_t* b = p + kBB * sb;
             uint64_t L;
@@ -437,24 +437,29 @@ struct UQ3_K {
             const uint64_t hi = ((L >> 4) & 0x0F0F0F0F0F0F0F0Full) | h_hi << 4;
             const __m128i v = _mm_insert_epi64(_mm_cvtsi64_si128(static_cast<int64_t>(lo)), static_cast<int64_t>(hi), 1);
             const __m512i sc = _mm512_sub_epi32(_mm512_cvtepu8_epi32(v), _mm512_set1_epi32(32));
-            _mm512_store_ps(s + 16 * sb, _mm512_mul_ps(_mm512_set1_ps(half_at(b + 108)), _mm512_cvtepi32_ps(sc)));
+            s[sb] = _mm512_mul_ps(_mm512_set1_ps(half_at(b + 108)), _mm512_cvtepi32_ps(sc));
         }
     }
 };
 
 // Codes and scales of chunk c of a row: registers for full chunks, the portable unpacker
 // (which zero-fills past the row end and never reads beyond it) for the tail.
+// Scales (and mins) of the chunk's blocks come back in registers, sv[0..1] / mv[0..1] (16
+// blocks each; [1] only for G = 16): a store and reload through memory would put a
+// store-forwarding delay in front of every block's scaling. scale / min are the portable
+// unpacker's arrays (32 floats each, initialized by the caller).
 template <class U>
 inline __attribute__((always_inline)) void load_chunk(const WeightMatrix& W, UnpackChunkFn generic, const uint8_t* row, int64_t c,
-                       __m512i* w, float* scale, float* min, uint8_t* buf) {
+                       __m512i* w, __m512* sv, __m512* mv, float* scale, float* min, uint8_t* buf) {
     if (U::kBE > 0 && (c + 1) * kChunk <= W.cols) {
         const uint8_t* p = row + c * (kChunk / (U::kBE > 0 ? U::kBE : 1)) * U::kBB;
         U::codes(p, w);
-        U::scales(p, scale, min);
+        U::scales(p, sv, mv);
         return;
     }
     generic(row, c, W.cols, buf, scale, min);
     for (int j = 0; j < 8; ++j) w[j] = _mm512_load_si512(buf + 64 * j);
+    for (int j = 0; j < 2; ++j) sv[j] = _mm512_load_ps(scale + 16 * j), mv[j] = _mm512_load_ps(min + 16 * j);
 }
 
 // ---------------------------------------------------------------------------------------
@@ -498,12 +503,12 @@ inline __attribute__((always_inline)) void block_sums16(const __m512i* w, const 
 
 // acc += per block: weight scale * d * (integer sum + init) [+ weight min * dsum].
 template <bool kMin>
-inline __attribute__((always_inline)) __m512 scale_blocks(__m512 acc, __m512i sums, const float* scale, const float* min, const float* d,
+inline __attribute__((always_inline)) __m512 scale_blocks(__m512 acc, __m512i sums, __m512 scale, __m512 min, const float* d,
                            const int32_t* init, const float* dsum) {
     if constexpr (!kMin) sums = _mm512_add_epi32(sums, _mm512_loadu_si512(init));
     const __m512 f = _mm512_mul_ps(_mm512_cvtepi32_ps(sums), _mm512_loadu_ps(d));
-    acc = _mm512_fmadd_ps(f, _mm512_load_ps(scale), acc);
-    if constexpr (kMin) acc = _mm512_fmadd_ps(_mm512_load_ps(min), _mm512_loadu_ps(dsum), acc);
+    acc = _mm512_fmadd_ps(f, scale, acc);
+    if constexpr (kMin) acc = _mm512_fmadd_ps(min, _mm512_loadu_ps(dsum), acc);
     return acc;
 }
 
@@ -514,7 +519,7 @@ void gemv_q8_t(const WeightMatrix& W, const ActQ8& a, int64_t r0, int64_t r1, fl
     constexpr int nbc = kChunk / G;
     const UnpackChunkFn generic = unpack_fn(W.type);
     alignas(64) uint8_t buf[kChunk];
-    alignas(64) float scale[32], min[32];
+    alignas(64) float scale[32] = {}, min[32] = {};
     const int64_t nb = a.nb(), nchunks = a.kpad / kChunk;
     const WeightPrefetch pf(W, kChunk);
     WeightPrefetch::start(W, r0, r1);
@@ -525,17 +530,18 @@ void gemv_q8_t(const WeightMatrix& W, const ActQ8& a, int64_t r0, int64_t r1, fl
         for (int64_t c = 0; c < nchunks; ++c) {
             __m512i w[8];
             WeightPrefetch::step_fixed<kChunk / U::kBE * U::kBB>(row + c * pf.step_bytes);
-            load_chunk<U>(W, generic, row, c, w, scale, min, buf);
+            __m512 sv[2], mv[2];
+            load_chunk<U>(W, generic, row, c, w, sv, mv, scale, min, buf);
             for (int t = 0; t < NT; ++t) {
                 const int8_t* x = a.qs + t * a.kpad + c * kChunk;
                 const int64_t bi = t * nb + c * nbc;
                 if constexpr (G == 32) {
-                    acc[t] = scale_blocks<kMin>(acc[t], block_sums32(w, x), scale, min, a.d + bi, a.init + bi, a.dsum + bi);
+                    acc[t] = scale_blocks<kMin>(acc[t], block_sums32(w, x), sv[0], mv[0], a.d + bi, a.init + bi, a.dsum + bi);
                 } else {
                     __m512i lo, hi;
                     block_sums16(w, x, lo, hi);
-                    acc[t] = scale_blocks<kMin>(acc[t], lo, scale, min, a.d + bi, a.init + bi, a.dsum + bi);
-                    acc[t] = scale_blocks<kMin>(acc[t], hi, scale + 16, min + 16, a.d + bi + 16, a.init + bi + 16, a.dsum + bi + 16);
+                    acc[t] = scale_blocks<kMin>(acc[t], lo, sv[0], mv[0], a.d + bi, a.init + bi, a.dsum + bi);
+                    acc[t] = scale_blocks<kMin>(acc[t], hi, sv[1], mv[1], a.d + bi + 16, a.init + bi + 16, a.dsum + bi + 16);
                 }
             }
         }
@@ -663,7 +669,7 @@ void build_panel(const WeightMatrix& W, int64_t r0, int nrows, int64_t nb, uint8
     constexpr int nbc = kChunk / G;
     const UnpackChunkFn generic = unpack_fn(W.type);
     alignas(64) uint8_t rows[16][kChunk];
-    alignas(64) float scale[16][32], min[16][32];
+    alignas(64) float scale[16][32] = {}, min[16][32] = {};
     alignas(64) uint8_t tmp[kChunk];
     for (int half = 0; half < 2; ++half) {
         const int nr = std::clamp(nrows - 16 * half, 0, 16);
@@ -676,7 +682,9 @@ void build_panel(const WeightMatrix& W, int64_t r0, int nrows, int64_t nb, uint8
             for (int r = 0; r < nr; ++r) {
                 const auto* row = static_cast<const uint8_t*>(W.data) + (r0 + 16 * half + r) * W.row_bytes;
                 __m512i w[8];
-                load_chunk<U>(W, generic, row, c, w, scale[r], min[r], tmp);
+                __m512 sv[2], mv[2];
+                load_chunk<U>(W, generic, row, c, w, sv, mv, scale[r], min[r], tmp);
+                for (int j = 0; j < 2; ++j) _mm512_store_ps(scale[r] + 16 * j, sv[j]), _mm512_store_ps(min[r] + 16 * j, mv[j]);
                 for (int j = 0; j < 8; ++j) _mm512_store_si512(rows[r] + 64 * j, w[j]);
             }
             uint8_t* pc = panel + c * nbc * PB + 64 * half;
