@@ -108,21 +108,23 @@ void MappedFile::map(int fd, bool huge_pages) {
     if (huge_pages) ::madvise(p, size_, MADV_HUGEPAGE);
 }
 
-// If the cached pages are 4 KiB folios, drop them (POSIX_FADV_DONTNEED leaves pages that
-// are mapped or dirty alone) so they come back as 2 MiB folios. Tried on one cached 2 MiB
-// probe first: where that does not give a 2 MiB page (no large folios on this filesystem,
-// THP off), nothing else is dropped.
+// If most of a fully cached file sits in 4 KiB folios (one fault per aligned 2 MiB tells:
+// a 2 MiB folio is mapped whole), drop it from the page cache (POSIX_FADV_DONTNEED leaves
+// pages that are mapped or dirty alone) so it is read back in 2 MiB folios. Tried on one
+// 2 MiB range first: where that does not come back as a 2 MiB page (no large folios on this
+// filesystem, THP off), nothing else is dropped. A file only partly cached is left as it is.
 void MappedFile::refresh_page_cache(int fd) {
-    const size_t probe = size_ / 2 / kHuge * kHuge;  // an aligned 2 MiB in the middle
-    const uint8_t* p = data_ + probe;
-    if (!resident(p, kHuge)) return;  // not cached: faults will read 2 MiB folios
-    touch(p, kHuge);
-    if (pmd_mapped_bytes(data_) > 0) return;  // already large folios
-    ::madvise(const_cast<uint8_t*>(p), kHuge, MADV_DONTNEED);  // unmap the probe, then drop it
+    const size_t aligned = size_ / kHuge * kHuge;
+    if (!resident(data_, aligned)) return;
+    for (size_t o = 0; o < aligned; o += kHuge) touch(data_ + o, 1);
+    if (pmd_mapped_bytes(data_) * 10 >= aligned * 9) return;  // (nearly) all 2 MiB pages already
+    auto* base = const_cast<uint8_t*>(data_);
+    ::madvise(base, size_, MADV_DONTNEED);  // unmap what the check touched
+    const size_t probe = aligned / 2 / kHuge * kHuge;
     ::posix_fadvise(fd, static_cast<off_t>(probe), static_cast<off_t>(kHuge), POSIX_FADV_DONTNEED);
-    touch(p, kHuge);
+    touch(data_ + probe, kHuge);
     if (pmd_mapped_bytes(data_) == 0) return;
-    ::madvise(const_cast<uint8_t*>(data_), size_, MADV_DONTNEED);
+    ::madvise(base, size_, MADV_DONTNEED);
     ::posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
     log_info(path_ + ": page cache held 4 KiB pages; dropped it so the weights map with 2 MiB pages");
 }

@@ -10,10 +10,10 @@ namespace ember {
 // With huge_pages, the map starts on a 2 MiB boundary and is advised MADV_HUGEPAGE, so the
 // kernel can map the weights with 2 MiB pages (FilePmdMapped in smaps) where the page cache
 // holds 2 MiB folios: streaming decode then reads ~20 % faster (fewer TLB misses; see
-// docs/BENCHMARKS.md). A file whose cached pages are 4 KiB folios (typically one just
-// written, e.g. downloaded) is dropped from the page cache once, so the first touches read it
-// back in 2 MiB folios; that is tried on one 2 MiB probe first, so a filesystem without large
-// folios is never re-read.
+// docs/BENCHMARKS.md). A fully cached file held mostly in 4 KiB folios (typically one just
+// written, e.g. downloaded, or read back piecemeal) is dropped from the page cache once, so
+// the first touches read it back in 2 MiB folios; that is tried on one 2 MiB probe first, so
+// a filesystem without large folios is never re-read.
 class MappedFile {
 public:
     MappedFile() = default;
