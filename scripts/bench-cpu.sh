@@ -20,7 +20,8 @@
 # binaries in the build dir as they are), EMBER_BENCH_WAIT_QUIET=SECS (before each measurement,
 # wait up to SECS for the shared cores to go quiet; default 60, 0 = never),
 # EMBER_BENCH_RETRIES=N (measure again, up to N times, when other work took > 15 % of the
-# cores meanwhile; keep the quietest attempt; default 1).
+# cores meanwhile; keep the quietest attempt; default 1), EMBER_BENCH_MEMBW_SETTLE=SECS (rest
+# after each ember-membw run before the next measurement; default 10).
 # The targets in the table are informational: the script exits 0 whenever it could measure.
 set -euo pipefail
 # shellcheck disable=SC2034  # read by common.sh
@@ -41,7 +42,7 @@ done
 THREADS="${EMBER_BENCH_THREADS:-2}"
 if (( QUICK )); then REPS="${EMBER_BENCH_REPS:-1}"; TYPES="${EMBER_BENCH_TYPES:-Q4_0}"
 else REPS="${EMBER_BENCH_REPS:-3}"; TYPES="${EMBER_BENCH_TYPES:-Q4_0 Q8_0 Q4_K_M}"; fi
-PP=512; TG=128; CTX_RUN=512; PAIRS="${EMBER_BENCH_PAIRS:-5}"
+PP=512; TG=128; CTX_RUN=512; PAIRS="${EMBER_BENCH_PAIRS:-5}"; MEMBW_SETTLE="${EMBER_BENCH_MEMBW_SETTLE:-10}"
 SHAPE=llama-3.2-1b
 BUILD="${EMBER_BENCH_BUILD_DIR:-$EMBER_ROOT/build/engine}"
 [[ "$BUILD" = /* ]] || BUILD="$EMBER_ROOT/$BUILD"
@@ -190,6 +191,7 @@ for t in $TYPES; do
   ember_step "memory bandwidth (ember-membw)"
   measure "membw.$i" "$MEMBW" --json --reps 10
   [[ -s "$OUT/membw.$i.json" ]] || ember_die "ember-membw failed"
+  sleep "$MEMBW_SETTLE"
   i=$((i + 1))
 
   ember_step "$t: ember bench"
@@ -201,15 +203,16 @@ for t in $TYPES; do
 
   # Decode against the copy bandwidth of the same moment: a tgN run and ember-membw right
   # after it alternate PAIRS times; each pair gives one ratio, the table shows their median.
-  # (Not membw first: for a few seconds after ember-membw frees its 2 GiB, decode runs 7-13 %
-  # slower on this VM, while membw is unaffected by a decode just before it.)
+  # (Not membw first, and MEMBW_SETTLE seconds after each membw run: from ~2 s to ~6 s after
+  # ember-membw frees its 2 GiB, everything on this VM runs slower (decode 58 instead of 101
+  # tok/s measured 3 s after, unaffected right after and 8 s after; docs/BENCHMARKS.md).)
   ember_step "$t: decode vs copy bandwidth ($PAIRS interleaved pairs)"
   for (( k = 0; k < PAIRS; k++ )); do
     "$EMBER" bench "$f" --pp 0 --tg "$TG" -r 1 --threads "$THREADS" --json >"$OUT/$t.pair.$k.tg.json" 2>/dev/null \
       || ember_log "ember bench failed in pair $k"
     "$MEMBW" --json --reps 3 >"$OUT/$t.pair.$k.membw.json" 2>/dev/null \
       || ember_log "ember-membw failed in pair $k"
-    sleep 3
+    sleep "$MEMBW_SETTLE"
   done
 
   ember_step "$t: peak RSS of ember run"
