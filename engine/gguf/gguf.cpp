@@ -324,8 +324,6 @@ GgufFile GgufFile::open(const std::string& path, bool huge_pages) {
     return f;
 }
 
-size_t GgufFile::huge_mapped_bytes() const { return map_ ? map_->huge_mapped_bytes() : 0; }
-
 GgufFile GgufFile::parse(const uint8_t* data, size_t size, const std::string& name) {
     GgufFile f;
     GgufParser(data, size, name).parse(f);

@@ -74,8 +74,6 @@ public:
     // Maps and validates the file. Throws ember::Error naming the path and the problem.
     // huge_pages: map for streaming the weights on the CPU (see MappedFile).
     static GgufFile open(const std::string& path, bool huge_pages = false);
-    // Bytes of the file mapped with 2 MiB pages now (0 for a parsed buffer).
-    size_t huge_mapped_bytes() const;
     // Parses a buffer the caller keeps alive (fuzzing, tests). `name` is used in errors.
     static GgufFile parse(const uint8_t* data, size_t size, const std::string& name);
 

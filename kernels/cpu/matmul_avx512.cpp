@@ -520,8 +520,8 @@ void gemv_q8_t(const WeightMatrix& W, const ActQ8& a, int64_t r0, int64_t r1, fl
     const UnpackChunkFn generic = unpack_fn(W.type);
     alignas(64) uint8_t buf[kChunk];
     alignas(64) float scale[32] = {}, min[32] = {};
+    constexpr int64_t kStep = kChunk / U::kBE * U::kBB;  // weight bytes per chunk
     const int64_t nb = a.nb(), nchunks = a.kpad / kChunk;
-    const WeightPrefetch pf(W, kChunk);
     WeightPrefetch::start(W, r0, r1);
     for (int64_t r = r0; r < r1; ++r) {
         const auto* row = static_cast<const uint8_t*>(W.data) + r * W.row_bytes;
@@ -529,7 +529,7 @@ void gemv_q8_t(const WeightMatrix& W, const ActQ8& a, int64_t r0, int64_t r1, fl
         for (auto& v : acc) v = _mm512_setzero_ps();
         for (int64_t c = 0; c < nchunks; ++c) {
             __m512i w[8];
-            WeightPrefetch::step_fixed<kChunk / U::kBE * U::kBB>(row + c * pf.step_bytes);
+            WeightPrefetch::step_fixed<kStep>(row + c * kStep);
             __m512 sv[2], mv[2];
             load_chunk<U>(W, generic, row, c, w, sv, mv, scale, min, buf);
             for (int t = 0; t < NT; ++t) {
@@ -562,7 +562,6 @@ void gemv_q4_0_t(const WeightMatrix& W, const ActQ8& a, int64_t r0, int64_t r1, 
     const int64_t nb = a.nb(), nfull = W.cols / kChunk, nchunks = a.kpad / kChunk;
     const __m512i m4 = _mm512_set1_epi8(0x0F);
     const __m512i to_natural = _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
-    const WeightPrefetch pf(W, kChunk);
     WeightPrefetch::start(W, r0, r1);
     for (int64_t r = r0; r < r1; ++r) {
         const auto* row = static_cast<const uint8_t*>(W.data) + r * W.row_bytes;
