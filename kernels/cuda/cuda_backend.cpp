@@ -72,11 +72,6 @@ bool weight_type_supported(DType t) {
     return is_block_type(id) || is_float_type(id);
 }
 
-void require_f32_contiguous(const Tensor& t, const char* op, const char* what) {
-    if (t.type != DType::F32 || t.row_bytes != static_cast<size_t>(t.cols) * 4)
-        throw Error(std::string("CUDA ") + op + ": " + what + " must be contiguous F32 rows");
-}
-
 class CudaBackend final : public Backend {
 public:
     explicit CudaBackend(int device) : device_(device) {
@@ -171,16 +166,30 @@ public:
         return r;
     }
 
-    void upload(Tensor& dst, const void* src, size_t n) override {
-        check_size(dst, n, "upload");
+    void synchronize() override {
+        EMBER_CUDA_CHECK(cudaSetDevice(device_));
+        graphs_->flush();
+        EMBER_CUDA_CHECK(cudaStreamSynchronize(stream_));
+    }
+
+    bool set_graphs(bool enabled) override {
+        EMBER_CUDA_CHECK(cudaSetDevice(device_));
+        graphs_->set_enabled(enabled);
+        return true;
+    }
+    GraphStats graph_stats() const override { return graphs_->stats(); }
+
+protected:
+    // The ops, with arguments checked by Backend (kernels/backend.cpp); what is left here is
+    // what only this backend requires.
+    void do_upload(Tensor& dst, const void* src, size_t n) override {
         EMBER_CUDA_CHECK(cudaSetDevice(device_));
         graphs_->flush();
         EMBER_CUDA_CHECK(cudaMemcpyAsync(dst.data, src, n, cudaMemcpyHostToDevice, stream_));
         EMBER_CUDA_CHECK(cudaStreamSynchronize(stream_));
     }
 
-    void download(const Tensor& src, void* dst, size_t n) override {
-        check_size(src, n, "download");
+    void do_download(const Tensor& src, void* dst, size_t n) override {
         EMBER_CUDA_CHECK(cudaSetDevice(device_));
         graphs_->flush();
         EMBER_CUDA_CHECK(cudaMemcpyAsync(dst, src.data, n, cudaMemcpyDeviceToHost, stream_));
@@ -191,10 +200,9 @@ public:
     // Copies the batch arrays (and the attention query tiles built from them) into one pinned
     // staging buffer and uploads it with one copy; ops then read them from device memory.
     // The upload is issued eagerly (never recorded): a replayed graph reads this batch.
-    void set_batch(const BatchInfo& b) override {
+    void do_set_batch(const BatchInfo& b) override {
         EMBER_CUDA_CHECK(cudaSetDevice(device_));
         graphs_->flush();
-        check_batch(b);
         n_tokens_ = static_cast<int64_t>(b.tokens.size());
         n_outputs_ = static_cast<int64_t>(b.output_rows.size());
         n_seqs_ = b.n_seqs;
@@ -208,26 +216,18 @@ public:
     }
 
     // ---- ops --------------------------------------------------------------------------
-    void embed(const Tensor& table, float scale, Tensor& out) override {
-        require_f32_contiguous(out, "embed", "out");
-        if (out.cols != table.cols || out.rows < n_tokens_) throw Error("CUDA embed: output shape mismatch");
+    void do_embed(const Tensor& table, float scale, Tensor& out) override {
         if (!weight_type_supported(table.type))
             throw Error("CUDA embed: table type " + std::string(dtype_name(table.type)) + " is not supported");
         graphs_->launch<&cuda::embed>(static_cast<int>(table.type), cpv(table.data), table.row_bytes, table.cols,
                                       d_tokens_, n_tokens_, scale, f32(out));
     }
 
-    void matmul(const Tensor& w, const Tensor& x, Tensor& y, const Tensor* bias) override {
-        require_f32_contiguous(x, "matmul", "x");
-        require_f32_contiguous(y, "matmul", "y");
+    void do_matmul(const Tensor& w, const Tensor& x, Tensor& y, const Tensor* bias) override {
         const int64_t n = x.rows;
-        if (x.cols != w.cols || y.cols != w.rows || y.rows < n)
-            throw Error("CUDA matmul: shapes do not match (W " + std::to_string(w.rows) + " x " + std::to_string(w.cols) +
-                        ", x " + std::to_string(x.rows) + " x " + std::to_string(x.cols) + ", y " +
-                        std::to_string(y.rows) + " x " + std::to_string(y.cols) + ")");
         if (!weight_type_supported(w.type))
             throw Error("CUDA matmul: weight type " + std::string(dtype_name(w.type)) + " is not supported");
-        const float* bp = bias && bias->data ? static_cast<const float*>(bias->data) : nullptr;
+        const float* bp = bias ? static_cast<const float*>(bias->data) : nullptr;
         if (n == 0) return;
         const int type = static_cast<int>(w.type);
         const bool quant = is_block_type(type);
@@ -251,55 +251,31 @@ public:
         if (bp) add_bias(f32(y), n, w.rows, bp, stream_);
     }
 
-    void rms_norm(const Tensor& x, const Tensor& w, float eps, Tensor& y) override {
-        require_f32_contiguous(x, "rms_norm", "x");
-        require_f32_contiguous(y, "rms_norm", "y");
-        if (w.cols * w.rows != x.cols || y.cols != x.cols || y.rows < x.rows)
-            throw Error("CUDA rms_norm: shapes do not match");
+    void do_rms_norm(const Tensor& x, const Tensor& w, float eps, Tensor& y) override {
         graphs_->launch<&cuda::rms_norm>(cf32(x), cf32(w), x.rows, x.cols, eps, f32(y));
     }
 
-    void rope(Tensor& x, const RopeParams& p) override {
-        require_f32_contiguous(x, "rope", "x");
-        if (p.n_heads <= 0 || x.cols != p.head_dim || x.rows % p.n_heads != 0 || p.n_rot > p.head_dim || p.n_rot % 2)
-            throw Error("CUDA rope: shapes do not match");
+    void do_rope(Tensor& x, const RopeParams& p) override {
         const int64_t n_tokens = x.rows / p.n_heads;
-        if (n_tokens > n_tokens_) throw Error("CUDA rope: more rows than the batch has tokens");
         graphs_->launch<&cuda::rope>(f32(x), n_tokens, int{p.n_heads}, int{p.head_dim}, int{p.n_rot}, bool{p.neox},
                                      d_positions_, rope_table(p));
     }
 
-    void glu(const Tensor& gate, const Tensor& up, bool gelu, Tensor& out) override {
-        require_f32_contiguous(gate, "glu", "gate");
-        require_f32_contiguous(up, "glu", "up");
-        require_f32_contiguous(out, "glu", "out");
+    void do_glu(const Tensor& gate, const Tensor& up, bool gelu, Tensor& out) override {
         graphs_->launch<&cuda::glu>(cf32(gate), cf32(up), f32(out), gate.rows * gate.cols, gelu);
     }
 
-    void add(Tensor& x, const Tensor& y) override {
-        require_f32_contiguous(x, "add", "x");
-        require_f32_contiguous(y, "add", "y");
+    void do_add(Tensor& x, const Tensor& y) override {
         graphs_->launch<&cuda::add>(f32(x), cf32(y), x.rows * x.cols);
     }
 
-    void store_kv(KvLayer& layer, const Tensor& k, const Tensor& v) override {
-        require_f32_contiguous(k, "store_kv", "k");
-        require_f32_contiguous(v, "store_kv", "v");
+    void do_store_kv(KvLayer& layer, const Tensor& k, const Tensor& v) override {
         const DType kt = layer.k.type;
-        if (kt != DType::F16 && kt != DType::Q8_0) throw Error("CUDA store_kv: KV cache must be F16 or Q8_0");
-        if (k.cols != layer.k.cols || v.cols != layer.v.cols || k.rows != v.rows || k.rows > n_tokens_)
-            throw Error("CUDA store_kv: shapes do not match");
-        if (kt == DType::Q8_0 && k.cols % 32) throw Error("CUDA store_kv: Q8_0 rows need a multiple of 32 values");
         graphs_->launch<&cuda::store_kv>(static_cast<int>(kt), layer.k.data, layer.v.data, layer.k.row_bytes, k.cols,
                                          cf32(k), cf32(v), d_kv_slot_, k.rows);
     }
 
-    void attention(const KvLayer& layer, const Tensor& q, const AttentionParams& p, Tensor& out) override {
-        require_f32_contiguous(q, "attention", "q");
-        require_f32_contiguous(out, "attention", "out");
-        if (q.cols != int64_t{p.n_heads} * p.head_dim || out.cols != q.cols || q.rows != n_tokens_ ||
-            out.rows < q.rows || layer.k.cols != int64_t{p.n_kv_heads} * p.head_dim)
-            throw Error("CUDA attention: shapes do not match");
+    void do_attention(const KvLayer& layer, const Tensor& q, const AttentionParams& p, Tensor& out) override {
         AttentionArgs a = AttentionArgs();  // value-initialized: no stray bytes (graphs compare bytes)
         a.k = static_cast<const uint8_t*>(layer.k.data);
         a.v = static_cast<const uint8_t*>(layer.v.data);
@@ -330,29 +306,15 @@ public:
         graphs_->launch<&cuda::attention>(a, splits);
     }
 
-    void gather_output_rows(const Tensor& x, Tensor& out) override {
-        require_f32_contiguous(x, "gather_output_rows", "x");
-        require_f32_contiguous(out, "gather_output_rows", "out");
-        if (out.cols != x.cols || out.rows < n_outputs_) throw Error("CUDA gather_output_rows: shapes do not match");
+    void do_gather_output_rows(const Tensor& x, Tensor& out) override {
         graphs_->launch<&gather_rows>(cf32(x), x.cols, d_output_rows_, n_outputs_, f32(out));
-    }
-
-    void synchronize() override {
-        EMBER_CUDA_CHECK(cudaSetDevice(device_));
-        graphs_->flush();
-        EMBER_CUDA_CHECK(cudaStreamSynchronize(stream_));
     }
 
     // ---- sampling -----------------------------------------------------------------------
     // One pinned upload of the adjustment lists, the selection kernels (sampling.cu), one
     // download of rows x k candidates. Runs eagerly after the pass's recorded launches.
-    void top_k(Tensor& logits, int32_t k, std::span<const TopKRow> rows, std::span<TopKCandidate> out,
-               std::span<int32_t> counts) override {
-        require_f32_contiguous(logits, "top_k", "logits");
-        if (k < 1 || k > kMaxTopK) throw Error("CUDA top_k: k = " + std::to_string(k) + " is outside 1.." + std::to_string(kMaxTopK));
-        if (rows.size() > static_cast<size_t>(logits.rows) || out.size() < rows.size() * static_cast<size_t>(k) ||
-            counts.size() < rows.size())
-            throw Error("CUDA top_k: more rows than the logits have, or output spans too small");
+    void do_top_k(Tensor& logits, int32_t k, std::span<const TopKRow> rows, std::span<TopKCandidate> out,
+                  std::span<int32_t> counts) override {
         EMBER_CUDA_CHECK(cudaSetDevice(device_));
         graphs_->flush();
         if (rows.empty()) return;
@@ -382,13 +344,6 @@ public:
         std::memcpy(counts.data(), host + L.counts, rows.size() * sizeof(int32_t));
     }
 
-    bool set_graphs(bool enabled) override {
-        EMBER_CUDA_CHECK(cudaSetDevice(device_));
-        graphs_->set_enabled(enabled);
-        return true;
-    }
-    GraphStats graph_stats() const override { return graphs_->stats(); }
-
 private:
     struct Allocation {
         MemoryKind kind;
@@ -409,20 +364,6 @@ private:
     static const void* cpv(const void* p) { return p; }
     static const int8_t* cpv8(const int8_t* p) { return p; }
     static const float* cf32(const Tensor& t) { return static_cast<const float*>(t.data); }
-    static void check_size(const Tensor& t, size_t n, const char* what) {
-        if (n > t.bytes())
-            throw Error(std::string("CUDA ") + what + ": " + std::to_string(n) + " bytes requested, the tensor has " +
-                        std::to_string(t.bytes()));
-    }
-
-    static void check_batch(const BatchInfo& b) {
-        if (b.positions.size() != b.tokens.size() || b.seq_of.size() != b.tokens.size() ||
-            b.kv_slot.size() != b.tokens.size())
-            throw Error("CUDA set_batch: positions, seq_of and kv_slot must have one entry per token");
-        if (b.block_table.size() < static_cast<size_t>(b.n_seqs) * static_cast<size_t>(b.max_blocks))
-            throw Error("CUDA set_batch: block_table is smaller than n_seqs * max_blocks");
-    }
-
     // Attention query tiles: runs of <= kAttnTileTokens consecutive tokens of one sequence.
     void build_tiles(const BatchInfo& b) {
         tiles_.clear();
