@@ -154,7 +154,7 @@ void Backend::rms_norm(const Tensor& x, const Tensor& w, float eps, Tensor& y) {
 
 void Backend::rope(Tensor& x, const RopeParams& p) {
     require_activation(x, "rope", "x");
-    if (p.n_heads <= 0 || p.head_dim <= 0 || p.n_rot <= 0 || p.n_rot > p.head_dim || p.n_rot % 2)
+    if (p.n_heads <= 0 || p.head_dim <= 0 || p.n_rot < 0 || p.n_rot > p.head_dim || p.n_rot % 2)
         fail("rope", "n_heads " + std::to_string(p.n_heads) + ", head_dim " + std::to_string(p.head_dim) + ", n_rot " +
                          std::to_string(p.n_rot) + " (need n_heads > 0 and an even n_rot <= head_dim)");
     require_cols(x, p.head_dim, "rope", "x", "head_dim");
