@@ -2,7 +2,7 @@
 // batch layout uploaded once per set_batch, and the op launchers of kernels/cuda/*.cu.
 //
 // Op semantics are those of the CPU backend (kernels/cpu/cpu_backend.cpp); the self-check
-// (ember-gpu-check, kernels/cuda/gpu_check.cpp) compares every op against it.
+// (ember-gpu-check, tools/gpu_check/gpu_check.cpp) compares every op against it.
 //
 // Ordering: every op is enqueued on stream_ and runs asynchronously; download() and
 // synchronize() wait. Host-side staging buffers are only reused after an event says the
