@@ -18,16 +18,16 @@ namespace detail {
 
 bool int8_kind(DType type, Int8Kind* kind) {
     switch (type) {
-        case DType::Q4_0: *kind = {32, 8, false}; return true;
-        case DType::Q4_1: *kind = {32, 0, true}; return true;
-        case DType::Q5_0: *kind = {32, 16, false}; return true;
-        case DType::Q5_1: *kind = {32, 0, true}; return true;
-        case DType::Q8_0: *kind = {32, 128, false}; return true;
-        case DType::Q2_K: *kind = {16, 0, true}; return true;
-        case DType::Q3_K: *kind = {16, 4, false}; return true;
-        case DType::Q4_K: *kind = {32, 0, true}; return true;
-        case DType::Q5_K: *kind = {32, 0, true}; return true;
-        case DType::Q6_K: *kind = {16, 32, false}; return true;
+        case DType::Q4_0: *kind = {.G = 32, .offset = 8, .has_min = false}; return true;
+        case DType::Q4_1: *kind = {.G = 32, .offset = 0, .has_min = true}; return true;
+        case DType::Q5_0: *kind = {.G = 32, .offset = 16, .has_min = false}; return true;
+        case DType::Q5_1: *kind = {.G = 32, .offset = 0, .has_min = true}; return true;
+        case DType::Q8_0: *kind = {.G = 32, .offset = 128, .has_min = false}; return true;
+        case DType::Q2_K: *kind = {.G = 16, .offset = 0, .has_min = true}; return true;
+        case DType::Q3_K: *kind = {.G = 16, .offset = 4, .has_min = false}; return true;
+        case DType::Q4_K: *kind = {.G = 32, .offset = 0, .has_min = true}; return true;
+        case DType::Q5_K: *kind = {.G = 32, .offset = 0, .has_min = true}; return true;
+        case DType::Q6_K: *kind = {.G = 16, .offset = 32, .has_min = false}; return true;
         default: return false;
     }
 }

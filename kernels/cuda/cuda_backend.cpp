@@ -36,6 +36,7 @@
 #include <vector>
 
 #include "kernels/common/error.h"
+#include "kernels/common/format.h"
 #include "kernels/cuda/check.h"
 #include "kernels/cuda/graphs.h"
 #include "kernels/cuda/ops.h"
@@ -58,14 +59,6 @@ bool graphs_from_env() {
 }
 
 size_t align_up(size_t v, size_t a) { return (v + a - 1) / a * a; }
-
-std::string format_bytes(uint64_t b) {
-    char buf[64];
-    if (b >= (1ull << 30)) std::snprintf(buf, sizeof buf, "%.2f GiB", static_cast<double>(b) / (1ull << 30));
-    else if (b >= (1ull << 20)) std::snprintf(buf, sizeof buf, "%.1f MiB", static_cast<double>(b) / (1ull << 20));
-    else std::snprintf(buf, sizeof buf, "%llu bytes", static_cast<unsigned long long>(b));
-    return buf;
-}
 
 bool weight_type_supported(DType t) {
     const int id = static_cast<int>(t);
@@ -219,8 +212,8 @@ protected:
     void do_embed(const Tensor& table, float scale, Tensor& out) override {
         if (!weight_type_supported(table.type))
             throw Error("CUDA embed: table type " + std::string(dtype_name(table.type)) + " is not supported");
-        graphs_->launch<&cuda::embed>(static_cast<int>(table.type), cpv(table.data), table.row_bytes, table.cols,
-                                      d_tokens_, n_tokens_, scale, f32(out));
+        graphs_->launch<&cuda::embed>(static_cast<int>(table.type), const_bytes(table.data), table.row_bytes, table.cols,
+                                      d_tokens_, n_tokens_, scale, floats(out));
     }
 
     void do_matmul(const Tensor& w, const Tensor& x, Tensor& y, const Tensor* bias) override {
@@ -238,41 +231,41 @@ protected:
                     scratch(xq_, q_bytes + static_cast<size_t>(n * (w.cols / 32)) * sizeof(float2), "q8 activations"));
                 auto* xq = reinterpret_cast<int8_t*>(base);
                 auto* ds = reinterpret_cast<float2*>(base + q_bytes);
-                graphs_->launch<&quantize_q8>(cf32(x), n, w.cols, xq, static_cast<float2*>(ds));
-                graphs_->launch<&matvec_quant>(type, cpv(w.data), w.row_bytes, w.rows, w.cols, cpv8(xq),
-                                               static_cast<const float2*>(ds), n, f32(y), bp);
+                graphs_->launch<&quantize_q8>(const_floats(x), n, w.cols, xq, static_cast<float2*>(ds));
+                graphs_->launch<&matvec_quant>(type, const_bytes(w.data), w.row_bytes, w.rows, w.cols, const_int8(xq),
+                                               static_cast<const float2*>(ds), n, floats(y), bp);
             } else {
-                graphs_->launch<&matvec_float>(type, cpv(w.data), w.row_bytes, w.rows, w.cols, cf32(x), n, f32(y), bp);
+                graphs_->launch<&matvec_float>(type, const_bytes(w.data), w.row_bytes, w.rows, w.cols, const_floats(x), n, floats(y), bp);
             }
             return;
         }
         graphs_->flush(false);  // cuBLAS is never recorded
         gemm(w, x, y, n);
-        if (bp) add_bias(f32(y), n, w.rows, bp, stream_);
+        if (bp) add_bias(floats(y), n, w.rows, bp, stream_);
     }
 
     void do_rms_norm(const Tensor& x, const Tensor& w, float eps, Tensor& y) override {
-        graphs_->launch<&cuda::rms_norm>(cf32(x), cf32(w), x.rows, x.cols, eps, f32(y));
+        graphs_->launch<&cuda::rms_norm>(const_floats(x), const_floats(w), x.rows, x.cols, eps, floats(y));
     }
 
     void do_rope(Tensor& x, const RopeParams& p) override {
         const int64_t n_tokens = x.rows / p.n_heads;
-        graphs_->launch<&cuda::rope>(f32(x), n_tokens, int{p.n_heads}, int{p.head_dim}, int{p.n_rot}, bool{p.neox},
+        graphs_->launch<&cuda::rope>(floats(x), n_tokens, int{p.n_heads}, int{p.head_dim}, int{p.n_rot}, bool{p.neox},
                                      d_positions_, rope_table(p));
     }
 
     void do_glu(const Tensor& gate, const Tensor& up, bool gelu, Tensor& out) override {
-        graphs_->launch<&cuda::glu>(cf32(gate), cf32(up), f32(out), gate.rows * gate.cols, gelu);
+        graphs_->launch<&cuda::glu>(const_floats(gate), const_floats(up), floats(out), gate.rows * gate.cols, gelu);
     }
 
     void do_add(Tensor& x, const Tensor& y) override {
-        graphs_->launch<&cuda::add>(f32(x), cf32(y), x.rows * x.cols);
+        graphs_->launch<&cuda::add>(floats(x), const_floats(y), x.rows * x.cols);
     }
 
     void do_store_kv(KvLayer& layer, const Tensor& k, const Tensor& v) override {
         const DType kt = layer.k.type;
         graphs_->launch<&cuda::store_kv>(static_cast<int>(kt), layer.k.data, layer.v.data, layer.k.row_bytes, k.cols,
-                                         cf32(k), cf32(v), d_kv_slot_, k.rows);
+                                         const_floats(k), const_floats(v), d_kv_slot_, k.rows);
     }
 
     void do_attention(const KvLayer& layer, const Tensor& q, const AttentionParams& p, Tensor& out) override {
@@ -282,8 +275,8 @@ protected:
         a.kv_row_bytes = layer.k.row_bytes;
         a.kv_type = static_cast<int>(layer.k.type);
         a.block_tokens = layer.block_tokens;
-        a.q = cf32(q);
-        a.out = f32(out);
+        a.q = const_floats(q);
+        a.out = floats(out);
         a.positions = d_positions_;
         a.seq_of = d_seq_of_;
         a.block_table = d_block_table_;
@@ -307,7 +300,7 @@ protected:
     }
 
     void do_gather_output_rows(const Tensor& x, Tensor& out) override {
-        graphs_->launch<&gather_rows>(cf32(x), x.cols, d_output_rows_, n_outputs_, f32(out));
+        graphs_->launch<&gather_rows>(const_floats(x), x.cols, d_output_rows_, n_outputs_, floats(out));
     }
 
     // ---- sampling -----------------------------------------------------------------------
@@ -323,7 +316,7 @@ protected:
         fill_topk_staging(rows, host, L);
         auto* dev = static_cast<uint8_t*>(scratch(topk_dev_, L.total_dev, "top-k", false));
         TopKArgs a;
-        a.logits = f32(logits);
+        a.logits = floats(logits);
         a.row_stride = static_cast<size_t>(logits.cols);
         a.n_vocab = logits.cols;
         a.n_rows = static_cast<int>(rows.size());
@@ -360,10 +353,12 @@ private:
         double* dev;
     };
 
-    static float* f32(const Tensor& t) { return static_cast<float*>(t.data); }
-    static const void* cpv(const void* p) { return p; }
-    static const int8_t* cpv8(const int8_t* p) { return p; }
-    static const float* cf32(const Tensor& t) { return static_cast<const float*>(t.data); }
+    // Typed views for graphs_->launch<Fn>(args...), which forwards its arguments' own types
+    // to the launcher: each must already be the launcher's parameter type.
+    static float* floats(const Tensor& t) { return static_cast<float*>(t.data); }
+    static const void* const_bytes(const void* p) { return p; }
+    static const int8_t* const_int8(const int8_t* p) { return p; }
+    static const float* const_floats(const Tensor& t) { return static_cast<const float*>(t.data); }
     // Attention query tiles: runs of <= kAttnTileTokens consecutive tokens of one sequence.
     void build_tiles(const BatchInfo& b) {
         tiles_.clear();
@@ -372,7 +367,7 @@ private:
             while (e < n_tokens_ && e - t < kAttnTileTokens &&
                    b.seq_of[static_cast<size_t>(e)] == b.seq_of[static_cast<size_t>(t)])
                 ++e;
-            tiles_.push_back({static_cast<int32_t>(t), static_cast<int32_t>(e - t)});
+            tiles_.push_back(int2{.x = static_cast<int32_t>(t), .y = static_cast<int32_t>(e - t)});  // first token, count
             t = e;
         }
     }
@@ -469,8 +464,14 @@ private:
         int32_t n_pen = 0, n_bias = 0;
         for (size_t i = 0; i < rows.size(); ++i) {
             const TopKRow& r = rows[i];
-            hdr[i] = {n_pen, static_cast<int32_t>(r.penalized.size()), n_bias, static_cast<int32_t>(r.bias.size()),
-                      r.repeat_penalty, r.presence_penalty, r.frequency_penalty, 0};
+            hdr[i] = {.pen_offset = n_pen,
+                      .pen_count = static_cast<int32_t>(r.penalized.size()),
+                      .bias_offset = n_bias,
+                      .bias_count = static_cast<int32_t>(r.bias.size()),
+                      .repeat = r.repeat_penalty,
+                      .presence = r.presence_penalty,
+                      .frequency = r.frequency_penalty,
+                      .unused = 0};
             if (!r.penalized.empty()) std::memcpy(pen + n_pen, r.penalized.data(), r.penalized.size_bytes());
             if (!r.bias.empty()) std::memcpy(bias + n_bias, r.bias.data(), r.bias.size_bytes());
             n_pen += static_cast<int32_t>(r.penalized.size());
@@ -587,7 +588,7 @@ private:
         // Activations to FP16 (first part of the scratch), weights as FP16 tiles (second part).
         const size_t xh_bytes = align_up(static_cast<size_t>(n * w.cols) * 2, kAlign);
         auto* xh = static_cast<__half*>(scratch(xh_, xh_bytes, "FP16 activations"));
-        f32_to_f16(cf32(x), n * w.cols, xh, stream_);
+        f32_to_f16(const_floats(x), n * w.cols, xh, stream_);
         if (w.type == DType::F16) {
             EMBER_CUBLAS_CHECK(cublasGemmEx(cublas_, CUBLAS_OP_T, CUBLAS_OP_N, rows, nn, cols, &alpha, w.data,
                                             CUDA_R_16F, static_cast<int>(w.row_bytes / 2), xh, CUDA_R_16F, cols, &beta,
@@ -603,7 +604,7 @@ private:
             dequant_f16(static_cast<int>(w.type), static_cast<const uint8_t*>(w.data) + static_cast<size_t>(r0) * w.row_bytes,
                         w.row_bytes, R, w.cols, wt, stream_);
             EMBER_CUBLAS_CHECK(cublasGemmEx(cublas_, CUBLAS_OP_T, CUBLAS_OP_N, static_cast<int>(R), nn, cols, &alpha, wt,
-                                            CUDA_R_16F, cols, xh, CUDA_R_16F, cols, &beta, f32(y) + r0, CUDA_R_32F, rows,
+                                            CUDA_R_16F, cols, xh, CUDA_R_16F, cols, &beta, floats(y) + r0, CUDA_R_32F, rows,
                                             CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
         }
     }
