@@ -48,3 +48,201 @@ void apply_adjustments(std::span<float> row, const TopKRow& adj) {
 }
 
 }  // namespace ember
+
+// ---- the contract's checks ------------------------------------------------------------
+namespace ember {
+namespace {
+
+std::string shape(const Tensor& t) {
+    return std::to_string(t.rows) + " x " + std::to_string(t.cols) + " " + std::string(dtype_name(t.type));
+}
+
+[[noreturn]] void fail(const char* op, const std::string& what) { throw Error(std::string(op) + ": " + what); }
+
+// Activations are contiguous F32 rows (every backend reads them as one float array).
+void require_activation(const Tensor& t, const char* op, const char* name) {
+    if (!t.data) fail(op, std::string(name) + " has no data");
+    if (t.type != DType::F32 || t.row_bytes != static_cast<size_t>(t.cols) * sizeof(float))
+        fail(op, std::string(name) + " (" + shape(t) + ") must be contiguous F32 rows");
+}
+
+void require_rows(const Tensor& t, int64_t rows, const char* op, const char* name) {
+    if (t.rows < rows)
+        fail(op, std::string(name) + " (" + shape(t) + ") has fewer than the " + std::to_string(rows) + " rows needed");
+}
+
+void require_cols(const Tensor& t, int64_t cols, const char* op, const char* name, const char* why) {
+    if (t.cols != cols)
+        fail(op, std::string(name) + " (" + shape(t) + ") must have " + std::to_string(cols) + " columns (" + why + ")");
+}
+
+bool is_kv_type(DType t) { return t == DType::F16 || t == DType::Q8_0; }
+
+}  // namespace
+
+void Backend::upload(Tensor& dst, const void* src, size_t n_bytes) {
+    if (n_bytes > dst.bytes())
+        fail("upload", std::to_string(n_bytes) + " bytes into a tensor of " + std::to_string(dst.bytes()));
+    if (n_bytes && (!dst.data || !src)) fail("upload", "null tensor or source");
+    do_upload(dst, src, n_bytes);
+}
+
+void Backend::download(const Tensor& src, void* dst, size_t n_bytes) {
+    if (n_bytes > src.bytes())
+        fail("download", std::to_string(n_bytes) + " bytes from a tensor of " + std::to_string(src.bytes()));
+    if (n_bytes && (!src.data || !dst)) fail("download", "null tensor or destination");
+    do_download(src, dst, n_bytes);
+}
+
+void Backend::set_batch(const BatchInfo& b) {
+    const size_t n = b.tokens.size();
+    if (b.positions.size() != n || b.seq_of.size() != n || b.kv_slot.size() != n)
+        fail("set_batch", "positions, seq_of and kv_slot must have one entry per token (" + std::to_string(n) +
+                              " tokens; " + std::to_string(b.positions.size()) + ", " +
+                              std::to_string(b.seq_of.size()) + ", " + std::to_string(b.kv_slot.size()) + ")");
+    if (b.n_seqs < 0 || b.max_blocks < 0 ||
+        b.block_table.size() < static_cast<size_t>(b.n_seqs) * static_cast<size_t>(b.max_blocks))
+        fail("set_batch", "block_table has " + std::to_string(b.block_table.size()) + " entries, fewer than n_seqs " +
+                              std::to_string(b.n_seqs) + " x max_blocks " + std::to_string(b.max_blocks));
+    for (size_t t = 0; t < n; ++t) {
+        if (b.seq_of[t] < 0 || b.seq_of[t] >= b.n_seqs)
+            fail("set_batch", "token " + std::to_string(t) + " belongs to sequence " + std::to_string(b.seq_of[t]) +
+                                  " of " + std::to_string(b.n_seqs));
+        if (b.positions[t] < 0 || b.kv_slot[t] < 0)
+            fail("set_batch", "token " + std::to_string(t) + " has a negative position or KV slot");
+    }
+    for (int32_t r : b.output_rows)
+        if (r < 0 || static_cast<size_t>(r) >= n)
+            fail("set_batch", "output row " + std::to_string(r) + " outside the batch's " + std::to_string(n) + " tokens");
+    batch_ = b;
+    do_set_batch(b);
+}
+
+void Backend::embed(const Tensor& table, float scale, Tensor& out) {
+    require_activation(out, "embed", "out");
+    require_cols(out, table.cols, "embed", "out", "the table's row length");
+    require_rows(out, batch_tokens(), "embed", "out");
+    if (!table.data) fail("embed", "the table has no data");
+    for (int32_t id : batch_.tokens)
+        if (id < 0 || id >= table.rows)
+            fail("embed", "token id " + std::to_string(id) + " outside the table's " + std::to_string(table.rows) + " rows");
+    do_embed(table, scale, out);
+}
+
+void Backend::matmul(const Tensor& w, const Tensor& x, Tensor& y, const Tensor* bias) {
+    require_activation(x, "matmul", "x");
+    require_activation(y, "matmul", "y");
+    if (!w.data) fail("matmul", "W has no data");
+    if (x.cols != w.cols || y.cols != w.rows || y.rows < x.rows)
+        fail("matmul", "shapes do not match: W " + shape(w) + ", x " + shape(x) + ", y " + shape(y) +
+                           " (need x.cols = W.cols, y.cols = W.rows, y.rows >= x.rows)");
+    if (bias && !bias->data) bias = nullptr;
+    if (bias && (bias->type != DType::F32 || bias->cols * bias->rows != w.rows))
+        fail("matmul", "bias (" + shape(*bias) + ") must be " + std::to_string(w.rows) + " F32 values");
+    do_matmul(w, x, y, bias);
+}
+
+void Backend::rms_norm(const Tensor& x, const Tensor& w, float eps, Tensor& y) {
+    require_activation(x, "rms_norm", "x");
+    require_activation(y, "rms_norm", "y");
+    if (!w.data || w.type != DType::F32 || w.cols * w.rows != x.cols)
+        fail("rms_norm", "weight (" + shape(w) + ") must be " + std::to_string(x.cols) + " F32 values (x " + shape(x) + ")");
+    require_cols(y, x.cols, "rms_norm", "y", "x's");
+    require_rows(y, x.rows, "rms_norm", "y");
+    do_rms_norm(x, w, eps, y);
+}
+
+void Backend::rope(Tensor& x, const RopeParams& p) {
+    require_activation(x, "rope", "x");
+    if (p.n_heads <= 0 || p.head_dim <= 0 || p.n_rot < 0 || p.n_rot > p.head_dim || p.n_rot % 2)
+        fail("rope", "n_heads " + std::to_string(p.n_heads) + ", head_dim " + std::to_string(p.head_dim) + ", n_rot " +
+                         std::to_string(p.n_rot) + " (need n_heads > 0 and an even n_rot <= head_dim)");
+    require_cols(x, p.head_dim, "rope", "x", "head_dim");
+    if (x.rows % p.n_heads != 0 || x.rows / p.n_heads > batch_tokens())
+        fail("rope", "x (" + shape(x) + ") is not n_tokens x " + std::to_string(p.n_heads) + " heads for a batch of " +
+                         std::to_string(batch_tokens()) + " tokens");
+    do_rope(x, p);
+}
+
+void Backend::glu(const Tensor& gate, const Tensor& up, bool gelu, Tensor& out) {
+    require_activation(gate, "glu", "gate");
+    require_activation(up, "glu", "up");
+    require_activation(out, "glu", "out");
+    if (up.cols != gate.cols || up.rows != gate.rows)
+        fail("glu", "gate (" + shape(gate) + ") and up (" + shape(up) + ") differ");
+    require_cols(out, gate.cols, "glu", "out", "gate's");
+    require_rows(out, gate.rows, "glu", "out");
+    do_glu(gate, up, gelu, out);
+}
+
+void Backend::add(Tensor& x, const Tensor& y) {
+    require_activation(x, "add", "x");
+    require_activation(y, "add", "y");
+    if (y.cols != x.cols || y.rows != x.rows) fail("add", "x (" + shape(x) + ") and y (" + shape(y) + ") differ");
+    do_add(x, y);
+}
+
+void Backend::store_kv(KvLayer& layer, const Tensor& k, const Tensor& v) {
+    require_activation(k, "store_kv", "k");
+    require_activation(v, "store_kv", "v");
+    if (!is_kv_type(layer.k.type) || layer.v.type != layer.k.type || !layer.k.data || !layer.v.data)
+        fail("store_kv", "the KV cache must be F16 or Q8_0 (K " + shape(layer.k) + ", V " + shape(layer.v) + ")");
+    if (layer.k.cols != int64_t{layer.n_kv_heads} * layer.head_dim || layer.v.cols != layer.k.cols)
+        fail("store_kv", "the cache rows are not n_kv_heads x head_dim = " + std::to_string(layer.n_kv_heads) + " x " +
+                             std::to_string(layer.head_dim));
+    require_cols(k, layer.k.cols, "store_kv", "k", "n_kv_heads x head_dim");
+    require_cols(v, layer.v.cols, "store_kv", "v", "n_kv_heads x head_dim");
+    if (k.rows != v.rows || k.rows > batch_tokens())
+        fail("store_kv", "k (" + shape(k) + ") and v (" + shape(v) + ") must have one row per token of the batch (" +
+                             std::to_string(batch_tokens()) + ")");
+    for (int64_t t = 0; t < k.rows; ++t)
+        if (batch_.kv_slot[static_cast<size_t>(t)] >= layer.k.rows)
+            fail("store_kv", "KV slot " + std::to_string(batch_.kv_slot[static_cast<size_t>(t)]) + " outside the cache's " +
+                                 std::to_string(layer.k.rows) + " slots");
+    do_store_kv(layer, k, v);
+}
+
+void Backend::attention(const KvLayer& layer, const Tensor& q, const AttentionParams& p, Tensor& out) {
+    require_activation(q, "attention", "q");
+    require_activation(out, "attention", "out");
+    if (p.n_heads <= 0 || p.n_kv_heads <= 0 || p.n_heads % p.n_kv_heads || p.head_dim <= 0 || p.window < 0)
+        fail("attention", "n_heads " + std::to_string(p.n_heads) + ", n_kv_heads " + std::to_string(p.n_kv_heads) +
+                              ", head_dim " + std::to_string(p.head_dim) + ", window " + std::to_string(p.window) +
+                              " (n_heads must be a positive multiple of n_kv_heads)");
+    if (p.n_kv_heads != layer.n_kv_heads || p.head_dim != layer.head_dim ||
+        layer.k.cols != int64_t{p.n_kv_heads} * p.head_dim || layer.v.cols != layer.k.cols)
+        fail("attention", "the cache layer (" + std::to_string(layer.n_kv_heads) + " heads x " +
+                              std::to_string(layer.head_dim) + ", K " + shape(layer.k) + ") does not match the params");
+    if (!is_kv_type(layer.k.type) || layer.v.type != layer.k.type || (layer.k.type == DType::Q8_0 && p.head_dim % 32))
+        fail("attention", "the KV cache must be F16, or Q8_0 with head_dim a multiple of 32 (K " + shape(layer.k) + ")");
+    require_cols(q, int64_t{p.n_heads} * p.head_dim, "attention", "q", "n_heads x head_dim");
+    if (q.rows != batch_tokens())
+        fail("attention", "q (" + shape(q) + ") must have one row per token of the batch (" +
+                              std::to_string(batch_tokens()) + ")");
+    require_cols(out, q.cols, "attention", "out", "q's");
+    require_rows(out, q.rows, "attention", "out");
+    do_attention(layer, q, p, out);
+}
+
+void Backend::gather_output_rows(const Tensor& x, Tensor& out) {
+    require_activation(x, "gather_output_rows", "x");
+    require_activation(out, "gather_output_rows", "out");
+    require_cols(out, x.cols, "gather_output_rows", "out", "x's");
+    require_rows(out, static_cast<int64_t>(batch_.output_rows.size()), "gather_output_rows", "out");
+    for (int32_t r : batch_.output_rows)
+        if (r >= x.rows) fail("gather_output_rows", "output row " + std::to_string(r) + " outside x (" + shape(x) + ")");
+    do_gather_output_rows(x, out);
+}
+
+void Backend::top_k(Tensor& logits, int32_t k, std::span<const TopKRow> rows, std::span<TopKCandidate> out,
+                    std::span<int32_t> counts) {
+    require_activation(logits, "top_k", "logits");
+    if (k < 1 || k > kMaxTopK) fail("top_k", "k = " + std::to_string(k) + " is outside 1.." + std::to_string(kMaxTopK));
+    if (rows.size() > static_cast<size_t>(logits.rows))
+        fail("top_k", std::to_string(rows.size()) + " rows asked of logits " + shape(logits));
+    if (out.size() < rows.size() * static_cast<size_t>(k) || counts.size() < rows.size())
+        fail("top_k", "output spans too small for " + std::to_string(rows.size()) + " rows of k = " + std::to_string(k));
+    do_top_k(logits, k, rows, out, counts);
+}
+
+}  // namespace ember

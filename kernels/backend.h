@@ -125,6 +125,11 @@ struct GraphStats {
     uint64_t failures = 0;  // failed captures (graphs are then off for that backend)
 };
 
+// The contract every backend implements. The public methods are not virtual: each checks
+// its arguments once, here, for every backend (shapes, types, sizes, ids against the batch;
+// a violation throws ember::Error naming the op and the shapes), then calls the protected
+// virtual `do_` op, which may assume valid arguments. Activations (x, y, q, k, v, out, ...)
+// must be contiguous F32 rows.
 class Backend {
 public:
     virtual ~Backend() = default;
@@ -138,27 +143,33 @@ public:
     // backend uses it in place, a GPU backend copies it to device memory.
     virtual Tensor load_weight(const void* host, DType type, int64_t cols, int64_t rows, const char* tag) = 0;
     virtual MemoryReport memory() const = 0;
-    virtual void upload(Tensor& dst, const void* src, size_t n_bytes) = 0;
-    virtual void download(const Tensor& src, void* dst, size_t n_bytes) = 0;
+    // Copies n_bytes (<= the tensor's bytes) between host memory and the tensor.
+    void upload(Tensor& dst, const void* src, size_t n_bytes);
+    void download(const Tensor& src, void* dst, size_t n_bytes);
 
     // ---- ops (in issue order; a GPU backend may queue them and run at synchronize) -------
-    virtual void set_batch(const BatchInfo& batch) = 0;
+    // The layout of the next ops; the spans must outlive them. positions, seq_of and kv_slot
+    // have one entry per token; output_rows index the batch's tokens.
+    void set_batch(const BatchInfo& batch);
+    const BatchInfo& batch() const { return batch_; }
+    int64_t batch_tokens() const { return static_cast<int64_t>(batch_.tokens.size()); }
     // out[t] = dequant(table[batch.tokens[t]]) * scale
-    virtual void embed(const Tensor& table, float scale, Tensor& out) = 0;
+    void embed(const Tensor& table, float scale, Tensor& out);
     // y = x * W^T  (x: n x cols, W: rows x cols, y: n x rows); + bias if bias.data
-    virtual void matmul(const Tensor& w, const Tensor& x, Tensor& y, const Tensor* bias = nullptr) = 0;
+    void matmul(const Tensor& w, const Tensor& x, Tensor& y, const Tensor* bias = nullptr);
     // y = x / rms(x) * w, per row (w has x.cols elements, F32). In place allowed.
-    virtual void rms_norm(const Tensor& x, const Tensor& w, float eps, Tensor& y) = 0;
-    virtual void rope(Tensor& x, const RopeParams& p) = 0;  // in place, positions from the batch
-    // out = act(gate) * up, act = SiLU or GELU(tanh)
-    virtual void glu(const Tensor& gate, const Tensor& up, bool gelu, Tensor& out) = 0;
-    virtual void add(Tensor& x, const Tensor& y) = 0;  // x += y
+    void rms_norm(const Tensor& x, const Tensor& w, float eps, Tensor& y);
+    // In place, positions from the batch: x is (n_tokens * p.n_heads) x p.head_dim.
+    void rope(Tensor& x, const RopeParams& p);
+    // out = act(gate) * up, act = SiLU or GELU(tanh); out may be gate
+    void glu(const Tensor& gate, const Tensor& up, bool gelu, Tensor& out);
+    void add(Tensor& x, const Tensor& y);  // x += y
     // Writes this batch's K/V rows (n_tokens x n_kv_heads*head_dim) into the cache slots.
-    virtual void store_kv(KvLayer& layer, const Tensor& k, const Tensor& v) = 0;
+    void store_kv(KvLayer& layer, const Tensor& k, const Tensor& v);
     // Causal attention of every query row over its sequence's cache (including this batch).
-    virtual void attention(const KvLayer& layer, const Tensor& q, const AttentionParams& p, Tensor& out) = 0;
+    void attention(const KvLayer& layer, const Tensor& q, const AttentionParams& p, Tensor& out);
     // out[i] = x[batch.output_rows[i]]
-    virtual void gather_output_rows(const Tensor& x, Tensor& out) = 0;
+    void gather_output_rows(const Tensor& x, Tensor& out);
     virtual void synchronize() = 0;
 
     // ---- sampling ---------------------------------------------------------------------
@@ -167,8 +178,8 @@ public:
     // Sampler::sample does on the host; then writes the min(k, non-NaN logits) best tokens
     // of the row, by logit descending then id ascending, to out[r * k ...] and their number
     // to counts[r]. 1 <= k <= kMaxTopK. Waits for the result (a device sync on a GPU).
-    virtual void top_k(Tensor& logits, int32_t k, std::span<const TopKRow> rows, std::span<TopKCandidate> out,
-                       std::span<int32_t> counts) = 0;
+    void top_k(Tensor& logits, int32_t k, std::span<const TopKRow> rows, std::span<TopKCandidate> out,
+               std::span<int32_t> counts);
 
     // ---- execution options ------------------------------------------------------------
     // Whether repeated small (decode) passes are replayed as CUDA graphs: on by default
@@ -178,6 +189,26 @@ public:
         return false;
     }
     virtual GraphStats graph_stats() const { return {}; }
+
+protected:
+    // The ops proper, called with checked arguments (see the public methods).
+    virtual void do_upload(Tensor& dst, const void* src, size_t n_bytes) = 0;
+    virtual void do_download(const Tensor& src, void* dst, size_t n_bytes) = 0;
+    virtual void do_set_batch(const BatchInfo& batch) = 0;
+    virtual void do_embed(const Tensor& table, float scale, Tensor& out) = 0;
+    virtual void do_matmul(const Tensor& w, const Tensor& x, Tensor& y, const Tensor* bias) = 0;  // bias: null or data
+    virtual void do_rms_norm(const Tensor& x, const Tensor& w, float eps, Tensor& y) = 0;
+    virtual void do_rope(Tensor& x, const RopeParams& p) = 0;
+    virtual void do_glu(const Tensor& gate, const Tensor& up, bool gelu, Tensor& out) = 0;
+    virtual void do_add(Tensor& x, const Tensor& y) = 0;
+    virtual void do_store_kv(KvLayer& layer, const Tensor& k, const Tensor& v) = 0;
+    virtual void do_attention(const KvLayer& layer, const Tensor& q, const AttentionParams& p, Tensor& out) = 0;
+    virtual void do_gather_output_rows(const Tensor& x, Tensor& out) = 0;
+    virtual void do_top_k(Tensor& logits, int32_t k, std::span<const TopKRow> rows, std::span<TopKCandidate> out,
+                          std::span<int32_t> counts) = 0;
+
+private:
+    BatchInfo batch_;  // the last set_batch (spans owned by the caller)
 };
 
 // The CPU backend (always available). n_threads <= 0 means one per core.

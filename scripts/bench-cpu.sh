@@ -49,7 +49,7 @@ BUILD="${EMBER_BENCH_BUILD_DIR:-$EMBER_ROOT/build/engine}"
 MODELS="${EMBER_BENCH_MODELS_DIR:-$HOME/.cache/ember/bench-models}"
 OUT="$EMBER_ROOT/build/bench"
 EMBER="$BUILD/app/cli/ember"
-MEMBW="$BUILD/tests/bench/ember-membw"
+MEMBW="$BUILD/tools/bench/ember-membw"
 PY3="${PYTHON:-python3}"
 [[ -x /usr/bin/time ]] || ember_die "GNU time is needed at /usr/bin/time (apt-get install time)"
 

@@ -54,7 +54,7 @@ if ! cmake --build "$BUILD" -j "$JOBS" --target ember_cuda ember-gpu-check >>"$L
   echo "gpu-check: build of ember_cuda / ember-gpu-check failed (log: $LOG)"
   exit 1
 fi
-CHECK="$BUILD/kernels/cuda/ember-gpu-check"
+CHECK="$BUILD/tools/gpu_check/ember-gpu-check"
 EMBER="$BUILD/app/cli/ember"
 if ! cmake --build "$BUILD" -j "$JOBS" --target ember >>"$LOG" 2>&1; then
   say "!!! the ember CLI did not build: synthetic models are written by ember-gpu-check --synth instead"

@@ -46,7 +46,7 @@ int cmd_chat(int argc, char** argv) {
         if (args.flag("--verbose") || interactive)
             std::fprintf(stderr, "[%d prompt tokens (%d reused), %d generated; TTFT %.0f ms; %.2f tok/s; stop: %s]\n",
                          st.prompt_tokens, st.reused_tokens, st.generated_tokens, st.ttft_ms, st.decode_tok_s(),
-                         st.stop_reason.c_str());
+                         std::string(stop_reason_name(st.stop_reason)).c_str());
     }
     return 0;
 }

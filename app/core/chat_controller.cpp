@@ -282,7 +282,7 @@ void ChatController::on_finished(quint64 request_id, const GenerationResult& r) 
     if (r.dropped_turns > 0)
         emit notice(QStringLiteral("The conversation is longer than the model's context: the %1 oldest messages "
                                    "were left out of this answer's prompt.").arg(r.dropped_turns));
-    end_answer(it, MessageState::Complete, stats, r.stop_reason);
+    end_answer(it, MessageState::Complete, stats, to_string(r.stop_reason));
 }
 
 void ChatController::on_failed(quint64 request_id, const QString& error) {

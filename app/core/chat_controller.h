@@ -82,7 +82,7 @@ signals:
     void notice(const QString& message);
     void pendingDeleteChanged();
     void conversationDeleted(qint64 id, const QString& title);
-    // An answer ended (any conversation); `stop_reason` as in GenerationResult.
+    // An answer ended (any conversation); `stop_reason`: to_string(StopReason), or "error".
     void answerFinished(qint64 conversation_id, qint64 message_id, const QString& stop_reason);
 
 private:

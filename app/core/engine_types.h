@@ -7,6 +7,7 @@
 #include <cstdint>
 
 #include "app/core/sampling_settings.h"
+#include "engine/runtime/stop_reason.h"
 
 namespace ember::app {
 
@@ -30,7 +31,7 @@ struct GenerationResult {
     double ttft_ms = 0;
     double prefill_tok_s = 0;
     double decode_tok_s = 0;
-    QString stop_reason;            // "eog", "stop", "length", "context", "cancelled"
+    StopReason stop_reason = StopReason::None;
     QString model_name;
 };
 

@@ -144,7 +144,7 @@ void EngineWorker::generate(const GenerationRequest& req) {
     if (begin(current_generate_, cancel_generate_, req.id)) {
         end(current_generate_, req.id);
         GenerationResult r;
-        r.stop_reason = QStringLiteral("cancelled");
+        r.stop_reason = StopReason::Cancelled;
         emit generationFinished(req.id, r);
         return;
     }
@@ -187,7 +187,7 @@ void EngineWorker::generate(const GenerationRequest& req) {
         r.ttft_ms = st.ttft_ms;
         r.prefill_tok_s = st.prefill_tok_s();
         r.decode_tok_s = st.decode_tok_s();
-        r.stop_reason = q(st.stop_reason);
+        r.stop_reason = st.stop_reason;
         r.model_name = QFileInfo(model_path_).completeBaseName();
         emit generationFinished(req.id, r);
     } catch (const std::exception& e) {

@@ -6,14 +6,12 @@
 
 #include "app/core/app_settings.h"
 #include "app/storage/store_open.h"
+#include "kernels/common/format.h"
 
 namespace ember::app {
 namespace {
 
-QString human_size(qint64 bytes) {
-    const double mib = static_cast<double>(bytes) / (1024.0 * 1024.0);
-    return mib >= 1024 ? QStringLiteral("%1 GiB").arg(mib / 1024.0, 0, 'f', 2) : QStringLiteral("%1 MiB").arg(mib, 0, 'f', 1);
-}
+QString human_size(qint64 bytes) { return QString::fromStdString(format_bytes(static_cast<uint64_t>(bytes))); }
 
 }  // namespace
 

@@ -11,9 +11,9 @@ QString format_stats_line(const MessageStats& s, MessageState state) {
     if (s.n_tokens) parts << (*s.n_tokens == 1 ? QStringLiteral("1 token") : QStringLiteral("%1 tokens").arg(*s.n_tokens));
     if (!s.model.isEmpty()) parts << s.model;
     if (state == MessageState::Interrupted) parts << QStringLiteral("interrupted");
-    else if (s.stop_reason == QLatin1String("cancelled")) parts << QStringLiteral("stopped");
-    else if (s.stop_reason == QLatin1String("length")) parts << QStringLiteral("hit the token limit");
-    else if (s.stop_reason == QLatin1String("context")) parts << QStringLiteral("context full");
+    else if (s.stop_reason == StopReason::Cancelled) parts << QStringLiteral("stopped");
+    else if (s.stop_reason == StopReason::Length) parts << QStringLiteral("hit the token limit");
+    else if (s.stop_reason == StopReason::Context) parts << QStringLiteral("context full");
     return parts.join(QStringLiteral(" · "));
 }
 

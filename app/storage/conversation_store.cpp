@@ -41,7 +41,7 @@ Message read_message(const Stmt& s) {
     if (!s.is_null(7)) m.stats.tok_s = s.real(7);
     if (!s.is_null(8)) m.stats.n_tokens = static_cast<int>(s.int64(8));
     m.stats.model = s.text(9);
-    m.stats.stop_reason = s.text(10);
+    m.stats.stop_reason = stop_reason_from(s.text(10));
     return m;
 }
 
@@ -65,6 +65,15 @@ MessageState message_state_from(const QString& s) {
     if (s == QLatin1String("streaming")) return MessageState::Streaming;
     if (s == QLatin1String("interrupted")) return MessageState::Interrupted;
     return MessageState::Complete;
+}
+
+QString to_string(StopReason r) {
+    const std::string_view name = stop_reason_name(r);
+    return QString::fromLatin1(name.data(), static_cast<qsizetype>(name.size()));
+}
+
+StopReason stop_reason_from(const QString& s) {
+    return parse_stop_reason(s.toStdString()).value_or(StopReason::None);
 }
 
 QString fts_query(const QString& user_text) {
@@ -168,7 +177,7 @@ Message ConversationStore::add_message(int64_t conversation_id, const QString& r
                 "model, stop_reason) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")
         .bind(1, conversation_id).bind(2, role).bind(3, content).bind(4, m.created_at).bind(5, to_string(state))
         .bind(6, stats.ttft_ms).bind(7, stats.tok_s).bind(8, stats.n_tokens).bind(9, stats.model)
-        .bind(10, stats.stop_reason).run();
+        .bind(10, to_string(stats.stop_reason)).run();
     m.id = db_.last_insert_id();
     touch(conversation_id);
     tx.commit();
@@ -202,7 +211,7 @@ void ConversationStore::finish_message(int64_t message_id, const QString& conten
     db_.prepare("UPDATE messages SET content = ?, state = ?, ttft_ms = ?, tok_s = ?, n_tokens = ?, model = ?, "
                 "stop_reason = ? WHERE id = ?")
         .bind(1, content).bind(2, to_string(state)).bind(3, stats.ttft_ms).bind(4, stats.tok_s)
-        .bind(5, stats.n_tokens).bind(6, stats.model).bind(7, stats.stop_reason).bind(8, message_id).run();
+        .bind(5, stats.n_tokens).bind(6, stats.model).bind(7, to_string(stats.stop_reason)).bind(8, message_id).run();
     db_.prepare("UPDATE conversations SET updated_at = ? WHERE id = (SELECT conversation_id FROM messages WHERE id = ?)")
         .bind(1, now_ms()).bind(2, message_id).run();
     tx.commit();

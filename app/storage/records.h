@@ -4,6 +4,8 @@
 #include <cstdint>
 #include <optional>
 
+#include "engine/runtime/stop_reason.h"
+
 namespace ember::app {
 
 // streaming: an answer still being written (saved periodically while it streams);
@@ -12,13 +14,16 @@ enum class MessageState { Complete, Streaming, Interrupted };
 
 QString to_string(MessageState s);
 MessageState message_state_from(const QString& s);  // unknown text -> Complete
+// The stored text of a stop reason (stop_reason_name: "eog", "length", ..., "" for None).
+QString to_string(StopReason r);
+StopReason stop_reason_from(const QString& s);  // unknown text -> None
 
 struct MessageStats {
     std::optional<double> ttft_ms;  // time to first token
     std::optional<double> tok_s;    // decode speed
     std::optional<int> n_tokens;    // tokens generated
     QString model;                  // model that wrote it
-    QString stop_reason;            // "eog", "length", "cancelled", ...
+    StopReason stop_reason = StopReason::None;  // stored as stop_reason_name's text
 };
 
 struct Message {

@@ -70,14 +70,4 @@ std::string format_param_count(uint64_t n) {
     return buf;
 }
 
-std::string format_bytes(uint64_t n) {
-    static const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-    double v = static_cast<double>(n);
-    int u = 0;
-    while (v >= 1024.0 && u < 4) { v /= 1024.0; ++u; }
-    char buf[32];
-    std::snprintf(buf, sizeof buf, u == 0 ? "%.0f %s" : "%.1f %s", v, units[u]);
-    return buf;
-}
-
 }  // namespace ember

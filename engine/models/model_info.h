@@ -7,6 +7,7 @@
 #include <string>
 
 #include "engine/gguf/gguf.h"
+#include "kernels/common/format.h"
 
 namespace ember {
 
@@ -31,7 +32,6 @@ ModelInfo describe_model(const GgufFile& f);
 
 // "135M", "1.2B": the way model sizes are usually written.
 std::string format_param_count(uint64_t n);
-// "98.4 MiB"
-std::string format_bytes(uint64_t n);
+// format_bytes ("98.4 MiB"): kernels/common/format.h, included above.
 
 }  // namespace ember

@@ -7,87 +7,111 @@
 namespace ember {
 
 Transformer::Transformer(std::shared_ptr<const GgufFile> file, Backend& backend)
-    : file_(std::move(file)), devices_{&backend}, config_(read_model_config(*file_)) {
-    layer_dev_.assign(static_cast<size_t>(config_.n_layers), 0);
-    load_weights();
+    : file_(std::move(file)), config_(read_model_config(*file_)) {
+    devices_.resize(1);
+    devices_[0].backend = &backend;
+    load_weights(std::vector<int>(static_cast<size_t>(config_.n_layers), 0));
 }
 
 Transformer::Transformer(std::shared_ptr<const GgufFile> file, Backend& first, Backend& rest, int n_first_layers)
-    : file_(std::move(file)), devices_{&first, &rest}, config_(read_model_config(*file_)) {
-    for (int i = 0; i < config_.n_layers; ++i) layer_dev_.push_back(i < n_first_layers ? 0 : 1);
-    load_weights();
+    : file_(std::move(file)), config_(read_model_config(*file_)) {
+    devices_.resize(2);
+    devices_[0].backend = &first;
+    devices_[1].backend = &rest;
+    std::vector<int> layer_device;
+    for (int i = 0; i < config_.n_layers; ++i) layer_device.push_back(i < n_first_layers ? 0 : 1);
+    load_weights(layer_device);
 }
 
-void Transformer::load_weights() {
+void Transformer::load_weights(const std::vector<int>& layer_device) {
     const ModelConfig& c = config_;
-    scratch_.resize(devices_.size());
-    const int embed_dev = layer_dev_.front(), out_dev = layer_dev_.back();
-    tok_embd_ = weight(embed_dev, "token_embd.weight", c.n_embd, c.n_vocab);
-    output_norm_ = weight(out_dev, "output_norm.weight", c.n_embd, 1);
-    output_ = weight(out_dev, "output.weight", c.n_embd, c.n_vocab, false);
-    if (!output_.data && out_dev == embed_dev) output_ = tok_embd_;  // tied embeddings
-    if (!output_.data) output_ = output_embd_ = weight(out_dev, "token_embd.weight", c.n_embd, c.n_vocab);
+    Backend& first = *devices_[static_cast<size_t>(layer_device.front())].backend;
+    Backend& last = *devices_[static_cast<size_t>(layer_device.back())].backend;
+    tok_embd_ = weight(first, "token_embd.weight", c.n_embd, c.n_vocab);
+    output_norm_ = weight(last, "output_norm.weight", c.n_embd, 1);
+    output_ = weight(last, "output.weight", c.n_embd, c.n_vocab, false);
+    if (!output_.data && &first == &last) output_ = tok_embd_;  // tied embeddings
+    if (!output_.data) output_ = weight(last, "token_embd.weight", c.n_embd, c.n_vocab);  // tied, a copy
     if (const GgufTensor* rf = file_->find_tensor("rope_freqs.weight")) {
         if (rf->type != DType::F32 || rf->n_elements != static_cast<uint64_t>(c.n_rot / 2))
             throw Error(file_->path() + ": rope_freqs.weight must be F32 with " + std::to_string(c.n_rot / 2) + " elements");
         const auto* p = reinterpret_cast<const float*>(rf->data);
         rope_freq_factors_.assign(p, p + c.n_rot / 2);
     }
-    for (int i = 0; i < c.n_layers; ++i) {
-        const int d = layer_dev_[static_cast<size_t>(i)];
-        const std::string b = "blk." + std::to_string(i) + ".";
-        Layer l;
-        l.attn_norm = weight(d, b + "attn_norm.weight", c.n_embd, 1);
-        l.wq = weight(d, b + "attn_q.weight", c.n_embd, c.q_dim());
-        l.wk = weight(d, b + "attn_k.weight", c.n_embd, c.kv_dim());
-        l.wv = weight(d, b + "attn_v.weight", c.n_embd, c.kv_dim());
-        l.wo = weight(d, b + "attn_output.weight", c.q_dim(), c.n_embd);
-        if (c.qkv_bias) {
-            l.bq = weight(d, b + "attn_q.bias", c.q_dim(), 1);
-            l.bk = weight(d, b + "attn_k.bias", c.kv_dim(), 1);
-            l.bv = weight(d, b + "attn_v.bias", c.kv_dim(), 1);
-        }
-        if (c.qk_norm) {
-            l.q_norm = weight(d, b + "attn_q_norm.weight", c.head_dim, 1);
-            l.k_norm = weight(d, b + "attn_k_norm.weight", c.head_dim, 1);
-        }
-        if (c.post_norms) {
-            l.post_attn_norm = weight(d, b + "post_attention_norm.weight", c.n_embd, 1);
-            l.post_ffn_norm = weight(d, b + "post_ffw_norm.weight", c.n_embd, 1);
-        }
-        l.ffn_norm = weight(d, b + "ffn_norm.weight", c.n_embd, 1);
-        l.w_gate = weight(d, b + "ffn_gate.weight", c.n_embd, c.n_ff);
-        l.w_up = weight(d, b + "ffn_up.weight", c.n_embd, c.n_ff);
-        l.w_down = weight(d, b + "ffn_down.weight", c.n_ff, c.n_embd);
-        layers_.push_back(l);
+    for (size_t i = 0; i < layer_device.size(); ++i)
+        layers_.push_back(load_layer(static_cast<int>(i), devices_[static_cast<size_t>(layer_device[i])]));
+}
+
+Transformer::Layer Transformer::load_layer(int index, Device& device) {
+    const ModelConfig& c = config_;
+    Backend& be = *device.backend;
+    const std::string b = "blk." + std::to_string(index) + ".";
+    Layer l;
+    l.index = index;
+    l.device = &device;
+
+    // Sliding-window layers (gemma3) use their own rope base, unscaled.
+    const bool sliding = c.layer_sliding[static_cast<size_t>(index)];
+    l.rope_q.n_heads = c.n_heads;
+    l.rope_q.head_dim = c.head_dim;
+    l.rope_q.n_rot = c.n_rot;
+    l.rope_q.neox = c.rope_neox;
+    l.rope_q.freq_base = sliding ? c.rope_base_local : c.rope_base;
+    l.rope_q.freq_scale = sliding ? 1.0f : c.rope_scale;
+    l.rope_q.freq_factors = !sliding && !rope_freq_factors_.empty() ? rope_freq_factors_.data() : nullptr;
+    l.rope_k = l.rope_q;
+    l.rope_k.n_heads = c.n_kv_heads;
+    l.attention.n_heads = c.n_heads;
+    l.attention.n_kv_heads = c.n_kv_heads;
+    l.attention.head_dim = c.head_dim;
+    l.attention.scale = c.attn_scale;
+    l.attention.window = sliding ? c.sliding_window : 0;
+
+    l.attn_norm = weight(be, b + "attn_norm.weight", c.n_embd, 1);
+    l.wq = weight(be, b + "attn_q.weight", c.n_embd, c.q_dim());
+    l.wk = weight(be, b + "attn_k.weight", c.n_embd, c.kv_dim());
+    l.wv = weight(be, b + "attn_v.weight", c.n_embd, c.kv_dim());
+    l.wo = weight(be, b + "attn_output.weight", c.q_dim(), c.n_embd);
+    if (c.qkv_bias) {
+        l.bq = weight(be, b + "attn_q.bias", c.q_dim(), 1);
+        l.bk = weight(be, b + "attn_k.bias", c.kv_dim(), 1);
+        l.bv = weight(be, b + "attn_v.bias", c.kv_dim(), 1);
     }
+    if (c.qk_norm) {
+        l.q_norm = weight(be, b + "attn_q_norm.weight", c.head_dim, 1);
+        l.k_norm = weight(be, b + "attn_k_norm.weight", c.head_dim, 1);
+    }
+    if (c.post_norms) {
+        l.post_attn_norm = weight(be, b + "post_attention_norm.weight", c.n_embd, 1);
+        l.post_ffn_norm = weight(be, b + "post_ffw_norm.weight", c.n_embd, 1);
+    }
+    l.ffn_norm = weight(be, b + "ffn_norm.weight", c.n_embd, 1);
+    l.w_gate = weight(be, b + "ffn_gate.weight", c.n_embd, c.n_ff);
+    l.w_up = weight(be, b + "ffn_up.weight", c.n_embd, c.n_ff);
+    l.w_down = weight(be, b + "ffn_down.weight", c.n_ff, c.n_embd);
+    return l;
 }
 
 Transformer::~Transformer() {
-    for (int d = 0; d < static_cast<int>(devices_.size()); ++d) free_scratch(d);
-    for (size_t i = 0; i < layers_.size(); ++i) {
-        Layer& l = layers_[i];
-        for (Tensor* t : {&l.attn_norm, &l.wq, &l.wk, &l.wv, &l.wo, &l.bq, &l.bk, &l.bv, &l.q_norm, &l.k_norm,
-                          &l.post_attn_norm, &l.ffn_norm, &l.w_gate, &l.w_up, &l.w_down, &l.post_ffn_norm})
-            free_weight(layer_dev_[i], *t);
-    }
-    const int embed_dev = layer_dev_.front(), out_dev = layer_dev_.back();
-    if (output_.data != tok_embd_.data) free_weight(out_dev, output_);
-    free_weight(embed_dev, tok_embd_);
-    free_weight(out_dev, output_norm_);
+    for (Device& d : devices_) free_scratch(d);
+    for (Layer& l : layers_)
+        for (Tensor* t : l.weights())
+            if (t->data) l.device->backend->free(*t);
+    if (layers_.empty()) return;
+    Backend& first = *layers_.front().device->backend;
+    Backend& last = *layers_.back().device->backend;
+    if (output_.data && output_.data != tok_embd_.data) last.free(output_);
+    if (tok_embd_.data) first.free(tok_embd_);
+    if (output_norm_.data) last.free(output_norm_);
 }
 
 std::vector<Backend*> Transformer::layer_backends() const {
     std::vector<Backend*> out;
-    for (int d : layer_dev_) out.push_back(devices_[static_cast<size_t>(d)]);
+    for (const Layer& l : layers_) out.push_back(l.device->backend);
     return out;
 }
 
-void Transformer::free_weight(int dev, Tensor& t) {
-    if (t.data) devices_[static_cast<size_t>(dev)]->free(t);
-}
-
-Tensor Transformer::weight(int dev, const std::string& name, int64_t cols, int64_t rows, bool required) {
+Tensor Transformer::weight(Backend& be, const std::string& name, int64_t cols, int64_t rows, bool required) {
     const GgufTensor* t = file_->find_tensor(name);
     if (!t) {
         if (required) throw Error(file_->path() + ": missing tensor '" + name + "'");
@@ -97,7 +121,7 @@ Tensor Transformer::weight(int dev, const std::string& name, int64_t cols, int64
         throw Error(file_->path() + ": tensor '" + name + "' has shape " + std::to_string(t->dims[0]) + " x " +
                     std::to_string(t->rows()) + ", expected " + std::to_string(cols) + " x " + std::to_string(rows));
     try {
-        return devices_[static_cast<size_t>(dev)]->load_weight(t->data, t->type, cols, rows, name.c_str());
+        return be.load_weight(t->data, t->type, cols, rows, name.c_str());
     } catch (const Error& e) {
         throw Error(file_->path() + ": tensor '" + name + "': " + e.what());
     }
@@ -113,22 +137,23 @@ KvCacheConfig Transformer::kv_config(int64_t n_ctx, int32_t n_seqs, DType kv_typ
     return k;
 }
 
-void Transformer::free_scratch(int dev) {
-    Scratch& s = scratch_[static_cast<size_t>(dev)];
+void Transformer::free_scratch(Device& d) {
+    Scratch& s = d.scratch;
     for (Tensor* t : {&s.x, &s.xn, &s.q, &s.k, &s.v, &s.attn, &s.proj, &s.gate, &s.up, &s.out_x, &s.logits})
-        if (t->data) devices_[static_cast<size_t>(dev)]->free(*t);
+        if (t->data) d.backend->free(*t);
     s = Scratch{};
+    d.act = Activations{};
 }
 
 // Activation buffers sized for the largest batch so far; reused across passes.
-void Transformer::ensure_scratch(int dev, int64_t n_tokens, int64_t n_outputs) {
-    Scratch& s = scratch_[static_cast<size_t>(dev)];
+void Transformer::ensure_scratch(Device& d, int64_t n_tokens, int64_t n_outputs) {
+    Scratch& s = d.scratch;
     if (n_tokens <= s.tokens && n_outputs <= s.outputs) return;
     const int64_t T = std::max(n_tokens, s.tokens), O = std::max(n_outputs, s.outputs);
-    free_scratch(dev);
+    free_scratch(d);
     const ModelConfig& c = config_;
     auto act = [&](int64_t cols, int64_t rows, const char* tag) {
-        return devices_[static_cast<size_t>(dev)]->alloc(MemoryKind::Activations, DType::F32, cols, rows, tag);
+        return d.backend->alloc(MemoryKind::Activations, DType::F32, cols, rows, tag);
     };
     s.x = act(c.n_embd, T, "x");
     s.xn = act(c.n_embd, T, "xn");
@@ -145,73 +170,77 @@ void Transformer::ensure_scratch(int dev, int64_t n_tokens, int64_t n_outputs) {
     s.outputs = O;
 }
 
-void Transformer::attention_block(int il, const BatchInfo& batch, KvCache& kv, Scratch& s) {
-    const ModelConfig& c = config_;
-    Backend& be = *devices_[static_cast<size_t>(layer_dev_[static_cast<size_t>(il)])];
-    const Layer& l = layers_[static_cast<size_t>(il)];
-    const int64_t T = static_cast<int64_t>(batch.tokens.size());
-    Tensor xn = s.xn.slice_rows(0, T), q = s.q.slice_rows(0, T), k = s.k.slice_rows(0, T), v = s.v.slice_rows(0, T);
-    Tensor attn = s.attn.slice_rows(0, T), proj = s.proj.slice_rows(0, T), x = s.x.slice_rows(0, T);
-
-    be.rms_norm(x, l.attn_norm, c.norm_eps, xn);
-    be.matmul(l.wq, xn, q, c.qkv_bias ? &l.bq : nullptr);
-    be.matmul(l.wk, xn, k, c.qkv_bias ? &l.bk : nullptr);
-    be.matmul(l.wv, xn, v, c.qkv_bias ? &l.bv : nullptr);
-    Tensor qh = q.reshape(c.head_dim), kh = k.reshape(c.head_dim);
-    if (c.qk_norm) {
-        be.rms_norm(qh, l.q_norm, c.norm_eps, qh);
-        be.rms_norm(kh, l.k_norm, c.norm_eps, kh);
-    }
-    const bool sliding = c.layer_sliding[static_cast<size_t>(il)];
-    RopeParams rp;
-    rp.head_dim = c.head_dim;
-    rp.n_rot = c.n_rot;
-    rp.neox = c.rope_neox;
-    rp.freq_base = sliding ? c.rope_base_local : c.rope_base;
-    rp.freq_scale = sliding ? 1.0f : c.rope_scale;
-    rp.freq_factors = !sliding && !rope_freq_factors_.empty() ? rope_freq_factors_.data() : nullptr;
-    rp.n_heads = c.n_heads;
-    be.rope(qh, rp);
-    rp.n_heads = c.n_kv_heads;
-    be.rope(kh, rp);
-
-    KvLayer& cache = kv.layer(il);
-    be.store_kv(cache, k, v);
-    AttentionParams ap;
-    ap.n_heads = c.n_heads;
-    ap.n_kv_heads = c.n_kv_heads;
-    ap.head_dim = c.head_dim;
-    ap.scale = c.attn_scale;
-    ap.window = sliding ? c.sliding_window : 0;
-    be.attention(cache, q, ap, attn);
-    be.matmul(l.wo, attn, proj);
-    if (c.post_norms) be.rms_norm(proj, l.post_attn_norm, c.norm_eps, proj);
-    be.add(x, proj);
+// Cuts the device's scratch to this pass's tokens and tells its backend the batch layout.
+void Transformer::begin_pass(Device& d, const BatchInfo& batch) {
+    const auto T = static_cast<int64_t>(batch.tokens.size());
+    const auto O = static_cast<int64_t>(batch.output_rows.size());
+    ensure_scratch(d, T, O);
+    const Scratch& s = d.scratch;
+    Activations& a = d.act;
+    a.x = s.x.slice_rows(0, T);
+    a.xn = s.xn.slice_rows(0, T);
+    a.q = s.q.slice_rows(0, T);
+    a.k = s.k.slice_rows(0, T);
+    a.v = s.v.slice_rows(0, T);
+    a.q_heads = a.q.reshape(config_.head_dim);
+    a.k_heads = a.k.reshape(config_.head_dim);
+    a.attn = s.attn.slice_rows(0, T);
+    a.proj = s.proj.slice_rows(0, T);
+    a.gate = s.gate.slice_rows(0, T);
+    a.up = s.up.slice_rows(0, T);
+    a.out_x = s.out_x.slice_rows(0, O);
+    a.logits = s.logits.slice_rows(0, O);
+    d.backend->set_batch(batch);
 }
 
-void Transformer::ffn_block(int il, Scratch& s) {
-    const ModelConfig& c = config_;
-    Backend& be = *devices_[static_cast<size_t>(layer_dev_[static_cast<size_t>(il)])];
-    const Layer& l = layers_[static_cast<size_t>(il)];
-    const int64_t T = s.tokens_in_pass;
-    Tensor x = s.x.slice_rows(0, T), xn = s.xn.slice_rows(0, T), proj = s.proj.slice_rows(0, T);
-    Tensor gate = s.gate.slice_rows(0, T), up = s.up.slice_rows(0, T);
-    be.rms_norm(x, l.ffn_norm, c.norm_eps, xn);
-    be.matmul(l.w_gate, xn, gate);
-    be.matmul(l.w_up, xn, up);
-    be.glu(gate, up, c.gelu, gate);
-    be.matmul(l.w_down, gate, proj);
-    if (c.post_norms) be.rms_norm(proj, l.post_ffn_norm, c.norm_eps, proj);
-    be.add(x, proj);
+void Transformer::attention_block(const Layer& l, KvLayer& cache, Activations& a) {
+    Backend& be = *l.device->backend;
+    const float eps = config_.norm_eps;
+    be.rms_norm(a.x, l.attn_norm, eps, a.xn);
+    dump_("attn_norm", l.index, a.xn, be);
+    be.matmul(l.wq, a.xn, a.q, &l.bq);
+    be.matmul(l.wk, a.xn, a.k, &l.bk);
+    be.matmul(l.wv, a.xn, a.v, &l.bv);
+    if (l.q_norm.data) be.rms_norm(a.q_heads, l.q_norm, eps, a.q_heads);
+    if (l.k_norm.data) be.rms_norm(a.k_heads, l.k_norm, eps, a.k_heads);
+    be.rope(a.q_heads, l.rope_q);
+    be.rope(a.k_heads, l.rope_k);
+    dump_("q", l.index, a.q, be);
+    dump_("k", l.index, a.k, be);
+    dump_("v", l.index, a.v, be);
+    be.store_kv(cache, a.k, a.v);
+    be.attention(cache, a.q, l.attention, a.attn);
+    dump_("kqv_out", l.index, a.attn, be);
+    be.matmul(l.wo, a.attn, a.proj);
+    if (l.post_attn_norm.data) be.rms_norm(a.proj, l.post_attn_norm, eps, a.proj);
+    dump_("attn_out", l.index, a.proj, be);
+    be.add(a.x, a.proj);
+    dump_("ffn_inp", l.index, a.x, be);
 }
 
-// The residual stream of this pass, from one device's scratch to another's.
-void Transformer::move_activations(int from, int to, int64_t n_tokens) {
-    const Tensor src = scratch_[static_cast<size_t>(from)].x.slice_rows(0, n_tokens);
-    Tensor dst = scratch_[static_cast<size_t>(to)].x.slice_rows(0, n_tokens);
-    crossing_.resize(static_cast<size_t>(n_tokens * config_.n_embd));
-    devices_[static_cast<size_t>(from)]->download(src, crossing_.data(), src.bytes());
-    devices_[static_cast<size_t>(to)]->upload(dst, crossing_.data(), dst.bytes());
+void Transformer::ffn_block(const Layer& l, Activations& a) {
+    Backend& be = *l.device->backend;
+    const float eps = config_.norm_eps;
+    be.rms_norm(a.x, l.ffn_norm, eps, a.xn);
+    dump_("ffn_norm", l.index, a.xn, be);
+    be.matmul(l.w_gate, a.xn, a.gate);
+    be.matmul(l.w_up, a.xn, a.up);
+    dump_("ffn_gate", l.index, a.gate, be);
+    dump_("ffn_up", l.index, a.up, be);
+    be.glu(a.gate, a.up, config_.gelu, a.gate);
+    dump_("ffn_glu", l.index, a.gate, be);
+    be.matmul(l.w_down, a.gate, a.proj);
+    if (l.post_ffn_norm.data) be.rms_norm(a.proj, l.post_ffn_norm, eps, a.proj);
+    dump_("ffn_out", l.index, a.proj, be);
+    be.add(a.x, a.proj);
+    dump_("l_out", l.index, a.x, be);
+}
+
+// The residual stream of this pass, from one device to another, through the host.
+void Transformer::move_activations(Device& from, Device& to) {
+    crossing_.resize(static_cast<size_t>(from.act.x.rows * from.act.x.cols));
+    from.backend->download(from.act.x, crossing_.data(), from.act.x.bytes());
+    to.backend->upload(to.act.x, crossing_.data(), to.act.x.bytes());
 }
 
 void Transformer::forward(const BatchInfo& batch, KvCache& kv, std::vector<float>& logits) {
@@ -225,40 +254,36 @@ void Transformer::forward(const BatchInfo& batch, KvCache& kv, std::vector<float
 }
 
 Tensor Transformer::forward_device(const BatchInfo& batch, KvCache& kv) {
-    const ModelConfig& c = config_;
-    const int64_t T = static_cast<int64_t>(batch.tokens.size());
-    const int64_t O = static_cast<int64_t>(batch.output_rows.size());
-    if (T == 0) throw Error("forward: empty batch");
+    if (batch.tokens.empty()) throw Error("forward: empty batch");
     for (int32_t t : batch.tokens)
-        if (t < 0 || t >= c.n_vocab) throw Error("forward: token id " + std::to_string(t) + " outside the vocabulary");
-    for (int d = 0; d < static_cast<int>(devices_.size()); ++d) {
-        ensure_scratch(d, T, O);
-        scratch_[static_cast<size_t>(d)].tokens_in_pass = T;
-        devices_[static_cast<size_t>(d)]->set_batch(batch);
-    }
-    int cur = layer_dev_.front();
-    Tensor x0 = scratch_[static_cast<size_t>(cur)].x.slice_rows(0, T);
-    devices_[static_cast<size_t>(cur)]->embed(tok_embd_, c.embed_scale, x0);
-    for (int il = 0; il < c.n_layers; ++il) {
-        const int d = layer_dev_[static_cast<size_t>(il)];
-        if (d != cur) {
-            move_activations(cur, d, T);
-            cur = d;
+        if (t < 0 || t >= config_.n_vocab)
+            throw Error("forward: token id " + std::to_string(t) + " outside the vocabulary");
+    for (Device& d : devices_) begin_pass(d, batch);
+
+    Device* cur = layers_.front().device;
+    cur->backend->embed(tok_embd_, config_.embed_scale, cur->act.x);
+    dump_("inp_embd", -1, cur->act.x, *cur->backend);
+    for (const Layer& l : layers_) {
+        if (l.device != cur) {
+            move_activations(*cur, *l.device);
+            cur = l.device;
         }
-        attention_block(il, batch, kv, scratch_[static_cast<size_t>(d)]);
-        ffn_block(il, scratch_[static_cast<size_t>(d)]);
+        attention_block(l, kv.layer(l.index), cur->act);
+        ffn_block(l, cur->act);
     }
-    Backend& out = *devices_[static_cast<size_t>(cur)];
-    Scratch& s = scratch_[static_cast<size_t>(cur)];
-    if (O == 0) {
-        for (Backend* b : devices_) b->synchronize();
+
+    Backend& be = *cur->backend;
+    Activations& a = cur->act;
+    if (batch.output_rows.empty()) {
+        for (Device& d : devices_) d.backend->synchronize();
         return Tensor{};
     }
-    Tensor x = s.x.slice_rows(0, T), out_x = s.out_x.slice_rows(0, O), lg = s.logits.slice_rows(0, O);
-    out.gather_output_rows(x, out_x);
-    out.rms_norm(out_x, output_norm_, c.norm_eps, out_x);
-    out.matmul(output_, out_x, lg);
-    return lg;
+    be.gather_output_rows(a.x, a.out_x);
+    be.rms_norm(a.out_x, output_norm_, config_.norm_eps, a.out_x);
+    dump_("result_norm", -1, a.out_x, be);
+    be.matmul(output_, a.out_x, a.logits);
+    dump_("logits", -1, a.logits, be);
+    return a.logits;
 }
 
 }  // namespace ember

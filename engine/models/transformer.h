@@ -7,6 +7,7 @@
 
 #include "engine/gguf/gguf.h"
 #include "engine/kv/kv_cache.h"
+#include "engine/models/dump.h"
 #include "engine/models/model_config.h"
 #include "kernels/backend.h"
 
@@ -28,7 +29,7 @@ public:
 
     const ModelConfig& config() const { return config_; }
     const GgufFile& file() const { return *file_; }
-    Backend& backend() { return *devices_.front(); }
+    Backend& backend() { return *devices_.front().backend; }
     // The backend each layer's weights and KV cache live on (for KvCache).
     std::vector<Backend*> layer_backends() const;
 
@@ -43,36 +44,82 @@ public:
     // Tensor when the batch wants no outputs.
     Tensor forward_device(const BatchInfo& batch, KvCache& kv);
     // The backend of the output head (the last layer's).
-    Backend& output_backend() { return *devices_[static_cast<size_t>(layer_dev_.back())]; }
+    Backend& output_backend() { return *layers_.back().device->backend; }
+
+    // Where the named intermediates of each pass go (engine/models/dump.h); by default from
+    // $EMBER_DUMP, read when the model is loaded.
+    void set_dump(TensorDump dump) { dump_ = std::move(dump); }
 
 private:
-    struct Layer {
-        Tensor attn_norm, wq, wk, wv, wo, bq, bk, bv, q_norm, k_norm, post_attn_norm;
-        Tensor ffn_norm, w_gate, w_up, w_down, post_ffn_norm;
-    };
+    // Activation buffers of one device, sized for the largest pass so far (rows = capacity).
     struct Scratch {
-        int64_t tokens = 0, outputs = 0;  // capacity
-        int64_t tokens_in_pass = 0;
+        int64_t tokens = 0, outputs = 0;
         Tensor x, xn, q, k, v, attn, proj, gate, up, out_x, logits;
     };
-    void load_weights();
-    Tensor weight(int dev, const std::string& name, int64_t cols, int64_t rows, bool required = true);
-    void free_weight(int dev, Tensor& t);
-    void ensure_scratch(int dev, int64_t n_tokens, int64_t n_outputs);
-    void free_scratch(int dev);
-    void attention_block(int il, const BatchInfo& batch, KvCache& kv, Scratch& s);
-    void ffn_block(int il, Scratch& s);
-    void move_activations(int from, int to, int64_t n_tokens);
+    // One pass's activations on one device: the scratch buffers cut to the pass's T tokens
+    // (O output rows), plus the per-head views of q and k.
+    struct Activations {
+        Tensor x;            // [T x n_embd]   residual stream
+        Tensor xn;           // [T x n_embd]   normed input of a block
+        Tensor q, k, v;      // [T x q_dim], [T x kv_dim], [T x kv_dim]
+        Tensor q_heads;      // [T*n_heads x head_dim]     q seen per head
+        Tensor k_heads;      // [T*n_kv_heads x head_dim]  k seen per head
+        Tensor attn;         // [T x q_dim]    attention output
+        Tensor proj;         // [T x n_embd]   a block's output before the residual add
+        Tensor gate, up;     // [T x n_ff]
+        Tensor out_x;        // [O x n_embd]   the output rows
+        Tensor logits;       // [O x n_vocab]
+    };
+    struct Device {
+        Backend* backend = nullptr;
+        Scratch scratch;
+        Activations act;     // this pass's
+    };
+    // One layer, everything resolved at load: where it runs, its rope and attention
+    // parameters, its weights. Weight shapes are [rows x cols] as the matmul sees them
+    // (y = x W^T: W is [out x in]); an absent optional weight has no data.
+    struct Layer {
+        int index = 0;
+        Device* device = nullptr;
+        RopeParams rope_q, rope_k;   // differ in n_heads only
+        AttentionParams attention;
+        Tensor attn_norm;            // [n_embd]
+        Tensor wq, wk, wv;           // [q_dim x n_embd], [kv_dim x n_embd], [kv_dim x n_embd]
+        Tensor bq, bk, bv;           // [q_dim], [kv_dim], [kv_dim]        (qwen2)
+        Tensor q_norm, k_norm;       // [head_dim], per head               (gemma3)
+        Tensor wo;                   // [n_embd x q_dim]
+        Tensor post_attn_norm;       // [n_embd]                           (gemma3)
+        Tensor ffn_norm;             // [n_embd]
+        Tensor w_gate, w_up;         // [n_ff x n_embd]
+        Tensor w_down;               // [n_embd x n_ff]
+        Tensor post_ffn_norm;        // [n_embd]                           (gemma3)
+        std::vector<Tensor*> weights() {
+            return {&attn_norm, &wq, &wk, &wv, &bq, &bk, &bv, &q_norm, &k_norm, &wo, &post_attn_norm,
+                    &ffn_norm, &w_gate, &w_up, &w_down, &post_ffn_norm};
+        }
+    };
+
+    void load_weights(const std::vector<int>& layer_device);
+    Layer load_layer(int index, Device& device);
+    Tensor weight(Backend& be, const std::string& name, int64_t cols, int64_t rows, bool required = true);
+    void ensure_scratch(Device& d, int64_t n_tokens, int64_t n_outputs);
+    void free_scratch(Device& d);
+    void begin_pass(Device& d, const BatchInfo& batch);
+    void attention_block(const Layer& l, KvLayer& cache, Activations& a);
+    void ffn_block(const Layer& l, Activations& a);
+    void move_activations(Device& from, Device& to);
 
     std::shared_ptr<const GgufFile> file_;
-    std::vector<Backend*> devices_;  // 1, or 2 with partial offload
-    std::vector<int> layer_dev_;     // device index of each layer
     ModelConfig config_;
-    Tensor tok_embd_, output_norm_, output_, output_embd_;  // output_embd_: tied copy on the last device
-    std::vector<float> rope_freq_factors_;
+    std::vector<Device> devices_;    // 1, or 2 with partial offload; never resized after load
+    // Weights outside the layers: embedding on the first layer's device, the rest on the last's.
+    Tensor tok_embd_;                // [n_vocab x n_embd]
+    Tensor output_norm_;             // [n_embd]
+    Tensor output_;                  // [n_vocab x n_embd] (tok_embd_ when tied on one device)
+    std::vector<float> rope_freq_factors_;  // [n_rot/2] or empty
     std::vector<Layer> layers_;
-    std::vector<Scratch> scratch_;   // per device
     std::vector<float> crossing_;    // host buffer for activations moving between devices
+    TensorDump dump_ = TensorDump::from_env();
 };
 
 }  // namespace ember

@@ -113,22 +113,22 @@ GenerateStats Sequence::generate(std::span<const int32_t> prompt, const Generate
     std::chrono::steady_clock::time_point t_first;
     auto emit = [&](const std::string& text) { return text.empty() || !on_text || on_text(text); };
     while (true) {
-        if (cancel && cancel->load()) { st.stop_reason = "cancelled"; break; }
+        if (cancel && cancel->load()) { st.stop_reason = StopReason::Cancelled; break; }
         const int32_t next = sample_next(sampler);
         if (st.generated_tokens++ == 0) {
             t_first = std::chrono::steady_clock::now();
             st.ttft_ms = ms_since(t0);
         }
-        if (!opts.ignore_eog && tok.is_eog(next)) { st.stop_reason = "eog"; break; }
+        if (!opts.ignore_eog && tok.is_eog(next)) { st.stop_reason = StopReason::EndOfText; break; }
         const auto r = stops.feed(detok.push(next));
-        if (!emit(r.text)) { st.stop_reason = "cancelled"; break; }
-        if (r.stopped) { st.stop_reason = "stop"; break; }
-        if (opts.max_tokens >= 0 && st.generated_tokens >= opts.max_tokens) { st.stop_reason = "length"; break; }
-        if (static_cast<int64_t>(tokens_.size()) + 1 > n_ctx) { st.stop_reason = "context"; break; }
+        if (!emit(r.text)) { st.stop_reason = StopReason::Cancelled; break; }
+        if (r.stopped) { st.stop_reason = StopReason::StopString; break; }
+        if (opts.max_tokens >= 0 && st.generated_tokens >= opts.max_tokens) { st.stop_reason = StopReason::Length; break; }
+        if (static_cast<int64_t>(tokens_.size()) + 1 > n_ctx) { st.stop_reason = StopReason::Context; break; }
         const int32_t one[1] = {next};
         feed(one, true, !on_device);
     }
-    if (st.stop_reason != "stop" && st.stop_reason != "cancelled") emit(stops.feed(detok.flush()).text + stops.flush());
+    if (st.stop_reason != StopReason::StopString && st.stop_reason != StopReason::Cancelled) emit(stops.feed(detok.flush()).text + stops.flush());
     if (st.generated_tokens > 0) st.decode_ms = ms_since(t_first);
     return st;
 }

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "engine/runtime/model.h"
+#include "engine/runtime/stop_reason.h"
 #include "engine/sampling/sampler.h"
 
 namespace ember {
@@ -29,7 +30,7 @@ struct GenerateStats {
     double ttft_ms = 0;            // prompt processing + first token
     double prefill_ms = 0;
     double decode_ms = 0;          // after the first token
-    std::string stop_reason;       // "eog", "stop", "length", "context", "cancelled"
+    StopReason stop_reason = StopReason::None;
     double prefill_tok_s() const { return prefill_ms > 0 ? (prompt_tokens - reused_tokens) * 1000.0 / prefill_ms : 0; }
     double decode_tok_s() const { return decode_ms > 0 ? (generated_tokens - 1) * 1000.0 / decode_ms : 0; }
 };

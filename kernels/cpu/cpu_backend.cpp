@@ -76,13 +76,17 @@ public:
         return report_;
     }
 
-    void upload(Tensor& dst, const void* src, size_t n) override { std::memcpy(dst.data, src, n); }
-    void download(const Tensor& src, void* dst, size_t n) override { std::memcpy(dst, src.data, n); }
+    void synchronize() override {}
 
-    void set_batch(const BatchInfo& b) override { batch_ = b; }
+protected:
+    // The ops, with arguments checked by Backend (kernels/backend.cpp).
+    void do_upload(Tensor& dst, const void* src, size_t n) override { std::memcpy(dst.data, src, n); }
+    void do_download(const Tensor& src, void* dst, size_t n) override { std::memcpy(dst, src.data, n); }
 
-    void embed(const Tensor& table, float scale, Tensor& out) override {
-        const auto& ids = batch_.tokens;
+    void do_set_batch(const BatchInfo&) override {}
+
+    void do_embed(const Tensor& table, float scale, Tensor& out) override {
+        const auto& ids = batch().tokens;
         pool_.parallel_for(static_cast<int64_t>(ids.size()), [&](int64_t b, int64_t e, int) {
             cpu::get_rows(table.type, table.data, table.row_bytes, ids.data() + b, static_cast<int>(e - b), table.cols,
                           row(out, b));
@@ -91,23 +95,23 @@ public:
         });
     }
 
-    void matmul(const Tensor& w, const Tensor& x, Tensor& y, const Tensor* bias) override {
+    void do_matmul(const Tensor& w, const Tensor& x, Tensor& y, const Tensor* bias) override {
         const cpu::WeightMatrix W{w.type, w.rows, w.cols, w.data, w.row_bytes};
         cpu::matmul(W, static_cast<const float*>(x.data), x.rows, static_cast<float*>(y.data), pool_);
-        if (bias && bias->data) {
+        if (bias) {
             const float* bp = static_cast<const float*>(bias->data);
-            for (int64_t t = 0; t < y.rows; ++t) {
+            for (int64_t t = 0; t < x.rows; ++t) {
                 float* yr = row(y, t);
                 for (int64_t i = 0; i < y.cols; ++i) yr[i] += bp[i];
             }
         }
     }
 
-    void rms_norm(const Tensor& x, const Tensor& w, float eps, Tensor& y) override {
+    void do_rms_norm(const Tensor& x, const Tensor& w, float eps, Tensor& y) override {
         cpu::ops::rms_norm(f32(x), f32(w), f32(y), x.rows, x.cols, eps, &pool_);
     }
 
-    void rope(Tensor& x, const RopeParams& p) override {
+    void do_rope(Tensor& x, const RopeParams& p) override {
         cpu::ops::RopeSpec spec;
         spec.head_dim = p.head_dim;
         spec.n_rot = p.n_rot;
@@ -115,52 +119,46 @@ public:
         spec.freq_base = p.freq_base;
         spec.freq_scale = p.freq_scale;
         spec.freq_factors = p.freq_factors;
-        cpu::ops::rope(f32(x), x.rows / p.n_heads, p.n_heads, batch_.positions.data(), spec, &pool_);
+        cpu::ops::rope(f32(x), x.rows / p.n_heads, p.n_heads, batch().positions.data(), spec, &pool_);
     }
 
-    void glu(const Tensor& gate, const Tensor& up, bool gelu, Tensor& out) override {
+    void do_glu(const Tensor& gate, const Tensor& up, bool gelu, Tensor& out) override {
         const int64_t n = gate.rows * gate.cols;
         if (gelu) cpu::ops::geglu(f32(gate), f32(up), f32(out), n, &pool_);
         else cpu::ops::swiglu(f32(gate), f32(up), f32(out), n, &pool_);
     }
 
-    void add(Tensor& x, const Tensor& y) override { cpu::ops::add(f32(x), f32(y), f32(x), x.rows * x.cols, &pool_); }
+    void do_add(Tensor& x, const Tensor& y) override { cpu::ops::add(f32(x), f32(y), f32(x), x.rows * x.cols, &pool_); }
 
-    void store_kv(KvLayer& layer, const Tensor& k, const Tensor& v) override {
-        cpu::ops::store_kv(kv_view(layer), layer.k.data, layer.v.data, f32(k), f32(v), batch_.kv_slot.data(), k.rows,
+    void do_store_kv(KvLayer& layer, const Tensor& k, const Tensor& v) override {
+        cpu::ops::store_kv(kv_view(layer), layer.k.data, layer.v.data, f32(k), f32(v), batch().kv_slot.data(), k.rows,
                            &pool_);
     }
 
-    void attention(const KvLayer& layer, const Tensor& q, const AttentionParams& p, Tensor& out) override {
+    void do_attention(const KvLayer& layer, const Tensor& q, const AttentionParams& p, Tensor& out) override {
         cpu::ops::AttentionBatchArgs a;
         a.q = f32(q);
         a.out = f32(out);
         a.n_tokens = q.rows;
         a.n_heads = p.n_heads;
-        a.positions = batch_.positions.data();
-        a.seq_of = batch_.seq_of.data();
-        a.block_table = batch_.block_table.data();
-        a.max_blocks = batch_.max_blocks;
+        a.positions = batch().positions.data();
+        a.seq_of = batch().seq_of.data();
+        a.block_table = batch().block_table.data();
+        a.max_blocks = batch().max_blocks;
         a.window = p.window;
         a.scale = p.scale;
         a.softcap = p.softcap;
         cpu::ops::attention(kv_view(layer), a, &pool_);
     }
 
-    void gather_output_rows(const Tensor& x, Tensor& out) override {
-        for (size_t i = 0; i < batch_.output_rows.size(); ++i)
-            std::memcpy(row(out, static_cast<int64_t>(i)), row(x, batch_.output_rows[i]), x.row_bytes);
+    void do_gather_output_rows(const Tensor& x, Tensor& out) override {
+        const auto& rows = batch().output_rows;
+        for (size_t i = 0; i < rows.size(); ++i)
+            std::memcpy(row(out, static_cast<int64_t>(i)), row(x, rows[i]), x.row_bytes);
     }
 
-    void synchronize() override {}
-
-    void top_k(Tensor& logits, int32_t k, std::span<const TopKRow> rows, std::span<TopKCandidate> out,
+    void do_top_k(Tensor& logits, int32_t k, std::span<const TopKRow> rows, std::span<TopKCandidate> out,
                std::span<int32_t> counts) override {
-        if (logits.type != DType::F32) throw Error("top_k: logits must be F32");
-        if (k < 1 || k > kMaxTopK) throw Error("top_k: k = " + std::to_string(k) + " is outside 1.." + std::to_string(kMaxTopK));
-        if (rows.size() > static_cast<size_t>(logits.rows) || out.size() < rows.size() * static_cast<size_t>(k) ||
-            counts.size() < rows.size())
-            throw Error("top_k: more rows than the logits have, or output spans too small");
         for (size_t r = 0; r < rows.size(); ++r) {
             float* l = row(logits, static_cast<int64_t>(r));
             apply_adjustments(std::span<float>(l, static_cast<size_t>(logits.cols)), rows[r]);
@@ -210,7 +208,6 @@ private:
     mutable std::mutex mutex_;
     std::map<void*, Allocation> allocations_;
     MemoryReport report_;
-    BatchInfo batch_;
     std::vector<uint64_t> keys_;  // top_k scratch
 };
 

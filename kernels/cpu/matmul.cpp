@@ -5,7 +5,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <new>
-#include <stdexcept>
+#include "kernels/common/error.h"
 #include <string>
 
 #include "kernels/cpu/cpu_isa.h"
@@ -18,16 +18,16 @@ namespace detail {
 
 bool int8_kind(DType type, Int8Kind* kind) {
     switch (type) {
-        case DType::Q4_0: *kind = {32, 8, false}; return true;
-        case DType::Q4_1: *kind = {32, 0, true}; return true;
-        case DType::Q5_0: *kind = {32, 16, false}; return true;
-        case DType::Q5_1: *kind = {32, 0, true}; return true;
-        case DType::Q8_0: *kind = {32, 128, false}; return true;
-        case DType::Q2_K: *kind = {16, 0, true}; return true;
-        case DType::Q3_K: *kind = {16, 4, false}; return true;
-        case DType::Q4_K: *kind = {32, 0, true}; return true;
-        case DType::Q5_K: *kind = {32, 0, true}; return true;
-        case DType::Q6_K: *kind = {16, 32, false}; return true;
+        case DType::Q4_0: *kind = {.G = 32, .offset = 8, .has_min = false}; return true;
+        case DType::Q4_1: *kind = {.G = 32, .offset = 0, .has_min = true}; return true;
+        case DType::Q5_0: *kind = {.G = 32, .offset = 16, .has_min = false}; return true;
+        case DType::Q5_1: *kind = {.G = 32, .offset = 0, .has_min = true}; return true;
+        case DType::Q8_0: *kind = {.G = 32, .offset = 128, .has_min = false}; return true;
+        case DType::Q2_K: *kind = {.G = 16, .offset = 0, .has_min = true}; return true;
+        case DType::Q3_K: *kind = {.G = 16, .offset = 4, .has_min = false}; return true;
+        case DType::Q4_K: *kind = {.G = 32, .offset = 0, .has_min = true}; return true;
+        case DType::Q5_K: *kind = {.G = 32, .offset = 0, .has_min = true}; return true;
+        case DType::Q6_K: *kind = {.G = 16, .offset = 32, .has_min = false}; return true;
         default: return false;
     }
 }
@@ -94,16 +94,16 @@ detail::Scratch thread_scratch(const KernelTable& k, const WeightMatrix& W, int6
 void validate(const WeightMatrix& W, const float* X, int64_t n_tokens, const float* Y) {
     const auto info = dtype_info(static_cast<uint32_t>(W.type));
     if (!info || !matmul_supports(W.type)) {
-        throw std::invalid_argument("matmul: unsupported weight type " + std::string(dtype_name(W.type)));
+        throw Error("matmul: unsupported weight type " + std::string(dtype_name(W.type)));
     }
     if (W.rows < 0 || W.cols <= 0 || W.cols % info->block_elems != 0 || n_tokens < 0) {
-        throw std::invalid_argument("matmul: bad shape (cols " + std::to_string(W.cols) + ")");
+        throw Error("matmul: bad shape (cols " + std::to_string(W.cols) + ")");
     }
     if (W.row_bytes < row_bytes(*info, static_cast<uint64_t>(W.cols))) {
-        throw std::invalid_argument("matmul: row_bytes smaller than a row");
+        throw Error("matmul: row_bytes smaller than a row");
     }
     if ((W.rows > 0 && !W.data) || (n_tokens > 0 && (!X || !Y))) {
-        throw std::invalid_argument("matmul: null pointer");
+        throw Error("matmul: null pointer");
     }
 }
 
@@ -163,7 +163,7 @@ const float* pack_x(const KernelTable& k, const float* X, int64_t n, int64_t K, 
 
 WeightMatrix make_weight_matrix(DType type, int64_t rows, int64_t cols, const void* data) {
     const auto info = dtype_info(static_cast<uint32_t>(type));
-    if (!info) throw std::invalid_argument("make_weight_matrix: unknown type");
+    if (!info) throw Error("make_weight_matrix: unknown type");
     return {type, rows, cols, data, row_bytes(*info, static_cast<uint64_t>(cols))};
 }
 
@@ -218,7 +218,7 @@ void get_rows(DType type, const void* table_data, size_t row_bytes_, const int32
               int64_t cols, float* out) {
     const auto* base = static_cast<const uint8_t*>(table_data);
     for (int i = 0; i < n; ++i) {
-        if (ids[i] < 0) throw std::invalid_argument("get_rows: negative row id");
+        if (ids[i] < 0) throw Error("get_rows: negative row id");
         dequantize_row(type, base + static_cast<size_t>(ids[i]) * row_bytes_, out + i * cols, cols);
     }
 }

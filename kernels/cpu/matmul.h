@@ -5,6 +5,7 @@
 #include <cstdint>
 
 #include "kernels/common/dtype.h"
+#include "kernels/common/error.h"
 #include "kernels/cpu/thread_pool.h"
 
 namespace ember::cpu {
@@ -36,7 +37,7 @@ bool matmul_supports(DType type);
 // largest |x|, see tests/kernels). Float weights use f32 FMA. Rows are split over the pool.
 // Small n_tokens streams each weight row once for all tokens (memory-bound decode); larger
 // n_tokens repacks 32-row panels and runs register-tiled kernels (compute-bound prefill).
-// Throws std::invalid_argument for an unsupported type or inconsistent sizes.
+// Throws ember::Error for an unsupported type or inconsistent sizes.
 void matmul(const WeightMatrix& W, const float* X, int64_t n_tokens, float* Y, ThreadPool& pool);
 
 // sum a[i] * b[i] in f32 (vectorized; summation order differs from a serial loop).

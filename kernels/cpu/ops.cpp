@@ -3,7 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
-#include <stdexcept>
+#include "kernels/common/error.h"
 #include <vector>
 
 #include "kernels/cpu/cpu_isa.h"
@@ -56,7 +56,7 @@ void split_elems(ThreadPool* pool, int64_t n, F&& fn) {
 
 void check_kv(const KvCacheView& kv) {
     if (kv.type != DType::F16 && !(kv.type == DType::Q8_0 && kv.head_dim % 32 == 0)) {
-        throw std::invalid_argument("attention: KV type must be F16, or Q8_0 with head_dim % 32 == 0");
+        throw Error("attention: KV type must be F16, or Q8_0 with head_dim % 32 == 0");
     }
 }
 
@@ -117,7 +117,7 @@ const float* rope_tables(int64_t n_tokens, const int32_t* positions, const RopeS
 void rope(float* x, int64_t n_tokens, int32_t n_heads, const int32_t* positions, const RopeSpec& spec,
           ThreadPool* pool) {
     if (spec.n_rot <= 0 || spec.n_rot % 2 != 0 || spec.n_rot > spec.head_dim) {
-        throw std::invalid_argument("rope: n_rot must be even and <= head_dim");
+        throw Error("rope: n_rot must be even and <= head_dim");
     }
     const float* csp = rope_tables(n_tokens, positions, spec);
     const OpsTable& k = table();
@@ -197,7 +197,7 @@ void attention_by_head(const OpsTable& k, const KvCacheView& kv, const Attention
 
 void attention(const KvCacheView& kv, const AttentionBatchArgs& a, ThreadPool* pool) {
     if (kv.n_kv_heads <= 0 || a.n_heads % kv.n_kv_heads != 0) {
-        throw std::invalid_argument("attention: n_heads must be a multiple of n_kv_heads");
+        throw Error("attention: n_heads must be a multiple of n_kv_heads");
     }
     check_kv(kv);
     const OpsTable& k = table();

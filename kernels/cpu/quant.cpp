@@ -6,7 +6,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
-#include <stdexcept>
+#include "kernels/common/error.h"
 #include <string>
 
 #include "kernels/common/fp16.h"
@@ -466,14 +466,14 @@ void q_blocks(const float* src, void* dst, int64_t nb, int block_elems) {
 }
 
 [[noreturn]] void unsupported(const char* what, DType type) {
-    throw std::invalid_argument(std::string(what) + ": unsupported type " + std::string(dtype_name(type)));
+    throw Error(std::string(what) + ": unsupported type " + std::string(dtype_name(type)));
 }
 
 int64_t blocks_of(DType type, int64_t n, const char* what) {
     const auto info = dtype_info(static_cast<uint32_t>(type));
     if (!info) unsupported(what, type);
     if (n < 0 || n % info->block_elems != 0) {
-        throw std::invalid_argument(std::string(what) + ": " + std::to_string(n) +
+        throw Error(std::string(what) + ": " + std::to_string(n) +
                                     " elements is not a multiple of the " +
                                     std::string(info->name) + " block size");
     }

@@ -10,6 +10,7 @@
 #include <cstdint>
 
 #include "kernels/common/dtype.h"
+#include "kernels/common/error.h"
 
 namespace ember::cpu {
 
@@ -73,13 +74,13 @@ bool can_quantize(DType type);
 
 // Converts n elements (a multiple of the type's block size) of one row to float, exactly as
 // ggml does (same float operation order, so results are bit-identical). Throws
-// std::invalid_argument for unsupported types or a bad n.
+// ember::Error for unsupported types or a bad n.
 void dequantize_row(DType type, const void* src, float* dst, int64_t n);
 
 // Reference quantization of n elements (a multiple of the block size) into `type`.
 // Legacy types use ggml's reference rounding; K-quants search scales to minimise squared
 // error. Supported: F32, F16, BF16, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q8_1, Q8_K, Q4_K, Q5_K,
-// Q6_K. Throws std::invalid_argument otherwise.
+// Q6_K. Throws ember::Error otherwise.
 void quantize_row(DType type, const float* src, void* dst, int64_t n);
 
 }  // namespace ember::cpu

@@ -2,7 +2,7 @@
 // batch layout uploaded once per set_batch, and the op launchers of kernels/cuda/*.cu.
 //
 // Op semantics are those of the CPU backend (kernels/cpu/cpu_backend.cpp); the self-check
-// (ember-gpu-check, kernels/cuda/gpu_check.cpp) compares every op against it.
+// (ember-gpu-check, tools/gpu_check/gpu_check.cpp) compares every op against it.
 //
 // Ordering: every op is enqueued on stream_ and runs asynchronously; download() and
 // synchronize() wait. Host-side staging buffers are only reused after an event says the
@@ -36,6 +36,7 @@
 #include <vector>
 
 #include "kernels/common/error.h"
+#include "kernels/common/format.h"
 #include "kernels/cuda/check.h"
 #include "kernels/cuda/graphs.h"
 #include "kernels/cuda/ops.h"
@@ -59,22 +60,9 @@ bool graphs_from_env() {
 
 size_t align_up(size_t v, size_t a) { return (v + a - 1) / a * a; }
 
-std::string format_bytes(uint64_t b) {
-    char buf[64];
-    if (b >= (1ull << 30)) std::snprintf(buf, sizeof buf, "%.2f GiB", static_cast<double>(b) / (1ull << 30));
-    else if (b >= (1ull << 20)) std::snprintf(buf, sizeof buf, "%.1f MiB", static_cast<double>(b) / (1ull << 20));
-    else std::snprintf(buf, sizeof buf, "%llu bytes", static_cast<unsigned long long>(b));
-    return buf;
-}
-
 bool weight_type_supported(DType t) {
     const int id = static_cast<int>(t);
     return is_block_type(id) || is_float_type(id);
-}
-
-void require_f32_contiguous(const Tensor& t, const char* op, const char* what) {
-    if (t.type != DType::F32 || t.row_bytes != static_cast<size_t>(t.cols) * 4)
-        throw Error(std::string("CUDA ") + op + ": " + what + " must be contiguous F32 rows");
 }
 
 class CudaBackend final : public Backend {
@@ -171,16 +159,30 @@ public:
         return r;
     }
 
-    void upload(Tensor& dst, const void* src, size_t n) override {
-        check_size(dst, n, "upload");
+    void synchronize() override {
+        EMBER_CUDA_CHECK(cudaSetDevice(device_));
+        graphs_->flush();
+        EMBER_CUDA_CHECK(cudaStreamSynchronize(stream_));
+    }
+
+    bool set_graphs(bool enabled) override {
+        EMBER_CUDA_CHECK(cudaSetDevice(device_));
+        graphs_->set_enabled(enabled);
+        return true;
+    }
+    GraphStats graph_stats() const override { return graphs_->stats(); }
+
+protected:
+    // The ops, with arguments checked by Backend (kernels/backend.cpp); what is left here is
+    // what only this backend requires.
+    void do_upload(Tensor& dst, const void* src, size_t n) override {
         EMBER_CUDA_CHECK(cudaSetDevice(device_));
         graphs_->flush();
         EMBER_CUDA_CHECK(cudaMemcpyAsync(dst.data, src, n, cudaMemcpyHostToDevice, stream_));
         EMBER_CUDA_CHECK(cudaStreamSynchronize(stream_));
     }
 
-    void download(const Tensor& src, void* dst, size_t n) override {
-        check_size(src, n, "download");
+    void do_download(const Tensor& src, void* dst, size_t n) override {
         EMBER_CUDA_CHECK(cudaSetDevice(device_));
         graphs_->flush();
         EMBER_CUDA_CHECK(cudaMemcpyAsync(dst, src.data, n, cudaMemcpyDeviceToHost, stream_));
@@ -191,10 +193,9 @@ public:
     // Copies the batch arrays (and the attention query tiles built from them) into one pinned
     // staging buffer and uploads it with one copy; ops then read them from device memory.
     // The upload is issued eagerly (never recorded): a replayed graph reads this batch.
-    void set_batch(const BatchInfo& b) override {
+    void do_set_batch(const BatchInfo& b) override {
         EMBER_CUDA_CHECK(cudaSetDevice(device_));
         graphs_->flush();
-        check_batch(b);
         n_tokens_ = static_cast<int64_t>(b.tokens.size());
         n_outputs_ = static_cast<int64_t>(b.output_rows.size());
         n_seqs_ = b.n_seqs;
@@ -208,26 +209,18 @@ public:
     }
 
     // ---- ops --------------------------------------------------------------------------
-    void embed(const Tensor& table, float scale, Tensor& out) override {
-        require_f32_contiguous(out, "embed", "out");
-        if (out.cols != table.cols || out.rows < n_tokens_) throw Error("CUDA embed: output shape mismatch");
+    void do_embed(const Tensor& table, float scale, Tensor& out) override {
         if (!weight_type_supported(table.type))
             throw Error("CUDA embed: table type " + std::string(dtype_name(table.type)) + " is not supported");
-        graphs_->launch<&cuda::embed>(static_cast<int>(table.type), cpv(table.data), table.row_bytes, table.cols,
-                                      d_tokens_, n_tokens_, scale, f32(out));
+        graphs_->launch<&cuda::embed>(static_cast<int>(table.type), const_bytes(table.data), table.row_bytes, table.cols,
+                                      d_tokens_, n_tokens_, scale, floats(out));
     }
 
-    void matmul(const Tensor& w, const Tensor& x, Tensor& y, const Tensor* bias) override {
-        require_f32_contiguous(x, "matmul", "x");
-        require_f32_contiguous(y, "matmul", "y");
+    void do_matmul(const Tensor& w, const Tensor& x, Tensor& y, const Tensor* bias) override {
         const int64_t n = x.rows;
-        if (x.cols != w.cols || y.cols != w.rows || y.rows < n)
-            throw Error("CUDA matmul: shapes do not match (W " + std::to_string(w.rows) + " x " + std::to_string(w.cols) +
-                        ", x " + std::to_string(x.rows) + " x " + std::to_string(x.cols) + ", y " +
-                        std::to_string(y.rows) + " x " + std::to_string(y.cols) + ")");
         if (!weight_type_supported(w.type))
             throw Error("CUDA matmul: weight type " + std::string(dtype_name(w.type)) + " is not supported");
-        const float* bp = bias && bias->data ? static_cast<const float*>(bias->data) : nullptr;
+        const float* bp = bias ? static_cast<const float*>(bias->data) : nullptr;
         if (n == 0) return;
         const int type = static_cast<int>(w.type);
         const bool quant = is_block_type(type);
@@ -238,76 +231,52 @@ public:
                     scratch(xq_, q_bytes + static_cast<size_t>(n * (w.cols / 32)) * sizeof(float2), "q8 activations"));
                 auto* xq = reinterpret_cast<int8_t*>(base);
                 auto* ds = reinterpret_cast<float2*>(base + q_bytes);
-                graphs_->launch<&quantize_q8>(cf32(x), n, w.cols, xq, static_cast<float2*>(ds));
-                graphs_->launch<&matvec_quant>(type, cpv(w.data), w.row_bytes, w.rows, w.cols, cpv8(xq),
-                                               static_cast<const float2*>(ds), n, f32(y), bp);
+                graphs_->launch<&quantize_q8>(const_floats(x), n, w.cols, xq, static_cast<float2*>(ds));
+                graphs_->launch<&matvec_quant>(type, const_bytes(w.data), w.row_bytes, w.rows, w.cols, const_int8(xq),
+                                               static_cast<const float2*>(ds), n, floats(y), bp);
             } else {
-                graphs_->launch<&matvec_float>(type, cpv(w.data), w.row_bytes, w.rows, w.cols, cf32(x), n, f32(y), bp);
+                graphs_->launch<&matvec_float>(type, const_bytes(w.data), w.row_bytes, w.rows, w.cols, const_floats(x), n, floats(y), bp);
             }
             return;
         }
         graphs_->flush(false);  // cuBLAS is never recorded
         gemm(w, x, y, n);
-        if (bp) add_bias(f32(y), n, w.rows, bp, stream_);
+        if (bp) add_bias(floats(y), n, w.rows, bp, stream_);
     }
 
-    void rms_norm(const Tensor& x, const Tensor& w, float eps, Tensor& y) override {
-        require_f32_contiguous(x, "rms_norm", "x");
-        require_f32_contiguous(y, "rms_norm", "y");
-        if (w.cols * w.rows != x.cols || y.cols != x.cols || y.rows < x.rows)
-            throw Error("CUDA rms_norm: shapes do not match");
-        graphs_->launch<&cuda::rms_norm>(cf32(x), cf32(w), x.rows, x.cols, eps, f32(y));
+    void do_rms_norm(const Tensor& x, const Tensor& w, float eps, Tensor& y) override {
+        graphs_->launch<&cuda::rms_norm>(const_floats(x), const_floats(w), x.rows, x.cols, eps, floats(y));
     }
 
-    void rope(Tensor& x, const RopeParams& p) override {
-        require_f32_contiguous(x, "rope", "x");
-        if (p.n_heads <= 0 || x.cols != p.head_dim || x.rows % p.n_heads != 0 || p.n_rot > p.head_dim || p.n_rot % 2)
-            throw Error("CUDA rope: shapes do not match");
+    void do_rope(Tensor& x, const RopeParams& p) override {
         const int64_t n_tokens = x.rows / p.n_heads;
-        if (n_tokens > n_tokens_) throw Error("CUDA rope: more rows than the batch has tokens");
-        graphs_->launch<&cuda::rope>(f32(x), n_tokens, int{p.n_heads}, int{p.head_dim}, int{p.n_rot}, bool{p.neox},
+        graphs_->launch<&cuda::rope>(floats(x), n_tokens, int{p.n_heads}, int{p.head_dim}, int{p.n_rot}, bool{p.neox},
                                      d_positions_, rope_table(p));
     }
 
-    void glu(const Tensor& gate, const Tensor& up, bool gelu, Tensor& out) override {
-        require_f32_contiguous(gate, "glu", "gate");
-        require_f32_contiguous(up, "glu", "up");
-        require_f32_contiguous(out, "glu", "out");
-        graphs_->launch<&cuda::glu>(cf32(gate), cf32(up), f32(out), gate.rows * gate.cols, gelu);
+    void do_glu(const Tensor& gate, const Tensor& up, bool gelu, Tensor& out) override {
+        graphs_->launch<&cuda::glu>(const_floats(gate), const_floats(up), floats(out), gate.rows * gate.cols, gelu);
     }
 
-    void add(Tensor& x, const Tensor& y) override {
-        require_f32_contiguous(x, "add", "x");
-        require_f32_contiguous(y, "add", "y");
-        graphs_->launch<&cuda::add>(f32(x), cf32(y), x.rows * x.cols);
+    void do_add(Tensor& x, const Tensor& y) override {
+        graphs_->launch<&cuda::add>(floats(x), const_floats(y), x.rows * x.cols);
     }
 
-    void store_kv(KvLayer& layer, const Tensor& k, const Tensor& v) override {
-        require_f32_contiguous(k, "store_kv", "k");
-        require_f32_contiguous(v, "store_kv", "v");
+    void do_store_kv(KvLayer& layer, const Tensor& k, const Tensor& v) override {
         const DType kt = layer.k.type;
-        if (kt != DType::F16 && kt != DType::Q8_0) throw Error("CUDA store_kv: KV cache must be F16 or Q8_0");
-        if (k.cols != layer.k.cols || v.cols != layer.v.cols || k.rows != v.rows || k.rows > n_tokens_)
-            throw Error("CUDA store_kv: shapes do not match");
-        if (kt == DType::Q8_0 && k.cols % 32) throw Error("CUDA store_kv: Q8_0 rows need a multiple of 32 values");
         graphs_->launch<&cuda::store_kv>(static_cast<int>(kt), layer.k.data, layer.v.data, layer.k.row_bytes, k.cols,
-                                         cf32(k), cf32(v), d_kv_slot_, k.rows);
+                                         const_floats(k), const_floats(v), d_kv_slot_, k.rows);
     }
 
-    void attention(const KvLayer& layer, const Tensor& q, const AttentionParams& p, Tensor& out) override {
-        require_f32_contiguous(q, "attention", "q");
-        require_f32_contiguous(out, "attention", "out");
-        if (q.cols != int64_t{p.n_heads} * p.head_dim || out.cols != q.cols || q.rows != n_tokens_ ||
-            out.rows < q.rows || layer.k.cols != int64_t{p.n_kv_heads} * p.head_dim)
-            throw Error("CUDA attention: shapes do not match");
+    void do_attention(const KvLayer& layer, const Tensor& q, const AttentionParams& p, Tensor& out) override {
         AttentionArgs a = AttentionArgs();  // value-initialized: no stray bytes (graphs compare bytes)
         a.k = static_cast<const uint8_t*>(layer.k.data);
         a.v = static_cast<const uint8_t*>(layer.v.data);
         a.kv_row_bytes = layer.k.row_bytes;
         a.kv_type = static_cast<int>(layer.k.type);
         a.block_tokens = layer.block_tokens;
-        a.q = cf32(q);
-        a.out = f32(out);
+        a.q = const_floats(q);
+        a.out = floats(out);
         a.positions = d_positions_;
         a.seq_of = d_seq_of_;
         a.block_table = d_block_table_;
@@ -330,29 +299,15 @@ public:
         graphs_->launch<&cuda::attention>(a, splits);
     }
 
-    void gather_output_rows(const Tensor& x, Tensor& out) override {
-        require_f32_contiguous(x, "gather_output_rows", "x");
-        require_f32_contiguous(out, "gather_output_rows", "out");
-        if (out.cols != x.cols || out.rows < n_outputs_) throw Error("CUDA gather_output_rows: shapes do not match");
-        graphs_->launch<&gather_rows>(cf32(x), x.cols, d_output_rows_, n_outputs_, f32(out));
-    }
-
-    void synchronize() override {
-        EMBER_CUDA_CHECK(cudaSetDevice(device_));
-        graphs_->flush();
-        EMBER_CUDA_CHECK(cudaStreamSynchronize(stream_));
+    void do_gather_output_rows(const Tensor& x, Tensor& out) override {
+        graphs_->launch<&gather_rows>(const_floats(x), x.cols, d_output_rows_, n_outputs_, floats(out));
     }
 
     // ---- sampling -----------------------------------------------------------------------
     // One pinned upload of the adjustment lists, the selection kernels (sampling.cu), one
     // download of rows x k candidates. Runs eagerly after the pass's recorded launches.
-    void top_k(Tensor& logits, int32_t k, std::span<const TopKRow> rows, std::span<TopKCandidate> out,
-               std::span<int32_t> counts) override {
-        require_f32_contiguous(logits, "top_k", "logits");
-        if (k < 1 || k > kMaxTopK) throw Error("CUDA top_k: k = " + std::to_string(k) + " is outside 1.." + std::to_string(kMaxTopK));
-        if (rows.size() > static_cast<size_t>(logits.rows) || out.size() < rows.size() * static_cast<size_t>(k) ||
-            counts.size() < rows.size())
-            throw Error("CUDA top_k: more rows than the logits have, or output spans too small");
+    void do_top_k(Tensor& logits, int32_t k, std::span<const TopKRow> rows, std::span<TopKCandidate> out,
+                  std::span<int32_t> counts) override {
         EMBER_CUDA_CHECK(cudaSetDevice(device_));
         graphs_->flush();
         if (rows.empty()) return;
@@ -361,7 +316,7 @@ public:
         fill_topk_staging(rows, host, L);
         auto* dev = static_cast<uint8_t*>(scratch(topk_dev_, L.total_dev, "top-k", false));
         TopKArgs a;
-        a.logits = f32(logits);
+        a.logits = floats(logits);
         a.row_stride = static_cast<size_t>(logits.cols);
         a.n_vocab = logits.cols;
         a.n_rows = static_cast<int>(rows.size());
@@ -382,13 +337,6 @@ public:
         std::memcpy(counts.data(), host + L.counts, rows.size() * sizeof(int32_t));
     }
 
-    bool set_graphs(bool enabled) override {
-        EMBER_CUDA_CHECK(cudaSetDevice(device_));
-        graphs_->set_enabled(enabled);
-        return true;
-    }
-    GraphStats graph_stats() const override { return graphs_->stats(); }
-
 private:
     struct Allocation {
         MemoryKind kind;
@@ -405,24 +353,12 @@ private:
         double* dev;
     };
 
-    static float* f32(const Tensor& t) { return static_cast<float*>(t.data); }
-    static const void* cpv(const void* p) { return p; }
-    static const int8_t* cpv8(const int8_t* p) { return p; }
-    static const float* cf32(const Tensor& t) { return static_cast<const float*>(t.data); }
-    static void check_size(const Tensor& t, size_t n, const char* what) {
-        if (n > t.bytes())
-            throw Error(std::string("CUDA ") + what + ": " + std::to_string(n) + " bytes requested, the tensor has " +
-                        std::to_string(t.bytes()));
-    }
-
-    static void check_batch(const BatchInfo& b) {
-        if (b.positions.size() != b.tokens.size() || b.seq_of.size() != b.tokens.size() ||
-            b.kv_slot.size() != b.tokens.size())
-            throw Error("CUDA set_batch: positions, seq_of and kv_slot must have one entry per token");
-        if (b.block_table.size() < static_cast<size_t>(b.n_seqs) * static_cast<size_t>(b.max_blocks))
-            throw Error("CUDA set_batch: block_table is smaller than n_seqs * max_blocks");
-    }
-
+    // Typed views for graphs_->launch<Fn>(args...), which forwards its arguments' own types
+    // to the launcher: each must already be the launcher's parameter type.
+    static float* floats(const Tensor& t) { return static_cast<float*>(t.data); }
+    static const void* const_bytes(const void* p) { return p; }
+    static const int8_t* const_int8(const int8_t* p) { return p; }
+    static const float* const_floats(const Tensor& t) { return static_cast<const float*>(t.data); }
     // Attention query tiles: runs of <= kAttnTileTokens consecutive tokens of one sequence.
     void build_tiles(const BatchInfo& b) {
         tiles_.clear();
@@ -431,7 +367,7 @@ private:
             while (e < n_tokens_ && e - t < kAttnTileTokens &&
                    b.seq_of[static_cast<size_t>(e)] == b.seq_of[static_cast<size_t>(t)])
                 ++e;
-            tiles_.push_back({static_cast<int32_t>(t), static_cast<int32_t>(e - t)});
+            tiles_.push_back(int2{.x = static_cast<int32_t>(t), .y = static_cast<int32_t>(e - t)});  // first token, count
             t = e;
         }
     }
@@ -528,8 +464,14 @@ private:
         int32_t n_pen = 0, n_bias = 0;
         for (size_t i = 0; i < rows.size(); ++i) {
             const TopKRow& r = rows[i];
-            hdr[i] = {n_pen, static_cast<int32_t>(r.penalized.size()), n_bias, static_cast<int32_t>(r.bias.size()),
-                      r.repeat_penalty, r.presence_penalty, r.frequency_penalty, 0};
+            hdr[i] = {.pen_offset = n_pen,
+                      .pen_count = static_cast<int32_t>(r.penalized.size()),
+                      .bias_offset = n_bias,
+                      .bias_count = static_cast<int32_t>(r.bias.size()),
+                      .repeat = r.repeat_penalty,
+                      .presence = r.presence_penalty,
+                      .frequency = r.frequency_penalty,
+                      .unused = 0};
             if (!r.penalized.empty()) std::memcpy(pen + n_pen, r.penalized.data(), r.penalized.size_bytes());
             if (!r.bias.empty()) std::memcpy(bias + n_bias, r.bias.data(), r.bias.size_bytes());
             n_pen += static_cast<int32_t>(r.penalized.size());
@@ -646,7 +588,7 @@ private:
         // Activations to FP16 (first part of the scratch), weights as FP16 tiles (second part).
         const size_t xh_bytes = align_up(static_cast<size_t>(n * w.cols) * 2, kAlign);
         auto* xh = static_cast<__half*>(scratch(xh_, xh_bytes, "FP16 activations"));
-        f32_to_f16(cf32(x), n * w.cols, xh, stream_);
+        f32_to_f16(const_floats(x), n * w.cols, xh, stream_);
         if (w.type == DType::F16) {
             EMBER_CUBLAS_CHECK(cublasGemmEx(cublas_, CUBLAS_OP_T, CUBLAS_OP_N, rows, nn, cols, &alpha, w.data,
                                             CUDA_R_16F, static_cast<int>(w.row_bytes / 2), xh, CUDA_R_16F, cols, &beta,
@@ -662,7 +604,7 @@ private:
             dequant_f16(static_cast<int>(w.type), static_cast<const uint8_t*>(w.data) + static_cast<size_t>(r0) * w.row_bytes,
                         w.row_bytes, R, w.cols, wt, stream_);
             EMBER_CUBLAS_CHECK(cublasGemmEx(cublas_, CUBLAS_OP_T, CUBLAS_OP_N, static_cast<int>(R), nn, cols, &alpha, wt,
-                                            CUDA_R_16F, cols, xh, CUDA_R_16F, cols, &beta, f32(y) + r0, CUDA_R_32F, rows,
+                                            CUDA_R_16F, cols, xh, CUDA_R_16F, cols, &beta, floats(y) + r0, CUDA_R_32F, rows,
                                             CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
         }
     }

@@ -25,7 +25,7 @@ extern "C" {
 typedef struct EmberBackend EmberBackend;
 #endif
 
-#define EMBER_CUDA_ABI_VERSION 2  // 2: Backend::top_k, set_graphs, graph_stats
+#define EMBER_CUDA_ABI_VERSION 3  // 2: Backend::top_k, set_graphs, graph_stats; 3: checked ops (do_*)
 
 struct EmberCudaDeviceInfo {
     char name[256];             // "NVIDIA H200"

@@ -79,13 +79,18 @@ private slots:
         st.tok_s = 80.0;
         st.n_tokens = 42;
         st.model = QStringLiteral("SmolLM2");
-        st.stop_reason = QStringLiteral("eog");
+        st.stop_reason = ember::StopReason::EndOfText;
         const Message m = s.store->add_message(7, QStringLiteral("assistant"), QStringLiteral("ok"), MessageState::Complete, st);
         const auto back = s.store->message(m.id);
         QVERIFY(back.has_value());
         QCOMPARE(*back->stats.ttft_ms, 12.5);
         QCOMPARE(*back->stats.n_tokens, 42);
-        QCOMPARE(back->stats.stop_reason, QStringLiteral("eog"));
+        QVERIFY(back->stats.stop_reason == ember::StopReason::EndOfText);
+        // Stored as the same text as before the enum, so old databases read the same.
+        QCOMPARE(s.store->db().scalar_text(("SELECT stop_reason FROM messages WHERE id = " + std::to_string(m.id)).c_str()),
+                 QStringLiteral("eog"));
+        QVERIFY(stop_reason_from(QStringLiteral("length")) == ember::StopReason::Length);
+        QVERIFY(stop_reason_from(QStringLiteral("something else")) == ember::StopReason::None);
     }
 
     void migrationIsIdempotent() {
@@ -230,13 +235,13 @@ private slots:
 
         MessageStats stats;
         stats.n_tokens = 2;
-        stats.stop_reason = QStringLiteral("cancelled");
+        stats.stop_reason = ember::StopReason::Cancelled;
         timed.append(QStringLiteral("z"), 1);
         timed.finish(MessageState::Complete, stats);
         const auto done = st.message(m.id);
         QCOMPARE(done->content, QStringLiteral("xyz"));
         QCOMPARE(done->state, MessageState::Complete);
-        QCOMPARE(done->stats.stop_reason, QStringLiteral("cancelled"));
+        QVERIFY(done->stats.stop_reason == ember::StopReason::Cancelled);
     }
 
     // Garbage where the database should be: the app still starts, the file is kept.

@@ -245,9 +245,9 @@ private slots:
     void rejectsBadInput() {
         float x[32] = {};
         uint8_t buf[64] = {};
-        QVERIFY_THROWS_EXCEPTION(std::invalid_argument, dequantize_row(DType::Q4_0, buf, x, 31));
-        QVERIFY_THROWS_EXCEPTION(std::invalid_argument, dequantize_row(DType::IQ2_XXS, buf, x, 256));
-        QVERIFY_THROWS_EXCEPTION(std::invalid_argument, quantize_row(DType::Q2_K, x, buf, 256));
+        QVERIFY_THROWS_EXCEPTION(ember::Error, dequantize_row(DType::Q4_0, buf, x, 31));
+        QVERIFY_THROWS_EXCEPTION(ember::Error, dequantize_row(DType::IQ2_XXS, buf, x, 256));
+        QVERIFY_THROWS_EXCEPTION(ember::Error, quantize_row(DType::Q2_K, x, buf, 256));
         QVERIFY(can_dequantize(DType::Q3_K));
         QVERIFY(!can_quantize(DType::Q3_K));
     }

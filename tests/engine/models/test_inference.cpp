@@ -258,7 +258,7 @@ private slots:
         const std::string reply = ask(q1, &st1);
         QVERIFY2(reply.find("Paris") != std::string::npos, reply.c_str());
         QVERIFY(reply.find("<|im_end|>") == std::string::npos);
-        QCOMPARE(st1.stop_reason, std::string("eog"));
+        QVERIFY(st1.stop_reason == StopReason::EndOfText);
         // The next turn reuses the first turn's cache: only the new tokens are processed.
         auto q2 = q1;
         q2.push_back({"assistant", reply});

@@ -20,7 +20,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <random>
-#include <stdexcept>
+#include "kernels/common/error.h"
 #include <string>
 #include <vector>
 
@@ -62,7 +62,7 @@ DType parse_type(const std::string& name) {
         const auto info = dtype_info(id);
         if (info && info->name == name) return static_cast<DType>(id);
     }
-    throw std::invalid_argument("unknown type " + name);
+    throw Error("unknown type " + name);
 }
 
 // Byte offsets of the half-float scale fields in each block: set to moderate values so
@@ -174,7 +174,7 @@ int main(int argc, char** argv) {
         for (int i = 1; i < argc; ++i) {
             const std::string a = argv[i];
             auto next = [&]() -> std::string {
-                if (i + 1 >= argc) throw std::invalid_argument(a + " needs a value");
+                if (i + 1 >= argc) throw Error(a + " needs a value");
                 return argv[++i];
             };
             if (a == "--types") types = split(next());
@@ -182,7 +182,7 @@ int main(int argc, char** argv) {
                 shapes.clear();
                 for (const auto& s : split(next())) {
                     const size_t x = s.find('x');
-                    if (x == std::string::npos) throw std::invalid_argument("shape must be ROWSxCOLS: " + s);
+                    if (x == std::string::npos) throw Error("shape must be ROWSxCOLS: " + s);
                     shapes.push_back({std::stoll(s.substr(0, x)), std::stoll(s.substr(x + 1))});
                 }
             } else if (a == "--n") {
@@ -196,12 +196,12 @@ int main(int argc, char** argv) {
             else if (a == "--isa") {
                 const std::string v = next();
                 const Isa isa = v == "scalar" ? Isa::Scalar : v == "avx2" ? Isa::Avx2 : Isa::Avx512;
-                if (!force_isa(isa)) throw std::invalid_argument("this CPU cannot run " + v);
+                if (!force_isa(isa)) throw Error("this CPU cannot run " + v);
             } else if (a == "--help" || a == "-h") {
                 std::printf("usage: %s [--types T,..] [--shapes RxC,..] [--n N,..] [--threads N] [--isa I] "
                             "[--min-time S] [--json FILE] [--hot] [--best]\n", argv[0]);
                 return 0;
-            } else throw std::invalid_argument("unknown option " + a);
+            } else throw Error("unknown option " + a);
         }
         ThreadPool pool(threads);
         std::printf("ember-bench-matmul: isa %s, %d threads\n", std::string(isa_name(active_isa())).c_str(), pool.size());

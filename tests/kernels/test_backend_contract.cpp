@@ -1,0 +1,227 @@
+// The backend contract (kernels/backend.h): every op checks its arguments once, in Backend,
+// and a bad call throws ember::Error naming the op and what is wrong, before the backend
+// touches any memory (the output keeps its bytes). Run on the CPU backend, and on the CUDA
+// backend too where one loads (a GPU machine): the checks are the same code for both.
+#include <cmath>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "kernels/backend.h"
+#include "kernels/backend_loader.h"
+#include "kernels/common/error.h"
+#include "test_data.h"
+
+using namespace ember;
+
+namespace {
+
+// Runs `call`, which must throw ember::Error whose message contains every one of `parts`.
+template <class F>
+void expect_error(F&& call, std::initializer_list<const char*> parts) {
+    std::string msg;
+    try {
+        call();
+    } catch (const Error& e) {
+        msg = e.what();
+    } catch (const std::exception& e) {
+        FAIL("not an ember::Error: ", e.what());
+    }
+    REQUIRE_MESSAGE(!msg.empty(), "no error thrown (expected one mentioning ", *parts.begin(), ")");
+    for (const char* p : parts) CHECK_MESSAGE(msg.find(p) != std::string::npos, "'", msg, "' lacks '", p, "'");
+}
+
+// A small, valid batch: 3 tokens of sequence 0 at positions 0..2, KV slots 0..2.
+struct Batch {
+    std::vector<int32_t> tokens{1, 2, 3}, positions{0, 1, 2}, seq_of{0, 0, 0}, kv_slot{0, 1, 2}, table{0};
+    std::vector<int32_t> output_rows{2};
+    BatchInfo info() const {
+        BatchInfo b;
+        b.tokens = tokens;
+        b.positions = positions;
+        b.seq_of = seq_of;
+        b.kv_slot = kv_slot;
+        b.block_table = table;
+        b.n_seqs = 1;
+        b.max_blocks = 1;
+        b.output_rows = output_rows;
+        return b;
+    }
+};
+
+struct Fixture {
+    Backend& be;
+    std::vector<Tensor> owned;
+    Tensor f32(int64_t cols, int64_t rows, float fill = 0.5f) {
+        Tensor t = be.alloc(MemoryKind::Activations, DType::F32, cols, rows, "test");
+        std::vector<float> v(static_cast<size_t>(cols * rows), fill);
+        be.upload(t, v.data(), t.bytes());
+        owned.push_back(t);
+        return t;
+    }
+    Tensor typed(DType type, int64_t cols, int64_t rows) {
+        Tensor t = be.alloc(MemoryKind::Activations, type, cols, rows, "test");
+        owned.push_back(t);
+        return t;
+    }
+    std::vector<float> read(const Tensor& t) {
+        std::vector<float> v(static_cast<size_t>(t.cols * t.rows));
+        be.download(t, v.data(), t.bytes());
+        return v;
+    }
+    ~Fixture() {
+        for (Tensor& t : owned) be.free(t);
+    }
+};
+
+void check_contract(Backend& be) {
+    Fixture f{be, {}};
+    Batch batch;
+    be.set_batch(batch.info());
+    const int64_t T = 3, D = 64, H = 2, HD = 32;
+
+    SUBCASE("set_batch") {
+        Batch b = batch;
+        b.positions.pop_back();
+        expect_error([&] { be.set_batch(b.info()); }, {"set_batch", "one entry per token"});
+        b = batch;
+        b.output_rows = {3};
+        expect_error([&] { be.set_batch(b.info()); }, {"set_batch", "output row 3"});
+        b = batch;
+        b.seq_of[1] = 1;
+        expect_error([&] { be.set_batch(b.info()); }, {"set_batch", "sequence 1"});
+        b = batch;
+        b.table.clear();
+        expect_error([&] { be.set_batch(b.info()); }, {"set_batch", "block_table"});
+    }
+    SUBCASE("upload and download sizes") {
+        Tensor t = f.f32(4, 2);
+        std::vector<float> big(9);
+        expect_error([&] { be.upload(t, big.data(), big.size() * 4); }, {"upload", "36 bytes", "32"});
+        expect_error([&] { be.download(t, big.data(), big.size() * 4); }, {"download", "36 bytes"});
+    }
+    SUBCASE("embed") {
+        Tensor table = f.f32(D, 3);  // token 3 is outside
+        Tensor out = f.f32(D, T);
+        expect_error([&] { be.embed(table, 1.0f, out); }, {"embed", "token id 3", "3 rows"});
+        Tensor wide = f.f32(D, 8), narrow = f.f32(D / 2, T);
+        expect_error([&] { be.embed(wide, 1.0f, narrow); }, {"embed", "out", "64 columns"});
+        Tensor short_out = f.f32(D, 2);
+        expect_error([&] { be.embed(wide, 1.0f, short_out); }, {"embed", "fewer than the 3 rows"});
+    }
+    SUBCASE("matmul") {
+        Tensor w = f.f32(D, 16), x = f.f32(D, T), y = f.f32(16, T, 7.0f);
+        be.matmul(w, x, y);  // valid
+        Tensor y2 = f.f32(16, T, 7.0f);
+        Tensor x_bad = f.f32(D / 2, T);
+        expect_error([&] { be.matmul(w, x_bad, y2); }, {"matmul", "shapes do not match", "W 16 x 64 F32", "x 3 x 32"});
+        for (float v : f.read(y2)) REQUIRE(v == 7.0f);  // untouched
+        Tensor y_bad = f.f32(8, T);
+        expect_error([&] { be.matmul(w, x, y_bad); }, {"matmul", "y.cols = W.rows"});
+        Tensor x_f16 = f.typed(DType::F16, D, T);
+        expect_error([&] { be.matmul(w, x_f16, y2); }, {"matmul", "x (3 x 64 F16)", "contiguous F32"});
+        Tensor bias = f.f32(15, 1);
+        expect_error([&] { be.matmul(w, x, y2, &bias); }, {"matmul", "bias", "16 F32 values"});
+    }
+    SUBCASE("rms_norm") {
+        Tensor x = f.f32(D, T), y = f.f32(D, T), w = f.f32(D - 1, 1);
+        expect_error([&] { be.rms_norm(x, w, 1e-5f, y); }, {"rms_norm", "weight", "64 F32 values"});
+        Tensor w_ok = f.f32(D, 1), y_small = f.f32(D, 2);
+        expect_error([&] { be.rms_norm(x, w_ok, 1e-5f, y_small); }, {"rms_norm", "y", "fewer than the 3 rows"});
+    }
+    SUBCASE("rope") {
+        Tensor q = f.f32(HD, T * H);
+        RopeParams p;
+        p.n_heads = H;
+        p.head_dim = HD;
+        p.n_rot = HD - 1;
+        expect_error([&] { be.rope(q, p); }, {"rope", "n_rot 31", "even n_rot"});
+        p.n_rot = HD;
+        p.head_dim = HD * 2;
+        expect_error([&] { be.rope(q, p); }, {"rope", "x", "64 columns", "head_dim"});
+        p.head_dim = HD;
+        Tensor q4 = f.f32(HD, 4 * H);  // 4 tokens in a batch of 3
+        expect_error([&] { be.rope(q4, p); }, {"rope", "batch of 3 tokens"});
+        Tensor q_odd = f.f32(HD, 5);
+        expect_error([&] { be.rope(q_odd, p); }, {"rope", "2 heads"});
+    }
+    SUBCASE("glu and add") {
+        Tensor g = f.f32(D, T), u = f.f32(D, T - 1), o = f.f32(D, T);
+        expect_error([&] { be.glu(g, u, false, o); }, {"glu", "gate (3 x 64 F32)", "up (2 x 64 F32)", "differ"});
+        Tensor u_ok = f.f32(D, T), o_small = f.f32(D / 2, T);
+        expect_error([&] { be.glu(g, u_ok, true, o_small); }, {"glu", "out", "64 columns"});
+        expect_error([&] { be.add(g, u); }, {"add", "differ"});
+    }
+    SUBCASE("store_kv and attention") {
+        KvLayer layer;
+        layer.k = f.typed(DType::F16, H * HD, 16);
+        layer.v = f.typed(DType::F16, H * HD, 16);
+        layer.n_kv_heads = H;
+        layer.head_dim = HD;
+        Tensor k = f.f32(H * HD, T), v = f.f32(H * HD, T), k_bad = f.f32(HD, T);
+        expect_error([&] { be.store_kv(layer, k_bad, v); }, {"store_kv", "k (3 x 32 F32)", "64 columns"});
+        Batch far = batch;
+        far.kv_slot[2] = 16;
+        be.set_batch(far.info());
+        expect_error([&] { be.store_kv(layer, k, v); }, {"store_kv", "KV slot 16", "16 slots"});
+        be.set_batch(batch.info());
+        KvLayer f32_layer = layer;
+        f32_layer.k = f.typed(DType::F32, H * HD, 16);
+        f32_layer.v = f.typed(DType::F32, H * HD, 16);
+        expect_error([&] { be.store_kv(f32_layer, k, v); }, {"store_kv", "F16 or Q8_0"});
+        be.store_kv(layer, k, v);  // valid
+
+        AttentionParams ap;
+        ap.n_heads = 3;
+        ap.n_kv_heads = H;
+        ap.head_dim = HD;
+        Tensor q = f.f32(3 * HD, T), out = f.f32(3 * HD, T);
+        expect_error([&] { be.attention(layer, q, ap, out); }, {"attention", "multiple of n_kv_heads"});
+        ap.n_heads = 4;
+        Tensor q4 = f.f32(4 * HD, T), o4 = f.f32(4 * HD, T);
+        ap.head_dim = 16;
+        expect_error([&] { be.attention(layer, q4, ap, o4); }, {"attention", "does not match the params"});
+        ap.head_dim = HD;
+        Tensor q_short = f.f32(4 * HD, T - 1);
+        expect_error([&] { be.attention(layer, q_short, ap, o4); }, {"attention", "one row per token", "(3)"});
+        be.attention(layer, q4, ap, o4);  // valid
+        for (float x : f.read(o4)) REQUIRE(std::isfinite(x));
+    }
+    SUBCASE("gather_output_rows") {
+        Tensor x = f.f32(D, 2), out = f.f32(D, 1);  // output row 2 is outside x
+        expect_error([&] { be.gather_output_rows(x, out); }, {"gather_output_rows", "output row 2"});
+        Tensor x3 = f.f32(D, T), out_bad = f.f32(D + 1, 1);
+        expect_error([&] { be.gather_output_rows(x3, out_bad); }, {"gather_output_rows", "out", "64 columns"});
+    }
+    SUBCASE("top_k") {
+        Tensor logits = f.f32(100, 2);
+        std::vector<TopKRow> rows(2);
+        std::vector<TopKCandidate> out(2 * 10);
+        std::vector<int32_t> counts(2);
+        expect_error([&] { be.top_k(logits, 0, rows, out, counts); }, {"top_k", "k = 0", "1..1024"});
+        expect_error([&] { be.top_k(logits, kMaxTopK + 1, rows, out, counts); }, {"top_k", "k = 1025"});
+        expect_error([&] { be.top_k(logits, 11, rows, out, counts); }, {"top_k", "output spans too small"});
+        std::vector<TopKRow> three(3);
+        expect_error([&] { be.top_k(logits, 10, three, out, counts); }, {"top_k", "3 rows", "2 x 100 F32"});
+        be.top_k(logits, 10, rows, out, counts);  // valid
+        CHECK(counts[0] == 10);
+    }
+}
+
+}  // namespace
+
+TEST_CASE("every op of the CPU backend checks its arguments") {
+    auto be = make_cpu_backend(1);
+    check_contract(*be);
+}
+
+TEST_CASE("the CUDA backend, where one loads, checks the same way") {
+    BackendRequest req;
+    req.preference = BackendPreference::Cuda;
+    BackendChoice c = choose_backend(req);
+    if (c.device == "cpu") {
+        MESSAGE("no CUDA backend here (", c.reason, "): the checks ran on the CPU backend above");
+        return;
+    }
+    check_contract(*c.backend);
+}
