@@ -167,8 +167,9 @@ void switch_to_scheduler(Fiber* f, bool exiting) {
 #endif
 }
 
-// A fault ends the block: the fiber never runs again.
-[[noreturn]] void fault(const std::string& msg) {
+// A fault ends the block: the fiber never runs again, so nothing owning memory may live in
+// its frames (the message is a plain char buffer; the Block copies it).
+[[noreturn]] void fault(const char* msg) {
     if (g_block->fault.empty()) g_block->fault = msg;
     switch_to_scheduler(g_cur, false);
     std::abort();  // not reached: a faulted block is never resumed
@@ -376,9 +377,10 @@ void syncthreads(const char* file, int line) {
     for (int i = 0; i < b.n; ++i) {
         const Wait& w = g_fibers[i].w;
         if (w.line != line || std::strcmp(w.file, file) != 0) {
-            fault("divergent __syncthreads: thread " + std::to_string(f->index) + " at " + base(file) + ":" +
-                  std::to_string(line) + ", thread " + std::to_string(i) + " at " + base(w.file) + ":" +
-                  std::to_string(w.line));
+            char buf[256];
+            std::snprintf(buf, sizeof buf, "divergent __syncthreads: thread %d at %s:%d, thread %d at %s:%d", f->index,
+                          base(file), line, i, base(w.file), w.line);
+            fault(buf);
         }
     }
     b.at_barrier = 0;
