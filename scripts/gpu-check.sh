@@ -5,7 +5,9 @@
 #   (a) every backend op, GPU vs float64 / the CPU backend, every weight type;
 #   (b) real models on both backends: final logits and 32 greedy tokens;
 #   (c) copy bandwidth, decode tok/s + achieved GB/s of synthetic Llama-3.2-1B (Q4_0, Q8_0)
-#       and Llama-3-8B (Q4_K_M), prefill 2048 tokens vs cuBLAS FP16 GEMM at the same shapes.
+#       and Llama-3-8B (Q4_K_M), prefill 2048 tokens vs cuBLAS FP16 GEMM at the same shapes;
+#   (d) test_cuda_gpu: the kernel tests CI runs under the CUDA emulator (tests/kernels/cuda_emu),
+#       here on the device, under compute-sanitizer (memcheck) when it is installed.
 # The summary table is printed last. Target: under 8 minutes on one H200.
 #
 # usage: scripts/gpu-check.sh [MODELS_DIR...]
@@ -16,7 +18,8 @@
 #   missing are skipped, loudly.
 # env: OUT (results folder; default build/gpu/gpu-check), EMBER_SYNTH_DIR (synthetic models,
 #   default /tmp/ember-synth), EMBER_GPU_CHECK_SKIP_8B=1 (skip the 8B model), JOBS,
-#   EMBER_GPU_BUILD_DIR (build folder, default build/gpu).
+#   EMBER_GPU_BUILD_DIR (build folder, default build/gpu), EMBER_DOCTEST_INCLUDE_DIR (folder with
+#   doctest/doctest.h for test_cuda_gpu; default <repo>/.gpu-data/include when it exists).
 set -uo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -43,8 +46,17 @@ say "machine"
 export PATH="$PATH:/usr/local/cuda/bin"
 
 # ---- build ---------------------------------------------------------------------------------
+TESTDATA=""
+for d in "${EMBER_TESTDATA:-}" "$ROOT/shared/testdata" "$ROOT/../shared/testdata"; do
+  [ -n "$d" ] && [ -d "$d" ] && TESTDATA=$(cd "$d" && pwd) && break
+done
+CONFIG_ARGS=()
+[ -n "$TESTDATA" ] && CONFIG_ARGS+=(-DEMBER_TESTDATA_DIR="$TESTDATA")
+DOCTEST_DIR=${EMBER_DOCTEST_INCLUDE_DIR:-}
+[ -z "$DOCTEST_DIR" ] && [ -f "$ROOT/.gpu-data/include/doctest/doctest.h" ] && DOCTEST_DIR="$ROOT/.gpu-data/include"
+[ -n "$DOCTEST_DIR" ] && CONFIG_ARGS+=(-DEMBER_DOCTEST_INCLUDE_DIR="$DOCTEST_DIR")
 say "configure + build (preset gpu, $JOBS jobs) [$(elapsed) s]"
-if ! (cd "$ROOT" && cmake --preset gpu -B "$BUILD") >>"$LOG" 2>&1; then
+if ! (cd "$ROOT" && cmake --preset gpu -B "$BUILD" "${CONFIG_ARGS[@]}") >>"$LOG" 2>&1; then
   tail -40 "$LOG"
   echo "gpu-check: configure failed (log: $LOG)"
   exit 1
@@ -104,5 +116,26 @@ fi
 say "ember-gpu-check [$(elapsed) s]"
 "$CHECK" "${MODEL_ARGS[@]}" "${BENCH_ARGS[@]}" --json "$RESULTS/gpu-check.json" 2>&1 | tee -a "$LOG"
 rc=${PIPESTATUS[0]}
+
+# ---- the emulator's kernel tests, on the device -------------------------------------------------
+say "test_cuda_gpu [$(elapsed) s]"
+if cmake --build "$BUILD" -j "$JOBS" --target test_cuda_gpu >>"$LOG" 2>&1; then
+  TEST="$BUILD/tests/kernels/cuda_emu/test_cuda_gpu"
+  SANITIZER=$(command -v compute-sanitizer || true)
+  [ -z "$SANITIZER" ] && [ -x /usr/local/cuda/bin/compute-sanitizer ] && SANITIZER=/usr/local/cuda/bin/compute-sanitizer
+  if [ -n "$SANITIZER" ]; then
+    say "test_cuda_gpu under compute-sanitizer --tool memcheck"
+    EMBER_CUDA_MODULE="$BUILD/lib/libember_cuda.so" timeout "${EMBER_GPU_TEST_TIMEOUT:-600}" \
+      "$SANITIZER" --tool memcheck --error-exitcode 3 "$TEST" 2>&1 | tee -a "$LOG"
+  else
+    say "!!! compute-sanitizer not found: test_cuda_gpu runs without it"
+    EMBER_CUDA_MODULE="$BUILD/lib/libember_cuda.so" timeout "${EMBER_GPU_TEST_TIMEOUT:-600}" "$TEST" 2>&1 | tee -a "$LOG"
+  fi
+  trc=${PIPESTATUS[0]}
+  say "test_cuda_gpu: exit $trc"
+  [ "$trc" -ne 0 ] && [ "$rc" -eq 0 ] && rc=1
+else
+  say "!!! test_cuda_gpu did not build (doctest missing? copy /usr/include/doctest to .gpu-data/include/doctest; log: $LOG)"
+fi
 echo "gpu-check: exit $rc after $(elapsed) s; log $LOG, results $RESULTS/gpu-check.json"
 exit "$rc"

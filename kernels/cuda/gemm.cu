@@ -34,7 +34,7 @@ __global__ void __launch_bounds__(256) dequant_f16_kernel(const uint8_t* __restr
 #pragma unroll
         for (int j = 0; j < 4; ++j) {
             const __half2 p = __floats2half2_rn(v[8 * q + 2 * j], v[8 * q + 2 * j + 1]);
-            h[j] = *reinterpret_cast<const uint32_t*>(&p);
+            memcpy(&h[j], &p, 4);  // not a pointer cast: well-defined host C++ too (the emulator)
         }
         o[q] = make_uint4(h[0], h[1], h[2], h[3]);
     }

@@ -1,0 +1,16 @@
+// The CUDA backend under test: the emulated one (kernels/cuda/emu, built into the test) or,
+// in the GPU build of the same tests (scripts/gpu-check.sh), the real module on device 0.
+#pragma once
+#include <memory>
+#include <string>
+
+#include "kernels/backend.h"
+
+namespace ember::test {
+
+// Throws (fails the test) when no CUDA backend can be made.
+std::unique_ptr<Backend> make_test_cuda_backend();
+// "emulator" or "gpu".
+const char* cuda_test_flavour();
+
+}  // namespace ember::test

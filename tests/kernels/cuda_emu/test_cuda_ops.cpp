@@ -1,0 +1,636 @@
+// Every op of the CUDA backend against the CPU backend or a float64 reference, on fresh
+// random inputs (the seed is printed; EMBER_TEST_SEED replays one), several shapes each
+// (odd sizes, the real models' head dims 64/128/256). Built twice from this one source:
+// test_cuda_emu runs the kernels under the host emulator (kernels/cuda/emu), test_cuda_gpu
+// on a real GPU (scripts/gpu-check.sh).
+//
+// Tolerances are derived per element from how each side computes, never fitted:
+//   u = 2^-24 (float unit roundoff);
+//   quantized matvec: the GPU quantizes activations to 8 bits per 32 elements, d = max|x|/127,
+//     so |err| <= sum_c |w_c| d_c / 2, plus 4e-6 sum|w x| for the float scaling;
+//   FP16 GEMM: activations (and dequantized weights) rounded to FP16 (2^-11 relative each),
+//     float accumulation: (2^-11 [+ 2^-11] + cols u) sum|w x|;
+//   FP32 paths: 2 cols u sum|w x| (worst-case float summation);
+//   norms, rope, glu: a few u of the values involved (see each check);
+//   attention: score errors (D + 2) u scale sum|q k| (+ soft-cap), then the softmax-weighted
+//     sum: |err| <= 3 max|v| (2 ds + (n_keys + 8) u) for each side;
+//   embed, add, gather, KV cache, top_k: identical (up to one rounding for fused multiply-adds).
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <limits>
+#include <numeric>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "kernels/backend.h"
+#include "kernels/common/dtype.h"
+#include "kernels/common/fp16.h"
+#include "kernels/cpu/quant.h"
+#include "tests/kernels/cuda_emu/cuda_test_backend.h"
+
+using namespace ember;
+
+namespace {
+
+constexpr double kU = 1.0 / (1 << 24);
+
+uint32_t initial_seed() {
+    if (const char* s = std::getenv("EMBER_TEST_SEED")) return static_cast<uint32_t>(std::strtoul(s, nullptr, 10));
+    const auto seed = static_cast<uint32_t>(std::chrono::steady_clock::now().time_since_epoch().count());
+    std::printf("test_cuda ops (%s): EMBER_TEST_SEED=%u\n", test::cuda_test_flavour(), seed);
+    return seed;
+}
+uint32_t g_seed = initial_seed();
+uint32_t next_seed() { return g_seed = g_seed * 1664525u + 1013904223u; }
+
+// Gaussian values whose scale changes every 32 elements over two decades, with outliers.
+std::vector<float> random_floats(size_t n, float scale = 1.0f) {
+    std::mt19937 rng(next_seed());
+    std::normal_distribution<float> normal(0.0f, 1.0f);
+    std::uniform_real_distribution<float> mag(-1.0f, 1.0f);
+    std::vector<float> v(n);
+    float s = scale;
+    for (size_t i = 0; i < n; ++i) {
+        if (i % 32 == 0) s = scale * std::pow(10.0f, mag(rng));
+        v[i] = normal(rng) * s * (i % 97 == 13 ? 4.0f : 1.0f);
+    }
+    return v;
+}
+
+size_t type_row_bytes(DType t, int64_t cols) { return row_bytes(*dtype_info(static_cast<uint32_t>(t)), cols); }
+
+// Quantized random floats, or random blocks with moderate scales for the types without a
+// quantizer (Q2_K, Q3_K).
+std::vector<uint8_t> random_weights(DType type, int64_t rows, int64_t cols) {
+    const size_t rb = type_row_bytes(type, cols);
+    std::vector<uint8_t> w(rb * static_cast<size_t>(rows));
+    if (cpu::can_quantize(type)) {
+        const auto f = random_floats(static_cast<size_t>(rows * cols), 0.05f);
+        for (int64_t r = 0; r < rows; ++r) cpu::quantize_row(type, f.data() + r * cols, w.data() + r * rb, cols);
+        return w;
+    }
+    std::mt19937 rng(next_seed());
+    for (auto& b : w) b = static_cast<uint8_t>(rng());
+    const auto info = *dtype_info(static_cast<uint32_t>(type));
+    const std::vector<int> halves = type == DType::Q2_K ? std::vector<int>{80, 82} : std::vector<int>{108};
+    for (size_t blk = 0; blk < w.size() / info.block_bytes; ++blk) {
+        for (int off : halves) {
+            const uint16_t h = f32_to_fp16(std::ldexp(static_cast<float>(rng() % 1000 + 1) / 1000.0f, -9));
+            std::memcpy(&w[blk * info.block_bytes + static_cast<size_t>(off)], &h, 2);
+        }
+    }
+    return w;
+}
+
+Tensor put(Backend& b, const std::vector<float>& v, int64_t cols, int64_t rows) {
+    Tensor t = b.alloc(MemoryKind::Activations, DType::F32, cols, rows, "test");
+    b.upload(t, v.data(), v.size() * sizeof(float));
+    return t;
+}
+std::vector<float> get(Backend& b, const Tensor& t) {
+    std::vector<float> v(static_cast<size_t>(t.rows * t.cols));
+    b.download(t, v.data(), v.size() * sizeof(float));
+    return v;
+}
+// NaN everywhere: an element the op never writes fails the comparison.
+void poison(Backend& b, Tensor& t) {
+    std::vector<float> nan(static_cast<size_t>(t.rows * t.cols), std::numeric_limits<float>::quiet_NaN());
+    b.upload(t, nan.data(), nan.size() * sizeof(float));
+}
+
+// Every |got - ref| <= bound (per element; NaN fails). Reports the worst element.
+template <class R, class B>
+void check_within(const std::string& what, const std::vector<float>& got, const std::vector<R>& ref, const B& bound) {
+    REQUIRE(got.size() == ref.size());
+    size_t bad = 0, worst = 0;
+    double worst_ratio = 0;
+    for (size_t i = 0; i < got.size(); ++i) {
+        const double e = std::fabs(double(got[i]) - double(ref[i]));
+        const double b = double(bound[i]);
+        const double ratio = std::isfinite(e) ? e / std::max(b, 1e-300) : INFINITY;
+        if (!(e <= b)) ++bad;
+        if (!(ratio <= worst_ratio)) {
+            worst_ratio = ratio;
+            worst = i;
+        }
+    }
+    INFO(what << ": " << bad << " of " << got.size() << " elements outside the bound; worst [" << worst << "] got "
+              << got[worst] << " ref " << double(ref[worst]) << " bound " << double(bound[worst]) << " (x"
+              << worst_ratio << ")");
+    CHECK(bad == 0);
+}
+
+struct Backends {
+    std::unique_ptr<Backend> cpu = make_cpu_backend(2);
+    std::unique_ptr<Backend> gpu = test::make_test_cuda_backend();
+};
+
+struct Batch {
+    std::vector<int32_t> tokens, positions, seq_of, kv_slot, block_table, output_rows;
+    int32_t n_seqs = 1, max_blocks = 1;
+    BatchInfo info() const {
+        BatchInfo b;
+        b.tokens = tokens;
+        b.positions = positions;
+        b.seq_of = seq_of;
+        b.kv_slot = kv_slot;
+        b.block_table = block_table;
+        b.n_seqs = n_seqs;
+        b.max_blocks = max_blocks;
+        b.output_rows = output_rows;
+        return b;
+    }
+};
+
+Batch simple_batch(int64_t n, const std::vector<int32_t>& positions = {}) {
+    Batch b;
+    for (int64_t i = 0; i < n; ++i) {
+        b.tokens.push_back(0);
+        b.positions.push_back(positions.empty() ? static_cast<int32_t>(i) : positions[static_cast<size_t>(i)]);
+        b.seq_of.push_back(0);
+        b.kv_slot.push_back(static_cast<int32_t>(i));
+    }
+    b.block_table = {0};
+    return b;
+}
+
+bool is_quant(DType t) { return t != DType::F32 && t != DType::F16 && t != DType::BF16; }
+
+}  // namespace
+
+// ---- matmul: matvec kernels (n <= 32 quantized, <= 8 float) and the GEMM path ---------------
+TEST_CASE("matmul: every weight type, matvec and GEMM paths, vs float64 with derived bounds") {
+    Backends be;
+    const DType types[] = {DType::F32, DType::F16, DType::BF16, DType::Q4_0, DType::Q4_1, DType::Q5_0, DType::Q5_1,
+                           DType::Q8_0, DType::Q2_K, DType::Q3_K, DType::Q4_K, DType::Q5_K, DType::Q6_K};
+    for (DType type : types) {
+        const bool quant = is_quant(type);
+        struct Shape { int64_t rows, cols; };
+        // Float types also get cols % 8 != 0 (the scalar-load kernel); quantized rows must be
+        // whole blocks (256 for K-quants).
+        const std::vector<Shape> shapes = quant ? std::vector<Shape>{{67, 256}, {130, 768}}
+                                                : std::vector<Shape>{{67, 256}, {45, 100}};
+        const std::vector<int64_t> ns = quant ? std::vector<int64_t>{1, 2, 3, 5, 8, 13, 32, 33}
+                                              : std::vector<int64_t>{1, 2, 3, 5, 8, 9, 20};
+        for (const Shape& s : shapes) {
+            const auto wbytes = random_weights(type, s.rows, s.cols);
+            const size_t rb = type_row_bytes(type, s.cols);
+            std::vector<float> wf(static_cast<size_t>(s.rows * s.cols));
+            for (int64_t r = 0; r < s.rows; ++r)
+                cpu::dequantize_row(type, wbytes.data() + r * rb, wf.data() + r * s.cols, s.cols);
+            Tensor wg = be.gpu->load_weight(wbytes.data(), type, s.cols, s.rows, "w");
+            for (int64_t n : ns) {
+                const bool with_bias = n % 2 == 1;
+                const auto x = random_floats(static_cast<size_t>(n * s.cols));
+                const auto bias = random_floats(static_cast<size_t>(s.rows));
+                Tensor xg = put(*be.gpu, x, s.cols, n), bg = put(*be.gpu, bias, s.rows, 1);
+                Tensor yg = be.gpu->alloc(MemoryKind::Activations, DType::F32, s.rows, n, "y");
+                poison(*be.gpu, yg);
+                be.gpu->matmul(wg, xg, yg, with_bias ? &bg : nullptr);
+                const auto y = get(*be.gpu, yg);
+                const bool matvec = n <= (quant ? 32 : 8);
+                std::vector<double> ref(y.size()), bound(y.size());
+                for (int64_t t = 0; t < n; ++t) {
+                    const float* xr = x.data() + t * s.cols;
+                    std::vector<double> dq(static_cast<size_t>(s.cols / 32 + 1), 0.0);  // d / 2 of each 32-chunk
+                    for (int64_t c = 0; c < s.cols; ++c)
+                        dq[static_cast<size_t>(c / 32)] = std::max(dq[static_cast<size_t>(c / 32)], std::fabs(double(xr[c])) / 127.0 / 2.0);
+                    for (int64_t r = 0; r < s.rows; ++r) {
+                        const float* wr = wf.data() + r * s.cols;
+                        double acc = with_bias ? bias[static_cast<size_t>(r)] : 0.0, mag = 0, qerr = 0;
+                        for (int64_t c = 0; c < s.cols; ++c) {
+                            acc += double(wr[c]) * xr[c];
+                            mag += std::fabs(double(wr[c]) * xr[c]);
+                            qerr += std::fabs(double(wr[c])) * dq[static_cast<size_t>(c / 32)];
+                        }
+                        if (with_bias) mag += std::fabs(bias[static_cast<size_t>(r)]);
+                        double b;
+                        if (quant && matvec) b = qerr * 1.001 + 4e-6 * mag;
+                        else if (matvec || type == DType::F32) b = 2.0 * s.cols * kU * mag;
+                        else b = (std::ldexp(1.0, -11) * (quant || type == DType::BF16 ? 2 : 1) + s.cols * kU) * mag * 1.01 +
+                                 s.cols * std::ldexp(1.0, -25) * 0.2;  // FP16 subnormals of small products
+                        ref[static_cast<size_t>(t * s.rows + r)] = acc;
+                        bound[static_cast<size_t>(t * s.rows + r)] = b + 1e-30;
+                    }
+                }
+                check_within("matmul " + std::string(dtype_name(type)) + " " + std::to_string(s.rows) + "x" +
+                                 std::to_string(s.cols) + " n=" + std::to_string(n) + (matvec ? " matvec" : " gemm"),
+                             y, ref, bound);
+                for (Tensor* t : {&xg, &bg, &yg}) be.gpu->free(*t);
+            }
+            be.gpu->free(wg);
+        }
+    }
+}
+
+// ---- embed ------------------------------------------------------------------------------------
+TEST_CASE("embed: every table type vs the CPU backend") {
+    Backends be;
+    for (DType type : {DType::F32, DType::F16, DType::BF16, DType::Q4_0, DType::Q4_1, DType::Q5_0, DType::Q5_1,
+                       DType::Q8_0, DType::Q2_K, DType::Q3_K, DType::Q4_K, DType::Q5_K, DType::Q6_K}) {
+        const int64_t vocab = 300, cols = is_quant(type) ? 512 : 100, n = 17;
+        const auto table = random_weights(type, vocab, cols);
+        Tensor tc = be.cpu->load_weight(table.data(), type, cols, vocab, "tok_embd");
+        Tensor tg = be.gpu->load_weight(table.data(), type, cols, vocab, "tok_embd");
+        Batch b = simple_batch(n);
+        std::mt19937 rng(next_seed());
+        for (auto& t : b.tokens) t = static_cast<int32_t>(rng() % vocab);
+        b.tokens[0] = 0;
+        b.tokens[1] = static_cast<int32_t>(vocab - 1);
+        be.cpu->set_batch(b.info());
+        be.gpu->set_batch(b.info());
+        for (float scale : {1.0f, 3.7f}) {
+            Tensor oc = be.cpu->alloc(MemoryKind::Activations, DType::F32, cols, n, "x");
+            Tensor og = be.gpu->alloc(MemoryKind::Activations, DType::F32, cols, n, "x");
+            poison(*be.gpu, og);
+            be.cpu->embed(tc, scale, oc);
+            be.gpu->embed(tg, scale, og);
+            const auto g = get(*be.gpu, og), c = get(*be.cpu, oc);
+            // One rounding apart at most (a fused multiply-add of scale * q + offset on the
+            // GPU): 2 u of the row's largest value, times the scale's rounding.
+            std::vector<double> bound(c.size());
+            for (int64_t t = 0; t < n; ++t) {
+                double m = 0;
+                for (int64_t i = 0; i < cols; ++i) m = std::max(m, std::fabs(double(c[static_cast<size_t>(t * cols + i)])));
+                for (int64_t i = 0; i < cols; ++i) bound[static_cast<size_t>(t * cols + i)] = 4 * kU * m + 1e-30;
+            }
+            check_within("embed " + std::string(dtype_name(type)) + " scale " + std::to_string(scale), g, c, bound);
+            be.cpu->free(oc);
+            be.gpu->free(og);
+        }
+        be.cpu->free(tc);
+        be.gpu->free(tg);
+    }
+}
+
+// ---- rms_norm ---------------------------------------------------------------------------------
+TEST_CASE("rms_norm: shapes incl. odd widths and in place, vs float64") {
+    Backends be;
+    struct Case { int64_t rows, cols; float eps; bool in_place; };
+    for (const Case& c : {Case{9, 4096, 1e-5f, false}, Case{160, 128, 1e-6f, true}, Case{7, 2048, 1e-6f, true},
+                          Case{40, 8, 1e-5f, false}, Case{5, 100, 1e-6f, false}, Case{3, 640, 1e-6f, true},
+                          Case{2, 1000, 1e-5f, false}}) {
+        const auto x = random_floats(static_cast<size_t>(c.rows * c.cols), 30.0f);
+        auto w = random_floats(static_cast<size_t>(c.cols));
+        for (auto& v : w) v += 1.0f;
+        Tensor xg = put(*be.gpu, x, c.cols, c.rows);
+        Tensor wg = be.gpu->load_weight(w.data(), DType::F32, c.cols, 1, "norm");
+        Tensor yg = c.in_place ? xg : be.gpu->alloc(MemoryKind::Activations, DType::F32, c.cols, c.rows, "y");
+        if (!c.in_place) poison(*be.gpu, yg);
+        be.gpu->rms_norm(xg, wg, c.eps, yg);
+        const auto g = get(*be.gpu, yg);
+        std::vector<double> ref(g.size()), bound(g.size());
+        for (int64_t r = 0; r < c.rows; ++r) {
+            double ss = 0;
+            for (int64_t i = 0; i < c.cols; ++i) ss += double(x[r * c.cols + i]) * x[r * c.cols + i];
+            const double k = 1.0 / std::sqrt(ss / c.cols + c.eps);
+            for (int64_t i = 0; i < c.cols; ++i) {
+                const size_t j = static_cast<size_t>(r * c.cols + i);
+                ref[j] = x[j] * k * w[static_cast<size_t>(i)];
+                // sum of squares: cols u; 1/sqrt: 2 u; two products: 2 u.
+                bound[j] = std::fabs(ref[j]) * (c.cols + 6) * kU + 1e-30;
+            }
+        }
+        check_within("rms_norm " + std::to_string(c.rows) + "x" + std::to_string(c.cols), g, ref, bound);
+        be.gpu->free(xg);
+        if (!c.in_place) be.gpu->free(yg);
+        be.gpu->free(wg);
+    }
+}
+
+// ---- rope -------------------------------------------------------------------------------------
+TEST_CASE("rope: normal/NeoX, partial rotation, scaling, freq factors, head dims 64/128/256, vs float64") {
+    Backends be;
+    struct Case { int n_heads, head_dim, n_rot; bool neox; float base, scale; bool factors; };
+    for (const Case& c : {Case{8, 128, 128, false, 10000.0f, 1.0f, false}, Case{8, 128, 128, true, 1e6f, 1.0f, false},
+                          Case{4, 128, 64, false, 10000.0f, 0.25f, false}, Case{9, 64, 64, false, 500000.0f, 1.0f, true},
+                          Case{2, 256, 256, true, 10000.0f, 0.125f, true}, Case{3, 8, 8, false, 10000.0f, 1.0f, false},
+                          Case{5, 80, 78, true, 10000.0f, 1.0f, false}}) {
+        const int64_t n = 37;
+        std::mt19937 rng(next_seed());
+        std::vector<int32_t> pos(static_cast<size_t>(n));
+        for (auto& v : pos) v = static_cast<int32_t>(rng() % 200000);
+        pos[0] = 0;
+        pos[1] = 1;
+        std::vector<float> factors(static_cast<size_t>(c.n_rot / 2));
+        for (auto& f : factors) f = 1.0f + static_cast<float>(rng() % 700) / 100.0f;
+        const auto x = random_floats(static_cast<size_t>(n * c.n_heads * c.head_dim));
+        be.gpu->set_batch(simple_batch(n, pos).info());
+        Tensor xg = put(*be.gpu, x, c.head_dim, n * c.n_heads);
+        RopeParams rp;
+        rp.n_heads = c.n_heads;
+        rp.head_dim = c.head_dim;
+        rp.n_rot = c.n_rot;
+        rp.neox = c.neox;
+        rp.freq_base = c.base;
+        rp.freq_scale = c.scale;
+        rp.freq_factors = c.factors ? factors.data() : nullptr;
+        be.gpu->rope(xg, rp);
+        const auto g = get(*be.gpu, xg);
+        std::vector<double> ref(x.begin(), x.end()), bound(x.size(), 1e-30);
+        const int half = c.n_rot / 2;
+        for (int64_t t = 0; t < n; ++t) {
+            for (int h = 0; h < c.n_heads; ++h) {
+                const size_t row = static_cast<size_t>((t * c.n_heads + h) * c.head_dim);
+                for (int i = 0; i < half; ++i) {
+                    const double ff = c.factors ? factors[static_cast<size_t>(i)] : 1.0;
+                    const double f = c.scale * std::pow(double(c.base), -2.0 * i / c.n_rot) / ff;
+                    const double th = pos[static_cast<size_t>(t)] * f;
+                    const size_t a = row + static_cast<size_t>(c.neox ? i : 2 * i);
+                    const size_t b = row + static_cast<size_t>(c.neox ? i + half : 2 * i + 1);
+                    const double x0 = x[a], x1 = x[b];
+                    ref[a] = x0 * std::cos(th) - x1 * std::sin(th);
+                    ref[b] = x0 * std::sin(th) + x1 * std::cos(th);
+                    // sin/cos rounded to float (u each), two products and a sum (3 u), and
+                    // the angle itself formed in double (exact enough: pos * f < 2^18).
+                    bound[a] = bound[b] = 6 * kU * (std::fabs(x0) + std::fabs(x1)) + 1e-30;
+                }
+            }
+        }
+        char name[96];
+        std::snprintf(name, sizeof name, "rope h%d d%d rot%d %s", c.n_heads, c.head_dim, c.n_rot, c.neox ? "neox" : "normal");
+        check_within(name, g, ref, bound);
+        be.gpu->free(xg);
+    }
+}
+
+// ---- glu, add, gather -------------------------------------------------------------------------
+TEST_CASE("glu (SiLU, GELU-tanh, in place), add, gather_output_rows") {
+    Backends be;
+    const int64_t n = 3 * 8192 + 7;
+    for (bool gelu : {false, true}) {
+        for (bool in_place : {false, true}) {
+            const auto g = random_floats(static_cast<size_t>(n), 3.0f), u = random_floats(static_cast<size_t>(n));
+            Tensor gg = put(*be.gpu, g, n, 1), ug = put(*be.gpu, u, n, 1);
+            Tensor og = in_place ? gg : be.gpu->alloc(MemoryKind::Activations, DType::F32, n, 1, "o");
+            if (!in_place) poison(*be.gpu, og);
+            be.gpu->glu(gg, ug, gelu, og);
+            const auto o = get(*be.gpu, og);
+            std::vector<double> ref(static_cast<size_t>(n)), bound(ref.size());
+            for (size_t i = 0; i < ref.size(); ++i) {
+                const double x = g[i];
+                const double a = gelu ? 0.5 * x * (1.0 + std::tanh(0.7978845608028654 * (x + 0.044715 * x * x * x)))
+                                      : x / (1.0 + std::exp(-x));
+                ref[i] = a * u[i];
+                // expf / tanhf within 2 ulp on the GPU (1 on the host), a handful of float
+                // operations; GELU's 1 + tanh cancels for large negative x: bound that part
+                // by the tanh's own error times 0.5 |x u|.
+                bound[i] = 12 * kU * std::fabs(ref[i]) + (gelu ? 8 * kU * 0.5 * std::fabs(x * u[i]) : 0.0) + 1e-30;
+            }
+            check_within(std::string(gelu ? "geglu" : "swiglu") + (in_place ? " in place" : ""), o, ref, bound);
+            be.gpu->free(gg);
+            be.gpu->free(ug);
+            if (!in_place) be.gpu->free(og);
+        }
+    }
+    {
+        const auto a = random_floats(static_cast<size_t>(n)), b = random_floats(static_cast<size_t>(n));
+        Tensor ag = put(*be.gpu, a, n, 1), bg = put(*be.gpu, b, n, 1);
+        be.gpu->add(ag, bg);
+        const auto o = get(*be.gpu, ag);
+        std::vector<float> ref(a.size()), zero(a.size(), 0.0f);
+        for (size_t i = 0; i < a.size(); ++i) ref[i] = a[i] + b[i];
+        check_within("add", o, ref, zero);
+        be.gpu->free(ag);
+        be.gpu->free(bg);
+    }
+    for (int64_t cols : {2048, 33}) {
+        const int64_t rows = 10;
+        const auto x = random_floats(static_cast<size_t>(rows * cols));
+        Batch b = simple_batch(rows);
+        b.output_rows = {9, 0, 4, 4};
+        be.gpu->set_batch(b.info());
+        Tensor xg = put(*be.gpu, x, cols, rows);
+        Tensor og = be.gpu->alloc(MemoryKind::Activations, DType::F32, cols, 4, "o");
+        poison(*be.gpu, og);
+        be.gpu->gather_output_rows(xg, og);
+        const auto o = get(*be.gpu, og);
+        std::vector<float> ref;
+        for (int32_t r : b.output_rows) ref.insert(ref.end(), x.begin() + r * cols, x.begin() + (r + 1) * cols);
+        check_within("gather_output_rows", o, ref, std::vector<float>(ref.size(), 0.0f));
+        be.gpu->free(xg);
+        be.gpu->free(og);
+    }
+}
+
+// ---- store_kv + attention -----------------------------------------------------------------------
+// A paged cache shared by three sequences with shuffled 16-token blocks: a prefill batch of
+// all three (several query tiles), a decode batch (one token each), a mixed batch, then
+// sequence 0 grown past 1100 tokens (K/V written only) and decoded: the split-K
+// (flash-decoding) path with its combine kernel.
+TEST_CASE("store_kv + attention: prefill, decode, mixed and split-K decode, GQA, windows, soft-cap") {
+    Backends be;
+    struct Case { int n_heads, n_kv_heads, head_dim; DType kv; int window; float softcap; };
+    const Case cases[] = {
+        {9, 3, 64, DType::F16, 0, 0.0f},       // SmolLM2 heads
+        {8, 2, 128, DType::Q8_0, 0, 0.0f},     // Llama head_dim, 8-bit cache
+        {4, 1, 256, DType::F16, 48, 50.0f},    // Gemma 3: head_dim 256, sliding window, soft-cap
+        {8, 4, 8, DType::F16, 0, 0.0f},        // tiny heads
+        {16, 2, 64, DType::Q8_0, 100, 0.0f},   // G = 8
+        {6, 6, 80, DType::F16, 0, 30.0f},      // no GQA, head_dim not a multiple of 32
+    };
+    for (const Case& c : cases) {
+        char nb[128];
+        std::snprintf(nb, sizeof nb, "attn h%d kv%d d%d %s win%d cap%g", c.n_heads, c.n_kv_heads, c.head_dim,
+                      std::string(dtype_name(c.kv)).c_str(), c.window, double(c.softcap));
+        CAPTURE(nb);
+        const int bt = 16, n_blocks = 90, max_blocks = 72;
+        const int64_t kv_dim = int64_t{c.n_kv_heads} * c.head_dim, q_dim = int64_t{c.n_heads} * c.head_dim;
+        KvLayer lc, lg;
+        lc.block_tokens = lg.block_tokens = bt;
+        lc.n_kv_heads = lg.n_kv_heads = c.n_kv_heads;
+        lc.head_dim = lg.head_dim = c.head_dim;
+        lc.k = be.cpu->alloc(MemoryKind::KvCache, c.kv, kv_dim, n_blocks * bt, "k");
+        lc.v = be.cpu->alloc(MemoryKind::KvCache, c.kv, kv_dim, n_blocks * bt, "v");
+        lg.k = be.gpu->alloc(MemoryKind::KvCache, c.kv, kv_dim, n_blocks * bt, "k");
+        lg.v = be.gpu->alloc(MemoryKind::KvCache, c.kv, kv_dim, n_blocks * bt, "v");
+        std::vector<int32_t> ids(n_blocks);
+        std::iota(ids.begin(), ids.end(), 0);
+        std::mt19937 rng(next_seed());
+        std::shuffle(ids.begin(), ids.end(), rng);
+        // Sequence 0 gets 72 blocks (1152 tokens), 1 and 2 get 9 each.
+        std::vector<int32_t> table(3 * max_blocks, 0);
+        const int first_block[3] = {0, 72, 81}, n_own[3] = {72, 9, 9};
+        for (int s = 0; s < 3; ++s)
+            for (int j = 0; j < n_own[s]; ++j) table[s * max_blocks + j] = ids[static_cast<size_t>(first_block[s] + j)];
+        int32_t len[3] = {0, 0, 0};
+        std::vector<std::vector<float>> hk(3), hv(3);  // host history of each sequence's K/V rows
+        auto make_batch = [&](const std::vector<std::pair<int, int>>& parts) {
+            Batch b;
+            for (auto [s, k] : parts) {
+                for (int i = 0; i < k; ++i) {
+                    const int32_t p = len[s]++;
+                    b.tokens.push_back(0);
+                    b.positions.push_back(p);
+                    b.seq_of.push_back(s);
+                    b.kv_slot.push_back(table[static_cast<size_t>(s * max_blocks + p / bt)] * bt + p % bt);
+                }
+            }
+            b.block_table = table;
+            b.n_seqs = 3;
+            b.max_blocks = max_blocks;
+            return b;
+        };
+        AttentionParams ap;
+        ap.n_heads = c.n_heads;
+        ap.n_kv_heads = c.n_kv_heads;
+        ap.head_dim = c.head_dim;
+        ap.scale = 1.0f / std::sqrt(static_cast<float>(c.head_dim));
+        ap.window = c.window;
+        ap.softcap = c.softcap;
+        struct Step {
+            const char* label;
+            std::vector<std::pair<int, int>> parts;
+            bool attend;
+        };
+        const Step steps[] = {{"prefill", {{0, 70}, {1, 33}, {2, 1}}, true},
+                              {"decode", {{0, 1}, {1, 1}, {2, 1}}, true},
+                              {"mixed", {{0, 5}, {2, 1}}, true},
+                              {"grow", {{0, 1024}}, false},
+                              {"split-K decode", {{0, 1}, {1, 1}}, true}};
+        for (const Step& st : steps) {
+            CAPTURE(st.label);
+            const Batch b = make_batch(st.parts);
+            const int64_t n = static_cast<int64_t>(b.tokens.size());
+            const auto k = random_floats(static_cast<size_t>(n * kv_dim)), v = random_floats(static_cast<size_t>(n * kv_dim));
+            const auto q = random_floats(static_cast<size_t>(n * q_dim));
+            for (int64_t t = 0; t < n; ++t) {
+                const int s = b.seq_of[static_cast<size_t>(t)];
+                hk[static_cast<size_t>(s)].insert(hk[static_cast<size_t>(s)].end(), k.begin() + t * kv_dim, k.begin() + (t + 1) * kv_dim);
+                hv[static_cast<size_t>(s)].insert(hv[static_cast<size_t>(s)].end(), v.begin() + t * kv_dim, v.begin() + (t + 1) * kv_dim);
+            }
+            be.cpu->set_batch(b.info());
+            be.gpu->set_batch(b.info());
+            Tensor kc = put(*be.cpu, k, kv_dim, n), vc = put(*be.cpu, v, kv_dim, n);
+            Tensor kg = put(*be.gpu, k, kv_dim, n), vg = put(*be.gpu, v, kv_dim, n);
+            be.cpu->store_kv(lc, kc, vc);
+            be.gpu->store_kv(lg, kg, vg);
+            if (st.attend) {
+                Tensor qc = put(*be.cpu, q, q_dim, n), qg = put(*be.gpu, q, q_dim, n);
+                Tensor oc = be.cpu->alloc(MemoryKind::Activations, DType::F32, q_dim, n, "o");
+                Tensor og = be.gpu->alloc(MemoryKind::Activations, DType::F32, q_dim, n, "o");
+                poison(*be.gpu, og);
+                be.cpu->attention(lc, qc, ap, oc);
+                be.gpu->attention(lg, qg, ap, og);
+                const auto go = get(*be.gpu, og), co = get(*be.cpu, oc);
+                std::vector<double> bound(go.size());
+                const int rep = c.n_heads / c.n_kv_heads;
+                for (int64_t t = 0; t < n; ++t) {
+                    const int s = b.seq_of[static_cast<size_t>(t)], p = b.positions[static_cast<size_t>(t)];
+                    const int first = c.window > 0 ? std::max(0, p - c.window + 1) : 0;
+                    for (int h = 0; h < c.n_heads; ++h) {
+                        const int kvh = h / rep;
+                        const float* qp = q.data() + (t * c.n_heads + h) * c.head_dim;
+                        double smax = 0, vmax = 0;
+                        for (int j = first; j <= p; ++j) {
+                            const float* kp = hk[static_cast<size_t>(s)].data() + (int64_t{j} * kv_dim + kvh * c.head_dim);
+                            const float* vp = hv[static_cast<size_t>(s)].data() + (int64_t{j} * kv_dim + kvh * c.head_dim);
+                            double m = 0;
+                            for (int d = 0; d < c.head_dim; ++d) {
+                                m += std::fabs(double(qp[d]) * kp[d]);
+                                vmax = std::max(vmax, std::fabs(double(vp[d])));
+                            }
+                            smax = std::max(smax, m);
+                        }
+                        // Cached values are rounded (F16: 2^-11, Q8_0: up to 1/254 of a block's
+                        // max) identically on both sides, so only arithmetic differs.
+                        const double kv_scale = c.kv == DType::F16 ? 1.001 : 1.01;
+                        const double ds = (c.head_dim + 2) * kU * ap.scale * smax * kv_scale + (c.softcap > 0 ? 4 * kU * c.softcap : 0.0);
+                        const double bnd = 2 * 3 * vmax * kv_scale * (2 * ds + (p - first + 1 + 8) * kU) + 1e-30;
+                        for (int d = 0; d < c.head_dim; ++d) bound[static_cast<size_t>((t * c.n_heads + h) * c.head_dim + d)] = bnd;
+                    }
+                }
+                check_within(std::string(nb) + " " + st.label, go, co, bound);
+                for (Tensor* x : {&qc, &oc}) be.cpu->free(*x);
+                for (Tensor* x : {&qg, &og}) be.gpu->free(*x);
+            }
+            for (Tensor* x : {&kc, &vc}) be.cpu->free(*x);
+            for (Tensor* x : {&kg, &vg}) be.gpu->free(*x);
+        }
+        // The caches after all steps: F16 identical; Q8_0 identical but for rounding ties.
+        for (int kvi = 0; kvi < 2; ++kvi) {
+            const Tensor& tc = kvi ? lc.v : lc.k;
+            const Tensor& tg = kvi ? lg.v : lg.k;
+            std::vector<uint8_t> bc(tc.bytes()), bg(tg.bytes());
+            be.cpu->download(tc, bc.data(), bc.size());
+            be.gpu->download(tg, bg.data(), bg.size());
+            size_t diff = 0;
+            for (size_t i = 0; i < bc.size(); ++i) diff += bc[i] != bg[i];
+            INFO(nb << (kvi ? " V" : " K") << " cache: " << diff << " of " << bc.size() << " bytes differ");
+            CHECK(double(diff) <= (c.kv == DType::F16 ? 0.0 : 1e-3 * double(bc.size())));
+        }
+        for (Tensor* t : {&lc.k, &lc.v}) be.cpu->free(*t);
+        for (Tensor* t : {&lg.k, &lg.v}) be.gpu->free(*t);
+    }
+}
+
+// ---- top_k ------------------------------------------------------------------------------------------
+// Rows with ties, mostly -inf, mostly NaN, penalties and bias (a token penalized and biased,
+// one outside the row): ids, logit bits, counts and the adjusted rows all identical.
+TEST_CASE("top_k: k = 1, 40, 1024 with penalties and bias, vs the CPU backend bit for bit") {
+    Backends be;
+    for (auto [vocab, k] : {std::pair<int64_t, int>{128256, 1}, {128256, 40}, {50003, 1024}, {1000, 7}}) {
+        const int n_rows = 3;
+        std::mt19937 rng(next_seed());
+        auto logits = random_floats(static_cast<size_t>(vocab * n_rows), 3.0f);
+        const float inf = std::numeric_limits<float>::infinity(), nan = std::numeric_limits<float>::quiet_NaN();
+        for (int64_t i = 0; i < vocab; ++i) {
+            float& r0 = logits[static_cast<size_t>(i)];
+            r0 = std::round(r0 * 8) / 8;  // many ties
+            float& r1 = logits[static_cast<size_t>(vocab + i)];
+            if (rng() % vocab >= 700) r1 = rng() % 1000 ? -inf : nan;
+            float& r2 = logits[static_cast<size_t>(2 * vocab + i)];
+            if (rng() % vocab >= 25) r2 = nan;
+        }
+        std::vector<std::vector<TokenCount>> pen(n_rows);
+        std::vector<std::vector<TokenBias>> bias(n_rows);
+        std::vector<TopKRow> rows;
+        for (int r = 0; r < n_rows; ++r) {
+            std::vector<int32_t> ids(static_cast<size_t>(vocab));
+            std::iota(ids.begin(), ids.end(), 0);
+            std::shuffle(ids.begin(), ids.end(), rng);
+            for (int i = 0; i < 64; ++i) pen[r].push_back({ids[static_cast<size_t>(i)], static_cast<int32_t>(rng() % 5 + 1)});
+            for (int i = 64; i < 74; ++i)
+                bias[r].push_back({ids[static_cast<size_t>(i % 70)], i % 3 == 0 ? -inf : 5.0f - static_cast<float>(i % 7)});
+            bias[r].push_back({static_cast<int32_t>(vocab + 5), 1.0f});
+        }
+        for (int r = 0; r < n_rows; ++r) {
+            TopKRow row;
+            row.repeat_penalty = 1.0f + 0.15f * static_cast<float>(r + 1);
+            row.presence_penalty = 0.25f * static_cast<float>(r);
+            row.frequency_penalty = 0.125f + 0.1f * static_cast<float>(r);
+            row.penalized = pen[r];
+            row.bias = bias[r];
+            rows.push_back(row);
+        }
+        Tensor lc = put(*be.cpu, logits, vocab, n_rows), lg = put(*be.gpu, logits, vocab, n_rows);
+        std::vector<TopKCandidate> oc(static_cast<size_t>(n_rows * k)), og(oc.size(), TopKCandidate{-1, NAN});
+        std::vector<int32_t> cc(n_rows), cg(n_rows, -1);
+        be.cpu->top_k(lc, k, rows, oc, cc);
+        be.gpu->top_k(lg, k, rows, og, cg);
+        const auto ac = get(*be.cpu, lc), ag = get(*be.gpu, lg);
+        size_t adj_diff = 0;
+        for (size_t i = 0; i < ac.size(); ++i) adj_diff += std::memcmp(&ac[i], &ag[i], 4) != 0;
+        INFO("vocab " << vocab << " k " << k);
+        CHECK(adj_diff == 0);
+        CHECK(cc == cg);
+        for (int r = 0; r < n_rows; ++r) {
+            for (int i = 0; i < std::min(cc[r], cg[r]); ++i) {
+                const TopKCandidate& a = oc[static_cast<size_t>(r * k + i)];
+                const TopKCandidate& b = og[static_cast<size_t>(r * k + i)];
+                INFO("row " << r << " rank " << i << ": cpu " << a.id << " " << a.logit << ", cuda " << b.id << " " << b.logit);
+                CHECK(a.id == b.id);
+                CHECK(std::memcmp(&a.logit, &b.logit, 4) == 0);
+            }
+        }
+        be.cpu->free(lc);
+        be.gpu->free(lg);
+    }
+}
