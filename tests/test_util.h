@@ -12,6 +12,8 @@
 
 #include <cerrno>
 #include <chrono>
+#include <cstdarg>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
@@ -24,6 +26,23 @@
 extern char** environ;
 
 namespace ember::test {
+
+// printf-style progress lines on stderr (what qInfo / qWarning printed in the Qt Test suites).
+[[gnu::format(printf, 1, 2)]] inline void info(const char* fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    std::vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    std::fputc('\n', stderr);
+}
+[[gnu::format(printf, 1, 2)]] inline void warn(const char* fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    std::fputs("WARNING: ", stderr);
+    std::vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    std::fputc('\n', stderr);
+}
 
 // A fresh folder under $TMPDIR (or /tmp), removed with everything in it when the object dies.
 class TempDir {
