@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # GPU check for a bare CUDA machine (CUDA toolkit, CMake, ninja, Python; no Qt, no Debian
 # packages, no network): builds the `gpu` preset (engine + `ember` CLI + CUDA module for
-# sm_90 + ember-gpu-check), then runs ember-gpu-check:
+# sm_90 + ember-gpu-check + the engine and kernel tests), runs the tests (`ctest --preset gpu`;
+# doctest, no Qt: carry build/carried-include from scripts/carry-headers.sh), then runs
+# ember-gpu-check:
 #   (a) every backend op, GPU vs float64 / the CPU backend, every weight type;
 #   (b) real models on both backends: final logits and 32 greedy tokens;
 #   (c) copy bandwidth, decode tok/s + achieved GB/s of synthetic Llama-3.2-1B (Q4_0, Q8_0)
@@ -18,8 +20,10 @@
 #   missing are skipped, loudly.
 # env: OUT (results folder; default build/gpu/gpu-check), EMBER_SYNTH_DIR (synthetic models,
 #   default /tmp/ember-synth), EMBER_GPU_CHECK_SKIP_8B=1 (skip the 8B model), JOBS,
-#   EMBER_GPU_BUILD_DIR (build folder, default build/gpu), EMBER_DOCTEST_INCLUDE_DIR (folder with
-#   doctest/doctest.h for test_cuda_gpu; default <repo>/.gpu-data/include when it exists).
+#   EMBER_GPU_BUILD_DIR (build folder, default build/gpu), EMBER_GPU_CHECK_SKIP_TESTS=1 (skip
+#   the test suite), EMBER_DOCTEST_INCLUDE_DIR (folder with doctest/doctest.h; default the
+#   carried build/carried-include, or <repo>/.gpu-data/include when it exists). The tests take
+#   the first MODELS_DIR as EMBER_TEST_MODELS_DIR.
 set -uo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -50,7 +54,9 @@ TESTDATA=""
 for d in "${EMBER_TESTDATA:-}" "$ROOT/shared/testdata" "$ROOT/../shared/testdata"; do
   [ -n "$d" ] && [ -d "$d" ] && TESTDATA=$(cd "$d" && pwd) && break
 done
-CONFIG_ARGS=()
+TEST_MODELS=${1:-$HOME/.cache/ember/test-models}
+[ -d "$TEST_MODELS" ] && TEST_MODELS=$(cd "$TEST_MODELS" && pwd)  # configure runs in $ROOT
+CONFIG_ARGS=(-DEMBER_TEST_MODELS_DIR="$TEST_MODELS")
 [ -n "$TESTDATA" ] && CONFIG_ARGS+=(-DEMBER_TESTDATA_DIR="$TESTDATA")
 DOCTEST_DIR=${EMBER_DOCTEST_INCLUDE_DIR:-}
 [ -z "$DOCTEST_DIR" ] && [ -f "$ROOT/.gpu-data/include/doctest/doctest.h" ] && DOCTEST_DIR="$ROOT/.gpu-data/include"
@@ -73,6 +79,22 @@ if ! cmake --build "$BUILD" -j "$JOBS" --target ember >>"$LOG" 2>&1; then
   EMBER=""
 fi
 say "built [$(elapsed) s]"
+
+# ---- the engine's own tests (doctest, no Qt): every engine and kernel suite -------------------
+TESTS_RC=0
+if [ "${EMBER_GPU_CHECK_SKIP_TESTS:-0}" = 1 ]; then
+  say "!!! skipping the test suite (EMBER_GPU_CHECK_SKIP_TESTS=1)"
+elif ! cmake --build "$BUILD" -j "$JOBS" >>"$LOG" 2>&1; then
+  grep -E "error|Error" "$LOG" | head -40
+  say "!!! the tests did not build (log: $LOG)"
+  TESTS_RC=1
+else
+  say "ctest --preset gpu [$(elapsed) s]"
+  (cd "$ROOT" && ctest --preset gpu --test-dir "$BUILD" -j 4) >"$RESULTS/ctest.log" 2>&1
+  TESTS_RC=$?
+  grep -E "tests passed|tests failed|\(Failed\)|\(Timeout\)|\(SEGFAULT\)|\*\*\*" "$RESULTS/ctest.log" | tee -a "$LOG"
+  say "tests: exit $TESTS_RC (log: $RESULTS/ctest.log) [$(elapsed) s]"
+fi
 
 # ---- models ---------------------------------------------------------------------------------
 MODEL_ARGS=()
@@ -137,5 +159,6 @@ if cmake --build "$BUILD" -j "$JOBS" --target test_cuda_gpu >>"$LOG" 2>&1; then
 else
   say "!!! test_cuda_gpu did not build (doctest missing? copy /usr/include/doctest to .gpu-data/include/doctest; log: $LOG)"
 fi
-echo "gpu-check: exit $rc after $(elapsed) s; log $LOG, results $RESULTS/gpu-check.json"
+[ "$rc" = 0 ] && [ "$TESTS_RC" != 0 ] && rc=$TESTS_RC  # a failed test suite fails the check too
+echo "gpu-check: exit $rc (tests: exit $TESTS_RC) after $(elapsed) s; log $LOG, results $RESULTS/gpu-check.json"
 exit "$rc"

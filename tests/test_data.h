@@ -1,11 +1,14 @@
 // Where the doctest suites (engine, kernels) find their data. Missing data is a hard failure,
 // never a skip: run scripts/fetch-test-models.sh (the README's test command does) to get the
-// models. The Qt Test suites (app, QML) use test_paths.h, which has the same paths.
+// models. Helpers (temp folder, files, child processes): test_util.h; JSON: test_json.h.
+// The Qt Test suites (app, QML) use test_paths.h, which has the same paths.
 #pragma once
 #include <doctest/doctest.h>
 
 #include <filesystem>
 #include <string>
+
+#include "test_util.h"  // TempDir, read_file, write_file, run_process
 
 namespace ember::test {
 

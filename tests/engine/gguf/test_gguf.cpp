@@ -1,16 +1,16 @@
 // GGUF reader/writer: round trips, the real model files, and a corruption suite (truncation,
 // random byte flips, hand-built hostile headers) that must only ever produce ember::Error.
-#include <QtTest>
-
+#include <fcntl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstring>
 #include <random>
 
 #include "kernels/common/error.h"
 #include "engine/gguf/gguf.h"
 #include "engine/gguf/gguf_writer.h"
-#include "test_paths.h"
+#include "test_data.h"
 
 using namespace ember;
 
@@ -80,149 +80,133 @@ bool parses(const std::vector<uint8_t>& bytes, std::string* error = nullptr) {
 
 void expect_error(const std::vector<uint8_t>& bytes, const char* fragment) {
     std::string err;
-    QVERIFY2(!parses(bytes, &err), fragment);
-    QVERIFY2(err.find(fragment) != std::string::npos, qPrintable(QString("expected '%1' in: %2").arg(fragment, err.c_str())));
+    REQUIRE_MESSAGE(!parses(bytes, &err), fragment);
+    REQUIRE_MESSAGE(err.find(fragment) != std::string::npos, "expected '" << fragment << "' in: " << err);
 }
 
 }  // namespace
 
-class TestGguf : public QObject {
-    Q_OBJECT
-private slots:
-    void roundTripAllValueTypes();
-    void customAlignment();
-    void writerRejectsBadTensors();
-    void writeFileAtomically();
-    void hugePageMap();
-    void realModels();
-    void truncationEverywhere();
-    void randomByteFlips();
-    void hostileHeaders();
-    void hostileTensors();
-};
-
-void TestGguf::roundTripAllValueTypes() {
+TEST_CASE("round trip all value types") {
     const auto bytes = sample_writer().to_bytes();
     const GgufFile f = GgufFile::parse(bytes.data(), bytes.size(), "rt");
-    QCOMPARE(f.version(), 3u);
-    QCOMPARE(f.architecture(), std::string("llama"));
-    QCOMPARE(f.get_string("general.name"), std::string("unit-test model ü€"));
-    QCOMPARE(f.get_u64("t.u8"), 200ull);
-    QCOMPARE(f.get("t.i8").as_i64(), -100ll);
-    QCOMPARE(f.get_u64("t.u16"), 65000ull);
-    QCOMPARE(f.get("t.i16").as_i64(), -32000ll);
-    QCOMPARE(f.get_u64("t.u32"), 4000000000ull);
-    QCOMPARE(f.get("t.i32").as_i64(), -2000000000ll);
-    QCOMPARE(f.get_u64("t.u64"), 1ull << 60);
-    QCOMPARE(f.get("t.i64").as_i64(), -(1ll << 60));
-    QCOMPARE(f.get_f64("t.f32"), 1.5);
-    QCOMPARE(f.get_f64("t.f64"), 2.25);
-    QCOMPARE(*f.opt_bool("t.bool"), true);
-    QCOMPARE(f.get_string_array("t.strings"), (std::vector<std::string>{"a", "", "ccc"}));
+    REQUIRE_EQ(f.version(), 3u);
+    REQUIRE_EQ(f.architecture(), std::string("llama"));
+    REQUIRE_EQ(f.get_string("general.name"), std::string("unit-test model ü€"));
+    REQUIRE_EQ(f.get_u64("t.u8"), 200ull);
+    REQUIRE_EQ(f.get("t.i8").as_i64(), -100ll);
+    REQUIRE_EQ(f.get_u64("t.u16"), 65000ull);
+    REQUIRE_EQ(f.get("t.i16").as_i64(), -32000ll);
+    REQUIRE_EQ(f.get_u64("t.u32"), 4000000000ull);
+    REQUIRE_EQ(f.get("t.i32").as_i64(), -2000000000ll);
+    REQUIRE_EQ(f.get_u64("t.u64"), 1ull << 60);
+    REQUIRE_EQ(f.get("t.i64").as_i64(), -(1ll << 60));
+    REQUIRE_EQ(f.get_f64("t.f32"), 1.5);
+    REQUIRE_EQ(f.get_f64("t.f64"), 2.25);
+    REQUIRE_EQ(*f.opt_bool("t.bool"), true);
+    REQUIRE_EQ(f.get_string_array("t.strings"), (std::vector<std::string>{"a", "", "ccc"}));
     const auto& nested = f.get("t.nested").as_array();
-    QCOMPARE(nested.items.size(), size_t(2));
-    QCOMPARE(nested.items[0].as_array().items[1].as_i64(), 2ll);
-    QCOMPARE(nested.items[1].as_array().items.size(), size_t(0));
-    QCOMPARE(f.get("t.empty").as_array().elem_type, GgufType::F32);
-    QCOMPARE(f.metadata_order().front(), std::string("general.architecture"));
+    REQUIRE_EQ(nested.items.size(), size_t(2));
+    REQUIRE_EQ(nested.items[0].as_array().items[1].as_i64(), 2ll);
+    REQUIRE_EQ(nested.items[1].as_array().items.size(), size_t(0));
+    REQUIRE_EQ(f.get("t.empty").as_array().elem_type, GgufType::F32);
+    REQUIRE_EQ(f.metadata_order().front(), std::string("general.architecture"));
     // Typed lookups name the key when the kind is wrong.
-    QVERIFY_THROWS_EXCEPTION(Error, f.get_string("t.u8"));
-    QVERIFY_THROWS_EXCEPTION(Error, f.get_u64("t.i8"));
-    QVERIFY_THROWS_EXCEPTION(Error, f.get("missing.key"));
+    REQUIRE_THROWS_AS(f.get_string("t.u8"), Error);
+    REQUIRE_THROWS_AS(f.get_u64("t.i8"), Error);
+    REQUIRE_THROWS_AS(f.get("missing.key"), Error);
 
-    QCOMPARE(f.tensors().size(), size_t(3));
+    REQUIRE_EQ(f.tensors().size(), size_t(3));
     const auto& a = f.tensor("a");
-    QCOMPARE(a.dims, (std::vector<uint64_t>{3, 2}));
-    QCOMPARE(a.n_bytes, 24ull);
-    QCOMPARE(a.rows(), 2ull);
-    QCOMPARE(int(a.data[5]), 5);
-    QCOMPARE(f.tensor("q").n_bytes, 68ull);
-    QCOMPARE(int(f.tensor("q").data[67]), 7);
-    QCOMPARE(int(f.tensor("z").data[9]), 9);
-    for (const auto& t : f.tensors()) QCOMPARE((t.data - bytes.data()) % 32, 0);
-    QVERIFY(f.find_tensor("nope") == nullptr);
-    QVERIFY_THROWS_EXCEPTION(Error, f.tensor("nope"));
+    REQUIRE_EQ(a.dims, (std::vector<uint64_t>{3, 2}));
+    REQUIRE_EQ(a.n_bytes, 24ull);
+    REQUIRE_EQ(a.rows(), 2ull);
+    REQUIRE_EQ(int(a.data[5]), 5);
+    REQUIRE_EQ(f.tensor("q").n_bytes, 68ull);
+    REQUIRE_EQ(int(f.tensor("q").data[67]), 7);
+    REQUIRE_EQ(int(f.tensor("z").data[9]), 9);
+    for (const auto& t : f.tensors()) REQUIRE_EQ((t.data - bytes.data()) % 32, 0);
+    REQUIRE(f.find_tensor("nope") == nullptr);
+    REQUIRE_THROWS_AS(f.tensor("nope"), Error);
 }
 
-void TestGguf::customAlignment() {
+TEST_CASE("custom alignment") {
     const auto bytes = sample_writer(256).to_bytes();
     const GgufFile f = GgufFile::parse(bytes.data(), bytes.size(), "al");
-    QCOMPARE(f.alignment(), 256ull);
-    QCOMPARE(f.data_offset() % 256, 0ull);
-    for (const auto& t : f.tensors()) QCOMPARE(t.offset % 256, 0ull);
+    REQUIRE_EQ(f.alignment(), 256ull);
+    REQUIRE_EQ(f.data_offset() % 256, 0ull);
+    for (const auto& t : f.tensors()) REQUIRE_EQ(t.offset % 256, 0ull);
 }
 
-void TestGguf::writerRejectsBadTensors() {
+TEST_CASE("writer rejects bad tensors") {
     GgufWriter w;
-    QVERIFY_THROWS_EXCEPTION(Error, w.add_tensor("x", DType::Q8_0, {33}, std::vector<uint8_t>(34)));
-    QVERIFY_THROWS_EXCEPTION(Error, w.add_tensor("x", DType::F32, {4}, std::vector<uint8_t>(15)));
-    QVERIFY_THROWS_EXCEPTION(Error, w.add_tensor("x", DType::F32, {}, {}));
+    REQUIRE_THROWS_AS(w.add_tensor("x", DType::Q8_0, {33}, std::vector<uint8_t>(34)), Error);
+    REQUIRE_THROWS_AS(w.add_tensor("x", DType::F32, {4}, std::vector<uint8_t>(15)), Error);
+    REQUIRE_THROWS_AS(w.add_tensor("x", DType::F32, {}, {}), Error);
 }
 
-void TestGguf::writeFileAtomically() {
-    QTemporaryDir dir;
-    const std::string path = dir.filePath("m.gguf").toStdString();
+TEST_CASE("write file atomically") {
+    test::TempDir dir;
+    const std::string path = dir.file("m.gguf");
     GgufWriter w = sample_writer();
     w.add_tensor_lazy("lazy", DType::F32, {4}, [](uint8_t* dst, size_t n) { std::memset(dst, 0x41, n); });
     w.write_file(path);
-    QVERIFY(!std::filesystem::exists(path + ".tmp"));
+    REQUIRE(!std::filesystem::exists(path + ".tmp"));
     const GgufFile f = GgufFile::open(path);
-    QCOMPARE(int(f.tensor("lazy").data[15]), 0x41);
-    QCOMPARE(f.file_size(), uint64_t(std::filesystem::file_size(path)));
-    QVERIFY_THROWS_EXCEPTION(Error, w.write_file(dir.filePath("no/such/dir/m.gguf").toStdString()));
-    QVERIFY_THROWS_EXCEPTION(Error, GgufFile::open(dir.filePath("absent.gguf").toStdString()));
-    QVERIFY_THROWS_EXCEPTION(Error, GgufFile::open(dir.path().toStdString()));  // a directory
+    REQUIRE_EQ(int(f.tensor("lazy").data[15]), 0x41);
+    REQUIRE_EQ(f.file_size(), uint64_t(std::filesystem::file_size(path)));
+    REQUIRE_THROWS_AS(w.write_file(dir.file("no/such/dir/m.gguf")), Error);
+    REQUIRE_THROWS_AS(GgufFile::open(dir.file("absent.gguf")), Error);
+    REQUIRE_THROWS_AS(GgufFile::open(dir.path()), Error);  // a directory
 }
 
 // The map for CPU weights: 2 MiB-aligned, same bytes as a plain map, whatever the page cache
 // held (a just-written file's 4 KiB folios are dropped and read back), small files unaffected.
-void TestGguf::hugePageMap() {
-    QTemporaryDir dir;
-    QVERIFY(dir.isValid());
-    const std::string path = dir.filePath("pattern.bin").toStdString();
+TEST_CASE("huge page map") {
+    test::TempDir dir;
+    const std::string path = dir.file("pattern.bin");
     std::vector<uint8_t> bytes((size_t{9} << 20) + 12345);
     std::mt19937 rng(5);
     for (auto& b : bytes) b = uint8_t(rng());
     {
-        QFile f(QString::fromStdString(path));
-        QVERIFY(f.open(QIODevice::WriteOnly));
-        QCOMPARE(f.write(reinterpret_cast<const char*>(bytes.data()), qint64(bytes.size())), qint64(bytes.size()));
-        QVERIFY(f.flush());
-        QCOMPARE(::fsync(f.handle()), 0);  // clean pages, so the cache can be dropped
+        const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+        REQUIRE(fd >= 0);
+        REQUIRE_EQ(::write(fd, bytes.data(), bytes.size()), ssize_t(bytes.size()));
+        REQUIRE_EQ(::fsync(fd), 0);  // clean pages, so the cache can be dropped
+        REQUIRE_EQ(::close(fd), 0);
     }
     for (int round = 0; round < 2; ++round) {  // 4 KiB folios first, then whatever round 0 left
         MappedFile m(path, /*huge_pages=*/true);
-        QCOMPARE(m.size(), bytes.size());
-        QCOMPARE(reinterpret_cast<uintptr_t>(m.data()) % (uintptr_t{2} << 20), uintptr_t{0});
-        QVERIFY(std::memcmp(m.data(), bytes.data(), bytes.size()) == 0);
-        QVERIFY(m.huge_mapped_bytes() <= m.size());
-        qInfo("round %d: %zu of %zu bytes on 2 MiB pages", round, m.huge_mapped_bytes(), m.size());
+        REQUIRE_EQ(m.size(), bytes.size());
+        REQUIRE_EQ(reinterpret_cast<uintptr_t>(m.data()) % (uintptr_t{2} << 20), uintptr_t{0});
+        REQUIRE(std::memcmp(m.data(), bytes.data(), bytes.size()) == 0);
+        REQUIRE(m.huge_mapped_bytes() <= m.size());
+        test::info("round %d: %zu of %zu bytes on 2 MiB pages", round, m.huge_mapped_bytes(), m.size());
     }
 
     // The 2 MiB of address space reserved around the map is given back: no mapping is left
     // behind after the map goes.
     const auto n_maps = [] {
-        QFile maps("/proc/self/maps");
-        return maps.open(QIODevice::ReadOnly) ? maps.readAll().count('\n') : -1;
+        const std::string maps = test::read_file("/proc/self/maps");
+        return std::count(maps.begin(), maps.end(), '\n');
     };
-    const qsizetype before = n_maps();
-    for (int i = 0; i < 20; ++i) QCOMPARE(MappedFile(path, true).size(), bytes.size());
-    QCOMPARE(n_maps(), before);
+    const auto before = n_maps();
+    for (int i = 0; i < 20; ++i) REQUIRE_EQ(MappedFile(path, true).size(), bytes.size());
+    REQUIRE_EQ(n_maps(), before);
 
     const std::string smol = test::test_model(test::kSmolLM2);
     EMBER_REQUIRE_FILE(smol);
     const GgufFile plain = GgufFile::open(smol), huge = GgufFile::open(smol, /*huge_pages=*/true);
-    QCOMPARE(huge.tensors().size(), plain.tensors().size());
+    REQUIRE_EQ(huge.tensors().size(), plain.tensors().size());
     const GgufTensor& a = plain.tensor("blk.3.ffn_down.weight");
     const GgufTensor& b = huge.tensor("blk.3.ffn_down.weight");
-    QVERIFY(std::memcmp(a.data, b.data, a.n_bytes) == 0);
+    REQUIRE(std::memcmp(a.data, b.data, a.n_bytes) == 0);
 
     const std::string stories = test::testdata(test::kStories);  // < 4 MiB: mapped as usual
     EMBER_REQUIRE_FILE(stories);
-    QCOMPARE(MappedFile(stories, true).size(), MappedFile(stories).size());
+    REQUIRE_EQ(MappedFile(stories, true).size(), MappedFile(stories).size());
 }
 
-void TestGguf::realModels() {
+TEST_CASE("real models") {
     struct Expect { std::string path; const char* arch; size_t tensors; size_t vocab; };
     const Expect models[] = {
         {test::testdata(test::kStories), "llama", 48, 512},
@@ -232,21 +216,21 @@ void TestGguf::realModels() {
     for (const auto& m : models) {
         EMBER_REQUIRE_FILE(m.path);
         const GgufFile f = GgufFile::open(m.path);
-        QCOMPARE(f.architecture(), std::string(m.arch));
-        QCOMPARE(f.tensors().size(), m.tensors);
-        QCOMPARE(f.get_string_array("tokenizer.ggml.tokens").size(), m.vocab);
+        REQUIRE_EQ(f.architecture(), std::string(m.arch));
+        REQUIRE_EQ(f.tensors().size(), m.tensors);
+        REQUIRE_EQ(f.get_string_array("tokenizer.ggml.tokens").size(), m.vocab);
         uint64_t end = 0;
         for (const auto& t : f.tensors()) end = std::max(end, f.data_offset() + t.offset + t.n_bytes);
-        QVERIFY(end <= f.file_size());
+        REQUIRE(end <= f.file_size());
     }
     const GgufFile smol = GgufFile::open(test::test_model(test::kSmolLM2));
-    QCOMPARE(smol.get_u64("llama.block_count"), 30ull);
-    QCOMPARE(smol.tensor("blk.0.attn_q.weight").type, DType::Q4_1);
-    QCOMPARE(smol.tensor("blk.0.attn_q.weight").dims, (std::vector<uint64_t>{576, 576}));
-    QVERIFY(smol.opt_string("tokenizer.chat_template")->find("<|im_start|>") != std::string::npos);
+    REQUIRE_EQ(smol.get_u64("llama.block_count"), 30ull);
+    REQUIRE_EQ(smol.tensor("blk.0.attn_q.weight").type, DType::Q4_1);
+    REQUIRE_EQ(smol.tensor("blk.0.attn_q.weight").dims, (std::vector<uint64_t>{576, 576}));
+    REQUIRE(smol.opt_string("tokenizer.chat_template")->find("<|im_start|>") != std::string::npos);
 }
 
-void TestGguf::truncationEverywhere() {
+TEST_CASE("truncation everywhere") {
     // Every prefix of a small file, and strided prefixes of stories260K (1.2 MB).
     const auto bytes = sample_writer().to_bytes();
     int failures = 0;
@@ -254,7 +238,7 @@ void TestGguf::truncationEverywhere() {
         std::vector<uint8_t> cut(bytes.begin(), bytes.begin() + n);
         failures += !parses(cut);
     }
-    QVERIFY(failures > int(bytes.size()) - 64);  // only cuts inside trailing padding may pass
+    REQUIRE(failures > int(bytes.size()) - 64);  // only cuts inside trailing padding may pass
 
     const std::string stories = test::testdata(test::kStories);
     EMBER_REQUIRE_FILE(stories);
@@ -263,11 +247,11 @@ void TestGguf::truncationEverywhere() {
     for (size_t n = 0; n < whole.size(); n += (n < 40000 ? 97 : 9973)) {
         std::vector<uint8_t> cut(whole.begin(), whole.begin() + n);
         std::string err;
-        QVERIFY(!parses(cut, &err));
+        REQUIRE(!parses(cut, &err));
     }
 }
 
-void TestGguf::randomByteFlips() {
+TEST_CASE("random byte flips") {
     const auto bytes = sample_writer().to_bytes();
     std::mt19937_64 rng(1234);
     int rejected = 0;
@@ -277,10 +261,10 @@ void TestGguf::randomByteFlips() {
         for (int k = 0; k < flips; ++k) m[rng() % m.size()] ^= uint8_t(1u << (rng() % 8));
         rejected += !parses(m);
     }
-    QVERIFY(rejected > 1000);  // many flips hit counts/lengths/types and must be caught
+    REQUIRE(rejected > 1000);  // many flips hit counts/lengths/types and must be caught
 }
 
-void TestGguf::hostileHeaders() {
+TEST_CASE("hostile headers") {
     expect_error({}, "bad magic");
     expect_error(Bytes().put<uint32_t>(0x46554748).put<uint32_t>(3).b, "bad magic");
     expect_error(Bytes().header(0, 0, 1).b, "version 1 is not supported");
@@ -323,8 +307,8 @@ std::vector<uint8_t> one_tensor(std::vector<uint64_t> dims, uint32_t type, uint6
 }
 }  // namespace
 
-void TestGguf::hostileTensors() {
-    QVERIFY(parses(one_tensor({8}, 0, 0, 32)));
+TEST_CASE("hostile tensors") {
+    REQUIRE(parses(one_tensor({8}, 0, 0, 32)));
     expect_error(one_tensor({8}, 0, 0, 31), "beyond the end of the file");
     expect_error(one_tensor({8}, 0, 32, 32), "beyond the end of the file");
     expect_error(one_tensor({8}, 0, 1ull << 62, 32), "beyond the end of the file");
@@ -357,5 +341,3 @@ void TestGguf::hostileTensors() {
     }
 }
 
-QTEST_APPLESS_MAIN(TestGguf)
-#include "test_gguf.moc"

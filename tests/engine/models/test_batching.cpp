@@ -1,14 +1,15 @@
 // One forward pass over several sequences at once (what the scheduler will do for
 // concurrent chats and API requests) must give each sequence the logits it gets alone.
-#include <QtTest>
-
-#include <QTemporaryDir>
+#include <algorithm>
+#include <cmath>
+#include <string>
+#include <utility>
 
 #include "engine/gguf/gguf.h"
 #include "engine/kv/kv_cache.h"
 #include "engine/models/synthetic.h"
 #include "engine/models/transformer.h"
-#include "test_paths.h"
+#include "test_data.h"
 
 using namespace ember;
 
@@ -79,67 +80,66 @@ Diff diff(const std::vector<float>& a, const std::vector<float>& b) {
 
 constexpr const char* kTypes[] = {"F32", "BF16", "F16", "Q8_0", "Q4_0", "Q4_1", "Q5_0", "Q4_K_M", "Q5_K", "Q6_K"};
 
-class TestBatching : public QObject {
-    Q_OBJECT
-private slots:
-    void initTestCase() {
-        QVERIFY(dir_.isValid());
+// The synthetic models, written once into a temporary folder on first use.
+const test::TempDir& synthetic_models() {
+    static const test::TempDir d;
+    static const bool written = [] {
         for (const char* t : kTypes)
-            write_synthetic_model(dir_.filePath(QString("tiny-%1.gguf").arg(t)).toStdString(), synthetic_shape("tiny"), t);
+            write_synthetic_model(d.file(std::string("tiny-") + t + ".gguf"), synthetic_shape("tiny"), t);
         // The real models' attention shapes: head_dim 64 with 3 queries per KV head (SmolLM2)
         // and head_dim 256 with 4 (Gemma 3 270M); F16 weights keep the activations unquantized.
-        write_synthetic_model(dir_.filePath("hd64.gguf").toStdString(), {"hd64", 576, 2, 9, 3, 1536, 1024, 2048, true}, "F16");
-        write_synthetic_model(dir_.filePath("hd256.gguf").toStdString(), {"hd256", 1024, 2, 4, 1, 2048, 1024, 2048, true}, "F16");
+        write_synthetic_model(d.file("hd64.gguf"), {"hd64", 576, 2, 9, 3, 1536, 1024, 2048, true}, "F16");
+        write_synthetic_model(d.file("hd256.gguf"), {"hd256", 1024, 2, 4, 1, 2048, 1024, 2048, true}, "F16");
         // Gemma 3 and Qwen 2 layouts; Gemma's 4-token sliding window is shorter than the prompts.
-        write_synthetic_model(dir_.filePath("gemma3.gguf").toStdString(), synthetic_shape("tiny-gemma3"), "F16");
-        write_synthetic_model(dir_.filePath("qwen2.gguf").toStdString(), synthetic_shape("tiny-qwen2"), "F16");
-    }
-    // F32 weights, and random-weight models of every type: only the summation order differs
-    // between batched and separate runs, so the logits agree to float precision. (Real
-    // quantized models are left out on purpose: there a 1e-7 difference from summation order
-    // can flip one 8-bit activation rounding in a deep layer and move the logits by the
-    // engine's quantization noise, which test_inference bounds.)
-    void batchedEqualsSeparate_data() {
-        QTest::addColumn<QString>("model");
-        QTest::newRow("stories260K F32") << QString::fromStdString(test::testdata(test::kStories));
-        for (const char* t : kTypes) QTest::newRow(t) << dir_.filePath(QString("tiny-%1.gguf").arg(t));
-        QTest::newRow("head_dim 64, GQA 3") << dir_.filePath("hd64.gguf");
-        QTest::newRow("head_dim 256, GQA 4") << dir_.filePath("hd256.gguf");
-        QTest::newRow("gemma3 (sliding window 4)") << dir_.filePath("gemma3.gguf");
-        QTest::newRow("qwen2 (qkv bias)") << dir_.filePath("qwen2.gguf");
-    }
-    void batchedEqualsSeparate() {
-        QFETCH(QString, model);
-        EMBER_REQUIRE_FILE(model.toStdString());
-        auto file = std::make_shared<const GgufFile>(GgufFile::open(model.toStdString()));
-        auto backend = make_cpu_backend(2);
-        Transformer tr(file, *backend);
-        KvCache kv(*backend, tr.kv_config(128, 4));
-        const std::vector<int32_t> a = {1, 40, 41, 42, 43, 44, 45, 46, 47, 48, 49, 50, 51, 52, 53, 54, 55, 56, 57};
-        const std::vector<int32_t> b = {1, 90, 91};
-        // Alone.
-        const int32_t sa = kv.new_sequence(), sb = kv.new_sequence();
-        const auto la = run_batch(tr, kv, {{sa, a}})[0];
-        const auto lb = run_batch(tr, kv, {{sb, b}})[0];
-        const auto la2 = run_batch(tr, kv, {{sa, {60}}})[0];
-        const auto lb2 = run_batch(tr, kv, {{sb, {61, 62}}})[0];
-        // Together: a prefill next to another prefill, then a decode next to a 2-token step.
-        const int32_t ta = kv.new_sequence(), tb = kv.new_sequence();
-        const auto both = run_batch(tr, kv, {{ta, a}, {tb, b}});
-        const auto both2 = run_batch(tr, kv, {{ta, {60}}, {tb, {61, 62}}});
-        const float scale = std::max(1.0f, *std::max_element(la.begin(), la.end()));
-        const float tol_max = 2e-3f * scale, tol_mean = 1e-4f * scale;
-        for (const auto& [alone, batched] : {std::pair{&la, &both[0]}, {&lb, &both[1]}, {&la2, &both2[0]}, {&lb2, &both2[1]}}) {
-            const Diff d = diff(*alone, *batched);
-            QVERIFY2(d.max <= tol_max, qPrintable(QString::number(d.max)));
-            QVERIFY2(d.mean <= tol_mean, qPrintable(QString::number(d.mean)));
-            QVERIFY(d.same_top);
-        }
-    }
+        write_synthetic_model(d.file("gemma3.gguf"), synthetic_shape("tiny-gemma3"), "F16");
+        write_synthetic_model(d.file("qwen2.gguf"), synthetic_shape("tiny-qwen2"), "F16");
+        return true;
+    }();
+    (void)written;
+    return d;
+}
 
-private:
-    QTemporaryDir dir_;
-};
+// F32 weights, and random-weight models of every type: only the summation order differs
+// between batched and separate runs, so the logits agree to float precision. (Real
+// quantized models are left out on purpose: there a 1e-7 difference from summation order
+// can flip one 8-bit activation rounding in a deep layer and move the logits by the
+// engine's quantization noise, which test_inference bounds.)
+TEST_CASE("batched equals separate") {
+    const test::TempDir& dir = synthetic_models();
+    std::vector<std::pair<std::string, std::string>> rows = {{"stories260K F32", test::testdata(test::kStories)}};
+    for (const char* t : kTypes) rows.emplace_back(t, dir.file(std::string("tiny-") + t + ".gguf"));
+    rows.emplace_back("head_dim 64, GQA 3", dir.file("hd64.gguf"));
+    rows.emplace_back("head_dim 256, GQA 4", dir.file("hd256.gguf"));
+    rows.emplace_back("gemma3 (sliding window 4)", dir.file("gemma3.gguf"));
+    rows.emplace_back("qwen2 (qkv bias)", dir.file("qwen2.gguf"));
+    std::string model;
+    for (const auto& [name, path] : rows)
+        SUBCASE(name.c_str()) { model = path; }
+    REQUIRE(!model.empty());
+    EMBER_REQUIRE_FILE(model);
+    auto file = std::make_shared<const GgufFile>(GgufFile::open(model));
+    auto backend = make_cpu_backend(2);
+    Transformer tr(file, *backend);
+    KvCache kv(*backend, tr.kv_config(128, 4));
+    const std::vector<int32_t> a = {1, 40, 41, 42, 43, 44, 45, 46, 47, 48, 49, 50, 51, 52, 53, 54, 55, 56, 57};
+    const std::vector<int32_t> b = {1, 90, 91};
+    // Alone.
+    const int32_t sa = kv.new_sequence(), sb = kv.new_sequence();
+    const auto la = run_batch(tr, kv, {{sa, a}})[0];
+    const auto lb = run_batch(tr, kv, {{sb, b}})[0];
+    const auto la2 = run_batch(tr, kv, {{sa, {60}}})[0];
+    const auto lb2 = run_batch(tr, kv, {{sb, {61, 62}}})[0];
+    // Together: a prefill next to another prefill, then a decode next to a 2-token step.
+    const int32_t ta = kv.new_sequence(), tb = kv.new_sequence();
+    const auto both = run_batch(tr, kv, {{ta, a}, {tb, b}});
+    const auto both2 = run_batch(tr, kv, {{ta, {60}}, {tb, {61, 62}}});
+    const float scale = std::max(1.0f, *std::max_element(la.begin(), la.end()));
+    const float tol_max = 2e-3f * scale, tol_mean = 1e-4f * scale;
+    for (const auto& [alone, batched] : {std::pair{&la, &both[0]}, {&lb, &both[1]}, {&la2, &both2[0]}, {&lb2, &both2[1]}}) {
+        const Diff d = diff(*alone, *batched);
+        REQUIRE_MESSAGE(d.max <= tol_max, d.max);
+        REQUIRE_MESSAGE(d.mean <= tol_mean, d.mean);
+        REQUIRE(d.same_top);
+    }
+}
 
-QTEST_GUILESS_MAIN(TestBatching)
-#include "test_batching.moc"

@@ -1,15 +1,15 @@
 // Loading real and synthetic model files, and the errors a user gets for files Ember cannot
 // run: each must name what is wrong, never crash.
-#include <QtTest>
-
-#include <QTemporaryDir>
+#include <cmath>
+#include <functional>
+#include <string>
 
 #include "engine/gguf/gguf_writer.h"
 #include "engine/models/synthetic.h"
 #include "engine/runtime/model.h"
 #include "engine/runtime/sequence.h"
 #include "kernels/common/error.h"
-#include "test_paths.h"
+#include "test_data.h"
 
 using namespace ember;
 
@@ -49,116 +49,107 @@ std::string load_error(const std::string& path) {
 
 }  // namespace
 
-class TestModelLoading : public QObject {
-    Q_OBJECT
-private slots:
-    void syntheticModelRuns() {
-        QTemporaryDir dir;
-        for (const char* type : {"F32", "F16", "BF16", "Q8_0", "Q4_0", "Q4_1", "Q5_0", "Q4_K_M", "Q5_K", "Q6_K"}) {
-            const std::string path = dir.filePath(QString("tiny-%1.gguf").arg(type)).toStdString();
-            write_synthetic_model(path, synthetic_shape("tiny"), type);
-            LoadOptions o;
-            o.path = path;
-            o.device = "cpu";
-            o.n_ctx = 64;
-            auto model = Model::load(o);
-            QCOMPARE(model->config().n_layers, 2);
-            Sequence seq(*model);
-            const std::vector<int32_t> prompt = {1, 300, 301, 302};
-            const auto& logits = seq.prefill(prompt);
-            QCOMPARE(logits.size(), size_t(model->config().n_vocab));
-            for (float l : logits) QVERIFY2(std::isfinite(l), type);
-        }
-    }
-    void syntheticArchitecturesRun() {
-        QTemporaryDir dir;
-        for (const char* shape : {"tiny-qwen2", "tiny-gemma3"}) {
-            const std::string path = dir.filePath(QString("%1.gguf").arg(shape)).toStdString();
-            write_synthetic_model(path, synthetic_shape(shape), "Q4_K_M");
-            LoadOptions o;
-            o.path = path;
-            o.device = "cpu";
-            o.n_ctx = 64;
-            auto model = Model::load(o);
-            const ModelConfig& c = model->config();
-            QCOMPARE(c.arch, synthetic_shape(shape).arch);
-            QCOMPARE(c.qkv_bias, c.arch == "qwen2");
-            QCOMPARE(c.qk_norm, c.arch == "gemma3");
-            if (c.arch == "gemma3") {
-                QCOMPARE(c.head_dim, 64);
-                QCOMPARE(c.sliding_window, 4);
-                QCOMPARE(c.layer_sliding, (std::vector<bool>{true, true, true, true, true, false}));
-            }
-            Sequence seq(*model);
-            const std::vector<int32_t> prompt = {1, 300, 301, 302, 303, 304, 305, 306};
-            for (float l : seq.prefill(prompt)) QVERIFY2(std::isfinite(l), shape);
-        }
-    }
-    void unsupportedArchitectureIsNamed() {
-        QTemporaryDir dir;
-        const std::string src = dir.filePath("tiny.gguf").toStdString(), dst = dir.filePath("mamba.gguf").toStdString();
-        write_synthetic_model(src, synthetic_shape("tiny"), "F16");
-        rewrite(src, dst, [](GgufWriter& w) { w.set("general.architecture", GgufValue::str("mamba")); });
-        const std::string err = load_error(dst);
-        QVERIFY2(err.find("unsupported architecture 'mamba'") != std::string::npos, err.c_str());
-    }
-    void unsupportedWeightTypeIsNamed() {
-        QTemporaryDir dir;
-        const std::string src = dir.filePath("tiny.gguf").toStdString(), dst = dir.filePath("iq2.gguf").toStdString();
-        write_synthetic_model(src, synthetic_shape("tiny"), "F16");
-        rewrite(src, dst, [](GgufWriter&) {}, [](const GgufTensor& t) {
-            return t.name == "blk.1.ffn_up.weight" ? DType::IQ2_XXS : t.type;
-        });
-        const std::string err = load_error(dst);
-        QVERIFY2(err.find("blk.1.ffn_up.weight") != std::string::npos, err.c_str());
-        QVERIFY2(err.find("IQ2_XXS") != std::string::npos, err.c_str());
-    }
-    void missingTensorIsNamed() {
-        QTemporaryDir dir;
-        const std::string src = dir.filePath("tiny.gguf").toStdString(), dst = dir.filePath("cut.gguf").toStdString();
-        write_synthetic_model(src, synthetic_shape("tiny"), "F16");
-        const GgufFile f = GgufFile::open(src);
-        GgufWriter w;
-        for (const auto& k : f.metadata_order()) w.set(k, f.metadata().at(k));
-        for (const auto& t : f.tensors())
-            if (t.name != "blk.0.attn_k.weight") w.add_tensor(t.name, t.type, t.dims, std::vector<uint8_t>(t.data, t.data + t.n_bytes));
-        w.write_file(dst);
-        const std::string err = load_error(dst);
-        QVERIFY2(err.find("missing tensor 'blk.0.attn_k.weight'") != std::string::npos, err.c_str());
-    }
-    void notAModelFile() {
-        QTemporaryDir dir;
-        const std::string path = dir.filePath("x.gguf").toStdString();
-        QFile f(QString::fromStdString(path));
-        QVERIFY(f.open(QIODevice::WriteOnly));
-        f.write("this is not a model");
-        f.close();
-        QVERIFY(load_error(path).find("bad magic") != std::string::npos);
-        QVERIFY(load_error(dir.filePath("absent.gguf").toStdString()).find("cannot open") != std::string::npos);
-    }
-    void invalidUtf8PromptIsHandled() {
-        const std::string path = test::test_model(test::kSmolLM2);
-        EMBER_REQUIRE_FILE(path);
+TEST_CASE("synthetic model runs") {
+    test::TempDir dir;
+    for (const char* type : {"F32", "F16", "BF16", "Q8_0", "Q4_0", "Q4_1", "Q5_0", "Q4_K_M", "Q5_K", "Q6_K"}) {
+        const std::string path = dir.file(std::string("tiny-") + type + ".gguf");
+        write_synthetic_model(path, synthetic_shape("tiny"), type);
         LoadOptions o;
         o.path = path;
-        o.n_ctx = 256;
+        o.device = "cpu";
+        o.n_ctx = 64;
         auto model = Model::load(o);
-        // Truncated and stray UTF-8 sequences come back byte for byte. (Bytes the vocabulary
-        // cannot spell at all, like 0xFF in SmolLM2's, are dropped, never a crash.)
-        const std::string bad = "caf\xC3 ok \xE2\x82 \x80!";
-        const auto ids = model->tokenizer().encode(bad, false, false);
-        QVERIFY(!ids.empty());
-        QCOMPARE(model->tokenizer().decode(ids), bad);
-        QCOMPARE(model->tokenizer().decode(model->tokenizer().encode("a\xFF\xFE" "b", false, false)), std::string("ab"));
+        REQUIRE_EQ(model->config().n_layers, 2);
         Sequence seq(*model);
-        GenerateOptions g;
-        g.sampling = SamplingParams::greedy();
-        g.max_tokens = 8;
-        std::string out;
-        seq.generate(ids, g, [&](std::string_view t) { out += t; return true; });
-        QVERIFY(!out.empty());
+        const std::vector<int32_t> prompt = {1, 300, 301, 302};
+        const auto& logits = seq.prefill(prompt);
+        REQUIRE_EQ(logits.size(), size_t(model->config().n_vocab));
+        for (float l : logits) REQUIRE_MESSAGE(std::isfinite(l), type);
     }
-};
+}
+TEST_CASE("synthetic architectures run") {
+    test::TempDir dir;
+    for (const char* shape : {"tiny-qwen2", "tiny-gemma3"}) {
+        const std::string path = dir.file(std::string(shape) + ".gguf");
+        write_synthetic_model(path, synthetic_shape(shape), "Q4_K_M");
+        LoadOptions o;
+        o.path = path;
+        o.device = "cpu";
+        o.n_ctx = 64;
+        auto model = Model::load(o);
+        const ModelConfig& c = model->config();
+        REQUIRE_EQ(c.arch, synthetic_shape(shape).arch);
+        REQUIRE_EQ(c.qkv_bias, c.arch == "qwen2");
+        REQUIRE_EQ(c.qk_norm, c.arch == "gemma3");
+        if (c.arch == "gemma3") {
+            REQUIRE_EQ(c.head_dim, 64);
+            REQUIRE_EQ(c.sliding_window, 4);
+            REQUIRE_EQ(c.layer_sliding, (std::vector<bool>{true, true, true, true, true, false}));
+        }
+        Sequence seq(*model);
+        const std::vector<int32_t> prompt = {1, 300, 301, 302, 303, 304, 305, 306};
+        for (float l : seq.prefill(prompt)) REQUIRE_MESSAGE(std::isfinite(l), shape);
+    }
+}
+TEST_CASE("unsupported architecture is named") {
+    test::TempDir dir;
+    const std::string src = dir.file("tiny.gguf"), dst = dir.file("mamba.gguf");
+    write_synthetic_model(src, synthetic_shape("tiny"), "F16");
+    rewrite(src, dst, [](GgufWriter& w) { w.set("general.architecture", GgufValue::str("mamba")); });
+    const std::string err = load_error(dst);
+    REQUIRE_MESSAGE(err.find("unsupported architecture 'mamba'") != std::string::npos, err.c_str());
+}
+TEST_CASE("unsupported weight type is named") {
+    test::TempDir dir;
+    const std::string src = dir.file("tiny.gguf"), dst = dir.file("iq2.gguf");
+    write_synthetic_model(src, synthetic_shape("tiny"), "F16");
+    rewrite(src, dst, [](GgufWriter&) {}, [](const GgufTensor& t) {
+        return t.name == "blk.1.ffn_up.weight" ? DType::IQ2_XXS : t.type;
+    });
+    const std::string err = load_error(dst);
+    REQUIRE_MESSAGE(err.find("blk.1.ffn_up.weight") != std::string::npos, err.c_str());
+    REQUIRE_MESSAGE(err.find("IQ2_XXS") != std::string::npos, err.c_str());
+}
+TEST_CASE("missing tensor is named") {
+    test::TempDir dir;
+    const std::string src = dir.file("tiny.gguf"), dst = dir.file("cut.gguf");
+    write_synthetic_model(src, synthetic_shape("tiny"), "F16");
+    const GgufFile f = GgufFile::open(src);
+    GgufWriter w;
+    for (const auto& k : f.metadata_order()) w.set(k, f.metadata().at(k));
+    for (const auto& t : f.tensors())
+        if (t.name != "blk.0.attn_k.weight") w.add_tensor(t.name, t.type, t.dims, std::vector<uint8_t>(t.data, t.data + t.n_bytes));
+    w.write_file(dst);
+    const std::string err = load_error(dst);
+    REQUIRE_MESSAGE(err.find("missing tensor 'blk.0.attn_k.weight'") != std::string::npos, err.c_str());
+}
+TEST_CASE("not a model file") {
+    test::TempDir dir;
+    const std::string path = dir.file("x.gguf");
+    test::write_file(path, "this is not a model");
+    REQUIRE(load_error(path).find("bad magic") != std::string::npos);
+    REQUIRE(load_error(dir.file("absent.gguf")).find("cannot open") != std::string::npos);
+}
+TEST_CASE("invalid utf8 prompt is handled") {
+    const std::string path = test::test_model(test::kSmolLM2);
+    EMBER_REQUIRE_FILE(path);
+    LoadOptions o;
+    o.path = path;
+    o.n_ctx = 256;
+    auto model = Model::load(o);
+    // Truncated and stray UTF-8 sequences come back byte for byte. (Bytes the vocabulary
+    // cannot spell at all, like 0xFF in SmolLM2's, are dropped, never a crash.)
+    const std::string bad = "caf\xC3 ok \xE2\x82 \x80!";
+    const auto ids = model->tokenizer().encode(bad, false, false);
+    REQUIRE(!ids.empty());
+    REQUIRE_EQ(model->tokenizer().decode(ids), bad);
+    REQUIRE_EQ(model->tokenizer().decode(model->tokenizer().encode("a\xFF\xFE" "b", false, false)), std::string("ab"));
+    Sequence seq(*model);
+    GenerateOptions g;
+    g.sampling = SamplingParams::greedy();
+    g.max_tokens = 8;
+    std::string out;
+    seq.generate(ids, g, [&](std::string_view t) { out += t; return true; });
+    REQUIRE(!out.empty());
+}
 
-QTEST_GUILESS_MAIN(TestModelLoading)
-#include "test_model_loading.moc"

@@ -2,15 +2,14 @@
 // on the GPU, the rest on the CPU). Here both are CPU backends, which checks the mechanics —
 // weights and KV cache placed per layer, activations crossing over — exactly: the logits
 // must equal those of a single backend bit for bit.
-#include <QtTest>
-
-#include <QTemporaryDir>
+#include <algorithm>
+#include <string>
 
 #include "engine/gguf/gguf.h"
 #include "engine/kv/kv_cache.h"
 #include "engine/models/synthetic.h"
 #include "engine/models/transformer.h"
-#include "test_paths.h"
+#include "test_data.h"
 
 using namespace ember;
 
@@ -47,48 +46,47 @@ std::vector<float> run(Transformer& tr, KvCache& kv, const std::vector<int32_t>&
 
 }  // namespace
 
-class TestOffload : public QObject {
-    Q_OBJECT
-private slots:
-    void splitEqualsSingle_data() {
-        QTest::addColumn<QString>("model");
-        QTest::addColumn<int>("first_layers");
-        const QString stories = QString::fromStdString(test::testdata(test::kStories));
-        QTest::newRow("stories260K, 2 of 5 layers first") << stories << 2;
-        QTest::newRow("stories260K, 0 of 5 (all on the second)") << stories << 0;
-        QTest::newRow("stories260K, 5 of 5 (all on the first)") << stories << 5;
-        QTest::newRow("SmolLM2, 17 of 30") << QString::fromStdString(test::test_model(test::kSmolLM2)) << 17;
-        QTest::newRow("Gemma 3, 9 of 18") << QString::fromStdString(test::test_model(test::kGemma3)) << 9;
-    }
-    void splitEqualsSingle() {
-        QFETCH(QString, model);
-        QFETCH(int, first_layers);
-        EMBER_REQUIRE_FILE(model.toStdString());
-        auto file = std::make_shared<const GgufFile>(GgufFile::open(model.toStdString()));
-        const std::vector<int32_t> prompt = {2, 40, 41, 42, 43, 44, 45, 46, 47, 48};
+TEST_CASE("split equals single") {
+    struct Row { const char* name; std::string model; int first_layers; };
+    const std::string stories = test::testdata(test::kStories);
+    const Row rows[] = {
+        {"stories260K, 2 of 5 layers first", stories, 2},
+        {"stories260K, 0 of 5 (all on the second)", stories, 0},
+        {"stories260K, 5 of 5 (all on the first)", stories, 5},
+        {"SmolLM2, 17 of 30", test::test_model(test::kSmolLM2), 17},
+        {"Gemma 3, 9 of 18", test::test_model(test::kGemma3), 9},
+    };
+    std::string model;
+    int first_layers = -1;
+    for (const Row& r : rows)
+        SUBCASE(r.name) {
+            model = r.model;
+            first_layers = r.first_layers;
+        }
+    REQUIRE(!model.empty());
+    EMBER_REQUIRE_FILE(model);
+    auto file = std::make_shared<const GgufFile>(GgufFile::open(model));
+    const std::vector<int32_t> prompt = {2, 40, 41, 42, 43, 44, 45, 46, 47, 48};
 
-        auto single_backend = make_cpu_backend(2);
-        Transformer single(file, *single_backend);
-        KvCache single_kv(*single_backend, single.kv_config(64, 1));
-        const auto expected = run(single, single_kv, prompt);
+    auto single_backend = make_cpu_backend(2);
+    Transformer single(file, *single_backend);
+    KvCache single_kv(*single_backend, single.kv_config(64, 1));
+    const auto expected = run(single, single_kv, prompt);
 
-        auto first = make_cpu_backend(2), rest = make_cpu_backend(2);
-        Transformer split(file, *first, *rest, first_layers);
-        const auto placement = split.layer_backends();
-        for (size_t i = 0; i < placement.size(); ++i)
-            QCOMPARE(placement[i], static_cast<int>(i) < first_layers ? first.get() : rest.get());
-        KvCache split_kv(placement, split.kv_config(64, 1));
-        // Each backend holds exactly its layers' share of the KV cache.
-        const uint64_t per_layer = split_kv.config().total_bytes() / static_cast<uint64_t>(placement.size());
-        const int n_first = std::min<int>(first_layers, static_cast<int>(placement.size()));
-        QVERIFY(first->memory().bytes[static_cast<int>(MemoryKind::KvCache)] >= per_layer * static_cast<uint64_t>(n_first));
-        QVERIFY(rest->memory().bytes[static_cast<int>(MemoryKind::KvCache)] >=
-                per_layer * static_cast<uint64_t>(placement.size() - static_cast<size_t>(n_first)));
-        const auto got = run(split, split_kv, prompt);
-        QCOMPARE(got.size(), expected.size());
-        QVERIFY(got == expected);
-    }
-};
+    auto first = make_cpu_backend(2), rest = make_cpu_backend(2);
+    Transformer split(file, *first, *rest, first_layers);
+    const auto placement = split.layer_backends();
+    for (size_t i = 0; i < placement.size(); ++i)
+        REQUIRE_EQ(placement[i], static_cast<int>(i) < first_layers ? first.get() : rest.get());
+    KvCache split_kv(placement, split.kv_config(64, 1));
+    // Each backend holds exactly its layers' share of the KV cache.
+    const uint64_t per_layer = split_kv.config().total_bytes() / static_cast<uint64_t>(placement.size());
+    const int n_first = std::min<int>(first_layers, static_cast<int>(placement.size()));
+    REQUIRE(first->memory().bytes[static_cast<int>(MemoryKind::KvCache)] >= per_layer * static_cast<uint64_t>(n_first));
+    REQUIRE(rest->memory().bytes[static_cast<int>(MemoryKind::KvCache)] >=
+            per_layer * static_cast<uint64_t>(placement.size() - static_cast<size_t>(n_first)));
+    const auto got = run(split, split_kv, prompt);
+    REQUIRE_EQ(got.size(), expected.size());
+    REQUIRE(got == expected);
+}
 
-QTEST_GUILESS_MAIN(TestOffload)
-#include "test_offload.moc"

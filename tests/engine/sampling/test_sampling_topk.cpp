@@ -1,7 +1,7 @@
 // The sampler's candidates path (Backend::top_k on the CPU backend + Sampler::sample_top)
 // against the full-row path (Sampler::sample) on random logits with penalties, bias, ties,
 // -inf and NaN, over many seeds: the same tokens, and the same adjusted row bit for bit.
-#include <QtTest>
+#include <doctest/doctest.h>
 
 #include <cmath>
 #include <cstring>
@@ -94,136 +94,133 @@ std::optional<int32_t> via_full_row(Sampler& s, std::vector<float>& logits, cons
     }
 }
 
+// The CPU backend every case uses (one for the whole run, as the Qt suite had).
+Backend& cpu() {
+    static const std::unique_ptr<Backend> backend = make_cpu_backend(1);
+    return *backend;
+}
+
 }  // namespace
 
-class TestSamplingTopK : public QObject {
-    Q_OBJECT
-    std::unique_ptr<Backend> cpu_ = make_cpu_backend(1);
-
-private slots:
-    // 300 random settings x 6 draws: identical tokens (so identical RNG use) and rows.
-    void candidatesMatchFullRow() {
-        int candidate_cases = 0;
-        for (uint32_t seed = 1; seed <= 300; ++seed) {
-            std::mt19937 rng(seed);
-            const int32_t vocab = static_cast<int32_t>(rng() % 3000 + 1);
-            const SamplingParams p = random_params(rng, vocab);
-            Sampler full(p), cand(p);
-            if (cand.top_k_candidates() == 0) continue;  // only the full row applies
-            ++candidate_cases;
-            std::vector<int32_t> history;
-            for (int i = 0, n = static_cast<int>(rng() % 300); i < n; ++i)
-                history.push_back(static_cast<int32_t>(rng() % static_cast<uint32_t>(vocab + (i % 50 == 0 ? 9 : 0))));
-            for (int draw = 0; draw < 6; ++draw) {
-                const std::vector<float> base = random_row(rng, static_cast<size_t>(vocab));
-                std::vector<float> row = base, adjusted;
-                const auto a = via_full_row(full, row, history);
-                const auto b = via_candidates(*cpu_, cand, base, history, adjusted);
-                if (a != b)
-                    QFAIL(qPrintable(QString("seed %1 draw %2: full row %3, candidates %4 (top_k %5, temperature %6)")
-                                         .arg(seed).arg(draw).arg(a ? *a : -1).arg(b ? *b : -1).arg(p.top_k)
-                                         .arg(static_cast<double>(p.temperature))));
-                QVERIFY2(same_bits(row, adjusted), qPrintable(QString("seed %1: adjusted rows differ").arg(seed)));
-                history.push_back(a ? *a : 0);
-            }
-        }
-        QVERIFY(candidate_cases > 150);
-    }
-
-    // Equal logits (and -0 == +0) are ordered by id, lowest first, as sample() orders them.
-    void tiesGoToTheLowerId() {
-        std::vector<float> l = {1.0f, 2.0f, 2.0f, -0.0f, 0.0f, 2.0f, -0.0f};
-        Tensor t = cpu_->alloc(MemoryKind::Activations, DType::F32, 7, 1, "logits");
-        cpu_->upload(t, l.data(), l.size() * sizeof(float));
-        std::vector<TopKCandidate> top(7);
-        int32_t count = 0;
-        const TopKRow none;
-        cpu_->top_k(t, 7, std::span(&none, 1), top, std::span(&count, 1));
-        QCOMPARE(count, 7);
-        const int32_t want[] = {1, 2, 5, 0, 3, 4, 6};
-        for (int i = 0; i < 7; ++i) QCOMPARE(top[static_cast<size_t>(i)].id, want[i]);
-        QVERIFY(std::signbit(top[4].logit) && !std::signbit(top[5].logit));  // logits returned as they are
-        cpu_->free(t);
-    }
-
-    // Greedy: NaN never wins, ties go to the lowest id, both paths; all NaN gives token 0.
-    void greedyIgnoresNaN() {
-        for (const std::vector<float>& l : {std::vector<float>{kNaN, 1.0f, 3.0f, 3.0f}, std::vector<float>{-kInf, kNaN, -kInf},
-                                            std::vector<float>{kNaN, kNaN}}) {
-            Sampler a(SamplingParams::greedy()), b(SamplingParams::greedy());
-            std::vector<float> row = l, adjusted;
-            const auto x = via_full_row(a, row, {});
-            const auto y = via_candidates(*cpu_, b, l, {}, adjusted);
-            QVERIFY(x == y);
-        }
-        Sampler s(SamplingParams::greedy());
-        std::vector<float> l = {kNaN, 1.0f, 3.0f, 3.0f};
-        QCOMPARE(s.sample(l, {}), 2);
-    }
-
-    // The penalty window: the last repeat_last_n tokens, each id once with its count.
-    void adjustmentsFollowTheWindow() {
-        SamplingParams p = SamplingParams::greedy();
-        p.repeat_penalty = 1.3f;
-        p.repeat_last_n = 4;
-        p.logit_bias[7] = -kInf;
-        Sampler s(p);
-        const std::vector<int32_t> history = {9, 9, 5, 2, 5, 5};
-        const TopKRow r = s.adjustments(history);
-        QCOMPARE(r.penalized.size(), size_t{2});
-        QCOMPARE(r.penalized[0].id, 2);
-        QCOMPARE(r.penalized[0].count, 1);
-        QCOMPARE(r.penalized[1].id, 5);
-        QCOMPARE(r.penalized[1].count, 3);
-        QCOMPARE(r.bias.size(), size_t{1});
-        QCOMPARE(r.bias[0].id, 7);
-        p.repeat_last_n = -1;
-        QCOMPARE(Sampler(p).adjustments(history).penalized.size(), size_t{3});
-        p.repeat_last_n = 0;
-        QCOMPARE(Sampler(p).adjustments(history).penalized.size(), size_t{0});
-    }
-
-    // Every token banned: both paths refuse (greedy: both pick token 0).
-    void everythingBanned() {
-        for (float temperature : {0.0f, 0.8f}) {
-            SamplingParams p;
-            p.temperature = temperature;
-            p.top_k = 3;
-            for (int32_t id = 0; id < 5; ++id) p.logit_bias[id] = -kInf;
-            Sampler a(p), b(p);
-            const std::vector<float> l = {0.5f, 2.0f, -1.0f, 2.0f, 0.0f};
-            std::vector<float> row = l, adjusted;
-            const auto x = via_full_row(a, row, {});
-            const auto y = via_candidates(*cpu_, b, l, {}, adjusted);
-            QVERIFY(x == y);
-            QCOMPARE(x.has_value(), temperature == 0.0f);
+// 300 random settings x 6 draws: identical tokens (so identical RNG use) and rows.
+TEST_CASE("candidates match full row") {
+    int candidate_cases = 0;
+    for (uint32_t seed = 1; seed <= 300; ++seed) {
+        std::mt19937 rng(seed);
+        const int32_t vocab = static_cast<int32_t>(rng() % 3000 + 1);
+        const SamplingParams p = random_params(rng, vocab);
+        Sampler full(p), cand(p);
+        if (cand.top_k_candidates() == 0) continue;  // only the full row applies
+        ++candidate_cases;
+        std::vector<int32_t> history;
+        for (int i = 0, n = static_cast<int>(rng() % 300); i < n; ++i)
+            history.push_back(static_cast<int32_t>(rng() % static_cast<uint32_t>(vocab + (i % 50 == 0 ? 9 : 0))));
+        for (int draw = 0; draw < 6; ++draw) {
+            const std::vector<float> base = random_row(rng, static_cast<size_t>(vocab));
+            std::vector<float> row = base, adjusted;
+            const auto a = via_full_row(full, row, history);
+            const auto b = via_candidates(cpu(), cand, base, history, adjusted);
+            if (a != b)
+                FAIL("seed " << seed << " draw " << draw << ": full row " << (a ? *a : -1) << ", candidates "
+                             << (b ? *b : -1) << " (top_k " << p.top_k << ", temperature " << p.temperature << ")");
+            REQUIRE_MESSAGE(same_bits(row, adjusted), "seed " << seed << ": adjusted rows differ");
+            history.push_back(a ? *a : 0);
         }
     }
+    REQUIRE(candidate_cases > 150);
+}
 
-    // Which path a setting takes.
-    void candidateCounts() {
+// Equal logits (and -0 == +0) are ordered by id, lowest first, as sample() orders them.
+TEST_CASE("ties go to the lower id") {
+    std::vector<float> l = {1.0f, 2.0f, 2.0f, -0.0f, 0.0f, 2.0f, -0.0f};
+    Tensor t = cpu().alloc(MemoryKind::Activations, DType::F32, 7, 1, "logits");
+    cpu().upload(t, l.data(), l.size() * sizeof(float));
+    std::vector<TopKCandidate> top(7);
+    int32_t count = 0;
+    const TopKRow none;
+    cpu().top_k(t, 7, std::span(&none, 1), top, std::span(&count, 1));
+    REQUIRE_EQ(count, 7);
+    const int32_t want[] = {1, 2, 5, 0, 3, 4, 6};
+    for (int i = 0; i < 7; ++i) REQUIRE_EQ(top[static_cast<size_t>(i)].id, want[i]);
+    REQUIRE((std::signbit(top[4].logit) && !std::signbit(top[5].logit)));  // logits returned as they are
+    cpu().free(t);
+}
+
+// Greedy: NaN never wins, ties go to the lowest id, both paths; all NaN gives token 0.
+TEST_CASE("greedy ignores na n") {
+    for (const std::vector<float>& l : {std::vector<float>{kNaN, 1.0f, 3.0f, 3.0f}, std::vector<float>{-kInf, kNaN, -kInf},
+                                        std::vector<float>{kNaN, kNaN}}) {
+        Sampler a(SamplingParams::greedy()), b(SamplingParams::greedy());
+        std::vector<float> row = l, adjusted;
+        const auto x = via_full_row(a, row, {});
+        const auto y = via_candidates(cpu(), b, l, {}, adjusted);
+        REQUIRE(x == y);
+    }
+    Sampler s(SamplingParams::greedy());
+    std::vector<float> l = {kNaN, 1.0f, 3.0f, 3.0f};
+    REQUIRE_EQ(s.sample(l, {}), 2);
+}
+
+// The penalty window: the last repeat_last_n tokens, each id once with its count.
+TEST_CASE("adjustments follow the window") {
+    SamplingParams p = SamplingParams::greedy();
+    p.repeat_penalty = 1.3f;
+    p.repeat_last_n = 4;
+    p.logit_bias[7] = -kInf;
+    Sampler s(p);
+    const std::vector<int32_t> history = {9, 9, 5, 2, 5, 5};
+    const TopKRow r = s.adjustments(history);
+    REQUIRE_EQ(r.penalized.size(), size_t{2});
+    REQUIRE_EQ(r.penalized[0].id, 2);
+    REQUIRE_EQ(r.penalized[0].count, 1);
+    REQUIRE_EQ(r.penalized[1].id, 5);
+    REQUIRE_EQ(r.penalized[1].count, 3);
+    REQUIRE_EQ(r.bias.size(), size_t{1});
+    REQUIRE_EQ(r.bias[0].id, 7);
+    p.repeat_last_n = -1;
+    REQUIRE_EQ(Sampler(p).adjustments(history).penalized.size(), size_t{3});
+    p.repeat_last_n = 0;
+    REQUIRE_EQ(Sampler(p).adjustments(history).penalized.size(), size_t{0});
+}
+
+// Every token banned: both paths refuse (greedy: both pick token 0).
+TEST_CASE("everything banned") {
+    for (float temperature : {0.0f, 0.8f}) {
         SamplingParams p;
-        p.top_k = 40;
-        QCOMPARE(Sampler(p).top_k_candidates(), 40);
-        p.top_k = kMaxTopK + 1;
-        QCOMPARE(Sampler(p).top_k_candidates(), 0);
-        p.top_k = 0;
-        QCOMPARE(Sampler(p).top_k_candidates(), 0);
-        p.temperature = 0.0f;
-        QCOMPARE(Sampler(p).top_k_candidates(), 1);
+        p.temperature = temperature;
+        p.top_k = 3;
+        for (int32_t id = 0; id < 5; ++id) p.logit_bias[id] = -kInf;
+        Sampler a(p), b(p);
+        const std::vector<float> l = {0.5f, 2.0f, -1.0f, 2.0f, 0.0f};
+        std::vector<float> row = l, adjusted;
+        const auto x = via_full_row(a, row, {});
+        const auto y = via_candidates(cpu(), b, l, {}, adjusted);
+        REQUIRE(x == y);
+        REQUIRE_EQ(x.has_value(), temperature == 0.0f);
     }
+}
 
-    void topKRejectsBadArguments() {
-        Tensor t = cpu_->alloc(MemoryKind::Activations, DType::F32, 8, 1, "logits");
-        std::vector<TopKCandidate> top(kMaxTopK + 1);
-        int32_t count = 0;
-        const TopKRow none;
-        QVERIFY_THROWS_EXCEPTION(Error, cpu_->top_k(t, 0, std::span(&none, 1), top, std::span(&count, 1)));
-        QVERIFY_THROWS_EXCEPTION(Error, cpu_->top_k(t, kMaxTopK + 1, std::span(&none, 1), top, std::span(&count, 1)));
-        QVERIFY_THROWS_EXCEPTION(Error, cpu_->top_k(t, 4, std::span(&none, 1), std::span(top).first(3), std::span(&count, 1)));
-        cpu_->free(t);
-    }
-};
+// Which path a setting takes.
+TEST_CASE("candidate counts") {
+    SamplingParams p;
+    p.top_k = 40;
+    REQUIRE_EQ(Sampler(p).top_k_candidates(), 40);
+    p.top_k = kMaxTopK + 1;
+    REQUIRE_EQ(Sampler(p).top_k_candidates(), 0);
+    p.top_k = 0;
+    REQUIRE_EQ(Sampler(p).top_k_candidates(), 0);
+    p.temperature = 0.0f;
+    REQUIRE_EQ(Sampler(p).top_k_candidates(), 1);
+}
 
-QTEST_APPLESS_MAIN(TestSamplingTopK)
-#include "test_sampling_topk.moc"
+TEST_CASE("top k rejects bad arguments") {
+    Tensor t = cpu().alloc(MemoryKind::Activations, DType::F32, 8, 1, "logits");
+    std::vector<TopKCandidate> top(kMaxTopK + 1);
+    int32_t count = 0;
+    const TopKRow none;
+    REQUIRE_THROWS_AS(cpu().top_k(t, 0, std::span(&none, 1), top, std::span(&count, 1)), Error);
+    REQUIRE_THROWS_AS(cpu().top_k(t, kMaxTopK + 1, std::span(&none, 1), top, std::span(&count, 1)), Error);
+    REQUIRE_THROWS_AS(cpu().top_k(t, 4, std::span(&none, 1), std::span(top).first(3), std::span(&count, 1)), Error);
+    cpu().free(t);
+}
+

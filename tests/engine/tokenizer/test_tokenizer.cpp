@@ -1,12 +1,13 @@
 // Tokenizer tests: Unicode helpers, pre-tokenizers, SPM and BPE on small hand-made vocabs,
 // special tokens, streaming detokenization, llama.cpp's vocab test vectors, and two real
 // models (SmolLM2: byte-level BPE, Gemma 3: SentencePiece-style).
-#include <QtTest>
 
+#include <algorithm>
 #include <chrono>
-#include <fstream>
+#include <cstdio>
 #include <map>
 #include <sstream>
+#include <stdexcept>
 
 #include "kernels/common/error.h"
 #include "engine/gguf/gguf.h"
@@ -14,30 +15,62 @@
 #include "engine/tokenizer/pretokenizer.h"
 #include "engine/tokenizer/tokenizer.h"
 #include "engine/tokenizer/unicode.h"
-#include "test_paths.h"
+#include "test_data.h"
 
 using namespace ember;
 using Ids = std::vector<int32_t>;
 
 namespace {
 
-std::string read_file(const std::string& path) {
-    std::ifstream f(path, std::ios::binary);
-    std::stringstream ss;
-    ss << f.rdbuf();
-    return ss.str();
+using test::read_file;
+
+std::string join(const std::vector<std::string>& parts, const std::string& sep) {
+    std::string out;
+    for (size_t i = 0; i < parts.size(); ++i) {
+        if (i) out += sep;
+        out += parts[i];
+    }
+    return out;
 }
 
-QString show(const Ids& ids) {
-    QStringList s;
-    for (int32_t id : ids) s << QString::number(id);
-    return s.join(' ');
+std::string show(const Ids& ids) {
+    std::vector<std::string> s;
+    for (int32_t id : ids) s.push_back(std::to_string(id));
+    return join(s, " ");
 }
 
-QString show_pieces(const std::vector<std::string_view>& pieces) {
-    QStringList s;
-    for (auto p : pieces) s << "[" + QString::fromUtf8(p.data(), qsizetype(p.size())) + "]";
-    return s.join(' ');
+std::string show_pieces(const std::vector<std::string_view>& pieces) {
+    std::vector<std::string> s;
+    for (auto p : pieces) {
+        std::string piece = "[";
+        piece.append(p);
+        s.push_back(piece + "]");
+    }
+    return join(s, " ");
+}
+
+std::string to_hex(const std::string& bytes) {
+    static const char* const digits = "0123456789abcdef";
+    std::string out;
+    for (unsigned char c : bytes) out += {digits[c >> 4], digits[c & 15]};
+    return out;
+}
+
+std::string from_hex(const std::string& hex) {
+    if (hex.size() % 2) throw std::runtime_error("odd-length hex: " + hex);
+    std::string out;
+    for (size_t i = 0; i < hex.size(); i += 2) out += char(std::stoi(hex.substr(i, 2), nullptr, 16));
+    return out;
+}
+
+std::vector<std::string> split_tabs(const std::string& line) {
+    std::vector<std::string> f;
+    for (size_t pos = 0;;) {
+        const size_t tab = line.find('\t', pos);
+        f.push_back(line.substr(pos, tab - pos));
+        if (tab == std::string::npos) return f;
+        pos = tab + 1;
+    }
 }
 
 std::vector<std::string_view> split(std::string_view pre, std::string_view text) {
@@ -131,7 +164,7 @@ TokenizerData tiny_bpe() {
 
 int32_t id_of(const Tokenizer& t, std::string_view text) {
     auto id = t.find_token(text);
-    if (!id) qFatal("no token '%s'", std::string(text).c_str());
+    if (!id) throw std::runtime_error("no token '" + std::string(text) + "'");
     return *id;
 }
 
@@ -179,486 +212,471 @@ const char* const kRoundTripTexts[] = {
 
 }  // namespace
 
-class TestTokenizer : public QObject {
-    Q_OBJECT
 
-private slots:
-    // ---- Unicode helpers -----------------------------------------------------------------
-    void unicodeCategories() {
-        using unicode::Category;
-        QCOMPARE(unicode::category('A'), Category::Lu);
-        QCOMPARE(unicode::category('z'), Category::Ll);
-        QCOMPARE(unicode::category('7'), Category::Nd);
-        QCOMPARE(unicode::category(0xBD), Category::No);      // ½
-        QCOMPARE(unicode::category(' '), Category::Zs);
-        QCOMPARE(unicode::category('!'), Category::Po);
-        QCOMPARE(unicode::category('$'), Category::Sc);
-        QCOMPARE(unicode::category(0x4E00), Category::Lo);    // 一
-        QCOMPARE(unicode::category(0x0301), Category::Mn);    // combining acute
-        QCOMPARE(unicode::category(0x1F600), Category::So);   // 😀
-        QCOMPARE(unicode::category(0xE000), Category::Co);
-        QCOMPARE(unicode::category(0x0378), Category::Cn);    // unassigned
-        QCOMPARE(unicode::category(0x10FFFF), Category::Cn);
-        QCOMPARE(unicode::category(0x110000), Category::Cn);
-        QVERIFY(unicode::is_whitespace(0x3000));
-        QVERIFY(unicode::is_whitespace(0x85));
-        QVERIFY(!unicode::is_whitespace(0x1C));
-        QVERIFY(!unicode::is_whitespace(0x200B));  // zero width space is Cf, not White_Space
-        QVERIFY(unicode::flags(0x00E9) & unicode::kLetter);
-        QVERIFY(unicode::flags(0x0661) & unicode::kNumber);  // Arabic-Indic one
-    }
+// ---- Unicode helpers -----------------------------------------------------------------
+TEST_CASE("unicode categories") {
+    using unicode::Category;
+    REQUIRE_EQ(unicode::category('A'), Category::Lu);
+    REQUIRE_EQ(unicode::category('z'), Category::Ll);
+    REQUIRE_EQ(unicode::category('7'), Category::Nd);
+    REQUIRE_EQ(unicode::category(0xBD), Category::No);      // ½
+    REQUIRE_EQ(unicode::category(' '), Category::Zs);
+    REQUIRE_EQ(unicode::category('!'), Category::Po);
+    REQUIRE_EQ(unicode::category('$'), Category::Sc);
+    REQUIRE_EQ(unicode::category(0x4E00), Category::Lo);    // 一
+    REQUIRE_EQ(unicode::category(0x0301), Category::Mn);    // combining acute
+    REQUIRE_EQ(unicode::category(0x1F600), Category::So);   // 😀
+    REQUIRE_EQ(unicode::category(0xE000), Category::Co);
+    REQUIRE_EQ(unicode::category(0x0378), Category::Cn);    // unassigned
+    REQUIRE_EQ(unicode::category(0x10FFFF), Category::Cn);
+    REQUIRE_EQ(unicode::category(0x110000), Category::Cn);
+    REQUIRE(unicode::is_whitespace(0x3000));
+    REQUIRE(unicode::is_whitespace(0x85));
+    REQUIRE(!unicode::is_whitespace(0x1C));
+    REQUIRE(!unicode::is_whitespace(0x200B));  // zero width space is Cf, not White_Space
+    REQUIRE((unicode::flags(0x00E9) & unicode::kLetter) != 0);
+    REQUIRE((unicode::flags(0x0661) & unicode::kNumber) != 0);  // Arabic-Indic one
+}
 
-    void utf8Decoding() {
-        using unicode::Utf8Step;
-        auto st = unicode::decode_utf8("\xF0\x9F\xA6\x99", 0);  // 🦙
-        QCOMPARE(st.status, Utf8Step::Ok);
-        QCOMPARE(st.cp, char32_t(0x1F999));
-        QCOMPARE(int(st.len), 4);
-        QCOMPARE(unicode::decode_utf8("\xC0\x80", 0).status, Utf8Step::Invalid);      // overlong
-        QCOMPARE(unicode::decode_utf8("\xE0\x80\x80", 0).status, Utf8Step::Invalid);  // overlong
-        QCOMPARE(unicode::decode_utf8("\xED\xA0\x80", 0).status, Utf8Step::Invalid);  // surrogate
-        QCOMPARE(unicode::decode_utf8("\xF4\x90\x80\x80", 0).status, Utf8Step::Invalid);
-        QCOMPARE(unicode::decode_utf8("\xE2\x28\xA1", 0).len, uint8_t(1));
-        st = unicode::decode_utf8("\xE2\x82", 0);
-        QCOMPARE(st.status, Utf8Step::Incomplete);
-        QCOMPARE(int(st.len), 2);
+TEST_CASE("utf8 decoding") {
+    using unicode::Utf8Step;
+    auto st = unicode::decode_utf8("\xF0\x9F\xA6\x99", 0);  // 🦙
+    REQUIRE_EQ(st.status, Utf8Step::Ok);
+    REQUIRE_EQ(st.cp, char32_t(0x1F999));
+    REQUIRE_EQ(int(st.len), 4);
+    REQUIRE_EQ(unicode::decode_utf8("\xC0\x80", 0).status, Utf8Step::Invalid);      // overlong
+    REQUIRE_EQ(unicode::decode_utf8("\xE0\x80\x80", 0).status, Utf8Step::Invalid);  // overlong
+    REQUIRE_EQ(unicode::decode_utf8("\xED\xA0\x80", 0).status, Utf8Step::Invalid);  // surrogate
+    REQUIRE_EQ(unicode::decode_utf8("\xF4\x90\x80\x80", 0).status, Utf8Step::Invalid);
+    REQUIRE_EQ(unicode::decode_utf8("\xE2\x28\xA1", 0).len, uint8_t(1));
+    st = unicode::decode_utf8("\xE2\x82", 0);
+    REQUIRE_EQ(st.status, Utf8Step::Incomplete);
+    REQUIRE_EQ(int(st.len), 2);
 
-        std::string out;
-        QCOMPARE(unicode::append_complete_utf8("a\xE2\x82\xAC" "b\xE2\x82", out), size_t(5));
-        QCOMPARE(out, std::string("a\xE2\x82\xAC" "b"));
-        out.clear();
-        QCOMPARE(unicode::append_complete_utf8("x\xFFy\xE2\x28", out), size_t(5));
-        QCOMPARE(out, std::string("x\xEF\xBF\xBDy\xEF\xBF\xBD("));
-    }
+    std::string out;
+    REQUIRE_EQ(unicode::append_complete_utf8("a\xE2\x82\xAC" "b\xE2\x82", out), size_t(5));
+    REQUIRE_EQ(out, std::string("a\xE2\x82\xAC" "b"));
+    out.clear();
+    REQUIRE_EQ(unicode::append_complete_utf8("x\xFFy\xE2\x28", out), size_t(5));
+    REQUIRE_EQ(out, std::string("x\xEF\xBF\xBDy\xEF\xBF\xBD("));
+}
 
-    void byteLevelAlphabet() {
-        QCOMPARE(unicode::byte_to_cp('A'), char32_t('A'));
-        QCOMPARE(unicode::byte_to_cp(' '), char32_t(0x120));  // Ġ
-        QCOMPARE(unicode::byte_to_cp('\n'), char32_t(0x10A));  // Ċ
-        QCOMPARE(unicode::byte_to_cp(0xAD), char32_t(0x143));
-        for (int b = 0; b < 256; ++b) QCOMPARE(unicode::cp_to_byte(unicode::byte_to_cp(uint8_t(b))), b);
-        QCOMPARE(unicode::cp_to_byte(0x2581), -1);
-    }
+TEST_CASE("byte level alphabet") {
+    REQUIRE_EQ(unicode::byte_to_cp('A'), char32_t('A'));
+    REQUIRE_EQ(unicode::byte_to_cp(' '), char32_t(0x120));  // Ġ
+    REQUIRE_EQ(unicode::byte_to_cp('\n'), char32_t(0x10A));  // Ċ
+    REQUIRE_EQ(unicode::byte_to_cp(0xAD), char32_t(0x143));
+    for (int b = 0; b < 256; ++b) REQUIRE_EQ(unicode::cp_to_byte(unicode::byte_to_cp(uint8_t(b))), b);
+    REQUIRE_EQ(unicode::cp_to_byte(0x2581), -1);
+}
 
-    // ---- Pre-tokenizers ------------------------------------------------------------------
-    void preTokenizers_data() {
-        QTest::addColumn<QString>("pre");
-        QTest::addColumn<QString>("text");
-        QTest::addColumn<QString>("expected");
-        QTest::newRow("gpt2") << "gpt-2" << "Hello world's  test 123 !!\n"
-                              << "[Hello] [ world] ['s] [ ] [ test] [ 123] [ !!] [\n]";
-        QTest::newRow("gpt2 no case folding") << "gpt-2" << "I'M" << "[I] ['] [M]";
-        QTest::newRow("llama3") << "llama-bpe" << "Hello 12345 I'M ok\n\n  x"
-                                << "[Hello] [ ] [123] [45] [ I] ['M] [ ok] [\n\n] [ ] [ x]";
-        QTest::newRow("llama3 punct") << "llama-bpe" << "a...\n\nb" << "[a] [...\n\n] [b]";
-        QTest::newRow("qwen2") << "qwen2" << "x 2025!" << "[x] [ ] [2] [0] [2] [5] [!]";
-        QTest::newRow("starcoder") << "smollm" << "abc 123" << "[abc] [ ] [1] [2] [3]";
-        QTest::newRow("deepseek-coder") << "deepseek-coder" << "ied 4 \u00bd months"
-                                        << "[ied] [ ] [4] [ ] [\u00bd] [ months]";
-        QTest::newRow("deepseek-llm") << "deepseek-llm" << "Hi, \u4f60\u597d 42  "
-                                      << "[Hi] [,] [ ] [\u4f60\u597d] [ ] [42] [  ]";
-        QTest::newRow("default") << "default" << "x+=1234" << "[x] [+=] [123] [4]";
-        QTest::newRow("falcon") << "falcon" << "a`b 12345" << "[a] [`] [b] [ ] [123] [45]";
-    }
-    void preTokenizers() {
-        QFETCH(QString, pre);
-        QFETCH(QString, text);
-        QFETCH(QString, expected);
-        const std::string t = text.toStdString();
-        QCOMPARE(show_pieces(split(pre.toStdString(), t)), expected);
-    }
+// ---- Pre-tokenizers ------------------------------------------------------------------
+TEST_CASE("pre tokenizers") {
+    struct Row { const char *name, *pre, *text, *expected; };
+    const Row rows[] = {
+        {"gpt2", "gpt-2", "Hello world's  test 123 !!\n", "[Hello] [ world] ['s] [ ] [ test] [ 123] [ !!] [\n]"},
+        {"gpt2 no case folding", "gpt-2", "I'M", "[I] ['] [M]"},
+        {"llama3", "llama-bpe", "Hello 12345 I'M ok\n\n  x", "[Hello] [ ] [123] [45] [ I] ['M] [ ok] [\n\n] [ ] [ x]"},
+        {"llama3 punct", "llama-bpe", "a...\n\nb", "[a] [...\n\n] [b]"},
+        {"qwen2", "qwen2", "x 2025!", "[x] [ ] [2] [0] [2] [5] [!]"},
+        {"starcoder", "smollm", "abc 123", "[abc] [ ] [1] [2] [3]"},
+        {"deepseek-coder", "deepseek-coder", "ied 4 \u00bd months", "[ied] [ ] [4] [ ] [\u00bd] [ months]"},
+        {"deepseek-llm", "deepseek-llm", "Hi, \u4f60\u597d 42  ", "[Hi] [,] [ ] [\u4f60\u597d] [ ] [42] [  ]"},
+        {"default", "default", "x+=1234", "[x] [+=] [123] [4]"},
+        {"falcon", "falcon", "a`b 12345", "[a] [`] [b] [ ] [123] [45]"},
+    };
+    for (const Row& r : rows)
+        SUBCASE(r.name) { REQUIRE_EQ(show_pieces(split(r.pre, r.text)), std::string(r.expected)); }
+}
 
-    void preTokenizerInvalidUtf8() {
-        // Every byte is kept; invalid ones act like U+FFFD (a symbol), nothing throws.
-        const std::string bad = "a\xFF" "b \xE2\x82 c\xC0";
-        std::vector<std::string> pieces;
-        for (auto p : split("gpt-2", bad)) pieces.emplace_back(p);
-        const std::vector<std::string> want = {"a", "\xFF", "b", " \xE2\x82", " c", "\xC0"};
-        QCOMPARE(pieces, want);
-    }
+TEST_CASE("pre tokenizer invalid utf8") {
+    // Every byte is kept; invalid ones act like U+FFFD (a symbol), nothing throws.
+    const std::string bad = "a\xFF" "b \xE2\x82 c\xC0";
+    std::vector<std::string> pieces;
+    for (auto p : split("gpt-2", bad)) pieces.emplace_back(p);
+    const std::vector<std::string> want = {"a", "\xFF", "b", " \xE2\x82", " c", "\xC0"};
+    REQUIRE_EQ(pieces, want);
+}
 
-    void unknownPreTokenizerThrows() {
-        QVERIFY_THROWS_EXCEPTION(Error, PreTokenizer("no-such-pre"));
-        QVERIFY(!PreTokenizer::known_names().empty());
-    }
+TEST_CASE("unknown pre tokenizer throws") {
+    REQUIRE_THROWS_AS(PreTokenizer("no-such-pre"), Error);
+    REQUIRE(!PreTokenizer::known_names().empty());
+}
 
-    // ---- SPM on a tiny vocab -------------------------------------------------------------
-    void spmMergesByScore() {
-        auto t = Tokenizer::from_data(tiny_spm());
-        QCOMPARE(t->kind(), std::string_view("spm"));
-        QVERIFY(t->add_bos());
-        QVERIFY(t->add_space_prefix());
-        const Ids ids = t->encode("hello world", false, false);
-        QCOMPARE(show(ids), show({id_of(*t, "\u2581hello"), id_of(*t, "\u2581world")}));
-        QCOMPARE(t->decode(ids), std::string("hello world"));
-        // BOS via add_special; decode drops nothing but renders control text unless skipped.
-        const Ids with_bos = t->encode("hello", true, false);
-        QCOMPARE(with_bos.front(), t->bos());
-        QCOMPARE(t->decode(with_bos, true), std::string("hello"));
-        QCOMPARE(t->decode(with_bos, false), std::string("<s>hello"));
-    }
+// ---- SPM on a tiny vocab -------------------------------------------------------------
+TEST_CASE("spm merges by score") {
+    auto t = Tokenizer::from_data(tiny_spm());
+    REQUIRE_EQ(t->kind(), std::string_view("spm"));
+    REQUIRE(t->add_bos());
+    REQUIRE(t->add_space_prefix());
+    const Ids ids = t->encode("hello world", false, false);
+    REQUIRE_EQ(show(ids), show({id_of(*t, "\u2581hello"), id_of(*t, "\u2581world")}));
+    REQUIRE_EQ(t->decode(ids), std::string("hello world"));
+    // BOS via add_special; decode drops nothing but renders control text unless skipped.
+    const Ids with_bos = t->encode("hello", true, false);
+    REQUIRE_EQ(with_bos.front(), t->bos());
+    REQUIRE_EQ(t->decode(with_bos, true), std::string("hello"));
+    REQUIRE_EQ(t->decode(with_bos, false), std::string("<s>hello"));
+}
 
-    void spmByteFallback() {
-        auto t = Tokenizer::from_data(tiny_spm());
-        const Ids ids = t->encode("h\u00e9", false, false);  // é is not in the vocab
-        QCOMPARE(show(ids), show({id_of(*t, "\u2581h"), id_of(*t, "<0xC3>"), id_of(*t, "<0xA9>")}));
-        QCOMPARE(t->decode(ids), std::string("h\u00e9"));
-        QCOMPARE(t->token_to_piece(id_of(*t, "<0xC3>")), std::string("\xC3"));
-        QCOMPARE(t->token_to_piece(id_of(*t, "\u2581hello")), std::string(" hello"));
-        // Invalid UTF-8 goes through as bytes, and comes back exactly.
-        const std::string bad = "he\xFF\xE2\x82";
-        QCOMPARE(t->decode(t->encode(bad, false, false)), bad);
-    }
+TEST_CASE("spm byte fallback") {
+    auto t = Tokenizer::from_data(tiny_spm());
+    const Ids ids = t->encode("h\u00e9", false, false);  // é is not in the vocab
+    REQUIRE_EQ(show(ids), show({id_of(*t, "\u2581h"), id_of(*t, "<0xC3>"), id_of(*t, "<0xA9>")}));
+    REQUIRE_EQ(t->decode(ids), std::string("h\u00e9"));
+    REQUIRE_EQ(t->token_to_piece(id_of(*t, "<0xC3>")), std::string("\xC3"));
+    REQUIRE_EQ(t->token_to_piece(id_of(*t, "\u2581hello")), std::string(" hello"));
+    // Invalid UTF-8 goes through as bytes, and comes back exactly.
+    const std::string bad = "he\xFF\xE2\x82";
+    REQUIRE_EQ(t->decode(t->encode(bad, false, false)), bad);
+}
 
-    void spmSpacePrefixAfterSpecial() {
-        auto t = Tokenizer::from_data(tiny_spm());
-        // "<|user|>" is user-defined: always matched; text after it gets the space prefix.
-        const Ids ids = t->encode("hello<|user|>world", false, false);
-        QCOMPARE(show(ids), show({id_of(*t, "\u2581hello"), id_of(*t, "<|user|>"), id_of(*t, "\u2581world")}));
-        QCOMPARE(t->decode(ids), std::string("hello<|user|>world"));
-        QVERIFY(t->encode("", false, false).empty());
-        QCOMPARE(show(t->encode("", true, false)), show({t->bos()}));
-    }
+TEST_CASE("spm space prefix after special") {
+    auto t = Tokenizer::from_data(tiny_spm());
+    // "<|user|>" is user-defined: always matched; text after it gets the space prefix.
+    const Ids ids = t->encode("hello<|user|>world", false, false);
+    REQUIRE_EQ(show(ids), show({id_of(*t, "\u2581hello"), id_of(*t, "<|user|>"), id_of(*t, "\u2581world")}));
+    REQUIRE_EQ(t->decode(ids), std::string("hello<|user|>world"));
+    REQUIRE(t->encode("", false, false).empty());
+    REQUIRE_EQ(show(t->encode("", true, false)), show({t->bos()}));
+}
 
-    // ---- BPE on a tiny vocab -------------------------------------------------------------
-    void bpeMergesByRank() {
-        auto t = Tokenizer::from_data(tiny_bpe());
-        QCOMPARE(t->kind(), std::string_view("bpe/gpt-2"));
-        QVERIFY(!t->add_bos());
-        const Ids ids = t->encode("hello world", false, false);
-        QCOMPARE(show(ids), show({id_of(*t, "hello"), id_of(*t, "\u0120world")}));
-        QCOMPARE(t->decode(ids), std::string("hello world"));
-        // "hel": h+e merges first (rank 0), then nothing joins "he" and "l".
-        QCOMPARE(show(t->encode("hel", false, false)), show({id_of(*t, "he"), id_of(*t, "l")}));
-        const std::string bad = "\xFF\xFEhello\xE2\x82";
-        QCOMPARE(t->decode(t->encode(bad, false, false)), bad);
-        QCOMPARE(t->token_to_piece(id_of(*t, "\u0120world")), std::string(" world"));
-    }
+// ---- BPE on a tiny vocab -------------------------------------------------------------
+TEST_CASE("bpe merges by rank") {
+    auto t = Tokenizer::from_data(tiny_bpe());
+    REQUIRE_EQ(t->kind(), std::string_view("bpe/gpt-2"));
+    REQUIRE(!t->add_bos());
+    const Ids ids = t->encode("hello world", false, false);
+    REQUIRE_EQ(show(ids), show({id_of(*t, "hello"), id_of(*t, "\u0120world")}));
+    REQUIRE_EQ(t->decode(ids), std::string("hello world"));
+    // "hel": h+e merges first (rank 0), then nothing joins "he" and "l".
+    REQUIRE_EQ(show(t->encode("hel", false, false)), show({id_of(*t, "he"), id_of(*t, "l")}));
+    const std::string bad = "\xFF\xFEhello\xE2\x82";
+    REQUIRE_EQ(t->decode(t->encode(bad, false, false)), bad);
+    REQUIRE_EQ(t->token_to_piece(id_of(*t, "\u0120world")), std::string(" world"));
+}
 
-    void specialTokens() {
-        auto t = Tokenizer::from_data(tiny_bpe());
-        const int32_t start = id_of(*t, "<|im_start|>"), think = id_of(*t, "<think>");
-        QVERIFY(t->is_control(start));
-        QVERIFY(!t->is_control(think));
-        QVERIFY(t->is_eog(start));  // it is the eos here
-        const std::string text = "<|im_start|>hello<think>";
-        const Ids parsed = t->encode(text, false, true);
-        QCOMPARE(show(parsed), show({start, id_of(*t, "hello"), think}));
-        // Without parse_special the control token is plain text; user-defined still matches.
-        const Ids plain = t->encode(text, false, false);
-        QVERIFY(std::find(plain.begin(), plain.end(), start) == plain.end());
-        QCOMPARE(plain.back(), think);
-        QCOMPARE(t->decode(plain), text);
-        QCOMPARE(t->decode(parsed, true), std::string("hello<think>"));
-        QCOMPARE(t->decode(parsed, false), text);
-    }
+TEST_CASE("special tokens") {
+    auto t = Tokenizer::from_data(tiny_bpe());
+    const int32_t start = id_of(*t, "<|im_start|>"), think = id_of(*t, "<think>");
+    REQUIRE(t->is_control(start));
+    REQUIRE(!t->is_control(think));
+    REQUIRE(t->is_eog(start));  // it is the eos here
+    const std::string text = "<|im_start|>hello<think>";
+    const Ids parsed = t->encode(text, false, true);
+    REQUIRE_EQ(show(parsed), show({start, id_of(*t, "hello"), think}));
+    // Without parse_special the control token is plain text; user-defined still matches.
+    const Ids plain = t->encode(text, false, false);
+    REQUIRE(std::find(plain.begin(), plain.end(), start) == plain.end());
+    REQUIRE_EQ(plain.back(), think);
+    REQUIRE_EQ(t->decode(plain), text);
+    REQUIRE_EQ(t->decode(parsed, true), std::string("hello<think>"));
+    REQUIRE_EQ(t->decode(parsed, false), text);
+}
 
-    void badDataThrows() {
-        TokenizerData d = tiny_bpe();
-        d.model = "bert";
-        QVERIFY_THROWS_EXCEPTION(Error, Tokenizer::from_data(d));
-        d = tiny_bpe();
-        d.merges.clear();
-        QVERIFY_THROWS_EXCEPTION(Error, Tokenizer::from_data(d));
-        d = tiny_spm();
-        d.scores.pop_back();
-        QVERIFY_THROWS_EXCEPTION(Error, Tokenizer::from_data(d));
-        auto t = Tokenizer::from_data(tiny_spm());
-        QVERIFY_THROWS_EXCEPTION(Error, t->token_to_piece(t->n_vocab()));
-        QVERIFY_THROWS_EXCEPTION(Error, t->decode(Ids{-1}));
-    }
+TEST_CASE("bad data throws") {
+    TokenizerData d = tiny_bpe();
+    d.model = "bert";
+    REQUIRE_THROWS_AS(Tokenizer::from_data(d), Error);
+    d = tiny_bpe();
+    d.merges.clear();
+    REQUIRE_THROWS_AS(Tokenizer::from_data(d), Error);
+    d = tiny_spm();
+    d.scores.pop_back();
+    REQUIRE_THROWS_AS(Tokenizer::from_data(d), Error);
+    auto t = Tokenizer::from_data(tiny_spm());
+    REQUIRE_THROWS_AS(t->token_to_piece(t->n_vocab()), Error);
+    REQUIRE_THROWS_AS(t->decode(Ids{-1}), Error);
+}
 
-    // ---- Streaming detokenizer -----------------------------------------------------------
-    void streamingSplitCharacter() {
-        auto t = Tokenizer::from_data(tiny_spm());
-        StreamingDetokenizer d(*t);
-        // "h€!" with € (E2 82 AC) spelled as three byte tokens.
-        QCOMPARE(d.push(id_of(*t, "\u2581h")), std::string("h"));
-        QCOMPARE(d.push(id_of(*t, "<0xE2>")), std::string());
-        QCOMPARE(d.push(id_of(*t, "<0x82>")), std::string());
-        QCOMPARE(d.pending_bytes(), size_t(2));
-        QCOMPARE(d.push(id_of(*t, "<0xAC>")), std::string("\xE2\x82\xAC"));
-        QCOMPARE(d.push(id_of(*t, "<0x21>")), std::string("!"));
-        QCOMPARE(d.push(t->eos()), std::string());  // control tokens skipped by default
-        QCOMPARE(d.flush(), std::string());
-        // A stream that ends inside a character: flush gives U+FFFD.
-        QCOMPARE(d.push(id_of(*t, "<0xF0>")), std::string());
-        QCOMPARE(d.push(id_of(*t, "<0x9F>")), std::string());
-        QCOMPARE(d.flush(), std::string("\xEF\xBF\xBD"));
-        // A byte that can never be UTF-8 is replaced at once.
-        QCOMPARE(d.push(id_of(*t, "<0xFF>")), std::string("\xEF\xBF\xBD"));
-    }
+// ---- Streaming detokenizer -----------------------------------------------------------
+TEST_CASE("streaming split character") {
+    auto t = Tokenizer::from_data(tiny_spm());
+    StreamingDetokenizer d(*t);
+    // "h€!" with € (E2 82 AC) spelled as three byte tokens.
+    REQUIRE_EQ(d.push(id_of(*t, "\u2581h")), std::string("h"));
+    REQUIRE_EQ(d.push(id_of(*t, "<0xE2>")), std::string());
+    REQUIRE_EQ(d.push(id_of(*t, "<0x82>")), std::string());
+    REQUIRE_EQ(d.pending_bytes(), size_t(2));
+    REQUIRE_EQ(d.push(id_of(*t, "<0xAC>")), std::string("\xE2\x82\xAC"));
+    REQUIRE_EQ(d.push(id_of(*t, "<0x21>")), std::string("!"));
+    REQUIRE_EQ(d.push(t->eos()), std::string());  // control tokens skipped by default
+    REQUIRE_EQ(d.flush(), std::string());
+    // A stream that ends inside a character: flush gives U+FFFD.
+    REQUIRE_EQ(d.push(id_of(*t, "<0xF0>")), std::string());
+    REQUIRE_EQ(d.push(id_of(*t, "<0x9F>")), std::string());
+    REQUIRE_EQ(d.flush(), std::string("\xEF\xBF\xBD"));
+    // A byte that can never be UTF-8 is replaced at once.
+    REQUIRE_EQ(d.push(id_of(*t, "<0xFF>")), std::string("\xEF\xBF\xBD"));
+}
 
-    void streamingMatchesDecode() {
-        auto t = Tokenizer::from_data(tiny_bpe());
-        const std::string text = "hello \u00e9\u6c49\U0001F999 world";
-        const Ids ids = t->encode(text, false, false);
-        StreamingDetokenizer d(*t);
-        std::string streamed;
-        for (int32_t id : ids) {
-            const std::string part = d.push(id);
-            std::string check;
-            QCOMPARE(unicode::append_complete_utf8(part, check), part.size());  // complete UTF-8
-            QCOMPARE(check, part);
-            streamed += part;
-        }
-        streamed += d.flush();
-        QCOMPARE(streamed, text);
-        QCOMPARE(t->decode(ids), text);
+TEST_CASE("streaming matches decode") {
+    auto t = Tokenizer::from_data(tiny_bpe());
+    const std::string text = "hello \u00e9\u6c49\U0001F999 world";
+    const Ids ids = t->encode(text, false, false);
+    StreamingDetokenizer d(*t);
+    std::string streamed;
+    for (int32_t id : ids) {
+        const std::string part = d.push(id);
+        std::string check;
+        REQUIRE_EQ(unicode::append_complete_utf8(part, check), part.size());  // complete UTF-8
+        REQUIRE_EQ(check, part);
+        streamed += part;
     }
+    streamed += d.flush();
+    REQUIRE_EQ(streamed, text);
+    REQUIRE_EQ(t->decode(ids), text);
+}
 
-    // ---- llama.cpp vocab test vectors ----------------------------------------------------
-    void vectors_data() {
-        QTest::addColumn<QString>("name");
-        for (const char* n : {"llama-spm", "phi-3", "gpt-2", "qwen2", "starcoder", "refact", "deepseek-coder"})
-            QTest::newRow(n) << QString(n);
+// ---- llama.cpp vocab test vectors ----------------------------------------------------
+TEST_CASE("vectors") {
+    std::string name;
+    for (const char* n : {"llama-spm", "phi-3", "gpt-2", "qwen2", "starcoder", "refact", "deepseek-coder"})
+        SUBCASE(n) { name = n; }
+    REQUIRE(!name.empty());
+    const std::string path = test::testdata("tokenizer/ggml-vocab-" + name + ".gguf");
+    EMBER_REQUIRE_FILE(path);
+    EMBER_REQUIRE_FILE(path + ".inp");
+    EMBER_REQUIRE_FILE(path + ".out");
+    const auto t = load(path);
+    const Vectors v = load_vectors(path);
+    REQUIRE(v.inputs.size() > 30);
+    REQUIRE_EQ(v.outputs.size(), v.inputs.size());
+    int pass = 0, round_trip = 0;
+    std::vector<std::string> failures;
+    for (size_t i = 0; i < v.inputs.size(); ++i) {
+        const Ids got = t->encode(v.inputs[i], false, false);
+        if (got == v.outputs[i]) ++pass;
+        else
+            failures.push_back("#" + std::to_string(i) + " " + v.inputs[i].substr(0, 60) + "\n   want " +
+                               show(v.outputs[i]) + "\n   got  " + show(got));
+        if (t->decode(got) == v.inputs[i]) ++round_trip;
     }
-    void vectors() {
-        QFETCH(QString, name);
-        const std::string path = test::testdata("tokenizer/ggml-vocab-" + name.toStdString() + ".gguf");
+    test::info("%s: %d/%zu vectors pass, %d/%zu round-trip", name.c_str(), pass, v.inputs.size(), round_trip,
+               v.inputs.size());
+    if (!failures.empty()) test::warn("%s", join(failures, "\n").c_str());
+    REQUIRE_EQ(pass, int(v.inputs.size()));
+    REQUIRE_EQ(round_trip, int(v.inputs.size()));
+}
+
+// Arbitrary bytes never throw, decode back exactly, and stream as valid UTF-8.
+TEST_CASE("random bytes round trip") {
+    std::vector<std::string> paths;
+    for (const char* n : {"llama-spm", "phi-3", "gpt-2", "qwen2", "starcoder", "deepseek-coder"})
+        paths.push_back(test::testdata(std::string("tokenizer/ggml-vocab-") + n + ".gguf"));
+    paths.push_back(test::test_model(test::kSmolLM2));
+    paths.push_back(test::test_model(test::kGemma3));
+    uint32_t seed = 1;
+    for (const std::string& path : paths) {
         EMBER_REQUIRE_FILE(path);
-        EMBER_REQUIRE_FILE(path + ".inp");
-        EMBER_REQUIRE_FILE(path + ".out");
         const auto t = load(path);
-        const Vectors v = load_vectors(path);
-        QVERIFY(v.inputs.size() > 30);
-        QCOMPARE(v.outputs.size(), v.inputs.size());
-        int pass = 0, round_trip = 0;
-        QStringList failures;
-        for (size_t i = 0; i < v.inputs.size(); ++i) {
-            const Ids got = t->encode(v.inputs[i], false, false);
-            if (got == v.outputs[i]) ++pass;
-            else
-                failures << QString("#%1 %2\n   want %3\n   got  %4")
-                                .arg(i)
-                                .arg(QString::fromUtf8(v.inputs[i].c_str()).left(60))
-                                .arg(show(v.outputs[i]), show(got));
-            if (t->decode(got) == v.inputs[i]) ++round_trip;
-        }
-        qInfo("%s: %d/%zu vectors pass, %d/%zu round-trip", qPrintable(name), pass, v.inputs.size(),
-              round_trip, v.inputs.size());
-        if (!failures.isEmpty()) qWarning("%s", qPrintable(failures.join('\n')));
-        QCOMPARE(pass, int(v.inputs.size()));
-        QCOMPARE(round_trip, int(v.inputs.size()));
-    }
-
-    // Arbitrary bytes never throw, decode back exactly, and stream as valid UTF-8.
-    void randomBytesRoundTrip() {
-        std::vector<std::string> paths;
-        for (const char* n : {"llama-spm", "phi-3", "gpt-2", "qwen2", "starcoder", "deepseek-coder"})
-            paths.push_back(test::testdata(std::string("tokenizer/ggml-vocab-") + n + ".gguf"));
-        paths.push_back(test::test_model(test::kSmolLM2));
-        paths.push_back(test::test_model(test::kGemma3));
-        uint32_t seed = 1;
-        for (const std::string& path : paths) {
-            EMBER_REQUIRE_FILE(path);
-            const auto t = load(path);
-            // Bytes the vocab cannot spell are dropped (StarCoder lacks 0xF5..0xFF, DeepSeek
-            // Coder has them only as user-defined tokens).
-            std::string unspellable;
-            for (int b = 0; b < 256; ++b) {
-                std::string sym;
-                if (t->kind() == "spm") sym = QString::asprintf("<0x%02X>", b).toStdString();
-                else unicode::append_utf8(unicode::byte_to_cp(uint8_t(b)), sym);
-                const auto id = t->find_token(sym);
-                if (!id || (t->token_type(*id) != TokenType::Normal && t->token_type(*id) != TokenType::Byte))
-                    unspellable += char(b);
+        // Bytes the vocab cannot spell are dropped (StarCoder lacks 0xF5..0xFF, DeepSeek
+        // Coder has them only as user-defined tokens).
+        std::string unspellable;
+        for (int b = 0; b < 256; ++b) {
+            std::string sym;
+            if (t->kind() == "spm") {
+                char buf[8];
+                std::snprintf(buf, sizeof buf, "<0x%02X>", b);
+                sym = buf;
+            } else {
+                unicode::append_utf8(unicode::byte_to_cp(uint8_t(b)), sym);
             }
-            for (std::string text : random_texts(seed++, 300)) {
-                std::erase_if(text, [&](char c) { return unspellable.find(c) != std::string::npos; });
-                const Ids ids = t->encode(text, false, false);
-                const std::string back = t->decode(ids);
-                QVERIFY2(back == text, qPrintable(QString("%1: %2 -> [%3] -> %4")
-                                                      .arg(QString::fromStdString(path),
-                                                           QByteArray::fromStdString(text).toHex(), show(ids),
-                                                           QByteArray::fromStdString(back).toHex())));
-                const Ids with_specials = t->encode(text, true, true);
-                StreamingDetokenizer d(*t);
-                std::string streamed;
-                for (int32_t id : with_specials) streamed += d.push(id);
-                streamed += d.flush();
-                QCOMPARE(streamed, made_valid(t->decode(with_specials, true)));
-            }
+            const auto id = t->find_token(sym);
+            if (!id || (t->token_type(*id) != TokenType::Normal && t->token_type(*id) != TokenType::Byte))
+                unspellable += char(b);
         }
-    }
-
-    // ---- Real models ---------------------------------------------------------------------
-    void smollm2() {
-        const std::string path = test::test_model(test::kSmolLM2);
-        EMBER_REQUIRE_FILE(path);
-        const auto t = load(path);
-        QCOMPARE(t->kind(), std::string_view("bpe/smollm"));
-        QCOMPARE(t->pre_tokenizer_variant(), std::string_view("starcoder"));
-        QCOMPARE(t->n_vocab(), 49152);
-        QVERIFY(!t->add_bos());
-        QCOMPARE(t->eos(), 2);
-        QVERIFY(t->is_eog(2));  // <|im_end|>
-        QVERIFY(t->is_eog(0));  // <|endoftext|>
-        QVERIFY(!t->is_eog(1));
-        QCOMPARE(t->eot(), 2);
-        for (const char* text : kRoundTripTexts) {
-            const Ids ids = t->encode(text, true, false);
-            QCOMPARE(t->decode(ids), std::string(text));
-        }
-        // ChatML markers are single tokens only with parse_special.
-        const Ids chat = t->encode("<|im_start|>user\nHi<|im_end|>\n", false, true);
-        QCOMPARE(chat.front(), 1);
-        QCOMPARE(std::count(chat.begin(), chat.end(), 2), 1);
-        QCOMPARE(t->decode(chat), std::string("<|im_start|>user\nHi<|im_end|>\n"));
-        QCOMPARE(t->decode(chat, true), std::string("user\nHi\n"));
-        const Ids plain = t->encode("<|im_start|>", false, false);
-        QVERIFY(plain.size() > 1);
-        QCOMPARE(t->decode(plain), std::string("<|im_start|>"));
-        // Known ids, from llama-cpp-python 0.3.36: Llama(path, vocab_only=True).tokenize(
-        // text.encode(), add_bos=True, special=True).
-        QCOMPARE(show(t->encode("Hello world", true, true)), show({19556, 905}));
-        QCOMPARE(show(t->encode("<|im_start|>user\nCaf\u00e9 \u6c49\u5b57 \U0001F999<|im_end|>\n", true, true)),
-                 show({1, 4093, 198, 51, 1939, 2756, 17097, 126, 227, 36518, 15107, 116, 243, 2, 198}));
-        // Digits are split one by one (starcoder pattern).
-        const Ids digits = t->encode("2025", false, false);
-        QCOMPARE(digits.size(), size_t(4));
-        QCOMPARE(show(digits), show({id_of(*t, "2"), id_of(*t, "0"), id_of(*t, "2"), id_of(*t, "5")}));
-    }
-
-    void gemma3() {
-        const std::string path = test::test_model(test::kGemma3);
-        EMBER_REQUIRE_FILE(path);
-        const auto t = load(path);
-        QCOMPARE(t->kind(), std::string_view("spm"));
-        QCOMPARE(t->n_vocab(), 262144);
-        QVERIFY(t->add_bos());
-        QVERIFY(!t->add_space_prefix());
-        QCOMPARE(t->bos(), 2);
-        QCOMPARE(t->eos(), 1);
-        const int32_t eot = id_of(*t, "<end_of_turn>");
-        QCOMPARE(t->eot(), eot);
-        QVERIFY(t->is_eog(eot));
-        QVERIFY(t->is_eog(1));
-        const Ids hello = t->encode("Hello", true, false);
-        QCOMPARE(hello.front(), 2);
-        QCOMPARE(t->decode(hello, true), std::string("Hello"));
-        for (const char* text : kRoundTripTexts) {
+        for (std::string text : random_texts(seed++, 300)) {
+            std::erase_if(text, [&](char c) { return unspellable.find(c) != std::string::npos; });
             const Ids ids = t->encode(text, false, false);
-            QCOMPARE(t->decode(ids), std::string(text));
+            const std::string back = t->decode(ids);
+            REQUIRE_MESSAGE(back == text, path << ": " << to_hex(text) << " -> [" << show(ids) << "] -> " << to_hex(back));
+            const Ids with_specials = t->encode(text, true, true);
+            StreamingDetokenizer d(*t);
+            std::string streamed;
+            for (int32_t id : with_specials) streamed += d.push(id);
+            streamed += d.flush();
+            REQUIRE_EQ(streamed, made_valid(t->decode(with_specials, true)));
         }
-        // Known ids, from llama-cpp-python 0.3.36 (as for SmolLM2 above).
-        QCOMPARE(show(t->encode("Hello world", true, true)), show({2, 9259, 1902}));
-        QCOMPARE(show(t->encode("<start_of_turn>user\nCaf\u00e9 \u6c49\u5b57 \U0001F999<end_of_turn>\n", true, true)),
-                 show({2, 105, 2364, 107, 160319, 236859, 236743, 239908, 237871, 236743, 478, 397, 404, 391, 106, 107}));
-        // Newline runs are user-defined tokens, matched whole.
-        QCOMPARE(show(t->encode("\n\n", false, false)), show({id_of(*t, "\n\n")}));
-        const Ids turn = t->encode("<start_of_turn>user\nHi<end_of_turn>\n", true, true);
-        QCOMPARE(turn[0], 2);
-        QCOMPARE(turn[1], id_of(*t, "<start_of_turn>"));
-        QCOMPARE(std::count(turn.begin(), turn.end(), eot), 1);
-
-        // The llama is spelled with four byte-fallback tokens; streaming holds it back until
-        // the last one, then emits the whole character.
-        const Ids llama = t->encode("a \U0001F999!", false, false);
-        const Ids bytes = {id_of(*t, "<0xF0>"), id_of(*t, "<0x9F>"), id_of(*t, "<0xA6>"), id_of(*t, "<0x99>")};
-        QVERIFY(std::search(llama.begin(), llama.end(), bytes.begin(), bytes.end()) != llama.end());
-        StreamingDetokenizer d(*t);
-        QStringList parts;
-        for (int32_t id : llama) parts << QString::fromStdString(d.push(id));
-        parts << QString::fromStdString(d.flush());
-        QCOMPARE(parts.join("|"), QString("a| ||||\U0001F999|!|"));  // 3 empty pushes
     }
+}
 
-    // ---- llama.cpp as an independent reference -------------------------------------------
-    // data/llama_cpp_reference.tsv comes from make_llama_cpp_reference.py (llama-cpp-python):
-    // every pre-tokenizer on the GPT-2 vocab, plus SmolLM2 and Gemma 3 with special tokens.
-    void llamaCppReference() {
-        const std::string ref = std::string(EMBER_TOKENIZER_TEST_DIR) + "/data/llama_cpp_reference.tsv";
-        const std::string gpt2 = test::testdata("tokenizer/ggml-vocab-gpt-2.gguf");
-        EMBER_REQUIRE_FILE(ref);
-        EMBER_REQUIRE_FILE(gpt2);
-        EMBER_REQUIRE_FILE(test::test_model(test::kSmolLM2));
-        EMBER_REQUIRE_FILE(test::test_model(test::kGemma3));
-        std::map<std::string, std::unique_ptr<Tokenizer>> toks;
-        std::map<std::string, std::pair<int, int>> counts;  // key -> (pass, total)
-        QStringList failures;
-        std::istringstream in(read_file(ref));
-        for (std::string line; std::getline(in, line);) {
-            if (line.empty() || line[0] == '#') continue;
-            QStringList f = QString::fromStdString(line).split('\t');
-            QCOMPARE(f.size(), 6);
-            const std::string name = f[0].toStdString(), pre = f[1].toStdString();
-            const std::string key = name + (pre == "-" ? "" : "/" + pre);
-            auto& t = toks[key];
-            if (!t) {
-                if (name == "gpt-2") {
-                    TokenizerData d = read_tokenizer_data(GgufFile::open(gpt2));
-                    d.pre = pre;
-                    t = Tokenizer::from_data(std::move(d));
-                } else {
-                    t = load(test::test_model(name == "smollm2" ? test::kSmolLM2 : test::kGemma3));
-                }
+// ---- Real models ---------------------------------------------------------------------
+TEST_CASE("smollm2") {
+    const std::string path = test::test_model(test::kSmolLM2);
+    EMBER_REQUIRE_FILE(path);
+    const auto t = load(path);
+    REQUIRE_EQ(t->kind(), std::string_view("bpe/smollm"));
+    REQUIRE_EQ(t->pre_tokenizer_variant(), std::string_view("starcoder"));
+    REQUIRE_EQ(t->n_vocab(), 49152);
+    REQUIRE(!t->add_bos());
+    REQUIRE_EQ(t->eos(), 2);
+    REQUIRE(t->is_eog(2));  // <|im_end|>
+    REQUIRE(t->is_eog(0));  // <|endoftext|>
+    REQUIRE(!t->is_eog(1));
+    REQUIRE_EQ(t->eot(), 2);
+    for (const char* text : kRoundTripTexts) {
+        const Ids ids = t->encode(text, true, false);
+        REQUIRE_EQ(t->decode(ids), std::string(text));
+    }
+    // ChatML markers are single tokens only with parse_special.
+    const Ids chat = t->encode("<|im_start|>user\nHi<|im_end|>\n", false, true);
+    REQUIRE_EQ(chat.front(), 1);
+    REQUIRE_EQ(std::count(chat.begin(), chat.end(), 2), 1);
+    REQUIRE_EQ(t->decode(chat), std::string("<|im_start|>user\nHi<|im_end|>\n"));
+    REQUIRE_EQ(t->decode(chat, true), std::string("user\nHi\n"));
+    const Ids plain = t->encode("<|im_start|>", false, false);
+    REQUIRE(plain.size() > 1);
+    REQUIRE_EQ(t->decode(plain), std::string("<|im_start|>"));
+    // Known ids, from llama-cpp-python 0.3.36: Llama(path, vocab_only=True).tokenize(
+    // text.encode(), add_bos=True, special=True).
+    REQUIRE_EQ(show(t->encode("Hello world", true, true)), show({19556, 905}));
+    REQUIRE_EQ(show(t->encode("<|im_start|>user\nCaf\u00e9 \u6c49\u5b57 \U0001F999<|im_end|>\n", true, true)),
+             show({1, 4093, 198, 51, 1939, 2756, 17097, 126, 227, 36518, 15107, 116, 243, 2, 198}));
+    // Digits are split one by one (starcoder pattern).
+    const Ids digits = t->encode("2025", false, false);
+    REQUIRE_EQ(digits.size(), size_t(4));
+    REQUIRE_EQ(show(digits), show({id_of(*t, "2"), id_of(*t, "0"), id_of(*t, "2"), id_of(*t, "5")}));
+}
+
+TEST_CASE("gemma3") {
+    const std::string path = test::test_model(test::kGemma3);
+    EMBER_REQUIRE_FILE(path);
+    const auto t = load(path);
+    REQUIRE_EQ(t->kind(), std::string_view("spm"));
+    REQUIRE_EQ(t->n_vocab(), 262144);
+    REQUIRE(t->add_bos());
+    REQUIRE(!t->add_space_prefix());
+    REQUIRE_EQ(t->bos(), 2);
+    REQUIRE_EQ(t->eos(), 1);
+    const int32_t eot = id_of(*t, "<end_of_turn>");
+    REQUIRE_EQ(t->eot(), eot);
+    REQUIRE(t->is_eog(eot));
+    REQUIRE(t->is_eog(1));
+    const Ids hello = t->encode("Hello", true, false);
+    REQUIRE_EQ(hello.front(), 2);
+    REQUIRE_EQ(t->decode(hello, true), std::string("Hello"));
+    for (const char* text : kRoundTripTexts) {
+        const Ids ids = t->encode(text, false, false);
+        REQUIRE_EQ(t->decode(ids), std::string(text));
+    }
+    // Known ids, from llama-cpp-python 0.3.36 (as for SmolLM2 above).
+    REQUIRE_EQ(show(t->encode("Hello world", true, true)), show({2, 9259, 1902}));
+    REQUIRE_EQ(show(t->encode("<start_of_turn>user\nCaf\u00e9 \u6c49\u5b57 \U0001F999<end_of_turn>\n", true, true)),
+             show({2, 105, 2364, 107, 160319, 236859, 236743, 239908, 237871, 236743, 478, 397, 404, 391, 106, 107}));
+    // Newline runs are user-defined tokens, matched whole.
+    REQUIRE_EQ(show(t->encode("\n\n", false, false)), show({id_of(*t, "\n\n")}));
+    const Ids turn = t->encode("<start_of_turn>user\nHi<end_of_turn>\n", true, true);
+    REQUIRE_EQ(turn[0], 2);
+    REQUIRE_EQ(turn[1], id_of(*t, "<start_of_turn>"));
+    REQUIRE_EQ(std::count(turn.begin(), turn.end(), eot), 1);
+
+    // The llama is spelled with four byte-fallback tokens; streaming holds it back until
+    // the last one, then emits the whole character.
+    const Ids llama = t->encode("a \U0001F999!", false, false);
+    const Ids bytes = {id_of(*t, "<0xF0>"), id_of(*t, "<0x9F>"), id_of(*t, "<0xA6>"), id_of(*t, "<0x99>")};
+    REQUIRE(std::search(llama.begin(), llama.end(), bytes.begin(), bytes.end()) != llama.end());
+    StreamingDetokenizer d(*t);
+    std::vector<std::string> parts;
+    for (int32_t id : llama) parts.push_back(d.push(id));
+    parts.push_back(d.flush());
+    REQUIRE_EQ(join(parts, "|"), std::string("a| ||||\U0001F999|!|"));  // 3 empty pushes
+}
+
+// ---- llama.cpp as an independent reference -------------------------------------------
+// data/llama_cpp_reference.tsv comes from make_llama_cpp_reference.py (llama-cpp-python):
+// every pre-tokenizer on the GPT-2 vocab, plus SmolLM2 and Gemma 3 with special tokens.
+TEST_CASE("llama cpp reference") {
+    const std::string ref = std::string(EMBER_TOKENIZER_TEST_DIR) + "/data/llama_cpp_reference.tsv";
+    const std::string gpt2 = test::testdata("tokenizer/ggml-vocab-gpt-2.gguf");
+    EMBER_REQUIRE_FILE(ref);
+    EMBER_REQUIRE_FILE(gpt2);
+    EMBER_REQUIRE_FILE(test::test_model(test::kSmolLM2));
+    EMBER_REQUIRE_FILE(test::test_model(test::kGemma3));
+    std::map<std::string, std::unique_ptr<Tokenizer>> toks;
+    std::map<std::string, std::pair<int, int>> counts;  // key -> (pass, total)
+    std::vector<std::string> failures;
+    std::istringstream in(read_file(ref));
+    for (std::string line; std::getline(in, line);) {
+        if (line.empty() || line[0] == '#') continue;
+        const std::vector<std::string> f = split_tabs(line);
+        REQUIRE_EQ(f.size(), size_t(6));
+        const std::string& name = f[0];
+        const std::string& pre = f[1];
+        const std::string key = name + (pre == "-" ? "" : "/" + pre);
+        auto& t = toks[key];
+        if (!t) {
+            if (name == "gpt-2") {
+                TokenizerData d = read_tokenizer_data(GgufFile::open(gpt2));
+                d.pre = pre;
+                t = Tokenizer::from_data(std::move(d));
+            } else {
+                t = load(test::test_model(name == "smollm2" ? test::kSmolLM2 : test::kGemma3));
             }
-            const QByteArray text = QByteArray::fromHex(f[4].toLatin1());
-            Ids want;
-            for (const QString& id : f[5].split(' ', Qt::SkipEmptyParts)) want.push_back(id.toInt());
-            const Ids got = t->encode(std::string_view(text.constData(), size_t(text.size())), f[2] == "1", f[3] == "1");
-            auto& c = counts[key + (f[3] == "1" ? " special" : "")];
-            ++c.second;
-            if (got == want) ++c.first;
-            else if (failures.size() < 20)
-                failures << QString("%1 %2\n   want %3\n   got  %4").arg(QString::fromStdString(key), f[4], show(want), show(got));
         }
-        int pass = 0, total = 0;
-        for (const auto& [key, c] : counts) {
-            qInfo("%-28s %d/%d", key.c_str(), c.first, c.second);
-            pass += c.first;
-            total += c.second;
-        }
-        if (!failures.isEmpty()) qWarning("%s", qPrintable(failures.join('\n')));
-        QVERIFY(total > 1000);
-        QCOMPARE(pass, total);
+        const std::string text = from_hex(f[4]);
+        Ids want;
+        std::istringstream ids(f[5]);
+        for (int32_t id; ids >> id;) want.push_back(id);
+        const Ids got = t->encode(text, f[2] == "1", f[3] == "1");
+        auto& c = counts[key + (f[3] == "1" ? " special" : "")];
+        ++c.second;
+        if (got == want) ++c.first;
+        else if (failures.size() < 20)
+            failures.push_back(key + " " + f[4] + "\n   want " + show(want) + "\n   got  " + show(got));
     }
+    int pass = 0, total = 0;
+    for (const auto& [key, c] : counts) {
+        test::info("%-28s %d/%d", key.c_str(), c.first, c.second);
+        pass += c.first;
+        total += c.second;
+    }
+    if (!failures.empty()) test::warn("%s", join(failures, "\n").c_str());
+    REQUIRE(total > 1000);
+    REQUIRE_EQ(pass, total);
+}
 
-    // ---- Speed ---------------------------------------------------------------------------
-    // 100 KB of varied text, and of long runs that a careless matcher or merge loop would
-    // make quadratic. Times are printed; the limit applies to optimized, unsanitized builds.
-    void speed100KB() {
-        const std::string smol = test::test_model(test::kSmolLM2), gemma = test::test_model(test::kGemma3);
-        const std::string qwen = test::testdata("tokenizer/ggml-vocab-qwen2.gguf");
-        const std::string gpt2 = test::testdata("tokenizer/ggml-vocab-gpt-2.gguf");
-        for (const auto& p : {smol, gemma, qwen, gpt2}) EMBER_REQUIRE_FILE(p);
-        std::vector<std::unique_ptr<Tokenizer>> toks;
-        toks.push_back(load(smol));
-        toks.push_back(load(gemma));
-        toks.push_back(load(qwen));
-        TokenizerData d = read_tokenizer_data(GgufFile::open(gpt2));
-        d.pre = "llama-bpe";
-        toks.push_back(Tokenizer::from_data(std::move(d)));
+// ---- Speed ---------------------------------------------------------------------------
+// 100 KB of varied text, and of long runs that a careless matcher or merge loop would
+// make quadratic. Times are printed; the limit applies to optimized, unsanitized builds.
+TEST_CASE("speed100 KB") {
+    const std::string smol = test::test_model(test::kSmolLM2), gemma = test::test_model(test::kGemma3);
+    const std::string qwen = test::testdata("tokenizer/ggml-vocab-qwen2.gguf");
+    const std::string gpt2 = test::testdata("tokenizer/ggml-vocab-gpt-2.gguf");
+    for (const auto& p : {smol, gemma, qwen, gpt2}) EMBER_REQUIRE_FILE(p);
+    std::vector<std::unique_ptr<Tokenizer>> toks;
+    toks.push_back(load(smol));
+    toks.push_back(load(gemma));
+    toks.push_back(load(qwen));
+    TokenizerData d = read_tokenizer_data(GgufFile::open(gpt2));
+    d.pre = "llama-bpe";
+    toks.push_back(Tokenizer::from_data(std::move(d)));
 
-        const size_t size = 100 * 1024;
-        std::string varied;
-        uint32_t x = 12345;
-        static const char* const syllables[] = {"ka", "to", "ri", "mu", "sen", "lo", "pe", "qu", "\u00e9t", "\u6c49", "th"};
-        while (varied.size() < size) {
-            x = x * 1664525u + 1013904223u;
-            for (uint32_t i = 0; i <= (x >> 28) % 4; ++i) varied += syllables[(x >> (i * 4)) % std::size(syllables)];
-            varied += (x >> 8) % 10 == 0 ? ".\n" : " ";
-            if ((x >> 12) % 7 == 0) varied += std::to_string(x);
-        }
-        const std::pair<const char*, std::string> cases[] = {
-            {"varied", varied}, {"letters", std::string(size, 'a')}, {"spaces", std::string(size, ' ')},
-            {"digits", std::string(size, '7')}, {"newlines", std::string(size, '\n')}, {"'<'", std::string(size, '<')},
-        };
-        for (const auto& t : toks)
-            for (const auto& [name, text] : cases) {
-                const auto t0 = std::chrono::steady_clock::now();
-                const Ids ids = t->encode(text, false, true);
-                const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-                qInfo("%-14s %-8s %zu bytes -> %6zu tokens in %6.1f ms", std::string(t->kind()).c_str(), name,
-                      text.size(), ids.size(), ms);
-                QCOMPARE(t->decode(ids), text);
+    const size_t size = 100 * 1024;
+    std::string varied;
+    uint32_t x = 12345;
+    static const char* const syllables[] = {"ka", "to", "ri", "mu", "sen", "lo", "pe", "qu", "\u00e9t", "\u6c49", "th"};
+    while (varied.size() < size) {
+        x = x * 1664525u + 1013904223u;
+        for (uint32_t i = 0; i <= (x >> 28) % 4; ++i) varied += syllables[(x >> (i * 4)) % std::size(syllables)];
+        varied += (x >> 8) % 10 == 0 ? ".\n" : " ";
+        if ((x >> 12) % 7 == 0) varied += std::to_string(x);
+    }
+    const std::pair<const char*, std::string> cases[] = {
+        {"varied", varied}, {"letters", std::string(size, 'a')}, {"spaces", std::string(size, ' ')},
+        {"digits", std::string(size, '7')}, {"newlines", std::string(size, '\n')}, {"'<'", std::string(size, '<')},
+    };
+    for (const auto& t : toks)
+        for (const auto& [name, text] : cases) {
+            const auto t0 = std::chrono::steady_clock::now();
+            const Ids ids = t->encode(text, false, true);
+            const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+            test::info("%-14s %-8s %zu bytes -> %6zu tokens in %6.1f ms", std::string(t->kind()).c_str(), name,
+                  text.size(), ids.size(), ms);
+            REQUIRE_EQ(t->decode(ids), text);
 #if defined(NDEBUG) && !defined(__SANITIZE_ADDRESS__)
-                QVERIFY2(ms < 1000, "tokenizing 100 KB took a second or more");
+            REQUIRE_MESSAGE(ms < 1000, "tokenizing 100 KB took a second or more");
 #endif
-            }
-    }
-};
+        }
+}
 
-QTEST_GUILESS_MAIN(TestTokenizer)
-#include "test_tokenizer.moc"
