@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Set everything up and run the whole test suite (what CI runs, via .ci/run):
-#   install-deps -> fetch-test-models -> cmake --preset ci -> build -> ctest --preset ci
+#   install-deps -> fetch-test-models -> cmake --preset ci -> build
+#   -> sanitizers (scripts/fuzz.sh: every fuzzer for a short budget; the `asan` preset's
+#      tests) -> ctest --preset ci
 #
 # The last lines printed are ctest's own summary ("100% tests passed, 0 tests failed out of N",
 # then "Total Test time"), and the exit status is ctest's. Any earlier failure stops the run
@@ -12,6 +14,12 @@
 #   EMBER_TEST_MODELS_DIR, EMBER_TESTDATA_DIR   where the models / shared test data live
 #   EMBER_TEST_TIMEOUT=300       default per-test timeout (s) for tests that set none
 #   EMBER_SKIP_DEPS=1            do not run scripts/install-deps.sh (e.g. no root, no apt)
+#   EMBER_SKIP_SANITIZERS=1      skip the sanitizer step (fuzzers + ASan/UBSan tests)
+#   EMBER_FUZZ_SECONDS=30        time budget of each fuzzer in the sanitizer step
+#   EMBER_ASAN_EXCLUDE=REGEX     asan tests the sanitizer step leaves out (ctest -E); default
+#                                '^test_inference$' (end-to-end decoding, far too slow in a Debug
+#                                ASan build; the ci preset runs it); '' runs them all
+#   EMBER_ASAN_TIMEOUT=900       per-test timeout (s) of the asan tests that set none
 set -euo pipefail
 EMBER_SCRIPT="test"
 # shellcheck source=scripts/common.sh
@@ -33,6 +41,26 @@ cmake --preset ci "${EMBER_CMAKE_ARGS[@]}"
 
 ember_step "build (ci, -j$EMBER_JOBS)"
 cmake --build --preset ci --parallel "$EMBER_JOBS"
+
+# Fuzzers and the ASan + UBSan build's tests (engine and kernels). A failure stops the run
+# here, before ctest; the ci preset's ctest summary stays the last output.
+if [[ "${EMBER_SKIP_SANITIZERS:-0}" != 1 ]]; then
+  ember_step "fuzz (${EMBER_FUZZ_SECONDS:-30}s per fuzzer)"
+  scripts/fuzz.sh "${EMBER_FUZZ_SECONDS:-30}"
+
+  ember_step "asan: configure + build"
+  # The CPU build only: CUDA code is not instrumented, and its tests run in the ci build.
+  cmake --preset asan "${EMBER_CMAKE_ARGS[@]}" -DEMBER_BUILD_CUDA=OFF
+  cmake --build --preset asan --parallel "$EMBER_JOBS"
+
+  ember_step "asan: ctest"
+  # Debug + ASan runs test_template ~10x slower than ci (over 300 s on a busy machine).
+  ASAN_CTEST=(ctest --preset asan --no-tests=error --parallel "$EMBER_JOBS" --timeout "${EMBER_ASAN_TIMEOUT:-900}")
+  exclude="${EMBER_ASAN_EXCLUDE-^test_inference\$}"
+  [[ -z "$exclude" ]] || ASAN_CTEST+=(-E "$exclude")
+  ember_log "==> ${ASAN_CTEST[*]}"
+  "${ASAN_CTEST[@]}"
+fi
 
 ember_times
 

@@ -83,7 +83,8 @@ public:
     // Exact bytes of the ids (possibly invalid UTF-8 if the ids split a character).
     // skip_special: control/unknown/unused tokens produce nothing instead of their text.
     // SPM with a space prefix: the one space the encoder adds at the start of the text (and
-    // after each special token) is removed again, so decode(encode(t)) == t.
+    // after each special token) is removed again, so decode(encode(t)) == t — except that a
+    // U+2581 in t comes back as a space (SentencePiece's space mark; llama.cpp does the same).
     std::string decode(std::span<const int32_t> ids, bool skip_special = false) const;
 
     // The raw bytes one token stands for: byte tokens give their byte, U+2581 becomes a space

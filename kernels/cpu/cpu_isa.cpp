@@ -2,20 +2,33 @@
 
 #include <atomic>
 
+#if defined(__x86_64__) || defined(__i386__)
+#include <cpuid.h>
+#endif
+
 namespace ember::cpu {
 
 namespace {
+
+#if defined(__x86_64__) || defined(__i386__)
+// F16C (CPUID.1:ECX bit 29) is asked of cpuid itself: clang before 17 has no "f16c" for
+// __builtin_cpu_supports, and the `fuzz` preset builds with Debian 12's clang 14.
+bool has_f16c() {
+    unsigned a = 0, b = 0, c = 0, d = 0;
+    return __get_cpuid(1, &a, &b, &c, &d) && (c & bit_F16C) != 0;
+}
+#endif
 
 Isa detect() {
 #if defined(__x86_64__) || defined(__i386__)
     __builtin_cpu_init();
     if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
         __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512vnni") &&
-        __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c")) {
+        __builtin_cpu_supports("fma") && has_f16c()) {
         return Isa::Avx512;
     }
     if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
-        __builtin_cpu_supports("f16c")) {
+        has_f16c()) {
         return Isa::Avx2;
     }
 #endif

@@ -292,16 +292,16 @@ private slots:
         const qint64 b = h.chat.currentConversationId();
         QVERIFY(a != b);
         QVERIFY(h.chat.isGenerating(a) && h.chat.isGenerating(b));
-        QTest::qWait(300);
-        QCOMPARE(done.count(), 0);  // A still running, B queued behind it
+        const int streamed = batches.count();
+        QTRY_VERIFY_WITH_TIMEOUT(batches.count() > streamed, 60'000);  // A still streams...
+        QCOMPARE(done.count(), 0);  // ...and nothing finished: B is queued behind it
 
         h.chat.selectConversation(a);
         QVERIFY(h.chat.generating());
         QCOMPARE(h.chat.messages()->count(), 2);
         const QString live = h.chat.messages()->get(1).value("content").toString();
         QVERIFY(!live.isEmpty());
-        QTest::qWait(200);
-        QVERIFY(h.chat.messages()->get(1).value("content").toString().size() > live.size());  // still streaming here
+        QTRY_VERIFY_WITH_TIMEOUT(h.chat.messages()->get(1).value("content").toString().size() > live.size(), 60'000);  // still streaming here
 
         h.chat.stop();
         QCOMPARE(wait_answer(done), QStringLiteral("cancelled"));

@@ -1,5 +1,5 @@
 // libFuzzer target for the GGUF parser: any input must parse or throw ember::Error.
-// Build with the `fuzz` preset; run with scripts/fuzz-gguf.sh.
+// Build with the `fuzz` preset; run with scripts/fuzz.sh.
 #include <cstddef>
 #include <cstdint>
 

@@ -1,9 +1,28 @@
-// Helpers shared by the kernel tests: seeded random data and float64 references.
+// Helpers shared by the kernel tests: seeded random data and float64 references; a temporary
+// folder and a child process with a time limit (std/POSIX, what QTemporaryDir and QProcess did).
 #pragma once
+#include <fcntl.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
 #include <cmath>
 #include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <random>
+#include <stdexcept>
+#include <string>
+#include <thread>
 #include <vector>
+
+extern char** environ;
 
 #include "kernels/common/dtype.h"
 #include "kernels/cpu/cpu_isa.h"
@@ -85,5 +104,68 @@ struct ForceIsa {
     ~ForceIsa() { ember::cpu::reset_isa(); }
     bool ok;
 };
+
+// A fresh folder under $TMPDIR (or /tmp), removed with its contents when the object dies.
+class TempDir {
+public:
+    TempDir() {
+        const char* base = std::getenv("TMPDIR");
+        std::string tmpl = std::string(base && *base ? base : "/tmp") + "/ember-ktest-XXXXXX";
+        if (!mkdtemp(tmpl.data())) throw std::runtime_error("mkdtemp " + tmpl + ": " + std::strerror(errno));
+        path_ = tmpl;
+    }
+    ~TempDir() {
+        std::error_code ec;  // never throw from a destructor
+        std::filesystem::remove_all(path_, ec);
+    }
+    TempDir(const TempDir&) = delete;
+    TempDir& operator=(const TempDir&) = delete;
+    std::string file(const std::string& name) const { return path_ + "/" + name; }
+
+private:
+    std::string path_;
+};
+
+struct ProcessResult {
+    bool exited = false;      // ended by exit() (not a signal, not killed for the time limit)
+    int exit_code = -1;
+    bool timed_out = false;
+    std::string stderr_text;  // everything it wrote to stderr
+};
+
+// Runs argv[0] with argv (stdout to /dev/null, stderr captured) and waits up to `timeout`;
+// a child still running then is killed. Throws when it cannot be started.
+inline ProcessResult run_process(const std::vector<std::string>& argv, std::chrono::milliseconds timeout) {
+    TempDir dir;
+    const std::string err_path = dir.file("stderr");
+    posix_spawn_file_actions_t fa;
+    posix_spawn_file_actions_init(&fa);
+    posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
+    posix_spawn_file_actions_addopen(&fa, 2, err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    std::vector<char*> args;
+    for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+    args.push_back(nullptr);
+    pid_t pid = 0;
+    const int rc = posix_spawn(&pid, args[0], &fa, nullptr, args.data(), environ);
+    posix_spawn_file_actions_destroy(&fa);
+    if (rc != 0) throw std::runtime_error("cannot start " + argv[0] + ": " + std::strerror(rc));
+    ProcessResult r;
+    int status = 0;
+    const auto deadline = std::chrono::steady_clock::now() + timeout;
+    while (waitpid(pid, &status, WNOHANG) == 0) {
+        if (std::chrono::steady_clock::now() > deadline) {
+            kill(pid, SIGKILL);
+            waitpid(pid, &status, 0);
+            r.timed_out = true;
+            break;
+        }
+        std::this_thread::sleep_for(std::chrono::milliseconds(10));  // polls a condition: the child's end
+    }
+    r.exited = !r.timed_out && WIFEXITED(status);
+    r.exit_code = r.exited ? WEXITSTATUS(status) : -1;
+    std::ifstream in(err_path, std::ios::binary);
+    r.stderr_text.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+    return r;
+}
 
 }  // namespace ktest

@@ -11,14 +11,17 @@
 //  * quantized weights, activations exactly representable in 8 bits (each block holds
 //    +-127 * 2^e and integer multiples of 2^e): only float rounding remains, so
 //    |err| <= 4 K 2^-24 sum |w x|.
-#include <QtTest>
+#include <doctest/doctest.h>
 
 #include <cmath>
+#include <fstream>
+#include <sstream>
 #include <string>
 
 #include "kernel_test_util.h"
 #include "kernels/cpu/matmul.h"
 #include "kernels/cpu/quant.h"
+#include "test_data.h"
 
 using ember::DType;
 using namespace ember::cpu;
@@ -50,9 +53,16 @@ std::vector<float> exact_activations(int64_t n, int64_t cols, uint32_t seed) {
     return x;
 }
 
+// Concatenates its arguments as an ostream would print them.
+template <typename... Args> std::string cat(const Args&... args) {
+    std::ostringstream os;
+    (os << ... << args);
+    return os.str();
+}
+
 struct Check {
     double worst_ratio = 0;  // max |err| / tolerance
-    QString where;
+    std::string where;
 };
 
 // Compares Y with the float64 product of the dequantized weights, element by element.
@@ -81,11 +91,11 @@ Check compare(DType type, const std::vector<float>& w, const std::vector<float>&
             const double err = std::fabs(double(y[size_t(t * rows + r)]) - ref);
             if (err / tol > c.worst_ratio) {
                 c.worst_ratio = err / tol;
-                c.where = QString("t=%1 r=%2 got %3 want %4 tol %5").arg(t).arg(r).arg(y[size_t(t * rows + r)]).arg(ref).arg(tol);
+                c.where = cat("t=", t, " r=", r, " got ", y[size_t(t * rows + r)], " want ", ref, " tol ", tol);
             }
             if (std::isnan(y[size_t(t * rows + r)])) {
                 c.worst_ratio = INFINITY;
-                c.where = QString("NaN at t=%1 r=%2").arg(t).arg(r);
+                c.where = cat("NaN at t=", t, " r=", r);
                 return c;
             }
         }
@@ -101,149 +111,130 @@ void run_case(DType type, int64_t rows, int64_t cols, int64_t n, bool exact_x, T
     std::vector<float> y(size_t(n * rows), NAN);
     matmul(make_weight_matrix(type, rows, cols, wq.data()), x.data(), n, y.data(), pool);
     const Check c = compare(type, w, x, y, rows, cols, n, exact_x);
-    QVERIFY2(c.worst_ratio <= 1.0,
-             qPrintable(QString("%1 %2x%3 n=%4 %5: error %6x tolerance at %7")
-                            .arg(QString::fromUtf8(ember::dtype_name(type).data()))
-                            .arg(rows).arg(cols).arg(n).arg(exact_x ? "exact-x" : "random-x")
-                            .arg(c.worst_ratio).arg(c.where)));
+    REQUIRE_MESSAGE(c.worst_ratio <= 1.0, std::string(ember::dtype_name(type)), " ", rows, "x", cols, " n=", n, " ",
+                    (exact_x ? "exact-x" : "random-x"), ": error ", c.worst_ratio, "x tolerance at ", c.where);
 }
 
 }  // namespace
 
-class TestMatmul : public QObject {
-    Q_OBJECT
+// One subcase per (ISA, weight type), named like "avx2/Q4_K".
+std::string isa_type_name(Isa isa, DType t) { return std::string(isa_name(isa)) + "/" + std::string(ember::dtype_name(t)); }
 
-private slots:
-    void allTypesShapesIsas_data() {
-        QTest::addColumn<int>("isa");
-        QTest::addColumn<int>("type");
-        for (Isa isa : ktest::available_isas()) {
-            for (DType t : kAllTypes) {
-                const std::string name = std::string(isa_name(isa)) + "/" + std::string(ember::dtype_name(t));
-                QTest::newRow(name.c_str()) << int(isa) << int(t);
-            }
-        }
-    }
-    void allTypesShapesIsas() {
-        QFETCH(int, isa);
-        QFETCH(int, type);
-        ktest::ForceIsa force{Isa(isa)};
-        QVERIFY(force.ok);
-        const DType t = DType(type);
-        const int block = int(ember::dtype_info(uint32_t(t))->block_elems);
-        // 32*7 (odd number of 32-blocks, not a whole 512-element chunk), 256*3.
-        std::vector<int64_t> col_sizes{256 * 3};
-        if (block <= 32) col_sizes.push_back(32 * 7);
-        ThreadPool pool(3);
-        uint32_t seed = 100;
-        for (int64_t cols : col_sizes) {
-            for (int64_t rows : {1, 3, 17, 67}) {
-                for (int64_t n : {1, 2, 4, 5, 8, 9, 33}) {
-                    run_case(t, rows, cols, n, false, pool, ++seed);
-                    if (!is_float(t)) run_case(t, rows, cols, n, true, pool, ++seed);
+TEST_CASE("all types, shapes and ISAs") {
+    for (Isa isa : ktest::available_isas()) {
+        for (DType t : kAllTypes) {
+            SUBCASE(isa_type_name(isa, t).c_str()) {
+                ktest::ForceIsa force{isa};
+                REQUIRE(force.ok);
+                const int block = int(ember::dtype_info(uint32_t(t))->block_elems);
+                // 32*7 (odd number of 32-blocks, not a whole 512-element chunk), 256*3.
+                std::vector<int64_t> col_sizes{256 * 3};
+                if (block <= 32) col_sizes.push_back(32 * 7);
+                ThreadPool pool(3);
+                uint32_t seed = 100;
+                for (int64_t cols : col_sizes) {
+                    for (int64_t rows : {1, 3, 17, 67}) {
+                        for (int64_t n : {1, 2, 4, 5, 8, 9, 33}) {
+                            run_case(t, rows, cols, n, false, pool, ++seed);
+                            if (!is_float(t)) run_case(t, rows, cols, n, true, pool, ++seed);
+                        }
+                    }
                 }
             }
         }
     }
+}
 
-    // Several panels, long rows (many chunks), both kernel families, 2 threads.
-    void largerShapes_data() {
-        QTest::addColumn<int>("isa");
-        QTest::addColumn<int>("type");
-        for (Isa isa : ktest::available_isas()) {
-            for (DType t : {DType::Q4_0, DType::Q8_0, DType::Q4_K, DType::Q6_K, DType::F16}) {
-                const std::string name = std::string(isa_name(isa)) + "/" + std::string(ember::dtype_name(t));
-                QTest::newRow(name.c_str()) << int(isa) << int(t);
+// Several panels, long rows (many chunks), both kernel families, 2 threads.
+TEST_CASE("larger shapes") {
+    for (Isa isa : ktest::available_isas()) {
+        for (DType t : {DType::Q4_0, DType::Q8_0, DType::Q4_K, DType::Q6_K, DType::F16}) {
+            SUBCASE(isa_type_name(isa, t).c_str()) {
+                ktest::ForceIsa force{isa};
+                ThreadPool pool(2);
+                for (int64_t n : {1, 3, 70}) run_case(t, 200, 2560, n, false, pool, 7);
             }
         }
     }
-    void largerShapes() {
-        QFETCH(int, isa);
-        QFETCH(int, type);
-        ktest::ForceIsa force{Isa(isa)};
-        ThreadPool pool(2);
-        for (int64_t n : {1, 3, 70}) run_case(DType(type), 200, 2560, n, false, pool, 7);
-    }
+}
 
-    // Real weights (first 64 rows of tensors in the test models, offsets as in test_quant.cpp)
-    // through every ISA against the float64 product of their dequantized values.
-    void realWeights_data() {
-        QTest::addColumn<QString>("file");
-        QTest::addColumn<qulonglong>("offset");
-        QTest::addColumn<int>("type");
-        QTest::addColumn<int>("cols");
-        QTest::newRow("gemma Q4_K attn_output") << "gemma-3-270m-q4_k_m.gguf" << 184901824ull << int(DType::Q4_K) << 1024;
-        QTest::newRow("gemma Q6_K ffn_down") << "gemma-3-270m-q4_k_m.gguf" << 185896128ull << int(DType::Q6_K) << 2048;
-        QTest::newRow("gemma Q5_0 attn_q") << "gemma-3-270m-q4_k_m.gguf" << 185270464ull << int(DType::Q5_0) << 640;
-        QTest::newRow("gemma Q8_0 attn_v") << "gemma-3-270m-q4_k_m.gguf" << 185722048ull << int(DType::Q8_0) << 640;
-        QTest::newRow("smollm Q4_1 ffn_down") << "SmolLM2-135M-Instruct.Q4_1.gguf" << 31868992ull << int(DType::Q4_1) << 1536;
-    }
-    void realWeights() {
-        QFETCH(QString, file);
-        QFETCH(qulonglong, offset);
-        QFETCH(int, type);
-        QFETCH(int, cols);
-        const QString path = QString(EMBER_TEST_MODELS_DIR) + "/" + file;
-        QFile f(path);
-        if (!f.open(QIODevice::ReadOnly)) QFAIL(qPrintable("missing test model " + path + " (run scripts/fetch-test-models.sh)"));
-        const DType t = DType(type);
-        const int64_t rows = 64;
-        const size_t rb = ember::row_bytes(*ember::dtype_info(uint32_t(t)), uint64_t(cols));
-        QVERIFY(f.seek(qint64(offset)));
-        const QByteArray bytes = f.read(qint64(rb * rows));
-        QCOMPARE(size_t(bytes.size()), rb * rows);
-        const auto* wq = reinterpret_cast<const uint8_t*>(bytes.constData());
-        const std::vector<float> w = ktest::dequantize_matrix(t, wq, rows, cols);
-        ThreadPool pool(2);
-        for (Isa isa : ktest::available_isas()) {
-            ktest::ForceIsa force{isa};
-            for (int64_t n : {1, 3, 24}) {
-                const std::vector<float> x = ktest::random_floats(size_t(n * cols), 77);
-                std::vector<float> y(static_cast<size_t>(n * rows), NAN);
-                matmul(WeightMatrix{t, rows, cols, wq, rb}, x.data(), n, y.data(), pool);
-                const Check c = compare(t, w, x, y, rows, cols, n, false);
-                QVERIFY2(c.worst_ratio <= 1.0, qPrintable(QString("%1 n=%2: error %3x tolerance at %4")
-                                                              .arg(isa_name(isa).data()).arg(n).arg(c.worst_ratio).arg(c.where)));
+// Real weights (first 64 rows of tensors in the test models, offsets as in test_quant.cpp)
+// through every ISA against the float64 product of their dequantized values.
+TEST_CASE("real weights") {
+    struct RealWeights { const char* name; const char* file; uint64_t offset; DType type; int cols; };
+    const RealWeights cases[] = {
+        {"gemma Q4_K attn_output", "gemma-3-270m-q4_k_m.gguf", 184901824ull, DType::Q4_K, 1024},
+        {"gemma Q6_K ffn_down", "gemma-3-270m-q4_k_m.gguf", 185896128ull, DType::Q6_K, 2048},
+        {"gemma Q5_0 attn_q", "gemma-3-270m-q4_k_m.gguf", 185270464ull, DType::Q5_0, 640},
+        {"gemma Q8_0 attn_v", "gemma-3-270m-q4_k_m.gguf", 185722048ull, DType::Q8_0, 640},
+        {"smollm Q4_1 ffn_down", "SmolLM2-135M-Instruct.Q4_1.gguf", 31868992ull, DType::Q4_1, 1536},
+    };
+    for (const RealWeights& rw : cases) {
+        SUBCASE(rw.name) {
+            const std::string path = ember::test::test_model(rw.file);
+            EMBER_REQUIRE_FILE(path);
+            std::ifstream f(path, std::ios::binary);
+            REQUIRE_MESSAGE(f.good(), "cannot open ", path);
+            const DType t = rw.type;
+            const int64_t rows = 64, cols = rw.cols;
+            const size_t rb = ember::row_bytes(*ember::dtype_info(uint32_t(t)), uint64_t(cols));
+            std::vector<uint8_t> bytes(rb * rows);
+            f.seekg(std::streamoff(rw.offset));
+            REQUIRE(f.good());
+            f.read(reinterpret_cast<char*>(bytes.data()), std::streamsize(bytes.size()));
+            REQUIRE(size_t(f.gcount()) == rb * rows);
+            const uint8_t* wq = bytes.data();
+            const std::vector<float> w = ktest::dequantize_matrix(t, wq, rows, cols);
+            ThreadPool pool(2);
+            for (Isa isa : ktest::available_isas()) {
+                ktest::ForceIsa force{isa};
+                for (int64_t n : {1, 3, 24}) {
+                    const std::vector<float> x = ktest::random_floats(size_t(n * cols), 77);
+                    std::vector<float> y(static_cast<size_t>(n * rows), NAN);
+                    matmul(WeightMatrix{t, rows, cols, wq, rb}, x.data(), n, y.data(), pool);
+                    const Check c = compare(t, w, x, y, rows, cols, n, false);
+                    REQUIRE_MESSAGE(c.worst_ratio <= 1.0, std::string(isa_name(isa)), " n=", n, ": error ", c.worst_ratio,
+                                    "x tolerance at ", c.where);
+                }
             }
         }
     }
+}
 
-    void vecDot() {
-        for (Isa isa : ktest::available_isas()) {
-            ktest::ForceIsa force{isa};
-            for (int64_t n : {1, 7, 16, 33, 1000}) {
-                const auto a = ktest::random_floats(size_t(n), 1), b = ktest::random_floats(size_t(n), 2);
-                double ref = 0, mag = 0;
-                for (int64_t i = 0; i < n; ++i) { ref += double(a[size_t(i)]) * b[size_t(i)]; mag += std::fabs(double(a[size_t(i)]) * b[size_t(i)]); }
-                const float got = vec_dot_f32(a.data(), b.data(), n);
-                QVERIFY2(std::fabs(got - ref) <= 4.0 * double(n) * std::ldexp(1.0, -24) * mag,
-                         qPrintable(QString("%1 n=%2: %3 vs %4").arg(isa_name(isa).data()).arg(n).arg(got).arg(ref)));
-            }
+TEST_CASE("vec_dot") {
+    for (Isa isa : ktest::available_isas()) {
+        ktest::ForceIsa force{isa};
+        for (int64_t n : {1, 7, 16, 33, 1000}) {
+            const auto a = ktest::random_floats(size_t(n), 1), b = ktest::random_floats(size_t(n), 2);
+            double ref = 0, mag = 0;
+            for (int64_t i = 0; i < n; ++i) { ref += double(a[size_t(i)]) * b[size_t(i)]; mag += std::fabs(double(a[size_t(i)]) * b[size_t(i)]); }
+            const float got = vec_dot_f32(a.data(), b.data(), n);
+            REQUIRE_MESSAGE(std::fabs(got - ref) <= 4.0 * double(n) * std::ldexp(1.0, -24) * mag,
+                            std::string(isa_name(isa)), " n=", n, ": ", got, " vs ", ref);
         }
     }
+}
 
-    void getRowsDequantizes() {
-        const int64_t cols = 512;
-        for (DType t : {DType::F32, DType::F16, DType::Q8_0, DType::Q4_K, DType::Q6_K}) {
-            const auto wq = ktest::random_weights(t, 10, cols, 3);
-            const auto w = ktest::dequantize_matrix(t, wq.data(), 10, cols);
-            const int32_t ids[] = {7, 0, 7, 9};
-            std::vector<float> out(4 * cols);
-            get_rows(t, wq.data(), wq.size() / 10, ids, 4, cols, out.data());
-            for (int i = 0; i < 4; ++i)
-                for (int64_t c = 0; c < cols; ++c) QCOMPARE(out[size_t(i * cols + c)], w[size_t(ids[i] * cols + c)]);
-        }
+TEST_CASE("get_rows dequantizes") {
+    const int64_t cols = 512;
+    for (DType t : {DType::F32, DType::F16, DType::Q8_0, DType::Q4_K, DType::Q6_K}) {
+        const std::string type_name(ember::dtype_name(t));
+        CAPTURE(type_name);
+        const auto wq = ktest::random_weights(t, 10, cols, 3);
+        const auto w = ktest::dequantize_matrix(t, wq.data(), 10, cols);
+        const int32_t ids[] = {7, 0, 7, 9};
+        std::vector<float> out(4 * cols);
+        get_rows(t, wq.data(), wq.size() / 10, ids, 4, cols, out.data());
+        for (int i = 0; i < 4; ++i)
+            for (int64_t c = 0; c < cols; ++c) REQUIRE(out[size_t(i * cols + c)] == w[size_t(ids[i] * cols + c)]);
     }
+}
 
-    void rejectsBadShapes() {
-        ThreadPool pool(1);
-        float x[64] = {}, y[4] = {};
-        uint8_t w[256] = {};
-        QVERIFY_THROWS_EXCEPTION(ember::Error, matmul(WeightMatrix{DType::Q4_0, 1, 48, w, 36}, x, 1, y, pool));
-        QVERIFY_THROWS_EXCEPTION(ember::Error, matmul(WeightMatrix{DType::IQ2_XXS, 1, 256, w, 66}, x, 1, y, pool));
-        QVERIFY(!matmul_supports(DType::Q8_K));
-    }
-};
-
-QTEST_APPLESS_MAIN(TestMatmul)
-#include "test_matmul.moc"
+TEST_CASE("rejects bad shapes") {
+    ThreadPool pool(1);
+    float x[64] = {}, y[4] = {};
+    uint8_t w[256] = {};
+    REQUIRE_THROWS_AS(matmul(WeightMatrix{DType::Q4_0, 1, 48, w, 36}, x, 1, y, pool), ember::Error);
+    REQUIRE_THROWS_AS(matmul(WeightMatrix{DType::IQ2_XXS, 1, 256, w, 66}, x, 1, y, pool), ember::Error);
+    REQUIRE(!matmul_supports(DType::Q8_K));
+}

@@ -6,10 +6,11 @@
 //  * rope: 1e-6 * (|a| + |b|) of the rotated pair (cos/sin are rounded from double).
 //  * softmax, silu/gelu: 2e-6 relative + 1e-9 absolute (exp approximation < 2e-7 relative).
 //  * attention: 2e-5 * max|v| (f32 dot products over head_dim, online-softmax rescaling).
-#include <QtTest>
+#include <doctest/doctest.h>
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <numeric>
 #include <random>
 
@@ -28,7 +29,7 @@ namespace {
 #define FOR_EACH_ISA(...)                                    \
     for (Isa isa_ : ktest::available_isas()) {               \
         ktest::ForceIsa force_{isa_};                        \
-        const QByteArray isa_name_ = isa_name(isa_).data();  \
+        const std::string isa_name_(isa_name(isa_));         \
         __VA_ARGS__                                          \
     }
 
@@ -91,327 +92,319 @@ std::vector<double> attention_ref(const Cache& c, const float* q, int kv_head, c
 
 }  // namespace
 
-class TestOps : public QObject {
-    Q_OBJECT
+TEST_CASE("elementwise ops are exact") {
+    ThreadPool pool(2);
+    FOR_EACH_ISA({
+        for (int64_t n : {1, 15, 1000, 100003}) {
+            const auto a = ktest::random_floats(size_t(n), 1), b = ktest::random_floats(size_t(n), 2);
+            std::vector<float> out(static_cast<size_t>(n)), x = a;
+            ops::add(a.data(), b.data(), out.data(), n, &pool);
+            for (int64_t i = 0; i < n; ++i) REQUIRE(out[size_t(i)] == a[size_t(i)] + b[size_t(i)]);
+            ops::mul(a.data(), b.data(), out.data(), n, &pool);
+            for (int64_t i = 0; i < n; ++i) REQUIRE(out[size_t(i)] == a[size_t(i)] * b[size_t(i)]);
+            ops::scale(x.data(), 0.37f, n, &pool);
+            for (int64_t i = 0; i < n; ++i) REQUIRE(x[size_t(i)] == a[size_t(i)] * 0.37f);
+            x = a;  // in place: x += b
+            ops::add(x.data(), b.data(), x.data(), n, &pool);
+            for (int64_t i = 0; i < n; ++i) REQUIRE(x[size_t(i)] == a[size_t(i)] + b[size_t(i)]);
+        }
+    })
+}
 
-private slots:
-    void elementwiseExact() {
-        ThreadPool pool(2);
-        FOR_EACH_ISA({
-            for (int64_t n : {1, 15, 1000, 100003}) {
-                const auto a = ktest::random_floats(size_t(n), 1), b = ktest::random_floats(size_t(n), 2);
-                std::vector<float> out(static_cast<size_t>(n)), x = a;
-                ops::add(a.data(), b.data(), out.data(), n, &pool);
-                for (int64_t i = 0; i < n; ++i) QCOMPARE(out[size_t(i)], a[size_t(i)] + b[size_t(i)]);
-                ops::mul(a.data(), b.data(), out.data(), n, &pool);
-                for (int64_t i = 0; i < n; ++i) QCOMPARE(out[size_t(i)], a[size_t(i)] * b[size_t(i)]);
-                ops::scale(x.data(), 0.37f, n, &pool);
-                for (int64_t i = 0; i < n; ++i) QCOMPARE(x[size_t(i)], a[size_t(i)] * 0.37f);
-                x = a;  // in place: x += b
-                ops::add(x.data(), b.data(), x.data(), n, &pool);
-                for (int64_t i = 0; i < n; ++i) QCOMPARE(x[size_t(i)], a[size_t(i)] + b[size_t(i)]);
-            }
-        })
-    }
-
-    void rmsNorm() {
-        ThreadPool pool(2);
-        FOR_EACH_ISA({
-            for (int64_t cols : {1, 7, 576, 2048}) {
-                for (int64_t rows : {1, 5, 33}) {
-                    const auto x = ktest::random_floats(size_t(rows * cols), 3), w = ktest::random_floats(size_t(cols), 4);
-                    for (bool with_w : {true, false}) {
-                        std::vector<float> y = x;  // in place
-                        ops::rms_norm(y.data(), with_w ? w.data() : nullptr, y.data(), rows, cols, 1e-6f, &pool);
-                        for (int64_t r = 0; r < rows; ++r) {
-                            double ss = 0;
-                            for (int64_t i = 0; i < cols; ++i) ss += double(x[size_t(r * cols + i)]) * x[size_t(r * cols + i)];
-                            const double inv = 1.0 / std::sqrt(ss / double(cols) + 1e-6);
-                            for (int64_t i = 0; i < cols; ++i) {
-                                const double ref = x[size_t(r * cols + i)] * inv * (with_w ? w[size_t(i)] : 1.0);
-                                const double tol = (4.0 * double(cols) + 4.0) * std::ldexp(1.0, -24) * std::fabs(ref) + 1e-30;
-                                QVERIFY2(std::fabs(y[size_t(r * cols + i)] - ref) <= tol,
-                                         qPrintable(QString("%1 cols=%2 r=%3 i=%4: %5 vs %6").arg(isa_name_.data()).arg(cols).arg(r).arg(i)
-                                                        .arg(y[size_t(r * cols + i)]).arg(ref)));
-                            }
+TEST_CASE("rms_norm") {
+    ThreadPool pool(2);
+    FOR_EACH_ISA({
+        for (int64_t cols : {1, 7, 576, 2048}) {
+            for (int64_t rows : {1, 5, 33}) {
+                const auto x = ktest::random_floats(size_t(rows * cols), 3), w = ktest::random_floats(size_t(cols), 4);
+                for (bool with_w : {true, false}) {
+                    std::vector<float> y = x;  // in place
+                    ops::rms_norm(y.data(), with_w ? w.data() : nullptr, y.data(), rows, cols, 1e-6f, &pool);
+                    for (int64_t r = 0; r < rows; ++r) {
+                        double ss = 0;
+                        for (int64_t i = 0; i < cols; ++i) ss += double(x[size_t(r * cols + i)]) * x[size_t(r * cols + i)];
+                        const double inv = 1.0 / std::sqrt(ss / double(cols) + 1e-6);
+                        for (int64_t i = 0; i < cols; ++i) {
+                            const double ref = x[size_t(r * cols + i)] * inv * (with_w ? w[size_t(i)] : 1.0);
+                            const double tol = (4.0 * double(cols) + 4.0) * std::ldexp(1.0, -24) * std::fabs(ref) + 1e-30;
+                            REQUIRE_MESSAGE(std::fabs(y[size_t(r * cols + i)] - ref) <= tol, isa_name_, " cols=", cols,
+                                            " r=", r, " i=", i, ": ", y[size_t(r * cols + i)], " vs ", ref);
                         }
                     }
                 }
             }
-        })
-    }
+        }
+    })
+}
 
-    void rope() {
-        ThreadPool pool(2);
-        std::mt19937 rng(5);
-        std::uniform_int_distribution<int> posd(0, 100000);
-        FOR_EACH_ISA({
-            for (bool neox : {false, true}) {
-                for (auto [D, n_rot] : {std::pair{64, 64}, std::pair{128, 128}, std::pair{64, 32}}) {
-                    const int n_heads = 3;
-                    const int64_t n = 21;
-                    std::vector<int32_t> pos(static_cast<size_t>(n));
-                    for (auto& p : pos) p = posd(rng);
-                    pos[0] = 0;
-                    std::vector<float> ff(static_cast<size_t>(n_rot / 2));
-                    for (int i = 0; i < n_rot / 2; ++i) ff[size_t(i)] = 1.0f + 0.25f * float(i % 5);  // Llama-3-like divisors
-                    ops::RopeSpec spec;
-                    spec.head_dim = D;
-                    spec.n_rot = n_rot;
-                    spec.neox = neox;
-                    spec.freq_base = 500000.0f;
-                    spec.freq_scale = 0.5f;
-                    spec.freq_factors = ff.data();
-                    const auto x0 = ktest::random_floats(size_t(n * n_heads * D), 6);
-                    std::vector<float> x = x0;
-                    ops::rope(x.data(), n, n_heads, pos.data(), spec, &pool);
-                    for (int64_t t = 0; t < n; ++t) {
-                        for (int h = 0; h < n_heads; ++h) {
-                            const float* a = x0.data() + (t * n_heads + h) * D;
-                            const float* g = x.data() + (t * n_heads + h) * D;
-                            for (int i = 0; i < n_rot / 2; ++i) {
-                                const double theta = pos[size_t(t)] * 0.5 * std::pow(500000.0, -2.0 * i / n_rot) / ff[size_t(i)];
-                                const int i0 = neox ? i : 2 * i, i1 = neox ? i + n_rot / 2 : 2 * i + 1;
-                                const double r0 = a[i0] * std::cos(theta) - a[i1] * std::sin(theta);
-                                const double r1 = a[i0] * std::sin(theta) + a[i1] * std::cos(theta);
-                                const double tol = 1e-6 * (std::fabs(a[i0]) + std::fabs(a[i1]));
-                                QVERIFY2(std::fabs(g[i0] - r0) <= tol && std::fabs(g[i1] - r1) <= tol,
-                                         qPrintable(QString("%1 neox=%2 D=%3 t=%4 i=%5").arg(isa_name_.data()).arg(neox).arg(D).arg(t).arg(i)));
-                            }
-                            for (int i = n_rot; i < D; ++i) QCOMPARE(g[i], a[i]);  // not rotated
+TEST_CASE("rope") {
+    ThreadPool pool(2);
+    std::mt19937 rng(5);
+    std::uniform_int_distribution<int> posd(0, 100000);
+    FOR_EACH_ISA({
+        for (bool neox : {false, true}) {
+            for (auto [D, n_rot] : {std::pair{64, 64}, std::pair{128, 128}, std::pair{64, 32}}) {
+                const int n_heads = 3;
+                const int64_t n = 21;
+                std::vector<int32_t> pos(static_cast<size_t>(n));
+                for (auto& p : pos) p = posd(rng);
+                pos[0] = 0;
+                std::vector<float> ff(static_cast<size_t>(n_rot / 2));
+                for (int i = 0; i < n_rot / 2; ++i) ff[size_t(i)] = 1.0f + 0.25f * float(i % 5);  // Llama-3-like divisors
+                ops::RopeSpec spec;
+                spec.head_dim = D;
+                spec.n_rot = n_rot;
+                spec.neox = neox;
+                spec.freq_base = 500000.0f;
+                spec.freq_scale = 0.5f;
+                spec.freq_factors = ff.data();
+                const auto x0 = ktest::random_floats(size_t(n * n_heads * D), 6);
+                std::vector<float> x = x0;
+                ops::rope(x.data(), n, n_heads, pos.data(), spec, &pool);
+                for (int64_t t = 0; t < n; ++t) {
+                    for (int h = 0; h < n_heads; ++h) {
+                        const float* a = x0.data() + (t * n_heads + h) * D;
+                        const float* g = x.data() + (t * n_heads + h) * D;
+                        for (int i = 0; i < n_rot / 2; ++i) {
+                            const double theta = pos[size_t(t)] * 0.5 * std::pow(500000.0, -2.0 * i / n_rot) / ff[size_t(i)];
+                            const int i0 = neox ? i : 2 * i, i1 = neox ? i + n_rot / 2 : 2 * i + 1;
+                            const double r0 = a[i0] * std::cos(theta) - a[i1] * std::sin(theta);
+                            const double r1 = a[i0] * std::sin(theta) + a[i1] * std::cos(theta);
+                            const double tol = 1e-6 * (std::fabs(a[i0]) + std::fabs(a[i1]));
+                            REQUIRE_MESSAGE((std::fabs(g[i0] - r0) <= tol && std::fabs(g[i1] - r1) <= tol), isa_name_,
+                                            " neox=", neox, " D=", D, " t=", t, " i=", i);
                         }
+                        for (int i = n_rot; i < D; ++i) REQUIRE(g[i] == a[i]);  // not rotated
                     }
                 }
             }
-        })
-    }
+        }
+    })
+}
 
-    // rope keeps its cos/sin tables between calls with the same spec and positions (q, then
-    // k): a change of any of them in place, at the same addresses, must be seen.
-    void ropeTablesFollowChanges() {
-        const int D = 64, n_rot = 64, n_heads = 2;
-        const int64_t n = 3;
-        std::vector<int32_t> pos{5, 900, 70000};
-        std::vector<float> ff(size_t(n_rot / 2), 1.0f);
-        ops::RopeSpec spec;
-        spec.head_dim = D;
-        spec.n_rot = n_rot;
-        spec.freq_base = 10000.0f;
-        spec.freq_factors = ff.data();
-        const auto x0 = ktest::random_floats(size_t(n * n_heads * D), 8);
-        auto check = [&](const char* what) {
-            std::vector<float> x = x0;
-            ops::rope(x.data(), n, n_heads, pos.data(), spec, nullptr);
-            for (int64_t t = 0; t < n; ++t) {
-                for (int i = 0; i < n_rot / 2; ++i) {
-                    const double theta = pos[size_t(t)] * spec.freq_scale * std::pow(double(spec.freq_base), -2.0 * i / n_rot) / ff[size_t(i)];
-                    const float* a = x0.data() + t * n_heads * D;
-                    const double r0 = a[2 * i] * std::cos(theta) - a[2 * i + 1] * std::sin(theta);
-                    const double tol = 1e-6 * (std::fabs(a[2 * i]) + std::fabs(a[2 * i + 1]));
-                    QVERIFY2(std::fabs(x[size_t(t * n_heads * D + 2 * i)] - r0) <= tol, what);
-                }
-            }
-        };
-        check("first call");
-        check("same spec and positions again");
-        pos[1] = 901;
-        check("a position changed in place");
-        ff[3] = 4.0f;
-        check("a frequency factor changed in place");
-        spec.freq_base = 500000.0f;
-        check("another base");
-        spec.freq_factors = nullptr;
-        std::fill(ff.begin(), ff.end(), 1.0f);
-        check("no factors");
-    }
-
-    void softmax() {
-        ThreadPool pool(2);
-        FOR_EACH_ISA({
-            for (int64_t cols : {1, 3, 100, 4099}) {
-                const int64_t rows = 9;
-                auto x = ktest::random_floats(size_t(rows * cols), 7, 8.0f);  // large logits: stability
-                x[0] = 1000.0f;
-                const auto x0 = x;
-                ops::softmax(x.data(), rows, cols, &pool);
-                for (int64_t r = 0; r < rows; ++r) {
-                    double mx = -INFINITY, sum = 0;
-                    for (int64_t i = 0; i < cols; ++i) mx = std::max(mx, double(x0[size_t(r * cols + i)]));
-                    for (int64_t i = 0; i < cols; ++i) sum += std::exp(x0[size_t(r * cols + i)] - mx);
-                    for (int64_t i = 0; i < cols; ++i) {
-                        const double ref = std::exp(x0[size_t(r * cols + i)] - mx) / sum;
-                        QVERIFY2(std::fabs(x[size_t(r * cols + i)] - ref) <= 2e-6 * ref + 1e-9,
-                                 qPrintable(QString("%1 cols=%2: %3 vs %4").arg(isa_name_.data()).arg(cols).arg(x[size_t(r * cols + i)]).arg(ref)));
-                    }
-                }
-            }
-        })
-    }
-
-    void gatedActivations() {
-        ThreadPool pool(2);
-        FOR_EACH_ISA({
-            const int64_t n = 70001;
-            auto g = ktest::random_floats(size_t(n), 8, 3.0f);
-            g[0] = 120.0f;   // saturated regions
-            g[1] = -120.0f;
-            const auto u = ktest::random_floats(size_t(n), 9);
-            std::vector<float> out(static_cast<size_t>(n));
-            for (bool gelu : {false, true}) {
-                if (gelu) ops::geglu(g.data(), u.data(), out.data(), n, &pool);
-                else ops::swiglu(g.data(), u.data(), out.data(), n, &pool);
-                for (int64_t i = 0; i < n; ++i) {
-                    const double ref = (gelu ? gelu_ref(g[size_t(i)]) : silu_ref(g[size_t(i)])) * u[size_t(i)];
-                    QVERIFY2(std::fabs(out[size_t(i)] - ref) <= 2e-6 * std::fabs(ref) + 1e-9 * std::fabs(double(u[size_t(i)])),
-                             qPrintable(QString("%1 %2 x=%3: %4 vs %5").arg(isa_name_.data()).arg(gelu ? "gelu" : "silu")
-                                            .arg(g[size_t(i)]).arg(out[size_t(i)]).arg(ref)));
-                }
-            }
-        })
-    }
-
-    // GQA (e.g. 8 query heads on 2 KV heads), blocks handed out in shuffled order, lengths
-    // that end mid-block, sliding window, soft-capping, F16 and Q8_0 caches, three sequences.
-    // Head groups of 4 fill 16-row tiles with 4 tokens; 1 (MHA) with 16 tokens; 16 exceed an
-    // AVX2 tile (per-head kernel there); head_dim 72 leaves vector tails.
-    void attentionMatchesReference_data() {
-        QTest::addColumn<int>("type");
-        QTest::addColumn<int>("head_dim");
-        QTest::addColumn<int>("block");
-        QTest::addColumn<int>("window");
-        QTest::addColumn<float>("softcap");
-        QTest::addColumn<int>("n_heads");
-        QTest::addColumn<int>("n_kv_heads");
-        QTest::newRow("f16 d64 b16") << int(DType::F16) << 64 << 16 << 0 << 0.0f << 8 << 2;
-        QTest::newRow("f16 d128 b32 window") << int(DType::F16) << 128 << 32 << 37 << 0.0f << 8 << 2;
-        QTest::newRow("f16 d256 b16 softcap") << int(DType::F16) << 256 << 16 << 0 << 30.0f << 8 << 2;
-        QTest::newRow("q8_0 d64 b16 window") << int(DType::Q8_0) << 64 << 16 << 20 << 0.0f << 8 << 2;
-        QTest::newRow("f16 d80 b16") << int(DType::F16) << 80 << 16 << 0 << 0.0f << 8 << 2;
-        QTest::newRow("f16 d72 b16 mha") << int(DType::F16) << 72 << 16 << 0 << 0.0f << 3 << 3;
-        QTest::newRow("f16 d64 b32 group16 window") << int(DType::F16) << 64 << 32 << 9 << 0.0f << 16 << 1;
-    }
-    void attentionMatchesReference() {
-        QFETCH(int, type);
-        QFETCH(int, head_dim);
-        QFETCH(int, block);
-        QFETCH(int, window);
-        QFETCH(float, softcap);
-        QFETCH(int, n_heads);
-        QFETCH(int, n_kv_heads);
-        const int n_blocks = 24, max_blocks = 8;
-        const Cache c = make_cache(DType(type), n_blocks, block, n_kv_heads, head_dim, 11);
-        // Three sequences, each with a shuffled set of distinct blocks.
-        std::vector<int32_t> ids(static_cast<size_t>(n_blocks));
-        std::iota(ids.begin(), ids.end(), 0);
-        std::shuffle(ids.begin(), ids.end(), std::mt19937(12));
-        std::vector<int32_t> table(ids.begin(), ids.begin() + 3 * max_blocks);
-        // Query tokens: decode-like (one token at the end) and prefill-like (a run).
-        std::vector<int32_t> pos, seq;
-        const int len[3] = {block * max_blocks, block * 3 + 5, 1};
-        for (int s = 0; s < 3; ++s) {
-            for (int p : {0, len[s] / 2, len[s] - 1}) {
-                pos.push_back(p);
-                seq.push_back(s);
+// rope keeps its cos/sin tables between calls with the same spec and positions (q, then
+// k): a change of any of them in place, at the same addresses, must be seen.
+TEST_CASE("rope tables follow changes") {
+    const int D = 64, n_rot = 64, n_heads = 2;
+    const int64_t n = 3;
+    std::vector<int32_t> pos{5, 900, 70000};
+    std::vector<float> ff(size_t(n_rot / 2), 1.0f);
+    ops::RopeSpec spec;
+    spec.head_dim = D;
+    spec.n_rot = n_rot;
+    spec.freq_base = 10000.0f;
+    spec.freq_factors = ff.data();
+    const auto x0 = ktest::random_floats(size_t(n * n_heads * D), 8);
+    auto check = [&](const char* what) {
+        std::vector<float> x = x0;
+        ops::rope(x.data(), n, n_heads, pos.data(), spec, nullptr);
+        for (int64_t t = 0; t < n; ++t) {
+            for (int i = 0; i < n_rot / 2; ++i) {
+                const double theta = pos[size_t(t)] * spec.freq_scale * std::pow(double(spec.freq_base), -2.0 * i / n_rot) / ff[size_t(i)];
+                const float* a = x0.data() + t * n_heads * D;
+                const double r0 = a[2 * i] * std::cos(theta) - a[2 * i + 1] * std::sin(theta);
+                const double tol = 1e-6 * (std::fabs(a[2 * i]) + std::fabs(a[2 * i + 1]));
+                REQUIRE_MESSAGE(std::fabs(x[size_t(t * n_heads * D + 2 * i)] - r0) <= tol, what);
             }
         }
-        pos.push_back(block - 1);  // last slot of a block
-        seq.push_back(0);
-        for (int p = 0; p < 21; ++p) {  // a prompt: consecutive positions fill whole tiles
-            pos.push_back(block + 3 + p);
-            seq.push_back(1);
-        }
-        const int64_t n = int64_t(pos.size()), D = head_dim;
-        const auto q = ktest::random_floats(size_t(n * n_heads * D), 13);
-        const float scale = 1.0f / std::sqrt(float(D));
-        double vmax = 0;
-        for (float v : c.vf) vmax = std::max(vmax, double(std::fabs(v)));
-        ThreadPool pool(3);
-        FOR_EACH_ISA({
-            std::vector<float> out(static_cast<size_t>(n * n_heads * D), NAN);
-            ops::AttentionBatchArgs a;
-            a.q = q.data();
-            a.out = out.data();
-            a.n_tokens = n;
-            a.n_heads = n_heads;
-            a.positions = pos.data();
-            a.seq_of = seq.data();
-            a.block_table = table.data();
-            a.max_blocks = max_blocks;
-            a.window = window;
-            a.scale = scale;
-            a.softcap = softcap;
-            ops::attention(c.view, a, &pool);
-            // Decode: each token alone (a tile of one token takes the decode kernel).
-            std::vector<float> single(out.size(), NAN);
-            for (int64_t t = 0; t < n; ++t) {
-                ops::AttentionBatchArgs one = a;
-                one.q = q.data() + t * n_heads * D;
-                one.out = single.data() + t * n_heads * D;
-                one.n_tokens = 1;
-                one.positions = pos.data() + t;
-                one.seq_of = seq.data() + t;
-                ops::attention(c.view, one, &pool);
-            }
-            for (int64_t t = 0; t < n; ++t) {
-                const int64_t start = window > 0 ? std::max<int64_t>(0, pos[size_t(t)] - window + 1) : 0;
-                for (int h = 0; h < n_heads; ++h) {
-                    const auto ref = attention_ref(c, q.data() + (t * n_heads + h) * D, h / (n_heads / n_kv_heads),
-                                                   table.data() + seq[size_t(t)] * max_blocks, start, pos[size_t(t)] + 1, scale, softcap);
-                    for (int i = 0; i < D; ++i) {
-                        for (const auto* res : {&out, &single}) {
-                            const float got = (*res)[size_t((t * n_heads + h) * D + i)];
-                            QVERIFY2(std::fabs(got - ref[size_t(i)]) <= 2e-5 * vmax,
-                                     qPrintable(QString("%1 %2 t=%3 (pos %4) h=%5 i=%6: %7 vs %8").arg(isa_name_.data())
-                                                    .arg(res == &out ? "batch" : "one token").arg(t).arg(pos[size_t(t)])
-                                                    .arg(h).arg(i).arg(got).arg(ref[size_t(i)])));
-                        }
-                    }
+    };
+    check("first call");
+    check("same spec and positions again");
+    pos[1] = 901;
+    check("a position changed in place");
+    ff[3] = 4.0f;
+    check("a frequency factor changed in place");
+    spec.freq_base = 500000.0f;
+    check("another base");
+    spec.freq_factors = nullptr;
+    std::fill(ff.begin(), ff.end(), 1.0f);
+    check("no factors");
+}
+
+TEST_CASE("softmax") {
+    ThreadPool pool(2);
+    FOR_EACH_ISA({
+        for (int64_t cols : {1, 3, 100, 4099}) {
+            const int64_t rows = 9;
+            auto x = ktest::random_floats(size_t(rows * cols), 7, 8.0f);  // large logits: stability
+            x[0] = 1000.0f;
+            const auto x0 = x;
+            ops::softmax(x.data(), rows, cols, &pool);
+            for (int64_t r = 0; r < rows; ++r) {
+                double mx = -INFINITY, sum = 0;
+                for (int64_t i = 0; i < cols; ++i) mx = std::max(mx, double(x0[size_t(r * cols + i)]));
+                for (int64_t i = 0; i < cols; ++i) sum += std::exp(x0[size_t(r * cols + i)] - mx);
+                for (int64_t i = 0; i < cols; ++i) {
+                    const double ref = std::exp(x0[size_t(r * cols + i)] - mx) / sum;
+                    REQUIRE_MESSAGE(std::fabs(x[size_t(r * cols + i)] - ref) <= 2e-6 * ref + 1e-9, isa_name_, " cols=", cols,
+                                    ": ", x[size_t(r * cols + i)], " vs ", ref);
                 }
             }
-        })
-    }
+        }
+    })
+}
 
-    void attentionHeadSingleKey() {
-        // One visible key: the output is exactly that key's value row (softmax of one score).
-        const Cache c = make_cache(DType::F16, 2, 16, 1, 64, 21);
-        const int32_t table[] = {1, 0};
-        const auto q = ktest::random_floats(2 * 64, 22);
-        std::vector<float> out(2 * 64);
-        ops::AttentionHeadArgs a;
-        a.q = q.data();
-        a.n_rep = 2;
-        a.block_table = table;
-        a.n_kv = 20;
-        a.kv_start = 19;  // window of one
-        a.scale = 0.125f;
-        a.out = out.data();
-        ops::attention_head(c.view, a);
-        const float* v = c.vf.data() + c.view.slot(table, 19) * 64;
-        for (int r = 0; r < 2; ++r)
-            for (int i = 0; i < 64; ++i) QCOMPARE(out[size_t(r * 64 + i)], v[i]);
-    }
-
-    void storeKvRoundTrip() {
-        for (DType t : {DType::F16, DType::Q8_0}) {
-            KvCacheView kv;
-            kv.type = t;
-            kv.n_kv_heads = 2;
-            kv.head_dim = 64;
-            kv.row_bytes = kv_row_bytes(t, 128);
-            std::vector<uint8_t> kp(kv.row_bytes * 8), vp(kv.row_bytes * 8);
-            const auto k = ktest::random_floats(3 * 128, 30), v = ktest::random_floats(3 * 128, 31);
-            const int32_t slot_ids[] = {5, 0, 7};
-            ops::store_kv(kv, kp.data(), vp.data(), k.data(), v.data(), slot_ids, 3, nullptr);
-            std::vector<uint8_t> expect(kv.row_bytes);
-            for (int i = 0; i < 3; ++i) {
-                quantize_row(t, k.data() + i * 128, expect.data(), 128);
-                QVERIFY(std::memcmp(expect.data(), kp.data() + size_t(slot_ids[i]) * kv.row_bytes, kv.row_bytes) == 0);
-                quantize_row(t, v.data() + i * 128, expect.data(), 128);
-                QVERIFY(std::memcmp(expect.data(), vp.data() + size_t(slot_ids[i]) * kv.row_bytes, kv.row_bytes) == 0);
+TEST_CASE("gated activations") {
+    ThreadPool pool(2);
+    FOR_EACH_ISA({
+        const int64_t n = 70001;
+        auto g = ktest::random_floats(size_t(n), 8, 3.0f);
+        g[0] = 120.0f;   // saturated regions
+        g[1] = -120.0f;
+        const auto u = ktest::random_floats(size_t(n), 9);
+        std::vector<float> out(static_cast<size_t>(n));
+        for (bool gelu : {false, true}) {
+            if (gelu) ops::geglu(g.data(), u.data(), out.data(), n, &pool);
+            else ops::swiglu(g.data(), u.data(), out.data(), n, &pool);
+            for (int64_t i = 0; i < n; ++i) {
+                const double ref = (gelu ? gelu_ref(g[size_t(i)]) : silu_ref(g[size_t(i)])) * u[size_t(i)];
+                REQUIRE_MESSAGE(std::fabs(out[size_t(i)] - ref) <= 2e-6 * std::fabs(ref) + 1e-9 * std::fabs(double(u[size_t(i)])),
+                                isa_name_, " ", (gelu ? "gelu" : "silu"), " x=", g[size_t(i)], ": ", out[size_t(i)], " vs ", ref);
             }
         }
-    }
+    })
+}
+
+// GQA (e.g. 8 query heads on 2 KV heads), blocks handed out in shuffled order, lengths
+// that end mid-block, sliding window, soft-capping, F16 and Q8_0 caches, three sequences.
+// Head groups of 4 fill 16-row tiles with 4 tokens; 1 (MHA) with 16 tokens; 16 exceed an
+// AVX2 tile (per-head kernel there); head_dim 72 leaves vector tails.
+struct AttentionCase {
+    const char* name;
+    DType type;
+    int head_dim, block, window;
+    float softcap;
+    int n_heads, n_kv_heads;
 };
 
-QTEST_APPLESS_MAIN(TestOps)
-#include "test_ops.moc"
+static void check_attention(const AttentionCase& ac) {
+    const DType type = ac.type;
+    const int head_dim = ac.head_dim, block = ac.block, window = ac.window, n_heads = ac.n_heads, n_kv_heads = ac.n_kv_heads;
+    const float softcap = ac.softcap;
+    const int n_blocks = 24, max_blocks = 8;
+    const Cache c = make_cache(type, n_blocks, block, n_kv_heads, head_dim, 11);
+    // Three sequences, each with a shuffled set of distinct blocks.
+    std::vector<int32_t> ids(static_cast<size_t>(n_blocks));
+    std::iota(ids.begin(), ids.end(), 0);
+    std::shuffle(ids.begin(), ids.end(), std::mt19937(12));
+    std::vector<int32_t> table(ids.begin(), ids.begin() + 3 * max_blocks);
+    // Query tokens: decode-like (one token at the end) and prefill-like (a run).
+    std::vector<int32_t> pos, seq;
+    const int len[3] = {block * max_blocks, block * 3 + 5, 1};
+    for (int s = 0; s < 3; ++s) {
+        for (int p : {0, len[s] / 2, len[s] - 1}) {
+            pos.push_back(p);
+            seq.push_back(s);
+        }
+    }
+    pos.push_back(block - 1);  // last slot of a block
+    seq.push_back(0);
+    for (int p = 0; p < 21; ++p) {  // a prompt: consecutive positions fill whole tiles
+        pos.push_back(block + 3 + p);
+        seq.push_back(1);
+    }
+    const int64_t n = int64_t(pos.size()), D = head_dim;
+    const auto q = ktest::random_floats(size_t(n * n_heads * D), 13);
+    const float scale = 1.0f / std::sqrt(float(D));
+    double vmax = 0;
+    for (float v : c.vf) vmax = std::max(vmax, double(std::fabs(v)));
+    ThreadPool pool(3);
+    FOR_EACH_ISA({
+        std::vector<float> out(static_cast<size_t>(n * n_heads * D), NAN);
+        ops::AttentionBatchArgs a;
+        a.q = q.data();
+        a.out = out.data();
+        a.n_tokens = n;
+        a.n_heads = n_heads;
+        a.positions = pos.data();
+        a.seq_of = seq.data();
+        a.block_table = table.data();
+        a.max_blocks = max_blocks;
+        a.window = window;
+        a.scale = scale;
+        a.softcap = softcap;
+        ops::attention(c.view, a, &pool);
+        // Decode: each token alone (a tile of one token takes the decode kernel).
+        std::vector<float> single(out.size(), NAN);
+        for (int64_t t = 0; t < n; ++t) {
+            ops::AttentionBatchArgs one = a;
+            one.q = q.data() + t * n_heads * D;
+            one.out = single.data() + t * n_heads * D;
+            one.n_tokens = 1;
+            one.positions = pos.data() + t;
+            one.seq_of = seq.data() + t;
+            ops::attention(c.view, one, &pool);
+        }
+        for (int64_t t = 0; t < n; ++t) {
+            const int64_t start = window > 0 ? std::max<int64_t>(0, pos[size_t(t)] - window + 1) : 0;
+            for (int h = 0; h < n_heads; ++h) {
+                const auto ref = attention_ref(c, q.data() + (t * n_heads + h) * D, h / (n_heads / n_kv_heads),
+                                               table.data() + seq[size_t(t)] * max_blocks, start, pos[size_t(t)] + 1, scale, softcap);
+                for (int i = 0; i < D; ++i) {
+                    for (const auto* res : {&out, &single}) {
+                        const float got = (*res)[size_t((t * n_heads + h) * D + i)];
+                        REQUIRE_MESSAGE(std::fabs(got - ref[size_t(i)]) <= 2e-5 * vmax, isa_name_, " ",
+                                        (res == &out ? "batch" : "one token"), " t=", t, " (pos ", pos[size_t(t)], ") h=", h,
+                                        " i=", i, ": ", got, " vs ", ref[size_t(i)]);
+                    }
+                }
+            }
+        }
+    })
+}
+
+TEST_CASE("attention matches the reference") {
+    const AttentionCase cases[] = {
+        {"f16 d64 b16", DType::F16, 64, 16, 0, 0.0f, 8, 2},
+        {"f16 d128 b32 window", DType::F16, 128, 32, 37, 0.0f, 8, 2},
+        {"f16 d256 b16 softcap", DType::F16, 256, 16, 0, 30.0f, 8, 2},
+        {"q8_0 d64 b16 window", DType::Q8_0, 64, 16, 20, 0.0f, 8, 2},
+        {"f16 d80 b16", DType::F16, 80, 16, 0, 0.0f, 8, 2},
+        {"f16 d72 b16 mha", DType::F16, 72, 16, 0, 0.0f, 3, 3},
+        {"f16 d64 b32 group16 window", DType::F16, 64, 32, 9, 0.0f, 16, 1},
+    };
+    for (const AttentionCase& ac : cases) {
+        SUBCASE(ac.name) { check_attention(ac); }
+    }
+}
+
+TEST_CASE("attention_head with a single key") {
+    // One visible key: the output is exactly that key's value row (softmax of one score).
+    const Cache c = make_cache(DType::F16, 2, 16, 1, 64, 21);
+    const int32_t table[] = {1, 0};
+    const auto q = ktest::random_floats(2 * 64, 22);
+    std::vector<float> out(2 * 64);
+    ops::AttentionHeadArgs a;
+    a.q = q.data();
+    a.n_rep = 2;
+    a.block_table = table;
+    a.n_kv = 20;
+    a.kv_start = 19;  // window of one
+    a.scale = 0.125f;
+    a.out = out.data();
+    ops::attention_head(c.view, a);
+    const float* v = c.vf.data() + c.view.slot(table, 19) * 64;
+    for (int r = 0; r < 2; ++r)
+        for (int i = 0; i < 64; ++i) REQUIRE(out[size_t(r * 64 + i)] == v[i]);
+}
+
+TEST_CASE("store_kv round trip") {
+    for (DType t : {DType::F16, DType::Q8_0}) {
+        KvCacheView kv;
+        kv.type = t;
+        kv.n_kv_heads = 2;
+        kv.head_dim = 64;
+        kv.row_bytes = kv_row_bytes(t, 128);
+        std::vector<uint8_t> kp(kv.row_bytes * 8), vp(kv.row_bytes * 8);
+        const auto k = ktest::random_floats(3 * 128, 30), v = ktest::random_floats(3 * 128, 31);
+        const int32_t slot_ids[] = {5, 0, 7};
+        ops::store_kv(kv, kp.data(), vp.data(), k.data(), v.data(), slot_ids, 3, nullptr);
+        std::vector<uint8_t> expect(kv.row_bytes);
+        for (int i = 0; i < 3; ++i) {
+            quantize_row(t, k.data() + i * 128, expect.data(), 128);
+            REQUIRE(std::memcmp(expect.data(), kp.data() + size_t(slot_ids[i]) * kv.row_bytes, kv.row_bytes) == 0);
+            quantize_row(t, v.data() + i * 128, expect.data(), 128);
+            REQUIRE(std::memcmp(expect.data(), vp.data() + size_t(slot_ids[i]) * kv.row_bytes, kv.row_bytes) == 0);
+        }
+    }
+}

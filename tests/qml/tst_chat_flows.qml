@@ -23,7 +23,7 @@ TestCase {
         verify(win)
         tryCompare(win, "visible", true)
         win.requestActivate()
-        wait(200)
+        tryCompare(win, "active", true)  // key events need the active window
     }
     function cleanupTestCase() { win.destroy() }
     Component { id: mainComponent; Main { } }
@@ -41,12 +41,19 @@ TestCase {
         verify(o, "no item named " + name)
         return o
     }
-    // The delegate of row `row` in a ListView, and a named item inside it.
+    // No layout pending anywhere under `item` (a click must hit where things will be).
+    function polished(item) {
+        if (isPolishScheduled(item)) return false
+        for (var i = 0; i < item.children.length; ++i)
+            if (!polished(item.children[i])) return false
+        return true
+    }
+    // The delegate of row `row` in a ListView, and a named item inside it, once laid out.
     function inRow(list, row, name) {
         list.positionViewAtIndex(row, ListView.Contain)
-        wait(50)
+        tryVerify(function() { return list.itemAtIndex(row) !== null && polished(list) }, 5000,
+                  "no laid-out delegate for row " + row)
         var d = list.itemAtIndex(row)
-        verify(d, "no delegate for row " + row)
         return name ? item(name, d) : d
     }
     function typeText(text) { WindowKeys.type(win, text) }
@@ -209,7 +216,7 @@ TestCase {
         compare(Chat.generating, false)
         compare(Chat.busy, true)  // the other chat is still writing
         verify(inRow(list, Chat.conversations.rowOf(a)).generating)
-        wait(200)
+        wait(200)  // not a wait for a condition: time for `a` to stream while it is not shown
         mouseClick(inRow(list, Chat.conversations.rowOf(a)))
         compare(Chat.generating, true)
         var live = Chat.messages.get(Chat.messages.count - 1).content.length

@@ -4,7 +4,7 @@
 // passes); the second sighting of a segment tries a capture, which fails without a driver:
 // graphs turn off and the segment still runs exactly once, eagerly. (Replays need a GPU:
 // ember-gpu-check compares decode with graphs on and off.)
-#include <QtTest>
+#include <doctest/doctest.h>
 
 #include <cstring>
 #include <string>
@@ -63,57 +63,55 @@ bool have_gpu() {
 
 }  // namespace
 
-class TestCudaGraphsHost : public QObject {
-    Q_OBJECT
-private slots:
-    void init() { g_calls.clear(); }
+TEST_CASE("not recording launches at once") {
+    g_calls.clear();
+    GraphRunner r(nullptr);
+    record_segment(r);
+    REQUIRE(g_calls == kSegment);
+    r.flush();
+    REQUIRE(g_calls.size() == size_t{2});
+    REQUIRE(r.stats().eager == uint64_t{0});
+}
 
-    void notRecordingLaunchesAtOnce() {
-        GraphRunner r(nullptr);
-        record_segment(r);
-        QCOMPARE(g_calls, kSegment);
-        r.flush();
-        QCOMPARE(g_calls.size(), size_t{2});
-        QCOMPARE(r.stats().eager, uint64_t{0});
+TEST_CASE("recorded launches run at flush, in order") {
+    g_calls.clear();
+    GraphRunner r(nullptr);
+    r.record(true);
+    record_segment(r);
+    REQUIRE(g_calls.empty());
+    r.flush(false);
+    REQUIRE(g_calls == kSegment);
+    REQUIRE(r.stats().eager == uint64_t{1});
+    r.flush(false);  // nothing left
+    REQUIRE(g_calls.size() == size_t{2});
+}
+
+TEST_CASE("a failed capture falls back once") {
+    g_calls.clear();
+    if (have_gpu()) {
+        MESSAGE("skipped: a GPU is present, so the capture succeeds (ember-gpu-check covers it)");
+        return;
     }
-
-    void recordedLaunchesRunAtFlushInOrder() {
-        GraphRunner r(nullptr);
+    GraphRunner r(nullptr);
+    for (int pass = 0; pass < 3; ++pass) {
         r.record(true);
         record_segment(r);
-        QVERIFY(g_calls.empty());
-        r.flush(false);
-        QCOMPARE(g_calls, kSegment);
-        QCOMPARE(r.stats().eager, uint64_t{1});
-        r.flush(false);  // nothing left
-        QCOMPARE(g_calls.size(), size_t{2});
+        r.flush();  // pass 0: eager, remembered; pass 1: capture fails -> eager; pass 2: graphs off
     }
+    std::vector<std::string> want;
+    for (int pass = 0; pass < 3; ++pass) want.insert(want.end(), kSegment.begin(), kSegment.end());
+    REQUIRE(g_calls == want);
+    REQUIRE(r.stats().failures == uint64_t{1});
+    REQUIRE(r.stats().eager == uint64_t{2});
+    REQUIRE(r.stats().captured + r.stats().replayed == uint64_t{0});
+    REQUIRE(!r.enabled());
+}
 
-    void failedCaptureFallsBackOnce() {
-        if (have_gpu()) QSKIP("a GPU is present: the capture succeeds (ember-gpu-check covers it)");
-        GraphRunner r(nullptr);
-        for (int pass = 0; pass < 3; ++pass) {
-            r.record(true);
-            record_segment(r);
-            r.flush();  // pass 0: eager, remembered; pass 1: capture fails -> eager; pass 2: graphs off
-        }
-        std::vector<std::string> want;
-        for (int pass = 0; pass < 3; ++pass) want.insert(want.end(), kSegment.begin(), kSegment.end());
-        QCOMPARE(g_calls, want);
-        QCOMPARE(r.stats().failures, uint64_t{1});
-        QCOMPARE(r.stats().eager, uint64_t{2});
-        QCOMPARE(r.stats().captured + r.stats().replayed, uint64_t{0});
-        QVERIFY(!r.enabled());
-    }
-
-    void disabledNeverRecords() {
-        GraphRunner r(nullptr);
-        r.set_enabled(false);
-        r.record(true);
-        record_segment(r);
-        QCOMPARE(g_calls, kSegment);
-    }
-};
-
-QTEST_APPLESS_MAIN(TestCudaGraphsHost)
-#include "test_cuda_graphs_host.moc"
+TEST_CASE("disabled never records") {
+    g_calls.clear();
+    GraphRunner r(nullptr);
+    r.set_enabled(false);
+    r.record(true);
+    record_segment(r);
+    REQUIRE(g_calls == kSegment);
+}

@@ -3,11 +3,13 @@
 // conversion) emulated literally. Checked against the CPU backend's reference
 // dequantization (kernels/cpu/quant.cpp), bit for bit, on fresh random blocks of every
 // weight type; and the decode dot product against a float64 reference.
-#include <QtTest>
+#include <doctest/doctest.h>
 
+#include <bit>
 #include <cmath>
 #include <cstring>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "kernels/common/dtype.h"
@@ -89,142 +91,149 @@ Fns fns(DType t) {
     }
 }
 
+// One weight type: the CUDA decode of fresh random rows against the CPU's, bit for bit.
+void dequant_matches_cpu(DType t) {
+    const int64_t rows = 7, cols = 1024;
+    const auto info = *dtype_info(static_cast<uint32_t>(t));
+    const size_t rb = row_bytes(info, cols);
+    const auto w = random_rows(t, rows, cols, 1000u + static_cast<uint32_t>(t));
+    std::vector<float> ref(cols), got(cols);
+    for (int64_t r = 0; r < rows; ++r) {
+        const uint8_t* row = w.data() + r * rb;
+        cpu::dequantize_row(t, row, ref.data(), cols);
+        std::fill(got.begin(), got.end(), std::nanf(""));  // poison: every element must be written
+        for (int64_t c = 0; c < cols / 32; ++c) fns(t).dequant(row, c, got.data() + 32 * c);
+        for (int64_t i = 0; i < cols; ++i) {
+            if (std::bit_cast<uint32_t>(ref[i]) != std::bit_cast<uint32_t>(got[i]))
+                FAIL("row ", r, " element ", i, ": CPU ", ref[i], ", CUDA decode ", got[i]);
+        }
+    }
+}
+
+// One weight type: the dp4a dot products against float64.
+void dot_matches_float64(DType t) {
+    const int64_t rows = 16, cols = 2048;
+    const auto info = *dtype_info(static_cast<uint32_t>(t));
+    const size_t rb = row_bytes(info, cols);
+    const auto w = random_rows(t, rows, cols, 2000u + static_cast<uint32_t>(t));
+    const auto x = random_floats(static_cast<size_t>(cols), 3000u + static_cast<uint32_t>(t));
+    // Activations as the decode kernels see them: 8-bit per 32 elements.
+    std::vector<int8_t> xq(cols);
+    std::vector<float> dx(cols / 32), sx(cols / 32);
+    for (int64_t c = 0; c < cols / 32; ++c) cuda::quantize_chunk_q8(&x[32 * c], &xq[32 * c], dx[c], sx[c]);
+    double err2 = 0, ref2 = 0;
+    std::vector<float> wf(cols);
+    for (int64_t r = 0; r < rows; ++r) {
+        const uint8_t* row = w.data() + r * rb;
+        cpu::dequantize_row(t, row, wf.data(), cols);
+        double ref = 0;
+        float got = 0;
+        for (int64_t c = 0; c < cols / 32; ++c) {
+            int words[8];
+            std::memcpy(words, &xq[32 * c], 32);
+            got += fns(t).dot(row, c, words, dx[c], sx[c]);
+            for (int i = 0; i < 32; ++i) ref += double(wf[32 * c + i]) * double(xq[32 * c + i]) * double(dx[c]);
+        }
+        err2 += (got - ref) * (got - ref);
+        ref2 += ref * ref;
+    }
+    const double rel = std::sqrt(err2 / ref2);
+    MESSAGE(std::string(dtype_name(t)), ": relative error of the dp4a dot products vs float64 ", rel);
+    REQUIRE_MESSAGE(rel < 1e-5, "relative error ", rel);
+}
+
 }  // namespace
 
-class TestCudaQuantHost : public QObject {
-    Q_OBJECT
-private slots:
-    void typeIdsMatchDType() {
-        QCOMPARE(int(cuda::kQ4_0), int(DType::Q4_0));
-        QCOMPARE(int(cuda::kQ8_0), int(DType::Q8_0));
-        QCOMPARE(int(cuda::kQ2_K), int(DType::Q2_K));
-        QCOMPARE(int(cuda::kQ6_K), int(DType::Q6_K));
-        QCOMPARE(int(cuda::kBF16), int(DType::BF16));
-        for (DType t : kTypes) {
-            const auto info = *dtype_info(static_cast<uint32_t>(t));
-            int bytes = 0;
-            switch (t) {
-                case DType::Q4_0: bytes = cuda::QTraits<cuda::kQ4_0>::bytes; break;
-                case DType::Q4_1: bytes = cuda::QTraits<cuda::kQ4_1>::bytes; break;
-                case DType::Q5_0: bytes = cuda::QTraits<cuda::kQ5_0>::bytes; break;
-                case DType::Q5_1: bytes = cuda::QTraits<cuda::kQ5_1>::bytes; break;
-                case DType::Q8_0: bytes = cuda::QTraits<cuda::kQ8_0>::bytes; break;
-                case DType::Q2_K: bytes = cuda::QTraits<cuda::kQ2_K>::bytes; break;
-                case DType::Q3_K: bytes = cuda::QTraits<cuda::kQ3_K>::bytes; break;
-                case DType::Q4_K: bytes = cuda::QTraits<cuda::kQ4_K>::bytes; break;
-                case DType::Q5_K: bytes = cuda::QTraits<cuda::kQ5_K>::bytes; break;
-                case DType::Q6_K: bytes = cuda::QTraits<cuda::kQ6_K>::bytes; break;
-                default: break;
-            }
-            QCOMPARE(uint32_t(bytes), info.block_bytes);
-        }
-    }
-
-    void halfConversionIsExact() {
-        for (uint32_t i = 0; i < 65536; ++i) {
-            const float a = cuda::h2f(static_cast<uint16_t>(i)), b = fp16_to_f32(static_cast<uint16_t>(i));
-            if (std::isnan(b)) QVERIFY(std::isnan(a));
-            else QCOMPARE(std::bit_cast<uint32_t>(a), std::bit_cast<uint32_t>(b));
-            QCOMPARE(std::bit_cast<uint32_t>(cuda::bf2f(static_cast<uint16_t>(i))),
-                     std::bit_cast<uint32_t>(bf16_to_f32(static_cast<uint16_t>(i))));
-        }
-    }
-
-    void intrinsicsEmulation() {
-        std::mt19937 rng(7);
-        for (int i = 0; i < 10000; ++i) {
-            const uint32_t a = rng(), b = rng();
-            const int c = static_cast<int>(rng() % 1000) - 500;
-            int ref = c;
-            uint32_t sub = 0;
-            for (int k = 0; k < 4; ++k) {
-                const int8_t x = static_cast<int8_t>(a >> (8 * k)), y = static_cast<int8_t>(b >> (8 * k));
-                ref += x * y;
-                sub |= static_cast<uint32_t>(static_cast<uint8_t>(static_cast<uint8_t>(a >> (8 * k)) -
-                                                                  static_cast<uint8_t>(b >> (8 * k))))
-                       << (8 * k);
-            }
-            QCOMPARE(cuda::dp4a(static_cast<int>(a), static_cast<int>(b), c), ref);
-            QCOMPARE(cuda::vsub4(a, b), sub);
-        }
-    }
-
-    void dequantMatchesCpuBitForBit_data() {
-        QTest::addColumn<int>("type");
-        for (DType t : kTypes) QTest::newRow(std::string(dtype_name(t)).c_str()) << int(t);
-    }
-    void dequantMatchesCpuBitForBit() {
-        QFETCH(int, type);
-        const DType t = static_cast<DType>(type);
-        const int64_t rows = 7, cols = 1024;
+TEST_CASE("type ids match DType") {
+    REQUIRE(int(cuda::kQ4_0) == int(DType::Q4_0));
+    REQUIRE(int(cuda::kQ8_0) == int(DType::Q8_0));
+    REQUIRE(int(cuda::kQ2_K) == int(DType::Q2_K));
+    REQUIRE(int(cuda::kQ6_K) == int(DType::Q6_K));
+    REQUIRE(int(cuda::kBF16) == int(DType::BF16));
+    for (DType t : kTypes) {
         const auto info = *dtype_info(static_cast<uint32_t>(t));
-        const size_t rb = row_bytes(info, cols);
-        const auto w = random_rows(t, rows, cols, 1000u + static_cast<uint32_t>(type));
-        std::vector<float> ref(cols), got(cols);
-        for (int64_t r = 0; r < rows; ++r) {
-            const uint8_t* row = w.data() + r * rb;
-            cpu::dequantize_row(t, row, ref.data(), cols);
-            std::fill(got.begin(), got.end(), std::nanf(""));  // poison: every element must be written
-            for (int64_t c = 0; c < cols / 32; ++c) fns(t).dequant(row, c, got.data() + 32 * c);
-            for (int64_t i = 0; i < cols; ++i) {
-                if (std::bit_cast<uint32_t>(ref[i]) != std::bit_cast<uint32_t>(got[i]))
-                    QFAIL(qPrintable(QString("row %1 element %2: CPU %3, CUDA decode %4").arg(r).arg(i).arg(ref[i]).arg(got[i])));
-            }
+        int bytes = 0;
+        switch (t) {
+            case DType::Q4_0: bytes = cuda::QTraits<cuda::kQ4_0>::bytes; break;
+            case DType::Q4_1: bytes = cuda::QTraits<cuda::kQ4_1>::bytes; break;
+            case DType::Q5_0: bytes = cuda::QTraits<cuda::kQ5_0>::bytes; break;
+            case DType::Q5_1: bytes = cuda::QTraits<cuda::kQ5_1>::bytes; break;
+            case DType::Q8_0: bytes = cuda::QTraits<cuda::kQ8_0>::bytes; break;
+            case DType::Q2_K: bytes = cuda::QTraits<cuda::kQ2_K>::bytes; break;
+            case DType::Q3_K: bytes = cuda::QTraits<cuda::kQ3_K>::bytes; break;
+            case DType::Q4_K: bytes = cuda::QTraits<cuda::kQ4_K>::bytes; break;
+            case DType::Q5_K: bytes = cuda::QTraits<cuda::kQ5_K>::bytes; break;
+            case DType::Q6_K: bytes = cuda::QTraits<cuda::kQ6_K>::bytes; break;
+            default: break;
         }
+        const std::string type_name(dtype_name(t));
+        CAPTURE(type_name);
+        REQUIRE(uint32_t(bytes) == info.block_bytes);
     }
+}
 
-    void dotMatchesFloat64_data() { dequantMatchesCpuBitForBit_data(); }
-    void dotMatchesFloat64() {
-        QFETCH(int, type);
-        const DType t = static_cast<DType>(type);
-        const int64_t rows = 16, cols = 2048;
-        const auto info = *dtype_info(static_cast<uint32_t>(t));
-        const size_t rb = row_bytes(info, cols);
-        const auto w = random_rows(t, rows, cols, 2000u + static_cast<uint32_t>(type));
-        const auto x = random_floats(static_cast<size_t>(cols), 3000u + static_cast<uint32_t>(type));
-        // Activations as the decode kernels see them: 8-bit per 32 elements.
-        std::vector<int8_t> xq(cols);
-        std::vector<float> dx(cols / 32), sx(cols / 32);
-        for (int64_t c = 0; c < cols / 32; ++c) cuda::quantize_chunk_q8(&x[32 * c], &xq[32 * c], dx[c], sx[c]);
-        double err2 = 0, ref2 = 0;
-        std::vector<float> wf(cols);
-        for (int64_t r = 0; r < rows; ++r) {
-            const uint8_t* row = w.data() + r * rb;
-            cpu::dequantize_row(t, row, wf.data(), cols);
-            double ref = 0;
-            float got = 0;
-            for (int64_t c = 0; c < cols / 32; ++c) {
-                int words[8];
-                std::memcpy(words, &xq[32 * c], 32);
-                got += fns(t).dot(row, c, words, dx[c], sx[c]);
-                for (int i = 0; i < 32; ++i) ref += double(wf[32 * c + i]) * double(xq[32 * c + i]) * double(dx[c]);
-            }
-            err2 += (got - ref) * (got - ref);
-            ref2 += ref * ref;
+TEST_CASE("half conversion is exact") {
+    for (uint32_t i = 0; i < 65536; ++i) {
+        CAPTURE(i);
+        const float a = cuda::h2f(static_cast<uint16_t>(i)), b = fp16_to_f32(static_cast<uint16_t>(i));
+        if (std::isnan(b)) {
+            REQUIRE(std::isnan(a));
+        } else {
+            REQUIRE(std::bit_cast<uint32_t>(a) == std::bit_cast<uint32_t>(b));
         }
-        const double rel = std::sqrt(err2 / ref2);
-        qInfo("%s: relative error of the dp4a dot products vs float64 %.2e", std::string(dtype_name(t)).c_str(), rel);
-        QVERIFY2(rel < 1e-5, qPrintable(QString("relative error %1").arg(rel)));
+        REQUIRE(std::bit_cast<uint32_t>(cuda::bf2f(static_cast<uint16_t>(i))) ==
+                std::bit_cast<uint32_t>(bf16_to_f32(static_cast<uint16_t>(i))));
     }
+}
 
-    void activationQuantization() {
-        const auto x = random_floats(32 * 64, 99);
-        for (int c = 0; c < 64; ++c) {
-            int8_t q[32];
-            float d, s;
-            cuda::quantize_chunk_q8(&x[32 * c], q, d, s);
-            int sum = 0;
-            float amax = 0;
-            for (int i = 0; i < 32; ++i) amax = std::max(amax, std::fabs(x[32 * c + i]));
-            QCOMPARE(d, amax / 127.0f);
-            for (int i = 0; i < 32; ++i) {
-                sum += q[i];
-                QVERIFY(std::fabs(x[32 * c + i] - q[i] * d) <= 0.5f * d * 1.0001f);
-            }
-            QCOMPARE(s, d * float(sum));
+TEST_CASE("intrinsics emulation") {
+    std::mt19937 rng(7);
+    for (int i = 0; i < 10000; ++i) {
+        const uint32_t a = rng(), b = rng();
+        const int c = static_cast<int>(rng() % 1000) - 500;
+        int ref = c;
+        uint32_t sub = 0;
+        for (int k = 0; k < 4; ++k) {
+            const int8_t x = static_cast<int8_t>(a >> (8 * k)), y = static_cast<int8_t>(b >> (8 * k));
+            ref += x * y;
+            sub |= static_cast<uint32_t>(static_cast<uint8_t>(static_cast<uint8_t>(a >> (8 * k)) -
+                                                              static_cast<uint8_t>(b >> (8 * k))))
+                   << (8 * k);
         }
+        CAPTURE(a);
+        CAPTURE(b);
+        REQUIRE(cuda::dp4a(static_cast<int>(a), static_cast<int>(b), c) == ref);
+        REQUIRE(cuda::vsub4(a, b) == sub);
     }
-};
+}
 
-QTEST_GUILESS_MAIN(TestCudaQuantHost)
-#include "test_cuda_quant_host.moc"
+TEST_CASE("dequant matches the CPU bit for bit") {
+    for (DType t : kTypes) {
+        SUBCASE(std::string(dtype_name(t)).c_str()) { dequant_matches_cpu(t); }
+    }
+}
+
+TEST_CASE("dot matches float64") {
+    for (DType t : kTypes) {
+        SUBCASE(std::string(dtype_name(t)).c_str()) { dot_matches_float64(t); }
+    }
+}
+
+TEST_CASE("activation quantization") {
+    const auto x = random_floats(32 * 64, 99);
+    for (int c = 0; c < 64; ++c) {
+        CAPTURE(c);
+        int8_t q[32];
+        float d, s;
+        cuda::quantize_chunk_q8(&x[32 * c], q, d, s);
+        int sum = 0;
+        float amax = 0;
+        for (int i = 0; i < 32; ++i) amax = std::max(amax, std::fabs(x[32 * c + i]));
+        REQUIRE(d == amax / 127.0f);
+        for (int i = 0; i < 32; ++i) {
+            sum += q[i];
+            REQUIRE(std::fabs(x[32 * c + i] - q[i] * d) <= 0.5f * d * 1.0001f);
+        }
+        REQUIRE(s == d * float(sum));
+    }
+}

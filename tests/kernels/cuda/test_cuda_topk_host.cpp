@@ -2,7 +2,7 @@
 // (kernels/common/topk.h) the kernels use for the order key, the bitonic network and the
 // round plan, driven by loops where the GPU has threads. Checked against the sampler's
 // comparison and the CPU backend's top_k (std::partial_sort), bit for bit.
-#include <QtTest>
+#include <doctest/doctest.h>
 
 #include <algorithm>
 #include <cmath>
@@ -10,6 +10,7 @@
 #include <limits>
 #include <memory>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "kernels/backend.h"
@@ -79,101 +80,96 @@ std::vector<float> random_row(std::mt19937& rng, size_t n, int kind) {
 
 }  // namespace
 
-class TestCudaTopKHost : public QObject {
-    Q_OBJECT
-private slots:
-    void orderKeyIsTheSamplerOrder() {
-        const float specials[] = {0.0f, -0.0f, 1.0f, -1.0f, kInf, -kInf, 1e-45f, -1e-45f, 3.4e38f, -3.4e38f, 0.5f, 0.5f};
-        std::mt19937 rng(7);
-        std::vector<float> vals(std::begin(specials), std::end(specials));
-        std::normal_distribution<float> normal(0.0f, 10.0f);
-        for (int i = 0; i < 200; ++i) vals.push_back(i % 3 ? normal(rng) : std::round(normal(rng)));
-        for (size_t a = 0; a < vals.size(); ++a) {
-            for (size_t b = 0; b < vals.size(); ++b) {
-                for (int32_t ia : {0, 5, 131072}) {
-                    for (int32_t ib : {0, 5, 131072}) {
-                        const bool want = sampler_before(vals[a], ia, vals[b], ib);
-                        const bool got = topk::order_key(vals[a], ia) < topk::order_key(vals[b], ib);
-                        if (want != got)
-                            QFAIL(qPrintable(QString("(%1, %2) vs (%3, %4)").arg(double(vals[a])).arg(ia).arg(double(vals[b])).arg(ib)));
-                    }
-                }
-            }
-        }
-        QCOMPARE(topk::order_key(kNaN, 3), topk::kNoCandidate);
-        QVERIFY(topk::order_key(-kInf, 0x7fffffff) < topk::kNoCandidate);
-        QCOMPARE(topk::key_id(topk::order_key(-2.5f, 128255)), 128255);
-    }
-
-    void bitonicNetworkSorts() {
-        std::mt19937_64 rng(11);
-        for (unsigned n = 2; n <= 4096; n *= 2) {
-            for (int rep = 0; rep < 3; ++rep) {
-                std::vector<uint64_t> v(n);
-                for (auto& x : v) x = rep == 2 ? rng() % 5 : rng();  // rep 2: many equal keys
-                std::vector<uint64_t> want = v;
-                std::sort(want.begin(), want.end());
-                bitonic_sort(v.data(), n);
-                QVERIFY2(v == want, qPrintable(QString("n = %1").arg(n)));
-            }
-        }
-    }
-
-    void roundPlanShrinks() {
-        for (int k : {1, 2, 40, 255, 256, 257, 512, 1000, 1024}) {
-            const int c = topk::chunk_for(k);
-            QVERIFY(c >= 1024 && c <= topk::kMaxChunk && (c & (c - 1)) == 0);
-            QVERIFY(c >= 4 * k);
-            int64_t n = 128256, rounds = 0;
-            while (topk::round_blocks(n, c) > 1) {
-                n = topk::round_output(n, c, k);
-                ++rounds;
-            }
-            QVERIFY(rounds <= 4);
-        }
-    }
-
-    // The whole GPU algorithm against the CPU backend's top_k on 128256-wide rows.
-    void roundsMatchCpuTopK() {
-        auto cpu = make_cpu_backend(1);
-        std::mt19937 rng(3);
-        const size_t vocab = 128256;
-        for (int kind = 0; kind < 4; ++kind) {
-            const std::vector<float> row = random_row(rng, vocab, kind);
-            for (int k : {1, 2, 40, 1000, 1024}) {
-                Tensor t = cpu->alloc(MemoryKind::Activations, DType::F32, static_cast<int64_t>(vocab), 1, "logits");
-                cpu->upload(t, row.data(), row.size() * sizeof(float));
-                std::vector<TopKCandidate> want(static_cast<size_t>(k)), got;
-                int32_t count = -1;
-                const TopKRow none;
-                cpu->top_k(t, k, std::span(&none, 1), want, std::span(&count, 1));
-                cpu->free(t);
-                QCOMPARE(gpu_rounds(row, k, got), count);
-                for (int32_t i = 0; i < count; ++i) {
-                    const TopKCandidate& a = want[static_cast<size_t>(i)];
-                    const TopKCandidate& b = got[static_cast<size_t>(i)];
-                    if (a.id != b.id || std::memcmp(&a.logit, &b.logit, 4) != 0)
-                        QFAIL(qPrintable(QString("kind %1 k %2 rank %3: cpu %4, gpu rounds %5").arg(kind).arg(k).arg(i).arg(a.id).arg(b.id)));
+TEST_CASE("the order key is the sampler order") {
+    const float specials[] = {0.0f, -0.0f, 1.0f, -1.0f, kInf, -kInf, 1e-45f, -1e-45f, 3.4e38f, -3.4e38f, 0.5f, 0.5f};
+    std::mt19937 rng(7);
+    std::vector<float> vals(std::begin(specials), std::end(specials));
+    std::normal_distribution<float> normal(0.0f, 10.0f);
+    for (int i = 0; i < 200; ++i) vals.push_back(i % 3 ? normal(rng) : std::round(normal(rng)));
+    for (size_t a = 0; a < vals.size(); ++a) {
+        for (size_t b = 0; b < vals.size(); ++b) {
+            for (int32_t ia : {0, 5, 131072}) {
+                for (int32_t ib : {0, 5, 131072}) {
+                    const bool want = sampler_before(vals[a], ia, vals[b], ib);
+                    const bool got = topk::order_key(vals[a], ia) < topk::order_key(vals[b], ib);
+                    if (want != got) FAIL("(", double(vals[a]), ", ", ia, ") vs (", double(vals[b]), ", ", ib, ")");
                 }
             }
         }
     }
+    REQUIRE(topk::order_key(kNaN, 3) == topk::kNoCandidate);
+    REQUIRE(topk::order_key(-kInf, 0x7fffffff) < topk::kNoCandidate);
+    REQUIRE(topk::key_id(topk::order_key(-2.5f, 128255)) == 128255);
+}
 
-    // The penalty arithmetic: the formula of the sampler before it moved into topk.h.
-    void penaltyFormula() {
-        std::mt19937 rng(5);
-        std::normal_distribution<float> normal(0.0f, 4.0f);
-        for (int i = 0; i < 10000; ++i) {
-            const float l = normal(rng), rp = 0.5f + static_cast<float>(rng() % 100) / 50.0f;
-            const float pres = normal(rng) / 4, freq = normal(rng) / 4;
-            const int32_t n = static_cast<int32_t>(rng() % 9 + 1);
-            float want = l > 0 ? l / rp : l * rp;
-            want -= pres + freq * static_cast<float>(n);
-            const float got = topk::penalized(l, n, rp, pres, freq);
-            QVERIFY(std::memcmp(&want, &got, 4) == 0);
+TEST_CASE("the bitonic network sorts") {
+    std::mt19937_64 rng(11);
+    for (unsigned n = 2; n <= 4096; n *= 2) {
+        for (int rep = 0; rep < 3; ++rep) {
+            std::vector<uint64_t> v(n);
+            for (auto& x : v) x = rep == 2 ? rng() % 5 : rng();  // rep 2: many equal keys
+            std::vector<uint64_t> want = v;
+            std::sort(want.begin(), want.end());
+            bitonic_sort(v.data(), n);
+            REQUIRE_MESSAGE(v == want, "n = ", n);
         }
     }
-};
+}
 
-QTEST_APPLESS_MAIN(TestCudaTopKHost)
-#include "test_cuda_topk_host.moc"
+TEST_CASE("the round plan shrinks") {
+    for (int k : {1, 2, 40, 255, 256, 257, 512, 1000, 1024}) {
+        CAPTURE(k);
+        const int c = topk::chunk_for(k);
+        REQUIRE((c >= 1024 && c <= topk::kMaxChunk && (c & (c - 1)) == 0));
+        REQUIRE(c >= 4 * k);
+        int64_t n = 128256, rounds = 0;
+        while (topk::round_blocks(n, c) > 1) {
+            n = topk::round_output(n, c, k);
+            ++rounds;
+        }
+        REQUIRE(rounds <= 4);
+    }
+}
+
+// The whole GPU algorithm against the CPU backend's top_k on 128256-wide rows.
+TEST_CASE("the rounds match the CPU top_k") {
+    auto cpu = make_cpu_backend(1);
+    std::mt19937 rng(3);
+    const size_t vocab = 128256;
+    for (int kind = 0; kind < 4; ++kind) {
+        const std::vector<float> row = random_row(rng, vocab, kind);
+        for (int k : {1, 2, 40, 1000, 1024}) {
+            Tensor t = cpu->alloc(MemoryKind::Activations, DType::F32, static_cast<int64_t>(vocab), 1, "logits");
+            cpu->upload(t, row.data(), row.size() * sizeof(float));
+            std::vector<TopKCandidate> want(static_cast<size_t>(k)), got;
+            int32_t count = -1;
+            const TopKRow none;
+            cpu->top_k(t, k, std::span(&none, 1), want, std::span(&count, 1));
+            cpu->free(t);
+            CAPTURE(kind);
+            CAPTURE(k);
+            REQUIRE(gpu_rounds(row, k, got) == count);
+            for (int32_t i = 0; i < count; ++i) {
+                const TopKCandidate& a = want[static_cast<size_t>(i)];
+                const TopKCandidate& b = got[static_cast<size_t>(i)];
+                if (a.id != b.id || std::memcmp(&a.logit, &b.logit, 4) != 0)
+                    FAIL("kind ", kind, " k ", k, " rank ", i, ": cpu ", a.id, ", gpu rounds ", b.id);
+            }
+        }
+    }
+}
+
+// The penalty arithmetic: the formula of the sampler before it moved into topk.h.
+TEST_CASE("the penalty formula") {
+    std::mt19937 rng(5);
+    std::normal_distribution<float> normal(0.0f, 4.0f);
+    for (int i = 0; i < 10000; ++i) {
+        const float l = normal(rng), rp = 0.5f + static_cast<float>(rng() % 100) / 50.0f;
+        const float pres = normal(rng) / 4, freq = normal(rng) / 4;
+        const int32_t n = static_cast<int32_t>(rng() % 9 + 1);
+        float want = l > 0 ? l / rp : l * rp;
+        want -= pres + freq * static_cast<float>(n);
+        const float got = topk::penalized(l, n, rp, pres, freq);
+        REQUIRE(std::memcmp(&want, &got, 4) == 0);
+    }
+}

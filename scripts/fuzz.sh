@@ -1,0 +1,62 @@
+#!/usr/bin/env bash
+# Fuzzes everything that reads untrusted input, each target for a bounded time, with
+# libFuzzer + ASan + UBSan (clang, `fuzz` preset):
+#   fuzz_gguf       the GGUF parser (model files)
+#   fuzz_jinja      chat templates: lexer, parser, interpreter (templates come from model files)
+#   fuzz_tokenizer  encode/decode of arbitrary bytes with every test vocabulary
+# Usage: scripts/fuzz.sh [SECONDS] [TARGET...]   (default: 60 s each, every target)
+#
+# Seeds: the head of stories260K and a vocab GGUF; the upstream chat templates and
+# jinja_cases.json; the vocab test texts (tests/fuzz/make_seeds.py). Inputs kept under
+# tests/fuzz/corpus/TARGET (regressions of bugs found) run first, every time. A crash, a
+# sanitizer report, a leak or a timeout fails the script (after all targets ran); the input
+# that caused it is kept as build/fuzz/artifacts/TARGET-*.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+seconds="${1:-60}"
+shift || true
+targets=("$@")
+[[ ${#targets[@]} -gt 0 ]] || targets=(fuzz_gguf fuzz_jinja fuzz_tokenizer)
+testdata="${EMBER_TESTDATA_DIR:-$(pwd)/../shared/testdata}"
+export EMBER_TESTDATA_DIR="$testdata"
+
+cmake --preset fuzz >/dev/null
+cmake --build --preset fuzz --target "${targets[@]}"
+
+out=build/fuzz
+rm -rf "$out/seeds"
+mkdir -p "$out/seeds/gguf" "$out/artifacts" "$out/logs"
+python3 tests/fuzz/make_seeds.py "$(pwd)" "$testdata" "$out/seeds"
+[[ -f "$testdata/models/stories260K.gguf" ]] || { echo "missing $testdata/models/stories260K.gguf" >&2; exit 1; }
+head -c 65536 "$testdata/models/stories260K.gguf" > "$out/seeds/gguf/stories-head.gguf"
+head -c 32768 "$testdata/tokenizer/ggml-vocab-llama-spm.gguf" > "$out/seeds/gguf/vocab-head.gguf"
+
+failed=()
+for t in "${targets[@]}"; do
+  name="${t#fuzz_}"
+  args=(-max_total_time="$seconds" -rss_limit_mb=2048 -timeout=20 -print_final_stats=1
+        -artifact_prefix="$out/artifacts/$t-")
+  case "$name" in
+    gguf) args+=(-max_len=70000) ;;
+    jinja) args+=(-max_len=16384 -dict=tests/fuzz/jinja.dict) ;;
+    tokenizer) args+=(-max_len=4096) ;;
+  esac
+  corpora=("$out/corpus-$name" "$out/seeds/$name")
+  [[ -d "tests/fuzz/corpus/$name" ]] && corpora+=("tests/fuzz/corpus/$name")
+  mkdir -p "$out/corpus-$name"
+  log="$out/logs/$t.log"
+  echo "==> $t for ${seconds}s (log: $log)"
+  if "$out/tests/fuzz/$t" "${args[@]}" "${corpora[@]}" >"$log" 2>&1; then
+    { grep -E '^(stat::number_of_executed_units|stat::peak_rss_mb|#[0-9]+ +DONE)' "$log" || true; } | tr '\n' ' '
+    echo
+  else
+    echo "FAILED: $t (exit $?); the end of its log:"
+    tail -n 60 "$log"
+    failed+=("$t")
+  fi
+done
+if [[ ${#failed[@]} -gt 0 ]]; then
+  echo "fuzzing found problems in: ${failed[*]} (inputs in $out/artifacts)" >&2
+  exit 1
+fi
+echo "fuzzing: ${targets[*]}: no crash, no sanitizer report in ${seconds}s each"
