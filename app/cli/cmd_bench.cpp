@@ -47,10 +47,10 @@ double seconds_of(const std::function<void()>& f) {
 int cmd_bench(int argc, char** argv) {
     Args args(argc, argv, 0, merge(model_value_options(), {"--pp", "--tg", "-r", "--repetitions"}), {"--json"});
     if (args.positional().size() != 1) throw Error("usage: ember bench MODEL [--pp N] [--tg N] [-r N] [--threads N] [--json]");
-    const int pp = static_cast<int>(args.get_int("--pp", 512));
-    const int tg = static_cast<int>(args.get_int("--tg", 128));
-    const int reps = static_cast<int>(args.get_int("-r", args.get_int("--repetitions", 3)));
-    if (pp < 0 || tg < 0 || pp + tg == 0 || reps < 1) throw Error("--pp and --tg must be >= 0 (not both 0) and -r >= 1");
+    const int pp = static_cast<int>(args.get_int("--pp", 512, 0, 65536));
+    const int tg = static_cast<int>(args.get_int("--tg", 128, 0, 65536));
+    const int reps = static_cast<int>(args.get_int("-r", args.get_int("--repetitions", 3, 1, 1000), 1, 1000));
+    if (pp + tg == 0) throw Error("--pp and --tg cannot both be 0");
     LoadOptions lo = load_options(args, args.positional()[0]);
     if (lo.n_ctx == 0) lo.n_ctx = std::max(pp, tg + 1) + 16;
     lo.n_batch = std::max(lo.n_batch, std::max(pp, 1));

@@ -1,10 +1,14 @@
 // `ember chat MODEL [--system TEXT] [options]`: interactive chat through the model's own chat
 // template. One user turn per line of standard input, so it also works in a pipe; the
-// conversation (and its KV cache) carries over from turn to turn.
+// conversation (and its KV cache) carries over from turn to turn. A turn that fails (a line
+// too long for the context, a model file changed underneath, ...) is reported on stderr and
+// the session goes on with the next line; the exit status is then 1.
 #include <cstdio>
 #include <iostream>
 #include <string>
 #include <unistd.h>
+
+#include <vector>
 
 #include "app/cli/commands.h"
 #include "app/cli/options.h"
@@ -12,43 +16,92 @@
 #include "engine/runtime/chat.h"
 
 namespace ember::cli {
+namespace {
 
-int cmd_chat(int argc, char** argv) {
-    Args args(argc, argv, 0, merge(merge(model_value_options(), sampling_value_options()), {"--system"}),
-              {"--verbose"});
-    if (args.positional().size() != 1) throw Error("usage: ember chat MODEL [--system TEXT] [options]\n" + options_help());
-    auto model = Model::load(load_options(args, args.positional()[0]));
-    const GenerateOptions gen = generate_options(args, -1);
-    const bool interactive = isatty(STDIN_FILENO);
-    std::fprintf(stderr, "chat template: %s\n", model->chat_template().source_desc.c_str());
-    if (interactive) std::fprintf(stderr, "Type a message and press Enter (Ctrl-D to quit).\n");
-
+// The conversation kept from turn to turn: the system prompt (if any) and the exchanges.
+struct Conversation {
     std::vector<ChatMessage> messages;
-    if (auto sys = args.get("--system")) messages.push_back({"system", *sys});
-    Sequence seq(*model);
-    std::string line;
-    while (true) {
-        if (interactive) std::fputs("> ", stdout), std::fflush(stdout);
-        if (!std::getline(std::cin, line)) break;
-        if (line.empty()) continue;
-        messages.push_back({"user", line});
-        const std::vector<int32_t> prompt = chat_prompt_tokens(*model, messages);
-        std::string reply;
-        const GenerateStats st = seq.generate(prompt, gen, [&](std::string_view t) {
+    size_t n_fixed = 0;  // leading messages a reset keeps (the system prompt)
+    bool has_history() const { return messages.size() > n_fixed; }
+    void reset() { messages.resize(n_fixed); }
+};
+
+// One turn: the reply streamed to stdout. Throws ember::Error with the conversation as it
+// was before the turn, or cleared (and the error says so) when it no longer fits.
+GenerateStats run_turn(Model& model, Sequence& seq, Conversation& conv, const std::string& line,
+                       const GenerateOptions& gen) {
+    std::vector<ChatMessage> messages = conv.messages;
+    messages.push_back({"user", line});
+    const std::vector<int32_t> prompt = chat_prompt_tokens(model, messages);
+    if (static_cast<int64_t>(prompt.size()) >= model.n_ctx()) {
+        const std::string what = "this turn makes a prompt of " + std::to_string(prompt.size()) +
+                                 " tokens, which does not fit the context of " + std::to_string(model.n_ctx()) + " tokens";
+        if (!conv.has_history()) throw Error(what + " (send a shorter message, or raise --ctx)");
+        conv.reset();
+        throw Error(what + "; the conversation so far was cleared, the next message starts a new one");
+    }
+    std::string reply;
+    GenerateStats st;
+    try {
+        st = seq.generate(prompt, gen, [&](std::string_view t) {
             reply += t;
             std::fwrite(t.data(), 1, t.size(), stdout);
             std::fflush(stdout);
             return true;
         });
-        std::fputs("\n", stdout);
-        std::fflush(stdout);
-        messages.push_back({"assistant", reply});
-        if (args.flag("--verbose") || interactive)
-            std::fprintf(stderr, "[%d prompt tokens (%d reused), %d generated; TTFT %.0f ms; %.2f tok/s; stop: %s]\n",
-                         st.prompt_tokens, st.reused_tokens, st.generated_tokens, st.ttft_ms, st.decode_tok_s(),
-                         std::string(stop_reason_name(st.stop_reason)).c_str());
+    } catch (...) {
+        if (!reply.empty()) std::fputs("\n", stdout), std::fflush(stdout);
+        throw;
     }
-    return 0;
+    std::fputs("\n", stdout);
+    std::fflush(stdout);
+    messages.push_back({"assistant", reply});
+    conv.messages = std::move(messages);
+    return st;
+}
+
+}  // namespace
+
+int cmd_chat(int argc, char** argv) {
+    Args args(argc, argv, 0, merge(merge(model_value_options(), sampling_value_options()), {"--system"}),
+              {"--verbose"});
+    if (args.positional().size() != 1) throw Error("usage: ember chat MODEL [--system TEXT] [options]\n" + options_help());
+    const LoadOptions lo = load_options(args, args.positional()[0]);
+    const GenerateOptions gen = generate_options(args, -1);
+    auto model = Model::load(lo);
+    const bool interactive = isatty(STDIN_FILENO);
+    std::fprintf(stderr, "chat template: %s\n", model->chat_template().source_desc.c_str());
+    if (interactive) std::fprintf(stderr, "Type a message and press Enter (Ctrl-D to quit).\n");
+
+    Conversation conv;
+    if (auto sys = args.get("--system")) conv.messages.push_back({"system", *sys});
+    conv.n_fixed = conv.messages.size();
+    Sequence seq(*model);
+    std::string line;
+    int failed_turns = 0;
+    while (true) {
+        if (interactive) std::fputs("> ", stdout), std::fflush(stdout);
+        if (!std::getline(std::cin, line)) break;
+        if (line.empty()) continue;
+        // One bad turn (too long, a broken model file, ...) is reported and the session
+        // goes on with the next line.
+        try {
+            const GenerateStats st = run_turn(*model, seq, conv, line, gen);
+            if (static_cast<int64_t>(seq.tokens().size()) + 1 >= model->n_ctx()) {
+                std::fprintf(stderr, "ember chat: the context of %lld tokens is full; the conversation was cleared\n",
+                             static_cast<long long>(model->n_ctx()));
+                conv.reset();
+            }
+            if (args.flag("--verbose") || interactive)
+                std::fprintf(stderr, "[%d prompt tokens (%d reused), %d generated; TTFT %.0f ms; %.2f tok/s; stop: %s]\n",
+                             st.prompt_tokens, st.reused_tokens, st.generated_tokens, st.ttft_ms, st.decode_tok_s(),
+                             std::string(stop_reason_name(st.stop_reason)).c_str());
+        } catch (const std::exception& e) {
+            ++failed_turns;
+            std::fprintf(stderr, "ember chat: error: %s\n", e.what());
+        }
+    }
+    return failed_turns > 0 ? 1 : 0;
 }
 
 }  // namespace ember::cli

@@ -1,4 +1,5 @@
 // `ember info MODEL.gguf [--metadata]`: what a model file is, without loading weights.
+#include <algorithm>
 #include <cstdio>
 #include <string>
 
@@ -6,6 +7,7 @@
 #include "app/cli/commands.h"
 #include "kernels/common/error.h"
 #include "engine/gguf/gguf.h"
+#include "engine/models/model_config.h"
 #include "engine/models/model_info.h"
 #include "kernels/backend_loader.h"
 
@@ -65,6 +67,15 @@ int cmd_info(int argc, char** argv) {
     if (args.positional().size() != 1) throw Error("usage: ember info MODEL.gguf [--metadata] [--tensors] | ember info --devices");
     const GgufFile f = GgufFile::open(args.positional()[0]);
     print_info(f, describe_model(f));
+    // The same checks loading makes (hyperparameters against the tensor table), so a file
+    // that cannot run says why here too. An architecture Ember does not run is no error.
+    const auto& archs = supported_architectures();
+    if (std::find(archs.begin(), archs.end(), f.architecture()) == archs.end()) {
+        std::printf("runs here:       no (architecture '%s' is not supported)\n", f.architecture().c_str());
+    } else {
+        read_model_config(f);  // throws ember::Error naming the problem: exit status 1
+        std::printf("runs here:       yes (configuration matches the tensors)\n");
+    }
     if (args.flag("--metadata")) {
         std::printf("metadata:\n");
         for (const auto& key : f.metadata_order())

@@ -13,13 +13,15 @@ int cmd_run(int argc, char** argv) {
     if (args.positional().size() != 1) throw Error("usage: ember run MODEL -p TEXT [options]\n" + options_help());
     const std::string prompt = args.get_or("-p", args.get_or("--prompt", ""));
     if (prompt.empty()) throw Error("ember run needs a prompt (-p TEXT)");
-    auto model = Model::load(load_options(args, args.positional()[0]));
+    const LoadOptions lo = load_options(args, args.positional()[0]);
+    const GenerateOptions gen = generate_options(args, 128);  // every option checked before loading
+    auto model = Model::load(lo);
     const Tokenizer& tok = model->tokenizer();
     std::vector<int32_t> ids = tok.encode(prompt, false, args.flag("--parse-special"));
     if (tok.add_bos() && tok.bos() >= 0 && !args.flag("--no-bos")) ids.insert(ids.begin(), tok.bos());
     Sequence seq(*model);
     std::fputs(prompt.c_str(), stdout);
-    const GenerateStats st = seq.generate(ids, generate_options(args, 128), [](std::string_view t) {
+    const GenerateStats st = seq.generate(ids, gen, [](std::string_view t) {
         std::fwrite(t.data(), 1, t.size(), stdout);
         std::fflush(stdout);
         return true;

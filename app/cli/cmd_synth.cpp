@@ -20,7 +20,7 @@ int cmd_synth(int argc, char** argv) {
     }
     const SyntheticShape shape = synthetic_shape(args.get_or("--shape", "llama-3.2-1b"));
     const std::string type = args.get_or("--type", "Q4_0");
-    write_synthetic_model(*out, shape, type, static_cast<uint64_t>(args.get_int("--seed", 42)));
+    write_synthetic_model(*out, shape, type, args.get_u64("--seed", 42));
     std::printf("wrote %s (%s, %s)\n", out->c_str(), shape.name.c_str(), type.c_str());
     return 0;
 }

@@ -1,5 +1,7 @@
 #include "app/cli/options.h"
 
+#include <cstdint>
+
 #include "kernels/common/error.h"
 
 namespace ember::cli {
@@ -16,35 +18,53 @@ std::set<std::string> merge(std::set<std::string> a, const std::set<std::string>
     return a;
 }
 
+namespace {
+
+constexpr long long kInt32Max = INT32_MAX;
+constexpr double kFloatMax = 3.0e38;  // options stored as float must stay finite
+constexpr long long kMaxThreads = 1024;
+constexpr long long kMaxBatch = 65536;
+
+}  // namespace
+
+BackendPreference parse_device(const std::string& name) {
+    if (name == "auto") return BackendPreference::Auto;
+    if (name == "cpu") return BackendPreference::Cpu;
+    if (name == "cuda") return BackendPreference::Cuda;
+    throw Error("option --device: '" + name + "' is not a device (auto, cpu or cuda)");
+}
+
 LoadOptions load_options(const Args& args, const std::string& model_path) {
     LoadOptions o;
     o.path = model_path;
-    o.n_threads = static_cast<int>(args.get_int("--threads", args.get_int("-t", 0)));
-    o.n_ctx = args.get_int("--ctx", args.get_int("-c", 0));
-    o.n_batch = static_cast<int32_t>(args.get_int("--batch", 512));
-    o.device = args.get_or("--device", "auto");
-    o.n_gpu_layers = static_cast<int>(args.get_int("--gpu-layers", -1));
+    o.n_threads = static_cast<int>(args.get_int("--threads", args.get_int("-t", 0, 0, kMaxThreads), 0, kMaxThreads));
+    o.n_ctx = args.get_int("--ctx", args.get_int("-c", 0, 0, kMaxContext), 0, kMaxContext);
+    o.n_batch = static_cast<int32_t>(args.get_int("--batch", 512, 1, kMaxBatch));
+    o.device = parse_device(args.get_or("--device", "auto"));
+    o.n_gpu_layers = static_cast<int>(args.get_int("--gpu-layers", -1, -1, kInt32Max));
     const std::string kv = args.get_or("--kv-type", "f16");
     if (kv == "f16" || kv == "F16") o.kv_type = DType::F16;
     else if (kv == "q8_0" || kv == "Q8_0") o.kv_type = DType::Q8_0;
     else throw Error("--kv-type must be f16 or q8_0");
-    if (o.n_threads < 0 || o.n_ctx < 0 || o.n_batch <= 0) throw Error("--threads, --ctx and --batch must be positive");
     return o;
 }
 
 GenerateOptions generate_options(const Args& args, int32_t default_max_tokens) {
     GenerateOptions g;
     SamplingParams& s = g.sampling;
-    g.max_tokens = static_cast<int32_t>(args.get_int("-n", default_max_tokens));
-    s.temperature = static_cast<float>(args.get_double("--temp", s.temperature));
-    s.seed = static_cast<uint64_t>(args.get_int("--seed", static_cast<long long>(s.seed)));
-    s.top_k = static_cast<int32_t>(args.get_int("--top-k", s.top_k));
-    s.top_p = static_cast<float>(args.get_double("--top-p", s.top_p));
-    s.min_p = static_cast<float>(args.get_double("--min-p", s.min_p));
-    s.repeat_penalty = static_cast<float>(args.get_double("--repeat-penalty", s.repeat_penalty));
-    s.repeat_last_n = static_cast<int32_t>(args.get_int("--repeat-last-n", s.repeat_last_n));
-    s.presence_penalty = static_cast<float>(args.get_double("--presence-penalty", s.presence_penalty));
-    s.frequency_penalty = static_cast<float>(args.get_double("--frequency-penalty", s.frequency_penalty));
+    g.max_tokens = static_cast<int32_t>(args.get_int("-n", default_max_tokens, -1, kInt32Max));
+    if (g.max_tokens == 0) throw Error("option -n: 0 would generate nothing (use N >= 1, or -1 for no limit)");
+    s.temperature = static_cast<float>(args.get_double("--temp", s.temperature, 0.0, kFloatMax));
+    s.seed = args.get_u64("--seed", s.seed);
+    s.top_k = static_cast<int32_t>(args.get_int("--top-k", s.top_k, 0, kInt32Max));
+    s.top_p = static_cast<float>(args.get_double("--top-p", s.top_p, 0.0, 1.0));
+    if (!(s.top_p > 0.0f)) throw Error("option --top-p: must be above 0 (1 disables it)");
+    s.min_p = static_cast<float>(args.get_double("--min-p", s.min_p, 0.0, 1.0));
+    s.repeat_penalty = static_cast<float>(args.get_double("--repeat-penalty", s.repeat_penalty, 0.0, kFloatMax));
+    if (!(s.repeat_penalty > 0.0f)) throw Error("option --repeat-penalty: must be above 0 (1 disables it)");
+    s.repeat_last_n = static_cast<int32_t>(args.get_int("--repeat-last-n", s.repeat_last_n, -1, kInt32Max));
+    s.presence_penalty = static_cast<float>(args.get_double("--presence-penalty", s.presence_penalty, -kFloatMax, kFloatMax));
+    s.frequency_penalty = static_cast<float>(args.get_double("--frequency-penalty", s.frequency_penalty, -kFloatMax, kFloatMax));
     if (auto stop = args.get("--stop")) g.stop.push_back(*stop);
     return g;
 }

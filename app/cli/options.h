@@ -15,6 +15,9 @@ std::set<std::string> model_value_options();
 std::set<std::string> sampling_value_options();
 std::set<std::string> merge(std::set<std::string> a, const std::set<std::string>& b);
 
+// The text of --device, turned into the engine's enum here (the CLI's edge).
+BackendPreference parse_device(const std::string& name);
+// Every number is range-checked (ember::Error names the option and the range).
 LoadOptions load_options(const Args& args, const std::string& model_path);
 GenerateOptions generate_options(const Args& args, int32_t default_max_tokens);
 std::string options_help();

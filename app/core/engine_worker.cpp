@@ -45,7 +45,7 @@ int64_t capped_context(const std::string& path, int64_t wanted) {
     if (wanted <= 0) return 0;  // the engine's default: min(trained, 4096)
     try {
         const auto trained = ember::describe_model(ember::GgufFile::open(path)).context_length;
-        if (trained && *trained > 0) return std::min<int64_t>(wanted, static_cast<int64_t>(*trained));
+        if (trained && *trained > 0) return static_cast<int64_t>(std::min<uint64_t>(static_cast<uint64_t>(wanted), *trained));
     } catch (const std::exception&) {
         // Model::load reports the problem with the file in full.
     }

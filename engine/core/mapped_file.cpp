@@ -1,17 +1,21 @@
 #include "engine/core/mapped_file.h"
 
 #include <fcntl.h>
+#include <signal.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
+#include <atomic>
 #include <cctype>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <mutex>
 #include <string>
 #include <utility>
 #include <vector>
@@ -54,26 +58,131 @@ void touch(const uint8_t* p, size_t n) {
     for (size_t o = 0; o < n; o += 4096) static_cast<void>(*static_cast<const volatile uint8_t*>(p + o));
 }
 
+// ---- SIGBUS guard ------------------------------------------------------------------------
+// A read of a mapped page that lies wholly beyond the end of the file (it was truncated
+// after mapping) raises SIGBUS, whose default action kills the process. The handler looks
+// the address up in this table of live maps; when it lies in one, it maps anonymous zero
+// pages from the faulting page to the end of that map (every later page is past the end of
+// the file too), sets the map's flag and returns, so the read completes with zeros and the
+// engine, checking the flag after each forward pass, fails the request. A fault elsewhere
+// restores the previous action and lets the fault repeat under it (or re-raises a SIGBUS
+// that was sent, not caused). Only async-signal-safe calls (mmap, sigaction, raise) and
+// lock-free atomics are used in the handler.
+
+struct GuardSlot {
+    std::atomic<bool> used{false};
+    std::atomic<uintptr_t> begin{0}, end{0};  // [begin, end), page-aligned end; 0, 0 = free
+    std::atomic<bool> truncated{false};
+};
+constexpr size_t kGuardSlots = 64;  // live maps at once (a process holds one or two models)
+std::array<GuardSlot, kGuardSlots> g_guard;
+struct sigaction g_previous_sigbus {};
+uintptr_t g_page = 4096;
+
+void on_sigbus(int sig, siginfo_t* info, void* context) {
+    const auto addr = reinterpret_cast<uintptr_t>(info->si_addr);
+    if (info->si_code > 0) {  // raised by a fault, not sent
+        for (GuardSlot& s : g_guard) {
+            const uintptr_t b = s.begin.load(std::memory_order_acquire), e = s.end.load(std::memory_order_acquire);
+            if (addr < b || addr >= e) continue;
+            const uintptr_t from = addr & ~(g_page - 1);
+            void* p = ::mmap(reinterpret_cast<void*>(from), e - from, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0);
+            if (p == MAP_FAILED) break;
+            s.truncated.store(true, std::memory_order_release);
+            return;
+        }
+    }
+    ::sigaction(SIGBUS, &g_previous_sigbus, nullptr);
+    if (info->si_code <= 0) {
+        ::raise(sig);  // delivered under the previous action once this handler returns
+    } else if (!(g_previous_sigbus.sa_flags & SA_SIGINFO) && g_previous_sigbus.sa_handler != SIG_DFL &&
+               g_previous_sigbus.sa_handler != SIG_IGN) {
+        g_previous_sigbus.sa_handler(sig);  // a plain handler: call it (the fault would repeat)
+    } else if (g_previous_sigbus.sa_flags & SA_SIGINFO) {
+        g_previous_sigbus.sa_sigaction(sig, info, context);
+    }
+    // SIG_DFL / SIG_IGN: returning re-executes the read, which faults again under it.
+}
+
+void install_sigbus_handler() {
+    static std::once_flag once;
+    std::call_once(once, [] {
+        g_page = static_cast<uintptr_t>(::sysconf(_SC_PAGESIZE));
+        struct sigaction sa {};
+        sa.sa_sigaction = on_sigbus;
+        sa.sa_flags = SA_SIGINFO | SA_ONSTACK;
+        sigemptyset(&sa.sa_mask);
+        ::sigaction(SIGBUS, &sa, &g_previous_sigbus);
+    });
+}
+
+// Registers [p, p + n) (page-aligned p); returns the slot, or -1 when the table is full.
+int guard_map(const uint8_t* p, size_t n) {
+    install_sigbus_handler();
+    for (size_t i = 0; i < kGuardSlots; ++i) {
+        bool expected = false;
+        if (!g_guard[i].used.compare_exchange_strong(expected, true)) continue;
+        const auto b = reinterpret_cast<uintptr_t>(p);
+        g_guard[i].truncated.store(false);
+        g_guard[i].begin.store(b, std::memory_order_release);
+        g_guard[i].end.store((b + n + g_page - 1) & ~(g_page - 1), std::memory_order_release);
+        return static_cast<int>(i);
+    }
+    log_warn("more than 64 files mapped at once: a truncated model file would crash this process");
+    return -1;
+}
+
+void unguard_map(int slot) {
+    if (slot < 0) return;
+    GuardSlot& s = g_guard[static_cast<size_t>(slot)];
+    s.end.store(0, std::memory_order_release);
+    s.begin.store(0, std::memory_order_release);
+    s.used.store(false, std::memory_order_release);
+}
+
+// "a FIFO", "a directory", ...: what a path that is not a regular file is.
+std::string file_kind(mode_t m) {
+    if (S_ISFIFO(m)) return "a FIFO (named pipe)";
+    if (S_ISDIR(m)) return "a directory";
+    if (S_ISCHR(m)) return "a character device";
+    if (S_ISBLK(m)) return "a block device";
+    if (S_ISSOCK(m)) return "a socket";
+    return "not a regular file";
+}
+
+int64_t mtime_ns(const struct stat& st) { return int64_t{st.st_mtim.tv_sec} * 1000000000 + st.st_mtim.tv_nsec; }
+
 }  // namespace
 
 MappedFile::MappedFile(const std::string& path, bool huge_pages) : path_(path) {
-    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    // O_NONBLOCK: opening a FIFO for reading would otherwise wait for a writer, forever.
+    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
     if (fd < 0) throw Error(path + ": cannot open: " + std::strerror(errno));
     struct stat st {};
     if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+        const std::string kind = file_kind(st.st_mode);
         ::close(fd);
-        throw Error(path + ": not a regular file");
+        throw Error(path + ": cannot load: it is " + kind + ", not a regular file");
     }
+    fd_ = fd;
     size_ = static_cast<size_t>(st.st_size);
+    mtime_ns_ = mtime_ns(st);
     try {
         huge_pages = huge_pages && size_ >= 2 * kHuge;
         if (size_ > 0) map(fd, huge_pages);
+        if (data_) guard_ = guard_map(data_, size_);
         if (huge_pages) refresh_page_cache(fd);
     } catch (...) {
-        ::close(fd);
+        release();
         throw;
     }
-    ::close(fd);
+}
+
+bool MappedFile::changed_underneath() const {
+    if (guard_ >= 0 && g_guard[static_cast<size_t>(guard_)].truncated.load(std::memory_order_acquire)) return true;
+    struct stat st {};
+    if (fd_ < 0 || ::fstat(fd_, &st) != 0) return false;
+    return static_cast<size_t>(st.st_size) != size_ || mtime_ns(st) != mtime_ns_;
 }
 
 // Maps the whole file; with huge_pages at a 2 MiB-aligned address (file offset 0 on a
@@ -134,7 +243,8 @@ size_t MappedFile::huge_mapped_bytes() const { return data_ ? pmd_mapped_bytes(d
 MappedFile::~MappedFile() { release(); }
 
 MappedFile::MappedFile(MappedFile&& o) noexcept
-    : data_(std::exchange(o.data_, nullptr)), size_(std::exchange(o.size_, 0)), path_(std::move(o.path_)) {}
+    : data_(std::exchange(o.data_, nullptr)), size_(std::exchange(o.size_, 0)), path_(std::move(o.path_)),
+      fd_(std::exchange(o.fd_, -1)), guard_(std::exchange(o.guard_, -1)), mtime_ns_(o.mtime_ns_) {}
 
 MappedFile& MappedFile::operator=(MappedFile&& o) noexcept {
     if (this != &o) {
@@ -142,12 +252,19 @@ MappedFile& MappedFile::operator=(MappedFile&& o) noexcept {
         data_ = std::exchange(o.data_, nullptr);
         size_ = std::exchange(o.size_, 0);
         path_ = std::move(o.path_);
+        fd_ = std::exchange(o.fd_, -1);
+        guard_ = std::exchange(o.guard_, -1);
+        mtime_ns_ = o.mtime_ns_;
     }
     return *this;
 }
 
 void MappedFile::release() {
+    unguard_map(guard_);  // before munmap: the range may be reused by the next mmap
+    guard_ = -1;
     if (data_) ::munmap(const_cast<uint8_t*>(data_), size_);
+    if (fd_ >= 0) ::close(fd_);
+    fd_ = -1;
     data_ = nullptr;
     size_ = 0;
 }

@@ -14,6 +14,12 @@ namespace ember {
 // written, e.g. downloaded, or read back piecemeal) is dropped from the page cache once, so
 // the first touches read it back in 2 MiB folios; that is tried on one 2 MiB probe first, so
 // a filesystem without large folios is never re-read.
+//
+// Only regular files are mapped (a FIFO or device is refused at once, without blocking in
+// open()). The file may change while mapped: a read of a page beyond a shrunk file's end
+// raises SIGBUS, which a process-wide handler turns into zero pages over the rest of the map
+// plus a flag, and changed_underneath() reports that (or a changed size or mtime) so the
+// engine can fail the request with a clear error instead of the process dying.
 class MappedFile {
 public:
     MappedFile() = default;
@@ -29,6 +35,9 @@ public:
     const std::string& path() const { return path_; }
     // Bytes of this map the kernel currently maps with 2 MiB pages (0 where unknown).
     size_t huge_mapped_bytes() const;
+    // Whether the file was truncated (a read past its new end was caught) or its size or
+    // modification time changed since it was mapped. Cheap: one fstat.
+    bool changed_underneath() const;
 
 private:
     void map(int fd, bool huge_pages);
@@ -37,6 +46,9 @@ private:
     const uint8_t* data_ = nullptr;
     size_t size_ = 0;
     std::string path_;
+    int fd_ = -1;        // kept open to notice changes (fstat)
+    int guard_ = -1;     // slot in the SIGBUS guard table, -1 when unguarded
+    int64_t mtime_ns_ = 0;
 };
 
 }  // namespace ember

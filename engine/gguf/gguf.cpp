@@ -17,6 +17,21 @@ constexpr int kMaxNesting = 4;             // arrays of arrays of ... (real file
 constexpr uint64_t kMaxMetadataValues = 16u << 20;  // bounds memory on hostile files
 constexpr uint64_t kMaxStringBytes = 64u << 20;     // a chat template is ~10 KB
 constexpr uint32_t kMaxDims = 4;                    // ggml's GGML_MAX_DIMS
+// Memory the parsed directory may take: a fixed allowance (the largest real tokenizers,
+// 262k tokens with scores and types, take ~45 MB) plus twice the file size. Without it a
+// file of 12-byte empty arrays costs ~120 bytes of heap per array (value, array, vector).
+constexpr uint64_t kBaseMemoryBudget = 64u << 20;
+constexpr uint64_t kMemoryBudgetPerFileByte = 2;
+// What one parsed item costs on the heap, estimated from above (libstdc++ sizes, plus a
+// malloc header per block): counted before the item is allocated.
+constexpr uint64_t kMallocOverhead = 16;
+constexpr uint64_t kSsoChars = 15;  // std::string keeps up to this many chars inline
+constexpr uint64_t kArrayCost = sizeof(GgufArray) + 2 * kMallocOverhead + 16;  // make_shared block
+// A key: its map node, and kv_order_'s copy (x3: a growing vector holds old and new).
+constexpr uint64_t kMapNodeCost = 32 + sizeof(std::string) + sizeof(GgufValue) + kMallocOverhead + 3 * sizeof(std::string);
+// A tensor: tensors_ (x3, as above), its dims, its index node and by_offset's pointer.
+constexpr uint64_t kTensorCost = 3 * sizeof(GgufTensor) + 8 * kMaxDims + kMallocOverhead + 32 + sizeof(std::string) +
+                                 sizeof(size_t) + kMallocOverhead + 3 * sizeof(void*);
 
 size_t primitive_size(GgufType t) {
     switch (t) {
@@ -42,7 +57,8 @@ std::string hex(uint64_t v) {
 class GgufParser {
 public:
     GgufParser(const uint8_t* data, size_t size, std::string name)
-        : data_(data), size_(size), name_(std::move(name)) {}
+        : data_(data), size_(size), budget_(kBaseMemoryBudget + kMemoryBudgetPerFileByte * uint64_t{size}),
+          name_(std::move(name)) {}
 
     void parse(GgufFile& f) {
         f.size_ = size_;
@@ -87,6 +103,7 @@ private:
         const uint64_t len = read_u64(what);
         if (len > kMaxStringBytes) fail(std::string(what) + ": string length " + std::to_string(len) + " is absurd");
         need(len, what);
+        if (len > kSsoChars) charge(len + 1 + kMallocOverhead, what);
         std::string s(reinterpret_cast<const char*>(data_ + pos_), static_cast<size_t>(len));
         pos_ += len;
         return s;
@@ -99,6 +116,18 @@ private:
     }
 
     static uint64_t align_up(uint64_t x, uint64_t a) { return (x + a - 1) / a * a; }
+
+    // Counts heap bytes about to be allocated against the budget, so a hostile file fails
+    // before its directory outgrows a small multiple of the file itself. `what` names the
+    // item in the error.
+    void charge(uint64_t bytes, std::string_view what) {
+        if (bytes > budget_ - used_) fail_memory(what);
+        used_ += bytes;
+    }
+    [[noreturn]] void fail_memory(std::string_view what) const {
+        fail(std::string(what) + ": holding the file's metadata would take more than " + std::to_string(budget_ >> 20) +
+             " MiB of memory (the limit is 64 MiB + 2 x the file size)");
+    }
 
     void parse_header(GgufFile& f) {
         if (size_ < 4 || read_u32("magic") != kMagic) {
@@ -145,7 +174,10 @@ private:
         const auto elem = static_cast<GgufType>(et);
         const uint64_t n = read_u64(key.c_str());
         const size_t min_size = elem == GgufType::STRING ? 8 : elem == GgufType::ARRAY ? 12 : primitive_size(elem);
-        check_count(n, min_size, "metadata '" + key + "': array length");
+        if (n > (size_ - pos_) / min_size) check_count(n, min_size, "metadata '" + key + "': array length");
+        const uint64_t cost = kArrayCost + n * sizeof(GgufValue);  // n < file size: no overflow
+        if (cost > budget_ - used_) fail_memory("metadata '" + key + "'");
+        used_ += cost;
         auto arr = std::make_shared<GgufArray>();
         arr->elem_type = elem;
         arr->items.reserve(static_cast<size_t>(n));
@@ -156,6 +188,9 @@ private:
     void parse_kv(GgufFile& f, uint64_t index) {
         std::string key = read_string("metadata key");
         if (key.empty()) fail("metadata entry " + std::to_string(index) + " has an empty key");
+        // The map node and the kv_order_ copy (its heap part, if any, charged again here).
+        charge(kMapNodeCost + sizeof(std::string) + (key.size() > kSsoChars ? 2 * (key.size() + 1 + kMallocOverhead) : 0),
+               "metadata '" + key + "'");
         const uint32_t t = read_u32("metadata type");
         if (!valid_type(t)) fail("metadata '" + key + "': unknown value type " + std::to_string(t));
         GgufValue v = parse_value(static_cast<GgufType>(t), 0, key);
@@ -177,6 +212,7 @@ private:
         GgufTensor t;
         t.name = read_string("tensor name");
         if (t.name.empty()) fail("tensor " + std::to_string(index) + " has an empty name");
+        charge(kTensorCost + (t.name.size() > kSsoChars ? t.name.size() + 1 + kMallocOverhead : 0), "tensor '" + t.name + "'");
         const uint32_t n_dims = read_u32("tensor dimensions");
         if (n_dims == 0 || n_dims > kMaxDims)
             fail("tensor '" + t.name + "': " + std::to_string(n_dims) + " dimensions (must be 1.." + std::to_string(kMaxDims) + ")");
@@ -231,6 +267,8 @@ private:
     size_t size_;
     size_t pos_ = 0;
     uint64_t values_ = 0;
+    uint64_t budget_;    // heap bytes the parsed directory may take
+    uint64_t used_ = 0;  // of which charged so far
     std::string name_;
 };
 
@@ -406,5 +444,10 @@ const GgufTensor& GgufFile::tensor(std::string_view name) const {
 }
 
 std::string GgufFile::architecture() const { return opt_string("general.architecture").value_or(""); }
+
+void GgufFile::check_unchanged() const {
+    if (map_ && map_->changed_underneath())
+        throw Error(path_ + ": the model file was truncated or changed while in use; reload the model");
+}
 
 }  // namespace ember

@@ -107,6 +107,11 @@ public:
     // "general.architecture", or "" if absent.
     std::string architecture() const;
 
+    // Throws ember::Error when the mapped file was truncated or rewritten since it was opened
+    // (its tensor data may then read as zeros or as other bytes). The engine calls it after
+    // each forward pass; a parsed buffer never changes.
+    void check_unchanged() const;
+
 private:
     friend class GgufParser;
     std::shared_ptr<MappedFile> map_;  // null when parsing a caller-owned buffer

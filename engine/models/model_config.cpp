@@ -1,7 +1,12 @@
 #include "engine/models/model_config.h"
 
 #include <algorithm>
+#include <charconv>
 #include <cmath>
+#include <limits>
+#include <optional>
+#include <set>
+#include <string_view>
 
 #include "kernels/common/error.h"
 
@@ -14,7 +19,62 @@ const std::vector<std::string>& supported_architectures() {
 
 namespace {
 
-int32_t u32(const GgufFile& f, const std::string& key) { return static_cast<int32_t>(f.get_u64(key)); }
+constexpr uint64_t kInt32Max = static_cast<uint64_t>(std::numeric_limits<int32_t>::max());
+
+// A hyperparameter in [lo, hi]; 64-bit values that do not fit are errors, never narrowed.
+int32_t in_range(const GgufFile& f, const std::string& key, uint64_t v, uint64_t lo, uint64_t hi = kInt32Max) {
+    if (v < lo || v > hi)
+        throw Error(f.path() + ": " + key + " = " + std::to_string(v) + " is out of range (" + std::to_string(lo) +
+                    ".." + std::to_string(hi) + ")");
+    return static_cast<int32_t>(v);
+}
+int32_t required_dim(const GgufFile& f, const std::string& key, uint64_t lo = 1) { return in_range(f, key, f.get_u64(key), lo); }
+int32_t optional_dim(const GgufFile& f, const std::string& key, uint64_t fallback, uint64_t lo = 1) {
+    return in_range(f, key, f.opt_u64(key).value_or(fallback), lo);
+}
+float positive_float(const GgufFile& f, const std::string& key, double fallback) {
+    const double v = f.opt_f64(key).value_or(fallback);
+    if (!(v > 0.0) || !std::isfinite(static_cast<float>(v)))
+        throw Error(f.path() + ": " + key + " = " + std::to_string(v) + " must be a positive finite number");
+    return static_cast<float>(v);
+}
+
+// The layer index of a "blk.<i>.<name>" tensor, or nullopt for tensors outside the blocks.
+std::optional<uint64_t> block_index(std::string_view name) {
+    if (name.substr(0, 4) != "blk.") return std::nullopt;
+    uint64_t i = 0;
+    const char* end = name.data() + name.size();
+    auto [p, ec] = std::from_chars(name.data() + 4, end, i);
+    if (ec != std::errc() || p == end || *p != '.') return std::nullopt;
+    return i;
+}
+
+// block_count must name exactly the layers the tensor table holds (blk.0 .. blk.<n-1>):
+// checked before anything is sized by it, so a hostile count fails here, not in an
+// allocation of billions of layers.
+void check_layers_against_tensors(const GgufFile& f, const std::string& key, int32_t n_layers) {
+    std::set<uint64_t> present;
+    for (const auto& t : f.tensors())
+        if (auto i = block_index(t.name)) present.insert(*i);
+    const bool exact = present.size() == static_cast<size_t>(n_layers) &&
+                       (present.empty() || *present.rbegin() == static_cast<uint64_t>(n_layers) - 1);
+    if (!exact)
+        throw Error(f.path() + ": " + key + " = " + std::to_string(n_layers) + " but the tensors describe " +
+                    (present.empty() ? std::string("no layers")
+                                     : std::to_string(present.size()) + " layers (blk." + std::to_string(*present.begin()) +
+                                           " .. blk." + std::to_string(*present.rbegin()) + ")"));
+}
+
+// Layer 0's projections must have the widths the hyperparameters imply (the Transformer
+// checks every layer's shapes as it loads them; this catches a bad head count or width
+// before the KV cache or any weight is sized by it).
+void check_shape(const GgufFile& f, const std::string& name, int64_t cols, int64_t rows) {
+    const GgufTensor& t = f.tensor(name);
+    if (t.dims[0] != static_cast<uint64_t>(cols) || t.rows() != static_cast<uint64_t>(rows))
+        throw Error(f.path() + ": tensor '" + name + "' has shape " + std::to_string(t.dims[0]) + " x " +
+                    std::to_string(t.rows()) + ", but the metadata implies " + std::to_string(cols) + " x " +
+                    std::to_string(rows));
+}
 
 void apply_arch_conventions(const GgufFile& f, ModelConfig& c) {
     const std::string a = c.arch + ".";
@@ -29,7 +89,7 @@ void apply_arch_conventions(const GgufFile& f, ModelConfig& c) {
         c.gelu = true;
         c.embed_scale = std::sqrt(static_cast<float>(c.n_embd));
         c.rope_base_local = 10000.0f;
-        c.sliding_window = static_cast<int32_t>(f.opt_u64(a + "attention.sliding_window").value_or(0));
+        c.sliding_window = optional_dim(f, a + "attention.sliding_window", 0, 0);
         // Five sliding-window layers, then one global layer, repeating.
         for (int32_t i = 0; i < c.n_layers; ++i) c.layer_sliding[static_cast<size_t>(i)] = c.sliding_window > 0 && i % 6 != 5;
     }
@@ -44,28 +104,37 @@ ModelConfig read_model_config(const GgufFile& f) {
     if (std::find(archs.begin(), archs.end(), c.arch) == archs.end())
         throw Error(f.path() + ": unsupported architecture '" + c.arch + "' (supported: llama, qwen2, gemma3)");
     const std::string a = c.arch + ".";
-    c.n_embd = u32(f, a + "embedding_length");
-    c.n_layers = u32(f, a + "block_count");
-    c.n_heads = u32(f, a + "attention.head_count");
-    c.n_kv_heads = static_cast<int32_t>(f.opt_u64(a + "attention.head_count_kv").value_or(static_cast<uint64_t>(c.n_heads)));
-    c.n_ff = u32(f, a + "feed_forward_length");
-    c.n_ctx_train = static_cast<int64_t>(f.opt_u64(a + "context_length").value_or(2048));
-    if (c.n_heads <= 0 || c.n_kv_heads <= 0 || c.n_heads % c.n_kv_heads != 0 || c.n_layers <= 0 || c.n_embd <= 0)
+    c.n_embd = required_dim(f, a + "embedding_length");
+    c.n_layers = required_dim(f, a + "block_count");
+    check_layers_against_tensors(f, a + "block_count", c.n_layers);
+    c.n_heads = required_dim(f, a + "attention.head_count");
+    c.n_kv_heads = optional_dim(f, a + "attention.head_count_kv", static_cast<uint64_t>(c.n_heads));
+    c.n_ff = required_dim(f, a + "feed_forward_length");
+    c.n_ctx_train = optional_dim(f, a + "context_length", 2048);
+    if (c.n_heads % c.n_kv_heads != 0)
         throw Error(f.path() + ": inconsistent attention shape (heads " + std::to_string(c.n_heads) + ", kv heads " +
                     std::to_string(c.n_kv_heads) + ", layers " + std::to_string(c.n_layers) + ")");
-    c.head_dim = static_cast<int32_t>(f.opt_u64(a + "attention.key_length").value_or(static_cast<uint64_t>(c.n_embd / c.n_heads)));
-    c.n_rot = static_cast<int32_t>(f.opt_u64(a + "rope.dimension_count").value_or(static_cast<uint64_t>(c.head_dim)));
-    if (c.head_dim <= 0 || c.head_dim % 2 || c.n_rot > c.head_dim || c.n_rot % 2)
+    c.head_dim = optional_dim(f, a + "attention.key_length", static_cast<uint64_t>(c.n_embd / c.n_heads));
+    c.n_rot = optional_dim(f, a + "rope.dimension_count", static_cast<uint64_t>(c.head_dim), 0);
+    if (c.head_dim % 2 || c.n_rot > c.head_dim || c.n_rot % 2)
         throw Error(f.path() + ": unsupported head/rope dimensions " + std::to_string(c.head_dim) + "/" + std::to_string(c.n_rot));
-    c.norm_eps = static_cast<float>(f.opt_f64(a + "attention.layer_norm_rms_epsilon").value_or(1e-5));
-    c.rope_base = static_cast<float>(f.opt_f64(a + "rope.freq_base").value_or(10000.0));
+    const int64_t q_dim = int64_t{c.n_heads} * c.head_dim, kv_dim = int64_t{c.n_kv_heads} * c.head_dim;
+    if (q_dim > static_cast<int64_t>(kInt32Max))
+        throw Error(f.path() + ": " + std::to_string(c.n_heads) + " heads of " + std::to_string(c.head_dim) + " do not fit");
+    c.norm_eps = positive_float(f, a + "attention.layer_norm_rms_epsilon", 1e-5);
+    c.rope_base = positive_float(f, a + "rope.freq_base", 10000.0);
     if (auto type = f.opt_string(a + "rope.scaling.type"); type && *type == "linear")
-        c.rope_scale = 1.0f / static_cast<float>(f.opt_f64(a + "rope.scaling.factor").value_or(1.0));
+        c.rope_scale = 1.0f / positive_float(f, a + "rope.scaling.factor", 1.0);
     c.attn_scale = 1.0f / std::sqrt(static_cast<float>(c.head_dim));
     const GgufTensor& embd = f.tensor("token_embd.weight");
+    if (embd.rows() > kInt32Max)
+        throw Error(f.path() + ": token_embd.weight has " + std::to_string(embd.rows()) + " rows (vocabulary too large)");
     c.n_vocab = static_cast<int32_t>(embd.rows());
     if (embd.dims[0] != static_cast<uint64_t>(c.n_embd))
         throw Error(f.path() + ": token_embd.weight has rows of " + std::to_string(embd.dims[0]) + ", expected " + std::to_string(c.n_embd));
+    check_shape(f, "blk.0.attn_q.weight", c.n_embd, q_dim);
+    check_shape(f, "blk.0.attn_k.weight", c.n_embd, kv_dim);
+    check_shape(f, "blk.0.ffn_down.weight", c.n_ff, c.n_embd);
     apply_arch_conventions(f, c);
     return c;
 }

@@ -1,5 +1,7 @@
 #include "engine/runtime/model.h"
 
+#include <unistd.h>
+
 #include <algorithm>
 
 #include "kernels/common/error.h"
@@ -16,28 +18,45 @@ void progress(const LoadOptions& o, float p) {
     if (o.on_progress) o.on_progress(p);
 }
 
+void check_options(const LoadOptions& o) {
+    if (o.n_ctx < 0 || o.n_ctx > kMaxContext)
+        throw Error("context size " + std::to_string(o.n_ctx) + " is out of range (0 = the model's own, up to " +
+                    std::to_string(kMaxContext) + ")");
+    if (o.n_seqs < 1 || o.n_ctx * o.n_seqs > kMaxContext)
+        throw Error(std::to_string(o.n_seqs) + " sequences of " + std::to_string(o.n_ctx) + " tokens are out of range");
+    if (o.n_threads < 0) throw Error("thread count " + std::to_string(o.n_threads) + " is negative");
+    if (o.n_batch < 1) throw Error("batch size " + std::to_string(o.n_batch) + " must be at least 1");
+    if (o.n_gpu_layers < -1) throw Error("GPU layer count " + std::to_string(o.n_gpu_layers) + " must be -1 (all) or more");
+}
+
+// A KV cache on the CPU larger than the machine's memory would be allocated lazily and the
+// process killed when it fills; say so up front instead.
+void check_host_memory(const KvCacheConfig& kv, int64_t n_ctx, int32_t n_seqs) {
+    const long pages = ::sysconf(_SC_PHYS_PAGES), page = ::sysconf(_SC_PAGESIZE);
+    if (pages <= 0 || page <= 0) return;
+    const uint64_t ram = static_cast<uint64_t>(pages) * static_cast<uint64_t>(page);
+    if (kv.total_bytes() > ram)
+        throw Error("a KV cache for " + std::to_string(n_seqs) + " x " + std::to_string(n_ctx) + " tokens needs " +
+                    format_bytes(kv.total_bytes()) + ", more than this machine's " + format_bytes(ram) +
+                    " of memory (use a smaller context)");
+}
+
 }  // namespace
 
 std::unique_ptr<Model> Model::load(const LoadOptions& opts) {
+    check_options(opts);
     std::unique_ptr<Model> m(new Model());
     progress(opts, 0.0f);
     m->file_ = std::make_shared<const GgufFile>(GgufFile::open(opts.path, /*huge_pages=*/true));
+    // Checked against the tensor table before anything is sized by it (also names an
+    // unsupported architecture).
+    const int32_t n_layers = read_model_config(*m->file_).n_layers;
     m->info_ = describe_model(*m->file_);
     check_cancel(opts);
     m->tokenizer_ = Tokenizer::from_gguf(*m->file_);
     progress(opts, 0.2f);
     check_cancel(opts);
-    BackendRequest request;
-    request.n_threads = opts.n_threads;
-    if (opts.device == "cpu") request.preference = BackendPreference::Cpu;
-    else if (opts.device == "cuda") request.preference = BackendPreference::Cuda;
-    else if (opts.device != "auto") throw Error("unknown device '" + opts.device + "' (auto, cpu or cuda)");
-    BackendChoice choice = choose_backend(request);
-    m->backend_ = std::move(choice.backend);
-    m->device_ = choice.device;
-    m->device_reason_ = choice.reason;
-    log_info("device: " + m->device_ + " (" + m->device_reason_ + ")");
-    const int32_t n_layers = read_model_config(*m->file_).n_layers;  // also names an unsupported architecture
+    m->choose_device(opts);
     if (m->device_ != "cpu" && opts.n_gpu_layers >= 0 && opts.n_gpu_layers < n_layers) {
         // Partial offload: the first n_gpu_layers on the GPU, the rest (and the output head) on the CPU.
         m->cpu_backend_ = make_cpu_backend(opts.n_threads);
@@ -47,20 +66,38 @@ std::unique_ptr<Model> Model::load(const LoadOptions& opts) {
     } else {
         m->transformer_ = std::make_unique<Transformer>(m->file_, *m->backend_);
     }
+    m->file_->check_unchanged();  // loading read the weights
     progress(opts, 0.7f);
     check_cancel(opts);
 
     const ModelConfig& c = m->transformer_->config();
     m->n_ctx_ = opts.n_ctx > 0 ? opts.n_ctx : std::min<int64_t>(c.n_ctx_train, 4096);
     m->n_batch_ = std::max(1, opts.n_batch);
-    m->kv_ = std::make_unique<KvCache>(m->transformer_->layer_backends(),
-                                       m->transformer_->kv_config(m->n_ctx_, opts.n_seqs, opts.kv_type));
+    const KvCacheConfig kv = m->transformer_->kv_config(m->n_ctx_, opts.n_seqs, opts.kv_type);
+    if (m->device_ == "cpu") check_host_memory(kv, m->n_ctx_, opts.n_seqs);
+    m->kv_ = std::make_unique<KvCache>(m->transformer_->layer_backends(), kv);
 
     log_info("loaded " + m->info_.name + " (" + c.arch + ", " + format_param_count(m->info_.n_params) + ", " +
              m->info_.file_type + ") on " + m->backend_->name() + ", context " + std::to_string(m->n_ctx_) +
              ", KV cache " + format_bytes(m->kv_->config().total_bytes()));
     progress(opts, 1.0f);
     return m;
+}
+
+// The backend, by opts.device: a CUDA request that cannot be met is an error, not a quiet
+// run on the CPU; Auto falls back with the reason logged.
+void Model::choose_device(const LoadOptions& opts) {
+    BackendRequest request;
+    request.n_threads = opts.n_threads;
+    request.preference = opts.device;
+    BackendChoice choice = choose_backend(request);
+    if (opts.device == BackendPreference::Cuda && choice.device == "cpu")
+        throw Error("device cuda was requested but no CUDA device can be used: " + choice.reason +
+                    " (device auto falls back to the CPU)");
+    backend_ = std::move(choice.backend);
+    device_ = choice.device;
+    device_reason_ = choice.reason;
+    log_info("device: " + device_ + " (" + device_reason_ + ")");
 }
 
 const ResolvedTemplate& Model::chat_template() const {

@@ -19,12 +19,17 @@
 
 namespace ember {
 
+// The largest context (tokens per sequence) a model is loaded with: positions are int32.
+constexpr int64_t kMaxContext = int64_t{1} << 30;
+
 struct LoadOptions {
     std::string path;
-    std::string device = "auto";  // "auto" (GPU when the CUDA module finds one), "cpu", "cuda"
+    // Auto: the GPU when the CUDA module finds one, else the CPU; Cuda: the GPU or an error
+    // saying why there is none; Cpu: the CPU.
+    BackendPreference device = BackendPreference::Auto;
     int n_threads = 0;          // CPU threads (0 = one per core)
     int n_gpu_layers = -1;      // on a GPU: layers placed on it (-1 = all); the rest run on the CPU
-    int64_t n_ctx = 0;          // context per sequence; 0 = min(trained context, 4096)
+    int64_t n_ctx = 0;          // context per sequence; 0 = min(trained context, 4096); at most kMaxContext
     int32_t n_seqs = 1;         // sequences the KV cache holds at once
     DType kv_type = DType::F16;
     int32_t n_batch = 512;      // prompt tokens per forward pass
@@ -39,6 +44,7 @@ public:
     ~Model();
 
     const ModelInfo& info() const { return info_; }
+    const GgufFile& file() const { return *file_; }
     const ModelConfig& config() const { return transformer_->config(); }
     Transformer& transformer() { return *transformer_; }
     const Tokenizer& tokenizer() const { return *tokenizer_; }
@@ -54,6 +60,7 @@ public:
 
 private:
     Model() = default;
+    void choose_device(const LoadOptions& opts);
     std::shared_ptr<const GgufFile> file_;
     ModelInfo info_;
     std::unique_ptr<Backend> backend_;

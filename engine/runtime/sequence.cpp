@@ -60,6 +60,7 @@ void Sequence::feed(std::span<const int32_t> tokens, bool want_logits, bool down
         try {
             if (download) model_.transformer().forward(b, model_.kv(), logits_);
             else logits_dev_ = model_.transformer().forward_device(b, model_.kv());
+            model_.file().check_unchanged();  // a truncated file's weights read as zeros
         } catch (...) {
             model_.kv().truncate(seq_, first);  // the cache never holds half a chunk
             throw;

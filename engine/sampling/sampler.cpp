@@ -9,13 +9,19 @@
 namespace ember {
 namespace {
 
-// Greedy: the lowest id with the highest logit. NaN never wins (token 0 if every logit is
-// NaN), so the result equals the first of Backend::top_k's k = 1 answer.
+// Greedy: the lowest id with the highest logit. NaN never wins (the caller has refused a row
+// of NaN), so the result equals the first of Backend::top_k's k = 1 answer.
 int32_t argmax(std::span<const float> l) {
     size_t best = l.size();
     for (size_t i = 0; i < l.size(); ++i)
         if (!std::isnan(l[i]) && (best == l.size() || l[i] > l[best])) best = i;
     return best == l.size() ? 0 : static_cast<int32_t>(best);
+}
+
+// A row with no number in it: broken weights (NaN in a file) or a broken computation, which
+// must be named as such, not reported as if every token were banned.
+[[noreturn]] void fail_nan() {
+    throw Error("sampler: every logit the model produced is NaN (its weights contain NaN, or the computation broke)");
 }
 
 }  // namespace
@@ -120,6 +126,7 @@ int32_t Sampler::draw() {
 int32_t Sampler::sample(std::span<float> logits, std::span<const int32_t> history) {
     if (logits.empty()) throw Error("sampler: empty logits");
     apply_adjustments(logits, adjustments(history));
+    if (std::all_of(logits.begin(), logits.end(), [](float x) { return std::isnan(x); })) fail_nan();
     if (greedy()) return argmax(logits);
     cand_.clear();
     for (size_t i = 0; i < logits.size(); ++i)
@@ -128,9 +135,11 @@ int32_t Sampler::sample(std::span<float> logits, std::span<const int32_t> histor
 }
 
 // `top` is the backend's best min(k, non-NaN) of the adjusted row, in sample()'s order, so
-// after dropping -inf it is exactly the top-k prefix sample() selects.
+// after dropping -inf it is exactly the top-k prefix sample() selects; empty only when
+// every logit is NaN.
 int32_t Sampler::sample_top(std::span<const TopKCandidate> top) {
-    if (greedy()) return top.empty() ? 0 : top.front().id;
+    if (top.empty()) fail_nan();  // top_k returns min(k, non-NaN) candidates, k >= 1
+    if (greedy()) return top.front().id;
     cand_.clear();
     for (const TopKCandidate& c : top)
         if (c.logit > -std::numeric_limits<float>::infinity()) cand_.push_back({c.id, c.logit, 0});

@@ -52,7 +52,8 @@ public:
     // next call.
     TopKRow adjustments(std::span<const int32_t> history);
     // Picks a token from the backend's best candidates for adjustments(history) (sorted, at
-    // most top_k_candidates()): the token sample() picks from the full row.
+    // most top_k_candidates()): the token sample() picks from the full row. Both throw
+    // ember::Error naming NaN when every logit is NaN (no candidates at all).
     int32_t sample_top(std::span<const TopKCandidate> top);
 
     const SamplingParams& params() const { return params_; }

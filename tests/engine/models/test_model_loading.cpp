@@ -39,7 +39,7 @@ std::string load_error(const std::string& path) {
     try {
         LoadOptions o;
         o.path = path;
-        o.device = "cpu";
+        o.device = BackendPreference::Cpu;
         Model::load(o);
     } catch (const Error& e) {
         return e.what();
@@ -56,7 +56,7 @@ TEST_CASE("synthetic model runs") {
         write_synthetic_model(path, synthetic_shape("tiny"), type);
         LoadOptions o;
         o.path = path;
-        o.device = "cpu";
+        o.device = BackendPreference::Cpu;
         o.n_ctx = 64;
         auto model = Model::load(o);
         REQUIRE_EQ(model->config().n_layers, 2);
@@ -74,7 +74,7 @@ TEST_CASE("synthetic architectures run") {
         write_synthetic_model(path, synthetic_shape(shape), "Q4_K_M");
         LoadOptions o;
         o.path = path;
-        o.device = "cpu";
+        o.device = BackendPreference::Cpu;
         o.n_ctx = 64;
         auto model = Model::load(o);
         const ModelConfig& c = model->config();

@@ -1,0 +1,209 @@
+// The real `ember` binary, run with inputs that used to mean something else silently or end
+// a session: numeric options out of range, --device cuda without a GPU, hostile model files,
+// FIFOs, and chat turns that fail. Each asserts the exit status and the message.
+#include <fcntl.h>
+#include <spawn.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "engine/gguf/gguf_writer.h"
+#include "test_data.h"
+
+extern char** environ;
+
+using namespace ember;
+namespace fs = std::filesystem;
+
+namespace {
+
+struct Run {
+    int status = -1;  // exit status (-1: killed by a signal)
+    std::string out, err;
+    double seconds = 0;
+};
+
+fs::path temp(const std::string& name) { return fs::temp_directory_path() / ("ember-cli-" + std::to_string(::getpid()) + "-" + name); }
+
+std::string slurp(const fs::path& p) {
+    std::ifstream in(p, std::ios::binary);
+    std::ostringstream s;
+    s << in.rdbuf();
+    return s.str();
+}
+
+// Runs `ember ARGS...` with `input` on stdin; stdout and stderr captured through files.
+Run run_ember(const std::vector<std::string>& args, const std::string& input = "") {
+    const fs::path in = temp("stdin"), out = temp("stdout"), err = temp("stderr");
+    std::ofstream(in, std::ios::binary) << input;
+    posix_spawn_file_actions_t fa;
+    posix_spawn_file_actions_init(&fa);
+    posix_spawn_file_actions_addopen(&fa, 0, in.c_str(), O_RDONLY, 0);
+    posix_spawn_file_actions_addopen(&fa, 1, out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    posix_spawn_file_actions_addopen(&fa, 2, err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    std::vector<std::string> argv_s = {EMBER_CLI};
+    argv_s.insert(argv_s.end(), args.begin(), args.end());
+    std::vector<char*> argv;
+    for (auto& a : argv_s) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    const auto t0 = std::chrono::steady_clock::now();
+    pid_t pid = 0;
+    const int rc = posix_spawn(&pid, EMBER_CLI, &fa, nullptr, argv.data(), environ);
+    posix_spawn_file_actions_destroy(&fa);
+    REQUIRE_MESSAGE(rc == 0, "cannot start " EMBER_CLI);
+    int status = 0;
+    REQUIRE(waitpid(pid, &status, 0) == pid);
+    Run r;
+    r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    r.status = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    r.out = slurp(out);
+    r.err = slurp(err);
+    fs::remove(in);
+    fs::remove(out);
+    fs::remove(err);
+    return r;
+}
+
+bool contains(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
+
+size_t count(const std::string& s, const std::string& part) {
+    size_t n = 0;
+    for (size_t at = s.find(part); at != std::string::npos; at = s.find(part, at + 1)) ++n;
+    return n;
+}
+
+std::string stories() {
+    const std::string p = test::testdata(test::kStories);
+    EMBER_REQUIRE_FILE(p);
+    return p;
+}
+
+}  // namespace
+
+TEST_CASE("numeric options out of range are refused by name, before the model loads") {
+    struct Case {
+        std::vector<std::string> args;
+        const char* expect;
+    };
+    const Case cases[] = {
+        {{"-n", "0"}, "option -n: 0 would generate nothing"},
+        {{"-n", "4294967296"}, "option -n: 4294967296 is out of range (-1..2147483647)"},
+        {{"--threads", "4294967297"}, "option --threads: 4294967297 is out of range (0..1024)"},
+        {{"-t", "-2"}, "option -t: -2 is out of range (0..1024)"},
+        {{"--ctx", "68719476752"}, "option --ctx: 68719476752 is out of range (0..1073741824)"},
+        {{"--batch", "0"}, "option --batch: 0 is out of range (1..65536)"},
+        {{"--top-k", "99999999999999999999"}, "option --top-k: 99999999999999999999 is out of range"},
+        {{"--temp", "nan"}, "option --temp expects a finite number, got 'nan'"},
+        {{"--temp", "-1"}, "option --temp: -1 is out of range"},
+        {{"--top-p", "1.5"}, "option --top-p: 1.5 is out of range (0..1)"},
+        {{"--seed", "-1"}, "option --seed expects a non-negative integer, got '-1'"},
+        {{"--repeat-last-n", "12x"}, "option --repeat-last-n expects an integer, got '12x'"},
+        {{"--device", "gpu"}, "option --device: 'gpu' is not a device (auto, cpu or cuda)"},
+    };
+    for (const Case& c : cases) {
+        std::vector<std::string> args = {"run", stories(), "-p", "Once"};
+        args.insert(args.end(), c.args.begin(), c.args.end());
+        const Run r = run_ember(args);
+        INFO(c.args[0], " ", c.args[1], ": status ", r.status, ", stderr: ", r.err);
+        CHECK(r.status == 1);
+        CHECK(contains(r.err, std::string("ember run: error: ") + c.expect));
+        CHECK(r.out.empty());  // refused before anything ran
+    }
+    const Run bench = run_ember({"bench", stories(), "--pp", "-1"});
+    CHECK(bench.status == 1);
+    CHECK(contains(bench.err, "option --pp: -1 is out of range (0..65536)"));
+}
+
+TEST_CASE("options in range still run (the positive control)") {
+    const Run r = run_ember({"run", stories(), "-p", "Once", "-n", "4", "--temp", "0", "--threads", "1", "--ctx", "64", "--quiet"});
+    INFO(r.err);
+    CHECK(r.status == 0);
+    CHECK(r.out.rfind("Once", 0) == 0);
+    CHECK(r.out.size() > 5);
+}
+
+TEST_CASE("--device cuda without a usable GPU fails loudly") {
+    const Run devices = run_ember({"info", "--devices"});
+    REQUIRE(devices.status == 0);
+    const bool have_gpu = contains(devices.out, "\ncuda:");  // a device line (the CPU's comes first)
+    const Run r = run_ember({"run", stories(), "-p", "Once", "-n", "2", "--device", "cuda", "--quiet"});
+    INFO(r.err);
+    if (have_gpu) {
+        CHECK(r.status == 0);
+    } else {
+        CHECK(r.status == 1);
+        CHECK(contains(r.err, "device cuda was requested but no CUDA device can be used"));
+    }
+}
+
+TEST_CASE("ember info checks the configuration against the tensors") {
+    const GgufFile f = GgufFile::open(stories());
+    GgufWriter w;
+    for (const auto& k : f.metadata_order()) w.set(k, f.metadata().at(k));
+    w.set("llama.block_count", GgufValue::u32(0x7fffffff));
+    for (const auto& t : f.tensors()) w.add_tensor(t.name, t.type, t.dims, std::vector<uint8_t>(t.data, t.data + t.n_bytes));
+    const fs::path bad = temp("layers.gguf");
+    w.write_file(bad.string());
+    const Run r = run_ember({"info", bad.string()});
+    INFO(r.err);
+    CHECK(r.status == 1);
+    CHECK(contains(r.out, "layers:          2147483647"));
+    CHECK(contains(r.err, "llama.block_count = 2147483647 but the tensors describe 5 layers"));
+    const Run run = run_ember({"run", bad.string(), "-p", "Once"});
+    CHECK(run.status == 1);
+    CHECK(contains(run.err, "but the tensors describe 5 layers"));
+    CHECK(run.seconds < 5);
+    fs::remove(bad);
+
+    const Run good = run_ember({"info", stories()});
+    CHECK(good.status == 0);
+    CHECK(contains(good.out, "runs here:       yes"));
+}
+
+TEST_CASE("a FIFO as the model fails at once (info, run, chat)") {
+    const fs::path fifo = temp("fifo");
+    REQUIRE(mkfifo(fifo.c_str(), 0600) == 0);
+    for (const char* cmd : {"info", "run", "chat"}) {
+        std::vector<std::string> args = {cmd, fifo.string()};
+        if (std::string(cmd) == "run") args.insert(args.end(), {"-p", "x"});
+        const Run r = run_ember(args);
+        INFO(cmd, ": ", r.err);
+        CHECK(r.status == 1);
+        CHECK(contains(r.err, "it is a FIFO (named pipe), not a regular file"));
+        CHECK(r.seconds < 5);
+    }
+    fs::remove(fifo);
+}
+
+TEST_CASE("ember chat reports a 1 MB line as that turn's error and answers the next") {
+    const std::string huge(1 << 20, 'a');
+    const Run r = run_ember({"chat", stories(), "--temp", "0", "-n", "8", "--verbose"}, huge + "\nOnce upon a time\n");
+    INFO(r.err);
+    CHECK(r.status == 1);  // a turn failed
+    CHECK(count(r.err, "ember chat: error: this turn makes a prompt of ") == 1);
+    CHECK(contains(r.err, "which does not fit the context of 2048 tokens (send a shorter message, or raise --ctx)"));
+    CHECK(count(r.err, " generated; TTFT ") == 1);  // the second line was answered
+    CHECK(r.err.find("ember chat: error") < r.err.find(" generated; TTFT "));
+    CHECK(r.out.size() > 1);
+}
+
+TEST_CASE("ember chat: a conversation outgrowing --ctx 64 reports that turn and goes on") {
+    std::string lines;
+    for (int i = 0; i < 6; ++i) lines += "Once upon a time there was a little girl\n";
+    const Run r = run_ember({"chat", stories(), "--ctx", "64", "--temp", "0", "-n", "12", "--verbose"}, lines);
+    INFO(r.err);
+    const size_t failed = count(r.err, "ember chat: error: ");
+    const size_t answered = count(r.err, " generated; TTFT ");
+    CHECK(failed >= 1);
+    CHECK(contains(r.err, "does not fit the context of 64 tokens; the conversation so far was cleared"));
+    CHECK(answered + failed == 6);
+    CHECK(r.err.rfind(" generated; TTFT ") > r.err.find("ember chat: error: "));  // answered after the error
+    CHECK(r.status == 1);
+}

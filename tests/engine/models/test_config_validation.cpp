@@ -1,0 +1,191 @@
+// Model hyperparameters are checked against the tensor table before anything is sized by
+// them: a hostile block_count fails at once (it used to take 19 s and 8.8 GB), 64-bit values
+// are never narrowed to int32, and load options out of range are refused with the reason.
+#include <sys/resource.h>
+
+#include <chrono>
+#include <cmath>
+#include <filesystem>
+#include <functional>
+#include <limits>
+#include <string>
+
+#include "engine/gguf/gguf_writer.h"
+#include "engine/models/model_config.h"
+#include "engine/runtime/model.h"
+#include "kernels/backend_loader.h"
+#include "kernels/common/error.h"
+#include "test_data.h"
+
+using namespace ember;
+
+namespace {
+
+// stories260K (llama, 5 layers, n_embd 64, n_ff 172) with `edit` applied to its metadata.
+std::string stories_with(const std::string& name, const std::function<void(GgufWriter&)>& edit) {
+    const std::string src = test::testdata(test::kStories);
+    EMBER_REQUIRE_FILE(src);
+    const GgufFile f = GgufFile::open(src);
+    GgufWriter w;
+    for (const auto& k : f.metadata_order()) w.set(k, f.metadata().at(k));
+    edit(w);
+    for (const auto& t : f.tensors()) w.add_tensor(t.name, t.type, t.dims, std::vector<uint8_t>(t.data, t.data + t.n_bytes));
+    const std::string dst = (std::filesystem::temp_directory_path() / ("ember-config-" + name + ".gguf")).string();
+    w.write_file(dst);
+    return dst;
+}
+
+std::string load_error(const LoadOptions& o) {
+    try {
+        Model::load(o);
+    } catch (const Error& e) {
+        return e.what();
+    }
+    return "";
+}
+
+std::string load_error(const std::string& path) {
+    LoadOptions o;
+    o.path = path;
+    o.device = BackendPreference::Cpu;
+    return load_error(o);
+}
+
+std::string config_error(const std::string& path) {
+    try {
+        read_model_config(GgufFile::open(path));
+    } catch (const Error& e) {
+        return e.what();
+    }
+    return "";
+}
+
+int64_t max_rss_bytes() {
+    rusage u{};
+    getrusage(RUSAGE_SELF, &u);
+    return int64_t{u.ru_maxrss} * 1024;
+}
+
+bool contains(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
+
+}  // namespace
+
+TEST_CASE("the unedited model passes the checks (the edits below are what fails)") {
+    const std::string path = stories_with("plain", [](GgufWriter&) {});
+    CHECK(config_error(path).empty());
+    CHECK(load_error(path).empty());
+    std::filesystem::remove(path);
+}
+
+TEST_CASE("block_count 0x7fffffff fails at once, against the tensor table") {
+    const std::string path = stories_with("layers-huge", [](GgufWriter& w) { w.set("llama.block_count", GgufValue::u32(0x7fffffff)); });
+    const auto t0 = std::chrono::steady_clock::now();
+    const std::string err = load_error(path);
+    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    INFO(err);
+    CHECK(contains(err, "llama.block_count = 2147483647 but the tensors describe 5 layers (blk.0 .. blk.4)"));
+    CHECK(s < 2.0);
+    CHECK(max_rss_bytes() < (int64_t{1} << 30));  // it used to reach 8.8 GB
+    CHECK(config_error(path) == err);
+    std::filesystem::remove(path);
+}
+
+TEST_CASE("block_count smaller than the layers present is named") {
+    const std::string path = stories_with("layers-few", [](GgufWriter& w) { w.set("llama.block_count", GgufValue::u32(3)); });
+    CHECK(contains(load_error(path), "llama.block_count = 3 but the tensors describe 5 layers"));
+    std::filesystem::remove(path);
+}
+
+TEST_CASE("64-bit values are range-checked, never narrowed") {
+    // 2^32 + 5 narrowed to int32 is 5, the real layer count: it used to load silently.
+    struct Case {
+        const char* key;
+        GgufValue value;
+        const char* expect;
+    };
+    const Case cases[] = {
+        {"llama.block_count", GgufValue::u64((uint64_t{1} << 32) + 5), "llama.block_count = 4294967301 is out of range (1..2147483647)"},
+        {"llama.embedding_length", GgufValue::u64((uint64_t{1} << 32) + 64), "llama.embedding_length = 4294967360 is out of range"},
+        {"llama.attention.head_count", GgufValue::u64((uint64_t{1} << 33) + 8), "llama.attention.head_count = 8589934600 is out of range"},
+        {"llama.feed_forward_length", GgufValue::u64(uint64_t{1} << 63), "llama.feed_forward_length = 9223372036854775808 is out of range"},
+        {"llama.context_length", GgufValue::u64(uint64_t{1} << 40), "llama.context_length = 1099511627776 is out of range"},
+        {"llama.attention.head_count", GgufValue::u32(0), "llama.attention.head_count = 0 is out of range"},
+        {"llama.attention.head_count_kv", GgufValue::i32(-4), "llama.attention.head_count_kv"},
+    };
+    for (const Case& c : cases) {
+        const std::string path = stories_with("narrow", [&](GgufWriter& w) { w.set(c.key, c.value); });
+        const std::string err = load_error(path);
+        INFO(c.key, ": ", err);
+        CHECK(contains(err, c.expect));
+        std::filesystem::remove(path);
+    }
+}
+
+TEST_CASE("widths that disagree with layer 0's tensors are named before anything is allocated") {
+    {
+        const std::string path = stories_with("ffn", [](GgufWriter& w) { w.set("llama.feed_forward_length", GgufValue::u32(4096)); });
+        CHECK(contains(load_error(path), "tensor 'blk.0.ffn_down.weight' has shape 172 x 64, but the metadata implies 4096 x 64"));
+        std::filesystem::remove(path);
+    }
+    {
+        // 8 heads of 2^28: q_dim overflows int32.
+        const std::string path = stories_with("headdim", [](GgufWriter& w) {
+            w.set("llama.attention.key_length", GgufValue::u32(1u << 28));
+            w.set("llama.rope.dimension_count", GgufValue::u32(8));
+        });
+        CHECK(contains(load_error(path), "8 heads of 268435456 do not fit"));
+        std::filesystem::remove(path);
+    }
+    {
+        const std::string path = stories_with("kvheads", [](GgufWriter& w) { w.set("llama.attention.head_count_kv", GgufValue::u32(2)); });
+        CHECK(contains(load_error(path), "tensor 'blk.0.attn_k.weight' has shape 64 x 32, but the metadata implies 64 x 16"));
+        std::filesystem::remove(path);
+    }
+}
+
+TEST_CASE("non-finite float hyperparameters are refused") {
+    const std::string path = stories_with("eps", [](GgufWriter& w) {
+        w.set("llama.attention.layer_norm_rms_epsilon", GgufValue::f32(std::numeric_limits<float>::quiet_NaN()));
+    });
+    CHECK(contains(load_error(path), "llama.attention.layer_norm_rms_epsilon = nan must be a positive finite number"));
+    std::filesystem::remove(path);
+}
+
+TEST_CASE("load options out of range are refused with the reason") {
+    LoadOptions o;
+    o.path = test::testdata(test::kStories);
+    o.device = BackendPreference::Cpu;
+    EMBER_REQUIRE_FILE(o.path);
+    o.n_ctx = (int64_t{1} << 36) + 16;  // used to become a 16-token cache
+    CHECK(contains(load_error(o), "context size 68719476752 is out of range"));
+    o.n_ctx = kMaxContext;  // in range, but 640 GiB of KV cache
+    CHECK(contains(load_error(o), "needs 640.0 GiB, more than this machine's"));
+    o.n_ctx = 64;
+    o.n_threads = -1;
+    CHECK(contains(load_error(o), "thread count -1 is negative"));
+    o.n_threads = 1;
+    o.n_batch = 0;
+    CHECK(contains(load_error(o), "batch size 0 must be at least 1"));
+    o.n_batch = 16;
+    CHECK(load_error(o).empty());
+}
+
+TEST_CASE("device cuda without a usable GPU is an error, not a quiet CPU run") {
+    LoadOptions o;
+    o.path = test::testdata(test::kStories);
+    EMBER_REQUIRE_FILE(o.path);
+    o.n_ctx = 64;
+    std::string why;
+    const bool have_gpu = list_devices({}, &why).size() > 1;
+    o.device = BackendPreference::Cuda;
+    const std::string err = load_error(o);
+    if (have_gpu) {
+        CHECK_MESSAGE(err.empty(), err);
+    } else {
+        INFO(err);
+        CHECK(contains(err, "device cuda was requested but no CUDA device can be used: "));
+        CHECK(contains(err, why));  // and the reason there is none
+    }
+    o.device = BackendPreference::Auto;  // falls back to the CPU, no error
+    CHECK(load_error(o).empty());
+}
