@@ -216,8 +216,18 @@ void ConversationStore::keep_in_memory(const SqliteError& why) {
         Db m = Db::open(QStringLiteral(":memory:"));
         try {
             if (!disk_.is_open()) throw why;
-            copy_database(disk_, m);  // reading still works when writing does not
-            disk_fingerprint_ = fingerprint(disk_);
+            // Reading still works when writing does not. A new connection: the one whose
+            // write just failed may be in SQLite's error state mid-transaction.
+            Db src;
+            try {
+                src = Db::open(path_, Db::Mode::ReadOnly);
+                src.scalar_int("SELECT count(*) FROM sqlite_master");
+            } catch (const SqliteError&) {
+                src = Db();
+            }
+            Db& from = src.is_open() ? src : disk_;
+            copy_database(from, m);
+            disk_fingerprint_ = fingerprint(from);
         } catch (const SqliteError&) {
             m = Db::open(QStringLiteral(":memory:"));  // unreadable too: start empty
             disk_fingerprint_.clear();
