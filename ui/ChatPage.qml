@@ -43,6 +43,8 @@ Item {
         }
 
         Banner { objectName: "storageBanner"; Layout.fillWidth: true; text: App.storageNotice }
+        // Live: the disk is refusing writes right now (full, read-only, locked); gone once saved.
+        Banner { objectName: "storageStatusBanner"; Layout.fillWidth: true; text: Storage.problem }
         Banner { objectName: "modelErrorBanner"; Layout.fillWidth: true; text: Models.error }
         Banner {
             objectName: "templateBanner"

@@ -56,10 +56,18 @@ void AppSettings::setLastModelPath(const QString& v) { set("model/last", v); }
 bool AppSettings::loadLastModel() const { return settings_->value("model/load_last", true).toBool(); }
 void AppSettings::setLoadLastModel(bool v) { set("model/load_last", v); }
 
+bool AppSettings::hadHistory() const { return settings_->value("storage/had_history", false).toBool(); }
+void AppSettings::setHadHistory(bool v) {
+    set("storage/had_history", v);
+    settings_->sync();  // at once: the marker matters most when the app dies
+}
+
 void AppSettings::resetToDefaults() {
     const QString last = lastModelPath();
+    const bool history = hadHistory();
     settings_->clear();
     if (!last.isEmpty()) settings_->setValue("model/last", last);
+    if (history) settings_->setValue("storage/had_history", true);  // a fact, not a preference
     emit changed();
 }
 

@@ -48,6 +48,10 @@ public:
     bool loadLastModel() const;
     void setLoadLastModel(bool v);
     QString settingsFile() const { return settings_->fileName(); }
+    // Set once the conversation database has held a conversation: a database later found
+    // empty (0 bytes, gone) is then noticed and restored from a backup.
+    bool hadHistory() const;
+    void setHadHistory(bool v);
 
     // The model Ember offers when none is loaded: SmolLM2-135M-Instruct from the test-model
     // cache ($EMBER_TEST_MODELS_DIR, else ~/.cache/ember/test-models).

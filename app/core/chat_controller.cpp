@@ -43,7 +43,7 @@ ChatController::ChatController(ConversationStore& store, EngineHost& host, Model
 ChatController::~ChatController() {
     for (auto& [id, a] : active_) {
         host_.cancel(id);
-        a.saver->finish(MessageState::Interrupted, {});
+        guard([&] { a.saver->finish(MessageState::Interrupted, {}); });
     }
     purgeDeleted();
 }
@@ -67,35 +67,45 @@ void ChatController::update_generating() {
 }
 
 QString ChatController::currentTitle() const {
-    if (current_ == 0) return QStringLiteral("New chat");
-    const auto c = store_.conversation(current_);
-    return c ? c->title : QString();
+    return guard([&] {
+        if (current_ == 0) return QStringLiteral("New chat");
+        const auto c = store_.conversation(current_);
+        return c ? c->title : QString();
+    }, QString());
 }
 
 QString ChatController::systemPrompt() const {
-    if (current_ == 0) return draft_system_;
-    const auto c = store_.conversation(current_);
-    return c ? c->system_prompt : QString();
+    return guard([&] {
+        if (current_ == 0) return draft_system_;
+        const auto c = store_.conversation(current_);
+        return c ? c->system_prompt : QString();
+    }, QString());
 }
 
 void ChatController::setSystemPrompt(const QString& prompt) {
-    if (prompt == systemPrompt()) return;
-    if (current_ == 0) draft_system_ = prompt;
-    else store_.set_system_prompt(current_, prompt);
-    emit settingsChanged();
+    guard([&] {
+        if (prompt == systemPrompt()) return;
+        if (current_ == 0) draft_system_ = prompt;
+        else store_.set_system_prompt(current_, prompt);
+        emit settingsChanged();
+    });
 }
 
 QVariantMap ChatController::sampling() const {
-    if (current_ == 0) return SamplingSettings::from_json(draft_sampling_).to_variant();
-    const auto c = store_.conversation(current_);
-    return SamplingSettings::from_json(c ? c->sampling_json : QString()).to_variant();
+    return guard([&] {
+        if (current_ == 0) return SamplingSettings::from_json(draft_sampling_).to_variant();
+        const auto c = store_.conversation(current_);
+        return SamplingSettings::from_json(c ? c->sampling_json : QString()).to_variant();
+    }, QVariantMap());
 }
 
 void ChatController::setSampling(const QVariantMap& sampling) {
-    const QString json = SamplingSettings::from_variant(sampling).to_json();
-    if (current_ == 0) draft_sampling_ = json;
-    else store_.set_sampling_json(current_, json);
-    emit settingsChanged();
+    guard([&] {
+        const QString json = SamplingSettings::from_variant(sampling).to_json();
+        if (current_ == 0) draft_sampling_ = json;
+        else store_.set_sampling_json(current_, json);
+        emit settingsChanged();
+    });
 }
 
 void ChatController::ensure_conversation(const QString& first_message) {
@@ -105,24 +115,26 @@ void ChatController::ensure_conversation(const QString& first_message) {
 }
 
 bool ChatController::send(const QString& raw) {
-    const QString text = raw.trimmed();
-    if (text.isEmpty()) return false;
-    if (text.size() > kMaxInputChars) {
-        fail(QStringLiteral("The message is %1 characters long; the limit is %2.").arg(text.size()).arg(kMaxInputChars));
-        return false;
-    }
-    if (!models_.ready()) {
-        fail(QStringLiteral("No model is loaded. Load a model first."));
-        return false;
-    }
-    if (generating()) {
-        fail(QStringLiteral("An answer is still being written here. Stop it first."));
-        return false;
-    }
-    ensure_conversation(text);
-    messages_->append(store_.add_message(current_, QStringLiteral("user"), text));
-    start_answer();
-    return true;
+    return guard([&] {
+        const QString text = raw.trimmed();
+        if (text.isEmpty()) return false;
+        if (text.size() > kMaxInputChars) {
+            fail(QStringLiteral("The message is %1 characters long; the limit is %2.").arg(text.size()).arg(kMaxInputChars));
+            return false;
+        }
+        if (!models_.ready()) {
+            fail(QStringLiteral("No model is loaded. Load a model first."));
+            return false;
+        }
+        if (generating()) {
+            fail(QStringLiteral("An answer is still being written here. Stop it first."));
+            return false;
+        }
+        ensure_conversation(text);
+        messages_->append(store_.add_message(current_, QStringLiteral("user"), text));
+        start_answer();
+        return true;
+    }, false);
 }
 
 // Sends the conversation as stored to the engine and opens a streaming answer for it.
@@ -153,37 +165,41 @@ void ChatController::cancel_conversation(qint64 id) {
 }
 
 bool ChatController::regenerate() {
-    if (current_ == 0 || generating() || !models_.ready() || messages_->count() == 0) return false;
-    const Message last = messages_->messages().back();
-    if (last.role == QLatin1String("assistant")) {
-        store_.delete_from(last.id);
-        messages_->removeFrom(last.id);
-    }
-    if (messages_->count() == 0 || messages_->messages().back().role != QLatin1String("user")) return false;
-    start_answer();
-    return true;
+    return guard([&] {
+        if (current_ == 0 || generating() || !models_.ready() || messages_->count() == 0) return false;
+        const Message last = messages_->messages().back();
+        if (last.role == QLatin1String("assistant")) {
+            store_.delete_from(last.id);
+            messages_->removeFrom(last.id);
+        }
+        if (messages_->count() == 0 || messages_->messages().back().role != QLatin1String("user")) return false;
+        start_answer();
+        return true;
+    }, false);
 }
 
 bool ChatController::editAndResend(qint64 message_id, const QString& text) {
-    const int row = messages_->rowOf(message_id);
-    if (row < 0 || messages_->at(row)->role != QLatin1String("user")) return false;
-    if (generating()) {
-        fail(QStringLiteral("Stop the answer being written before editing."));
-        return false;
-    }
-    if (!models_.ready()) {
-        fail(QStringLiteral("No model is loaded. Load a model first."));
-        return false;
-    }
-    const QString t = text.trimmed();
-    if (t.isEmpty() || t.size() > kMaxInputChars) return false;
-    // Everything from the edited message on is replaced; the KV cache keeps the common
-    // prefix, so only the edited turn and the new answer are processed.
-    store_.delete_from(message_id);
-    messages_->removeFrom(message_id);
-    messages_->append(store_.add_message(current_, QStringLiteral("user"), t));
-    start_answer();
-    return true;
+    return guard([&] {
+        const int row = messages_->rowOf(message_id);
+        if (row < 0 || messages_->at(row)->role != QLatin1String("user")) return false;
+        if (generating()) {
+            fail(QStringLiteral("Stop the answer being written before editing."));
+            return false;
+        }
+        if (!models_.ready()) {
+            fail(QStringLiteral("No model is loaded. Load a model first."));
+            return false;
+        }
+        const QString t = text.trimmed();
+        if (t.isEmpty() || t.size() > kMaxInputChars) return false;
+        // Everything from the edited message on is replaced; the KV cache keeps the common
+        // prefix, so only the edited turn and the new answer are processed.
+        store_.delete_from(message_id);
+        messages_->removeFrom(message_id);
+        messages_->append(store_.add_message(current_, QStringLiteral("user"), t));
+        start_answer();
+        return true;
+    }, false);
 }
 
 void ChatController::newConversation() {
@@ -197,99 +213,115 @@ void ChatController::newConversation() {
 }
 
 void ChatController::selectConversation(qint64 id) {
-    if (id == current_) return;
-    if (id == 0 || !store_.conversation(id)) {
-        newConversation();
-        return;
-    }
-    current_ = id;
-    std::vector<Message> msgs = store_.messages(id);
-    // An answer streaming in the background is ahead of its last save: show the live text.
-    for (const auto& [req, a] : active_) {
-        if (a.conversation_id != id) continue;
-        for (Message& m : msgs)
-            if (m.id == a.saver->message_id()) m.content = a.saver->content();
-    }
-    messages_->reset(std::move(msgs));
-    emit currentChanged();
-    emit settingsChanged();
-    emit generatingChanged();
+    guard([&] {
+        if (id == current_) return;
+        if (id == 0 || !store_.conversation(id)) {
+            newConversation();
+            return;
+        }
+        current_ = id;
+        std::vector<Message> msgs = store_.messages(id);
+        // An answer streaming in the background is ahead of its last save: show the live text.
+        for (const auto& [req, a] : active_) {
+            if (a.conversation_id != id) continue;
+            for (Message& m : msgs)
+                if (m.id == a.saver->message_id()) m.content = a.saver->content();
+        }
+        messages_->reset(std::move(msgs));
+        emit currentChanged();
+        emit settingsChanged();
+        emit generatingChanged();
+    });
 }
 
 void ChatController::renameConversation(qint64 id, const QString& title) {
-    const QString t = title.simplified();
-    if (t.isEmpty()) return;
-    store_.rename(id, t);
-    conversations_->refresh();
-    if (id == current_) emit currentChanged();
+    guard([&] {
+        const QString t = title.simplified();
+        if (t.isEmpty()) return;
+        store_.rename(id, t);
+        conversations_->refresh();
+        if (id == current_) emit currentChanged();
+    });
 }
 
 void ChatController::deleteConversation(qint64 id) {
-    const auto c = store_.conversation(id);
-    if (!c) return;
-    purgeDeleted();  // one level of undo: an earlier deletion becomes final
-    cancel_conversation(id);
-    store_.soft_delete(id);
-    pending_delete_ = id;
-    pending_delete_title_ = c->title.isEmpty() ? QStringLiteral("New chat") : c->title;
-    undo_timer_.start();
-    if (id == current_) newConversation();
-    conversations_->refresh();
-    emit pendingDeleteChanged();
-    emit conversationDeleted(id, pending_delete_title_);
+    guard([&] {
+        const auto c = store_.conversation(id);
+        if (!c) return;
+        purgeDeleted();  // one level of undo: an earlier deletion becomes final
+        cancel_conversation(id);
+        store_.soft_delete(id);
+        pending_delete_ = id;
+        pending_delete_title_ = c->title.isEmpty() ? QStringLiteral("New chat") : c->title;
+        undo_timer_.start();
+        if (id == current_) newConversation();
+        conversations_->refresh();
+        emit pendingDeleteChanged();
+        emit conversationDeleted(id, pending_delete_title_);
+    });
 }
 
 void ChatController::undoDelete() {
-    if (pending_delete_ == 0) return;
-    const qint64 id = pending_delete_;
-    store_.restore(id);
-    pending_delete_ = 0;
-    pending_delete_title_.clear();
-    undo_timer_.stop();
-    conversations_->refresh();
-    emit pendingDeleteChanged();
-    selectConversation(id);
+    guard([&] {
+        if (pending_delete_ == 0) return;
+        const qint64 id = pending_delete_;
+        store_.restore(id);
+        pending_delete_ = 0;
+        pending_delete_title_.clear();
+        undo_timer_.stop();
+        conversations_->refresh();
+        emit pendingDeleteChanged();
+        selectConversation(id);
+    });
 }
 
 void ChatController::purgeDeleted() {
-    undo_timer_.stop();
-    if (pending_delete_ == 0) return;
-    store_.purge_deleted();
-    host_.forget(pending_delete_);
-    pending_delete_ = 0;
-    pending_delete_title_.clear();
-    emit pendingDeleteChanged();
+    guard([&] {
+        undo_timer_.stop();
+        if (pending_delete_ == 0) return;
+        store_.purge_deleted();
+        host_.forget(pending_delete_);
+        pending_delete_ = 0;
+        pending_delete_title_.clear();
+        emit pendingDeleteChanged();
+    });
 }
 
 void ChatController::on_text(quint64 request_id, const QString& text, int pieces) {
-    auto it = active_.find(request_id);
-    if (it == active_.end()) return;
-    it->second.saver->append(text, pieces);
-    if (it->second.conversation_id == current_) messages_->appendText(it->second.saver->message_id(), text);
+    guard([&] {
+        auto it = active_.find(request_id);
+        if (it == active_.end()) return;
+        it->second.saver->append(text, pieces);
+        if (it->second.conversation_id == current_) messages_->appendText(it->second.saver->message_id(), text);
+    });
 }
 
 void ChatController::on_finished(quint64 request_id, const GenerationResult& r) {
-    auto it = active_.find(request_id);
-    if (it == active_.end()) return;
-    MessageStats stats;
-    if (r.generated_tokens > 0) {
-        stats.ttft_ms = r.ttft_ms;
-        stats.tok_s = r.decode_tok_s;
-        stats.n_tokens = r.generated_tokens;
-    }
-    stats.model = r.model_name;
-    stats.stop_reason = r.stop_reason;
-    if (r.dropped_turns > 0)
-        emit notice(QStringLiteral("The conversation is longer than the model's context: the %1 oldest messages "
-                                   "were left out of this answer's prompt.").arg(r.dropped_turns));
-    end_answer(it, MessageState::Complete, stats, to_string(r.stop_reason));
+    guard([&] {
+        auto it = active_.find(request_id);
+        if (it == active_.end()) return;
+        MessageStats stats;
+        if (r.generated_tokens > 0) {
+            stats.ttft_ms = r.ttft_ms;
+            stats.tok_s = r.decode_tok_s;
+            stats.n_tokens = r.generated_tokens;
+        }
+        stats.model = r.model_name;
+        stats.stop_reason = r.stop_reason;
+        if (r.dropped_turns > 0)
+            emit notice(QStringLiteral("The conversation is longer than the model's context: the %1 oldest messages "
+                                       "were left out of this answer's prompt.").arg(r.dropped_turns));
+        end_answer(it, MessageState::Complete, stats, to_string(r.stop_reason));
+    });
 }
 
 void ChatController::on_failed(quint64 request_id, const QString& error) {
-    auto it = active_.find(request_id);
-    if (it == active_.end()) return;
-    fail(QStringLiteral("The answer failed: %1").arg(error));
-    end_answer(it, MessageState::Interrupted, {}, QStringLiteral("error"));
+    guard([&] {
+        auto it = active_.find(request_id);
+        if (it == active_.end()) return;
+        fail(QStringLiteral("The answer failed: %1").arg(error));
+        end_answer(it, MessageState::Interrupted, {}, QStringLiteral("error"));
+    });
 }
 
 void ChatController::end_answer(std::map<quint64, Active>::iterator it, MessageState state, const MessageStats& stats,
@@ -297,15 +329,18 @@ void ChatController::end_answer(std::map<quint64, Active>::iterator it, MessageS
     const qint64 conv = it->second.conversation_id;
     StreamSaver& saver = *it->second.saver;
     const int64_t msg = saver.message_id();
-    if (saver.content().isEmpty()) {
-        // Nothing was written (stopped or failed before the first token): no empty bubble.
-        store_.delete_from(msg);
-        if (conv == current_) messages_->removeFrom(msg);
-    } else {
-        saver.finish(state, stats);
-        if (conv == current_)
-            if (const auto m = store_.message(msg)) messages_->update(*m);
-    }
+    // The answer leaves active_ whatever the store says, or it would look busy forever.
+    guard([&] {
+        if (saver.content().isEmpty()) {
+            // Nothing was written (stopped or failed before the first token): no empty bubble.
+            store_.delete_from(msg);
+            if (conv == current_) messages_->removeFrom(msg);
+        } else {
+            saver.finish(state, stats);
+            if (conv == current_)
+                if (const auto m = store_.message(msg)) messages_->update(*m);
+        }
+    });
     active_.erase(it);
     update_generating();
     emit answerFinished(conv, msg, stop_reason);

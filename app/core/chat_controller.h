@@ -93,6 +93,26 @@ private:
 
     bool is_generating(qint64 conversation_id) const;
     void fail(const QString& message);
+    // Runs `f`, turning an exception (a storage error) into an error message: an exception
+    // must never reach Qt's event loop, which aborts the app. The store itself keeps
+    // writing in memory when the disk refuses, so what reaches here is rare.
+    template <class F>
+    void guard(F&& f) const {
+        try {
+            f();
+        } catch (const std::exception& e) {
+            const_cast<ChatController*>(this)->fail(QStringLiteral("Storage error: %1").arg(QString::fromUtf8(e.what())));
+        }
+    }
+    template <class F, class R>
+    R guard(F&& f, R fallback) const {
+        try {
+            return f();
+        } catch (const std::exception& e) {
+            const_cast<ChatController*>(this)->fail(QStringLiteral("Storage error: %1").arg(QString::fromUtf8(e.what())));
+            return fallback;
+        }
+    }
     void ensure_conversation(const QString& first_message);
     void start_answer();
     void cancel_conversation(qint64 id);

@@ -46,12 +46,21 @@ void ConversationListModel::setGenerating(const QSet<qint64>& ids) {
 
 void ConversationListModel::refresh() {
     const int before = count();
+    std::vector<Conversation> rows;
+    QHash<qint64, QString> snippets;
+    try {
+        rows = store_.conversations(filter_);
+        if (!filter_.trimmed().isEmpty())
+            for (const SearchHit& h : store_.search(filter_, 200))
+                if (!snippets.contains(h.conversation_id)) snippets.insert(h.conversation_id, h.snippet);
+    } catch (const std::exception& e) {
+        // A read the disk refuses mid-session: keep showing the list as it was.
+        qWarning("ember: reading the conversation list failed: %s", e.what());
+        return;
+    }
     beginResetModel();
-    rows_ = store_.conversations(filter_);
-    snippets_.clear();
-    if (!filter_.trimmed().isEmpty())
-        for (const SearchHit& h : store_.search(filter_, 200))
-            if (!snippets_.contains(h.conversation_id)) snippets_.insert(h.conversation_id, h.snippet);
+    rows_ = std::move(rows);
+    snippets_ = std::move(snippets);
     endResetModel();
     if (count() != before) emit countChanged();
 }

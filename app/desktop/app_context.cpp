@@ -8,8 +8,9 @@
 namespace ember::app {
 
 AppContext::AppContext(const QString& data_dir, const QString& log_file)
-    : store(open_conversation_store(data_dir)),
-      settings(QDir(data_dir).filePath(QStringLiteral("settings.ini"))),
+    : settings(QDir(data_dir).filePath(QStringLiteral("settings.ini"))),
+      store(open_conversation_store(data_dir, StoreOptions{settings.hadHistory()})),
+      storage(*store.store, data_dir),
       models(host, settings),
       model_list(ModelListModel::defaultFolders()),
       chat(*store.store, host, models, settings) {
@@ -19,15 +20,26 @@ AppContext::AppContext(const QString& data_dir, const QString& log_file)
     info.storage_notice = store.notice;
     info.interrupted = store.interrupted;
     info.version = QCoreApplication::applicationVersion();
+    note_history();
+    // The first conversation of a new user sets the marker too.
+    QObject::connect(chat.conversations(), &ConversationListModel::countChanged, &settings, [this] { note_history(); });
 }
 
 // The chat controller saves answers still streaming before the engine thread goes away.
 AppContext::~AppContext() = default;
 
+void AppContext::note_history() {
+    if (settings.hadHistory()) return;
+    try {
+        if (store.store->conversation_count() > 0) settings.setHadHistory(true);
+    } catch (const std::exception&) {
+    }
+}
+
 void AppContext::register_qml() {
     // The instances outlive the QML engine (they are members here; the engine is destroyed
     // first), so QML must not take ownership.
-    for (QObject* o : std::initializer_list<QObject*>{&chat, &models, &model_list, &settings, &clipboard, &info})
+    for (QObject* o : std::initializer_list<QObject*>{&chat, &models, &model_list, &settings, &clipboard, &info, &storage})
         QQmlEngine::setObjectOwnership(o, QQmlEngine::CppOwnership);
     qmlRegisterSingletonInstance("Ember.Core", 1, 0, "Chat", &chat);
     qmlRegisterSingletonInstance("Ember.Core", 1, 0, "Models", &models);
@@ -35,6 +47,7 @@ void AppContext::register_qml() {
     qmlRegisterSingletonInstance("Ember.Core", 1, 0, "Settings", &settings);
     qmlRegisterSingletonInstance("Ember.Core", 1, 0, "Clipboard", &clipboard);
     qmlRegisterSingletonInstance("Ember.Core", 1, 0, "App", &info);
+    qmlRegisterSingletonInstance("Ember.Core", 1, 0, "Storage", &storage);
     qmlRegisterUncreatableType<ModelController>("Ember.Core", 1, 0, "ModelState", QStringLiteral("enum only"));
     qmlRegisterUncreatableType<MessageListModel>("Ember.Core", 1, 0, "MessageListModel", QStringLiteral("from Chat"));
     qmlRegisterUncreatableType<ConversationListModel>("Ember.Core", 1, 0, "ConversationListModel",

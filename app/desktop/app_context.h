@@ -1,5 +1,5 @@
 // Everything ember-app is made of, built in dependency order and torn down in reverse:
-// store -> settings -> engine thread -> controllers -> QML singletons. The desktop main(),
+// settings -> store -> engine thread -> controllers -> QML singletons. The desktop main(),
 // the Qt Quick test and the screenshot test all start the app through this one class, so
 // what they test is how the app is really wired.
 #pragma once
@@ -13,6 +13,7 @@
 #include "app/core/engine_host.h"
 #include "app/core/model_controller.h"
 #include "app/core/model_list_model.h"
+#include "app/core/storage_status.h"
 #include "app/storage/store_open.h"
 
 namespace ember::app {
@@ -39,13 +40,16 @@ public:
     ~AppContext();
 
     // Registers the singletons of the QML module "Ember.Core": Chat, Models, ModelList,
-    // Settings, Clipboard, App. Call once per process, before loading QML.
+    // Settings, Clipboard, App, Storage. Call once per process, before loading QML.
     void register_qml();
     // Loads the last model (or nothing) as the settings say; returns at once.
     void restore_last_model();
+    // Sets the settings' history marker once the store holds a conversation.
+    void note_history();
 
+    AppSettings settings;  // first: it knows whether there was history to find
     OpenedStore store;
-    AppSettings settings;
+    StorageStatus storage;
     EngineHost host;
     ModelController models;
     ModelListModel model_list;

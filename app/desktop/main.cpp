@@ -8,9 +8,12 @@
 #include <QQuickStyle>
 #include <QTimer>
 #include <QUrl>
+#include <QWindow>
+#include <cstdio>
 #include <spdlog/spdlog.h>
 
 #include "app/desktop/app_context.h"
+#include "app/desktop/single_instance.h"
 #include "app/logging/logging.h"
 #include "app/storage/store_open.h"
 
@@ -38,6 +41,17 @@ int main(int argc, char** argv) {
     cli.process(qapp);
 
     const QString data_dir = ember::app::app_data_dir();
+    // One Ember per data folder: a second launch hands its command line to the first.
+    ember::app::SingleInstance instance(data_dir);
+    if (!instance.primary()) {
+        const QStringList args = qapp.arguments().mid(1);
+        if (instance.hand_over(args)) {
+            std::fprintf(stderr, "Ember is already running for %s: handed it the command line.\n", qPrintable(data_dir));
+            return 0;
+        }
+        std::fprintf(stderr, "Ember is already running for %s but did not answer.\n", qPrintable(data_dir));
+        return 1;
+    }
     ember::app::AppSettings early(ember::app::AppSettings::defaultSettingsFile());
     const ember::app::LoggingSetup log = ember::app::init_logging(early.logLevel());
     spdlog::info("Ember {} starting; data in {}", EMBER_VERSION, data_dir.toStdString());
@@ -46,6 +60,11 @@ int main(int argc, char** argv) {
     {
         ember::app::AppContext ctx(data_dir, log.file);
         if (!ctx.store.notice.isEmpty()) spdlog::error("{}", ctx.store.notice.toStdString());
+        if (!ctx.storage.problem().isEmpty()) spdlog::error("{}", ctx.storage.problem().toStdString());
+        QObject::connect(&ctx.storage, &ember::app::StorageStatus::changed, [&ctx] {
+            if (ctx.storage.problem().isEmpty()) spdlog::info("The conversation database is written again");
+            else spdlog::error("{}", ctx.storage.problem().toStdString());
+        });
         if (ctx.store.interrupted > 0) spdlog::warn("{} answer(s) were interrupted by the last exit", ctx.store.interrupted);
         QObject::connect(&ctx.settings, &ember::app::AppSettings::changed, [&ctx] {
             spdlog::level::level_enum l{};
@@ -65,6 +84,26 @@ int main(int argc, char** argv) {
         if (cli.isSet(model_opt)) ctx.models.load(cli.value(model_opt));
         else if (cli.isSet(builtin_opt)) ctx.models.loadBuiltin();
         else ctx.restore_last_model();
+
+        // A later launch's command line: load what it names and come to the front.
+        QObject::connect(&instance, &ember::app::SingleInstance::argumentsReceived, &qapp,
+                         [&](const QStringList& args) {
+                             spdlog::info("A second launch handed over its command line: {}",
+                                          args.join(' ').toStdString());
+                             QCommandLineParser again;
+                             again.addOptions({model_opt, builtin_opt, quit_opt});
+                             if (again.parse(QStringList{qapp.applicationFilePath()} + args)) {
+                                 if (again.isSet(model_opt)) ctx.models.load(again.value(model_opt));
+                                 else if (again.isSet(builtin_opt)) ctx.models.loadBuiltin();
+                             }
+                             if (auto* w = qobject_cast<QWindow*>(engine.rootObjects().value(0))) {
+                                 w->show();
+                                 w->raise();
+                                 w->requestActivate();
+                             }
+                         });
+        if (!instance.listen()) spdlog::warn("Could not listen for later launches on {}",
+                                             ember::app::SingleInstance::server_name(data_dir).toStdString());
         if (cli.isSet(quit_opt)) QTimer::singleShot(cli.value(quit_opt).toInt(), &qapp, &QCoreApplication::quit);
 
         rc = QApplication::exec();

@@ -8,6 +8,8 @@
 namespace ember::app {
 namespace {
 
+constexpr int SQLITE_CORRUPT_CODE = 11;  // SQLITE_CORRUPT (SQLITE_CORRUPT_VTAB's primary code)
+
 // Timestamps are milliseconds since the Unix epoch (UTC). AUTOINCREMENT: an id is never
 // handed out twice, so a late write for a deleted message (an answer still streaming when
 // its conversation was deleted) can never land on a newer message.
@@ -43,6 +45,10 @@ ALTER TABLE messages ADD COLUMN n_tokens INTEGER;
 ALTER TABLE messages ADD COLUMN model TEXT NOT NULL DEFAULT '';
 ALTER TABLE messages ADD COLUMN stop_reason TEXT NOT NULL DEFAULT '';
 CREATE INDEX conversations_by_update ON conversations(deleted_at, updated_at);
+)sql";
+
+// The search index and the triggers that keep it in step; run again to rebuild a missing one.
+constexpr const char* kFts = R"sql(
 CREATE VIRTUAL TABLE messages_fts USING fts5(
     content, content='messages', content_rowid='id', tokenize='unicode61 remove_diacritics 2');
 CREATE TRIGGER messages_fts_insert AFTER INSERT ON messages BEGIN
@@ -58,8 +64,22 @@ END;
 INSERT INTO messages_fts(messages_fts) VALUES ('rebuild');
 )sql";
 
-constexpr const char* kSteps[] = {kV1, kV2};  // kSteps[v] upgrades v -> v + 1
+// Who is writing a streaming answer (see ConversationStore::mark_streaming_interrupted):
+// only answers whose writer is gone are marked interrupted.
+constexpr const char* kV3 = R"sql(
+ALTER TABLE messages ADD COLUMN writer TEXT NOT NULL DEFAULT '';
+)sql";
+
+// kSteps[v] upgrades v -> v + 1 (each step is one or two scripts).
+constexpr const char* kSteps[][2] = {{kV1, ""}, {kV2, kFts}, {kV3, ""}};
 static_assert(std::size(kSteps) == kSchemaVersion);
+
+constexpr const char* kDropFts = R"sql(
+DROP TRIGGER IF EXISTS messages_fts_insert;
+DROP TRIGGER IF EXISTS messages_fts_delete;
+DROP TRIGGER IF EXISTS messages_fts_update;
+DROP TABLE IF EXISTS messages_fts;
+)sql";
 
 }  // namespace
 
@@ -72,11 +92,33 @@ void migrate(Db& db, int target) {
                                  ", newer than this Ember understands (" + std::to_string(kSchemaVersion) + ")");
     for (; v < target; ++v) {
         Transaction tx(db);
-        db.exec(kSteps[v]);
+        for (const char* sql : kSteps[v]) db.exec(sql);
         // PRAGMA takes no bound parameters; the number is ours, not user input.
         db.exec(("PRAGMA user_version = " + std::to_string(v + 1)).c_str());
         tx.commit();
     }
+}
+
+bool search_index_ok(Db& db) {
+    if (db.scalar_int("SELECT count(*) FROM sqlite_master WHERE name = 'messages_fts'") == 0) return false;
+    if (db.scalar_int("SELECT count(*) FROM sqlite_master WHERE type = 'trigger' AND name LIKE 'messages_fts_%'") != 3)
+        return false;
+    try {
+        // Compares the index with the messages it was built from (an INSERT in name only:
+        // it changes nothing, but needs a writable connection).
+        db.exec("INSERT INTO messages_fts(messages_fts) VALUES ('integrity-check')");
+    } catch (const SqliteError& e) {
+        if (e.code() == SQLITE_CORRUPT_CODE) return false;
+        throw;
+    }
+    return true;
+}
+
+void rebuild_search_index(Db& db) {
+    Transaction tx(db);
+    db.exec(kDropFts);
+    db.exec(kFts);
+    tx.commit();
 }
 
 }  // namespace ember::app

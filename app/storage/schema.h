@@ -5,6 +5,7 @@
 //   v1: conversations + messages (the first shipped shape).
 //   v2: per-conversation sampling settings, per-message generation stats, soft delete
 //       (undo), and FTS5 full-text search over message content.
+//   v3: the writer (process + store instance) of each streaming answer.
 #pragma once
 #include <stdexcept>
 
@@ -18,11 +19,17 @@ public:
     using std::runtime_error::runtime_error;
 };
 
-inline constexpr int kSchemaVersion = 2;
+inline constexpr int kSchemaVersion = 3;
 
 int schema_version(Db& db);
 // Upgrades `db` to `target` (default: the newest). Throws SqliteError on failure and
 // SchemaTooNewError when the file is newer than this build understands.
 void migrate(Db& db, int target = kSchemaVersion);
+
+// The full-text index is derived data: when it is missing (a dropped table), incomplete or
+// damaged it is rebuilt from the messages. search_index_ok() needs a writable connection
+// (FTS5's integrity-check is an INSERT) and throws SqliteError on anything but damage.
+bool search_index_ok(Db& db);
+void rebuild_search_index(Db& db);
 
 }  // namespace ember::app

@@ -2,6 +2,8 @@
 
 #include <sqlite3.h>
 
+#include <QUrl>
+
 namespace ember::app {
 namespace {
 
@@ -13,6 +15,22 @@ namespace {
 }  // namespace
 
 bool SqliteError::is_corruption() const { return code_ == SQLITE_CORRUPT || code_ == SQLITE_NOTADB; }
+
+bool SqliteError::is_storage_fault() const {
+    switch (code_) {
+    case SQLITE_FULL:
+    case SQLITE_READONLY:
+    case SQLITE_BUSY:
+    case SQLITE_LOCKED:
+    case SQLITE_IOERR:
+    case SQLITE_CANTOPEN:
+    case SQLITE_PERM:
+    case SQLITE_PROTOCOL:
+    case SQLITE_CORRUPT:
+    case SQLITE_NOTADB: return true;
+    default: return false;
+    }
+}
 
 Stmt::Stmt(sqlite3* db, const char* sql) : db_(db) {
     const int rc = sqlite3_prepare_v2(db, sql, -1, &st_, nullptr);
@@ -51,6 +69,34 @@ Stmt& Stmt::bind_null(int i) {
     return *this;
 }
 
+Stmt& Stmt::bind(int i, const QVariant& v) {
+    switch (v.typeId()) {
+    case QMetaType::UnknownType: return bind_null(i);
+    case QMetaType::LongLong:
+    case QMetaType::Int: return bind(i, static_cast<int64_t>(v.toLongLong()));
+    case QMetaType::Double: return bind(i, v.toDouble());
+    case QMetaType::QByteArray: {
+        const QByteArray b = v.toByteArray();
+        check(sqlite3_bind_blob(st_, i, b.constData(), static_cast<int>(b.size()), SQLITE_TRANSIENT), "bind");
+        return *this;
+    }
+    default: return v.isNull() ? bind_null(i) : bind(i, v.toString());
+    }
+}
+
+QVariant Stmt::value(int col) const {
+    switch (sqlite3_column_type(st_, col)) {
+    case SQLITE_NULL: return {};
+    case SQLITE_INTEGER: return QVariant::fromValue<qlonglong>(sqlite3_column_int64(st_, col));
+    case SQLITE_FLOAT: return sqlite3_column_double(st_, col);
+    case SQLITE_BLOB: {
+        const void* p = sqlite3_column_blob(st_, col);
+        return QByteArray(static_cast<const char*>(p), sqlite3_column_bytes(st_, col));
+    }
+    default: return text(col);
+    }
+}
+
 bool Stmt::step() {
     const int rc = sqlite3_step(st_);
     if (rc == SQLITE_ROW) return true;
@@ -77,12 +123,21 @@ QString Stmt::text(int col) const {
     return p ? QString::fromUtf8(p, sqlite3_column_bytes(st_, col)) : QString();
 }
 
-Db Db::open(const QString& path) {
+Db Db::open(const QString& path, Mode mode) {
     Db d;
     d.path_ = path;
-    const QByteArray p = path.toUtf8();
-    const int rc = sqlite3_open_v2(p.constData(), &d.db_, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, nullptr);
-    if (rc != SQLITE_OK) fail(d.db_, rc, "open " + p.toStdString());
+    QByteArray p = path.toUtf8();
+    // URI filenames on: ATTACH of a read-only file needs them (our paths never start "file:").
+    int flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_URI;
+    if (mode != Mode::ReadWrite && path != QLatin1String(":memory:")) {
+        // A URI: the only way to ask for immutable; '?' and '#' in the path are escaped.
+        QByteArray uri = "file:" + QUrl::toPercentEncoding(path, "/");
+        uri += mode == Mode::Immutable ? "?immutable=1" : "?mode=ro";
+        p = uri;
+        flags = SQLITE_OPEN_READONLY | SQLITE_OPEN_URI;
+    }
+    const int rc = sqlite3_open_v2(p.constData(), &d.db_, flags, nullptr);
+    if (rc != SQLITE_OK) fail(d.db_, rc, "open " + path.toStdString());
     sqlite3_extended_result_codes(d.db_, 1);
     // A second Ember (or a backup tool) holding a lock should make us wait, not fail.
     sqlite3_busy_timeout(d.db_, 5000);
@@ -114,6 +169,21 @@ void Db::exec(const char* sql) {
         sqlite3_free(err);
         throw SqliteError(rc & 0xff, std::string("exec \"") + sql + "\": " + msg);
     }
+}
+
+bool Db::read_only() const { return db_ && sqlite3_db_readonly(db_, "main") == 1; }
+
+void Db::set_busy_timeout(int ms) {
+    if (db_) sqlite3_busy_timeout(db_, ms);
+}
+
+void copy_database(Db& from, Db& to) {
+    sqlite3_backup* b = sqlite3_backup_init(to.handle(), "main", from.handle(), "main");
+    if (!b) fail(to.handle(), sqlite3_errcode(to.handle()), "backup " + from.path().toStdString());
+    const int step = sqlite3_backup_step(b, -1);
+    const int rc = sqlite3_backup_finish(b);
+    if (step != SQLITE_DONE) fail(nullptr, step, "backup " + from.path().toStdString() + " to " + to.path().toStdString());
+    if (rc != SQLITE_OK) fail(to.handle(), rc, "backup " + from.path().toStdString());
 }
 
 int64_t Db::last_insert_id() const { return sqlite3_last_insert_rowid(db_); }

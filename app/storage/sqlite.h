@@ -4,6 +4,7 @@
 #pragma once
 #include <QByteArray>
 #include <QString>
+#include <QVariant>
 #include <cstdint>
 #include <optional>
 #include <stdexcept>
@@ -19,6 +20,9 @@ public:
     SqliteError(int code, const std::string& what) : std::runtime_error(what), code_(code) {}
     int code() const { return code_; }  // primary result code (SQLITE_CORRUPT, ...)
     bool is_corruption() const;
+    // The disk, not the program: full, read-only, locked, I/O error, unopenable or damaged.
+    // Such a failure says nothing about the data in memory, which can still be kept.
+    bool is_storage_fault() const;
 
 private:
     int code_;
@@ -39,6 +43,7 @@ public:
     Stmt& bind(int i, const QString& v);
     Stmt& bind(int i, const char* v);
     Stmt& bind_null(int i);
+    Stmt& bind(int i, const QVariant& v);  // null, integer, real or text
     template <class T>
     Stmt& bind(int i, const std::optional<T>& v) { return v ? bind(i, *v) : bind_null(i); }
 
@@ -51,6 +56,7 @@ public:
     double real(int col) const;
     QString text(int col) const;
     bool is_null(int col) const;
+    QVariant value(int col) const;  // the column as stored: null, integer, real or text
 
 private:
     void check(int rc, const char* what) const;
@@ -60,8 +66,13 @@ private:
 
 class Db {
 public:
-    // Opens (creating if needed) a database file; ":memory:" for a private in-memory DB.
-    static Db open(const QString& path);
+    enum class Mode {
+        ReadWrite,  // creating the file if needed (SQLite quietly falls back to read-only)
+        ReadOnly,   // never writes; WAL readers still need the -shm file to be creatable
+        Immutable,  // read-only media: no locks, no -shm (the file must not change meanwhile)
+    };
+    // Opens a database file; ":memory:" for a private in-memory DB.
+    static Db open(const QString& path, Mode mode = Mode::ReadWrite);
     Db() = default;
     ~Db();
     Db(Db&& o) noexcept : db_(o.db_), path_(std::move(o.path_)) { o.db_ = nullptr; }
@@ -78,6 +89,9 @@ public:
     int64_t scalar_int(const char* sql);
 
     sqlite3* handle() const { return db_; }
+    bool is_open() const { return db_ != nullptr; }
+    bool read_only() const;  // opened read-only, or SQLite fell back to it
+    void set_busy_timeout(int ms);
     const QString& path() const { return path_; }
     void close();
 
@@ -85,6 +99,10 @@ private:
     sqlite3* db_ = nullptr;
     QString path_;
 };
+
+// Copies the whole database `from` into `to` with SQLite's online backup API, as one write
+// transaction on `to` (all or nothing). Throws SqliteError.
+void copy_database(Db& from, Db& to);
 
 // BEGIN IMMEDIATE ... COMMIT, rolled back if destroyed without commit() (an exception).
 class Transaction {

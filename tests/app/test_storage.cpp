@@ -49,7 +49,7 @@ private slots:
         }
         OpenedStore s = open_conversation_store(dir.path());
         QVERIFY2(s.notice.isEmpty(), qPrintable(s.notice));
-        QCOMPARE(schema_version(s.store->db()), 2);
+        QCOMPARE(schema_version(s.store->db()), kSchemaVersion);
         QCOMPARE(s.interrupted, 1);  // the v1 streaming row was left by a dead process
 
         const auto convs = s.store->conversations();
@@ -268,7 +268,8 @@ private slots:
         QCOMPARE(s.store->conversations().front().id, c.id);
     }
 
-    // A real database with damaged pages (valid header): caught by the start-up check.
+    // A real database with damaged pages (valid header): caught by the start-up check, and
+    // every row outside the damaged pages is copied into a fresh database.
     void damagedPagesAreDetected() {
         QTemporaryDir dir;
         {
@@ -288,7 +289,17 @@ private slots:
         OpenedStore s = open_conversation_store(dir.path());
         QVERIFY2(!s.backup_path.isEmpty(), "damage was not detected");
         QVERIFY(s.notice.contains(QStringLiteral("damaged")));
-        QVERIFY(s.store->conversations().empty());
+        QVERIFY(s.recovered);
+        QCOMPARE(s.recovery.conversations, int64_t(1));
+        QVERIFY2(s.recovery.messages > 200 && s.recovery.messages < 300, qPrintable(s.notice));
+        QVERIFY(s.recovery.unreadable_ranges >= 1);
+        QVERIFY(s.notice.contains(QStringLiteral("could not be read")));
+        const auto convs = s.store->conversations();
+        QCOMPARE(convs.size(), size_t(1));
+        const auto msgs = s.store->messages(convs[0].id);
+        QCOMPARE(int64_t(msgs.size()), s.recovery.messages);
+        for (const Message& m : msgs)  // each one as written: message i is 200 x ('a' + i % 26)
+            QCOMPARE(m.content, QString(200, QChar(char('a' + (m.id - 1) % 26))));
         QCOMPARE(s.store->db().scalar_text("PRAGMA integrity_check"), QStringLiteral("ok"));
     }
 
@@ -307,11 +318,22 @@ private slots:
     }
 
     void unwritableFolderFallsBackToMemory() {
+        QTemporaryDir tmp;  // the rescue copy made at exit lands in $TMPDIR
+        qputenv("TMPDIR", tmp.path().toUtf8());
+        {
         OpenedStore s = open_conversation_store(QStringLiteral("/proc/ember-cannot-write-here"));
-        QCOMPARE(s.path, QStringLiteral(":memory:"));
         QVERIFY(!s.notice.isEmpty());
+        QVERIFY(!s.store->on_disk());
+        QVERIFY(!s.store->problem().isEmpty());
         s.store->create_conversation(QStringLiteral("still works"));
         QCOMPARE(s.store->conversations().size(), size_t(1));
+        QVERIFY(!s.store->try_save_to_disk());  // /proc stays unwritable
+        }
+        qunsetenv("TMPDIR");
+        const QStringList rescued = QDir(tmp.path()).entryList({QStringLiteral("*.unsaved-*")}, QDir::Files);
+        QCOMPARE(rescued.size(), 1);  // what was typed is kept: a rescue copy
+        Db db = Db::open(QDir(tmp.path()).filePath(rescued[0]), Db::Mode::ReadOnly);
+        QCOMPARE(db.scalar_text("SELECT title FROM conversations"), QStringLiteral("still works"));
     }
 
     // The real thing: a writer process streaming an answer is killed with SIGKILL. On the
