@@ -59,8 +59,19 @@ std::unique_ptr<Model> Model::load(const LoadOptions& opts) {
     log_info("loaded " + m->info_.name + " (" + c.arch + ", " + format_param_count(m->info_.n_params) + ", " +
              m->info_.file_type + ") on " + m->backend_->name() + ", context " + std::to_string(m->n_ctx_) +
              ", KV cache " + format_bytes(m->kv_->config().total_bytes()));
+    m->telemetry_.set_memory(m->memory_use());
     progress(opts, 1.0f);
     return m;
+}
+
+std::vector<DeviceMemory> Model::memory_use() const {
+    const std::vector<Backend*> per_layer = transformer_->layer_backends();
+    auto layers_on = [&](const Backend* b) {
+        return static_cast<int32_t>(std::count(per_layer.begin(), per_layer.end(), b));
+    };
+    std::vector<DeviceMemory> out{device_memory(*backend_, device_, layers_on(backend_.get()))};
+    if (cpu_backend_) out.push_back(device_memory(*cpu_backend_, "cpu", layers_on(cpu_backend_.get())));
+    return out;
 }
 
 const ResolvedTemplate& Model::chat_template() const {
