@@ -12,7 +12,7 @@
 #include "engine/kv/kv_cache.h"
 #include "engine/models/model_info.h"
 #include "engine/models/transformer.h"
-#include "engine/telemetry/telemetry.h"
+#include "engine/telemetry/telemetry.h"  // DeviceMemory
 #include "engine/template/chat_template.h"
 #include "engine/tokenizer/tokenizer.h"
 #include "kernels/backend.h"
@@ -53,10 +53,8 @@ public:
     int64_t n_ctx() const { return n_ctx_; }
     int32_t n_batch() const { return n_batch_; }
     // The bytes each backend holds now, by kind, with the layers placed on it. Engine thread
-    // only (a backend's accounting is not synchronised); readers get it through telemetry().
+    // only (a backend's accounting is not synchronised): publish it with Telemetry::set_memory.
     std::vector<DeviceMemory> memory_use() const;
-    // This model's live numbers (engine/telemetry): written by the engine thread, read anywhere.
-    Telemetry& telemetry() { return telemetry_; }
 
 private:
     Model() = default;
@@ -72,7 +70,6 @@ private:
     std::unique_ptr<KvCache> kv_;
     int64_t n_ctx_ = 0;
     int32_t n_batch_ = 512;
-    Telemetry telemetry_;
 };
 
 }  // namespace ember

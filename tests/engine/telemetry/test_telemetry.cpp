@@ -141,7 +141,8 @@ TEST_CASE("aRealModelReportsWhileAReaderPolls") {
     lo.n_threads = 2;
     lo.n_ctx = 256;
     auto model = Model::load(lo);
-    Telemetry& tel = model->telemetry();
+    Telemetry tel;  // owned by the client (the app's engine worker, the CLI), outliving models
+    tel.set_memory(model->memory_use());
     Sequence seq(*model);
     std::atomic<bool> done{false};
     std::atomic<int> polls{0};
