@@ -21,6 +21,7 @@ struct GenerationRequest {
     qint64 conversation_id = 0;     // selects the KV-cache sequence reused across turns
     QVector<ChatTurn> turns;        // the whole conversation so far, system prompt first
     SamplingSettings sampling;
+    qint64 submitted_ns = 0;        // steady_clock when EngineHost queued it (queue wait)
 };
 
 struct GenerationResult {

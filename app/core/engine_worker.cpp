@@ -106,6 +106,7 @@ void EngineWorker::loadModel(const LoadRequest& req) {
     pool_.reset();
     model_.reset();
     model_path_.clear();
+    telemetry_.set_memory({});
     QElapsedTimer t;
     t.start();
     ember::LoadOptions o;
@@ -119,6 +120,7 @@ void EngineWorker::loadModel(const LoadRequest& req) {
         model_ = ember::Model::load(o);
         pool_ = std::make_unique<SequencePool>(*model_, static_cast<size_t>(o.n_seqs));
         model_path_ = req.path;
+        telemetry_.set_memory(model_->memory_use());
         emit modelLoaded(describe(*model_, req.path, static_cast<double>(t.elapsed()), o.n_seqs));
     } catch (const std::exception& e) {
         const bool cancelled = cancel_load_.load();
@@ -133,6 +135,7 @@ void EngineWorker::unloadModel() {
     pool_.reset();
     model_.reset();
     model_path_.clear();
+    telemetry_.set_memory({});
     emit modelUnloaded();
 }
 
@@ -164,6 +167,13 @@ void EngineWorker::generate(const GenerationRequest& req) {
         go.sampling = req.sampling.to_params(0x9E3779B97F4A7C15ull * ++seed_counter_ ^
                                              static_cast<uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count()));
         go.max_tokens = req.sampling.max_tokens;
+        go.telemetry = &telemetry_;
+        go.request_id = req.id;
+        if (req.submitted_ns > 0) {
+            const auto now = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                std::chrono::steady_clock::now().time_since_epoch());
+            go.queue_wait_ms = std::max(0.0, static_cast<double>(now.count() - req.submitted_ns) * 1e-6);
+        }
         ember::Sequence& seq = pool_->acquire(req.conversation_id);
 
         TextBatcher batch;

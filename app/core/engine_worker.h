@@ -14,6 +14,7 @@
 #include <mutex>
 
 #include "app/core/engine_types.h"
+#include "engine/telemetry/telemetry.h"
 
 namespace ember {
 class Model;
@@ -42,6 +43,9 @@ public:
     // its turn comes. Request ids (loads and generations) come from one increasing counter.
     void cancel(quint64 request_id);
     void cancelUpTo(quint64 last_request_id);  // everything issued so far
+    // Live numbers of every request and of the loaded model's memory, recorded on the engine
+    // thread without locks on the token path; snapshot() is safe from any thread, any rate.
+    const ember::Telemetry& telemetry() const { return telemetry_; }
 
 public slots:
     void loadModel(const ember::app::LoadRequest& req);
@@ -78,6 +82,7 @@ private:
     std::mutex cancelled_mutex_;
     QSet<quint64> cancelled_;  // ids cancelled one by one
     uint64_t seed_counter_ = 0;
+    ember::Telemetry telemetry_;  // outlives every model this worker loads
 };
 
 }  // namespace ember::app

@@ -100,6 +100,16 @@ void Model::choose_device(const LoadOptions& opts) {
     log_info("device: " + device_ + " (" + device_reason_ + ")");
 }
 
+std::vector<DeviceMemory> Model::memory_use() const {
+    const std::vector<Backend*> per_layer = transformer_->layer_backends();
+    auto layers_on = [&](const Backend* b) {
+        return static_cast<int32_t>(std::count(per_layer.begin(), per_layer.end(), b));
+    };
+    std::vector<DeviceMemory> out{device_memory(*backend_, device_, layers_on(backend_.get()))};
+    if (cpu_backend_) out.push_back(device_memory(*cpu_backend_, "cpu", layers_on(cpu_backend_.get())));
+    return out;
+}
+
 const ResolvedTemplate& Model::chat_template() const {
     std::call_once(template_once_, [this] {
         std::vector<std::string> specials;

@@ -12,6 +12,7 @@
 #include "engine/kv/kv_cache.h"
 #include "engine/models/model_info.h"
 #include "engine/models/transformer.h"
+#include "engine/telemetry/telemetry.h"  // DeviceMemory
 #include "engine/template/chat_template.h"
 #include "engine/tokenizer/tokenizer.h"
 #include "kernels/backend.h"
@@ -57,6 +58,9 @@ public:
     const std::string& device_reason() const { return device_reason_; }  // why that device
     int64_t n_ctx() const { return n_ctx_; }
     int32_t n_batch() const { return n_batch_; }
+    // The bytes each backend holds now, by kind, with the layers placed on it. Engine thread
+    // only (a backend's accounting is not synchronised): publish it with Telemetry::set_memory.
+    std::vector<DeviceMemory> memory_use() const;
 
 private:
     Model() = default;

@@ -5,6 +5,7 @@
 
 #include "kernels/common/error.h"
 #include "engine/sampling/stop_strings.h"
+#include "engine/telemetry/telemetry.h"
 #include "engine/tokenizer/detokenizer.h"
 
 namespace ember {
@@ -106,19 +107,37 @@ GenerateStats Sequence::generate(std::span<const int32_t> prompt, const Generate
     feed(prompt.subspan(tokens_.size()), true, !on_device);
     if (on_device) model_.transformer().output_backend().synchronize();  // prefill time includes the device's
     st.prefill_ms = ms_since(t0);
+    Telemetry* tel = opts.telemetry;
+    if (tel) tel->request_started(opts.request_id, st.prompt_tokens, st.reused_tokens, opts.queue_wait_ms, 1);
+    // A request that ends by an exception is finished in the telemetry too (not left "running").
+    struct Finish {
+        Telemetry* tel;
+        const GenerateStats& st;
+        Model& model;
+        ~Finish() {
+            if (!tel) return;
+            tel->request_finished(st.generated_tokens, st.decode_tok_s());
+            tel->set_memory(model.memory_use());  // scratch may have grown for this prompt
+        }
+    } finish{tel, st, model_};
 
     const Tokenizer& tok = model_.tokenizer();
     StopMatcher stops(opts.stop);
     StreamingDetokenizer detok(tok);
     detok.continue_text();  // the reply continues the prompt: keep its first token's space
-    std::chrono::steady_clock::time_point t_first;
+    std::chrono::steady_clock::time_point t_first, t_prev;
     auto emit = [&](const std::string& text) { return text.empty() || !on_text || on_text(text); };
     while (true) {
         if (cancel && cancel->load()) { st.stop_reason = StopReason::Cancelled; break; }
         const int32_t next = sample_next(sampler);
         if (st.generated_tokens++ == 0) {
-            t_first = std::chrono::steady_clock::now();
+            t_first = t_prev = std::chrono::steady_clock::now();
             st.ttft_ms = ms_since(t0);
+            if (tel) tel->first_token(st.ttft_ms, st.prefill_tok_s());
+        } else if (tel) {
+            const auto now = std::chrono::steady_clock::now();
+            tel->token(std::chrono::duration<double, std::milli>(now - t_prev).count());
+            t_prev = now;
         }
         if (!opts.ignore_eog && tok.is_eog(next)) { st.stop_reason = StopReason::EndOfText; break; }
         const auto r = stops.feed(detok.push(next));

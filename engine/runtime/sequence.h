@@ -16,11 +16,16 @@
 
 namespace ember {
 
+class Telemetry;
+
 struct GenerateOptions {
     SamplingParams sampling;
     int32_t max_tokens = 256;          // < 0: until end of generation or context
     std::vector<std::string> stop;     // stop strings (never shown)
     bool ignore_eog = false;           // benchmarks: keep going past end-of-generation tokens
+    Telemetry* telemetry = nullptr;    // when set, records this request's timings (engine/telemetry)
+    uint64_t request_id = 0;           // the request's id in the telemetry
+    double queue_wait_ms = 0;          // how long the request waited before generate() (telemetry)
 };
 
 struct GenerateStats {

@@ -1,0 +1,110 @@
+// Engine telemetry: what the monitor panel, `ember ps` and /metrics show, recorded by the
+// engine thread while it generates and read by any thread at any rate.
+//
+// Cost model. The per-token call (token()) is a clock read and three relaxed atomic stores;
+// it never takes a lock, allocates or waits for a reader. Per-request and per-load events
+// (request_started, first_token, request_finished, set_memory) copy a small struct under a
+// mutex that readers hold only while copying it: those run once per answer, not per token.
+// snapshot() does the work (copying the rings, sorting for percentiles) on the reader's
+// thread, so a 4 Hz monitor costs the engine nothing it can measure.
+#pragma once
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <deque>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "engine/telemetry/sample_window.h"
+#include "kernels/backend.h"
+
+namespace ember {
+
+// Bytes one backend holds, split by what they are for (its own accounting, MemoryReport),
+// against the device it lives on.
+struct DeviceMemory {
+    std::string device;           // "cpu", "cuda:0"
+    int32_t layers = 0;           // model layers placed on it
+    uint64_t weights = 0;         // weights the backend allocated (copies on a GPU)
+    uint64_t mapped_weights = 0;  // weights used in place from the file map (CPU)
+    uint64_t kv_cache = 0;
+    uint64_t scratch = 0;         // activations and other per-pass buffers
+    uint64_t device_total = 0;    // 0 when the backend does not know
+    uint64_t device_free = 0;
+    uint64_t held() const { return weights + mapped_weights + kv_cache + scratch; }
+};
+DeviceMemory device_memory(const Backend& backend, std::string device, int32_t layers);
+
+// One request as the engine saw it.
+struct RequestSample {
+    uint64_t id = 0;
+    int32_t prompt_tokens = 0;
+    int32_t reused_tokens = 0;     // prompt tokens found in the KV cache
+    int32_t generated_tokens = 0;  // so far, while it runs
+    double queue_wait_ms = 0;      // submitted -> started
+    int32_t batch_size = 1;        // sequences in the pass that started it
+    double ttft_ms = 0;            // started -> first token (0 until then)
+    double prefill_tok_s = 0;
+    double decode_tok_s = 0;       // set when it finishes
+    bool running = false;
+};
+
+struct TelemetrySnapshot {
+    uint32_t now_ms = 0;     // on the telemetry clock (ms since it was made, wraps at 2^32)
+    uint32_t window_ms = 0;  // the window the stats below cover
+    RequestSample current;   // the running request, else the last one (id 0: none yet)
+    WindowStats inter_token_ms;  // decode latency between consecutive tokens
+    WindowStats ttft_ms;
+    WindowStats prefill_tok_s;
+    WindowStats decode_tok_s;    // per finished request
+    WindowStats queue_wait_ms;
+    WindowStats batch_size;
+    double decode_tok_s_now = 0;  // from the inter-token latencies of the last 2 s (0 when idle)
+    double cache_hit_rate = 0;    // window: reused / prompt tokens of the requests started in it
+    uint64_t requests = 0, prompt_tokens = 0, reused_tokens = 0, generated_tokens = 0;  // totals
+    std::vector<DeviceMemory> memory;  // one per backend the model uses
+};
+
+class Telemetry {
+public:
+    using Clock = std::chrono::steady_clock;
+    // window: how far back the percentiles look (the monitor's "last minutes").
+    explicit Telemetry(std::chrono::milliseconds window = std::chrono::minutes(2));
+
+    // ---- writer side: the engine thread ------------------------------------------------
+    // A request entered the engine's queue / began its prefill.
+    void request_started(uint64_t id, int32_t prompt_tokens, int32_t reused_tokens, double queue_wait_ms,
+                         int32_t batch_size);
+    void first_token(double ttft_ms, double prefill_tok_s);
+    // Every decoded token after the first: the time since the previous one.
+    void token(double inter_token_ms);
+    void request_finished(int32_t generated_tokens, double decode_tok_s);
+    void set_memory(std::vector<DeviceMemory> memory);
+
+    // ---- reader side: any thread -------------------------------------------------------
+    TelemetrySnapshot snapshot() const;
+    uint32_t now_ms() const;
+
+private:
+    static constexpr size_t kTokenRing = 1 << 14;   // inter-token samples kept
+    static constexpr size_t kRequestRing = 1 << 10;  // per-request samples kept
+
+    Clock::time_point epoch_;
+    uint32_t window_ms_;
+    SampleWindow<kTokenRing> inter_token_;
+    SampleWindow<kRequestRing> ttft_, prefill_, decode_, queue_wait_, batch_;
+    std::atomic<uint64_t> requests_{0}, prompt_tokens_{0}, reused_tokens_{0}, generated_tokens_{0};
+    std::atomic<int32_t> generated_now_{0};  // tokens of the running request (per token)
+
+    struct PromptUse {
+        uint32_t t_ms;
+        int32_t prompt, reused;
+    };
+    mutable std::mutex mutex_;  // guards the three below; never taken per token
+    RequestSample current_;
+    std::deque<PromptUse> prompts_;  // requests started within the window, for the hit rate
+    std::vector<DeviceMemory> memory_;
+};
+
+}  // namespace ember
