@@ -56,7 +56,7 @@ if [[ "${EMBER_SKIP_SANITIZERS:-0}" != 1 ]]; then
   ember_step "asan: ctest"
   # Debug + ASan runs test_template ~10x slower than ci (over 300 s on a busy machine).
   ASAN_CTEST=(ctest --preset asan --no-tests=error --parallel "$EMBER_JOBS" --timeout "${EMBER_ASAN_TIMEOUT:-900}")
-  exclude="${EMBER_ASAN_EXCLUDE-^test_inference\$}"
+  exclude="${EMBER_ASAN_EXCLUDE-^(test_inference|gpu_check_cpu_as_gpu)\$}"
   [[ -z "$exclude" ]] || ASAN_CTEST+=(-E "$exclude")
   ember_log "==> ${ASAN_CTEST[*]}"
   "${ASAN_CTEST[@]}"
