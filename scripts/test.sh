@@ -17,8 +17,9 @@
 #   EMBER_SKIP_SANITIZERS=1      skip the sanitizer step (fuzzers + ASan/UBSan tests)
 #   EMBER_FUZZ_SECONDS=30        time budget of each fuzzer in the sanitizer step
 #   EMBER_ASAN_EXCLUDE=REGEX     asan tests the sanitizer step leaves out (ctest -E); default
-#                                '^test_inference$' (end-to-end decoding, far too slow in a Debug
-#                                ASan build; the ci preset runs it); '' runs them all
+#                                '^(test_inference|gpu_check_cpu_as_gpu)$' (end-to-end decoding and
+#                                the check-table tool, far too slow in a Debug ASan build; the ci
+#                                preset runs both); '' runs them all
 #   EMBER_ASAN_TIMEOUT=900       per-test timeout (s) of the asan tests that set none
 set -euo pipefail
 EMBER_SCRIPT="test"
