@@ -1,5 +1,9 @@
 # Project-wide compiler flags: warnings everywhere, sanitizers on request.
 add_compile_options(-Wall -Wextra)
+option(EMBER_WERROR "Treat compiler warnings as errors (the ci preset turns it on)" OFF)
+if(EMBER_WERROR)
+  add_compile_options(-Werror)
+endif()
 if(EMBER_SANITIZE)
   add_compile_options(-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined)
   add_link_options(-fsanitize=address,undefined)

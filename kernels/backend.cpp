@@ -41,10 +41,12 @@ void apply_adjustments(std::span<float> row, const TopKRow& adj) {
     const auto n = static_cast<int64_t>(row.size());
     for (const TokenCount& p : adj.penalized)
         if (p.id >= 0 && p.id < n)
-            row[static_cast<size_t>(p.id)] = topk::penalized(row[static_cast<size_t>(p.id)], p.count, adj.repeat_penalty,
-                                                             adj.presence_penalty, adj.frequency_penalty);
+            row[static_cast<size_t>(p.id)] =
+                topk::penalized(row[static_cast<size_t>(p.id)], p.count, adj.repeat_penalty, adj.presence_penalty,
+                                adj.frequency_penalty);
     for (const TokenBias& b : adj.bias)
-        if (b.id >= 0 && b.id < n) row[static_cast<size_t>(b.id)] = topk::biased(row[static_cast<size_t>(b.id)], b.bias);
+        if (b.id >= 0 && b.id < n)
+            row[static_cast<size_t>(b.id)] = topk::biased(row[static_cast<size_t>(b.id)], b.bias);
 }
 
 }  // namespace ember
@@ -73,7 +75,8 @@ void require_rows(const Tensor& t, int64_t rows, const char* op, const char* nam
 
 void require_cols(const Tensor& t, int64_t cols, const char* op, const char* name, const char* why) {
     if (t.cols != cols)
-        fail(op, std::string(name) + " (" + shape(t) + ") must have " + std::to_string(cols) + " columns (" + why + ")");
+        fail(op,
+             std::string(name) + " (" + shape(t) + ") must have " + std::to_string(cols) + " columns (" + why + ")");
 }
 
 bool is_kv_type(DType t) { return t == DType::F16 || t == DType::Q8_0; }
@@ -113,7 +116,8 @@ void Backend::set_batch(const BatchInfo& b) {
     }
     for (int32_t r : b.output_rows)
         if (r < 0 || static_cast<size_t>(r) >= n)
-            fail("set_batch", "output row " + std::to_string(r) + " outside the batch's " + std::to_string(n) + " tokens");
+            fail("set_batch",
+                 "output row " + std::to_string(r) + " outside the batch's " + std::to_string(n) + " tokens");
     batch_ = b;
     do_set_batch(b);
 }
@@ -125,7 +129,8 @@ void Backend::embed(const Tensor& table, float scale, Tensor& out) {
     if (!table.data) fail("embed", "the table has no data");
     for (int32_t id : batch_.tokens)
         if (id < 0 || id >= table.rows)
-            fail("embed", "token id " + std::to_string(id) + " outside the table's " + std::to_string(table.rows) + " rows");
+            fail("embed",
+                 "token id " + std::to_string(id) + " outside the table's " + std::to_string(table.rows) + " rows");
     do_embed(table, scale, out);
 }
 
@@ -146,7 +151,8 @@ void Backend::rms_norm(const Tensor& x, const Tensor& w, float eps, Tensor& y) {
     require_activation(x, "rms_norm", "x");
     require_activation(y, "rms_norm", "y");
     if (!w.data || w.type != DType::F32 || w.cols * w.rows != x.cols)
-        fail("rms_norm", "weight (" + shape(w) + ") must be " + std::to_string(x.cols) + " F32 values (x " + shape(x) + ")");
+        fail("rms_norm",
+             "weight (" + shape(w) + ") must be " + std::to_string(x.cols) + " F32 values (x " + shape(x) + ")");
     require_cols(y, x.cols, "rms_norm", "y", "x's");
     require_rows(y, x.rows, "rms_norm", "y");
     do_rms_norm(x, w, eps, y);
@@ -197,8 +203,8 @@ void Backend::store_kv(KvLayer& layer, const Tensor& k, const Tensor& v) {
                              std::to_string(batch_tokens()) + ")");
     for (int64_t t = 0; t < k.rows; ++t)
         if (batch_.kv_slot[static_cast<size_t>(t)] >= layer.k.rows)
-            fail("store_kv", "KV slot " + std::to_string(batch_.kv_slot[static_cast<size_t>(t)]) + " outside the cache's " +
-                                 std::to_string(layer.k.rows) + " slots");
+            fail("store_kv", "KV slot " + std::to_string(batch_.kv_slot[static_cast<size_t>(t)]) +
+                                 " outside the cache's " + std::to_string(layer.k.rows) + " slots");
     do_store_kv(layer, k, v);
 }
 
@@ -214,11 +220,12 @@ void Backend::attention(const KvLayer& layer, const Tensor& q, const AttentionPa
         fail("attention", "the cache layer (" + std::to_string(layer.n_kv_heads) + " heads x " +
                               std::to_string(layer.head_dim) + ", K " + shape(layer.k) + ") does not match the params");
     if (!is_kv_type(layer.k.type) || layer.v.type != layer.k.type || (layer.k.type == DType::Q8_0 && p.head_dim % 32))
-        fail("attention", "the KV cache must be F16, or Q8_0 with head_dim a multiple of 32 (K " + shape(layer.k) + ")");
+        fail("attention",
+             "the KV cache must be F16, or Q8_0 with head_dim a multiple of 32 (K " + shape(layer.k) + ")");
     require_cols(q, int64_t{p.n_heads} * p.head_dim, "attention", "q", "n_heads x head_dim");
     if (q.rows != batch_tokens())
-        fail("attention", "q (" + shape(q) + ") must have one row per token of the batch (" +
-                              std::to_string(batch_tokens()) + ")");
+        fail("attention",
+             "q (" + shape(q) + ") must have one row per token of the batch (" + std::to_string(batch_tokens()) + ")");
     require_cols(out, q.cols, "attention", "out", "q's");
     require_rows(out, q.rows, "attention", "out");
     do_attention(layer, q, p, out);
@@ -230,7 +237,8 @@ void Backend::gather_output_rows(const Tensor& x, Tensor& out) {
     require_cols(out, x.cols, "gather_output_rows", "out", "x's");
     require_rows(out, static_cast<int64_t>(batch_.output_rows.size()), "gather_output_rows", "out");
     for (int32_t r : batch_.output_rows)
-        if (r >= x.rows) fail("gather_output_rows", "output row " + std::to_string(r) + " outside x (" + shape(x) + ")");
+        if (r >= x.rows)
+            fail("gather_output_rows", "output row " + std::to_string(r) + " outside x (" + shape(x) + ")");
     do_gather_output_rows(x, out);
 }
 
@@ -241,7 +249,8 @@ void Backend::top_k(Tensor& logits, int32_t k, std::span<const TopKRow> rows, st
     if (rows.size() > static_cast<size_t>(logits.rows))
         fail("top_k", std::to_string(rows.size()) + " rows asked of logits " + shape(logits));
     if (out.size() < rows.size() * static_cast<size_t>(k) || counts.size() < rows.size())
-        fail("top_k", "output spans too small for " + std::to_string(rows.size()) + " rows of k = " + std::to_string(k));
+        fail("top_k",
+             "output spans too small for " + std::to_string(rows.size()) + " rows of k = " + std::to_string(k));
     do_top_k(logits, k, rows, out, counts);
 }
 

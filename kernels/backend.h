@@ -24,11 +24,11 @@ enum class MemoryKind : uint8_t { Weights = 0, KvCache = 1, Activations = 2 };
 constexpr int kMemoryKinds = 3;
 
 struct Tensor {
-    void* data = nullptr;   // device memory of the backend that made it (host memory on CPU)
+    void* data = nullptr;  // device memory of the backend that made it (host memory on CPU)
     DType type = DType::F32;
-    int64_t cols = 0;       // elements per row (contiguous)
+    int64_t cols = 0;  // elements per row (contiguous)
     int64_t rows = 0;
-    size_t row_bytes = 0;   // stride between rows
+    size_t row_bytes = 0;  // stride between rows
 
     size_t bytes() const { return row_bytes * static_cast<size_t>(rows); }
     // The header (no data) of `rows` rows of `cols` elements of `type`, rows packed. Throws
@@ -54,7 +54,7 @@ struct BatchInfo {
     std::span<const int32_t> positions;  // [n_tokens] position of each token in its sequence
     std::span<const int32_t> seq_of;     // [n_tokens] index of the token's sequence in this batch
     // KV cache addressing, in units of cache slots (block * block_tokens + offset):
-    std::span<const int32_t> kv_slot;    // [n_tokens] where this token's K/V is written
+    std::span<const int32_t> kv_slot;      // [n_tokens] where this token's K/V is written
     std::span<const int32_t> block_table;  // [n_seqs * max_blocks] block ids of each sequence
     int32_t n_seqs = 0;
     int32_t max_blocks = 0;                // row stride of block_table
@@ -71,20 +71,20 @@ struct KvLayer {
 };
 
 struct RopeParams {
-    int32_t n_heads = 0;       // rows per token in the tensor being rotated
+    int32_t n_heads = 0;  // rows per token in the tensor being rotated
     int32_t head_dim = 0;
-    int32_t n_rot = 0;         // leading dims rotated (== head_dim for all supported models)
-    bool neox = false;         // NeoX pairing (i, i+n/2) instead of (2i, 2i+1)
+    int32_t n_rot = 0;  // leading dims rotated (== head_dim for all supported models)
+    bool neox = false;  // NeoX pairing (i, i+n/2) instead of (2i, 2i+1)
     float freq_base = 10000.0f;
-    float freq_scale = 1.0f;   // linear scaling: positions multiplied by this
+    float freq_scale = 1.0f;              // linear scaling: positions multiplied by this
     const float* freq_factors = nullptr;  // [n_rot/2] Llama 3 style per-frequency divisors (host)
 };
 
 struct AttentionParams {
     int32_t n_heads = 0, n_kv_heads = 0, head_dim = 0;
-    float scale = 1.0f;       // applied to q.k
-    int32_t window = 0;       // sliding window in tokens (0 = global causal)
-    float softcap = 0.0f;     // tanh soft-capping of scores (0 = off)
+    float scale = 1.0f;    // applied to q.k
+    int32_t window = 0;    // sliding window in tokens (0 = global causal)
+    float softcap = 0.0f;  // tanh soft-capping of scores (0 = off)
 };
 
 // ---- sampling support (Backend::top_k) -------------------------------------------------
@@ -101,9 +101,9 @@ struct TokenBias {
 // One output row's sampler adjustments, applied before the selection (Sampler semantics:
 // engine/sampling/sampler.h; the arithmetic is kernels/common/topk.h).
 struct TopKRow {
-    float repeat_penalty = 1.0f;     // llama.cpp: positive logits divided, negative multiplied
-    float presence_penalty = 0.0f;   // subtracted once per penalized token
-    float frequency_penalty = 0.0f;  // subtracted per occurrence
+    float repeat_penalty = 1.0f;            // llama.cpp: positive logits divided, negative multiplied
+    float presence_penalty = 0.0f;          // subtracted once per penalized token
+    float frequency_penalty = 0.0f;         // subtracted per occurrence
     std::span<const TokenCount> penalized;  // distinct ids
     std::span<const TokenBias> bias;        // distinct ids, applied after the penalties
 };

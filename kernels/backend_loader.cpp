@@ -30,7 +30,10 @@ bool file_exists(const std::string& p) {
     return !p.empty() && std::filesystem::is_regular_file(p, ec);
 }
 
-template <class F> F sym(void* handle, const char* name) { return reinterpret_cast<F>(dlsym(handle, name)); }
+template <class F>
+F sym(void* handle, const char* name) {
+    return reinterpret_cast<F>(dlsym(handle, name));
+}
 
 std::string cuda_failure(const CudaModule& m, int device, std::string& name_out) {
     char why[512] = {};

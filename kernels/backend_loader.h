@@ -24,9 +24,9 @@ enum class BackendPreference { Auto, Cpu, Cuda };
 
 struct BackendRequest {
     BackendPreference preference = BackendPreference::Auto;
-    int n_threads = 0;          // CPU threads (0 = one per core); also used for a fallback
-    std::string cuda_module;    // module path override ("" = search, see above)
-    int cuda_device = 0;        // which GPU
+    int n_threads = 0;        // CPU threads (0 = one per core); also used for a fallback
+    std::string cuda_module;  // module path override ("" = search, see above)
+    int cuda_device = 0;      // which GPU
 };
 
 struct BackendChoice {
@@ -44,8 +44,8 @@ BackendChoice choose_backend(const BackendRequest& request);
 
 // `ember info --devices`: the CPU first, then each CUDA device the module reports.
 struct DeviceDescription {
-    std::string id;       // "cpu", "cuda:0"
-    std::string name;     // "NVIDIA H200", or the CPU backend's name
+    std::string id;             // "cpu", "cuda:0"
+    std::string name;           // "NVIDIA H200", or the CPU backend's name
     uint64_t total_memory = 0;  // bytes (0 when unknown)
     uint64_t free_memory = 0;
     int cc_major = 0, cc_minor = 0;  // CUDA compute capability

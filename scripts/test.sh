@@ -35,6 +35,9 @@ fi
 ember_step "fetch-test-models"
 scripts/fetch-test-models.sh
 
+ember_step "check-format"
+scripts/check-format.sh
+
 ember_step "configure (ci)"
 ember_cmake_args
 ember_log "cmake --preset ci ${EMBER_CMAKE_ARGS[*]}"

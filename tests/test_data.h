@@ -22,5 +22,6 @@ inline const char* kStories = "models/stories260K.gguf";
 }  // namespace ember::test
 
 // Fails the current test case (loudly) when a required file is absent.
-#define EMBER_REQUIRE_FILE(path) \
-    REQUIRE_MESSAGE(std::filesystem::exists(path), "missing test resource ", (path), " (run scripts/fetch-test-models.sh)")
+#define EMBER_REQUIRE_FILE(path)                                                     \
+    REQUIRE_MESSAGE(std::filesystem::exists(path), "missing test resource ", (path), \
+                    " (run scripts/fetch-test-models.sh)")

@@ -17,9 +17,9 @@ inline const char* kStories = "models/stories260K.gguf";
 }  // namespace ember::test
 
 // Fails the current test (loudly) when a required file is absent.
-#define EMBER_REQUIRE_FILE(path)                                                              \
-    do {                                                                                      \
-        if (!std::filesystem::exists(path))                                                   \
+#define EMBER_REQUIRE_FILE(path)                                                                    \
+    do {                                                                                            \
+        if (!std::filesystem::exists(path))                                                         \
             QFAIL(qPrintable(QString("missing test resource %1 (run scripts/fetch-test-models.sh)") \
-                                 .arg(QString::fromStdString(path))));                        \
+                                 .arg(QString::fromStdString(path))));                              \
     } while (0)

@@ -129,7 +129,8 @@ inline ProcessResult run_process(const std::vector<std::string>& argv, int timeo
     std::string* sinks[2] = {&r.out, &r.err};
     int open_fds = 2;
     while (open_fds > 0) {  // read both pipes until the child closes them (or time runs out)
-        const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+        const auto left =
+            std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
         if (left.count() <= 0) {
             r.timed_out = true;
             kill(pid, SIGKILL);

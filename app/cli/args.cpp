@@ -51,7 +51,8 @@ std::string Args::get_or(const std::string& name, const std::string& fallback) c
 
 namespace {
 
-[[noreturn]] void out_of_range(const std::string& name, const std::string& v, const std::string& lo, const std::string& hi) {
+[[noreturn]] void out_of_range(const std::string& name, const std::string& v, const std::string& lo,
+                               const std::string& hi) {
     throw Error("option " + name + ": " + v + " is out of range (" + lo + ".." + hi + ")");
 }
 
@@ -63,8 +64,10 @@ long long Args::get_int(const std::string& name, long long fallback, long long l
     long long x = 0;
     const char* end = v->data() + v->size();
     const auto [p, ec] = std::from_chars(v->data(), end, x);
-    if (ec == std::errc::result_out_of_range && p == end) out_of_range(name, *v, std::to_string(lo), std::to_string(hi));
-    if (v->empty() || ec != std::errc() || p != end) throw Error("option " + name + " expects an integer, got '" + *v + "'");
+    if (ec == std::errc::result_out_of_range && p == end)
+        out_of_range(name, *v, std::to_string(lo), std::to_string(hi));
+    if (v->empty() || ec != std::errc() || p != end)
+        throw Error("option " + name + " expects an integer, got '" + *v + "'");
     if (x < lo || x > hi) out_of_range(name, *v, std::to_string(lo), std::to_string(hi));
     return x;
 }

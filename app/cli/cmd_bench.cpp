@@ -46,7 +46,8 @@ double seconds_of(const std::function<void()>& f) {
 
 int cmd_bench(int argc, char** argv) {
     Args args(argc, argv, 0, merge(model_value_options(), {"--pp", "--tg", "-r", "--repetitions"}), {"--json"});
-    if (args.positional().size() != 1) throw Error("usage: ember bench MODEL [--pp N] [--tg N] [-r N] [--threads N] [--json]");
+    if (args.positional().size() != 1)
+        throw Error("usage: ember bench MODEL [--pp N] [--tg N] [-r N] [--threads N] [--json]");
     const int pp = static_cast<int>(args.get_int("--pp", 512, 0, 65536));
     const int tg = static_cast<int>(args.get_int("--tg", 128, 0, 65536));
     const int reps = static_cast<int>(args.get_int("-r", args.get_int("--repetitions", 3, 1, 1000), 1, 1000));
@@ -68,7 +69,8 @@ int cmd_bench(int argc, char** argv) {
             seq.reset();
             seq.prefill(std::span(tokens).first(1));
             ttg = seconds_of([&] {
-                for (int i = 1; i <= tg; ++i) seq.prefill(std::span(tokens).subspan(static_cast<size_t>(i) % tokens.size(), 1));
+                for (int i = 1; i <= tg; ++i)
+                    seq.prefill(std::span(tokens).subspan(static_cast<size_t>(i) % tokens.size(), 1));
             });
         }
         if (r < 0) continue;
@@ -77,14 +79,16 @@ int cmd_bench(int argc, char** argv) {
     }
     const auto& info = model->info();
     if (args.flag("--json")) {
-        std::printf("{\"model\": \"%s\", \"type\": \"%s\", \"params\": %llu, \"size_bytes\": %llu, \"backend\": \"%s\", \"results\": [",
-                    info.name.c_str(), info.file_type.c_str(), static_cast<unsigned long long>(info.n_params),
-                    static_cast<unsigned long long>(info.file_size), model->backend().name().c_str());
+        std::printf(
+            "{\"model\": \"%s\", \"type\": \"%s\", \"params\": %llu, \"size_bytes\": %llu, \"backend\": \"%s\", "
+            "\"results\": [",
+            info.name.c_str(), info.file_type.c_str(), static_cast<unsigned long long>(info.n_params),
+            static_cast<unsigned long long>(info.file_size), model->backend().name().c_str());
         bool first = true;
         for (const Result* r : {&rpp, &rtg}) {
             if (r->tok_s.empty()) continue;
-            std::printf("%s{\"test\": \"%s\", \"tokens\": %d, \"tok_s\": %.3f, \"stddev\": %.3f, \"samples\": [", first ? "" : ", ",
-                        r->test.c_str(), r->n_tokens, r->mean(), r->stddev());
+            std::printf("%s{\"test\": \"%s\", \"tokens\": %d, \"tok_s\": %.3f, \"stddev\": %.3f, \"samples\": [",
+                        first ? "" : ", ", r->test.c_str(), r->n_tokens, r->mean(), r->stddev());
             for (size_t i = 0; i < r->tok_s.size(); ++i) std::printf("%s%.3f", i ? ", " : "", r->tok_s[i]);
             std::printf("]}");
             first = false;

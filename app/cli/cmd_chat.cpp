@@ -35,7 +35,8 @@ GenerateStats run_turn(Model& model, Sequence& seq, Conversation& conv, const st
     const std::vector<int32_t> prompt = chat_prompt_tokens(model, messages);
     if (static_cast<int64_t>(prompt.size()) >= model.n_ctx()) {
         const std::string what = "this turn makes a prompt of " + std::to_string(prompt.size()) +
-                                 " tokens, which does not fit the context of " + std::to_string(model.n_ctx()) + " tokens";
+                                 " tokens, which does not fit the context of " + std::to_string(model.n_ctx()) +
+                                 " tokens";
         if (!conv.has_history()) throw Error(what + " (send a shorter message, or raise --ctx)");
         conv.reset();
         throw Error(what + "; the conversation so far was cleared, the next message starts a new one");
@@ -65,7 +66,8 @@ GenerateStats run_turn(Model& model, Sequence& seq, Conversation& conv, const st
 int cmd_chat(int argc, char** argv) {
     Args args(argc, argv, 0, merge(merge(model_value_options(), sampling_value_options()), {"--system"}),
               {"--verbose"});
-    if (args.positional().size() != 1) throw Error("usage: ember chat MODEL [--system TEXT] [options]\n" + options_help());
+    if (args.positional().size() != 1)
+        throw Error("usage: ember chat MODEL [--system TEXT] [options]\n" + options_help());
     const LoadOptions lo = load_options(args, args.positional()[0]);
     const GenerateOptions gen = generate_options(args, -1);
     auto model = Model::load(lo);
@@ -93,7 +95,8 @@ int cmd_chat(int argc, char** argv) {
                 conv.reset();
             }
             if (args.flag("--verbose") || interactive)
-                std::fprintf(stderr, "[%d prompt tokens (%d reused), %d generated; TTFT %.0f ms; %.2f tok/s; stop: %s]\n",
+                std::fprintf(stderr,
+                             "[%d prompt tokens (%d reused), %d generated; TTFT %.0f ms; %.2f tok/s; stop: %s]\n",
                              st.prompt_tokens, st.reused_tokens, st.generated_tokens, st.ttft_ms, st.decode_tok_s(),
                              std::string(stop_reason_name(st.stop_reason)).c_str());
         } catch (const std::exception& e) {

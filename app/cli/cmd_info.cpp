@@ -29,11 +29,13 @@ void print_info(const GgufFile& f, const ModelInfo& m) {
     std::printf("embedding:       %s\n", opt(m.embedding_length).c_str());
     std::printf("feed forward:    %s\n", opt(m.ffn_length).c_str());
     std::printf("layers:          %s\n", opt(m.n_layers).c_str());
-    std::printf("heads:           %s (kv heads %s, head dim %s)\n", opt(m.n_heads).c_str(),
-                opt(m.n_kv_heads).c_str(), opt(m.head_dim).c_str());
+    std::printf("heads:           %s (kv heads %s, head dim %s)\n", opt(m.n_heads).c_str(), opt(m.n_kv_heads).c_str(),
+                opt(m.head_dim).c_str());
     std::printf("vocab size:      %llu\n", static_cast<unsigned long long>(m.vocab_size));
     std::printf("tokenizer:       %s%s%s\n", m.tokenizer_model.empty() ? "(none)" : m.tokenizer_model.c_str(),
-                m.tokenizer_model == "llama" ? " (SentencePiece)" : m.tokenizer_model == "gpt2" ? " (byte-level BPE)" : "",
+                m.tokenizer_model == "llama"  ? " (SentencePiece)"
+                : m.tokenizer_model == "gpt2" ? " (byte-level BPE)"
+                                              : "",
                 m.tokenizer_pre.empty() ? "" : (", pre-tokenizer " + m.tokenizer_pre).c_str());
     std::printf("chat template:   %s\n", m.has_chat_template ? "present" : "absent");
     std::printf("weights type:    %s\n", m.file_type.c_str());
@@ -48,7 +50,9 @@ int print_devices() {
     std::string cuda_status;
     for (const auto& d : list_devices({}, &cuda_status)) {
         std::printf("%-8s %s", d.id.c_str(), d.name.c_str());
-        if (d.total_memory) std::printf("  (%s total, %s free", format_bytes(d.total_memory).c_str(), format_bytes(d.free_memory).c_str());
+        if (d.total_memory)
+            std::printf("  (%s total, %s free", format_bytes(d.total_memory).c_str(),
+                        format_bytes(d.free_memory).c_str());
         if (d.cc_major) std::printf(", compute %d.%d, %d SMs", d.cc_major, d.cc_minor, d.multiprocessors);
         if (d.total_memory) std::printf(")");
         std::printf("\n");
@@ -64,7 +68,8 @@ int print_devices() {
 int cmd_info(int argc, char** argv) {
     Args args(argc, argv, 0, {}, {"--metadata", "--tensors", "--devices"});
     if (args.flag("--devices") && args.positional().empty()) return print_devices();
-    if (args.positional().size() != 1) throw Error("usage: ember info MODEL.gguf [--metadata] [--tensors] | ember info --devices");
+    if (args.positional().size() != 1)
+        throw Error("usage: ember info MODEL.gguf [--metadata] [--tensors] | ember info --devices");
     const GgufFile f = GgufFile::open(args.positional()[0]);
     print_info(f, describe_model(f));
     // The same checks loading makes (hyperparameters against the tensor table), so a file

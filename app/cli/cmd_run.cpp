@@ -28,9 +28,11 @@ int cmd_run(int argc, char** argv) {
     });
     std::fputs("\n", stdout);
     if (!args.flag("--quiet"))
-        std::fprintf(stderr, "\n[%d prompt tokens, %d generated; TTFT %.0f ms; prefill %.1f tok/s; decode %.2f tok/s; stop: %s]\n",
-                     st.prompt_tokens, st.generated_tokens, st.ttft_ms, st.prefill_tok_s(), st.decode_tok_s(),
-                     std::string(stop_reason_name(st.stop_reason)).c_str());
+        std::fprintf(
+            stderr,
+            "\n[%d prompt tokens, %d generated; TTFT %.0f ms; prefill %.1f tok/s; decode %.2f tok/s; stop: %s]\n",
+            st.prompt_tokens, st.generated_tokens, st.ttft_ms, st.prefill_tok_s(), st.decode_tok_s(),
+            std::string(stop_reason_name(st.stop_reason)).c_str());
     return 0;
 }
 

@@ -16,7 +16,8 @@ int cmd_synth(int argc, char** argv) {
     if (!out) {
         std::string shapes;
         for (const auto& n : synthetic_shape_names()) shapes += (shapes.empty() ? "" : "|") + n;
-        throw Error("usage: ember synth --shape (" + shapes + ") --type (F32|F16|BF16|Q8_0|Q4_0|Q4_1|Q5_0|Q4_K|Q5_K|Q6_K|Q4_K_M) -o FILE");
+        throw Error("usage: ember synth --shape (" + shapes +
+                    ") --type (F32|F16|BF16|Q8_0|Q4_0|Q4_1|Q5_0|Q4_K|Q5_K|Q6_K|Q4_K_M) -o FILE");
     }
     const SyntheticShape shape = synthetic_shape(args.get_or("--shape", "llama-3.2-1b"));
     const std::string type = args.get_or("--type", "Q4_0");

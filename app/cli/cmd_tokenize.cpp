@@ -17,7 +17,8 @@ int cmd_tokenize(int argc, char** argv) {
     const auto& pos = args.positional();
     const auto file = args.get("--file");
     if (pos.empty() || pos.size() != (file ? 1u : 2u))
-        throw Error("usage: ember tokenize MODEL [--ids] [--add-special] [--parse-special] [--pieces] (TEXT | --file F)");
+        throw Error(
+            "usage: ember tokenize MODEL [--ids] [--add-special] [--parse-special] [--pieces] (TEXT | --file F)");
     std::string text;
     if (file) {
         std::ifstream in(*file, std::ios::binary);

@@ -6,11 +6,22 @@
 
 namespace ember::cli {
 
-std::set<std::string> model_value_options() { return {"--threads", "-t", "--ctx", "-c", "--kv-type", "--batch", "--device", "--gpu-layers"}; }
+std::set<std::string> model_value_options() {
+    return {"--threads", "-t", "--ctx", "-c", "--kv-type", "--batch", "--device", "--gpu-layers"};
+}
 
 std::set<std::string> sampling_value_options() {
-    return {"-n", "--temp", "--seed", "--top-k", "--top-p", "--min-p", "--repeat-penalty", "--repeat-last-n",
-            "--presence-penalty", "--frequency-penalty", "--stop"};
+    return {"-n",
+            "--temp",
+            "--seed",
+            "--top-k",
+            "--top-p",
+            "--min-p",
+            "--repeat-penalty",
+            "--repeat-last-n",
+            "--presence-penalty",
+            "--frequency-penalty",
+            "--stop"};
 }
 
 std::set<std::string> merge(std::set<std::string> a, const std::set<std::string>& b) {
@@ -63,16 +74,20 @@ GenerateOptions generate_options(const Args& args, int32_t default_max_tokens) {
     s.repeat_penalty = static_cast<float>(args.get_double("--repeat-penalty", s.repeat_penalty, 0.0, kFloatMax));
     if (!(s.repeat_penalty > 0.0f)) throw Error("option --repeat-penalty: must be above 0 (1 disables it)");
     s.repeat_last_n = static_cast<int32_t>(args.get_int("--repeat-last-n", s.repeat_last_n, -1, kInt32Max));
-    s.presence_penalty = static_cast<float>(args.get_double("--presence-penalty", s.presence_penalty, -kFloatMax, kFloatMax));
-    s.frequency_penalty = static_cast<float>(args.get_double("--frequency-penalty", s.frequency_penalty, -kFloatMax, kFloatMax));
+    s.presence_penalty =
+        static_cast<float>(args.get_double("--presence-penalty", s.presence_penalty, -kFloatMax, kFloatMax));
+    s.frequency_penalty =
+        static_cast<float>(args.get_double("--frequency-penalty", s.frequency_penalty, -kFloatMax, kFloatMax));
     if (auto stop = args.get("--stop")) g.stop.push_back(*stop);
     return g;
 }
 
 std::string options_help() {
-    return "  model:    --device auto|cpu|cuda  --gpu-layers N (rest on the CPU)  --threads N  --ctx N  --kv-type f16|q8_0  --batch N\n"
+    return "  model:    --device auto|cpu|cuda  --gpu-layers N (rest on the CPU)  --threads N  --ctx N  --kv-type "
+           "f16|q8_0  --batch N\n"
            "  sampling: -n N  --temp T (0 = greedy)  --seed S  --top-k K  --top-p P  --min-p P\n"
-           "            --repeat-penalty R  --repeat-last-n N  --presence-penalty P  --frequency-penalty P  --stop TEXT\n";
+           "            --repeat-penalty R  --repeat-last-n N  --presence-penalty P  --frequency-penalty P  --stop "
+           "TEXT\n";
 }
 
 }  // namespace ember::cli

@@ -12,8 +12,7 @@ constexpr const char* kDefaultSystemPrompt = "You are a helpful assistant.";
 
 QString AppSettings::defaultSettingsFile() {
     const QString data = qEnvironmentVariable("EMBER_DATA_DIR");
-    const QString dir =
-        data.isEmpty() ? QStandardPaths::writableLocation(QStandardPaths::AppConfigLocation) : data;
+    const QString dir = data.isEmpty() ? QStandardPaths::writableLocation(QStandardPaths::AppConfigLocation) : data;
     return QDir(dir).filePath(QStringLiteral("settings.ini"));
 }
 
@@ -48,9 +47,15 @@ QString AppSettings::defaultSystemPrompt() const {
     return settings_->value("chat/system_prompt", QLatin1String(kDefaultSystemPrompt)).toString();
 }
 void AppSettings::setDefaultSystemPrompt(const QString& v) { set("chat/system_prompt", v); }
-QString AppSettings::defaultSamplingJson() const { return settings_->value("chat/sampling", QStringLiteral("{}")).toString(); }
-QVariantMap AppSettings::defaultSampling() const { return SamplingSettings::from_json(defaultSamplingJson()).to_variant(); }
-void AppSettings::setDefaultSampling(const QVariantMap& v) { set("chat/sampling", SamplingSettings::from_variant(v).to_json()); }
+QString AppSettings::defaultSamplingJson() const {
+    return settings_->value("chat/sampling", QStringLiteral("{}")).toString();
+}
+QVariantMap AppSettings::defaultSampling() const {
+    return SamplingSettings::from_json(defaultSamplingJson()).to_variant();
+}
+void AppSettings::setDefaultSampling(const QVariantMap& v) {
+    set("chat/sampling", SamplingSettings::from_variant(v).to_json());
+}
 QString AppSettings::lastModelPath() const { return settings_->value("model/last").toString(); }
 void AppSettings::setLastModelPath(const QString& v) { set("model/last", v); }
 bool AppSettings::loadLastModel() const { return settings_->value("model/load_last", true).toBool(); }

@@ -67,19 +67,23 @@ void ChatController::update_generating() {
 }
 
 QString ChatController::currentTitle() const {
-    return guard([&] {
-        if (current_ == 0) return QStringLiteral("New chat");
-        const auto c = store_.conversation(current_);
-        return c ? c->title : QString();
-    }, QString());
+    return guard(
+        [&] {
+            if (current_ == 0) return QStringLiteral("New chat");
+            const auto c = store_.conversation(current_);
+            return c ? c->title : QString();
+        },
+        QString());
 }
 
 QString ChatController::systemPrompt() const {
-    return guard([&] {
-        if (current_ == 0) return draft_system_;
-        const auto c = store_.conversation(current_);
-        return c ? c->system_prompt : QString();
-    }, QString());
+    return guard(
+        [&] {
+            if (current_ == 0) return draft_system_;
+            const auto c = store_.conversation(current_);
+            return c ? c->system_prompt : QString();
+        },
+        QString());
 }
 
 void ChatController::setSystemPrompt(const QString& prompt) {
@@ -92,11 +96,13 @@ void ChatController::setSystemPrompt(const QString& prompt) {
 }
 
 QVariantMap ChatController::sampling() const {
-    return guard([&] {
-        if (current_ == 0) return SamplingSettings::from_json(draft_sampling_).to_variant();
-        const auto c = store_.conversation(current_);
-        return SamplingSettings::from_json(c ? c->sampling_json : QString()).to_variant();
-    }, QVariantMap());
+    return guard(
+        [&] {
+            if (current_ == 0) return SamplingSettings::from_json(draft_sampling_).to_variant();
+            const auto c = store_.conversation(current_);
+            return SamplingSettings::from_json(c ? c->sampling_json : QString()).to_variant();
+        },
+        QVariantMap());
 }
 
 void ChatController::setSampling(const QVariantMap& sampling) {
@@ -115,26 +121,30 @@ void ChatController::ensure_conversation(const QString& first_message) {
 }
 
 bool ChatController::send(const QString& raw) {
-    return guard([&] {
-        const QString text = raw.trimmed();
-        if (text.isEmpty()) return false;
-        if (text.size() > kMaxInputChars) {
-            fail(QStringLiteral("The message is %1 characters long; the limit is %2.").arg(text.size()).arg(kMaxInputChars));
-            return false;
-        }
-        if (!models_.ready()) {
-            fail(QStringLiteral("No model is loaded. Load a model first."));
-            return false;
-        }
-        if (generating()) {
-            fail(QStringLiteral("An answer is still being written here. Stop it first."));
-            return false;
-        }
-        ensure_conversation(text);
-        messages_->append(store_.add_message(current_, QStringLiteral("user"), text));
-        start_answer();
-        return true;
-    }, false);
+    return guard(
+        [&] {
+            const QString text = raw.trimmed();
+            if (text.isEmpty()) return false;
+            if (text.size() > kMaxInputChars) {
+                fail(QStringLiteral("The message is %1 characters long; the limit is %2.")
+                         .arg(text.size())
+                         .arg(kMaxInputChars));
+                return false;
+            }
+            if (!models_.ready()) {
+                fail(QStringLiteral("No model is loaded. Load a model first."));
+                return false;
+            }
+            if (generating()) {
+                fail(QStringLiteral("An answer is still being written here. Stop it first."));
+                return false;
+            }
+            ensure_conversation(text);
+            messages_->append(store_.add_message(current_, QStringLiteral("user"), text));
+            start_answer();
+            return true;
+        },
+        false);
 }
 
 // Sends the conversation as stored to the engine and opens a streaming answer for it.
@@ -165,41 +175,45 @@ void ChatController::cancel_conversation(qint64 id) {
 }
 
 bool ChatController::regenerate() {
-    return guard([&] {
-        if (current_ == 0 || generating() || !models_.ready() || messages_->count() == 0) return false;
-        const Message last = messages_->messages().back();
-        if (last.role == QLatin1String("assistant")) {
-            store_.delete_from(last.id);
-            messages_->removeFrom(last.id);
-        }
-        if (messages_->count() == 0 || messages_->messages().back().role != QLatin1String("user")) return false;
-        start_answer();
-        return true;
-    }, false);
+    return guard(
+        [&] {
+            if (current_ == 0 || generating() || !models_.ready() || messages_->count() == 0) return false;
+            const Message last = messages_->messages().back();
+            if (last.role == QLatin1String("assistant")) {
+                store_.delete_from(last.id);
+                messages_->removeFrom(last.id);
+            }
+            if (messages_->count() == 0 || messages_->messages().back().role != QLatin1String("user")) return false;
+            start_answer();
+            return true;
+        },
+        false);
 }
 
 bool ChatController::editAndResend(qint64 message_id, const QString& text) {
-    return guard([&] {
-        const int row = messages_->rowOf(message_id);
-        if (row < 0 || messages_->at(row)->role != QLatin1String("user")) return false;
-        if (generating()) {
-            fail(QStringLiteral("Stop the answer being written before editing."));
-            return false;
-        }
-        if (!models_.ready()) {
-            fail(QStringLiteral("No model is loaded. Load a model first."));
-            return false;
-        }
-        const QString t = text.trimmed();
-        if (t.isEmpty() || t.size() > kMaxInputChars) return false;
-        // Everything from the edited message on is replaced; the KV cache keeps the common
-        // prefix, so only the edited turn and the new answer are processed.
-        store_.delete_from(message_id);
-        messages_->removeFrom(message_id);
-        messages_->append(store_.add_message(current_, QStringLiteral("user"), t));
-        start_answer();
-        return true;
-    }, false);
+    return guard(
+        [&] {
+            const int row = messages_->rowOf(message_id);
+            if (row < 0 || messages_->at(row)->role != QLatin1String("user")) return false;
+            if (generating()) {
+                fail(QStringLiteral("Stop the answer being written before editing."));
+                return false;
+            }
+            if (!models_.ready()) {
+                fail(QStringLiteral("No model is loaded. Load a model first."));
+                return false;
+            }
+            const QString t = text.trimmed();
+            if (t.isEmpty() || t.size() > kMaxInputChars) return false;
+            // Everything from the edited message on is replaced; the KV cache keeps the common
+            // prefix, so only the edited turn and the new answer are processed.
+            store_.delete_from(message_id);
+            messages_->removeFrom(message_id);
+            messages_->append(store_.add_message(current_, QStringLiteral("user"), t));
+            start_answer();
+            return true;
+        },
+        false);
 }
 
 void ChatController::newConversation() {
@@ -310,7 +324,8 @@ void ChatController::on_finished(quint64 request_id, const GenerationResult& r) 
         stats.stop_reason = r.stop_reason;
         if (r.dropped_turns > 0)
             emit notice(QStringLiteral("The conversation is longer than the model's context: the %1 oldest messages "
-                                       "were left out of this answer's prompt.").arg(r.dropped_turns));
+                                       "were left out of this answer's prompt.")
+                            .arg(r.dropped_turns));
         end_answer(it, MessageState::Complete, stats, to_string(r.stop_reason));
     });
 }

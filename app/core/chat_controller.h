@@ -101,7 +101,8 @@ private:
         try {
             f();
         } catch (const std::exception& e) {
-            const_cast<ChatController*>(this)->fail(QStringLiteral("Storage error: %1").arg(QString::fromUtf8(e.what())));
+            const_cast<ChatController*>(this)->fail(
+                QStringLiteral("Storage error: %1").arg(QString::fromUtf8(e.what())));
         }
     }
     template <class F, class R>
@@ -109,7 +110,8 @@ private:
         try {
             return f();
         } catch (const std::exception& e) {
-            const_cast<ChatController*>(this)->fail(QStringLiteral("Storage error: %1").arg(QString::fromUtf8(e.what())));
+            const_cast<ChatController*>(this)->fail(
+                QStringLiteral("Storage error: %1").arg(QString::fromUtf8(e.what())));
             return fallback;
         }
     }
@@ -131,8 +133,8 @@ private:
     ConversationListModel* conversations_;
     MessageListModel* messages_;
 
-    qint64 current_ = 0;       // 0: a new chat not yet written to the store
-    QString draft_system_;     // settings of that new chat until its first message
+    qint64 current_ = 0;    // 0: a new chat not yet written to the store
+    QString draft_system_;  // settings of that new chat until its first message
     QString draft_sampling_;
     std::map<quint64, Active> active_;
     QString last_error_;

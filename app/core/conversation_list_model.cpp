@@ -16,19 +16,28 @@ QVariant ConversationListModel::data(const QModelIndex& index, int role) const {
     if (row < 0 || row >= count()) return {};
     const Conversation& c = rows_[static_cast<size_t>(row)];
     switch (role) {
-    case IdRole: return QVariant::fromValue<qint64>(c.id);
-    case Qt::DisplayRole:
-    case TitleRole: return c.title.isEmpty() ? QStringLiteral("New chat") : c.title;
-    case UpdatedRole: return QVariant::fromValue<qint64>(c.updated_at);
-    case SnippetRole: return snippets_.value(c.id);
-    case GeneratingRole: return generating_.contains(c.id);
-    default: return {};
+        case IdRole:
+            return QVariant::fromValue<qint64>(c.id);
+        case Qt::DisplayRole:
+        case TitleRole:
+            return c.title.isEmpty() ? QStringLiteral("New chat") : c.title;
+        case UpdatedRole:
+            return QVariant::fromValue<qint64>(c.updated_at);
+        case SnippetRole:
+            return snippets_.value(c.id);
+        case GeneratingRole:
+            return generating_.contains(c.id);
+        default:
+            return {};
     }
 }
 
 QHash<int, QByteArray> ConversationListModel::roleNames() const {
-    return {{IdRole, "conversationId"}, {TitleRole, "title"}, {UpdatedRole, "updatedAt"},
-            {SnippetRole, "snippet"},  {GeneratingRole, "generating"}};
+    return {{IdRole, "conversationId"},
+            {TitleRole, "title"},
+            {UpdatedRole, "updatedAt"},
+            {SnippetRole, "snippet"},
+            {GeneratingRole, "generating"}};
 }
 
 void ConversationListModel::setFilter(const QString& f) {
@@ -74,7 +83,8 @@ int ConversationListModel::rowOf(qint64 id) const {
 QVariantMap ConversationListModel::get(int row) const {
     QVariantMap out;
     const QHash<int, QByteArray> names = roleNames();
-    for (auto it = names.begin(); it != names.end(); ++it) out.insert(QString::fromLatin1(it.value()), data(index(row), it.key()));
+    for (auto it = names.begin(); it != names.end(); ++it)
+        out.insert(QString::fromLatin1(it.value()), data(index(row), it.key()));
     return out;
 }
 

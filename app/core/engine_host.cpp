@@ -19,24 +19,28 @@ EngineHost::~EngineHost() {
 
 quint64 EngineHost::load(LoadRequest req) {
     req.id = nextRequestId();
-    QMetaObject::invokeMethod(worker_, [w = worker_, req] { w->loadModel(req); }, Qt::QueuedConnection);
+    QMetaObject::invokeMethod(
+        worker_, [w = worker_, req] { w->loadModel(req); }, Qt::QueuedConnection);
     return req.id;
 }
 
 void EngineHost::unload() {
-    QMetaObject::invokeMethod(worker_, [w = worker_] { w->unloadModel(); }, Qt::QueuedConnection);
+    QMetaObject::invokeMethod(
+        worker_, [w = worker_] { w->unloadModel(); }, Qt::QueuedConnection);
 }
 
 void EngineHost::generate(const GenerationRequest& request) {
     GenerationRequest req = request;
-    req.submitted_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
-        std::chrono::steady_clock::now().time_since_epoch()).count();
-    QMetaObject::invokeMethod(worker_, [w = worker_, req] { w->generate(req); }, Qt::QueuedConnection);
+    req.submitted_ns =
+        std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
+            .count();
+    QMetaObject::invokeMethod(
+        worker_, [w = worker_, req] { w->generate(req); }, Qt::QueuedConnection);
 }
 
 void EngineHost::forget(qint64 conversation_id) {
-    QMetaObject::invokeMethod(worker_, [w = worker_, conversation_id] { w->forgetConversation(conversation_id); },
-                              Qt::QueuedConnection);
+    QMetaObject::invokeMethod(
+        worker_, [w = worker_, conversation_id] { w->forgetConversation(conversation_id); }, Qt::QueuedConnection);
 }
 
 }  // namespace ember::app

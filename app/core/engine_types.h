@@ -17,18 +17,18 @@ struct ChatTurn {
 };
 
 struct GenerationRequest {
-    quint64 id = 0;                 // unique per request, chosen by the caller
-    qint64 conversation_id = 0;     // selects the KV-cache sequence reused across turns
-    QVector<ChatTurn> turns;        // the whole conversation so far, system prompt first
+    quint64 id = 0;              // unique per request, chosen by the caller
+    qint64 conversation_id = 0;  // selects the KV-cache sequence reused across turns
+    QVector<ChatTurn> turns;     // the whole conversation so far, system prompt first
     SamplingSettings sampling;
-    qint64 submitted_ns = 0;        // steady_clock when EngineHost queued it (queue wait)
+    qint64 submitted_ns = 0;  // steady_clock when EngineHost queued it (queue wait)
 };
 
 struct GenerationResult {
     int prompt_tokens = 0;
-    int reused_tokens = 0;          // prompt tokens already in the KV cache
+    int reused_tokens = 0;  // prompt tokens already in the KV cache
     int generated_tokens = 0;
-    int dropped_turns = 0;          // oldest turns left out so the prompt fits the context
+    int dropped_turns = 0;  // oldest turns left out so the prompt fits the context
     double ttft_ms = 0;
     double prefill_tok_s = 0;
     double decode_tok_s = 0;
@@ -38,18 +38,18 @@ struct GenerationResult {
 
 struct LoadedModelInfo {
     QString path;
-    QString name;                   // file name without .gguf
-    QString metadata_name;          // general.name
+    QString name;           // file name without .gguf
+    QString metadata_name;  // general.name
     QString architecture;
-    QString params;                 // "135M"
-    QString file_type;              // "Q4_1"
-    QString file_size;              // "86.0 MiB"
+    QString params;     // "135M"
+    QString file_type;  // "Q4_1"
+    QString file_size;  // "86.0 MiB"
     QString backend;
     qint64 n_ctx = 0;
     int n_seqs = 0;
-    QString kv_size;                // "189.0 MiB"
-    QString chat_template;          // which template is used and why
-    QString template_warning;       // set when the model's own template is not used as is
+    QString kv_size;           // "189.0 MiB"
+    QString chat_template;     // which template is used and why
+    QString template_warning;  // set when the model's own template is not used as is
     double load_ms = 0;
 };
 

@@ -45,7 +45,8 @@ int64_t capped_context(const std::string& path, int64_t wanted) {
     if (wanted <= 0) return 0;  // the engine's default: min(trained, 4096)
     try {
         const auto trained = ember::describe_model(ember::GgufFile::open(path)).context_length;
-        if (trained && *trained > 0) return static_cast<int64_t>(std::min<uint64_t>(static_cast<uint64_t>(wanted), *trained));
+        if (trained && *trained > 0)
+            return static_cast<int64_t>(std::min<uint64_t>(static_cast<uint64_t>(wanted), *trained));
     } catch (const std::exception&) {
         // Model::load reports the problem with the file in full.
     }
@@ -78,8 +79,7 @@ void EngineWorker::cancel(quint64 request_id) {
 
 void EngineWorker::cancelUpTo(quint64 last_request_id) {
     quint64 prev = cancel_up_to_.load();
-    while (prev < last_request_id && !cancel_up_to_.compare_exchange_weak(prev, last_request_id)) {
-    }
+    while (prev < last_request_id && !cancel_up_to_.compare_exchange_weak(prev, last_request_id)) {}
     const quint64 load = current_load_.load(), gen = current_generate_.load();
     if (load != 0 && load <= last_request_id) cancel_load_ = true;
     if (gen != 0 && gen <= last_request_id) cancel_generate_ = true;
@@ -161,11 +161,13 @@ void EngineWorker::generate(const GenerationRequest& req) {
         std::vector<ember::ChatMessage> turns;
         turns.reserve(static_cast<size_t>(req.turns.size()));
         for (const ChatTurn& t : req.turns) turns.push_back({t.role.toStdString(), t.content.toStdString()});
-        const FittedPrompt prompt = fit_prompt(*model_, std::move(turns), answer_room(model_->n_ctx(), req.sampling.max_tokens));
+        const FittedPrompt prompt =
+            fit_prompt(*model_, std::move(turns), answer_room(model_->n_ctx(), req.sampling.max_tokens));
 
         ember::GenerateOptions go;
-        go.sampling = req.sampling.to_params(0x9E3779B97F4A7C15ull * ++seed_counter_ ^
-                                             static_cast<uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count()));
+        go.sampling =
+            req.sampling.to_params(0x9E3779B97F4A7C15ull * ++seed_counter_ ^
+                                   static_cast<uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count()));
         go.max_tokens = req.sampling.max_tokens;
         go.telemetry = &telemetry_;
         go.request_id = req.id;

@@ -25,7 +25,7 @@ namespace ember::app {
 class SequencePool;
 
 struct LoadRequest {
-    quint64 id = 0;     // set by EngineHost
+    quint64 id = 0;  // set by EngineHost
     QString path;
     qint64 n_ctx = 0;   // 0: the model's own, capped at 4096
     int n_seqs = 4;     // conversations whose KV cache is kept at once
@@ -74,8 +74,8 @@ private:
     std::unique_ptr<ember::Model> model_;
     std::unique_ptr<SequencePool> pool_;
     QString model_path_;
-    std::atomic<bool> cancel_load_{false};        // polled by Model::load
-    std::atomic<bool> cancel_generate_{false};    // polled by Sequence::generate every token
+    std::atomic<bool> cancel_load_{false};      // polled by Model::load
+    std::atomic<bool> cancel_generate_{false};  // polled by Sequence::generate every token
     std::atomic<quint64> current_load_{0};
     std::atomic<quint64> current_generate_{0};
     std::atomic<quint64> cancel_up_to_{0};

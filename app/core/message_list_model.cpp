@@ -10,20 +10,27 @@ QVariant MessageListModel::data(const QModelIndex& index, int role) const {
     const Message* m = at(index.row());
     if (!m) return {};
     switch (role) {
-    case IdRole: return QVariant::fromValue<qint64>(m->id);
-    case RoleRole: return m->role;
-    case Qt::DisplayRole:
-    case ContentRole: return m->content;
-    case StateRole: return to_string(m->state);
-    case StatsRole: return m->role == QLatin1String("assistant") ? format_stats_line(m->stats, m->state) : QString();
-    case CreatedRole: return QVariant::fromValue<qint64>(m->created_at);
-    default: return {};
+        case IdRole:
+            return QVariant::fromValue<qint64>(m->id);
+        case RoleRole:
+            return m->role;
+        case Qt::DisplayRole:
+        case ContentRole:
+            return m->content;
+        case StateRole:
+            return to_string(m->state);
+        case StatsRole:
+            return m->role == QLatin1String("assistant") ? format_stats_line(m->stats, m->state) : QString();
+        case CreatedRole:
+            return QVariant::fromValue<qint64>(m->created_at);
+        default:
+            return {};
     }
 }
 
 QHash<int, QByteArray> MessageListModel::roleNames() const {
-    return {{IdRole, "messageId"}, {RoleRole, "role"},   {ContentRole, "content"},
-            {StateRole, "messageState"},  {StatsRole, "stats"}, {CreatedRole, "createdAt"}};
+    return {{IdRole, "messageId"},       {RoleRole, "role"},   {ContentRole, "content"},
+            {StateRole, "messageState"}, {StatsRole, "stats"}, {CreatedRole, "createdAt"}};
 }
 
 void MessageListModel::reset(std::vector<Message> messages) {
@@ -78,7 +85,8 @@ const Message* MessageListModel::at(int row) const {
 QVariantMap MessageListModel::get(int row) const {
     QVariantMap out;
     const QHash<int, QByteArray> names = roleNames();
-    for (auto it = names.begin(); it != names.end(); ++it) out.insert(QString::fromLatin1(it.value()), data(index(row), it.key()));
+    for (auto it = names.begin(); it != names.end(); ++it)
+        out.insert(QString::fromLatin1(it.value()), data(index(row), it.key()));
     return out;
 }
 

@@ -24,7 +24,7 @@ public:
     void reset(std::vector<Message> messages);
     void append(const Message& m);
     void appendText(int64_t message_id, const QString& text);
-    void update(const Message& m);  // content, state, stats of an existing row
+    void update(const Message& m);        // content, state, stats of an existing row
     void removeFrom(int64_t message_id);  // this message and every later one
     int rowOf(int64_t message_id) const;
     const Message* at(int row) const;

@@ -44,12 +44,19 @@ void ModelController::set_state(State s) {
 
 QVariantMap ModelController::details() const {
     if (state_ != Ready) return {};
-    return {{"name", info_.name},           {"path", info_.path}, {"metadataName", info_.metadata_name},
-            {"architecture", info_.architecture}, {"params", info_.params},
-            {"fileType", info_.file_type},  {"fileSize", info_.file_size},
-            {"backend", info_.backend},     {"context", info_.n_ctx},
-            {"cachedChats", info_.n_seqs},  {"kvSize", info_.kv_size},
-            {"chatTemplate", info_.chat_template}, {"templateWarning", info_.template_warning},
+    return {{"name", info_.name},
+            {"path", info_.path},
+            {"metadataName", info_.metadata_name},
+            {"architecture", info_.architecture},
+            {"params", info_.params},
+            {"fileType", info_.file_type},
+            {"fileSize", info_.file_size},
+            {"backend", info_.backend},
+            {"context", info_.n_ctx},
+            {"cachedChats", info_.n_seqs},
+            {"kvSize", info_.kv_size},
+            {"chatTemplate", info_.chat_template},
+            {"templateWarning", info_.template_warning},
             {"loadMs", info_.load_ms}};
 }
 

@@ -17,7 +17,7 @@ class ModelController : public QObject {
     Q_PROPERTY(State state READ state NOTIFY stateChanged)
     Q_PROPERTY(bool ready READ ready NOTIFY stateChanged)
     Q_PROPERTY(double progress READ progress NOTIFY progressChanged)
-    Q_PROPERTY(QString path READ path NOTIFY stateChanged)        // loaded or loading
+    Q_PROPERTY(QString path READ path NOTIFY stateChanged)  // loaded or loading
     Q_PROPERTY(QString name READ name NOTIFY stateChanged)
     Q_PROPERTY(QVariantMap details READ details NOTIFY stateChanged)
     Q_PROPERTY(QString error READ error NOTIFY stateChanged)

@@ -16,10 +16,12 @@ QString human_size(qint64 bytes) { return QString::fromStdString(format_bytes(st
 }  // namespace
 
 QStringList ModelListModel::defaultFolders() {
-    return {QFileInfo(AppSettings::builtinModelPath()).absolutePath(), QDir(app_data_dir()).filePath(QStringLiteral("models"))};
+    return {QFileInfo(AppSettings::builtinModelPath()).absolutePath(),
+            QDir(app_data_dir()).filePath(QStringLiteral("models"))};
 }
 
-ModelListModel::ModelListModel(QStringList folders, QObject* parent) : QAbstractListModel(parent), folders_(std::move(folders)) {
+ModelListModel::ModelListModel(QStringList folders, QObject* parent)
+    : QAbstractListModel(parent), folders_(std::move(folders)) {
     rescan();
 }
 
@@ -30,18 +32,25 @@ QVariant ModelListModel::data(const QModelIndex& index, int role) const {
     if (row < 0 || row >= count()) return {};
     const Entry& e = rows_[static_cast<size_t>(row)];
     switch (role) {
-    case Qt::DisplayRole:
-    case NameRole: return e.name;
-    case PathRole: return e.path;
-    case SizeRole: return e.size;
-    case BuiltinRole: return e.builtin;
-    case FolderRole: return e.folder;
-    default: return {};
+        case Qt::DisplayRole:
+        case NameRole:
+            return e.name;
+        case PathRole:
+            return e.path;
+        case SizeRole:
+            return e.size;
+        case BuiltinRole:
+            return e.builtin;
+        case FolderRole:
+            return e.folder;
+        default:
+            return {};
     }
 }
 
 QHash<int, QByteArray> ModelListModel::roleNames() const {
-    return {{NameRole, "name"}, {PathRole, "path"}, {SizeRole, "size"}, {BuiltinRole, "builtin"}, {FolderRole, "folder"}};
+    return {
+        {NameRole, "name"}, {PathRole, "path"}, {SizeRole, "size"}, {BuiltinRole, "builtin"}, {FolderRole, "folder"}};
 }
 
 void ModelListModel::rescan() {
@@ -50,7 +59,8 @@ void ModelListModel::rescan() {
     rows_.clear();
     const QString builtin = QFileInfo(AppSettings::builtinModelPath()).absoluteFilePath();
     for (const QString& folder : folders_) {
-        const QFileInfoList files = QDir(folder).entryInfoList({QStringLiteral("*.gguf")}, QDir::Files | QDir::Readable, QDir::Name);
+        const QFileInfoList files =
+            QDir(folder).entryInfoList({QStringLiteral("*.gguf")}, QDir::Files | QDir::Readable, QDir::Name);
         for (const QFileInfo& f : files) {
             const QString path = f.absoluteFilePath();
             if (indexOfPath(path) >= 0) continue;
@@ -75,7 +85,8 @@ int ModelListModel::indexOfPath(const QString& path) const {
 QVariantMap ModelListModel::get(int row) const {
     QVariantMap out;
     const QHash<int, QByteArray> names = roleNames();
-    for (auto it = names.begin(); it != names.end(); ++it) out.insert(QString::fromLatin1(it.value()), data(index(row), it.key()));
+    for (auto it = names.begin(); it != names.end(); ++it)
+        out.insert(QString::fromLatin1(it.value()), data(index(row), it.key()));
     return out;
 }
 

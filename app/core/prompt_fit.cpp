@@ -24,8 +24,9 @@ FittedPrompt fit_prompt(const ember::Model& model, std::vector<ember::ChatMessag
         auto first = std::find_if(turns.begin(), turns.end(), [](const auto& t) { return t.role != "system"; });
         const auto remaining = std::distance(first, turns.end());
         if (remaining <= 1)
-            throw ember::Error("the message is " + std::to_string(f.tokens.size()) + " tokens long; with room for the " +
-                               "answer it does not fit the context of " + std::to_string(model.n_ctx()) + " tokens");
+            throw ember::Error("the message is " + std::to_string(f.tokens.size()) +
+                               " tokens long; with room for the " + "answer it does not fit the context of " +
+                               std::to_string(model.n_ctx()) + " tokens");
         const auto n = std::min<std::ptrdiff_t>(remaining - 1, first->role == "user" && remaining > 2 ? 2 : 1);
         turns.erase(first, first + n);
         f.dropped_turns += static_cast<int>(n);

@@ -50,7 +50,8 @@ SamplingSettings SamplingSettings::from_variant(const QVariantMap& map) { return
 
 QVariantMap SamplingSettings::to_variant() const {
     QVariantMap m;
-    for (const Field& f : kFields) m.insert(QLatin1String(f.key), f.real ? QVariant(this->*f.real) : QVariant(this->*f.integer));
+    for (const Field& f : kFields)
+        m.insert(QLatin1String(f.key), f.real ? QVariant(this->*f.real) : QVariant(this->*f.integer));
     m.insert(QStringLiteral("seed"), seed);
     return m;
 }

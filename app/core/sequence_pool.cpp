@@ -4,7 +4,8 @@
 
 namespace ember::app {
 
-SequencePool::SequencePool(ember::Model& model, size_t capacity) : model_(model), capacity_(std::max<size_t>(1, capacity)) {}
+SequencePool::SequencePool(ember::Model& model, size_t capacity)
+    : model_(model), capacity_(std::max<size_t>(1, capacity)) {}
 
 ember::Sequence& SequencePool::acquire(int64_t conversation_id) {
     auto it = std::find_if(seqs_.begin(), seqs_.end(), [&](const auto& p) { return p.first == conversation_id; });

@@ -12,8 +12,8 @@ class ConversationStore;
 
 class StorageStatus : public QObject {
     Q_OBJECT
-    Q_PROPERTY(QString problem READ problem NOTIFY changed)   // a sentence, or empty
-    Q_PROPERTY(bool onDisk READ onDisk NOTIFY changed)        // every change is in the file
+    Q_PROPERTY(QString problem READ problem NOTIFY changed)  // a sentence, or empty
+    Q_PROPERTY(bool onDisk READ onDisk NOTIFY changed)       // every change is in the file
 public:
     // `data_dir` holds the backups. `retry_ms`: how often a refused save is retried.
     StorageStatus(ConversationStore& store, const QString& data_dir, int retry_ms = 3000, QObject* parent = nullptr);

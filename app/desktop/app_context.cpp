@@ -32,14 +32,14 @@ void AppContext::note_history() {
     if (settings.hadHistory()) return;
     try {
         if (store.store->conversation_count() > 0) settings.setHadHistory(true);
-    } catch (const std::exception&) {
-    }
+    } catch (const std::exception&) {}
 }
 
 void AppContext::register_qml() {
     // The instances outlive the QML engine (they are members here; the engine is destroyed
     // first), so QML must not take ownership.
-    for (QObject* o : std::initializer_list<QObject*>{&chat, &models, &model_list, &settings, &clipboard, &info, &storage})
+    for (QObject* o :
+         std::initializer_list<QObject*>{&chat, &models, &model_list, &settings, &clipboard, &info, &storage})
         QQmlEngine::setObjectOwnership(o, QQmlEngine::CppOwnership);
     qmlRegisterSingletonInstance("Ember.Core", 1, 0, "Chat", &chat);
     qmlRegisterSingletonInstance("Ember.Core", 1, 0, "Models", &models);

@@ -36,7 +36,8 @@ int main(int argc, char** argv) {
     QCommandLineOption builtin_opt(QStringLiteral("default-model"),
                                    QStringLiteral("Load the built-in default model (SmolLM2-135M-Instruct) at start."));
     QCommandLineOption quit_opt(QStringLiteral("quit-after"),
-                                QStringLiteral("Quit after this many milliseconds (smoke tests)."), QStringLiteral("ms"));
+                                QStringLiteral("Quit after this many milliseconds (smoke tests)."),
+                                QStringLiteral("ms"));
     cli.addOptions({model_opt, builtin_opt, quit_opt});
     cli.process(qapp);
 
@@ -46,7 +47,8 @@ int main(int argc, char** argv) {
     if (!instance.primary()) {
         const QStringList args = qapp.arguments().mid(1);
         if (instance.hand_over(args)) {
-            std::fprintf(stderr, "Ember is already running for %s: handed it the command line.\n", qPrintable(data_dir));
+            std::fprintf(stderr, "Ember is already running for %s: handed it the command line.\n",
+                         qPrintable(data_dir));
             return 0;
         }
         std::fprintf(stderr, "Ember is already running for %s but did not answer.\n", qPrintable(data_dir));
@@ -65,18 +67,21 @@ int main(int argc, char** argv) {
             if (ctx.storage.problem().isEmpty()) spdlog::info("The conversation database is written again");
             else spdlog::error("{}", ctx.storage.problem().toStdString());
         });
-        if (ctx.store.interrupted > 0) spdlog::warn("{} answer(s) were interrupted by the last exit", ctx.store.interrupted);
+        if (ctx.store.interrupted > 0)
+            spdlog::warn("{} answer(s) were interrupted by the last exit", ctx.store.interrupted);
         QObject::connect(&ctx.settings, &ember::app::AppSettings::changed, [&ctx] {
             spdlog::level::level_enum l{};
-            if (ember::app::parse_log_level(ctx.settings.logLevel(), &l) && qEnvironmentVariableIsEmpty("EMBER_LOG_LEVEL"))
+            if (ember::app::parse_log_level(ctx.settings.logLevel(), &l) &&
+                qEnvironmentVariableIsEmpty("EMBER_LOG_LEVEL"))
                 ember::app::set_logging_level(l);
         });
         ctx.register_qml();
 
         QQuickStyle::setStyle(QStringLiteral("Fusion"));  // follows the palette Theme.qml sets
         QQmlApplicationEngine engine;
-        QObject::connect(&engine, &QQmlApplicationEngine::objectCreationFailed, &qapp,
-                         [] { QCoreApplication::exit(1); }, Qt::QueuedConnection);
+        QObject::connect(
+            &engine, &QQmlApplicationEngine::objectCreationFailed, &qapp, [] { QCoreApplication::exit(1); },
+            Qt::QueuedConnection);
         // Qt 6.4 has no loadFromModule(): the module's files live under qrc:/<URI path>/.
         engine.load(QUrl(QStringLiteral("qrc:/Ember/Ui/Main.qml")));
         if (engine.rootObjects().isEmpty()) return 1;
@@ -86,24 +91,24 @@ int main(int argc, char** argv) {
         else ctx.restore_last_model();
 
         // A later launch's command line: load what it names and come to the front.
-        QObject::connect(&instance, &ember::app::SingleInstance::argumentsReceived, &qapp,
-                         [&](const QStringList& args) {
-                             spdlog::info("A second launch handed over its command line: {}",
-                                          args.join(' ').toStdString());
-                             QCommandLineParser again;
-                             again.addOptions({model_opt, builtin_opt, quit_opt});
-                             if (again.parse(QStringList{qapp.applicationFilePath()} + args)) {
-                                 if (again.isSet(model_opt)) ctx.models.load(again.value(model_opt));
-                                 else if (again.isSet(builtin_opt)) ctx.models.loadBuiltin();
-                             }
-                             if (auto* w = qobject_cast<QWindow*>(engine.rootObjects().value(0))) {
-                                 w->show();
-                                 w->raise();
-                                 w->requestActivate();
-                             }
-                         });
-        if (!instance.listen()) spdlog::warn("Could not listen for later launches on {}",
-                                             ember::app::SingleInstance::server_name(data_dir).toStdString());
+        QObject::connect(
+            &instance, &ember::app::SingleInstance::argumentsReceived, &qapp, [&](const QStringList& args) {
+                spdlog::info("A second launch handed over its command line: {}", args.join(' ').toStdString());
+                QCommandLineParser again;
+                again.addOptions({model_opt, builtin_opt, quit_opt});
+                if (again.parse(QStringList{qapp.applicationFilePath()} + args)) {
+                    if (again.isSet(model_opt)) ctx.models.load(again.value(model_opt));
+                    else if (again.isSet(builtin_opt)) ctx.models.loadBuiltin();
+                }
+                if (auto* w = qobject_cast<QWindow*>(engine.rootObjects().value(0))) {
+                    w->show();
+                    w->raise();
+                    w->requestActivate();
+                }
+            });
+        if (!instance.listen())
+            spdlog::warn("Could not listen for later launches on {}",
+                         ember::app::SingleInstance::server_name(data_dir).toStdString());
         if (cli.isSet(quit_opt)) QTimer::singleShot(cli.value(quit_opt).toInt(), &qapp, &QCoreApplication::quit);
 
         rc = QApplication::exec();

@@ -14,8 +14,8 @@ namespace ember::app {
 QString SingleInstance::server_name(const QString& data_dir) {
     // Short and fixed-length (socket paths are limited), one per canonical folder.
     const QString canonical = QFileInfo(data_dir).canonicalFilePath();
-    const QByteArray h = QCryptographicHash::hash((canonical.isEmpty() ? data_dir : canonical).toUtf8(),
-                                                  QCryptographicHash::Sha256);
+    const QByteArray h =
+        QCryptographicHash::hash((canonical.isEmpty() ? data_dir : canonical).toUtf8(), QCryptographicHash::Sha256);
     return QStringLiteral("ember-") + QString::fromLatin1(h.toHex().left(24));
 }
 
@@ -69,8 +69,7 @@ bool SingleInstance::hand_over(const QStringList& arguments, int timeout_ms) {
         if (s.waitForConnected(500)) {
             s.write(QJsonDocument(QJsonArray::fromStringList(arguments)).toJson(QJsonDocument::Compact) + '\n');
             s.flush();
-            while (!s.canReadLine() && s.waitForReadyRead(std::max<int>(1, timeout_ms - int(t.elapsed())))) {
-            }
+            while (!s.canReadLine() && s.waitForReadyRead(std::max<int>(1, timeout_ms - int(t.elapsed())))) {}
             if (s.canReadLine() && s.readLine().trimmed() == "ok") return true;
         }
         QThread::msleep(100);  // the primary is still starting: its server is not up yet

@@ -16,21 +16,31 @@ constexpr size_t kMaxFiles = 5;
 
 ember::LogLevel engine_level(spdlog::level::level_enum l) {
     switch (l) {
-    case spdlog::level::trace: return ember::LogLevel::Trace;
-    case spdlog::level::debug: return ember::LogLevel::Debug;
-    case spdlog::level::info: return ember::LogLevel::Info;
-    case spdlog::level::warn: return ember::LogLevel::Warn;
-    default: return ember::LogLevel::Error;
+        case spdlog::level::trace:
+            return ember::LogLevel::Trace;
+        case spdlog::level::debug:
+            return ember::LogLevel::Debug;
+        case spdlog::level::info:
+            return ember::LogLevel::Info;
+        case spdlog::level::warn:
+            return ember::LogLevel::Warn;
+        default:
+            return ember::LogLevel::Error;
     }
 }
 
 spdlog::level::level_enum spd_level(ember::LogLevel l) {
     switch (l) {
-    case ember::LogLevel::Trace: return spdlog::level::trace;
-    case ember::LogLevel::Debug: return spdlog::level::debug;
-    case ember::LogLevel::Info: return spdlog::level::info;
-    case ember::LogLevel::Warn: return spdlog::level::warn;
-    case ember::LogLevel::Error: break;
+        case ember::LogLevel::Trace:
+            return spdlog::level::trace;
+        case ember::LogLevel::Debug:
+            return spdlog::level::debug;
+        case ember::LogLevel::Info:
+            return spdlog::level::info;
+        case ember::LogLevel::Warn:
+            return spdlog::level::warn;
+        case ember::LogLevel::Error:
+            break;
     }
     return spdlog::level::err;
 }
@@ -40,16 +50,24 @@ void qt_message_handler(QtMsgType type, const QMessageLogContext& ctx, const QSt
     if (!logger) return;
     spdlog::level::level_enum l = spdlog::level::info;
     switch (type) {
-    case QtDebugMsg: l = spdlog::level::debug; break;
-    case QtInfoMsg: l = spdlog::level::info; break;
-    case QtWarningMsg: l = spdlog::level::warn; break;
-    case QtCriticalMsg: l = spdlog::level::err; break;
-    case QtFatalMsg: l = spdlog::level::critical; break;
+        case QtDebugMsg:
+            l = spdlog::level::debug;
+            break;
+        case QtInfoMsg:
+            l = spdlog::level::info;
+            break;
+        case QtWarningMsg:
+            l = spdlog::level::warn;
+            break;
+        case QtCriticalMsg:
+            l = spdlog::level::err;
+            break;
+        case QtFatalMsg:
+            l = spdlog::level::critical;
+            break;
     }
-    if (ctx.file)
-        logger->log(l, "{} ({}:{})", msg.toStdString(), ctx.file, ctx.line);
-    else
-        logger->log(l, "{}", msg.toStdString());
+    if (ctx.file) logger->log(l, "{} ({}:{})", msg.toStdString(), ctx.file, ctx.line);
+    else logger->log(l, "{}", msg.toStdString());
     if (type == QtFatalMsg) logger->flush();
 }
 
@@ -64,7 +82,7 @@ QString log_dir() {
 bool parse_log_level(const QString& text, spdlog::level::level_enum* out) {
     const QString t = text.trimmed().toLower();
     static const std::pair<const char*, spdlog::level::level_enum> kNames[] = {
-        {"trace", spdlog::level::trace}, {"debug", spdlog::level::debug}, {"info", spdlog::level::info},
+        {"trace", spdlog::level::trace}, {"debug", spdlog::level::debug},  {"info", spdlog::level::info},
         {"warn", spdlog::level::warn},   {"warning", spdlog::level::warn}, {"error", spdlog::level::err},
         {"off", spdlog::level::off}};
     for (const auto& [name, level] : kNames)
@@ -80,15 +98,16 @@ LoggingSetup init_logging(const QString& settings_level, const QString& dir) {
     s.dir = dir;
     s.level_source = QStringLiteral("default");
     if (parse_log_level(settings_level, &s.level)) s.level_source = QStringLiteral("settings");
-    if (parse_log_level(qEnvironmentVariable("EMBER_LOG_LEVEL"), &s.level)) s.level_source = QStringLiteral("EMBER_LOG_LEVEL");
+    if (parse_log_level(qEnvironmentVariable("EMBER_LOG_LEVEL"), &s.level))
+        s.level_source = QStringLiteral("EMBER_LOG_LEVEL");
 
     std::vector<spdlog::sink_ptr> sinks;
     sinks.push_back(std::make_shared<spdlog::sinks::ansicolor_stderr_sink_mt>());
     if (QDir().mkpath(dir)) {
         s.file = QDir(dir).filePath(QStringLiteral("ember.log"));
         try {
-            sinks.push_back(std::make_shared<spdlog::sinks::rotating_file_sink_mt>(s.file.toStdString(), kMaxFileBytes,
-                                                                                    kMaxFiles));
+            sinks.push_back(
+                std::make_shared<spdlog::sinks::rotating_file_sink_mt>(s.file.toStdString(), kMaxFileBytes, kMaxFiles));
         } catch (const spdlog::spdlog_ex&) {
             s.file.clear();  // unwritable folder: console only, never a reason not to start
         }
@@ -109,7 +128,8 @@ LoggingSetup init_logging(const QString& settings_level, const QString& dir) {
     });
     qInstallMessageHandler(qt_message_handler);
     spdlog::info("logging at level {} (from {}) to {}", spdlog::level::to_string_view(s.level),
-                 s.level_source.toStdString(), s.file.isEmpty() ? std::string("the console only") : s.file.toStdString());
+                 s.level_source.toStdString(),
+                 s.file.isEmpty() ? std::string("the console only") : s.file.toStdString());
     return s;
 }
 

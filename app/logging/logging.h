@@ -9,10 +9,10 @@
 namespace ember::app {
 
 struct LoggingSetup {
-    QString dir;                   // folder holding the log files
-    QString file;                  // the current log file
+    QString dir;   // folder holding the log files
+    QString file;  // the current log file
     spdlog::level::level_enum level = spdlog::level::info;
-    QString level_source;          // "EMBER_LOG_LEVEL", "settings" or "default"
+    QString level_source;  // "EMBER_LOG_LEVEL", "settings" or "default"
 };
 
 // $XDG_STATE_HOME/ember/logs, else ~/.local/state/ember/logs (Qt 6.4 has no StateLocation).

@@ -15,7 +15,8 @@ QStringList list_backups(const QString& data_dir) {
     const QDir d(backups_dir(data_dir));
     QStringList out;
     // The timestamp in the name sorts as time; newest first.
-    for (const QString& f : d.entryList({QStringLiteral("conversations-*.db")}, QDir::Files, QDir::Name | QDir::Reversed))
+    for (const QString& f :
+         d.entryList({QStringLiteral("conversations-*.db")}, QDir::Files, QDir::Name | QDir::Reversed))
         out << d.filePath(f);
     return out;
 }
@@ -27,9 +28,10 @@ QString backup_if_due(ConversationStore& store, const QString& data_dir, int64_t
         const QDateTime now = QDateTime::currentDateTime();
         if (!existing.isEmpty() && QFileInfo(existing.front()).lastModified().msecsTo(now) < every_ms) return {};
         QDir().mkpath(backups_dir(data_dir));
-        const QString path = QDir(backups_dir(data_dir))
-                                 .filePath(QStringLiteral("conversations-%1.db")
-                                               .arg(now.toString(QStringLiteral("yyyyMMdd-HHmmss-zzz"))));
+        const QString path =
+            QDir(backups_dir(data_dir))
+                .filePath(
+                    QStringLiteral("conversations-%1.db").arg(now.toString(QStringLiteral("yyyyMMdd-HHmmss-zzz"))));
         const QString tmp = path + QStringLiteral(".tmp");
         QFile::remove(tmp);
         {

@@ -21,8 +21,7 @@ namespace {
 
 int64_t now_ms() { return QDateTime::currentMSecsSinceEpoch(); }
 
-constexpr const char* kConversationColumns =
-    "id, title, created_at, updated_at, system_prompt, sampling_json, model";
+constexpr const char* kConversationColumns = "id, title, created_at, updated_at, system_prompt, sampling_json, model";
 
 Conversation read_conversation(const Stmt& s) {
     Conversation c;
@@ -83,17 +82,26 @@ QString new_writer_id() {
 QString describe(const SqliteError& e) {
     QString what;
     switch (e.code()) {
-    case SQLITE_FULL: what = QStringLiteral("The disk is full, so the conversation database cannot grow"); break;
-    case SQLITE_READONLY:
-    case SQLITE_PERM: what = QStringLiteral("The conversation database is read-only"); break;
-    case SQLITE_BUSY:
-    case SQLITE_LOCKED: what = QStringLiteral("Another program is holding the conversation database locked"); break;
-    case SQLITE_CORRUPT:
-    case SQLITE_NOTADB:
-        what = QStringLiteral("The conversation database is damaged (it is repaired at the next start)");
-        break;
-    case SQLITE_CANTOPEN: what = QStringLiteral("The conversation database cannot be opened for writing"); break;
-    default: what = QStringLiteral("The conversation database cannot be written (%1)").arg(QString::fromUtf8(e.what()));
+        case SQLITE_FULL:
+            what = QStringLiteral("The disk is full, so the conversation database cannot grow");
+            break;
+        case SQLITE_READONLY:
+        case SQLITE_PERM:
+            what = QStringLiteral("The conversation database is read-only");
+            break;
+        case SQLITE_BUSY:
+        case SQLITE_LOCKED:
+            what = QStringLiteral("Another program is holding the conversation database locked");
+            break;
+        case SQLITE_CORRUPT:
+        case SQLITE_NOTADB:
+            what = QStringLiteral("The conversation database is damaged (it is repaired at the next start)");
+            break;
+        case SQLITE_CANTOPEN:
+            what = QStringLiteral("The conversation database cannot be opened for writing");
+            break;
+        default:
+            what = QStringLiteral("The conversation database cannot be written (%1)").arg(QString::fromUtf8(e.what()));
     }
     return what + QStringLiteral(". New messages are kept in memory and saved as soon as it can be written again.");
 }
@@ -119,9 +127,12 @@ QString like_pattern(QString text) {
 
 QString to_string(MessageState s) {
     switch (s) {
-    case MessageState::Streaming: return QStringLiteral("streaming");
-    case MessageState::Interrupted: return QStringLiteral("interrupted");
-    case MessageState::Complete: break;
+        case MessageState::Streaming:
+            return QStringLiteral("streaming");
+        case MessageState::Interrupted:
+            return QStringLiteral("interrupted");
+        case MessageState::Complete:
+            break;
     }
     return QStringLiteral("complete");
 }
@@ -137,9 +148,7 @@ QString to_string(StopReason r) {
     return QString::fromLatin1(name.data(), static_cast<qsizetype>(name.size()));
 }
 
-StopReason stop_reason_from(const QString& s) {
-    return parse_stop_reason(s.toStdString()).value_or(StopReason::None);
-}
+StopReason stop_reason_from(const QString& s) { return parse_stop_reason(s.toStdString()).value_or(StopReason::None); }
 
 QString fts_query(const QString& user_text) {
     static const QRegularExpression kSpace(QStringLiteral("\\s+"));
@@ -196,7 +205,8 @@ ConversationStore::~ConversationStore() {
     if (!mem_.is_open() || !dirty_ || try_save_to_disk()) return;
     // Still refused: keep a copy of everything where it can be found (and restored by hand).
     const QString stamp = QDateTime::currentDateTime().toString(QStringLiteral("yyyyMMdd-HHmmss"));
-    const QString name = QFileInfo(path_ == QLatin1String(":memory:") ? QStringLiteral("conversations.db") : path_).fileName();
+    const QString name =
+        QFileInfo(path_ == QLatin1String(":memory:") ? QStringLiteral("conversations.db") : path_).fileName();
     QStringList places;
     if (path_ != QLatin1String(":memory:")) places << path_ + QStringLiteral(".unsaved-") + stamp;
     places << QDir::temp().filePath(name + QStringLiteral(".unsaved-") + stamp);
@@ -258,9 +268,10 @@ bool ConversationStore::try_save_to_disk() {
         if (fingerprint(d) != disk_fingerprint_) {
             // Someone else wrote to the file meanwhile: overwriting it would lose their
             // changes. Keep ours in memory (and in the rescue copy at exit).
-            set_problem(QStringLiteral("The conversation database was changed by another program while Ember "
-                                       "could not write it. This session's new messages are kept in memory and "
-                                       "saved beside it when Ember closes."));
+            set_problem(
+                QStringLiteral("The conversation database was changed by another program while Ember "
+                               "could not write it. This session's new messages are kept in memory and "
+                               "saved beside it when Ember closes."));
             return false;
         }
         copy_database(mem_, d);  // one write transaction: the file is old or new, never half
@@ -288,10 +299,16 @@ Conversation ConversationStore::create_conversation(const QString& title, const 
     c.sampling_json = sampling_json.isEmpty() ? QStringLiteral("{}") : sampling_json;
     c.model = model;
     c.id = write([&](Db& db) {
-        db.prepare("INSERT INTO conversations (title, created_at, updated_at, system_prompt, sampling_json, model) "
-                   "VALUES (?, ?, ?, ?, ?, ?)")
-            .bind(1, c.title).bind(2, c.created_at).bind(3, c.updated_at).bind(4, c.system_prompt)
-            .bind(5, c.sampling_json).bind(6, c.model).run();
+        db.prepare(
+              "INSERT INTO conversations (title, created_at, updated_at, system_prompt, sampling_json, model) "
+              "VALUES (?, ?, ?, ?, ?, ?)")
+            .bind(1, c.title)
+            .bind(2, c.created_at)
+            .bind(3, c.updated_at)
+            .bind(4, c.system_prompt)
+            .bind(5, c.sampling_json)
+            .bind(6, c.model)
+            .run();
         return db.last_insert_id();
     });
     return c;
@@ -308,8 +325,9 @@ std::vector<Conversation> ConversationStore::conversations(const QString& filter
     const QString query = fts_query(filter);
     std::string sql = std::string("SELECT ") + kConversationColumns + " FROM conversations WHERE deleted_at IS NULL";
     if (!query.isEmpty())
-        sql += " AND (title LIKE ?1 ESCAPE '\\' OR id IN (SELECT conversation_id FROM messages WHERE id IN "
-               "(SELECT rowid FROM messages_fts WHERE messages_fts MATCH ?2)))";
+        sql +=
+            " AND (title LIKE ?1 ESCAPE '\\' OR id IN (SELECT conversation_id FROM messages WHERE id IN "
+            "(SELECT rowid FROM messages_fts WHERE messages_fts MATCH ?2)))";
     sql += " ORDER BY updated_at DESC, id DESC";
     Stmt s = db().prepare(sql.c_str());
     if (!query.isEmpty()) s.bind(1, like_pattern(filter.trimmed())).bind(2, query);
@@ -319,7 +337,9 @@ std::vector<Conversation> ConversationStore::conversations(const QString& filter
 }
 
 void ConversationStore::rename(int64_t id, const QString& title) {
-    write([&](Db& db) { db.prepare("UPDATE conversations SET title = ? WHERE id = ?").bind(1, title).bind(2, id).run(); });
+    write([&](Db& db) {
+        db.prepare("UPDATE conversations SET title = ? WHERE id = ?").bind(1, title).bind(2, id).run();
+    });
 }
 
 void ConversationStore::set_system_prompt(int64_t id, const QString& prompt) {
@@ -335,7 +355,9 @@ void ConversationStore::set_sampling_json(int64_t id, const QString& json) {
 }
 
 void ConversationStore::set_model(int64_t id, const QString& model) {
-    write([&](Db& db) { db.prepare("UPDATE conversations SET model = ? WHERE id = ?").bind(1, model).bind(2, id).run(); });
+    write([&](Db& db) {
+        db.prepare("UPDATE conversations SET model = ? WHERE id = ?").bind(1, model).bind(2, id).run();
+    });
 }
 
 void ConversationStore::soft_delete(int64_t id) {
@@ -373,11 +395,21 @@ Message ConversationStore::add_message(int64_t conversation_id, const QString& r
     const QString writer = state == MessageState::Streaming ? writer_ : QString();
     m.id = write([&](Db& db) {
         Transaction tx(db);
-        db.prepare("INSERT INTO messages (conversation_id, role, content, created_at, state, ttft_ms, tok_s, n_tokens, "
-                   "model, stop_reason, writer) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")
-            .bind(1, conversation_id).bind(2, role).bind(3, content).bind(4, m.created_at).bind(5, to_string(state))
-            .bind(6, stats.ttft_ms).bind(7, stats.tok_s).bind(8, stats.n_tokens).bind(9, stats.model)
-            .bind(10, to_string(stats.stop_reason)).bind(11, writer).run();
+        db.prepare(
+              "INSERT INTO messages (conversation_id, role, content, created_at, state, ttft_ms, tok_s, n_tokens, "
+              "model, stop_reason, writer) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")
+            .bind(1, conversation_id)
+            .bind(2, role)
+            .bind(3, content)
+            .bind(4, m.created_at)
+            .bind(5, to_string(state))
+            .bind(6, stats.ttft_ms)
+            .bind(7, stats.tok_s)
+            .bind(8, stats.n_tokens)
+            .bind(9, stats.model)
+            .bind(10, to_string(stats.stop_reason))
+            .bind(11, writer)
+            .run();
         const int64_t id = db.last_insert_id();
         touch(db, conversation_id);
         tx.commit();
@@ -405,7 +437,10 @@ std::vector<Message> ConversationStore::messages(int64_t conversation_id) {
 void ConversationStore::update_content(int64_t message_id, const QString& content, MessageState state) {
     write([&](Db& db) {
         db.prepare("UPDATE messages SET content = ?, state = ? WHERE id = ?")
-            .bind(1, content).bind(2, to_string(state)).bind(3, message_id).run();
+            .bind(1, content)
+            .bind(2, to_string(state))
+            .bind(3, message_id)
+            .run();
     });
 }
 
@@ -413,12 +448,23 @@ void ConversationStore::finish_message(int64_t message_id, const QString& conten
                                        const MessageStats& stats) {
     write([&](Db& db) {
         Transaction tx(db);
-        db.prepare("UPDATE messages SET content = ?, state = ?, ttft_ms = ?, tok_s = ?, n_tokens = ?, model = ?, "
-                   "stop_reason = ?, writer = '' WHERE id = ?")
-            .bind(1, content).bind(2, to_string(state)).bind(3, stats.ttft_ms).bind(4, stats.tok_s)
-            .bind(5, stats.n_tokens).bind(6, stats.model).bind(7, to_string(stats.stop_reason)).bind(8, message_id).run();
-        db.prepare("UPDATE conversations SET updated_at = ? WHERE id = (SELECT conversation_id FROM messages WHERE id = ?)")
-            .bind(1, now_ms()).bind(2, message_id).run();
+        db.prepare(
+              "UPDATE messages SET content = ?, state = ?, ttft_ms = ?, tok_s = ?, n_tokens = ?, model = ?, "
+              "stop_reason = ?, writer = '' WHERE id = ?")
+            .bind(1, content)
+            .bind(2, to_string(state))
+            .bind(3, stats.ttft_ms)
+            .bind(4, stats.tok_s)
+            .bind(5, stats.n_tokens)
+            .bind(6, stats.model)
+            .bind(7, to_string(stats.stop_reason))
+            .bind(8, message_id)
+            .run();
+        db.prepare(
+              "UPDATE conversations SET updated_at = ? WHERE id = (SELECT conversation_id FROM messages WHERE id = ?)")
+            .bind(1, now_ms())
+            .bind(2, message_id)
+            .run();
         tx.commit();
     });
 }
@@ -431,9 +477,11 @@ void ConversationStore::set_message_content(int64_t message_id, const QString& c
 
 void ConversationStore::delete_from(int64_t message_id) {
     write([&](Db& db) {
-        db.prepare("DELETE FROM messages WHERE conversation_id = (SELECT conversation_id FROM messages WHERE id = ?1) "
-                   "AND id >= ?1")
-            .bind(1, message_id).run();
+        db.prepare(
+              "DELETE FROM messages WHERE conversation_id = (SELECT conversation_id FROM messages WHERE id = ?1) "
+              "AND id >= ?1")
+            .bind(1, message_id)
+            .run();
     });
 }
 
@@ -449,7 +497,8 @@ int ConversationStore::mark_streaming_interrupted() {
         Transaction tx(db);
         for (const int64_t id : gone)
             db.prepare("UPDATE messages SET state = 'interrupted', writer = '' WHERE id = ? AND state = 'streaming'")
-                .bind(1, id).run();
+                .bind(1, id)
+                .run();
         tx.commit();
     });
     return static_cast<int>(gone.size());

@@ -75,7 +75,7 @@ public:
     const QString& writer() const { return writer_; }
 
     // Storage health, for the UI.
-    bool on_disk() const { return !mem_.is_open(); }  // every change so far is in the file
+    bool on_disk() const { return !mem_.is_open(); }     // every change so far is in the file
     const QString& problem() const { return problem_; }  // why not, or empty
     bool try_save_to_disk();
     // Called whenever on_disk() or problem() changes.

@@ -19,10 +19,10 @@ QString to_string(StopReason r);
 StopReason stop_reason_from(const QString& s);  // unknown text -> None
 
 struct MessageStats {
-    std::optional<double> ttft_ms;  // time to first token
-    std::optional<double> tok_s;    // decode speed
-    std::optional<int> n_tokens;    // tokens generated
-    QString model;                  // model that wrote it
+    std::optional<double> ttft_ms;              // time to first token
+    std::optional<double> tok_s;                // decode speed
+    std::optional<int> n_tokens;                // tokens generated
+    QString model;                              // model that wrote it
     StopReason stop_reason = StopReason::None;  // stored as stop_reason_name's text
 };
 

@@ -70,7 +70,8 @@ struct TableCopy {
 
     bool seekable(int64_t at) {
         try {
-            Stmt s = src.prepare((std::string("SELECT id FROM ") + table + " WHERE id >= ?1 ORDER BY id LIMIT 1").c_str());
+            Stmt s =
+                src.prepare((std::string("SELECT id FROM ") + table + " WHERE id >= ?1 ORDER BY id LIMIT 1").c_str());
             s.bind(1, at);
             s.step();
             return true;
@@ -108,8 +109,7 @@ struct TableCopy {
             try {
                 const int64_t v = src.scalar_int(sql.c_str());
                 if (v > 0) return v;
-            } catch (const SqliteError&) {
-            }
+            } catch (const SqliteError&) {}
         }
         return 1 << 20;
     }
@@ -184,8 +184,7 @@ QString RecoveryReport::summary() const {
                  .arg(QFileInfo(backup_used).fileName());
     else if (schema_unreadable || unreadable_ranges > 0)
         s += QStringLiteral(", and there was no backup to fill the gap");
-    else
-        s += QStringLiteral(". Nothing was lost");
+    else s += QStringLiteral(". Nothing was lost");
     return s + '.';
 }
 

@@ -12,15 +12,15 @@ namespace ember::app {
 class Db;
 
 struct RecoveryReport {
-    int64_t conversations = 0;        // rows copied from the damaged file
+    int64_t conversations = 0;  // rows copied from the damaged file
     int64_t messages = 0;
     int64_t from_backup_conversations = 0;  // rows of unreadable ids found in the backup
     int64_t from_backup_messages = 0;
-    int64_t unreadable_ranges = 0;    // stretches of ids that could not be read from the file
-    bool schema_unreadable = false;   // the file's table list itself is gone
-    QString backup_used;              // the backup consulted, or empty
+    int64_t unreadable_ranges = 0;   // stretches of ids that could not be read from the file
+    bool schema_unreadable = false;  // the file's table list itself is gone
+    QString backup_used;             // the backup consulted, or empty
 
-    QString summary() const;          // a sentence for the user
+    QString summary() const;  // a sentence for the user
 };
 
 // Copies into `fresh` (migrated to the current schema, empty) what can be read from the

@@ -89,7 +89,7 @@ void migrate(Db& db, int target) {
     int v = schema_version(db);
     if (v > kSchemaVersion)
         throw SchemaTooNewError("the conversation database has schema version " + std::to_string(v) +
-                                 ", newer than this Ember understands (" + std::to_string(kSchemaVersion) + ")");
+                                ", newer than this Ember understands (" + std::to_string(kSchemaVersion) + ")");
     for (; v < target; ++v) {
         Transaction tx(db);
         for (const char* sql : kSteps[v]) db.exec(sql);

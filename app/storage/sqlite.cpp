@@ -9,7 +9,8 @@ namespace {
 
 [[noreturn]] void fail(sqlite3* db, int rc, const std::string& what) {
     const char* msg = db ? sqlite3_errmsg(db) : sqlite3_errstr(rc);
-    throw SqliteError(rc & 0xff, what + ": " + (msg ? msg : "unknown error") + " (SQLite code " + std::to_string(rc) + ")");
+    throw SqliteError(rc & 0xff,
+                      what + ": " + (msg ? msg : "unknown error") + " (SQLite code " + std::to_string(rc) + ")");
 }
 
 }  // namespace
@@ -18,17 +19,19 @@ bool SqliteError::is_corruption() const { return code_ == SQLITE_CORRUPT || code
 
 bool SqliteError::is_storage_fault() const {
     switch (code_) {
-    case SQLITE_FULL:
-    case SQLITE_READONLY:
-    case SQLITE_BUSY:
-    case SQLITE_LOCKED:
-    case SQLITE_IOERR:
-    case SQLITE_CANTOPEN:
-    case SQLITE_PERM:
-    case SQLITE_PROTOCOL:
-    case SQLITE_CORRUPT:
-    case SQLITE_NOTADB: return true;
-    default: return false;
+        case SQLITE_FULL:
+        case SQLITE_READONLY:
+        case SQLITE_BUSY:
+        case SQLITE_LOCKED:
+        case SQLITE_IOERR:
+        case SQLITE_CANTOPEN:
+        case SQLITE_PERM:
+        case SQLITE_PROTOCOL:
+        case SQLITE_CORRUPT:
+        case SQLITE_NOTADB:
+            return true;
+        default:
+            return false;
     }
 }
 
@@ -71,29 +74,37 @@ Stmt& Stmt::bind_null(int i) {
 
 Stmt& Stmt::bind(int i, const QVariant& v) {
     switch (v.typeId()) {
-    case QMetaType::UnknownType: return bind_null(i);
-    case QMetaType::LongLong:
-    case QMetaType::Int: return bind(i, static_cast<int64_t>(v.toLongLong()));
-    case QMetaType::Double: return bind(i, v.toDouble());
-    case QMetaType::QByteArray: {
-        const QByteArray b = v.toByteArray();
-        check(sqlite3_bind_blob(st_, i, b.constData(), static_cast<int>(b.size()), SQLITE_TRANSIENT), "bind");
-        return *this;
-    }
-    default: return v.isNull() ? bind_null(i) : bind(i, v.toString());
+        case QMetaType::UnknownType:
+            return bind_null(i);
+        case QMetaType::LongLong:
+        case QMetaType::Int:
+            return bind(i, static_cast<int64_t>(v.toLongLong()));
+        case QMetaType::Double:
+            return bind(i, v.toDouble());
+        case QMetaType::QByteArray: {
+            const QByteArray b = v.toByteArray();
+            check(sqlite3_bind_blob(st_, i, b.constData(), static_cast<int>(b.size()), SQLITE_TRANSIENT), "bind");
+            return *this;
+        }
+        default:
+            return v.isNull() ? bind_null(i) : bind(i, v.toString());
     }
 }
 
 QVariant Stmt::value(int col) const {
     switch (sqlite3_column_type(st_, col)) {
-    case SQLITE_NULL: return {};
-    case SQLITE_INTEGER: return QVariant::fromValue<qlonglong>(sqlite3_column_int64(st_, col));
-    case SQLITE_FLOAT: return sqlite3_column_double(st_, col);
-    case SQLITE_BLOB: {
-        const void* p = sqlite3_column_blob(st_, col);
-        return QByteArray(static_cast<const char*>(p), sqlite3_column_bytes(st_, col));
-    }
-    default: return text(col);
+        case SQLITE_NULL:
+            return {};
+        case SQLITE_INTEGER:
+            return QVariant::fromValue<qlonglong>(sqlite3_column_int64(st_, col));
+        case SQLITE_FLOAT:
+            return sqlite3_column_double(st_, col);
+        case SQLITE_BLOB: {
+            const void* p = sqlite3_column_blob(st_, col);
+            return QByteArray(static_cast<const char*>(p), sqlite3_column_bytes(st_, col));
+        }
+        default:
+            return text(col);
     }
 }
 
@@ -105,8 +116,7 @@ bool Stmt::step() {
 }
 
 void Stmt::run() {
-    while (step()) {
-    }
+    while (step()) {}
 }
 
 void Stmt::reset() {
@@ -182,7 +192,8 @@ void copy_database(Db& from, Db& to) {
     if (!b) fail(to.handle(), sqlite3_errcode(to.handle()), "backup " + from.path().toStdString());
     const int step = sqlite3_backup_step(b, -1);
     const int rc = sqlite3_backup_finish(b);
-    if (step != SQLITE_DONE) fail(nullptr, step, "backup " + from.path().toStdString() + " to " + to.path().toStdString());
+    if (step != SQLITE_DONE)
+        fail(nullptr, step, "backup " + from.path().toStdString() + " to " + to.path().toStdString());
     if (rc != SQLITE_OK) fail(to.handle(), rc, "backup " + from.path().toStdString());
 }
 

@@ -45,7 +45,9 @@ public:
     Stmt& bind_null(int i);
     Stmt& bind(int i, const QVariant& v);  // null, integer, real or text
     template <class T>
-    Stmt& bind(int i, const std::optional<T>& v) { return v ? bind(i, *v) : bind_null(i); }
+    Stmt& bind(int i, const std::optional<T>& v) {
+        return v ? bind(i, *v) : bind_null(i);
+    }
 
     bool step();  // true while a row is available
     void run();   // step to completion (statements without rows)

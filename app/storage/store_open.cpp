@@ -82,7 +82,8 @@ std::unique_ptr<ConversationStore> recover(const QString& path, const QString& k
     QTemporaryDir work;
     QString copy = work.filePath(QStringLiteral("damaged.db"));
     if (!work.isValid() || !QFile::copy(kept, copy)) copy = kept;
-    else if (QFile::exists(kept + QStringLiteral("-wal"))) QFile::copy(kept + QStringLiteral("-wal"), copy + QStringLiteral("-wal"));
+    else if (QFile::exists(kept + QStringLiteral("-wal")))
+        QFile::copy(kept + QStringLiteral("-wal"), copy + QStringLiteral("-wal"));
     return build_fresh(path, [&](Db& db) {
         migrate(db);
         rep = recover_rows(db, copy, backup);
@@ -111,10 +112,10 @@ void open_in_memory(OpenedStore& r, const std::exception& e) {
     const bool can_retry = !QFileInfo::exists(r.path);  // never overwrite a file we couldn't read
     r.store = std::make_unique<ConversationStore>(can_retry ? r.path : QStringLiteral(":memory:"), why);
     if (!can_retry) r.path = QStringLiteral(":memory:");
-    add_notice(r, QStringLiteral("Could not open the conversation database (%1). Conversations are kept in memory%2.")
-                      .arg(QString::fromUtf8(e.what()),
-                           can_retry ? QStringLiteral(" and saved when the folder can be written")
-                                     : QStringLiteral(" only, for this session")));
+    add_notice(
+        r, QStringLiteral("Could not open the conversation database (%1). Conversations are kept in memory%2.")
+               .arg(QString::fromUtf8(e.what()), can_retry ? QStringLiteral(" and saved when the folder can be written")
+                                                           : QStringLiteral(" only, for this session")));
 }
 
 }  // namespace

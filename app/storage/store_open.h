@@ -29,14 +29,14 @@ struct StoreOptions {
 
 struct OpenedStore {
     std::unique_ptr<ConversationStore> store;  // never null
-    QString path;          // the database file in use (":memory:" as a last resort)
-    QString backup_path;   // where a damaged, emptied or newer file was moved, or empty
-    QString restored_from; // the backup restored or consulted, or empty
-    QString notice;        // sentences for the UI when something was wrong, or empty
-    int interrupted = 0;   // answers found mid-stream with their writer gone
-    bool recovered = false;       // rows were salvaged from a damaged file
-    RecoveryReport recovery;      // what that salvage got
-    bool search_rebuilt = false;  // the full-text index had to be rebuilt
+    QString path;                              // the database file in use (":memory:" as a last resort)
+    QString backup_path;                       // where a damaged, emptied or newer file was moved, or empty
+    QString restored_from;                     // the backup restored or consulted, or empty
+    QString notice;                            // sentences for the UI when something was wrong, or empty
+    int interrupted = 0;                       // answers found mid-stream with their writer gone
+    bool recovered = false;                    // rows were salvaged from a damaged file
+    RecoveryReport recovery;                   // what that salvage got
+    bool search_rebuilt = false;               // the full-text index had to be rebuilt
 };
 
 // `dir` is created if missing; the database is `dir`/conversations.db.

@@ -12,8 +12,7 @@ std::atomic<int> g_min_level{static_cast<int>(LogLevel::Info)};
 
 void default_sink(LogLevel level, std::string_view m) {
     static const char* names[] = {"trace", "debug", "info", "warn", "error"};
-    std::fprintf(stderr, "[ember %s] %.*s\n", names[static_cast<int>(level)],
-                 static_cast<int>(m.size()), m.data());
+    std::fprintf(stderr, "[ember %s] %.*s\n", names[static_cast<int>(level)], static_cast<int>(m.size()), m.data());
 }
 
 LogSink& sink() {

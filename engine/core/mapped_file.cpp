@@ -37,8 +37,8 @@ size_t pmd_mapped_bytes(const void* addr) {
     std::string line;
     bool ours = false;
     while (std::getline(smaps, line)) {
-        if (!line.empty() && std::isxdigit(static_cast<unsigned char>(line[0])) && line.find('-') != std::string::npos &&
-            line.find(':') > line.find(' ')) {
+        if (!line.empty() && std::isxdigit(static_cast<unsigned char>(line[0])) &&
+            line.find('-') != std::string::npos && line.find(':') > line.find(' ')) {
             ours = line.rfind(head, 0) == 0;  // a mapping's header line
         } else if (ours && line.rfind("FilePmdMapped:", 0) == 0) {
             return static_cast<size_t>(std::strtoull(line.c_str() + 14, nullptr, 10)) * 1024;
@@ -86,7 +86,8 @@ void on_sigbus(int sig, siginfo_t* info, void* context) {
             const uintptr_t b = s.begin.load(std::memory_order_acquire), e = s.end.load(std::memory_order_acquire);
             if (addr < b || addr >= e) continue;
             const uintptr_t from = addr & ~(g_page - 1);
-            void* p = ::mmap(reinterpret_cast<void*>(from), e - from, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0);
+            void* p = ::mmap(reinterpret_cast<void*>(from), e - from, PROT_READ,
+                             MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0);
             if (p == MAP_FAILED) break;
             s.truncated.store(true, std::memory_order_release);
             return;
@@ -243,8 +244,12 @@ size_t MappedFile::huge_mapped_bytes() const { return data_ ? pmd_mapped_bytes(d
 MappedFile::~MappedFile() { release(); }
 
 MappedFile::MappedFile(MappedFile&& o) noexcept
-    : data_(std::exchange(o.data_, nullptr)), size_(std::exchange(o.size_, 0)), path_(std::move(o.path_)),
-      fd_(std::exchange(o.fd_, -1)), guard_(std::exchange(o.guard_, -1)), mtime_ns_(o.mtime_ns_) {}
+    : data_(std::exchange(o.data_, nullptr)),
+      size_(std::exchange(o.size_, 0)),
+      path_(std::move(o.path_)),
+      fd_(std::exchange(o.fd_, -1)),
+      guard_(std::exchange(o.guard_, -1)),
+      mtime_ns_(o.mtime_ns_) {}
 
 MappedFile& MappedFile::operator=(MappedFile&& o) noexcept {
     if (this != &o) {

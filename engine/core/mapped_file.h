@@ -46,8 +46,8 @@ private:
     const uint8_t* data_ = nullptr;
     size_t size_ = 0;
     std::string path_;
-    int fd_ = -1;        // kept open to notice changes (fstat)
-    int guard_ = -1;     // slot in the SIGBUS guard table, -1 when unguarded
+    int fd_ = -1;     // kept open to notice changes (fstat)
+    int guard_ = -1;  // slot in the SIGBUS guard table, -1 when unguarded
     int64_t mtime_ns_ = 0;
 };
 

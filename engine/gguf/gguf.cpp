@@ -12,8 +12,8 @@
 namespace ember {
 namespace {
 
-constexpr uint32_t kMagic = 0x46554747;  // "GGUF" little-endian
-constexpr int kMaxNesting = 4;             // arrays of arrays of ... (real files use 1)
+constexpr uint32_t kMagic = 0x46554747;             // "GGUF" little-endian
+constexpr int kMaxNesting = 4;                      // arrays of arrays of ... (real files use 1)
 constexpr uint64_t kMaxMetadataValues = 16u << 20;  // bounds memory on hostile files
 constexpr uint64_t kMaxStringBytes = 64u << 20;     // a chat template is ~10 KB
 constexpr uint32_t kMaxDims = 4;                    // ggml's GGML_MAX_DIMS
@@ -28,18 +28,31 @@ constexpr uint64_t kMallocOverhead = 16;
 constexpr uint64_t kSsoChars = 15;  // std::string keeps up to this many chars inline
 constexpr uint64_t kArrayCost = sizeof(GgufArray) + 2 * kMallocOverhead + 16;  // make_shared block
 // A key: its map node, and kv_order_'s copy (x3: a growing vector holds old and new).
-constexpr uint64_t kMapNodeCost = 32 + sizeof(std::string) + sizeof(GgufValue) + kMallocOverhead + 3 * sizeof(std::string);
+constexpr uint64_t kMapNodeCost =
+    32 + sizeof(std::string) + sizeof(GgufValue) + kMallocOverhead + 3 * sizeof(std::string);
 // A tensor: tensors_ (x3, as above), its dims, its index node and by_offset's pointer.
 constexpr uint64_t kTensorCost = 3 * sizeof(GgufTensor) + 8 * kMaxDims + kMallocOverhead + 32 + sizeof(std::string) +
                                  sizeof(size_t) + kMallocOverhead + 3 * sizeof(void*);
 
 size_t primitive_size(GgufType t) {
     switch (t) {
-        case GgufType::U8: case GgufType::I8: case GgufType::BOOL: return 1;
-        case GgufType::U16: case GgufType::I16: return 2;
-        case GgufType::U32: case GgufType::I32: case GgufType::F32: return 4;
-        case GgufType::U64: case GgufType::I64: case GgufType::F64: return 8;
-        default: return 0;
+        case GgufType::U8:
+        case GgufType::I8:
+        case GgufType::BOOL:
+            return 1;
+        case GgufType::U16:
+        case GgufType::I16:
+            return 2;
+        case GgufType::U32:
+        case GgufType::I32:
+        case GgufType::F32:
+            return 4;
+        case GgufType::U64:
+        case GgufType::I64:
+        case GgufType::F64:
+            return 8;
+        default:
+            return 0;
     }
 }
 
@@ -57,7 +70,9 @@ std::string hex(uint64_t v) {
 class GgufParser {
 public:
     GgufParser(const uint8_t* data, size_t size, std::string name)
-        : data_(data), size_(size), budget_(kBaseMemoryBudget + kMemoryBudgetPerFileByte * uint64_t{size}),
+        : data_(data),
+          size_(size),
+          budget_(kBaseMemoryBudget + kMemoryBudgetPerFileByte * uint64_t{size}),
           name_(std::move(name)) {}
 
     void parse(GgufFile& f) {
@@ -79,17 +94,16 @@ public:
     }
 
 private:
-    [[noreturn]] void fail(const std::string& what) const {
-        throw Error(name_ + ": invalid GGUF: " + what);
-    }
+    [[noreturn]] void fail(const std::string& what) const { throw Error(name_ + ": invalid GGUF: " + what); }
 
     void need(uint64_t n, const char* what) const {
         if (n > size_ - pos_)
-            fail(std::string("truncated while reading ") + what + " at offset " + std::to_string(pos_) +
-                 " (need " + std::to_string(n) + " bytes, " + std::to_string(size_ - pos_) + " left)");
+            fail(std::string("truncated while reading ") + what + " at offset " + std::to_string(pos_) + " (need " +
+                 std::to_string(n) + " bytes, " + std::to_string(size_ - pos_) + " left)");
     }
 
-    template <class T> T read(const char* what) {
+    template <class T>
+    T read(const char* what) {
         need(sizeof(T), what);
         T v;
         std::memcpy(&v, data_ + pos_, sizeof(T));
@@ -141,28 +155,53 @@ private:
     }
 
     GgufValue parse_value(GgufType type, int depth, const std::string& key) {
-        if (++values_ > kMaxMetadataValues) fail("too many metadata values (limit " + std::to_string(kMaxMetadataValues) + ")");
+        if (++values_ > kMaxMetadataValues)
+            fail("too many metadata values (limit " + std::to_string(kMaxMetadataValues) + ")");
         GgufValue v;
         v.type = type;
         switch (type) {
-            case GgufType::U8: v.v = uint64_t{read<uint8_t>(key.c_str())}; break;
-            case GgufType::U16: v.v = uint64_t{read<uint16_t>(key.c_str())}; break;
-            case GgufType::U32: v.v = uint64_t{read<uint32_t>(key.c_str())}; break;
-            case GgufType::U64: v.v = read<uint64_t>(key.c_str()); break;
-            case GgufType::I8: v.v = int64_t{read<int8_t>(key.c_str())}; break;
-            case GgufType::I16: v.v = int64_t{read<int16_t>(key.c_str())}; break;
-            case GgufType::I32: v.v = int64_t{read<int32_t>(key.c_str())}; break;
-            case GgufType::I64: v.v = read<int64_t>(key.c_str()); break;
-            case GgufType::F32: v.v = double{read<float>(key.c_str())}; break;
-            case GgufType::F64: v.v = read<double>(key.c_str()); break;
+            case GgufType::U8:
+                v.v = uint64_t{read<uint8_t>(key.c_str())};
+                break;
+            case GgufType::U16:
+                v.v = uint64_t{read<uint16_t>(key.c_str())};
+                break;
+            case GgufType::U32:
+                v.v = uint64_t{read<uint32_t>(key.c_str())};
+                break;
+            case GgufType::U64:
+                v.v = read<uint64_t>(key.c_str());
+                break;
+            case GgufType::I8:
+                v.v = int64_t{read<int8_t>(key.c_str())};
+                break;
+            case GgufType::I16:
+                v.v = int64_t{read<int16_t>(key.c_str())};
+                break;
+            case GgufType::I32:
+                v.v = int64_t{read<int32_t>(key.c_str())};
+                break;
+            case GgufType::I64:
+                v.v = read<int64_t>(key.c_str());
+                break;
+            case GgufType::F32:
+                v.v = double{read<float>(key.c_str())};
+                break;
+            case GgufType::F64:
+                v.v = read<double>(key.c_str());
+                break;
             case GgufType::BOOL: {
                 const uint8_t b = read<uint8_t>(key.c_str());
                 if (b > 1) fail("metadata '" + key + "': bool value " + std::to_string(b) + " is not 0 or 1");
                 v.v = b == 1;
                 break;
             }
-            case GgufType::STRING: v.v = read_string(key.c_str()); break;
-            case GgufType::ARRAY: v.v = parse_array(depth, key); break;
+            case GgufType::STRING:
+                v.v = read_string(key.c_str());
+                break;
+            case GgufType::ARRAY:
+                v.v = parse_array(depth, key);
+                break;
         }
         return v;
     }
@@ -189,8 +228,9 @@ private:
         std::string key = read_string("metadata key");
         if (key.empty()) fail("metadata entry " + std::to_string(index) + " has an empty key");
         // The map node and the kv_order_ copy (its heap part, if any, charged again here).
-        charge(kMapNodeCost + sizeof(std::string) + (key.size() > kSsoChars ? 2 * (key.size() + 1 + kMallocOverhead) : 0),
-               "metadata '" + key + "'");
+        charge(
+            kMapNodeCost + sizeof(std::string) + (key.size() > kSsoChars ? 2 * (key.size() + 1 + kMallocOverhead) : 0),
+            "metadata '" + key + "'");
         const uint32_t t = read_u32("metadata type");
         if (!valid_type(t)) fail("metadata '" + key + "': unknown value type " + std::to_string(t));
         GgufValue v = parse_value(static_cast<GgufType>(t), 0, key);
@@ -212,10 +252,12 @@ private:
         GgufTensor t;
         t.name = read_string("tensor name");
         if (t.name.empty()) fail("tensor " + std::to_string(index) + " has an empty name");
-        charge(kTensorCost + (t.name.size() > kSsoChars ? t.name.size() + 1 + kMallocOverhead : 0), "tensor '" + t.name + "'");
+        charge(kTensorCost + (t.name.size() > kSsoChars ? t.name.size() + 1 + kMallocOverhead : 0),
+               "tensor '" + t.name + "'");
         const uint32_t n_dims = read_u32("tensor dimensions");
         if (n_dims == 0 || n_dims > kMaxDims)
-            fail("tensor '" + t.name + "': " + std::to_string(n_dims) + " dimensions (must be 1.." + std::to_string(kMaxDims) + ")");
+            fail("tensor '" + t.name + "': " + std::to_string(n_dims) + " dimensions (must be 1.." +
+                 std::to_string(kMaxDims) + ")");
         uint64_t n = 1;
         for (uint32_t d = 0; d < n_dims; ++d) {
             const uint64_t dim = read_u64("tensor shape");
@@ -237,7 +279,8 @@ private:
             fail("tensor '" + t.name + "': byte size overflows");
         t.offset = read_u64("tensor offset");
         if (t.offset % f.alignment_ != 0)
-            fail("tensor '" + t.name + "': offset " + hex(t.offset) + " is not aligned to " + std::to_string(f.alignment_));
+            fail("tensor '" + t.name + "': offset " + hex(t.offset) + " is not aligned to " +
+                 std::to_string(f.alignment_));
         if (f.tensor_index_.count(t.name)) fail("duplicate tensor name '" + t.name + "'");
         f.tensor_index_.emplace(t.name, f.tensors_.size());
         f.tensors_.push_back(std::move(t));
@@ -258,8 +301,7 @@ private:
         for (size_t i = 1; i < by_offset.size(); ++i) {
             const GgufTensor* a = by_offset[i - 1];
             const GgufTensor* b = by_offset[i];
-            if (a->offset + a->n_bytes > b->offset)
-                fail("tensors '" + a->name + "' and '" + b->name + "' overlap");
+            if (a->offset + a->n_bytes > b->offset) fail("tensors '" + a->name + "' and '" + b->name + "' overlap");
         }
     }
 
@@ -275,7 +317,8 @@ private:
 // ---- GgufValue -------------------------------------------------------------------------
 
 std::string_view gguf_type_name(GgufType t) {
-    static const char* names[] = {"u8", "i8", "u16", "i16", "u32", "i32", "f32", "bool", "string", "array", "u64", "i64", "f64"};
+    static const char* names[] = {"u8",   "i8",     "u16",   "i16", "u32", "i32", "f32",
+                                  "bool", "string", "array", "u64", "i64", "f64"};
     const auto i = static_cast<uint32_t>(t);
     return i < std::size(names) ? names[i] : "unknown";
 }
@@ -287,9 +330,7 @@ GgufValue GgufValue::array(GgufType elem, std::vector<GgufValue> items) {
     return {GgufType::ARRAY, std::move(a)};
 }
 
-bool GgufValue::is_int() const {
-    return std::holds_alternative<uint64_t>(v) || std::holds_alternative<int64_t>(v);
-}
+bool GgufValue::is_int() const { return std::holds_alternative<uint64_t>(v) || std::holds_alternative<int64_t>(v); }
 bool GgufValue::is_number() const { return is_int() || std::holds_alternative<double>(v); }
 
 uint64_t GgufValue::as_u64() const {
@@ -340,7 +381,8 @@ std::string GgufValue::to_display(size_t max_items) const {
     } else {
         const auto& a = as_array();
         s << '[';
-        for (size_t k = 0; k < a.items.size() && k < max_items; ++k) s << (k ? ", " : "") << a.items[k].to_display(max_items);
+        for (size_t k = 0; k < a.items.size() && k < max_items; ++k)
+            s << (k ? ", " : "") << a.items[k].to_display(max_items);
         if (a.items.size() > max_items) s << ", ... (" << a.items.size() << " items)";
         s << ']';
     }
@@ -380,7 +422,8 @@ const GgufValue& GgufFile::get(std::string_view key) const {
 }
 
 namespace {
-template <class F> auto with_key(const std::string& path, std::string_view key, F&& f) {
+template <class F>
+auto with_key(const std::string& path, std::string_view key, F&& f) {
     try {
         return f();
     } catch (const Error& e) {

@@ -21,8 +21,19 @@ namespace ember {
 
 // Metadata value type ids as stored in the file.
 enum class GgufType : uint32_t {
-    U8 = 0, I8 = 1, U16 = 2, I16 = 3, U32 = 4, I32 = 5, F32 = 6, BOOL = 7,
-    STRING = 8, ARRAY = 9, U64 = 10, I64 = 11, F64 = 12,
+    U8 = 0,
+    I8 = 1,
+    U16 = 2,
+    I16 = 3,
+    U32 = 4,
+    I32 = 5,
+    F32 = 6,
+    BOOL = 7,
+    STRING = 8,
+    ARRAY = 9,
+    U64 = 10,
+    I64 = 11,
+    F64 = 12,
 };
 std::string_view gguf_type_name(GgufType t);
 
@@ -37,8 +48,8 @@ struct GgufValue {
     GgufType type = GgufType::U8;
     std::variant<uint64_t, int64_t, double, bool, std::string, std::shared_ptr<GgufArray>> v;
 
-    bool is_int() const;     // any integer type
-    bool is_number() const;  // integer or float
+    bool is_int() const;      // any integer type
+    bool is_number() const;   // integer or float
     uint64_t as_u64() const;  // throws unless a non-negative integer
     int64_t as_i64() const;   // throws unless an integer that fits
     double as_f64() const;    // throws unless a number

@@ -38,27 +38,56 @@ struct FileSink {
     uint64_t pos() const { return written; }
 };
 
-template <class Sink, class T> void put(Sink& s, T v) { s.write(&v, sizeof v); }
+template <class Sink, class T>
+void put(Sink& s, T v) {
+    s.write(&v, sizeof v);
+}
 
-template <class Sink> void put_string(Sink& s, const std::string& str) {
+template <class Sink>
+void put_string(Sink& s, const std::string& str) {
     put<Sink, uint64_t>(s, str.size());
     s.write(str.data(), str.size());
 }
 
-template <class Sink> void put_value(Sink& s, const GgufValue& v) {
+template <class Sink>
+void put_value(Sink& s, const GgufValue& v) {
     switch (v.type) {
-        case GgufType::U8: put<Sink, uint8_t>(s, static_cast<uint8_t>(v.as_u64())); break;
-        case GgufType::U16: put<Sink, uint16_t>(s, static_cast<uint16_t>(v.as_u64())); break;
-        case GgufType::U32: put<Sink, uint32_t>(s, static_cast<uint32_t>(v.as_u64())); break;
-        case GgufType::U64: put<Sink, uint64_t>(s, v.as_u64()); break;
-        case GgufType::I8: put<Sink, int8_t>(s, static_cast<int8_t>(v.as_i64())); break;
-        case GgufType::I16: put<Sink, int16_t>(s, static_cast<int16_t>(v.as_i64())); break;
-        case GgufType::I32: put<Sink, int32_t>(s, static_cast<int32_t>(v.as_i64())); break;
-        case GgufType::I64: put<Sink, int64_t>(s, v.as_i64()); break;
-        case GgufType::F32: put<Sink, float>(s, static_cast<float>(v.as_f64())); break;
-        case GgufType::F64: put<Sink, double>(s, v.as_f64()); break;
-        case GgufType::BOOL: put<Sink, uint8_t>(s, v.as_bool() ? 1 : 0); break;
-        case GgufType::STRING: put_string(s, v.as_string()); break;
+        case GgufType::U8:
+            put<Sink, uint8_t>(s, static_cast<uint8_t>(v.as_u64()));
+            break;
+        case GgufType::U16:
+            put<Sink, uint16_t>(s, static_cast<uint16_t>(v.as_u64()));
+            break;
+        case GgufType::U32:
+            put<Sink, uint32_t>(s, static_cast<uint32_t>(v.as_u64()));
+            break;
+        case GgufType::U64:
+            put<Sink, uint64_t>(s, v.as_u64());
+            break;
+        case GgufType::I8:
+            put<Sink, int8_t>(s, static_cast<int8_t>(v.as_i64()));
+            break;
+        case GgufType::I16:
+            put<Sink, int16_t>(s, static_cast<int16_t>(v.as_i64()));
+            break;
+        case GgufType::I32:
+            put<Sink, int32_t>(s, static_cast<int32_t>(v.as_i64()));
+            break;
+        case GgufType::I64:
+            put<Sink, int64_t>(s, v.as_i64());
+            break;
+        case GgufType::F32:
+            put<Sink, float>(s, static_cast<float>(v.as_f64()));
+            break;
+        case GgufType::F64:
+            put<Sink, double>(s, v.as_f64());
+            break;
+        case GgufType::BOOL:
+            put<Sink, uint8_t>(s, v.as_bool() ? 1 : 0);
+            break;
+        case GgufType::STRING:
+            put_string(s, v.as_string());
+            break;
         case GgufType::ARRAY: {
             const auto& a = v.as_array();
             put<Sink, uint32_t>(s, static_cast<uint32_t>(a.elem_type));
@@ -69,7 +98,8 @@ template <class Sink> void put_value(Sink& s, const GgufValue& v) {
     }
 }
 
-template <class Sink> void pad_to(Sink& s, uint64_t alignment) {
+template <class Sink>
+void pad_to(Sink& s, uint64_t alignment) {
     static const uint8_t zeros[64] = {};
     uint64_t n = (alignment - s.pos() % alignment) % alignment;
     while (n > 0) {
@@ -105,7 +135,8 @@ void GgufWriter::add_tensor(const std::string& name, DType type, std::vector<uin
                             std::vector<uint8_t> bytes) {
     const uint64_t n = tensor_bytes(name, type, dims);
     if (bytes.size() != n)
-        throw Error("tensor '" + name + "': got " + std::to_string(bytes.size()) + " bytes, shape needs " + std::to_string(n));
+        throw Error("tensor '" + name + "': got " + std::to_string(bytes.size()) + " bytes, shape needs " +
+                    std::to_string(n));
     tensors_.push_back({name, type, std::move(dims), n, std::move(bytes), nullptr});
 }
 
@@ -114,11 +145,13 @@ void GgufWriter::add_tensor_lazy(const std::string& name, DType type, std::vecto
     tensors_.push_back({name, type, std::move(dims), n, {}, std::move(produce)});
 }
 
-template <class Sink> void GgufWriter::serialize(Sink& s) const {
+template <class Sink>
+void GgufWriter::serialize(Sink& s) const {
     put<Sink, uint32_t>(s, 0x46554747);
     put<Sink, uint32_t>(s, 3);
     put<Sink, uint64_t>(s, tensors_.size());
-    const bool has_alignment = std::any_of(kv_.begin(), kv_.end(), [](auto& kv) { return kv.first == "general.alignment"; });
+    const bool has_alignment =
+        std::any_of(kv_.begin(), kv_.end(), [](auto& kv) { return kv.first == "general.alignment"; });
     put<Sink, uint64_t>(s, kv_.size() + (has_alignment || alignment_ == 32 ? 0 : 1));
     for (const auto& [k, v] : kv_) {
         put_string(s, k);

@@ -16,12 +16,10 @@ public:
 
     void set(const std::string& key, GgufValue value);  // replaces an existing key in place
     // Adds a tensor whose bytes are copied now. dims[0] is the row length.
-    void add_tensor(const std::string& name, DType type, std::vector<uint64_t> dims,
-                    std::vector<uint8_t> bytes);
+    void add_tensor(const std::string& name, DType type, std::vector<uint64_t> dims, std::vector<uint8_t> bytes);
     // Adds a tensor whose bytes are produced at write time (large synthetic models).
     using Producer = std::function<void(uint8_t* dst, size_t n_bytes)>;
-    void add_tensor_lazy(const std::string& name, DType type, std::vector<uint64_t> dims,
-                         Producer produce);
+    void add_tensor_lazy(const std::string& name, DType type, std::vector<uint64_t> dims, Producer produce);
 
     // Serialises everything. Writes to path + ".tmp" then renames, so a crash never leaves
     // a half-written file under the final name. Throws ember::Error on I/O failure.
@@ -37,7 +35,8 @@ private:
         std::vector<uint8_t> bytes;
         Producer produce;
     };
-    template <class Sink> void serialize(Sink& sink) const;  // not "emit": Qt defines that macro
+    template <class Sink>
+    void serialize(Sink& sink) const;  // not "emit": Qt defines that macro
     uint32_t alignment_;
     std::vector<std::pair<std::string, GgufValue>> kv_;
     std::vector<Tensor> tensors_;

@@ -22,7 +22,8 @@ KvCache::KvCache(Backend& backend, const KvCacheConfig& config)
 
 KvCache::KvCache(const std::vector<Backend*>& layer_backends, const KvCacheConfig& config)
     : layer_backend_(layer_backends), config_(config) {
-    if (layer_backend_.size() != static_cast<size_t>(config.n_layers)) throw Error("KV cache: one backend per layer needed");
+    if (layer_backend_.size() != static_cast<size_t>(config.n_layers))
+        throw Error("KV cache: one backend per layer needed");
     if (config.type != DType::F16 && config.type != DType::Q8_0)
         throw Error("KV cache type must be F16 or Q8_0, not " + std::string(dtype_name(config.type)));
     if (config.n_blocks <= 0 || config.block_tokens <= 0) throw Error("KV cache needs at least one block");
@@ -94,8 +95,8 @@ std::vector<int32_t> KvCache::append(int32_t seq, int32_t n) {
     const int32_t need_blocks = (s.length + n + B - 1) / B - static_cast<int32_t>(s.blocks.size());
     if (need_blocks > free_blocks())
         throw Error("KV cache full: " + std::to_string(n) + " more tokens need " + std::to_string(need_blocks) +
-                    " blocks, " + std::to_string(free_blocks()) + " free (" + std::to_string(max_tokens_per_sequence()) +
-                    " tokens in all)");
+                    " blocks, " + std::to_string(free_blocks()) + " free (" +
+                    std::to_string(max_tokens_per_sequence()) + " tokens in all)");
     for (int32_t i = 0; i < need_blocks; ++i) {
         const int32_t b = free_.back();
         free_.pop_back();

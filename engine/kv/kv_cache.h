@@ -18,8 +18,8 @@ struct KvCacheConfig {
     int32_t n_kv_heads = 0;
     int32_t head_dim = 0;
     int32_t block_tokens = 16;
-    int32_t n_blocks = 0;        // total blocks in the pool (shared by all sequences)
-    DType type = DType::F16;     // F16 by default; Q8_0 halves the memory
+    int32_t n_blocks = 0;     // total blocks in the pool (shared by all sequences)
+    DType type = DType::F16;  // F16 by default; Q8_0 halves the memory
 
     // Blocks needed to hold `n_seqs` sequences of `n_ctx` tokens each.
     static int32_t blocks_for(int64_t n_ctx, int32_t n_seqs, int32_t block_tokens);
@@ -43,9 +43,9 @@ public:
     const KvLayer& layer(int i) const { return layers_[static_cast<size_t>(i)]; }
 
     // ---- sequences -------------------------------------------------------------------
-    int32_t new_sequence();                  // returns a sequence id
+    int32_t new_sequence();  // returns a sequence id
     void free_sequence(int32_t seq);
-    int32_t length(int32_t seq) const;       // tokens stored
+    int32_t length(int32_t seq) const;  // tokens stored
     // Reserves room for `n` more tokens (allocating blocks) and returns their cache slots.
     // Throws ember::Error if the pool is exhausted (the sequence is left unchanged).
     std::vector<int32_t> append(int32_t seq, int32_t n);

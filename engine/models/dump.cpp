@@ -6,7 +6,8 @@
 
 namespace ember {
 
-TensorDump::TensorDump(std::vector<std::string> names, DumpSink sink) : names_(std::move(names)), sink_(std::move(sink)) {
+TensorDump::TensorDump(std::vector<std::string> names, DumpSink sink)
+    : names_(std::move(names)), sink_(std::move(sink)) {
     all_ = std::find(names_.begin(), names_.end(), "all") != names_.end();
 }
 

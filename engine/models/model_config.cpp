@@ -28,7 +28,9 @@ int32_t in_range(const GgufFile& f, const std::string& key, uint64_t v, uint64_t
                     ".." + std::to_string(hi) + ")");
     return static_cast<int32_t>(v);
 }
-int32_t required_dim(const GgufFile& f, const std::string& key, uint64_t lo = 1) { return in_range(f, key, f.get_u64(key), lo); }
+int32_t required_dim(const GgufFile& f, const std::string& key, uint64_t lo = 1) {
+    return in_range(f, key, f.get_u64(key), lo);
+}
 int32_t optional_dim(const GgufFile& f, const std::string& key, uint64_t fallback, uint64_t lo = 1) {
     return in_range(f, key, f.opt_u64(key).value_or(fallback), lo);
 }
@@ -60,9 +62,10 @@ void check_layers_against_tensors(const GgufFile& f, const std::string& key, int
                        (present.empty() || *present.rbegin() == static_cast<uint64_t>(n_layers) - 1);
     if (!exact)
         throw Error(f.path() + ": " + key + " = " + std::to_string(n_layers) + " but the tensors describe " +
-                    (present.empty() ? std::string("no layers")
-                                     : std::to_string(present.size()) + " layers (blk." + std::to_string(*present.begin()) +
-                                           " .. blk." + std::to_string(*present.rbegin()) + ")"));
+                    (present.empty()
+                         ? std::string("no layers")
+                         : std::to_string(present.size()) + " layers (blk." + std::to_string(*present.begin()) +
+                               " .. blk." + std::to_string(*present.rbegin()) + ")"));
 }
 
 // Layer 0's projections must have the widths the hyperparameters imply (the Transformer
@@ -91,7 +94,8 @@ void apply_arch_conventions(const GgufFile& f, ModelConfig& c) {
         c.rope_base_local = 10000.0f;
         c.sliding_window = optional_dim(f, a + "attention.sliding_window", 0, 0);
         // Five sliding-window layers, then one global layer, repeating.
-        for (int32_t i = 0; i < c.n_layers; ++i) c.layer_sliding[static_cast<size_t>(i)] = c.sliding_window > 0 && i % 6 != 5;
+        for (int32_t i = 0; i < c.n_layers; ++i)
+            c.layer_sliding[static_cast<size_t>(i)] = c.sliding_window > 0 && i % 6 != 5;
     }
 }
 
@@ -117,10 +121,12 @@ ModelConfig read_model_config(const GgufFile& f) {
     c.head_dim = optional_dim(f, a + "attention.key_length", static_cast<uint64_t>(c.n_embd / c.n_heads));
     c.n_rot = optional_dim(f, a + "rope.dimension_count", static_cast<uint64_t>(c.head_dim), 0);
     if (c.head_dim % 2 || c.n_rot > c.head_dim || c.n_rot % 2)
-        throw Error(f.path() + ": unsupported head/rope dimensions " + std::to_string(c.head_dim) + "/" + std::to_string(c.n_rot));
+        throw Error(f.path() + ": unsupported head/rope dimensions " + std::to_string(c.head_dim) + "/" +
+                    std::to_string(c.n_rot));
     const int64_t q_dim = int64_t{c.n_heads} * c.head_dim, kv_dim = int64_t{c.n_kv_heads} * c.head_dim;
     if (q_dim > static_cast<int64_t>(kInt32Max))
-        throw Error(f.path() + ": " + std::to_string(c.n_heads) + " heads of " + std::to_string(c.head_dim) + " do not fit");
+        throw Error(f.path() + ": " + std::to_string(c.n_heads) + " heads of " + std::to_string(c.head_dim) +
+                    " do not fit");
     c.norm_eps = positive_float(f, a + "attention.layer_norm_rms_epsilon", 1e-5);
     c.rope_base = positive_float(f, a + "rope.freq_base", 10000.0);
     if (auto type = f.opt_string(a + "rope.scaling.type"); type && *type == "linear")
@@ -128,10 +134,12 @@ ModelConfig read_model_config(const GgufFile& f) {
     c.attn_scale = 1.0f / std::sqrt(static_cast<float>(c.head_dim));
     const GgufTensor& embd = f.tensor("token_embd.weight");
     if (embd.rows() > kInt32Max)
-        throw Error(f.path() + ": token_embd.weight has " + std::to_string(embd.rows()) + " rows (vocabulary too large)");
+        throw Error(f.path() + ": token_embd.weight has " + std::to_string(embd.rows()) +
+                    " rows (vocabulary too large)");
     c.n_vocab = static_cast<int32_t>(embd.rows());
     if (embd.dims[0] != static_cast<uint64_t>(c.n_embd))
-        throw Error(f.path() + ": token_embd.weight has rows of " + std::to_string(embd.dims[0]) + ", expected " + std::to_string(c.n_embd));
+        throw Error(f.path() + ": token_embd.weight has rows of " + std::to_string(embd.dims[0]) + ", expected " +
+                    std::to_string(c.n_embd));
     check_shape(f, "blk.0.attn_q.weight", c.n_embd, q_dim);
     check_shape(f, "blk.0.attn_k.weight", c.n_embd, kv_dim);
     check_shape(f, "blk.0.ffn_down.weight", c.n_ff, c.n_embd);

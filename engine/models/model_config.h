@@ -20,14 +20,14 @@ struct ModelConfig {
     float rope_base_local = 10000.0f;  // sliding-window layers (gemma3)
     float rope_scale = 1.0f;           // linear position scaling (1 = none)
     bool rope_neox = false;
-    float attn_scale = 0.0f;           // multiplier of q.k
-    float embed_scale = 1.0f;          // gemma: sqrt(n_embd)
-    bool qkv_bias = false;             // qwen2
-    bool qk_norm = false;              // gemma3: RMSNorm per head on q and k
-    bool post_norms = false;           // gemma3: norms after attention and FFN outputs
-    bool gelu = false;                 // GeGLU instead of SwiGLU
+    float attn_scale = 0.0f;   // multiplier of q.k
+    float embed_scale = 1.0f;  // gemma: sqrt(n_embd)
+    bool qkv_bias = false;     // qwen2
+    bool qk_norm = false;      // gemma3: RMSNorm per head on q and k
+    bool post_norms = false;   // gemma3: norms after attention and FFN outputs
+    bool gelu = false;         // GeGLU instead of SwiGLU
     int32_t sliding_window = 0;
-    std::vector<bool> layer_sliding;   // per layer: uses the sliding window
+    std::vector<bool> layer_sliding;  // per layer: uses the sliding window
 
     int32_t q_dim() const { return n_heads * head_dim; }
     int32_t kv_dim() const { return n_kv_heads * head_dim; }

@@ -17,13 +17,12 @@ struct ModelInfo {
     uint64_t n_params = 0;     // sum of tensor elements
     uint64_t file_size = 0;
     uint64_t tensor_bytes = 0;
-    std::optional<uint64_t> context_length, n_layers, n_heads, n_kv_heads, embedding_length,
-        ffn_length, head_dim;
+    std::optional<uint64_t> context_length, n_layers, n_heads, n_kv_heads, embedding_length, ffn_length, head_dim;
     uint64_t vocab_size = 0;
     std::string tokenizer_model;  // tokenizer.ggml.model ("llama" = SentencePiece, "gpt2" = BPE)
     std::string tokenizer_pre;    // tokenizer.ggml.pre
     bool has_chat_template = false;
-    std::string file_type;        // the dominant quantization, e.g. "Q4_K" (by bytes)
+    std::string file_type;                         // the dominant quantization, e.g. "Q4_K" (by bytes)
     std::map<std::string, uint64_t> tensor_types;  // type name -> tensor count
     std::map<std::string, uint64_t> tensor_type_bytes;
 };

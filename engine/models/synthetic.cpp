@@ -26,7 +26,8 @@ SyntheticShape synthetic_shape(const std::string& name) {
 }
 
 std::vector<std::string> synthetic_shape_names() {
-    return {"tiny", "tiny-qwen2", "tiny-gemma3", "llama-3.2-1b", "llama-3-8b", "smollm2-135m", "gemma3-270m", "qwen2.5-0.5b"};
+    return {"tiny",       "tiny-qwen2",   "tiny-gemma3", "llama-3.2-1b",
+            "llama-3-8b", "smollm2-135m", "gemma3-270m", "qwen2.5-0.5b"};
 }
 
 namespace {
@@ -60,7 +61,8 @@ void fill_random(DType type, uint8_t* dst, size_t n, uint64_t seed, float scale)
             }
             break;
         case DType::F16:
-            for (size_t i = 0; i + 2 <= n; i += 2) put_f16(dst + i, (static_cast<float>(dst[i] % 200) / 100.0f - 1.0f) * scale);
+            for (size_t i = 0; i + 2 <= n; i += 2)
+                put_f16(dst + i, (static_cast<float>(dst[i] % 200) / 100.0f - 1.0f) * scale);
             break;
         case DType::BF16:
             for (size_t i = 0; i + 2 <= n; i += 2) {
@@ -68,14 +70,24 @@ void fill_random(DType type, uint8_t* dst, size_t n, uint64_t seed, float scale)
                 std::memcpy(dst + i, &b, 2);
             }
             break;
-        case DType::Q4_0: case DType::Q5_0: case DType::Q8_0:
+        case DType::Q4_0:
+        case DType::Q5_0:
+        case DType::Q8_0:
             for (size_t b = 0; b < n; b += bb) put_f16(dst + b, scale / 8);
             break;
-        case DType::Q4_1: case DType::Q5_1:
-            for (size_t b = 0; b < n; b += bb) { put_f16(dst + b, scale / 8); put_f16(dst + b + 2, -scale); }
+        case DType::Q4_1:
+        case DType::Q5_1:
+            for (size_t b = 0; b < n; b += bb) {
+                put_f16(dst + b, scale / 8);
+                put_f16(dst + b + 2, -scale);
+            }
             break;
-        case DType::Q4_K: case DType::Q5_K:
-            for (size_t b = 0; b < n; b += bb) { put_f16(dst + b, scale / 256); put_f16(dst + b + 2, scale / 64); }
+        case DType::Q4_K:
+        case DType::Q5_K:
+            for (size_t b = 0; b < n; b += bb) {
+                put_f16(dst + b, scale / 256);
+                put_f16(dst + b + 2, scale / 64);
+            }
             break;
         case DType::Q6_K:
             for (size_t b = 0; b < n; b += bb) {
@@ -104,8 +116,9 @@ struct Scheme {
 Scheme parse_scheme(const std::string& s) {
     if (s == "Q4_K_M") return {DType::Q4_K, DType::Q6_K, DType::Q6_K, DType::Q6_K, DType::Q4_K, 15};
     const DType t = parse_type(s);
-    static const std::pair<DType, uint32_t> ftypes[] = {{DType::F32, 0}, {DType::F16, 1}, {DType::Q4_0, 2}, {DType::Q4_1, 3},
-        {DType::Q8_0, 7}, {DType::Q5_0, 8}, {DType::Q4_K, 14}, {DType::Q5_K, 16}, {DType::Q6_K, 18}, {DType::BF16, 32}};
+    static const std::pair<DType, uint32_t> ftypes[] = {
+        {DType::F32, 0},  {DType::F16, 1},   {DType::Q4_0, 2},  {DType::Q4_1, 3},  {DType::Q8_0, 7},
+        {DType::Q5_0, 8}, {DType::Q4_K, 14}, {DType::Q5_K, 16}, {DType::Q6_K, 18}, {DType::BF16, 32}};
     for (auto [type, ft] : ftypes)
         if (type == t) return {t, t, t, t, t, ft};
     throw Error("synthetic models cannot use type " + s);

@@ -15,9 +15,9 @@ struct SyntheticShape {
     int32_t n_embd, n_layers, n_heads, n_kv_heads, n_ff, n_vocab;
     int64_t n_ctx;
     bool tied_embeddings;
-    std::string arch = "llama";   // "llama", "qwen2" (q/k/v biases) or "gemma3" (QK-norm, post-norms)
-    int32_t head_dim = 0;         // 0: n_embd / n_heads
-    int32_t sliding_window = 0;   // gemma3
+    std::string arch = "llama";  // "llama", "qwen2" (q/k/v biases) or "gemma3" (QK-norm, post-norms)
+    int32_t head_dim = 0;        // 0: n_embd / n_heads
+    int32_t sliding_window = 0;  // gemma3
 };
 
 // Named shapes: "tiny", "tiny-qwen2", "tiny-gemma3" (tests), "llama-3.2-1b", "llama-3-8b",

@@ -30,11 +30,12 @@ void Transformer::load_weights(const std::vector<int>& layer_device) {
     tok_embd_ = weight(first, "token_embd.weight", c.n_embd, c.n_vocab);
     output_norm_ = weight(last, "output_norm.weight", c.n_embd, 1);
     output_ = weight(last, "output.weight", c.n_embd, c.n_vocab, false);
-    if (!output_.data && &first == &last) output_ = tok_embd_;  // tied embeddings
+    if (!output_.data && &first == &last) output_ = tok_embd_;                            // tied embeddings
     if (!output_.data) output_ = weight(last, "token_embd.weight", c.n_embd, c.n_vocab);  // tied, a copy
     if (const GgufTensor* rf = file_->find_tensor("rope_freqs.weight")) {
         if (rf->type != DType::F32 || rf->n_elements != static_cast<uint64_t>(c.n_rot / 2))
-            throw Error(file_->path() + ": rope_freqs.weight must be F32 with " + std::to_string(c.n_rot / 2) + " elements");
+            throw Error(file_->path() + ": rope_freqs.weight must be F32 with " + std::to_string(c.n_rot / 2) +
+                        " elements");
         const auto* p = reinterpret_cast<const float*>(rf->data);
         rope_freq_factors_.assign(p, p + c.n_rot / 2);
     }

@@ -59,21 +59,21 @@ private:
     // One pass's activations on one device: the scratch buffers cut to the pass's T tokens
     // (O output rows), plus the per-head views of q and k.
     struct Activations {
-        Tensor x;            // [T x n_embd]   residual stream
-        Tensor xn;           // [T x n_embd]   normed input of a block
-        Tensor q, k, v;      // [T x q_dim], [T x kv_dim], [T x kv_dim]
-        Tensor q_heads;      // [T*n_heads x head_dim]     q seen per head
-        Tensor k_heads;      // [T*n_kv_heads x head_dim]  k seen per head
-        Tensor attn;         // [T x q_dim]    attention output
-        Tensor proj;         // [T x n_embd]   a block's output before the residual add
-        Tensor gate, up;     // [T x n_ff]
-        Tensor out_x;        // [O x n_embd]   the output rows
-        Tensor logits;       // [O x n_vocab]
+        Tensor x;         // [T x n_embd]   residual stream
+        Tensor xn;        // [T x n_embd]   normed input of a block
+        Tensor q, k, v;   // [T x q_dim], [T x kv_dim], [T x kv_dim]
+        Tensor q_heads;   // [T*n_heads x head_dim]     q seen per head
+        Tensor k_heads;   // [T*n_kv_heads x head_dim]  k seen per head
+        Tensor attn;      // [T x q_dim]    attention output
+        Tensor proj;      // [T x n_embd]   a block's output before the residual add
+        Tensor gate, up;  // [T x n_ff]
+        Tensor out_x;     // [O x n_embd]   the output rows
+        Tensor logits;    // [O x n_vocab]
     };
     struct Device {
         Backend* backend = nullptr;
         Scratch scratch;
-        Activations act;     // this pass's
+        Activations act;  // this pass's
     };
     // One layer, everything resolved at load: where it runs, its rope and attention
     // parameters, its weights. Weight shapes are [rows x cols] as the matmul sees them
@@ -81,21 +81,21 @@ private:
     struct Layer {
         int index = 0;
         Device* device = nullptr;
-        RopeParams rope_q, rope_k;   // differ in n_heads only
+        RopeParams rope_q, rope_k;  // differ in n_heads only
         AttentionParams attention;
-        Tensor attn_norm;            // [n_embd]
-        Tensor wq, wk, wv;           // [q_dim x n_embd], [kv_dim x n_embd], [kv_dim x n_embd]
-        Tensor bq, bk, bv;           // [q_dim], [kv_dim], [kv_dim]        (qwen2)
-        Tensor q_norm, k_norm;       // [head_dim], per head               (gemma3)
-        Tensor wo;                   // [n_embd x q_dim]
-        Tensor post_attn_norm;       // [n_embd]                           (gemma3)
-        Tensor ffn_norm;             // [n_embd]
-        Tensor w_gate, w_up;         // [n_ff x n_embd]
-        Tensor w_down;               // [n_embd x n_ff]
-        Tensor post_ffn_norm;        // [n_embd]                           (gemma3)
+        Tensor attn_norm;       // [n_embd]
+        Tensor wq, wk, wv;      // [q_dim x n_embd], [kv_dim x n_embd], [kv_dim x n_embd]
+        Tensor bq, bk, bv;      // [q_dim], [kv_dim], [kv_dim]        (qwen2)
+        Tensor q_norm, k_norm;  // [head_dim], per head               (gemma3)
+        Tensor wo;              // [n_embd x q_dim]
+        Tensor post_attn_norm;  // [n_embd]                           (gemma3)
+        Tensor ffn_norm;        // [n_embd]
+        Tensor w_gate, w_up;    // [n_ff x n_embd]
+        Tensor w_down;          // [n_embd x n_ff]
+        Tensor post_ffn_norm;   // [n_embd]                           (gemma3)
         std::vector<Tensor*> weights() {
-            return {&attn_norm, &wq, &wk, &wv, &bq, &bk, &bv, &q_norm, &k_norm, &wo, &post_attn_norm,
-                    &ffn_norm, &w_gate, &w_up, &w_down, &post_ffn_norm};
+            return {&attn_norm,      &wq,       &wk,     &wv,   &bq,     &bk,           &bv, &q_norm, &k_norm, &wo,
+                    &post_attn_norm, &ffn_norm, &w_gate, &w_up, &w_down, &post_ffn_norm};
         }
     };
 
@@ -111,14 +111,14 @@ private:
 
     std::shared_ptr<const GgufFile> file_;
     ModelConfig config_;
-    std::vector<Device> devices_;    // 1, or 2 with partial offload; never resized after load
+    std::vector<Device> devices_;  // 1, or 2 with partial offload; never resized after load
     // Weights outside the layers: embedding on the first layer's device, the rest on the last's.
-    Tensor tok_embd_;                // [n_vocab x n_embd]
-    Tensor output_norm_;             // [n_embd]
-    Tensor output_;                  // [n_vocab x n_embd] (tok_embd_ when tied on one device)
+    Tensor tok_embd_;                       // [n_vocab x n_embd]
+    Tensor output_norm_;                    // [n_embd]
+    Tensor output_;                         // [n_vocab x n_embd] (tok_embd_ when tied on one device)
     std::vector<float> rope_freq_factors_;  // [n_rot/2] or empty
     std::vector<Layer> layers_;
-    std::vector<float> crossing_;    // host buffer for activations moving between devices
+    std::vector<float> crossing_;  // host buffer for activations moving between devices
     TensorDump dump_ = TensorDump::from_env();
 };
 

@@ -3,7 +3,9 @@
 namespace ember {
 
 namespace {
-std::string token_text_or_empty(const Tokenizer& tok, int32_t id) { return id >= 0 ? tok.token_text(id) : std::string(); }
+std::string token_text_or_empty(const Tokenizer& tok, int32_t id) {
+    return id >= 0 ? tok.token_text(id) : std::string();
+}
 }  // namespace
 
 std::string render_chat(const Model& model, const std::vector<ChatMessage>& messages, bool add_generation_prompt) {
@@ -15,7 +17,8 @@ std::string render_chat(const Model& model, const std::vector<ChatMessage>& mess
 std::vector<int32_t> tokenize_prompt(const Model& model, const std::string& rendered) {
     const Tokenizer& tok = model.tokenizer();
     std::vector<int32_t> ids = tok.encode(rendered, false, true);
-    if (tok.add_bos() && tok.bos() >= 0 && (ids.empty() || ids.front() != tok.bos())) ids.insert(ids.begin(), tok.bos());
+    if (tok.add_bos() && tok.bos() >= 0 && (ids.empty() || ids.front() != tok.bos()))
+        ids.insert(ids.begin(), tok.bos());
     return ids;
 }
 

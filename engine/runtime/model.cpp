@@ -26,7 +26,8 @@ void check_options(const LoadOptions& o) {
         throw Error(std::to_string(o.n_seqs) + " sequences of " + std::to_string(o.n_ctx) + " tokens are out of range");
     if (o.n_threads < 0) throw Error("thread count " + std::to_string(o.n_threads) + " is negative");
     if (o.n_batch < 1) throw Error("batch size " + std::to_string(o.n_batch) + " must be at least 1");
-    if (o.n_gpu_layers < -1) throw Error("GPU layer count " + std::to_string(o.n_gpu_layers) + " must be -1 (all) or more");
+    if (o.n_gpu_layers < -1)
+        throw Error("GPU layer count " + std::to_string(o.n_gpu_layers) + " must be -1 (all) or more");
 }
 
 // A KV cache on the CPU larger than the machine's memory would be allocated lazily and the

@@ -28,13 +28,13 @@ struct LoadOptions {
     // Auto: the GPU when the CUDA module finds one, else the CPU; Cuda: the GPU or an error
     // saying why there is none; Cpu: the CPU.
     BackendPreference device = BackendPreference::Auto;
-    int n_threads = 0;          // CPU threads (0 = one per core)
-    int n_gpu_layers = -1;      // on a GPU: layers placed on it (-1 = all); the rest run on the CPU
-    int64_t n_ctx = 0;          // context per sequence; 0 = min(trained context, 4096); at most kMaxContext
-    int32_t n_seqs = 1;         // sequences the KV cache holds at once
+    int n_threads = 0;      // CPU threads (0 = one per core)
+    int n_gpu_layers = -1;  // on a GPU: layers placed on it (-1 = all); the rest run on the CPU
+    int64_t n_ctx = 0;      // context per sequence; 0 = min(trained context, 4096); at most kMaxContext
+    int32_t n_seqs = 1;     // sequences the KV cache holds at once
     DType kv_type = DType::F16;
-    int32_t n_batch = 512;      // prompt tokens per forward pass
-    std::function<void(float)> on_progress;  // 0..1, called from the loading thread
+    int32_t n_batch = 512;                      // prompt tokens per forward pass
+    std::function<void(float)> on_progress;     // 0..1, called from the loading thread
     const std::atomic<bool>* cancel = nullptr;  // set to abort loading (throws ember::Error)
 };
 

@@ -84,14 +84,14 @@ int32_t Sequence::sample_next(Sampler& sampler) {
 
 const std::vector<float>& Sequence::prefill(std::span<const int32_t> tokens) {
     if (static_cast<int64_t>(tokens_.size() + tokens.size()) > model_.n_ctx())
-        throw Error("prompt of " + std::to_string(tokens_.size() + tokens.size()) + " tokens does not fit the context of " +
-                    std::to_string(model_.n_ctx()) + " tokens");
+        throw Error("prompt of " + std::to_string(tokens_.size() + tokens.size()) +
+                    " tokens does not fit the context of " + std::to_string(model_.n_ctx()) + " tokens");
     feed(tokens, true);
     return logits_;
 }
 
-GenerateStats Sequence::generate(std::span<const int32_t> prompt, const GenerateOptions& opts, const TextCallback& on_text,
-                                 const std::atomic<bool>* cancel) {
+GenerateStats Sequence::generate(std::span<const int32_t> prompt, const GenerateOptions& opts,
+                                 const TextCallback& on_text, const std::atomic<bool>* cancel) {
     if (prompt.empty()) throw Error("empty prompt");
     const int64_t n_ctx = model_.n_ctx();
     if (static_cast<int64_t>(prompt.size()) >= n_ctx)
@@ -128,7 +128,10 @@ GenerateStats Sequence::generate(std::span<const int32_t> prompt, const Generate
     std::chrono::steady_clock::time_point t_first, t_prev;
     auto emit = [&](const std::string& text) { return text.empty() || !on_text || on_text(text); };
     while (true) {
-        if (cancel && cancel->load()) { st.stop_reason = StopReason::Cancelled; break; }
+        if (cancel && cancel->load()) {
+            st.stop_reason = StopReason::Cancelled;
+            break;
+        }
         const int32_t next = sample_next(sampler);
         if (st.generated_tokens++ == 0) {
             t_first = t_prev = std::chrono::steady_clock::now();
@@ -139,16 +142,32 @@ GenerateStats Sequence::generate(std::span<const int32_t> prompt, const Generate
             tel->token(std::chrono::duration<double, std::milli>(now - t_prev).count());
             t_prev = now;
         }
-        if (!opts.ignore_eog && tok.is_eog(next)) { st.stop_reason = StopReason::EndOfText; break; }
+        if (!opts.ignore_eog && tok.is_eog(next)) {
+            st.stop_reason = StopReason::EndOfText;
+            break;
+        }
         const auto r = stops.feed(detok.push(next));
-        if (!emit(r.text)) { st.stop_reason = StopReason::Cancelled; break; }
-        if (r.stopped) { st.stop_reason = StopReason::StopString; break; }
-        if (opts.max_tokens >= 0 && st.generated_tokens >= opts.max_tokens) { st.stop_reason = StopReason::Length; break; }
-        if (static_cast<int64_t>(tokens_.size()) + 1 > n_ctx) { st.stop_reason = StopReason::Context; break; }
+        if (!emit(r.text)) {
+            st.stop_reason = StopReason::Cancelled;
+            break;
+        }
+        if (r.stopped) {
+            st.stop_reason = StopReason::StopString;
+            break;
+        }
+        if (opts.max_tokens >= 0 && st.generated_tokens >= opts.max_tokens) {
+            st.stop_reason = StopReason::Length;
+            break;
+        }
+        if (static_cast<int64_t>(tokens_.size()) + 1 > n_ctx) {
+            st.stop_reason = StopReason::Context;
+            break;
+        }
         const int32_t one[1] = {next};
         feed(one, true, !on_device);
     }
-    if (st.stop_reason != StopReason::StopString && st.stop_reason != StopReason::Cancelled) emit(stops.feed(detok.flush()).text + stops.flush());
+    if (st.stop_reason != StopReason::StopString && st.stop_reason != StopReason::Cancelled)
+        emit(stops.feed(detok.flush()).text + stops.flush());
     if (st.generated_tokens > 0) st.decode_ms = ms_since(t_first);
     return st;
 }

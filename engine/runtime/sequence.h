@@ -20,21 +20,21 @@ class Telemetry;
 
 struct GenerateOptions {
     SamplingParams sampling;
-    int32_t max_tokens = 256;          // < 0: until end of generation or context
-    std::vector<std::string> stop;     // stop strings (never shown)
-    bool ignore_eog = false;           // benchmarks: keep going past end-of-generation tokens
-    Telemetry* telemetry = nullptr;    // when set, records this request's timings (engine/telemetry)
-    uint64_t request_id = 0;           // the request's id in the telemetry
-    double queue_wait_ms = 0;          // how long the request waited before generate() (telemetry)
+    int32_t max_tokens = 256;        // < 0: until end of generation or context
+    std::vector<std::string> stop;   // stop strings (never shown)
+    bool ignore_eog = false;         // benchmarks: keep going past end-of-generation tokens
+    Telemetry* telemetry = nullptr;  // when set, records this request's timings (engine/telemetry)
+    uint64_t request_id = 0;         // the request's id in the telemetry
+    double queue_wait_ms = 0;        // how long the request waited before generate() (telemetry)
 };
 
 struct GenerateStats {
-    int32_t prompt_tokens = 0;     // tokens in the prompt
-    int32_t reused_tokens = 0;     // of which were already in the cache
+    int32_t prompt_tokens = 0;  // tokens in the prompt
+    int32_t reused_tokens = 0;  // of which were already in the cache
     int32_t generated_tokens = 0;
-    double ttft_ms = 0;            // prompt processing + first token
+    double ttft_ms = 0;  // prompt processing + first token
     double prefill_ms = 0;
-    double decode_ms = 0;          // after the first token
+    double decode_ms = 0;  // after the first token
     StopReason stop_reason = StopReason::None;
     double prefill_tok_s() const { return prefill_ms > 0 ? (prompt_tokens - reused_tokens) * 1000.0 / prefill_ms : 0; }
     double decode_tok_s() const { return decode_ms > 0 ? (generated_tokens - 1) * 1000.0 / decode_ms : 0; }
@@ -70,7 +70,7 @@ private:
     int32_t seq_ = -1;
     std::vector<int32_t> tokens_;
     std::vector<float> logits_;
-    Tensor logits_dev_;                  // valid after feed(..., download = false)
+    Tensor logits_dev_;  // valid after feed(..., download = false)
     std::vector<TopKCandidate> top_;
 };
 

@@ -19,12 +19,18 @@ enum class StopReason {
 // "" (None), "eog", "stop", "length", "context", "cancelled".
 constexpr std::string_view stop_reason_name(StopReason r) {
     switch (r) {
-        case StopReason::None: return "";
-        case StopReason::EndOfText: return "eog";
-        case StopReason::StopString: return "stop";
-        case StopReason::Length: return "length";
-        case StopReason::Context: return "context";
-        case StopReason::Cancelled: return "cancelled";
+        case StopReason::None:
+            return "";
+        case StopReason::EndOfText:
+            return "eog";
+        case StopReason::StopString:
+            return "stop";
+        case StopReason::Length:
+            return "length";
+        case StopReason::Context:
+            return "context";
+        case StopReason::Cancelled:
+            return "cancelled";
     }
     return "";
 }

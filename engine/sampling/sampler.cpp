@@ -51,8 +51,8 @@ int32_t Sampler::top_k_candidates() const {
 TopKRow Sampler::adjustments(std::span<const int32_t> history) {
     penalized_.clear();
     bias_.clear();
-    const bool any = params_.repeat_penalty != 1.0f || params_.presence_penalty != 0.0f ||
-                     params_.frequency_penalty != 0.0f;
+    const bool any =
+        params_.repeat_penalty != 1.0f || params_.presence_penalty != 0.0f || params_.frequency_penalty != 0.0f;
     if (any && params_.repeat_last_n != 0 && !history.empty()) {
         size_t window = history.size();
         if (params_.repeat_last_n > 0) window = std::min(window, static_cast<size_t>(params_.repeat_last_n));
@@ -77,7 +77,9 @@ TopKRow Sampler::adjustments(std::span<const int32_t> history) {
 }
 
 void Sampler::truncate(std::vector<Candidate>& c) const {
-    auto by_logit = [](const Candidate& a, const Candidate& b) { return a.logit > b.logit || (a.logit == b.logit && a.id < b.id); };
+    auto by_logit = [](const Candidate& a, const Candidate& b) {
+        return a.logit > b.logit || (a.logit == b.logit && a.id < b.id);
+    };
     const size_t k = params_.top_k > 0 ? std::min(c.size(), static_cast<size_t>(params_.top_k)) : c.size();
     std::partial_sort(c.begin(), c.begin() + static_cast<ptrdiff_t>(k), c.end(), by_logit);
     c.resize(k);
@@ -130,7 +132,8 @@ int32_t Sampler::sample(std::span<float> logits, std::span<const int32_t> histor
     if (greedy()) return argmax(logits);
     cand_.clear();
     for (size_t i = 0; i < logits.size(); ++i)
-        if (logits[i] > -std::numeric_limits<float>::infinity()) cand_.push_back({static_cast<int32_t>(i), logits[i], 0});
+        if (logits[i] > -std::numeric_limits<float>::infinity())
+            cand_.push_back({static_cast<int32_t>(i), logits[i], 0});
     return draw();
 }
 

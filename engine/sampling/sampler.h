@@ -18,14 +18,14 @@
 namespace ember {
 
 struct SamplingParams {
-    float temperature = 0.8f;       // <= 0 means greedy
-    int32_t top_k = 40;             // <= 0 disables
-    float top_p = 0.95f;            // >= 1 disables
-    float min_p = 0.05f;            // <= 0 disables
-    float repeat_penalty = 1.0f;    // 1 disables (llama.cpp semantics: divide positive logits)
-    int32_t repeat_last_n = 64;     // window for all penalties; 0 = none, -1 = whole history
-    float presence_penalty = 0.0f;  // subtract once per token seen in the window
-    float frequency_penalty = 0.0f; // subtract per occurrence in the window
+    float temperature = 0.8f;             // <= 0 means greedy
+    int32_t top_k = 40;                   // <= 0 disables
+    float top_p = 0.95f;                  // >= 1 disables
+    float min_p = 0.05f;                  // <= 0 disables
+    float repeat_penalty = 1.0f;          // 1 disables (llama.cpp semantics: divide positive logits)
+    int32_t repeat_last_n = 64;           // window for all penalties; 0 = none, -1 = whole history
+    float presence_penalty = 0.0f;        // subtract once per token seen in the window
+    float frequency_penalty = 0.0f;       // subtract per occurrence in the window
     std::map<int32_t, float> logit_bias;  // added to the logit; -inf bans a token
     uint64_t seed = 0xE3BE5EED;
 

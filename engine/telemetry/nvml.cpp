@@ -15,16 +15,20 @@ struct nvmlUtilization_t {
 struct nvmlMemory_t {
     unsigned long long total, free, used;
 };
-constexpr int kTemperatureGpu = 0;            // NVML_TEMPERATURE_GPU
-constexpr int kClockSm = 1, kClockMem = 2;    // NVML_CLOCK_SM, NVML_CLOCK_MEM
+constexpr int kTemperatureGpu = 0;          // NVML_TEMPERATURE_GPU
+constexpr int kClockSm = 1, kClockMem = 2;  // NVML_CLOCK_SM, NVML_CLOCK_MEM
 
 // The reason for a failed call, in words a user can act on.
 std::string describe(nvmlReturn_t rc, const char* (*error_string)(nvmlReturn_t)) {
     switch (rc) {
-        case 3: return "not supported on this GPU";
-        case 4: return "no permission to read it";
-        case 15: return "the GPU has fallen off the bus";
-        default: break;
+        case 3:
+            return "not supported on this GPU";
+        case 4:
+            return "no permission to read it";
+        case 15:
+            return "the GPU has fallen off the bus";
+        default:
+            break;
     }
     const char* s = error_string ? error_string(rc) : nullptr;
     return std::string("NVML error ") + std::to_string(rc) + (s ? std::string(": ") + s : "");
@@ -55,9 +59,7 @@ void bind(void* lib, const char* symbol, F& fn) {
     fn = reinterpret_cast<F>(dlsym(lib, symbol));
 }
 
-Sensor missing(const char* symbol) {
-    return Sensor{false, 0, std::string("this driver's NVML has no ") + symbol};
-}
+Sensor missing(const char* symbol) { return Sensor{false, 0, std::string("this driver's NVML has no ") + symbol}; }
 
 }  // namespace
 

@@ -23,10 +23,10 @@ struct GpuSensors {
     Sensor utilization_pct;  // kernels running, % of the last sample period
     Sensor memory_busy_pct;  // memory controller busy, %
     Sensor memory_total_bytes, memory_used_bytes, memory_free_bytes;
-    Sensor power_w;          // board power draw
-    Sensor temperature_c;    // GPU core
+    Sensor power_w;        // board power draw
+    Sensor temperature_c;  // GPU core
     Sensor sm_clock_mhz, memory_clock_mhz;
-    Sensor energy_j;         // total energy since the driver loaded (Volta and newer)
+    Sensor energy_j;  // total energy since the driver loaded (Volta and newer)
 };
 
 class Nvml {

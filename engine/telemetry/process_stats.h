@@ -8,9 +8,9 @@
 namespace ember {
 
 struct ProcessStats {
-    uint64_t rss_bytes = 0;    // resident set (file-backed pages of a mapped model included)
-    double cpu_percent = 0;    // since the previous sample, 100 = one core busy (0 on the first)
-    double cpu_seconds = 0;    // user + system since the process started
+    uint64_t rss_bytes = 0;  // resident set (file-backed pages of a mapped model included)
+    double cpu_percent = 0;  // since the previous sample, 100 = one core busy (0 on the first)
+    double cpu_seconds = 0;  // user + system since the process started
     int32_t threads = 0;
 };
 

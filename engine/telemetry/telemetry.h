@@ -29,8 +29,8 @@ struct DeviceMemory {
     uint64_t weights = 0;         // weights the backend allocated (copies on a GPU)
     uint64_t mapped_weights = 0;  // weights used in place from the file map (CPU)
     uint64_t kv_cache = 0;
-    uint64_t scratch = 0;         // activations and other per-pass buffers
-    uint64_t device_total = 0;    // 0 when the backend does not know
+    uint64_t scratch = 0;       // activations and other per-pass buffers
+    uint64_t device_total = 0;  // 0 when the backend does not know
     uint64_t device_free = 0;
     uint64_t held() const { return weights + mapped_weights + kv_cache + scratch; }
 };
@@ -46,18 +46,18 @@ struct RequestSample {
     int32_t batch_size = 1;        // sequences in the pass that started it
     double ttft_ms = 0;            // started -> first token (0 until then)
     double prefill_tok_s = 0;
-    double decode_tok_s = 0;       // set when it finishes
+    double decode_tok_s = 0;  // set when it finishes
     bool running = false;
 };
 
 struct TelemetrySnapshot {
-    uint32_t now_ms = 0;     // on the telemetry clock (ms since it was made, wraps at 2^32)
-    uint32_t window_ms = 0;  // the window the stats below cover
-    RequestSample current;   // the running request, else the last one (id 0: none yet)
+    uint32_t now_ms = 0;         // on the telemetry clock (ms since it was made, wraps at 2^32)
+    uint32_t window_ms = 0;      // the window the stats below cover
+    RequestSample current;       // the running request, else the last one (id 0: none yet)
     WindowStats inter_token_ms;  // decode latency between consecutive tokens
     WindowStats ttft_ms;
     WindowStats prefill_tok_s;
-    WindowStats decode_tok_s;    // per finished request
+    WindowStats decode_tok_s;  // per finished request
     WindowStats queue_wait_ms;
     WindowStats batch_size;
     double decode_tok_s_now = 0;  // from the inter-token latencies of the last 2 s (0 when idle)
@@ -87,7 +87,7 @@ public:
     uint32_t now_ms() const;
 
 private:
-    static constexpr size_t kTokenRing = 1 << 14;   // inter-token samples kept
+    static constexpr size_t kTokenRing = 1 << 14;    // inter-token samples kept
     static constexpr size_t kRequestRing = 1 << 10;  // per-request samples kept
 
     Clock::time_point epoch_;

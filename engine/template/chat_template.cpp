@@ -126,8 +126,7 @@ ResolvedTemplate resolve_chat_template(std::optional<std::string> model_template
                         std::string("the model's chat template cannot be used (") + e.what() + ")");
     }
     const auto with_system = trial_render(t, true);
-    if (!with_system)
-        return {t, "the model's own chat template (tokenizer.chat_template)", std::nullopt};
+    if (!with_system) return {t, "the model's own chat template (tokenizer.chat_template)", std::nullopt};
     if (const auto without_system = trial_render(t, false))
         return fallback(architecture, special_tokens_present,
                         "the model's chat template fails on a test conversation (" + *without_system + ")");

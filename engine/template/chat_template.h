@@ -71,8 +71,8 @@ public:
 
     // Renders a conversation. Throws ember::Error (with the template location) on
     // raise_exception(), runtime errors, or when a render budget is exceeded.
-    std::string render(const std::vector<ChatMessage>& msgs, bool add_generation_prompt,
-                       const std::string& bos_token, const std::string& eos_token) const;
+    std::string render(const std::vector<ChatMessage>& msgs, bool add_generation_prompt, const std::string& bos_token,
+                       const std::string& eos_token) const;
     std::string render(const std::vector<ChatMessage>& msgs, const ChatRenderOptions& opts) const;
 
     const std::string& source() const { return *source_; }

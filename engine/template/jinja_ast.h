@@ -39,15 +39,15 @@ struct Expr {
     };
     Kind kind;
     SourceLoc loc;
-    Value value;                  // Literal
-    std::string name;             // Name, Attr, Filter, Test; operator for Unary/Binary
-    ExprPtr a, b, c, d;           // operands (see Kind)
-    std::vector<ExprPtr> items;   // List, Dict values, Compare operands after `a`
-    std::vector<ExprPtr> keys;    // Dict keys
-    std::vector<std::string> ops; // Compare operators ("==", "in", "not in", …)
-    std::vector<Arg> args;        // Call, Filter, Test
-    bool negated = false;         // Test: `is not`
-    int height = 1;               // of this subtree; bounded by the parser
+    Value value;                   // Literal
+    std::string name;              // Name, Attr, Filter, Test; operator for Unary/Binary
+    ExprPtr a, b, c, d;            // operands (see Kind)
+    std::vector<ExprPtr> items;    // List, Dict values, Compare operands after `a`
+    std::vector<ExprPtr> keys;     // Dict keys
+    std::vector<std::string> ops;  // Compare operators ("==", "in", "not in", …)
+    std::vector<Arg> args;         // Call, Filter, Test
+    bool negated = false;          // Test: `is not`
+    int height = 1;                // of this subtree; bounded by the parser
 
     Expr(Kind k, SourceLoc l) : kind(k), loc(l) {}
 };
@@ -73,15 +73,15 @@ struct Stmt {
         FilterBlock,  // filter expr (a Filter chain on a placeholder) body
         Break,
         Continue,
-        Scope,        // a transparent body: {% generation %} (HF's assistant-mask marker)
+        Scope,  // a transparent body: {% generation %} (HF's assistant-mask marker)
     };
     Kind kind;
     SourceLoc loc;
-    std::string text;                  // Text
-    ExprPtr expr;                      // Output, For (iterable), Set (value), FilterBlock
-    ExprPtr cond;                      // For: loop filter
-    std::vector<ExprPtr> conds;        // If
-    std::vector<Body> bodies;          // If
+    std::string text;            // Text
+    ExprPtr expr;                // Output, For (iterable), Set (value), FilterBlock
+    ExprPtr cond;                // For: loop filter
+    std::vector<ExprPtr> conds;  // If
+    std::vector<Body> bodies;    // If
     Body body, else_body;
     std::vector<std::string> targets;  // For (unpacking), Set, SetBlock, Macro name
     std::string attr;                  // Set: `ns.attr`

@@ -32,7 +32,8 @@ public:
         for (size_t i = 0; i < a.pos.size(); ++i) set(fname, i, a.pos[i]);
         for (auto& [k, v] : a.kw) {
             auto it = std::find(names_.begin(), names_.end(), k);
-            if (it == names_.end()) throw EvalError{std::string(fname) + "() got an unexpected keyword argument '" + k + "'"};
+            if (it == names_.end())
+                throw EvalError{std::string(fname) + "() got an unexpected keyword argument '" + k + "'"};
             set(fname, static_cast<size_t>(it - names_.begin()), v);
         }
     }
@@ -42,7 +43,8 @@ public:
     bool flag(size_t i, bool dflt = false) const { return given_[i] ? vals_[i].truthy() : dflt; }
     int64_t integer(size_t i, int64_t dflt) const {
         if (!has(i)) return dflt;
-        if (!vals_[i].is_int() && !vals_[i].is_bool()) throw EvalError{"'" + std::string(names_[i]) + "' must be an integer"};
+        if (!vals_[i].is_int() && !vals_[i].is_bool())
+            throw EvalError{"'" + std::string(names_[i]) + "' must be an integer"};
         return vals_[i].as_int();
     }
 
@@ -52,7 +54,8 @@ private:
     std::vector<bool> given_;
 
     void set(std::string_view fname, size_t i, const Value& v) {
-        if (given_[i]) throw EvalError{std::string(fname) + "() got multiple values for '" + std::string(names_[i]) + "'"};
+        if (given_[i])
+            throw EvalError{std::string(fname) + "() got multiple values for '" + std::string(names_[i]) + "'"};
         vals_[i] = v;
         given_[i] = true;
     }
@@ -101,7 +104,8 @@ std::string jinja_title(const std::string& s) {
     std::string out;
     bool word_start = true;
     for (std::string_view ch : utf8_chars(s)) {
-        const bool sep = ch.size() == 1 && (py_space(ch[0]) || std::string_view("-({[<").find(ch[0]) != std::string_view::npos);
+        const bool sep =
+            ch.size() == 1 && (py_space(ch[0]) || std::string_view("-({[<").find(ch[0]) != std::string_view::npos);
         out += sep ? std::string(ch) : word_start ? utf8_upper(ch) : utf8_lower(ch);
         word_start = sep;
     }
@@ -118,19 +122,25 @@ std::string strip(const std::string& s, const Value& chars, bool left, bool righ
         return ws ? (c.size() == 1 && py_space(c[0])) : std::find(set.begin(), set.end(), c) != set.end();
     };
     size_t b = 0, e = cs.size();
-    if (left) while (b < e && strip_it(cs[b])) ++b;
-    if (right) while (e > b && strip_it(cs[e - 1])) --e;
+    if (left)
+        while (b < e && strip_it(cs[b])) ++b;
+    if (right)
+        while (e > b && strip_it(cs[e - 1])) --e;
     std::string out;
     for (size_t i = b; i < e; ++i) out += cs[i];
     return out;
 }
 
-std::string replace_all(Interpreter& in, const std::string& s, const std::string& from, const std::string& to, int64_t count) {
+std::string replace_all(Interpreter& in, const std::string& s, const std::string& from, const std::string& to,
+                        int64_t count) {
     std::string out;
     int64_t done = 0;
     if (from.empty()) {  // Python inserts `to` around every character
         for (std::string_view c : utf8_chars(s)) {
-            if (count < 0 || done < count) { out += to; ++done; }
+            if (count < 0 || done < count) {
+                out += to;
+                ++done;
+            }
             out += c;
             in.check_size(out.size());
         }
@@ -218,12 +228,23 @@ std::string html_escape(const std::string& s) {
     std::string out;
     for (char c : s) {
         switch (c) {
-        case '&': out += "&amp;"; break;
-        case '<': out += "&lt;"; break;
-        case '>': out += "&gt;"; break;
-        case '"': out += "&#34;"; break;
-        case '\'': out += "&#39;"; break;
-        default: out += c;
+            case '&':
+                out += "&amp;";
+                break;
+            case '<':
+                out += "&lt;";
+                break;
+            case '>':
+                out += "&gt;";
+                break;
+            case '"':
+                out += "&#34;";
+                break;
+            case '\'':
+                out += "&#39;";
+                break;
+            default:
+                out += c;
         }
     }
     return out;
@@ -248,19 +269,22 @@ std::optional<int64_t> parse_int(const std::string& text, int base) {
 // Python's iter(): list items, dict keys, string characters; Undefined is empty.
 std::vector<Value> iterate(const Value& v) {
     switch (v.kind()) {
-    case Value::Kind::Undefined: return {};
-    case Value::Kind::List: return v.list();
-    case Value::Kind::Dict: {
-        std::vector<Value> keys;
-        for (const auto& [k, x] : v.dict().items) keys.emplace_back(k);
-        return keys;
-    }
-    case Value::Kind::String: {
-        std::vector<Value> chars;
-        for (std::string_view c : utf8_chars(v.str())) chars.emplace_back(std::string(c));
-        return chars;
-    }
-    default: throw EvalError{"'" + v.type_name() + "' object is not iterable"};
+        case Value::Kind::Undefined:
+            return {};
+        case Value::Kind::List:
+            return v.list();
+        case Value::Kind::Dict: {
+            std::vector<Value> keys;
+            for (const auto& [k, x] : v.dict().items) keys.emplace_back(k);
+            return keys;
+        }
+        case Value::Kind::String: {
+            std::vector<Value> chars;
+            for (std::string_view c : utf8_chars(v.str())) chars.emplace_back(std::string(c));
+            return chars;
+        }
+        default:
+            throw EvalError{"'" + v.type_name() + "' object is not iterable"};
     }
 }
 
@@ -271,8 +295,11 @@ Value get_path(Interpreter& in, const Value& obj, const std::string& path) {
     for (;;) {
         const size_t dot = path.find('.', start);
         const std::string part = path.substr(start, dot == std::string::npos ? std::string::npos : dot - start);
-        const bool digits = !part.empty() && std::all_of(part.begin(), part.end(), [](char c) { return std::isdigit(static_cast<unsigned char>(c)); });
-        cur = digits && part.size() < 18 ? in.get_item(cur, Value(static_cast<int64_t>(std::stoll(part)))) : in.get_item(cur, Value(part));
+        const bool digits = !part.empty() && std::all_of(part.begin(), part.end(), [](char c) {
+            return std::isdigit(static_cast<unsigned char>(c));
+        });
+        cur = digits && part.size() < 18 ? in.get_item(cur, Value(static_cast<int64_t>(std::stoll(part))))
+                                         : in.get_item(cur, Value(part));
         if (dot == std::string::npos) return cur;
         start = dot + 1;
     }
@@ -298,11 +325,16 @@ std::vector<Value> pairs_of(const Dict& d) {
 
 int64_t length_of(const Value& v) {
     switch (v.kind()) {
-    case Value::Kind::Undefined: return 0;
-    case Value::Kind::String: return static_cast<int64_t>(utf8_length(v.str()));
-    case Value::Kind::List: return static_cast<int64_t>(v.list().size());
-    case Value::Kind::Dict: return static_cast<int64_t>(v.dict().items.size());
-    default: throw EvalError{"object of type '" + v.type_name() + "' has no len()"};
+        case Value::Kind::Undefined:
+            return 0;
+        case Value::Kind::String:
+            return static_cast<int64_t>(utf8_length(v.str()));
+        case Value::Kind::List:
+            return static_cast<int64_t>(v.list().size());
+        case Value::Kind::Dict:
+            return static_cast<int64_t>(v.dict().items.size());
+        default:
+            throw EvalError{"object of type '" + v.type_name() + "' has no len()"};
     }
 }
 
@@ -323,13 +355,34 @@ Value f_trim(Interpreter& in, const Value& v, CallArgs& a) {
     Params p("trim", a, {"chars"});
     return Value(strip(str_of(in, v), p[0], true, true));
 }
-Value f_upper(Interpreter& in, const Value& v, CallArgs& a) { no_args("upper", a); return Value(upper(str_of(in, v))); }
-Value f_lower(Interpreter& in, const Value& v, CallArgs& a) { no_args("lower", a); return Value(lower(str_of(in, v))); }
-Value f_title(Interpreter& in, const Value& v, CallArgs& a) { no_args("title", a); return Value(jinja_title(str_of(in, v))); }
-Value f_capitalize(Interpreter& in, const Value& v, CallArgs& a) { no_args("capitalize", a); return Value(capitalize(str_of(in, v))); }
-Value f_string(Interpreter& in, const Value& v, CallArgs& a) { no_args("string", a); return Value(str_of(in, v)); }
-Value f_safe(Interpreter&, const Value& v, CallArgs& a) { no_args("safe", a); return v; }
-Value f_escape(Interpreter& in, const Value& v, CallArgs& a) { no_args("escape", a); return Value(html_escape(str_of(in, v))); }
+Value f_upper(Interpreter& in, const Value& v, CallArgs& a) {
+    no_args("upper", a);
+    return Value(upper(str_of(in, v)));
+}
+Value f_lower(Interpreter& in, const Value& v, CallArgs& a) {
+    no_args("lower", a);
+    return Value(lower(str_of(in, v)));
+}
+Value f_title(Interpreter& in, const Value& v, CallArgs& a) {
+    no_args("title", a);
+    return Value(jinja_title(str_of(in, v)));
+}
+Value f_capitalize(Interpreter& in, const Value& v, CallArgs& a) {
+    no_args("capitalize", a);
+    return Value(capitalize(str_of(in, v)));
+}
+Value f_string(Interpreter& in, const Value& v, CallArgs& a) {
+    no_args("string", a);
+    return Value(str_of(in, v));
+}
+Value f_safe(Interpreter&, const Value& v, CallArgs& a) {
+    no_args("safe", a);
+    return v;
+}
+Value f_escape(Interpreter& in, const Value& v, CallArgs& a) {
+    no_args("escape", a);
+    return Value(html_escape(str_of(in, v)));
+}
 
 Value f_length(Interpreter&, const Value& v, CallArgs& a) {
     no_args("length", a);
@@ -585,7 +638,9 @@ Value f_sum(Interpreter& in, const Value& v, CallArgs& a) {
 
 Value f_indent(Interpreter& in, const Value& v, CallArgs& a) {
     Params p("indent", a, {"width", "first", "blank"});
-    const std::string pad = p[0].is_string() ? p[0].str() : std::string(static_cast<size_t>(std::clamp<int64_t>(p.integer(0, 4), 0, 256)), ' ');
+    const std::string pad = p[0].is_string()
+                                ? p[0].str()
+                                : std::string(static_cast<size_t>(std::clamp<int64_t>(p.integer(0, 4), 0, 256)), ' ');
     std::vector<Value> lines = splitlines(str_of(in, v) + "\n");
     std::string out;
     for (size_t i = 0; i < lines.size(); ++i) {
@@ -610,16 +665,46 @@ Value f_attr(Interpreter& in, const Value& v, CallArgs& a) {
 
 const std::map<std::string_view, FilterFn>& filters() {
     static const std::map<std::string_view, FilterFn> table = {
-        {"abs", f_abs}, {"attr", f_attr}, {"capitalize", f_capitalize}, {"count", f_length},
-        {"d", f_default}, {"default", f_default}, {"dictsort", f_dictsort}, {"e", f_escape},
-        {"escape", f_escape}, {"first", f_first}, {"float", f_float}, {"forceescape", f_escape},
-        {"indent", f_indent}, {"int", f_int}, {"items", f_items}, {"join", f_join}, {"last", f_last},
-        {"length", f_length}, {"list", f_list}, {"lower", f_lower}, {"map", f_map}, {"max", f_max},
-        {"min", f_min}, {"reject", f_reject}, {"rejectattr", f_rejectattr}, {"replace", f_replace},
-        {"reverse", f_reverse}, {"round", f_round}, {"safe", f_safe}, {"select", f_select},
-        {"selectattr", f_selectattr}, {"sort", f_sort}, {"string", f_string}, {"sum", f_sum},
-        {"title", f_title}, {"tojson", f_tojson}, {"trim", f_trim}, {"unique", f_unique},
-        {"upper", f_upper}, {"wordcount", f_wordcount},
+        {"abs", f_abs},
+        {"attr", f_attr},
+        {"capitalize", f_capitalize},
+        {"count", f_length},
+        {"d", f_default},
+        {"default", f_default},
+        {"dictsort", f_dictsort},
+        {"e", f_escape},
+        {"escape", f_escape},
+        {"first", f_first},
+        {"float", f_float},
+        {"forceescape", f_escape},
+        {"indent", f_indent},
+        {"int", f_int},
+        {"items", f_items},
+        {"join", f_join},
+        {"last", f_last},
+        {"length", f_length},
+        {"list", f_list},
+        {"lower", f_lower},
+        {"map", f_map},
+        {"max", f_max},
+        {"min", f_min},
+        {"reject", f_reject},
+        {"rejectattr", f_rejectattr},
+        {"replace", f_replace},
+        {"reverse", f_reverse},
+        {"round", f_round},
+        {"safe", f_safe},
+        {"select", f_select},
+        {"selectattr", f_selectattr},
+        {"sort", f_sort},
+        {"string", f_string},
+        {"sum", f_sum},
+        {"title", f_title},
+        {"tojson", f_tojson},
+        {"trim", f_trim},
+        {"unique", f_unique},
+        {"upper", f_upper},
+        {"wordcount", f_wordcount},
     };
     return table;
 }
@@ -677,16 +762,26 @@ bool t_mapping(Interpreter&, const Value& v, CallArgs&) { return v.is_dict(); }
 bool t_callable(Interpreter&, const Value& v, CallArgs&) { return v.is_function(); }
 bool t_escaped(Interpreter&, const Value&, CallArgs&) { return false; }
 // Undefined is iterable (empty) and a sequence (length 0) in jinja2.
-bool t_iterable(Interpreter&, const Value& v, CallArgs&) { return v.is_list() || v.is_dict() || v.is_string() || v.is_undefined(); }
+bool t_iterable(Interpreter&, const Value& v, CallArgs&) {
+    return v.is_list() || v.is_dict() || v.is_string() || v.is_undefined();
+}
 bool t_odd(Interpreter&, const Value& v, CallArgs&) { return py_mod_is(v, Value(2), 1, "odd"); }
 bool t_even(Interpreter&, const Value& v, CallArgs&) { return py_mod_is(v, Value(2), 0, "even"); }
-bool t_divisibleby(Interpreter&, const Value& v, CallArgs& a) { return py_mod_is(v, test_arg(a, "divisibleby"), 0, "divisibleby"); }
+bool t_divisibleby(Interpreter&, const Value& v, CallArgs& a) {
+    return py_mod_is(v, test_arg(a, "divisibleby"), 0, "divisibleby");
+}
 bool t_eq(Interpreter&, const Value& v, CallArgs& a) { return equals(v, test_arg(a, "eq")); }
 bool t_ne(Interpreter&, const Value& v, CallArgs& a) { return !equals(v, test_arg(a, "ne")); }
 bool t_lt(Interpreter&, const Value& v, CallArgs& a) { return less_than(v, test_arg(a, "lt")); }
 bool t_gt(Interpreter&, const Value& v, CallArgs& a) { return less_than(test_arg(a, "gt"), v); }
-bool t_le(Interpreter&, const Value& v, CallArgs& a) { const Value& x = test_arg(a, "le"); return less_than(v, x) || equals(v, x); }
-bool t_ge(Interpreter&, const Value& v, CallArgs& a) { const Value& x = test_arg(a, "ge"); return less_than(x, v) || equals(v, x); }
+bool t_le(Interpreter&, const Value& v, CallArgs& a) {
+    const Value& x = test_arg(a, "le");
+    return less_than(v, x) || equals(v, x);
+}
+bool t_ge(Interpreter&, const Value& v, CallArgs& a) {
+    const Value& x = test_arg(a, "ge");
+    return less_than(x, v) || equals(v, x);
+}
 bool t_in(Interpreter&, const Value& v, CallArgs& a) { return contains(test_arg(a, "in"), v); }
 bool t_sameas(Interpreter&, const Value& v, CallArgs& a) {
     const Value& x = test_arg(a, "sameas");
@@ -697,14 +792,42 @@ bool t_upper(Interpreter& in, const Value& v, CallArgs&) { return is_cased(str_o
 
 const std::map<std::string_view, TestFn>& tests() {
     static const std::map<std::string_view, TestFn> table = {
-        {"!=", t_ne}, {"<", t_lt}, {"<=", t_le}, {"==", t_eq}, {">", t_gt}, {">=", t_ge},
-        {"boolean", t_boolean}, {"callable", t_callable}, {"defined", t_defined},
-        {"divisibleby", t_divisibleby}, {"eq", t_eq}, {"equalto", t_eq}, {"escaped", t_escaped},
-        {"even", t_even}, {"false", t_false}, {"float", t_float}, {"ge", t_ge}, {"greaterthan", t_gt},
-        {"gt", t_gt}, {"in", t_in}, {"integer", t_integer}, {"iterable", t_iterable}, {"le", t_le},
-        {"lessthan", t_lt}, {"lower", t_lower}, {"lt", t_lt}, {"mapping", t_mapping}, {"ne", t_ne},
-        {"none", t_none}, {"number", t_number}, {"odd", t_odd}, {"sameas", t_sameas},
-        {"sequence", t_iterable}, {"string", t_string}, {"true", t_true}, {"undefined", t_undefined},
+        {"!=", t_ne},
+        {"<", t_lt},
+        {"<=", t_le},
+        {"==", t_eq},
+        {">", t_gt},
+        {">=", t_ge},
+        {"boolean", t_boolean},
+        {"callable", t_callable},
+        {"defined", t_defined},
+        {"divisibleby", t_divisibleby},
+        {"eq", t_eq},
+        {"equalto", t_eq},
+        {"escaped", t_escaped},
+        {"even", t_even},
+        {"false", t_false},
+        {"float", t_float},
+        {"ge", t_ge},
+        {"greaterthan", t_gt},
+        {"gt", t_gt},
+        {"in", t_in},
+        {"integer", t_integer},
+        {"iterable", t_iterable},
+        {"le", t_le},
+        {"lessthan", t_lt},
+        {"lower", t_lower},
+        {"lt", t_lt},
+        {"mapping", t_mapping},
+        {"ne", t_ne},
+        {"none", t_none},
+        {"number", t_number},
+        {"odd", t_odd},
+        {"sameas", t_sameas},
+        {"sequence", t_iterable},
+        {"string", t_string},
+        {"true", t_true},
+        {"undefined", t_undefined},
         {"upper", t_upper},
     };
     return table;
@@ -714,20 +837,45 @@ const std::map<std::string_view, TestFn>& tests() {
 
 using MethodFn = Value (*)(Interpreter&, const Value& self, CallArgs& args);
 
-Value m_strip(Interpreter&, const Value& s, CallArgs& a) { Params p("strip", a, {"chars"}); return Value(strip(s.str(), p[0], true, true)); }
-Value m_lstrip(Interpreter&, const Value& s, CallArgs& a) { Params p("lstrip", a, {"chars"}); return Value(strip(s.str(), p[0], true, false)); }
-Value m_rstrip(Interpreter&, const Value& s, CallArgs& a) { Params p("rstrip", a, {"chars"}); return Value(strip(s.str(), p[0], false, true)); }
-Value m_upper(Interpreter&, const Value& s, CallArgs& a) { no_args("upper", a); return Value(upper(s.str())); }
-Value m_lower(Interpreter&, const Value& s, CallArgs& a) { no_args("lower", a); return Value(lower(s.str())); }
-Value m_title(Interpreter&, const Value& s, CallArgs& a) { no_args("title", a); return Value(py_title(s.str())); }
-Value m_capitalize(Interpreter&, const Value& s, CallArgs& a) { no_args("capitalize", a); return Value(capitalize(s.str())); }
-Value m_splitlines(Interpreter&, const Value& s, CallArgs& a) { no_args("splitlines", a); return Value(splitlines(s.str())); }
+Value m_strip(Interpreter&, const Value& s, CallArgs& a) {
+    Params p("strip", a, {"chars"});
+    return Value(strip(s.str(), p[0], true, true));
+}
+Value m_lstrip(Interpreter&, const Value& s, CallArgs& a) {
+    Params p("lstrip", a, {"chars"});
+    return Value(strip(s.str(), p[0], true, false));
+}
+Value m_rstrip(Interpreter&, const Value& s, CallArgs& a) {
+    Params p("rstrip", a, {"chars"});
+    return Value(strip(s.str(), p[0], false, true));
+}
+Value m_upper(Interpreter&, const Value& s, CallArgs& a) {
+    no_args("upper", a);
+    return Value(upper(s.str()));
+}
+Value m_lower(Interpreter&, const Value& s, CallArgs& a) {
+    no_args("lower", a);
+    return Value(lower(s.str()));
+}
+Value m_title(Interpreter&, const Value& s, CallArgs& a) {
+    no_args("title", a);
+    return Value(py_title(s.str()));
+}
+Value m_capitalize(Interpreter&, const Value& s, CallArgs& a) {
+    no_args("capitalize", a);
+    return Value(capitalize(s.str()));
+}
+Value m_splitlines(Interpreter&, const Value& s, CallArgs& a) {
+    no_args("splitlines", a);
+    return Value(splitlines(s.str()));
+}
 
 Value m_split(Interpreter& in, const Value& s, CallArgs& a) {
     Params p("split", a, {"sep", "maxsplit"});
     in.charge(s.str().size());
     const int64_t maxsplit = p.integer(1, -1);
-    return Value(p.has(0) ? split_on(s.str(), need_string(p[0], "separator"), maxsplit) : split_whitespace(s.str(), maxsplit));
+    return Value(p.has(0) ? split_on(s.str(), need_string(p[0], "separator"), maxsplit)
+                          : split_whitespace(s.str(), maxsplit));
 }
 
 Value m_rsplit(Interpreter& in, const Value& s, CallArgs& a) {
@@ -756,8 +904,8 @@ bool affix_match(const Value& s, CallArgs& a, bool prefix) {
     std::vector<Value> options = p[0].is_list() ? p[0].list() : std::vector<Value>{p[0]};
     for (const Value& o : options) {
         const std::string& x = need_string(o, prefix ? "startswith argument" : "endswith argument");
-        const bool hit = x.size() <= text.size() &&
-                         (prefix ? text.compare(0, x.size(), x) == 0 : text.compare(text.size() - x.size(), x.size(), x) == 0);
+        const bool hit = x.size() <= text.size() && (prefix ? text.compare(0, x.size(), x) == 0
+                                                            : text.compare(text.size() - x.size(), x.size(), x) == 0);
         if (hit) return true;
     }
     return false;
@@ -807,12 +955,19 @@ template <int (*Pred)(int)>
 Value char_class(Interpreter&, const Value& s, CallArgs& a) {
     no_args("is…", a);
     const std::string& x = s.str();
-    return Value(!x.empty() && std::all_of(x.begin(), x.end(), [](char c) { return Pred(static_cast<unsigned char>(c)) != 0; }));
+    return Value(!x.empty() &&
+                 std::all_of(x.begin(), x.end(), [](char c) { return Pred(static_cast<unsigned char>(c)) != 0; }));
 }
 int is_py_space(int c) { return py_space(static_cast<char>(c)); }
 
-Value m_islower(Interpreter&, const Value& s, CallArgs& a) { no_args("islower", a); return Value(is_cased(s.str(), true)); }
-Value m_isupper(Interpreter&, const Value& s, CallArgs& a) { no_args("isupper", a); return Value(is_cased(s.str(), false)); }
+Value m_islower(Interpreter&, const Value& s, CallArgs& a) {
+    no_args("islower", a);
+    return Value(is_cased(s.str(), true));
+}
+Value m_isupper(Interpreter&, const Value& s, CallArgs& a) {
+    no_args("isupper", a);
+    return Value(is_cased(s.str(), false));
+}
 
 Value m_removeprefix(Interpreter&, const Value& s, CallArgs& a) {
     Params p("removeprefix", a, {"prefix"});
@@ -828,8 +983,14 @@ Value m_removesuffix(Interpreter&, const Value& s, CallArgs& a) {
                : s;
 }
 
-Value m_items(Interpreter&, const Value& d, CallArgs& a) { no_args("items", a); return Value(pairs_of(d.dict())); }
-Value m_keys(Interpreter&, const Value& d, CallArgs& a) { no_args("keys", a); return Value(iterate(d)); }
+Value m_items(Interpreter&, const Value& d, CallArgs& a) {
+    no_args("items", a);
+    return Value(pairs_of(d.dict()));
+}
+Value m_keys(Interpreter&, const Value& d, CallArgs& a) {
+    no_args("keys", a);
+    return Value(iterate(d));
+}
 Value m_values(Interpreter&, const Value& d, CallArgs& a) {
     no_args("values", a);
     std::vector<Value> out;
@@ -846,7 +1007,8 @@ Value m_get(Interpreter&, const Value& d, CallArgs& a) {
 // Read-only list methods (the sandbox forbids append/pop/…).
 Value m_list_count(Interpreter&, const Value& l, CallArgs& a) {
     Params p("count", a, {"value"});
-    return Value(static_cast<int64_t>(std::count_if(l.list().begin(), l.list().end(), [&](const Value& x) { return equals(x, p[0]); })));
+    return Value(static_cast<int64_t>(
+        std::count_if(l.list().begin(), l.list().end(), [&](const Value& x) { return equals(x, p[0]); })));
 }
 Value m_list_index(Interpreter&, const Value& l, CallArgs& a) {
     Params p("index", a, {"value"});
@@ -863,13 +1025,30 @@ const std::map<std::string_view, MethodFn>& list_methods() {
 
 const std::map<std::string_view, MethodFn>& string_methods() {
     static const std::map<std::string_view, MethodFn> table = {
-        {"capitalize", m_capitalize}, {"count", m_count}, {"endswith", m_endswith}, {"find", m_find},
-        {"isalnum", char_class<std::isalnum>}, {"isalpha", char_class<std::isalpha>},
-        {"isdigit", char_class<std::isdigit>}, {"islower", m_islower}, {"isspace", char_class<is_py_space>},
-        {"isupper", m_isupper}, {"join", m_join}, {"lower", m_lower}, {"lstrip", m_lstrip},
-        {"removeprefix", m_removeprefix}, {"removesuffix", m_removesuffix}, {"replace", m_replace},
-        {"rfind", m_rfind}, {"rsplit", m_rsplit}, {"rstrip", m_rstrip}, {"split", m_split},
-        {"splitlines", m_splitlines}, {"startswith", m_startswith}, {"strip", m_strip}, {"title", m_title},
+        {"capitalize", m_capitalize},
+        {"count", m_count},
+        {"endswith", m_endswith},
+        {"find", m_find},
+        {"isalnum", char_class<std::isalnum>},
+        {"isalpha", char_class<std::isalpha>},
+        {"isdigit", char_class<std::isdigit>},
+        {"islower", m_islower},
+        {"isspace", char_class<is_py_space>},
+        {"isupper", m_isupper},
+        {"join", m_join},
+        {"lower", m_lower},
+        {"lstrip", m_lstrip},
+        {"removeprefix", m_removeprefix},
+        {"removesuffix", m_removesuffix},
+        {"replace", m_replace},
+        {"rfind", m_rfind},
+        {"rsplit", m_rsplit},
+        {"rstrip", m_rstrip},
+        {"split", m_split},
+        {"splitlines", m_splitlines},
+        {"startswith", m_startswith},
+        {"strip", m_strip},
+        {"title", m_title},
         {"upper", m_upper},
     };
     return table;
@@ -877,7 +1056,10 @@ const std::map<std::string_view, MethodFn>& string_methods() {
 
 const std::map<std::string_view, MethodFn>& dict_methods() {
     static const std::map<std::string_view, MethodFn> table = {
-        {"get", m_get}, {"items", m_items}, {"keys", m_keys}, {"values", m_values},
+        {"get", m_get},
+        {"items", m_items},
+        {"keys", m_keys},
+        {"values", m_values},
     };
     return table;
 }
@@ -966,11 +1148,12 @@ Value find_method(const Value& obj, const std::string& name) {
     if (it == table->end()) return Value::undefined();
     MethodFn fn = it->second;
     return Value(std::make_shared<const Function>(Function{name, [obj, fn](Interpreter& in, CallArgs& a) {
-        uint64_t w = weight_of(obj);  // methods walk their object and arguments
-        for (const Value& v : a.pos) w += weight_of(v);
-        in.charge(w);
-        return fn(in, obj, a);
-    }}));
+                                                               uint64_t w = weight_of(
+                                                                   obj);  // methods walk their object and arguments
+                                                               for (const Value& v : a.pos) w += weight_of(v);
+                                                               in.charge(w);
+                                                               return fn(in, obj, a);
+                                                           }}));
 }
 
 void add_globals(Dict& globals) {

@@ -23,9 +23,7 @@ struct LocatedError {
 constexpr uint64_t kIterationCost = 10;
 constexpr uint64_t kCallCost = 10;
 
-std::string where(SourceLoc loc) {
-    return "line " + std::to_string(loc.line) + ", column " + std::to_string(loc.col);
-}
+std::string where(SourceLoc loc) { return "line " + std::to_string(loc.line) + ", column " + std::to_string(loc.col); }
 
 // A short description of a key for error messages (never the repr of a huge value).
 std::string describe(const Value& key) {
@@ -212,17 +210,34 @@ Interpreter::Flow Interpreter::exec(const Stmt& s) {
         DepthGuard guard(*this);
         charge(1);
         switch (s.kind) {
-        case Stmt::Kind::Text: write_out(s.text); break;
-        case Stmt::Kind::Output: write_out(text_of(eval(*s.expr))); break;
-        case Stmt::Kind::If: return exec_if(s);
-        case Stmt::Kind::For: return exec_for(s);
-        case Stmt::Kind::Set: exec_set(s); break;
-        case Stmt::Kind::SetBlock: exec_set_block(s); break;
-        case Stmt::Kind::Macro: exec_macro_def(s); break;
-        case Stmt::Kind::FilterBlock: exec_filter_block(s); break;
-        case Stmt::Kind::Break: return Flow::Break;
-        case Stmt::Kind::Continue: return Flow::Continue;
-        case Stmt::Kind::Scope: return exec_body(s.body);
+            case Stmt::Kind::Text:
+                write_out(s.text);
+                break;
+            case Stmt::Kind::Output:
+                write_out(text_of(eval(*s.expr)));
+                break;
+            case Stmt::Kind::If:
+                return exec_if(s);
+            case Stmt::Kind::For:
+                return exec_for(s);
+            case Stmt::Kind::Set:
+                exec_set(s);
+                break;
+            case Stmt::Kind::SetBlock:
+                exec_set_block(s);
+                break;
+            case Stmt::Kind::Macro:
+                exec_macro_def(s);
+                break;
+            case Stmt::Kind::FilterBlock:
+                exec_filter_block(s);
+                break;
+            case Stmt::Kind::Break:
+                return Flow::Break;
+            case Stmt::Kind::Continue:
+                return Flow::Continue;
+            case Stmt::Kind::Scope:
+                return exec_body(s.body);
         }
     } catch (const EvalError& e) {
         throw LocatedError{e.msg, s.loc, e.raised};
@@ -240,15 +255,19 @@ std::vector<Value> Interpreter::loop_items(const Stmt& s) {
     const Value seq = eval(*s.expr);
     std::vector<Value> items;
     switch (seq.kind()) {
-    case Value::Kind::Undefined: break;  // jinja2: iterating Undefined yields nothing
-    case Value::Kind::List: items = seq.list(); break;
-    case Value::Kind::Dict:
-        for (const auto& [k, v] : seq.dict().items) items.emplace_back(k);
-        break;
-    case Value::Kind::String:
-        for (std::string_view c : utf8_chars(seq.str())) items.emplace_back(std::string(c));
-        break;
-    default: throw EvalError{"'" + seq.type_name() + "' object is not iterable"};
+        case Value::Kind::Undefined:
+            break;  // jinja2: iterating Undefined yields nothing
+        case Value::Kind::List:
+            items = seq.list();
+            break;
+        case Value::Kind::Dict:
+            for (const auto& [k, v] : seq.dict().items) items.emplace_back(k);
+            break;
+        case Value::Kind::String:
+            for (std::string_view c : utf8_chars(seq.str())) items.emplace_back(std::string(c));
+            break;
+        default:
+            throw EvalError{"'" + seq.type_name() + "' object is not iterable"};
     }
     charge(items.size());
     if (!s.cond) return items;
@@ -282,10 +301,11 @@ Dict loop_info(const std::vector<Value>& items, size_t i) {
     loop.set("depth0", Value(0));
     if (k > 0) loop.set("previtem", items[i - 1]);
     if (k + 1 < n) loop.set("nextitem", items[i + 1]);
-    loop.set("cycle", Value(std::make_shared<const Function>(Function{"cycle", [k](Interpreter&, CallArgs& a) {
-        if (a.pos.empty()) throw EvalError{"loop.cycle() needs at least one argument"};
-        return a.pos[static_cast<size_t>(k) % a.pos.size()];
-    }})));
+    loop.set("cycle", Value(std::make_shared<const Function>(
+                          Function{"cycle", [k](Interpreter&, CallArgs& a) {
+                                       if (a.pos.empty()) throw EvalError{"loop.cycle() needs at least one argument"};
+                                       return a.pos[static_cast<size_t>(k) % a.pos.size()];
+                                   }})));
     return loop;
 }
 
@@ -364,8 +384,8 @@ void Interpreter::exec_macro_def(const Stmt& s) {
     std::weak_ptr<Scope> def_scope = scope_;  // weak: the macro is stored in that very scope
     const Stmt* macro = &s;
     auto fn = std::make_shared<const Function>(Function{s.targets[0], [macro, def_scope](Interpreter& in, CallArgs& a) {
-        return in.call_macro(*macro, def_scope, a);
-    }});
+                                                            return in.call_macro(*macro, def_scope, a);
+                                                        }});
     scope_->vars.set(s.targets[0], Value(std::move(fn)));
 }
 
@@ -377,13 +397,15 @@ Value Interpreter::call_macro(const Stmt& m, const std::weak_ptr<Scope>& def_sco
     auto scope = std::make_shared<Scope>(Scope{parent ? parent : root_, {}});
     for (size_t i = 0; i < args.pos.size(); ++i) scope->vars.set(m.params[i].name, args.pos[i]);
     for (const auto& kw : args.kw) {
-        auto it = std::find_if(m.params.begin(), m.params.end(), [&](const MacroParam& p) { return p.name == kw.first; });
+        auto it =
+            std::find_if(m.params.begin(), m.params.end(), [&](const MacroParam& p) { return p.name == kw.first; });
         if (it == m.params.end()) throw EvalError{"macro '" + name + "' takes no keyword argument '" + kw.first + "'"};
         scope->vars.set(kw.first, kw.second);
     }
     if (++call_depth_ > limits_.max_call_depth) {
         --call_depth_;
-        throw EvalError{"macro calls nested too deeply (recursion limit " + std::to_string(limits_.max_call_depth) + ")"};
+        throw EvalError{"macro calls nested too deeply (recursion limit " + std::to_string(limits_.max_call_depth) +
+                        ")"};
     }
     ScopePtr saved = scope_;
     scope_ = scope;
@@ -391,7 +413,8 @@ Value Interpreter::call_macro(const Stmt& m, const std::weak_ptr<Scope>& def_sco
     try {
         for (const MacroParam& p : m.params)  // unset parameters: default, else Undefined
             if (!scope->vars.find(p.name))
-                scope->vars.set(p.name, p.default_value ? eval(*p.default_value) : Value::undefined("'" + p.name + "' is undefined"));
+                scope->vars.set(p.name, p.default_value ? eval(*p.default_value)
+                                                        : Value::undefined("'" + p.name + "' is undefined"));
         OutputCapture cap(*this);
         exec_body(m.body);
         text = std::move(cap.buf);
@@ -419,26 +442,38 @@ Value Interpreter::eval(const Expr& e) {
 
 Value Interpreter::eval_node(const Expr& e) {
     switch (e.kind) {
-    case Expr::Kind::Literal: return e.value;
-    case Expr::Kind::Name: return lookup(e.name);
-    case Expr::Kind::List:
-    case Expr::Kind::Tuple: return eval_list(e);
-    case Expr::Kind::Dict: return eval_dict(e);
-    case Expr::Kind::Attr: return get_attr(eval(*e.a), e.name);
-    case Expr::Kind::Index: {
-        Value obj = eval(*e.a);
-        return get_item(obj, eval(*e.b));
-    }
-    case Expr::Kind::Slice: return eval_slice(e);
-    case Expr::Kind::Call: return eval_call(e);
-    case Expr::Kind::Filter: return eval_filter(e, eval(*e.a));
-    case Expr::Kind::Test: return eval_test(e);
-    case Expr::Kind::Unary: return eval_unary(e);
-    case Expr::Kind::Binary: return eval_binary(e);
-    case Expr::Kind::Compare: return eval_compare(e);
-    case Expr::Kind::Cond:
-        if (eval(*e.a).truthy()) return eval(*e.b);
-        return e.c ? eval(*e.c) : Value::undefined("the condition of an inline if was false and there is no else");
+        case Expr::Kind::Literal:
+            return e.value;
+        case Expr::Kind::Name:
+            return lookup(e.name);
+        case Expr::Kind::List:
+        case Expr::Kind::Tuple:
+            return eval_list(e);
+        case Expr::Kind::Dict:
+            return eval_dict(e);
+        case Expr::Kind::Attr:
+            return get_attr(eval(*e.a), e.name);
+        case Expr::Kind::Index: {
+            Value obj = eval(*e.a);
+            return get_item(obj, eval(*e.b));
+        }
+        case Expr::Kind::Slice:
+            return eval_slice(e);
+        case Expr::Kind::Call:
+            return eval_call(e);
+        case Expr::Kind::Filter:
+            return eval_filter(e, eval(*e.a));
+        case Expr::Kind::Test:
+            return eval_test(e);
+        case Expr::Kind::Unary:
+            return eval_unary(e);
+        case Expr::Kind::Binary:
+            return eval_binary(e);
+        case Expr::Kind::Compare:
+            return eval_compare(e);
+        case Expr::Kind::Cond:
+            if (eval(*e.a).truthy()) return eval(*e.b);
+            return e.c ? eval(*e.c) : Value::undefined("the condition of an inline if was false and there is no else");
     }
     throw EvalError{"unknown expression"};
 }
@@ -462,20 +497,22 @@ Value Interpreter::eval_dict(const Expr& e) {
 
 Value Interpreter::get_attr(const Value& obj, const std::string& name) {
     switch (obj.kind()) {
-    case Value::Kind::Undefined: obj.require_defined(); break;
-    case Value::Kind::Namespace:
-        if (const Value* v = obj.ns()->find(name)) return *v;
-        break;
-    case Value::Kind::Dict: {
-        Value method = find_method(obj, name);  // jinja2 tries the attribute before the key
-        if (!method.is_undefined()) return method;
-        if (const Value* v = obj.dict().find(name)) return *v;
-        break;
-    }
-    default: {
-        Value method = find_method(obj, name);
-        if (!method.is_undefined()) return method;
-    }
+        case Value::Kind::Undefined:
+            obj.require_defined();
+            break;
+        case Value::Kind::Namespace:
+            if (const Value* v = obj.ns()->find(name)) return *v;
+            break;
+        case Value::Kind::Dict: {
+            Value method = find_method(obj, name);  // jinja2 tries the attribute before the key
+            if (!method.is_undefined()) return method;
+            if (const Value* v = obj.dict().find(name)) return *v;
+            break;
+        }
+        default: {
+            Value method = find_method(obj, name);
+            if (!method.is_undefined()) return method;
+        }
     }
     return Value::undefined("'" + obj.type_name() + " object' has no attribute '" + name + "'");
 }

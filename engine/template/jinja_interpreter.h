@@ -55,9 +55,9 @@ public:
     Value call(const Value& callee, CallArgs& args);
     NamespacePtr new_namespace();
     std::time_t now() const;
-    Value get_attr(const Value& obj, const std::string& name);  // obj.name (methods, then keys)
+    Value get_attr(const Value& obj, const std::string& name);       // obj.name (methods, then keys)
     Value get_attr_only(const Value& obj, const std::string& name);  // Python getattr: no keys
-    Value get_item(const Value& obj, const Value& key);         // obj[key]
+    Value get_item(const Value& obj, const Value& key);              // obj[key]
 
 private:
     struct Scope;

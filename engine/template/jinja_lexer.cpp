@@ -48,37 +48,69 @@ bool read_hex(std::string_view s, size_t i, size_t n, uint32_t& cp) {
 std::string unescape(std::string_view s) {
     std::string out;
     for (size_t i = 0; i < s.size(); ++i) {
-        if (s[i] != '\\' || i + 1 >= s.size()) { out += s[i]; continue; }
+        if (s[i] != '\\' || i + 1 >= s.size()) {
+            out += s[i];
+            continue;
+        }
         const char c = s[++i];
         uint32_t cp = 0;
         switch (c) {
-        case 'n': out += '\n'; break;
-        case 't': out += '\t'; break;
-        case 'r': out += '\r'; break;
-        case 'a': out += '\a'; break;
-        case 'b': out += '\b'; break;
-        case 'f': out += '\f'; break;
-        case 'v': out += '\v'; break;
-        case '\\': out += '\\'; break;
-        case '\'': out += '\''; break;
-        case '"': out += '"'; break;
-        case '\n': break;  // line continuation
-        case 'x':
-        case 'u':
-        case 'U': {
-            const size_t n = c == 'x' ? 2 : c == 'u' ? 4 : 8;
-            if (read_hex(s, i + 1, n, cp)) { append_utf8(out, cp); i += n; }
-            else { out += '\\'; out += c; }
-            break;
-        }
-        default:
-            if (c >= '0' && c <= '7') {  // up to three octal digits
-                size_t k = 0;
-                while (k < 3 && i + k < s.size() && s[i + k] >= '0' && s[i + k] <= '7')
-                    cp = cp * 8 + static_cast<uint32_t>(s[i + k++] - '0');
-                append_utf8(out, cp);
-                i += k - 1;
-            } else { out += '\\'; out += c; }
+            case 'n':
+                out += '\n';
+                break;
+            case 't':
+                out += '\t';
+                break;
+            case 'r':
+                out += '\r';
+                break;
+            case 'a':
+                out += '\a';
+                break;
+            case 'b':
+                out += '\b';
+                break;
+            case 'f':
+                out += '\f';
+                break;
+            case 'v':
+                out += '\v';
+                break;
+            case '\\':
+                out += '\\';
+                break;
+            case '\'':
+                out += '\'';
+                break;
+            case '"':
+                out += '"';
+                break;
+            case '\n':
+                break;  // line continuation
+            case 'x':
+            case 'u':
+            case 'U': {
+                const size_t n = c == 'x' ? 2 : c == 'u' ? 4 : 8;
+                if (read_hex(s, i + 1, n, cp)) {
+                    append_utf8(out, cp);
+                    i += n;
+                } else {
+                    out += '\\';
+                    out += c;
+                }
+                break;
+            }
+            default:
+                if (c >= '0' && c <= '7') {  // up to three octal digits
+                    size_t k = 0;
+                    while (k < 3 && i + k < s.size() && s[i + k] >= '0' && s[i + k] <= '7')
+                        cp = cp * 8 + static_cast<uint32_t>(s[i + k++] - '0');
+                    append_utf8(out, cp);
+                    i += k - 1;
+                } else {
+                    out += '\\';
+                    out += c;
+                }
         }
     }
     return out;
@@ -219,7 +251,8 @@ private:
         int depth = 0;  // brackets open; a closing delimiter inside brackets is not one
         for (;;) {
             while (pos_ < src_.size() && is_space(src_[pos_])) ++pos_;
-            if (pos_ >= src_.size()) fail(start, is_block ? "unclosed tag (missing '%}')" : "unclosed tag (missing '}}')");
+            if (pos_ >= src_.size())
+                fail(start, is_block ? "unclosed tag (missing '%}')" : "unclosed tag (missing '}}')");
             if (depth == 0 && lex_close(is_block)) return;
             lex_token(depth);
         }
@@ -261,7 +294,8 @@ private:
     // Digits with optional single underscores between them, as Python allows.
     size_t scan_digits(size_t p) const {
         if (p >= src_.size() || !is_digit(src_[p])) return p;
-        while (p < src_.size() && (is_digit(src_[p]) || (src_[p] == '_' && p + 1 < src_.size() && is_digit(src_[p + 1]))))
+        while (p < src_.size() &&
+               (is_digit(src_[p]) || (src_[p] == '_' && p + 1 < src_.size() && is_digit(src_[p + 1]))))
             ++p;
         return p;
     }
@@ -278,13 +312,19 @@ private:
         if (!after_dot && p < src_.size() && (src_[p] == 'e' || src_[p] == 'E')) {
             size_t e = p + 1;
             if (e < src_.size() && (src_[e] == '+' || src_[e] == '-')) ++e;
-            if (e < src_.size() && is_digit(src_[e])) { p = scan_digits(e); is_float = true; }
+            if (e < src_.size() && is_digit(src_[e])) {
+                p = scan_digits(e);
+                is_float = true;
+            }
         }
         std::string digits = src_.substr(b, p - b);
         digits.erase(std::remove(digits.begin(), digits.end(), '_'), digits.end());
         pos_ = p;
         Token& t = push(is_float ? Tok::Float : Tok::Int, digits, b);
-        if (is_float) { t.fval = std::strtod(digits.c_str(), nullptr); return; }
+        if (is_float) {
+            t.fval = std::strtod(digits.c_str(), nullptr);
+            return;
+        }
         auto res = std::from_chars(digits.data(), digits.data() + digits.size(), t.ival);
         if (res.ec != std::errc()) fail(b, "integer literal too large");
     }
@@ -292,7 +332,11 @@ private:
     void lex_operator(int& depth) {
         static const char* const two[] = {"//", "**", "==", "!=", "<=", ">="};
         for (const char* op : two)
-            if (at(pos_, op)) { push(Tok::Op, op, pos_); pos_ += 2; return; }
+            if (at(pos_, op)) {
+                push(Tok::Op, op, pos_);
+                pos_ += 2;
+                return;
+            }
         const char c = src_[pos_];
         if (std::string_view("+-*/%~[](){}<>=.:|,;").find(c) == std::string_view::npos)
             fail(pos_, std::string("unexpected character '") + c + "'");

@@ -11,8 +11,8 @@ namespace {
 // "((((((…" or thousands of nested ifs.
 constexpr int kMaxNesting = 200;
 
-const std::string_view kUnsupportedTags[] = {"include", "import", "from", "extends", "block", "call",
-                                             "with", "do", "autoescape", "trans", "pluralize"};
+const std::string_view kUnsupportedTags[] = {"include", "import", "from",       "extends", "block",    "call",
+                                             "with",    "do",     "autoescape", "trans",   "pluralize"};
 
 class Parser {
 public:
@@ -54,14 +54,21 @@ private:
 
     std::string describe(const Token& t) const {
         switch (t.type) {
-        case Tok::End: return "end of template";
-        case Tok::VarEnd: return "'}}'";
-        case Tok::BlockEnd: return "'%}'";
-        case Tok::Text: return "template text";
-        case Tok::String: return "string literal";
-        case Tok::Int:
-        case Tok::Float: return "number '" + t.text + "'";
-        default: return "'" + t.text + "'";
+            case Tok::End:
+                return "end of template";
+            case Tok::VarEnd:
+                return "'}}'";
+            case Tok::BlockEnd:
+                return "'%}'";
+            case Tok::Text:
+                return "template text";
+            case Tok::String:
+                return "string literal";
+            case Tok::Int:
+            case Tok::Float:
+                return "number '" + t.text + "'";
+            default:
+                return "'" + t.text + "'";
         }
     }
     [[noreturn]] void unexpected(const std::string& wanted) const {
@@ -85,8 +92,13 @@ private:
     // destroy) by recursion: `1+1+1+…` builds depth without nesting the parser.
     ExprPtr seal(ExprPtr e) {
         int h = 0;
-        auto see = [&h](const ExprPtr& c) { if (c) h = std::max(h, c->height); };
-        see(e->a); see(e->b); see(e->c); see(e->d);
+        auto see = [&h](const ExprPtr& c) {
+            if (c) h = std::max(h, c->height);
+        };
+        see(e->a);
+        see(e->b);
+        see(e->c);
+        see(e->d);
         for (const auto& x : e->items) see(x);
         for (const auto& x : e->keys) see(x);
         for (const auto& x : e->args) see(x.value);
@@ -104,7 +116,8 @@ private:
         for (;;) {
             const Token& t = cur();
             if (t.type == Tok::End) {
-                if (opener) throw_syntax_error(opener->loc, "'" + opener->text + "' is never closed (end of template reached)");
+                if (opener)
+                    throw_syntax_error(opener->loc, "'" + opener->text + "' is never closed (end of template reached)");
                 return body;
             }
             if (t.type == Tok::Text) {
@@ -143,7 +156,8 @@ private:
         if (n == "generation") return parse_scope("endgeneration");
         if (n == "break" || n == "continue") return parse_loop_control();
         if (std::find(std::begin(kUnsupportedTags), std::end(kUnsupportedTags), n) != std::end(kUnsupportedTags))
-            fail("'{% " + n + " %}' is not supported (chat templates are rendered without file access, "
+            fail("'{% " + n +
+                 " %}' is not supported (chat templates are rendered without file access, "
                  "imports or call blocks)");
         fail("unknown tag '" + n + "'");
     }
@@ -365,10 +379,14 @@ private:
         for (;;) {
             static const char* const cmp[] = {"==", "!=", "<", ">", "<=", ">="};
             std::string op;
-            if (cur().type == Tok::Op && std::find(std::begin(cmp), std::end(cmp), cur().text) != std::end(cmp)) op = next().text;
+            if (cur().type == Tok::Op && std::find(std::begin(cmp), std::end(cmp), cur().text) != std::end(cmp))
+                op = next().text;
             else if (skip_name("in")) op = "in";
-            else if (is_name("not") && peek().type == Tok::Name && peek().text == "in") { next(); next(); op = "not in"; }
-            else break;
+            else if (is_name("not") && peek().type == Tok::Name && peek().text == "in") {
+                next();
+                next();
+                op = "not in";
+            } else break;
             ops.push_back(op);
             rest.push_back(parse_math1());
         }
@@ -419,23 +437,28 @@ private:
     ExprPtr parse_primary() {
         const Token& t = cur();
         switch (t.type) {
-        case Tok::Name: {
-            next();
-            if (t.text == "true" || t.text == "True") return literal(Value(true), t.loc);
-            if (t.text == "false" || t.text == "False") return literal(Value(false), t.loc);
-            if (t.text == "none" || t.text == "None") return literal(Value::none(), t.loc);
-            auto e = make(Expr::Kind::Name, t.loc);
-            e->name = t.text;
-            return e;
-        }
-        case Tok::String: {
-            std::string s;
-            while (cur().type == Tok::String) s += next().text;  // "a" "b" concatenates
-            return literal(Value(std::move(s)), t.loc);
-        }
-        case Tok::Int: next(); return literal(Value(t.ival), t.loc);
-        case Tok::Float: next(); return literal(Value(t.fval), t.loc);
-        default: break;
+            case Tok::Name: {
+                next();
+                if (t.text == "true" || t.text == "True") return literal(Value(true), t.loc);
+                if (t.text == "false" || t.text == "False") return literal(Value(false), t.loc);
+                if (t.text == "none" || t.text == "None") return literal(Value::none(), t.loc);
+                auto e = make(Expr::Kind::Name, t.loc);
+                e->name = t.text;
+                return e;
+            }
+            case Tok::String: {
+                std::string s;
+                while (cur().type == Tok::String) s += next().text;  // "a" "b" concatenates
+                return literal(Value(std::move(s)), t.loc);
+            }
+            case Tok::Int:
+                next();
+                return literal(Value(t.ival), t.loc);
+            case Tok::Float:
+                next();
+                return literal(Value(t.fval), t.loc);
+            default:
+                break;
         }
         if (skip_op("(")) {
             if (skip_op(")")) return literal(Value::tuple({}), t.loc);  // ()
@@ -501,7 +524,10 @@ private:
         int colons = 0;
         for (;;) {
             if (!is_op(":") && !is_op("]")) parts[colons] = parse_expression(true);
-            if (colons < 2 && skip_op(":")) { ++colons; continue; }
+            if (colons < 2 && skip_op(":")) {
+                ++colons;
+                continue;
+            }
             break;
         }
         expect_op("]");

@@ -22,13 +22,15 @@ void add_child(Shape& parent, const Shape& child) {
     parent.weight += child.weight;
     check_depth(parent.depth);
     if (parent.weight > kMaxValueWeight)
-        throw EvalError{"value too large (over " + std::to_string(kMaxValueWeight) + " elements and bytes when expanded)"};
+        throw EvalError{"value too large (over " + std::to_string(kMaxValueWeight) +
+                        " elements and bytes when expanded)"};
 }
 
 Shape namespace_shape(const Dict& d, int level) {
     check_depth(level);
     Shape s;
-    for (const auto& [k, v] : d.items) add_child(s, v.is_namespace() ? namespace_shape(*v.ns(), level + 1) : shape_of(v));
+    for (const auto& [k, v] : d.items)
+        add_child(s, v.is_namespace() ? namespace_shape(*v.ns(), level + 1) : shape_of(v));
     check_depth(level + s.depth);
     return s;
 }
@@ -68,14 +70,21 @@ bool equals_at(const Value& a, const Value& b, int depth) {
     }
     if (a.kind() != b.kind()) return false;
     switch (a.kind()) {
-    case Value::Kind::Undefined:
-    case Value::Kind::None: return true;
-    case Value::Kind::String: return a.str() == b.str();
-    case Value::Kind::List: return a.is_tuple() == b.is_tuple() && lists_equal(a.list(), b.list(), depth);
-    case Value::Kind::Dict: return dicts_equal(a.dict(), b.dict(), depth);
-    case Value::Kind::Namespace: return a.ns() == b.ns();
-    case Value::Kind::Function: return &a.fn() == &b.fn();
-    default: return false;  // numbers handled above
+        case Value::Kind::Undefined:
+        case Value::Kind::None:
+            return true;
+        case Value::Kind::String:
+            return a.str() == b.str();
+        case Value::Kind::List:
+            return a.is_tuple() == b.is_tuple() && lists_equal(a.list(), b.list(), depth);
+        case Value::Kind::Dict:
+            return dicts_equal(a.dict(), b.dict(), depth);
+        case Value::Kind::Namespace:
+            return a.ns() == b.ns();
+        case Value::Kind::Function:
+            return &a.fn() == &b.fn();
+        default:
+            return false;  // numbers handled above
     }
 }
 
@@ -114,21 +123,26 @@ std::string repr_dict_body(const Dict& d, int depth) {
 std::string repr_at(const Value& v, int depth) {
     check_depth(depth);
     switch (v.kind()) {
-    case Value::Kind::String: return repr_string(v.str());
-    case Value::Kind::Undefined: return "Undefined";
-    case Value::Kind::List: {
-        const bool tuple = v.is_tuple();
-        std::string out = tuple ? "(" : "[";
-        for (size_t i = 0; i < v.list().size(); ++i) {
-            if (i) out += ", ";
-            out += repr_at(v.list()[i], depth + 1);
+        case Value::Kind::String:
+            return repr_string(v.str());
+        case Value::Kind::Undefined:
+            return "Undefined";
+        case Value::Kind::List: {
+            const bool tuple = v.is_tuple();
+            std::string out = tuple ? "(" : "[";
+            for (size_t i = 0; i < v.list().size(); ++i) {
+                if (i) out += ", ";
+                out += repr_at(v.list()[i], depth + 1);
+            }
+            if (tuple && v.list().size() == 1) out += ",";
+            return out + (tuple ? ")" : "]");
         }
-        if (tuple && v.list().size() == 1) out += ",";
-        return out + (tuple ? ")" : "]");
-    }
-    case Value::Kind::Dict: return repr_dict_body(v.dict(), depth);
-    case Value::Kind::Namespace: return "<Namespace " + repr_dict_body(*v.ns(), depth) + ">";
-    default: return to_output(v);
+        case Value::Kind::Dict:
+            return repr_dict_body(v.dict(), depth);
+        case Value::Kind::Namespace:
+            return "<Namespace " + repr_dict_body(*v.ns(), depth) + ">";
+        default:
+            return to_output(v);
     }
 }
 
@@ -161,19 +175,33 @@ void json_string(std::string& out, std::string_view s, bool ensure_ascii) {
 void json_string_bytes(std::string& out, std::string_view s) {
     for (unsigned char c : s) {
         switch (c) {
-        case '"': out += "\\\""; break;
-        case '\\': out += "\\\\"; break;
-        case '\n': out += "\\n"; break;
-        case '\r': out += "\\r"; break;
-        case '\t': out += "\\t"; break;
-        case '\b': out += "\\b"; break;
-        case '\f': out += "\\f"; break;
-        default:
-            if (c < 0x20) {
-                char buf[8];
-                std::snprintf(buf, sizeof buf, "\\u%04x", c);
-                out += buf;
-            } else out += static_cast<char>(c);
+            case '"':
+                out += "\\\"";
+                break;
+            case '\\':
+                out += "\\\\";
+                break;
+            case '\n':
+                out += "\\n";
+                break;
+            case '\r':
+                out += "\\r";
+                break;
+            case '\t':
+                out += "\\t";
+                break;
+            case '\b':
+                out += "\\b";
+                break;
+            case '\f':
+                out += "\\f";
+                break;
+            default:
+                if (c < 0x20) {
+                    char buf[8];
+                    std::snprintf(buf, sizeof buf, "\\u%04x", c);
+                    out += buf;
+                } else out += static_cast<char>(c);
         }
     }
 }
@@ -188,7 +216,10 @@ struct JsonWriter {
         out.append(static_cast<size_t>(o.indent) * static_cast<size_t>(level), ' ');
     }
     void number(const Value& v) {
-        if (!v.is_float()) { out += to_output(v.is_bool() ? Value(v.as_int()) : v); return; }
+        if (!v.is_float()) {
+            out += to_output(v.is_bool() ? Value(v.as_int()) : v);
+            return;
+        }
         const double d = v.as_float();
         if (std::isnan(d)) out += "NaN";
         else if (std::isinf(d)) out += d > 0 ? "Infinity" : "-Infinity";
@@ -197,7 +228,10 @@ struct JsonWriter {
     template <class Items, class Emit>
     void container(char open, char close, const Items& items, int level, Emit emit) {
         out += open;
-        if (items.empty()) { out += close; return; }
+        if (items.empty()) {
+            out += close;
+            return;
+        }
         for (size_t i = 0; i < items.size(); ++i) {
             if (i) out += o.item_sep;
             newline(level + 1);
@@ -219,17 +253,30 @@ struct JsonWriter {
     void write(const Value& v, int level) {
         check_depth(level);
         switch (v.kind()) {
-        case Value::Kind::None: out += "null"; break;
-        case Value::Kind::Bool: out += v.as_bool() ? "true" : "false"; break;
-        case Value::Kind::Int:
-        case Value::Kind::Float: number(v); break;
-        case Value::Kind::String: json_string(out, v.str(), o.ensure_ascii); break;
-        case Value::Kind::List:
-            container('[', ']', v.list(), level, [&](const Value& x) { write(x, level + 1); });
-            break;
-        case Value::Kind::Dict: write_dict(v.dict(), level); break;
-        case Value::Kind::Namespace: write_dict(*v.ns(), level); break;
-        default: throw EvalError{"Object of type " + v.type_name() + " is not JSON serializable"};
+            case Value::Kind::None:
+                out += "null";
+                break;
+            case Value::Kind::Bool:
+                out += v.as_bool() ? "true" : "false";
+                break;
+            case Value::Kind::Int:
+            case Value::Kind::Float:
+                number(v);
+                break;
+            case Value::Kind::String:
+                json_string(out, v.str(), o.ensure_ascii);
+                break;
+            case Value::Kind::List:
+                container('[', ']', v.list(), level, [&](const Value& x) { write(x, level + 1); });
+                break;
+            case Value::Kind::Dict:
+                write_dict(v.dict(), level);
+                break;
+            case Value::Kind::Namespace:
+                write_dict(*v.ns(), level);
+                break;
+            default:
+                throw EvalError{"Object of type " + v.type_name() + " is not JSON serializable"};
         }
     }
 };
@@ -244,7 +291,10 @@ const Value* Dict::find(std::string_view key) const {
 
 void Dict::set(std::string key, Value v) {
     for (auto& [k, old] : items)
-        if (k == key) { old = std::move(v); return; }
+        if (k == key) {
+            old = std::move(v);
+            return;
+        }
     items.emplace_back(std::move(key), std::move(v));
 }
 
@@ -274,11 +324,16 @@ Value::Value(Dict d) {
 
 Shape shape_of(const Value& v) {
     switch (v.kind()) {
-    case Value::Kind::String: return {0, 1 + v.str().size()};
-    case Value::Kind::List: return std::get<ListPtr>(v.v_)->shape;
-    case Value::Kind::Dict: return v.dict().shape;
-    case Value::Kind::Namespace: return namespace_shape(*v.ns(), 1);
-    default: return {};
+        case Value::Kind::String:
+            return {0, 1 + v.str().size()};
+        case Value::Kind::List:
+            return std::get<ListPtr>(v.v_)->shape;
+        case Value::Kind::Dict:
+            return v.dict().shape;
+        case Value::Kind::Namespace:
+            return namespace_shape(*v.ns(), 1);
+        default:
+            return {};
     }
 }
 
@@ -314,21 +369,29 @@ const Value& Value::require_defined() const {
 
 bool Value::truthy() const {
     switch (kind()) {
-    case Kind::Undefined:
-    case Kind::None: return false;
-    case Kind::Bool: return as_bool();
-    case Kind::Int: return as_int() != 0;
-    case Kind::Float: return as_float() != 0.0;
-    case Kind::String: return !str().empty();
-    case Kind::List: return !list().empty();
-    case Kind::Dict: return !dict().items.empty();
-    default: return true;
+        case Kind::Undefined:
+        case Kind::None:
+            return false;
+        case Kind::Bool:
+            return as_bool();
+        case Kind::Int:
+            return as_int() != 0;
+        case Kind::Float:
+            return as_float() != 0.0;
+        case Kind::String:
+            return !str().empty();
+        case Kind::List:
+            return !list().empty();
+        case Kind::Dict:
+            return !dict().items.empty();
+        default:
+            return true;
     }
 }
 
 std::string Value::type_name() const {
-    static const char* names[] = {"undefined", "NoneType", "bool", "int", "float",
-                                  "str", "list", "dict", "Namespace", "function"};
+    static const char* names[] = {"undefined", "NoneType", "bool", "int",       "float",
+                                  "str",       "list",     "dict", "Namespace", "function"};
     return names[static_cast<int>(kind())];
 }
 
@@ -354,17 +417,21 @@ bool less_than(const Value& a, const Value& b) {
 
 bool contains(const Value& container, const Value& item) {
     switch (container.kind()) {
-    case Value::Kind::Undefined: return false;  // jinja2's Undefined iterates as empty
-    case Value::Kind::String:
-        if (!item.is_string())
-            throw EvalError{"'in <string>' requires string as left operand, not " + item.type_name()};
-        return container.str().find(item.str()) != std::string::npos;
-    case Value::Kind::List:
-        return std::any_of(container.list().begin(), container.list().end(),
-                           [&](const Value& x) { return equals(x, item); });
-    case Value::Kind::Dict: return item.is_string() && container.dict().find(item.str()) != nullptr;
-    case Value::Kind::Namespace: return item.is_string() && container.ns()->find(item.str()) != nullptr;
-    default: throw EvalError{"argument of type '" + container.type_name() + "' is not iterable"};
+        case Value::Kind::Undefined:
+            return false;  // jinja2's Undefined iterates as empty
+        case Value::Kind::String:
+            if (!item.is_string())
+                throw EvalError{"'in <string>' requires string as left operand, not " + item.type_name()};
+            return container.str().find(item.str()) != std::string::npos;
+        case Value::Kind::List:
+            return std::any_of(container.list().begin(), container.list().end(),
+                               [&](const Value& x) { return equals(x, item); });
+        case Value::Kind::Dict:
+            return item.is_string() && container.dict().find(item.str()) != nullptr;
+        case Value::Kind::Namespace:
+            return item.is_string() && container.ns()->find(item.str()) != nullptr;
+        default:
+            throw EvalError{"argument of type '" + container.type_name() + "' is not iterable"};
     }
 }
 
@@ -375,7 +442,10 @@ std::string format_float(double d) {
     auto res = std::to_chars(buf, buf + sizeof buf, d, std::chars_format::scientific);
     std::string sci(buf, res.ptr);  // e.g. "-1.2345e+02": shortest round-trip digits
     std::string sign;
-    if (sci[0] == '-') { sign = "-"; sci.erase(0, 1); }
+    if (sci[0] == '-') {
+        sign = "-";
+        sci.erase(0, 1);
+    }
     const size_t epos = sci.find('e');
     const int exp = std::stoi(sci.substr(epos + 1));
     std::string digits = sci.substr(0, epos);
@@ -395,14 +465,22 @@ std::string format_float(double d) {
 
 std::string to_output(const Value& v) {
     switch (v.kind()) {
-    case Value::Kind::Undefined: return "";
-    case Value::Kind::None: return "None";
-    case Value::Kind::Bool: return v.as_bool() ? "True" : "False";
-    case Value::Kind::Int: return std::to_string(v.as_int());
-    case Value::Kind::Float: return format_float(v.as_float());
-    case Value::Kind::String: return v.str();
-    case Value::Kind::Function: return "<function " + v.fn().name + ">";
-    default: return repr_at(v, 0);
+        case Value::Kind::Undefined:
+            return "";
+        case Value::Kind::None:
+            return "None";
+        case Value::Kind::Bool:
+            return v.as_bool() ? "True" : "False";
+        case Value::Kind::Int:
+            return std::to_string(v.as_int());
+        case Value::Kind::Float:
+            return format_float(v.as_float());
+        case Value::Kind::String:
+            return v.str();
+        case Value::Kind::Function:
+            return "<function " + v.fn().name + ">";
+        default:
+            return repr_at(v, 0);
     }
 }
 
@@ -423,7 +501,10 @@ std::vector<std::string_view> utf8_chars(std::string_view s) {
         size_t len = c < 0x80 ? 1 : (c >> 5) == 0x6 ? 2 : (c >> 4) == 0xe ? 3 : (c >> 3) == 0x1e ? 4 : 1;
         if (i + len > s.size()) len = 1;  // truncated sequence: one byte per "character"
         for (size_t k = 1; k < len; ++k)
-            if ((static_cast<unsigned char>(s[i + k]) & 0xc0) != 0x80) { len = 1; break; }
+            if ((static_cast<unsigned char>(s[i + k]) & 0xc0) != 0x80) {
+                len = 1;
+                break;
+            }
         out.push_back(s.substr(i, len));
         i += len;
     }
@@ -433,11 +514,16 @@ std::vector<std::string_view> utf8_chars(std::string_view s) {
 uint32_t utf8_decode(std::string_view ch) {
     const auto b = [&](size_t i) { return static_cast<uint32_t>(static_cast<unsigned char>(ch[i])); };
     switch (ch.size()) {
-    case 1: return b(0) < 0x80 ? b(0) : 0xFFFD;
-    case 2: return ((b(0) & 0x1F) << 6) | (b(1) & 0x3F);
-    case 3: return ((b(0) & 0x0F) << 12) | ((b(1) & 0x3F) << 6) | (b(2) & 0x3F);
-    case 4: return ((b(0) & 0x07) << 18) | ((b(1) & 0x3F) << 12) | ((b(2) & 0x3F) << 6) | (b(3) & 0x3F);
-    default: return 0xFFFD;
+        case 1:
+            return b(0) < 0x80 ? b(0) : 0xFFFD;
+        case 2:
+            return ((b(0) & 0x1F) << 6) | (b(1) & 0x3F);
+        case 3:
+            return ((b(0) & 0x0F) << 12) | ((b(1) & 0x3F) << 6) | (b(2) & 0x3F);
+        case 4:
+            return ((b(0) & 0x07) << 18) | ((b(1) & 0x3F) << 12) | ((b(2) & 0x3F) << 6) | (b(3) & 0x3F);
+        default:
+            return 0xFFFD;
     }
 }
 

@@ -140,7 +140,7 @@ inline uint64_t weight_of(const Value& v) { return shape_of(v).weight; }
 
 // Python semantics of the operators. All throw EvalError on type errors.
 bool equals(const Value& a, const Value& b);
-bool less_than(const Value& a, const Value& b);  // a < b; numbers, strings, lists
+bool less_than(const Value& a, const Value& b);            // a < b; numbers, strings, lists
 bool contains(const Value& container, const Value& item);  // item in container
 
 // Python str() of a value as {{ }} prints it (Undefined prints as nothing).
@@ -152,7 +152,7 @@ std::string format_float(double d);
 
 struct JsonOptions {
     bool ensure_ascii = false;  // escape non-ASCII as \uXXXX
-    int indent = -1;  // <0: single line
+    int indent = -1;            // <0: single line
     bool sort_keys = false;
     std::string item_sep = ", ";  // json.dumps defaults; "," when indenting
     std::string key_sep = ": ";

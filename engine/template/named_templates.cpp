@@ -121,16 +121,17 @@ Guess guess(std::string_view arch, const std::vector<std::string>& tokens) {
     static const struct {
         std::string_view token, name;
     } kByToken[] = {
-        {"<start_of_turn>", "gemma"}, {"<|start_header_id|>", "llama3"}, {"<|im_start|>", "chatml"},
-        {"<|end|>", "phi3"},          {"<|user|>", "zephyr"},            {"[INST]", "mistral"},
+        {"<start_of_turn>", "gemma"}, {"<|start_header_id|>", "llama3"},
+        {"<|im_start|>", "chatml"},   {"<|end|>", "phi3"},
+        {"<|user|>", "zephyr"},       {"[INST]", "mistral"},
     };
     for (const auto& [token, name] : kByToken)
         if (has(tokens, token)) return {name, "the vocabulary has the special token " + std::string(token)};
     static const struct {
         std::string_view arch, name;
     } kByArch[] = {
-        {"gemma", "gemma"}, {"gemma2", "gemma"}, {"gemma3", "gemma"}, {"qwen2", "chatml"}, {"qwen3", "chatml"},
-        {"phi3", "phi3"},   {"llama", "llama2"},
+        {"gemma", "gemma"},  {"gemma2", "gemma"}, {"gemma3", "gemma"}, {"qwen2", "chatml"},
+        {"qwen3", "chatml"}, {"phi3", "phi3"},    {"llama", "llama2"},
     };
     for (const auto& [a, name] : kByArch)
         if (a == arch) return {name, "the architecture is '" + std::string(arch) + "'"};

@@ -5,8 +5,7 @@
 
 namespace ember {
 
-BpeModel::BpeModel(const Vocab& vocab, const std::vector<std::string>& merges, bool ignore_merges,
-                   int32_t unk)
+BpeModel::BpeModel(const Vocab& vocab, const std::vector<std::string>& merges, bool ignore_merges, int32_t unk)
     : vocab_(vocab), ignore_merges_(ignore_merges), unk_(unk) {
     ranks_.reserve(merges.size());
     for (size_t i = 0; i < merges.size(); ++i) ranks_.emplace(merges[i], int32_t(i));  // first wins

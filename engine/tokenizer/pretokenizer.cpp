@@ -130,7 +130,7 @@ size_t whitespace(const Piece& p, size_t pos, bool newline_rule) {
     if (w == pos) return pos;
     if (newline_rule)
         for (size_t k = w; k > pos; --k)
-            if (p.crlf(k - 1)) return k;  // up to the last CR/LF of the run
+            if (p.crlf(k - 1)) return k;         // up to the last CR/LF of the run
     if (w - pos > 1 && w < p.end) return w - 1;  // leave one space for the next word
     return w;
 }
@@ -175,7 +175,7 @@ size_t llama3(const Piece& p, size_t pos) { return llama3_like(p, pos, 3); }
 size_t qwen2(const Piece& p, size_t pos) { return llama3_like(p, pos, 1); }
 
 size_t one_number(const Piece& p, size_t pos) { return p.number(pos) ? pos + 1 : pos; }  // \p{N}
-size_t numbers(const Piece& p, size_t pos) {  // \p{N}+
+size_t numbers(const Piece& p, size_t pos) {                                             // \p{N}+
     return p.run(pos, [&](size_t i) { return p.number(i); });
 }
 size_t up_to_3_numbers(const Piece& p, size_t pos) {  // \p{N}{1,3}
@@ -219,22 +219,22 @@ size_t space_puncts(const Piece& p, size_t pos) {  // \s?\p{P}+
 // (U+1F7D, U+1FBE, U+1FD3, U+1FDB, U+2126, U+212A) do not survive Unicode normalization.
 const CharClass& deepseek_letters() {
     static const CharClass c({
-        {0x0041, 0x005A}, {0x0061, 0x007A}, {0x00B5, 0x00B5}, {0x00C0, 0x00D6}, {0x00D8, 0x00F6},
-        {0x00F8, 0x01BA}, {0x01BC, 0x01BF}, {0x01C4, 0x0293}, {0x0295, 0x02AF}, {0x0370, 0x0373},
-        {0x0376, 0x0377}, {0x037B, 0x037D}, {0x037F, 0x037F}, {0x0386, 0x0386}, {0x0388, 0x038A},
-        {0x038C, 0x038C}, {0x038E, 0x03A1}, {0x03A3, 0x03F5}, {0x03F7, 0x0481}, {0x048A, 0x052F},
-        {0x0531, 0x0556}, {0x10A0, 0x10C5}, {0x13A0, 0x13F5}, {0x13F8, 0x13FD}, {0x1C90, 0x1CBA},
-        {0x1CBD, 0x1CBF}, {0x1D00, 0x1D2B}, {0x1D6B, 0x1D77}, {0x1D79, 0x1D9A}, {0x1E00, 0x1F15},
-        {0x1F18, 0x1F1D}, {0x1F20, 0x1F45}, {0x1F48, 0x1F4D}, {0x1F50, 0x1F57}, {0x1F59, 0x1F59},
-        {0x1F5B, 0x1F5B}, {0x1F5D, 0x1F5D}, {0x1F5F, 0x1F7D}, {0x1F80, 0x1FB4}, {0x1FB6, 0x1FBC},
-        {0x1FBE, 0x1FBE}, {0x1FC2, 0x1FC4}, {0x1FC6, 0x1FCC}, {0x1FD0, 0x1FD3}, {0x1FD6, 0x1FDB},
-        {0x1FE0, 0x1FEC}, {0x1FF2, 0x1FF4}, {0x1FF6, 0x1FFC}, {0x2102, 0x2102}, {0x2107, 0x2107},
-        {0x210A, 0x2113}, {0x2115, 0x2115}, {0x2119, 0x211D}, {0x2124, 0x2124}, {0x2126, 0x2126},
-        {0x2128, 0x2128}, {0x212A, 0x212D}, {0x212F, 0x2134}, {0x2139, 0x2139}, {0x213C, 0x213F},
-        {0x2145, 0x2149}, {0x214E, 0x214E}, {0x2183, 0x2184}, {0x2C00, 0x2C7B}, {0x2C7E, 0x2CE4},
-        {0x2CEB, 0x2CEE}, {0x2CF2, 0x2CF3}, {0xA640, 0xA66D}, {0xA680, 0xA69B}, {0xA722, 0xA76F},
-        {0xA771, 0xA787}, {0xA78B, 0xA78E}, {0xAB70, 0xABBF}, {0xFB00, 0xFB06}, {0xFB13, 0xFB17},
-        {0xFF21, 0xFF3A}, {0xFF41, 0xFF5A}, {0x10400, 0x1044F}, {0x104B0, 0x104D3}, {0x104D8, 0x104FB},
+        {0x0041, 0x005A},   {0x0061, 0x007A},   {0x00B5, 0x00B5},   {0x00C0, 0x00D6},   {0x00D8, 0x00F6},
+        {0x00F8, 0x01BA},   {0x01BC, 0x01BF},   {0x01C4, 0x0293},   {0x0295, 0x02AF},   {0x0370, 0x0373},
+        {0x0376, 0x0377},   {0x037B, 0x037D},   {0x037F, 0x037F},   {0x0386, 0x0386},   {0x0388, 0x038A},
+        {0x038C, 0x038C},   {0x038E, 0x03A1},   {0x03A3, 0x03F5},   {0x03F7, 0x0481},   {0x048A, 0x052F},
+        {0x0531, 0x0556},   {0x10A0, 0x10C5},   {0x13A0, 0x13F5},   {0x13F8, 0x13FD},   {0x1C90, 0x1CBA},
+        {0x1CBD, 0x1CBF},   {0x1D00, 0x1D2B},   {0x1D6B, 0x1D77},   {0x1D79, 0x1D9A},   {0x1E00, 0x1F15},
+        {0x1F18, 0x1F1D},   {0x1F20, 0x1F45},   {0x1F48, 0x1F4D},   {0x1F50, 0x1F57},   {0x1F59, 0x1F59},
+        {0x1F5B, 0x1F5B},   {0x1F5D, 0x1F5D},   {0x1F5F, 0x1F7D},   {0x1F80, 0x1FB4},   {0x1FB6, 0x1FBC},
+        {0x1FBE, 0x1FBE},   {0x1FC2, 0x1FC4},   {0x1FC6, 0x1FCC},   {0x1FD0, 0x1FD3},   {0x1FD6, 0x1FDB},
+        {0x1FE0, 0x1FEC},   {0x1FF2, 0x1FF4},   {0x1FF6, 0x1FFC},   {0x2102, 0x2102},   {0x2107, 0x2107},
+        {0x210A, 0x2113},   {0x2115, 0x2115},   {0x2119, 0x211D},   {0x2124, 0x2124},   {0x2126, 0x2126},
+        {0x2128, 0x2128},   {0x212A, 0x212D},   {0x212F, 0x2134},   {0x2139, 0x2139},   {0x213C, 0x213F},
+        {0x2145, 0x2149},   {0x214E, 0x214E},   {0x2183, 0x2184},   {0x2C00, 0x2C7B},   {0x2C7E, 0x2CE4},
+        {0x2CEB, 0x2CEE},   {0x2CF2, 0x2CF3},   {0xA640, 0xA66D},   {0xA680, 0xA69B},   {0xA722, 0xA76F},
+        {0xA771, 0xA787},   {0xA78B, 0xA78E},   {0xAB70, 0xABBF},   {0xFB00, 0xFB06},   {0xFB13, 0xFB17},
+        {0xFF21, 0xFF3A},   {0xFF41, 0xFF5A},   {0x10400, 0x1044F}, {0x104B0, 0x104D3}, {0x104D8, 0x104FB},
         {0x10C80, 0x10CB2}, {0x10CC0, 0x10CF2}, {0x118A0, 0x118DF}, {0x1E900, 0x1E943},
     });
     return c;
@@ -329,26 +329,26 @@ namespace {
 const std::vector<PreTokenizerVariant>& variants() {
     static const std::vector<PreTokenizerVariant> v = {
         // llama.cpp's fallback for a BPE vocab without a pre-tokenizer name.
-        {"default", {"default", ""},
-         {search<punct_run>, search<gpt2>, search<numbers>, search<three_ascii_digits>}},
-        {"gpt-2", {"gpt-2", "phi-2", "mpt", "olmo", "jais", "roberta-bpe", "jina-es", "jina-de",
-                   "jina-v1-en", "jina-v2-es", "jina-v2-de", "jina-v2-code", "gigachat", "trillion"},
+        {"default", {"default", ""}, {search<punct_run>, search<gpt2>, search<numbers>, search<three_ascii_digits>}},
+        {"gpt-2",
+         {"gpt-2", "phi-2", "mpt", "olmo", "jais", "roberta-bpe", "jina-es", "jina-de", "jina-v1-en", "jina-v2-es",
+          "jina-v2-de", "jina-v2-code", "gigachat", "trillion"},
          {search<gpt2>}},
-        {"llama3", {"llama3", "llama-v3", "llama-bpe", "falcon3", "falcon-h1", "pixtral"},
-         {search<llama3>}, true},
+        {"llama3", {"llama3", "llama-v3", "llama-bpe", "falcon3", "falcon-h1", "pixtral"}, {search<llama3>}, true},
         {"llama3-merges", {"dbrx", "smaug-bpe"}, {search<llama3>}},
         {"qwen2", {"qwen2", "deepseek-r1-qwen", "stablelm2", "megrez"}, {search<qwen2>}},
-        {"starcoder", {"starcoder", "refact", "smollm", "command-r", "codeshell", "exaone", "minerva-7b"},
+        {"starcoder",
+         {"starcoder", "refact", "smollm", "command-r", "codeshell", "exaone", "minerva-7b"},
          {search<one_number>, search<gpt2>}},
         {"falcon", {"falcon"}, {search<falcon_punct_run>, search<gpt2>, search<three_ascii_digits>}},
-        {"deepseek-llm", {"deepseek-llm"},
-         {search<one_crlf>, search<deepseek_llm_letters>, search<deepseek_llm_puncts>, trailing_space,
-          search<cjk_run>, search<numbers>}},
-        {"deepseek-coder", {"deepseek-coder"},
-         {search<one_crlf>, search<space_letters>, search<space_puncts>, search<cjk_run>,
-          search<one_number>}},
-        {"deepseek-v3", {"deepseek-v3"},
-         {search<up_to_3_numbers>, search<cjk_kana_run>, search<deepseek_v3>}},
+        {"deepseek-llm",
+         {"deepseek-llm"},
+         {search<one_crlf>, search<deepseek_llm_letters>, search<deepseek_llm_puncts>, trailing_space, search<cjk_run>,
+          search<numbers>}},
+        {"deepseek-coder",
+         {"deepseek-coder"},
+         {search<one_crlf>, search<space_letters>, search<space_puncts>, search<cjk_run>, search<one_number>}},
+        {"deepseek-v3", {"deepseek-v3"}, {search<up_to_3_numbers>, search<cjk_kana_run>, search<deepseek_v3>}},
         {"poro", {"poro-chat", "bloom", "gpt3-finnish"}, {search<poro>}},
     };
     return v;
@@ -363,8 +363,7 @@ PreTokenizer::PreTokenizer(std::string_view pre_name) : name_(pre_name), variant
     if (!variant_) {
         std::string known;
         for (const auto& n : known_names()) known += (known.empty() ? "" : ", ") + n;
-        throw Error("unknown pre-tokenizer '" + std::string(pre_name) + "' (tokenizer.ggml.pre); known: " +
-                    known);
+        throw Error("unknown pre-tokenizer '" + std::string(pre_name) + "' (tokenizer.ggml.pre); known: " + known);
     }
 }
 
@@ -400,8 +399,7 @@ std::vector<std::string_view> PreTokenizer::split(std::string_view text) const {
     }
     std::vector<std::string_view> out;
     out.reserve(pieces.size());
-    for (const Span& s : pieces)
-        out.push_back(text.substr(t.offset[s.begin], t.offset[s.end] - t.offset[s.begin]));
+    for (const Span& s : pieces) out.push_back(text.substr(t.offset[s.begin], t.offset[s.end] - t.offset[s.begin]));
     return out;
 }
 

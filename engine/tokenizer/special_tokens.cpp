@@ -26,8 +26,7 @@ SpecialTokenMatcher::SpecialTokenMatcher(const Vocab& vocab, const std::vector<i
         }
         if (nodes_[node].token < 0) {  // the lowest id wins if a text repeats
             nodes_[node].token = id;
-            nodes_[node].always =
-                t == TokenType::UserDefined && !std::binary_search(eog.begin(), eog.end(), id);
+            nodes_[node].always = t == TokenType::UserDefined && !std::binary_search(eog.begin(), eog.end(), id);
         }
     }
 }
@@ -39,8 +38,7 @@ int32_t SpecialTokenMatcher::child(int32_t node, unsigned char c) const {
     return -1;
 }
 
-std::vector<SpecialTokenMatcher::Fragment> SpecialTokenMatcher::split(std::string_view text,
-                                                                      bool parse_special) const {
+std::vector<SpecialTokenMatcher::Fragment> SpecialTokenMatcher::split(std::string_view text, bool parse_special) const {
     std::vector<Fragment> out;
     size_t plain_start = 0;
     for (size_t i = 0; i < text.size();) {

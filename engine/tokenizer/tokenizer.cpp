@@ -22,8 +22,15 @@ constexpr std::string_view kSpaceMark = "\xE2\x96\x81";  // U+2581, SentencePiec
 // Texts of the end-of-turn tokens of common chat models: the first one a vocab has (as a
 // control or user-defined token) is its eot() when the metadata names none.
 constexpr std::string_view kEndOfTurnTexts[] = {
-    "<|eot_id|>", "<|im_end|>", "<|end|>", "<end_of_turn>", "<|endoftext|>", "<EOT>", "_<EOT>",
-    "<\xEF\xBD\x9C" "end\xE2\x96\x81of\xE2\x96\x81sentence\xEF\xBD\x9C>",  // DeepSeek
+    "<|eot_id|>",
+    "<|im_end|>",
+    "<|end|>",
+    "<end_of_turn>",
+    "<|endoftext|>",
+    "<EOT>",
+    "_<EOT>",
+    "<\xEF\xBD\x9C"
+    "end\xE2\x96\x81of\xE2\x96\x81sentence\xEF\xBD\x9C>",  // DeepSeek
 };
 // Further texts that also end generation.
 constexpr std::string_view kEndOfGenerationTexts[] = {
@@ -35,7 +42,8 @@ std::optional<int32_t> opt_id(const GgufFile& f, std::string_view key) {
     if (!v) return std::nullopt;
     if (!v->is_int()) throw Error(f.path() + ": " + std::string(key) + " is not an integer");
     // Negative or huge values (-1, 0xFFFFFFFF) mean "none".
-    if (const auto* u = std::get_if<uint64_t>(&v->v)) return *u <= INT32_MAX ? std::optional(int32_t(*u)) : std::nullopt;
+    if (const auto* u = std::get_if<uint64_t>(&v->v))
+        return *u <= INT32_MAX ? std::optional(int32_t(*u)) : std::nullopt;
     const int64_t x = v->as_i64();
     return x >= 0 && x <= INT32_MAX ? std::optional(int32_t(x)) : std::nullopt;
 }
@@ -109,8 +117,8 @@ void validate(const TokenizerData& d) {
         throw Error("tokenizer.ggml.scores has " + std::to_string(d.scores.size()) + " entries for " +
                     std::to_string(n) + " tokens");
     if (!d.token_types.empty() && d.token_types.size() != n)
-        throw Error("tokenizer.ggml.token_type has " + std::to_string(d.token_types.size()) +
-                    " entries for " + std::to_string(n) + " tokens");
+        throw Error("tokenizer.ggml.token_type has " + std::to_string(d.token_types.size()) + " entries for " +
+                    std::to_string(n) + " tokens");
     if (d.model == "gpt2" && d.merges.empty()) throw Error("byte-level BPE vocab without tokenizer.ggml.merges");
 }
 
@@ -247,7 +255,7 @@ void Tokenizer::append_piece(int32_t id, bool skip_special, bool& at_text_start,
         case TokenType::Unused:
             if (!skip_special) out += text;
             return;
-        case TokenType::UserDefined:  // stored as plain text in both vocab kinds
+        case TokenType::UserDefined:                        // stored as plain text in both vocab kinds
             if (!skip_special || !is_eog(id)) out += text;  // an end-of-generation one is control-like
             at_text_start = true;
             return;

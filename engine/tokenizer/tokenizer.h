@@ -50,15 +50,21 @@ struct Vocab;
 
 // GGUF token types (tokenizer.ggml.token_type).
 enum class TokenType : uint8_t {
-    Undefined = 0, Normal = 1, Unknown = 2, Control = 3, UserDefined = 4, Unused = 5, Byte = 6,
+    Undefined = 0,
+    Normal = 1,
+    Unknown = 2,
+    Control = 3,
+    UserDefined = 4,
+    Unused = 5,
+    Byte = 6,
 };
 
 // Everything a tokenizer is built from: what GGUF metadata holds, usable without a file.
 struct TokenizerData {
-    std::string model;             // "llama" (SentencePiece) or "gpt2" (byte-level BPE)
-    std::string pre = "default";   // pre-tokenizer name (BPE only)
+    std::string model;            // "llama" (SentencePiece) or "gpt2" (byte-level BPE)
+    std::string pre = "default";  // pre-tokenizer name (BPE only)
     std::vector<std::string> tokens;
-    std::vector<float> scores;       // empty: all 0
+    std::vector<float> scores;         // empty: all 0
     std::vector<int32_t> token_types;  // empty: all Normal
     std::vector<std::string> merges;   // "left right", highest priority first (BPE)
     std::optional<int32_t> bos, eos, unk, pad, eot, eom;

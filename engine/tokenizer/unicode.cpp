@@ -13,8 +13,20 @@ namespace {
 // it is what regex engines (and llama.cpp) mean by \s; note U+001C..U+001F are not in it.
 bool white_space(char32_t cp) {
     switch (cp) {
-        case 0x09: case 0x0A: case 0x0B: case 0x0C: case 0x0D: case 0x20: case 0x85: case 0xA0:
-        case 0x1680: case 0x2028: case 0x2029: case 0x202F: case 0x205F: case 0x3000:
+        case 0x09:
+        case 0x0A:
+        case 0x0B:
+        case 0x0C:
+        case 0x0D:
+        case 0x20:
+        case 0x85:
+        case 0xA0:
+        case 0x1680:
+        case 0x2028:
+        case 0x2029:
+        case 0x202F:
+        case 0x205F:
+        case 0x3000:
             return true;
         default:
             return cp >= 0x2000 && cp <= 0x200A;
@@ -23,17 +35,39 @@ bool white_space(char32_t cp) {
 
 uint16_t flags_of(Category c) {
     switch (c) {
-        case Category::Lu: return kLetter | kUpper;
-        case Category::Ll: return kLetter | kLower;
-        case Category::Lt: return kLetter | kTitle;
-        case Category::Lm: return kLetter | kModifier;
-        case Category::Lo: return kLetter | kOtherLetter;
-        case Category::Mn: case Category::Mc: case Category::Me: return kMark;
-        case Category::Nd: case Category::Nl: case Category::No: return kNumber;
-        case Category::Pc: case Category::Pd: case Category::Ps: case Category::Pe:
-        case Category::Pi: case Category::Pf: case Category::Po: return kPunct;
-        case Category::Sm: case Category::Sc: case Category::Sk: case Category::So: return kSymbol;
-        default: return 0;
+        case Category::Lu:
+            return kLetter | kUpper;
+        case Category::Ll:
+            return kLetter | kLower;
+        case Category::Lt:
+            return kLetter | kTitle;
+        case Category::Lm:
+            return kLetter | kModifier;
+        case Category::Lo:
+            return kLetter | kOtherLetter;
+        case Category::Mn:
+        case Category::Mc:
+        case Category::Me:
+            return kMark;
+        case Category::Nd:
+        case Category::Nl:
+        case Category::No:
+            return kNumber;
+        case Category::Pc:
+        case Category::Pd:
+        case Category::Ps:
+        case Category::Pe:
+        case Category::Pi:
+        case Category::Pf:
+        case Category::Po:
+            return kPunct;
+        case Category::Sm:
+        case Category::Sc:
+        case Category::Sk:
+        case Category::So:
+            return kSymbol;
+        default:
+            return 0;
     }
 }
 
@@ -41,8 +75,7 @@ uint16_t flags_of(Category c) {
 const std::array<uint16_t, 256>& latin1_flags() {
     static const auto table = [] {
         std::array<uint16_t, 256> t{};
-        for (char32_t cp = 0; cp < 256; ++cp)
-            t[cp] = flags_of(category(cp)) | (white_space(cp) ? kWhitespace : 0);
+        for (char32_t cp = 0; cp < 256; ++cp) t[cp] = flags_of(category(cp)) | (white_space(cp) ? kWhitespace : 0);
         return t;
     }();
     return table;
@@ -92,15 +125,19 @@ Utf8Step decode_utf8(std::string_view s, size_t pos) {
     int need;
     char32_t cp;
     unsigned char lo = 0x80, hi = 0xBF;  // allowed range of the second byte
-    if (b0 >= 0xC2 && b0 <= 0xDF) { need = 1; cp = b0 & 0x1F; }
-    else if (b0 >= 0xE0 && b0 <= 0xEF) {
-        need = 2; cp = b0 & 0x0F;
-        if (b0 == 0xE0) lo = 0xA0;        // no overlongs
-        else if (b0 == 0xED) hi = 0x9F;   // no surrogates
+    if (b0 >= 0xC2 && b0 <= 0xDF) {
+        need = 1;
+        cp = b0 & 0x1F;
+    } else if (b0 >= 0xE0 && b0 <= 0xEF) {
+        need = 2;
+        cp = b0 & 0x0F;
+        if (b0 == 0xE0) lo = 0xA0;       // no overlongs
+        else if (b0 == 0xED) hi = 0x9F;  // no surrogates
     } else if (b0 >= 0xF0 && b0 <= 0xF4) {
-        need = 3; cp = b0 & 0x07;
-        if (b0 == 0xF0) lo = 0x90;        // no overlongs
-        else if (b0 == 0xF4) hi = 0x8F;   // nothing above U+10FFFF
+        need = 3;
+        cp = b0 & 0x07;
+        if (b0 == 0xF0) lo = 0x90;       // no overlongs
+        else if (b0 == 0xF4) hi = 0x8F;  // nothing above U+10FFFF
     } else {
         return {Utf8Step::Invalid, 0, 1};
     }

@@ -10,24 +10,51 @@ namespace ember::unicode {
 
 // Unicode general categories. Order matches scripts/gen-unicode-tables.py.
 enum class Category : uint8_t {
-    Cn, Lu, Ll, Lt, Lm, Lo, Mn, Mc, Me, Nd, Nl, No,
-    Pc, Pd, Ps, Pe, Pi, Pf, Po, Sm, Sc, Sk, So,
-    Zs, Zl, Zp, Cc, Cf, Cs, Co,
+    Cn,
+    Lu,
+    Ll,
+    Lt,
+    Lm,
+    Lo,
+    Mn,
+    Mc,
+    Me,
+    Nd,
+    Nl,
+    No,
+    Pc,
+    Pd,
+    Ps,
+    Pe,
+    Pi,
+    Pf,
+    Po,
+    Sm,
+    Sc,
+    Sk,
+    So,
+    Zs,
+    Zl,
+    Zp,
+    Cc,
+    Cf,
+    Cs,
+    Co,
 };
 Category category(char32_t cp);
 
 // Character classes as bits, so a pattern can test several at once.
 enum Flag : uint16_t {
-    kLetter = 1 << 0,      // \p{L}
-    kNumber = 1 << 1,      // \p{N}
-    kPunct = 1 << 2,       // \p{P}
-    kSymbol = 1 << 3,      // \p{S}
-    kMark = 1 << 4,        // \p{M}
-    kWhitespace = 1 << 5,  // \s: the White_Space property
-    kUpper = 1 << 6,       // Lu
-    kLower = 1 << 7,       // Ll
-    kTitle = 1 << 8,       // Lt
-    kModifier = 1 << 9,    // Lm
+    kLetter = 1 << 0,        // \p{L}
+    kNumber = 1 << 1,        // \p{N}
+    kPunct = 1 << 2,         // \p{P}
+    kSymbol = 1 << 3,        // \p{S}
+    kMark = 1 << 4,          // \p{M}
+    kWhitespace = 1 << 5,    // \s: the White_Space property
+    kUpper = 1 << 6,         // Lu
+    kLower = 1 << 7,         // Ll
+    kTitle = 1 << 8,         // Lt
+    kModifier = 1 << 9,      // Lm
     kOtherLetter = 1 << 10,  // Lo
 };
 uint16_t flags(char32_t cp);

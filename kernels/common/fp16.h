@@ -16,7 +16,10 @@ inline float fp16_to_f32(uint16_t h) {
             bits = sign;
         } else {  // subnormal: normalise
             exp = 127 - 15 + 1;
-            while ((mant & 0x400) == 0) { mant <<= 1; --exp; }
+            while ((mant & 0x400) == 0) {
+                mant <<= 1;
+                --exp;
+            }
             mant &= 0x3ff;
             bits = sign | (exp << 23) | (mant << 13);
         }
@@ -36,7 +39,7 @@ inline uint16_t f32_to_fp16(float f) {
         return static_cast<uint16_t>(sign | 0x7c00 | (abs > 0x7f800000u ? 0x200 : 0));
     }
     if (abs >= 0x477ff000u) return static_cast<uint16_t>(sign | 0x7c00);  // overflow -> inf
-    if (abs < 0x38800000u) {  // subnormal or zero in half
+    if (abs < 0x38800000u) {                                              // subnormal or zero in half
         if (abs < 0x33000000u) return static_cast<uint16_t>(sign);
         const uint32_t e = abs >> 23;
         const uint32_t m = (abs & 0x7fffff) | 0x800000;

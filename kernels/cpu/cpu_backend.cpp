@@ -31,7 +31,8 @@ public:
     }
 
     std::string name() const override {
-        return "cpu (" + std::string(cpu::isa_name(cpu::active_isa())) + ", " + std::to_string(pool_.size()) + " threads)";
+        return "cpu (" + std::string(cpu::isa_name(cpu::active_isa())) + ", " + std::to_string(pool_.size()) +
+               " threads)";
     }
 
     Tensor alloc(MemoryKind kind, DType type, int64_t cols, int64_t rows, const char* tag) override {
@@ -158,7 +159,7 @@ protected:
     }
 
     void do_top_k(Tensor& logits, int32_t k, std::span<const TopKRow> rows, std::span<TopKCandidate> out,
-               std::span<int32_t> counts) override {
+                  std::span<int32_t> counts) override {
         for (size_t r = 0; r < rows.size(); ++r) {
             float* l = row(logits, static_cast<int64_t>(r));
             apply_adjustments(std::span<float>(l, static_cast<size_t>(logits.cols)), rows[r]);

@@ -22,13 +22,11 @@ bool has_f16c() {
 Isa detect() {
 #if defined(__x86_64__) || defined(__i386__)
     __builtin_cpu_init();
-    if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-        __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512vnni") &&
-        __builtin_cpu_supports("fma") && has_f16c()) {
+    if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl") &&
+        __builtin_cpu_supports("avx512vnni") && __builtin_cpu_supports("fma") && has_f16c()) {
         return Isa::Avx512;
     }
-    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
-        has_f16c()) {
+    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && has_f16c()) {
         return Isa::Avx2;
     }
 #endif
@@ -44,9 +42,12 @@ std::atomic<Isa>& active() {
 
 std::string_view isa_name(Isa isa) {
     switch (isa) {
-        case Isa::Scalar: return "scalar";
-        case Isa::Avx2: return "avx2";
-        case Isa::Avx512: return "avx512";
+        case Isa::Scalar:
+            return "scalar";
+        case Isa::Avx2:
+            return "avx2";
+        case Isa::Avx512:
+            return "avx512";
     }
     return "unknown";
 }

@@ -30,13 +30,13 @@ namespace ember::cpu {
 
 // A read-only view of one layer's K and V pools (see above).
 struct KvCacheView {
-    DType type = DType::F16;      // F16 or Q8_0
-    const void* k = nullptr;      // K pool, n_blocks * block_tokens rows
-    const void* v = nullptr;      // V pool, same shape
-    size_t row_bytes = 0;         // bytes per slot row (n_kv_heads * head_dim values)
+    DType type = DType::F16;  // F16 or Q8_0
+    const void* k = nullptr;  // K pool, n_blocks * block_tokens rows
+    const void* v = nullptr;  // V pool, same shape
+    size_t row_bytes = 0;     // bytes per slot row (n_kv_heads * head_dim values)
     int32_t n_kv_heads = 0;
     int32_t head_dim = 0;
-    int32_t block_tokens = 16;    // B
+    int32_t block_tokens = 16;  // B
 
     // Slot of token j for a sequence with this block table.
     int64_t slot(const int32_t* block_table, int64_t j) const {

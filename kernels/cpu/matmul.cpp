@@ -18,17 +18,38 @@ namespace detail {
 
 bool int8_kind(DType type, Int8Kind* kind) {
     switch (type) {
-        case DType::Q4_0: *kind = {.G = 32, .offset = 8, .has_min = false}; return true;
-        case DType::Q4_1: *kind = {.G = 32, .offset = 0, .has_min = true}; return true;
-        case DType::Q5_0: *kind = {.G = 32, .offset = 16, .has_min = false}; return true;
-        case DType::Q5_1: *kind = {.G = 32, .offset = 0, .has_min = true}; return true;
-        case DType::Q8_0: *kind = {.G = 32, .offset = 128, .has_min = false}; return true;
-        case DType::Q2_K: *kind = {.G = 16, .offset = 0, .has_min = true}; return true;
-        case DType::Q3_K: *kind = {.G = 16, .offset = 4, .has_min = false}; return true;
-        case DType::Q4_K: *kind = {.G = 32, .offset = 0, .has_min = true}; return true;
-        case DType::Q5_K: *kind = {.G = 32, .offset = 0, .has_min = true}; return true;
-        case DType::Q6_K: *kind = {.G = 16, .offset = 32, .has_min = false}; return true;
-        default: return false;
+        case DType::Q4_0:
+            *kind = {.G = 32, .offset = 8, .has_min = false};
+            return true;
+        case DType::Q4_1:
+            *kind = {.G = 32, .offset = 0, .has_min = true};
+            return true;
+        case DType::Q5_0:
+            *kind = {.G = 32, .offset = 16, .has_min = false};
+            return true;
+        case DType::Q5_1:
+            *kind = {.G = 32, .offset = 0, .has_min = true};
+            return true;
+        case DType::Q8_0:
+            *kind = {.G = 32, .offset = 128, .has_min = false};
+            return true;
+        case DType::Q2_K:
+            *kind = {.G = 16, .offset = 0, .has_min = true};
+            return true;
+        case DType::Q3_K:
+            *kind = {.G = 16, .offset = 4, .has_min = false};
+            return true;
+        case DType::Q4_K:
+            *kind = {.G = 32, .offset = 0, .has_min = true};
+            return true;
+        case DType::Q5_K:
+            *kind = {.G = 32, .offset = 0, .has_min = true};
+            return true;
+        case DType::Q6_K:
+            *kind = {.G = 16, .offset = 32, .has_min = false};
+            return true;
+        default:
+            return false;
     }
 }
 
@@ -80,7 +101,8 @@ const KernelTable& table() {
         case Isa::Avx2:
             if (auto* t = detail::kernels_avx2()) return *t;
             [[fallthrough]];
-        case Isa::Scalar: break;
+        case Isa::Scalar:
+            break;
     }
     return detail::kernels_scalar();
 }
@@ -115,8 +137,8 @@ int64_t gemv_min_rows(const WeightMatrix& W) {
 }
 
 // Quantizes X once for the whole call, in the layout the chosen kernel reads (see ActQ8).
-ActQ8 quantize_activations(const KernelTable& k, const Int8Kind& kind, const float* X,
-                           int64_t n_tokens, int64_t cols, int tile, ThreadPool& pool) {
+ActQ8 quantize_activations(const KernelTable& k, const Int8Kind& kind, const float* X, int64_t n_tokens, int64_t cols,
+                           int tile, ThreadPool& pool) {
     thread_local AlignedBuffer buf;
     ActQ8 a;
     a.n_tokens = n_tokens;
@@ -169,8 +191,7 @@ WeightMatrix make_weight_matrix(DType type, int64_t rows, int64_t cols, const vo
 
 bool matmul_supports(DType type) {
     Int8Kind kind;
-    return type == DType::F32 || type == DType::F16 || type == DType::BF16 ||
-           detail::int8_kind(type, &kind);
+    return type == DType::F32 || type == DType::F16 || type == DType::BF16 || detail::int8_kind(type, &kind);
 }
 
 void matmul(const WeightMatrix& W, const float* X, int64_t n_tokens, float* Y, ThreadPool& pool) {
@@ -214,8 +235,8 @@ void matmul(const WeightMatrix& W, const float* X, int64_t n_tokens, float* Y, T
 
 float vec_dot_f32(const float* a, const float* b, int64_t n) { return table().dot_f32(a, b, n); }
 
-void get_rows(DType type, const void* table_data, size_t row_bytes_, const int32_t* ids, int n,
-              int64_t cols, float* out) {
+void get_rows(DType type, const void* table_data, size_t row_bytes_, const int32_t* ids, int n, int64_t cols,
+              float* out) {
     const auto* base = static_cast<const uint8_t*>(table_data);
     for (int i = 0; i < n; ++i) {
         if (ids[i] < 0) throw Error("get_rows: negative row id");

@@ -45,7 +45,6 @@ float vec_dot_f32(const float* a, const float* b, int64_t n);
 
 // Embedding lookup: out[i][0..cols) = dequantized row ids[i] of `table` (rows of row_bytes
 // bytes, `cols` elements of type `type`). Any type dequantize_row accepts.
-void get_rows(DType type, const void* table, size_t row_bytes, const int32_t* ids, int n,
-              int64_t cols, float* out);
+void get_rows(DType type, const void* table, size_t row_bytes, const int32_t* ids, int n, int64_t cols, float* out);
 
 }  // namespace ember::cpu

@@ -91,7 +91,8 @@ void quantize_tiled(const float* X, int64_t t0, int64_t t1, int offset, ActQ8& a
             uint8_t* rec = tile + b * a.rec_bytes();
             int8_t q[G];
             float* dp = reinterpret_cast<float*>(rec + G * NR);
-            quantize_block<G>(X + t * a.cols + b * G, q, dp[j], reinterpret_cast<int32_t*>(dp + NR)[j], dp[2 * NR + j], offset);
+            quantize_block<G>(X + t * a.cols + b * G, q, dp[j], reinterpret_cast<int32_t*>(dp + NR)[j], dp[2 * NR + j],
+                              offset);
             for (int g = 0; g < G / 4; ++g) std::memcpy(rec + (g * NR + j) * 4, q + 4 * g, 4);
         }
     }
@@ -124,8 +125,8 @@ inline void store32(uint8_t* p, __m256i v) { _mm256_storeu_si256(reinterpret_cas
 // Bit j of qh -> 0x10 in byte j (the fifth bit of Q5_0/Q5_1 codes).
 inline __m256i qh_bits(uint32_t qh) {
     const __m256i spread = _mm256_shuffle_epi8(_mm256_set1_epi32(static_cast<int>(qh)),
-                                               _mm256_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1,
-                                                                2, 2, 2, 2, 2, 2, 2, 2, 3, 3, 3, 3, 3, 3, 3, 3));
+                                               _mm256_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1, 2, 2, 2,
+                                                                2, 2, 2, 2, 2, 3, 3, 3, 3, 3, 3, 3, 3));
     const __m256i bit = _mm256_set1_epi64x(static_cast<int64_t>(0x8040201008040201ull));
     return _mm256_and_si256(_mm256_cmpeq_epi8(_mm256_and_si256(spread, bit), bit), _mm256_set1_epi8(0x10));
 }
@@ -142,30 +143,48 @@ inline uint32_t u32_at_(const uint8_t* p) {
     return v;
 }
 
-struct AQ4_0 { static constexpr DType kType = DType::Q4_0; static constexpr int kBE = 32, kBB = 18;
-    static void block(const uint8_t* p, uint8_t* q, float* s, float*) { store32(q, nibbles_lo_hi(load16(p + 2))); s[0] = half_at(p); } };
-struct AQ4_1 { static constexpr DType kType = DType::Q4_1; static constexpr int kBE = 32, kBB = 20;
+struct AQ4_0 {
+    static constexpr DType kType = DType::Q4_0;
+    static constexpr int kBE = 32, kBB = 18;
+    static void block(const uint8_t* p, uint8_t* q, float* s, float*) {
+        store32(q, nibbles_lo_hi(load16(p + 2)));
+        s[0] = half_at(p);
+    }
+};
+struct AQ4_1 {
+    static constexpr DType kType = DType::Q4_1;
+    static constexpr int kBE = 32, kBB = 20;
     static void block(const uint8_t* p, uint8_t* q, float* s, float* m) {
         store32(q, nibbles_lo_hi(load16(p + 4)));
         s[0] = half_at(p);
         m[0] = half_at(p + 2);
-    } };
-struct AQ5_0 { static constexpr DType kType = DType::Q5_0; static constexpr int kBE = 32, kBB = 22;
+    }
+};
+struct AQ5_0 {
+    static constexpr DType kType = DType::Q5_0;
+    static constexpr int kBE = 32, kBB = 22;
     static void block(const uint8_t* p, uint8_t* q, float* s, float*) {
         store32(q, _mm256_or_si256(nibbles_lo_hi(load16(p + 6)), qh_bits(u32_at_(p + 2))));
         s[0] = half_at(p);
-    } };
-struct AQ5_1 { static constexpr DType kType = DType::Q5_1; static constexpr int kBE = 32, kBB = 24;
+    }
+};
+struct AQ5_1 {
+    static constexpr DType kType = DType::Q5_1;
+    static constexpr int kBE = 32, kBB = 24;
     static void block(const uint8_t* p, uint8_t* q, float* s, float* m) {
         store32(q, _mm256_or_si256(nibbles_lo_hi(load16(p + 8)), qh_bits(u32_at_(p + 4))));
         s[0] = half_at(p);
         m[0] = half_at(p + 2);
-    } };
-struct AQ8_0 { static constexpr DType kType = DType::Q8_0; static constexpr int kBE = 32, kBB = 34;
+    }
+};
+struct AQ8_0 {
+    static constexpr DType kType = DType::Q8_0;
+    static constexpr int kBE = 32, kBB = 34;
     static void block(const uint8_t* p, uint8_t* q, float* s, float*) {
         store32(q, _mm256_xor_si256(load32(p + 2), _mm256_set1_epi8(static_cast<char>(0x80))));
         s[0] = half_at(p);
-    } };
+    }
+};
 
 // 8 scales d * sc_j and mins -dmin * m_j of a Q4_K/Q5_K super-block (6-bit fields unpacked
 // four at a time with 32-bit masks).
@@ -173,13 +192,17 @@ inline void k4_scales8(const uint8_t* b, float* s, float* m) {
     const uint32_t w0 = u32_at_(b + 4), w1 = u32_at_(b + 8), w2 = u32_at_(b + 12);
     const uint32_t sc_hi = (w2 & 0x0F0F0F0Fu) | ((w0 >> 2) & 0x30303030u);
     const uint32_t m_hi = ((w2 >> 4) & 0x0F0F0F0Fu) | ((w1 >> 2) & 0x30303030u);
-    const __m128i sc = _mm_insert_epi32(_mm_cvtsi32_si128(static_cast<int>(w0 & 0x3F3F3F3Fu)), static_cast<int>(sc_hi), 1);
-    const __m128i mn = _mm_insert_epi32(_mm_cvtsi32_si128(static_cast<int>(w1 & 0x3F3F3F3Fu)), static_cast<int>(m_hi), 1);
+    const __m128i sc =
+        _mm_insert_epi32(_mm_cvtsi32_si128(static_cast<int>(w0 & 0x3F3F3F3Fu)), static_cast<int>(sc_hi), 1);
+    const __m128i mn =
+        _mm_insert_epi32(_mm_cvtsi32_si128(static_cast<int>(w1 & 0x3F3F3F3Fu)), static_cast<int>(m_hi), 1);
     _mm256_storeu_ps(s, _mm256_mul_ps(_mm256_set1_ps(half_at(b)), _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(sc))));
     _mm256_storeu_ps(m, _mm256_mul_ps(_mm256_set1_ps(-half_at(b + 2)), _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(mn))));
 }
 
-struct AQ4_K { static constexpr DType kType = DType::Q4_K; static constexpr int kBE = 256, kBB = 144;
+struct AQ4_K {
+    static constexpr DType kType = DType::Q4_K;
+    static constexpr int kBE = 256, kBB = 144;
     static void block(const uint8_t* p, uint8_t* q, float* s, float* m) {
         const __m256i m4 = _mm256_set1_epi8(0x0F);
         for (int c = 0; c < 4; ++c) {
@@ -188,22 +211,29 @@ struct AQ4_K { static constexpr DType kType = DType::Q4_K; static constexpr int 
             store32(q + 64 * c + 32, _mm256_and_si256(_mm256_srli_epi16(x, 4), m4));
         }
         k4_scales8(p, s, m);
-    } };
-struct AQ5_K { static constexpr DType kType = DType::Q5_K; static constexpr int kBE = 256, kBB = 176;
+    }
+};
+struct AQ5_K {
+    static constexpr DType kType = DType::Q5_K;
+    static constexpr int kBE = 256, kBB = 176;
     static void block(const uint8_t* p, uint8_t* q, float* s, float* m) {
         const __m256i m4 = _mm256_set1_epi8(0x0F), b16 = _mm256_set1_epi8(0x10);
         const __m256i qh = load32(p + 16);
         for (int c = 0; c < 4; ++c) {
             const __m256i x = load32(p + 48 + 32 * c);
-            const __m256i b0 = _mm256_set1_epi8(static_cast<char>(1 << (2 * c))), b1 = _mm256_set1_epi8(static_cast<char>(2 << (2 * c)));
+            const __m256i b0 = _mm256_set1_epi8(static_cast<char>(1 << (2 * c))),
+                          b1 = _mm256_set1_epi8(static_cast<char>(2 << (2 * c)));
             const __m256i h0 = _mm256_and_si256(_mm256_cmpeq_epi8(_mm256_and_si256(qh, b0), b0), b16);
             const __m256i h1 = _mm256_and_si256(_mm256_cmpeq_epi8(_mm256_and_si256(qh, b1), b1), b16);
             store32(q + 64 * c, _mm256_or_si256(_mm256_and_si256(x, m4), h0));
             store32(q + 64 * c + 32, _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(x, 4), m4), h1));
         }
         k4_scales8(p, s, m);
-    } };
-struct AQ6_K { static constexpr DType kType = DType::Q6_K; static constexpr int kBE = 256, kBB = 210;
+    }
+};
+struct AQ6_K {
+    static constexpr DType kType = DType::Q6_K;
+    static constexpr int kBE = 256, kBB = 210;
     static void block(const uint8_t* p, uint8_t* q, float* s, float*) {
         const __m256i m4 = _mm256_set1_epi8(0x0F), m30 = _mm256_set1_epi8(0x30);
         for (int h = 0; h < 2; ++h) {
@@ -212,30 +242,39 @@ struct AQ6_K { static constexpr DType kType = DType::Q6_K; static constexpr int 
             store32(o, _mm256_or_si256(_mm256_and_si256(l0, m4), _mm256_and_si256(_mm256_slli_epi16(qh, 4), m30)));
             store32(o + 32, _mm256_or_si256(_mm256_and_si256(l1, m4), _mm256_and_si256(_mm256_slli_epi16(qh, 2), m30)));
             store32(o + 64, _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l0, 4), m4), _mm256_and_si256(qh, m30)));
-            store32(o + 96, _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l1, 4), m4), _mm256_and_si256(_mm256_srli_epi16(qh, 2), m30)));
+            store32(o + 96, _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l1, 4), m4),
+                                            _mm256_and_si256(_mm256_srli_epi16(qh, 2), m30)));
         }
         const __m256 d = _mm256_set1_ps(half_at(p + 208));
         for (int i = 0; i < 2; ++i) {
             const __m256i sc = _mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p + 192 + 8 * i)));
             _mm256_storeu_ps(s + 8 * i, _mm256_mul_ps(d, _mm256_cvtepi32_ps(sc)));
         }
-    } };
+    }
+};
 
 // Q2_K / Q3_K: element 128 h + 32 g + l is (qs[32 h + l] >> 2g) & 3 (+ 4 * hmask bit 4h + g).
-struct AQ2_K { static constexpr DType kType = DType::Q2_K; static constexpr int kBE = 256, kBB = 84;
+struct AQ2_K {
+    static constexpr DType kType = DType::Q2_K;
+    static constexpr int kBE = 256, kBB = 84;
     static void block(const uint8_t* p, uint8_t* q, float* s, float* m) {
         for (int h = 0; h < 2; ++h) {
             const __m256i x = load32(p + 16 + 32 * h);
-            for (int g = 0; g < 4; ++g) store32(q + 128 * h + 32 * g, _mm256_and_si256(_mm256_srli_epi16(x, 2 * g), _mm256_set1_epi8(3)));
+            for (int g = 0; g < 4; ++g)
+                store32(q + 128 * h + 32 * g, _mm256_and_si256(_mm256_srli_epi16(x, 2 * g), _mm256_set1_epi8(3)));
         }
         const __m256 d = _mm256_set1_ps(half_at(p + 80)), dmin = _mm256_set1_ps(-half_at(p + 82));
         for (int i = 0; i < 2; ++i) {
             const __m256i sc = _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p + 8 * i)));
-            _mm256_storeu_ps(s + 8 * i, _mm256_mul_ps(d, _mm256_cvtepi32_ps(_mm256_and_si256(sc, _mm256_set1_epi32(15)))));
+            _mm256_storeu_ps(s + 8 * i,
+                             _mm256_mul_ps(d, _mm256_cvtepi32_ps(_mm256_and_si256(sc, _mm256_set1_epi32(15)))));
             _mm256_storeu_ps(m + 8 * i, _mm256_mul_ps(dmin, _mm256_cvtepi32_ps(_mm256_srli_epi32(sc, 4))));
         }
-    } };
-struct AQ3_K { static constexpr DType kType = DType::Q3_K; static constexpr int kBE = 256, kBB = 110;
+    }
+};
+struct AQ3_K {
+    static constexpr DType kType = DType::Q3_K;
+    static constexpr int kBE = 256, kBB = 110;
     static void block(const uint8_t* p, uint8_t* q, float* s, float*) {
         const __m256i hm = load32(p), four = _mm256_set1_epi8(4);
         for (int h = 0; h < 2; ++h) {
@@ -243,20 +282,28 @@ struct AQ3_K { static constexpr DType kType = DType::Q3_K; static constexpr int 
             for (int g = 0; g < 4; ++g) {
                 const __m256i bit = _mm256_set1_epi8(static_cast<char>(1 << (4 * h + g)));
                 const __m256i hb = _mm256_and_si256(_mm256_cmpeq_epi8(_mm256_and_si256(hm, bit), bit), four);
-                store32(q + 128 * h + 32 * g, _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(x, 2 * g), _mm256_set1_epi8(3)), hb));
+                store32(q + 128 * h + 32 * g,
+                        _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(x, 2 * g), _mm256_set1_epi8(3)), hb));
             }
         }
         // 16 signed 6-bit scales (see unpack_scales_q3_k), unpacked with 32-bit masks.
         uint64_t L;
         std::memcpy(&L, p + 96, 8);
         const uint32_t H = u32_at_(p + 104);
-        const uint64_t lo = (L & 0x0F0F0F0F0F0F0F0Full) | ((H & 0x03030303u) | static_cast<uint64_t>((H >> 2) & 0x03030303u) << 32) << 4;
-        const uint64_t hi = ((L >> 4) & 0x0F0F0F0F0F0F0F0Full) | (((H >> 4) & 0x03030303u) | static_cast<uint64_t>((H >> 6) & 0x03030303u) << 32) << 4;
+        const uint64_t lo = (L & 0x0F0F0F0F0F0F0F0Full) |
+                            ((H & 0x03030303u) | static_cast<uint64_t>((H >> 2) & 0x03030303u) << 32) << 4;
+        const uint64_t hi = ((L >> 4) & 0x0F0F0F0F0F0F0F0Full) |
+                            (((H >> 4) & 0x03030303u) | static_cast<uint64_t>((H >> 6) & 0x03030303u) << 32) << 4;
         const __m256 d = _mm256_set1_ps(half_at(p + 108));
         const __m256i v32 = _mm256_set1_epi32(32);
-        _mm256_storeu_ps(s, _mm256_mul_ps(d, _mm256_cvtepi32_ps(_mm256_sub_epi32(_mm256_cvtepu8_epi32(_mm_cvtsi64_si128(static_cast<int64_t>(lo))), v32))));
-        _mm256_storeu_ps(s + 8, _mm256_mul_ps(d, _mm256_cvtepi32_ps(_mm256_sub_epi32(_mm256_cvtepu8_epi32(_mm_cvtsi64_si128(static_cast<int64_t>(hi))), v32))));
-    } };
+        _mm256_storeu_ps(
+            s, _mm256_mul_ps(d, _mm256_cvtepi32_ps(_mm256_sub_epi32(
+                                    _mm256_cvtepu8_epi32(_mm_cvtsi64_si128(static_cast<int64_t>(lo))), v32))));
+        _mm256_storeu_ps(
+            s + 8, _mm256_mul_ps(d, _mm256_cvtepi32_ps(_mm256_sub_epi32(
+                                        _mm256_cvtepu8_epi32(_mm_cvtsi64_si128(static_cast<int64_t>(hi))), v32))));
+    }
+};
 
 // Chunk unpacker: the explicit block unpacker for whole blocks, the portable one for a tail
 // chunk (it zero-fills past the row end).
@@ -271,17 +318,28 @@ void unpack_chunk_avx2(const uint8_t* row, int64_t chunk, int64_t cols, uint8_t*
 
 inline UnpackChunkFn unpack_fn_avx2(DType type) {
     switch (type) {
-        case DType::Q4_0: return unpack_chunk_avx2<AQ4_0>;
-        case DType::Q4_1: return unpack_chunk_avx2<AQ4_1>;
-        case DType::Q5_0: return unpack_chunk_avx2<AQ5_0>;
-        case DType::Q5_1: return unpack_chunk_avx2<AQ5_1>;
-        case DType::Q8_0: return unpack_chunk_avx2<AQ8_0>;
-        case DType::Q4_K: return unpack_chunk_avx2<AQ4_K>;
-        case DType::Q5_K: return unpack_chunk_avx2<AQ5_K>;
-        case DType::Q6_K: return unpack_chunk_avx2<AQ6_K>;
-        case DType::Q2_K: return unpack_chunk_avx2<AQ2_K>;
-        case DType::Q3_K: return unpack_chunk_avx2<AQ3_K>;
-        default: return unpack_fn(type);
+        case DType::Q4_0:
+            return unpack_chunk_avx2<AQ4_0>;
+        case DType::Q4_1:
+            return unpack_chunk_avx2<AQ4_1>;
+        case DType::Q5_0:
+            return unpack_chunk_avx2<AQ5_0>;
+        case DType::Q5_1:
+            return unpack_chunk_avx2<AQ5_1>;
+        case DType::Q8_0:
+            return unpack_chunk_avx2<AQ8_0>;
+        case DType::Q4_K:
+            return unpack_chunk_avx2<AQ4_K>;
+        case DType::Q5_K:
+            return unpack_chunk_avx2<AQ5_K>;
+        case DType::Q6_K:
+            return unpack_chunk_avx2<AQ6_K>;
+        case DType::Q2_K:
+            return unpack_chunk_avx2<AQ2_K>;
+        case DType::Q3_K:
+            return unpack_chunk_avx2<AQ3_K>;
+        default:
+            return unpack_fn(type);
     }
 }
 
@@ -332,7 +390,8 @@ inline __m256i block_sums8(const uint8_t* q, const int8_t* x) {
 template <bool kMin, bool kSigned>
 inline __m256 scale_blocks(__m256 acc, __m256i sums, const float* scale, const float* min, const float* d,
                            const int32_t* init, const float* dsum) {
-    if constexpr (!kMin && !kSigned) sums = _mm256_add_epi32(sums, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(init)));
+    if constexpr (!kMin && !kSigned)
+        sums = _mm256_add_epi32(sums, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(init)));
     const __m256 f = _mm256_mul_ps(_mm256_cvtepi32_ps(sums), _mm256_loadu_ps(d));
     acc = _mm256_fmadd_ps(f, _mm256_load_ps(scale), acc);
     if constexpr (kMin) acc = _mm256_fmadd_ps(_mm256_load_ps(min), _mm256_loadu_ps(dsum), acc);
@@ -362,8 +421,9 @@ void gemv_q8_t(const WeightMatrix& W, const ActQ8& a, int64_t r0, int64_t r1, fl
                 const int64_t bi = t * nb + c * nbc;
                 for (int g = 0; g < nbc / 8; ++g) {
                     const int o = 8 * g;
-                    acc[t] = scale_blocks<kMin, kSigned>(acc[t], block_sums8<G, kSigned>(q + o * G, x + o * G), scale + o,
-                                                         min + o, a.d + bi + o, a.init + bi + o, a.dsum + bi + o);
+                    acc[t] =
+                        scale_blocks<kMin, kSigned>(acc[t], block_sums8<G, kSigned>(q + o * G, x + o * G), scale + o,
+                                                    min + o, a.d + bi + o, a.init + bi + o, a.dsum + bi + o);
                 }
             }
         }
@@ -386,7 +446,9 @@ void gemv_q8(const WeightMatrix& W, const Int8Kind& kind, const ActQ8& a, int64_
 // gemm: 8-row panels ([G/4][8 rows][4] codes, scale[8], min[8] per block), 8 x 4 tiles.
 
 template <int G, bool kMin>
-constexpr int panel_block_bytes() { return G * kPanelRows + 4 * kPanelRows * (kMin ? 2 : 1); }
+constexpr int panel_block_bytes() {
+    return G * kPanelRows + 4 * kPanelRows * (kMin ? 2 : 1);
+}
 
 template <int G, bool kMin>
 void build_panel(const WeightMatrix& W, int64_t r0, int nrows, int64_t nb, uint8_t* panel) {
@@ -459,12 +521,14 @@ void gemm_q8_t(const WeightMatrix& W, const ActQ8& a, int64_t r0, int64_t r1, fl
         for (int64_t tile = 0; tile < a.n_tiles(); ++tile) {
             const int64_t t0 = tile * kTileTokens;
             const int ntok = static_cast<int>(std::min<int64_t>(kTileTokens, a.n_tokens - t0));
-            micro_q8<G, kMin, kSigned>(panel, a.tiled + tile * a.tile_bytes(), nb, Y + t0 * W.rows + p, W.rows, nrows, ntok);
+            micro_q8<G, kMin, kSigned>(panel, a.tiled + tile * a.tile_bytes(), nb, Y + t0 * W.rows + p, W.rows, nrows,
+                                       ntok);
         }
     }
 }
 
-void gemm_q8(const WeightMatrix& W, const Int8Kind& kind, const ActQ8& a, int64_t r0, int64_t r1, float* Y, Scratch& s) {
+void gemm_q8(const WeightMatrix& W, const Int8Kind& kind, const ActQ8& a, int64_t r0, int64_t r1, float* Y,
+             Scratch& s) {
     if (W.type == DType::Q8_0) return gemm_q8_t<32, false, true>(W, a, r0, r1, Y, s);
     if (kind.G == 32) {
         if (kind.has_min) gemm_q8_t<32, true, false>(W, a, r0, r1, Y, s);
@@ -485,7 +549,8 @@ inline __m256 load_w8(const void* w, int64_t i) {
     } else if constexpr (T == DType::F16) {
         return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(static_cast<const uint16_t*>(w) + i)));
     } else {
-        const __m256i h = _mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(static_cast<const uint16_t*>(w) + i)));
+        const __m256i h = _mm256_cvtepu16_epi32(
+            _mm_loadu_si128(reinterpret_cast<const __m128i*>(static_cast<const uint16_t*>(w) + i)));
         return _mm256_castsi256_ps(_mm256_slli_epi32(h, 16));
     }
 }
@@ -511,7 +576,8 @@ void gemv_f32_t(const WeightMatrix& W, const float* X, int64_t r0, int64_t r1, f
             if (i % 64 == 0) pf.step(static_cast<const uint8_t*>(w) + i * pf.step_bytes / 64);
             for (int u = 0; u < 2; ++u) {
                 const __m256 wv = load_w8<T>(w, i + 8 * u);
-                for (int t = 0; t < NT; ++t) acc[t][u] = _mm256_fmadd_ps(wv, _mm256_loadu_ps(X + t * K + i + 8 * u), acc[t][u]);
+                for (int t = 0; t < NT; ++t)
+                    acc[t][u] = _mm256_fmadd_ps(wv, _mm256_loadu_ps(X + t * K + i + 8 * u), acc[t][u]);
             }
         }
         for (int t = 0; t < NT; ++t) {
@@ -528,19 +594,30 @@ void gemv_f32_type(const WeightMatrix& W, const float* X, int64_t n, int64_t r0,
         const float* x = X + t * W.cols;
         float* y = Y + t * W.rows;
         switch (std::min<int64_t>(4, n - t)) {
-            case 1: gemv_f32_t<T, 1>(W, x, r0, r1, y); break;
-            case 2: gemv_f32_t<T, 2>(W, x, r0, r1, y); break;
-            case 3: gemv_f32_t<T, 3>(W, x, r0, r1, y); break;
-            default: gemv_f32_t<T, 4>(W, x, r0, r1, y); break;
+            case 1:
+                gemv_f32_t<T, 1>(W, x, r0, r1, y);
+                break;
+            case 2:
+                gemv_f32_t<T, 2>(W, x, r0, r1, y);
+                break;
+            case 3:
+                gemv_f32_t<T, 3>(W, x, r0, r1, y);
+                break;
+            default:
+                gemv_f32_t<T, 4>(W, x, r0, r1, y);
+                break;
         }
     }
 }
 
 void gemv_f32(const WeightMatrix& W, const float* X, int64_t n, int64_t r0, int64_t r1, float* Y, Scratch&) {
     switch (W.type) {
-        case DType::F32: return gemv_f32_type<DType::F32>(W, X, n, r0, r1, Y);
-        case DType::F16: return gemv_f32_type<DType::F16>(W, X, n, r0, r1, Y);
-        default: return gemv_f32_type<DType::BF16>(W, X, n, r0, r1, Y);
+        case DType::F32:
+            return gemv_f32_type<DType::F32>(W, X, n, r0, r1, Y);
+        case DType::F16:
+            return gemv_f32_type<DType::F16>(W, X, n, r0, r1, Y);
+        default:
+            return gemv_f32_type<DType::BF16>(W, X, n, r0, r1, Y);
     }
 }
 
@@ -561,7 +638,8 @@ void micro_f32(const float* wp, const float* xp, int kc, float* Y, int64_t ldy, 
     for (int t = 0; t < kF32Tile; ++t) acc[t] = _mm256_setzero_ps();
     for (int k = 0; k < kc; ++k) {
         const __m256 w = _mm256_load_ps(wp + k * kPanelRows);
-        for (int t = 0; t < kF32Tile; ++t) acc[t] = _mm256_fmadd_ps(w, _mm256_broadcast_ss(xp + k * kF32Tile + t), acc[t]);
+        for (int t = 0; t < kF32Tile; ++t)
+            acc[t] = _mm256_fmadd_ps(w, _mm256_broadcast_ss(xp + k * kF32Tile + t), acc[t]);
     }
     for (int t = 0; t < ntok; ++t) {
         alignas(32) float out[8];
@@ -590,9 +668,12 @@ void gemm_f32_t(const WeightMatrix& W, const float* xt, int64_t n, int64_t r0, i
 
 void gemm_f32(const WeightMatrix& W, const float* xt, int64_t n, int64_t r0, int64_t r1, float* Y, Scratch& s) {
     switch (W.type) {
-        case DType::F32: return gemm_f32_t<DType::F32>(W, xt, n, r0, r1, Y, s);
-        case DType::F16: return gemm_f32_t<DType::F16>(W, xt, n, r0, r1, Y, s);
-        default: return gemm_f32_t<DType::BF16>(W, xt, n, r0, r1, Y, s);
+        case DType::F32:
+            return gemm_f32_t<DType::F32>(W, xt, n, r0, r1, Y, s);
+        case DType::F16:
+            return gemm_f32_t<DType::F16>(W, xt, n, r0, r1, Y, s);
+        default:
+            return gemm_f32_t<DType::BF16>(W, xt, n, r0, r1, Y, s);
     }
 }
 
@@ -618,8 +699,8 @@ size_t scratch_bytes(const WeightMatrix& W, int64_t) {
 }  // namespace
 
 const KernelTable* kernels_avx2() {
-    static const KernelTable t{quantize_act, gemv_q8, gemm_q8, gemv_f32, gemm_f32, dot_f32,
-                               kPanelRows, kTileTokens, kF32Tile, 4, scratch_bytes};
+    static const KernelTable t{quantize_act, gemv_q8,     gemm_q8,  gemv_f32, gemm_f32,     dot_f32,
+                               kPanelRows,   kTileTokens, kF32Tile, 4,        scratch_bytes};
     return &t;
 }
 

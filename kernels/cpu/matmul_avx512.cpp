@@ -31,8 +31,8 @@
 namespace ember::cpu::detail {
 namespace {
 
-constexpr int kPanelRows = 32;  // 2 zmm of 16 int32/float lanes
-constexpr int kTileTokens = 6;  // 2 x 6 int + 2 x 6 float accumulators + 2 weights = 26 zmm
+constexpr int kPanelRows = 32;     // 2 zmm of 16 int32/float lanes
+constexpr int kTileTokens = 6;     // 2 x 6 int + 2 x 6 float accumulators + 2 weights = 26 zmm
 constexpr int kGemvMaxTokens = 8;  // 8 code + 8 accumulator zmm
 
 // ---------------------------------------------------------------------------------------
@@ -98,7 +98,8 @@ void quantize_q4_0_order(const float* X, int64_t t0, int64_t t1, ActQ8& a) {
     const int64_t nb = a.nb(), nb_data = a.cols / 32;
     for (int64_t t = t0; t < t1; ++t) {
         int8_t* q = a.qs + t * a.kpad;
-        std::memset(q + nb_data * 32 / kChunk * kChunk, 0, static_cast<size_t>(a.kpad - nb_data * 32 / kChunk * kChunk));
+        std::memset(q + nb_data * 32 / kChunk * kChunk, 0,
+                    static_cast<size_t>(a.kpad - nb_data * 32 / kChunk * kChunk));
         for (int64_t b = 0; b < nb_data; ++b) {
             const int64_t i = t * nb + b;
             int8_t tmp[32];
@@ -124,7 +125,8 @@ void quantize_tiled(const float* X, int64_t t0, int64_t t1, int offset, ActQ8& a
             uint8_t* rec = tile + b * a.rec_bytes();
             int8_t q[G];
             float* dp = reinterpret_cast<float*>(rec + G * NR);
-            quantize_block<G>(X + t * a.cols + b * G, q, dp[j], reinterpret_cast<int32_t*>(dp + NR)[j], dp[2 * NR + j], offset);
+            quantize_block<G>(X + t * a.cols + b * G, q, dp[j], reinterpret_cast<int32_t*>(dp + NR)[j], dp[2 * NR + j],
+                              offset);
             for (int g = 0; g < G / 4; ++g) std::memcpy(rec + (g * NR + j) * 4, q + 4 * g, 4);
         }
     }
@@ -232,7 +234,9 @@ struct UQ4_0 {
     __attribute__((always_inline)) static void codes(const uint8_t* p, __m512i* w) {
         for (int j = 0; j < 8; ++j) w[j] = nibbles_2x16(p + 36 * j + 2, p + 36 * j + 20);
     }
-    __attribute__((always_inline)) static void scales(const uint8_t* p, __m512* s, __m512*) { s[0] = block_halves<kBB, 0>(p); }
+    __attribute__((always_inline)) static void scales(const uint8_t* p, __m512* s, __m512*) {
+        s[0] = block_halves<kBB, 0>(p);
+    }
 };
 
 struct UQ4_1 {
@@ -255,7 +259,9 @@ struct UQ5_0 {
             w[j] = _mm512_mask_add_epi8(c, u32_pair(b + 2, b + 24), c, _mm512_set1_epi8(16));
         }
     }
-    __attribute__((always_inline)) static void scales(const uint8_t* p, __m512* s, __m512*) { s[0] = block_halves<kBB, 0>(p); }
+    __attribute__((always_inline)) static void scales(const uint8_t* p, __m512* s, __m512*) {
+        s[0] = block_halves<kBB, 0>(p);
+    }
 };
 
 struct UQ5_1 {
@@ -278,13 +284,15 @@ struct UQ8_0 {
     __attribute__((always_inline)) static void codes(const uint8_t* p, __m512i* w) {
         for (int j = 0; j < 8; ++j) {
             const uint8_t* b = p + 68 * j;
-            const __m512i x = _mm512_inserti64x4(
-                _mm512_castsi256_si512(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(b + 2))),
-                _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b + 36)), 1);
+            const __m512i x =
+                _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(b + 2))),
+                                   _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b + 36)), 1);
             w[j] = _mm512_xor_si512(x, _mm512_set1_epi8(static_cast<char>(0x80)));  // q + 128
         }
     }
-    __attribute__((always_inline)) static void scales(const uint8_t* p, __m512* s, __m512*) { s[0] = block_halves<kBB, 0>(p); }
+    __attribute__((always_inline)) static void scales(const uint8_t* p, __m512* s, __m512*) {
+        s[0] = block_halves<kBB, 0>(p);
+    }
 };
 
 // Scales and mins of two consecutive Q4_K/Q5_K super-blocks (stride bytes apart), as 16
@@ -294,17 +302,19 @@ struct UQ8_0 {
 // unpacked for both super-blocks at once with byte shuffles (one 128-bit lane each), so no
 // scalar bit fiddling competes with the vector work.
 inline __attribute__((always_inline)) void k4_scales_x2(const uint8_t* p, int stride, __m512* s, __m512* m) {
-    const __m256i b = _mm256_inserti128_si256(_mm256_castsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 4))),
-                                              _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + stride + 4)), 1);
+    const __m256i b =
+        _mm256_inserti128_si256(_mm256_castsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 4))),
+                                _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + stride + 4)), 1);
     // per lane: [sc 0-3 | sc 4-7 | m 0-3 | m 4-7] low parts, and the bytes holding their top 2 bits
-    const __m256i low = _mm256_shuffle_epi8(b, _mm256_setr_epi8(0, 1, 2, 3, 8, 9, 10, 11, 4, 5, 6, 7, 8, 9, 10, 11,
-                                                                0, 1, 2, 3, 8, 9, 10, 11, 4, 5, 6, 7, 8, 9, 10, 11));
-    const __m256i top = _mm256_shuffle_epi8(b, _mm256_setr_epi8(-1, -1, -1, -1, 0, 1, 2, 3, -1, -1, -1, -1, 4, 5, 6, 7,
-                                                                -1, -1, -1, -1, 0, 1, 2, 3, -1, -1, -1, -1, 4, 5, 6, 7));
-    const __m256i lo_mask = _mm256_setr_epi8(63, 63, 63, 63, 15, 15, 15, 15, 63, 63, 63, 63, 0, 0, 0, 0,
-                                             63, 63, 63, 63, 15, 15, 15, 15, 63, 63, 63, 63, 0, 0, 0, 0);
-    const __m256i hi_mask = _mm256_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 15, 15, 15, 15,
-                                             0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 15, 15, 15, 15);
+    const __m256i low = _mm256_shuffle_epi8(b, _mm256_setr_epi8(0, 1, 2, 3, 8, 9, 10, 11, 4, 5, 6, 7, 8, 9, 10, 11, 0,
+                                                                1, 2, 3, 8, 9, 10, 11, 4, 5, 6, 7, 8, 9, 10, 11));
+    const __m256i top =
+        _mm256_shuffle_epi8(b, _mm256_setr_epi8(-1, -1, -1, -1, 0, 1, 2, 3, -1, -1, -1, -1, 4, 5, 6, 7, -1, -1, -1, -1,
+                                                0, 1, 2, 3, -1, -1, -1, -1, 4, 5, 6, 7));
+    const __m256i lo_mask = _mm256_setr_epi8(63, 63, 63, 63, 15, 15, 15, 15, 63, 63, 63, 63, 0, 0, 0, 0, 63, 63, 63, 63,
+                                             15, 15, 15, 15, 63, 63, 63, 63, 0, 0, 0, 0);
+    const __m256i hi_mask = _mm256_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 15, 15, 15, 15, 0, 0, 0, 0, 0, 0, 0, 0,
+                                             0, 0, 0, 0, 15, 15, 15, 15);
     __m256i f = _mm256_and_si256(low, lo_mask);
     f = _mm256_or_si256(f, _mm256_and_si256(_mm256_srli_epi16(low, 4), hi_mask));
     f = _mm256_or_si256(f, _mm256_and_si256(_mm256_srli_epi16(top, 2), _mm256_set1_epi8(0x30)));  // bits 6-7 -> 4-5
@@ -330,7 +340,9 @@ struct UQ4_K {
             for (int c = 0; c < 4; ++c) w[4 * sb + c] = nibbles_32(p + kBB * sb + 16 + 32 * c);
         }
     }
-    __attribute__((always_inline)) static void scales(const uint8_t* p, __m512* s, __m512* m) { k4_scales_x2(p, kBB, s, m); }
+    __attribute__((always_inline)) static void scales(const uint8_t* p, __m512* s, __m512* m) {
+        k4_scales_x2(p, kBB, s, m);
+    }
 };
 
 struct UQ5_K {
@@ -341,14 +353,17 @@ struct UQ5_K {
             const __m512i qh = _mm512_broadcast_i64x4(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(b + 16)));
             for (int c = 0; c < 4; ++c) {
                 // fifth bit of codes 64c + l: bit 2c of qh[l] (l < 32), bit 2c + 1 (l >= 32)
-                const __m512i bit = _mm512_mask_mov_epi8(_mm512_set1_epi8(static_cast<char>(1 << (2 * c))), 0xFFFFFFFF00000000ull,
-                                                         _mm512_set1_epi8(static_cast<char>(2 << (2 * c))));
+                const __m512i bit =
+                    _mm512_mask_mov_epi8(_mm512_set1_epi8(static_cast<char>(1 << (2 * c))), 0xFFFFFFFF00000000ull,
+                                         _mm512_set1_epi8(static_cast<char>(2 << (2 * c))));
                 const __m512i lo = nibbles_32(b + 48 + 32 * c);
                 w[4 * sb + c] = _mm512_mask_add_epi8(lo, _mm512_test_epi8_mask(qh, bit), lo, _mm512_set1_epi8(16));
             }
         }
     }
-    __attribute__((always_inline)) static void scales(const uint8_t* p, __m512* s, __m512* m) { k4_scales_x2(p, kBB, s, m); }
+    __attribute__((always_inline)) static void scales(const uint8_t* p, __m512* s, __m512* m) {
+        k4_scales_x2(p, kBB, s, m);
+    }
 };
 
 struct UQ6_K {
@@ -359,18 +374,22 @@ struct UQ6_K {
             const uint8_t* b = p + kBB * sb;
             for (int h = 0; h < 2; ++h) {
                 const __m512i ql = _mm512_loadu_si512(b + 64 * h);
-                const __m512i qh = _mm512_broadcast_i64x4(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(b + 128 + 32 * h)));
+                const __m512i qh =
+                    _mm512_broadcast_i64x4(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(b + 128 + 32 * h)));
                 const __m512i lo = _mm512_and_si512(ql, m4);
                 const __m512i hi = _mm512_and_si512(_mm512_srli_epi16(ql, 4), m4);
-                w[4 * sb + 2 * h] = _mm512_or_si512(lo, _mm512_and_si512(_mm512_sllv_epi16(qh, shift_upper(4, 2)), m30));
-                w[4 * sb + 2 * h + 1] = _mm512_or_si512(hi, _mm512_and_si512(_mm512_srlv_epi16(qh, shift_upper(0, 2)), m30));
+                w[4 * sb + 2 * h] =
+                    _mm512_or_si512(lo, _mm512_and_si512(_mm512_sllv_epi16(qh, shift_upper(4, 2)), m30));
+                w[4 * sb + 2 * h + 1] =
+                    _mm512_or_si512(hi, _mm512_and_si512(_mm512_srlv_epi16(qh, shift_upper(0, 2)), m30));
             }
         }
     }
     __attribute__((always_inline)) static void scales(const uint8_t* p, __m512* s, __m512*) {
         for (int sb = 0; sb < 2; ++sb) {
             const uint8_t* b = p + kBB * sb;
-            const __m512 sc = _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b + 192))));
+            const __m512 sc =
+                _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b + 192))));
             uint16_t d;
             std::memcpy(&d, b + 208, 2);
             s[sb] = _mm512_mul_ps(_mm512_set1_ps(h2f(d)), sc);
@@ -415,8 +434,9 @@ struct UQ3_K {
             const __m512i hm = _mm512_broadcast_i64x4(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(b)));
             for (int k = 0; k < 4; ++k) {
                 const int bit0 = 4 * (k / 2) + 2 * (k % 2);
-                const __m512i bit = _mm512_mask_mov_epi8(_mm512_set1_epi8(static_cast<char>(1 << bit0)), 0xFFFFFFFF00000000ull,
-                                                         _mm512_set1_epi8(static_cast<char>(1 << (bit0 + 1))));
+                const __m512i bit =
+                    _mm512_mask_mov_epi8(_mm512_set1_epi8(static_cast<char>(1 << bit0)), 0xFFFFFFFF00000000ull,
+                                         _mm512_set1_epi8(static_cast<char>(1 << (bit0 + 1))));
                 const __m512i c = crumbs(b + 32, k);
                 w[4 * sb + k] = _mm512_mask_add_epi8(c, _mm512_test_epi8_mask(hm, bit), c, _mm512_set1_epi8(4));
             }
@@ -435,7 +455,8 @@ struct UQ3_K {
             const uint64_t h_hi = ((H >> 4) & 0x03030303u) | static_cast<uint64_t>((H >> 6) & 0x03030303u) << 32;
             const uint64_t lo = (L & 0x0F0F0F0F0F0F0F0Full) | h_lo << 4;
             const uint64_t hi = ((L >> 4) & 0x0F0F0F0F0F0F0F0Full) | h_hi << 4;
-            const __m128i v = _mm_insert_epi64(_mm_cvtsi64_si128(static_cast<int64_t>(lo)), static_cast<int64_t>(hi), 1);
+            const __m128i v =
+                _mm_insert_epi64(_mm_cvtsi64_si128(static_cast<int64_t>(lo)), static_cast<int64_t>(hi), 1);
             const __m512i sc = _mm512_sub_epi32(_mm512_cvtepu8_epi32(v), _mm512_set1_epi32(32));
             s[sb] = _mm512_mul_ps(_mm512_set1_ps(half_at(b + 108)), _mm512_cvtepi32_ps(sc));
         }
@@ -449,8 +470,9 @@ struct UQ3_K {
 // store-forwarding delay in front of every block's scaling. scale / min are the portable
 // unpacker's arrays (32 floats each, initialized by the caller).
 template <class U>
-inline __attribute__((always_inline)) void load_chunk(const WeightMatrix& W, UnpackChunkFn generic, const uint8_t* row, int64_t c,
-                       __m512i* w, __m512* sv, __m512* mv, float* scale, float* min, uint8_t* buf) {
+inline __attribute__((always_inline)) void load_chunk(const WeightMatrix& W, UnpackChunkFn generic, const uint8_t* row,
+                                                      int64_t c, __m512i* w, __m512* sv, __m512* mv, float* scale,
+                                                      float* min, uint8_t* buf) {
     if (U::kBE > 0 && (c + 1) * kChunk <= W.cols) {
         const uint8_t* p = row + c * (kChunk / (U::kBE > 0 ? U::kBE : 1)) * U::kBB;
         U::codes(p, w);
@@ -483,7 +505,8 @@ inline __attribute__((always_inline)) __m512i reduce4(const __m512i* a) {
 // returns the 16 block sums in natural order.
 inline __attribute__((always_inline)) __m512i block_sums32(const __m512i* w, const int8_t* x) {
     __m512i a[8];
-    for (int j = 0; j < 8; ++j) a[j] = _mm512_dpbusd_epi32(_mm512_setzero_si512(), w[j], _mm512_loadu_si512(x + 64 * j));
+    for (int j = 0; j < 8; ++j)
+        a[j] = _mm512_dpbusd_epi32(_mm512_setzero_si512(), w[j], _mm512_loadu_si512(x + 64 * j));
     const __m512i u0 = reduce4(a), u1 = reduce4(a + 4);
     // adding 128-bit lane pairs gives blocks [0,2,4,6 | 1,3,5,7 | 8,10,12,14 | 9,11,13,15]
     const __m512i v = _mm512_add_epi32(_mm512_shuffle_i32x4(u0, u1, _MM_SHUFFLE(2, 0, 2, 0)),
@@ -495,7 +518,8 @@ inline __attribute__((always_inline)) __m512i block_sums32(const __m512i* w, con
 // G = 16: accumulator j covers blocks 4j .. 4j + 3 (one per 128-bit lane); 32 block sums.
 inline __attribute__((always_inline)) void block_sums16(const __m512i* w, const int8_t* x, __m512i& lo, __m512i& hi) {
     __m512i a[8];
-    for (int j = 0; j < 8; ++j) a[j] = _mm512_dpbusd_epi32(_mm512_setzero_si512(), w[j], _mm512_loadu_si512(x + 64 * j));
+    for (int j = 0; j < 8; ++j)
+        a[j] = _mm512_dpbusd_epi32(_mm512_setzero_si512(), w[j], _mm512_loadu_si512(x + 64 * j));
     const __m512i to_natural = _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
     lo = _mm512_permutexvar_epi32(to_natural, reduce4(a));
     hi = _mm512_permutexvar_epi32(to_natural, reduce4(a + 4));
@@ -503,8 +527,8 @@ inline __attribute__((always_inline)) void block_sums16(const __m512i* w, const 
 
 // acc += per block: weight scale * d * (integer sum + init) [+ weight min * dsum].
 template <bool kMin>
-inline __attribute__((always_inline)) __m512 scale_blocks(__m512 acc, __m512i sums, __m512 scale, __m512 min, const float* d,
-                           const int32_t* init, const float* dsum) {
+inline __attribute__((always_inline)) __m512 scale_blocks(__m512 acc, __m512i sums, __m512 scale, __m512 min,
+                                                          const float* d, const int32_t* init, const float* dsum) {
     if constexpr (!kMin) sums = _mm512_add_epi32(sums, _mm512_loadu_si512(init));
     const __m512 f = _mm512_mul_ps(_mm512_cvtepi32_ps(sums), _mm512_loadu_ps(d));
     acc = _mm512_fmadd_ps(f, scale, acc);
@@ -536,12 +560,14 @@ void gemv_q8_t(const WeightMatrix& W, const ActQ8& a, int64_t r0, int64_t r1, fl
                 const int8_t* x = a.qs + t * a.kpad + c * kChunk;
                 const int64_t bi = t * nb + c * nbc;
                 if constexpr (G == 32) {
-                    acc[t] = scale_blocks<kMin>(acc[t], block_sums32(w, x), sv[0], mv[0], a.d + bi, a.init + bi, a.dsum + bi);
+                    acc[t] = scale_blocks<kMin>(acc[t], block_sums32(w, x), sv[0], mv[0], a.d + bi, a.init + bi,
+                                                a.dsum + bi);
                 } else {
                     __m512i lo, hi;
                     block_sums16(w, x, lo, hi);
                     acc[t] = scale_blocks<kMin>(acc[t], lo, sv[0], mv[0], a.d + bi, a.init + bi, a.dsum + bi);
-                    acc[t] = scale_blocks<kMin>(acc[t], hi, sv[1], mv[1], a.d + bi + 16, a.init + bi + 16, a.dsum + bi + 16);
+                    acc[t] =
+                        scale_blocks<kMin>(acc[t], hi, sv[1], mv[1], a.d + bi + 16, a.init + bi + 16, a.dsum + bi + 16);
                 }
             }
         }
@@ -596,12 +622,15 @@ void gemv_q4_0_t(const WeightMatrix& W, const ActQ8& a, int64_t r0, int64_t r1, 
                 const int8_t* x = a.qs + t * a.kpad + c * kChunk;
                 __m512i s4[4];
                 for (int g = 0; g < 4; ++g) {
-                    const __m512i lo = _mm512_dpbusd_epi32(_mm512_setzero_si512(), w[2 * g], _mm512_loadu_si512(x + 128 * g));
+                    const __m512i lo =
+                        _mm512_dpbusd_epi32(_mm512_setzero_si512(), w[2 * g], _mm512_loadu_si512(x + 128 * g));
                     s4[g] = _mm512_dpbusd_epi32(lo, w[2 * g + 1], _mm512_loadu_si512(x + 128 * g + 64));
                 }
                 const int64_t bi = t * nb + c * 16;
-                const __m512i sums = _mm512_add_epi32(_mm512_permutexvar_epi32(to_natural, reduce4(s4)), _mm512_loadu_si512(a.init + bi));
-                acc[t] = _mm512_fmadd_ps(_mm512_mul_ps(_mm512_cvtepi32_ps(sums), _mm512_loadu_ps(a.d + bi)), sc, acc[t]);
+                const __m512i sums = _mm512_add_epi32(_mm512_permutexvar_epi32(to_natural, reduce4(s4)),
+                                                      _mm512_loadu_si512(a.init + bi));
+                acc[t] =
+                    _mm512_fmadd_ps(_mm512_mul_ps(_mm512_cvtepi32_ps(sums), _mm512_loadu_ps(a.d + bi)), sc, acc[t]);
             }
         }
         for (int t = 0; t < NT; ++t) Y[t * W.rows + r] = hsum(acc[t]);
@@ -610,44 +639,71 @@ void gemv_q4_0_t(const WeightMatrix& W, const ActQ8& a, int64_t r0, int64_t r1, 
 
 inline void gemv_q4_0(const WeightMatrix& W, const ActQ8& a, int64_t r0, int64_t r1, float* Y) {
     switch (a.n_tokens) {
-        case 1: return gemv_q4_0_t<1>(W, a, r0, r1, Y);
-        case 2: return gemv_q4_0_t<2>(W, a, r0, r1, Y);
-        case 3: return gemv_q4_0_t<3>(W, a, r0, r1, Y);
-        case 4: return gemv_q4_0_t<4>(W, a, r0, r1, Y);
-        case 5: return gemv_q4_0_t<5>(W, a, r0, r1, Y);
-        case 6: return gemv_q4_0_t<6>(W, a, r0, r1, Y);
-        case 7: return gemv_q4_0_t<7>(W, a, r0, r1, Y);
-        default: return gemv_q4_0_t<kGemvMaxTokens>(W, a, r0, r1, Y);
+        case 1:
+            return gemv_q4_0_t<1>(W, a, r0, r1, Y);
+        case 2:
+            return gemv_q4_0_t<2>(W, a, r0, r1, Y);
+        case 3:
+            return gemv_q4_0_t<3>(W, a, r0, r1, Y);
+        case 4:
+            return gemv_q4_0_t<4>(W, a, r0, r1, Y);
+        case 5:
+            return gemv_q4_0_t<5>(W, a, r0, r1, Y);
+        case 6:
+            return gemv_q4_0_t<6>(W, a, r0, r1, Y);
+        case 7:
+            return gemv_q4_0_t<7>(W, a, r0, r1, Y);
+        default:
+            return gemv_q4_0_t<kGemvMaxTokens>(W, a, r0, r1, Y);
     }
 }
 
 template <class U, int G, bool kMin>
 void gemv_q8_n(const WeightMatrix& W, const ActQ8& a, int64_t r0, int64_t r1, float* Y) {
     switch (a.n_tokens) {
-        case 1: return gemv_q8_t<U, G, kMin, 1>(W, a, r0, r1, Y);
-        case 2: return gemv_q8_t<U, G, kMin, 2>(W, a, r0, r1, Y);
-        case 3: return gemv_q8_t<U, G, kMin, 3>(W, a, r0, r1, Y);
-        case 4: return gemv_q8_t<U, G, kMin, 4>(W, a, r0, r1, Y);
-        case 5: return gemv_q8_t<U, G, kMin, 5>(W, a, r0, r1, Y);
-        case 6: return gemv_q8_t<U, G, kMin, 6>(W, a, r0, r1, Y);
-        case 7: return gemv_q8_t<U, G, kMin, 7>(W, a, r0, r1, Y);
-        default: return gemv_q8_t<U, G, kMin, kGemvMaxTokens>(W, a, r0, r1, Y);
+        case 1:
+            return gemv_q8_t<U, G, kMin, 1>(W, a, r0, r1, Y);
+        case 2:
+            return gemv_q8_t<U, G, kMin, 2>(W, a, r0, r1, Y);
+        case 3:
+            return gemv_q8_t<U, G, kMin, 3>(W, a, r0, r1, Y);
+        case 4:
+            return gemv_q8_t<U, G, kMin, 4>(W, a, r0, r1, Y);
+        case 5:
+            return gemv_q8_t<U, G, kMin, 5>(W, a, r0, r1, Y);
+        case 6:
+            return gemv_q8_t<U, G, kMin, 6>(W, a, r0, r1, Y);
+        case 7:
+            return gemv_q8_t<U, G, kMin, 7>(W, a, r0, r1, Y);
+        default:
+            return gemv_q8_t<U, G, kMin, kGemvMaxTokens>(W, a, r0, r1, Y);
     }
 }
 
 void gemv_q8(const WeightMatrix& W, const Int8Kind&, const ActQ8& a, int64_t r0, int64_t r1, float* Y, Scratch&) {
     switch (W.type) {
-        case DType::Q4_0: return gemv_q4_0(W, a, r0, r1, Y);
-        case DType::Q4_1: return gemv_q8_n<UQ4_1, 32, true>(W, a, r0, r1, Y);
-        case DType::Q5_0: return gemv_q8_n<UQ5_0, 32, false>(W, a, r0, r1, Y);
-        case DType::Q5_1: return gemv_q8_n<UQ5_1, 32, true>(W, a, r0, r1, Y);
-        case DType::Q8_0: return gemv_q8_n<UQ8_0, 32, false>(W, a, r0, r1, Y);
-        case DType::Q4_K: return gemv_q8_n<UQ4_K, 32, true>(W, a, r0, r1, Y);
-        case DType::Q5_K: return gemv_q8_n<UQ5_K, 32, true>(W, a, r0, r1, Y);
-        case DType::Q6_K: return gemv_q8_n<UQ6_K, 16, false>(W, a, r0, r1, Y);
-        case DType::Q2_K: return gemv_q8_n<UQ2_K, 16, true>(W, a, r0, r1, Y);
-        case DType::Q3_K: return gemv_q8_n<UQ3_K, 16, false>(W, a, r0, r1, Y);
-        default: return;
+        case DType::Q4_0:
+            return gemv_q4_0(W, a, r0, r1, Y);
+        case DType::Q4_1:
+            return gemv_q8_n<UQ4_1, 32, true>(W, a, r0, r1, Y);
+        case DType::Q5_0:
+            return gemv_q8_n<UQ5_0, 32, false>(W, a, r0, r1, Y);
+        case DType::Q5_1:
+            return gemv_q8_n<UQ5_1, 32, true>(W, a, r0, r1, Y);
+        case DType::Q8_0:
+            return gemv_q8_n<UQ8_0, 32, false>(W, a, r0, r1, Y);
+        case DType::Q4_K:
+            return gemv_q8_n<UQ4_K, 32, true>(W, a, r0, r1, Y);
+        case DType::Q5_K:
+            return gemv_q8_n<UQ5_K, 32, true>(W, a, r0, r1, Y);
+        case DType::Q6_K:
+            return gemv_q8_n<UQ6_K, 16, false>(W, a, r0, r1, Y);
+        case DType::Q2_K:
+            return gemv_q8_n<UQ2_K, 16, true>(W, a, r0, r1, Y);
+        case DType::Q3_K:
+            return gemv_q8_n<UQ3_K, 16, false>(W, a, r0, r1, Y);
+        default:
+            return;
     }
 }
 
@@ -657,7 +713,9 @@ void gemv_q8(const WeightMatrix& W, const Int8Kind&, const ActQ8& a, int64_t r0,
 // Panel block record for block b: codes [G/4][32 rows][4], then scale[32], then min[32]
 // (has_min only).
 template <int G, bool kMin>
-constexpr int panel_block_bytes() { return G * kPanelRows + 4 * kPanelRows * (kMin ? 2 : 1); }
+constexpr int panel_block_bytes() {
+    return G * kPanelRows + 4 * kPanelRows * (kMin ? 2 : 1);
+}
 
 // Repacks rows [r0, r0 + nrows) into the panel, 16 rows at a time: each row's chunk is
 // unpacked to a row buffer, then 16 x 16 dword transposes turn 4-code groups (and scales,
@@ -683,7 +741,8 @@ void build_panel(const WeightMatrix& W, int64_t r0, int nrows, int64_t nb, uint8
                 __m512i w[8];
                 __m512 sv[2], mv[2];
                 load_chunk<U>(W, generic, row, c, w, sv, mv, scale[r], min[r], tmp);
-                for (int j = 0; j < 2; ++j) _mm512_store_ps(scale[r] + 16 * j, sv[j]), _mm512_store_ps(min[r] + 16 * j, mv[j]);
+                for (int j = 0; j < 2; ++j)
+                    _mm512_store_ps(scale[r] + 16 * j, sv[j]), _mm512_store_ps(min[r] + 16 * j, mv[j]);
                 for (int j = 0; j < 8; ++j) _mm512_store_si512(rows[r] + 64 * j, w[j]);
             }
             uint8_t* pc = panel + c * nbc * PB + 64 * half;
@@ -703,7 +762,8 @@ void build_panel(const WeightMatrix& W, int64_t r0, int nrows, int64_t nb, uint8
                 if constexpr (kMin) {
                     for (int r = 0; r < 16; ++r) v[r] = _mm512_castps_si512(_mm512_load_ps(min[r] + 16 * sj));
                     transpose16x16(v);
-                    for (int k = 0; k < 16; ++k) _mm512_store_si512(pc + (16 * sj + k) * PB + G * kPanelRows + 4 * kPanelRows, v[k]);
+                    for (int k = 0; k < 16; ++k)
+                        _mm512_store_si512(pc + (16 * sj + k) * PB + G * kPanelRows + 4 * kPanelRows, v[k]);
                 }
             }
         }
@@ -773,24 +833,36 @@ void gemm_q8_t(const WeightMatrix& W, const ActQ8& a, int64_t r0, int64_t r1, fl
         for (int64_t tile = 0; tile < a.n_tiles(); ++tile) {
             const int64_t t0 = tile * kTileTokens;
             const int ntok = static_cast<int>(std::min<int64_t>(kTileTokens, a.n_tokens - t0));
-            micro_q8<G, kMin, kTileTokens>(panel, a.tiled + tile * a.tile_bytes(), nb, Y + t0 * W.rows + p, W.rows, nrows, ntok);
+            micro_q8<G, kMin, kTileTokens>(panel, a.tiled + tile * a.tile_bytes(), nb, Y + t0 * W.rows + p, W.rows,
+                                           nrows, ntok);
         }
     }
 }
 
 void gemm_q8(const WeightMatrix& W, const Int8Kind&, const ActQ8& a, int64_t r0, int64_t r1, float* Y, Scratch& s) {
     switch (W.type) {
-        case DType::Q4_0: return gemm_q8_t<UQ4_0, 32, false>(W, a, r0, r1, Y, s);
-        case DType::Q4_1: return gemm_q8_t<UQ4_1, 32, true>(W, a, r0, r1, Y, s);
-        case DType::Q5_0: return gemm_q8_t<UQ5_0, 32, false>(W, a, r0, r1, Y, s);
-        case DType::Q5_1: return gemm_q8_t<UQ5_1, 32, true>(W, a, r0, r1, Y, s);
-        case DType::Q8_0: return gemm_q8_t<UQ8_0, 32, false>(W, a, r0, r1, Y, s);
-        case DType::Q4_K: return gemm_q8_t<UQ4_K, 32, true>(W, a, r0, r1, Y, s);
-        case DType::Q5_K: return gemm_q8_t<UQ5_K, 32, true>(W, a, r0, r1, Y, s);
-        case DType::Q6_K: return gemm_q8_t<UQ6_K, 16, false>(W, a, r0, r1, Y, s);
-        case DType::Q2_K: return gemm_q8_t<UQ2_K, 16, true>(W, a, r0, r1, Y, s);
-        case DType::Q3_K: return gemm_q8_t<UQ3_K, 16, false>(W, a, r0, r1, Y, s);
-        default: return;
+        case DType::Q4_0:
+            return gemm_q8_t<UQ4_0, 32, false>(W, a, r0, r1, Y, s);
+        case DType::Q4_1:
+            return gemm_q8_t<UQ4_1, 32, true>(W, a, r0, r1, Y, s);
+        case DType::Q5_0:
+            return gemm_q8_t<UQ5_0, 32, false>(W, a, r0, r1, Y, s);
+        case DType::Q5_1:
+            return gemm_q8_t<UQ5_1, 32, true>(W, a, r0, r1, Y, s);
+        case DType::Q8_0:
+            return gemm_q8_t<UQ8_0, 32, false>(W, a, r0, r1, Y, s);
+        case DType::Q4_K:
+            return gemm_q8_t<UQ4_K, 32, true>(W, a, r0, r1, Y, s);
+        case DType::Q5_K:
+            return gemm_q8_t<UQ5_K, 32, true>(W, a, r0, r1, Y, s);
+        case DType::Q6_K:
+            return gemm_q8_t<UQ6_K, 16, false>(W, a, r0, r1, Y, s);
+        case DType::Q2_K:
+            return gemm_q8_t<UQ2_K, 16, true>(W, a, r0, r1, Y, s);
+        case DType::Q3_K:
+            return gemm_q8_t<UQ3_K, 16, false>(W, a, r0, r1, Y, s);
+        default:
+            return;
     }
 }
 
@@ -823,22 +895,26 @@ void gemv_f32_t(const WeightMatrix& W, const float* X, int64_t r0, int64_t r1, f
     for (int64_t r = r0; r < r1; ++r) {
         const void* w = static_cast<const uint8_t*>(W.data) + r * W.row_bytes;
         __m512 acc[NT][4];
-        for (int t = 0; t < NT; ++t) for (int u = 0; u < 4; ++u) acc[t][u] = _mm512_setzero_ps();
+        for (int t = 0; t < NT; ++t)
+            for (int u = 0; u < 4; ++u) acc[t][u] = _mm512_setzero_ps();
         int64_t i = 0;
         for (; i + 64 <= K; i += 64) {
             pf.step(static_cast<const uint8_t*>(w) + i * pf.step_bytes / 64);
             for (int u = 0; u < 4; ++u) {
                 const __m512 wv = load_w<T>(w, i + 16 * u, 0xFFFF);
-                for (int t = 0; t < NT; ++t) acc[t][u] = _mm512_fmadd_ps(wv, _mm512_loadu_ps(X + t * K + i + 16 * u), acc[t][u]);
+                for (int t = 0; t < NT; ++t)
+                    acc[t][u] = _mm512_fmadd_ps(wv, _mm512_loadu_ps(X + t * K + i + 16 * u), acc[t][u]);
             }
         }
         for (; i < K; i += 16) {
             const __mmask16 m = tail_mask(K - i);
             const __m512 wv = load_w<T>(w, i, m);
-            for (int t = 0; t < NT; ++t) acc[t][0] = _mm512_fmadd_ps(wv, _mm512_maskz_loadu_ps(m, X + t * K + i), acc[t][0]);
+            for (int t = 0; t < NT; ++t)
+                acc[t][0] = _mm512_fmadd_ps(wv, _mm512_maskz_loadu_ps(m, X + t * K + i), acc[t][0]);
         }
         for (int t = 0; t < NT; ++t) {
-            Y[t * W.rows + r] = hsum(_mm512_add_ps(_mm512_add_ps(acc[t][0], acc[t][1]), _mm512_add_ps(acc[t][2], acc[t][3])));
+            Y[t * W.rows + r] =
+                hsum(_mm512_add_ps(_mm512_add_ps(acc[t][0], acc[t][1]), _mm512_add_ps(acc[t][2], acc[t][3])));
         }
     }
 }
@@ -849,19 +925,30 @@ void gemv_f32_type(const WeightMatrix& W, const float* X, int64_t n, int64_t r0,
         const float* x = X + t * W.cols;
         float* y = Y + t * W.rows;
         switch (std::min<int64_t>(4, n - t)) {
-            case 1: gemv_f32_t<T, 1>(W, x, r0, r1, y); break;
-            case 2: gemv_f32_t<T, 2>(W, x, r0, r1, y); break;
-            case 3: gemv_f32_t<T, 3>(W, x, r0, r1, y); break;
-            default: gemv_f32_t<T, 4>(W, x, r0, r1, y); break;
+            case 1:
+                gemv_f32_t<T, 1>(W, x, r0, r1, y);
+                break;
+            case 2:
+                gemv_f32_t<T, 2>(W, x, r0, r1, y);
+                break;
+            case 3:
+                gemv_f32_t<T, 3>(W, x, r0, r1, y);
+                break;
+            default:
+                gemv_f32_t<T, 4>(W, x, r0, r1, y);
+                break;
         }
     }
 }
 
 void gemv_f32(const WeightMatrix& W, const float* X, int64_t n, int64_t r0, int64_t r1, float* Y, Scratch&) {
     switch (W.type) {
-        case DType::F32: return gemv_f32_type<DType::F32>(W, X, n, r0, r1, Y);
-        case DType::F16: return gemv_f32_type<DType::F16>(W, X, n, r0, r1, Y);
-        default: return gemv_f32_type<DType::BF16>(W, X, n, r0, r1, Y);
+        case DType::F32:
+            return gemv_f32_type<DType::F32>(W, X, n, r0, r1, Y);
+        case DType::F16:
+            return gemv_f32_type<DType::F16>(W, X, n, r0, r1, Y);
+        default:
+            return gemv_f32_type<DType::BF16>(W, X, n, r0, r1, Y);
     }
 }
 
@@ -929,9 +1016,12 @@ void gemm_f32_t(const WeightMatrix& W, const float* xt, int64_t n, int64_t r0, i
 
 void gemm_f32(const WeightMatrix& W, const float* xt, int64_t n, int64_t r0, int64_t r1, float* Y, Scratch& s) {
     switch (W.type) {
-        case DType::F32: return gemm_f32_t<DType::F32>(W, xt, n, r0, r1, Y, s);
-        case DType::F16: return gemm_f32_t<DType::F16>(W, xt, n, r0, r1, Y, s);
-        default: return gemm_f32_t<DType::BF16>(W, xt, n, r0, r1, Y, s);
+        case DType::F32:
+            return gemm_f32_t<DType::F32>(W, xt, n, r0, r1, Y, s);
+        case DType::F16:
+            return gemm_f32_t<DType::F16>(W, xt, n, r0, r1, Y, s);
+        default:
+            return gemm_f32_t<DType::BF16>(W, xt, n, r0, r1, Y, s);
     }
 }
 
@@ -961,8 +1051,8 @@ size_t scratch_bytes(const WeightMatrix& W, int64_t) {
 }  // namespace
 
 const KernelTable* kernels_avx512() {
-    static const KernelTable t{quantize_act, gemv_q8, gemm_q8, gemv_f32, gemm_f32, dot_f32,
-                               kPanelRows, kTileTokens, kF32Tile, kGemvMaxTokens, scratch_bytes};
+    static const KernelTable t{quantize_act, gemv_q8,     gemm_q8,  gemv_f32,       gemm_f32,     dot_f32,
+                               kPanelRows,   kTileTokens, kF32Tile, kGemvMaxTokens, scratch_bytes};
     return &t;
 }
 

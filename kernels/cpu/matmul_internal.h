@@ -106,20 +106,20 @@ struct KernelTable {
     // gemv: each weight row is unpacked once and dotted with every token (few tokens; act
     // in natural layout). gemm: rows are repacked into panels of panel_rows rows and
     // multiplied in register tiles (r0 a multiple of panel_rows; act tiled by gemm_tile).
-    void (*gemv_q8)(const WeightMatrix& W, const Int8Kind& kind, const ActQ8& act, int64_t r0,
-                    int64_t r1, float* Y, Scratch& scratch);
-    void (*gemm_q8)(const WeightMatrix& W, const Int8Kind& kind, const ActQ8& act, int64_t r0,
-                    int64_t r1, float* Y, Scratch& scratch);
+    void (*gemv_q8)(const WeightMatrix& W, const Int8Kind& kind, const ActQ8& act, int64_t r0, int64_t r1, float* Y,
+                    Scratch& scratch);
+    void (*gemm_q8)(const WeightMatrix& W, const Int8Kind& kind, const ActQ8& act, int64_t r0, int64_t r1, float* Y,
+                    Scratch& scratch);
     // Float kernels (weights converted to f32 on the fly). gemv_f32 reads X as given;
     // gemm_f32 reads X packed by pack_x_tiles with f32_tile tokens per tile.
-    void (*gemv_f32)(const WeightMatrix& W, const float* X, int64_t n_tokens, int64_t r0,
-                     int64_t r1, float* Y, Scratch& scratch);
-    void (*gemm_f32)(const WeightMatrix& W, const float* xtiles, int64_t n_tokens, int64_t r0,
-                     int64_t r1, float* Y, Scratch& scratch);
+    void (*gemv_f32)(const WeightMatrix& W, const float* X, int64_t n_tokens, int64_t r0, int64_t r1, float* Y,
+                     Scratch& scratch);
+    void (*gemm_f32)(const WeightMatrix& W, const float* xtiles, int64_t n_tokens, int64_t r0, int64_t r1, float* Y,
+                     Scratch& scratch);
     float (*dot_f32)(const float* a, const float* b, int64_t n);
-    int panel_rows;  // rows per gemm panel
-    int gemm_tile;   // tokens per activation tile for gemm_q8 (0: natural layout)
-    int f32_tile;    // tokens per X tile for gemm_f32 (0: X as given)
+    int panel_rows;       // rows per gemm panel
+    int gemm_tile;        // tokens per activation tile for gemm_q8 (0: natural layout)
+    int f32_tile;         // tokens per X tile for gemm_f32 (0: X as given)
     int gemv_max_tokens;  // up to this many tokens gemv_q8 / gemv_f32 run (one pass for int8)
     size_t (*scratch_bytes)(const WeightMatrix& W, int64_t n_tokens);
 };

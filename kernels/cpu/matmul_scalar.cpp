@@ -13,8 +13,8 @@ namespace ember::cpu::detail {
 namespace {
 
 // Quantizes one G-block of activations: d = max|x| / 127, q = round(x / d).
-void quantize_block(const float* x, int n, int G, const Int8Kind& kind, int8_t* q, float& d,
-                    int32_t& init, float& dsum) {
+void quantize_block(const float* x, int n, int G, const Int8Kind& kind, int8_t* q, float& d, int32_t& init,
+                    float& dsum) {
     float amax = 0.0f;
     for (int j = 0; j < n; ++j) amax = std::max(amax, std::fabs(x[j]));
     d = amax / 127.0f;
@@ -44,8 +44,8 @@ void quantize_act(const float* X, int64_t t0, int64_t t1, const Int8Kind& kind, 
 }
 
 // Per row: unpack each 512-element chunk once, then one integer dot per block and token.
-void gemv_q8(const WeightMatrix& W, const Int8Kind& kind, const ActQ8& a, int64_t r0, int64_t r1,
-             float* Y, Scratch& s) {
+void gemv_q8(const WeightMatrix& W, const Int8Kind& kind, const ActQ8& a, int64_t r0, int64_t r1, float* Y,
+             Scratch& s) {
     const UnpackChunkFn unpack = unpack_fn(W.type);
     const int G = kind.G, nbc = kChunk / G;
     uint8_t* q = s.data;
@@ -86,8 +86,7 @@ float dot_f32(const float* a, const float* b, int64_t n) {
     return s;
 }
 
-void gemv_f32(const WeightMatrix& W, const float* X, int64_t n_tokens, int64_t r0, int64_t r1,
-              float* Y, Scratch& s) {
+void gemv_f32(const WeightMatrix& W, const float* X, int64_t n_tokens, int64_t r0, int64_t r1, float* Y, Scratch& s) {
     float* w = reinterpret_cast<float*>(s.data);
     for (int64_t r = r0; r < r1; ++r) {
         dequantize_row(W.type, static_cast<const uint8_t*>(W.data) + r * W.row_bytes, w, W.cols);

@@ -24,7 +24,8 @@ const OpsTable& table() {
         case Isa::Avx2:
             if (auto* t = detail::ops_table_avx2()) return *t;
             [[fallthrough]];
-        case Isa::Scalar: break;
+        case Isa::Scalar:
+            break;
     }
     return *detail::ops_table_scalar();
 }
@@ -85,7 +86,8 @@ const float* rope_tables(int64_t n_tokens, const int32_t* positions, const RopeS
     const int half = spec.n_rot / 2;
     const auto same_factors = [&] {
         if (!spec.freq_factors) return t.factors.empty();
-        return t.factors.size() == static_cast<size_t>(half) && std::equal(t.factors.begin(), t.factors.end(), spec.freq_factors);
+        return t.factors.size() == static_cast<size_t>(half) &&
+               std::equal(t.factors.begin(), t.factors.end(), spec.freq_factors);
     };
     if (t.n_rot != spec.n_rot || t.freq_base != spec.freq_base || t.freq_scale != spec.freq_scale || !same_factors()) {
         t.n_rot = spec.n_rot;
@@ -96,11 +98,13 @@ const float* rope_tables(int64_t n_tokens, const int32_t* positions, const RopeS
         t.freq.resize(static_cast<size_t>(half));
         for (int i = 0; i < half; ++i) {
             const double ff = spec.freq_factors ? spec.freq_factors[i] : 1.0;
-            t.freq[static_cast<size_t>(i)] = spec.freq_scale * std::pow(double(spec.freq_base), -2.0 * i / spec.n_rot) / ff;
+            t.freq[static_cast<size_t>(i)] =
+                spec.freq_scale * std::pow(double(spec.freq_base), -2.0 * i / spec.n_rot) / ff;
         }
         t.pos.clear();
     }
-    if (t.pos.size() == static_cast<size_t>(n_tokens) && std::equal(t.pos.begin(), t.pos.end(), positions)) return t.cs.data();
+    if (t.pos.size() == static_cast<size_t>(n_tokens) && std::equal(t.pos.begin(), t.pos.end(), positions))
+        return t.cs.data();
     t.pos.assign(positions, positions + n_tokens);
     t.cs.resize(static_cast<size_t>(n_tokens * 2 * half));
     for (int64_t tok = 0; tok < n_tokens; ++tok) {
@@ -242,8 +246,8 @@ void attention(const KvCacheView& kv, const AttentionBatchArgs& a, ThreadPool* p
     pool->parallel_for_dynamic(n_tasks, 1, [&](int64_t b, int64_t e, int) { task(b, e); });
 }
 
-void store_kv(const KvCacheView& kv, void* k_pool, void* v_pool, const float* k, const float* v,
-              const int32_t* slots, int64_t n_tokens, ThreadPool* pool) {
+void store_kv(const KvCacheView& kv, void* k_pool, void* v_pool, const float* k, const float* v, const int32_t* slots,
+              int64_t n_tokens, ThreadPool* pool) {
     const int64_t dim = int64_t{kv.n_kv_heads} * kv.head_dim;
     split(pool, n_tokens, 4 * dim, [&](int64_t b, int64_t e) {
         for (int64_t t = b; t < e; ++t) {

@@ -78,10 +78,10 @@ struct AttentionBatchArgs {
     int64_t n_tokens = 0;
     int32_t n_heads = 0;
     const int32_t* positions = nullptr;
-    const int32_t* seq_of = nullptr;       // nullptr: every token in sequence 0
+    const int32_t* seq_of = nullptr;  // nullptr: every token in sequence 0
     const int32_t* block_table = nullptr;
     int32_t max_blocks = 0;
-    int32_t window = 0;                    // 0: no sliding window
+    int32_t window = 0;  // 0: no sliding window
     float scale = 1.0f;
     float softcap = 0.0f;
 };
@@ -89,7 +89,7 @@ void attention(const KvCacheView& kv, const AttentionBatchArgs& args, ThreadPool
 
 // Writes n_tokens rows of keys and values (f32, n_kv_heads * head_dim each) into their slots,
 // converting to the cache type.
-void store_kv(const KvCacheView& kv, void* k_pool, void* v_pool, const float* k, const float* v,
-              const int32_t* slots, int64_t n_tokens, ThreadPool* pool);
+void store_kv(const KvCacheView& kv, void* k_pool, void* v_pool, const float* k, const float* v, const int32_t* slots,
+              int64_t n_tokens, ThreadPool* pool);
 
 }  // namespace ember::cpu::ops

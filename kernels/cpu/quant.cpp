@@ -186,7 +186,10 @@ void dq_blocks(const void* src, float* dst, int64_t nb, int block_elems) {
 float signed_absmax(const float* x, int n) {
     float amax = 0.0f, max = 0.0f;
     for (int j = 0; j < n; ++j) {
-        if (std::fabs(x[j]) > amax) { amax = std::fabs(x[j]); max = x[j]; }
+        if (std::fabs(x[j]) > amax) {
+            amax = std::fabs(x[j]);
+            max = x[j];
+        }
     }
     return max;
 }
@@ -221,7 +224,10 @@ void q_q5_0(const float* x, BlockQ5_0& b) {
 template <class Block>
 void q_affine(const float* x, Block& b, int nmax, uint32_t* qh_out) {
     float mn = x[0], mx = x[0];
-    for (int j = 1; j < 32; ++j) { mn = std::min(mn, x[j]); mx = std::max(mx, x[j]); }
+    for (int j = 1; j < 32; ++j) {
+        mn = std::min(mn, x[j]);
+        mx = std::max(mx, x[j]);
+    }
     const float d = (mx - mn) / static_cast<float>(nmax);
     const float id = d != 0.0f ? 1.0f / d : 0.0f;
     b.d = f2h(d);
@@ -301,13 +307,19 @@ void element_weights(const float* x, int n, float* w) {
     for (int j = 0; j < n; ++j) w[j] = av + std::fabs(x[j]);
 }
 
-struct AffineFit { float scale; float min; };  // x ~ scale * q - min, min >= 0
+struct AffineFit {
+    float scale;
+    float min;
+};  // x ~ scale * q - min, min >= 0
 
 // Fits x ~ scale * q - min with q in [0, nmax] and min >= 0 by trying a range of
 // scales around (max - min) / nmax, each refined by weighted least squares.
 AffineFit fit_affine(const float* x, const float* w, int n, int nmax) {
     float lo = 0.0f, hi = x[0];
-    for (int j = 0; j < n; ++j) { lo = std::min(lo, x[j]); hi = std::max(hi, x[j]); }
+    for (int j = 0; j < n; ++j) {
+        lo = std::min(lo, x[j]);
+        hi = std::max(hi, x[j]);
+    }
     if (hi <= lo) return {0.0f, -lo};
     AffineFit best{(hi - lo) / static_cast<float>(nmax), -lo};
     float best_err = INFINITY;
@@ -316,12 +328,19 @@ AffineFit fit_affine(const float* x, const float* w, int n, int nmax) {
         double sw = 0, sq = 0, sq2 = 0, sx = 0, sqx = 0;
         for (int j = 0; j < n; ++j) {
             const double q = std::clamp(round_int(iscale * (x[j] - lo)), 0, nmax);
-            sw += w[j]; sq += w[j] * q; sq2 += w[j] * q * q; sx += w[j] * x[j]; sqx += w[j] * q * x[j];
+            sw += w[j];
+            sq += w[j] * q;
+            sq2 += w[j] * q * q;
+            sx += w[j] * x[j];
+            sqx += w[j] * q * x[j];
         }
         const double det = sw * sq2 - sq * sq;
         if (det <= 0) continue;
         double a = (sw * sqx - sq * sx) / det, c = (sq2 * sx - sq * sqx) / det;  // x ~ a q + c
-        if (c > 0) { c = 0; a = sqx / sq2; }
+        if (c > 0) {
+            c = 0;
+            a = sqx / sq2;
+        }
         if (a <= 0) continue;
         double err = 0;
         for (int j = 0; j < n; ++j) {
@@ -329,7 +348,10 @@ AffineFit fit_affine(const float* x, const float* w, int n, int nmax) {
             const double e = a * q + c - x[j];
             err += w[j] * e * e;
         }
-        if (err < best_err) { best_err = static_cast<float>(err); best = {static_cast<float>(a), static_cast<float>(-c)}; }
+        if (err < best_err) {
+            best_err = static_cast<float>(err);
+            best = {static_cast<float>(a), static_cast<float>(-c)};
+        }
     }
     return best;
 }
@@ -394,7 +416,8 @@ void q_k_affine(const float* x, Block& b, int nmax, uint8_t* L) {
     for (int j = 0; j < 8; ++j) {
         const float ds = d * sc[j], dm = dmin * mq[j];
         for (int l = 0; l < 32; ++l) {
-            L[32 * j + l] = static_cast<uint8_t>(ds > 0 ? std::clamp(round_int((x[32 * j + l] + dm) / ds), 0, nmax) : 0);
+            L[32 * j + l] =
+                static_cast<uint8_t>(ds > 0 ? std::clamp(round_int((x[32 * j + l] + dm) / ds), 0, nmax) : 0);
         }
     }
 }
@@ -427,7 +450,10 @@ void q_q6_k(const float* x, BlockQ6_K& b) {
     for (int j = 0; j < 16; ++j) {
         element_weights(x + 16 * j, 16, w);
         scales[j] = fit_symmetric(x + 16 * j, w, 16, 32);
-        if (std::fabs(scales[j]) > amax) { amax = std::fabs(scales[j]); max_scale = scales[j]; }
+        if (std::fabs(scales[j]) > amax) {
+            amax = std::fabs(scales[j]);
+            max_scale = scales[j];
+        }
     }
     uint8_t L[kQK_K];
     if (amax == 0.0f) {
@@ -473,9 +499,8 @@ int64_t blocks_of(DType type, int64_t n, const char* what) {
     const auto info = dtype_info(static_cast<uint32_t>(type));
     if (!info) unsupported(what, type);
     if (n < 0 || n % info->block_elems != 0) {
-        throw Error(std::string(what) + ": " + std::to_string(n) +
-                                    " elements is not a multiple of the " +
-                                    std::string(info->name) + " block size");
+        throw Error(std::string(what) + ": " + std::to_string(n) + " elements is not a multiple of the " +
+                    std::string(info->name) + " block size");
     }
     return n / info->block_elems;
 }
@@ -494,9 +519,21 @@ void unpack_scales_q3_k(const uint8_t* packed, int8_t out[16]) {
 
 bool can_dequantize(DType type) {
     switch (type) {
-        case DType::F32: case DType::F16: case DType::BF16: case DType::Q4_0: case DType::Q4_1:
-        case DType::Q5_0: case DType::Q5_1: case DType::Q8_0: case DType::Q8_1: case DType::Q2_K:
-        case DType::Q3_K: case DType::Q4_K: case DType::Q5_K: case DType::Q6_K: case DType::Q8_K:
+        case DType::F32:
+        case DType::F16:
+        case DType::BF16:
+        case DType::Q4_0:
+        case DType::Q4_1:
+        case DType::Q5_0:
+        case DType::Q5_1:
+        case DType::Q8_0:
+        case DType::Q8_1:
+        case DType::Q2_K:
+        case DType::Q3_K:
+        case DType::Q4_K:
+        case DType::Q5_K:
+        case DType::Q6_K:
+        case DType::Q8_K:
             return true;
         default:
             return false;
@@ -505,9 +542,19 @@ bool can_dequantize(DType type) {
 
 bool can_quantize(DType type) {
     switch (type) {
-        case DType::F32: case DType::F16: case DType::BF16: case DType::Q4_0: case DType::Q4_1:
-        case DType::Q5_0: case DType::Q5_1: case DType::Q8_0: case DType::Q8_1: case DType::Q8_K:
-        case DType::Q4_K: case DType::Q5_K: case DType::Q6_K:
+        case DType::F32:
+        case DType::F16:
+        case DType::BF16:
+        case DType::Q4_0:
+        case DType::Q4_1:
+        case DType::Q5_0:
+        case DType::Q5_1:
+        case DType::Q8_0:
+        case DType::Q8_1:
+        case DType::Q8_K:
+        case DType::Q4_K:
+        case DType::Q5_K:
+        case DType::Q6_K:
             return true;
         default:
             return false;
@@ -517,7 +564,9 @@ bool can_quantize(DType type) {
 void dequantize_row(DType type, const void* src, float* dst, int64_t n) {
     const int64_t nb = blocks_of(type, n, "dequantize_row");
     switch (type) {
-        case DType::F32: std::memcpy(dst, src, static_cast<size_t>(n) * 4); return;
+        case DType::F32:
+            std::memcpy(dst, src, static_cast<size_t>(n) * 4);
+            return;
         case DType::F16: {
             const uint16_t* s = static_cast<const uint16_t*>(src);
             for (int64_t i = 0; i < n; ++i) dst[i] = fp16_to_f32(s[i]);
@@ -528,26 +577,41 @@ void dequantize_row(DType type, const void* src, float* dst, int64_t n) {
             for (int64_t i = 0; i < n; ++i) dst[i] = bf16_to_f32(s[i]);
             return;
         }
-        case DType::Q4_0: return dq_blocks<BlockQ4_0, dq_q4_0>(src, dst, nb, kQK);
-        case DType::Q4_1: return dq_blocks<BlockQ4_1, dq_q4_1>(src, dst, nb, kQK);
-        case DType::Q5_0: return dq_blocks<BlockQ5_0, dq_q5_0>(src, dst, nb, kQK);
-        case DType::Q5_1: return dq_blocks<BlockQ5_1, dq_q5_1>(src, dst, nb, kQK);
-        case DType::Q8_0: return dq_blocks<BlockQ8_0, dq_q8_0>(src, dst, nb, kQK);
-        case DType::Q8_1: return dq_blocks<BlockQ8_1, dq_q8_1>(src, dst, nb, kQK);
-        case DType::Q2_K: return dq_blocks<BlockQ2_K, dq_q2_k>(src, dst, nb, kQK_K);
-        case DType::Q3_K: return dq_blocks<BlockQ3_K, dq_q3_k>(src, dst, nb, kQK_K);
-        case DType::Q4_K: return dq_blocks<BlockQ4_K, dq_q4_k>(src, dst, nb, kQK_K);
-        case DType::Q5_K: return dq_blocks<BlockQ5_K, dq_q5_k>(src, dst, nb, kQK_K);
-        case DType::Q6_K: return dq_blocks<BlockQ6_K, dq_q6_k>(src, dst, nb, kQK_K);
-        case DType::Q8_K: return dq_blocks<BlockQ8_K, dq_q8_k>(src, dst, nb, kQK_K);
-        default: unsupported("dequantize_row", type);
+        case DType::Q4_0:
+            return dq_blocks<BlockQ4_0, dq_q4_0>(src, dst, nb, kQK);
+        case DType::Q4_1:
+            return dq_blocks<BlockQ4_1, dq_q4_1>(src, dst, nb, kQK);
+        case DType::Q5_0:
+            return dq_blocks<BlockQ5_0, dq_q5_0>(src, dst, nb, kQK);
+        case DType::Q5_1:
+            return dq_blocks<BlockQ5_1, dq_q5_1>(src, dst, nb, kQK);
+        case DType::Q8_0:
+            return dq_blocks<BlockQ8_0, dq_q8_0>(src, dst, nb, kQK);
+        case DType::Q8_1:
+            return dq_blocks<BlockQ8_1, dq_q8_1>(src, dst, nb, kQK);
+        case DType::Q2_K:
+            return dq_blocks<BlockQ2_K, dq_q2_k>(src, dst, nb, kQK_K);
+        case DType::Q3_K:
+            return dq_blocks<BlockQ3_K, dq_q3_k>(src, dst, nb, kQK_K);
+        case DType::Q4_K:
+            return dq_blocks<BlockQ4_K, dq_q4_k>(src, dst, nb, kQK_K);
+        case DType::Q5_K:
+            return dq_blocks<BlockQ5_K, dq_q5_k>(src, dst, nb, kQK_K);
+        case DType::Q6_K:
+            return dq_blocks<BlockQ6_K, dq_q6_k>(src, dst, nb, kQK_K);
+        case DType::Q8_K:
+            return dq_blocks<BlockQ8_K, dq_q8_k>(src, dst, nb, kQK_K);
+        default:
+            unsupported("dequantize_row", type);
     }
 }
 
 void quantize_row(DType type, const float* src, void* dst, int64_t n) {
     const int64_t nb = blocks_of(type, n, "quantize_row");
     switch (type) {
-        case DType::F32: std::memcpy(dst, src, static_cast<size_t>(n) * 4); return;
+        case DType::F32:
+            std::memcpy(dst, src, static_cast<size_t>(n) * 4);
+            return;
         case DType::F16: {
             uint16_t* d = static_cast<uint16_t*>(dst);
             for (int64_t i = 0; i < n; ++i) d[i] = f32_to_fp16(src[i]);
@@ -558,17 +622,28 @@ void quantize_row(DType type, const float* src, void* dst, int64_t n) {
             for (int64_t i = 0; i < n; ++i) d[i] = f32_to_bf16(src[i]);
             return;
         }
-        case DType::Q4_0: return q_blocks<BlockQ4_0, q_q4_0>(src, dst, nb, kQK);
-        case DType::Q4_1: return q_blocks<BlockQ4_1, q_q4_1>(src, dst, nb, kQK);
-        case DType::Q5_0: return q_blocks<BlockQ5_0, q_q5_0>(src, dst, nb, kQK);
-        case DType::Q5_1: return q_blocks<BlockQ5_1, q_q5_1>(src, dst, nb, kQK);
-        case DType::Q8_0: return q_blocks<BlockQ8_0, q_q8_0>(src, dst, nb, kQK);
-        case DType::Q8_1: return q_blocks<BlockQ8_1, q_q8_1>(src, dst, nb, kQK);
-        case DType::Q8_K: return q_blocks<BlockQ8_K, q_q8_k>(src, dst, nb, kQK_K);
-        case DType::Q4_K: return q_blocks<BlockQ4_K, q_q4_k>(src, dst, nb, kQK_K);
-        case DType::Q5_K: return q_blocks<BlockQ5_K, q_q5_k>(src, dst, nb, kQK_K);
-        case DType::Q6_K: return q_blocks<BlockQ6_K, q_q6_k>(src, dst, nb, kQK_K);
-        default: unsupported("quantize_row", type);
+        case DType::Q4_0:
+            return q_blocks<BlockQ4_0, q_q4_0>(src, dst, nb, kQK);
+        case DType::Q4_1:
+            return q_blocks<BlockQ4_1, q_q4_1>(src, dst, nb, kQK);
+        case DType::Q5_0:
+            return q_blocks<BlockQ5_0, q_q5_0>(src, dst, nb, kQK);
+        case DType::Q5_1:
+            return q_blocks<BlockQ5_1, q_q5_1>(src, dst, nb, kQK);
+        case DType::Q8_0:
+            return q_blocks<BlockQ8_0, q_q8_0>(src, dst, nb, kQK);
+        case DType::Q8_1:
+            return q_blocks<BlockQ8_1, q_q8_1>(src, dst, nb, kQK);
+        case DType::Q8_K:
+            return q_blocks<BlockQ8_K, q_q8_k>(src, dst, nb, kQK_K);
+        case DType::Q4_K:
+            return q_blocks<BlockQ4_K, q_q4_k>(src, dst, nb, kQK_K);
+        case DType::Q5_K:
+            return q_blocks<BlockQ5_K, q_q5_k>(src, dst, nb, kQK_K);
+        case DType::Q6_K:
+            return q_blocks<BlockQ6_K, q_q6_k>(src, dst, nb, kQK_K);
+        default:
+            unsupported("quantize_row", type);
     }
 }
 

@@ -14,40 +14,87 @@
 
 namespace ember::cpu {
 
-inline constexpr int kQK = 32;    // elements per legacy block
-inline constexpr int kQK_K = 256; // elements per K-quant super-block
+inline constexpr int kQK = 32;     // elements per legacy block
+inline constexpr int kQK_K = 256;  // elements per K-quant super-block
 
 // x[i] = (q[i] - 8) * d; q[i] for i < 16 is the low nibble of qs[i], for i >= 16 the high
 // nibble of qs[i - 16].
-struct BlockQ4_0 { uint16_t d; uint8_t qs[16]; };
+struct BlockQ4_0 {
+    uint16_t d;
+    uint8_t qs[16];
+};
 // x[i] = q[i] * d + m, nibbles as Q4_0.
-struct BlockQ4_1 { uint16_t d, m; uint8_t qs[16]; };
+struct BlockQ4_1 {
+    uint16_t d, m;
+    uint8_t qs[16];
+};
 // x[i] = (q[i] - 16) * d with q = nibble | bit i of qh (a little-endian u32) << 4.
-struct BlockQ5_0 { uint16_t d; uint8_t qh[4]; uint8_t qs[16]; };
+struct BlockQ5_0 {
+    uint16_t d;
+    uint8_t qh[4];
+    uint8_t qs[16];
+};
 // x[i] = q[i] * d + m, q as Q5_0.
-struct BlockQ5_1 { uint16_t d, m; uint8_t qh[4]; uint8_t qs[16]; };
+struct BlockQ5_1 {
+    uint16_t d, m;
+    uint8_t qh[4];
+    uint8_t qs[16];
+};
 // x[i] = qs[i] * d.
-struct BlockQ8_0 { uint16_t d; int8_t qs[32]; };
+struct BlockQ8_0 {
+    uint16_t d;
+    int8_t qs[32];
+};
 // x[i] = qs[i] * d; s = d * sum(qs) (used by dot products with Q4_1/Q5_1).
-struct BlockQ8_1 { uint16_t d, s; int8_t qs[32]; };
+struct BlockQ8_1 {
+    uint16_t d, s;
+    int8_t qs[32];
+};
 
 // 16 sub-blocks of 16: scales[j] = scale (low nibble) | min (high nibble); 2-bit values in
 // qs, 4 per byte. x = d * (sc & 15) * q - dmin * (sc >> 4).
-struct BlockQ2_K { uint8_t scales[16]; uint8_t qs[64]; uint16_t d, dmin; };
+struct BlockQ2_K {
+    uint8_t scales[16];
+    uint8_t qs[64];
+    uint16_t d, dmin;
+};
 // 16 sub-blocks of 16 with 6-bit signed scales (offset 32) packed in 12 bytes; 2 low bits
 // in qs, the third bit in hmask (a set bit means +0, a clear bit means -4).
-struct BlockQ3_K { uint8_t hmask[32]; uint8_t qs[64]; uint8_t scales[12]; uint16_t d; };
+struct BlockQ3_K {
+    uint8_t hmask[32];
+    uint8_t qs[64];
+    uint8_t scales[12];
+    uint16_t d;
+};
 // 8 sub-blocks of 32, each with a 6-bit scale and 6-bit min packed in scales[12];
 // x = d * sc_j * q - dmin * m_j. qs: 4 chunks of 64 elements, each 32 bytes holding
 // elements 0..31 of the chunk in low nibbles and 32..63 in high nibbles.
-struct BlockQ4_K { uint16_t d, dmin; uint8_t scales[12]; uint8_t qs[128]; };
+struct BlockQ4_K {
+    uint16_t d, dmin;
+    uint8_t scales[12];
+    uint8_t qs[128];
+};
 // As Q4_K plus a fifth bit: bit j of qh[l] is the high bit of element 32*j + l.
-struct BlockQ5_K { uint16_t d, dmin; uint8_t scales[12]; uint8_t qh[32]; uint8_t qs[128]; };
+struct BlockQ5_K {
+    uint16_t d, dmin;
+    uint8_t scales[12];
+    uint8_t qh[32];
+    uint8_t qs[128];
+};
 // 16 sub-blocks of 16 with int8 scales; x = d * scales[j] * (q - 32), q 6-bit: low 4 bits in
 // ql, high 2 bits in qh (see dequantize for the interleaving of each 128-element half).
-struct BlockQ6_K { uint8_t ql[128]; uint8_t qh[64]; int8_t scales[16]; uint16_t d; };
+struct BlockQ6_K {
+    uint8_t ql[128];
+    uint8_t qh[64];
+    int8_t scales[16];
+    uint16_t d;
+};
 // Activations for K-quant dot products: x = qs * d, bsums = sums of 16 consecutive qs.
-struct BlockQ8_K { float d; int8_t qs[256]; int16_t bsums[16]; };
+struct BlockQ8_K {
+    float d;
+    int8_t qs[256];
+    int16_t bsums[16];
+};
 
 static_assert(sizeof(BlockQ4_0) == 18 && sizeof(BlockQ4_1) == 20 && sizeof(BlockQ5_0) == 22 &&
               sizeof(BlockQ5_1) == 24 && sizeof(BlockQ8_0) == 34 && sizeof(BlockQ8_1) == 36);

@@ -36,7 +36,8 @@ inline void transpose16x16(__m512i* v) {
     }
     for (int c = 0; c < 4; ++c) {  // 4 x 4 transpose of 128-bit lanes of b[c], b[4+c], ...
         const __m512i e0 = _mm512_shuffle_i32x4(b[c], b[4 + c], 0x44), e1 = _mm512_shuffle_i32x4(b[c], b[4 + c], 0xEE);
-        const __m512i e2 = _mm512_shuffle_i32x4(b[8 + c], b[12 + c], 0x44), e3 = _mm512_shuffle_i32x4(b[8 + c], b[12 + c], 0xEE);
+        const __m512i e2 = _mm512_shuffle_i32x4(b[8 + c], b[12 + c], 0x44),
+                      e3 = _mm512_shuffle_i32x4(b[8 + c], b[12 + c], 0xEE);
         v[c] = _mm512_shuffle_i32x4(e0, e2, 0x88);
         v[4 + c] = _mm512_shuffle_i32x4(e0, e2, 0xDD);
         v[8 + c] = _mm512_shuffle_i32x4(e1, e3, 0x88);

@@ -93,8 +93,7 @@ void ThreadPool::worker_main(int thread_id) {
         seen = gen;
         if (stop_) return;
         work_share(thread_id);
-        if (pending_.fetch_sub(1, std::memory_order_seq_cst) == 1 &&
-            caller_sleeping_.load(std::memory_order_seq_cst)) {
+        if (pending_.fetch_sub(1, std::memory_order_seq_cst) == 1 && caller_sleeping_.load(std::memory_order_seq_cst)) {
             pending_.notify_one();
         }
     }

@@ -83,9 +83,9 @@ private:
     bool stop_ = false;
 
     alignas(64) std::atomic<uint64_t> generation_{0};
-    alignas(64) std::atomic<int64_t> next_task_{0};    // dynamic / guided scheduling counter
-    alignas(64) std::atomic<int> pending_{0};          // workers still running the job
-    alignas(64) std::atomic<int> sleepers_{0};         // workers blocked in wait()
+    alignas(64) std::atomic<int64_t> next_task_{0};  // dynamic / guided scheduling counter
+    alignas(64) std::atomic<int> pending_{0};        // workers still running the job
+    alignas(64) std::atomic<int> sleepers_{0};       // workers blocked in wait()
     std::atomic<bool> caller_sleeping_{false};
     std::atomic<int> spin_us_{200};
 };

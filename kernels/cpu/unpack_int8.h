@@ -1,7 +1,7 @@
 // Internal: expands quantized weight blocks into unsigned 8-bit codes in natural element order
 // plus per-block float scale and min (x = scale * (q - offset) + min, see Int8Kind). Plain
-// C++ written so the compiler vectorizes it (__restrict: byte pointers may alias anything); included by each per-ISA kernel file, so it is
-// compiled with that file's instruction set. Header-only on purpose (internal linkage).
+// C++ written so the compiler vectorizes it (__restrict: byte pointers may alias anything); included by each per-ISA
+// kernel file, so it is compiled with that file's instruction set. Header-only on purpose (internal linkage).
 #pragma once
 #include <algorithm>
 #include <cstdint>
@@ -103,8 +103,8 @@ inline void ub_q3_k(const uint8_t* __restrict p, uint8_t* __restrict q, float* _
             const int bit = 4 * half + shift;
             uint8_t* out = q + 128 * half + 32 * shift;
             for (int l = 0; l < 32; ++l) {
-                out[l] = static_cast<uint8_t>(((b.qs[32 * half + l] >> (2 * shift)) & 3) |
-                                              (((b.hmask[l] >> bit) & 1) << 2));
+                out[l] =
+                    static_cast<uint8_t>(((b.qs[32 * half + l] >> (2 * shift)) & 3) | (((b.hmask[l] >> bit) & 1) << 2));
             }
         }
     }
@@ -164,19 +164,16 @@ inline void ub_q6_k(const uint8_t* __restrict p, uint8_t* __restrict q, float* _
 
 // Unpacks chunk `chunk` (elements [512 chunk, 512 chunk + 512)) of one weight row into
 // q[512], scale[512 / G], min[512 / G]; elements past `cols` read as zero.
-using UnpackChunkFn = void (*)(const uint8_t* row, int64_t chunk, int64_t cols, uint8_t* q,
-                               float* scale, float* min);
+using UnpackChunkFn = void (*)(const uint8_t* row, int64_t chunk, int64_t cols, uint8_t* q, float* scale, float* min);
 
-template <int kBlockElems, int kBlockBytes, int kG,
-          void (*Block)(const uint8_t*, uint8_t*, float*, float*)>
+template <int kBlockElems, int kBlockBytes, int kG, void (*Block)(const uint8_t*, uint8_t*, float*, float*)>
 void unpack_chunk(const uint8_t* row, int64_t chunk, int64_t cols, uint8_t* q, float* scale, float* min) {
     constexpr int kScalesPerBlock = kBlockElems / kG;
     const int64_t e0 = chunk * kChunk;
     const int n = static_cast<int>(std::min<int64_t>(kChunk, cols - e0)) / kBlockElems;
     const uint8_t* p = row + e0 / kBlockElems * kBlockBytes;
     for (int i = 0; i < n; ++i) {
-        Block(p + i * kBlockBytes, q + i * kBlockElems, scale + i * kScalesPerBlock,
-              min + i * kScalesPerBlock);
+        Block(p + i * kBlockBytes, q + i * kBlockElems, scale + i * kScalesPerBlock, min + i * kScalesPerBlock);
     }
     const int done = n * kBlockElems;
     if (done < kChunk) {
@@ -188,17 +185,28 @@ void unpack_chunk(const uint8_t* row, int64_t chunk, int64_t cols, uint8_t* q, f
 // The unpacker for a type the int8 path handles (see int8_kind), else nullptr.
 inline UnpackChunkFn unpack_fn(DType type) {
     switch (type) {
-        case DType::Q4_0: return unpack_chunk<32, 18, 32, ub_q4_0>;
-        case DType::Q4_1: return unpack_chunk<32, 20, 32, ub_q4_1>;
-        case DType::Q5_0: return unpack_chunk<32, 22, 32, ub_q5_0>;
-        case DType::Q5_1: return unpack_chunk<32, 24, 32, ub_q5_1>;
-        case DType::Q8_0: return unpack_chunk<32, 34, 32, ub_q8_0>;
-        case DType::Q2_K: return unpack_chunk<256, 84, 16, ub_q2_k>;
-        case DType::Q3_K: return unpack_chunk<256, 110, 16, ub_q3_k>;
-        case DType::Q4_K: return unpack_chunk<256, 144, 32, ub_q4_k>;
-        case DType::Q5_K: return unpack_chunk<256, 176, 32, ub_q5_k>;
-        case DType::Q6_K: return unpack_chunk<256, 210, 16, ub_q6_k>;
-        default: return nullptr;
+        case DType::Q4_0:
+            return unpack_chunk<32, 18, 32, ub_q4_0>;
+        case DType::Q4_1:
+            return unpack_chunk<32, 20, 32, ub_q4_1>;
+        case DType::Q5_0:
+            return unpack_chunk<32, 22, 32, ub_q5_0>;
+        case DType::Q5_1:
+            return unpack_chunk<32, 24, 32, ub_q5_1>;
+        case DType::Q8_0:
+            return unpack_chunk<32, 34, 32, ub_q8_0>;
+        case DType::Q2_K:
+            return unpack_chunk<256, 84, 16, ub_q2_k>;
+        case DType::Q3_K:
+            return unpack_chunk<256, 110, 16, ub_q3_k>;
+        case DType::Q4_K:
+            return unpack_chunk<256, 144, 32, ub_q4_k>;
+        case DType::Q5_K:
+            return unpack_chunk<256, 176, 32, ub_q5_k>;
+        case DType::Q6_K:
+            return unpack_chunk<256, 210, 16, ub_q6_k>;
+        default:
+            return nullptr;
     }
 }
 

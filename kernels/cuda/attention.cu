@@ -35,16 +35,16 @@
 namespace ember::cuda {
 namespace {
 
-constexpr int kKeyTile = 32;   // keys per shared-memory tile (one per lane)
+constexpr int kKeyTile = 32;  // keys per shared-memory tile (one per lane)
 constexpr int kWarps = 4;
 constexpr int kMaxPairsPerWarp = 8;
 
 struct KernelArgs {
     AttentionArgs a;
-    int group;           // G: query heads per block
-    int groups_per_kv;   // rep / G
-    int tile_tokens;     // TQ
-    int subtiles;        // ceil(32 / TQ)
+    int group;          // G: query heads per block
+    int groups_per_kv;  // rep / G
+    int tile_tokens;    // TQ
+    int subtiles;       // ceil(32 / TQ)
 };
 
 __device__ __forceinline__ float load_kv(const uint8_t* row, int kv_type, int e) {
@@ -115,8 +115,8 @@ __global__ void __launch_bounds__(kWarps * 32) attention_kernel(const KernelArgs
             const int pos = kt + j;
             float kv_k = 0.0f, kv_v = 0.0f;
             if (pos < k_end) {
-                const int64_t slot = static_cast<int64_t>(table[pos / a.block_tokens]) * a.block_tokens +
-                                     pos % a.block_tokens;
+                const int64_t slot =
+                    static_cast<int64_t>(table[pos / a.block_tokens]) * a.block_tokens + pos % a.block_tokens;
                 kv_k = load_kv(a.k + slot * a.kv_row_bytes, a.kv_type, kvoff + d);
                 kv_v = load_kv(a.v + slot * a.kv_row_bytes, a.kv_type, kvoff + d);
             }
@@ -248,13 +248,14 @@ void attention_validate(const AttentionArgs& a) {
                     std::to_string(a.n_kv_heads) + " KV heads");
     if (a.kv_type != kF16 && a.kv_type != kQ8_0) throw Error("CUDA attention: KV cache must be F16 or Q8_0");
     if (a.kv_type == kQ8_0 && a.head_dim % 32 != 0)
-        throw Error("CUDA attention: a Q8_0 KV cache needs head_dim % 32 == 0 (head_dim " +
-                    std::to_string(a.head_dim) + ")");
+        throw Error("CUDA attention: a Q8_0 KV cache needs head_dim % 32 == 0 (head_dim " + std::to_string(a.head_dim) +
+                    ")");
     const int rep = a.n_heads / a.n_kv_heads;
     if (pairs_per_block(a, largest_divisor_at_most(rep, kMaxPairsPerWarp)) == 0)
         throw Error("CUDA attention: head_dim " + std::to_string(a.head_dim) + " needs " +
-                    std::to_string(smem_bytes(a.head_dim, 8) / 1024) + " KiB of shared memory per block, the device allows " +
-                    std::to_string(a.smem_optin / 1024) + " KiB");
+                    std::to_string(smem_bytes(a.head_dim, 8) / 1024) +
+                    " KiB of shared memory per block, the device allows " + std::to_string(a.smem_optin / 1024) +
+                    " KiB");
 }
 
 namespace {
@@ -262,7 +263,8 @@ namespace {
 // Beyond 48 KiB a block needs the kernel's limit raised, per device. Done once per device
 // and size: a segment always runs eagerly before the CUDA graph runner captures it, so the
 // host call never happens inside a capture.
-template <int NE> void allow_smem(size_t smem) {
+template <int NE>
+void allow_smem(size_t smem) {
     constexpr int kDevices = 64;
     static std::atomic<size_t> allowed[kDevices];
     int dev = 0;
@@ -274,7 +276,8 @@ template <int NE> void allow_smem(size_t smem) {
     if (cached) allowed[dev].store(smem);
 }
 
-template <int NE> void launch(const KernelArgs& ka, int n_splits, cudaStream_t stream) {
+template <int NE>
+void launch(const KernelArgs& ka, int n_splits, cudaStream_t stream) {
     const size_t smem = smem_bytes(ka.a.head_dim, ka.tile_tokens * ka.group);
     if (smem > 48 * 1024) allow_smem<NE>(smem);
     const dim3 grid(static_cast<unsigned>(ka.a.n_tiles * ka.subtiles),

@@ -32,7 +32,9 @@ __global__ void fill_random_u32(uint32_t* p, int64_t n, uint32_t seed) {
 struct DevPtr {
     void* p = nullptr;
     explicit DevPtr(size_t bytes) { EMBER_CUDA_CHECK(cudaMalloc(&p, bytes)); }
-    ~DevPtr() { if (p) cudaFree(p); }
+    ~DevPtr() {
+        if (p) cudaFree(p);
+    }
 };
 struct Events {
     cudaEvent_t a = nullptr, b = nullptr;

@@ -12,22 +12,21 @@ namespace ember::cuda {
 
 }  // namespace ember::cuda
 
-#define EMBER_CUDA_CHECK(call)                                                                   \
-    do {                                                                                         \
-        const cudaError_t ember_e_ = (call);                                                     \
+#define EMBER_CUDA_CHECK(call)                                                                             \
+    do {                                                                                                   \
+        const cudaError_t ember_e_ = (call);                                                               \
         if (ember_e_ != cudaSuccess) ::ember::cuda::throw_cuda_error(ember_e_, #call, __FILE__, __LINE__); \
     } while (0)
 
-#define EMBER_CUBLAS_CHECK(call)                                                                 \
-    do {                                                                                         \
-        const cublasStatus_t ember_s_ = (call);                                                  \
-        if (ember_s_ != CUBLAS_STATUS_SUCCESS)                                                   \
-            ::ember::cuda::throw_cublas_error(ember_s_, #call, __FILE__, __LINE__);              \
+#define EMBER_CUBLAS_CHECK(call)                                                                                       \
+    do {                                                                                                               \
+        const cublasStatus_t ember_s_ = (call);                                                                        \
+        if (ember_s_ != CUBLAS_STATUS_SUCCESS) ::ember::cuda::throw_cublas_error(ember_s_, #call, __FILE__, __LINE__); \
     } while (0)
 
-#define EMBER_CUDA_CHECK_LAUNCH(kernel_name)                                                     \
-    do {                                                                                         \
-        const cudaError_t ember_e_ = cudaGetLastError();                                         \
-        if (ember_e_ != cudaSuccess)                                                             \
+#define EMBER_CUDA_CHECK_LAUNCH(kernel_name)                                                         \
+    do {                                                                                             \
+        const cudaError_t ember_e_ = cudaGetLastError();                                             \
+        if (ember_e_ != cudaSuccess)                                                                 \
             ::ember::cuda::throw_cuda_error(ember_e_, "launch of " kernel_name, __FILE__, __LINE__); \
     } while (0)

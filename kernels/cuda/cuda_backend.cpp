@@ -50,8 +50,8 @@ constexpr int64_t kWeightTileElems = int64_t{32} << 20;  // FP16 weight tile: 64
 // Quantized weights: up to this many tokens the matrix-vector kernels (re-reading the
 // weights once per 8 tokens) beat dequantize-to-FP16 + GEMM; float weights switch above 8.
 constexpr int64_t kQuantMatvecMaxTokens = 32;
-constexpr int64_t kGraphMaxTokens = 8;      // batches recorded for CUDA graphs (decode)
-constexpr int32_t kBlockTableStride = 64;   // block table rows padded to a multiple of this
+constexpr int64_t kGraphMaxTokens = 8;     // batches recorded for CUDA graphs (decode)
+constexpr int32_t kBlockTableStride = 64;  // block table rows padded to a multiple of this
 
 bool graphs_from_env() {
     const char* v = std::getenv("EMBER_CUDA_GRAPHS");
@@ -199,8 +199,8 @@ protected:
         n_tokens_ = static_cast<int64_t>(b.tokens.size());
         n_outputs_ = static_cast<int64_t>(b.output_rows.size());
         n_seqs_ = b.n_seqs;
-        max_blocks_ = std::max<int32_t>(kBlockTableStride, (b.max_blocks + kBlockTableStride - 1) /
-                                                               kBlockTableStride * kBlockTableStride);
+        max_blocks_ = std::max<int32_t>(kBlockTableStride,
+                                        (b.max_blocks + kBlockTableStride - 1) / kBlockTableStride * kBlockTableStride);
         max_pos_ = 0;
         for (int32_t p : b.positions) max_pos_ = std::max(max_pos_, p);
         build_tiles(b);
@@ -212,8 +212,8 @@ protected:
     void do_embed(const Tensor& table, float scale, Tensor& out) override {
         if (!weight_type_supported(table.type))
             throw Error("CUDA embed: table type " + std::string(dtype_name(table.type)) + " is not supported");
-        graphs_->launch<&cuda::embed>(static_cast<int>(table.type), const_bytes(table.data), table.row_bytes, table.cols,
-                                      d_tokens_, n_tokens_, scale, floats(out));
+        graphs_->launch<&cuda::embed>(static_cast<int>(table.type), const_bytes(table.data), table.row_bytes,
+                                      table.cols, d_tokens_, n_tokens_, scale, floats(out));
     }
 
     void do_matmul(const Tensor& w, const Tensor& x, Tensor& y, const Tensor* bias) override {
@@ -235,7 +235,8 @@ protected:
                 graphs_->launch<&matvec_quant>(type, const_bytes(w.data), w.row_bytes, w.rows, w.cols, const_int8(xq),
                                                static_cast<const float2*>(ds), n, floats(y), bp);
             } else {
-                graphs_->launch<&matvec_float>(type, const_bytes(w.data), w.row_bytes, w.rows, w.cols, const_floats(x), n, floats(y), bp);
+                graphs_->launch<&matvec_float>(type, const_bytes(w.data), w.row_bytes, w.rows, w.cols, const_floats(x),
+                                               n, floats(y), bp);
             }
             return;
         }
@@ -294,8 +295,8 @@ protected:
         a.smem_optin = props_.sharedMemPerBlockOptin;
         attention_validate(a);  // here, not when a recorded launch runs
         const int splits = attention_splits(a, max_pos_);
-        a.partial = static_cast<float*>(scratch(partial_, attention_partial_floats(a, splits) * sizeof(float),
-                                                "attention partials"));
+        a.partial = static_cast<float*>(
+            scratch(partial_, attention_partial_floats(a, splits) * sizeof(float), "attention partials"));
         graphs_->launch<&cuda::attention>(a, splits);
     }
 
@@ -330,7 +331,8 @@ protected:
         a.keys[1] = reinterpret_cast<uint64_t*>(dev + L.keys[1]);
         EMBER_CUDA_CHECK(cudaMemcpyAsync(dev, host, L.out, cudaMemcpyHostToDevice, stream_));
         cuda::topk(a, stream_);
-        EMBER_CUDA_CHECK(cudaMemcpyAsync(host + L.out, dev + L.out, L.total_host - L.out, cudaMemcpyDeviceToHost, stream_));
+        EMBER_CUDA_CHECK(
+            cudaMemcpyAsync(host + L.out, dev + L.out, L.total_host - L.out, cudaMemcpyDeviceToHost, stream_));
         EMBER_CUDA_CHECK(cudaStreamSynchronize(stream_));
         const size_t n_out = rows.size() * static_cast<size_t>(k);
         std::memcpy(out.data(), host + L.out, n_out * sizeof(TopKCandidate));
@@ -367,7 +369,8 @@ private:
             while (e < n_tokens_ && e - t < kAttnTileTokens &&
                    b.seq_of[static_cast<size_t>(e)] == b.seq_of[static_cast<size_t>(t)])
                 ++e;
-            tiles_.push_back(int2{.x = static_cast<int32_t>(t), .y = static_cast<int32_t>(e - t)});  // first token, count
+            tiles_.push_back(
+                int2{.x = static_cast<int32_t>(t), .y = static_cast<int32_t>(e - t)});  // first token, count
             t = e;
         }
     }
@@ -375,8 +378,9 @@ private:
     // One pinned staging buffer, one copy. The block table goes up with rows of max_blocks_
     // (the padded stride; padding entries are 0 and never read).
     void upload_batch(const BatchInfo& b) {
-        const size_t table_rows = std::max<size_t>(
-            static_cast<size_t>(std::max(n_seqs_, 0)), b.max_blocks > 0 ? b.block_table.size() / static_cast<size_t>(b.max_blocks) : 0);
+        const size_t table_rows =
+            std::max<size_t>(static_cast<size_t>(std::max(n_seqs_, 0)),
+                             b.max_blocks > 0 ? b.block_table.size() / static_cast<size_t>(b.max_blocks) : 0);
         const size_t table_bytes = table_rows * static_cast<size_t>(max_blocks_) * sizeof(int32_t);
         struct Part {
             const void* src;
@@ -598,14 +602,16 @@ private:
         int64_t tile_rows = std::max<int64_t>(64, kWeightTileElems / w.cols);
         if (tile_rows >= w.rows) tile_rows = w.rows;
         else tile_rows = tile_rows / 64 * 64;
-        auto* wt = static_cast<__half*>(scratch(wtile_, static_cast<size_t>(tile_rows * w.cols) * 2, "FP16 weight tile"));
+        auto* wt =
+            static_cast<__half*>(scratch(wtile_, static_cast<size_t>(tile_rows * w.cols) * 2, "FP16 weight tile"));
         for (int64_t r0 = 0; r0 < w.rows; r0 += tile_rows) {
             const int64_t R = std::min(tile_rows, w.rows - r0);
-            dequant_f16(static_cast<int>(w.type), static_cast<const uint8_t*>(w.data) + static_cast<size_t>(r0) * w.row_bytes,
-                        w.row_bytes, R, w.cols, wt, stream_);
-            EMBER_CUBLAS_CHECK(cublasGemmEx(cublas_, CUBLAS_OP_T, CUBLAS_OP_N, static_cast<int>(R), nn, cols, &alpha, wt,
-                                            CUDA_R_16F, cols, xh, CUDA_R_16F, cols, &beta, floats(y) + r0, CUDA_R_32F, rows,
-                                            CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+            dequant_f16(static_cast<int>(w.type),
+                        static_cast<const uint8_t*>(w.data) + static_cast<size_t>(r0) * w.row_bytes, w.row_bytes, R,
+                        w.cols, wt, stream_);
+            EMBER_CUBLAS_CHECK(cublasGemmEx(cublas_, CUBLAS_OP_T, CUBLAS_OP_N, static_cast<int>(R), nn, cols, &alpha,
+                                            wt, CUDA_R_16F, cols, xh, CUDA_R_16F, cols, &beta, floats(y) + r0,
+                                            CUDA_R_32F, rows, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
         }
     }
 

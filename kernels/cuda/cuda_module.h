@@ -18,7 +18,9 @@
 #include <stdint.h>
 
 #ifdef __cplusplus
-namespace ember { class Backend; }
+namespace ember {
+class Backend;
+}
 typedef ember::Backend EmberBackend;
 extern "C" {
 #else
@@ -28,10 +30,10 @@ typedef struct EmberBackend EmberBackend;
 #define EMBER_CUDA_ABI_VERSION 3  // 2: Backend::top_k, set_graphs, graph_stats; 3: checked ops (do_*)
 
 struct EmberCudaDeviceInfo {
-    char name[256];             // "NVIDIA H200"
-    uint64_t total_memory;      // bytes
-    uint64_t free_memory;       // bytes, at the time of the call
-    int32_t cc_major, cc_minor; // compute capability
+    char name[256];              // "NVIDIA H200"
+    uint64_t total_memory;       // bytes
+    uint64_t free_memory;        // bytes, at the time of the call
+    int32_t cc_major, cc_minor;  // compute capability
     int32_t multiprocessors;
     int32_t reserved[13];
 };
@@ -64,8 +66,8 @@ EMBER_CUDA_EXPORT int ember_cuda_bench_copy(int device, uint64_t bytes, int iter
                                             size_t why_len);
 // cublasGemmEx, FP16 inputs, FP32 accumulate and output, C[m x n] = A[m x k] * B[k x n] on
 // random data; median of `iters` after warm-up; *seconds per GEMM. 1 on success.
-EMBER_CUDA_EXPORT int ember_cuda_bench_gemm_f16(int device, int m, int n, int k, int iters, double* seconds,
-                                                char* why, size_t why_len);
+EMBER_CUDA_EXPORT int ember_cuda_bench_gemm_f16(int device, int m, int n, int k, int iters, double* seconds, char* why,
+                                                size_t why_len);
 
 #ifdef __cplusplus
 }  // extern "C"

@@ -50,9 +50,9 @@ __global__ void embed_q_kernel(const uint8_t* __restrict__ table, size_t row_byt
     float4* o = reinterpret_cast<float4*>(out + (static_cast<int64_t>(t) * chunks + c) * 32);
 #pragma unroll
     for (int q = 0; q < 8; ++q) {
-        o[q] = scale == 1.0f ? make_float4(v[4 * q], v[4 * q + 1], v[4 * q + 2], v[4 * q + 3])
-                             : make_float4(v[4 * q] * scale, v[4 * q + 1] * scale, v[4 * q + 2] * scale,
-                                           v[4 * q + 3] * scale);
+        o[q] = scale == 1.0f
+                   ? make_float4(v[4 * q], v[4 * q + 1], v[4 * q + 2], v[4 * q + 3])
+                   : make_float4(v[4 * q] * scale, v[4 * q + 1] * scale, v[4 * q + 2] * scale, v[4 * q + 3] * scale);
     }
 }
 
@@ -113,20 +113,34 @@ void embed(int type, const void* table, size_t row_bytes, int64_t cols, const in
            float* out, cudaStream_t stream) {
     if (n == 0) return;
     switch (type) {
-        case kF32: return launch_embed_f<kF32>(table, row_bytes, cols, ids, n, scale, out, stream);
-        case kF16: return launch_embed_f<kF16>(table, row_bytes, cols, ids, n, scale, out, stream);
-        case kBF16: return launch_embed_f<kBF16>(table, row_bytes, cols, ids, n, scale, out, stream);
-        case kQ4_0: return launch_embed_q<kQ4_0>(table, row_bytes, cols, ids, n, scale, out, stream);
-        case kQ4_1: return launch_embed_q<kQ4_1>(table, row_bytes, cols, ids, n, scale, out, stream);
-        case kQ5_0: return launch_embed_q<kQ5_0>(table, row_bytes, cols, ids, n, scale, out, stream);
-        case kQ5_1: return launch_embed_q<kQ5_1>(table, row_bytes, cols, ids, n, scale, out, stream);
-        case kQ8_0: return launch_embed_q<kQ8_0>(table, row_bytes, cols, ids, n, scale, out, stream);
-        case kQ2_K: return launch_embed_q<kQ2_K>(table, row_bytes, cols, ids, n, scale, out, stream);
-        case kQ3_K: return launch_embed_q<kQ3_K>(table, row_bytes, cols, ids, n, scale, out, stream);
-        case kQ4_K: return launch_embed_q<kQ4_K>(table, row_bytes, cols, ids, n, scale, out, stream);
-        case kQ5_K: return launch_embed_q<kQ5_K>(table, row_bytes, cols, ids, n, scale, out, stream);
-        case kQ6_K: return launch_embed_q<kQ6_K>(table, row_bytes, cols, ids, n, scale, out, stream);
-        default: return;
+        case kF32:
+            return launch_embed_f<kF32>(table, row_bytes, cols, ids, n, scale, out, stream);
+        case kF16:
+            return launch_embed_f<kF16>(table, row_bytes, cols, ids, n, scale, out, stream);
+        case kBF16:
+            return launch_embed_f<kBF16>(table, row_bytes, cols, ids, n, scale, out, stream);
+        case kQ4_0:
+            return launch_embed_q<kQ4_0>(table, row_bytes, cols, ids, n, scale, out, stream);
+        case kQ4_1:
+            return launch_embed_q<kQ4_1>(table, row_bytes, cols, ids, n, scale, out, stream);
+        case kQ5_0:
+            return launch_embed_q<kQ5_0>(table, row_bytes, cols, ids, n, scale, out, stream);
+        case kQ5_1:
+            return launch_embed_q<kQ5_1>(table, row_bytes, cols, ids, n, scale, out, stream);
+        case kQ8_0:
+            return launch_embed_q<kQ8_0>(table, row_bytes, cols, ids, n, scale, out, stream);
+        case kQ2_K:
+            return launch_embed_q<kQ2_K>(table, row_bytes, cols, ids, n, scale, out, stream);
+        case kQ3_K:
+            return launch_embed_q<kQ3_K>(table, row_bytes, cols, ids, n, scale, out, stream);
+        case kQ4_K:
+            return launch_embed_q<kQ4_K>(table, row_bytes, cols, ids, n, scale, out, stream);
+        case kQ5_K:
+            return launch_embed_q<kQ5_K>(table, row_bytes, cols, ids, n, scale, out, stream);
+        case kQ6_K:
+            return launch_embed_q<kQ6_K>(table, row_bytes, cols, ids, n, scale, out, stream);
+        default:
+            return;
     }
 }
 

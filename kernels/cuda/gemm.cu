@@ -17,9 +17,9 @@ namespace {
 
 // One thread per 32-element chunk: reads row_bytes/chunks bytes, writes 64 bytes of FP16.
 template <int T>
-__global__ void __launch_bounds__(256) dequant_f16_kernel(const uint8_t* __restrict__ w, size_t row_bytes,
-                                                          int64_t n_chunks_total, int chunks_per_row,
-                                                          __half* __restrict__ out) {
+__global__ void __launch_bounds__(256)
+    dequant_f16_kernel(const uint8_t* __restrict__ w, size_t row_bytes, int64_t n_chunks_total, int chunks_per_row,
+                       __half* __restrict__ out) {
     const int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
     if (i >= n_chunks_total) return;
     const int64_t r = i / chunks_per_row;
@@ -77,19 +77,29 @@ void dequant_f16(int type, const void* w, size_t row_bytes, int64_t rows, int64_
                  cudaStream_t stream) {
     if (rows * cols == 0) return;
     switch (type) {
-        case kQ4_0: return launch_dequant<kQ4_0>(w, row_bytes, rows, cols, out, stream);
-        case kQ4_1: return launch_dequant<kQ4_1>(w, row_bytes, rows, cols, out, stream);
-        case kQ5_0: return launch_dequant<kQ5_0>(w, row_bytes, rows, cols, out, stream);
-        case kQ5_1: return launch_dequant<kQ5_1>(w, row_bytes, rows, cols, out, stream);
-        case kQ8_0: return launch_dequant<kQ8_0>(w, row_bytes, rows, cols, out, stream);
-        case kQ2_K: return launch_dequant<kQ2_K>(w, row_bytes, rows, cols, out, stream);
-        case kQ3_K: return launch_dequant<kQ3_K>(w, row_bytes, rows, cols, out, stream);
-        case kQ4_K: return launch_dequant<kQ4_K>(w, row_bytes, rows, cols, out, stream);
-        case kQ5_K: return launch_dequant<kQ5_K>(w, row_bytes, rows, cols, out, stream);
-        case kQ6_K: return launch_dequant<kQ6_K>(w, row_bytes, rows, cols, out, stream);
+        case kQ4_0:
+            return launch_dequant<kQ4_0>(w, row_bytes, rows, cols, out, stream);
+        case kQ4_1:
+            return launch_dequant<kQ4_1>(w, row_bytes, rows, cols, out, stream);
+        case kQ5_0:
+            return launch_dequant<kQ5_0>(w, row_bytes, rows, cols, out, stream);
+        case kQ5_1:
+            return launch_dequant<kQ5_1>(w, row_bytes, rows, cols, out, stream);
+        case kQ8_0:
+            return launch_dequant<kQ8_0>(w, row_bytes, rows, cols, out, stream);
+        case kQ2_K:
+            return launch_dequant<kQ2_K>(w, row_bytes, rows, cols, out, stream);
+        case kQ3_K:
+            return launch_dequant<kQ3_K>(w, row_bytes, rows, cols, out, stream);
+        case kQ4_K:
+            return launch_dequant<kQ4_K>(w, row_bytes, rows, cols, out, stream);
+        case kQ5_K:
+            return launch_dequant<kQ5_K>(w, row_bytes, rows, cols, out, stream);
+        case kQ6_K:
+            return launch_dequant<kQ6_K>(w, row_bytes, rows, cols, out, stream);
         case kBF16:
             bf16_to_f16_kernel<<<blocks_for(rows * cols, 256), 256, 0, stream>>>(static_cast<const uint8_t*>(w),
-                                                                                  row_bytes, rows, cols, out);
+                                                                                 row_bytes, rows, cols, out);
             EMBER_CUDA_CHECK_LAUNCH("bf16_to_f16_kernel");
             return;
         default:

@@ -166,7 +166,8 @@ cudaGraphExec_t GraphRunner::instantiate(cudaGraph_t graph, std::string& why) {
 bool GraphRunner::give_up(const std::string& why) {
     ++stats_.failures;
     if (!logged_) {
-        std::fprintf(stderr, "ember: CUDA graphs turned off for this backend (%s); decode launches kernels one by one\n",
+        std::fprintf(stderr,
+                     "ember: CUDA graphs turned off for this backend (%s); decode launches kernels one by one\n",
                      why.c_str());
         logged_ = true;
     }

@@ -42,7 +42,8 @@ public:
 
     // Fn(args..., stream): now, or recorded for the next flush(). Arguments are copied as
     // bytes (they must be trivially copyable, without padding whose bytes could differ).
-    template <auto Fn, class... A> void launch(A... args) {
+    template <auto Fn, class... A>
+    void launch(A... args) {
         static_assert((std::is_trivially_copyable_v<A> && ...));
         if (!recording_) {
             Fn(args..., stream_);
@@ -71,7 +72,8 @@ private:
     };
 
     static constexpr size_t slot(size_t n) { return (n + 7) / 8 * 8; }
-    template <auto Fn, class... A> static void run(const uint8_t* p, cudaStream_t stream) {
+    template <auto Fn, class... A>
+    static void run(const uint8_t* p, cudaStream_t stream) {
         std::tuple<A...> t;
         size_t off = 0;
         std::apply([&](auto&... x) { ((std::memcpy(&x, p + off, sizeof x), off += slot(sizeof x)), ...); }, t);
@@ -97,8 +99,8 @@ private:
     bool recording_ = false;
     std::vector<Op> ops_;
     std::vector<uint8_t> bytes_;
-    std::vector<Graph> graphs_;          // at most kMaxGraphs, least recently used replaced
-    std::array<uint64_t, 32> seen_{};    // hashes of segments run once, a ring
+    std::vector<Graph> graphs_;        // at most kMaxGraphs, least recently used replaced
+    std::array<uint64_t, 32> seen_{};  // hashes of segments run once, a ring
     size_t seen_next_ = 0;
     uint64_t clock_ = 0;
     GraphStats stats_;

@@ -35,7 +35,10 @@ EMBER_HD float h2f(uint16_t h) {
             bits = sign;
         } else {
             exp = 127 - 15 + 1;
-            while ((mant & 0x400) == 0) { mant <<= 1; --exp; }
+            while ((mant & 0x400) == 0) {
+                mant <<= 1;
+                --exp;
+            }
             mant &= 0x3ff;
             bits = sign | (exp << 23) | (mant << 13);
         }
@@ -131,8 +134,14 @@ EMBER_HD void ld_8u32_a16(const uint8_t* p, uint32_t out[8]) {
 #ifdef __CUDA_ARCH__
     const uint4 a = reinterpret_cast<const uint4*>(p)[0];
     const uint4 b = reinterpret_cast<const uint4*>(p)[1];
-    out[0] = a.x; out[1] = a.y; out[2] = a.z; out[3] = a.w;
-    out[4] = b.x; out[5] = b.y; out[6] = b.z; out[7] = b.w;
+    out[0] = a.x;
+    out[1] = a.y;
+    out[2] = a.z;
+    out[3] = a.w;
+    out[4] = b.x;
+    out[5] = b.y;
+    out[6] = b.z;
+    out[7] = b.w;
 #else
     memcpy(out, p, 32);
 #endif

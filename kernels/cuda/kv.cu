@@ -24,10 +24,10 @@ __global__ void store_kv_f16_kernel(uint8_t* __restrict__ kc, uint8_t* __restric
 }
 
 // One warp per 32-element Q8_0 block (4 warps per thread block).
-__global__ void __launch_bounds__(128) store_kv_q8_kernel(uint8_t* __restrict__ kc, uint8_t* __restrict__ vc,
-                                                          size_t row_bytes, int64_t kv_dim,
-                                                          const float* __restrict__ k, const float* __restrict__ v,
-                                                          const int32_t* __restrict__ slots, int64_t n_blocks) {
+__global__ void __launch_bounds__(128)
+    store_kv_q8_kernel(uint8_t* __restrict__ kc, uint8_t* __restrict__ vc, size_t row_bytes, int64_t kv_dim,
+                       const float* __restrict__ k, const float* __restrict__ v, const int32_t* __restrict__ slots,
+                       int64_t n_blocks) {
     const int64_t blk = static_cast<int64_t>(blockIdx.x) * 4 + (threadIdx.x >> 5);
     if (blk >= n_blocks) return;
     const int lane = threadIdx.x & 31;

@@ -46,10 +46,10 @@ __global__ void __launch_bounds__(128) quantize_q8_kernel(const float* __restric
 
 // Quantized weights: warp per row, lanes over chunks, NT tokens per launch row (grid.y).
 template <int T, int NT>
-__global__ void __launch_bounds__(128) matvec_q_kernel(const uint8_t* __restrict__ w, size_t row_bytes, int rows,
-                                                       int n_chunks, const int8_t* __restrict__ xq,
-                                                       const float2* __restrict__ ds, int n, float* __restrict__ y,
-                                                       const float* __restrict__ bias) {
+__global__ void __launch_bounds__(128)
+    matvec_q_kernel(const uint8_t* __restrict__ w, size_t row_bytes, int rows, int n_chunks,
+                    const int8_t* __restrict__ xq, const float2* __restrict__ ds, int n, float* __restrict__ y,
+                    const float* __restrict__ bias) {
     const int lane = threadIdx.x & 31;
     const int row = blockIdx.x * kWarpsPerBlock + (threadIdx.x >> 5);
     if (row >= rows) return;
@@ -81,18 +81,27 @@ __global__ void __launch_bounds__(128) matvec_q_kernel(const uint8_t* __restrict
     }
 }
 
-template <int T> __device__ __forceinline__ float load1(const uint8_t* row, int e) {
+template <int T>
+__device__ __forceinline__ float load1(const uint8_t* row, int e) {
     if constexpr (T == kF32) return reinterpret_cast<const float*>(row)[e];
     else if constexpr (T == kF16) return h2f(reinterpret_cast<const uint16_t*>(row)[e]);
     else return bf2f(reinterpret_cast<const uint16_t*>(row)[e]);
 }
 
 // 8 consecutive elements from element e (a multiple of 8; rows 16-byte aligned).
-template <int T> __device__ __forceinline__ void load8(const uint8_t* row, int e, float v[8]) {
+template <int T>
+__device__ __forceinline__ void load8(const uint8_t* row, int e, float v[8]) {
     if constexpr (T == kF32) {
         const float4* p = reinterpret_cast<const float4*>(row + 4 * static_cast<size_t>(e));
         const float4 a = __ldg(p), b = __ldg(p + 1);
-        v[0] = a.x; v[1] = a.y; v[2] = a.z; v[3] = a.w; v[4] = b.x; v[5] = b.y; v[6] = b.z; v[7] = b.w;
+        v[0] = a.x;
+        v[1] = a.y;
+        v[2] = a.z;
+        v[3] = a.w;
+        v[4] = b.x;
+        v[5] = b.y;
+        v[6] = b.z;
+        v[7] = b.w;
     } else {
         const uint4 u = __ldg(reinterpret_cast<const uint4*>(row + 2 * static_cast<size_t>(e)));
         const uint32_t words[4] = {u.x, u.y, u.z, u.w};
@@ -107,9 +116,9 @@ template <int T> __device__ __forceinline__ void load8(const uint8_t* row, int e
 
 // Float weights: warp per row; VEC: cols % 8 == 0, 16-byte loads of 8 elements per lane.
 template <int T, int NT, bool VEC>
-__global__ void __launch_bounds__(128) matvec_f_kernel(const uint8_t* __restrict__ w, size_t row_bytes, int rows,
-                                                       int cols, const float* __restrict__ x, int n,
-                                                       float* __restrict__ y, const float* __restrict__ bias) {
+__global__ void __launch_bounds__(128)
+    matvec_f_kernel(const uint8_t* __restrict__ w, size_t row_bytes, int rows, int cols, const float* __restrict__ x,
+                    int n, float* __restrict__ y, const float* __restrict__ bias) {
     const int lane = threadIdx.x & 31;
     const int row = blockIdx.x * kWarpsPerBlock + (threadIdx.x >> 5);
     if (row >= rows) return;
@@ -152,9 +161,8 @@ template <int T, int NT>
 void launch_q(const void* w, size_t row_bytes, int64_t rows, int64_t cols, const int8_t* xq, const float2* ds,
               int64_t n, float* y, const float* bias, cudaStream_t stream) {
     const dim3 grid(blocks_for(rows, kWarpsPerBlock), static_cast<unsigned>((n + NT - 1) / NT));
-    matvec_q_kernel<T, NT><<<grid, 128, 0, stream>>>(static_cast<const uint8_t*>(w), row_bytes,
-                                                     static_cast<int>(rows), static_cast<int>(cols / 32), xq, ds,
-                                                     static_cast<int>(n), y, bias);
+    matvec_q_kernel<T, NT><<<grid, 128, 0, stream>>>(static_cast<const uint8_t*>(w), row_bytes, static_cast<int>(rows),
+                                                     static_cast<int>(cols / 32), xq, ds, static_cast<int>(n), y, bias);
     EMBER_CUDA_CHECK_LAUNCH("matvec_q_kernel");
 }
 
@@ -176,8 +184,8 @@ void launch_f(const void* w, size_t row_bytes, int64_t rows, int64_t cols, const
         matvec_f_kernel<T, NT, true><<<grid, 128, 0, stream>>>(wp, row_bytes, static_cast<int>(rows),
                                                                static_cast<int>(cols), x, static_cast<int>(n), y, bias);
     else
-        matvec_f_kernel<T, NT, false><<<grid, 128, 0, stream>>>(wp, row_bytes, static_cast<int>(rows),
-                                                                static_cast<int>(cols), x, static_cast<int>(n), y, bias);
+        matvec_f_kernel<T, NT, false><<<grid, 128, 0, stream>>>(
+            wp, row_bytes, static_cast<int>(rows), static_cast<int>(cols), x, static_cast<int>(n), y, bias);
     EMBER_CUDA_CHECK_LAUNCH("matvec_f_kernel");
 }
 
@@ -194,8 +202,16 @@ void dispatch_f(const void* w, size_t row_bytes, int64_t rows, int64_t cols, con
 
 bool is_block_type(int type) {
     switch (type) {
-        case kQ4_0: case kQ4_1: case kQ5_0: case kQ5_1: case kQ8_0:
-        case kQ2_K: case kQ3_K: case kQ4_K: case kQ5_K: case kQ6_K:
+        case kQ4_0:
+        case kQ4_1:
+        case kQ5_0:
+        case kQ5_1:
+        case kQ8_0:
+        case kQ2_K:
+        case kQ3_K:
+        case kQ4_K:
+        case kQ5_K:
+        case kQ6_K:
             return true;
         default:
             return false;
@@ -220,17 +236,38 @@ void matvec_quant(int type, const void* w, size_t row_bytes, int64_t rows, int64
         const float2* ds_t = ds + t0 * (cols / 32);
         float* y_t = y + t0 * rows;
         switch (type) {
-            case kQ4_0: dispatch_q<kQ4_0>(w, row_bytes, rows, cols, xq_t, ds_t, nt, y_t, bias, stream); break;
-            case kQ4_1: dispatch_q<kQ4_1>(w, row_bytes, rows, cols, xq_t, ds_t, nt, y_t, bias, stream); break;
-            case kQ5_0: dispatch_q<kQ5_0>(w, row_bytes, rows, cols, xq_t, ds_t, nt, y_t, bias, stream); break;
-            case kQ5_1: dispatch_q<kQ5_1>(w, row_bytes, rows, cols, xq_t, ds_t, nt, y_t, bias, stream); break;
-            case kQ8_0: dispatch_q<kQ8_0>(w, row_bytes, rows, cols, xq_t, ds_t, nt, y_t, bias, stream); break;
-            case kQ2_K: dispatch_q<kQ2_K>(w, row_bytes, rows, cols, xq_t, ds_t, nt, y_t, bias, stream); break;
-            case kQ3_K: dispatch_q<kQ3_K>(w, row_bytes, rows, cols, xq_t, ds_t, nt, y_t, bias, stream); break;
-            case kQ4_K: dispatch_q<kQ4_K>(w, row_bytes, rows, cols, xq_t, ds_t, nt, y_t, bias, stream); break;
-            case kQ5_K: dispatch_q<kQ5_K>(w, row_bytes, rows, cols, xq_t, ds_t, nt, y_t, bias, stream); break;
-            case kQ6_K: dispatch_q<kQ6_K>(w, row_bytes, rows, cols, xq_t, ds_t, nt, y_t, bias, stream); break;
-            default: break;  // the backend checks types before calling
+            case kQ4_0:
+                dispatch_q<kQ4_0>(w, row_bytes, rows, cols, xq_t, ds_t, nt, y_t, bias, stream);
+                break;
+            case kQ4_1:
+                dispatch_q<kQ4_1>(w, row_bytes, rows, cols, xq_t, ds_t, nt, y_t, bias, stream);
+                break;
+            case kQ5_0:
+                dispatch_q<kQ5_0>(w, row_bytes, rows, cols, xq_t, ds_t, nt, y_t, bias, stream);
+                break;
+            case kQ5_1:
+                dispatch_q<kQ5_1>(w, row_bytes, rows, cols, xq_t, ds_t, nt, y_t, bias, stream);
+                break;
+            case kQ8_0:
+                dispatch_q<kQ8_0>(w, row_bytes, rows, cols, xq_t, ds_t, nt, y_t, bias, stream);
+                break;
+            case kQ2_K:
+                dispatch_q<kQ2_K>(w, row_bytes, rows, cols, xq_t, ds_t, nt, y_t, bias, stream);
+                break;
+            case kQ3_K:
+                dispatch_q<kQ3_K>(w, row_bytes, rows, cols, xq_t, ds_t, nt, y_t, bias, stream);
+                break;
+            case kQ4_K:
+                dispatch_q<kQ4_K>(w, row_bytes, rows, cols, xq_t, ds_t, nt, y_t, bias, stream);
+                break;
+            case kQ5_K:
+                dispatch_q<kQ5_K>(w, row_bytes, rows, cols, xq_t, ds_t, nt, y_t, bias, stream);
+                break;
+            case kQ6_K:
+                dispatch_q<kQ6_K>(w, row_bytes, rows, cols, xq_t, ds_t, nt, y_t, bias, stream);
+                break;
+            default:
+                break;  // the backend checks types before calling
         }
     }
 }
@@ -242,10 +279,17 @@ void matvec_float(int type, const void* w, size_t row_bytes, int64_t rows, int64
         const float* x_t = x + t0 * cols;
         float* y_t = y + t0 * rows;
         switch (type) {
-            case kF32: dispatch_f<kF32>(w, row_bytes, rows, cols, x_t, nt, y_t, bias, stream); break;
-            case kF16: dispatch_f<kF16>(w, row_bytes, rows, cols, x_t, nt, y_t, bias, stream); break;
-            case kBF16: dispatch_f<kBF16>(w, row_bytes, rows, cols, x_t, nt, y_t, bias, stream); break;
-            default: break;
+            case kF32:
+                dispatch_f<kF32>(w, row_bytes, rows, cols, x_t, nt, y_t, bias, stream);
+                break;
+            case kF16:
+                dispatch_f<kF16>(w, row_bytes, rows, cols, x_t, nt, y_t, bias, stream);
+                break;
+            case kBF16:
+                dispatch_f<kBF16>(w, row_bytes, rows, cols, x_t, nt, y_t, bias, stream);
+                break;
+            default:
+                break;
         }
     }
 }

@@ -131,8 +131,7 @@ int ember_cuda_bench_copy(int device, uint64_t bytes, int iters, double* gbps, c
     return 0;
 }
 
-int ember_cuda_bench_gemm_f16(int device, int m, int n, int k, int iters, double* seconds, char* why,
-                              size_t why_len) {
+int ember_cuda_bench_gemm_f16(int device, int m, int n, int k, int iters, double* seconds, char* why, size_t why_len) {
     set_why(why, why_len, "");
     try {
         *seconds = ember::cuda::bench_gemm_f16_seconds(device, m, n, k, iters);

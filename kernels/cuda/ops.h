@@ -14,9 +14,9 @@
 namespace ember::cuda {
 
 // ---- matvec.cu: decode matrix-vector products (few tokens, memory-bound) ---------------------
-constexpr int kMatvecMaxTokens = 8;   // above this, matmul takes the GEMM path
-bool is_block_type(int type);         // Q4_0 ... Q6_K (32-element chunks)
-bool is_float_type(int type);         // F32, F16, BF16
+constexpr int kMatvecMaxTokens = 8;  // above this, matmul takes the GEMM path
+bool is_block_type(int type);        // Q4_0 ... Q6_K (32-element chunks)
+bool is_float_type(int type);        // F32, F16, BF16
 // x (n x cols, cols % 32 == 0) -> 8-bit chunks: xq (n x cols int8), ds (n x cols/32: d, d*sum).
 void quantize_q8(const float* x, int64_t n, int64_t cols, int8_t* xq, float2* ds, cudaStream_t stream);
 // y[t][r] = sum_c W[r][c] x[t][c] (+ bias[r]) for t < n (any n; groups of <= 8 tokens).
@@ -64,25 +64,25 @@ constexpr int kAttnTileTokens = 32;
 // Laid out without padding (8-byte members, then 4-byte ones): the CUDA graph runner
 // (graphs.h) compares launch arguments as bytes.
 struct AttentionArgs {
-    const uint8_t* k = nullptr;   // cache pools of the layer
+    const uint8_t* k = nullptr;  // cache pools of the layer
     const uint8_t* v = nullptr;
     size_t kv_row_bytes = 0;
-    const float* q = nullptr;     // n_tokens x n_heads*head_dim
-    float* out = nullptr;         // same shape
-    float* partial = nullptr;     // scratch, attention_partial_floats() floats
+    const float* q = nullptr;  // n_tokens x n_heads*head_dim
+    float* out = nullptr;      // same shape
+    float* partial = nullptr;  // scratch, attention_partial_floats() floats
     const int32_t* positions = nullptr;
     const int32_t* seq_of = nullptr;
     const int32_t* block_table = nullptr;
-    const int2* tiles = nullptr;  // (first token, count)
+    const int2* tiles = nullptr;    // (first token, count)
     size_t smem_optin = 48 * 1024;  // largest dynamic shared memory a block may use
-    int kv_type = 1;              // F16 or Q8_0
+    int kv_type = 1;                // F16 or Q8_0
     int block_tokens = 16;
-    int max_blocks = 0;           // row stride of block_table
+    int max_blocks = 0;  // row stride of block_table
     int n_tiles = 0;
     int n_tokens = 0, n_heads = 0, n_kv_heads = 0, head_dim = 0;
     float scale = 1.0f, softcap = 0.0f;
     int window = 0;
-    int sm_count = 1;             // multiprocessors (chooses the split of long key ranges)
+    int sm_count = 1;  // multiprocessors (chooses the split of long key ranges)
 };
 static_assert(sizeof(AttentionArgs) == 11 * 8 + 12 * 4, "AttentionArgs must have no padding");
 

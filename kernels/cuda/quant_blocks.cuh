@@ -24,23 +24,75 @@ namespace ember::cuda {
 // Type ids as in kernels/common/dtype.h (GGUF numbering); kept numeric here so that this
 // header needs nothing C++20.
 enum QType : int {
-    kF32 = 0, kF16 = 1, kQ4_0 = 2, kQ4_1 = 3, kQ5_0 = 6, kQ5_1 = 7, kQ8_0 = 8,
-    kQ2_K = 10, kQ3_K = 11, kQ4_K = 12, kQ5_K = 13, kQ6_K = 14, kBF16 = 30,
+    kF32 = 0,
+    kF16 = 1,
+    kQ4_0 = 2,
+    kQ4_1 = 3,
+    kQ5_0 = 6,
+    kQ5_1 = 7,
+    kQ8_0 = 8,
+    kQ2_K = 10,
+    kQ3_K = 11,
+    kQ4_K = 12,
+    kQ5_K = 13,
+    kQ6_K = 14,
+    kBF16 = 30,
 };
 
 enum class Offset { None, PerChunk, PerHalf };  // which b[] terms a type has
 
-template <int T> struct QTraits;
-template <> struct QTraits<kQ4_0> { static constexpr int bytes = 18, chunks = 1; static constexpr Offset off = Offset::None; };
-template <> struct QTraits<kQ4_1> { static constexpr int bytes = 20, chunks = 1; static constexpr Offset off = Offset::PerChunk; };
-template <> struct QTraits<kQ5_0> { static constexpr int bytes = 22, chunks = 1; static constexpr Offset off = Offset::None; };
-template <> struct QTraits<kQ5_1> { static constexpr int bytes = 24, chunks = 1; static constexpr Offset off = Offset::PerChunk; };
-template <> struct QTraits<kQ8_0> { static constexpr int bytes = 34, chunks = 1; static constexpr Offset off = Offset::None; };
-template <> struct QTraits<kQ2_K> { static constexpr int bytes = 84, chunks = 8; static constexpr Offset off = Offset::PerHalf; };
-template <> struct QTraits<kQ3_K> { static constexpr int bytes = 110, chunks = 8; static constexpr Offset off = Offset::None; };
-template <> struct QTraits<kQ4_K> { static constexpr int bytes = 144, chunks = 8; static constexpr Offset off = Offset::PerChunk; };
-template <> struct QTraits<kQ5_K> { static constexpr int bytes = 176, chunks = 8; static constexpr Offset off = Offset::PerChunk; };
-template <> struct QTraits<kQ6_K> { static constexpr int bytes = 210, chunks = 8; static constexpr Offset off = Offset::None; };
+template <int T>
+struct QTraits;
+template <>
+struct QTraits<kQ4_0> {
+    static constexpr int bytes = 18, chunks = 1;
+    static constexpr Offset off = Offset::None;
+};
+template <>
+struct QTraits<kQ4_1> {
+    static constexpr int bytes = 20, chunks = 1;
+    static constexpr Offset off = Offset::PerChunk;
+};
+template <>
+struct QTraits<kQ5_0> {
+    static constexpr int bytes = 22, chunks = 1;
+    static constexpr Offset off = Offset::None;
+};
+template <>
+struct QTraits<kQ5_1> {
+    static constexpr int bytes = 24, chunks = 1;
+    static constexpr Offset off = Offset::PerChunk;
+};
+template <>
+struct QTraits<kQ8_0> {
+    static constexpr int bytes = 34, chunks = 1;
+    static constexpr Offset off = Offset::None;
+};
+template <>
+struct QTraits<kQ2_K> {
+    static constexpr int bytes = 84, chunks = 8;
+    static constexpr Offset off = Offset::PerHalf;
+};
+template <>
+struct QTraits<kQ3_K> {
+    static constexpr int bytes = 110, chunks = 8;
+    static constexpr Offset off = Offset::None;
+};
+template <>
+struct QTraits<kQ4_K> {
+    static constexpr int bytes = 144, chunks = 8;
+    static constexpr Offset off = Offset::PerChunk;
+};
+template <>
+struct QTraits<kQ5_K> {
+    static constexpr int bytes = 176, chunks = 8;
+    static constexpr Offset off = Offset::PerChunk;
+};
+template <>
+struct QTraits<kQ6_K> {
+    static constexpr int bytes = 210, chunks = 8;
+    static constexpr Offset off = Offset::None;
+};
 
 struct Chunk {
     uint32_t q[8];
@@ -71,10 +123,12 @@ EMBER_HD int scale_q3_k(const uint8_t* packed, int j) {
     return (low | (high << 4)) - 32;
 }
 
-template <int T> EMBER_HD void decode_chunk(const uint8_t* row, int64_t c, Chunk& ch);
+template <int T>
+EMBER_HD void decode_chunk(const uint8_t* row, int64_t c, Chunk& ch);
 
 // Q4_0 (18 B: d, qs[16]): element j = (nibble - 8) * d; low nibbles are elements 0..15.
-template <> EMBER_HD void decode_chunk<kQ4_0>(const uint8_t* row, int64_t c, Chunk& ch) {
+template <>
+EMBER_HD void decode_chunk<kQ4_0>(const uint8_t* row, int64_t c, Chunk& ch) {
     const uint8_t* b = row + c * 18;
     ch.a[0] = ch.a[1] = ld_half(b);
     ch.b[0] = ch.b[1] = 0.0f;
@@ -86,7 +140,8 @@ template <> EMBER_HD void decode_chunk<kQ4_0>(const uint8_t* row, int64_t c, Chu
 }
 
 // Q4_1 (20 B: d, m, qs[16]): element j = nibble * d + m.
-template <> EMBER_HD void decode_chunk<kQ4_1>(const uint8_t* row, int64_t c, Chunk& ch) {
+template <>
+EMBER_HD void decode_chunk<kQ4_1>(const uint8_t* row, int64_t c, Chunk& ch) {
     const uint8_t* b = row + c * 20;
     ch.a[0] = ch.a[1] = ld_half(b);
     ch.b[0] = ch.b[1] = ld_half(b + 2);
@@ -98,7 +153,8 @@ template <> EMBER_HD void decode_chunk<kQ4_1>(const uint8_t* row, int64_t c, Chu
 }
 
 // Q5_0 (22 B: d, qh[4], qs[16]): element j = (nibble | bit j of qh << 4) - 16, times d.
-template <> EMBER_HD void decode_chunk<kQ5_0>(const uint8_t* row, int64_t c, Chunk& ch) {
+template <>
+EMBER_HD void decode_chunk<kQ5_0>(const uint8_t* row, int64_t c, Chunk& ch) {
     const uint8_t* b = row + c * 22;
     ch.a[0] = ch.a[1] = ld_half(b);
     ch.b[0] = ch.b[1] = 0.0f;
@@ -111,7 +167,8 @@ template <> EMBER_HD void decode_chunk<kQ5_0>(const uint8_t* row, int64_t c, Chu
 }
 
 // Q5_1 (24 B: d, m, qh[4], qs[16]): element j = (nibble | bit j of qh << 4) * d + m.
-template <> EMBER_HD void decode_chunk<kQ5_1>(const uint8_t* row, int64_t c, Chunk& ch) {
+template <>
+EMBER_HD void decode_chunk<kQ5_1>(const uint8_t* row, int64_t c, Chunk& ch) {
     const uint8_t* b = row + c * 24;
     ch.a[0] = ch.a[1] = ld_half(b);
     ch.b[0] = ch.b[1] = ld_half(b + 2);
@@ -124,7 +181,8 @@ template <> EMBER_HD void decode_chunk<kQ5_1>(const uint8_t* row, int64_t c, Chu
 }
 
 // Q8_0 (34 B: d, qs[32]): element j = qs[j] * d.
-template <> EMBER_HD void decode_chunk<kQ8_0>(const uint8_t* row, int64_t c, Chunk& ch) {
+template <>
+EMBER_HD void decode_chunk<kQ8_0>(const uint8_t* row, int64_t c, Chunk& ch) {
     const uint8_t* b = row + c * 34;
     ch.a[0] = ch.a[1] = ld_half(b);
     ch.b[0] = ch.b[1] = 0.0f;
@@ -134,7 +192,8 @@ template <> EMBER_HD void decode_chunk<kQ8_0>(const uint8_t* row, int64_t c, Chu
 // Q2_K (84 B: scales[16], qs[64], d, dmin). Chunk k of a super-block: half h = k/4 (128
 // elements, qs[32h..32h+31]), 2-bit field s = k%4; element l = (qs[32h+l] >> 2s) & 3.
 // Sub-blocks of 16 use scales[2k] and scales[2k+1]: x = d*(sc&15)*q - dmin*(sc>>4).
-template <> EMBER_HD void decode_chunk<kQ2_K>(const uint8_t* row, int64_t c, Chunk& ch) {
+template <>
+EMBER_HD void decode_chunk<kQ2_K>(const uint8_t* row, int64_t c, Chunk& ch) {
     const uint8_t* b = row + (c >> 3) * 84;
     const int k = static_cast<int>(c & 7), h = k >> 2, s = k & 3;
     const float d = ld_half(b + 80), dmin = ld_half(b + 82);
@@ -148,7 +207,8 @@ template <> EMBER_HD void decode_chunk<kQ2_K>(const uint8_t* row, int64_t c, Chu
 
 // Q3_K (110 B: hmask[32], qs[64], scales[12], d). Chunk k: h = k/4, s = k%4; element l =
 // ((qs[32h+l] >> 2s) & 3) - (bit k of hmask[l] ? 0 : 4), scales 2k and 2k+1 (signed 6-bit).
-template <> EMBER_HD void decode_chunk<kQ3_K>(const uint8_t* row, int64_t c, Chunk& ch) {
+template <>
+EMBER_HD void decode_chunk<kQ3_K>(const uint8_t* row, int64_t c, Chunk& ch) {
     const uint8_t* b = row + (c >> 3) * 110;
     const int k = static_cast<int>(c & 7), h = k >> 2, s = k & 3;
     const float d = ld_half(b + 108);
@@ -164,7 +224,8 @@ template <> EMBER_HD void decode_chunk<kQ3_K>(const uint8_t* row, int64_t c, Chu
 
 // Q4_K (144 B: d, dmin, scales[12], qs[128]). Chunk k: 64-element group g = k/2 reads
 // qs[32g..32g+31], low nibbles for even k, high for odd; x = d*sc_k*q - dmin*m_k.
-template <> EMBER_HD void decode_chunk<kQ4_K>(const uint8_t* row, int64_t c, Chunk& ch) {
+template <>
+EMBER_HD void decode_chunk<kQ4_K>(const uint8_t* row, int64_t c, Chunk& ch) {
     const uint8_t* b = row + (c >> 3) * 144;
     const int k = static_cast<int>(c & 7);
     int sc, m;
@@ -178,7 +239,8 @@ template <> EMBER_HD void decode_chunk<kQ4_K>(const uint8_t* row, int64_t c, Chu
 }
 
 // Q5_K (176 B: d, dmin, scales[12], qh[32], qs[128]): Q4_K plus a fifth bit, bit k of qh[l].
-template <> EMBER_HD void decode_chunk<kQ5_K>(const uint8_t* row, int64_t c, Chunk& ch) {
+template <>
+EMBER_HD void decode_chunk<kQ5_K>(const uint8_t* row, int64_t c, Chunk& ch) {
     const uint8_t* b = row + (c >> 3) * 176;
     const int k = static_cast<int>(c & 7);
     int sc, m;
@@ -195,7 +257,8 @@ template <> EMBER_HD void decode_chunk<kQ5_K>(const uint8_t* row, int64_t c, Chu
 // Q6_K (210 B: ql[128], qh[64], scales[16] int8, d). Chunk k: half h = k/4, quarter r = k%4:
 // low 4 bits from ql[64h + 32(r&1) + l] (high nibble when r >= 2), high 2 bits from
 // (qh[32h + l] >> 2r) & 3; x = d * scales[8h + 2r (+1 for l >= 16)] * (q - 32).
-template <> EMBER_HD void decode_chunk<kQ6_K>(const uint8_t* row, int64_t c, Chunk& ch) {
+template <>
+EMBER_HD void decode_chunk<kQ6_K>(const uint8_t* row, int64_t c, Chunk& ch) {
     const uint8_t* b = row + (c >> 3) * 210;
     const int k = static_cast<int>(c & 7), h = k >> 2, r = k & 3;
     const float d = ld_half(b + 208);
@@ -215,7 +278,8 @@ template <> EMBER_HD void decode_chunk<kQ6_K>(const uint8_t* row, int64_t c, Chu
 EMBER_HD int byte_at(uint32_t w, int i) { return static_cast<int8_t>(static_cast<uint8_t>(w >> (8 * i))); }
 
 // Chunk c of a row as 32 floats.
-template <int T> EMBER_HD void dequant_chunk(const uint8_t* row, int64_t c, float out[32]) {
+template <int T>
+EMBER_HD void dequant_chunk(const uint8_t* row, int64_t c, float out[32]) {
     Chunk ch;
     decode_chunk<T>(row, c, ch);
     for (int i = 0; i < 32; ++i) {
@@ -226,7 +290,8 @@ template <int T> EMBER_HD void dequant_chunk(const uint8_t* row, int64_t c, floa
 
 // Dot product of a decoded weight chunk with 32 activations x = dx * xq (xq: 8 words of
 // 4 int8, element order), sx = dx * sum(xq). 8 dp4a (+8 for Q2_K's per-half offsets).
-template <int T> EMBER_HD float dot_decoded(const Chunk& ch, const int xq[8], float dx, float sx) {
+template <int T>
+EMBER_HD float dot_decoded(const Chunk& ch, const int xq[8], float dx, float sx) {
     int s0 = 0, s1 = 0;
     EMBER_UNROLL
     for (int w = 0; w < 4; ++w) s0 = dp4a(static_cast<int>(ch.q[w]), xq[w], s0);
@@ -246,7 +311,8 @@ template <int T> EMBER_HD float dot_decoded(const Chunk& ch, const int xq[8], fl
 }
 
 // The same for chunk c of a weight row.
-template <int T> EMBER_HD float dot_chunk(const uint8_t* row, int64_t c, const int xq[8], float dx, float sx) {
+template <int T>
+EMBER_HD float dot_chunk(const uint8_t* row, int64_t c, const int xq[8], float dx, float sx) {
     Chunk ch;
     decode_chunk<T>(row, c, ch);
     return dot_decoded<T>(ch, xq, dx, sx);

@@ -26,7 +26,8 @@ __global__ void topk_adjust_kernel(const TopKArgs a) {
     float* row = a.logits + static_cast<size_t>(blockIdx.x) * a.row_stride;
     for (int i = threadIdx.x; i < r.pen_count; i += blockDim.x) {
         const PenaltyDev p = a.penalties[r.pen_offset + i];
-        if (p.id >= 0 && p.id < a.n_vocab) row[p.id] = topk::penalized(row[p.id], p.count, r.repeat, r.presence, r.frequency);
+        if (p.id >= 0 && p.id < a.n_vocab)
+            row[p.id] = topk::penalized(row[p.id], p.count, r.repeat, r.presence, r.frequency);
     }
     __syncthreads();  // the bias applies to the penalized value (ids are distinct per list)
     for (int i = threadIdx.x; i < r.bias_count; i += blockDim.x) {
@@ -36,13 +37,13 @@ __global__ void topk_adjust_kernel(const TopKArgs a) {
 }
 
 struct RoundArgs {
-    const float* logits;   // adjusted rows (first round: the input; last round: logit of each id)
+    const float* logits;  // adjusted rows (first round: the input; last round: logit of each id)
     size_t row_stride;
-    const uint64_t* in;    // later rounds: keys of row r at in + r * in_stride
+    const uint64_t* in;  // later rounds: keys of row r at in + r * in_stride
     int64_t in_stride;
-    int64_t n;             // elements of a row in this round
+    int64_t n;  // elements of a row in this round
     int chunk, k;
-    uint64_t* out;         // rounds before the last: keys of row r at out + r * out_stride
+    uint64_t* out;  // rounds before the last: keys of row r at out + r * out_stride
     int64_t out_stride;
     CandidateDev* result;  // last round
     int32_t* counts;

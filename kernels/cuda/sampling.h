@@ -33,7 +33,7 @@ struct TopKArgs {
     size_t row_stride = 0;
     int64_t n_vocab = 0;
     int n_rows = 0;
-    int k = 1;                // 1..1024
+    int k = 1;  // 1..1024
     const TopKRowDev* rows = nullptr;
     const PenaltyDev* penalties = nullptr;
     const BiasDev* biases = nullptr;

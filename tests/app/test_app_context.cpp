@@ -39,7 +39,8 @@ private slots:
             OpenedStore s = open_conversation_store(dir.path());
             conv = s.store->create_conversation(QStringLiteral("cut off")).id;
             s.store->add_message(conv, QStringLiteral("user"), QStringLiteral("Tell me a story"));
-            s.store->add_message(conv, QStringLiteral("assistant"), QStringLiteral("Once upon a"), MessageState::Streaming);
+            s.store->add_message(conv, QStringLiteral("assistant"), QStringLiteral("Once upon a"),
+                                 MessageState::Streaming);
             AppSettings settings(dir.filePath(QStringLiteral("settings.ini")));
             settings.setLastModelPath(QString::fromStdString(ember::test::testdata(ember::test::kStories)));
             settings.setContextLength(256);

@@ -81,7 +81,8 @@ private slots:
     }
 
     void samplingSettingsRoundTrip() {
-        SamplingSettings s = SamplingSettings::from_json(QStringLiteral("{\"temperature\": 9, \"top_k\": 7, \"bogus\": 1}"));
+        SamplingSettings s =
+            SamplingSettings::from_json(QStringLiteral("{\"temperature\": 9, \"top_k\": 7, \"bogus\": 1}"));
         QCOMPARE(s.temperature, 5.0);  // clamped
         QCOMPARE(s.top_k, 7);
         QCOMPARE(s.top_p, SamplingSettings{}.top_p);  // missing -> default
@@ -204,7 +205,9 @@ private slots:
         const GenerationResult second = results.last().at(1).value<GenerationResult>();
         QVERIFY2(second.reused_tokens >= first.prompt_tokens,
                  qPrintable(QStringLiteral("reused %1 of %2; first prompt %3")
-                                .arg(second.reused_tokens).arg(second.prompt_tokens).arg(first.prompt_tokens)));
+                                .arg(second.reused_tokens)
+                                .arg(second.prompt_tokens)
+                                .arg(first.prompt_tokens)));
         QVERIFY(second.prompt_tokens > second.reused_tokens);
     }
 
@@ -228,7 +231,8 @@ private slots:
         QCOMPARE(answer.value("messageState").toString(), QStringLiteral("complete"));
         QVERIFY(!answer.value("content").toString().isEmpty());
         QVERIFY(answer.value("stats").toString().contains(QStringLiteral("stopped")));
-        QCOMPARE(h.store.store->messages(h.chat.currentConversationId())[1].content, answer.value("content").toString());
+        QCOMPARE(h.store.store->messages(h.chat.currentConversationId())[1].content,
+                 answer.value("content").toString());
     }
 
     void regenerateReplacesLastAnswer() {
@@ -294,14 +298,15 @@ private slots:
         QVERIFY(h.chat.isGenerating(a) && h.chat.isGenerating(b));
         const int streamed = batches.count();
         QTRY_VERIFY_WITH_TIMEOUT(batches.count() > streamed, 60'000);  // A still streams...
-        QCOMPARE(done.count(), 0);  // ...and nothing finished: B is queued behind it
+        QCOMPARE(done.count(), 0);                                     // ...and nothing finished: B is queued behind it
 
         h.chat.selectConversation(a);
         QVERIFY(h.chat.generating());
         QCOMPARE(h.chat.messages()->count(), 2);
         const QString live = h.chat.messages()->get(1).value("content").toString();
         QVERIFY(!live.isEmpty());
-        QTRY_VERIFY_WITH_TIMEOUT(h.chat.messages()->get(1).value("content").toString().size() > live.size(), 60'000);  // still streaming here
+        QTRY_VERIFY_WITH_TIMEOUT(h.chat.messages()->get(1).value("content").toString().size() > live.size(),
+                                 60'000);  // still streaming here
 
         h.chat.stop();
         QCOMPARE(wait_answer(done), QStringLiteral("cancelled"));
@@ -404,15 +409,18 @@ private slots:
             QVERIFY(!wait_answer(done).isEmpty());
         }
         QVERIFY(!notices.isEmpty());
-        QVERIFY2(notices.last().at(0).toString().contains(QStringLiteral("left out")), qPrintable(notices.last().at(0).toString()));
+        QVERIFY2(notices.last().at(0).toString().contains(QStringLiteral("left out")),
+                 qPrintable(notices.last().at(0).toString()));
 
         QSignalSpy errors(&h.chat, &ChatController::errorOccurred);
         QVERIFY(h.chat.send(chunk.repeated(20)));
         QTRY_VERIFY_WITH_TIMEOUT(!errors.isEmpty(), 30'000);
-        QVERIFY2(errors.last().at(0).toString().contains(QStringLiteral("context")), qPrintable(errors.last().at(0).toString()));
+        QVERIFY2(errors.last().at(0).toString().contains(QStringLiteral("context")),
+                 qPrintable(errors.last().at(0).toString()));
         QTRY_VERIFY(!h.chat.busy());
         // The failed answer leaves no empty bubble behind; the question stays.
-        QCOMPARE(h.chat.messages()->get(h.chat.messages()->count() - 1).value("role").toString(), QStringLiteral("user"));
+        QCOMPARE(h.chat.messages()->get(h.chat.messages()->count() - 1).value("role").toString(),
+                 QStringLiteral("user"));
     }
 
     void hugeInputIsRefused() {

@@ -41,11 +41,13 @@ private slots:
             Db db = Db::open(db_path(dir));
             migrate(db, 1);
             QCOMPARE(schema_version(db), 1);
-            db.exec("INSERT INTO conversations (id, title, created_at, updated_at, system_prompt, model) "
-                    "VALUES (7, 'Old chat', 1000, 2000, 'You are terse.', '/m/old.gguf')");
-            db.exec("INSERT INTO messages (conversation_id, role, content, created_at, state) VALUES "
-                    "(7, 'user', 'Tell me about photosynthesis', 1100, 'complete'),"
-                    "(7, 'assistant', 'Plants turn light into sugar', 1200, 'streaming')");
+            db.exec(
+                "INSERT INTO conversations (id, title, created_at, updated_at, system_prompt, model) "
+                "VALUES (7, 'Old chat', 1000, 2000, 'You are terse.', '/m/old.gguf')");
+            db.exec(
+                "INSERT INTO messages (conversation_id, role, content, created_at, state) VALUES "
+                "(7, 'user', 'Tell me about photosynthesis', 1100, 'complete'),"
+                "(7, 'assistant', 'Plants turn light into sugar', 1200, 'streaming')");
         }
         OpenedStore s = open_conversation_store(dir.path());
         QVERIFY2(s.notice.isEmpty(), qPrintable(s.notice));
@@ -80,15 +82,17 @@ private slots:
         st.n_tokens = 42;
         st.model = QStringLiteral("SmolLM2");
         st.stop_reason = ember::StopReason::EndOfText;
-        const Message m = s.store->add_message(7, QStringLiteral("assistant"), QStringLiteral("ok"), MessageState::Complete, st);
+        const Message m =
+            s.store->add_message(7, QStringLiteral("assistant"), QStringLiteral("ok"), MessageState::Complete, st);
         const auto back = s.store->message(m.id);
         QVERIFY(back.has_value());
         QCOMPARE(*back->stats.ttft_ms, 12.5);
         QCOMPARE(*back->stats.n_tokens, 42);
         QVERIFY(back->stats.stop_reason == ember::StopReason::EndOfText);
         // Stored as the same text as before the enum, so old databases read the same.
-        QCOMPARE(s.store->db().scalar_text(("SELECT stop_reason FROM messages WHERE id = " + std::to_string(m.id)).c_str()),
-                 QStringLiteral("eog"));
+        QCOMPARE(
+            s.store->db().scalar_text(("SELECT stop_reason FROM messages WHERE id = " + std::to_string(m.id)).c_str()),
+            QStringLiteral("eog"));
         QVERIFY(stop_reason_from(QStringLiteral("length")) == ember::StopReason::Length);
         QVERIFY(stop_reason_from(QStringLiteral("something else")) == ember::StopReason::None);
     }
@@ -107,8 +111,9 @@ private slots:
         ConversationStore& st = *s.store;
         const Conversation a = st.create_conversation(QStringLiteral("first"));
         QTest::qWait(2);
-        const Conversation b = st.create_conversation(QStringLiteral("second"), QStringLiteral("sys"),
-                                                      QStringLiteral("{\"temperature\":0.2}"), QStringLiteral("/m.gguf"));
+        const Conversation b =
+            st.create_conversation(QStringLiteral("second"), QStringLiteral("sys"),
+                                   QStringLiteral("{\"temperature\":0.2}"), QStringLiteral("/m.gguf"));
         auto list = st.conversations();
         QCOMPARE(list.size(), size_t(2));
         QCOMPARE(list[0].id, b.id);  // newest first
@@ -162,9 +167,9 @@ private slots:
         st.add_message(cook.id, QStringLiteral("user"), QStringLiteral("How do I make a brownie? Café au lait too."));
 
         QCOMPARE(st.search(QStringLiteral("fox")).size(), size_t(1));
-        QCOMPARE(st.search(QStringLiteral("brown")).size(), size_t(2));  // prefix: brown, brownie
+        QCOMPARE(st.search(QStringLiteral("brown")).size(), size_t(2));      // prefix: brown, brownie
         QCOMPARE(st.search(QStringLiteral("brown fox")).size(), size_t(1));  // all words
-        QCOMPARE(st.search(QStringLiteral("cafe")).size(), size_t(1));  // diacritics folded
+        QCOMPARE(st.search(QStringLiteral("cafe")).size(), size_t(1));       // diacritics folded
         QCOMPARE(st.search(QStringLiteral("QUICK")).size(), size_t(1));
         QVERIFY(st.search(QStringLiteral("   ")).empty());
         // FTS operators and quotes in user input are literal, never a syntax error.
@@ -183,8 +188,8 @@ private slots:
             const auto v = st.conversations(f);
             return v.size() == 1 ? v[0].id : -1;
         };
-        QCOMPARE(only(QStringLiteral("cooking")), cook.id);   // title
-        QCOMPARE(only(QStringLiteral("jumps")), pets.id);     // message text
+        QCOMPARE(only(QStringLiteral("cooking")), cook.id);  // title
+        QCOMPARE(only(QStringLiteral("jumps")), pets.id);    // message text
         QCOMPARE(st.conversations(QStringLiteral("brow")).size(), size_t(2));
         QVERIFY(st.conversations(QStringLiteral("nothing-like-this")).empty());
         QCOMPARE(st.conversations(QStringLiteral("100%_")).size(), size_t(0));  // LIKE wildcards escaped
@@ -321,13 +326,13 @@ private slots:
         QTemporaryDir tmp;  // the rescue copy made at exit lands in $TMPDIR
         qputenv("TMPDIR", tmp.path().toUtf8());
         {
-        OpenedStore s = open_conversation_store(QStringLiteral("/proc/ember-cannot-write-here"));
-        QVERIFY(!s.notice.isEmpty());
-        QVERIFY(!s.store->on_disk());
-        QVERIFY(!s.store->problem().isEmpty());
-        s.store->create_conversation(QStringLiteral("still works"));
-        QCOMPARE(s.store->conversations().size(), size_t(1));
-        QVERIFY(!s.store->try_save_to_disk());  // /proc stays unwritable
+            OpenedStore s = open_conversation_store(QStringLiteral("/proc/ember-cannot-write-here"));
+            QVERIFY(!s.notice.isEmpty());
+            QVERIFY(!s.store->on_disk());
+            QVERIFY(!s.store->problem().isEmpty());
+            s.store->create_conversation(QStringLiteral("still works"));
+            QCOMPARE(s.store->conversations().size(), size_t(1));
+            QVERIFY(!s.store->try_save_to_disk());  // /proc stays unwritable
         }
         qunsetenv("TMPDIR");
         const QStringList rescued = QDir(tmp.path()).entryList({QStringLiteral("*.unsaved-*")}, QDir::Files);

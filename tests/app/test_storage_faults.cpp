@@ -62,8 +62,10 @@ History write_history(const QString& dir, int conversations, int each, int chars
     for (int c = 0; c < conversations; ++c) {
         const auto conv = s.store->create_conversation(QStringLiteral("chat %1").arg(c));
         for (int i = 0; i < each; ++i) {
-            const QString text = QStringLiteral("conversation %1 message %2 ").arg(c).arg(i).leftJustified(chars, QChar('a' + i % 26));
-            h[s.store->add_message(conv.id, i % 2 ? QStringLiteral("assistant") : QStringLiteral("user"), text).id] = text;
+            const QString text =
+                QStringLiteral("conversation %1 message %2 ").arg(c).arg(i).leftJustified(chars, QChar('a' + i % 26));
+            h[s.store->add_message(conv.id, i % 2 ? QStringLiteral("assistant") : QStringLiteral("user"), text).id] =
+                text;
         }
     }
     // The history must really be in the file, or the faults below prove nothing.
@@ -90,9 +92,9 @@ bool all_readable(ConversationStore& store, const History& h, QString* why) {
     return true;
 }
 
-#define VERIFY_ALL_READABLE(store, h)                       \
-    do {                                                    \
-        QString why_;                                       \
+#define VERIFY_ALL_READABLE(store, h)                                  \
+    do {                                                               \
+        QString why_;                                                  \
         QVERIFY2(all_readable((store), (h), &why_), qPrintable(why_)); \
     } while (0)
 
@@ -167,7 +169,8 @@ private slots:
         const History h = write_history(dir.path(), 2, 10);
         Mount m;
         QVERIFY2(bind_read_only(m, dir.path()), "mount refused: the fault cannot be made");
-        QVERIFY2(!QFile(dir.filePath(QStringLiteral("x"))).open(QIODevice::WriteOnly), "the folder is writable for root");
+        QVERIFY2(!QFile(dir.filePath(QStringLiteral("x"))).open(QIODevice::WriteOnly),
+                 "the folder is writable for root");
 
         OpenedStore s = open_conversation_store(dir.path());
         QVERIFY(!s.store->on_disk());
@@ -193,7 +196,7 @@ private slots:
         Mount m;
         m.where = mnt;
         m.ok = sh(QStringLiteral("mount"), {QStringLiteral("-t"), QStringLiteral("tmpfs"), QStringLiteral("-o"),
-                                             QStringLiteral("size=2m"), QStringLiteral("tmpfs"), mnt});
+                                            QStringLiteral("size=2m"), QStringLiteral("tmpfs"), mnt});
         const bool tmpfs = m.ok;
         qInfo("full disk made with %s", tmpfs ? "a 2 MiB tmpfs" : "RLIMIT_FSIZE (mount refused)");
         const History h = write_history(mnt, 2, 10);
@@ -206,8 +209,7 @@ private slots:
             QFile f(filler);
             QVERIFY(f.open(QIODevice::WriteOnly));
             const QByteArray chunk(4096, 'x');
-            while (f.write(chunk) == chunk.size() && f.flush()) {
-            }
+            while (f.write(chunk) == chunk.size() && f.flush()) {}
         } else {
             std::signal(SIGXFSZ, SIG_IGN);  // writes past the limit fail with EFBIG instead
             QVERIFY(getrlimit(RLIMIT_FSIZE, &old_limit) == 0);
@@ -254,7 +256,8 @@ private slots:
         const History h = write_history(dir.path(), 2, 10);
         { OpenedStore warm = open_conversation_store(dir.path(), {false, false}); }  // leave it in WAL mode
         QProcess locker;
-        locker.start(QStringLiteral(EMBER_FAULT_HELPER), {QStringLiteral("lock"), db_path(dir.path()), QStringLiteral("9000")});
+        locker.start(QStringLiteral(EMBER_FAULT_HELPER),
+                     {QStringLiteral("lock"), db_path(dir.path()), QStringLiteral("9000")});
         QVERIFY(locker.waitForReadyRead(10'000));
         QCOMPARE(locker.readLine().trimmed(), QByteArray("locked"));
 
@@ -286,9 +289,9 @@ private slots:
         QTest::addColumn<bool>("needs_backup");  // rows live on that page
         QTest::newRow("index") << "SELECT rootpage FROM sqlite_master WHERE name = 'messages_by_conversation'" << false;
         QTest::newRow("fts") << "SELECT rootpage FROM sqlite_master WHERE name = 'messages_fts_data'" << false;
-        QTest::newRow("messages leaf")
-            << "SELECT pageno FROM dbstat WHERE name = 'messages' AND pagetype = 'leaf' ORDER BY pageno LIMIT 1 OFFSET 2"
-            << true;
+        QTest::newRow("messages leaf") << "SELECT pageno FROM dbstat WHERE name = 'messages' AND pagetype = 'leaf' "
+                                          "ORDER BY pageno LIMIT 1 OFFSET 2"
+                                       << true;
         QTest::newRow("messages root") << "SELECT rootpage FROM sqlite_master WHERE name = 'messages'" << true;
         QTest::newRow("conversations") << "SELECT rootpage FROM sqlite_master WHERE name = 'conversations'" << true;
         QTest::newRow("schema page 1") << "SELECT 1" << true;
@@ -320,8 +323,9 @@ private slots:
         QCOMPARE(s.store->search(QStringLiteral("message")).size(), size_t(50));  // the search limit
         QCOMPARE(s.store->db().scalar_text("PRAGMA integrity_check"), QStringLiteral("ok"));
         // And it goes on: ids keep counting up past everything recovered.
-        const int64_t next = s.store->add_message(s.store->conversations().front().id, QStringLiteral("user"),
-                                                  QStringLiteral("after")).id;
+        const int64_t next =
+            s.store->add_message(s.store->conversations().front().id, QStringLiteral("user"), QStringLiteral("after"))
+                .id;
         QVERIFY(next > h.rbegin()->first);
     }
 
@@ -337,8 +341,9 @@ private slots:
                 h[s.store->add_message(conv.id, QStringLiteral("user"), QStringLiteral("newer %1").arg(i)).id] =
                     QStringLiteral("newer %1").arg(i);
         }
-        stomp_page(db_path(dir.path()),
-                   page_of(db_path(dir.path()), "SELECT rootpage FROM sqlite_master WHERE name = 'messages_by_conversation'"));
+        stomp_page(
+            db_path(dir.path()),
+            page_of(db_path(dir.path()), "SELECT rootpage FROM sqlite_master WHERE name = 'messages_by_conversation'"));
         OpenedStore s = open_conversation_store(dir.path());
         QVERIFY(s.recovered);
         VERIFY_ALL_READABLE(*s.store, h);
@@ -361,7 +366,10 @@ private slots:
 
         // Without a backup the user is still told.
         QTemporaryDir bare;
-        { QFile f(db_path(bare.path())); QVERIFY(f.open(QIODevice::WriteOnly)); }
+        {
+            QFile f(db_path(bare.path()));
+            QVERIFY(f.open(QIODevice::WriteOnly));
+        }
         OpenedStore b = open_conversation_store(bare.path(), {true, true});
         QVERIFY2(b.notice.contains(QStringLiteral("no backup")), qPrintable(b.notice));
     }

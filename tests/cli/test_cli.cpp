@@ -30,7 +30,9 @@ struct Run {
     double seconds = 0;
 };
 
-fs::path temp(const std::string& name) { return fs::temp_directory_path() / ("ember-cli-" + std::to_string(::getpid()) + "-" + name); }
+fs::path temp(const std::string& name) {
+    return fs::temp_directory_path() / ("ember-cli-" + std::to_string(::getpid()) + "-" + name);
+}
 
 std::string slurp(const fs::path& p) {
     std::ifstream in(p, std::ios::binary);
@@ -122,7 +124,8 @@ TEST_CASE("numeric options out of range are refused by name, before the model lo
 }
 
 TEST_CASE("options in range still run (the positive control)") {
-    const Run r = run_ember({"run", stories(), "-p", "Once", "-n", "4", "--temp", "0", "--threads", "1", "--ctx", "64", "--quiet"});
+    const Run r = run_ember(
+        {"run", stories(), "-p", "Once", "-n", "4", "--temp", "0", "--threads", "1", "--ctx", "64", "--quiet"});
     INFO(r.err);
     CHECK(r.status == 0);
     CHECK(r.out.rfind("Once", 0) == 0);
@@ -148,7 +151,8 @@ TEST_CASE("ember info checks the configuration against the tensors") {
     GgufWriter w;
     for (const auto& k : f.metadata_order()) w.set(k, f.metadata().at(k));
     w.set("llama.block_count", GgufValue::u32(0x7fffffff));
-    for (const auto& t : f.tensors()) w.add_tensor(t.name, t.type, t.dims, std::vector<uint8_t>(t.data, t.data + t.n_bytes));
+    for (const auto& t : f.tensors())
+        w.add_tensor(t.name, t.type, t.dims, std::vector<uint8_t>(t.data, t.data + t.n_bytes));
     const fs::path bad = temp("layers.gguf");
     w.write_file(bad.string());
     const Run r = run_ember({"info", bad.string()});

@@ -14,7 +14,6 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         for (const auto& t : f.tensors())
             if (t.n_bytes) sink = sink ^ t.data[0] ^ t.data[t.n_bytes - 1];
         for (const auto& [key, value] : f.metadata()) (void)value.to_display(4);
-    } catch (const ember::Error&) {
-    }
+    } catch (const ember::Error&) {}
     return 0;
 }

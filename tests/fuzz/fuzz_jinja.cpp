@@ -46,7 +46,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         opts.add_generation_prompt = size % 2 == 0;  // both branches of the usual templates
         opts.bos_token = "<s>";
         opts.eos_token = "</s>";
-        opts.now = 1700000000;  // strftime_now() must not make runs differ
+        opts.now = 1700000000;                                   // strftime_now() must not make runs differ
         const std::string out = t.render(conversation(), opts);  // default budgets
         if (out.size() > output_budget(opts)) {
             std::fprintf(stderr, "render output of %zu bytes exceeds the budget of %zu\n", out.size(),

@@ -81,7 +81,8 @@ std::string round_trip_of(const Vocab& v, std::string_view text) {
     std::string out(text);
     if (v.tok->kind() != "spm") return out;
     const std::string_view mark = "\xE2\x96\x81";
-    for (size_t at = out.find(mark); at != std::string::npos; at = out.find(mark, at + 1)) out.replace(at, mark.size(), " ");
+    for (size_t at = out.find(mark); at != std::string::npos; at = out.find(mark, at + 1))
+        out.replace(at, mark.size(), " ");
     return out;
 }
 
@@ -92,11 +93,20 @@ bool valid_utf8(std::string_view s) {
         const auto c = static_cast<unsigned char>(s[i]);
         int n = 0;
         uint32_t cp = 0;
-        if (c < 0x80) { ++i; continue; }
-        if (c >= 0xC2 && c <= 0xDF) { n = 1; cp = c & 0x1F; }
-        else if (c >= 0xE0 && c <= 0xEF) { n = 2; cp = c & 0x0F; }
-        else if (c >= 0xF0 && c <= 0xF4) { n = 3; cp = c & 0x07; }
-        else return false;
+        if (c < 0x80) {
+            ++i;
+            continue;
+        }
+        if (c >= 0xC2 && c <= 0xDF) {
+            n = 1;
+            cp = c & 0x1F;
+        } else if (c >= 0xE0 && c <= 0xEF) {
+            n = 2;
+            cp = c & 0x0F;
+        } else if (c >= 0xF0 && c <= 0xF4) {
+            n = 3;
+            cp = c & 0x07;
+        } else return false;
         if (i + static_cast<size_t>(n) >= s.size()) return false;  // cut off
         for (int k = 1; k <= n; ++k) {
             const auto d = static_cast<unsigned char>(s[i + static_cast<size_t>(k)]);

@@ -93,7 +93,8 @@ inline std::vector<float> dequantize_matrix(ember::DType type, const uint8_t* da
 // Every ISA this machine can run, scalar first.
 inline std::vector<ember::cpu::Isa> available_isas() {
     std::vector<ember::cpu::Isa> v{ember::cpu::Isa::Scalar};
-    if (static_cast<int>(ember::cpu::detected_isa()) >= static_cast<int>(ember::cpu::Isa::Avx2)) v.push_back(ember::cpu::Isa::Avx2);
+    if (static_cast<int>(ember::cpu::detected_isa()) >= static_cast<int>(ember::cpu::Isa::Avx2))
+        v.push_back(ember::cpu::Isa::Avx2);
     if (ember::cpu::detected_isa() == ember::cpu::Isa::Avx512) v.push_back(ember::cpu::Isa::Avx512);
     return v;
 }
@@ -127,7 +128,7 @@ private:
 };
 
 struct ProcessResult {
-    bool exited = false;      // ended by exit() (not a signal, not killed for the time limit)
+    bool exited = false;  // ended by exit() (not a signal, not killed for the time limit)
     int exit_code = -1;
     bool timed_out = false;
     std::string stderr_text;  // everything it wrote to stderr

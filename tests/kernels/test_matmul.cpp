@@ -28,9 +28,8 @@ using namespace ember::cpu;
 
 namespace {
 
-const DType kAllTypes[] = {DType::F32, DType::F16, DType::BF16, DType::Q4_0, DType::Q4_1,
-                           DType::Q5_0, DType::Q5_1, DType::Q8_0, DType::Q2_K, DType::Q3_K,
-                           DType::Q4_K, DType::Q5_K, DType::Q6_K};
+const DType kAllTypes[] = {DType::F32,  DType::F16,  DType::BF16, DType::Q4_0, DType::Q4_1, DType::Q5_0, DType::Q5_1,
+                           DType::Q8_0, DType::Q2_K, DType::Q3_K, DType::Q4_K, DType::Q5_K, DType::Q6_K};
 
 bool is_float(DType t) { return t == DType::F32 || t == DType::F16 || t == DType::BF16; }
 
@@ -54,7 +53,8 @@ std::vector<float> exact_activations(int64_t n, int64_t cols, uint32_t seed) {
 }
 
 // Concatenates its arguments as an ostream would print them.
-template <typename... Args> std::string cat(const Args&... args) {
+template <typename... Args>
+std::string cat(const Args&... args) {
     std::ostringstream os;
     (os << ... << args);
     return os.str();
@@ -66,8 +66,8 @@ struct Check {
 };
 
 // Compares Y with the float64 product of the dequantized weights, element by element.
-Check compare(DType type, const std::vector<float>& w, const std::vector<float>& x,
-              const std::vector<float>& y, int64_t rows, int64_t cols, int64_t n, bool exact_x) {
+Check compare(DType type, const std::vector<float>& w, const std::vector<float>& x, const std::vector<float>& y,
+              int64_t rows, int64_t cols, int64_t n, bool exact_x) {
     Check c;
     const int G = act_block(type);
     for (int64_t t = 0; t < n; ++t) {
@@ -106,8 +106,8 @@ Check compare(DType type, const std::vector<float>& w, const std::vector<float>&
 void run_case(DType type, int64_t rows, int64_t cols, int64_t n, bool exact_x, ThreadPool& pool, uint32_t seed) {
     const std::vector<uint8_t> wq = ktest::random_weights(type, rows, cols, seed);
     const std::vector<float> w = ktest::dequantize_matrix(type, wq.data(), rows, cols);
-    const std::vector<float> x = exact_x ? exact_activations(n, cols, seed + 1)
-                                         : ktest::random_floats(size_t(n * cols), seed + 1);
+    const std::vector<float> x =
+        exact_x ? exact_activations(n, cols, seed + 1) : ktest::random_floats(size_t(n * cols), seed + 1);
     std::vector<float> y(size_t(n * rows), NAN);
     matmul(make_weight_matrix(type, rows, cols, wq.data()), x.data(), n, y.data(), pool);
     const Check c = compare(type, w, x, y, rows, cols, n, exact_x);
@@ -118,7 +118,9 @@ void run_case(DType type, int64_t rows, int64_t cols, int64_t n, bool exact_x, T
 }  // namespace
 
 // One subcase per (ISA, weight type), named like "avx2/Q4_K".
-std::string isa_type_name(Isa isa, DType t) { return std::string(isa_name(isa)) + "/" + std::string(ember::dtype_name(t)); }
+std::string isa_type_name(Isa isa, DType t) {
+    return std::string(isa_name(isa)) + "/" + std::string(ember::dtype_name(t));
+}
 
 TEST_CASE("all types, shapes and ISAs") {
     for (Isa isa : ktest::available_isas()) {
@@ -161,7 +163,13 @@ TEST_CASE("larger shapes") {
 // Real weights (first 64 rows of tensors in the test models, offsets as in test_quant.cpp)
 // through every ISA against the float64 product of their dequantized values.
 TEST_CASE("real weights") {
-    struct RealWeights { const char* name; const char* file; uint64_t offset; DType type; int cols; };
+    struct RealWeights {
+        const char* name;
+        const char* file;
+        uint64_t offset;
+        DType type;
+        int cols;
+    };
     const RealWeights cases[] = {
         {"gemma Q4_K attn_output", "gemma-3-270m-q4_k_m.gguf", 184901824ull, DType::Q4_K, 1024},
         {"gemma Q6_K ffn_down", "gemma-3-270m-q4_k_m.gguf", 185896128ull, DType::Q6_K, 2048},
@@ -193,8 +201,8 @@ TEST_CASE("real weights") {
                     std::vector<float> y(static_cast<size_t>(n * rows), NAN);
                     matmul(WeightMatrix{t, rows, cols, wq, rb}, x.data(), n, y.data(), pool);
                     const Check c = compare(t, w, x, y, rows, cols, n, false);
-                    REQUIRE_MESSAGE(c.worst_ratio <= 1.0, std::string(isa_name(isa)), " n=", n, ": error ", c.worst_ratio,
-                                    "x tolerance at ", c.where);
+                    REQUIRE_MESSAGE(c.worst_ratio <= 1.0, std::string(isa_name(isa)), " n=", n, ": error ",
+                                    c.worst_ratio, "x tolerance at ", c.where);
                 }
             }
         }
@@ -207,7 +215,10 @@ TEST_CASE("vec_dot") {
         for (int64_t n : {1, 7, 16, 33, 1000}) {
             const auto a = ktest::random_floats(size_t(n), 1), b = ktest::random_floats(size_t(n), 2);
             double ref = 0, mag = 0;
-            for (int64_t i = 0; i < n; ++i) { ref += double(a[size_t(i)]) * b[size_t(i)]; mag += std::fabs(double(a[size_t(i)]) * b[size_t(i)]); }
+            for (int64_t i = 0; i < n; ++i) {
+                ref += double(a[size_t(i)]) * b[size_t(i)];
+                mag += std::fabs(double(a[size_t(i)]) * b[size_t(i)]);
+            }
             const float got = vec_dot_f32(a.data(), b.data(), n);
             REQUIRE_MESSAGE(std::fabs(got - ref) <= 4.0 * double(n) * std::ldexp(1.0, -24) * mag,
                             std::string(isa_name(isa)), " n=", n, ": ", got, " vs ", ref);

@@ -26,11 +26,11 @@ using namespace ember::cpu;
 namespace {
 
 // Runs the statements once per available ISA, with that ISA forced.
-#define FOR_EACH_ISA(...)                                    \
-    for (Isa isa_ : ktest::available_isas()) {               \
-        ktest::ForceIsa force_{isa_};                        \
-        const std::string isa_name_(isa_name(isa_));         \
-        __VA_ARGS__                                          \
+#define FOR_EACH_ISA(...)                            \
+    for (Isa isa_ : ktest::available_isas()) {       \
+        ktest::ForceIsa force_{isa_};                \
+        const std::string isa_name_(isa_name(isa_)); \
+        __VA_ARGS__                                  \
     }
 
 double silu_ref(double x) { return x / (1.0 + std::exp(-x)); }
@@ -53,7 +53,8 @@ Cache make_cache(DType type, int n_blocks, int B, int n_kv_heads, int D, uint32_
     c.view.block_tokens = B;
     c.k.resize(c.view.row_bytes * size_t(n_slots));
     c.v.resize(c.view.row_bytes * size_t(n_slots));
-    const auto kx = ktest::random_floats(size_t(n_slots * dim), seed), vx = ktest::random_floats(size_t(n_slots * dim), seed + 1);
+    const auto kx = ktest::random_floats(size_t(n_slots * dim), seed),
+               vx = ktest::random_floats(size_t(n_slots * dim), seed + 1);
     std::vector<int32_t> all(static_cast<size_t>(n_slots));
     std::iota(all.begin(), all.end(), 0);
     ops::store_kv(c.view, c.k.data(), c.v.data(), kx.data(), vx.data(), all.data(), n_slots, nullptr);
@@ -122,11 +123,13 @@ TEST_CASE("rms_norm") {
                     ops::rms_norm(y.data(), with_w ? w.data() : nullptr, y.data(), rows, cols, 1e-6f, &pool);
                     for (int64_t r = 0; r < rows; ++r) {
                         double ss = 0;
-                        for (int64_t i = 0; i < cols; ++i) ss += double(x[size_t(r * cols + i)]) * x[size_t(r * cols + i)];
+                        for (int64_t i = 0; i < cols; ++i)
+                            ss += double(x[size_t(r * cols + i)]) * x[size_t(r * cols + i)];
                         const double inv = 1.0 / std::sqrt(ss / double(cols) + 1e-6);
                         for (int64_t i = 0; i < cols; ++i) {
                             const double ref = x[size_t(r * cols + i)] * inv * (with_w ? w[size_t(i)] : 1.0);
-                            const double tol = (4.0 * double(cols) + 4.0) * std::ldexp(1.0, -24) * std::fabs(ref) + 1e-30;
+                            const double tol =
+                                (4.0 * double(cols) + 4.0) * std::ldexp(1.0, -24) * std::fabs(ref) + 1e-30;
                             REQUIRE_MESSAGE(std::fabs(y[size_t(r * cols + i)] - ref) <= tol, isa_name_, " cols=", cols,
                                             " r=", r, " i=", i, ": ", y[size_t(r * cols + i)], " vs ", ref);
                         }
@@ -150,7 +153,8 @@ TEST_CASE("rope") {
                 for (auto& p : pos) p = posd(rng);
                 pos[0] = 0;
                 std::vector<float> ff(static_cast<size_t>(n_rot / 2));
-                for (int i = 0; i < n_rot / 2; ++i) ff[size_t(i)] = 1.0f + 0.25f * float(i % 5);  // Llama-3-like divisors
+                for (int i = 0; i < n_rot / 2; ++i)
+                    ff[size_t(i)] = 1.0f + 0.25f * float(i % 5);  // Llama-3-like divisors
                 ops::RopeSpec spec;
                 spec.head_dim = D;
                 spec.n_rot = n_rot;
@@ -166,7 +170,8 @@ TEST_CASE("rope") {
                         const float* a = x0.data() + (t * n_heads + h) * D;
                         const float* g = x.data() + (t * n_heads + h) * D;
                         for (int i = 0; i < n_rot / 2; ++i) {
-                            const double theta = pos[size_t(t)] * 0.5 * std::pow(500000.0, -2.0 * i / n_rot) / ff[size_t(i)];
+                            const double theta =
+                                pos[size_t(t)] * 0.5 * std::pow(500000.0, -2.0 * i / n_rot) / ff[size_t(i)];
                             const int i0 = neox ? i : 2 * i, i1 = neox ? i + n_rot / 2 : 2 * i + 1;
                             const double r0 = a[i0] * std::cos(theta) - a[i1] * std::sin(theta);
                             const double r1 = a[i0] * std::sin(theta) + a[i1] * std::cos(theta);
@@ -200,7 +205,8 @@ TEST_CASE("rope tables follow changes") {
         ops::rope(x.data(), n, n_heads, pos.data(), spec, nullptr);
         for (int64_t t = 0; t < n; ++t) {
             for (int i = 0; i < n_rot / 2; ++i) {
-                const double theta = pos[size_t(t)] * spec.freq_scale * std::pow(double(spec.freq_base), -2.0 * i / n_rot) / ff[size_t(i)];
+                const double theta = pos[size_t(t)] * spec.freq_scale *
+                                     std::pow(double(spec.freq_base), -2.0 * i / n_rot) / ff[size_t(i)];
                 const float* a = x0.data() + t * n_heads * D;
                 const double r0 = a[2 * i] * std::cos(theta) - a[2 * i + 1] * std::sin(theta);
                 const double tol = 1e-6 * (std::fabs(a[2 * i]) + std::fabs(a[2 * i + 1]));
@@ -236,8 +242,8 @@ TEST_CASE("softmax") {
                 for (int64_t i = 0; i < cols; ++i) sum += std::exp(x0[size_t(r * cols + i)] - mx);
                 for (int64_t i = 0; i < cols; ++i) {
                     const double ref = std::exp(x0[size_t(r * cols + i)] - mx) / sum;
-                    REQUIRE_MESSAGE(std::fabs(x[size_t(r * cols + i)] - ref) <= 2e-6 * ref + 1e-9, isa_name_, " cols=", cols,
-                                    ": ", x[size_t(r * cols + i)], " vs ", ref);
+                    REQUIRE_MESSAGE(std::fabs(x[size_t(r * cols + i)] - ref) <= 2e-6 * ref + 1e-9, isa_name_,
+                                    " cols=", cols, ": ", x[size_t(r * cols + i)], " vs ", ref);
                 }
             }
         }
@@ -249,7 +255,7 @@ TEST_CASE("gated activations") {
     FOR_EACH_ISA({
         const int64_t n = 70001;
         auto g = ktest::random_floats(size_t(n), 8, 3.0f);
-        g[0] = 120.0f;   // saturated regions
+        g[0] = 120.0f;  // saturated regions
         g[1] = -120.0f;
         const auto u = ktest::random_floats(size_t(n), 9);
         std::vector<float> out(static_cast<size_t>(n));
@@ -258,8 +264,9 @@ TEST_CASE("gated activations") {
             else ops::swiglu(g.data(), u.data(), out.data(), n, &pool);
             for (int64_t i = 0; i < n; ++i) {
                 const double ref = (gelu ? gelu_ref(g[size_t(i)]) : silu_ref(g[size_t(i)])) * u[size_t(i)];
-                REQUIRE_MESSAGE(std::fabs(out[size_t(i)] - ref) <= 2e-6 * std::fabs(ref) + 1e-9 * std::fabs(double(u[size_t(i)])),
-                                isa_name_, " ", (gelu ? "gelu" : "silu"), " x=", g[size_t(i)], ": ", out[size_t(i)], " vs ", ref);
+                REQUIRE_MESSAGE(
+                    std::fabs(out[size_t(i)] - ref) <= 2e-6 * std::fabs(ref) + 1e-9 * std::fabs(double(u[size_t(i)])),
+                    isa_name_, " ", (gelu ? "gelu" : "silu"), " x=", g[size_t(i)], ": ", out[size_t(i)], " vs ", ref);
             }
         }
     })
@@ -279,7 +286,8 @@ struct AttentionCase {
 
 static void check_attention(const AttentionCase& ac) {
     const DType type = ac.type;
-    const int head_dim = ac.head_dim, block = ac.block, window = ac.window, n_heads = ac.n_heads, n_kv_heads = ac.n_kv_heads;
+    const int head_dim = ac.head_dim, block = ac.block, window = ac.window, n_heads = ac.n_heads,
+              n_kv_heads = ac.n_kv_heads;
     const float softcap = ac.softcap;
     const int n_blocks = 24, max_blocks = 8;
     const Cache c = make_cache(type, n_blocks, block, n_kv_heads, head_dim, 11);
@@ -339,13 +347,14 @@ static void check_attention(const AttentionCase& ac) {
             const int64_t start = window > 0 ? std::max<int64_t>(0, pos[size_t(t)] - window + 1) : 0;
             for (int h = 0; h < n_heads; ++h) {
                 const auto ref = attention_ref(c, q.data() + (t * n_heads + h) * D, h / (n_heads / n_kv_heads),
-                                               table.data() + seq[size_t(t)] * max_blocks, start, pos[size_t(t)] + 1, scale, softcap);
+                                               table.data() + seq[size_t(t)] * max_blocks, start, pos[size_t(t)] + 1,
+                                               scale, softcap);
                 for (int i = 0; i < D; ++i) {
                     for (const auto* res : {&out, &single}) {
                         const float got = (*res)[size_t((t * n_heads + h) * D + i)];
                         REQUIRE_MESSAGE(std::fabs(got - ref[size_t(i)]) <= 2e-5 * vmax, isa_name_, " ",
-                                        (res == &out ? "batch" : "one token"), " t=", t, " (pos ", pos[size_t(t)], ") h=", h,
-                                        " i=", i, ": ", got, " vs ", ref[size_t(i)]);
+                                        (res == &out ? "batch" : "one token"), " t=", t, " (pos ", pos[size_t(t)],
+                                        ") h=", h, " i=", i, ": ", got, " vs ", ref[size_t(i)]);
                     }
                 }
             }

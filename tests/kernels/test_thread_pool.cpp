@@ -70,7 +70,11 @@ TEST_CASE("guided claims shrink") {
     // the last one, cut at the end).
     ThreadPool one(1);
     int calls = 0;
-    one.parallel_for_guided(1000, 8, [&](int64_t b, int64_t e, int) { calls++; CHECK(b == int64_t(0)); CHECK(e == int64_t(1000)); });
+    one.parallel_for_guided(1000, 8, [&](int64_t b, int64_t e, int) {
+        calls++;
+        CHECK(b == int64_t(0));
+        CHECK(e == int64_t(1000));
+    });
     REQUIRE(calls == 1);
     ThreadPool pool(3);
     std::mutex mu;

@@ -12,8 +12,8 @@
 // (>= 96 MiB, 3x a 32 MiB L3) that each call streams them from DRAM as in a real model;
 // prefill reuses one copy (it is compute-bound). --hot reuses one copy for decode too, to
 // measure the kernels' compute speed on cache-resident weights. Times are the median call;
-// --best reports the fastest call instead (useful on a machine shared with other work). Weights are random valid blocks (random
-// codes, moderate scales): speed does not depend on the values.
+// --best reports the fastest call instead (useful on a machine shared with other work). Weights are random valid blocks
+// (random codes, moderate scales): speed does not depend on the values.
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -34,7 +34,9 @@ using namespace ember::cpu;
 
 namespace {
 
-struct Shape { int64_t rows, cols; };
+struct Shape {
+    int64_t rows, cols;
+};
 
 struct Result {
     std::string type;
@@ -69,12 +71,23 @@ DType parse_type(const std::string& name) {
 // no NaN/Inf slows anything down or hides work.
 std::vector<int> half_fields(DType t) {
     switch (t) {
-        case DType::Q4_0: case DType::Q5_0: case DType::Q8_0: return {0};
-        case DType::Q4_1: case DType::Q5_1: case DType::Q4_K: case DType::Q5_K: return {0, 2};
-        case DType::Q2_K: return {80, 82};
-        case DType::Q3_K: return {108};
-        case DType::Q6_K: return {208};
-        default: return {};
+        case DType::Q4_0:
+        case DType::Q5_0:
+        case DType::Q8_0:
+            return {0};
+        case DType::Q4_1:
+        case DType::Q5_1:
+        case DType::Q4_K:
+        case DType::Q5_K:
+            return {0, 2};
+        case DType::Q2_K:
+            return {80, 82};
+        case DType::Q3_K:
+            return {108};
+        case DType::Q6_K:
+            return {208};
+        default:
+            return {};
     }
 }
 
@@ -103,16 +116,15 @@ void fill_random(DType t, uint8_t* p, size_t bytes, uint64_t seed) {
     }
 }
 
-double now() {
-    return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
+double now() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
 
 Result bench_one(DType type, Shape sh, int64_t n, ThreadPool& pool, double min_time, bool hot, bool best) {
     const auto info = *dtype_info(static_cast<uint32_t>(type));
     const size_t rb = row_bytes(info, static_cast<uint64_t>(sh.cols));
     const size_t wbytes = rb * static_cast<size_t>(sh.rows);
     const size_t rotate_target = size_t{96} << 20;
-    const int copies = n <= 4 && !hot ? static_cast<int>(std::clamp<size_t>((rotate_target + wbytes - 1) / wbytes, 1, 64)) : 1;
+    const int copies =
+        n <= 4 && !hot ? static_cast<int>(std::clamp<size_t>((rotate_target + wbytes - 1) / wbytes, 1, 64)) : 1;
     std::vector<uint8_t*> weights;
     for (int c = 0; c < copies; ++c) {
         auto* p = static_cast<uint8_t*>(std::aligned_alloc(64, (wbytes + 63) / 64 * 64));
@@ -126,7 +138,8 @@ Result bench_one(DType type, Shape sh, int64_t n, ThreadPool& pool, double min_t
     for (auto& x : X) x = normal(rng);
 
     auto call = [&](int i) {
-        matmul(WeightMatrix{type, sh.rows, sh.cols, weights[static_cast<size_t>(i % copies)], rb}, X.data(), n, Y.data(), pool);
+        matmul(WeightMatrix{type, sh.rows, sh.cols, weights[static_cast<size_t>(i % copies)], rb}, X.data(), n,
+               Y.data(), pool);
     };
     call(0);  // warm-up: page faults, thread wake-up, scratch allocation
     std::vector<double> times;
@@ -140,7 +153,8 @@ Result bench_one(DType type, Shape sh, int64_t n, ThreadPool& pool, double min_t
     std::sort(times.begin(), times.end());
     const double t = best ? times.front() : times[times.size() / 2];
     const double flops = 2.0 * static_cast<double>(sh.rows) * static_cast<double>(sh.cols) * static_cast<double>(n);
-    const double bytes = static_cast<double>(wbytes) + 4.0 * static_cast<double>(n) * static_cast<double>(sh.rows + sh.cols);
+    const double bytes =
+        static_cast<double>(wbytes) + 4.0 * static_cast<double>(n) * static_cast<double>(sh.rows + sh.cols);
     return {std::string(info.name), sh, n, t, flops / t * 1e-9, bytes / t * 1e-9};
 }
 
@@ -151,8 +165,9 @@ void write_json(const std::string& path, const std::vector<Result>& results, int
                  std::string(isa_name(active_isa())).c_str(), threads);
     for (size_t i = 0; i < results.size(); ++i) {
         const Result& r = results[i];
-        std::fprintf(f, "    {\"type\": \"%s\", \"rows\": %lld, \"cols\": %lld, \"n_tokens\": %lld, "
-                        "\"ms\": %.4f, \"gflops\": %.2f, \"gbs\": %.2f}%s\n",
+        std::fprintf(f,
+                     "    {\"type\": \"%s\", \"rows\": %lld, \"cols\": %lld, \"n_tokens\": %lld, "
+                     "\"ms\": %.4f, \"gflops\": %.2f, \"gbs\": %.2f}%s\n",
                      r.type.c_str(), static_cast<long long>(r.shape.rows), static_cast<long long>(r.shape.cols),
                      static_cast<long long>(r.n), r.seconds * 1e3, r.gflops, r.gbs, i + 1 < results.size() ? "," : "");
     }
@@ -198,13 +213,16 @@ int main(int argc, char** argv) {
                 const Isa isa = v == "scalar" ? Isa::Scalar : v == "avx2" ? Isa::Avx2 : Isa::Avx512;
                 if (!force_isa(isa)) throw Error("this CPU cannot run " + v);
             } else if (a == "--help" || a == "-h") {
-                std::printf("usage: %s [--types T,..] [--shapes RxC,..] [--n N,..] [--threads N] [--isa I] "
-                            "[--min-time S] [--json FILE] [--hot] [--best]\n", argv[0]);
+                std::printf(
+                    "usage: %s [--types T,..] [--shapes RxC,..] [--n N,..] [--threads N] [--isa I] "
+                    "[--min-time S] [--json FILE] [--hot] [--best]\n",
+                    argv[0]);
                 return 0;
             } else throw Error("unknown option " + a);
         }
         ThreadPool pool(threads);
-        std::printf("ember-bench-matmul: isa %s, %d threads\n", std::string(isa_name(active_isa())).c_str(), pool.size());
+        std::printf("ember-bench-matmul: isa %s, %d threads\n", std::string(isa_name(active_isa())).c_str(),
+                    pool.size());
         std::printf("%-6s %15s %6s %10s %10s %9s\n", "type", "rows x cols", "n", "ms", "GFLOP/s", "GB/s");
         std::vector<Result> results;
         for (const auto& tn : types) {
@@ -214,7 +232,8 @@ int main(int argc, char** argv) {
                     const Result r = bench_one(t, sh, n, pool, min_time, hot, best);
                     results.push_back(r);
                     char shape[32];
-                    std::snprintf(shape, sizeof shape, "%lldx%lld", static_cast<long long>(sh.rows), static_cast<long long>(sh.cols));
+                    std::snprintf(shape, sizeof shape, "%lldx%lld", static_cast<long long>(sh.rows),
+                                  static_cast<long long>(sh.cols));
                     std::printf("%-6s %15s %6lld %10.3f %10.1f %9.1f\n", r.type.c_str(), shape,
                                 static_cast<long long>(n), r.seconds * 1e3, r.gflops, r.gbs);
                     std::fflush(stdout);

@@ -68,8 +68,10 @@ int main(int argc, char** argv) {
     if (json) {
         FILE* f = std::fopen(json, "w");
         if (!f) return 1;
-        std::fprintf(f, "{\"token_ns\": {\"no_reader\": %.2f, \"reader_4hz\": %.2f, \"reader_100hz\": %.2f}, "
-                        "\"snapshot_us\": %.2f}\n", idle, at4, at100, snap);
+        std::fprintf(f,
+                     "{\"token_ns\": {\"no_reader\": %.2f, \"reader_4hz\": %.2f, \"reader_100hz\": %.2f}, "
+                     "\"snapshot_us\": %.2f}\n",
+                     idle, at4, at100, snap);
         std::fclose(f);
     }
     return 0;

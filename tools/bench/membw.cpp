@@ -13,11 +13,10 @@
 //
 // Buffers default to 1 GiB each (far larger than any L3), are 2 MiB aligned with transparent
 // huge pages requested (--no-huge: refused, i.e. 4 KiB pages like a model file mmapped from
-// the page cache; how much THP really gave is reported), and are first touched by the thread that later reads them with a
-// non-zero pattern (so reads never hit the shared zero page). Each test runs one untimed
-// warm-up and then R timed repetitions; the best (fastest) repetition is reported, as STREAM
-// does, together with every sample. Time is wall time from a barrier before the first thread
-// starts to the last thread finishing.
+// the page cache; how much THP really gave is reported), and are first touched by the thread that later reads them with
+// a non-zero pattern (so reads never hit the shared zero page). Each test runs one untimed warm-up and then R timed
+// repetitions; the best (fastest) repetition is reported, as STREAM does, together with every sample. Time is wall time
+// from a barrier before the first thread starts to the last thread finishing.
 //
 // Plain C++20 + pthreads, no Qt, no engine dependency.
 #include <sys/mman.h>
@@ -55,15 +54,22 @@ long long parse_int(const char* s, const char* name) {
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
 __attribute__((target_clones("avx512f", "avx2", "default")))
 #endif
-uint64_t sum_words(const uint64_t* p, size_t n) {
+uint64_t
+sum_words(const uint64_t* p, size_t n) {
     uint64_t a0 = 0, a1 = 0, a2 = 0, a3 = 0, a4 = 0, a5 = 0, a6 = 0, a7 = 0;
     size_t i = 0;
     // 8 words per accumulator lane group; the compiler vectorizes each group of eight
     // independent sums into the widest vectors the clone allows.
     for (; i + 32 <= n; i += 32) {
         for (size_t j = 0; j < 32; j += 8) {
-            a0 += p[i + j + 0]; a1 += p[i + j + 1]; a2 += p[i + j + 2]; a3 += p[i + j + 3];
-            a4 += p[i + j + 4]; a5 += p[i + j + 5]; a6 += p[i + j + 6]; a7 += p[i + j + 7];
+            a0 += p[i + j + 0];
+            a1 += p[i + j + 1];
+            a2 += p[i + j + 2];
+            a3 += p[i + j + 3];
+            a4 += p[i + j + 4];
+            a5 += p[i + j + 5];
+            a6 += p[i + j + 6];
+            a7 += p[i + j + 7];
         }
     }
     for (; i < n; ++i) a0 += p[i];
@@ -122,8 +128,9 @@ int main(int argc, char** argv) {
         else if (a == "--json") json = true;
         else if (a == "--no-huge") huge = false;
         else if (a == "--help" || a == "-h") {
-            std::printf("usage: ember-membw [--threads N] [--size-mib M (per buffer, default 1024)] [--reps R (default 5)]\n"
-                        "                   [--no-huge (4 KiB pages, like a page-cache mmap)] [--json]\n");
+            std::printf(
+                "usage: ember-membw [--threads N] [--size-mib M (per buffer, default 1024)] [--reps R (default 5)]\n"
+                "                   [--no-huge (4 KiB pages, like a page-cache mmap)] [--json]\n");
             return 0;
         } else die("unknown argument '" + a + "' (try --help)");
     }
@@ -213,16 +220,17 @@ int main(int argc, char** argv) {
             }
             return out;
         };
-        std::printf("{\"threads\": %u, \"buffer_bytes\": %zu, \"reps\": %d, \"huge_pages_requested\": %s, "
-                    "\"huge_page_bytes\": %lld, "
-                    "\"copy_gbs\": %.3f, \"copy_mean_gbs\": %.3f, \"copy_samples\": [%s], "
-                    "\"read_gbs\": %.3f, \"read_mean_gbs\": %.3f, \"read_samples\": [%s], "
-                    "\"checksum\": \"%016" PRIx64 "\"}\n",
-                    n_threads, bytes, reps, huge ? "true" : "false", huge_bytes, copy.best(), copy.mean(), samples(copy).c_str(), read.best(),
-                    read.mean(), samples(read).c_str(), check);
+        std::printf(
+            "{\"threads\": %u, \"buffer_bytes\": %zu, \"reps\": %d, \"huge_pages_requested\": %s, "
+            "\"huge_page_bytes\": %lld, "
+            "\"copy_gbs\": %.3f, \"copy_mean_gbs\": %.3f, \"copy_samples\": [%s], "
+            "\"read_gbs\": %.3f, \"read_mean_gbs\": %.3f, \"read_samples\": [%s], "
+            "\"checksum\": \"%016" PRIx64 "\"}\n",
+            n_threads, bytes, reps, huge ? "true" : "false", huge_bytes, copy.best(), copy.mean(),
+            samples(copy).c_str(), read.best(), read.mean(), samples(read).c_str(), check);
     } else {
-        std::printf("ember-membw: %u threads, %zu MiB per buffer, best of %d (GB = 1e9 bytes)\n", n_threads,
-                    size_mib, reps);
+        std::printf("ember-membw: %u threads, %zu MiB per buffer, best of %d (GB = 1e9 bytes)\n", n_threads, size_mib,
+                    reps);
         std::printf("  pages: %s requested, %lld MiB of %zu MiB on huge pages\n", huge ? "2 MiB" : "4 KiB",
                     huge_bytes < 0 ? -1 : huge_bytes >> 20, 2 * (bytes >> 20));
         std::printf("  copy (read+write bytes): %8.2f GB/s best, %8.2f GB/s mean\n", copy.best(), copy.mean());

@@ -72,7 +72,13 @@ void record(const std::string& section, const std::string& name, const std::stri
             const std::string& note = "") {
     Result r{section, name, metric, value, tol, tol < 0 || (std::isfinite(value) && value <= tol), note};
     std::printf("  %-4s %-44s %-14s %11.3e  tol %-9s %s\n", r.pass ? "ok" : "FAIL", name.c_str(), metric.c_str(), value,
-                tol < 0 ? "-" : ([&] { char b[32]; std::snprintf(b, sizeof b, "%.1e", tol); return std::string(b); })().c_str(),
+                tol < 0 ? "-"
+                        : ([&] {
+                              char b[32];
+                              std::snprintf(b, sizeof b, "%.1e", tol);
+                              return std::string(b);
+                          })()
+                              .c_str(),
                 note.c_str());
     std::fflush(stdout);
     g_results.push_back(r);
@@ -133,7 +139,8 @@ std::vector<uint8_t> random_weights(DType type, int64_t rows, int64_t cols) {
 
 // ---- tensors ------------------------------------------------------------------------------
 
-Tensor put(Backend& b, const std::vector<float>& v, int64_t cols, int64_t rows, MemoryKind kind = MemoryKind::Activations) {
+Tensor put(Backend& b, const std::vector<float>& v, int64_t cols, int64_t rows,
+           MemoryKind kind = MemoryKind::Activations) {
     Tensor t = b.alloc(kind, DType::F32, cols, rows, "check");
     b.upload(t, v.data(), v.size() * sizeof(float));
     return t;
@@ -155,7 +162,8 @@ size_t count_nonfinite(const std::vector<float>& v) {
 }
 
 // ||a - ref|| / ||ref||
-template <class R> double rel_l2(const std::vector<float>& a, const std::vector<R>& ref) {
+template <class R>
+double rel_l2(const std::vector<float>& a, const std::vector<R>& ref) {
     double e = 0, r = 0;
     for (size_t i = 0; i < a.size(); ++i) {
         const double d = double(a[i]) - double(ref[i]);
@@ -225,10 +233,11 @@ struct Pair {
 constexpr int64_t kQuantMatvecMaxTokens = 32, kFloatMatvecMaxTokens = 8;  // as cuda_backend.cpp
 
 void check_matmul(Pair& p) {
-    std::printf("\n[ops] matmul: W 1024 x 2048, GPU vs float64 (dequantized W, f32 x), 3 sampled tokens x 1024 rows\n"
-                "      tolerances (relative L2): f32 paths 1e-5; 8-bit activation matvec (quant, n <= 32) 3e-2;\n"
-                "      FP16 GEMM (n > 32 quant, n > 8 F16/BF16) 3e-3; the CPU backend's own error is shown as a note\n");
-    const DType types[] = {DType::F32, DType::F16, DType::BF16, DType::Q4_0, DType::Q4_1, DType::Q5_0, DType::Q5_1,
+    std::printf(
+        "\n[ops] matmul: W 1024 x 2048, GPU vs float64 (dequantized W, f32 x), 3 sampled tokens x 1024 rows\n"
+        "      tolerances (relative L2): f32 paths 1e-5; 8-bit activation matvec (quant, n <= 32) 3e-2;\n"
+        "      FP16 GEMM (n > 32 quant, n > 8 F16/BF16) 3e-3; the CPU backend's own error is shown as a note\n");
+    const DType types[] = {DType::F32,  DType::F16,  DType::BF16, DType::Q4_0, DType::Q4_1, DType::Q5_0, DType::Q5_1,
                            DType::Q8_0, DType::Q2_K, DType::Q3_K, DType::Q4_K, DType::Q5_K, DType::Q6_K};
     const int64_t rows = 1024, cols = 2048;
     for (DType type : types) {
@@ -237,7 +246,8 @@ void check_matmul(Pair& p) {
             const auto wbytes = random_weights(type, rows, cols);
             std::vector<float> wf(static_cast<size_t>(rows * cols));
             const size_t rb = type_row_bytes(type, cols);
-            for (int64_t r = 0; r < rows; ++r) cpu::dequantize_row(type, wbytes.data() + r * rb, wf.data() + r * cols, cols);
+            for (int64_t r = 0; r < rows; ++r)
+                cpu::dequantize_row(type, wbytes.data() + r * rb, wf.data() + r * cols, cols);
             Tensor wc = p.cpu.load_weight(wbytes.data(), type, cols, rows, "w");
             Tensor wg = p.gpu.load_weight(wbytes.data(), type, cols, rows, "w");
             const bool quant = type != DType::F32 && type != DType::F16 && type != DType::BF16;
@@ -291,7 +301,8 @@ void check_matmul(Pair& p) {
 }
 
 void check_embed(Pair& p) {
-    std::printf("\n[ops] embed: table 300 x 512, 17 tokens, GPU vs CPU backend (same dequantization): rel_l2 <= 1e-6\n");
+    std::printf(
+        "\n[ops] embed: table 300 x 512, 17 tokens, GPU vs CPU backend (same dequantization): rel_l2 <= 1e-6\n");
     for (DType type : {DType::F32, DType::F16, DType::BF16, DType::Q4_0, DType::Q5_1, DType::Q8_0, DType::Q3_K,
                        DType::Q4_K, DType::Q5_K, DType::Q6_K}) {
         const std::string name = "embed " + std::string(dtype_name(type));
@@ -329,10 +340,15 @@ void check_embed(Pair& p) {
 
 void check_rms_norm(Pair& p) {
     std::printf("\n[ops] rms_norm: GPU vs float64, rel_l2 <= 1e-5 (large activations, in place too)\n");
-    struct Case { int64_t rows, cols; float eps; bool in_place; };
+    struct Case {
+        int64_t rows, cols;
+        float eps;
+        bool in_place;
+    };
     for (const Case& c : {Case{33, 4096, 1e-5f, false}, Case{160, 128, 1e-6f, true}, Case{7, 2048, 1e-6f, true},
                           Case{40, 8, 1e-5f, false}}) {
-        const std::string name = "rms_norm " + std::to_string(c.rows) + "x" + std::to_string(c.cols) + (c.in_place ? " in place" : "");
+        const std::string name =
+            "rms_norm " + std::to_string(c.rows) + "x" + std::to_string(c.cols) + (c.in_place ? " in place" : "");
         try {
             const auto x = random_floats(static_cast<size_t>(c.rows * c.cols), 30.0f);
             auto w = random_floats(static_cast<size_t>(c.cols));
@@ -361,14 +377,21 @@ void check_rms_norm(Pair& p) {
 }
 
 void check_rope(Pair& p) {
-    std::printf("\n[ops] rope: GPU vs float64 (angle in double as the CPU), positions up to 2e5: max|err|/max|x| <= 1e-5\n");
-    struct Case { int n_heads, head_dim, n_rot; bool neox; float base, scale; bool factors; };
-    for (const Case& c : {Case{8, 128, 128, false, 10000.0f, 1.0f, false}, Case{8, 128, 128, true, 1e6f, 1.0f, false},
-                          Case{4, 128, 64, false, 10000.0f, 0.25f, false}, Case{32, 64, 64, false, 500000.0f, 1.0f, true},
-                          Case{2, 256, 256, true, 10000.0f, 0.125f, true}, Case{8, 8, 8, false, 10000.0f, 1.0f, false}}) {
+    std::printf(
+        "\n[ops] rope: GPU vs float64 (angle in double as the CPU), positions up to 2e5: max|err|/max|x| <= 1e-5\n");
+    struct Case {
+        int n_heads, head_dim, n_rot;
+        bool neox;
+        float base, scale;
+        bool factors;
+    };
+    for (const Case& c :
+         {Case{8, 128, 128, false, 10000.0f, 1.0f, false}, Case{8, 128, 128, true, 1e6f, 1.0f, false},
+          Case{4, 128, 64, false, 10000.0f, 0.25f, false}, Case{32, 64, 64, false, 500000.0f, 1.0f, true},
+          Case{2, 256, 256, true, 10000.0f, 0.125f, true}, Case{8, 8, 8, false, 10000.0f, 1.0f, false}}) {
         char nb[128];
-        std::snprintf(nb, sizeof nb, "rope h%d d%d rot%d %s%s%s", c.n_heads, c.head_dim, c.n_rot, c.neox ? "neox" : "norm",
-                      c.scale != 1.0f ? " scaled" : "", c.factors ? " factors" : "");
+        std::snprintf(nb, sizeof nb, "rope h%d d%d rot%d %s%s%s", c.n_heads, c.head_dim, c.n_rot,
+                      c.neox ? "neox" : "norm", c.scale != 1.0f ? " scaled" : "", c.factors ? " factors" : "");
         try {
             const int64_t n = 37;
             std::mt19937 rng(next_seed());
@@ -488,20 +511,26 @@ void check_elementwise(Pair& p) {
 // a prefill batch (all three sequences' histories), a decode batch (one token each) and a
 // mixed batch; GPU vs the CPU backend.
 void check_attention(Pair& p) {
-    std::printf("\n[ops] store_kv + attention: 3 sequences (lengths 300/45/1), shuffled 16-token blocks; prefill,\n"
-                "      decode and mixed batches. KV bytes GPU vs CPU: F16 identical, Q8_0 <= 0.1%% bytes differ (ties);\n"
-                "      attention output GPU vs CPU backend rel_l2 <= 1e-4\n");
-    struct Case { int n_heads, n_kv_heads, head_dim; DType kv; int window; float softcap; };
+    std::printf(
+        "\n[ops] store_kv + attention: 3 sequences (lengths 300/45/1), shuffled 16-token blocks; prefill,\n"
+        "      decode and mixed batches. KV bytes GPU vs CPU: F16 identical, Q8_0 <= 0.1%% bytes differ (ties);\n"
+        "      attention output GPU vs CPU backend rel_l2 <= 1e-4\n");
+    struct Case {
+        int n_heads, n_kv_heads, head_dim;
+        DType kv;
+        int window;
+        float softcap;
+    };
     const Case cases[] = {
-        {8, 2, 64, DType::F16, 0, 0.0f},      {32, 8, 128, DType::F16, 0, 0.0f},  {32, 8, 128, DType::Q8_0, 0, 0.0f},
-        {4, 1, 256, DType::F16, 48, 50.0f},   {8, 4, 8, DType::F16, 0, 0.0f},     {9, 3, 64, DType::F16, 0, 0.0f},
-        {16, 2, 64, DType::Q8_0, 100, 0.0f},  {40, 4, 128, DType::F16, 0, 30.0f},
+        {8, 2, 64, DType::F16, 0, 0.0f},     {32, 8, 128, DType::F16, 0, 0.0f},  {32, 8, 128, DType::Q8_0, 0, 0.0f},
+        {4, 1, 256, DType::F16, 48, 50.0f},  {8, 4, 8, DType::F16, 0, 0.0f},     {9, 3, 64, DType::F16, 0, 0.0f},
+        {16, 2, 64, DType::Q8_0, 100, 0.0f}, {40, 4, 128, DType::F16, 0, 30.0f},
     };
     for (const Case& c : cases) {
         char nb[128];
         std::snprintf(nb, sizeof nb, "attn h%d kv%d d%d %s%s%s", c.n_heads, c.n_kv_heads, c.head_dim,
-                      std::string(dtype_name(c.kv)).c_str(), c.window ? (" win" + std::to_string(c.window)).c_str() : "",
-                      c.softcap > 0 ? " cap" : "");
+                      std::string(dtype_name(c.kv)).c_str(),
+                      c.window ? (" win" + std::to_string(c.window)).c_str() : "", c.softcap > 0 ? " cap" : "");
         try {
             const int bt = 16, n_blocks = 64, max_blocks = 24;
             const int64_t kv_dim = int64_t{c.n_kv_heads} * c.head_dim, q_dim = int64_t{c.n_heads} * c.head_dim;
@@ -547,11 +576,14 @@ void check_attention(Pair& p) {
             ap.window = c.window;
             ap.softcap = c.softcap;
             const std::pair<const char*, std::vector<std::pair<int, int>>> steps[] = {
-                {"prefill", {{0, 300}, {1, 45}, {2, 1}}}, {"decode", {{0, 1}, {1, 1}, {2, 1}}}, {"mixed", {{0, 5}, {2, 1}}}};
+                {"prefill", {{0, 300}, {1, 45}, {2, 1}}},
+                {"decode", {{0, 1}, {1, 1}, {2, 1}}},
+                {"mixed", {{0, 5}, {2, 1}}}};
             for (const auto& [label, parts] : steps) {
                 const Batch b = make_batch(parts);
                 const int64_t n = static_cast<int64_t>(b.tokens.size());
-                const auto k = random_floats(static_cast<size_t>(n * kv_dim)), v = random_floats(static_cast<size_t>(n * kv_dim));
+                const auto k = random_floats(static_cast<size_t>(n * kv_dim)),
+                           v = random_floats(static_cast<size_t>(n * kv_dim));
                 const auto q = random_floats(static_cast<size_t>(n * q_dim));
                 p.cpu.set_batch(b.info());
                 p.gpu.set_batch(b.info());
@@ -567,7 +599,8 @@ void check_attention(Pair& p) {
                 p.gpu.synchronize();
                 const auto go = get(p.gpu, og), co = get(p.cpu, oc);
                 const std::string name = std::string(nb) + " " + label;
-                if (count_nonfinite(go)) fail("ops", name, std::to_string(count_nonfinite(go)) + " outputs not finite/unwritten");
+                if (count_nonfinite(go))
+                    fail("ops", name, std::to_string(count_nonfinite(go)) + " outputs not finite/unwritten");
                 else record("ops", name, "rel_l2", rel_l2(go, co), 1e-4);
                 for (Tensor* t : {&kc, &vc, &qc, &oc}) p.cpu.free(*t);
                 for (Tensor* t : {&kg, &vg, &qg, &og}) p.gpu.free(*t);
@@ -607,7 +640,8 @@ TopKCase make_top_k_case(int64_t vocab, int n_rows) {
     std::mt19937 rng(next_seed());
     c.logits = random_floats(static_cast<size_t>(vocab * n_rows), 3.0f);
     const float inf = std::numeric_limits<float>::infinity(), nan = std::numeric_limits<float>::quiet_NaN();
-    for (int64_t i = 0; i < vocab; ++i) c.logits[static_cast<size_t>(i)] = std::round(c.logits[static_cast<size_t>(i)] * 8) / 8;
+    for (int64_t i = 0; i < vocab; ++i)
+        c.logits[static_cast<size_t>(i)] = std::round(c.logits[static_cast<size_t>(i)] * 8) / 8;
     for (int64_t i = 0; i < vocab; ++i) {  // row 1: 700 finite values in -inf; row 2: 25 in NaN
         float& r1 = c.logits[static_cast<size_t>(vocab + i)];
         if (rng() % vocab >= 700) r1 = rng() % 1000 ? -inf : nan;
@@ -620,9 +654,11 @@ TopKCase make_top_k_case(int64_t vocab, int n_rows) {
         std::vector<int32_t> ids(static_cast<size_t>(vocab));
         std::iota(ids.begin(), ids.end(), 0);
         std::shuffle(ids.begin(), ids.end(), rng);
-        for (int i = 0; i < 64; ++i) c.pen[static_cast<size_t>(r)].push_back({ids[static_cast<size_t>(i)], static_cast<int32_t>(rng() % 5 + 1)});
+        for (int i = 0; i < 64; ++i)
+            c.pen[static_cast<size_t>(r)].push_back({ids[static_cast<size_t>(i)], static_cast<int32_t>(rng() % 5 + 1)});
         for (int i = 64; i < 74; ++i)  // ids[0..3] are penalized too: penalty, then bias
-            c.bias[static_cast<size_t>(r)].push_back({ids[static_cast<size_t>(i % 70)], i % 3 == 0 ? -inf : 5.0f - static_cast<float>(i % 7)});
+            c.bias[static_cast<size_t>(r)].push_back(
+                {ids[static_cast<size_t>(i % 70)], i % 3 == 0 ? -inf : 5.0f - static_cast<float>(i % 7)});
         c.bias[static_cast<size_t>(r)].push_back({static_cast<int32_t>(vocab + 5), 1.0f});  // outside the row: ignored
     }
     for (int r = 0; r < n_rows; ++r) {
@@ -638,8 +674,9 @@ TopKCase make_top_k_case(int64_t vocab, int n_rows) {
 }
 
 void check_top_k(Pair& p) {
-    std::printf("\n[ops] top_k: 3 rows x 128256 (ties; mostly -inf; mostly NaN), penalties + bias, GPU vs CPU backend:\n"
-                "      ids, logit bits, counts and the adjusted rows identical\n");
+    std::printf(
+        "\n[ops] top_k: 3 rows x 128256 (ties; mostly -inf; mostly NaN), penalties + bias, GPU vs CPU backend:\n"
+        "      ids, logit bits, counts and the adjusted rows identical\n");
     const int64_t vocab = 128256;
     const int n_rows = 3;
     std::vector<TopKCandidate> oc(static_cast<size_t>(n_rows * kMaxTopK)), og(oc.size());
@@ -688,7 +725,8 @@ const OpCheck kOpChecks[] = {
     {"rms_norm", "per row and per head, in place, vs float64", check_rms_norm},
     {"rope", "normal and NeoX, freq_factors, freq_scale, vs float64", check_rope},
     {"elementwise", "glu (SiLU, GELU), add, gather_output_rows", check_elementwise},
-    {"attention", "store_kv + attention over a shuffled paged cache, F16 and Q8_0, vs the CPU backend", check_attention},
+    {"attention", "store_kv + attention over a shuffled paged cache, F16 and Q8_0, vs the CPU backend",
+     check_attention},
     {"top_k", "the sampler's candidates with penalties and bias, k = 1, 40, 1024, vs the CPU backend", check_top_k},
 };
 
@@ -704,7 +742,8 @@ struct RunOut {
 int argmax(const std::vector<float>& v) { return static_cast<int>(std::max_element(v.begin(), v.end()) - v.begin()); }
 
 // Prefill `prompt` (one pass, logits of the last token) then `n_gen` greedy steps.
-RunOut run_model(std::shared_ptr<const GgufFile> file, Backend& backend, const std::vector<int32_t>& prompt, int n_gen) {
+RunOut run_model(std::shared_ptr<const GgufFile> file, Backend& backend, const std::vector<int32_t>& prompt,
+                 int n_gen) {
     Transformer tr(file, backend);
     KvCache kv(backend, tr.kv_config(static_cast<int64_t>(prompt.size()) + n_gen + 16, 1));
     const int32_t seq = kv.new_sequence();
@@ -782,9 +821,11 @@ void check_model(const std::string& path, const std::string& label, double logit
     try {
         auto file = std::make_shared<const GgufFile>(GgufFile::open(path));
         auto tok = Tokenizer::from_gguf(*file);
-        const std::string prompt_text = "Once upon a time, in a small village by the sea, there lived a curious girl who";
+        const std::string prompt_text =
+            "Once upon a time, in a small village by the sea, there lived a curious girl who";
         std::vector<int32_t> prompt = tok->encode(prompt_text, true, false);
-        if (prompt.empty() || (tok->bos() >= 0 && prompt.front() != tok->bos())) prompt.insert(prompt.begin(), tok->bos() >= 0 ? tok->bos() : 1);
+        if (prompt.empty() || (tok->bos() >= 0 && prompt.front() != tok->bos()))
+            prompt.insert(prompt.begin(), tok->bos() >= 0 ? tok->bos() : 1);
         const int n_gen = 32;
         const RunOut c = run_model(file, p.cpu, prompt, n_gen);
         const GraphStats before = p.gpu.graph_stats();
@@ -792,16 +833,21 @@ void check_model(const std::string& path, const std::string& label, double logit
         const GraphStats used = stats_delta(before, p.gpu.graph_stats());
         std::printf("  prompt %zu tokens; CPU prefill %.3f s, %d tokens %.3f s; GPU prefill %.3f s, %d tokens %.3f s\n",
                     prompt.size(), c.prefill_s, n_gen, c.decode_s, g.prefill_s, n_gen, g.decode_s);
-        record("models", label + " prefill logits", "max_abs", max_abs_diff(g.prefill_logits, c.prefill_logits), logit_tol);
+        record("models", label + " prefill logits", "max_abs", max_abs_diff(g.prefill_logits, c.prefill_logits),
+               logit_tol);
         // Greedy tokens: identical, except where the CPU's top-2 margin is within 2x the
         // logit tolerance (a near-tie either backend may break either way).
         int first_diff = -1;
         for (int i = 0; i < n_gen; ++i)
-            if (g.tokens[static_cast<size_t>(i)] != c.tokens[static_cast<size_t>(i)]) { first_diff = i; break; }
+            if (g.tokens[static_cast<size_t>(i)] != c.tokens[static_cast<size_t>(i)]) {
+                first_diff = i;
+                break;
+            }
         double step_err = 0;
         const int same_until = first_diff < 0 ? n_gen : first_diff;
         for (int i = 0; i < same_until; ++i)
-            step_err = std::max(step_err, max_abs_diff(g.step_logits[static_cast<size_t>(i)], c.step_logits[static_cast<size_t>(i)]));
+            step_err = std::max(
+                step_err, max_abs_diff(g.step_logits[static_cast<size_t>(i)], c.step_logits[static_cast<size_t>(i)]));
         record("models", label + " logits, every step", "max_abs", step_err, -1, "info (same tokens fed)");
         if (first_diff < 0) {
             record("models", label + " 32 greedy tokens", "mismatches", 0, 0);
@@ -812,9 +858,9 @@ void check_model(const std::string& path, const std::string& label, double logit
             const double margin = s[0] - s[1];
             const bool tie = margin < 2 * logit_tol;
             char note[160];
-            std::snprintf(note, sizeof note, "first differs at step %d (CPU %d, GPU %d), CPU top-2 margin %.3f%s", first_diff,
-                          c.tokens[static_cast<size_t>(first_diff)], g.tokens[static_cast<size_t>(first_diff)], margin,
-                          tie ? ": near-tie, not counted" : "");
+            std::snprintf(note, sizeof note, "first differs at step %d (CPU %d, GPU %d), CPU top-2 margin %.3f%s",
+                          first_diff, c.tokens[static_cast<size_t>(first_diff)],
+                          g.tokens[static_cast<size_t>(first_diff)], margin, tie ? ": near-tie, not counted" : "");
             record("models", label + " 32 greedy tokens", "mismatches", tie ? 0 : n_gen - first_diff, 0, note);
         }
         std::string cs, gs;
@@ -1008,9 +1054,10 @@ void write_json(const std::string& path, const std::string& device) {
     o << "{\n  \"device\": \"" << esc(device) << "\",\n  \"checks\": [\n";
     for (size_t i = 0; i < g_results.size(); ++i) {
         const Result& r = g_results[i];
-        o << "    {\"section\": \"" << r.section << "\", \"name\": \"" << esc(r.name) << "\", \"metric\": \"" << r.metric
-          << "\", \"value\": " << num(r.value) << ", \"tol\": " << num(r.tol) << ", \"pass\": " << (r.pass ? "true" : "false")
-          << ", \"note\": \"" << esc(r.note) << "\"}" << (i + 1 < g_results.size() ? "," : "") << "\n";
+        o << "    {\"section\": \"" << r.section << "\", \"name\": \"" << esc(r.name) << "\", \"metric\": \""
+          << r.metric << "\", \"value\": " << num(r.value) << ", \"tol\": " << num(r.tol)
+          << ", \"pass\": " << (r.pass ? "true" : "false") << ", \"note\": \"" << esc(r.note) << "\"}"
+          << (i + 1 < g_results.size() ? "," : "") << "\n";
     }
     o << "  ],\n  \"bench\": [\n";
     for (size_t i = 0; i < g_bench.size(); ++i) {
@@ -1060,8 +1107,7 @@ int main(int argc, char** argv) {
             else if (a == "--list-ops") {
                 for (const OpCheck& c : kOpChecks) std::printf("%-12s %s\n", c.name, c.what);
                 return 0;
-            }
-            else if (a == "--synth") {
+            } else if (a == "--synth") {
                 if (i + 3 >= argc) return usage();
                 const SyntheticShape shape = synthetic_shape(argv[i + 1]);
                 write_synthetic_model(argv[i + 3], shape, argv[i + 2]);
@@ -1083,7 +1129,8 @@ int main(int argc, char** argv) {
     req.cuda_module = module;
     req.cuda_device = device;
     for (const std::string& name : ops)
-        if (std::none_of(std::begin(kOpChecks), std::end(kOpChecks), [&](const OpCheck& c) { return name == c.name; })) {
+        if (std::none_of(std::begin(kOpChecks), std::end(kOpChecks),
+                         [&](const OpCheck& c) { return name == c.name; })) {
             std::fprintf(stderr, "ember-gpu-check: no op check '%s' (--list-ops)\n", name.c_str());
             return 2;
         }
@@ -1107,8 +1154,9 @@ int main(int argc, char** argv) {
                 mod ? mod->path.c_str() : "?", cpu->name().c_str(), g_seed);
     Pair p{*cpu, *gpu.backend};
     // Graphs on whatever EMBER_CUDA_GRAPHS says: the model checks compare them with graphs off.
-    std::printf("CUDA graphs: %s\n", gpu.backend->set_graphs(true) ? "on (the model checks repeat the decode with them off)"
-                                                                    : "not a feature of this backend");
+    std::printf("CUDA graphs: %s\n", gpu.backend->set_graphs(true)
+                                         ? "on (the model checks repeat the decode with them off)"
+                                         : "not a feature of this backend");
 
     try {
         if (only.empty() || only == "ops" || only == "ops+models") {
@@ -1118,7 +1166,11 @@ int main(int argc, char** argv) {
         if (only.empty() || only == "models" || only == "ops+models") {
             // stories260K (F32): GPU paths are FP32 (cuBLAS FP32 GEMM, f32 matvec): tight.
             // Quantized models: the GPU prefill uses FP16 GEMMs, the CPU 8-bit activations.
-            struct M { const char* file; const char* label; double tol; };
+            struct M {
+                const char* file;
+                const char* label;
+                double tol;
+            };
             const M models[] = {{"stories260K.gguf", "stories260K F32", 1e-3},
                                 {"SmolLM2-135M-Instruct.Q4_1.gguf", "SmolLM2-135M Q4_1", 0.35},
                                 {"gemma-3-270m-q4_k_m.gguf", "Gemma-3-270M Q4_K_M", 0.35}};
@@ -1132,7 +1184,9 @@ int main(int argc, char** argv) {
                 if (found.empty()) {
                     std::printf("\n[models] !!! SKIPPED %s: %s not found in any --models dir !!!\n", m.label, m.file);
                     if (require_models) fail("models", m.label, std::string(m.file) + " not found (--require-models)");
-                    else record("models", std::string(m.label) + " (missing file)", "skipped", 0, -1, "SKIPPED: not on this machine");
+                    else
+                        record("models", std::string(m.label) + " (missing file)", "skipped", 0, -1,
+                               "SKIPPED: not on this machine");
                     continue;
                 }
                 check_model(found, m.label, m.tol, p);
@@ -1144,8 +1198,7 @@ int main(int argc, char** argv) {
             char buf[512] = {};
             if (mod && mod->bench_copy && mod->bench_copy(device, 2ull << 30, 20, &gbps, buf, sizeof buf))
                 bench_row("copy bandwidth D2D", gbps, "GB/s");
-            else
-                fail("bench", "copy bandwidth", buf);
+            else fail("bench", "copy bandwidth", buf);
             for (const auto& m : bench_models) bench_decode(m, *gpu.backend);
             if (!prefill_model.empty()) bench_prefill(prefill_model, *gpu.backend, mod, device);
         }

@@ -46,7 +46,10 @@ uint64_t warp_collective(Coll op, unsigned mask, uint64_t value, int arg, int wi
 
 // `extern __shared__ T name[]` (rewritten by rewrite_cu.py): the launch's dynamic shared
 // memory, filled with 0xFF bytes (NaN as floats) before every block.
-template <class T> T* dynamic_shared() { return static_cast<T*>(g_dynamic_smem); }
+template <class T>
+T* dynamic_shared() {
+    return static_cast<T*>(g_dynamic_smem);
+}
 // `__shared__ T name[N]` becomes a static local plus this call: the block's first thread to
 // get here fills it with 0xFF bytes, so a read before any write sees garbage, as on a GPU.
 void static_shared(void* p, size_t bytes);
@@ -60,13 +63,15 @@ void submit(const char* name, const void* id, dim3 grid, dim3 block, size_t smem
 bool is_device_range(const void* p, size_t bytes);
 [[noreturn]] void bad_pointer_argument(const char* kernel, int index, const void* p);
 
-template <class... P> struct Launcher {
+template <class... P>
+struct Launcher {
     const char* name;
     void (*kernel)(P...);
     dim3 grid, block;
     size_t smem;
     cudaStream_t stream;
-    template <class... A> void operator()(A&&... args) const {
+    template <class... A>
+    void operator()(A&&... args) const {
         static_assert(sizeof...(A) == sizeof...(P), "wrong number of kernel arguments");
         // Converted once, as a call would convert them; every thread gets the same values.
         std::tuple<std::decay_t<P>...> params(std::forward<A>(args)...);
@@ -76,10 +81,12 @@ template <class... P> struct Launcher {
                [k, params]() { std::apply(k, params); });
     }
     // A host pointer passed to a kernel would fault on the GPU; here it would just work.
-    template <class Tuple, size_t... I> void check_pointers(const Tuple& t, std::index_sequence<I...>) const {
+    template <class Tuple, size_t... I>
+    void check_pointers(const Tuple& t, std::index_sequence<I...>) const {
         (check_pointer(static_cast<int>(I), std::get<I>(t)), ...);
     }
-    template <class T> void check_pointer(int index, const T& v) const {
+    template <class T>
+    void check_pointer(int index, const T& v) const {
         if constexpr (std::is_pointer_v<T>) {
             if (v != nullptr && !is_device_range(v, 0)) bad_pointer_argument(name, index, v);
         }
@@ -99,13 +106,15 @@ struct KernelCount {
 std::vector<KernelCount> kernel_counts();
 void reset_kernel_counts();
 
-template <class T> uint64_t to_bits(T v) {
+template <class T>
+uint64_t to_bits(T v) {
     static_assert(sizeof(T) <= 8 && std::is_trivially_copyable_v<T>, "warp collectives move up to 8 bytes");
     uint64_t b = 0;
     memcpy(&b, &v, sizeof v);
     return b;
 }
-template <class T> T from_bits(uint64_t b) {
+template <class T>
+T from_bits(uint64_t b) {
     T v;
     memcpy(&v, &b, sizeof v);
     return v;
@@ -115,10 +124,12 @@ template <class T> T from_bits(uint64_t b) {
 
 // nvcc's typed overloads of the runtime's function-attribute calls (cuda_runtime.h declares
 // them for nvcc only).
-template <class... P> cudaError_t cudaFuncSetAttribute(void (*f)(P...), cudaFuncAttribute attr, int value) {
+template <class... P>
+cudaError_t cudaFuncSetAttribute(void (*f)(P...), cudaFuncAttribute attr, int value) {
     return cudaFuncSetAttribute(reinterpret_cast<const void*>(f), attr, value);
 }
-template <class... P> cudaError_t cudaFuncGetAttributes(cudaFuncAttributes* attr, void (*f)(P...)) {
+template <class... P>
+cudaError_t cudaFuncGetAttributes(cudaFuncAttributes* attr, void (*f)(P...)) {
     return cudaFuncGetAttributes(attr, reinterpret_cast<const void*>(f));
 }
 
@@ -138,7 +149,8 @@ inline void __threadfence() {}
 inline void __threadfence_block() {}
 
 template <class T>
-T __shfl_sync(unsigned mask, T v, int src, int width = 32, const char* file = __builtin_FILE(), int line = __builtin_LINE()) {
+T __shfl_sync(unsigned mask, T v, int src, int width = 32, const char* file = __builtin_FILE(),
+              int line = __builtin_LINE()) {
     using namespace ::ember::emu;
     return from_bits<T>(warp_collective(Coll::Shfl, mask, to_bits(v), src, width, file, line));
 }
@@ -160,7 +172,8 @@ T __shfl_xor_sync(unsigned mask, T v, int lane_mask, int width = 32, const char*
     using namespace ::ember::emu;
     return from_bits<T>(warp_collective(Coll::ShflXor, mask, to_bits(v), lane_mask, width, file, line));
 }
-inline unsigned __ballot_sync(unsigned mask, int pred, const char* file = __builtin_FILE(), int line = __builtin_LINE()) {
+inline unsigned __ballot_sync(unsigned mask, int pred, const char* file = __builtin_FILE(),
+                              int line = __builtin_LINE()) {
     using namespace ::ember::emu;
     return static_cast<unsigned>(warp_collective(Coll::Ballot, mask, pred != 0, 0, 32, file, line));
 }
@@ -174,16 +187,65 @@ inline int __all_sync(unsigned mask, int pred, const char* file = __builtin_FILE
 }
 
 // ---- atomics: fibers switch only at barriers, so a read-modify-write is atomic -------------
-template <class T> T atomicAdd(T* p, T v) { const T o = *p; *p = o + v; return o; }
-template <class T> T atomicSub(T* p, T v) { const T o = *p; *p = o - v; return o; }
-template <class T> T atomicExch(T* p, T v) { const T o = *p; *p = v; return o; }
-template <class T> T atomicMin(T* p, T v) { const T o = *p; *p = v < o ? v : o; return o; }
-template <class T> T atomicMax(T* p, T v) { const T o = *p; *p = v > o ? v : o; return o; }
-template <class T> T atomicAnd(T* p, T v) { const T o = *p; *p = o & v; return o; }
-template <class T> T atomicOr(T* p, T v) { const T o = *p; *p = o | v; return o; }
-template <class T> T atomicXor(T* p, T v) { const T o = *p; *p = o ^ v; return o; }
-template <class T> T atomicCAS(T* p, T cmp, T v) { const T o = *p; if (o == cmp) *p = v; return o; }
-inline unsigned atomicInc(unsigned* p, unsigned lim) { const unsigned o = *p; *p = o >= lim ? 0 : o + 1; return o; }
+template <class T>
+T atomicAdd(T* p, T v) {
+    const T o = *p;
+    *p = o + v;
+    return o;
+}
+template <class T>
+T atomicSub(T* p, T v) {
+    const T o = *p;
+    *p = o - v;
+    return o;
+}
+template <class T>
+T atomicExch(T* p, T v) {
+    const T o = *p;
+    *p = v;
+    return o;
+}
+template <class T>
+T atomicMin(T* p, T v) {
+    const T o = *p;
+    *p = v < o ? v : o;
+    return o;
+}
+template <class T>
+T atomicMax(T* p, T v) {
+    const T o = *p;
+    *p = v > o ? v : o;
+    return o;
+}
+template <class T>
+T atomicAnd(T* p, T v) {
+    const T o = *p;
+    *p = o & v;
+    return o;
+}
+template <class T>
+T atomicOr(T* p, T v) {
+    const T o = *p;
+    *p = o | v;
+    return o;
+}
+template <class T>
+T atomicXor(T* p, T v) {
+    const T o = *p;
+    *p = o ^ v;
+    return o;
+}
+template <class T>
+T atomicCAS(T* p, T cmp, T v) {
+    const T o = *p;
+    if (o == cmp) *p = v;
+    return o;
+}
+inline unsigned atomicInc(unsigned* p, unsigned lim) {
+    const unsigned o = *p;
+    *p = o >= lim ? 0 : o + 1;
+    return o;
+}
 inline unsigned atomicDec(unsigned* p, unsigned lim) {
     const unsigned o = *p;
     *p = (o == 0 || o > lim) ? lim : o - 1;
@@ -191,11 +253,30 @@ inline unsigned atomicDec(unsigned* p, unsigned lim) {
 }
 
 // ---- loads and integer / float intrinsics --------------------------------------------------
-template <class T> T __ldg(const T* p) { return *p; }
-inline float __uint_as_float(unsigned u) { float f; memcpy(&f, &u, 4); return f; }
-inline unsigned __float_as_uint(float f) { unsigned u; memcpy(&u, &f, 4); return u; }
-inline float __int_as_float(int u) { float f; memcpy(&f, &u, 4); return f; }
-inline int __float_as_int(float f) { int u; memcpy(&u, &f, 4); return u; }
+template <class T>
+T __ldg(const T* p) {
+    return *p;
+}
+inline float __uint_as_float(unsigned u) {
+    float f;
+    memcpy(&f, &u, 4);
+    return f;
+}
+inline unsigned __float_as_uint(float f) {
+    unsigned u;
+    memcpy(&u, &f, 4);
+    return u;
+}
+inline float __int_as_float(int u) {
+    float f;
+    memcpy(&f, &u, 4);
+    return f;
+}
+inline int __float_as_int(float f) {
+    int u;
+    memcpy(&u, &f, 4);
+    return u;
+}
 inline int __dp4a(int a, int b, int c) {
     for (int i = 0; i < 4; ++i)
         c += static_cast<int>(static_cast<int8_t>(static_cast<uint32_t>(a) >> (8 * i))) *
@@ -211,10 +292,22 @@ inline int __popc(unsigned v) { return __builtin_popcount(v); }
 inline int __clz(int v) { return v == 0 ? 32 : __builtin_clz(static_cast<unsigned>(v)); }
 inline int __ffs(int v) { return __builtin_ffs(v); }
 // Explicitly rounded float arithmetic: the host does each operation in float, never fused.
-inline float __fadd_rn(float a, float b) { volatile float r = a + b; return r; }
-inline float __fsub_rn(float a, float b) { volatile float r = a - b; return r; }
-inline float __fmul_rn(float a, float b) { volatile float r = a * b; return r; }
-inline float __fdiv_rn(float a, float b) { volatile float r = a / b; return r; }
+inline float __fadd_rn(float a, float b) {
+    volatile float r = a + b;
+    return r;
+}
+inline float __fsub_rn(float a, float b) {
+    volatile float r = a - b;
+    return r;
+}
+inline float __fmul_rn(float a, float b) {
+    volatile float r = a * b;
+    return r;
+}
+inline float __fdiv_rn(float a, float b) {
+    volatile float r = a / b;
+    return r;
+}
 inline float __expf(float x) { return expf(x); }
 inline float __logf(float x) { return logf(x); }
 inline float __fdividef(float a, float b) { return a / b; }
@@ -240,11 +333,14 @@ inline double max(double a, double b) { return fmax(a, b); }
 // ---- what the emulator does not run: a clear compile error ---------------------------------
 // (rewrite_cu.py also stops at inline PTX and texture fetches with the file and line.)
 namespace ember::emu {
-template <class...> inline constexpr bool kUnsupported = false;
+template <class...>
+inline constexpr bool kUnsupported = false;
 }
-template <class... A> void tex1Dfetch(A...) {
+template <class... A>
+void tex1Dfetch(A...) {
     static_assert(::ember::emu::kUnsupported<A...>, "the ember CUDA emulator does not support textures");
 }
-template <class... A> void tex2D(A...) {
+template <class... A>
+void tex2D(A...) {
     static_assert(::ember::emu::kUnsupported<A...>, "the ember CUDA emulator does not support textures");
 }

@@ -227,14 +227,22 @@ const char* base(const char* path) {
 
 const char* coll_name(Coll op) {
     switch (op) {
-        case Coll::Shfl: return "__shfl_sync";
-        case Coll::ShflUp: return "__shfl_up_sync";
-        case Coll::ShflDown: return "__shfl_down_sync";
-        case Coll::ShflXor: return "__shfl_xor_sync";
-        case Coll::Ballot: return "__ballot_sync";
-        case Coll::Any: return "__any_sync";
-        case Coll::All: return "__all_sync";
-        case Coll::SyncWarp: return "__syncwarp";
+        case Coll::Shfl:
+            return "__shfl_sync";
+        case Coll::ShflUp:
+            return "__shfl_up_sync";
+        case Coll::ShflDown:
+            return "__shfl_down_sync";
+        case Coll::ShflXor:
+            return "__shfl_xor_sync";
+        case Coll::Ballot:
+            return "__ballot_sync";
+        case Coll::Any:
+            return "__any_sync";
+        case Coll::All:
+            return "__all_sync";
+        case Coll::SyncWarp:
+            return "__syncwarp";
     }
     return "?";
 }
@@ -286,8 +294,9 @@ void run_block(int n) {
         Fiber& f = g_fibers[i];
         start_fiber(f, i);
         f.index = i;
-        f.tid = uint3{static_cast<unsigned>(i) % g_block_dim.x, static_cast<unsigned>(i) / g_block_dim.x % g_block_dim.y,
-                      static_cast<unsigned>(i) / (g_block_dim.x * g_block_dim.y)};
+        f.tid =
+            uint3{static_cast<unsigned>(i) % g_block_dim.x, static_cast<unsigned>(i) / g_block_dim.x % g_block_dim.y,
+                  static_cast<unsigned>(i) / (g_block_dim.x * g_block_dim.y)};
         push_ready(i);
     }
     while (g_block->head < g_block->ready.size()) {
@@ -325,7 +334,8 @@ void set_error(cudaError_t e) {
     if (g_last_error == cudaSuccess) g_last_error = e;
 }
 
-void run_kernel(const char* name, const void* id, dim3 grid, dim3 block, size_t smem, const std::function<void()>& body) {
+void run_kernel(const char* name, const void* id, dim3 grid, dim3 block, size_t smem,
+                const std::function<void()>& body) {
     std::lock_guard lock(g_mutex);
     Count& c = g_counts[name];
     ++c.launches;
@@ -396,13 +406,14 @@ uint64_t warp_collective(Coll op, unsigned mask, uint64_t value, int arg, int wi
     const int lane = f->index & 31, warp0 = f->index - lane;
     char buf[256];
     if (!((mask >> lane) & 1u)) {
-        std::snprintf(buf, sizeof buf, "thread %d (lane %d) calls %s with mask 0x%08x, which does not include it (%s:%d)",
-                      f->index, lane, coll_name(op), mask, base(file), line);
+        std::snprintf(buf, sizeof buf,
+                      "thread %d (lane %d) calls %s with mask 0x%08x, which does not include it (%s:%d)", f->index,
+                      lane, coll_name(op), mask, base(file), line);
         fault(buf);
     }
     if (width < 1 || width > 32 || (width & (width - 1))) {
-        std::snprintf(buf, sizeof buf, "%s width %d is not a power of two in 1..32 (%s:%d)", coll_name(op), width, base(file),
-                      line);
+        std::snprintf(buf, sizeof buf, "%s width %d is not a power of two in 1..32 (%s:%d)", coll_name(op), width,
+                      base(file), line);
         fault(buf);
     }
     f->w = Wait{Wait::Warp, op, mask, arg, width, value, 0, file, line};
@@ -412,8 +423,8 @@ uint64_t warp_collective(Coll op, unsigned mask, uint64_t value, int arg, int wi
         if (!((mask >> l) & 1u)) continue;
         const int j = warp0 + l;
         if (j >= b.n) {
-            std::snprintf(buf, sizeof buf, "%s mask 0x%08x names lane %d, which does not exist (%s:%d)", coll_name(op), mask,
-                          l, base(file), line);
+            std::snprintf(buf, sizeof buf, "%s mask 0x%08x names lane %d, which does not exist (%s:%d)", coll_name(op),
+                          mask, l, base(file), line);
             fault(buf);
         }
         const Fiber& o = g_fibers[j];
@@ -432,21 +443,36 @@ uint64_t warp_collective(Coll op, unsigned mask, uint64_t value, int arg, int wi
         const int seg = l & ~(width - 1);
         int src = l;
         switch (op) {
-            case Coll::Shfl: src = seg + (o.w.arg & (width - 1)); break;
-            case Coll::ShflUp: src = l - o.w.arg >= seg ? l - o.w.arg : l; break;
-            case Coll::ShflDown: src = l + o.w.arg < seg + width ? l + o.w.arg : l; break;
+            case Coll::Shfl:
+                src = seg + (o.w.arg & (width - 1));
+                break;
+            case Coll::ShflUp:
+                src = l - o.w.arg >= seg ? l - o.w.arg : l;
+                break;
+            case Coll::ShflDown:
+                src = l + o.w.arg < seg + width ? l + o.w.arg : l;
+                break;
             case Coll::ShflXor: {
                 const int s = l ^ o.w.arg;
                 src = s >= seg && s < seg + width ? s : l;
                 break;
             }
-            default: break;
+            default:
+                break;
         }
         switch (op) {
-            case Coll::Ballot: o.w.result = ballot; break;
-            case Coll::Any: o.w.result = ballot != 0; break;
-            case Coll::All: o.w.result = ballot == (mask & 0xffffffffull); break;
-            case Coll::SyncWarp: o.w.result = 0; break;
+            case Coll::Ballot:
+                o.w.result = ballot;
+                break;
+            case Coll::Any:
+                o.w.result = ballot != 0;
+                break;
+            case Coll::All:
+                o.w.result = ballot == (mask & 0xffffffffull);
+                break;
+            case Coll::SyncWarp:
+                o.w.result = 0;
+                break;
             default:
                 if (!((mask >> src) & 1u)) {
                     std::snprintf(buf, sizeof buf, "%s: lane %d reads lane %d, which is not in the mask 0x%08x (%s:%d)",
@@ -550,18 +576,20 @@ void submit(const char* name, const void* id, dim3 grid, dim3 block, size_t smem
     const uint64_t threads = uint64_t{block.x} * block.y * block.z;
     if (threads == 0 || threads > 1024 || block.z > 64 || grid.x == 0 || grid.y == 0 || grid.z == 0 ||
         grid.x > 0x7fffffffu || grid.y > 65535 || grid.z > 65535) {
-        std::fprintf(stderr, "ember CUDA emulator: launch of %s with grid (%u,%u,%u), block (%u,%u,%u): invalid configuration\n",
-                     name, grid.x, grid.y, grid.z, block.x, block.y, block.z);
+        std::fprintf(
+            stderr, "ember CUDA emulator: launch of %s with grid (%u,%u,%u), block (%u,%u,%u): invalid configuration\n",
+            name, grid.x, grid.y, grid.z, block.x, block.y, block.z);
         set_error(cudaErrorInvalidConfiguration);
         return;
     }
     const auto attr = g_max_dynamic_smem.find(id);
     const size_t allowed = attr != g_max_dynamic_smem.end() ? static_cast<size_t>(attr->second) : kDefaultSmem;
     if (smem > allowed || smem > kOptinSmem) {
-        std::fprintf(stderr,
-                     "ember CUDA emulator: launch of %s asks for %zu bytes of dynamic shared memory; allowed %zu (raise it "
-                     "with cudaFuncSetAttribute(cudaFuncAttributeMaxDynamicSharedMemorySize), at most %zu)\n",
-                     name, smem, allowed, kOptinSmem);
+        std::fprintf(
+            stderr,
+            "ember CUDA emulator: launch of %s asks for %zu bytes of dynamic shared memory; allowed %zu (raise it "
+            "with cudaFuncSetAttribute(cudaFuncAttributeMaxDynamicSharedMemorySize), at most %zu)\n",
+            name, smem, allowed, kOptinSmem);
         set_error(cudaErrorInvalidValue);
         return;
     }
@@ -578,7 +606,8 @@ bool is_device_range(const void* p, size_t bytes) {
 
 void bad_pointer_argument(const char* kernel, int index, const void* p) {
     char buf[200];
-    std::snprintf(buf, sizeof buf, "ember CUDA emulator: argument %d of kernel %s (%p) is not device memory", index, kernel, p);
+    std::snprintf(buf, sizeof buf, "ember CUDA emulator: argument %d of kernel %s (%p) is not device memory", index,
+                  kernel, p);
     throw KernelFault(buf);
 }
 
@@ -597,37 +626,63 @@ cudaError_t cudaPeekAtLastError(void) { return g_last_error; }
 
 const char* cudaGetErrorName(cudaError_t e) {
     switch (e) {
-        case cudaSuccess: return "cudaSuccess";
-        case cudaErrorInvalidValue: return "cudaErrorInvalidValue";
-        case cudaErrorMemoryAllocation: return "cudaErrorMemoryAllocation";
-        case cudaErrorInvalidConfiguration: return "cudaErrorInvalidConfiguration";
-        case cudaErrorInvalidDevicePointer: return "cudaErrorInvalidDevicePointer";
-        case cudaErrorInvalidDevice: return "cudaErrorInvalidDevice";
-        case cudaErrorInvalidResourceHandle: return "cudaErrorInvalidResourceHandle";
-        case cudaErrorStreamCaptureUnsupported: return "cudaErrorStreamCaptureUnsupported";
-        case cudaErrorStreamCaptureInvalidated: return "cudaErrorStreamCaptureInvalidated";
-        case cudaErrorIllegalState: return "cudaErrorIllegalState";
-        case cudaErrorGraphExecUpdateFailure: return "cudaErrorGraphExecUpdateFailure";
-        case cudaErrorInsufficientDriver: return "cudaErrorInsufficientDriver";
-        case cudaErrorNoDevice: return "cudaErrorNoDevice";
-        default: return "cudaErrorUnknown";
+        case cudaSuccess:
+            return "cudaSuccess";
+        case cudaErrorInvalidValue:
+            return "cudaErrorInvalidValue";
+        case cudaErrorMemoryAllocation:
+            return "cudaErrorMemoryAllocation";
+        case cudaErrorInvalidConfiguration:
+            return "cudaErrorInvalidConfiguration";
+        case cudaErrorInvalidDevicePointer:
+            return "cudaErrorInvalidDevicePointer";
+        case cudaErrorInvalidDevice:
+            return "cudaErrorInvalidDevice";
+        case cudaErrorInvalidResourceHandle:
+            return "cudaErrorInvalidResourceHandle";
+        case cudaErrorStreamCaptureUnsupported:
+            return "cudaErrorStreamCaptureUnsupported";
+        case cudaErrorStreamCaptureInvalidated:
+            return "cudaErrorStreamCaptureInvalidated";
+        case cudaErrorIllegalState:
+            return "cudaErrorIllegalState";
+        case cudaErrorGraphExecUpdateFailure:
+            return "cudaErrorGraphExecUpdateFailure";
+        case cudaErrorInsufficientDriver:
+            return "cudaErrorInsufficientDriver";
+        case cudaErrorNoDevice:
+            return "cudaErrorNoDevice";
+        default:
+            return "cudaErrorUnknown";
     }
 }
 
 const char* cudaGetErrorString(cudaError_t e) {
     switch (e) {
-        case cudaSuccess: return "no error";
-        case cudaErrorInvalidValue: return "invalid argument";
-        case cudaErrorMemoryAllocation: return "out of memory";
-        case cudaErrorInvalidConfiguration: return "invalid configuration argument";
-        case cudaErrorInvalidDevicePointer: return "invalid device pointer";
-        case cudaErrorInvalidDevice: return "invalid device ordinal";
-        case cudaErrorInvalidResourceHandle: return "invalid resource handle";
-        case cudaErrorStreamCaptureUnsupported: return "operation not permitted when stream is capturing";
-        case cudaErrorStreamCaptureInvalidated: return "operation failed due to a previous error during capture";
-        case cudaErrorIllegalState: return "the operation is not permitted in the current state";
-        case cudaErrorGraphExecUpdateFailure: return "the graph update was not performed";
-        default: return "unknown error (ember CUDA emulator)";
+        case cudaSuccess:
+            return "no error";
+        case cudaErrorInvalidValue:
+            return "invalid argument";
+        case cudaErrorMemoryAllocation:
+            return "out of memory";
+        case cudaErrorInvalidConfiguration:
+            return "invalid configuration argument";
+        case cudaErrorInvalidDevicePointer:
+            return "invalid device pointer";
+        case cudaErrorInvalidDevice:
+            return "invalid device ordinal";
+        case cudaErrorInvalidResourceHandle:
+            return "invalid resource handle";
+        case cudaErrorStreamCaptureUnsupported:
+            return "operation not permitted when stream is capturing";
+        case cudaErrorStreamCaptureInvalidated:
+            return "operation failed due to a previous error during capture";
+        case cudaErrorIllegalState:
+            return "the operation is not permitted in the current state";
+        case cudaErrorGraphExecUpdateFailure:
+            return "the graph update was not performed";
+        default:
+            return "unknown error (ember CUDA emulator)";
     }
 }
 
@@ -735,8 +790,10 @@ cudaError_t cudaMemcpyAsync(void* dst, const void* src, size_t n, cudaMemcpyKind
     const bool dst_dev = kind == cudaMemcpyHostToDevice || kind == cudaMemcpyDeviceToDevice;
     const bool src_dev = kind == cudaMemcpyDeviceToHost || kind == cudaMemcpyDeviceToDevice;
     if ((dst_dev && !inside(g_device_allocs, dst, n)) || (src_dev && !inside(g_device_allocs, src, n))) {
-        std::fprintf(stderr, "ember CUDA emulator: cudaMemcpy of %zu bytes (kind %d): the device range is not inside one allocation\n",
-                     n, static_cast<int>(kind));
+        std::fprintf(
+            stderr,
+            "ember CUDA emulator: cudaMemcpy of %zu bytes (kind %d): the device range is not inside one allocation\n",
+            n, static_cast<int>(kind));
         return fail(cudaErrorInvalidValue);
     }
     return enqueue(stream, [dst, src, n] { std::memmove(dst, src, n); });

@@ -20,7 +20,8 @@ namespace {
 // Raw little-endian byte builder for hand-made (often hostile) files.
 struct Bytes {
     std::vector<uint8_t> b;
-    template <class T> Bytes& put(T v) {
+    template <class T>
+    Bytes& put(T v) {
         const auto* p = reinterpret_cast<const uint8_t*>(&v);
         b.insert(b.end(), p, p + sizeof v);
         return *this;
@@ -54,9 +55,11 @@ GgufWriter sample_writer(uint32_t alignment = 32) {
     w.set("t.f32", GgufValue::f32(1.5f));
     w.set("t.f64", {GgufType::F64, 2.25});
     w.set("t.bool", GgufValue::boolean(true));
-    w.set("t.strings", GgufValue::array(GgufType::STRING, {GgufValue::str("a"), GgufValue::str(""), GgufValue::str("ccc")}));
-    w.set("t.nested", GgufValue::array(GgufType::ARRAY, {GgufValue::array(GgufType::I32, {GgufValue::i32(1), GgufValue::i32(2)}),
-                                                         GgufValue::array(GgufType::I32, {})}));
+    w.set("t.strings",
+          GgufValue::array(GgufType::STRING, {GgufValue::str("a"), GgufValue::str(""), GgufValue::str("ccc")}));
+    w.set("t.nested",
+          GgufValue::array(GgufType::ARRAY, {GgufValue::array(GgufType::I32, {GgufValue::i32(1), GgufValue::i32(2)}),
+                                             GgufValue::array(GgufType::I32, {})}));
     w.set("t.empty", GgufValue::array(GgufType::F32, {}));
     std::vector<uint8_t> a(4 * 3 * 2);
     for (size_t i = 0; i < a.size(); ++i) a[i] = static_cast<uint8_t>(i);
@@ -73,7 +76,8 @@ bool parses(const std::vector<uint8_t>& bytes, std::string* error = nullptr) {
         GgufFile::parse(bytes.data(), bytes.size(), "mem.gguf");
         return true;
     } catch (const Error& e) {
-        if (std::string(e.what()).rfind("mem.gguf: ", 0) != 0) throw std::runtime_error("error lacks file name: " + std::string(e.what()));
+        if (std::string(e.what()).rfind("mem.gguf: ", 0) != 0)
+            throw std::runtime_error("error lacks file name: " + std::string(e.what()));
         if (error) *error = e.what();
         return false;
     }
@@ -220,7 +224,12 @@ TEST_CASE("huge page map") {
 }
 
 TEST_CASE("real models") {
-    struct Expect { std::string path; const char* arch; size_t tensors; size_t vocab; };
+    struct Expect {
+        std::string path;
+        const char* arch;
+        size_t tensors;
+        size_t vocab;
+    };
     const Expect models[] = {
         {test::testdata(test::kStories), "llama", 48, 512},
         {test::test_model(test::kSmolLM2), "llama", 272, 49152},
@@ -288,11 +297,15 @@ TEST_CASE("hostile headers") {
     expect_error(Bytes().header(0, 1).put<uint64_t>(1ull << 63).put<uint64_t>(0).b, "absurd");
     expect_error(Bytes().header(0, 1).str("k").put<uint32_t>(8).put<uint64_t>(1000).b, "truncated");
     expect_error(Bytes().header(0, 1).str("k").put<uint32_t>(99).b, "unknown value type 99");
-    expect_error(Bytes().header(0, 1).str("k").put<uint32_t>(9).put<uint32_t>(4).put<uint64_t>(1ull << 60).b, "array length");
-    expect_error(Bytes().header(0, 1).str("k").put<uint32_t>(9).put<uint32_t>(77).put<uint64_t>(0).b, "unknown array element type");
+    expect_error(Bytes().header(0, 1).str("k").put<uint32_t>(9).put<uint32_t>(4).put<uint64_t>(1ull << 60).b,
+                 "array length");
+    expect_error(Bytes().header(0, 1).str("k").put<uint32_t>(9).put<uint32_t>(77).put<uint64_t>(0).b,
+                 "unknown array element type");
     expect_error(Bytes().header(0, 1).str("k").put<uint32_t>(7).put<uint8_t>(2).b, "bool value 2");
     expect_error(Bytes().header(0, 1).str("").put<uint32_t>(4).put<uint32_t>(1).b, "empty key");
-    expect_error(Bytes().header(0, 2).str("k").put<uint32_t>(4).put<uint32_t>(1).str("k").put<uint32_t>(4).put<uint32_t>(1).b, "duplicate metadata key");
+    expect_error(
+        Bytes().header(0, 2).str("k").put<uint32_t>(4).put<uint32_t>(1).str("k").put<uint32_t>(4).put<uint32_t>(1).b,
+        "duplicate metadata key");
     {  // arrays nested 6 deep
         Bytes b;
         b.header(0, 1).str("deep").put<uint32_t>(9);
@@ -301,9 +314,11 @@ TEST_CASE("hostile headers") {
         expect_error(b.b, "nested too deeply");
     }
     for (uint32_t al : {0u, 3u, 48u}) {
-        expect_error(Bytes().header(0, 1).str("general.alignment").put<uint32_t>(4).put<uint32_t>(al).b, "general.alignment");
+        expect_error(Bytes().header(0, 1).str("general.alignment").put<uint32_t>(4).put<uint32_t>(al).b,
+                     "general.alignment");
     }
-    expect_error(Bytes().header(0, 1).str("general.alignment").put<uint32_t>(10).put<uint64_t>(32).b, "must be a uint32");
+    expect_error(Bytes().header(0, 1).str("general.alignment").put<uint32_t>(10).put<uint64_t>(32).b,
+                 "must be a uint32");
 }
 
 namespace {
@@ -353,4 +368,3 @@ TEST_CASE("hostile tensors") {
         expect_error(b.b, "duplicate tensor name");
     }
 }
-

@@ -24,7 +24,8 @@ std::atomic<int64_t> g_live{0}, g_peak{0};
 void* counted_alloc(size_t n) {
     void* p = std::malloc(n ? n : 1);
     if (!p) throw std::bad_alloc();
-    const int64_t live = g_live.fetch_add(static_cast<int64_t>(malloc_usable_size(p))) + static_cast<int64_t>(malloc_usable_size(p));
+    const int64_t live =
+        g_live.fetch_add(static_cast<int64_t>(malloc_usable_size(p))) + static_cast<int64_t>(malloc_usable_size(p));
     int64_t peak = g_peak.load();
     while (live > peak && !g_peak.compare_exchange_weak(peak, live)) {}
     return p;
@@ -50,7 +51,8 @@ namespace {
 // Raw GGUF v3 bytes, written field by field (GgufWriter cannot write lies).
 struct Raw {
     std::vector<uint8_t> b;
-    template <class T> Raw& put(T v) {
+    template <class T>
+    Raw& put(T v) {
         const auto* p = reinterpret_cast<const uint8_t*>(&v);
         b.insert(b.end(), p, p + sizeof v);
         return *this;
@@ -60,14 +62,16 @@ struct Raw {
         b.insert(b.end(), s.begin(), s.end());
         return *this;
     }
-    Raw& header(uint64_t n_tensors, uint64_t n_kv) { return put<uint32_t>(0x46554747).put<uint32_t>(3).put(n_tensors).put(n_kv); }
+    Raw& header(uint64_t n_tensors, uint64_t n_kv) {
+        return put<uint32_t>(0x46554747).put<uint32_t>(3).put(n_tensors).put(n_kv);
+    }
 };
 
 constexpr uint32_t kU8 = 0, kF32Type = 6, kArray = 9;
 
 struct Outcome {
-    std::string error;     // "" when the parse succeeded
-    int64_t peak_growth;   // heap bytes above the level before the parse, at the worst moment
+    std::string error;    // "" when the parse succeeded
+    int64_t peak_growth;  // heap bytes above the level before the parse, at the worst moment
 };
 
 Outcome parse(const std::vector<uint8_t>& bytes) {
@@ -136,14 +140,19 @@ TEST_CASE("a byte array larger than its budget fails before anything is reserved
     r.b.resize(r.b.size() + n, 7);
     const Outcome o = parse(r.b);
     INFO(o.error);
-    CHECK(o.error.find("metadata 'hostile.bytes': holding the file's metadata would take more than 104 MiB") != std::string::npos);
+    CHECK(o.error.find("metadata 'hostile.bytes': holding the file's metadata would take more than 104 MiB") !=
+          std::string::npos);
     CHECK(o.peak_growth < (int64_t{1} << 20));  // nothing but the error text
 }
 
 TEST_CASE("declared counts larger than the file fail at once") {
     {
         Raw r;
-        r.header(0, 1).str("hostile.count").put<uint32_t>(kArray).put<uint32_t>(kF32Type).put<uint64_t>(uint64_t{1} << 40);
+        r.header(0, 1)
+            .str("hostile.count")
+            .put<uint32_t>(kArray)
+            .put<uint32_t>(kF32Type)
+            .put<uint64_t>(uint64_t{1} << 40);
         const Outcome o = parse(r.b);
         CHECK(o.error.find("array length 1099511627776 cannot fit") != std::string::npos);
         CHECK(o.peak_growth < (int64_t{1} << 20));
@@ -184,6 +193,7 @@ TEST_CASE("millions of keys or tensors stay within the bound") {
         const Outcome o = parse(r.b);
         INFO(o.error);
         CHECK(o.peak_growth <= bound(r.b.size()));
-        MESSAGE("400k tensors: ", o.error.empty() ? std::string("parsed") : o.error, ", peak heap growth ", o.peak_growth >> 20, " MiB");
+        MESSAGE("400k tensors: ", o.error.empty() ? std::string("parsed") : o.error, ", peak heap growth ",
+                o.peak_growth >> 20, " MiB");
     }
 }

@@ -84,4 +84,3 @@ TEST_CASE("out of memory names the sizes") {
     }
     REQUIRE_EQ(backend->memory().bytes[static_cast<int>(MemoryKind::KvCache)], 0ull);
 }
-

@@ -54,7 +54,8 @@ std::vector<std::vector<float>> run_batch(Transformer& tr, KvCache& kv, const st
     tr.forward(b, kv, logits);
     std::vector<std::vector<float>> per_seq;
     const size_t V = static_cast<size_t>(tr.config().n_vocab);
-    for (size_t i = 0; i < inputs.size(); ++i) per_seq.emplace_back(logits.begin() + i * V, logits.begin() + (i + 1) * V);
+    for (size_t i = 0; i < inputs.size(); ++i)
+        per_seq.emplace_back(logits.begin() + i * V, logits.begin() + (i + 1) * V);
     return per_seq;
 }
 
@@ -113,8 +114,9 @@ TEST_CASE("batched equals separate") {
     rows.emplace_back("gemma3 (sliding window 4)", dir.file("gemma3.gguf"));
     rows.emplace_back("qwen2 (qkv bias)", dir.file("qwen2.gguf"));
     std::string model;
-    for (const auto& [name, path] : rows)
-        SUBCASE(name.c_str()) { model = path; }
+    for (const auto& [name, path] : rows) SUBCASE(name.c_str()) {
+            model = path;
+        }
     REQUIRE(!model.empty());
     EMBER_REQUIRE_FILE(model);
     auto file = std::make_shared<const GgufFile>(GgufFile::open(model));
@@ -135,11 +137,11 @@ TEST_CASE("batched equals separate") {
     const auto both2 = run_batch(tr, kv, {{ta, {60}}, {tb, {61, 62}}});
     const float scale = std::max(1.0f, *std::max_element(la.begin(), la.end()));
     const float tol_max = 2e-3f * scale, tol_mean = 1e-4f * scale;
-    for (const auto& [alone, batched] : {std::pair{&la, &both[0]}, {&lb, &both[1]}, {&la2, &both2[0]}, {&lb2, &both2[1]}}) {
+    for (const auto& [alone, batched] :
+         {std::pair{&la, &both[0]}, {&lb, &both[1]}, {&la2, &both2[0]}, {&lb2, &both2[1]}}) {
         const Diff d = diff(*alone, *batched);
         REQUIRE_MESSAGE(d.max <= tol_max, d.max);
         REQUIRE_MESSAGE(d.mean <= tol_mean, d.mean);
         REQUIRE(d.same_top);
     }
 }
-

@@ -29,7 +29,8 @@ std::string stories_with(const std::string& name, const std::function<void(GgufW
     GgufWriter w;
     for (const auto& k : f.metadata_order()) w.set(k, f.metadata().at(k));
     edit(w);
-    for (const auto& t : f.tensors()) w.add_tensor(t.name, t.type, t.dims, std::vector<uint8_t>(t.data, t.data + t.n_bytes));
+    for (const auto& t : f.tensors())
+        w.add_tensor(t.name, t.type, t.dims, std::vector<uint8_t>(t.data, t.data + t.n_bytes));
     const std::string dst = (std::filesystem::temp_directory_path() / ("ember-config-" + name + ".gguf")).string();
     w.write_file(dst);
     return dst;
@@ -78,7 +79,8 @@ TEST_CASE("the unedited model passes the checks (the edits below are what fails)
 }
 
 TEST_CASE("block_count 0x7fffffff fails at once, against the tensor table") {
-    const std::string path = stories_with("layers-huge", [](GgufWriter& w) { w.set("llama.block_count", GgufValue::u32(0x7fffffff)); });
+    const std::string path =
+        stories_with("layers-huge", [](GgufWriter& w) { w.set("llama.block_count", GgufValue::u32(0x7fffffff)); });
     const auto t0 = std::chrono::steady_clock::now();
     const std::string err = load_error(path);
     const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -91,7 +93,8 @@ TEST_CASE("block_count 0x7fffffff fails at once, against the tensor table") {
 }
 
 TEST_CASE("block_count smaller than the layers present is named") {
-    const std::string path = stories_with("layers-few", [](GgufWriter& w) { w.set("llama.block_count", GgufValue::u32(3)); });
+    const std::string path =
+        stories_with("layers-few", [](GgufWriter& w) { w.set("llama.block_count", GgufValue::u32(3)); });
     CHECK(contains(load_error(path), "llama.block_count = 3 but the tensors describe 5 layers"));
     std::filesystem::remove(path);
 }
@@ -104,11 +107,16 @@ TEST_CASE("64-bit values are range-checked, never narrowed") {
         const char* expect;
     };
     const Case cases[] = {
-        {"llama.block_count", GgufValue::u64((uint64_t{1} << 32) + 5), "llama.block_count = 4294967301 is out of range (1..2147483647)"},
-        {"llama.embedding_length", GgufValue::u64((uint64_t{1} << 32) + 64), "llama.embedding_length = 4294967360 is out of range"},
-        {"llama.attention.head_count", GgufValue::u64((uint64_t{1} << 33) + 8), "llama.attention.head_count = 8589934600 is out of range"},
-        {"llama.feed_forward_length", GgufValue::u64(uint64_t{1} << 63), "llama.feed_forward_length = 9223372036854775808 is out of range"},
-        {"llama.context_length", GgufValue::u64(uint64_t{1} << 40), "llama.context_length = 1099511627776 is out of range"},
+        {"llama.block_count", GgufValue::u64((uint64_t{1} << 32) + 5),
+         "llama.block_count = 4294967301 is out of range (1..2147483647)"},
+        {"llama.embedding_length", GgufValue::u64((uint64_t{1} << 32) + 64),
+         "llama.embedding_length = 4294967360 is out of range"},
+        {"llama.attention.head_count", GgufValue::u64((uint64_t{1} << 33) + 8),
+         "llama.attention.head_count = 8589934600 is out of range"},
+        {"llama.feed_forward_length", GgufValue::u64(uint64_t{1} << 63),
+         "llama.feed_forward_length = 9223372036854775808 is out of range"},
+        {"llama.context_length", GgufValue::u64(uint64_t{1} << 40),
+         "llama.context_length = 1099511627776 is out of range"},
         {"llama.attention.head_count", GgufValue::u32(0), "llama.attention.head_count = 0 is out of range"},
         {"llama.attention.head_count_kv", GgufValue::i32(-4), "llama.attention.head_count_kv"},
     };
@@ -123,8 +131,10 @@ TEST_CASE("64-bit values are range-checked, never narrowed") {
 
 TEST_CASE("widths that disagree with layer 0's tensors are named before anything is allocated") {
     {
-        const std::string path = stories_with("ffn", [](GgufWriter& w) { w.set("llama.feed_forward_length", GgufValue::u32(4096)); });
-        CHECK(contains(load_error(path), "tensor 'blk.0.ffn_down.weight' has shape 172 x 64, but the metadata implies 4096 x 64"));
+        const std::string path =
+            stories_with("ffn", [](GgufWriter& w) { w.set("llama.feed_forward_length", GgufValue::u32(4096)); });
+        CHECK(contains(load_error(path),
+                       "tensor 'blk.0.ffn_down.weight' has shape 172 x 64, but the metadata implies 4096 x 64"));
         std::filesystem::remove(path);
     }
     {
@@ -137,8 +147,10 @@ TEST_CASE("widths that disagree with layer 0's tensors are named before anything
         std::filesystem::remove(path);
     }
     {
-        const std::string path = stories_with("kvheads", [](GgufWriter& w) { w.set("llama.attention.head_count_kv", GgufValue::u32(2)); });
-        CHECK(contains(load_error(path), "tensor 'blk.0.attn_k.weight' has shape 64 x 32, but the metadata implies 64 x 16"));
+        const std::string path =
+            stories_with("kvheads", [](GgufWriter& w) { w.set("llama.attention.head_count_kv", GgufValue::u32(2)); });
+        CHECK(contains(load_error(path),
+                       "tensor 'blk.0.attn_k.weight' has shape 64 x 32, but the metadata implies 64 x 16"));
         std::filesystem::remove(path);
     }
 }

@@ -83,12 +83,13 @@ TEST_CASE("a dump sink sees each named tensor per layer; the logits do not chang
     const std::vector<float> plain = prefill(tr, *be);
 
     std::vector<Record> seen;
-    tr.set_dump(TensorDump({"inp_embd", "attn_norm", "ffn_out", "l_out", "result_norm", "logits"},
-                           [&](const std::string& name, int layer, const Tensor& t, Backend& b) {
-                               Record r{name, layer, t.rows, t.cols, std::vector<float>(static_cast<size_t>(t.rows * t.cols))};
-                               b.download(t, r.values.data(), r.values.size() * sizeof(float));
-                               seen.push_back(std::move(r));
-                           }));
+    tr.set_dump(
+        TensorDump({"inp_embd", "attn_norm", "ffn_out", "l_out", "result_norm", "logits"},
+                   [&](const std::string& name, int layer, const Tensor& t, Backend& b) {
+                       Record r{name, layer, t.rows, t.cols, std::vector<float>(static_cast<size_t>(t.rows * t.cols))};
+                       b.download(t, r.values.data(), r.values.size() * sizeof(float));
+                       seen.push_back(std::move(r));
+                   }));
     const std::vector<float> dumped = prefill(tr, *be);
     REQUIRE(dumped.size() == plain.size());
     CHECK(std::memcmp(dumped.data(), plain.data(), plain.size() * sizeof(float)) == 0);
@@ -125,20 +126,25 @@ TEST_CASE("a dump sink sees each named tensor per layer; the logits do not chang
     const Record& inp = seen.front();
     for (int64_t t = 0; t < T; ++t)
         for (int64_t i = 0; i < c.n_embd; ++i)
-            REQUIRE(inp.values[static_cast<size_t>(t * c.n_embd + i)] == embd[kTokens[static_cast<size_t>(t)] * c.n_embd + i]);
-    const std::vector<double> attn_norm0 = rms_norm(inp.values, f32_tensor(*file, "blk.0.attn_norm.weight"), c.n_embd, c.norm_eps);
-    for (size_t i = 0; i < attn_norm0.size(); ++i) REQUIRE(seen[1].values[i] == doctest::Approx(attn_norm0[i]).epsilon(1e-5));
+            REQUIRE(inp.values[static_cast<size_t>(t * c.n_embd + i)] ==
+                    embd[kTokens[static_cast<size_t>(t)] * c.n_embd + i]);
+    const std::vector<double> attn_norm0 =
+        rms_norm(inp.values, f32_tensor(*file, "blk.0.attn_norm.weight"), c.n_embd, c.norm_eps);
+    for (size_t i = 0; i < attn_norm0.size(); ++i)
+        REQUIRE(seen[1].values[i] == doctest::Approx(attn_norm0[i]).epsilon(1e-5));
 
     const Record& last = seen[seen.size() - 3];
     REQUIRE(last.name == "l_out");
     REQUIRE(last.layer == c.n_layers - 1);
-    const std::vector<double> out_norm = rms_norm(last.values, f32_tensor(*file, "output_norm.weight"), c.n_embd, c.norm_eps);
+    const std::vector<double> out_norm =
+        rms_norm(last.values, f32_tensor(*file, "output_norm.weight"), c.n_embd, c.norm_eps);
     const float* out_w = file->find_tensor("output.weight") ? f32_tensor(*file, "output.weight") : embd;
     double max_err = 0, max_ref = 0;
     for (int64_t t = 0; t < T; ++t)
         for (int64_t v = 0; v < c.n_vocab; ++v) {
             double ref = 0;
-            for (int64_t i = 0; i < c.n_embd; ++i) ref += out_norm[static_cast<size_t>(t * c.n_embd + i)] * out_w[v * c.n_embd + i];
+            for (int64_t i = 0; i < c.n_embd; ++i)
+                ref += out_norm[static_cast<size_t>(t * c.n_embd + i)] * out_w[v * c.n_embd + i];
             max_err = std::max(max_err, std::fabs(ref - plain[static_cast<size_t>(t * c.n_vocab + v)]));
             max_ref = std::max(max_ref, std::fabs(ref));
         }
@@ -153,7 +159,8 @@ TEST_CASE("\"all\" selects every name: 13 per layer and 3 per pass") {
     auto be = make_cpu_backend(1);
     Transformer tr(file, *be);
     std::vector<std::pair<std::string, int>> seen;
-    tr.set_dump(TensorDump({"all"}, [&](const std::string& n, int l, const Tensor&, Backend&) { seen.emplace_back(n, l); }));
+    tr.set_dump(
+        TensorDump({"all"}, [&](const std::string& n, int l, const Tensor&, Backend&) { seen.emplace_back(n, l); }));
     prefill(tr, *be);
     REQUIRE(seen.size() == static_cast<size_t>(3 + 13 * tr.config().n_layers));
     const char* layer_names[] = {"attn_norm", "q",        "k",      "v",       "kqv_out", "attn_out", "ffn_inp",

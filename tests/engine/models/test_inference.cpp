@@ -91,8 +91,8 @@ Errors compare_prompt(Model& model, const json& p) {
         const int ref_top = top5.at(size_t(s)).at(0).at(0).get<int>();
         const double margin = margins.at(size_t(s)).get<double>();
         if (margin > kTieMargin && argmax(logits) != ref_top) {
-            test::warn("%s step %d: argmax %d, llama.cpp %d (margin %.3f)", id_of(p).c_str(), s, argmax(logits), ref_top,
-                       margin);
+            test::warn("%s step %d: argmax %d, llama.cpp %d (margin %.3f)", id_of(p).c_str(), s, argmax(logits),
+                       ref_top, margin);
             err.argmax_ok = false;
         }
         if (s == static_cast<int>(greedy.size())) break;
@@ -146,9 +146,10 @@ void free_running_greedy(const std::string& path, const std::string& fixture) {
         g.ignore_eog = true;
         const auto prompt = ints(p.at("prompt_ids"));
         seq.generate(prompt, g, {});
-        const std::vector<int32_t> got(seq.tokens().begin() + static_cast<std::ptrdiff_t>(prompt.size()), seq.tokens().end());
-        test::info("%s / %s: %zu free-running greedy tokens, min llama.cpp margin %.3f", fixture.c_str(), id_of(p).c_str(),
-                   got.size(), min_margin);
+        const std::vector<int32_t> got(seq.tokens().begin() + static_cast<std::ptrdiff_t>(prompt.size()),
+                                       seq.tokens().end());
+        test::info("%s / %s: %zu free-running greedy tokens, min llama.cpp margin %.3f", fixture.c_str(),
+                   id_of(p).c_str(), got.size(), min_margin);
         REQUIRE_EQ(got, expected);
         ++checked;
     }
@@ -178,7 +179,8 @@ void compare_f64(const std::string& path, const std::string& fixture) {
         for (size_t s = 0; s < rows.size(); ++s) {
             const json& top = rows[s];
             for (const auto& e : top) {
-                const float err = std::abs(logits[static_cast<size_t>(e.at(0).get<int>())] - static_cast<float>(e.at(1).get<double>()));
+                const float err = std::abs(logits[static_cast<size_t>(e.at(0).get<int>())] -
+                                           static_cast<float>(e.at(1).get<double>()));
                 max_err = std::max(max_err, err);
                 sum += err;
                 ++n;
@@ -190,8 +192,8 @@ void compare_f64(const std::string& path, const std::string& fixture) {
                 logits = seq.prefill(next);
             }
         }
-        test::info("%s / %s: top-10 logit error vs float64 max %.4f mean %.4f", fixture.c_str(), id_of(p).c_str(), max_err,
-                   sum / n);
+        test::info("%s / %s: top-10 logit error vs float64 max %.4f mean %.4f", fixture.c_str(), id_of(p).c_str(),
+                   max_err, sum / n);
         REQUIRE_MESSAGE(max_err <= kF64TolMax, id_of(p));
         REQUIRE_MESSAGE(sum / n <= kF64TolMean, id_of(p));
     }
@@ -224,18 +226,10 @@ TEST_CASE("stories greedy matches reference") {
     REQUIRE_EQ(got.size(), size_t(255));
     REQUIRE_EQ(got, std::vector<int32_t>(expected.begin(), expected.begin() + 255));
 }
-TEST_CASE("SmolLM2 matches float64 reference") {
-    compare_f64(test::test_model(test::kSmolLM2), "smollm2.f64.json");
-}
-TEST_CASE("Gemma 3 matches float64 reference") {
-    compare_f64(test::test_model(test::kGemma3), "gemma3.f64.json");
-}
-TEST_CASE("SmolLM2 matches llama.cpp") {
-    compare_model(test::test_model(test::kSmolLM2), "smollm2.json");
-}
-TEST_CASE("Gemma 3 matches llama.cpp") {
-    compare_model(test::test_model(test::kGemma3), "gemma3.json");
-}
+TEST_CASE("SmolLM2 matches float64 reference") { compare_f64(test::test_model(test::kSmolLM2), "smollm2.f64.json"); }
+TEST_CASE("Gemma 3 matches float64 reference") { compare_f64(test::test_model(test::kGemma3), "gemma3.f64.json"); }
+TEST_CASE("SmolLM2 matches llama.cpp") { compare_model(test::test_model(test::kSmolLM2), "smollm2.json"); }
+TEST_CASE("Gemma 3 matches llama.cpp") { compare_model(test::test_model(test::kGemma3), "gemma3.json"); }
 TEST_CASE("SmolLM2 free running greedy matches llama.cpp") {
     free_running_greedy(test::test_model(test::kSmolLM2), "smollm2.json");
 }
@@ -257,7 +251,10 @@ TEST_CASE("chat answers Paris") {
     g.max_tokens = 48;
     auto ask = [&](const std::vector<ChatMessage>& msgs, GenerateStats* st = nullptr) {
         std::string reply;
-        const auto s = seq.generate(chat_prompt_tokens(*model, msgs), g, [&](std::string_view t) { reply += t; return true; });
+        const auto s = seq.generate(chat_prompt_tokens(*model, msgs), g, [&](std::string_view t) {
+            reply += t;
+            return true;
+        });
         if (st) *st = s;
         test::info("reply: %s", reply.c_str());
         return reply;
@@ -288,7 +285,10 @@ TEST_CASE("completion keeps the space before its first word") {
     g.sampling = SamplingParams::greedy();
     g.max_tokens = 3;
     std::string text;
-    seq.generate(prompt, g, [&](std::string_view t) { text += t; return true; });
+    seq.generate(prompt, g, [&](std::string_view t) {
+        text += t;
+        return true;
+    });
     REQUIRE_EQ(text.substr(0, 5), std::string(" time"));
 }
 TEST_CASE("prompt longer than context is a clear error") {
@@ -303,4 +303,3 @@ TEST_CASE("prompt longer than context is a clear error") {
     }
     REQUIRE_EQ(seq.tokens().size(), size_t(0));
 }
-

@@ -26,7 +26,9 @@ namespace fs = std::filesystem;
 
 namespace {
 
-fs::path temp(const std::string& name) { return fs::temp_directory_path() / ("ember-guard-" + std::to_string(::getpid()) + "-" + name); }
+fs::path temp(const std::string& name) {
+    return fs::temp_directory_path() / ("ember-guard-" + std::to_string(::getpid()) + "-" + name);
+}
 
 void write_bytes(const fs::path& p, size_t n, char c) {
     std::ofstream out(p, std::ios::binary | std::ios::trunc);
@@ -34,7 +36,8 @@ void write_bytes(const fs::path& p, size_t n, char c) {
     out.write(s.data(), static_cast<std::streamsize>(s.size()));
 }
 
-template <class F> std::string error_of(F&& f) {
+template <class F>
+std::string error_of(F&& f) {
     try {
         f();
     } catch (const Error& e) {
@@ -46,7 +49,8 @@ template <class F> std::string error_of(F&& f) {
 bool contains(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
 
 // Runs `f` in a child process; true when the child ended cleanly (exit 0).
-template <class F> bool child_exits_cleanly(F&& f) {
+template <class F>
+bool child_exits_cleanly(F&& f) {
     const pid_t pid = ::fork();
     REQUIRE(pid >= 0);
     if (pid == 0) {
@@ -74,7 +78,8 @@ TEST_CASE("a FIFO is refused at once, not waited on") {
 }
 
 TEST_CASE("directories and devices are refused by name") {
-    CHECK(contains(error_of([] { MappedFile m(fs::temp_directory_path().string()); }), "it is a directory, not a regular file"));
+    CHECK(contains(error_of([] { MappedFile m(fs::temp_directory_path().string()); }),
+                   "it is a directory, not a regular file"));
     CHECK(contains(error_of([] { MappedFile m("/dev/null"); }), "it is a character device, not a regular file"));
 }
 
@@ -148,7 +153,8 @@ TEST_CASE("truncating a loaded model fails the next pass with a clear error; the
         fs::resize_file(copy, 4096);  // the weights are gone from under the map
         const std::string err = error_of([&] { seq.prefill(bos); });
         INFO(err);
-        CHECK(contains(err, copy.string() + ": the model file was truncated or changed while in use; reload the model"));
+        CHECK(
+            contains(err, copy.string() + ": the model file was truncated or changed while in use; reload the model"));
         CHECK(seq.tokens().empty());  // the failed pass left nothing in the cache
         // Every later request fails the same way (the weights read as zeros now).
         CHECK(contains(error_of([&] { seq.prefill(bos); }), "truncated or changed while in use"));

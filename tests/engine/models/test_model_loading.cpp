@@ -16,8 +16,7 @@ using namespace ember;
 namespace {
 
 // Copies `src` to `dst`, letting `edit` change metadata and tensor types on the way.
-void rewrite(const std::string& src, const std::string& dst,
-             const std::function<void(GgufWriter&)>& edit_metadata,
+void rewrite(const std::string& src, const std::string& dst, const std::function<void(GgufWriter&)>& edit_metadata,
              const std::function<DType(const GgufTensor&)>& type_of = nullptr) {
     const GgufFile f = GgufFile::open(src);
     GgufWriter w;
@@ -29,7 +28,8 @@ void rewrite(const std::string& src, const std::string& dst,
             w.add_tensor(t.name, t.type, t.dims, std::vector<uint8_t>(t.data, t.data + t.n_bytes));
         } else {  // fill with zeros of the new type's size (only loading is tested)
             const auto info = *dtype_info(static_cast<uint32_t>(type));
-            w.add_tensor(t.name, type, t.dims, std::vector<uint8_t>(t.n_elements / info.block_elems * info.block_bytes));
+            w.add_tensor(t.name, type, t.dims,
+                         std::vector<uint8_t>(t.n_elements / info.block_elems * info.block_bytes));
         }
     }
     w.write_file(dst);
@@ -103,9 +103,9 @@ TEST_CASE("unsupported weight type is named") {
     test::TempDir dir;
     const std::string src = dir.file("tiny.gguf"), dst = dir.file("iq2.gguf");
     write_synthetic_model(src, synthetic_shape("tiny"), "F16");
-    rewrite(src, dst, [](GgufWriter&) {}, [](const GgufTensor& t) {
-        return t.name == "blk.1.ffn_up.weight" ? DType::IQ2_XXS : t.type;
-    });
+    rewrite(
+        src, dst, [](GgufWriter&) {},
+        [](const GgufTensor& t) { return t.name == "blk.1.ffn_up.weight" ? DType::IQ2_XXS : t.type; });
     const std::string err = load_error(dst);
     REQUIRE_MESSAGE(err.find("blk.1.ffn_up.weight") != std::string::npos, err.c_str());
     REQUIRE_MESSAGE(err.find("IQ2_XXS") != std::string::npos, err.c_str());
@@ -118,7 +118,8 @@ TEST_CASE("missing tensor is named") {
     GgufWriter w;
     for (const auto& k : f.metadata_order()) w.set(k, f.metadata().at(k));
     for (const auto& t : f.tensors())
-        if (t.name != "blk.0.attn_k.weight") w.add_tensor(t.name, t.type, t.dims, std::vector<uint8_t>(t.data, t.data + t.n_bytes));
+        if (t.name != "blk.0.attn_k.weight")
+            w.add_tensor(t.name, t.type, t.dims, std::vector<uint8_t>(t.data, t.data + t.n_bytes));
     w.write_file(dst);
     const std::string err = load_error(dst);
     REQUIRE_MESSAGE(err.find("missing tensor 'blk.0.attn_k.weight'") != std::string::npos, err.c_str());
@@ -143,13 +144,18 @@ TEST_CASE("invalid utf8 prompt is handled") {
     const auto ids = model->tokenizer().encode(bad, false, false);
     REQUIRE(!ids.empty());
     REQUIRE_EQ(model->tokenizer().decode(ids), bad);
-    REQUIRE_EQ(model->tokenizer().decode(model->tokenizer().encode("a\xFF\xFE" "b", false, false)), std::string("ab"));
+    REQUIRE_EQ(model->tokenizer().decode(model->tokenizer().encode("a\xFF\xFE"
+                                                                   "b",
+                                                                   false, false)),
+               std::string("ab"));
     Sequence seq(*model);
     GenerateOptions g;
     g.sampling = SamplingParams::greedy();
     g.max_tokens = 8;
     std::string out;
-    seq.generate(ids, g, [&](std::string_view t) { out += t; return true; });
+    seq.generate(ids, g, [&](std::string_view t) {
+        out += t;
+        return true;
+    });
     REQUIRE(!out.empty());
 }
-

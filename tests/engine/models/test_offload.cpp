@@ -47,7 +47,11 @@ std::vector<float> run(Transformer& tr, KvCache& kv, const std::vector<int32_t>&
 }  // namespace
 
 TEST_CASE("split equals single") {
-    struct Row { const char* name; std::string model; int first_layers; };
+    struct Row {
+        const char* name;
+        std::string model;
+        int first_layers;
+    };
     const std::string stories = test::testdata(test::kStories);
     const Row rows[] = {
         {"stories260K, 2 of 5 layers first", stories, 2},
@@ -58,8 +62,7 @@ TEST_CASE("split equals single") {
     };
     std::string model;
     int first_layers = -1;
-    for (const Row& r : rows)
-        SUBCASE(r.name) {
+    for (const Row& r : rows) SUBCASE(r.name) {
             model = r.model;
             first_layers = r.first_layers;
         }
@@ -89,4 +92,3 @@ TEST_CASE("split equals single") {
     REQUIRE_EQ(got.size(), expected.size());
     REQUIRE(got == expected);
 }
-

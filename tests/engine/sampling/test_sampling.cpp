@@ -106,11 +106,20 @@ TEST_CASE("top k top p min p cut") {
         }
         return true;
     };
-    SamplingParams k; k.top_k = 2; k.top_p = 1; k.min_p = 0;
+    SamplingParams k;
+    k.top_k = 2;
+    k.top_p = 1;
+    k.min_p = 0;
     REQUIRE(only(k, {0, 4}));
-    SamplingParams tp; tp.top_k = 0; tp.top_p = 0.5f; tp.min_p = 0;
+    SamplingParams tp;
+    tp.top_k = 0;
+    tp.top_p = 0.5f;
+    tp.min_p = 0;
     REQUIRE(only(tp, {0, 4}));
-    SamplingParams mp; mp.top_k = 0; mp.top_p = 1; mp.min_p = 0.5f;
+    SamplingParams mp;
+    mp.top_k = 0;
+    mp.top_p = 1;
+    mp.min_p = 0.5f;
     REQUIRE(only(mp, {0, 1, 4}));
 }
 TEST_CASE("rejects bad params") {
@@ -146,4 +155,3 @@ TEST_CASE("earliest stop wins") {
     REQUIRE(r.stopped);
     REQUIRE_EQ(r.text, std::string("xx"));  // "abc" starts before "b"
 }
-

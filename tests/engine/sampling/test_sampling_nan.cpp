@@ -20,7 +20,8 @@ namespace {
 constexpr float kNaN = std::numeric_limits<float>::quiet_NaN();
 constexpr float kInf = std::numeric_limits<float>::infinity();
 
-template <class F> std::string error_of(F&& f) {
+template <class F>
+std::string error_of(F&& f) {
     try {
         f();
     } catch (const Error& e) {
@@ -29,7 +30,9 @@ template <class F> std::string error_of(F&& f) {
     return "";
 }
 
-bool names_nan(const std::string& err) { return err.find("every logit the model produced is NaN") != std::string::npos; }
+bool names_nan(const std::string& err) {
+    return err.find("every logit the model produced is NaN") != std::string::npos;
+}
 
 SamplingParams with_temperature(float t) {
     SamplingParams p;
@@ -93,10 +96,10 @@ TEST_CASE("a model whose output weights are NaN fails generation naming NaN") {
     auto model = Model::load(o);
     // Greedy and top-k go through the backend's candidates; top_k = 0 samples the full row.
     for (const SamplingParams& sp : {SamplingParams::greedy(), with_temperature(0.8f), [] {
-             SamplingParams p = with_temperature(0.8f);
-             p.top_k = 0;
-             return p;
-         }()}) {
+                                         SamplingParams p = with_temperature(0.8f);
+                                         p.top_k = 0;
+                                         return p;
+                                     }()}) {
         Sequence seq(*model);
         GenerateOptions g;
         g.sampling = sp;

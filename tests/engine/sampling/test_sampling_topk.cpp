@@ -148,8 +148,8 @@ TEST_CASE("ties go to the lower id") {
 
 // Greedy: NaN never wins, ties go to the lowest id, both paths; all NaN gives token 0.
 TEST_CASE("greedy ignores na n") {
-    for (const std::vector<float>& l : {std::vector<float>{kNaN, 1.0f, 3.0f, 3.0f}, std::vector<float>{-kInf, kNaN, -kInf},
-                                        std::vector<float>{kNaN, kNaN}}) {
+    for (const std::vector<float>& l : {std::vector<float>{kNaN, 1.0f, 3.0f, 3.0f},
+                                        std::vector<float>{-kInf, kNaN, -kInf}, std::vector<float>{kNaN, kNaN}}) {
         Sampler a(SamplingParams::greedy()), b(SamplingParams::greedy());
         std::vector<float> row = l, adjusted;
         const auto x = via_full_row(a, row, {});
@@ -223,4 +223,3 @@ TEST_CASE("top k rejects bad arguments") {
     REQUIRE_THROWS_AS(cpu().top_k(t, 4, std::span(&none, 1), std::span(top).first(3), std::span(&count, 1)), Error);
     cpu().free(t);
 }
-

@@ -55,16 +55,16 @@ TEST_CASE("windowKeepsTheNewestSamplesWhenTheRingWraps") {
 TEST_CASE("windowFiltersByAgeAcrossTheClockWrap") {
     SampleWindow<16> w;
     const uint32_t near_wrap = 0xFFFFFFF0u;
-    w.add(near_wrap - 5000, 1.0f);  // 5 s before: outside a 1 s window
-    w.add(near_wrap, 2.0f);         // 31 ms before the wrap
-    w.add(10, 3.0f);                // 10 ms after the wrap
+    w.add(near_wrap - 5000, 1.0f);              // 5 s before: outside a 1 s window
+    w.add(near_wrap, 2.0f);                     // 31 ms before the wrap
+    w.add(10, 3.0f);                            // 10 ms after the wrap
     std::vector<float> v = w.values(20, 1000);  // now: 20 ms after the wrap
     std::sort(v.begin(), v.end());
     REQUIRE(v.size() == 2);
     CHECK(v[0] == 2.0f);
     CHECK(v[1] == 3.0f);
-    CHECK(w.values(20, 0).size() == 3);       // 0: everything the ring holds
-    CHECK(w.values(5, 1000).size() == 1);     // a sample "from the future" (written after now) is left out
+    CHECK(w.values(20, 0).size() == 3);    // 0: everything the ring holds
+    CHECK(w.values(5, 1000).size() == 1);  // a sample "from the future" (written after now) is left out
 }
 
 TEST_CASE("requestTimingsBecomeRatesPercentilesAndHitRate") {
@@ -198,8 +198,8 @@ TEST_CASE("processStatsAreReadFromProc") {
 namespace {
 
 struct StandIn {
-    std::filesystem::path script = std::filesystem::temp_directory_path() /
-                                   ("ember-nvml-" + std::to_string(::getpid()) + ".txt");
+    std::filesystem::path script =
+        std::filesystem::temp_directory_path() / ("ember-nvml-" + std::to_string(::getpid()) + ".txt");
     explicit StandIn(const std::string& text) {
         std::ofstream(script) << text;
         ::setenv("EMBER_NVML_STANDIN", script.c_str(), 1);
@@ -248,8 +248,9 @@ TEST_CASE("nvmlStandInValuesArriveInTheRightUnits") {
 }
 
 TEST_CASE("nvmlErrorCodesHideOneSensorWithItsReason") {
-    StandIn s(std::string(kH200) + "rc_nvmlDeviceGetPowerUsage=3\nrc_nvmlDeviceGetTemperature=4\n"
-                                   "rc_nvmlDeviceGetTotalEnergyConsumption=999\n");
+    StandIn s(std::string(kH200) +
+              "rc_nvmlDeviceGetPowerUsage=3\nrc_nvmlDeviceGetTemperature=4\n"
+              "rc_nvmlDeviceGetTotalEnergyConsumption=999\n");
     std::string why;
     auto n = Nvml::open(why, EMBER_NVML_STANDIN_LIB);
     REQUIRE_MESSAGE(n != nullptr, why);

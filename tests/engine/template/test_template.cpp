@@ -77,11 +77,11 @@ std::string error_of(const std::string& src) {
 
 bool contains(const std::string& hay, const std::string& needle) { return hay.find(needle) != std::string::npos; }
 
-#define CHECK_ERROR(src, needle)                                                                     \
-    do {                                                                                             \
-        const std::string err_ = error_of(src);                                                      \
-        REQUIRE_MESSAGE(contains(err_, needle), "expected error containing '" << std::string(needle) \
-                        << "', got '" << err_ << "'");                                               \
+#define CHECK_ERROR(src, needle)                                                                            \
+    do {                                                                                                    \
+        const std::string err_ = error_of(src);                                                             \
+        REQUIRE_MESSAGE(contains(err_, needle),                                                             \
+                        "expected error containing '" << std::string(needle) << "', got '" << err_ << "'"); \
     } while (0)
 
 #define COMPARE_STR(actual, expected) REQUIRE_EQ(std::string(actual), std::string(expected))
@@ -94,27 +94,31 @@ using ember::test::json;
 ember::jinja::Value from_json(const json& j) {
     using ember::jinja::Value;
     switch (j.type()) {
-    case json::value_t::null: return Value::none();
-    case json::value_t::boolean: return Value(j.get<bool>());
-    case json::value_t::number_integer:
-    case json::value_t::number_unsigned:
-    case json::value_t::number_float: {
-        const double d = j.get<double>();
-        if (d == static_cast<double>(static_cast<int64_t>(d))) return Value(static_cast<int64_t>(d));
-        return Value(d);
-    }
-    case json::value_t::string: return Value(j.get<std::string>());
-    case json::value_t::array: {
-        std::vector<Value> items;
-        for (const json& x : j) items.push_back(from_json(x));
-        return Value(std::move(items));
-    }
-    case json::value_t::object: {
-        ember::jinja::Dict d;
-        for (const auto& [key, value] : j.items()) d.set(key, from_json(value));  // keys sorted
-        return Value(std::move(d));
-    }
-    default: return Value::undefined();
+        case json::value_t::null:
+            return Value::none();
+        case json::value_t::boolean:
+            return Value(j.get<bool>());
+        case json::value_t::number_integer:
+        case json::value_t::number_unsigned:
+        case json::value_t::number_float: {
+            const double d = j.get<double>();
+            if (d == static_cast<double>(static_cast<int64_t>(d))) return Value(static_cast<int64_t>(d));
+            return Value(d);
+        }
+        case json::value_t::string:
+            return Value(j.get<std::string>());
+        case json::value_t::array: {
+            std::vector<Value> items;
+            for (const json& x : j) items.push_back(from_json(x));
+            return Value(std::move(items));
+        }
+        case json::value_t::object: {
+            ember::jinja::Dict d;
+            for (const auto& [key, value] : j.items()) d.set(key, from_json(value));  // keys sorted
+            return Value(std::move(d));
+        }
+        default:
+            return Value::undefined();
     }
 }
 
@@ -142,7 +146,6 @@ const bool kUtc = [] {
 }();
 
 }  // namespace
-
 
 // ------------------------------------------------------------ real model files
 
@@ -218,19 +221,28 @@ TEST_CASE("upstream templates") {
                                                         {"qwen2.5", "qwen25"},   {"mistral-v0.1", "mistral01"},
                                                         {"phi3-mini", "phi3"},   {"gemma3", "gemma3"}};
     std::string name;
-    for (const auto& [row, key] : rows)
-        SUBCASE(row) { name = key; }
+    for (const auto& [row, key] : rows) SUBCASE(row) {
+            name = key;
+        }
     struct Case {
         const char *src, *bos, *eos, *sys_gen, *sys_nogen, *nosys_gen, *nosys_nogen;
     };
     using namespace upstream;
     const std::map<std::string, Case> cases = {
-        {"llama31", {kLlama31, "<|begin_of_text|>", "<|eot_id|>", kLlama31_sys_gen, kLlama31_sys_nogen, kLlama31_nosys_gen, kLlama31_nosys_nogen}},
-        {"llama32", {kLlama32, "<|begin_of_text|>", "<|eot_id|>", kLlama32_sys_gen, kLlama32_sys_nogen, kLlama32_nosys_gen, kLlama32_nosys_nogen}},
-        {"qwen25", {kQwen25, "", "<|im_end|>", kQwen25_sys_gen, kQwen25_sys_nogen, kQwen25_nosys_gen, kQwen25_nosys_nogen}},
+        {"llama31",
+         {kLlama31, "<|begin_of_text|>", "<|eot_id|>", kLlama31_sys_gen, kLlama31_sys_nogen, kLlama31_nosys_gen,
+          kLlama31_nosys_nogen}},
+        {"llama32",
+         {kLlama32, "<|begin_of_text|>", "<|eot_id|>", kLlama32_sys_gen, kLlama32_sys_nogen, kLlama32_nosys_gen,
+          kLlama32_nosys_nogen}},
+        {"qwen25",
+         {kQwen25, "", "<|im_end|>", kQwen25_sys_gen, kQwen25_sys_nogen, kQwen25_nosys_gen, kQwen25_nosys_nogen}},
         {"mistral01", {kMistralV01, "<s>", "</s>", nullptr, nullptr, kMistralV01_nosys_gen, kMistralV01_nosys_nogen}},
-        {"phi3", {kPhi3Mini, "<s>", "<|endoftext|>", kPhi3Mini_sys_gen, kPhi3Mini_sys_nogen, kPhi3Mini_nosys_gen, kPhi3Mini_nosys_nogen}},
-        {"gemma3", {kGemma3, "<bos>", "<eos>", kGemma3_sys_gen, kGemma3_sys_nogen, kGemma3_nosys_gen, kGemma3_nosys_nogen}},
+        {"phi3",
+         {kPhi3Mini, "<s>", "<|endoftext|>", kPhi3Mini_sys_gen, kPhi3Mini_sys_nogen, kPhi3Mini_nosys_gen,
+          kPhi3Mini_nosys_nogen}},
+        {"gemma3",
+         {kGemma3, "<bos>", "<eos>", kGemma3_sys_gen, kGemma3_sys_nogen, kGemma3_nosys_gen, kGemma3_nosys_nogen}},
     };
     const Case& c = cases.at(name);
     const ChatTemplate t = ChatTemplate::compile(c.src);
@@ -243,7 +255,8 @@ TEST_CASE("upstream templates") {
             FAIL("expected raise_exception");
         } catch (const ember::Error& e) {
             REQUIRE_MESSAGE(contains(e.what(), "raised an error at line 1, column"), e.what());
-            REQUIRE_MESSAGE(contains(e.what(), "Conversation roles must alternate user/assistant/user/assistant/..."), e.what());
+            REQUIRE_MESSAGE(contains(e.what(), "Conversation roles must alternate user/assistant/user/assistant/..."),
+                            e.what());
         }
     }
     COMPARE_STR(render(t, false, true, c.bos, c.eos), c.nosys_gen);
@@ -276,11 +289,13 @@ TEST_CASE("named templates render") {
                 "<s>[INST] You are a helpful assistant.\n\nHello! [/INST]Hi! How can I help you today?</s>"
                 "[INST] What is the capital of France? [/INST]");
     COMPARE_STR(render(ChatTemplate::named("phi3"), true, true, "<s>", "<|endoftext|>"), upstream::kPhi3Mini_sys_gen);
-    COMPARE_STR(render(ChatTemplate::named("phi3"), false, false, "<s>", "<|endoftext|>"), upstream::kPhi3Mini_nosys_nogen);
+    COMPARE_STR(render(ChatTemplate::named("phi3"), false, false, "<s>", "<|endoftext|>"),
+                upstream::kPhi3Mini_nosys_nogen);
     COMPARE_STR(render(ChatTemplate::named("gemma"), true, false, "<bos>", "<eos>"), upstream::kGemma3_sys_nogen);
-    COMPARE_STR(render(ChatTemplate::named("llama2"), true, true, "<s>", "</s>"),
-                "<s>[INST] <<SYS>>\nYou are a helpful assistant.\n<</SYS>>\n\nHello! [/INST] Hi! How can I help you today? </s>"
-                "<s>[INST] What is the capital of France? [/INST]");
+    COMPARE_STR(
+        render(ChatTemplate::named("llama2"), true, true, "<s>", "</s>"),
+        "<s>[INST] <<SYS>>\nYou are a helpful assistant.\n<</SYS>>\n\nHello! [/INST] Hi! How can I help you today? </s>"
+        "<s>[INST] What is the capital of France? [/INST]");
     COMPARE_STR(render(ChatTemplate::named("zephyr"), false, true, "<s>", "</s>"),
                 "<|user|>\nHello!</s>\n<|assistant|>\nHi! How can I help you today?</s>\n"
                 "<|user|>\nWhat is the capital of France?</s>\n<|assistant|>\n");
@@ -295,8 +310,9 @@ TEST_CASE("jinja2 cases") {
     const json& cases = load_cases();
     REQUIRE_MESSAGE(cases.size() > 200, "tests/engine/template/jinja_cases.json missing or empty");
     const json* row = nullptr;
-    for (const json& c : cases)
-        SUBCASE(c.at("name").get<std::string>().c_str()) { row = &c; }
+    for (const json& c : cases) SUBCASE(c.at("name").get<std::string>().c_str()) {
+            row = &c;
+        }
     REQUIRE(row != nullptr);
     const json& want = *row;
     const std::string src = want.at("template").get<std::string>();
@@ -336,48 +352,61 @@ TEST_CASE("jinja2 cases") {
 TEST_CASE("whitespace control") {
     COMPARE_STR(run("a {{- 'b' -}}  c"), "abc");
     COMPARE_STR(run("  {% if true %}\n  x\n  {% endif %}\n  y\n"), "  x\n  y");  // trim + lstrip
-    COMPARE_STR(run("  {%+ if true %}x{% endif +%}\ny"), "  x\ny");             // both disabled
-    COMPARE_STR(run("{{ 'a' }}\n{{ 'b' }}"), "a\nb");                          // no trim after }}
+    COMPARE_STR(run("  {%+ if true %}x{% endif +%}\ny"), "  x\ny");              // both disabled
+    COMPARE_STR(run("{{ 'a' }}\n{{ 'b' }}"), "a\nb");                            // no trim after }}
     COMPARE_STR(run("a\n  {#- c #}\nb"), "ab");
     COMPARE_STR(run("{% raw %}{{ x }}{% endraw %}"), "{{ x }}");
     COMPARE_STR(run("x\r\ny\r\n"), "x\ny");  // newlines normalised, one trailing newline dropped
 }
 
 TEST_CASE("loop variables") {
-    COMPARE_STR(run("{% for x in 'abc' %}{{ loop.index }}{{ loop.index0 }}{{ loop.first }}{{ loop.last }}{{ loop.length }},{% endfor %}"),
+    COMPARE_STR(run("{% for x in 'abc' %}{{ loop.index }}{{ loop.index0 }}{{ loop.first }}{{ loop.last }}{{ "
+                    "loop.length }},{% endfor %}"),
                 "10TrueFalse3,21FalseFalse3,32FalseTrue3,");
     COMPARE_STR(run("{% for x in [] %}{% else %}none{% endfor %}"), "none");
-    COMPARE_STR(run("{% for m in messages if m.role == 'user' %}{{ loop.index }}/{{ loop.length }} {% endfor %}"), "1/2 2/2 ");
+    COMPARE_STR(run("{% for m in messages if m.role == 'user' %}{{ loop.index }}/{{ loop.length }} {% endfor %}"),
+                "1/2 2/2 ");
     COMPARE_STR(run("{% for k, v in {'a': 1}.items() %}{{ k }}{{ v }}{% endfor %}"), "a1");
-    COMPARE_STR(run("{% for x in range(9) %}{% if x is odd %}{% continue %}{% endif %}{% if x > 5 %}{% break %}{% endif %}{{ x }}{% endfor %}"), "024");
+    COMPARE_STR(run("{% for x in range(9) %}{% if x is odd %}{% continue %}{% endif %}{% if x > 5 %}{% break %}{% "
+                    "endif %}{{ x }}{% endfor %}"),
+                "024");
 }
 
 TEST_CASE("filters") {
-    COMPARE_STR(run("{{ '  hi  ' | trim }}|{{ messages | length }}|{{ 'ab' | upper }}|{{ x | default('d') }}"), "hi|4|AB|d");
+    COMPARE_STR(run("{{ '  hi  ' | trim }}|{{ messages | length }}|{{ 'ab' | upper }}|{{ x | default('d') }}"),
+                "hi|4|AB|d");
     COMPARE_STR(run("{{ {'a': [1, none, 'é']} | tojson }}"), "{\"a\": [1, null, \"é\"]}");
     COMPARE_STR(run("{{ messages | map(attribute='role') | join(',') }}"), "system,user,assistant,user");
     COMPARE_STR(run("{{ messages | selectattr('role', 'equalto', 'user') | list | length }}"), "2");
-    COMPARE_STR(run("{{ [3, 1, 2] | sort | first }}{{ [3, 1, 2] | last }}{{ 'x y' | title }}{{ 'aB' | capitalize }}"), "12X YAb");
-    COMPARE_STR(run("{{ '7' | int + 1 }}{{ 3 | string ~ 'x' }}{{ 'a-b' | replace('-', '+') }}{{ {'b': 1, 'a': 2} | dictsort | first }}"),
+    COMPARE_STR(run("{{ [3, 1, 2] | sort | first }}{{ [3, 1, 2] | last }}{{ 'x y' | title }}{{ 'aB' | capitalize }}"),
+                "12X YAb");
+    COMPARE_STR(run("{{ '7' | int + 1 }}{{ 3 | string ~ 'x' }}{{ 'a-b' | replace('-', '+') }}{{ {'b': 1, 'a': 2} | "
+                    "dictsort | first }}"),
                 "83xa+b('a', 2)");
 }
 
 TEST_CASE("methods and slicing") {
-    COMPARE_STR(run("{{ ' x '.strip() }}|{{ 'a,b'.split(',') }}|{{ 'abc'.startswith('a') }}|{{ 'Ab'.lower() }}|{{ {'k': 1}.get('k') }}"),
+    COMPARE_STR(run("{{ ' x '.strip() }}|{{ 'a,b'.split(',') }}|{{ 'abc'.startswith('a') }}|{{ 'Ab'.lower() }}|{{ "
+                    "{'k': 1}.get('k') }}"),
                 "x|['a', 'b']|True|ab|1");
     COMPARE_STR(run("{{ 'hello'[::-1] }}|{{ messages[1:] | length }}|{{ messages[-1].content }}|{{ 'héllo'[1] }}"),
                 "olleh|3|What is the capital of France?|é");
-    COMPARE_STR(run("{{ messages[0].role }}{{ messages[0]['role'] }}{{ messages[0].missing is defined }}"), "systemsystemFalse");
+    COMPARE_STR(run("{{ messages[0].role }}{{ messages[0]['role'] }}{{ messages[0].missing is defined }}"),
+                "systemsystemFalse");
 }
 
 TEST_CASE("namespaces and scoping") {
-    COMPARE_STR(run("{% set ns = namespace(n=0) %}{% for m in messages %}{% set ns.n = ns.n + 1 %}{% endfor %}{{ ns.n }}"), "4");
-    COMPARE_STR(run("{% set n = 0 %}{% for m in messages %}{% set n = n + 1 %}{% endfor %}{{ n }}"), "0");  // jinja2 scoping
+    COMPARE_STR(
+        run("{% set ns = namespace(n=0) %}{% for m in messages %}{% set ns.n = ns.n + 1 %}{% endfor %}{{ ns.n }}"),
+        "4");
+    COMPARE_STR(run("{% set n = 0 %}{% for m in messages %}{% set n = n + 1 %}{% endfor %}{{ n }}"),
+                "0");  // jinja2 scoping
     COMPARE_STR(run("{% if true %}{% set n = 5 %}{% endif %}{{ n }}"), "5");
 }
 
 TEST_CASE("macros") {
-    COMPARE_STR(run("{% macro turn(role, text='?') %}<{{ role }}>{{ text }}{% endmacro %}{{ turn('u') }}{{ turn('a', text='hi') }}"),
+    COMPARE_STR(run("{% macro turn(role, text='?') %}<{{ role }}>{{ text }}{% endmacro %}{{ turn('u') }}{{ turn('a', "
+                    "text='hi') }}"),
                 "<u>?<a>hi");
     COMPARE_STR(run("{% macro f(n) %}{% if n > 0 %}{{ n }}{{ f(n - 1) }}{% endif %}{% endmacro %}{{ f(3) }}"), "321");
 }
@@ -396,7 +425,8 @@ TEST_CASE("syntax errors have location") {
 
 TEST_CASE("runtime errors have location") {
     CHECK_ERROR("\n\n   {{ nope.attr }}", "chat template error at line 3, column 11: 'nope' is undefined");
-    CHECK_ERROR("{{ 'a' + 1 }}", "chat template error at line 1, column 8: unsupported operand type(s) for +: 'str' and 'int'");
+    CHECK_ERROR("{{ 'a' + 1 }}",
+                "chat template error at line 1, column 8: unsupported operand type(s) for +: 'str' and 'int'");
     CHECK_ERROR("{{ 1 // 0 }}", "division or modulo by zero");
     CHECK_ERROR("{% for x in 3 %}{% endfor %}", "'int' object is not iterable");
     CHECK_ERROR("{{ raise_exception('Only user and assistant roles are supported!') }}",
@@ -458,23 +488,31 @@ TEST_CASE("resolve keeps template that rejects system") {
 
 TEST_CASE("output and work limits") {
     CHECK_ERROR("{% for i in range(1000000) %}{{ 'xxxxxxxxxxxxxxxx' }}{% endfor %}", "output exceeds the");
-    CHECK_ERROR("{% for i in range(1000) %}{% for j in range(1000) %}{% for k in range(1000) %}{% endfor %}{% endfor %}{% endfor %}",
-                "work budget");
-    CHECK_ERROR("{% set ns = namespace(s='ab') %}{% for i in range(64) %}{% set ns.s = ns.s + ns.s %}{% endfor %}", "-byte limit");
+    CHECK_ERROR(
+        "{% for i in range(1000) %}{% for j in range(1000) %}{% for k in range(1000) %}{% endfor %}{% endfor %}{% "
+        "endfor %}",
+        "work budget");
+    CHECK_ERROR("{% set ns = namespace(s='ab') %}{% for i in range(64) %}{% set ns.s = ns.s + ns.s %}{% endfor %}",
+                "-byte limit");
     CHECK_ERROR("{{ 'x' * 100000000000 }}", "-byte limit");
     CHECK_ERROR("{{ range(100000000000) | length }}", "-byte limit");
     // "Billion laughs": a small value that doubles when printed or compared.
-    const std::string doubling = "{% set ns = namespace(v=['xxxxxxxxxxxxxxxx']) %}{% for i in range(N) %}{% set ns.v = [ns.v, ns.v] %}{% endfor %}";
+    const std::string doubling =
+        "{% set ns = namespace(v=['xxxxxxxxxxxxxxxx']) %}{% for i in range(N) %}{% set ns.v = [ns.v, ns.v] %}{% endfor "
+        "%}";
     auto with_n = [&](const char* n) {
         std::string s = doubling;
-        for (size_t at = s.find('N'); at != std::string::npos; at = s.find('N', at + std::strlen(n))) s.replace(at, 1, n);
+        for (size_t at = s.find('N'); at != std::string::npos; at = s.find('N', at + std::strlen(n)))
+            s.replace(at, 1, n);
         return s;
     };
     CHECK_ERROR(with_n("40") + "{{ ns.v }}", "value too large");
     CHECK_ERROR(with_n("18") + "{{ ns.v }}", "-byte limit");
-    CHECK_ERROR(with_n("18") + "{% for i in range(100000) %}{% if ns.v == ns.v %}{% endif %}{% endfor %}", "work budget");
+    CHECK_ERROR(with_n("18") + "{% for i in range(100000) %}{% if ns.v == ns.v %}{% endif %}{% endfor %}",
+                "work budget");
     // Per-item costs that grow with the input: code-point indexing, unique, `in`.
-    CHECK_ERROR("{% set big = 'x' * 1000000 %}{% for i in range(100000) %}{% set c = big[i] %}{% endfor %}", "work budget");
+    CHECK_ERROR("{% set big = 'x' * 1000000 %}{% for i in range(100000) %}{% set c = big[i] %}{% endfor %}",
+                "work budget");
     CHECK_ERROR("{% set big = range(100000) | list %}{{ big | unique | list | length }}", "work budget");
     CHECK_ERROR("{% set big = range(100000) | list %}{{ big | select('in', big) | list | length }}", "work budget");
     COMPARE_STR(run("[{{ '' * 100000000000 }}]"), "[]");
@@ -498,20 +536,52 @@ TEST_CASE("recursion and nesting limits") {
     std::string chain = "{{ 1";
     for (int i = 0; i < 100000; ++i) chain += " + 1";
     CHECK_ERROR(chain + " }}", "expression nested too deeply");
-    CHECK_ERROR("{% set ns = namespace(x=[]) %}{% for i in range(500) %}{% set ns.x = [ns.x] %}{% endfor %}", "value nested too deeply");
+    CHECK_ERROR("{% set ns = namespace(x=[]) %}{% for i in range(500) %}{% set ns.x = [ns.x] %}{% endfor %}",
+                "value nested too deeply");
     CHECK_ERROR("{% set ns = namespace() %}{% set ns.me = ns %}{{ ns }}", "nested too deeply");
 }
 
 // Truncated and mangled templates must give output or ember::Error, never a crash,
 // hang or another exception type. Deterministic: fixed seed.
 TEST_CASE("mutation fuzz") {
-    std::vector<std::string> seeds = {upstream::kLlama31, upstream::kQwen25, upstream::kMistralV01,
-                                      upstream::kPhi3Mini, upstream::kGemma3};
+    std::vector<std::string> seeds = {upstream::kLlama31, upstream::kQwen25, upstream::kMistralV01, upstream::kPhi3Mini,
+                                      upstream::kGemma3};
     for (std::string_view n : ChatTemplate::named_templates()) seeds.push_back(ChatTemplate::named(n).source());
     for (const json& c : load_cases()) seeds.push_back(c.at("template").get<std::string>());
-    const char* fragments[] = {"{%", "%}", "{{", "}}", "{#", "#}", "-", "(", ")", "[", "]", "{", "}", "'", "\"",
-                               "|", ".", ",", " if ", " else ", "endfor", "endif", " in ", "loop", "ns.", "\\",
-                               "{% for x in messages %}", "{% endfor %}", "{% set a = ", "*", "**", ":", "~", "\n"};
+    const char* fragments[] = {"{%",
+                               "%}",
+                               "{{",
+                               "}}",
+                               "{#",
+                               "#}",
+                               "-",
+                               "(",
+                               ")",
+                               "[",
+                               "]",
+                               "{",
+                               "}",
+                               "'",
+                               "\"",
+                               "|",
+                               ".",
+                               ",",
+                               " if ",
+                               " else ",
+                               "endfor",
+                               "endif",
+                               " in ",
+                               "loop",
+                               "ns.",
+                               "\\",
+                               "{% for x in messages %}",
+                               "{% endfor %}",
+                               "{% set a = ",
+                               "*",
+                               "**",
+                               ":",
+                               "~",
+                               "\n"};
     std::mt19937 rng(12345);
     int rendered = 0, rejected = 0;
     for (int iter = 0; iter < 4000; ++iter) {
@@ -520,10 +590,18 @@ TEST_CASE("mutation fuzz") {
         for (int e = 0; e < edits && !s.empty(); ++e) {
             const size_t pos = rng() % (s.size() + 1);
             switch (rng() % 4) {
-            case 0: s.resize(pos); break;                                                     // truncate
-            case 1: s.erase(pos, 1 + rng() % 8); break;                                       // delete
-            case 2: s.insert(pos, fragments[rng() % std::size(fragments)]); break;            // insert
-            default: s.insert(pos, s.substr(rng() % (s.size() + 1), rng() % 16)); break;      // duplicate
+                case 0:
+                    s.resize(pos);
+                    break;  // truncate
+                case 1:
+                    s.erase(pos, 1 + rng() % 8);
+                    break;  // delete
+                case 2:
+                    s.insert(pos, fragments[rng() % std::size(fragments)]);
+                    break;  // insert
+                default:
+                    s.insert(pos, s.substr(rng() % (s.size() + 1), rng() % 16));
+                    break;  // duplicate
             }
         }
         try {
@@ -540,4 +618,3 @@ TEST_CASE("mutation fuzz") {
     ember::test::info("mutation fuzz: %d rendered, %d rejected with ember::Error", rendered, rejected);
     REQUIRE((rendered > 100 && rejected > 100));
 }
-

@@ -274,7 +274,8 @@ const char* const kQwen25 = R"JINJA({%- if tools %}
 {%- endif %}
 )JINJA";
 
-const char* const kMistralV01 = R"JINJA({{ bos_token }}{% for message in messages %}{% if (message['role'] == 'user') != (loop.index0 % 2 == 0) %}{{ raise_exception('Conversation roles must alternate user/assistant/user/assistant/...') }}{% endif %}{% if message['role'] == 'user' %}{{ '[INST] ' + message['content'] + ' [/INST]' }}{% elif message['role'] == 'assistant' %}{{ message['content'] + eos_token}}{% else %}{{ raise_exception('Only user and assistant roles are supported!') }}{% endif %}{% endfor %})JINJA";
+const char* const kMistralV01 =
+    R"JINJA({{ bos_token }}{% for message in messages %}{% if (message['role'] == 'user') != (loop.index0 % 2 == 0) %}{{ raise_exception('Conversation roles must alternate user/assistant/user/assistant/...') }}{% endif %}{% if message['role'] == 'user' %}{{ '[INST] ' + message['content'] + ' [/INST]' }}{% elif message['role'] == 'assistant' %}{{ message['content'] + eos_token}}{% else %}{{ raise_exception('Only user and assistant roles are supported!') }}{% endif %}{% endfor %})JINJA";
 
 const char* const kPhi3Mini = R"JINJA({% for message in messages %}{% if message['role'] == 'system' %}{{'<|system|>
 ' + message['content'] + '<|end|>
@@ -328,245 +329,245 @@ const char* const kGemma3 = R"JINJA({{ bos_token }}
 )JINJA";
 
 const char* const kLlama31_sys_gen =
-        "<|begin_of_text|><|start_header_id|>system<|end_header_id|>\n"
-        "\n"
-        "Cutting Knowledge Date: December 2023\n"
-        "Today Date: 26 Jul 2024\n"
-        "\n"
-        "You are a helpful assistant.<|eot_id|><|start_header_id|>user<|end_header_id|>\n"
-        "\n"
-        "Hello!<|eot_id|><|start_header_id|>assistant<|end_header_id|>\n"
-        "\n"
-        "Hi! How can I help you today?<|eot_id|><|start_header_id|>user<|end_header_id|>\n"
-        "\n"
-        "What is the capital of France?<|eot_id|><|start_header_id|>assistant<|end_header_id|>\n"
-        "\n";
+    "<|begin_of_text|><|start_header_id|>system<|end_header_id|>\n"
+    "\n"
+    "Cutting Knowledge Date: December 2023\n"
+    "Today Date: 26 Jul 2024\n"
+    "\n"
+    "You are a helpful assistant.<|eot_id|><|start_header_id|>user<|end_header_id|>\n"
+    "\n"
+    "Hello!<|eot_id|><|start_header_id|>assistant<|end_header_id|>\n"
+    "\n"
+    "Hi! How can I help you today?<|eot_id|><|start_header_id|>user<|end_header_id|>\n"
+    "\n"
+    "What is the capital of France?<|eot_id|><|start_header_id|>assistant<|end_header_id|>\n"
+    "\n";
 
 const char* const kLlama31_sys_nogen =
-        "<|begin_of_text|><|start_header_id|>system<|end_header_id|>\n"
-        "\n"
-        "Cutting Knowledge Date: December 2023\n"
-        "Today Date: 26 Jul 2024\n"
-        "\n"
-        "You are a helpful assistant.<|eot_id|><|start_header_id|>user<|end_header_id|>\n"
-        "\n"
-        "Hello!<|eot_id|><|start_header_id|>assistant<|end_header_id|>\n"
-        "\n"
-        "Hi! How can I help you today?<|eot_id|><|start_header_id|>user<|end_header_id|>\n"
-        "\n"
-        "What is the capital of France?<|eot_id|>";
+    "<|begin_of_text|><|start_header_id|>system<|end_header_id|>\n"
+    "\n"
+    "Cutting Knowledge Date: December 2023\n"
+    "Today Date: 26 Jul 2024\n"
+    "\n"
+    "You are a helpful assistant.<|eot_id|><|start_header_id|>user<|end_header_id|>\n"
+    "\n"
+    "Hello!<|eot_id|><|start_header_id|>assistant<|end_header_id|>\n"
+    "\n"
+    "Hi! How can I help you today?<|eot_id|><|start_header_id|>user<|end_header_id|>\n"
+    "\n"
+    "What is the capital of France?<|eot_id|>";
 
 const char* const kLlama31_nosys_gen =
-        "<|begin_of_text|><|start_header_id|>system<|end_header_id|>\n"
-        "\n"
-        "Cutting Knowledge Date: December 2023\n"
-        "Today Date: 26 Jul 2024\n"
-        "\n"
-        "<|eot_id|><|start_header_id|>user<|end_header_id|>\n"
-        "\n"
-        "Hello!<|eot_id|><|start_header_id|>assistant<|end_header_id|>\n"
-        "\n"
-        "Hi! How can I help you today?<|eot_id|><|start_header_id|>user<|end_header_id|>\n"
-        "\n"
-        "What is the capital of France?<|eot_id|><|start_header_id|>assistant<|end_header_id|>\n"
-        "\n";
+    "<|begin_of_text|><|start_header_id|>system<|end_header_id|>\n"
+    "\n"
+    "Cutting Knowledge Date: December 2023\n"
+    "Today Date: 26 Jul 2024\n"
+    "\n"
+    "<|eot_id|><|start_header_id|>user<|end_header_id|>\n"
+    "\n"
+    "Hello!<|eot_id|><|start_header_id|>assistant<|end_header_id|>\n"
+    "\n"
+    "Hi! How can I help you today?<|eot_id|><|start_header_id|>user<|end_header_id|>\n"
+    "\n"
+    "What is the capital of France?<|eot_id|><|start_header_id|>assistant<|end_header_id|>\n"
+    "\n";
 
 const char* const kLlama31_nosys_nogen =
-        "<|begin_of_text|><|start_header_id|>system<|end_header_id|>\n"
-        "\n"
-        "Cutting Knowledge Date: December 2023\n"
-        "Today Date: 26 Jul 2024\n"
-        "\n"
-        "<|eot_id|><|start_header_id|>user<|end_header_id|>\n"
-        "\n"
-        "Hello!<|eot_id|><|start_header_id|>assistant<|end_header_id|>\n"
-        "\n"
-        "Hi! How can I help you today?<|eot_id|><|start_header_id|>user<|end_header_id|>\n"
-        "\n"
-        "What is the capital of France?<|eot_id|>";
+    "<|begin_of_text|><|start_header_id|>system<|end_header_id|>\n"
+    "\n"
+    "Cutting Knowledge Date: December 2023\n"
+    "Today Date: 26 Jul 2024\n"
+    "\n"
+    "<|eot_id|><|start_header_id|>user<|end_header_id|>\n"
+    "\n"
+    "Hello!<|eot_id|><|start_header_id|>assistant<|end_header_id|>\n"
+    "\n"
+    "Hi! How can I help you today?<|eot_id|><|start_header_id|>user<|end_header_id|>\n"
+    "\n"
+    "What is the capital of France?<|eot_id|>";
 
 const char* const kLlama32_sys_gen =
-        "<|begin_of_text|><|start_header_id|>system<|end_header_id|>\n"
-        "\n"
-        "Cutting Knowledge Date: December 2023\n"
-        "Today Date: 14 Nov 2023\n"
-        "\n"
-        "You are a helpful assistant.<|eot_id|><|start_header_id|>user<|end_header_id|>\n"
-        "\n"
-        "Hello!<|eot_id|><|start_header_id|>assistant<|end_header_id|>\n"
-        "\n"
-        "Hi! How can I help you today?<|eot_id|><|start_header_id|>user<|end_header_id|>\n"
-        "\n"
-        "What is the capital of France?<|eot_id|><|start_header_id|>assistant<|end_header_id|>\n"
-        "\n";
+    "<|begin_of_text|><|start_header_id|>system<|end_header_id|>\n"
+    "\n"
+    "Cutting Knowledge Date: December 2023\n"
+    "Today Date: 14 Nov 2023\n"
+    "\n"
+    "You are a helpful assistant.<|eot_id|><|start_header_id|>user<|end_header_id|>\n"
+    "\n"
+    "Hello!<|eot_id|><|start_header_id|>assistant<|end_header_id|>\n"
+    "\n"
+    "Hi! How can I help you today?<|eot_id|><|start_header_id|>user<|end_header_id|>\n"
+    "\n"
+    "What is the capital of France?<|eot_id|><|start_header_id|>assistant<|end_header_id|>\n"
+    "\n";
 
 const char* const kLlama32_sys_nogen =
-        "<|begin_of_text|><|start_header_id|>system<|end_header_id|>\n"
-        "\n"
-        "Cutting Knowledge Date: December 2023\n"
-        "Today Date: 14 Nov 2023\n"
-        "\n"
-        "You are a helpful assistant.<|eot_id|><|start_header_id|>user<|end_header_id|>\n"
-        "\n"
-        "Hello!<|eot_id|><|start_header_id|>assistant<|end_header_id|>\n"
-        "\n"
-        "Hi! How can I help you today?<|eot_id|><|start_header_id|>user<|end_header_id|>\n"
-        "\n"
-        "What is the capital of France?<|eot_id|>";
+    "<|begin_of_text|><|start_header_id|>system<|end_header_id|>\n"
+    "\n"
+    "Cutting Knowledge Date: December 2023\n"
+    "Today Date: 14 Nov 2023\n"
+    "\n"
+    "You are a helpful assistant.<|eot_id|><|start_header_id|>user<|end_header_id|>\n"
+    "\n"
+    "Hello!<|eot_id|><|start_header_id|>assistant<|end_header_id|>\n"
+    "\n"
+    "Hi! How can I help you today?<|eot_id|><|start_header_id|>user<|end_header_id|>\n"
+    "\n"
+    "What is the capital of France?<|eot_id|>";
 
 const char* const kLlama32_nosys_gen =
-        "<|begin_of_text|><|start_header_id|>system<|end_header_id|>\n"
-        "\n"
-        "Cutting Knowledge Date: December 2023\n"
-        "Today Date: 14 Nov 2023\n"
-        "\n"
-        "<|eot_id|><|start_header_id|>user<|end_header_id|>\n"
-        "\n"
-        "Hello!<|eot_id|><|start_header_id|>assistant<|end_header_id|>\n"
-        "\n"
-        "Hi! How can I help you today?<|eot_id|><|start_header_id|>user<|end_header_id|>\n"
-        "\n"
-        "What is the capital of France?<|eot_id|><|start_header_id|>assistant<|end_header_id|>\n"
-        "\n";
+    "<|begin_of_text|><|start_header_id|>system<|end_header_id|>\n"
+    "\n"
+    "Cutting Knowledge Date: December 2023\n"
+    "Today Date: 14 Nov 2023\n"
+    "\n"
+    "<|eot_id|><|start_header_id|>user<|end_header_id|>\n"
+    "\n"
+    "Hello!<|eot_id|><|start_header_id|>assistant<|end_header_id|>\n"
+    "\n"
+    "Hi! How can I help you today?<|eot_id|><|start_header_id|>user<|end_header_id|>\n"
+    "\n"
+    "What is the capital of France?<|eot_id|><|start_header_id|>assistant<|end_header_id|>\n"
+    "\n";
 
 const char* const kLlama32_nosys_nogen =
-        "<|begin_of_text|><|start_header_id|>system<|end_header_id|>\n"
-        "\n"
-        "Cutting Knowledge Date: December 2023\n"
-        "Today Date: 14 Nov 2023\n"
-        "\n"
-        "<|eot_id|><|start_header_id|>user<|end_header_id|>\n"
-        "\n"
-        "Hello!<|eot_id|><|start_header_id|>assistant<|end_header_id|>\n"
-        "\n"
-        "Hi! How can I help you today?<|eot_id|><|start_header_id|>user<|end_header_id|>\n"
-        "\n"
-        "What is the capital of France?<|eot_id|>";
+    "<|begin_of_text|><|start_header_id|>system<|end_header_id|>\n"
+    "\n"
+    "Cutting Knowledge Date: December 2023\n"
+    "Today Date: 14 Nov 2023\n"
+    "\n"
+    "<|eot_id|><|start_header_id|>user<|end_header_id|>\n"
+    "\n"
+    "Hello!<|eot_id|><|start_header_id|>assistant<|end_header_id|>\n"
+    "\n"
+    "Hi! How can I help you today?<|eot_id|><|start_header_id|>user<|end_header_id|>\n"
+    "\n"
+    "What is the capital of France?<|eot_id|>";
 
 const char* const kQwen25_sys_gen =
-        "<|im_start|>system\n"
-        "You are a helpful assistant.<|im_end|>\n"
-        "<|im_start|>user\n"
-        "Hello!<|im_end|>\n"
-        "<|im_start|>assistant\n"
-        "Hi! How can I help you today?<|im_end|>\n"
-        "<|im_start|>user\n"
-        "What is the capital of France?<|im_end|>\n"
-        "<|im_start|>assistant\n";
+    "<|im_start|>system\n"
+    "You are a helpful assistant.<|im_end|>\n"
+    "<|im_start|>user\n"
+    "Hello!<|im_end|>\n"
+    "<|im_start|>assistant\n"
+    "Hi! How can I help you today?<|im_end|>\n"
+    "<|im_start|>user\n"
+    "What is the capital of France?<|im_end|>\n"
+    "<|im_start|>assistant\n";
 
 const char* const kQwen25_sys_nogen =
-        "<|im_start|>system\n"
-        "You are a helpful assistant.<|im_end|>\n"
-        "<|im_start|>user\n"
-        "Hello!<|im_end|>\n"
-        "<|im_start|>assistant\n"
-        "Hi! How can I help you today?<|im_end|>\n"
-        "<|im_start|>user\n"
-        "What is the capital of France?<|im_end|>\n";
+    "<|im_start|>system\n"
+    "You are a helpful assistant.<|im_end|>\n"
+    "<|im_start|>user\n"
+    "Hello!<|im_end|>\n"
+    "<|im_start|>assistant\n"
+    "Hi! How can I help you today?<|im_end|>\n"
+    "<|im_start|>user\n"
+    "What is the capital of France?<|im_end|>\n";
 
 const char* const kQwen25_nosys_gen =
-        "<|im_start|>system\n"
-        "You are Qwen, created by Alibaba Cloud. You are a helpful assistant.<|im_end|>\n"
-        "<|im_start|>user\n"
-        "Hello!<|im_end|>\n"
-        "<|im_start|>assistant\n"
-        "Hi! How can I help you today?<|im_end|>\n"
-        "<|im_start|>user\n"
-        "What is the capital of France?<|im_end|>\n"
-        "<|im_start|>assistant\n";
+    "<|im_start|>system\n"
+    "You are Qwen, created by Alibaba Cloud. You are a helpful assistant.<|im_end|>\n"
+    "<|im_start|>user\n"
+    "Hello!<|im_end|>\n"
+    "<|im_start|>assistant\n"
+    "Hi! How can I help you today?<|im_end|>\n"
+    "<|im_start|>user\n"
+    "What is the capital of France?<|im_end|>\n"
+    "<|im_start|>assistant\n";
 
 const char* const kQwen25_nosys_nogen =
-        "<|im_start|>system\n"
-        "You are Qwen, created by Alibaba Cloud. You are a helpful assistant.<|im_end|>\n"
-        "<|im_start|>user\n"
-        "Hello!<|im_end|>\n"
-        "<|im_start|>assistant\n"
-        "Hi! How can I help you today?<|im_end|>\n"
-        "<|im_start|>user\n"
-        "What is the capital of France?<|im_end|>\n";
+    "<|im_start|>system\n"
+    "You are Qwen, created by Alibaba Cloud. You are a helpful assistant.<|im_end|>\n"
+    "<|im_start|>user\n"
+    "Hello!<|im_end|>\n"
+    "<|im_start|>assistant\n"
+    "Hi! How can I help you today?<|im_end|>\n"
+    "<|im_start|>user\n"
+    "What is the capital of France?<|im_end|>\n";
 
 const char* const kMistralV01_nosys_gen =
-        "<s>[INST] Hello! [/INST]Hi! How can I help you today?</s>[INST] What is the capital of France? [/INST]";
+    "<s>[INST] Hello! [/INST]Hi! How can I help you today?</s>[INST] What is the capital of France? [/INST]";
 
 const char* const kMistralV01_nosys_nogen =
-        "<s>[INST] Hello! [/INST]Hi! How can I help you today?</s>[INST] What is the capital of France? [/INST]";
+    "<s>[INST] Hello! [/INST]Hi! How can I help you today?</s>[INST] What is the capital of France? [/INST]";
 
 const char* const kPhi3Mini_sys_gen =
-        "<|system|>\n"
-        "You are a helpful assistant.<|end|>\n"
-        "<|user|>\n"
-        "Hello!<|end|>\n"
-        "<|assistant|>\n"
-        "Hi! How can I help you today?<|end|>\n"
-        "<|user|>\n"
-        "What is the capital of France?<|end|>\n"
-        "<|assistant|>\n";
+    "<|system|>\n"
+    "You are a helpful assistant.<|end|>\n"
+    "<|user|>\n"
+    "Hello!<|end|>\n"
+    "<|assistant|>\n"
+    "Hi! How can I help you today?<|end|>\n"
+    "<|user|>\n"
+    "What is the capital of France?<|end|>\n"
+    "<|assistant|>\n";
 
 const char* const kPhi3Mini_sys_nogen =
-        "<|system|>\n"
-        "You are a helpful assistant.<|end|>\n"
-        "<|user|>\n"
-        "Hello!<|end|>\n"
-        "<|assistant|>\n"
-        "Hi! How can I help you today?<|end|>\n"
-        "<|user|>\n"
-        "What is the capital of France?<|end|>\n"
-        "<|endoftext|>";
+    "<|system|>\n"
+    "You are a helpful assistant.<|end|>\n"
+    "<|user|>\n"
+    "Hello!<|end|>\n"
+    "<|assistant|>\n"
+    "Hi! How can I help you today?<|end|>\n"
+    "<|user|>\n"
+    "What is the capital of France?<|end|>\n"
+    "<|endoftext|>";
 
 const char* const kPhi3Mini_nosys_gen =
-        "<|user|>\n"
-        "Hello!<|end|>\n"
-        "<|assistant|>\n"
-        "Hi! How can I help you today?<|end|>\n"
-        "<|user|>\n"
-        "What is the capital of France?<|end|>\n"
-        "<|assistant|>\n";
+    "<|user|>\n"
+    "Hello!<|end|>\n"
+    "<|assistant|>\n"
+    "Hi! How can I help you today?<|end|>\n"
+    "<|user|>\n"
+    "What is the capital of France?<|end|>\n"
+    "<|assistant|>\n";
 
 const char* const kPhi3Mini_nosys_nogen =
-        "<|user|>\n"
-        "Hello!<|end|>\n"
-        "<|assistant|>\n"
-        "Hi! How can I help you today?<|end|>\n"
-        "<|user|>\n"
-        "What is the capital of France?<|end|>\n"
-        "<|endoftext|>";
+    "<|user|>\n"
+    "Hello!<|end|>\n"
+    "<|assistant|>\n"
+    "Hi! How can I help you today?<|end|>\n"
+    "<|user|>\n"
+    "What is the capital of France?<|end|>\n"
+    "<|endoftext|>";
 
 const char* const kGemma3_sys_gen =
-        "<bos><start_of_turn>user\n"
-        "You are a helpful assistant.\n"
-        "\n"
-        "Hello!<end_of_turn>\n"
-        "<start_of_turn>model\n"
-        "Hi! How can I help you today?<end_of_turn>\n"
-        "<start_of_turn>user\n"
-        "What is the capital of France?<end_of_turn>\n"
-        "<start_of_turn>model\n";
+    "<bos><start_of_turn>user\n"
+    "You are a helpful assistant.\n"
+    "\n"
+    "Hello!<end_of_turn>\n"
+    "<start_of_turn>model\n"
+    "Hi! How can I help you today?<end_of_turn>\n"
+    "<start_of_turn>user\n"
+    "What is the capital of France?<end_of_turn>\n"
+    "<start_of_turn>model\n";
 
 const char* const kGemma3_sys_nogen =
-        "<bos><start_of_turn>user\n"
-        "You are a helpful assistant.\n"
-        "\n"
-        "Hello!<end_of_turn>\n"
-        "<start_of_turn>model\n"
-        "Hi! How can I help you today?<end_of_turn>\n"
-        "<start_of_turn>user\n"
-        "What is the capital of France?<end_of_turn>\n";
+    "<bos><start_of_turn>user\n"
+    "You are a helpful assistant.\n"
+    "\n"
+    "Hello!<end_of_turn>\n"
+    "<start_of_turn>model\n"
+    "Hi! How can I help you today?<end_of_turn>\n"
+    "<start_of_turn>user\n"
+    "What is the capital of France?<end_of_turn>\n";
 
 const char* const kGemma3_nosys_gen =
-        "<bos><start_of_turn>user\n"
-        "Hello!<end_of_turn>\n"
-        "<start_of_turn>model\n"
-        "Hi! How can I help you today?<end_of_turn>\n"
-        "<start_of_turn>user\n"
-        "What is the capital of France?<end_of_turn>\n"
-        "<start_of_turn>model\n";
+    "<bos><start_of_turn>user\n"
+    "Hello!<end_of_turn>\n"
+    "<start_of_turn>model\n"
+    "Hi! How can I help you today?<end_of_turn>\n"
+    "<start_of_turn>user\n"
+    "What is the capital of France?<end_of_turn>\n"
+    "<start_of_turn>model\n";
 
 const char* const kGemma3_nosys_nogen =
-        "<bos><start_of_turn>user\n"
-        "Hello!<end_of_turn>\n"
-        "<start_of_turn>model\n"
-        "Hi! How can I help you today?<end_of_turn>\n"
-        "<start_of_turn>user\n"
-        "What is the capital of France?<end_of_turn>\n";
+    "<bos><start_of_turn>user\n"
+    "Hello!<end_of_turn>\n"
+    "<start_of_turn>model\n"
+    "Hi! How can I help you today?<end_of_turn>\n"
+    "<start_of_turn>user\n"
+    "What is the capital of France?<end_of_turn>\n";
 
 }  // namespace upstream

@@ -104,9 +104,7 @@ Vectors load_vectors(const std::string& gguf_path) {
     return v;
 }
 
-std::unique_ptr<Tokenizer> load(const std::string& path) {
-    return Tokenizer::from_gguf(GgufFile::open(path));
-}
+std::unique_ptr<Tokenizer> load(const std::string& path) { return Tokenizer::from_gguf(GgufFile::open(path)); }
 
 // A small SentencePiece-style vocab: specials, 256 byte tokens, then scored pieces.
 TokenizerData tiny_spm() {
@@ -123,11 +121,14 @@ TokenizerData tiny_spm() {
     d.scores.assign(d.tokens.size(), 0.0f);
     // piece, score: higher scores merge first.
     const std::pair<const char*, float> pieces[] = {
-        {"\u2581", -1}, {"h", -2}, {"e", -2}, {"l", -2}, {"o", -2}, {"w", -2}, {"r", -2}, {"d", -2},
-        {"ll", -3}, {"he", -4}, {"\u2581h", -5}, {"llo", -3.5f}, {"\u2581he", -4.5f},
-        {"hello", -6}, {"\u2581hello", -2.5f}, {"\u2581w", -5}, {"or", -5}, {"\u2581wor", -5.5f},
-        {"ld", -5}, {"\u2581world", -3}, {"\u2581wo", -5}, {"\u2581worl", -5}, {"orld", -6},
-        {"<|user|>", 0},
+        {"\u2581", -1},      {"h", -2},           {"e", -2},
+        {"l", -2},           {"o", -2},           {"w", -2},
+        {"r", -2},           {"d", -2},           {"ll", -3},
+        {"he", -4},          {"\u2581h", -5},     {"llo", -3.5f},
+        {"\u2581he", -4.5f}, {"hello", -6},       {"\u2581hello", -2.5f},
+        {"\u2581w", -5},     {"or", -5},          {"\u2581wor", -5.5f},
+        {"ld", -5},          {"\u2581world", -3}, {"\u2581wo", -5},
+        {"\u2581worl", -5},  {"orld", -6},        {"<|user|>", 0},
     };
     for (auto [p, s] : pieces) {
         d.tokens.push_back(p);
@@ -172,12 +173,18 @@ int32_t id_of(const Tokenizer& t, std::string_view text) {
 // characters from many scripts, and mixtures of both.
 std::vector<std::string> random_texts(uint32_t seed, int n) {
     static const char* const pieces[] = {
-        "a", "Z", "7", " ", "  ", "\n", "\r\n", "\t", "'s", "!", "...", "\u00e9", "e\u0301", "\u00df",
-        "\u6c49", "\u3002", "\ud55c", "\u30ab", "\U0001F999", "\u200d", "\u00a0", "\u3000", "\u0663",
-        "\u00bd", "\uff21", "\u0430", "\u03bb", "\u0639", "\u0939\u093f", "<s>", "<|im_start|>", "0123",
+        "a",      "Z",      "7",          " ",      "  ",           "\n",     "\r\n",         "\t",
+        "'s",     "!",      "...",        "\u00e9", "e\u0301",      "\u00df", "\u6c49",       "\u3002",
+        "\ud55c", "\u30ab", "\U0001F999", "\u200d", "\u00a0",       "\u3000", "\u0663",       "\u00bd",
+        "\uff21", "\u0430", "\u03bb",     "\u0639", "\u0939\u093f", "<s>",    "<|im_start|>", "0123",
     };
     uint32_t x = seed * 2654435761u + 1;
-    auto next = [&] { x ^= x << 13; x ^= x >> 17; x ^= x << 5; return x; };
+    auto next = [&] {
+        x ^= x << 13;
+        x ^= x >> 17;
+        x ^= x << 5;
+        return x;
+    };
     std::vector<std::string> out;
     for (int i = 0; i < n; ++i) {
         std::string s;
@@ -207,11 +214,11 @@ const char* const kRoundTripTexts[] = {
     "Emoji: \U0001F999\U0001F600 \U0001F468\u200D\U0001F469\u200D\U0001F467 \u2705",
     "int main() {\n    return x->y[0] != 42; // done\n}\n\t\ttabs\r\n",
     "numbers 3.14159 1,000,000 and 0xFF",
-    "\u041f\u0440\u0438\u0432\u0435\u0442 \u043c\u0438\u0440, \u0395\u03bb\u03bb\u03ac\u03b4\u03b1 \u0639\u0631\u0628\u064a",
+    "\u041f\u0440\u0438\u0432\u0435\u0442 \u043c\u0438\u0440, \u0395\u03bb\u03bb\u03ac\u03b4\u03b1 "
+    "\u0639\u0631\u0628\u064a",
 };
 
 }  // namespace
-
 
 // ---- Unicode helpers -----------------------------------------------------------------
 TEST_CASE("unicode categories") {
@@ -219,15 +226,15 @@ TEST_CASE("unicode categories") {
     REQUIRE_EQ(unicode::category('A'), Category::Lu);
     REQUIRE_EQ(unicode::category('z'), Category::Ll);
     REQUIRE_EQ(unicode::category('7'), Category::Nd);
-    REQUIRE_EQ(unicode::category(0xBD), Category::No);      // ½
+    REQUIRE_EQ(unicode::category(0xBD), Category::No);  // ½
     REQUIRE_EQ(unicode::category(' '), Category::Zs);
     REQUIRE_EQ(unicode::category('!'), Category::Po);
     REQUIRE_EQ(unicode::category('$'), Category::Sc);
-    REQUIRE_EQ(unicode::category(0x4E00), Category::Lo);    // 一
-    REQUIRE_EQ(unicode::category(0x0301), Category::Mn);    // combining acute
-    REQUIRE_EQ(unicode::category(0x1F600), Category::So);   // 😀
+    REQUIRE_EQ(unicode::category(0x4E00), Category::Lo);   // 一
+    REQUIRE_EQ(unicode::category(0x0301), Category::Mn);   // combining acute
+    REQUIRE_EQ(unicode::category(0x1F600), Category::So);  // 😀
     REQUIRE_EQ(unicode::category(0xE000), Category::Co);
-    REQUIRE_EQ(unicode::category(0x0378), Category::Cn);    // unassigned
+    REQUIRE_EQ(unicode::category(0x0378), Category::Cn);  // unassigned
     REQUIRE_EQ(unicode::category(0x10FFFF), Category::Cn);
     REQUIRE_EQ(unicode::category(0x110000), Category::Cn);
     REQUIRE(unicode::is_whitespace(0x3000));
@@ -254,8 +261,12 @@ TEST_CASE("utf8 decoding") {
     REQUIRE_EQ(int(st.len), 2);
 
     std::string out;
-    REQUIRE_EQ(unicode::append_complete_utf8("a\xE2\x82\xAC" "b\xE2\x82", out), size_t(5));
-    REQUIRE_EQ(out, std::string("a\xE2\x82\xAC" "b"));
+    REQUIRE_EQ(unicode::append_complete_utf8("a\xE2\x82\xAC"
+                                             "b\xE2\x82",
+                                             out),
+               size_t(5));
+    REQUIRE_EQ(out, std::string("a\xE2\x82\xAC"
+                                "b"));
     out.clear();
     REQUIRE_EQ(unicode::append_complete_utf8("x\xFFy\xE2\x28", out), size_t(5));
     REQUIRE_EQ(out, std::string("x\xEF\xBF\xBDy\xEF\xBF\xBD("));
@@ -263,7 +274,7 @@ TEST_CASE("utf8 decoding") {
 
 TEST_CASE("byte level alphabet") {
     REQUIRE_EQ(unicode::byte_to_cp('A'), char32_t('A'));
-    REQUIRE_EQ(unicode::byte_to_cp(' '), char32_t(0x120));  // Ġ
+    REQUIRE_EQ(unicode::byte_to_cp(' '), char32_t(0x120));   // Ġ
     REQUIRE_EQ(unicode::byte_to_cp('\n'), char32_t(0x10A));  // Ċ
     REQUIRE_EQ(unicode::byte_to_cp(0xAD), char32_t(0x143));
     for (int b = 0; b < 256; ++b) REQUIRE_EQ(unicode::cp_to_byte(unicode::byte_to_cp(uint8_t(b))), b);
@@ -272,7 +283,9 @@ TEST_CASE("byte level alphabet") {
 
 // ---- Pre-tokenizers ------------------------------------------------------------------
 TEST_CASE("pre tokenizers") {
-    struct Row { const char *name, *pre, *text, *expected; };
+    struct Row {
+        const char *name, *pre, *text, *expected;
+    };
     const Row rows[] = {
         {"gpt2", "gpt-2", "Hello world's  test 123 !!\n", "[Hello] [ world] ['s] [ ] [ test] [ 123] [ !!] [\n]"},
         {"gpt2 no case folding", "gpt-2", "I'M", "[I] ['] [M]"},
@@ -285,13 +298,16 @@ TEST_CASE("pre tokenizers") {
         {"default", "default", "x+=1234", "[x] [+=] [123] [4]"},
         {"falcon", "falcon", "a`b 12345", "[a] [`] [b] [ ] [123] [45]"},
     };
-    for (const Row& r : rows)
-        SUBCASE(r.name) { REQUIRE_EQ(show_pieces(split(r.pre, r.text)), std::string(r.expected)); }
+    for (const Row& r : rows) SUBCASE(r.name) {
+            REQUIRE_EQ(show_pieces(split(r.pre, r.text)), std::string(r.expected));
+        }
 }
 
 TEST_CASE("pre tokenizer invalid utf8") {
     // Every byte is kept; invalid ones act like U+FFFD (a symbol), nothing throws.
-    const std::string bad = "a\xFF" "b \xE2\x82 c\xC0";
+    const std::string bad =
+        "a\xFF"
+        "b \xE2\x82 c\xC0";
     std::vector<std::string> pieces;
     for (auto p : split("gpt-2", bad)) pieces.emplace_back(p);
     const std::vector<std::string> want = {"a", "\xFF", "b", " \xE2\x82", " c", "\xC0"};
@@ -431,8 +447,9 @@ TEST_CASE("streaming matches decode") {
 // ---- llama.cpp vocab test vectors ----------------------------------------------------
 TEST_CASE("vectors") {
     std::string name;
-    for (const char* n : {"llama-spm", "phi-3", "gpt-2", "qwen2", "starcoder", "refact", "deepseek-coder"})
-        SUBCASE(n) { name = n; }
+    for (const char* n : {"llama-spm", "phi-3", "gpt-2", "qwen2", "starcoder", "refact", "deepseek-coder"}) SUBCASE(n) {
+            name = n;
+        }
     REQUIRE(!name.empty());
     const std::string path = test::testdata("tokenizer/ggml-vocab-" + name + ".gguf");
     EMBER_REQUIRE_FILE(path);
@@ -490,7 +507,8 @@ TEST_CASE("random bytes round trip") {
             std::erase_if(text, [&](char c) { return unspellable.find(c) != std::string::npos; });
             const Ids ids = t->encode(text, false, false);
             const std::string back = t->decode(ids);
-            REQUIRE_MESSAGE(back == text, path << ": " << to_hex(text) << " -> [" << show(ids) << "] -> " << to_hex(back));
+            REQUIRE_MESSAGE(back == text,
+                            path << ": " << to_hex(text) << " -> [" << show(ids) << "] -> " << to_hex(back));
             const Ids with_specials = t->encode(text, true, true);
             StreamingDetokenizer d(*t);
             std::string streamed;
@@ -532,7 +550,7 @@ TEST_CASE("smollm2") {
     // text.encode(), add_bos=True, special=True).
     REQUIRE_EQ(show(t->encode("Hello world", true, true)), show({19556, 905}));
     REQUIRE_EQ(show(t->encode("<|im_start|>user\nCaf\u00e9 \u6c49\u5b57 \U0001F999<|im_end|>\n", true, true)),
-             show({1, 4093, 198, 51, 1939, 2756, 17097, 126, 227, 36518, 15107, 116, 243, 2, 198}));
+               show({1, 4093, 198, 51, 1939, 2756, 17097, 126, 227, 36518, 15107, 116, 243, 2, 198}));
     // Digits are split one by one (starcoder pattern).
     const Ids digits = t->encode("2025", false, false);
     REQUIRE_EQ(digits.size(), size_t(4));
@@ -563,7 +581,7 @@ TEST_CASE("gemma3") {
     // Known ids, from llama-cpp-python 0.3.36 (as for SmolLM2 above).
     REQUIRE_EQ(show(t->encode("Hello world", true, true)), show({2, 9259, 1902}));
     REQUIRE_EQ(show(t->encode("<start_of_turn>user\nCaf\u00e9 \u6c49\u5b57 \U0001F999<end_of_turn>\n", true, true)),
-             show({2, 105, 2364, 107, 160319, 236859, 236743, 239908, 237871, 236743, 478, 397, 404, 391, 106, 107}));
+               show({2, 105, 2364, 107, 160319, 236859, 236743, 239908, 237871, 236743, 478, 397, 404, 391, 106, 107}));
     // Newline runs are user-defined tokens, matched whole.
     REQUIRE_EQ(show(t->encode("\n\n", false, false)), show({id_of(*t, "\n\n")}));
     const Ids turn = t->encode("<start_of_turn>user\nHi<end_of_turn>\n", true, true);
@@ -663,8 +681,12 @@ TEST_CASE("speed100 KB") {
         if ((x >> 12) % 7 == 0) varied += std::to_string(x);
     }
     const std::pair<const char*, std::string> cases[] = {
-        {"varied", varied}, {"letters", std::string(size, 'a')}, {"spaces", std::string(size, ' ')},
-        {"digits", std::string(size, '7')}, {"newlines", std::string(size, '\n')}, {"'<'", std::string(size, '<')},
+        {"varied", varied},
+        {"letters", std::string(size, 'a')},
+        {"spaces", std::string(size, ' ')},
+        {"digits", std::string(size, '7')},
+        {"newlines", std::string(size, '\n')},
+        {"'<'", std::string(size, '<')},
     };
     for (const auto& t : toks)
         for (const auto& [name, text] : cases) {
@@ -672,11 +694,10 @@ TEST_CASE("speed100 KB") {
             const Ids ids = t->encode(text, false, true);
             const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
             test::info("%-14s %-8s %zu bytes -> %6zu tokens in %6.1f ms", std::string(t->kind()).c_str(), name,
-                  text.size(), ids.size(), ms);
+                       text.size(), ids.size(), ms);
             REQUIRE_EQ(t->decode(ids), text);
 #if defined(NDEBUG) && !defined(__SANITIZE_ADDRESS__)
             REQUIRE_MESSAGE(ms < 1000, "tokenizing 100 KB took a second or more");
 #endif
         }
 }
-

@@ -50,11 +50,11 @@ void verify_cpu(const BackendChoice& c) {
     c.backend->free(y);
 }
 
-#define VERIFY_REASON(choice, text)                                                            \
-    do {                                                                                       \
-        const std::string expected_ = (text);                                                  \
-        REQUIRE_MESSAGE((choice).reason.find(expected_) != std::string::npos, "reason '",        \
-                        (choice).reason, "' lacks '", expected_, "'");                         \
+#define VERIFY_REASON(choice, text)                                                                        \
+    do {                                                                                                   \
+        const std::string expected_ = (text);                                                              \
+        REQUIRE_MESSAGE((choice).reason.find(expected_) != std::string::npos, "reason '", (choice).reason, \
+                        "' lacks '", expected_, "'");                                                      \
     } while (0)
 
 }  // namespace
@@ -128,8 +128,7 @@ TEST_CASE_FIXTURE(NoModuleEnv, "module exceptions are caught by type") {
         fn();
     } catch (const ember::Error& e) {
         caught = std::string(e.what()) == "thrown inside a module";
-    } catch (...) {
-    }
+    } catch (...) {}
     REQUIRE(caught);
 }
 

@@ -65,8 +65,12 @@ std::vector<uint8_t> random_rows(DType type, int64_t rows, int64_t cols, uint32_
 using DequantFn = void (*)(const uint8_t*, int64_t, float*);
 using DotFn = float (*)(const uint8_t*, int64_t, const int*, float, float);
 
-template <int T> void dq(const uint8_t* row, int64_t c, float* out) { cuda::dequant_chunk<T>(row, c, out); }
-template <int T> float dot(const uint8_t* row, int64_t c, const int* xq, float dx, float sx) {
+template <int T>
+void dq(const uint8_t* row, int64_t c, float* out) {
+    cuda::dequant_chunk<T>(row, c, out);
+}
+template <int T>
+float dot(const uint8_t* row, int64_t c, const int* xq, float dx, float sx) {
     return cuda::dot_chunk<T>(row, c, xq, dx, sx);
 }
 
@@ -77,17 +81,28 @@ struct Fns {
 
 Fns fns(DType t) {
     switch (t) {
-        case DType::Q4_0: return {dq<cuda::kQ4_0>, dot<cuda::kQ4_0>};
-        case DType::Q4_1: return {dq<cuda::kQ4_1>, dot<cuda::kQ4_1>};
-        case DType::Q5_0: return {dq<cuda::kQ5_0>, dot<cuda::kQ5_0>};
-        case DType::Q5_1: return {dq<cuda::kQ5_1>, dot<cuda::kQ5_1>};
-        case DType::Q8_0: return {dq<cuda::kQ8_0>, dot<cuda::kQ8_0>};
-        case DType::Q2_K: return {dq<cuda::kQ2_K>, dot<cuda::kQ2_K>};
-        case DType::Q3_K: return {dq<cuda::kQ3_K>, dot<cuda::kQ3_K>};
-        case DType::Q4_K: return {dq<cuda::kQ4_K>, dot<cuda::kQ4_K>};
-        case DType::Q5_K: return {dq<cuda::kQ5_K>, dot<cuda::kQ5_K>};
-        case DType::Q6_K: return {dq<cuda::kQ6_K>, dot<cuda::kQ6_K>};
-        default: return {nullptr, nullptr};
+        case DType::Q4_0:
+            return {dq<cuda::kQ4_0>, dot<cuda::kQ4_0>};
+        case DType::Q4_1:
+            return {dq<cuda::kQ4_1>, dot<cuda::kQ4_1>};
+        case DType::Q5_0:
+            return {dq<cuda::kQ5_0>, dot<cuda::kQ5_0>};
+        case DType::Q5_1:
+            return {dq<cuda::kQ5_1>, dot<cuda::kQ5_1>};
+        case DType::Q8_0:
+            return {dq<cuda::kQ8_0>, dot<cuda::kQ8_0>};
+        case DType::Q2_K:
+            return {dq<cuda::kQ2_K>, dot<cuda::kQ2_K>};
+        case DType::Q3_K:
+            return {dq<cuda::kQ3_K>, dot<cuda::kQ3_K>};
+        case DType::Q4_K:
+            return {dq<cuda::kQ4_K>, dot<cuda::kQ4_K>};
+        case DType::Q5_K:
+            return {dq<cuda::kQ5_K>, dot<cuda::kQ5_K>};
+        case DType::Q6_K:
+            return {dq<cuda::kQ6_K>, dot<cuda::kQ6_K>};
+        default:
+            return {nullptr, nullptr};
     }
 }
 
@@ -154,17 +169,38 @@ TEST_CASE("type ids match DType") {
         const auto info = *dtype_info(static_cast<uint32_t>(t));
         int bytes = 0;
         switch (t) {
-            case DType::Q4_0: bytes = cuda::QTraits<cuda::kQ4_0>::bytes; break;
-            case DType::Q4_1: bytes = cuda::QTraits<cuda::kQ4_1>::bytes; break;
-            case DType::Q5_0: bytes = cuda::QTraits<cuda::kQ5_0>::bytes; break;
-            case DType::Q5_1: bytes = cuda::QTraits<cuda::kQ5_1>::bytes; break;
-            case DType::Q8_0: bytes = cuda::QTraits<cuda::kQ8_0>::bytes; break;
-            case DType::Q2_K: bytes = cuda::QTraits<cuda::kQ2_K>::bytes; break;
-            case DType::Q3_K: bytes = cuda::QTraits<cuda::kQ3_K>::bytes; break;
-            case DType::Q4_K: bytes = cuda::QTraits<cuda::kQ4_K>::bytes; break;
-            case DType::Q5_K: bytes = cuda::QTraits<cuda::kQ5_K>::bytes; break;
-            case DType::Q6_K: bytes = cuda::QTraits<cuda::kQ6_K>::bytes; break;
-            default: break;
+            case DType::Q4_0:
+                bytes = cuda::QTraits<cuda::kQ4_0>::bytes;
+                break;
+            case DType::Q4_1:
+                bytes = cuda::QTraits<cuda::kQ4_1>::bytes;
+                break;
+            case DType::Q5_0:
+                bytes = cuda::QTraits<cuda::kQ5_0>::bytes;
+                break;
+            case DType::Q5_1:
+                bytes = cuda::QTraits<cuda::kQ5_1>::bytes;
+                break;
+            case DType::Q8_0:
+                bytes = cuda::QTraits<cuda::kQ8_0>::bytes;
+                break;
+            case DType::Q2_K:
+                bytes = cuda::QTraits<cuda::kQ2_K>::bytes;
+                break;
+            case DType::Q3_K:
+                bytes = cuda::QTraits<cuda::kQ3_K>::bytes;
+                break;
+            case DType::Q4_K:
+                bytes = cuda::QTraits<cuda::kQ4_K>::bytes;
+                break;
+            case DType::Q5_K:
+                bytes = cuda::QTraits<cuda::kQ5_K>::bytes;
+                break;
+            case DType::Q6_K:
+                bytes = cuda::QTraits<cuda::kQ6_K>::bytes;
+                break;
+            default:
+                break;
         }
         const std::string type_name(dtype_name(t));
         CAPTURE(type_name);
@@ -196,8 +232,8 @@ TEST_CASE("intrinsics emulation") {
         for (int k = 0; k < 4; ++k) {
             const int8_t x = static_cast<int8_t>(a >> (8 * k)), y = static_cast<int8_t>(b >> (8 * k));
             ref += x * y;
-            sub |= static_cast<uint32_t>(static_cast<uint8_t>(static_cast<uint8_t>(a >> (8 * k)) -
-                                                              static_cast<uint8_t>(b >> (8 * k))))
+            sub |= static_cast<uint32_t>(
+                       static_cast<uint8_t>(static_cast<uint8_t>(a >> (8 * k)) - static_cast<uint8_t>(b >> (8 * k))))
                    << (8 * k);
         }
         CAPTURE(a);

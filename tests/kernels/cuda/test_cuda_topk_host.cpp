@@ -45,8 +45,9 @@ int32_t gpu_rounds(const std::vector<float>& row, int k, std::vector<TopKCandida
             for (int i = 0; i < chunk; ++i) {
                 const int64_t e = b * chunk + i;
                 s[static_cast<size_t>(i)] = e >= n ? topk::kNoCandidate
-                                          : round == 0 ? topk::order_key(row[static_cast<size_t>(e)], static_cast<int32_t>(e))
-                                                       : in[static_cast<size_t>(e)];
+                                            : round == 0
+                                                ? topk::order_key(row[static_cast<size_t>(e)], static_cast<int32_t>(e))
+                                                : in[static_cast<size_t>(e)];
             }
             if (k == 1) s[0] = *std::min_element(s.begin(), s.end());
             else bitonic_sort(s.data(), static_cast<unsigned>(chunk));
@@ -69,9 +70,9 @@ std::vector<float> random_row(std::mt19937& rng, size_t n, int kind) {
     std::vector<float> v(n);
     for (size_t i = 0; i < n; ++i) {
         float x = normal(rng);
-        if (kind == 1) x = std::round(x * 2) / 2;       // many ties
-        if (kind == 2 && rng() % 100 < 97) x = -kInf;   // few finite
-        if (kind == 3 && rng() % n >= 20) x = kNaN;     // fewer non-NaN than k
+        if (kind == 1) x = std::round(x * 2) / 2;      // many ties
+        if (kind == 2 && rng() % 100 < 97) x = -kInf;  // few finite
+        if (kind == 3 && rng() % n >= 20) x = kNaN;    // fewer non-NaN than k
         if (rng() % 500 == 0) x = -0.0f;
         v[i] = x;
     }

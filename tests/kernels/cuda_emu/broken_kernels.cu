@@ -60,7 +60,9 @@ __global__ void big_shared_kernel(float* out) {
 
 }  // namespace
 
-void block_sum(const float* x, float* out, bool missing_barrier) { block_sum_kernel<<<1, 128>>>(x, out, missing_barrier); }
+void block_sum(const float* x, float* out, bool missing_barrier) {
+    block_sum_kernel<<<1, 128>>>(x, out, missing_barrier);
+}
 void divergent_barrier() { divergent_barrier_kernel<<<1, 128>>>(); }
 void split_barrier() { split_barrier_kernel<<<1, 128>>>(); }
 void shuffle_under_branch(float* out) { shuffle_under_branch_kernel<<<1, 32>>>(out); }

@@ -23,18 +23,25 @@ namespace {
 
 size_t elem_bytes(cudaDataType t) {
     switch (t) {
-        case CUDA_R_32F: return 4;
-        case CUDA_R_16F: return 2;
-        case CUDA_R_16BF: return 2;
-        default: return 0;
+        case CUDA_R_32F:
+            return 4;
+        case CUDA_R_16F:
+            return 2;
+        case CUDA_R_16BF:
+            return 2;
+        default:
+            return 0;
     }
 }
 
 float load(const void* p, cudaDataType t, size_t i) {
     switch (t) {
-        case CUDA_R_32F: return static_cast<const float*>(p)[i];
-        case CUDA_R_16F: return __half2float(static_cast<const __half*>(p)[i]);
-        default: return __bfloat162float(static_cast<const __nv_bfloat16*>(p)[i]);
+        case CUDA_R_32F:
+            return static_cast<const float*>(p)[i];
+        case CUDA_R_16F:
+            return __half2float(static_cast<const __half*>(p)[i]);
+        default:
+            return __bfloat162float(static_cast<const __nv_bfloat16*>(p)[i]);
     }
 }
 
@@ -45,8 +52,9 @@ std::vector<float> dense(const void* m, cudaDataType t, cublasOperation_t op, in
     for (int i = 0; i < rows; ++i)
         for (int j = 0; j < cols; ++j)
             d[static_cast<size_t>(i) * cols + j] =
-                load(m, t, op == CUBLAS_OP_N ? static_cast<size_t>(i) + static_cast<size_t>(j) * ld
-                                             : static_cast<size_t>(j) + static_cast<size_t>(i) * ld);
+                load(m, t,
+                     op == CUBLAS_OP_N ? static_cast<size_t>(i) + static_cast<size_t>(j) * ld
+                                       : static_cast<size_t>(j) + static_cast<size_t>(i) * ld);
     return d;
 }
 
@@ -57,10 +65,12 @@ bool operand_ok(const void* p, cudaDataType t, cublasOperation_t op, int rows, i
         std::fprintf(stderr, "cuBLAS stand-in: %s: ld %d < %d rows\n", what, ld, stored_rows);
         return false;
     }
-    const size_t span = (static_cast<size_t>(ld) * static_cast<size_t>(stored_cols - 1) + static_cast<size_t>(stored_rows)) *
-                        elem_bytes(t);
+    const size_t span =
+        (static_cast<size_t>(ld) * static_cast<size_t>(stored_cols - 1) + static_cast<size_t>(stored_rows)) *
+        elem_bytes(t);
     if (!ember::emu::is_device_range(p, span)) {
-        std::fprintf(stderr, "cuBLAS stand-in: %s (%zu bytes from %p) is not inside one device allocation\n", what, span, p);
+        std::fprintf(stderr, "cuBLAS stand-in: %s (%zu bytes from %p) is not inside one device allocation\n", what,
+                     span, p);
         return false;
     }
     return true;
@@ -85,20 +95,30 @@ cublasStatus_t cublasSetStream(cublasHandle_t h, cudaStream_t s) {
 }
 const char* cublasGetStatusName(cublasStatus_t s) {
     switch (s) {
-        case CUBLAS_STATUS_SUCCESS: return "CUBLAS_STATUS_SUCCESS";
-        case CUBLAS_STATUS_NOT_INITIALIZED: return "CUBLAS_STATUS_NOT_INITIALIZED";
-        case CUBLAS_STATUS_INVALID_VALUE: return "CUBLAS_STATUS_INVALID_VALUE";
-        case CUBLAS_STATUS_NOT_SUPPORTED: return "CUBLAS_STATUS_NOT_SUPPORTED";
-        default: return "CUBLAS_STATUS_INTERNAL_ERROR";
+        case CUBLAS_STATUS_SUCCESS:
+            return "CUBLAS_STATUS_SUCCESS";
+        case CUBLAS_STATUS_NOT_INITIALIZED:
+            return "CUBLAS_STATUS_NOT_INITIALIZED";
+        case CUBLAS_STATUS_INVALID_VALUE:
+            return "CUBLAS_STATUS_INVALID_VALUE";
+        case CUBLAS_STATUS_NOT_SUPPORTED:
+            return "CUBLAS_STATUS_NOT_SUPPORTED";
+        default:
+            return "CUBLAS_STATUS_INTERNAL_ERROR";
     }
 }
 const char* cublasGetStatusString(cublasStatus_t s) {
     switch (s) {
-        case CUBLAS_STATUS_SUCCESS: return "success";
-        case CUBLAS_STATUS_NOT_INITIALIZED: return "the library was not initialized";
-        case CUBLAS_STATUS_INVALID_VALUE: return "an invalid numeric value was used as an argument";
-        case CUBLAS_STATUS_NOT_SUPPORTED: return "the functionality requested is not supported (host stand-in)";
-        default: return "an internal operation failed";
+        case CUBLAS_STATUS_SUCCESS:
+            return "success";
+        case CUBLAS_STATUS_NOT_INITIALIZED:
+            return "the library was not initialized";
+        case CUBLAS_STATUS_INVALID_VALUE:
+            return "an invalid numeric value was used as an argument";
+        case CUBLAS_STATUS_NOT_SUPPORTED:
+            return "the functionality requested is not supported (host stand-in)";
+        default:
+            return "an internal operation failed";
     }
 }
 
@@ -117,7 +137,7 @@ cublasStatus_t cublasGemmEx(cublasHandle_t h, cublasOperation_t ta, cublasOperat
         !operand_ok(C, ct, CUBLAS_OP_N, m, n, ldc, "C"))
         return CUBLAS_STATUS_INVALID_VALUE;
     const float a = *static_cast<const float*>(alpha), b = *static_cast<const float*>(beta);
-    const std::vector<float> Ad = dense(A, at, ta, m, k, lda);   // m x k
+    const std::vector<float> Ad = dense(A, at, ta, m, k, lda);                                             // m x k
     const std::vector<float> Bt = dense(B, bt, tb == CUBLAS_OP_N ? CUBLAS_OP_T : CUBLAS_OP_N, n, k, ldb);  // n x k
     float* c = static_cast<float*>(C);
     for (int j = 0; j < n; ++j) {

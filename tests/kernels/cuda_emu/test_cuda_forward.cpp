@@ -36,7 +36,8 @@ int32_t argmax(const std::vector<float>& v) {
 }
 
 // Prefill `prompt` in one pass, then `n_gen` greedy tokens (the last one not fed back).
-Run greedy(const std::shared_ptr<const GgufFile>& file, Backend& backend, const std::vector<int32_t>& prompt, int n_gen) {
+Run greedy(const std::shared_ptr<const GgufFile>& file, Backend& backend, const std::vector<int32_t>& prompt,
+           int n_gen) {
     Transformer tr(file, backend);
     KvCache kv(backend, tr.kv_config(static_cast<int64_t>(prompt.size()) + n_gen + 16, 1));
     const int32_t seq = kv.new_sequence();
@@ -101,8 +102,8 @@ TEST_CASE("stories260K: the CUDA backend generates the CPU backend's greedy toke
     INFO("first differing token: " << first_diff);
     CHECK(first_diff == rg.tokens.size());
     const GraphStats gs = gpu->graph_stats();
-    MESSAGE("stories260K on " << std::string(test::cuda_test_flavour()) << ": graphs replayed " << gs.replayed << ", captured "
-                              << gs.captured << ", eager " << gs.eager << ", failed " << gs.failures);
+    MESSAGE("stories260K on " << std::string(test::cuda_test_flavour()) << ": graphs replayed " << gs.replayed
+                              << ", captured " << gs.captured << ", eager " << gs.eager << ", failed " << gs.failures);
     CHECK(gs.failures == 0);
     CHECK(gs.replayed >= static_cast<uint64_t>(n_gen) - 8);  // decode passes replay their graph
 }

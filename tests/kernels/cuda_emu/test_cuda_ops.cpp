@@ -168,17 +168,19 @@ bool is_quant(DType t) { return t != DType::F32 && t != DType::F16 && t != DType
 // ---- matmul: matvec kernels (n <= 32 quantized, <= 8 float) and the GEMM path ---------------
 TEST_CASE("matmul: every weight type, matvec and GEMM paths, vs float64 with derived bounds") {
     Backends be;
-    const DType types[] = {DType::F32, DType::F16, DType::BF16, DType::Q4_0, DType::Q4_1, DType::Q5_0, DType::Q5_1,
+    const DType types[] = {DType::F32,  DType::F16,  DType::BF16, DType::Q4_0, DType::Q4_1, DType::Q5_0, DType::Q5_1,
                            DType::Q8_0, DType::Q2_K, DType::Q3_K, DType::Q4_K, DType::Q5_K, DType::Q6_K};
     for (DType type : types) {
         const bool quant = is_quant(type);
-        struct Shape { int64_t rows, cols; };
+        struct Shape {
+            int64_t rows, cols;
+        };
         // Float types also get cols % 8 != 0 (the scalar-load kernel); quantized rows must be
         // whole blocks (256 for K-quants).
-        const std::vector<Shape> shapes = quant ? std::vector<Shape>{{67, 256}, {130, 768}}
-                                                : std::vector<Shape>{{67, 256}, {45, 100}};
-        const std::vector<int64_t> ns = quant ? std::vector<int64_t>{1, 2, 3, 5, 8, 13, 32, 33}
-                                              : std::vector<int64_t>{1, 2, 3, 5, 8, 9, 20};
+        const std::vector<Shape> shapes =
+            quant ? std::vector<Shape>{{67, 256}, {130, 768}} : std::vector<Shape>{{67, 256}, {45, 100}};
+        const std::vector<int64_t> ns =
+            quant ? std::vector<int64_t>{1, 2, 3, 5, 8, 13, 32, 33} : std::vector<int64_t>{1, 2, 3, 5, 8, 9, 20};
         for (const Shape& s : shapes) {
             const auto wbytes = random_weights(type, s.rows, s.cols);
             const size_t rb = type_row_bytes(type, s.cols);
@@ -201,7 +203,8 @@ TEST_CASE("matmul: every weight type, matvec and GEMM paths, vs float64 with der
                     const float* xr = x.data() + t * s.cols;
                     std::vector<double> dq(static_cast<size_t>(s.cols / 32 + 1), 0.0);  // d / 2 of each 32-chunk
                     for (int64_t c = 0; c < s.cols; ++c)
-                        dq[static_cast<size_t>(c / 32)] = std::max(dq[static_cast<size_t>(c / 32)], std::fabs(double(xr[c])) / 127.0 / 2.0);
+                        dq[static_cast<size_t>(c / 32)] =
+                            std::max(dq[static_cast<size_t>(c / 32)], std::fabs(double(xr[c])) / 127.0 / 2.0);
                     for (int64_t r = 0; r < s.rows; ++r) {
                         const float* wr = wf.data() + r * s.cols;
                         double acc = with_bias ? bias[static_cast<size_t>(r)] : 0.0, mag = 0, qerr = 0;
@@ -214,8 +217,10 @@ TEST_CASE("matmul: every weight type, matvec and GEMM paths, vs float64 with der
                         double b;
                         if (quant && matvec) b = qerr * 1.001 + 4e-6 * mag;
                         else if (matvec || type == DType::F32) b = 2.0 * s.cols * kU * mag;
-                        else b = (std::ldexp(1.0, -11) * (quant || type == DType::BF16 ? 2 : 1) + s.cols * kU) * mag * 1.01 +
-                                 s.cols * std::ldexp(1.0, -25) * 0.2;  // FP16 subnormals of small products
+                        else
+                            b = (std::ldexp(1.0, -11) * (quant || type == DType::BF16 ? 2 : 1) + s.cols * kU) * mag *
+                                    1.01 +
+                                s.cols * std::ldexp(1.0, -25) * 0.2;  // FP16 subnormals of small products
                         ref[static_cast<size_t>(t * s.rows + r)] = acc;
                         bound[static_cast<size_t>(t * s.rows + r)] = b + 1e-30;
                     }
@@ -258,7 +263,8 @@ TEST_CASE("embed: every table type vs the CPU backend") {
             std::vector<double> bound(c.size());
             for (int64_t t = 0; t < n; ++t) {
                 double m = 0;
-                for (int64_t i = 0; i < cols; ++i) m = std::max(m, std::fabs(double(c[static_cast<size_t>(t * cols + i)])));
+                for (int64_t i = 0; i < cols; ++i)
+                    m = std::max(m, std::fabs(double(c[static_cast<size_t>(t * cols + i)])));
                 for (int64_t i = 0; i < cols; ++i) bound[static_cast<size_t>(t * cols + i)] = 4 * kU * m + 1e-30;
             }
             check_within("embed " + std::string(dtype_name(type)) + " scale " + std::to_string(scale), g, c, bound);
@@ -273,7 +279,11 @@ TEST_CASE("embed: every table type vs the CPU backend") {
 // ---- rms_norm ---------------------------------------------------------------------------------
 TEST_CASE("rms_norm: shapes incl. odd widths and in place, vs float64") {
     Backends be;
-    struct Case { int64_t rows, cols; float eps; bool in_place; };
+    struct Case {
+        int64_t rows, cols;
+        float eps;
+        bool in_place;
+    };
     for (const Case& c : {Case{9, 4096, 1e-5f, false}, Case{160, 128, 1e-6f, true}, Case{7, 2048, 1e-6f, true},
                           Case{40, 8, 1e-5f, false}, Case{5, 100, 1e-6f, false}, Case{3, 640, 1e-6f, true},
                           Case{2, 1000, 1e-5f, false}}) {
@@ -308,11 +318,17 @@ TEST_CASE("rms_norm: shapes incl. odd widths and in place, vs float64") {
 // ---- rope -------------------------------------------------------------------------------------
 TEST_CASE("rope: normal/NeoX, partial rotation, scaling, freq factors, head dims 64/128/256, vs float64") {
     Backends be;
-    struct Case { int n_heads, head_dim, n_rot; bool neox; float base, scale; bool factors; };
-    for (const Case& c : {Case{8, 128, 128, false, 10000.0f, 1.0f, false}, Case{8, 128, 128, true, 1e6f, 1.0f, false},
-                          Case{4, 128, 64, false, 10000.0f, 0.25f, false}, Case{9, 64, 64, false, 500000.0f, 1.0f, true},
-                          Case{2, 256, 256, true, 10000.0f, 0.125f, true}, Case{3, 8, 8, false, 10000.0f, 1.0f, false},
-                          Case{5, 80, 78, true, 10000.0f, 1.0f, false}}) {
+    struct Case {
+        int n_heads, head_dim, n_rot;
+        bool neox;
+        float base, scale;
+        bool factors;
+    };
+    for (const Case& c :
+         {Case{8, 128, 128, false, 10000.0f, 1.0f, false}, Case{8, 128, 128, true, 1e6f, 1.0f, false},
+          Case{4, 128, 64, false, 10000.0f, 0.25f, false}, Case{9, 64, 64, false, 500000.0f, 1.0f, true},
+          Case{2, 256, 256, true, 10000.0f, 0.125f, true}, Case{3, 8, 8, false, 10000.0f, 1.0f, false},
+          Case{5, 80, 78, true, 10000.0f, 1.0f, false}}) {
         const int64_t n = 37;
         std::mt19937 rng(next_seed());
         std::vector<int32_t> pos(static_cast<size_t>(n));
@@ -355,7 +371,8 @@ TEST_CASE("rope: normal/NeoX, partial rotation, scaling, freq factors, head dims
             }
         }
         char name[96];
-        std::snprintf(name, sizeof name, "rope h%d d%d rot%d %s", c.n_heads, c.head_dim, c.n_rot, c.neox ? "neox" : "normal");
+        std::snprintf(name, sizeof name, "rope h%d d%d rot%d %s", c.n_heads, c.head_dim, c.n_rot,
+                      c.neox ? "neox" : "normal");
         check_within(name, g, ref, bound);
         be.gpu->free(xg);
     }
@@ -427,14 +444,19 @@ TEST_CASE("glu (SiLU, GELU-tanh, in place), add, gather_output_rows") {
 // (flash-decoding) path with its combine kernel.
 TEST_CASE("store_kv + attention: prefill, decode, mixed and split-K decode, GQA, windows, soft-cap") {
     Backends be;
-    struct Case { int n_heads, n_kv_heads, head_dim; DType kv; int window; float softcap; };
+    struct Case {
+        int n_heads, n_kv_heads, head_dim;
+        DType kv;
+        int window;
+        float softcap;
+    };
     const Case cases[] = {
-        {9, 3, 64, DType::F16, 0, 0.0f},       // SmolLM2 heads
-        {8, 2, 128, DType::Q8_0, 0, 0.0f},     // Llama head_dim, 8-bit cache
-        {4, 1, 256, DType::F16, 48, 50.0f},    // Gemma 3: head_dim 256, sliding window, soft-cap
-        {8, 4, 8, DType::F16, 0, 0.0f},        // tiny heads
-        {16, 2, 64, DType::Q8_0, 100, 0.0f},   // G = 8
-        {6, 6, 80, DType::F16, 0, 30.0f},      // no GQA, head_dim not a multiple of 32
+        {9, 3, 64, DType::F16, 0, 0.0f},      // SmolLM2 heads
+        {8, 2, 128, DType::Q8_0, 0, 0.0f},    // Llama head_dim, 8-bit cache
+        {4, 1, 256, DType::F16, 48, 50.0f},   // Gemma 3: head_dim 256, sliding window, soft-cap
+        {8, 4, 8, DType::F16, 0, 0.0f},       // tiny heads
+        {16, 2, 64, DType::Q8_0, 100, 0.0f},  // G = 8
+        {6, 6, 80, DType::F16, 0, 30.0f},     // no GQA, head_dim not a multiple of 32
     };
     for (const Case& c : cases) {
         char nb[128];
@@ -499,12 +521,15 @@ TEST_CASE("store_kv + attention: prefill, decode, mixed and split-K decode, GQA,
             CAPTURE(st.label);
             const Batch b = make_batch(st.parts);
             const int64_t n = static_cast<int64_t>(b.tokens.size());
-            const auto k = random_floats(static_cast<size_t>(n * kv_dim)), v = random_floats(static_cast<size_t>(n * kv_dim));
+            const auto k = random_floats(static_cast<size_t>(n * kv_dim)),
+                       v = random_floats(static_cast<size_t>(n * kv_dim));
             const auto q = random_floats(static_cast<size_t>(n * q_dim));
             for (int64_t t = 0; t < n; ++t) {
                 const int s = b.seq_of[static_cast<size_t>(t)];
-                hk[static_cast<size_t>(s)].insert(hk[static_cast<size_t>(s)].end(), k.begin() + t * kv_dim, k.begin() + (t + 1) * kv_dim);
-                hv[static_cast<size_t>(s)].insert(hv[static_cast<size_t>(s)].end(), v.begin() + t * kv_dim, v.begin() + (t + 1) * kv_dim);
+                hk[static_cast<size_t>(s)].insert(hk[static_cast<size_t>(s)].end(), k.begin() + t * kv_dim,
+                                                  k.begin() + (t + 1) * kv_dim);
+                hv[static_cast<size_t>(s)].insert(hv[static_cast<size_t>(s)].end(), v.begin() + t * kv_dim,
+                                                  v.begin() + (t + 1) * kv_dim);
             }
             be.cpu->set_batch(b.info());
             be.gpu->set_batch(b.info());
@@ -530,8 +555,10 @@ TEST_CASE("store_kv + attention: prefill, decode, mixed and split-K decode, GQA,
                         const float* qp = q.data() + (t * c.n_heads + h) * c.head_dim;
                         double smax = 0, vmax = 0;
                         for (int j = first; j <= p; ++j) {
-                            const float* kp = hk[static_cast<size_t>(s)].data() + (int64_t{j} * kv_dim + kvh * c.head_dim);
-                            const float* vp = hv[static_cast<size_t>(s)].data() + (int64_t{j} * kv_dim + kvh * c.head_dim);
+                            const float* kp =
+                                hk[static_cast<size_t>(s)].data() + (int64_t{j} * kv_dim + kvh * c.head_dim);
+                            const float* vp =
+                                hv[static_cast<size_t>(s)].data() + (int64_t{j} * kv_dim + kvh * c.head_dim);
                             double m = 0;
                             for (int d = 0; d < c.head_dim; ++d) {
                                 m += std::fabs(double(qp[d]) * kp[d]);
@@ -542,9 +569,11 @@ TEST_CASE("store_kv + attention: prefill, decode, mixed and split-K decode, GQA,
                         // Cached values are rounded (F16: 2^-11, Q8_0: up to 1/254 of a block's
                         // max) identically on both sides, so only arithmetic differs.
                         const double kv_scale = c.kv == DType::F16 ? 1.001 : 1.01;
-                        const double ds = (c.head_dim + 2) * kU * ap.scale * smax * kv_scale + (c.softcap > 0 ? 4 * kU * c.softcap : 0.0);
+                        const double ds = (c.head_dim + 2) * kU * ap.scale * smax * kv_scale +
+                                          (c.softcap > 0 ? 4 * kU * c.softcap : 0.0);
                         const double bnd = 2 * 3 * vmax * kv_scale * (2 * ds + (p - first + 1 + 8) * kU) + 1e-30;
-                        for (int d = 0; d < c.head_dim; ++d) bound[static_cast<size_t>((t * c.n_heads + h) * c.head_dim + d)] = bnd;
+                        for (int d = 0; d < c.head_dim; ++d)
+                            bound[static_cast<size_t>((t * c.n_heads + h) * c.head_dim + d)] = bnd;
                     }
                 }
                 check_within(std::string(nb) + " " + st.label, go, co, bound);
@@ -596,9 +625,11 @@ TEST_CASE("top_k: k = 1, 40, 1024 with penalties and bias, vs the CPU backend bi
             std::vector<int32_t> ids(static_cast<size_t>(vocab));
             std::iota(ids.begin(), ids.end(), 0);
             std::shuffle(ids.begin(), ids.end(), rng);
-            for (int i = 0; i < 64; ++i) pen[r].push_back({ids[static_cast<size_t>(i)], static_cast<int32_t>(rng() % 5 + 1)});
+            for (int i = 0; i < 64; ++i)
+                pen[r].push_back({ids[static_cast<size_t>(i)], static_cast<int32_t>(rng() % 5 + 1)});
             for (int i = 64; i < 74; ++i)
-                bias[r].push_back({ids[static_cast<size_t>(i % 70)], i % 3 == 0 ? -inf : 5.0f - static_cast<float>(i % 7)});
+                bias[r].push_back(
+                    {ids[static_cast<size_t>(i % 70)], i % 3 == 0 ? -inf : 5.0f - static_cast<float>(i % 7)});
             bias[r].push_back({static_cast<int32_t>(vocab + 5), 1.0f});
         }
         for (int r = 0; r < n_rows; ++r) {
@@ -625,7 +656,8 @@ TEST_CASE("top_k: k = 1, 40, 1024 with penalties and bias, vs the CPU backend bi
             for (int i = 0; i < std::min(cc[r], cg[r]); ++i) {
                 const TopKCandidate& a = oc[static_cast<size_t>(r * k + i)];
                 const TopKCandidate& b = og[static_cast<size_t>(r * k + i)];
-                INFO("row " << r << " rank " << i << ": cpu " << a.id << " " << a.logit << ", cuda " << b.id << " " << b.logit);
+                INFO("row " << r << " rank " << i << ": cpu " << a.id << " " << a.logit << ", cuda " << b.id << " "
+                            << b.logit);
                 CHECK(a.id == b.id);
                 CHECK(std::memcmp(&a.logit, &b.logit, 4) == 0);
             }

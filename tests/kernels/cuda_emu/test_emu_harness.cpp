@@ -43,7 +43,8 @@ struct DevBuf {
 };
 
 // The message of the KernelFault `f` throws ("" if none).
-template <class F> std::string fault_of(F&& f) {
+template <class F>
+std::string fault_of(F&& f) {
     try {
         f();
     } catch (const emu::KernelFault& e) {
