@@ -120,18 +120,17 @@ GpuSensors Nvml::read(int index) const {
     GpuSensors g;
     const Api& a = *api_;
     nvmlDevice_t dev = nullptr;
-    if (index < 0 || index >= count_) {
-        const Sensor none{false, 0, "no GPU " + std::to_string(index) + " (NVML sees " + std::to_string(count_) + ")"};
+    // No device: every sensor says why.
+    auto none = [&g](std::string reason) {
+        const Sensor s{false, 0, std::move(reason)};
         g.utilization_pct = g.memory_busy_pct = g.memory_total_bytes = g.memory_used_bytes = g.memory_free_bytes =
-            g.power_w = g.temperature_c = g.sm_clock_mhz = g.memory_clock_mhz = g.energy_j = none;
+            g.power_w = g.temperature_c = g.sm_clock_mhz = g.memory_clock_mhz = g.energy_j = s;
         return g;
-    }
-    if (const nvmlReturn_t rc = a.handle(static_cast<unsigned int>(index), &dev); rc != kSuccess) {
-        const Sensor none{false, 0, describe(rc, a.error_string)};
-        g.utilization_pct = g.memory_busy_pct = g.memory_total_bytes = g.memory_used_bytes = g.memory_free_bytes =
-            g.power_w = g.temperature_c = g.sm_clock_mhz = g.memory_clock_mhz = g.energy_j = none;
-        return g;
-    }
+    };
+    if (index < 0 || index >= count_)
+        return none("no GPU " + std::to_string(index) + " (NVML sees " + std::to_string(count_) + ")");
+    if (const nvmlReturn_t rc = a.handle(static_cast<unsigned int>(index), &dev); rc != kSuccess)
+        return none(describe(rc, a.error_string));
     auto fail = [&](nvmlReturn_t rc) { return Sensor{false, 0, describe(rc, a.error_string)}; };
     auto ok = [](double v) { return Sensor{true, v, {}}; };
 
