@@ -320,6 +320,8 @@ void ChatController::on_finished(quint64 request_id, const GenerationResult& r) 
             stats.tok_s = r.decode_tok_s;
             stats.n_tokens = r.generated_tokens;
         }
+        stats.prompt_tokens = r.prompt_tokens;
+        stats.reused_tokens = r.reused_tokens;
         stats.model = r.model_name;
         stats.stop_reason = r.stop_reason;
         if (r.dropped_turns > 0)

@@ -36,7 +36,8 @@ Conversation read_conversation(const Stmt& s) {
 }
 
 constexpr const char* kMessageColumns =
-    "id, conversation_id, role, content, created_at, state, ttft_ms, tok_s, n_tokens, model, stop_reason";
+    "id, conversation_id, role, content, created_at, state, ttft_ms, tok_s, n_tokens, model, stop_reason, "
+    "prompt_tokens, reused_tokens, energy_j";
 
 Message read_message(const Stmt& s) {
     Message m;
@@ -51,6 +52,9 @@ Message read_message(const Stmt& s) {
     if (!s.is_null(8)) m.stats.n_tokens = static_cast<int>(s.int64(8));
     m.stats.model = s.text(9);
     m.stats.stop_reason = stop_reason_from(s.text(10));
+    if (!s.is_null(11)) m.stats.prompt_tokens = static_cast<int>(s.int64(11));
+    if (!s.is_null(12)) m.stats.reused_tokens = static_cast<int>(s.int64(12));
+    if (!s.is_null(13)) m.stats.energy_j = s.real(13);
     return m;
 }
 
@@ -397,7 +401,8 @@ Message ConversationStore::add_message(int64_t conversation_id, const QString& r
         Transaction tx(db);
         db.prepare(
               "INSERT INTO messages (conversation_id, role, content, created_at, state, ttft_ms, tok_s, n_tokens, "
-              "model, stop_reason, writer) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")
+              "model, stop_reason, writer, prompt_tokens, reused_tokens, energy_j) "
+              "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")
             .bind(1, conversation_id)
             .bind(2, role)
             .bind(3, content)
@@ -409,6 +414,9 @@ Message ConversationStore::add_message(int64_t conversation_id, const QString& r
             .bind(9, stats.model)
             .bind(10, to_string(stats.stop_reason))
             .bind(11, writer)
+            .bind(12, stats.prompt_tokens)
+            .bind(13, stats.reused_tokens)
+            .bind(14, stats.energy_j)
             .run();
         const int64_t id = db.last_insert_id();
         touch(db, conversation_id);
@@ -450,7 +458,7 @@ void ConversationStore::finish_message(int64_t message_id, const QString& conten
         Transaction tx(db);
         db.prepare(
               "UPDATE messages SET content = ?, state = ?, ttft_ms = ?, tok_s = ?, n_tokens = ?, model = ?, "
-              "stop_reason = ?, writer = '' WHERE id = ?")
+              "stop_reason = ?, prompt_tokens = ?, reused_tokens = ?, energy_j = ?, writer = '' WHERE id = ?")
             .bind(1, content)
             .bind(2, to_string(state))
             .bind(3, stats.ttft_ms)
@@ -458,7 +466,10 @@ void ConversationStore::finish_message(int64_t message_id, const QString& conten
             .bind(5, stats.n_tokens)
             .bind(6, stats.model)
             .bind(7, to_string(stats.stop_reason))
-            .bind(8, message_id)
+            .bind(8, stats.prompt_tokens)
+            .bind(9, stats.reused_tokens)
+            .bind(10, stats.energy_j)
+            .bind(11, message_id)
             .run();
         db.prepare(
               "UPDATE conversations SET updated_at = ? WHERE id = (SELECT conversation_id FROM messages WHERE id = ?)")

@@ -22,6 +22,9 @@ struct MessageStats {
     std::optional<double> ttft_ms;              // time to first token
     std::optional<double> tok_s;                // decode speed
     std::optional<int> n_tokens;                // tokens generated
+    std::optional<int> prompt_tokens;           // tokens of the prompt it answered
+    std::optional<int> reused_tokens;           // of those, already in the KV cache
+    std::optional<double> energy_j;             // measured energy (no meter: none)
     QString model;                              // model that wrote it
     StopReason stop_reason = StopReason::None;  // stored as stop_reason_name's text
 };

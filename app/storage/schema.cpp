@@ -70,8 +70,16 @@ constexpr const char* kV3 = R"sql(
 ALTER TABLE messages ADD COLUMN writer TEXT NOT NULL DEFAULT '';
 )sql";
 
+// Per-answer costs: the prompt it read (and how much of it the KV cache already held), and
+// the energy measured while it was made (NULL where no meter was readable).
+constexpr const char* kV4 = R"sql(
+ALTER TABLE messages ADD COLUMN prompt_tokens INTEGER;
+ALTER TABLE messages ADD COLUMN reused_tokens INTEGER;
+ALTER TABLE messages ADD COLUMN energy_j REAL;
+)sql";
+
 // kSteps[v] upgrades v -> v + 1 (each step is one or two scripts).
-constexpr const char* kSteps[][2] = {{kV1, ""}, {kV2, kFts}, {kV3, ""}};
+constexpr const char* kSteps[][2] = {{kV1, ""}, {kV2, kFts}, {kV3, ""}, {kV4, ""}};
 static_assert(std::size(kSteps) == kSchemaVersion);
 
 constexpr const char* kDropFts = R"sql(

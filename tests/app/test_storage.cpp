@@ -82,6 +82,8 @@ private slots:
         st.n_tokens = 42;
         st.model = QStringLiteral("SmolLM2");
         st.stop_reason = ember::StopReason::EndOfText;
+        st.prompt_tokens = 300;
+        st.reused_tokens = 250;
         const Message m =
             s.store->add_message(7, QStringLiteral("assistant"), QStringLiteral("ok"), MessageState::Complete, st);
         const auto back = s.store->message(m.id);
@@ -89,6 +91,9 @@ private slots:
         QCOMPARE(*back->stats.ttft_ms, 12.5);
         QCOMPARE(*back->stats.n_tokens, 42);
         QVERIFY(back->stats.stop_reason == ember::StopReason::EndOfText);
+        QCOMPARE(*back->stats.prompt_tokens, 300);
+        QCOMPARE(*back->stats.reused_tokens, 250);
+        QVERIFY(!back->stats.energy_j.has_value());  // no meter: NULL, not 0
         // Stored as the same text as before the enum, so old databases read the same.
         QCOMPARE(
             s.store->db().scalar_text(("SELECT stop_reason FROM messages WHERE id = " + std::to_string(m.id)).c_str()),
@@ -241,12 +246,14 @@ private slots:
         MessageStats stats;
         stats.n_tokens = 2;
         stats.stop_reason = ember::StopReason::Cancelled;
+        stats.energy_j = 1.5;
         timed.append(QStringLiteral("z"), 1);
         timed.finish(MessageState::Complete, stats);
         const auto done = st.message(m.id);
         QCOMPARE(done->content, QStringLiteral("xyz"));
         QCOMPARE(done->state, MessageState::Complete);
         QVERIFY(done->stats.stop_reason == ember::StopReason::Cancelled);
+        QCOMPARE(*done->stats.energy_j, 1.5);
     }
 
     // Garbage where the database should be: the app still starts, the file is kept.
