@@ -67,6 +67,22 @@ void AppSettings::setHadHistory(bool v) {
     settings_->sync();  // at once: the marker matters most when the app dies
 }
 
+// Defaults: a typical household tariff and desktop CPU package power; the user sets theirs.
+double AppSettings::electricityPrice() const { return settings_->value("cost/electricity_price", 0.30).toDouble(); }
+void AppSettings::setElectricityPrice(double v) { set("cost/electricity_price", qMax(0.0, v)); }
+QString AppSettings::currency() const { return settings_->value("cost/currency", QStringLiteral("USD")).toString(); }
+void AppSettings::setCurrency(const QString& v) { set("cost/currency", v.trimmed()); }
+double AppSettings::cpuWatts() const { return settings_->value("cost/cpu_watts", 65.0).toDouble(); }
+void AppSettings::setCpuWatts(double v) { set("cost/cpu_watts", qBound(0.0, v, 5000.0)); }
+double AppSettings::hardwarePrice() const { return settings_->value("cost/hardware_price", 0.0).toDouble(); }
+void AppSettings::setHardwarePrice(double v) { set("cost/hardware_price", qMax(0.0, v)); }
+double AppSettings::hardwareYears() const { return settings_->value("cost/hardware_years", 4.0).toDouble(); }
+void AppSettings::setHardwareYears(double v) { set("cost/hardware_years", qBound(0.1, v, 50.0)); }
+double AppSettings::hoursPerDay() const { return settings_->value("cost/hours_per_day", 8.0).toDouble(); }
+void AppSettings::setHoursPerDay(double v) { set("cost/hours_per_day", qBound(0.1, v, 24.0)); }
+QString AppSettings::apiPricesJson() const { return settings_->value("cost/api_prices").toString(); }
+void AppSettings::setApiPricesJson(const QString& v) { set("cost/api_prices", v); }
+
 void AppSettings::resetToDefaults() {
     const QString last = lastModelPath();
     const bool history = hadHistory();

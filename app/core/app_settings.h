@@ -58,6 +58,23 @@ public:
     static QString builtinModelPath();
     static QString defaultSettingsFile();
 
+    // The cost view (app/cost): electricity price per kWh, the CPU's power while generating
+    // where its energy meter is unreadable, and the hardware to amortize (price 0: none).
+    double electricityPrice() const;
+    void setElectricityPrice(double v);
+    QString currency() const;
+    void setCurrency(const QString& v);
+    double cpuWatts() const;
+    void setCpuWatts(double v);
+    double hardwarePrice() const;
+    void setHardwarePrice(double v);
+    double hardwareYears() const;
+    void setHardwareYears(double v);
+    double hoursPerDay() const;
+    void setHoursPerDay(double v);
+    QString apiPricesJson() const;  // the user's edited API prices; empty: the shipped ones
+    void setApiPricesJson(const QString& v);
+
     Q_INVOKABLE void resetToDefaults();
 
 signals:

@@ -322,6 +322,9 @@ void ChatController::on_finished(quint64 request_id, const GenerationResult& r) 
         }
         stats.prompt_tokens = r.prompt_tokens;
         stats.reused_tokens = r.reused_tokens;
+        // Only a full measurement is stored: the CPU always works, so without its meter the
+        // sum would be a part passed off as the whole (the cost view estimates it instead).
+        if (r.cpu_energy_measured) stats.energy_j = r.prefill_j + r.decode_j;
         stats.model = r.model_name;
         stats.stop_reason = r.stop_reason;
         if (r.dropped_turns > 0)

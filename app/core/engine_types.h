@@ -34,6 +34,14 @@ struct GenerationResult {
     double decode_tok_s = 0;
     StopReason stop_reason = StopReason::None;
     QString model_name;
+    // What the answer drew, read from the energy meters (engine/telemetry/energy.h) at its
+    // start, first token and finish: prefill = start -> first token, decode = the rest. The
+    // joules are only what the readable meters measured; where the CPU meter is unreadable the
+    // cost view adds an estimate (its watts setting x these seconds) and says so.
+    double prefill_s = 0, decode_s = 0;
+    double prefill_j = 0, decode_j = 0;
+    bool cpu_energy_measured = false, gpu_energy_measured = false;
+    QString cpu_energy_note, gpu_energy_note;  // why that meter was unreadable (empty: it read)
 };
 
 struct LoadedModelInfo {

@@ -3,6 +3,7 @@
 #include <QElapsedTimer>
 #include <QFileInfo>
 #include <chrono>
+#include <optional>
 
 #include "app/core/prompt_fit.h"
 #include "app/core/sequence_pool.h"
@@ -10,6 +11,7 @@
 #include "engine/core/log.h"
 #include "engine/runtime/model.h"
 #include "engine/runtime/sequence.h"
+#include "engine/telemetry/energy.h"
 
 namespace ember::app {
 namespace {
@@ -51,6 +53,26 @@ int64_t capped_context(const std::string& path, int64_t wanted) {
         // Model::load reports the problem with the file in full.
     }
     return wanted;
+}
+
+std::string env_or(const char* name, const char* fallback) {
+    const QByteArray v = qgetenv(name);
+    return v.isEmpty() ? std::string(fallback) : v.toStdString();
+}
+
+// Splits the answer's energy at its first token (no first token: all of it was prefill).
+void fill_energy(GenerationResult& r, const ember::EnergySample& start, const ember::EnergySample& first,
+                 const ember::EnergySample& end, const ember::EnergyMeter& meter) {
+    const ember::EnergySpan prefill = ember::energy_between(start, first);
+    const ember::EnergySpan decode = ember::energy_between(first, end);
+    r.prefill_s = prefill.seconds;
+    r.decode_s = decode.seconds;
+    r.prefill_j = prefill.measured_j();
+    r.decode_j = decode.measured_j();
+    r.cpu_energy_measured = prefill.cpu_measured && decode.cpu_measured;
+    r.gpu_energy_measured = prefill.gpu_measured && decode.gpu_measured;
+    r.cpu_energy_note = q(meter.cpu_reason());
+    r.gpu_energy_note = q(meter.gpu_reason());
 }
 
 }  // namespace
@@ -178,8 +200,16 @@ void EngineWorker::generate(const GenerationRequest& req) {
         }
         ember::Sequence& seq = pool_->acquire(req.conversation_id);
 
+        if (!energy_)
+            energy_ = std::make_unique<ember::EnergyMeter>(env_or("EMBER_POWERCAP_ROOT", ember::RaplMeter::kRoot),
+                                                           env_or("EMBER_NVML_LIBRARY", ember::Nvml::kLibrary));
+        // Three meter reads per answer, never per token. The first text stands for the first
+        // token: a token that ends mid-character shows up with the next one, a token later.
+        const ember::EnergySample at_start = energy_->sample();
+        std::optional<ember::EnergySample> at_first;
         TextBatcher batch;
         auto on_text = [&](std::string_view text) {
+            if (!at_first) at_first = energy_->sample();
             if (batch.add(text.data(), text.size())) {
                 auto [s, n] = batch.take();
                 emit textReady(req.id, s, n);
@@ -187,11 +217,13 @@ void EngineWorker::generate(const GenerationRequest& req) {
             return !cancel_generate_.load();
         };
         const ember::GenerateStats st = seq.generate(prompt.tokens, go, on_text, &cancel_generate_);
+        const ember::EnergySample at_end = energy_->sample();
         if (!batch.empty()) {
             auto [s, n] = batch.take();
             emit textReady(req.id, s, n);
         }
         GenerationResult r;
+        fill_energy(r, at_start, at_first.value_or(at_end), at_end, *energy_);
         r.prompt_tokens = st.prompt_tokens;
         r.reused_tokens = st.reused_tokens;
         r.generated_tokens = st.generated_tokens;

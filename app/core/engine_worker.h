@@ -18,7 +18,8 @@
 
 namespace ember {
 class Model;
-}
+class EnergyMeter;
+}  // namespace ember
 
 namespace ember::app {
 
@@ -83,6 +84,9 @@ private:
     QSet<quint64> cancelled_;  // ids cancelled one by one
     uint64_t seed_counter_ = 0;
     ember::Telemetry telemetry_;  // outlives every model this worker loads
+    // Opened on the engine thread at the first answer (NVML's start-up can take a while).
+    // $EMBER_POWERCAP_ROOT and $EMBER_NVML_LIBRARY point it elsewhere (tests, odd systems).
+    std::unique_ptr<ember::EnergyMeter> energy_;
 };
 
 }  // namespace ember::app

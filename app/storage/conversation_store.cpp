@@ -554,4 +554,60 @@ bool writer_alive(const QString& writer) {
     return start.isEmpty() || start == parts[1];
 }
 
+// ---- Token and energy totals -----------------------------------------------------------
+
+namespace {
+
+// The answers the totals count, with the columns totals_from reads (first 6 columns).
+constexpr const char* kCountedAnswers =
+    "FROM messages m JOIN conversations c ON c.id = m.conversation_id "
+    "WHERE c.deleted_at IS NULL AND m.role = 'assistant' "
+    "AND (m.n_tokens IS NOT NULL OR m.prompt_tokens IS NOT NULL) ";
+constexpr const char* kTotalsColumns =
+    "count(*), coalesce(sum(m.prompt_tokens), 0), coalesce(sum(m.reused_tokens), 0), "
+    "coalesce(sum(m.n_tokens), 0), coalesce(sum(m.energy_j), 0), count(m.energy_j)";
+
+TokenTotals totals_from(const Stmt& s, int first) {
+    TokenTotals t;
+    t.answers = s.int64(first);
+    t.prompt_tokens = s.int64(first + 1);
+    t.reused_tokens = s.int64(first + 2);
+    t.generated_tokens = s.int64(first + 3);
+    t.energy_j = s.real(first + 4);
+    t.measured_answers = s.int64(first + 5);
+    return t;
+}
+
+}  // namespace
+
+std::vector<ConversationTotals> totals_by_conversation(ConversationStore& store) {
+    const std::string sql = std::string("SELECT c.id, c.title, ") + kTotalsColumns + " " + kCountedAnswers +
+                            "GROUP BY c.id ORDER BY c.updated_at DESC, c.id DESC";
+    Stmt s = store.db().prepare(sql.c_str());
+    std::vector<ConversationTotals> out;
+    while (s.step()) out.push_back({s.int64(0), s.text(1), totals_from(s, 2)});
+    return out;
+}
+
+std::vector<DayTotals> totals_by_day(ConversationStore& store) {
+    // SQLite's 'localtime' uses the C library's local time: $TZ, else /etc/localtime.
+    const std::string sql = std::string("SELECT date(m.created_at / 1000, 'unixepoch', 'localtime') AS day, ") +
+                            kTotalsColumns + " " + kCountedAnswers + "GROUP BY day ORDER BY day DESC";
+    Stmt s = store.db().prepare(sql.c_str());
+    std::vector<DayTotals> out;
+    while (s.step()) out.push_back({s.text(0), totals_from(s, 1)});
+    return out;
+}
+
+std::vector<UsagePoint> usage_over_time(ConversationStore& store) {
+    const std::string sql = std::string(
+                                "SELECT m.created_at, coalesce(m.prompt_tokens, 0) - coalesce(m.reused_tokens, 0), "
+                                "coalesce(m.n_tokens, 0) ") +
+                            kCountedAnswers + "ORDER BY m.created_at, m.id";
+    Stmt s = store.db().prepare(sql.c_str());
+    std::vector<UsagePoint> out;
+    while (s.step()) out.push_back({s.int64(0), s.int64(1), s.int64(2)});
+    return out;
+}
+
 }  // namespace ember::app

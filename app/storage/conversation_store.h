@@ -110,4 +110,39 @@ bool writer_alive(const QString& writer);
 // punctuation are literal) and matched as a prefix. Empty when there are no words.
 QString fts_query(const QString& user_text);
 
+// ---- Token and energy totals (read-only; the cost view) ---------------------------------
+// Over the answers of conversations that are not deleted; an answer counts once it has token
+// counts (stopped before its first token: only its prompt).
+
+struct TokenTotals {
+    int64_t answers = 0;
+    int64_t prompt_tokens = 0;
+    int64_t reused_tokens = 0;  // of those, already in the KV cache (not processed again)
+    int64_t generated_tokens = 0;
+    double energy_j = 0;           // summed over the answers whose energy was measured
+    int64_t measured_answers = 0;  // answers with a measured energy
+    int64_t new_prompt_tokens() const { return prompt_tokens - reused_tokens; }
+};
+struct ConversationTotals {
+    int64_t conversation_id = 0;
+    QString title;
+    TokenTotals totals;
+};
+struct DayTotals {
+    QString day;  // "2026-12-01", in the local time zone ($TZ, else the system's)
+    TokenTotals totals;
+};
+struct UsagePoint {
+    int64_t at_ms = 0;  // when the answer was made
+    int64_t new_prompt_tokens = 0;
+    int64_t generated_tokens = 0;
+};
+
+// Most recently active conversation first.
+std::vector<ConversationTotals> totals_by_conversation(ConversationStore& store);
+// Newest day first.
+std::vector<DayTotals> totals_by_day(ConversationStore& store);
+// Every counted answer, oldest first (the cumulative plot).
+std::vector<UsagePoint> usage_over_time(ConversationStore& store);
+
 }  // namespace ember::app

@@ -1,0 +1,128 @@
+// The cost view's controller (ui/CostView.qml takes one as its `controller`): local cost per
+// 1M input and output tokens from the energy this session's answers drew, API list prices
+// beside it, token totals per conversation and per day from the conversation store, and the
+// cumulative tokens and cost for the plot.
+//
+// Energy comes from each GenerationResult (measured on the engine thread, three meter reads
+// per answer). Where the CPU's meter is unreadable, its part is the cpuWatts setting times the
+// answer's time, and everything derived from it is flagged `estimated`.
+#pragma once
+#include <QObject>
+#include <QVariantList>
+
+#include "app/core/engine_types.h"
+#include "app/cost/api_prices.h"
+#include "app/cost/cost_model.h"
+
+namespace ember::app {
+
+class AppSettings;
+class ConversationStore;
+class EngineWorker;
+
+class CostController : public QObject {
+    Q_OBJECT
+    // Settings (stored in AppSettings).
+    Q_PROPERTY(double electricityPrice READ electricityPrice WRITE setElectricityPrice NOTIFY settingsChanged)
+    Q_PROPERTY(QString currency READ currency WRITE setCurrency NOTIFY settingsChanged)
+    Q_PROPERTY(double cpuWatts READ cpuWatts WRITE setCpuWatts NOTIFY settingsChanged)
+    Q_PROPERTY(double hardwarePrice READ hardwarePrice WRITE setHardwarePrice NOTIFY settingsChanged)
+    Q_PROPERTY(double hardwareYears READ hardwareYears WRITE setHardwareYears NOTIFY settingsChanged)
+    Q_PROPERTY(double hoursPerDay READ hoursPerDay WRITE setHoursPerDay NOTIFY settingsChanged)
+    // Measurements of this session's answers (-1: none yet).
+    Q_PROPERTY(int measuredAnswers READ measuredAnswers NOTIFY costChanged)
+    Q_PROPERTY(bool estimated READ estimated NOTIFY costChanged)
+    Q_PROPERTY(QString energySource READ energySource NOTIFY costChanged)
+    Q_PROPERTY(double inputJoulesPerToken READ inputJoulesPerToken NOTIFY costChanged)
+    Q_PROPERTY(double outputJoulesPerToken READ outputJoulesPerToken NOTIFY costChanged)
+    Q_PROPERTY(double localInputPer1M READ localInputPer1M NOTIFY costChanged)
+    Q_PROPERTY(double localOutputPer1M READ localOutputPer1M NOTIFY costChanged)
+    Q_PROPERTY(double hardwareInputPer1M READ hardwareInputPer1M NOTIFY costChanged)
+    Q_PROPERTY(double hardwareOutputPer1M READ hardwareOutputPer1M NOTIFY costChanged)
+    // API prices: [{vendor, model, input, output, asOf, source}], editable.
+    Q_PROPERTY(QVariantList apiPrices READ apiPrices NOTIFY apiPricesChanged)
+    Q_PROPERTY(QString apiPricesRetrieved READ apiPricesRetrieved NOTIFY apiPricesChanged)
+    Q_PROPERTY(int selectedApi READ selectedApi WRITE setSelectedApi NOTIFY apiPricesChanged)
+    Q_PROPERTY(QString error READ error NOTIFY errorChanged)
+    // From the store: [{title, input, reused, output, answers, energyJ, measured}] and
+    // [{day, ...the same}]; the plot's points [{t, tokens, localCost, apiCost}].
+    Q_PROPERTY(QVariantList conversations READ conversations NOTIFY totalsChanged)
+    Q_PROPERTY(QVariantList days READ days NOTIFY totalsChanged)
+    Q_PROPERTY(QVariantList cumulative READ cumulative NOTIFY totalsChanged)
+
+public:
+    // worker: the engine's (its generationFinished carries the energy); may be null in tests
+    // that feed addAnswer themselves. The store and settings outlive the controller.
+    CostController(ConversationStore& store, AppSettings& settings, EngineWorker* worker, QObject* parent = nullptr);
+
+    double electricityPrice() const;
+    void setElectricityPrice(double v);
+    QString currency() const;
+    void setCurrency(const QString& v);
+    double cpuWatts() const;
+    void setCpuWatts(double v);
+    double hardwarePrice() const;
+    void setHardwarePrice(double v);
+    double hardwareYears() const;
+    void setHardwareYears(double v);
+    double hoursPerDay() const;
+    void setHoursPerDay(double v);
+
+    int measuredAnswers() const { return use_.answers; }
+    bool estimated() const { return use_.estimated_answers > 0; }
+    QString energySource() const { return source_; }
+    double inputJoulesPerToken() const;
+    double outputJoulesPerToken() const;
+    double localInputPer1M() const;
+    double localOutputPer1M() const;
+    double hardwareInputPer1M() const;
+    double hardwareOutputPer1M() const;
+
+    QVariantList apiPrices() const;
+    QString apiPricesRetrieved() const { return prices_.retrieved; }
+    int selectedApi() const { return selected_api_; }
+    void setSelectedApi(int i);
+    QString error() const { return error_; }
+    Q_INVOKABLE void setApiPrice(int index, double input_per_1m, double output_per_1m);
+    Q_INVOKABLE void resetApiPrices();
+
+    QVariantList conversations() const { return conversations_; }
+    QVariantList days() const { return days_; }
+    QVariantList cumulative() const;
+
+    // Re-reads the totals from the store (done after every stored answer).
+    Q_INVOKABLE void refresh();
+    // One finished answer's energy and tokens (connected to the worker).
+    void addAnswer(const GenerationResult& r);
+    const EnergyUse& use() const { return use_; }
+    CostInputs inputs() const;
+    LocalCost local() const { return local_cost(use_, inputs()); }
+
+signals:
+    void settingsChanged();
+    void costChanged();
+    void apiPricesChanged();
+    void totalsChanged();
+    void errorChanged();
+
+private:
+    void load_api_prices();
+    void save_api_prices();
+    void set_error(const QString& e);
+
+    ConversationStore& store_;
+    AppSettings& settings_;
+    EnergyUse use_;
+    QString source_;
+    ApiPriceList prices_;
+    int selected_api_ = 0;
+    QString error_;
+    QVariantList conversations_, days_;
+    struct Point {
+        qint64 t;
+        qint64 input, output;
+    };
+    std::vector<Point> points_;
+};
+
+}  // namespace ember::app

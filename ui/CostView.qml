@@ -1,0 +1,376 @@
+// The cost view (issue #13): what a million input and output tokens cost on this machine
+// (measured energy x electricity price, plus amortized hardware), next to editable API list
+// prices, token totals per conversation and per day, and cumulative tokens and cost over time.
+// Self-contained: it needs only its `controller` (a CostController) and no app singleton, so the
+// monitor window can hold it as a tab and tests can show it alone. Colours are properties for
+// the host to bind to its theme. ChartView needs a QApplication.
+import QtQuick
+import QtQuick.Controls
+import QtQuick.Layouts
+import QtCharts
+
+Item {
+    id: root
+    property var controller
+    property color textColor: "#1d1d1f"
+    property color mutedColor: "#6b6c72"
+    property color borderColor: "#dedee3"
+    property color accentColor: "#d9480f"
+    property color warningColor: "#8a5a00"
+    property color baseColor: "#ffffff"
+    // The plot's series (a chart's series are not reachable by objectName), for tests and hosts.
+    readonly property alias tokenSeries: tokenSeries
+    readonly property alias localCostSeries: localSeries
+    readonly property alias apiCostSeries: apiSeries
+
+    implicitWidth: 980
+    implicitHeight: 1200
+
+    // A price in the user's currency with sensible digits; "—" for "not measured yet" (< 0).
+    function money(v) {
+        if (v === undefined || v < 0)
+            return "—"
+        const digits = v >= 100 ? 0 : v >= 1 ? 2 : 3
+        return (v >= 1 ? v.toFixed(digits) : v.toPrecision(digits)) + " " + controller.currency
+    }
+    function joules(v) { return v < 0 ? "—" : v.toPrecision(3) + " J" }
+    function count(n) { return Number(n).toLocaleString(Qt.locale("en_US"), "f", 0) }
+
+    Rectangle { anchors.fill: parent; color: root.baseColor }
+
+    Flickable {
+        anchors.fill: parent
+        contentHeight: column.implicitHeight + 32
+        clip: true
+        ScrollBar.vertical: ScrollBar {}
+
+        ColumnLayout {
+            id: column
+            x: 16; y: 16
+            width: root.width - 32
+            spacing: 14
+
+            Label {
+                text: "Cost per 1M tokens"
+                font.pixelSize: 20; font.bold: true; color: root.textColor
+            }
+
+            // ---- local cost next to the API prices -------------------------------------------
+            RowLayout {
+                Layout.fillWidth: true
+                spacing: 16
+
+                Frame {
+                    Layout.preferredWidth: 400
+                    Layout.alignment: Qt.AlignTop
+                    ColumnLayout {
+                        anchors.fill: parent
+                        spacing: 6
+                        RowLayout {
+                            Label { text: "This machine"; font.bold: true; color: root.textColor }
+                            Label {
+                                objectName: "estimateBadge"
+                                visible: controller.estimated
+                                text: "estimate"
+                                color: root.warningColor
+                                font.italic: true
+                            }
+                        }
+                        GridLayout {
+                            columns: 3
+                            columnSpacing: 14
+                            Label { text: ""; }
+                            Label { text: "input"; color: root.mutedColor }
+                            Label { text: "output"; color: root.mutedColor }
+                            Label { text: "per 1M tokens"; color: root.mutedColor }
+                            Label {
+                                objectName: "localInput"
+                                text: root.money(controller.localInputPer1M)
+                                font.bold: true; color: root.accentColor
+                            }
+                            Label {
+                                objectName: "localOutput"
+                                text: root.money(controller.localOutputPer1M)
+                                font.bold: true; color: root.accentColor
+                            }
+                            Label { text: "of which hardware"; color: root.mutedColor }
+                            Label { text: root.money(controller.hardwareInputPer1M); color: root.textColor }
+                            Label { text: root.money(controller.hardwareOutputPer1M); color: root.textColor }
+                            Label { text: "energy per token"; color: root.mutedColor }
+                            Label {
+                                objectName: "inputJoules"
+                                text: root.joules(controller.inputJoulesPerToken); color: root.textColor
+                            }
+                            Label {
+                                objectName: "outputJoules"
+                                text: root.joules(controller.outputJoulesPerToken); color: root.textColor
+                            }
+                        }
+                        Label {
+                            objectName: "measuredOver"
+                            Layout.fillWidth: true
+                            wrapMode: Text.Wrap
+                            color: root.mutedColor
+                            text: controller.measuredAnswers > 0
+                                  ? "From the " + controller.measuredAnswers + " answers of this session."
+                                  : "Not measured yet: generate an answer."
+                        }
+                        Label {
+                            objectName: "energySource"
+                            Layout.fillWidth: true
+                            wrapMode: Text.Wrap
+                            font.pixelSize: 11
+                            color: controller.estimated ? root.warningColor : root.mutedColor
+                            text: controller.energySource
+                        }
+                    }
+                }
+
+                Frame {
+                    Layout.fillWidth: true
+                    Layout.alignment: Qt.AlignTop
+                    ColumnLayout {
+                        anchors.fill: parent
+                        spacing: 4
+                        RowLayout {
+                            Label { text: "API list prices (editable)"; font.bold: true; color: root.textColor }
+                            Item { Layout.fillWidth: true }
+                            Button { text: "Reset"; onClicked: controller.resetApiPrices() }
+                        }
+                        Repeater {
+                            model: controller.apiPrices
+                            delegate: RowLayout {
+                                required property var modelData
+                                required property int index
+                                spacing: 6
+                                RadioButton {
+                                    checked: controller.selectedApi === index
+                                    onClicked: controller.selectedApi = index
+                                    ToolTip.visible: hovered
+                                    ToolTip.text: "Plot this API's cost"
+                                }
+                                Label {
+                                    objectName: "apiName" + index
+                                    text: modelData.vendor + " " + modelData.model
+                                    color: root.textColor
+                                    Layout.preferredWidth: 170
+                                    elide: Text.ElideRight
+                                }
+                                TextField {
+                                    objectName: "apiInput" + index
+                                    text: modelData.input.toFixed(2)
+                                    Layout.preferredWidth: 64
+                                    validator: DoubleValidator { bottom: 0 }
+                                    onEditingFinished: controller.setApiPrice(index, Number(text), modelData.output)
+                                }
+                                TextField {
+                                    objectName: "apiOutput" + index
+                                    text: modelData.output.toFixed(2)
+                                    Layout.preferredWidth: 64
+                                    validator: DoubleValidator { bottom: 0 }
+                                    onEditingFinished: controller.setApiPrice(index, modelData.input, Number(text))
+                                }
+                                Label {
+                                    text: modelData.asOf
+                                    color: root.mutedColor
+                                    font.pixelSize: 11
+                                    ToolTip.visible: sourceArea.containsMouse
+                                    ToolTip.text: modelData.source
+                                    MouseArea { id: sourceArea; anchors.fill: parent; hoverEnabled: true }
+                                }
+                            }
+                        }
+                        Label {
+                            text: "in " + controller.currency + " per 1M input / output tokens; defaults looked up "
+                                  + controller.apiPricesRetrieved + " (hover a date for its source)"
+                            color: root.mutedColor
+                            font.pixelSize: 11
+                        }
+                        Label {
+                            visible: controller.error !== ""
+                            text: controller.error
+                            color: "#c92a2a"
+                            wrapMode: Text.Wrap
+                            Layout.fillWidth: true
+                        }
+                    }
+                }
+            }
+
+            // ---- settings ---------------------------------------------------------------------
+            Frame {
+                Layout.fillWidth: true
+                GridLayout {
+                    columns: 6
+                    columnSpacing: 10
+                    rowSpacing: 4
+                    Label { text: "Electricity per kWh"; color: root.textColor }
+                    TextField {
+                        objectName: "electricityPrice"
+                        text: controller.electricityPrice
+                        validator: DoubleValidator { bottom: 0 }
+                        onEditingFinished: controller.electricityPrice = Number(text)
+                        Layout.preferredWidth: 70
+                    }
+                    Label { text: "Currency"; color: root.textColor }
+                    TextField {
+                        text: controller.currency
+                        onEditingFinished: controller.currency = text
+                        Layout.preferredWidth: 60
+                    }
+                    Label { text: "CPU watts (no meter)"; color: root.textColor }
+                    TextField {
+                        objectName: "cpuWatts"
+                        text: controller.cpuWatts
+                        validator: DoubleValidator { bottom: 0 }
+                        onEditingFinished: controller.cpuWatts = Number(text)
+                        Layout.preferredWidth: 60
+                    }
+                    Label { text: "Hardware price"; color: root.textColor }
+                    TextField {
+                        objectName: "hardwarePrice"
+                        text: controller.hardwarePrice
+                        validator: DoubleValidator { bottom: 0 }
+                        onEditingFinished: controller.hardwarePrice = Number(text)
+                        Layout.preferredWidth: 70
+                    }
+                    Label { text: "over years"; color: root.textColor }
+                    TextField {
+                        text: controller.hardwareYears
+                        validator: DoubleValidator { bottom: 0.1 }
+                        onEditingFinished: controller.hardwareYears = Number(text)
+                        Layout.preferredWidth: 60
+                    }
+                    Label { text: "hours a day"; color: root.textColor }
+                    TextField {
+                        text: controller.hoursPerDay
+                        validator: DoubleValidator { bottom: 0.1; top: 24 }
+                        onEditingFinished: controller.hoursPerDay = Number(text)
+                        Layout.preferredWidth: 60
+                    }
+                }
+            }
+
+            // ---- cumulative tokens and cost -------------------------------------------------
+            ChartView {
+                id: chart
+                objectName: "costChart"
+                Layout.fillWidth: true
+                Layout.preferredHeight: 320
+                antialiasing: true
+                legend.alignment: Qt.AlignBottom
+                title: "Cumulative tokens and cost"
+
+                DateTimeAxis { id: timeAxis; format: "MM-dd hh:mm"; tickCount: 5 }
+                ValueAxis { id: tokenAxis; min: 0; max: 10; titleText: "tokens"; labelFormat: "%d" }
+                ValueAxis { id: costAxis; min: 0; max: 0.001; titleText: controller.currency; labelFormat: "%.2g" }
+
+                LineSeries {
+                    id: tokenSeries
+                    objectName: "tokensSeries"
+                    name: "tokens"
+                    axisX: timeAxis
+                    axisY: tokenAxis
+                    color: root.mutedColor
+                }
+                LineSeries {
+                    id: localSeries
+                    objectName: "localCostSeries"
+                    name: "this machine" + (controller.estimated ? " (estimate)" : "")
+                    axisX: timeAxis
+                    axisYRight: costAxis
+                    color: root.accentColor
+                    width: 2
+                }
+                LineSeries {
+                    id: apiSeries
+                    objectName: "apiCostSeries"
+                    name: {
+                        const p = controller.apiPrices[controller.selectedApi]
+                        return p ? p.vendor + " " + p.model : "API"
+                    }
+                    axisX: timeAxis
+                    axisYRight: costAxis
+                    color: "#1971c2"
+                    width: 2
+                }
+
+                function rebuild() {
+                    const pts = controller.cumulative
+                    tokenSeries.clear(); localSeries.clear(); apiSeries.clear()
+                    if (pts.length === 0)
+                        return
+                    let maxTokens = 1, maxCost = 0
+                    for (const p of pts) {
+                        tokenSeries.append(p.t, p.tokens)
+                        localSeries.append(p.t, p.localCost)
+                        apiSeries.append(p.t, p.apiCost)
+                        maxTokens = Math.max(maxTokens, p.tokens)
+                        maxCost = Math.max(maxCost, p.localCost, p.apiCost)
+                    }
+                    // One point has no width: give the time axis a minute either side.
+                    timeAxis.min = new Date(pts[0].t - 60000)
+                    timeAxis.max = new Date(pts[pts.length - 1].t + 60000)
+                    tokenAxis.max = maxTokens * 1.1
+                    costAxis.max = maxCost > 0 ? maxCost * 1.1 : 0.001
+                }
+                Connections {
+                    target: root.controller
+                    function onTotalsChanged() { chart.rebuild() }
+                }
+                Component.onCompleted: rebuild()
+            }
+
+            // ---- totals ---------------------------------------------------------------------
+            RowLayout {
+                Layout.fillWidth: true
+                spacing: 16
+                Repeater {
+                    model: [
+                        { title: "Per conversation", rows: controller.conversations, key: "title" },
+                        { title: "Per day (local time)", rows: controller.days, key: "day" }
+                    ]
+                    delegate: Frame {
+                        id: table
+                        required property var modelData
+                        Layout.fillWidth: true
+                        Layout.alignment: Qt.AlignTop
+                        ColumnLayout {
+                            anchors.fill: parent
+                            spacing: 2
+                            Label { text: table.modelData.title; font.bold: true; color: root.textColor }
+                            RowLayout {
+                                Label { text: ""; Layout.preferredWidth: 170 }
+                                Label { text: "input"; color: root.mutedColor; Layout.preferredWidth: 60 }
+                                Label { text: "cached"; color: root.mutedColor; Layout.preferredWidth: 60 }
+                                Label { text: "output"; color: root.mutedColor; Layout.preferredWidth: 60 }
+                                Label { text: "answers"; color: root.mutedColor }
+                            }
+                            Repeater {
+                                model: table.modelData.rows
+                                delegate: RowLayout {
+                                    required property var modelData
+                                    Label {
+                                        text: modelData[table.modelData.key] || "(untitled)"
+                                        color: root.textColor
+                                        elide: Text.ElideRight
+                                        Layout.preferredWidth: 170
+                                    }
+                                    Label { text: root.count(modelData.input); color: root.textColor; Layout.preferredWidth: 60 }
+                                    Label { text: root.count(modelData.reused); color: root.mutedColor; Layout.preferredWidth: 60 }
+                                    Label { text: root.count(modelData.output); color: root.textColor; Layout.preferredWidth: 60 }
+                                    Label { text: modelData.answers; color: root.mutedColor }
+                                }
+                            }
+                            Label {
+                                visible: table.modelData.rows.length === 0
+                                text: "No answers yet."
+                                color: root.mutedColor
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
