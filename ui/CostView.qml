@@ -31,7 +31,7 @@ Item {
         if (v === undefined || v < 0)
             return "—"
         const digits = v >= 100 ? 0 : v >= 1 ? 2 : 3
-        return (v >= 1 ? v.toFixed(digits) : v.toPrecision(digits)) + " " + controller.currency
+        return (v >= 1 ? v.toFixed(digits) : v.toPrecision(digits)) + " " + controller.settings.currency
     }
     function joules(v) { return v < 0 ? "—" : v.toPrecision(3) + " J" }
     function count(n) { return Number(n).toLocaleString(Qt.locale("en_US"), "f", 0) }
@@ -158,20 +158,20 @@ Item {
                                 }
                                 TextField {
                                     objectName: "apiInput" + index
-                                    text: modelData.input.toFixed(2)
+                                    text: modelData.input_per_1m.toFixed(2)
                                     Layout.preferredWidth: 64
                                     validator: DoubleValidator { bottom: 0 }
-                                    onEditingFinished: controller.setApiPrice(index, Number(text), modelData.output)
+                                    onEditingFinished: controller.setApiPrice(index, Number(text), modelData.output_per_1m)
                                 }
                                 TextField {
                                     objectName: "apiOutput" + index
-                                    text: modelData.output.toFixed(2)
+                                    text: modelData.output_per_1m.toFixed(2)
                                     Layout.preferredWidth: 64
                                     validator: DoubleValidator { bottom: 0 }
-                                    onEditingFinished: controller.setApiPrice(index, modelData.input, Number(text))
+                                    onEditingFinished: controller.setApiPrice(index, modelData.input_per_1m, Number(text))
                                 }
                                 Label {
-                                    text: modelData.asOf
+                                    text: modelData.as_of
                                     color: root.mutedColor
                                     font.pixelSize: 11
                                     ToolTip.visible: sourceArea.containsMouse
@@ -181,7 +181,7 @@ Item {
                             }
                         }
                         Label {
-                            text: "in " + controller.currency + " per 1M input / output tokens; defaults looked up "
+                            text: "in " + controller.settings.currency + " per 1M input / output tokens; defaults looked up "
                                   + controller.apiPricesRetrieved + " (hover a date for its source)"
                             color: root.mutedColor
                             font.pixelSize: 11
@@ -207,45 +207,45 @@ Item {
                     Label { text: "Electricity per kWh"; color: root.textColor }
                     TextField {
                         objectName: "electricityPrice"
-                        text: controller.electricityPrice
+                        text: controller.settings.electricityPrice
                         validator: DoubleValidator { bottom: 0 }
-                        onEditingFinished: controller.electricityPrice = Number(text)
+                        onEditingFinished: controller.settings.electricityPrice = Number(text)
                         Layout.preferredWidth: 70
                     }
                     Label { text: "Currency"; color: root.textColor }
                     TextField {
-                        text: controller.currency
-                        onEditingFinished: controller.currency = text
+                        text: controller.settings.currency
+                        onEditingFinished: controller.settings.currency = text
                         Layout.preferredWidth: 60
                     }
                     Label { text: "CPU watts (no meter)"; color: root.textColor }
                     TextField {
                         objectName: "cpuWatts"
-                        text: controller.cpuWatts
+                        text: controller.settings.cpuWatts
                         validator: DoubleValidator { bottom: 0 }
-                        onEditingFinished: controller.cpuWatts = Number(text)
+                        onEditingFinished: controller.settings.cpuWatts = Number(text)
                         Layout.preferredWidth: 60
                     }
                     Label { text: "Hardware price"; color: root.textColor }
                     TextField {
                         objectName: "hardwarePrice"
-                        text: controller.hardwarePrice
+                        text: controller.settings.hardwarePrice
                         validator: DoubleValidator { bottom: 0 }
-                        onEditingFinished: controller.hardwarePrice = Number(text)
+                        onEditingFinished: controller.settings.hardwarePrice = Number(text)
                         Layout.preferredWidth: 70
                     }
                     Label { text: "over years"; color: root.textColor }
                     TextField {
-                        text: controller.hardwareYears
+                        text: controller.settings.hardwareYears
                         validator: DoubleValidator { bottom: 0.1 }
-                        onEditingFinished: controller.hardwareYears = Number(text)
+                        onEditingFinished: controller.settings.hardwareYears = Number(text)
                         Layout.preferredWidth: 60
                     }
                     Label { text: "hours a day"; color: root.textColor }
                     TextField {
-                        text: controller.hoursPerDay
+                        text: controller.settings.hoursPerDay
                         validator: DoubleValidator { bottom: 0.1; top: 24 }
-                        onEditingFinished: controller.hoursPerDay = Number(text)
+                        onEditingFinished: controller.settings.hoursPerDay = Number(text)
                         Layout.preferredWidth: 60
                     }
                 }
@@ -263,7 +263,7 @@ Item {
 
                 DateTimeAxis { id: timeAxis; format: "MM-dd hh:mm"; tickCount: 5 }
                 ValueAxis { id: tokenAxis; min: 0; max: 10; titleText: "tokens"; labelFormat: "%d" }
-                ValueAxis { id: costAxis; min: 0; max: 0.001; titleText: controller.currency; labelFormat: "%.2g" }
+                ValueAxis { id: costAxis; min: 0; max: 0.001; titleText: controller.settings.currency; labelFormat: "%.2g" }
 
                 LineSeries {
                     id: tokenSeries

@@ -23,6 +23,13 @@ class AppSettings : public QObject {
     Q_PROPERTY(bool loadLastModel READ loadLastModel WRITE setLoadLastModel NOTIFY changed)
     Q_PROPERTY(QString settingsFile READ settingsFile CONSTANT)
     Q_PROPERTY(QString builtinModelPath READ builtinModelPath CONSTANT)
+    // The cost view's settings (see below).
+    Q_PROPERTY(double electricityPrice READ electricityPrice WRITE setElectricityPrice NOTIFY changed)
+    Q_PROPERTY(QString currency READ currency WRITE setCurrency NOTIFY changed)
+    Q_PROPERTY(double cpuWatts READ cpuWatts WRITE setCpuWatts NOTIFY changed)
+    Q_PROPERTY(double hardwarePrice READ hardwarePrice WRITE setHardwarePrice NOTIFY changed)
+    Q_PROPERTY(double hardwareYears READ hardwareYears WRITE setHardwareYears NOTIFY changed)
+    Q_PROPERTY(double hoursPerDay READ hoursPerDay WRITE setHoursPerDay NOTIFY changed)
 
 public:
     explicit AppSettings(QObject* parent = nullptr);

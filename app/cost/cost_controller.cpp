@@ -1,5 +1,9 @@
 #include "app/cost/cost_controller.h"
 
+#include <QJsonArray>
+#include <QJsonDocument>
+#include <QJsonObject>
+
 #include "app/core/app_settings.h"
 #include "app/core/engine_worker.h"
 #include "app/storage/conversation_store.h"
@@ -38,40 +42,9 @@ CostController::CostController(ConversationStore& store, AppSettings& settings, 
     if (worker)
         connect(worker, &EngineWorker::generationFinished, this,
                 [this](quint64, const GenerationResult& r) { addAnswer(r); });
-    connect(this, &CostController::settingsChanged, this, &CostController::costChanged);
+    connect(&settings_, &AppSettings::changed, this, &CostController::costChanged);
     connect(this, &CostController::costChanged, this, &CostController::totalsChanged);
     refresh();
-}
-
-double CostController::electricityPrice() const { return settings_.electricityPrice(); }
-void CostController::setElectricityPrice(double v) {
-    settings_.setElectricityPrice(v);
-    emit settingsChanged();
-}
-QString CostController::currency() const { return settings_.currency(); }
-void CostController::setCurrency(const QString& v) {
-    settings_.setCurrency(v);
-    emit settingsChanged();
-}
-double CostController::cpuWatts() const { return settings_.cpuWatts(); }
-void CostController::setCpuWatts(double v) {
-    settings_.setCpuWatts(v);
-    emit settingsChanged();
-}
-double CostController::hardwarePrice() const { return settings_.hardwarePrice(); }
-void CostController::setHardwarePrice(double v) {
-    settings_.setHardwarePrice(v);
-    emit settingsChanged();
-}
-double CostController::hardwareYears() const { return settings_.hardwareYears(); }
-void CostController::setHardwareYears(double v) {
-    settings_.setHardwareYears(v);
-    emit settingsChanged();
-}
-double CostController::hoursPerDay() const { return settings_.hoursPerDay(); }
-void CostController::setHoursPerDay(double v) {
-    settings_.setHoursPerDay(v);
-    emit settingsChanged();
 }
 
 CostInputs CostController::inputs() const {
@@ -136,15 +109,8 @@ QVariantList CostController::cumulative() const {
 }
 
 QVariantList CostController::apiPrices() const {
-    QVariantList list;
-    for (const ApiPrice& p : prices_.prices)
-        list.append(QVariantMap{{"vendor", p.vendor},
-                                {"model", p.model},
-                                {"input", p.input_per_1m},
-                                {"output", p.output_per_1m},
-                                {"asOf", p.as_of},
-                                {"source", p.source}});
-    return list;
+    // The list as its JSON says it, so the view's names are the file's.
+    return QJsonDocument::fromJson(to_json(prices_)).object().value(QLatin1String("prices")).toArray().toVariantList();
 }
 
 void CostController::setSelectedApi(int i) {

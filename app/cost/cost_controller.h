@@ -10,25 +10,21 @@
 #include <QObject>
 #include <QVariantList>
 
+#include "app/core/app_settings.h"
 #include "app/core/engine_types.h"
 #include "app/cost/api_prices.h"
 #include "app/cost/cost_model.h"
 
 namespace ember::app {
 
-class AppSettings;
 class ConversationStore;
 class EngineWorker;
 
 class CostController : public QObject {
     Q_OBJECT
-    // Settings (stored in AppSettings).
-    Q_PROPERTY(double electricityPrice READ electricityPrice WRITE setElectricityPrice NOTIFY settingsChanged)
-    Q_PROPERTY(QString currency READ currency WRITE setCurrency NOTIFY settingsChanged)
-    Q_PROPERTY(double cpuWatts READ cpuWatts WRITE setCpuWatts NOTIFY settingsChanged)
-    Q_PROPERTY(double hardwarePrice READ hardwarePrice WRITE setHardwarePrice NOTIFY settingsChanged)
-    Q_PROPERTY(double hardwareYears READ hardwareYears WRITE setHardwareYears NOTIFY settingsChanged)
-    Q_PROPERTY(double hoursPerDay READ hoursPerDay WRITE setHoursPerDay NOTIFY settingsChanged)
+    // The settings it uses (electricityPrice, currency, cpuWatts, hardwarePrice, hardwareYears,
+    // hoursPerDay): the view edits them there.
+    Q_PROPERTY(ember::app::AppSettings* settings READ settings CONSTANT)
     // Measurements of this session's answers (-1: none yet).
     Q_PROPERTY(int measuredAnswers READ measuredAnswers NOTIFY costChanged)
     Q_PROPERTY(bool estimated READ estimated NOTIFY costChanged)
@@ -39,7 +35,7 @@ class CostController : public QObject {
     Q_PROPERTY(double localOutputPer1M READ localOutputPer1M NOTIFY costChanged)
     Q_PROPERTY(double hardwareInputPer1M READ hardwareInputPer1M NOTIFY costChanged)
     Q_PROPERTY(double hardwareOutputPer1M READ hardwareOutputPer1M NOTIFY costChanged)
-    // API prices: [{vendor, model, input, output, asOf, source}], editable.
+    // API prices: [{vendor, model, input_per_1m, output_per_1m, as_of, source}], editable.
     Q_PROPERTY(QVariantList apiPrices READ apiPrices NOTIFY apiPricesChanged)
     Q_PROPERTY(QString apiPricesRetrieved READ apiPricesRetrieved NOTIFY apiPricesChanged)
     Q_PROPERTY(int selectedApi READ selectedApi WRITE setSelectedApi NOTIFY apiPricesChanged)
@@ -55,18 +51,7 @@ public:
     // that feed addAnswer themselves. The store and settings outlive the controller.
     CostController(ConversationStore& store, AppSettings& settings, EngineWorker* worker, QObject* parent = nullptr);
 
-    double electricityPrice() const;
-    void setElectricityPrice(double v);
-    QString currency() const;
-    void setCurrency(const QString& v);
-    double cpuWatts() const;
-    void setCpuWatts(double v);
-    double hardwarePrice() const;
-    void setHardwarePrice(double v);
-    double hardwareYears() const;
-    void setHardwareYears(double v);
-    double hoursPerDay() const;
-    void setHoursPerDay(double v);
+    AppSettings* settings() const { return &settings_; }
 
     int measuredAnswers() const { return use_.answers; }
     bool estimated() const { return use_.estimated_answers > 0; }
@@ -99,7 +84,6 @@ public:
     LocalCost local() const { return local_cost(use_, inputs()); }
 
 signals:
-    void settingsChanged();
     void costChanged();
     void apiPricesChanged();
     void totalsChanged();

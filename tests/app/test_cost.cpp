@@ -213,12 +213,12 @@ private slots:
             QVERIFY(c.error().contains("at least 0"));
         }
         CostController again(*store.store, settings, nullptr);
-        QCOMPARE(again.apiPrices().at(1).toMap().value("input").toDouble(), 1.25);
-        QCOMPARE(again.apiPrices().at(1).toMap().value("output").toDouble(), 9.5);
-        QCOMPARE(again.apiPrices().at(1).toMap().value("asOf").toString(), QStringLiteral("edited"));
-        QCOMPARE(again.apiPrices().at(0).toMap().value("input").toDouble(), d.prices[0].input_per_1m);
+        QCOMPARE(again.apiPrices().at(1).toMap().value("input_per_1m").toDouble(), 1.25);
+        QCOMPARE(again.apiPrices().at(1).toMap().value("output_per_1m").toDouble(), 9.5);
+        QCOMPARE(again.apiPrices().at(1).toMap().value("as_of").toString(), QStringLiteral("edited"));
+        QCOMPARE(again.apiPrices().at(0).toMap().value("input_per_1m").toDouble(), d.prices[0].input_per_1m);
         again.resetApiPrices();
-        QCOMPARE(again.apiPrices().at(1).toMap().value("input").toDouble(), d.prices[1].input_per_1m);
+        QCOMPARE(again.apiPrices().at(1).toMap().value("input_per_1m").toDouble(), d.prices[1].input_per_1m);
         // A damaged saved list: the built-in prices and a message, nothing thrown.
         settings.setApiPricesJson("{\"prices\": 7}");
         CostController damaged(*store.store, settings, nullptr);
@@ -368,6 +368,15 @@ private slots:
         QCOMPARE(cost.days().size(), 1);
         QCOMPARE(cost.days().at(0).toMap().value("answers").toLongLong(), 3);
         QCOMPARE(cost.days().at(0).toMap().value("measured").toLongLong(), 0);  // estimates are not stored
+
+        // Settings edited through the controller's settings reach the view: twice the price,
+        // twice the energy part.
+        const double energy_part = cost.localOutputPer1M() - cost.hardwareOutputPer1M();
+        const QString before = find(root, "localOutput")->property("text").toString();
+        cost.settings()->setElectricityPrice(2 * cost.settings()->electricityPrice());
+        QVERIFY(qAbs(cost.localOutputPer1M() - cost.hardwareOutputPer1M() - 2 * energy_part) < 1e-9 * energy_part);
+        QTRY_VERIFY(find(root, "localOutput")->property("text").toString() != before);
+        cost.settings()->setElectricityPrice(0.30);
 
         QTest::qWait(200);  // let the chart's scene render before the grab (not an assertion)
         const QImage img = view.grabWindow();
