@@ -18,6 +18,7 @@
 #include <QSignalSpy>
 #include <QtTest>
 #include <atomic>
+#include <chrono>
 #include <cstdio>
 #include <ctime>
 #include <thread>
@@ -73,7 +74,9 @@ public:
                 write("energy_uj.new", std::to_string(uj) + "\n");
                 std::rename((dir_ + "/energy_uj.new").toLocal8Bit().constData(),
                             (dir_ + "/energy_uj").toLocal8Bit().constData());
-                std::this_thread::yield();
+                // Real counters tick about every millisecond; so does this one (a cadence, not
+                // a wait for a condition), without spinning a shared core.
+                std::this_thread::sleep_for(std::chrono::milliseconds(1));
             }
         });
     }
