@@ -272,6 +272,7 @@ Item {
                     axisX: timeAxis
                     axisY: tokenAxis
                     color: root.mutedColor
+                    style: Qt.DashLine  // cost grows with tokens: dashed, so neither hides the other
                 }
                 LineSeries {
                     id: localSeries
