@@ -95,6 +95,15 @@ TEST_CASE("list_files gives sizes and LFS SHA-256s; fetch_range reads a GGUF hea
     s.set_fault("t/m", {{"ignore_range", true}});  // a server that sends the whole file: still right
     CHECK(hub.fetch_range("t/m", "main", "m-F32.gguf", 1000, 64) == whole.substr(1000, 64));
 
+    s.add_file("t/paged", "a-Q8_0.gguf", stories());
+    s.add_file("t/paged", "b-F32.gguf", stories());
+    s.add_file("t/paged", "c.txt", stories());
+    s.set_fault("t/paged", {{"page_size", 1}});
+    const auto paged = hub.list_files("t/paged");
+    REQUIRE(paged.size() == 3);  // three pages, one entry each
+    CHECK(paged[2].path == "c.txt");
+    CHECK(s.requests_to("/api/models/t/paged/tree/main").size() == 3);
+
     CHECK_THROWS_WITH_AS(hub.list_files("t/none"), doctest::Contains("not found (HTTP 404)"), HubError);
     CHECK_THROWS_WITH_AS(hub.list_files("t/m", "v2"), doctest::Contains("Revision Not Found"), HubError);
 }
