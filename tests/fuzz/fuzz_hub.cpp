@@ -20,7 +20,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
                 for (const auto& f : ember::hub::parse_tree_response(text)) {
                     // Whatever the parser accepts passed check_remote_path: never absolute, never "..".
                     const std::string p = "/" + f.path + "/";
-                    if (f.path.empty() || f.path.front() == '/' || p.find("/../") != std::string::npos) __builtin_trap();
+                    if (f.path.empty() || f.path.front() == '/' || p.find("/../") != std::string::npos)
+                        __builtin_trap();
                     (void)ember::hub::quant_of(f.path);
                 }
                 (void)ember::hub::gguf_choices(ember::hub::parse_tree_response(text));

@@ -309,6 +309,17 @@ TEST_CASE("a split GGUF downloads as one model") {
     CHECK(m->parts[1].sha256 == sha256_file(src.file("b.gguf")));
     CHECK(m->size == fs::file_size(src.file("a.gguf")) + fs::file_size(src.file("b.gguf")));
     CHECK(m->path == models.path() + "/t/split/main/x-Q8_0-00001-of-00002.gguf");
+
+    // Pulled again after part 2 was damaged behind the library's back (same size): only that
+    // part is fetched again, and the model ends verified.
+    std::string bytes = test::read_file(m->parts[1].path);
+    bytes[bytes.size() / 2] ^= 1;
+    test::write_file(m->parts[1].path, bytes);
+    TransferControl again;
+    CHECK(run_pull(hub, lib, plan, again, {}, &id) == PullState::Done);
+    CHECK(sha256_file(m->parts[1].path) == sha256_file(src.file("b.gguf")));
+    CHECK(s.requests_to("/_storage/t/split/x-Q8_0-00001-of-00002.gguf").size() == 1);
+    CHECK(s.requests_to("/_storage/t/split/x-Q8_0-00002-of-00002.gguf").size() == 2);
     CHECK_THROWS_WITH(plan_pull(hub, "t/split", "main", ""),
                       doctest::Contains("no quantization given for t/split; available: F32"));
 }
