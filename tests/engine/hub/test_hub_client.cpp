@@ -32,7 +32,9 @@ HubConfig config_for(const test::HubServer& s, const std::string& token = "") {
     HubConfig c;
     c.endpoint = s.url();
     c.token = token;
-    c.stall_timeout = std::chrono::milliseconds(400);  // stalls are injected: keep the test short
+    // Long enough that a slow, loaded machine (CI, sanitizers) never trips it by accident; the
+    // stall test sets a shorter one.
+    c.stall_timeout = std::chrono::milliseconds(3000);
     c.backoff_initial = std::chrono::milliseconds(10);
     c.backoff_max = std::chrono::milliseconds(50);
     c.max_attempts = 3;
@@ -136,7 +138,9 @@ TEST_CASE("a stalled transfer is aborted by the watchdog and resumed") {
     test::HubServer s;
     s.add_file("t/m", "m-F32.gguf", stories());
     s.set_fault("t/m", {{"stall_after", 200000}});
-    const HubClient hub(config_for(s));
+    HubConfig cfg = config_for(s);
+    cfg.stall_timeout = std::chrono::milliseconds(1000);  // the injected stall lasts 60 s
+    const HubClient hub(cfg);
     test::TempDir dir;
     CHECK(fetch_file(hub, "t/m", "m-F32.gguf", dir) == DownloadOutcome::Done);
     CHECK(test::read_file(dir.file("m-F32.gguf")) == test::read_file(stories()));
