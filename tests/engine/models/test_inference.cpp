@@ -291,6 +291,30 @@ TEST_CASE("completion keeps the space before its first word") {
     });
     REQUIRE_EQ(text.substr(0, 5), std::string(" time"));
 }
+TEST_CASE("max_tokens 0 prefills the prompt and generates nothing") {
+    auto model = load(test::testdata(test::kStories), 64);
+    Sequence seq(*model);
+    auto prompt = model->tokenizer().encode("Once upon a", false, false);
+    prompt.insert(prompt.begin(), model->tokenizer().bos());
+    GenerateOptions g;
+    g.sampling = SamplingParams::greedy();
+    g.max_tokens = 0;
+    std::string text;
+    const GenerateStats st = seq.generate(prompt, g, [&](std::string_view t) {
+        text += t;
+        return true;
+    });
+    CHECK_EQ(st.generated_tokens, 0);
+    CHECK(st.stop_reason == StopReason::Length);
+    CHECK_EQ(st.prompt_tokens, static_cast<int32_t>(prompt.size()));
+    CHECK_EQ(text, std::string());
+    REQUIRE(seq.tokens() == prompt);  // prefilled: the whole prompt is in the cache, nothing after it
+    // The same sequence then continues from its cache with one token.
+    g.max_tokens = 1;
+    const GenerateStats st1 = seq.generate(prompt, g, {});
+    CHECK_EQ(st1.generated_tokens, 1);
+    CHECK_EQ(st1.reused_tokens, static_cast<int32_t>(prompt.size()) - 1);
+}
 TEST_CASE("prompt longer than context is a clear error") {
     auto model = load(test::testdata(test::kStories), 64);
     Sequence seq(*model);
