@@ -36,8 +36,7 @@ struct AppHarness {
     // Loads and waits; returns false (with the error in models.error()) on failure.
     bool load(const std::string& path, int timeout_ms = 120'000) {
         models.load(QString::fromStdString(path));
-        if (!QTest::qWaitFor([&] { return models.state() != app::ModelController::Loading; }, timeout_ms))
-            return false;
+        if (!QTest::qWaitFor([&] { return models.state() != app::ModelController::Loading; }, timeout_ms)) return false;
         return models.ready();
     }
 

@@ -39,19 +39,22 @@ QString wait_answer(QSignalSpy& spy, int timeout_ms = 120'000) {
 class EngineStepGate {
 public:
     EngineStepGate(EngineWorker* worker, int nth) : nth_(nth) {
-        QObject::connect(worker, &EngineWorker::textReady, worker, [this](quint64, const QString& text, int pieces) {
-            std::unique_lock lock(m_);
-            if (released_) {
-                after_ += text;
-                pieces_after_ += pieces;
-                return;
-            }
-            before_ += text;
-            if (++batches_ < nth_) return;
-            held_ = true;
-            cv_.notify_all();
-            cv_.wait(lock, [this] { return released_; });
-        }, Qt::DirectConnection);
+        QObject::connect(
+            worker, &EngineWorker::textReady, worker,
+            [this](quint64, const QString& text, int pieces) {
+                std::unique_lock lock(m_);
+                if (released_) {
+                    after_ += text;
+                    pieces_after_ += pieces;
+                    return;
+                }
+                before_ += text;
+                if (++batches_ < nth_) return;
+                held_ = true;
+                cv_.notify_all();
+                cv_.wait(lock, [this] { return released_; });
+            },
+            Qt::DirectConnection);
     }
     ~EngineStepGate() { release(); }  // never leave the engine thread held (a failed QVERIFY returns early)
     bool held() {
@@ -278,9 +281,8 @@ private slots:
         h.chat.stop();
         gate.release();
         QCOMPARE(wait_answer(done, 60'000), QStringLiteral("cancelled"));
-        QVERIFY2(gate.pieces_after() <= 1, qPrintable(QStringLiteral("%1 pieces after stop: '%2'")
-                                                          .arg(gate.pieces_after())
-                                                          .arg(gate.after())));
+        QVERIFY2(gate.pieces_after() <= 1,
+                 qPrintable(QStringLiteral("%1 pieces after stop: '%2'").arg(gate.pieces_after()).arg(gate.after())));
         const QVariantMap answer = h.chat.messages()->get(1);
         QCOMPARE(answer.value("messageState").toString(), QStringLiteral("complete"));
         QVERIFY(!gate.before().isEmpty());

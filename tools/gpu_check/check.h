@@ -57,13 +57,13 @@ struct OpCheck {
 };
 std::span<const OpCheck> op_checks();  // in the order they run (--op NAME selects rows)
 
-void check_matmul(Pair& p);     // ops_matmul.cpp
-void check_embed(Pair& p);      // ops_matmul.cpp
-void check_rms_norm(Pair& p);   // ops_norm.cpp
-void check_rope(Pair& p);       // ops_norm.cpp
+void check_matmul(Pair& p);       // ops_matmul.cpp
+void check_embed(Pair& p);        // ops_matmul.cpp
+void check_rms_norm(Pair& p);     // ops_norm.cpp
+void check_rope(Pair& p);         // ops_norm.cpp
 void check_elementwise(Pair& p);  // ops_elementwise.cpp
-void check_attention(Pair& p);  // ops_attention.cpp
-void check_top_k(Pair& p);      // ops_top_k.cpp
+void check_attention(Pair& p);    // ops_attention.cpp
+void check_top_k(Pair& p);        // ops_top_k.cpp
 
 // ---- (b) real models (models.cpp) ----------------------------------------------------------
 void check_model(const std::string& path, const std::string& label, double logit_tol, Pair& p);

@@ -19,15 +19,15 @@ struct AttentionCase {
     DType kv;
     int window;
     float softcap;
-    double out_rel_l2;       // attention output, GPU vs CPU backend
+    double out_rel_l2;        // attention output, GPU vs CPU backend
     double cache_bytes_frac;  // K/V cache bytes that may differ (Q8_0: rounding ties)
 };
 constexpr double kOut = 1e-4, kF16Cache = 0.0, kQ8Cache = 1e-3;
 const AttentionCase kAttentionCases[] = {
-    {8, 2, 64, DType::F16, 0, 0.0f, kOut, kF16Cache},     {32, 8, 128, DType::F16, 0, 0.0f, kOut, kF16Cache},
-    {32, 8, 128, DType::Q8_0, 0, 0.0f, kOut, kQ8Cache},   {4, 1, 256, DType::F16, 48, 50.0f, kOut, kF16Cache},
-    {8, 4, 8, DType::F16, 0, 0.0f, kOut, kF16Cache},      {9, 3, 64, DType::F16, 0, 0.0f, kOut, kF16Cache},
-    {16, 2, 64, DType::Q8_0, 100, 0.0f, kOut, kQ8Cache},  {40, 4, 128, DType::F16, 0, 30.0f, kOut, kF16Cache},
+    {8, 2, 64, DType::F16, 0, 0.0f, kOut, kF16Cache},    {32, 8, 128, DType::F16, 0, 0.0f, kOut, kF16Cache},
+    {32, 8, 128, DType::Q8_0, 0, 0.0f, kOut, kQ8Cache},  {4, 1, 256, DType::F16, 48, 50.0f, kOut, kF16Cache},
+    {8, 4, 8, DType::F16, 0, 0.0f, kOut, kF16Cache},     {9, 3, 64, DType::F16, 0, 0.0f, kOut, kF16Cache},
+    {16, 2, 64, DType::Q8_0, 100, 0.0f, kOut, kQ8Cache}, {40, 4, 128, DType::F16, 0, 30.0f, kOut, kF16Cache},
 };
 // Three sequences of lengths 300 / 45 / 1 after the prefill; 16-token blocks.
 constexpr int kBlockTokens = 16, kBlocks = 64, kMaxBlocks = 24;

@@ -61,9 +61,9 @@ struct RopeCase {
     double max_rel;
 };
 const RopeCase kRopeCases[] = {
-    {8, 128, 128, false, 10000.0f, 1.0f, false, 1e-5},  {8, 128, 128, true, 1e6f, 1.0f, false, 1e-5},
-    {4, 128, 64, false, 10000.0f, 0.25f, false, 1e-5},  {32, 64, 64, false, 500000.0f, 1.0f, true, 1e-5},
-    {2, 256, 256, true, 10000.0f, 0.125f, true, 1e-5},  {8, 8, 8, false, 10000.0f, 1.0f, false, 1e-5},
+    {8, 128, 128, false, 10000.0f, 1.0f, false, 1e-5}, {8, 128, 128, true, 1e6f, 1.0f, false, 1e-5},
+    {4, 128, 64, false, 10000.0f, 0.25f, false, 1e-5}, {32, 64, 64, false, 500000.0f, 1.0f, true, 1e-5},
+    {2, 256, 256, true, 10000.0f, 0.125f, true, 1e-5}, {8, 8, 8, false, 10000.0f, 1.0f, false, 1e-5},
 };
 constexpr int64_t kRopeTokens = 37;
 

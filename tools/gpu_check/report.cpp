@@ -110,7 +110,6 @@ size_t count_nonfinite(const std::vector<float>& v) {
     return static_cast<size_t>(std::count_if(v.begin(), v.end(), [](float x) { return !std::isfinite(x); }));
 }
 
-
 double max_abs_diff(const std::vector<float>& a, const std::vector<float>& b) {
     double m = 0;
     for (size_t i = 0; i < a.size(); ++i) {

@@ -145,8 +145,7 @@ RopeInputs random_rope_inputs(int64_t n, int n_rot) {
     return in;
 }
 
-RopeParams rope_params(int n_heads, int head_dim, int n_rot, bool neox, float base, float scale,
-                       const float* factors) {
+RopeParams rope_params(int n_heads, int head_dim, int n_rot, bool neox, float base, float scale, const float* factors) {
     RopeParams rp;
     rp.n_heads = n_heads;
     rp.head_dim = head_dim;

@@ -60,8 +60,7 @@ struct RopeInputs {
     std::vector<float> factors;
 };
 RopeInputs random_rope_inputs(int64_t n, int n_rot);
-RopeParams rope_params(int n_heads, int head_dim, int n_rot, bool neox, float base, float scale,
-                       const float* factors);
+RopeParams rope_params(int n_heads, int head_dim, int n_rot, bool neox, float base, float scale, const float* factors);
 
 // A paged KV cache shared by sequences with shuffled blocks (from the seed stream): sequence s
 // owns blocks [first_block[s], first_block[s] + n_own[s]) of the shuffled ids.

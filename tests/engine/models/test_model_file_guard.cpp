@@ -159,17 +159,22 @@ TEST_CASE("SIGBUS outside a guarded map still ends the process") {
     fs::remove(other);
 }
 
-TEST_CASE("touching a loaded model's file is no false alarm: the next pass runs") {
+// stories260K copied to `copy`, to be loaded from there on the CPU (context 64).
+LoadOptions copy_of_stories(const fs::path& copy) {
     const std::string src = test::testdata(test::kStories);
     EMBER_REQUIRE_FILE(src);
-    const fs::path copy = temp("touched.gguf");
     fs::copy_file(src, copy, fs::copy_options::overwrite_existing);
     LoadOptions o;
     o.path = copy.string();
     o.device = BackendPreference::Cpu;
     o.n_ctx = 64;
     o.n_threads = 2;
-    auto model = Model::load(o);
+    return o;
+}
+
+TEST_CASE("touching a loaded model's file is no false alarm: the next pass runs") {
+    const fs::path copy = temp("touched.gguf");
+    auto model = Model::load(copy_of_stories(copy));
     const std::vector<int32_t> bos = {1};
     Sequence seq(*model);
     const std::vector<float> before = seq.prefill(bos);
@@ -184,14 +189,8 @@ TEST_CASE("touching a loaded model's file is no false alarm: the next pass runs"
 
 TEST_CASE("truncating a loaded model fails the next pass with a clear error; the process lives") {
     const std::string src = test::testdata(test::kStories);
-    EMBER_REQUIRE_FILE(src);
     const fs::path copy = temp("stories.gguf");
-    fs::copy_file(src, copy, fs::copy_options::overwrite_existing);
-    LoadOptions o;
-    o.path = copy.string();
-    o.device = BackendPreference::Cpu;
-    o.n_ctx = 64;
-    o.n_threads = 2;
+    const LoadOptions o = copy_of_stories(copy);
     auto model = Model::load(o);
     const std::vector<int32_t> bos = {1};
     std::vector<float> before;
