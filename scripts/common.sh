@@ -18,15 +18,19 @@ ember_step() {
 }
 ember_step_end() {
   if [[ -n "${_EMBER_STEP_NAME:-}" ]]; then
-    _EMBER_TIMES+=("$(printf '%-22s %4ds' "$_EMBER_STEP_NAME" $((SECONDS - _EMBER_STEP_T0)))")
+    _EMBER_TIMES+=("$(printf '%-24s  %4ds' "$_EMBER_STEP_NAME" $((SECONDS - _EMBER_STEP_T0)))")
     _EMBER_STEP_NAME=""
   fi
 }
+# ember_times: the table of the steps' wall times so far, and the total.
 ember_times() {
   ember_step_end
   local t
+  ember_log "  stage                     wall"
+  ember_log "  ------------------------  -----"
   for t in "${_EMBER_TIMES[@]}"; do ember_log "  $t"; done
-  ember_log "  total so far          $((SECONDS - _EMBER_T0))s"
+  ember_log "  ------------------------  -----"
+  ember_log "  $(printf '%-24s  %4ds' total $((SECONDS - _EMBER_T0)))"
 }
 
 # ember_cmake_args: fills the array EMBER_CMAKE_ARGS with extra -D options for `cmake --preset`:

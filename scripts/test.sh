@@ -4,9 +4,10 @@
 #   -> sanitizers (scripts/fuzz.sh: every fuzzer for a short budget; the `asan` preset's
 #      tests) -> ctest --preset ci
 #
-# The last lines printed are ctest's own summary ("100% tests passed, 0 tests failed out of N",
-# then "Total Test time"), and the exit status is ctest's. Any earlier failure stops the run
-# with a non-zero status.
+# Every stage is timed; a table of the stages' wall times follows the final ctest, and then
+# ctest's own summary lines again ("100% tests passed, 0 tests failed out of N", "Total Test
+# time"), so they stay the last lines printed (what CI reads). The exit status is ctest's. Any
+# earlier failure stops the run with a non-zero status (and prints the table so far).
 #
 # Environment knobs (all optional):
 #   EMBER_JOBS=2                 parallel compile jobs and parallel tests
@@ -26,6 +27,37 @@ EMBER_SCRIPT="test"
 # shellcheck source=scripts/common.sh
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 cd "$EMBER_ROOT"
+# A stage that fails still shows how long each stage took.
+# shellcheck disable=SC2317  # run by the EXIT trap
+on_exit() {
+  local status=$?
+  [[ $status == 0 ]] || { ember_log "FAILED (status $status); stage times so far:"; ember_times; }
+}
+trap on_exit EXIT
+
+# asan_test_targets BUILD_DIR EXCLUDE_REGEX: the targets of the tests ctest would run there
+# (from the generated CTestTestfile.cmake files; the build then brings in what they depend
+# on), one a line; nothing when a test's command is not a target of that build.
+asan_test_targets() {
+  python3 - "$1" "$2" <<'PY'
+import os, re, subprocess, sys
+build, exclude = sys.argv[1], sys.argv[2]
+targets = set(subprocess.run(["ninja", "-C", build, "-t", "targets", "all"], capture_output=True, text=True,
+                             check=True).stdout.split())
+targets = {t.rstrip(":") for t in targets}
+names = set()
+for root, _, files in os.walk(build):
+    if "CTestTestfile.cmake" in files:
+        for name, cmd in re.findall(r'add_test\(\[=\[(.+?)\]=\] "([^"]+)"', open(os.path.join(root, "CTestTestfile.cmake")).read()):
+            if exclude and re.search(exclude, name):
+                continue
+            exe = os.path.basename(cmd)
+            if exe not in targets:
+                sys.exit(0)  # not a target of ours: the caller builds everything
+            names.add(exe)
+print("\n".join(sorted(names)))
+PY
+}
 
 if [[ "${EMBER_SKIP_DEPS:-0}" != 1 ]]; then
   ember_step "install-deps"
@@ -38,41 +70,57 @@ scripts/fetch-test-models.sh
 ember_step "check-format"
 scripts/check-format.sh
 
-ember_step "configure (ci)"
+ember_step "ci: configure"
 ember_cmake_args
 ember_log "cmake --preset ci ${EMBER_CMAKE_ARGS[*]}"
 cmake --preset ci "${EMBER_CMAKE_ARGS[@]}"
 
-ember_step "build (ci, -j$EMBER_JOBS)"
+ember_step "ci: build (-j$EMBER_JOBS)"
 cmake --build --preset ci --parallel "$EMBER_JOBS"
 
 # Fuzzers and the ASan + UBSan build's tests (engine and kernels). A failure stops the run
 # here, before ctest; the ci preset's ctest summary stays the last output.
 if [[ "${EMBER_SKIP_SANITIZERS:-0}" != 1 ]]; then
-  ember_step "fuzz (${EMBER_FUZZ_SECONDS:-30}s per fuzzer)"
+  ember_step "fuzz (${EMBER_FUZZ_SECONDS:-30} s each)"
   scripts/fuzz.sh "${EMBER_FUZZ_SECONDS:-30}"
 
   ember_step "asan: configure + build"
   # The CPU build only: CUDA code is not instrumented, and its tests run in the ci build.
   cmake --preset asan "${EMBER_CMAKE_ARGS[@]}" -DEMBER_BUILD_CUDA=OFF
-  cmake --build --preset asan --parallel "$EMBER_JOBS"
+  exclude="${EMBER_ASAN_EXCLUDE-^(test_inference|gpu_check_cpu_as_gpu)\$}"
+  # Only the tests this step runs (and what they need): not the tools, the benchmarks or the
+  # tests it leaves out, which the ci build already built and runs.
+  mapfile -t asan_targets < <(asan_test_targets build/asan "$exclude")
+  if [[ ${#asan_targets[@]} -gt 0 ]]; then
+    ember_log "asan targets: ${asan_targets[*]}"
+    cmake --build --preset asan --parallel "$EMBER_JOBS" --target "${asan_targets[@]}"
+  else
+    cmake --build --preset asan --parallel "$EMBER_JOBS"
+  fi
 
   ember_step "asan: ctest"
   # Debug + ASan runs test_template ~10x slower than ci (over 300 s on a busy machine).
   ASAN_CTEST=(ctest --preset asan --no-tests=error --parallel "$EMBER_JOBS" --timeout "${EMBER_ASAN_TIMEOUT:-900}")
-  exclude="${EMBER_ASAN_EXCLUDE-^(test_inference|gpu_check_cpu_as_gpu)\$}"
   [[ -z "$exclude" ]] || ASAN_CTEST+=(-E "$exclude")
   ember_log "==> ${ASAN_CTEST[*]}"
   "${ASAN_CTEST[@]}"
 fi
 
-ember_times
-
+ember_step "ctest (ci)"
 # Qt Quick tests want a display; give them a virtual one when there is none.
 CTEST=(ctest --preset ci --no-tests=error --parallel "$EMBER_JOBS" --timeout "${EMBER_TEST_TIMEOUT:-300}")
 if [[ -z "${DISPLAY:-}" ]] && command -v xvfb-run >/dev/null 2>&1; then
   CTEST=(xvfb-run -a -s "-screen 0 1280x1024x24" "${CTEST[@]}")
 fi
 ember_log "==> ctest: ${CTEST[*]}"
-# exec: ctest's summary stays the last output and its exit status is ours.
-exec "${CTEST[@]}"
+ctest_log="$(mktemp)"
+set +e
+"${CTEST[@]}" 2>&1 | tee "$ctest_log"
+ctest_status=${PIPESTATUS[0]}
+set -e
+trap - EXIT
+ember_times
+# ctest's closing lines once more, last: they are what CI reads.
+grep -E '^[0-9]+% tests passed|^Total Test time' "$ctest_log" || true
+rm -f "$ctest_log"
+exit "$ctest_status"

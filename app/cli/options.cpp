@@ -64,7 +64,6 @@ GenerateOptions generate_options(const Args& args, int32_t default_max_tokens) {
     GenerateOptions g;
     SamplingParams& s = g.sampling;
     g.max_tokens = static_cast<int32_t>(args.get_int("-n", default_max_tokens, -1, kInt32Max));
-    if (g.max_tokens == 0) throw Error("option -n: 0 would generate nothing (use N >= 1, or -1 for no limit)");
     s.temperature = static_cast<float>(args.get_double("--temp", s.temperature, 0.0, kFloatMax));
     s.seed = args.get_u64("--seed", s.seed);
     s.top_k = static_cast<int32_t>(args.get_int("--top-k", s.top_k, 0, kInt32Max));

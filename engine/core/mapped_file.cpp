@@ -153,6 +153,21 @@ std::string file_kind(mode_t m) {
 
 int64_t mtime_ns(const struct stat& st) { return int64_t{st.st_mtim.tv_sec} * 1000000000 + st.st_mtim.tv_nsec; }
 
+constexpr size_t kSampleBytes = size_t{64} << 10;  // a GGUF header and the start of its metadata
+
+// `n` bytes of the file at `offset` as it is now (not through the map); empty on a short read.
+std::vector<uint8_t> read_at(int fd, uint64_t offset, size_t n) {
+    std::vector<uint8_t> b(n);
+    size_t got = 0;
+    while (got < n) {
+        const ssize_t r = ::pread(fd, b.data() + got, n - got, static_cast<off_t>(offset + got));
+        if (r < 0 && errno == EINTR) continue;
+        if (r <= 0) return {};
+        got += static_cast<size_t>(r);
+    }
+    return b;
+}
+
 }  // namespace
 
 MappedFile::MappedFile(const std::string& path, bool huge_pages) : path_(path) {
@@ -168,6 +183,9 @@ MappedFile::MappedFile(const std::string& path, bool huge_pages) : path_(path) {
     fd_ = fd;
     size_ = static_cast<size_t>(st.st_size);
     mtime_ns_ = mtime_ns(st);
+    const size_t sample = std::min(size_, kSampleBytes);
+    head_ = read_at(fd, 0, sample);
+    tail_ = read_at(fd, size_ - sample, sample);
     try {
         huge_pages = huge_pages && size_ >= 2 * kHuge;
         if (size_ > 0) map(fd, huge_pages);
@@ -183,7 +201,16 @@ bool MappedFile::changed_underneath() const {
     if (guard_ >= 0 && g_guard[static_cast<size_t>(guard_)].truncated.load(std::memory_order_acquire)) return true;
     struct stat st {};
     if (fd_ < 0 || ::fstat(fd_, &st) != 0) return false;
-    return static_cast<size_t>(st.st_size) != size_ || mtime_ns(st) != mtime_ns_;
+    if (static_cast<size_t>(st.st_size) != size_) return true;
+    const int64_t mtime = mtime_ns(st);
+    if (mtime == mtime_ns_.load(std::memory_order_relaxed)) return false;
+    if (!same_sample_bytes()) return true;
+    mtime_ns_.store(mtime, std::memory_order_relaxed);  // touched only: compare again after the next change
+    return false;
+}
+
+bool MappedFile::same_sample_bytes() const {
+    return read_at(fd_, 0, head_.size()) == head_ && read_at(fd_, size_ - tail_.size(), tail_.size()) == tail_;
 }
 
 // Maps the whole file; with huge_pages at a 2 MiB-aligned address (file offset 0 on a
@@ -249,7 +276,9 @@ MappedFile::MappedFile(MappedFile&& o) noexcept
       path_(std::move(o.path_)),
       fd_(std::exchange(o.fd_, -1)),
       guard_(std::exchange(o.guard_, -1)),
-      mtime_ns_(o.mtime_ns_) {}
+      mtime_ns_(o.mtime_ns_.load()),
+      head_(std::move(o.head_)),
+      tail_(std::move(o.tail_)) {}
 
 MappedFile& MappedFile::operator=(MappedFile&& o) noexcept {
     if (this != &o) {
@@ -259,7 +288,9 @@ MappedFile& MappedFile::operator=(MappedFile&& o) noexcept {
         path_ = std::move(o.path_);
         fd_ = std::exchange(o.fd_, -1);
         guard_ = std::exchange(o.guard_, -1);
-        mtime_ns_ = o.mtime_ns_;
+        mtime_ns_ = o.mtime_ns_.load();
+        head_ = std::move(o.head_);
+        tail_ = std::move(o.tail_);
     }
     return *this;
 }

@@ -2,8 +2,10 @@
 // (zero-copy), so resident memory stays close to what inference actually touches.
 #pragma once
 #include <cstddef>
+#include <atomic>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace ember {
 
@@ -18,8 +20,10 @@ namespace ember {
 // Only regular files are mapped (a FIFO or device is refused at once, without blocking in
 // open()). The file may change while mapped: a read of a page beyond a shrunk file's end
 // raises SIGBUS, which a process-wide handler turns into zero pages over the rest of the map
-// plus a flag, and changed_underneath() reports that (or a changed size or mtime) so the
-// engine can fail the request with a clear error instead of the process dying.
+// plus a flag, and changed_underneath() reports that (or a changed size, or changed bytes)
+// so the engine can fail the request with a clear error instead of the process dying. A new
+// mtime alone (`touch`, a copy that kept the bytes) is no change: the bytes that identify
+// the file are compared then, its head (a GGUF's header and metadata) and its tail.
 class MappedFile {
 public:
     MappedFile() = default;
@@ -35,8 +39,9 @@ public:
     const std::string& path() const { return path_; }
     // Bytes of this map the kernel currently maps with 2 MiB pages (0 where unknown).
     size_t huge_mapped_bytes() const;
-    // Whether the file was truncated (a read past its new end was caught) or its size or
-    // modification time changed since it was mapped. Cheap: one fstat.
+    // Whether the file was truncated (a read past its new end was caught), its size changed,
+    // or, after a new modification time, its head or tail bytes differ from when it was
+    // mapped. Cheap: one fstat (and two reads of 64 KiB the first time after a new mtime).
     bool changed_underneath() const;
 
 private:
@@ -48,7 +53,10 @@ private:
     std::string path_;
     int fd_ = -1;     // kept open to notice changes (fstat)
     int guard_ = -1;  // slot in the SIGBUS guard table, -1 when unguarded
-    int64_t mtime_ns_ = 0;
+    bool same_sample_bytes() const;
+    // The mtime the file's bytes were last found unchanged at: a touch costs one comparison.
+    mutable std::atomic<int64_t> mtime_ns_{0};
+    std::vector<uint8_t> head_, tail_;  // the file's first and last bytes when mapped
 };
 
 }  // namespace ember

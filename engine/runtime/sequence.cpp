@@ -120,6 +120,10 @@ GenerateStats Sequence::generate(std::span<const int32_t> prompt, const Generate
             tel->set_memory(model.memory_use());  // scratch may have grown for this prompt
         }
     } finish{tel, st, model_};
+    if (opts.max_tokens == 0) {  // prefill only: the prompt is cached, nothing is sampled
+        st.stop_reason = StopReason::Length;
+        return st;
+    }
 
     const Tokenizer& tok = model_.tokenizer();
     StopMatcher stops(opts.stop);

@@ -20,7 +20,7 @@ class Telemetry;
 
 struct GenerateOptions {
     SamplingParams sampling;
-    int32_t max_tokens = 256;        // < 0: until end of generation or context
+    int32_t max_tokens = 256;        // < 0: until end of generation or context; 0: prefill only
     std::vector<std::string> stop;   // stop strings (never shown)
     bool ignore_eog = false;         // benchmarks: keep going past end-of-generation tokens
     Telemetry* telemetry = nullptr;  // when set, records this request's timings (engine/telemetry)

@@ -36,9 +36,7 @@ struct AppHarness {
     // Loads and waits; returns false (with the error in models.error()) on failure.
     bool load(const std::string& path, int timeout_ms = 120'000) {
         models.load(QString::fromStdString(path));
-        QElapsedTimer t;
-        t.start();
-        while (models.state() == app::ModelController::Loading && t.elapsed() < timeout_ms) QTest::qWait(10);
+        if (!QTest::qWaitFor([&] { return models.state() != app::ModelController::Loading; }, timeout_ms)) return false;
         return models.ready();
     }
 

@@ -32,8 +32,19 @@ class TestScreenshots : public QObject {
 
     // Saves a grab; returns the number of distinct colours (a blank grab has one or two).
     int shoot(const QString& name) {
-        QTest::qWait(300);  // let streaming updates, layouts and the scroll settle
-        const QImage img = window_->grabWindow();
+        // Streaming updates, layouts and the scroll have settled when two grabs in a row match
+        // (a condition, not a fixed wait; a blinking cursor may keep it from ever holding:
+        // then the last grab is used).
+        QImage img = window_->grabWindow();
+        const bool settled = QTest::qWaitFor(
+            [&] {
+                QImage next = window_->grabWindow();
+                const bool settled = !next.isNull() && next == img;
+                img = std::move(next);
+                return settled;
+            },
+            10'000);
+        if (!settled) qInfo("%s: the window kept changing for 10 s; using the last grab", qPrintable(name));
         if (img.isNull()) return 0;
         const QString path = out_ + '/' + name;
         if (!img.save(path)) return 0;

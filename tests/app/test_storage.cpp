@@ -114,15 +114,19 @@ private slots:
         QTemporaryDir dir;
         OpenedStore s = open_conversation_store(dir.path());
         ConversationStore& st = *s.store;
+        // Times are in ms: wait until the clock has moved past each step's (a condition, not a sleep).
+        const auto clock_passes = [](int64_t ms) {
+            return QTest::qWaitFor([ms] { return QDateTime::currentMSecsSinceEpoch() > ms; }, 5000);
+        };
         const Conversation a = st.create_conversation(QStringLiteral("first"));
-        QTest::qWait(2);
+        QVERIFY(clock_passes(a.updated_at));
         const Conversation b =
             st.create_conversation(QStringLiteral("second"), QStringLiteral("sys"),
                                    QStringLiteral("{\"temperature\":0.2}"), QStringLiteral("/m.gguf"));
         auto list = st.conversations();
         QCOMPARE(list.size(), size_t(2));
         QCOMPARE(list[0].id, b.id);  // newest first
-        QTest::qWait(2);
+        QVERIFY(clock_passes(b.updated_at));
         st.add_message(a.id, QStringLiteral("user"), QStringLiteral("hi"));  // activity moves `a` up
         list = st.conversations();
         QCOMPARE(list[0].id, a.id);
@@ -239,7 +243,9 @@ private slots:
 
         StreamSaver timed(st, m.id, 30, 1000);
         QVERIFY(!timed.append(QStringLiteral("x"), 1));
-        QTest::qWait(40);
+        QElapsedTimer since;  // started after the saver's own interval clock
+        since.start();
+        QVERIFY(QTest::qWaitFor([&] { return since.hasExpired(30); }, 5000));
         QVERIFY(timed.append(QStringLiteral("y"), 1));  // interval elapsed
         QCOMPARE(st.message(m.id)->content, QStringLiteral("xy"));
 

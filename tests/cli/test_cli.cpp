@@ -95,7 +95,6 @@ TEST_CASE("numeric options out of range are refused by name, before the model lo
         const char* expect;
     };
     const Case cases[] = {
-        {{"-n", "0"}, "option -n: 0 would generate nothing"},
         {{"-n", "4294967296"}, "option -n: 4294967296 is out of range (-1..2147483647)"},
         {{"--threads", "4294967297"}, "option --threads: 4294967297 is out of range (0..1024)"},
         {{"-t", "-2"}, "option -t: -2 is out of range (0..1024)"},
@@ -130,6 +129,15 @@ TEST_CASE("options in range still run (the positive control)") {
     CHECK(r.status == 0);
     CHECK(r.out.rfind("Once", 0) == 0);
     CHECK(r.out.size() > 5);
+}
+
+TEST_CASE("-n 0 processes the prompt and generates nothing") {
+    const Run r = run_ember({"run", stories(), "-p", "Once", "-n", "0", "--temp", "0", "--ctx", "64"});
+    INFO(r.err);
+    CHECK(r.status == 0);
+    CHECK(r.out == "Once\n");  // the prompt echoed, no generated text
+    CHECK(contains(r.err, " 0 generated;"));
+    CHECK(contains(r.err, "stop: length]"));
 }
 
 TEST_CASE("--device cuda without a usable GPU fails loudly") {

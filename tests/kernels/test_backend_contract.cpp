@@ -11,6 +11,7 @@
 #include "kernels/backend_loader.h"
 #include "kernels/common/error.h"
 #include "test_data.h"
+#include "tools/op_data/op_data.h"
 
 using namespace ember;
 
@@ -31,23 +32,15 @@ void expect_error(F&& call, std::initializer_list<const char*> parts) {
     for (const char* p : parts) CHECK_MESSAGE(msg.find(p) != std::string::npos, "'", msg, "' lacks '", p, "'");
 }
 
+using opdata::Batch;
+
 // A small, valid batch: 3 tokens of sequence 0 at positions 0..2, KV slots 0..2.
-struct Batch {
-    std::vector<int32_t> tokens{1, 2, 3}, positions{0, 1, 2}, seq_of{0, 0, 0}, kv_slot{0, 1, 2}, table{0};
-    std::vector<int32_t> output_rows{2};
-    BatchInfo info() const {
-        BatchInfo b;
-        b.tokens = tokens;
-        b.positions = positions;
-        b.seq_of = seq_of;
-        b.kv_slot = kv_slot;
-        b.block_table = table;
-        b.n_seqs = 1;
-        b.max_blocks = 1;
-        b.output_rows = output_rows;
-        return b;
-    }
-};
+Batch valid_batch() {
+    Batch b = opdata::simple_batch(3);
+    b.tokens = {1, 2, 3};
+    b.output_rows = {2};
+    return b;
+}
 
 struct Fixture {
     Backend& be;
@@ -76,7 +69,7 @@ struct Fixture {
 
 void check_contract(Backend& be) {
     Fixture f{be, {}};
-    Batch batch;
+    const Batch batch = valid_batch();
     be.set_batch(batch.info());
     const int64_t T = 3, D = 64, H = 2, HD = 32;
 
@@ -91,7 +84,7 @@ void check_contract(Backend& be) {
         b.seq_of[1] = 1;
         expect_error([&] { be.set_batch(b.info()); }, {"set_batch", "sequence 1"});
         b = batch;
-        b.table.clear();
+        b.block_table.clear();
         expect_error([&] { be.set_batch(b.info()); }, {"set_batch", "block_table"});
     }
     SUBCASE("upload and download sizes") {

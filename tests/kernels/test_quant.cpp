@@ -249,29 +249,6 @@ std::vector<uint8_t> lcg_bytes(uint64_t seed, size_t n) {
     return out;
 }
 
-// Byte offsets of the half-float fields in each block (forced to moderate values).
-std::vector<int> half_fields(DType t) {
-    switch (t) {
-        case DType::Q4_0:
-        case DType::Q5_0:
-        case DType::Q8_0:
-            return {0};
-        case DType::Q4_1:
-        case DType::Q5_1:
-        case DType::Q4_K:
-        case DType::Q5_K:
-            return {0, 2};
-        case DType::Q2_K:
-            return {80, 82};
-        case DType::Q3_K:
-            return {108};
-        case DType::Q6_K:
-            return {208};
-        default:
-            return {};
-    }
-}
-
 void set_u16(uint8_t* p, uint16_t v) {
     p[0] = static_cast<uint8_t>(v);
     p[1] = static_cast<uint8_t>(v >> 8);
@@ -289,7 +266,7 @@ std::vector<uint8_t> synthetic_blocks(DType t, int n_elems, int seed) {
         return raw;
     }
     for (size_t b = 0; b < bytes / info.block_bytes; ++b) {
-        for (int off : half_fields(t)) {
+        for (int off : ember::opdata::half_fields(t)) {  // forced to moderate values
             uint8_t* p = &raw[b * info.block_bytes + static_cast<size_t>(off)];
             set_u16(p, static_cast<uint16_t>((get_u16(p) & 0x8FFF) | 0x2000));
         }

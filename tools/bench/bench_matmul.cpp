@@ -20,14 +20,15 @@
 #include <cstdlib>
 #include <cstring>
 #include <random>
-#include "kernels/common/error.h"
 #include <string>
 #include <vector>
 
 #include "kernels/common/dtype.h"
+#include "kernels/common/error.h"
 #include "kernels/cpu/cpu_isa.h"
 #include "kernels/cpu/matmul.h"
 #include "kernels/cpu/quant.h"
+#include "tools/op_data/op_data.h"
 
 using namespace ember;
 using namespace ember::cpu;
@@ -67,30 +68,6 @@ DType parse_type(const std::string& name) {
     throw Error("unknown type " + name);
 }
 
-// Byte offsets of the half-float scale fields in each block: set to moderate values so
-// no NaN/Inf slows anything down or hides work.
-std::vector<int> half_fields(DType t) {
-    switch (t) {
-        case DType::Q4_0:
-        case DType::Q5_0:
-        case DType::Q8_0:
-            return {0};
-        case DType::Q4_1:
-        case DType::Q5_1:
-        case DType::Q4_K:
-        case DType::Q5_K:
-            return {0, 2};
-        case DType::Q2_K:
-            return {80, 82};
-        case DType::Q3_K:
-            return {108};
-        case DType::Q6_K:
-            return {208};
-        default:
-            return {};
-    }
-}
-
 void fill_random(DType t, uint8_t* p, size_t bytes, uint64_t seed) {
     std::mt19937_64 rng(seed);
     size_t i = 0;
@@ -112,7 +89,7 @@ void fill_random(DType t, uint8_t* p, size_t bytes, uint64_t seed) {
         for (size_t j = 0; j < bytes / 4; ++j) f[j] = static_cast<float>(static_cast<int>(j % 255) - 127) / 1024.0f;
     } else {
         for (size_t b = 0; b < bytes / info.block_bytes; ++b)
-            for (int off : half_fields(t)) sane(p + b * info.block_bytes + off, 0x2000);
+            for (int off : opdata::half_fields(t)) sane(p + b * info.block_bytes + off, 0x2000);
     }
 }
 

@@ -273,14 +273,22 @@ TEST_CASE("chat answers Paris") {
     ask(q2, &st2);
     REQUIRE_MESSAGE(st2.reused_tokens >= st1.prompt_tokens, st2.reused_tokens);
 }
+namespace {
+// BOS, then `text` encoded as a completion prompt (no space prefix, no special tokens).
+std::vector<int32_t> bos_and(Model& model, const std::string& text) {
+    auto prompt = model.tokenizer().encode(text, false, false);
+    prompt.insert(prompt.begin(), model.tokenizer().bos());
+    return prompt;
+}
+}  // namespace
+
 TEST_CASE("completion keeps the space before its first word") {
     // SentencePiece marks word starts with a space; a completion continues the prompt, so
     // "Once upon a" + " time" must not lose that space (the encoder's own space prefix is
     // only dropped at the very start of a text).
     auto model = load(test::testdata(test::kStories), 64);
     Sequence seq(*model);
-    auto prompt = model->tokenizer().encode("Once upon a", false, false);
-    prompt.insert(prompt.begin(), model->tokenizer().bos());
+    const std::vector<int32_t> prompt = bos_and(*model, "Once upon a");
     GenerateOptions g;
     g.sampling = SamplingParams::greedy();
     g.max_tokens = 3;
@@ -290,6 +298,29 @@ TEST_CASE("completion keeps the space before its first word") {
         return true;
     });
     REQUIRE_EQ(text.substr(0, 5), std::string(" time"));
+}
+TEST_CASE("max_tokens 0 prefills the prompt and generates nothing") {
+    auto model = load(test::testdata(test::kStories), 64);
+    Sequence seq(*model);
+    const std::vector<int32_t> prompt = bos_and(*model, "Once upon a");
+    GenerateOptions g;
+    g.sampling = SamplingParams::greedy();
+    g.max_tokens = 0;
+    std::string text;
+    const GenerateStats st = seq.generate(prompt, g, [&](std::string_view t) {
+        text += t;
+        return true;
+    });
+    CHECK_EQ(st.generated_tokens, 0);
+    CHECK(st.stop_reason == StopReason::Length);
+    CHECK_EQ(st.prompt_tokens, static_cast<int32_t>(prompt.size()));
+    CHECK_EQ(text, std::string());
+    REQUIRE(seq.tokens() == prompt);  // prefilled: the whole prompt is in the cache, nothing after it
+    // The same sequence then continues from its cache with one token.
+    g.max_tokens = 1;
+    const GenerateStats st1 = seq.generate(prompt, g, {});
+    CHECK_EQ(st1.generated_tokens, 1);
+    CHECK_EQ(st1.reused_tokens, static_cast<int32_t>(prompt.size()) - 1);
 }
 TEST_CASE("prompt longer than context is a clear error") {
     auto model = load(test::testdata(test::kStories), 64);

@@ -99,12 +99,39 @@ TEST_CASE("reads past the end of a truncated map return zeros and flag the map")
     fs::remove(p);
 }
 
-TEST_CASE("a rewrite in place (same size, new mtime) is noticed") {
-    const fs::path p = temp("rewrite.bin");
-    write_bytes(p, 8192, 'a');
-    MappedFile m(p.string());
-    CHECK_FALSE(m.changed_underneath());
+// Overwrites one byte at `at` in place (same inode, same size) and moves the mtime on.
+void rewrite_byte(const fs::path& p, size_t at, char c) {
+    {
+        std::fstream f(p, std::ios::binary | std::ios::in | std::ios::out);
+        f.seekp(static_cast<std::streamoff>(at));
+        f.put(c);
+    }
     fs::last_write_time(p, fs::last_write_time(p) + std::chrono::seconds(5));
+}
+
+TEST_CASE("a rewrite in place (same size, other bytes in the head or the tail) is noticed") {
+    const fs::path p = temp("rewrite.bin");
+    for (size_t at : {size_t{4}, size_t{(1 << 20) - 1}}) {
+        CAPTURE(at);
+        write_bytes(p, 1 << 20, 'a');
+        MappedFile m(p.string());
+        CHECK_FALSE(m.changed_underneath());
+        rewrite_byte(p, at, 'b');
+        CHECK(m.changed_underneath());
+        CHECK(m.changed_underneath());  // and stays so
+    }
+    fs::remove(p);
+}
+
+TEST_CASE("touching the file (new mtime, same bytes) is no change") {
+    const fs::path p = temp("touch.bin");
+    write_bytes(p, 1 << 20, 'a');
+    MappedFile m(p.string());
+    fs::last_write_time(p, fs::last_write_time(p) + std::chrono::seconds(5));
+    CHECK_FALSE(m.changed_underneath());
+    rewrite_byte(p, 7, 'a');  // written again with the very same byte
+    CHECK_FALSE(m.changed_underneath());
+    rewrite_byte(p, 7, 'c');  // a real change after the touches is still noticed
     CHECK(m.changed_underneath());
     fs::remove(p);
 }
@@ -132,16 +159,38 @@ TEST_CASE("SIGBUS outside a guarded map still ends the process") {
     fs::remove(other);
 }
 
-TEST_CASE("truncating a loaded model fails the next pass with a clear error; the process lives") {
+// stories260K copied to `copy`, to be loaded from there on the CPU (context 64).
+LoadOptions copy_of_stories(const fs::path& copy) {
     const std::string src = test::testdata(test::kStories);
     EMBER_REQUIRE_FILE(src);
-    const fs::path copy = temp("stories.gguf");
     fs::copy_file(src, copy, fs::copy_options::overwrite_existing);
     LoadOptions o;
     o.path = copy.string();
     o.device = BackendPreference::Cpu;
     o.n_ctx = 64;
     o.n_threads = 2;
+    return o;
+}
+
+TEST_CASE("touching a loaded model's file is no false alarm: the next pass runs") {
+    const fs::path copy = temp("touched.gguf");
+    auto model = Model::load(copy_of_stories(copy));
+    const std::vector<int32_t> bos = {1};
+    Sequence seq(*model);
+    const std::vector<float> before = seq.prefill(bos);
+    seq.reset();
+    fs::last_write_time(copy, fs::last_write_time(copy) + std::chrono::seconds(5));  // touch
+    const std::string err = error_of([&] { seq.prefill(bos); });
+    CHECK_MESSAGE(err.empty(), err);
+    seq.reset();
+    CHECK(seq.prefill(bos) == before);
+    fs::remove(copy);
+}
+
+TEST_CASE("truncating a loaded model fails the next pass with a clear error; the process lives") {
+    const std::string src = test::testdata(test::kStories);
+    const fs::path copy = temp("stories.gguf");
+    const LoadOptions o = copy_of_stories(copy);
     auto model = Model::load(o);
     const std::vector<int32_t> bos = {1};
     std::vector<float> before;

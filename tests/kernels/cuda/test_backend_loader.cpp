@@ -11,8 +11,7 @@
 #include "kernels/backend_loader.h"
 #include "kernels/common/error.h"
 #include "kernels/cuda/cuda_module.h"
-#include "kernels/kernel_test_util.h"
-#include "test_data.h"
+#include "test_data.h"  // testdata(); TempDir, run_process (test_util.h)
 
 using namespace ember;
 
@@ -90,7 +89,7 @@ TEST_CASE_FIXTURE(NoModuleEnv, "module missing, named by the environment") {
 }
 
 TEST_CASE_FIXTURE(NoModuleEnv, "module not an ELF file") {
-    ktest::TempDir dir;
+    test::TempDir dir;
     const std::string path = dir.file("libember_cuda.so");
     std::ofstream(path) << "this is not a shared object\n";
     const BackendChoice c = choose_backend(with_module(path));
@@ -197,9 +196,9 @@ TEST_CASE_FIXTURE(NoModuleEnv, "the CLI starts without a driver") {
 #else
     const std::string model = test::testdata(test::kStories);
     EMBER_REQUIRE_FILE(model);
-    const ktest::ProcessResult p = ktest::run_process({EMBER_CLI, "info", model}, std::chrono::seconds(60));
+    const test::ProcessResult p = test::run_process({EMBER_CLI, "info", model}, 60000);
     REQUIRE(!p.timed_out);
     REQUIRE(p.exited);
-    REQUIRE_MESSAGE(p.exit_code == 0, p.stderr_text);
+    REQUIRE_MESSAGE(p.exit_code == 0, p.err);
 #endif
 }

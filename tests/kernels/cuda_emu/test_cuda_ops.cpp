@@ -31,79 +31,24 @@
 
 #include "kernels/backend.h"
 #include "kernels/common/dtype.h"
-#include "kernels/common/fp16.h"
-#include "kernels/cpu/quant.h"
 #include "tests/kernels/cuda_emu/cuda_test_backend.h"
+#include "tools/op_data/op_data.h"
 
 using namespace ember;
+using namespace ember::opdata;
 
 namespace {
 
 constexpr double kU = 1.0 / (1 << 24);
 
+// The seed stream of tools/op_data (what ember-gpu-check draws from), seeded once.
 uint32_t initial_seed() {
     if (const char* s = std::getenv("EMBER_TEST_SEED")) return static_cast<uint32_t>(std::strtoul(s, nullptr, 10));
     const auto seed = static_cast<uint32_t>(std::chrono::steady_clock::now().time_since_epoch().count());
     std::printf("test_cuda ops (%s): EMBER_TEST_SEED=%u\n", test::cuda_test_flavour(), seed);
     return seed;
 }
-uint32_t g_seed = initial_seed();
-uint32_t next_seed() { return g_seed = g_seed * 1664525u + 1013904223u; }
-
-// Gaussian values whose scale changes every 32 elements over two decades, with outliers.
-std::vector<float> random_floats(size_t n, float scale = 1.0f) {
-    std::mt19937 rng(next_seed());
-    std::normal_distribution<float> normal(0.0f, 1.0f);
-    std::uniform_real_distribution<float> mag(-1.0f, 1.0f);
-    std::vector<float> v(n);
-    float s = scale;
-    for (size_t i = 0; i < n; ++i) {
-        if (i % 32 == 0) s = scale * std::pow(10.0f, mag(rng));
-        v[i] = normal(rng) * s * (i % 97 == 13 ? 4.0f : 1.0f);
-    }
-    return v;
-}
-
-size_t type_row_bytes(DType t, int64_t cols) { return row_bytes(*dtype_info(static_cast<uint32_t>(t)), cols); }
-
-// Quantized random floats, or random blocks with moderate scales for the types without a
-// quantizer (Q2_K, Q3_K).
-std::vector<uint8_t> random_weights(DType type, int64_t rows, int64_t cols) {
-    const size_t rb = type_row_bytes(type, cols);
-    std::vector<uint8_t> w(rb * static_cast<size_t>(rows));
-    if (cpu::can_quantize(type)) {
-        const auto f = random_floats(static_cast<size_t>(rows * cols), 0.05f);
-        for (int64_t r = 0; r < rows; ++r) cpu::quantize_row(type, f.data() + r * cols, w.data() + r * rb, cols);
-        return w;
-    }
-    std::mt19937 rng(next_seed());
-    for (auto& b : w) b = static_cast<uint8_t>(rng());
-    const auto info = *dtype_info(static_cast<uint32_t>(type));
-    const std::vector<int> halves = type == DType::Q2_K ? std::vector<int>{80, 82} : std::vector<int>{108};
-    for (size_t blk = 0; blk < w.size() / info.block_bytes; ++blk) {
-        for (int off : halves) {
-            const uint16_t h = f32_to_fp16(std::ldexp(static_cast<float>(rng() % 1000 + 1) / 1000.0f, -9));
-            std::memcpy(&w[blk * info.block_bytes + static_cast<size_t>(off)], &h, 2);
-        }
-    }
-    return w;
-}
-
-Tensor put(Backend& b, const std::vector<float>& v, int64_t cols, int64_t rows) {
-    Tensor t = b.alloc(MemoryKind::Activations, DType::F32, cols, rows, "test");
-    b.upload(t, v.data(), v.size() * sizeof(float));
-    return t;
-}
-std::vector<float> get(Backend& b, const Tensor& t) {
-    std::vector<float> v(static_cast<size_t>(t.rows * t.cols));
-    b.download(t, v.data(), v.size() * sizeof(float));
-    return v;
-}
-// NaN everywhere: an element the op never writes fails the comparison.
-void poison(Backend& b, Tensor& t) {
-    std::vector<float> nan(static_cast<size_t>(t.rows * t.cols), std::numeric_limits<float>::quiet_NaN());
-    b.upload(t, nan.data(), nan.size() * sizeof(float));
-}
+[[maybe_unused]] const bool g_seeded = (opdata::set_seed(initial_seed()), true);
 
 // Every |got - ref| <= bound (per element; NaN fails). Reports the worst element.
 template <class R, class B>
@@ -132,35 +77,6 @@ struct Backends {
     std::unique_ptr<Backend> gpu = test::make_test_cuda_backend();
 };
 
-struct Batch {
-    std::vector<int32_t> tokens, positions, seq_of, kv_slot, block_table, output_rows;
-    int32_t n_seqs = 1, max_blocks = 1;
-    BatchInfo info() const {
-        BatchInfo b;
-        b.tokens = tokens;
-        b.positions = positions;
-        b.seq_of = seq_of;
-        b.kv_slot = kv_slot;
-        b.block_table = block_table;
-        b.n_seqs = n_seqs;
-        b.max_blocks = max_blocks;
-        b.output_rows = output_rows;
-        return b;
-    }
-};
-
-Batch simple_batch(int64_t n, const std::vector<int32_t>& positions = {}) {
-    Batch b;
-    for (int64_t i = 0; i < n; ++i) {
-        b.tokens.push_back(0);
-        b.positions.push_back(positions.empty() ? static_cast<int32_t>(i) : positions[static_cast<size_t>(i)]);
-        b.seq_of.push_back(0);
-        b.kv_slot.push_back(static_cast<int32_t>(i));
-    }
-    b.block_table = {0};
-    return b;
-}
-
 bool is_quant(DType t) { return t != DType::F32 && t != DType::F16 && t != DType::BF16; }
 
 }  // namespace
@@ -183,10 +99,7 @@ TEST_CASE("matmul: every weight type, matvec and GEMM paths, vs float64 with der
             quant ? std::vector<int64_t>{1, 2, 3, 5, 8, 13, 32, 33} : std::vector<int64_t>{1, 2, 3, 5, 8, 9, 20};
         for (const Shape& s : shapes) {
             const auto wbytes = random_weights(type, s.rows, s.cols);
-            const size_t rb = type_row_bytes(type, s.cols);
-            std::vector<float> wf(static_cast<size_t>(s.rows * s.cols));
-            for (int64_t r = 0; r < s.rows; ++r)
-                cpu::dequantize_row(type, wbytes.data() + r * rb, wf.data() + r * s.cols, s.cols);
+            const std::vector<float> wf = dequantize_matrix(type, wbytes.data(), s.rows, s.cols);
             Tensor wg = be.gpu->load_weight(wbytes.data(), type, s.cols, s.rows, "w");
             for (int64_t n : ns) {
                 const bool with_bias = n % 2 == 1;
@@ -330,24 +243,14 @@ TEST_CASE("rope: normal/NeoX, partial rotation, scaling, freq factors, head dims
           Case{2, 256, 256, true, 10000.0f, 0.125f, true}, Case{3, 8, 8, false, 10000.0f, 1.0f, false},
           Case{5, 80, 78, true, 10000.0f, 1.0f, false}}) {
         const int64_t n = 37;
-        std::mt19937 rng(next_seed());
-        std::vector<int32_t> pos(static_cast<size_t>(n));
-        for (auto& v : pos) v = static_cast<int32_t>(rng() % 200000);
-        pos[0] = 0;
-        pos[1] = 1;
-        std::vector<float> factors(static_cast<size_t>(c.n_rot / 2));
-        for (auto& f : factors) f = 1.0f + static_cast<float>(rng() % 700) / 100.0f;
+        const RopeInputs in = random_rope_inputs(n, c.n_rot);
+        const std::vector<int32_t>& pos = in.pos;
+        const std::vector<float>& factors = in.factors;
         const auto x = random_floats(static_cast<size_t>(n * c.n_heads * c.head_dim));
         be.gpu->set_batch(simple_batch(n, pos).info());
         Tensor xg = put(*be.gpu, x, c.head_dim, n * c.n_heads);
-        RopeParams rp;
-        rp.n_heads = c.n_heads;
-        rp.head_dim = c.head_dim;
-        rp.n_rot = c.n_rot;
-        rp.neox = c.neox;
-        rp.freq_base = c.base;
-        rp.freq_scale = c.scale;
-        rp.freq_factors = c.factors ? factors.data() : nullptr;
+        const RopeParams rp =
+            rope_params(c.n_heads, c.head_dim, c.n_rot, c.neox, c.base, c.scale, c.factors ? factors.data() : nullptr);
         be.gpu->rope(xg, rp);
         const auto g = get(*be.gpu, xg);
         std::vector<double> ref(x.begin(), x.end()), bound(x.size(), 1e-30);
@@ -465,48 +368,12 @@ TEST_CASE("store_kv + attention: prefill, decode, mixed and split-K decode, GQA,
         CAPTURE(nb);
         const int bt = 16, n_blocks = 90, max_blocks = 72;
         const int64_t kv_dim = int64_t{c.n_kv_heads} * c.head_dim, q_dim = int64_t{c.n_heads} * c.head_dim;
-        KvLayer lc, lg;
-        lc.block_tokens = lg.block_tokens = bt;
-        lc.n_kv_heads = lg.n_kv_heads = c.n_kv_heads;
-        lc.head_dim = lg.head_dim = c.head_dim;
-        lc.k = be.cpu->alloc(MemoryKind::KvCache, c.kv, kv_dim, n_blocks * bt, "k");
-        lc.v = be.cpu->alloc(MemoryKind::KvCache, c.kv, kv_dim, n_blocks * bt, "v");
-        lg.k = be.gpu->alloc(MemoryKind::KvCache, c.kv, kv_dim, n_blocks * bt, "k");
-        lg.v = be.gpu->alloc(MemoryKind::KvCache, c.kv, kv_dim, n_blocks * bt, "v");
-        std::vector<int32_t> ids(n_blocks);
-        std::iota(ids.begin(), ids.end(), 0);
-        std::mt19937 rng(next_seed());
-        std::shuffle(ids.begin(), ids.end(), rng);
+        KvLayer lc = alloc_kv_layer(*be.cpu, c.kv, c.n_kv_heads, c.head_dim, bt, n_blocks);
+        KvLayer lg = alloc_kv_layer(*be.gpu, c.kv, c.n_kv_heads, c.head_dim, bt, n_blocks);
         // Sequence 0 gets 72 blocks (1152 tokens), 1 and 2 get 9 each.
-        std::vector<int32_t> table(3 * max_blocks, 0);
-        const int first_block[3] = {0, 72, 81}, n_own[3] = {72, 9, 9};
-        for (int s = 0; s < 3; ++s)
-            for (int j = 0; j < n_own[s]; ++j) table[s * max_blocks + j] = ids[static_cast<size_t>(first_block[s] + j)];
-        int32_t len[3] = {0, 0, 0};
+        PagedSeqs seqs(n_blocks, max_blocks, bt, {0, 72, 81}, {72, 9, 9});
         std::vector<std::vector<float>> hk(3), hv(3);  // host history of each sequence's K/V rows
-        auto make_batch = [&](const std::vector<std::pair<int, int>>& parts) {
-            Batch b;
-            for (auto [s, k] : parts) {
-                for (int i = 0; i < k; ++i) {
-                    const int32_t p = len[s]++;
-                    b.tokens.push_back(0);
-                    b.positions.push_back(p);
-                    b.seq_of.push_back(s);
-                    b.kv_slot.push_back(table[static_cast<size_t>(s * max_blocks + p / bt)] * bt + p % bt);
-                }
-            }
-            b.block_table = table;
-            b.n_seqs = 3;
-            b.max_blocks = max_blocks;
-            return b;
-        };
-        AttentionParams ap;
-        ap.n_heads = c.n_heads;
-        ap.n_kv_heads = c.n_kv_heads;
-        ap.head_dim = c.head_dim;
-        ap.scale = 1.0f / std::sqrt(static_cast<float>(c.head_dim));
-        ap.window = c.window;
-        ap.softcap = c.softcap;
+        const AttentionParams ap = attention_params(c.n_heads, c.n_kv_heads, c.head_dim, c.window, c.softcap);
         struct Step {
             const char* label;
             std::vector<std::pair<int, int>> parts;
@@ -519,7 +386,7 @@ TEST_CASE("store_kv + attention: prefill, decode, mixed and split-K decode, GQA,
                               {"split-K decode", {{0, 1}, {1, 1}}, true}};
         for (const Step& st : steps) {
             CAPTURE(st.label);
-            const Batch b = make_batch(st.parts);
+            const Batch b = seqs.batch(st.parts);
             const int64_t n = static_cast<int64_t>(b.tokens.size());
             const auto k = random_floats(static_cast<size_t>(n * kv_dim)),
                        v = random_floats(static_cast<size_t>(n * kv_dim));
@@ -607,41 +474,9 @@ TEST_CASE("top_k: k = 1, 40, 1024 with penalties and bias, vs the CPU backend bi
     Backends be;
     for (auto [vocab, k] : {std::pair<int64_t, int>{128256, 1}, {128256, 40}, {50003, 1024}, {1000, 7}}) {
         const int n_rows = 3;
-        std::mt19937 rng(next_seed());
-        auto logits = random_floats(static_cast<size_t>(vocab * n_rows), 3.0f);
-        const float inf = std::numeric_limits<float>::infinity(), nan = std::numeric_limits<float>::quiet_NaN();
-        for (int64_t i = 0; i < vocab; ++i) {
-            float& r0 = logits[static_cast<size_t>(i)];
-            r0 = std::round(r0 * 8) / 8;  // many ties
-            float& r1 = logits[static_cast<size_t>(vocab + i)];
-            if (rng() % vocab >= 700) r1 = rng() % 1000 ? -inf : nan;
-            float& r2 = logits[static_cast<size_t>(2 * vocab + i)];
-            if (rng() % vocab >= 25) r2 = nan;
-        }
-        std::vector<std::vector<TokenCount>> pen(n_rows);
-        std::vector<std::vector<TokenBias>> bias(n_rows);
-        std::vector<TopKRow> rows;
-        for (int r = 0; r < n_rows; ++r) {
-            std::vector<int32_t> ids(static_cast<size_t>(vocab));
-            std::iota(ids.begin(), ids.end(), 0);
-            std::shuffle(ids.begin(), ids.end(), rng);
-            for (int i = 0; i < 64; ++i)
-                pen[r].push_back({ids[static_cast<size_t>(i)], static_cast<int32_t>(rng() % 5 + 1)});
-            for (int i = 64; i < 74; ++i)
-                bias[r].push_back(
-                    {ids[static_cast<size_t>(i % 70)], i % 3 == 0 ? -inf : 5.0f - static_cast<float>(i % 7)});
-            bias[r].push_back({static_cast<int32_t>(vocab + 5), 1.0f});
-        }
-        for (int r = 0; r < n_rows; ++r) {
-            TopKRow row;
-            row.repeat_penalty = 1.0f + 0.15f * static_cast<float>(r + 1);
-            row.presence_penalty = 0.25f * static_cast<float>(r);
-            row.frequency_penalty = 0.125f + 0.1f * static_cast<float>(r);
-            row.penalized = pen[r];
-            row.bias = bias[r];
-            rows.push_back(row);
-        }
-        Tensor lc = put(*be.cpu, logits, vocab, n_rows), lg = put(*be.gpu, logits, vocab, n_rows);
+        const TopKCase c = make_top_k_case(vocab, n_rows);
+        const std::vector<TopKRow>& rows = c.rows;
+        Tensor lc = put(*be.cpu, c.logits, vocab, n_rows), lg = put(*be.gpu, c.logits, vocab, n_rows);
         std::vector<TopKCandidate> oc(static_cast<size_t>(n_rows * k)), og(oc.size(), TopKCandidate{-1, NAN});
         std::vector<int32_t> cc(n_rows), cg(n_rows, -1);
         be.cpu->top_k(lc, k, rows, oc, cc);
