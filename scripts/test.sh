@@ -2,7 +2,7 @@
 # Set everything up and run the whole test suite (what CI runs, via .ci/run):
 #   install-deps -> fetch-test-models -> cmake --preset ci -> build
 #   -> sanitizers (scripts/fuzz.sh: every fuzzer for a short budget; the `asan` preset's
-#      tests) -> ctest --preset ci
+#      tests) -> package-test (scripts/package-test.sh) -> ctest --preset ci
 #
 # The last lines printed are ctest's own summary ("100% tests passed, 0 tests failed out of N",
 # then "Total Test time"), and the exit status is ctest's. Any earlier failure stops the run
@@ -65,6 +65,10 @@ if [[ "${EMBER_SKIP_SANITIZERS:-0}" != 1 ]]; then
   ember_log "==> ${ASAN_CTEST[*]}"
   "${ASAN_CTEST[@]}"
 fi
+
+# The .deb and .tar.gz: built from build/ci, installed, run, purged (issue #15; needs root).
+ember_step "package-test"
+scripts/package-test.sh build/ci
 
 ember_times
 
