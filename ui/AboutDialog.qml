@@ -24,7 +24,7 @@ Popup {
 
     component Key: Label { color: Theme.muted; Layout.preferredWidth: 150; font.pixelSize: 12 }
     component Value: Label {
-        color: Theme.text; Layout.fillWidth: true; wrapMode: Text.WrapAnywhere; font.pixelSize: 12
+        color: Theme.text; Layout.fillWidth: true; wrapMode: Text.WrapAtWordBoundaryOrAnywhere; font.pixelSize: 12
     }
 
     ColumnLayout {
@@ -79,12 +79,17 @@ Popup {
                 model: About.notices
                 currentIndex: root.noticeIndex
                 delegate: ItemDelegate {
+                    id: noticeDelegate
                     width: ListView.view.width
                     highlighted: index === root.noticeIndex
+                    readonly property color ink: highlighted ? Theme.accentText : Theme.text
                     contentItem: ColumnLayout {
                         spacing: 0
-                        Label { text: modelData.name; color: Theme.text; elide: Text.ElideRight; Layout.fillWidth: true }
-                        Label { text: modelData.license; color: Theme.muted; font.pixelSize: 11; elide: Text.ElideRight; Layout.fillWidth: true }
+                        Label { text: modelData.name; color: noticeDelegate.ink; elide: Text.ElideRight; Layout.fillWidth: true }
+                        Label {
+                            text: modelData.license; color: noticeDelegate.highlighted ? Theme.accentText : Theme.muted
+                            font.pixelSize: 11; elide: Text.ElideRight; Layout.fillWidth: true
+                        }
                     }
                     onClicked: root.noticeIndex = index
                 }
@@ -102,7 +107,7 @@ Popup {
                         readOnly: true
                         text: root.notice.text || ""
                         font.family: Theme.monoFont
-                        font.pixelSize: 11
+                        font.pixelSize: 10  // the licence texts are wrapped at 72-80 columns
                         wrapMode: TextEdit.Wrap
                         color: Theme.text
                         background: Rectangle { color: Theme.codeBackground; radius: 6 }

@@ -172,6 +172,9 @@ private slots:
                     ->property("text")
                     .toString()
                     .contains(QStringLiteral("GNU LESSER GENERAL PUBLIC LICENSE")));
+        // For a person to look at, next to test_screenshots' pictures.
+        QDir().mkpath(QStringLiteral(EMBER_BINARY_DIR "/screenshots"));
+        QVERIFY(window->grabWindow().save(QStringLiteral(EMBER_BINARY_DIR "/screenshots/about.png")));
         QVERIFY(QMetaObject::invokeMethod(find_item(root, QStringLiteral("aboutClose")), "clicked"));
         QTRY_VERIFY(!title->isVisible());
     }
