@@ -6,7 +6,7 @@
 namespace ember::build {
 
 const BuildInfo& build_info() {
-    static const BuildInfo info{EMBER_BUILD_VERSION,       EMBER_BUILD_COMMIT,        EMBER_BUILD_TYPE,
+    static const BuildInfo info{EMBER_BUILD_VERSION,      EMBER_BUILD_COMMIT,        EMBER_BUILD_TYPE,
                                 EMBER_BUILD_CXX_COMPILER, EMBER_BUILD_CUDA_COMPILER, EMBER_BUILD_CUDA_ARCHS};
     return info;
 }

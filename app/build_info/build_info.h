@@ -6,10 +6,10 @@
 namespace ember::build {
 
 struct BuildInfo {
-    std::string version;       // "0.1.0" (the project version)
-    std::string commit;        // "1a2b3c4d5e6f", "...-dirty" for uncommitted changes, "unknown"
-    std::string build_type;    // "Release", "RelWithDebInfo", ...
-    std::string cxx_compiler;  // "GNU 12.2.0"
+    std::string version;             // "0.1.0" (the project version)
+    std::string commit;              // "1a2b3c4d5e6f", "...-dirty" for uncommitted changes, "unknown"
+    std::string build_type;          // "Release", "RelWithDebInfo", ...
+    std::string cxx_compiler;        // "GNU 12.2.0"
     std::string cuda_compiler;       // "NVIDIA 13.0.48"; "" when built without CUDA
     std::string cuda_architectures;  // "90" or "75,80,86"; "" when built without CUDA
 };

@@ -15,7 +15,9 @@ namespace {
 
 QString q(const std::string& s) { return QString::fromStdString(s); }
 
-QString gib(uint64_t bytes) { return QString::number(double(bytes) / double(1ull << 30), 'f', 1) + QStringLiteral(" GiB"); }
+QString gib(uint64_t bytes) {
+    return QString::number(double(bytes) / double(1ull << 30), 'f', 1) + QStringLiteral(" GiB");
+}
 
 QString device_detail(const DeviceDescription& d) {
     QStringList parts;

@@ -75,8 +75,10 @@ private slots:
         const auto text = [&](const char* name) {
             return notice_named(n, QString::fromUtf8(name)).value(QStringLiteral("text")).toString();
         };
-        QVERIFY(text("Qt 6").contains(QStringLiteral("GNU LESSER GENERAL PUBLIC LICENSE\n                       Version 3, 29 June 2007")));
-        QVERIFY(text("Qt 6").contains(QStringLiteral("GNU GENERAL PUBLIC LICENSE\n                       Version 3, 29 June 2007")));
+        QVERIFY(text("Qt 6").contains(
+            QStringLiteral("GNU LESSER GENERAL PUBLIC LICENSE\n                       Version 3, 29 June 2007")));
+        QVERIFY(text("Qt 6").contains(
+            QStringLiteral("GNU GENERAL PUBLIC LICENSE\n                       Version 3, 29 June 2007")));
         QCOMPARE(notice_named(n, QStringLiteral("Qt 6")).value(QStringLiteral("license")).toString(),
                  QStringLiteral("LGPL-3.0-only"));
         QVERIFY(text("spdlog").contains(QStringLiteral("Copyright (c) 2016 Gabi Melman.")));
@@ -84,7 +86,9 @@ private slots:
         QVERIFY(text("{fmt}").contains(QStringLiteral("Victor Zverovich")));
         QVERIFY(text("SQLite").contains(QStringLiteral("May you do good and not evil.")));
         QVERIFY(text("GCC runtime (libstdc++, libgcc_s)").contains(QStringLiteral("GCC RUNTIME LIBRARY EXCEPTION")));
-        QVERIFY(text("GNU C Library").contains(QStringLiteral("GNU LESSER GENERAL PUBLIC LICENSE\n                       Version 2.1, February 1999")));
+        QVERIFY(text("GNU C Library")
+                    .contains(QStringLiteral(
+                        "GNU LESSER GENERAL PUBLIC LICENSE\n                       Version 2.1, February 1999")));
         QVERIFY(text("NVIDIA CUDA runtime and cuBLAS").contains(QStringLiteral("Attachment A")));
         for (const QVariant& v : n) {
             const QVariantMap m = v.toMap();
@@ -166,7 +170,8 @@ private slots:
         QTRY_VERIFY_WITH_TIMEOUT(!ctx.about.probing() && !ctx.about.backends().isEmpty(), 60'000);
         const QString backends = find_item(root, QStringLiteral("aboutBackends"))->property("text").toString();
         QVERIFY2(backends.startsWith(QStringLiteral("cpu: cpu (")), qPrintable(backends));
-        QCOMPARE(find_item(root, QStringLiteral("aboutCudaStatus"))->property("text").toString(), ctx.about.cudaStatus());
+        QCOMPARE(find_item(root, QStringLiteral("aboutCudaStatus"))->property("text").toString(),
+                 ctx.about.cudaStatus());
         // The first notice (Qt) is selected: its licence text is shown.
         QVERIFY(find_item(root, QStringLiteral("aboutNoticeText"))
                     ->property("text")
