@@ -151,7 +151,8 @@ ember_log "QML imports covered: ${modules[*]}"
 
 ember_step "deb: licence notices"
 # The sonames column of notices.txt against what the binaries really link (NEEDED).
-mapfile -t patterns < <(awk -F' [|] ' '!/^#/ && NF == 5 { print $4 }' resources/licenses/notices.txt)
+# ("-": compiled in, or loaded by a QML plugin, so no NEEDED entry names it.)
+mapfile -t patterns < <(awk -F' [|] ' '!/^#/ && NF == 5 && $4 != "-" { print $4 }' resources/licenses/notices.txt)
 needed="$(find "$WORK/deb" -type f \( -perm -u+x -o -name '*.so' \) -exec readelf -d {} + 2>/dev/null \
   | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p' | sort -u)"
 while read -r lib; do
