@@ -10,7 +10,8 @@
 #      file type, the app-menu entry's command started on a virtual display (window title,
 #      stays up), a second launch handing over a model file, then apt-get purge and no
 #      installed file left behind
-# Needs root (it installs and purges the package; the machine is left as it was) and the
+# Needs root or password-less sudo (it installs and purges the package; the machine is left
+# as it was) and the
 # tools of scripts/install-deps.sh. Every failure is loud and stops the run.
 #
 #   scripts/package-test.sh [BUILD_DIR]
@@ -55,11 +56,11 @@ desktop_session() {
   local window_re='"([^"]* — )?Ember": \("ember-app" "ember"\)'
   window_up() { xwininfo -root -tree 2>/dev/null | grep -Eq "$window_re"; }
   up_or_gone() { window_up || ! kill -0 "$pid" 2>/dev/null; }
-  wait_for 60 up_or_gone && window_up || {
+  if ! { wait_for 60 up_or_gone && window_up; }; then
     cat "$log"
     xwininfo -root -tree
     ember_die "no window titled Ember (class ember-app) appeared"
-  }
+  fi
   ember_log "window up: $(xwininfo -root -tree | grep -E "$window_re" | head -1 | sed 's/^ *//')"
   # "Stays up": still running, window still mapped, over three seconds of polling.
   local until=$((SECONDS + 3))
@@ -91,7 +92,12 @@ BUILD="$(realpath "${1:-build/ci}")"
 MODEL="$(realpath "${EMBER_TESTDATA_DIR:-$EMBER_ROOT/../shared/testdata}")/models/stories260K.gguf"
 [[ -f "$BUILD/CPackConfig.cmake" ]] || ember_die "$BUILD/CPackConfig.cmake not found: configure and build first (cmake --preset ci)"
 [[ -f "$MODEL" ]] || ember_die "test model $MODEL not found (shared test data)"
-[[ "$(id -u)" == 0 ]] || ember_die "needs root: it installs the .deb with apt-get and purges it afterwards"
+# apt-get as root: directly, or through sudo without a password prompt (like install-deps.sh).
+SUDO=()
+if [[ "$(id -u)" != 0 ]]; then
+  sudo -n true 2>/dev/null || ember_die "needs root (or sudo without a password): it installs the .deb with apt-get and purges it afterwards"
+  SUDO=(sudo -n)
+fi
 for tool in cpack dpkg-deb lintian xvfb-run xwininfo readelf gio desktop-file-validate apt-get; do
   command -v "$tool" >/dev/null || ember_die "$tool not found (scripts/install-deps.sh installs it)"
 done
@@ -102,7 +108,7 @@ WORK="$(mktemp -d /tmp/ember-package-test.XXXXXX)"
 cleanup() {
   if dpkg-query -W -f='${db:Status-Status}' ember 2>/dev/null | grep -q installed; then
     ember_log "purging ember (restoring the machine)"
-    apt-get purge -y -q ember >/dev/null 2>&1 || true
+    "${SUDO[@]}" apt-get purge -y -q ember >/dev/null 2>&1 || true
   fi
   rm -rf "$WORK"
 }
@@ -185,7 +191,7 @@ ember_log "archive: $out"
 
 # ---- 4. install, use, purge ---------------------------------------------------------------
 ember_step "deb: apt-get install"
-apt-get install -y -q "$DEB" >"$WORK/apt.log" 2>&1 || { cat "$WORK/apt.log"; ember_die "apt-get install failed"; }
+"${SUDO[@]}" apt-get install -y -q "$DEB" >"$WORK/apt.log" 2>&1 || { cat "$WORK/apt.log"; ember_die "apt-get install failed"; }
 dpkg-query -L ember | sort >"$WORK/files.txt"
 out="$(ember --version)"
 [[ "$(command -v ember)" == /usr/bin/ember && "$out" == "ember $version (commit "* ]] \
@@ -212,7 +218,7 @@ env -i PATH=/usr/bin:/bin HOME="$home" XDG_RUNTIME_DIR="$home/run" EMBER_DATA_DI
 ember_log "window titled Ember stayed up; the second launch handed over $MODEL"
 
 ember_step "deb: apt-get purge"
-apt-get purge -y -q ember >"$WORK/apt.log" 2>&1 || { cat "$WORK/apt.log"; ember_die "apt-get purge failed"; }
+"${SUDO[@]}" apt-get purge -y -q ember >"$WORK/apt.log" 2>&1 || { cat "$WORK/apt.log"; ember_die "apt-get purge failed"; }
 left=()
 while read -r path; do
   [[ -e "$path" ]] || continue
