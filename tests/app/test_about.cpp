@@ -60,8 +60,7 @@ private slots:
         if (QFileInfo::exists(QStringLiteral(EMBER_SOURCE_DIR "/.git")))
             QVERIFY2(QRegularExpression(QStringLiteral("^[0-9a-f]{12}(-dirty)?$")).match(about.commit()).hasMatch(),
                      qPrintable(about.commit()));
-        else
-            QCOMPARE(about.commit(), QStringLiteral("unknown"));
+        else QCOMPARE(about.commit(), QStringLiteral("unknown"));
         QCOMPARE(about.buildType(), QStringLiteral(EMBER_EXPECT_BUILD_TYPE));
         QCOMPARE(about.compiler(), QStringLiteral(EMBER_EXPECT_COMPILER));
         QCOMPARE(about.cudaArchitectures(), QStringLiteral(EMBER_EXPECT_CUDA_ARCHS));
