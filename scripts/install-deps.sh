@@ -27,6 +27,10 @@ PACKAGES=(
   libspdlog-dev libsqlite3-dev libcurl4-openssl-dev nlohmann-json3-dev libcpp-httplib-dev
   # headless GUI tests and screenshots
   xvfb xauth imagemagick
+  # scripts/package-test.sh (issue #15): lintian checks the .deb; xwininfo (x11-utils) finds
+  # the installed app's window; desktop-file-validate checks the menu entry; gio
+  # (libglib2.0-bin) asks shared-mime-info for a .gguf file's type
+  lintian x11-utils desktop-file-utils libglib2.0-bin shared-mime-info
 )
 
 command -v dpkg-query >/dev/null 2>&1 || die "dpkg-query not found: this script supports Debian 12 (apt) only"

@@ -2,7 +2,7 @@
 # Set everything up and run the whole test suite (what CI runs, via .ci/run):
 #   install-deps -> fetch-test-models -> cmake --preset ci -> build
 #   -> sanitizers (scripts/fuzz.sh: every fuzzer for a short budget; the `asan` preset's
-#      tests) -> ctest --preset ci
+#      tests) -> package-test (scripts/package-test.sh) -> ctest --preset ci
 #
 # Every stage is timed; a table of the stages' wall times follows the final ctest, and then
 # ctest's own summary lines again ("100% tests passed, 0 tests failed out of N", "Total Test
@@ -105,6 +105,10 @@ if [[ "${EMBER_SKIP_SANITIZERS:-0}" != 1 ]]; then
   ember_log "==> ${ASAN_CTEST[*]}"
   "${ASAN_CTEST[@]}"
 fi
+
+# The .deb and .tar.gz: built from build/ci, installed, run, purged (issue #15; needs root).
+ember_step "package-test"
+scripts/package-test.sh build/ci
 
 ember_step "ctest (ci)"
 # Qt Quick tests want a display; give them a virtual one when there is none.

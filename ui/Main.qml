@@ -57,6 +57,7 @@ ApplicationWindow {
             Layout.fillHeight: true
             onOpenSettings: window.settingsOpen = true
             onNewChat: window.newChat()
+            onOpenAbout: aboutDialog.open()
         }
         Rectangle { Layout.fillHeight: true; width: 1; color: Theme.border }
         StackLayout {
@@ -69,6 +70,7 @@ ApplicationWindow {
     }
 
     Snackbar { id: snackbar; onAction: Chat.undoDelete() }
+    AboutDialog { id: aboutDialog }
 
     Connections {
         target: Chat
@@ -97,6 +99,7 @@ ApplicationWindow {
     }
     Shortcut { sequence: "Esc"; context: Qt.ApplicationShortcut; enabled: Chat.generating; onActivated: Chat.stop() }
     Shortcut { sequence: "Ctrl+,"; context: Qt.ApplicationShortcut; onActivated: window.settingsOpen = true }
+    Shortcut { sequence: "F1"; context: Qt.ApplicationShortcut; onActivated: aboutDialog.open() }
 
     Component.onCompleted: chatPage.focusInput()
 }

@@ -8,6 +8,7 @@ import Ember.Core
 Rectangle {
     id: root
     signal openSettings()
+    signal openAbout()
     signal newChat()
     function focusSearch() { search.forceActiveFocus(); search.selectAll() }
     property alias list: list
@@ -55,6 +56,13 @@ Rectangle {
             flat: true
             text: qsTr("Settings")
             onClicked: root.openSettings()
+        }
+        Button {
+            objectName: "aboutButton"
+            Layout.fillWidth: true
+            flat: true
+            text: qsTr("About Ember")
+            onClicked: root.openAbout()
         }
     }
 }

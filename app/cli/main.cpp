@@ -4,6 +4,7 @@
 #include <cstring>
 #include <string>
 
+#include "app/build_info/build_info.h"
 #include "app/cli/commands.h"
 #include "engine/core/log.h"
 #include "kernels/common/error.h"
@@ -31,7 +32,7 @@ const Command kCommands[] = {
 };
 
 void usage() {
-    std::fprintf(stderr, "usage: ember COMMAND [ARGS]\n\ncommands:\n");
+    std::fprintf(stderr, "usage: ember COMMAND [ARGS] | --version\n\ncommands:\n");
     for (const auto& c : kCommands) std::fprintf(stderr, "  %-9s %s\n", c.name, c.help);
 }
 
@@ -56,6 +57,10 @@ int main(int argc, char** argv) {
     if (argc < 2 || !std::strcmp(argv[1], "--help") || !std::strcmp(argv[1], "-h")) {
         usage();
         return argc < 2 ? 2 : 0;
+    }
+    if (!std::strcmp(argv[1], "--version")) {
+        std::printf("%s\n", ember::build::version_line("ember").c_str());
+        return 0;
     }
     for (const auto& c : kCommands) {
         if (std::strcmp(argv[1], c.name) != 0) continue;

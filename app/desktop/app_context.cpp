@@ -39,7 +39,7 @@ void AppContext::register_qml() {
     // The instances outlive the QML engine (they are members here; the engine is destroyed
     // first), so QML must not take ownership.
     for (QObject* o :
-         std::initializer_list<QObject*>{&chat, &models, &model_list, &settings, &clipboard, &info, &storage})
+         std::initializer_list<QObject*>{&chat, &models, &model_list, &settings, &clipboard, &info, &storage, &about})
         QQmlEngine::setObjectOwnership(o, QQmlEngine::CppOwnership);
     qmlRegisterSingletonInstance("Ember.Core", 1, 0, "Chat", &chat);
     qmlRegisterSingletonInstance("Ember.Core", 1, 0, "Models", &models);
@@ -48,6 +48,7 @@ void AppContext::register_qml() {
     qmlRegisterSingletonInstance("Ember.Core", 1, 0, "Clipboard", &clipboard);
     qmlRegisterSingletonInstance("Ember.Core", 1, 0, "App", &info);
     qmlRegisterSingletonInstance("Ember.Core", 1, 0, "Storage", &storage);
+    qmlRegisterSingletonInstance("Ember.Core", 1, 0, "About", &about);
     qmlRegisterUncreatableType<ModelController>("Ember.Core", 1, 0, "ModelState", QStringLiteral("enum only"));
     qmlRegisterUncreatableType<MessageListModel>("Ember.Core", 1, 0, "MessageListModel", QStringLiteral("from Chat"));
     qmlRegisterUncreatableType<ConversationListModel>("Ember.Core", 1, 0, "ConversationListModel",

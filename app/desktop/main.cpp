@@ -13,6 +13,7 @@
 #include <spdlog/spdlog.h>
 
 #include "app/desktop/app_context.h"
+#include "app/desktop/open_model_file.h"
 #include "app/desktop/single_instance.h"
 #include "app/logging/logging.h"
 #include "app/storage/store_open.h"
@@ -31,22 +32,17 @@ int main(int argc, char** argv) {
     cli.setApplicationDescription(QStringLiteral("Ember: chat with language models on your own machine."));
     cli.addHelpOption();
     cli.addVersionOption();
-    QCommandLineOption model_opt({QStringLiteral("m"), QStringLiteral("model")},
-                                 QStringLiteral("Load this GGUF model at start."), QStringLiteral("path"));
-    QCommandLineOption builtin_opt(QStringLiteral("default-model"),
-                                   QStringLiteral("Load the built-in default model (SmolLM2-135M-Instruct) at start."));
-    QCommandLineOption quit_opt(QStringLiteral("quit-after"),
-                                QStringLiteral("Quit after this many milliseconds (smoke tests)."),
-                                QStringLiteral("ms"));
-    cli.addOptions({model_opt, builtin_opt, quit_opt});
+    const ember::app::LaunchOptions options;
+    options.add_to(cli);
     cli.process(qapp);
+    const ember::app::LaunchRequest launch = ember::app::read_launch_request(cli, options);
 
     const QString data_dir = ember::app::app_data_dir();
     // One Ember per data folder: a second launch hands its command line to the first.
     ember::app::SingleInstance instance(data_dir);
     if (!instance.primary()) {
-        const QStringList args = qapp.arguments().mid(1);
-        if (instance.hand_over(args)) {
+        // Absolute paths: the running instance has its own working folder.
+        if (instance.hand_over(ember::app::handover_arguments(launch))) {
             std::fprintf(stderr, "Ember is already running for %s: handed it the command line.\n",
                          qPrintable(data_dir));
             return 0;
@@ -75,6 +71,11 @@ int main(int argc, char** argv) {
                 qEnvironmentVariableIsEmpty("EMBER_LOG_LEVEL"))
                 ember::app::set_logging_level(l);
         });
+        // Where a model opened from outside went (the log is what a bug report carries).
+        QObject::connect(&ctx.models, &ember::app::ModelController::loaded,
+                         [](const QString& name) { spdlog::info("Model loaded: {}", name.toStdString()); });
+        QObject::connect(&ctx.models, &ember::app::ModelController::loadFailed,
+                         [](const QString& error) { spdlog::warn("Model not loaded: {}", error.toStdString()); });
         ctx.register_qml();
 
         QQuickStyle::setStyle(QStringLiteral("Fusion"));  // follows the palette Theme.qml sets
@@ -86,20 +87,16 @@ int main(int argc, char** argv) {
         engine.load(QUrl(QStringLiteral("qrc:/Ember/Ui/Main.qml")));
         if (engine.rootObjects().isEmpty()) return 1;
 
-        if (cli.isSet(model_opt)) ctx.models.load(cli.value(model_opt));
-        else if (cli.isSet(builtin_opt)) ctx.models.loadBuiltin();
-        else ctx.restore_last_model();
+        if (!ember::app::open_launch_request(ctx, launch)) ctx.restore_last_model();
 
         // A later launch's command line: load what it names and come to the front.
         QObject::connect(
             &instance, &ember::app::SingleInstance::argumentsReceived, &qapp, [&](const QStringList& args) {
                 spdlog::info("A second launch handed over its command line: {}", args.join(' ').toStdString());
                 QCommandLineParser again;
-                again.addOptions({model_opt, builtin_opt, quit_opt});
-                if (again.parse(QStringList{qapp.applicationFilePath()} + args)) {
-                    if (again.isSet(model_opt)) ctx.models.load(again.value(model_opt));
-                    else if (again.isSet(builtin_opt)) ctx.models.loadBuiltin();
-                }
+                options.add_to(again);
+                if (again.parse(QStringList{qapp.applicationFilePath()} + args))
+                    ember::app::open_launch_request(ctx, ember::app::read_launch_request(again, options));
                 if (auto* w = qobject_cast<QWindow*>(engine.rootObjects().value(0))) {
                     w->show();
                     w->raise();
@@ -109,7 +106,8 @@ int main(int argc, char** argv) {
         if (!instance.listen())
             spdlog::warn("Could not listen for later launches on {}",
                          ember::app::SingleInstance::server_name(data_dir).toStdString());
-        if (cli.isSet(quit_opt)) QTimer::singleShot(cli.value(quit_opt).toInt(), &qapp, &QCoreApplication::quit);
+        if (cli.isSet(options.quit_after))
+            QTimer::singleShot(cli.value(options.quit_after).toInt(), &qapp, &QCoreApplication::quit);
 
         rc = QApplication::exec();
     }

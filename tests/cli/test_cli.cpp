@@ -219,3 +219,17 @@ TEST_CASE("ember chat: a conversation outgrowing --ctx 64 reports that turn and 
     CHECK(r.err.rfind(" generated; TTFT ") > r.err.find("ember chat: error: "));  // answered after the error
     CHECK(r.status == 1);
 }
+
+// --- issue #15: `ember --version` (app/build_info) ------------------------------------------
+TEST_CASE("ember --version: version, commit, build type, compiler and CUDA architectures on one line") {
+    const Run r = run_ember({"--version"});
+    INFO(r.out, r.err);
+    CHECK(r.status == 0);
+    CHECK(r.out.rfind(std::string("ember ") + EMBER_PROJECT_VERSION + " (commit ", 0) == 0);
+    // A git checkout names its commit; a source tree without .git says "unknown".
+    CHECK(contains(r.out, "(commit unknown,") == !EMBER_EXPECT_GIT);
+    CHECK(contains(r.out, EMBER_CXX_COMPILER_ID));
+    CHECK(contains(r.out, EMBER_EXPECT_CUDA));  // "CUDA ... sm_90" or "built without CUDA"
+    CHECK(r.out.back() == '\n');
+    CHECK(count(r.out, "\n") == 1);
+}
