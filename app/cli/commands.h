@@ -10,5 +10,6 @@ int cmd_run(int argc, char** argv);
 int cmd_chat(int argc, char** argv);
 int cmd_bench(int argc, char** argv);
 int cmd_synth(int argc, char** argv);
+int cmd_fit(int argc, char** argv);
 
 }  // namespace ember::cli

@@ -23,6 +23,7 @@ const Command kCommands[] = {
     {"chat", ember::cli::cmd_chat, "MODEL [--system TEXT] [options]   chat (one user turn per input line)"},
     {"bench", ember::cli::cmd_bench, "MODEL [--pp 512] [--tg 128] [-r 3] [--json]   speed"},
     {"synth", ember::cli::cmd_synth, "--shape S --type T -o FILE   random-weight model for benchmarks"},
+    {"fit", ember::cli::cmd_fit, "MODEL|DIR [--ctx N] [--vram S] [--ram S]   will it fit; which quant to use"},
 };
 
 void usage() {
