@@ -143,7 +143,7 @@ MemoryRepo repository(const std::string& shape, std::vector<fit::ListedFile>& li
         repo.files[path] = std::move(h.bytes);
     }
     listing.push_back({shape + "-F16-00001-of-00002.gguf", 1000});  // split: listed, never chosen
-    listing.push_back({"README.md", 100});                             // not a model: ignored
+    listing.push_back({"README.md", 100});                          // not a model: ignored
     cache[shape] = {repo, listing};
     return repo;
 }
@@ -152,7 +152,7 @@ struct Row {
     const char* shape;
     uint64_t vram_gib;
     int64_t ctx;
-    const char* quant;      // the chosen file's quantization ("" = none)
+    const char* quant;  // the chosen file's quantization ("" = none)
     fit::Placement placement;
     int64_t chosen_ctx;
 };
