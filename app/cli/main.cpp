@@ -29,6 +29,7 @@ const Command kCommands[] = {
     {"ls", ember::cli::cmd_ls, "[--paths]   models in the library"},
     {"rm", ember::cli::cmd_rm, "NAME|ID   remove a model (or a pull's partial files)"},
 #endif
+    {"fit", ember::cli::cmd_fit, "MODEL|DIR [--ctx N] [--vram S] [--ram S]   will it fit; which quant to use"},
 };
 
 void usage() {
