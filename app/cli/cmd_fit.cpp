@@ -11,40 +11,23 @@
 
 #include "app/cli/args.h"
 #include "app/cli/commands.h"
+#include "app/cli/fit_args.h"
 #include "engine/fit/byte_size.h"
 #include "engine/fit/measured_budget.h"
 #include "engine/fit/quant_choice.h"
 #include "engine/models/model_info.h"
+#ifdef EMBER_HAVE_HUB
+#include "engine/hub/pull.h"
+#endif
 #include "kernels/common/error.h"
 
 namespace ember::cli {
 namespace {
 
 constexpr const char* kUsage =
-    "usage: ember fit MODEL.gguf|DIR|FILE... [--ctx N] [--vram SIZE] [--ram SIZE] [--batch N] [--seqs N]\n"
+    "usage: ember fit MODEL.gguf|DIR|FILE...|OWNER/NAME [--ctx N] [--vram SIZE] [--ram SIZE] [--batch N] [--seqs N]\n"
     "                 [--cache-type f16|q8_0] [--margin F]\n"
     "  SIZE: 24GiB, 24G, 512MiB, ... (--vram 0: no GPU). Default: measured on this machine.\n";
-
-DType cache_type(const std::string& t) {
-    if (t == "f16" || t == "F16") return DType::F16;
-    if (t == "q8_0" || t == "Q8_0") return DType::Q8_0;
-    throw Error("--cache-type must be f16 or q8_0, not '" + t + "'");
-}
-
-fit::Budget budget(const Args& a) {
-    std::string note;
-    const bool need_gpu = !a.get("--vram"), need_ram = !a.get("--ram");
-    fit::Budget b = need_gpu || need_ram ? fit::measured_budget(&note) : fit::Budget{};
-    if (auto v = a.get("--vram")) {
-        b.vram = fit::parse_byte_size(*v, "--vram");
-        b.vram_measured = false;
-    } else {
-        std::printf("GPU: %s\n", note.c_str());
-    }
-    if (auto r = a.get("--ram")) b.ram = fit::parse_byte_size(*r, "--ram");
-    else std::printf("RAM: %s available\n", format_bytes(b.ram).c_str());
-    return b;
-}
 
 std::string bytes_or_dash(uint64_t n) { return n ? format_bytes(n) : "-"; }
 
@@ -91,23 +74,17 @@ std::vector<fit::ListedFile> listing(const std::vector<std::string>& args) {
     return out;
 }
 
+// A folder or several files, or (with the model hub built) a repository OWNER/NAME.
 int rank_files(const std::vector<std::string>& args, const fit::Budget& b, const fit::ChoiceOptions& o) {
-    const fit::QuantChoice c = fit::choose_from_listing(listing(args), read_prefix, b, o);
-    std::printf("\n  %-3s %-8s %10s %-6s %10s %10s  %s\n", "", "quant", "file", "where", "GPU", "CPU", "file / note");
-    for (size_t i = 0; i < c.ranked.size(); ++i) {
-        const fit::RankedFile& r = c.ranked[i];
-        const bool chosen = c.chosen && *c.chosen == i;
-        if (!r.plan) {
-            std::printf("  %-3s %-8s %10s %-6s %10s %10s  %s: %s\n", "", "-", format_bytes(r.size).c_str(), "-", "-",
-                        "-", r.path.c_str(), r.note.c_str());
-            continue;
-        }
-        std::printf("  %-3s %-8s %10s %-6s %10s %10s  %s\n", chosen ? "->" : "", r.quant.c_str(),
-                    format_bytes(r.size).c_str(), fit::placement_name(r.plan->placement),
-                    bytes_or_dash(r.plan->gpu.total()).c_str(), bytes_or_dash(r.plan->cpu.total()).c_str(),
-                    r.path.c_str());
-    }
-    std::printf("\n%s\n", c.reason.c_str());
+    fit::QuantChoice c;
+#ifdef EMBER_HAVE_HUB
+    if (args.size() == 1 && !std::filesystem::exists(args[0]) && args[0].find('/') != std::string::npos) {
+        const hub::ModelRef ref = hub::parse_model_ref(args[0]);
+        c = hub::rank_repository(hub::HubClient(), ref.repo, "main", b, o);
+    } else
+#endif
+        c = fit::choose_from_listing(listing(args), read_prefix, b, o);
+    print_ranking(c);
     if (!c.chosen) return 1;
     const fit::FitPlan& p = *c.plan;
     std::printf("use: %s --ctx %lld%s\n", c.ranked[*c.chosen].path.c_str(), static_cast<long long>(p.n_ctx),
@@ -120,20 +97,15 @@ int rank_files(const std::vector<std::string>& args, const fit::Budget& b, const
 }  // namespace
 
 int cmd_fit(int argc, char** argv) {
-    Args a(argc, argv, 0, {"--ctx", "-c", "--vram", "--ram", "--batch", "--seqs", "--cache-type", "--margin"},
-           {"--help"});
+    Args a(argc, argv, 0, fit_value_options(), {"--help"});
     if (a.flag("--help") || a.positional().empty()) {
         std::fputs(kUsage, a.flag("--help") ? stdout : stderr);
         return a.flag("--help") ? 0 : 2;
     }
-    fit::FitOptions fo;
-    fo.n_ctx = a.get_int("--ctx", a.get_int("-c", 0, 0, int64_t{1} << 30), 0, int64_t{1} << 30);
-    fo.n_batch = static_cast<int32_t>(a.get_int("--batch", 512, 1, 65536));
-    fo.n_seqs = static_cast<int32_t>(a.get_int("--seqs", 1, 1, 4096));
-    fo.kv_type = cache_type(a.get_or("--cache-type", "f16"));
-    const fit::Budget b = budget(a);
+    const fit::FitOptions fo = fit_options_from_args(a);
+    const fit::Budget b = budget_from_args(a);
     const auto& files = a.positional();
-    if (files.size() == 1 && !std::filesystem::is_directory(files[0])) {
+    if (files.size() == 1 && std::filesystem::is_regular_file(files[0])) {
         const GgufFile f = GgufFile::open(files[0]);
         const fit::FitModel m = fit::fit_model(f);
         const fit::FitPlan p = fit::plan(m, fo, b);
@@ -143,11 +115,7 @@ int cmd_fit(int argc, char** argv) {
         print_plan(p);
         return p.placement == fit::Placement::TooLarge ? 1 : 0;
     }
-    fit::ChoiceOptions o;
-    o.fit = fo;
-    if (fo.n_ctx == 0) o.fit.n_ctx = 8192;
-    o.margin = a.get_double("--margin", o.margin, 0.0, 0.9);
-    return rank_files(files, b, o);
+    return rank_files(files, b, choice_options_from_args(a));
 }
 
 }  // namespace ember::cli

@@ -8,6 +8,7 @@
 
 #include "app/cli/args.h"
 #include "app/cli/commands.h"
+#include "app/cli/fit_args.h"
 #include "engine/hub/pull.h"
 #include "kernels/common/format.h"
 
@@ -52,12 +53,28 @@ private:
     int last_pct_ = -1;
 };
 
+// No quantization named: the fit planner ranks the repository's files (reading their headers
+// only) and picks one; the ranking and the one-line reason are printed before the download.
+hub::PullPlan choose(const hub::HubClient& client, const std::string& repo, const std::string& revision,
+                     const Args& args) {
+    const fit::Budget budget = budget_from_args(args);
+    hub::AutoPullPlan a = hub::plan_pull_auto(client, repo, revision, budget, choice_options_from_args(args));
+    print_ranking(a.choice);
+    std::fflush(stdout);
+    return std::move(a.plan);
+}
+
 }  // namespace
 
 int cmd_pull(int argc, char** argv) {
-    Args args(argc, argv, 0, {"--revision", "--models-dir", "--stall-timeout-ms", "--retries"}, {});
+    std::set<std::string> value_options = fit_value_options();
+    value_options.insert({"--revision", "--models-dir", "--stall-timeout-ms", "--retries"});
+    Args args(argc, argv, 0, value_options, {});
     if (args.positional().size() != 1)
-        throw Error("usage: ember pull OWNER/NAME[:QUANT] [--revision R] [--models-dir DIR]");
+        throw Error(
+            "usage: ember pull OWNER/NAME[:QUANT] [--revision R] [--models-dir DIR]\n"
+            "  without QUANT, the fit planner picks the best file for this machine (or for --vram S --ram S,\n"
+            "  at --ctx N, default 8192) and says why");
     const hub::ModelRef ref = hub::parse_model_ref(args.positional()[0]);
     hub::HubConfig cfg = hub::HubConfig::from_env();
     cfg.stall_timeout = std::chrono::milliseconds(args.get_int("--stall-timeout-ms", 30000, 1, 3600000));
@@ -65,7 +82,9 @@ int cmd_pull(int argc, char** argv) {
     const hub::HubClient client(cfg);
     library::Library lib(args.get("--models-dir") ? std::filesystem::path(*args.get("--models-dir"))
                                                   : library::Library::default_dir());
-    const hub::PullPlan plan = hub::plan_pull(client, ref.repo, args.get_or("--revision", "main"), ref.quant);
+    const std::string revision = args.get_or("--revision", "main");
+    const hub::PullPlan plan = ref.quant.empty() ? choose(client, ref.repo, revision, args)
+                                                 : hub::plan_pull(client, ref.repo, revision, ref.quant);
     std::fprintf(stderr, "pulling %s:%s (%s in %zu file%s) into %s\n", plan.repo.c_str(), plan.quant.c_str(),
                  format_bytes(plan.total_bytes).c_str(), plan.files.size(), plan.files.size() == 1 ? "" : "s",
                  lib.dir().c_str());

@@ -34,6 +34,31 @@ PullPlan plan_pull(const HubClient& hub, const std::string& repo, const std::str
     return p;
 }
 
+fit::QuantChoice rank_repository(const HubClient& hub, const std::string& repo, const std::string& revision,
+                                 const fit::Budget& budget, const fit::ChoiceOptions& options) {
+    std::vector<fit::ListedFile> listed;
+    for (const RemoteFile& f : hub.list_files(repo, revision))
+        if (f.path.size() > 5 && f.path.ends_with(".gguf")) listed.push_back({f.path, f.size});
+    if (listed.empty()) throw Error("repository '" + repo + "' has no GGUF file");
+    const fit::PrefixReader read_prefix = [&](const std::string& path, uint64_t n) {
+        const std::string bytes = hub.fetch_range(repo, revision, path, 0, n);
+        return std::vector<uint8_t>(bytes.begin(), bytes.end());
+    };
+    return fit::choose_from_listing(listed, read_prefix, budget, options);
+}
+
+AutoPullPlan plan_pull_auto(const HubClient& hub, const std::string& repo, const std::string& revision,
+                            const fit::Budget& budget, const fit::ChoiceOptions& options) {
+    fit::QuantChoice choice = rank_repository(hub, repo, revision, budget, options);
+    if (!choice.chosen) throw Error(repo + ": " + choice.reason);
+    // The download takes the quantization by its file name, as `REPO:QUANT` does.
+    const std::string quant = quant_of(choice.ranked[*choice.chosen].path);
+    if (quant.empty())
+        throw Error(repo + ": the chosen file " + choice.ranked[*choice.chosen].path +
+                    " names no quantization; pull it as " + repo + ":QUANT");
+    return {plan_pull(hub, repo, revision, quant), std::move(choice)};
+}
+
 std::string pull_state_name(PullState s) {
     switch (s) {
         case PullState::Queued:

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "engine/fit/quant_choice.h"
 #include "engine/hub/hub_client.h"
 #include "engine/library/library.h"
 
@@ -28,6 +29,21 @@ struct PullPlan {
 // message listing the quantizations on offer (the fit planner's chooser picks one later).
 PullPlan plan_pull(const HubClient& hub, const std::string& repo, const std::string& revision,
                    const std::string& quant);
+
+// The fit planner's ranking of a repository's GGUF files (engine/fit/quant_choice.h): each
+// candidate's header is read with Range requests (never its weights), then planned against
+// `budget`. What `ember fit OWNER/NAME` prints and what a pull without a quantization uses.
+fit::QuantChoice rank_repository(const HubClient& hub, const std::string& repo, const std::string& revision,
+                                 const fit::Budget& budget, const fit::ChoiceOptions& options);
+
+// A pull without a quantization: the file the planner chooses (its one-line reason is in
+// `choice.reason`). Throws ember::Error with that reason when nothing fits the budget.
+struct AutoPullPlan {
+    PullPlan plan;
+    fit::QuantChoice choice;
+};
+AutoPullPlan plan_pull_auto(const HubClient& hub, const std::string& repo, const std::string& revision,
+                            const fit::Budget& budget, const fit::ChoiceOptions& options);
 
 enum class PullState { Queued, Listing, Downloading, Paused, Done, Failed, Cancelled };
 std::string pull_state_name(PullState s);

@@ -1,5 +1,5 @@
-// `ember pull`, `ember ls`, `ember rm` as a user runs them, against the fake hub: a pull
-// without a quantization lists what exists; a pull killed with SIGKILL mid-file resumes from
+// `ember pull`, `ember ls`, `ember rm`, `ember fit REPO` as a user runs them, against the fake
+// hub: a pull without a quantization takes the fit planner's choice; a pull killed with SIGKILL mid-file resumes from
 // its partial file when run again (the server sees Range at the partial size); Ctrl-C stops
 // cleanly and keeps the partial file.
 #include <doctest/doctest.h>
@@ -12,6 +12,7 @@
 #include <thread>
 
 #include "engine/hub/sha256.h"
+#include "engine/models/synthetic.h"
 #include "hub_test_server.h"
 
 using namespace ember;
@@ -69,15 +70,46 @@ size_t count_ranges(const test::HubServer& s, const std::string& range) {
 
 }  // namespace
 
-TEST_CASE("ember pull without a quantization fails and lists the ones available") {
+TEST_CASE("ember pull without a quantization: the fit planner picks the file and says why") {
     test::HubServer s;
-    test::TempDir models;
-    s.add_file("t/m", "m-Q8_0.gguf", stories());
-    s.add_file("t/m", "m-F32.gguf", stories());
+    test::TempDir models, src;
+    // Real models of one shape at two quantizations (headers read by Range, weights not).
+    const SyntheticShape tiny = synthetic_shape("tiny");
+    write_synthetic_model(src.file("q8.gguf"), tiny, "Q8_0", 1);
+    write_synthetic_model(src.file("q4.gguf"), tiny, "Q4_K_M", 1);
+    s.add_file("t/m", "m-Q8_0.gguf", src.file("q8.gguf"));
+    s.add_file("t/m", "m-Q4_K_M.gguf", src.file("q4.gguf"));
     point_at(s, models);
-    const auto r = test::run_process({EMBER_CLI, "pull", "t/m"});
-    CHECK(r.exit_code == 1);
-    CHECK(r.err.find("no quantization given for t/m; available: F32 (1.1 MiB), Q8_0 (1.1 MiB)") != std::string::npos);
+
+    // `ember fit REPO`: the ranking of the remote files, without downloading them.
+    const auto fit_gpu = test::run_process({EMBER_CLI, "fit", "t/m", "--vram", "8GiB", "--ram", "16GiB"});
+    INFO(fit_gpu.out, fit_gpu.err);
+    REQUIRE(fit_gpu.exit_code == 0);
+    CHECK(fit_gpu.out.find("Q8_0: fits your 8.0 GiB GPU") != std::string::npos);
+    CHECK(fit_gpu.out.find("use: m-Q8_0.gguf") != std::string::npos);
+    CHECK(s.requests_to("/_storage/t/m/m-Q8_0.gguf").size() <= 3);  // header reads only
+
+    // A GPU with room for everything: the best quality. No GPU: the smallest >= Q4_K_M.
+    const auto gpu = test::run_process({EMBER_CLI, "pull", "t/m", "--vram", "8GiB", "--ram", "16GiB"});
+    INFO(gpu.out, gpu.err);
+    REQUIRE(gpu.exit_code == 0);
+    CHECK(gpu.out.find("Q8_0: fits your 8.0 GiB GPU") != std::string::npos);
+    CHECK(gpu.out.find("ready: t/m:Q8_0") != std::string::npos);
+    const auto cpu = test::run_process({EMBER_CLI, "pull", "t/m", "--vram", "0", "--ram", "16GiB"});
+    INFO(cpu.out, cpu.err);
+    REQUIRE(cpu.exit_code == 0);
+    CHECK(cpu.out.find("ready: t/m:Q4_K_M") != std::string::npos);
+    CHECK(hub::sha256_file(models.path() + "/t/m/main/m-Q4_K_M.gguf") == hub::sha256_file(src.file("q4.gguf")));
+
+    // Nothing fits: a clear error, nothing downloaded.
+    test::TempDir none;
+    setenv("EMBER_MODELS_DIR", none.path().c_str(), 1);
+    const auto tiny_budget = test::run_process({EMBER_CLI, "pull", "t/m", "--vram", "0", "--ram", "1KiB"});
+    CHECK(tiny_budget.exit_code == 1);
+    CHECK(tiny_budget.err.find("t/m: ") != std::string::npos);
+    for (const auto& e : fs::recursive_directory_iterator(none.path()))  // the index only, no model bytes
+        CHECK_MESSAGE(e.path().filename().string().find(".gguf") == std::string::npos, e.path());
+
     const auto bad = test::run_process({EMBER_CLI, "pull", "t/../etc"});
     CHECK(bad.exit_code == 1);
     CHECK(bad.err.find("must be OWNER/NAME") != std::string::npos);
