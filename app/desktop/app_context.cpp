@@ -5,7 +5,12 @@
 #include <QFileInfo>
 #include <QQmlEngine>
 
+#include "engine/library/library.h"
+
 namespace ember::app {
+namespace {
+QString hub_folder() { return QString::fromStdString(library::Library::default_dir().string()); }
+}  // namespace
 
 AppContext::AppContext(const QString& data_dir, const QString& log_file)
     : settings(QDir(data_dir).filePath(QStringLiteral("settings.ini"))),
@@ -13,7 +18,9 @@ AppContext::AppContext(const QString& data_dir, const QString& log_file)
       storage(*store.store, data_dir),
       models(host, settings),
       model_list(ModelListModel::defaultFolders()),
-      chat(*store.store, host, models, settings) {
+      chat(*store.store, host, models, settings),
+      hub(hub_folder()),
+      library(hub_folder(), models, &model_list) {
     info.data_dir = data_dir;
     info.database_path = store.path;
     info.log_file = log_file;
@@ -23,6 +30,8 @@ AppContext::AppContext(const QString& data_dir, const QString& log_file)
     note_history();
     // The first conversation of a new user sets the marker too.
     QObject::connect(chat.conversations(), &ConversationListModel::countChanged, &settings, [this] { note_history(); });
+    // A finished download shows in the library (and the chat's model picker) at once.
+    QObject::connect(&hub, &HubController::modelDownloaded, &library, &LibraryController::refresh);
 }
 
 // The chat controller saves answers still streaming before the engine thread goes away.
@@ -39,7 +48,8 @@ void AppContext::register_qml() {
     // The instances outlive the QML engine (they are members here; the engine is destroyed
     // first), so QML must not take ownership.
     for (QObject* o :
-         std::initializer_list<QObject*>{&chat, &models, &model_list, &settings, &clipboard, &info, &storage})
+         std::initializer_list<QObject*>{&chat, &models, &model_list, &settings, &clipboard, &info, &storage, &hub,
+                                         &library})
         QQmlEngine::setObjectOwnership(o, QQmlEngine::CppOwnership);
     qmlRegisterSingletonInstance("Ember.Core", 1, 0, "Chat", &chat);
     qmlRegisterSingletonInstance("Ember.Core", 1, 0, "Models", &models);
@@ -48,6 +58,8 @@ void AppContext::register_qml() {
     qmlRegisterSingletonInstance("Ember.Core", 1, 0, "Clipboard", &clipboard);
     qmlRegisterSingletonInstance("Ember.Core", 1, 0, "App", &info);
     qmlRegisterSingletonInstance("Ember.Core", 1, 0, "Storage", &storage);
+    qmlRegisterSingletonInstance("Ember.Core", 1, 0, "Hub", &hub);
+    qmlRegisterSingletonInstance("Ember.Core", 1, 0, "Library", &library);
     qmlRegisterUncreatableType<ModelController>("Ember.Core", 1, 0, "ModelState", QStringLiteral("enum only"));
     qmlRegisterUncreatableType<MessageListModel>("Ember.Core", 1, 0, "MessageListModel", QStringLiteral("from Chat"));
     qmlRegisterUncreatableType<ConversationListModel>("Ember.Core", 1, 0, "ConversationListModel",
