@@ -4,12 +4,28 @@
 #include <QDir>
 #include <QFileInfo>
 #include <QQmlEngine>
+#include <QStandardPaths>
 
 #include "engine/library/library.h"
 
 namespace ember::app {
 namespace {
-QString hub_folder() { return QString::fromStdString(library::Library::default_dir().string()); }
+
+// The model library's folder: the one the `ember` CLI uses ($EMBER_MODELS_DIR, else
+// $XDG_DATA_HOME/ember/models) when the app runs on its usual data folder; any other data
+// folder (EMBER_DATA_DIR, the tests' throw-away ones) keeps its own library inside it, so no
+// test touches the user's models.
+QString library_folder(const QString& data_dir) {
+    const QString usual = QStandardPaths::writableLocation(QStandardPaths::AppDataLocation);
+    if (qEnvironmentVariableIsEmpty("EMBER_MODELS_DIR") && QDir(data_dir) != QDir(usual))
+        return QDir(data_dir).filePath(QStringLiteral("models"));
+    try {
+        return QString::fromStdString(library::Library::default_dir().string());
+    } catch (const std::exception&) {  // no HOME: the library lives with the conversations
+        return QDir(data_dir).filePath(QStringLiteral("models"));
+    }
+}
+
 }  // namespace
 
 AppContext::AppContext(const QString& data_dir, const QString& log_file)
@@ -19,8 +35,8 @@ AppContext::AppContext(const QString& data_dir, const QString& log_file)
       models(host, settings),
       model_list(ModelListModel::defaultFolders()),
       chat(*store.store, host, models, settings),
-      hub(hub_folder()),
-      library(hub_folder(), models, &model_list) {
+      hub(library_folder(data_dir)),
+      library(library_folder(data_dir), models, &model_list) {
     info.data_dir = data_dir;
     info.database_path = store.path;
     info.log_file = log_file;
