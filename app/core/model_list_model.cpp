@@ -69,7 +69,8 @@ void ModelListModel::rescan() {
     }
     for (const auto& [name, path] : library_)
         if (indexOfPath(path) < 0)
-            rows_.push_back({name, path, human_size(QFileInfo(path).size()), QStringLiteral("library"), path == builtin});
+            rows_.push_back(
+                {name, path, human_size(QFileInfo(path).size()), QStringLiteral("library"), path == builtin});
     // The built-in default first, then by name.
     std::stable_sort(rows_.begin(), rows_.end(), [](const Entry& a, const Entry& b) {
         return a.builtin != b.builtin ? a.builtin : a.name.compare(b.name, Qt::CaseInsensitive) < 0;

@@ -52,9 +52,9 @@ std::vector<CatalogEntry> parse_catalog(const QByteArray& json, const QString& s
     for (int i = 0; i < list.size(); ++i) {
         if (!list[i].isObject()) fail(source, QStringLiteral("entry %1 is not an object").arg(i + 1));
         const QJsonObject o = list[i].toObject();
-        CatalogEntry e{required_text(o, "name", source, i),         required_text(o, "repo", source, i),
-                       required_text(o, "parameters", source, i),   required_text(o, "architecture", source, i),
-                       required_text(o, "licence", source, i),      required_text(o, "description", source, i)};
+        CatalogEntry e{required_text(o, "name", source, i),       required_text(o, "repo", source, i),
+                       required_text(o, "parameters", source, i), required_text(o, "architecture", source, i),
+                       required_text(o, "licence", source, i),    required_text(o, "description", source, i)};
         if (!valid_repo(e.repo))
             fail(source, QStringLiteral("entry %1 (%2) has the repository \"%3\", not owner/name")
                              .arg(i + 1)

@@ -20,20 +20,28 @@ QString bytes_text(uint64_t n) { return QString::fromStdString(format_bytes(n));
 
 QString badge_key(fit::Placement p) {
     switch (p) {
-        case fit::Placement::Gpu: return QStringLiteral("gpu");
-        case fit::Placement::Split: return QStringLiteral("split");
-        case fit::Placement::Cpu: return QStringLiteral("cpu");
-        case fit::Placement::TooLarge: break;
+        case fit::Placement::Gpu:
+            return QStringLiteral("gpu");
+        case fit::Placement::Split:
+            return QStringLiteral("split");
+        case fit::Placement::Cpu:
+            return QStringLiteral("cpu");
+        case fit::Placement::TooLarge:
+            break;
     }
     return QStringLiteral("too-large");
 }
 
 QString badge_label(fit::Placement p) {
     switch (p) {
-        case fit::Placement::Gpu: return QStringLiteral("Fits GPU");
-        case fit::Placement::Split: return QStringLiteral("Partial offload");
-        case fit::Placement::Cpu: return QStringLiteral("CPU only");
-        case fit::Placement::TooLarge: break;
+        case fit::Placement::Gpu:
+            return QStringLiteral("Fits GPU");
+        case fit::Placement::Split:
+            return QStringLiteral("Partial offload");
+        case fit::Placement::Cpu:
+            return QStringLiteral("CPU only");
+        case fit::Placement::TooLarge:
+            break;
     }
     return QStringLiteral("Too large");
 }
@@ -55,9 +63,9 @@ fit::Budget resolve_budget(const QString& vram, const QString& ram) {
 }
 
 QString describe_budget(const fit::Budget& b, bool vram_set, bool ram_set) {
-    const QString vram = b.vram == 0 && !vram_set ? QStringLiteral("no GPU")
-                                                  : QStringLiteral("%1 VRAM (%2)").arg(
-                                                        bytes_text(b.vram), vram_set ? "set" : "measured");
+    const QString vram = b.vram == 0 && !vram_set
+                             ? QStringLiteral("no GPU")
+                             : QStringLiteral("%1 VRAM (%2)").arg(bytes_text(b.vram), vram_set ? "set" : "measured");
     return QStringLiteral("%1, %2 RAM (%3)").arg(vram, bytes_text(b.ram), ram_set ? "set" : "measured");
 }
 

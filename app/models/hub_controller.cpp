@@ -53,18 +53,17 @@ QVariantMap download_row(uint64_t id, const hub::PullProgress& p) {
             {QStringLiteral("quant"), text(p.quant)},
             {QStringLiteral("state"), text(hub::pull_state_name(p.state))},
             {QStringLiteral("progress"), fraction},
-            {QStringLiteral("bytesText"), p.total ? QStringLiteral("%1 of %2").arg(bytes_text(p.bytes), bytes_text(p.total))
-                                                  : QString()},
-            {QStringLiteral("rateText"), active && p.bytes_per_s > 0
-                                             ? QStringLiteral("%1/s").arg(bytes_text(uint64_t(p.bytes_per_s)))
-                                             : QString()},
+            {QStringLiteral("bytesText"),
+             p.total ? QStringLiteral("%1 of %2").arg(bytes_text(p.bytes), bytes_text(p.total)) : QString()},
+            {QStringLiteral("rateText"),
+             active && p.bytes_per_s > 0 ? QStringLiteral("%1/s").arg(bytes_text(uint64_t(p.bytes_per_s))) : QString()},
             {QStringLiteral("etaText"), active ? eta_text(p.eta_s) : QString()},
-            {QStringLiteral("partText"), p.parts > 1 ? QStringLiteral("part %1 of %2").arg(p.part).arg(p.parts)
-                                                     : QString()},
+            {QStringLiteral("partText"),
+             p.parts > 1 ? QStringLiteral("part %1 of %2").arg(p.part).arg(p.parts) : QString()},
             {QStringLiteral("error"), text(p.error)}};
 }
 
-const QStringList kDownloadRoles{"id",       "repo",     "quant",   "state",    "progress",
+const QStringList kDownloadRoles{"id",        "repo",     "quant",   "state",    "progress",
                                  "bytesText", "rateText", "etaText", "partText", "error"};
 
 }  // namespace
@@ -237,13 +236,15 @@ void HubController::with_queue(F f) {
                                                               std::filesystem::path(models_dir_.toStdString()), 2);
                 // Called on the queue's worker threads: hop to the GUI thread.
                 queue_->set_listener([this](uint64_t id, const hub::PullProgress& p) {
-                    QMetaObject::invokeMethod(this, [this, id, p] { on_progress(id, p); }, Qt::QueuedConnection);
+                    QMetaObject::invokeMethod(
+                        this, [this, id, p] { on_progress(id, p); }, Qt::QueuedConnection);
                 });
             }
             f(*queue_);
         } catch (const std::exception& e) {
             const QString msg = text(e.what());
-            QMetaObject::invokeMethod(this, [this, msg] { emit errorOccurred(msg); }, Qt::QueuedConnection);
+            QMetaObject::invokeMethod(
+                this, [this, msg] { emit errorOccurred(msg); }, Qt::QueuedConnection);
         }
     });
 }
@@ -252,7 +253,8 @@ void HubController::download(const QString& repo, const QString& quant) {
     with_queue([this, r = repo.toStdString(), q = quant.toStdString()](hub::DownloadQueue& queue) {
         const uint64_t id = queue.enqueue(r, q);
         const hub::PullProgress p = queue.progress(id);
-        QMetaObject::invokeMethod(this, [this, id, p] { on_progress(id, p); }, Qt::QueuedConnection);
+        QMetaObject::invokeMethod(
+            this, [this, id, p] { on_progress(id, p); }, Qt::QueuedConnection);
     });
 }
 
@@ -273,7 +275,8 @@ void HubController::on_progress(uint64_t id, const hub::PullProgress& p) {
     if (state == before) return;
     emit downloadsChanged();
     if (p.state == hub::PullState::Done) emit modelDownloaded(text(p.repo + ":" + p.quant));
-    if (p.state == hub::PullState::Failed) emit errorOccurred(tr("Download of %1 failed: %2").arg(text(p.repo), text(p.error)));
+    if (p.state == hub::PullState::Failed)
+        emit errorOccurred(tr("Download of %1 failed: %2").arg(text(p.repo), text(p.error)));
 }
 
 int HubController::activeDownloads() const {

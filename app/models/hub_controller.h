@@ -88,7 +88,7 @@ signals:
     void filesChanged();
     void budgetChanged();
     void downloadsChanged();
-    void fitChecked();                      // every file of repo() has its badge
+    void fitChecked();                          // every file of repo() has its badge
     void modelDownloaded(const QString& name);  // the library has a new verified model
     void errorOccurred(const QString& message);
 

@@ -51,8 +51,7 @@ QString local_path(const QString& path_or_url) {
 
 }  // namespace
 
-LibraryController::LibraryController(QString folder, ModelController& loader, ModelListModel* picker,
-                                     QObject* parent)
+LibraryController::LibraryController(QString folder, ModelController& loader, ModelListModel* picker, QObject* parent)
     : QObject(parent),
       folder_(std::move(folder)),
       loader_(loader),

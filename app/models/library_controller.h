@@ -66,7 +66,7 @@ signals:
     void busyChanged();
     void errorChanged();
     void quantizeChanged();
-    void changed();                       // the list was reloaded
+    void changed();  // the list was reloaded
     void imported(const QString& name);
     void quantized(const QString& name);
     void errorOccurred(const QString& message);
