@@ -23,6 +23,11 @@ const Command kCommands[] = {
     {"chat", ember::cli::cmd_chat, "MODEL [--system TEXT] [options]   chat (one user turn per input line)"},
     {"bench", ember::cli::cmd_bench, "MODEL [--pp 512] [--tg 128] [-r 3] [--json]   speed"},
     {"synth", ember::cli::cmd_synth, "--shape S --type T -o FILE   random-weight model for benchmarks"},
+#ifdef EMBER_HAVE_HUB
+    {"pull", ember::cli::cmd_pull, "OWNER/NAME:QUANT [--revision R]   download a model (resumes)"},
+    {"ls", ember::cli::cmd_ls, "[--paths]   models in the library"},
+    {"rm", ember::cli::cmd_rm, "NAME|ID   remove a model (or a pull's partial files)"},
+#endif
 };
 
 void usage() {

@@ -1,0 +1,155 @@
+// DownloadQueue: a thread per running pull (a pull spends its life waiting on the network,
+// so threads are the simplest honest model), a FIFO of waiting ones, state under one mutex.
+#include "engine/hub/download_queue.h"
+
+namespace ember::hub {
+
+DownloadQueue::DownloadQueue(HubConfig config, std::filesystem::path models_dir, int max_concurrent)
+    : hub_(std::move(config)), library_(std::move(models_dir)), max_concurrent_(std::max(1, max_concurrent)) {}
+
+DownloadQueue::~DownloadQueue() {
+    std::list<std::thread> threads;
+    {
+        std::lock_guard lock(mutex_);
+        closing_ = true;
+        for (auto& [id, job] : jobs_) job->control.pause = true;  // keep partial files for next time
+        threads.swap(threads_);
+    }
+    for (auto& t : threads) t.join();
+}
+
+uint64_t DownloadQueue::enqueue(const std::string& repo, const std::string& quant, const std::string& revision) {
+    auto job = std::make_shared<Job>();
+    job->repo = repo, job->quant = quant, job->revision = revision;
+    job->progress.repo = repo, job->progress.quant = quant;
+    std::lock_guard lock(mutex_);
+    const uint64_t id = next_id_++;
+    jobs_[id] = job;
+    waiting_.push_back(id);
+    pump();
+    return id;
+}
+
+void DownloadQueue::pump() {
+    while (!closing_ && running_ < max_concurrent_ && !waiting_.empty()) {
+        const uint64_t id = waiting_.front();
+        waiting_.pop_front();
+        auto job = jobs_.at(id);
+        job->running = true;
+        job->control.pause = false;
+        ++running_;
+        threads_.emplace_back([this, id, job] { run(id, job); });
+    }
+}
+
+void DownloadQueue::update(uint64_t id, Job& job, const PullProgress& p) {
+    Listener listener;
+    {
+        std::lock_guard lock(mutex_);
+        job.progress = p;
+        listener = listener_;
+    }
+    changed_.notify_all();
+    if (listener) listener(id, p);
+}
+
+void DownloadQueue::run(uint64_t id, std::shared_ptr<Job> job) {
+    PullProgress p = progress(id);
+    p.state = PullState::Listing;
+    p.error.clear();
+    update(id, *job, p);
+    try {
+        const PullPlan plan = plan_pull(hub_, job->repo, job->revision, job->quant);
+        const PullState end =
+            run_pull(hub_, library_, plan, job->control, [&](const PullProgress& q) { update(id, *job, q); });
+        p = progress(id);
+        p.state = end;
+    } catch (const std::exception& e) {
+        p = progress(id);
+        p.state = PullState::Failed;
+        p.error = e.what();
+    }
+    update(id, *job, p);
+    {
+        std::lock_guard lock(mutex_);
+        job->running = false;
+        --running_;
+        pump();
+    }
+    changed_.notify_all();  // wait() looks at `running` too
+}
+
+void DownloadQueue::pause(uint64_t id) {
+    std::lock_guard lock(mutex_);
+    const auto it = jobs_.find(id);
+    if (it == jobs_.end()) return;
+    it->second->control.pause = true;
+    waiting_.remove(id);
+    if (!it->second->running && it->second->progress.state == PullState::Queued)
+        it->second->progress.state = PullState::Paused;
+}
+
+void DownloadQueue::resume(uint64_t id) {
+    std::lock_guard lock(mutex_);
+    const auto it = jobs_.find(id);
+    if (it == jobs_.end() || it->second->running) return;
+    const PullState s = it->second->progress.state;
+    if (s != PullState::Paused && s != PullState::Failed) return;
+    it->second->progress.state = PullState::Queued;
+    waiting_.push_back(id);
+    pump();
+}
+
+void DownloadQueue::cancel(uint64_t id) {
+    std::lock_guard lock(mutex_);
+    const auto it = jobs_.find(id);
+    if (it == jobs_.end()) return;
+    it->second->control.cancel = true;
+    waiting_.remove(id);
+    if (!it->second->running) {
+        const PullState s = it->second->progress.state;
+        if (s == PullState::Queued || s == PullState::Paused) {
+            it->second->progress.state = PullState::Cancelled;
+            library_.remove_partials(it->second->repo);
+        }
+    }
+    changed_.notify_all();
+}
+
+PullProgress DownloadQueue::progress(uint64_t id) const {
+    std::lock_guard lock(mutex_);
+    const auto it = jobs_.find(id);
+    if (it != jobs_.end()) return it->second->progress;
+    PullProgress p;
+    p.state = PullState::Failed;
+    p.error = "no download with id " + std::to_string(id);
+    return p;
+}
+
+std::map<uint64_t, PullProgress> DownloadQueue::all() const {
+    std::lock_guard lock(mutex_);
+    std::map<uint64_t, PullProgress> out;
+    for (const auto& [id, job] : jobs_) out[id] = job->progress;
+    return out;
+}
+
+void DownloadQueue::set_listener(Listener listener) {
+    std::lock_guard lock(mutex_);
+    listener_ = std::move(listener);
+}
+
+PullState DownloadQueue::wait(uint64_t id, std::chrono::milliseconds timeout) const {
+    std::unique_lock lock(mutex_);
+    const auto settled = [&] {
+        const auto it = jobs_.find(id);
+        if (it == jobs_.end()) return true;
+        const PullState s = it->second->progress.state;
+        return !it->second->running &&
+               (s == PullState::Done || s == PullState::Failed || s == PullState::Cancelled || s == PullState::Paused);
+    };
+    changed_.wait_for(lock, timeout, settled);
+    const auto it = jobs_.find(id);
+    return it == jobs_.end() ? PullState::Failed : it->second->progress.state;
+}
+
+}  // namespace ember::hub

@@ -1,0 +1,96 @@
+// plan_pull / run_pull: the steps of one `ember pull`, shared with the app's download queue.
+#include "engine/hub/pull.h"
+
+#include <filesystem>
+
+namespace ember::hub {
+
+ModelRef parse_model_ref(const std::string& text) {
+    ModelRef r;
+    const size_t colon = text.find(':');
+    r.repo = text.substr(0, colon);
+    if (colon != std::string::npos) {
+        r.quant = text.substr(colon + 1);
+        if (r.quant.empty()) throw Error("'" + text + "': nothing after ':' (expected e.g. " + r.repo + ":Q4_K_M)");
+    }
+    check_repo_id(r.repo);
+    return r;
+}
+
+PullPlan plan_pull(const HubClient& hub, const std::string& repo, const std::string& revision,
+                   const std::string& quant) {
+    const std::vector<RemoteFile> files = hub.list_files(repo, revision);
+    if (quant.empty()) {
+        const auto choices = gguf_choices(files);
+        if (choices.empty()) throw Error("repository '" + repo + "' has no complete GGUF model");
+        throw Error("no quantization given for " + repo + "; available: " + describe_choices(choices) +
+                    ". Name one, e.g. ember pull " + repo + ":" +
+                    (choices.front().quant.empty() ? "QUANT" : choices.front().quant));
+    }
+    const ModelChoice c = choose_quant(files, repo, quant);
+    PullPlan p{repo, revision, c.quant, c.files, c.total_bytes()};
+    return p;
+}
+
+std::string pull_state_name(PullState s) {
+    switch (s) {
+        case PullState::Queued:
+            return "queued";
+        case PullState::Listing:
+            return "listing";
+        case PullState::Downloading:
+            return "downloading";
+        case PullState::Paused:
+            return "paused";
+        case PullState::Done:
+            return "done";
+        case PullState::Failed:
+            return "failed";
+        case PullState::Cancelled:
+            return "cancelled";
+    }
+    return "?";
+}
+
+PullState run_pull(const HubClient& hub, library::Library& lib, const PullPlan& plan, TransferControl& control,
+                   const std::function<void(const PullProgress&)>& on_progress, int64_t* model_id) {
+    PullProgress p;
+    p.state = PullState::Downloading;
+    p.repo = plan.repo, p.quant = plan.quant, p.total = plan.total_bytes, p.parts = plan.files.size();
+    std::vector<library::ModelPart> parts;
+    uint64_t done_before = 0;  // bytes of the parts already finished
+    for (size_t i = 0; i < plan.files.size(); ++i) {
+        const RemoteFile& f = plan.files[i];
+        const std::string final_path = lib.file_path(plan.repo, plan.revision, f.path).string();
+        const std::string part_path = lib.part_path(plan.repo, plan.revision, f.path).string();
+        p.part = i + 1;
+        auto report = [&](const TransferProgress& t) {
+            p.bytes = done_before + t.bytes;
+            p.bytes_per_s = t.bytes_per_s;
+            p.eta_s = t.bytes_per_s > 0 ? static_cast<double>(p.total - p.bytes) / t.bytes_per_s : -1;
+            if (on_progress) on_progress(p);
+        };
+        std::error_code ec;
+        const bool have = std::filesystem::file_size(final_path, ec) == f.size && !ec;
+        DownloadOutcome out = DownloadOutcome::Done;
+        // A finished part from an earlier, interrupted pull of a split model stays: its bytes were
+        // verified before it got its final name.
+        if (!have) out = hub.download(plan.repo, plan.revision, f, part_path, final_path, control, report);
+        if (out == DownloadOutcome::Cancelled) {
+            std::filesystem::remove(part_path, ec);
+            return PullState::Cancelled;
+        }
+        if (out == DownloadOutcome::Paused) return PullState::Paused;
+        done_before += f.size;
+        parts.push_back({f.path, final_path, f.size, f.sha256});
+    }
+    const library::LibraryModel m = lib.add_download(plan.repo, plan.revision, plan.quant, parts);
+    if (model_id) *model_id = m.id;
+    p.state = PullState::Done;
+    p.bytes = p.total;
+    p.model_id = m.id;
+    if (on_progress) on_progress(p);
+    return PullState::Done;
+}
+
+}  // namespace ember::hub
