@@ -10,5 +10,7 @@ int cmd_run(int argc, char** argv);
 int cmd_chat(int argc, char** argv);
 int cmd_bench(int argc, char** argv);
 int cmd_synth(int argc, char** argv);
+int cmd_quantize(int argc, char** argv);
+int cmd_perplexity(int argc, char** argv);
 
 }  // namespace ember::cli

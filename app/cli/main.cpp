@@ -23,6 +23,8 @@ const Command kCommands[] = {
     {"chat", ember::cli::cmd_chat, "MODEL [--system TEXT] [options]   chat (one user turn per input line)"},
     {"bench", ember::cli::cmd_bench, "MODEL [--pp 512] [--tg 128] [-r 3] [--json]   speed"},
     {"synth", ember::cli::cmd_synth, "--shape S --type T -o FILE   random-weight model for benchmarks"},
+    {"quantize", ember::cli::cmd_quantize, "IN OUT TYPE [--threads N]   convert a model to another weight type"},
+    {"perplexity", ember::cli::cmd_perplexity, "MODEL -f TEXT [--save-logits F | --kl-divergence F]   quality"},
 };
 
 void usage() {
