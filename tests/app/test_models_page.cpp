@@ -27,8 +27,10 @@
 
 #include "app/desktop/app_context.h"
 #include "app/models/catalog.h"
+#ifdef EMBER_HAVE_FIT
 #include "app/models/fit_badge.h"
 #include "engine/fit/quant_choice.h"
+#endif
 #include "engine/quant/quantizer.h"
 #include "test_paths.h"
 
@@ -201,6 +203,9 @@ private slots:
 
     // Every file gets the badge and the reason engine/fit gives for the same file and budget.
     void filesHaveFitBadges() {
+#ifndef EMBER_HAVE_FIT
+        QFAIL("built without engine/fit (the fit planner's branch is not merged): no fit badges to check");
+#else
         QSignalSpy checked(&ctx_->hub, &HubController::fitChecked);
         ctx_->hub.openRepo(kRepo);
         QVERIFY(checked.wait(60'000));
@@ -239,6 +244,7 @@ private slots:
         }
         QVERIFY(text_of(page_, "budgetLabel").contains(QStringLiteral("520.0 MiB VRAM (set)")));
         QVERIFY(shoot(QStringLiteral("models.png")));
+#endif
     }
 
     void downloadIsVerifiedIntoTheLibrary() {
