@@ -39,6 +39,7 @@ Rectangle {
         ProgressBar {
             objectName: "downloadProgress"
             Layout.fillWidth: true
+            visible: model.state !== "cancelled" && model.state !== "failed"
             from: 0; to: 1
             value: model.progress
             indeterminate: model.state === "queued" || model.state === "listing"
@@ -47,6 +48,7 @@ Rectangle {
             objectName: "downloadDetail"
             Layout.fillWidth: true
             text: model.state === "failed" ? model.error
+                : model.state === "cancelled" ? qsTr("Stopped; the partial download was deleted.")
                 : [model.bytesText, model.partText, model.rateText, model.etaText].filter(function (s) { return s && s.length > 0 }).join("  ·  ")
             color: model.state === "failed" ? Theme.error : Theme.muted
             wrapMode: Text.Wrap
