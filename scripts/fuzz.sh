@@ -4,6 +4,7 @@
 #   fuzz_gguf       the GGUF parser (model files)
 #   fuzz_jinja      chat templates: lexer, parser, interpreter (templates come from model files)
 #   fuzz_tokenizer  encode/decode of arbitrary bytes with every test vocabulary
+#   fuzz_gguf_prefix  the header-only parse of a file's first bytes, and the fit planner on it
 # Usage: scripts/fuzz.sh [SECONDS] [TARGET...]   (default: 60 s each, every target)
 #
 # Seeds: the head of stories260K and a vocab GGUF; the upstream chat templates and
@@ -16,7 +17,7 @@ cd "$(dirname "$0")/.."
 seconds="${1:-60}"
 shift || true
 targets=("$@")
-[[ ${#targets[@]} -gt 0 ]] || targets=(fuzz_gguf fuzz_jinja fuzz_tokenizer)
+[[ ${#targets[@]} -gt 0 ]] || targets=(fuzz_gguf fuzz_jinja fuzz_tokenizer fuzz_gguf_prefix)
 testdata="${EMBER_TESTDATA_DIR:-$(pwd)/../shared/testdata}"
 export EMBER_TESTDATA_DIR="$testdata"
 
@@ -30,6 +31,7 @@ python3 tests/fuzz/make_seeds.py "$(pwd)" "$testdata" "$out/seeds"
 [[ -f "$testdata/models/stories260K.gguf" ]] || { echo "missing $testdata/models/stories260K.gguf" >&2; exit 1; }
 head -c 65536 "$testdata/models/stories260K.gguf" > "$out/seeds/gguf/stories-head.gguf"
 head -c 32768 "$testdata/tokenizer/ggml-vocab-llama-spm.gguf" > "$out/seeds/gguf/vocab-head.gguf"
+cp -r "$out/seeds/gguf" "$out/seeds/gguf_prefix"  # the same heads, read as prefixes
 
 failed=()
 for t in "${targets[@]}"; do
@@ -37,7 +39,7 @@ for t in "${targets[@]}"; do
   args=(-max_total_time="$seconds" -rss_limit_mb=2048 -timeout=20 -print_final_stats=1
         -artifact_prefix="$out/artifacts/$t-")
   case "$name" in
-    gguf) args+=(-max_len=70000) ;;
+    gguf | gguf_prefix) args+=(-max_len=70000) ;;
     jinja) args+=(-max_len=16384 -dict=tests/fuzz/jinja.dict) ;;
     tokenizer) args+=(-max_len=4096) ;;
   esac

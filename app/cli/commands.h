@@ -17,5 +17,6 @@ int cmd_perplexity(int argc, char** argv);
 int cmd_pull(int argc, char** argv);
 int cmd_ls(int argc, char** argv);
 int cmd_rm(int argc, char** argv);
+int cmd_fit(int argc, char** argv);
 
 }  // namespace ember::cli

@@ -52,7 +52,9 @@ LoadOptions load_options(const Args& args, const std::string& model_path) {
     o.n_ctx = args.get_int("--ctx", args.get_int("-c", 0, 0, kMaxContext), 0, kMaxContext);
     o.n_batch = static_cast<int32_t>(args.get_int("--batch", 512, 1, kMaxBatch));
     o.device = parse_device(args.get_or("--device", "auto"));
-    o.n_gpu_layers = static_cast<int>(args.get_int("--gpu-layers", -1, -1, kInt32Max));
+    o.n_gpu_layers = args.get_or("--gpu-layers", "") == "auto"
+                         ? kAutoGpuLayers
+                         : static_cast<int>(args.get_int("--gpu-layers", -1, -1, kInt32Max));
     const std::string kv = args.get_or("--kv-type", "f16");
     if (kv == "f16" || kv == "F16") o.kv_type = DType::F16;
     else if (kv == "q8_0" || kv == "Q8_0") o.kv_type = DType::Q8_0;
@@ -83,7 +85,7 @@ GenerateOptions generate_options(const Args& args, int32_t default_max_tokens) {
 }
 
 std::string options_help() {
-    return "  model:    --device auto|cpu|cuda  --gpu-layers N (rest on the CPU)  --threads N  --ctx N  --kv-type "
+    return "  model:    --device auto|cpu|cuda  --gpu-layers N|auto (rest on the CPU)  --threads N  --ctx N  --kv-type "
            "f16|q8_0  --batch N\n"
            "  sampling: -n N  --temp T (0 = greedy)  --seed S  --top-k K  --top-p P  --min-p P\n"
            "            --repeat-penalty R  --repeat-last-n N  --presence-penalty P  --frequency-penalty P  --stop "

@@ -72,8 +72,24 @@ public:
     GgufParser(const uint8_t* data, size_t size, std::string name)
         : data_(data),
           size_(size),
+          avail_(size),
           budget_(kBaseMemoryBudget + kMemoryBudgetPerFileByte * uint64_t{size}),
           name_(std::move(name)) {}
+    // Prefix mode: only the first `avail` bytes of a file of `file_size` bytes are at hand.
+    // Counts and bounds are checked against the whole file; a read past the prefix throws
+    // NeedMore instead of failing; tensors get no data pointers.
+    GgufParser(const uint8_t* data, size_t avail, uint64_t file_size, std::string name)
+        : data_(data),
+          size_(static_cast<size_t>(file_size)),
+          avail_(avail),
+          prefix_(true),
+          budget_(kBaseMemoryBudget + kMemoryBudgetPerFileByte * uint64_t{avail}),
+          name_(std::move(name)) {}
+
+    // Thrown in prefix mode: the header needs at least `total` bytes of the file.
+    struct NeedMore {
+        uint64_t total;
+    };
 
     void parse(GgufFile& f) {
         f.size_ = size_;
@@ -97,6 +113,7 @@ private:
     [[noreturn]] void fail(const std::string& what) const { throw Error(name_ + ": invalid GGUF: " + what); }
 
     void need(uint64_t n, const char* what) const {
+        if (prefix_ && n <= size_ - pos_ && n > avail_ - pos_) throw NeedMore{pos_ + n};
         if (n > size_ - pos_)
             fail(std::string("truncated while reading ") + what + " at offset " + std::to_string(pos_) + " (need " +
                  std::to_string(n) + " bytes, " + std::to_string(size_ - pos_) + " left)");
@@ -214,13 +231,24 @@ private:
         const uint64_t n = read_u64(key.c_str());
         const size_t min_size = elem == GgufType::STRING ? 8 : elem == GgufType::ARRAY ? 12 : primitive_size(elem);
         if (n > (size_ - pos_) / min_size) check_count(n, min_size, "metadata '" + key + "': array length");
+        // A prefix must hold the array's smallest possible encoding before it is reserved
+        // (tokenizer arrays can be megabytes).
+        if (prefix_ && n * min_size > avail_ - pos_) throw NeedMore{pos_ + n * min_size};
         const uint64_t cost = kArrayCost + n * sizeof(GgufValue);  // n < file size: no overflow
         if (cost > budget_ - used_) fail_memory("metadata '" + key + "'");
         used_ += cost;
         auto arr = std::make_shared<GgufArray>();
         arr->elem_type = elem;
         arr->items.reserve(static_cast<size_t>(n));
-        for (uint64_t i = 0; i < n; ++i) arr->items.push_back(parse_value(elem, depth + 1, key));
+        for (uint64_t i = 0; i < n; ++i) {
+            try {
+                arr->items.push_back(parse_value(elem, depth + 1, key));
+            } catch (const NeedMore& m) {
+                // The items after this one need their smallest encodings too: asking for them
+                // now makes a prefix grow in a few steps, not one string at a time.
+                throw NeedMore{m.total + (n - i - 1) * min_size};
+            }
+        }
         return arr;
     }
 
@@ -294,7 +322,7 @@ private:
             if (t.offset > avail || t.n_bytes > avail - t.offset)
                 fail("tensor '" + t.name + "': data [" + std::to_string(t.offset) + ", +" + std::to_string(t.n_bytes) +
                      ") lies beyond the end of the file (data section holds " + std::to_string(avail) + " bytes)");
-            t.data = data_ + f.data_offset_ + t.offset;
+            t.data = prefix_ ? nullptr : data_ + f.data_offset_ + t.offset;
             by_offset.push_back(&t);
         }
         std::sort(by_offset.begin(), by_offset.end(), [](auto* a, auto* b) { return a->offset < b->offset; });
@@ -306,7 +334,9 @@ private:
     }
 
     const uint8_t* data_;
-    size_t size_;
+    size_t size_;   // bytes of the file
+    size_t avail_;  // of which at hand (== size_ unless prefix_)
+    bool prefix_ = false;
     size_t pos_ = 0;
     uint64_t values_ = 0;
     uint64_t budget_;    // heap bytes the parsed directory may take
@@ -408,6 +438,20 @@ GgufFile GgufFile::parse(const uint8_t* data, size_t size, const std::string& na
     GgufFile f;
     GgufParser(data, size, name).parse(f);
     return f;
+}
+
+GgufPrefix GgufFile::parse_prefix(const uint8_t* data, size_t prefix_size, uint64_t file_size,
+                                  const std::string& name) {
+    if (prefix_size > file_size) throw Error(name + ": the prefix is longer than the file");
+    GgufPrefix out;
+    try {
+        GgufFile f;
+        GgufParser(data, prefix_size, file_size, name).parse(f);
+        out.file = std::move(f);
+    } catch (const GgufParser::NeedMore& m) {
+        out.need_bytes = m.total;
+    }
+    return out;
 }
 
 const GgufValue* GgufFile::find(std::string_view key) const {

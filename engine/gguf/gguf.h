@@ -80,6 +80,9 @@ struct GgufTensor {
     std::span<const uint8_t> bytes() const { return {data, static_cast<size_t>(n_bytes)}; }
 };
 
+class GgufFile;
+struct GgufPrefix;
+
 class GgufFile {
 public:
     // Maps and validates the file. Throws ember::Error naming the path and the problem.
@@ -87,6 +90,14 @@ public:
     static GgufFile open(const std::string& path, bool huge_pages = false);
     // Parses a buffer the caller keeps alive (fuzzing, tests). `name` is used in errors.
     static GgufFile parse(const uint8_t* data, size_t size, const std::string& name);
+    // The header (metadata and tensor directory) from the first `prefix_size` bytes of a file
+    // of `file_size` bytes, e.g. a remote file fetched by range (engine/fit). Either the
+    // parsed header, whose tensors have no data pointers (check_unchanged is a no-op), or the
+    // number of leading bytes that are needed at least (fetch them and call again; the next
+    // answer may ask for more: each array is only bounded by its smallest encoding). Invalid
+    // bytes throw ember::Error as parse() does.
+    static GgufPrefix parse_prefix(const uint8_t* data, size_t prefix_size, uint64_t file_size,
+                                   const std::string& name);
 
     uint32_t version() const { return version_; }
     uint64_t alignment() const { return alignment_; }
@@ -135,6 +146,11 @@ private:
     std::vector<std::string> kv_order_;
     std::vector<GgufTensor> tensors_;
     std::map<std::string, size_t, std::less<>> tensor_index_;
+};
+
+struct GgufPrefix {
+    std::optional<GgufFile> file;  // set when the prefix held the whole header
+    uint64_t need_bytes = 0;       // otherwise: the prefix must be at least this long
 };
 
 }  // namespace ember

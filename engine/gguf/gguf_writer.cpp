@@ -146,7 +146,7 @@ void GgufWriter::add_tensor_lazy(const std::string& name, DType type, std::vecto
 }
 
 template <class Sink>
-void GgufWriter::serialize(Sink& s) const {
+void GgufWriter::serialize(Sink& s, bool with_data) const {
     put<Sink, uint32_t>(s, 0x46554747);
     put<Sink, uint32_t>(s, 3);
     put<Sink, uint64_t>(s, tensors_.size());
@@ -173,6 +173,7 @@ void GgufWriter::serialize(Sink& s) const {
         offset += (t.n_bytes + alignment_ - 1) / alignment_ * alignment_;
     }
     pad_to(s, alignment_);
+    if (!with_data) return;
     std::vector<uint8_t> scratch;
     for (const auto& t : tensors_) {
         if (t.produce) {
@@ -191,6 +192,19 @@ std::vector<uint8_t> GgufWriter::to_bytes() const {
     VectorSink sink{out};
     serialize(sink);
     return out;
+}
+
+std::vector<uint8_t> GgufWriter::header_bytes() const {
+    std::vector<uint8_t> out;
+    VectorSink sink{out};
+    serialize(sink, false);
+    return out;
+}
+
+uint64_t GgufWriter::file_size() const {
+    uint64_t n = header_bytes().size();
+    for (const auto& t : tensors_) n += (t.n_bytes + alignment_ - 1) / alignment_ * alignment_;
+    return n;
 }
 
 void GgufWriter::write_file(const std::string& path) const {

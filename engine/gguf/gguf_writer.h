@@ -25,6 +25,11 @@ public:
     // a half-written file under the final name. Throws ember::Error on I/O failure.
     void write_file(const std::string& path) const;
     std::vector<uint8_t> to_bytes() const;  // whole file in memory (small files, tests)
+    // The header alone (metadata, tensor infos, padding: what precedes the tensor data) and
+    // the size the whole file would have: a multi-GB model's table without writing it (the
+    // fit planner's tests).
+    std::vector<uint8_t> header_bytes() const;
+    uint64_t file_size() const;
 
 private:
     struct Tensor {
@@ -36,7 +41,7 @@ private:
         Producer produce;
     };
     template <class Sink>
-    void serialize(Sink& sink) const;  // not "emit": Qt defines that macro
+    void serialize(Sink& sink, bool with_data = true) const;  // not "emit": Qt defines that macro
     uint32_t alignment_;
     std::vector<std::pair<std::string, GgufValue>> kv_;
     std::vector<Tensor> tensors_;

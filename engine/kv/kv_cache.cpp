@@ -17,6 +17,10 @@ uint64_t KvCacheConfig::bytes_per_block() const {
     return 2ull * static_cast<uint64_t>(n_layers) * static_cast<uint64_t>(block_tokens) * row;
 }
 
+uint64_t KvCacheConfig::layer_pool_bytes() const {
+    return Tensor::shaped(type, int64_t{n_kv_heads} * head_dim, int64_t{n_blocks} * block_tokens).bytes();
+}
+
 KvCache::KvCache(Backend& backend, const KvCacheConfig& config)
     : KvCache(std::vector<Backend*>(static_cast<size_t>(std::max(config.n_layers, 0)), &backend), config) {}
 

@@ -24,6 +24,9 @@ struct KvCacheConfig {
     // Blocks needed to hold `n_seqs` sequences of `n_ctx` tokens each.
     static int32_t blocks_for(int64_t n_ctx, int32_t n_seqs, int32_t block_tokens);
     uint64_t bytes_per_block() const;  // K + V over all layers
+    // One layer's K (or V) pool as allocated: n_blocks * block_tokens rows (the fit planner
+    // pads it with the backend's alignment, engine/fit).
+    uint64_t layer_pool_bytes() const;
     uint64_t total_bytes() const { return bytes_per_block() * static_cast<uint64_t>(n_blocks); }
 };
 

@@ -18,6 +18,7 @@ SyntheticShape synthetic_shape(const std::string& name) {
     if (name == "tiny-gemma3") return {name, 256, 6, 4, 1, 512, 1024, 2048, true, "gemma3", 64, 4};
     if (name == "llama-3.2-1b") return {name, 2048, 16, 32, 8, 8192, 128256, 131072, true};
     if (name == "llama-3-8b") return {name, 4096, 32, 32, 8, 14336, 128256, 8192, false};
+    if (name == "llama-3-70b") return {name, 8192, 80, 64, 8, 28672, 128256, 8192, false};
     if (name == "smollm2-135m") return {name, 576, 30, 9, 3, 1536, 49152, 8192, true};
     if (name == "gemma3-270m") return {name, 640, 18, 4, 1, 2048, 262144, 32768, true, "gemma3", 256, 512};
     if (name == "qwen2.5-0.5b") return {name, 896, 24, 14, 2, 4864, 151936, 32768, true, "qwen2"};
@@ -27,8 +28,8 @@ SyntheticShape synthetic_shape(const std::string& name) {
 }
 
 std::vector<std::string> synthetic_shape_names() {
-    return {"tiny",       "tiny-qwen2",   "tiny-gemma3", "llama-3.2-1b",
-            "llama-3-8b", "smollm2-135m", "gemma3-270m", "qwen2.5-0.5b"};
+    return {"tiny",         "tiny-qwen2",  "tiny-gemma3",  "llama-3.2-1b", "llama-3-8b",
+            "smollm2-135m", "gemma3-270m", "qwen2.5-0.5b", "llama-3-70b"};
 }
 
 namespace {
@@ -129,8 +130,9 @@ void add_vocab(GgufWriter& w, int32_t n_vocab) {
 
 }  // namespace
 
-void write_synthetic_model(const std::string& path, const SyntheticShape& sh, const std::string& scheme_name,
-                           uint64_t seed) {
+namespace {
+
+GgufWriter synthetic_writer(const SyntheticShape& sh, const std::string& scheme_name, uint64_t seed) {
     const QuantScheme scheme = quant_scheme(scheme_name);
     const QuantPlanner planner(scheme, sh.n_layers, sh.tied_embeddings);
     const int32_t head_dim = sh.head_dim > 0 ? sh.head_dim : sh.n_embd / sh.n_heads;
@@ -201,7 +203,19 @@ void write_synthetic_model(const std::string& path, const SyntheticShape& sh, co
     }
     add_norm("output_norm.weight", d);
     if (!sh.tied_embeddings) add("output.weight", d, sh.n_vocab, ws);
-    w.write_file(path);
+    return w;
+}
+
+}  // namespace
+
+void write_synthetic_model(const std::string& path, const SyntheticShape& sh, const std::string& scheme_name,
+                           uint64_t seed) {
+    synthetic_writer(sh, scheme_name, seed).write_file(path);
+}
+
+SyntheticHeader synthetic_header(const SyntheticShape& shape, const std::string& scheme) {
+    const GgufWriter w = synthetic_writer(shape, scheme, 42);
+    return {w.header_bytes(), w.file_size()};
 }
 
 }  // namespace ember

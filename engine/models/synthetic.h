@@ -21,6 +21,7 @@ struct SyntheticShape {
 };
 
 // Named shapes: "tiny", "tiny-qwen2", "tiny-gemma3" (tests), "llama-3.2-1b", "llama-3-8b",
+// "llama-3-70b",
 // and the real test models' shapes "smollm2-135m", "gemma3-270m", "qwen2.5-0.5b" (for
 // machines the real files cannot be copied to, such as the GPU check's).
 SyntheticShape synthetic_shape(const std::string& name);
@@ -32,5 +33,14 @@ std::vector<std::string> synthetic_shape_names();
 // fallbacks). Deterministic for a given seed.
 void write_synthetic_model(const std::string& path, const SyntheticShape& shape, const std::string& scheme,
                            uint64_t seed = 42);
+
+// The header such a file would have (metadata and tensor table, no tensor data) and the
+// file's size: the tensor table of a 70B model without writing 40 GB (the fit planner's
+// tests and its decision table).
+struct SyntheticHeader {
+    std::vector<uint8_t> bytes;
+    uint64_t file_size = 0;
+};
+SyntheticHeader synthetic_header(const SyntheticShape& shape, const std::string& scheme);
 
 }  // namespace ember

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "kernels/common/alloc_size.h"
 #include "kernels/common/error.h"
 
 namespace ember {
@@ -129,18 +130,44 @@ Tensor Transformer::weight(Backend& be, const std::string& name, int64_t cols, i
 }
 
 KvCacheConfig Transformer::kv_config(int64_t n_ctx, int32_t n_seqs, DType kv_type) const {
+    return kv_config(config_, n_ctx, n_seqs, kv_type);
+}
+
+KvCacheConfig Transformer::kv_config(const ModelConfig& c, int64_t n_ctx, int32_t n_seqs, DType kv_type) {
     KvCacheConfig k;
-    k.n_layers = config_.n_layers;
-    k.n_kv_heads = config_.n_kv_heads;
-    k.head_dim = config_.head_dim;
+    k.n_layers = c.n_layers;
+    k.n_kv_heads = c.n_kv_heads;
+    k.head_dim = c.head_dim;
     k.type = kv_type;
     k.n_blocks = KvCacheConfig::blocks_for(n_ctx, n_seqs, k.block_tokens);
     return k;
 }
 
+std::array<Transformer::ScratchBuffer, Transformer::kScratchBuffers> Transformer::scratch_layout(const ModelConfig& c,
+                                                                                                 int64_t T, int64_t O) {
+    return {{{"x", c.n_embd, T},
+             {"xn", c.n_embd, T},
+             {"q", c.q_dim(), T},
+             {"k", c.kv_dim(), T},
+             {"v", c.kv_dim(), T},
+             {"attn", c.q_dim(), T},
+             {"proj", c.n_embd, T},
+             {"gate", c.n_ff, T},
+             {"up", c.n_ff, T},
+             {"out_x", c.n_embd, O},
+             {"logits", c.n_vocab, O}}};
+}
+
+uint64_t Transformer::scratch_bytes(const ModelConfig& c, int64_t n_tokens, int64_t n_outputs, size_t alloc_align) {
+    uint64_t total = 0;
+    for (const ScratchBuffer& b : scratch_layout(c, n_tokens, n_outputs))
+        total += padded_alloc_bytes(Tensor::shaped(DType::F32, b.cols, b.rows).bytes(), alloc_align);
+    return total;
+}
+
 void Transformer::free_scratch(Device& d) {
     Scratch& s = d.scratch;
-    for (Tensor* t : {&s.x, &s.xn, &s.q, &s.k, &s.v, &s.attn, &s.proj, &s.gate, &s.up, &s.out_x, &s.logits})
+    for (Tensor* t : s.buffers())
         if (t->data) d.backend->free(*t);
     s = Scratch{};
     d.act = Activations{};
@@ -152,21 +179,11 @@ void Transformer::ensure_scratch(Device& d, int64_t n_tokens, int64_t n_outputs)
     if (n_tokens <= s.tokens && n_outputs <= s.outputs) return;
     const int64_t T = std::max(n_tokens, s.tokens), O = std::max(n_outputs, s.outputs);
     free_scratch(d);
-    const ModelConfig& c = config_;
-    auto act = [&](int64_t cols, int64_t rows, const char* tag) {
-        return d.backend->alloc(MemoryKind::Activations, DType::F32, cols, rows, tag);
-    };
-    s.x = act(c.n_embd, T, "x");
-    s.xn = act(c.n_embd, T, "xn");
-    s.q = act(c.q_dim(), T, "q");
-    s.k = act(c.kv_dim(), T, "k");
-    s.v = act(c.kv_dim(), T, "v");
-    s.attn = act(c.q_dim(), T, "attn");
-    s.proj = act(c.n_embd, T, "proj");
-    s.gate = act(c.n_ff, T, "gate");
-    s.up = act(c.n_ff, T, "up");
-    s.out_x = act(c.n_embd, O, "out_x");
-    s.logits = act(c.n_vocab, O, "logits");
+    const auto layout = scratch_layout(config_, T, O);
+    const auto buffers = s.buffers();
+    for (size_t i = 0; i < layout.size(); ++i)
+        *buffers[i] =
+            d.backend->alloc(MemoryKind::Activations, DType::F32, layout[i].cols, layout[i].rows, layout[i].tag);
     s.tokens = T;
     s.outputs = O;
 }

@@ -2,6 +2,8 @@
 // backend and runs batched forward passes over a block KV cache. Architecture differences
 // are the flags in ModelConfig; there is one forward pass, not one per model family.
 #pragma once
+#include <algorithm>
+#include <array>
 #include <memory>
 #include <vector>
 
@@ -36,6 +38,25 @@ public:
     // The KV cache layout this model needs for `n_ctx` tokens of `n_seqs` sequences.
     KvCacheConfig kv_config(int64_t n_ctx, int32_t n_seqs, DType kv_type = DType::F16) const;
 
+    // ---- sizes, shared with the fit planner (engine/fit), which sizes a model before it
+    // is loaded: these are the formulas the load itself uses, so the plan cannot drift.
+    static KvCacheConfig kv_config(const ModelConfig& c, int64_t n_ctx, int32_t n_seqs, DType kv_type);
+    // The context a model is loaded with when none is asked for: its trained one, at most 4096.
+    static int64_t default_context(const ModelConfig& c) { return std::min<int64_t>(c.n_ctx_train, 4096); }
+    // One activation buffer of the per-pass scratch: rows x cols F32.
+    struct ScratchBuffer {
+        const char* tag;
+        int64_t cols, rows;
+    };
+    static constexpr int kScratchBuffers = 11;
+    // The scratch one device holds for passes of up to `n_tokens` tokens and `n_outputs`
+    // output rows (every device of a split holds all of it): x, xn, q, k, v, attn, proj,
+    // gate, up, out_x, logits.
+    static std::array<ScratchBuffer, kScratchBuffers> scratch_layout(const ModelConfig& c, int64_t n_tokens,
+                                                                     int64_t n_outputs);
+    // Their bytes on a backend that rounds each allocation up to `alloc_align`.
+    static uint64_t scratch_bytes(const ModelConfig& c, int64_t n_tokens, int64_t n_outputs, size_t alloc_align);
+
     // One forward pass over `batch` (its kv slots already reserved in `kv`). Writes the
     // logits of batch.output_rows to `logits` (output_rows.size() x n_vocab, row-major).
     void forward(const BatchInfo& batch, KvCache& kv, std::vector<float>& logits);
@@ -55,6 +76,10 @@ private:
     struct Scratch {
         int64_t tokens = 0, outputs = 0;
         Tensor x, xn, q, k, v, attn, proj, gate, up, out_x, logits;
+        // In scratch_layout's order.
+        std::array<Tensor*, kScratchBuffers> buffers() {
+            return {&x, &xn, &q, &k, &v, &attn, &proj, &gate, &up, &out_x, &logits};
+        }
     };
     // One pass's activations on one device: the scratch buffers cut to the pass's T tokens
     // (O output rows), plus the per-head views of q and k.

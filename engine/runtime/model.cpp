@@ -6,6 +6,7 @@
 
 #include "kernels/common/error.h"
 #include "engine/core/log.h"
+#include "engine/fit/measured_budget.h"
 
 namespace ember {
 namespace {
@@ -26,8 +27,8 @@ void check_options(const LoadOptions& o) {
         throw Error(std::to_string(o.n_seqs) + " sequences of " + std::to_string(o.n_ctx) + " tokens are out of range");
     if (o.n_threads < 0) throw Error("thread count " + std::to_string(o.n_threads) + " is negative");
     if (o.n_batch < 1) throw Error("batch size " + std::to_string(o.n_batch) + " must be at least 1");
-    if (o.n_gpu_layers < -1)
-        throw Error("GPU layer count " + std::to_string(o.n_gpu_layers) + " must be -1 (all) or more");
+    if (o.n_gpu_layers < -1 && o.n_gpu_layers != kAutoGpuLayers)
+        throw Error("GPU layer count " + std::to_string(o.n_gpu_layers) + " must be -1 (all), auto or 0 or more");
 }
 
 // A KV cache on the CPU larger than the machine's memory would be allocated lazily and the
@@ -58,11 +59,12 @@ std::unique_ptr<Model> Model::load(const LoadOptions& opts) {
     progress(opts, 0.2f);
     check_cancel(opts);
     m->choose_device(opts);
-    if (m->device_ != "cpu" && opts.n_gpu_layers >= 0 && opts.n_gpu_layers < n_layers) {
-        // Partial offload: the first n_gpu_layers on the GPU, the rest (and the output head) on the CPU.
+    const int gpu_layers = m->device_ == "cpu" ? -1 : m->gpu_layers(opts);
+    if (m->device_ != "cpu" && gpu_layers >= 0 && gpu_layers < n_layers) {
+        // Partial offload: the first gpu_layers on the GPU, the rest (and the output head) on the CPU.
         m->cpu_backend_ = make_cpu_backend(opts.n_threads);
-        m->transformer_ = std::make_unique<Transformer>(m->file_, *m->backend_, *m->cpu_backend_, opts.n_gpu_layers);
-        m->device_reason_ += "; " + std::to_string(opts.n_gpu_layers) + " of " + std::to_string(n_layers) +
+        m->transformer_ = std::make_unique<Transformer>(m->file_, *m->backend_, *m->cpu_backend_, gpu_layers);
+        m->device_reason_ += "; " + std::to_string(gpu_layers) + " of " + std::to_string(n_layers) +
                              " layers on the GPU, the rest on the CPU";
     } else {
         m->transformer_ = std::make_unique<Transformer>(m->file_, *m->backend_);
@@ -72,7 +74,7 @@ std::unique_ptr<Model> Model::load(const LoadOptions& opts) {
     check_cancel(opts);
 
     const ModelConfig& c = m->transformer_->config();
-    m->n_ctx_ = opts.n_ctx > 0 ? opts.n_ctx : std::min<int64_t>(c.n_ctx_train, 4096);
+    m->n_ctx_ = opts.n_ctx > 0 ? opts.n_ctx : Transformer::default_context(c);
     m->n_batch_ = std::max(1, opts.n_batch);
     const KvCacheConfig kv = m->transformer_->kv_config(m->n_ctx_, opts.n_seqs, opts.kv_type);
     if (m->device_ == "cpu") check_host_memory(kv, m->n_ctx_, opts.n_seqs);
@@ -99,6 +101,31 @@ void Model::choose_device(const LoadOptions& opts) {
     device_ = choice.device;
     device_reason_ = choice.reason;
     log_info("device: " + device_ + " (" + device_reason_ + ")");
+}
+
+// opts.n_gpu_layers, or with kAutoGpuLayers what the fit planner chooses for the GPU's free
+// memory (measured now, with the context open) and the available RAM.
+int Model::gpu_layers(const LoadOptions& opts) {
+    if (opts.n_gpu_layers != kAutoGpuLayers) return opts.n_gpu_layers;
+    fit::FitOptions fo{opts.n_ctx, opts.n_seqs, std::max(1, opts.n_batch), opts.kv_type};
+    const fit::Budget budget{backend_->memory().device_free, fit::available_ram(), true};
+    const fit::FitPlan p = fit::plan(fit::fit_model(*file_), fo, budget);
+    log_info("gpu layers auto: " + p.reason);
+    switch (p.placement) {
+        case fit::Placement::Gpu:
+            return -1;
+        case fit::Placement::Split:
+            return p.gpu_layers;
+        case fit::Placement::Cpu:
+            // Not one layer fits: the whole model on the CPU, no GPU scratch.
+            backend_ = make_cpu_backend(opts.n_threads);
+            device_ = "cpu";
+            device_reason_ += "; " + p.reason;
+            return -1;
+        case fit::Placement::TooLarge:
+            break;
+    }
+    throw Error(opts.path + ": " + p.reason);
 }
 
 std::vector<DeviceMemory> Model::memory_use() const {

@@ -23,15 +23,19 @@ namespace ember {
 // The largest context (tokens per sequence) a model is loaded with: positions are int32.
 constexpr int64_t kMaxContext = int64_t{1} << 30;
 
+constexpr int kAutoGpuLayers = -2;  // LoadOptions::n_gpu_layers: let the fit planner choose
+
 struct LoadOptions {
     std::string path;
     // Auto: the GPU when the CUDA module finds one, else the CPU; Cuda: the GPU or an error
     // saying why there is none; Cpu: the CPU.
     BackendPreference device = BackendPreference::Auto;
-    int n_threads = 0;      // CPU threads (0 = one per core)
-    int n_gpu_layers = -1;  // on a GPU: layers placed on it (-1 = all); the rest run on the CPU
-    int64_t n_ctx = 0;      // context per sequence; 0 = min(trained context, 4096); at most kMaxContext
-    int32_t n_seqs = 1;     // sequences the KV cache holds at once
+    int n_threads = 0;  // CPU threads (0 = one per core)
+    // On a GPU: layers placed on it (-1 = all); the rest run on the CPU. kAutoGpuLayers: as
+    // many as the fit planner (engine/fit) finds room for, or the CPU when none fit.
+    int n_gpu_layers = -1;
+    int64_t n_ctx = 0;   // context per sequence; 0 = min(trained context, 4096); at most kMaxContext
+    int32_t n_seqs = 1;  // sequences the KV cache holds at once
     DType kv_type = DType::F16;
     int32_t n_batch = 512;                      // prompt tokens per forward pass
     std::function<void(float)> on_progress;     // 0..1, called from the loading thread
@@ -65,6 +69,7 @@ public:
 private:
     Model() = default;
     void choose_device(const LoadOptions& opts);
+    int gpu_layers(const LoadOptions& opts);
     std::shared_ptr<const GgufFile> file_;
     ModelInfo info_;
     std::unique_ptr<Backend> backend_;

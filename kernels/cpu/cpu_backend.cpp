@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "kernels/backend.h"
+#include "kernels/common/alloc_size.h"
 #include "kernels/common/topk.h"
 #include "kernels/cpu/cpu_isa.h"
 #include "kernels/cpu/kv_layout.h"
@@ -37,7 +38,7 @@ public:
 
     Tensor alloc(MemoryKind kind, DType type, int64_t cols, int64_t rows, const char* tag) override {
         Tensor t = Tensor::shaped(type, cols, rows);
-        const size_t bytes = std::max<size_t>(64, (t.bytes() + 63) / 64 * 64);
+        const size_t bytes = padded_alloc_bytes(t.bytes(), kCpuAllocAlign);
         t.data = std::aligned_alloc(64, bytes);
         if (!t.data)
             throw Error(std::string("out of host memory allocating ") + tag + " (" + std::to_string(bytes) + " bytes)");

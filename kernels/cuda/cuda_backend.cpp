@@ -35,6 +35,7 @@
 #include <string>
 #include <vector>
 
+#include "kernels/common/alloc_size.h"
 #include "kernels/common/error.h"
 #include "kernels/common/format.h"
 #include "kernels/cuda/check.h"
@@ -45,7 +46,7 @@
 namespace ember::cuda {
 namespace {
 
-constexpr size_t kAlign = 256;
+constexpr size_t kAlign = kCudaAllocAlign;
 constexpr int64_t kWeightTileElems = int64_t{32} << 20;  // FP16 weight tile: 64 MiB of scratch
 // Quantized weights: up to this many tokens the matrix-vector kernels (re-reading the
 // weights once per 8 tokens) beat dequantize-to-FP16 + GEMM; float weights switch above 8.
@@ -109,7 +110,7 @@ public:
     Tensor alloc(MemoryKind kind, DType type, int64_t cols, int64_t rows, const char* tag) override {
         graphs_->flush();
         Tensor t = Tensor::shaped(type, cols, rows);
-        t.data = device_alloc(kind, std::max<size_t>(kAlign, align_up(t.bytes(), kAlign)), tag);
+        t.data = device_alloc(kind, padded_alloc_bytes(t.bytes(), kAlign), tag);
         EMBER_CUDA_CHECK(cudaMemsetAsync(t.data, 0, t.bytes(), stream_));
         return t;
     }
@@ -136,7 +137,7 @@ public:
             throw Error("weight type " + std::string(dtype_name(type)) + " is not supported by the CUDA backend");
         graphs_->flush();
         Tensor t = Tensor::shaped(type, cols, rows);
-        t.data = device_alloc(MemoryKind::Weights, std::max<size_t>(kAlign, align_up(t.bytes(), kAlign)), tag);
+        t.data = device_alloc(MemoryKind::Weights, padded_alloc_bytes(t.bytes(), kAlign), tag);
         // Pageable source: the runtime stages it, so `host` may go away after the call.
         EMBER_CUDA_CHECK(cudaMemcpyAsync(t.data, host, t.bytes(), cudaMemcpyHostToDevice, stream_));
         return t;

@@ -1,0 +1,196 @@
+#include "engine/fit/planner.h"
+
+#include <algorithm>
+
+#include "engine/kv/kv_cache.h"
+#include "engine/models/transformer.h"
+#include "kernels/common/alloc_size.h"
+#include "kernels/common/format.h"
+
+namespace ember::fit {
+namespace {
+
+// Which tensors a device holds, as Transformer::load_weights places them: the layers in
+// [first, end), the embedding on the first layer's device, the output norm and head on the
+// last layer's (the embedding again when the head is tied to it and the devices differ).
+// rope_freqs stays a host vector.
+struct Part {
+    int32_t first = 0, end = 0;
+    bool embedding = false, head = false;
+};
+
+bool holds(const FitTensor& t, const Part& p, bool tied_copy) {
+    if (t.layer >= 0) return t.layer >= p.first && t.layer < p.end;
+    if (t.name == "token_embd.weight") return p.embedding || (p.head && tied_copy);
+    if (t.name == "output_norm.weight" || t.name == "output.weight") return p.head;
+    return false;
+}
+
+bool has_tensor(const FitModel& m, const std::string& name) {
+    return std::any_of(m.tensors.begin(), m.tensors.end(), [&](const FitTensor& t) { return t.name == name; });
+}
+
+uint64_t grown(uint64_t need) {  // a CUDA grow-only buffer: up to 1.5x what it needed, whole MiB
+    return need ? (need + need / 2 + (1u << 20) - 1) / (1u << 20) * (1u << 20) : 0;
+}
+
+// The CUDA backend's own grow-only buffers at passes of up to T tokens (kernels/cuda/
+// cuda_backend.cpp): q8 activations for matrix-vector passes, FP16 activations and weight
+// tiles for GEMM passes, attention partials. An upper estimate, not checked on a GPU here.
+uint64_t cuda_backend_scratch(const FitModel& m, const Part& p, bool tied_copy, int64_t T) {
+    constexpr int64_t kQuantMatvecMax = 32, kFloatMatvecMax = 8, kTileElems = int64_t{32} << 20;
+    int64_t max_cols = 0, max_tile = 0;
+    bool quant = false, gemm = false;
+    for (const FitTensor& t : m.tensors) {
+        if (t.rows <= 1 || !holds(t, p, tied_copy)) continue;
+        const bool q = dtype_info(static_cast<uint32_t>(t.type))->block_elems > 1;
+        quant |= q;
+        max_cols = std::max(max_cols, t.cols);
+        if (t.type != DType::F32 && T > (q ? kQuantMatvecMax : kFloatMatvecMax)) {
+            gemm = true;
+            max_tile = std::max(max_tile, std::min(t.rows, std::max<int64_t>(64, kTileElems / t.cols)) * t.cols * 2);
+        }
+    }
+    const int64_t tq = std::min(T, kQuantMatvecMax);
+    uint64_t total = quant ? grown(static_cast<uint64_t>(tq * max_cols + tq * (max_cols / 32) * 8)) : 0;
+    if (gemm) total += grown(static_cast<uint64_t>(T * max_cols * 2)) + grown(static_cast<uint64_t>(max_tile));
+    const ModelConfig& c = m.config;
+    const int64_t splits = 32;  // the most key-range splits a short pass uses, by assumption
+    total += grown(static_cast<uint64_t>(std::max<int64_t>(T, kFloatMatvecMax) * splits * c.n_heads *
+                                         (c.head_dim + 2) * 4));
+    return total;
+}
+
+DeviceBytes device_bytes(const FitModel& m, const FitOptions& o, const DeviceProfile& d, const Part& p,
+                         bool measured) {
+    const ModelConfig& c = m.config;
+    const bool tied_copy = !p.embedding && !has_tensor(m, "output.weight");
+    DeviceBytes out;
+    out.layers = p.end - p.first;
+    for (const FitTensor& t : m.tensors) {
+        if (!holds(t, p, tied_copy)) continue;
+        if (d.maps_weights) out.mapped_weights += t.bytes;
+        else out.weights += padded_alloc_bytes(t.bytes, d.alloc_align);
+    }
+    const KvCacheConfig kv = Transformer::kv_config(c, o.n_ctx, o.n_seqs, o.kv_type);
+    out.kv_cache = 2 * static_cast<uint64_t>(out.layers) * padded_alloc_bytes(kv.layer_pool_bytes(), d.alloc_align);
+    const int64_t T = std::min<int64_t>(o.n_batch, o.n_ctx);
+    out.scratch = Transformer::scratch_bytes(c, T, o.n_seqs, d.alloc_align);
+    if (d.gpu) {
+        out.backend_scratch = cuda_backend_scratch(m, p, tied_copy, T);
+        if (!measured) out.overhead = kCudaContextBytes;
+    }
+    return out;
+}
+
+std::string gib(uint64_t n) { return format_bytes(n); }
+
+}  // namespace
+
+DeviceProfile cpu_profile() { return {false, kCpuAllocAlign, true}; }
+DeviceProfile cuda_profile() { return {true, kCudaAllocAlign, false}; }
+
+const char* placement_name(Placement p) {
+    switch (p) {
+        case Placement::Gpu:
+            return "gpu";
+        case Placement::Split:
+            return "split";
+        case Placement::Cpu:
+            return "cpu";
+        case Placement::TooLarge:
+            break;
+    }
+    return "too large";
+}
+
+FitPlan plan_layers(const FitModel& m, const FitOptions& opts, const Budget& b, int32_t gpu_layers,
+                    const DeviceProfile& gpu) {
+    FitOptions o = opts;
+    if (o.n_ctx <= 0) o.n_ctx = Transformer::default_context(m.config);
+    const int32_t L = m.config.n_layers;
+    FitPlan p;
+    p.n_layers = L;
+    p.n_ctx = o.n_ctx;
+    p.n_batch = o.n_batch;
+    p.budget = b;
+    if (b.vram == 0) {
+        p.placement = Placement::Cpu;
+        p.cpu = device_bytes(m, o, cpu_profile(), {0, L, true, true}, b.vram_measured);
+    } else if (gpu_layers < 0 || gpu_layers >= L) {
+        p.placement = Placement::Gpu;
+        p.gpu_layers = L;
+        p.gpu = device_bytes(m, o, gpu, {0, L, true, true}, b.vram_measured);
+    } else {
+        // Transformer's split: the embedding follows layer 0, the head the last layer.
+        p.placement = Placement::Split;
+        p.gpu_layers = gpu_layers;
+        p.gpu = device_bytes(m, o, gpu, {0, gpu_layers, gpu_layers > 0, false}, b.vram_measured);
+        p.cpu = device_bytes(m, o, cpu_profile(), {gpu_layers, L, gpu_layers == 0, true}, b.vram_measured);
+    }
+    return p;
+}
+
+bool fits(const FitPlan& p) {
+    const bool gpu_ok = p.placement == Placement::Cpu || p.gpu.total() <= p.budget.vram;
+    const bool cpu_ok = p.cpu.total() == 0 || p.cpu.total() <= p.budget.ram;
+    return gpu_ok && cpu_ok;
+}
+
+namespace {
+
+std::string gpu_line(const FitPlan& p) {
+    return gib(p.gpu.total()) + " of " + gib(p.budget.vram) + (p.budget.vram_measured ? " free" : "") + " VRAM";
+}
+std::string ram_line(const FitPlan& p) { return gib(p.cpu.total()) + " of " + gib(p.budget.ram) + " RAM"; }
+std::string ctx_line(const FitPlan& p) { return context_words(p.n_ctx); }
+
+}  // namespace
+
+std::string context_words(int64_t n_ctx) {
+    const std::string n = std::to_string(n_ctx);
+    return (n[0] == '8' ? "an " : "a ") + n + "-token context";
+}
+
+FitPlan plan(const FitModel& m, const FitOptions& o, const Budget& b) {
+    const int32_t L = m.config.n_layers;
+    if (b.vram > 0) {
+        FitPlan all = plan_layers(m, o, b, -1);
+        if (fits(all)) {
+            all.reason = "all " + std::to_string(L) + " layers on the GPU with " + ctx_line(all) + ": " + gpu_line(all);
+            return all;
+        }
+        for (int32_t n = L - 1; n >= 1; --n) {
+            FitPlan p = plan_layers(m, o, b, n);
+            if (!fits(p)) continue;
+            p.reason = std::to_string(n) + " of " + std::to_string(L) + " layers on the GPU (" + gpu_line(p) +
+                       "), the rest on the CPU (" + ram_line(p) + "); all on the GPU would need " +
+                       gib(all.gpu.total());
+            return p;
+        }
+        Budget cpu_only = b;
+        cpu_only.vram = 0;
+        FitPlan p = plan_layers(m, o, cpu_only, -1);
+        p.budget = b;
+        if (fits(p)) {
+            p.reason = "on the CPU with " + ctx_line(p) + " (" + ram_line(p) + "): not one layer fits the GPU's " +
+                       gib(b.vram) + (b.vram_measured ? " free" : "");
+            return p;
+        }
+        p.placement = Placement::TooLarge;
+        p.reason = "does not fit: " + ctx_line(p) + " needs " + gib(all.gpu.total()) + " on the GPU (" +
+                   gib(b.vram) + " there) or " + gib(p.cpu.total()) + " of RAM (" + gib(b.ram) + " there)";
+        return p;
+    }
+    FitPlan p = plan_layers(m, o, b, -1);
+    if (fits(p)) {
+        p.reason = "on the CPU (no GPU) with " + ctx_line(p) + ": " + ram_line(p);
+        return p;
+    }
+    p.placement = Placement::TooLarge;
+    p.reason = "does not fit: " + ctx_line(p) + " needs " + gib(p.cpu.total()) + " of RAM, " + gib(b.ram) +
+               " there (no GPU)";
+    return p;
+}
+
+}  // namespace ember::fit

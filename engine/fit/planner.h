@@ -1,0 +1,90 @@
+// The fit planner: how many bytes a model takes on each device before it is loaded, from
+// the same formulas the load uses (tensor bytes from the GGUF table, the KV pool of
+// KvCacheConfig, the per-pass scratch of Transformer::scratch_layout, each allocation padded
+// as the backend pads it, kernels/common/alloc_size.h), and the placement that follows from a
+// VRAM and RAM budget: all layers on the GPU, the first N of M on the GPU (the rest and the
+// output head on the CPU, as Transformer's split constructor places them), or the CPU.
+//
+// Exact for what the engine accounts in Model::memory_use() (tests/engine/fit checks it
+// within 2 % on real models on the CPU). Two GPU terms are estimates and are reported apart
+// (DeviceBytes::backend_scratch, ::overhead): the CUDA backend's own grow-only buffers
+// (FP16 weight tiles, quantized activations, attention partials) and, for a budget given as a
+// card size rather than measured, the CUDA context and cuBLAS workspace.
+#pragma once
+#include <cstdint>
+#include <string>
+
+#include "engine/fit/fit_model.h"
+
+namespace ember::fit {
+
+// How one kind of backend turns buffers into bytes.
+struct DeviceProfile {
+    bool gpu = false;
+    size_t alloc_align = 64;    // each allocation rounded up to this (kernels/common/alloc_size.h)
+    bool maps_weights = true;   // weights used in place from the file map (CPU) or copied (GPU)
+};
+DeviceProfile cpu_profile();
+DeviceProfile cuda_profile();
+
+struct FitOptions {
+    int64_t n_ctx = 0;     // tokens per sequence; 0 = Transformer::default_context
+    int32_t n_seqs = 1;    // sequences the KV cache holds
+    int32_t n_batch = 512; // prompt tokens per pass (the scratch is sized for the largest pass)
+    DType kv_type = DType::F16;
+};
+
+// Bytes free for the model. vram = 0: no GPU. A measured budget (free memory reported by the
+// backend after it started) already excludes the CUDA context; a stated one (`--vram 24GiB`,
+// a card's size) does not, and the planner takes kCudaContextBytes off it.
+struct Budget {
+    uint64_t vram = 0;
+    uint64_t ram = 0;
+    bool vram_measured = false;
+};
+// Estimates (unverified on a GPU here; see docs/BENCHMARKS.md for how to measure them).
+constexpr uint64_t kCudaContextBytes = uint64_t{512} << 20;  // context + cuBLAS handle and workspace
+
+// What one device holds, by the kinds of Model::memory_use() (DeviceMemory), plus the GPU
+// estimates.
+struct DeviceBytes {
+    int32_t layers = 0;
+    uint64_t weights = 0;         // allocated copies (GPU)
+    uint64_t mapped_weights = 0;  // used in place from the file map (CPU): resident in RAM
+    uint64_t kv_cache = 0;
+    uint64_t scratch = 0;          // the transformer's per-pass activations
+    uint64_t backend_scratch = 0;  // the CUDA backend's own buffers (estimate)
+    uint64_t overhead = 0;         // the CUDA context, for a stated budget (estimate)
+    uint64_t total() const { return weights + mapped_weights + kv_cache + scratch + backend_scratch + overhead; }
+};
+
+enum class Placement { Gpu, Split, Cpu, TooLarge };
+const char* placement_name(Placement p);  // "gpu", "split", "cpu", "too large"
+
+struct FitPlan {
+    Placement placement = Placement::TooLarge;
+    int32_t n_layers = 0;
+    int32_t gpu_layers = 0;  // layers on the GPU (== n_layers for Gpu, 0 for Cpu)
+    int64_t n_ctx = 0;       // as resolved (0 in the options -> the default)
+    int32_t n_batch = 0;
+    DeviceBytes gpu, cpu;
+    Budget budget;
+    std::string reason;  // one line: what goes where and why
+};
+
+// The bytes of a given placement: gpu_layers = -1 all on the GPU (or all on the CPU when
+// the budget has no GPU), 0..n_layers-1 a split (the first gpu_layers on the GPU). Does not
+// judge whether it fits.
+// `gpu` describes the GPU side (a test passes cpu_profile() to check a split between two
+// CPU backends exactly).
+FitPlan plan_layers(const FitModel& m, const FitOptions& o, const Budget& b, int32_t gpu_layers,
+                    const DeviceProfile& gpu = cuda_profile());
+// The best placement for the budget: all on the GPU if it fits, else the most layers that
+// leave both sides within budget, else the CPU, else TooLarge (the reason says by how much).
+FitPlan plan(const FitModel& m, const FitOptions& o, const Budget& b);
+// "an 8192-token context", "a 4096-token context": for the one-line reasons.
+std::string context_words(int64_t n_ctx);
+// Whether a plan's two sides are within its budget.
+bool fits(const FitPlan& p);
+
+}  // namespace ember::fit

@@ -1,0 +1,253 @@
+#include "engine/fit/quant_choice.h"
+
+#include <algorithm>
+#include <map>
+#include <regex>
+
+#include "kernels/common/error.h"
+#include "kernels/common/format.h"
+
+namespace ember::fit {
+
+int quant_quality(const std::string& q) {
+    // Roughly by bits per weight, the K-quant mixes between their base types. Full-precision
+    // files share the top rank: F32 is no better to run than F16 and twice the size.
+    static const std::map<std::string, int> rank = {
+        {"F32", 100},    {"F16", 100},    {"BF16", 100},   {"Q8_0", 90},    {"Q6_K", 80},   {"Q5_K_M", 72},
+        {"Q5_K", 70},    {"Q5_K_S", 70},  {"Q5_1", 68},    {"Q5_0", 66},    {"Q4_K_M", 60}, {"Q4_K", 55},
+        {"Q4_K_S", 55},  {"Q4_1", 52},    {"IQ4_NL", 50},  {"IQ4_XS", 49},  {"Q4_0", 48},   {"Q3_K_L", 42},
+        {"Q3_K_M", 40},  {"Q3_K", 38},    {"Q3_K_S", 36},  {"IQ3_M", 34},   {"IQ3_S", 33},  {"IQ3_XS", 32},
+        {"IQ3_XXS", 31}, {"Q2_K", 20},    {"Q2_K_S", 18},  {"IQ2_M", 16},   {"IQ2_S", 15},  {"IQ2_XS", 14},
+        {"IQ2_XXS", 13}, {"IQ1_M", 11},   {"IQ1_S", 10}};
+    auto it = rank.find(q);
+    return it == rank.end() ? 0 : it->second;
+}
+
+namespace {
+
+struct Option {
+    size_t index;  // into the candidates
+    FitPlan plan;
+};
+
+FitPlan plan_at(const FitModel& m, const ChoiceOptions& o, const Budget& b, int64_t ctx) {
+    FitOptions f = o.fit;
+    f.n_ctx = ctx;
+    return plan(m, f, b);
+}
+
+int64_t target_ctx(const FitModel& m, const ChoiceOptions& o) {
+    return std::min<int64_t>(o.fit.n_ctx > 0 ? o.fit.n_ctx : 8192, m.config.n_ctx_train);
+}
+
+std::vector<int64_t> contexts(int64_t target, int64_t min_ctx) {
+    std::vector<int64_t> out{target};
+    for (int64_t c = target / 2; c >= min_ctx; c /= 2) out.push_back(c);
+    return out;
+}
+
+std::string ctx_words(int64_t ctx) { return context_words(ctx); }
+
+class Chooser {
+public:
+    Chooser(const std::vector<Candidate>& c, const Budget& b, const ChoiceOptions& o) : c_(c), b_(b), o_(o) {
+        eff_ = b;
+        eff_.vram = static_cast<uint64_t>(static_cast<double>(b.vram) * (1.0 - o.margin));
+        eff_.ram = static_cast<uint64_t>(static_cast<double>(b.ram) * (1.0 - o.margin));
+        for (size_t i = 0; i < c.size(); ++i)
+            if (c[i].model) order_.push_back(i);
+        // Best quality first; among equals the smaller file.
+        std::stable_sort(order_.begin(), order_.end(), [&](size_t x, size_t y) {
+            const int qx = quality(x), qy = quality(y);
+            return qx != qy ? qx > qy : c_[x].size < c_[y].size;
+        });
+    }
+
+    std::optional<Option> choose(std::string& reason) {
+        const int min_q = quant_quality(o_.min_quant);
+        for (bool good : {true, false}) {
+            if (auto o = on_gpu(good, min_q, reason)) return o;
+            if (auto o = split(good, min_q, reason)) return o;
+            if (auto o = on_cpu(good, min_q, reason)) return o;
+        }
+        reason = nothing_fits();
+        return std::nullopt;
+    }
+
+    FitPlan target_plan(size_t i) const { return plan_at(model(i), o_, eff_, target_ctx(model(i), o_)); }
+
+private:
+    const FitModel& model(size_t i) const { return *c_[i].model; }
+    int quality(size_t i) const { return quant_quality(model(i).quant); }
+    bool eligible(size_t i, bool good, int min_q) const { return good == (quality(i) >= min_q); }
+    std::string vram() const { return format_bytes(b_.vram); }
+
+    std::optional<Option> on_gpu(bool good, int min_q, std::string& reason) {
+        if (b_.vram == 0) return std::nullopt;
+        if (order_.empty()) return std::nullopt;
+        // Context outside, quality inside: the best file at the target context wins over a
+        // better file at a shorter one.
+        const int64_t target = target_ctx(model(order_.front()), o_);
+        for (int64_t ctx : contexts(target, std::min(o_.min_ctx, target))) {
+            for (size_t k = 0; k < order_.size(); ++k) {
+                const size_t i = order_[k];
+                if (!eligible(i, good, min_q)) continue;
+                FitPlan p = plan_at(model(i), o_, eff_, ctx);
+                if (p.placement != Placement::Gpu) continue;
+                reason = model(i).quant + ": fits your " + vram() + " GPU with " + ctx_words(ctx) + " (" +
+                         format_bytes(p.gpu.total()) + ")" + why_not_better(k, ctx, target);
+                if (ctx < target) {
+                    // Only reached when no eligible file fits at a longer context.
+                    reason += "; at " + std::to_string(target) + " tokens it would need " +
+                              format_bytes(plan_layers(model(i), with_ctx(target), eff_, -1).gpu.total());
+                }
+                return Option{i, p};
+            }
+        }
+        return std::nullopt;
+    }
+
+    // A better file than order_[k] that did not fit: what it would need at ctx.
+    std::string why_not_better(size_t k, int64_t ctx, int64_t) const {
+        for (size_t j = k; j-- > 0;) {
+            const size_t i = order_[j];
+            if (quality(i) == quality(order_[k])) continue;
+            return "; " + model(i).quant + " would need " +
+                   format_bytes(plan_layers(model(i), with_ctx(ctx), eff_, -1).gpu.total());
+        }
+        return k == 0 ? ", the best file here" : "";
+    }
+
+    FitOptions with_ctx(int64_t ctx) const {
+        FitOptions f = o_.fit;
+        f.n_ctx = ctx;
+        return f;
+    }
+
+    std::optional<Option> split(bool good, int min_q, std::string& reason) {
+        if (b_.vram == 0) return std::nullopt;
+        std::optional<Option> best;
+        double best_share = -1;
+        for (size_t i : order_) {
+            if (!eligible(i, good, min_q)) continue;
+            FitPlan p = target_plan(i);
+            if (p.placement != Placement::Split) continue;
+            const double share = double(p.gpu_layers) / p.n_layers;
+            if (share > best_share) {  // ties keep the better quality (order_)
+                best_share = share;
+                best = Option{i, p};
+            }
+        }
+        if (!best) return std::nullopt;
+        const FitPlan& p = best->plan;
+        reason = model(best->index).quant + ": " + std::to_string(p.gpu_layers) + " of " + std::to_string(p.n_layers) +
+                 " layers on your " + vram() + " GPU, the rest on the CPU (" + format_bytes(p.cpu.total()) +
+                 " of RAM), with " + ctx_words(p.n_ctx) + "; no " + (good ? o_.min_quant + " or better" : "") +
+                 " file fits the GPU entirely";
+        return best;
+    }
+
+    std::optional<Option> on_cpu(bool good, int min_q, std::string& reason) {
+        std::optional<Option> best;
+        for (size_t i : order_) {
+            if (!eligible(i, good, min_q)) continue;
+            FitPlan p = target_plan(i);
+            if (p.placement != Placement::Cpu) continue;
+            if (!best || c_[i].size < c_[best->index].size) best = Option{i, p};
+        }
+        if (!best) return std::nullopt;
+        reason = model(best->index).quant + ": on the CPU with " + ctx_words(best->plan.n_ctx) + " (" +
+                 format_bytes(best->plan.cpu.total()) + " of " + format_bytes(b_.ram) + " RAM)" +
+                 (b_.vram ? "; not one layer fits the GPU" : "; no GPU") + "; the smallest file of " + o_.min_quant +
+                 " or better is the fastest on a CPU";
+        if (!good) reason += " (below " + o_.min_quant + ": nothing better fits)";
+        return best;
+    }
+
+    std::string nothing_fits() const {
+        if (order_.empty()) return "no plannable model file";
+        const size_t smallest = *std::min_element(order_.begin(), order_.end(),
+                                                  [&](size_t x, size_t y) { return c_[x].size < c_[y].size; });
+        const FitPlan p = target_plan(smallest);
+        return "nothing fits (the smallest file, " + model(smallest).quant + "): " + p.reason;
+    }
+
+    const std::vector<Candidate>& c_;
+    Budget b_, eff_;
+    const ChoiceOptions& o_;
+    std::vector<size_t> order_;
+};
+
+bool is_split_file(const std::string& path) {
+    static const std::regex split(R"(-\d{5}-of-\d{5}\.gguf$)");
+    return std::regex_search(path, split);
+}
+
+}  // namespace
+
+QuantChoice choose_quant(const std::vector<Candidate>& candidates, const Budget& budget, const ChoiceOptions& options) {
+    Chooser chooser(candidates, budget, options);
+    QuantChoice out;
+    const std::optional<Option> pick = chooser.choose(out.reason);
+    std::vector<size_t> order(candidates.size());
+    for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+    auto q = [&](size_t i) { return candidates[i].model ? quant_quality(candidates[i].model->quant) : -1; };
+    std::stable_sort(order.begin(), order.end(), [&](size_t x, size_t y) {
+        return q(x) != q(y) ? q(x) > q(y) : candidates[x].size < candidates[y].size;
+    });
+    for (size_t i : order) {
+        const Candidate& c = candidates[i];
+        RankedFile r{c.path, c.model ? c.model->quant : "", c.size, std::nullopt, c.skipped};
+        if (c.model) {
+            r.plan = chooser.target_plan(i);
+            r.note = r.plan->reason;
+        }
+        if (pick && pick->index == i) {
+            out.chosen = out.ranked.size();
+            out.plan = pick->plan;
+        }
+        out.ranked.push_back(std::move(r));
+    }
+    return out;
+}
+
+GgufFile read_header(const ListedFile& file, const PrefixReader& read_prefix) {
+    uint64_t want = std::min<uint64_t>(file.size, uint64_t{1} << 20);
+    for (;;) {
+        const std::vector<uint8_t> bytes = read_prefix(file.path, want);
+        if (bytes.size() < want) throw Error(file.path + ": could read only " + std::to_string(bytes.size()) + " of the first " + std::to_string(want) + " bytes");
+        GgufPrefix p = GgufFile::parse_prefix(bytes.data(), static_cast<size_t>(want), file.size, file.path);
+        if (p.file) return std::move(*p.file);
+        if (p.need_bytes > kMaxHeaderBytes)
+            throw Error(file.path + ": the GGUF header needs more than " + format_bytes(kMaxHeaderBytes));
+        // At least what it asked for, and at least twice as much as before: few round trips.
+        want = std::min(file.size, std::max(p.need_bytes, want * 2));
+    }
+}
+
+std::vector<Candidate> read_candidates(const std::vector<ListedFile>& files, const PrefixReader& read_prefix) {
+    std::vector<Candidate> out;
+    for (const ListedFile& f : files) {
+        if (f.path.size() < 5 || f.path.substr(f.path.size() - 5) != ".gguf") continue;
+        Candidate c{f.path, f.size, std::nullopt, ""};
+        if (is_split_file(f.path)) {
+            c.skipped = "split file: the engine loads single-file models only";
+        } else {
+            try {
+                c.model = fit_model(read_header(f, read_prefix));
+                c.model->file_bytes = f.size;
+            } catch (const Error& e) {
+                c.skipped = e.what();
+            }
+        }
+        out.push_back(std::move(c));
+    }
+    return out;
+}
+
+QuantChoice choose_from_listing(const std::vector<ListedFile>& files, const PrefixReader& read_prefix,
+                                const Budget& budget, const ChoiceOptions& options) {
+    return choose_quant(read_candidates(files, read_prefix), budget, options);
+}
+
+}  // namespace ember::fit

@@ -1,0 +1,133 @@
+// Exactness of the fit planner: the bytes it plans for a model equal, within 2 %, what the
+// engine then allocates, as Model::memory_use() reports them per kind (weights mapped from
+// the file, KV cache, per-pass scratch). Real models (stories260K F32, SmolLM2-135M Q4_1,
+// Gemma-3-270M Q4_K_M) and synthetic shapes, at several contexts, on the CPU backend; a
+// split between two CPU backends checks the partial-offload placement (which tensors and KV
+// layers go to which side). The CUDA side's own buffers and context are estimates that need
+// a GPU to check (engine/fit/planner.h says which).
+#include <string>
+#include <vector>
+
+#include "engine/fit/planner.h"
+#include "engine/models/synthetic.h"
+#include "engine/runtime/model.h"
+#include "test_data.h"
+
+using namespace ember;
+
+namespace {
+
+constexpr int32_t kBatch = 32;  // the pass size planned and run (small: the tests stay fast)
+
+// One prefill of min(kBatch, n_ctx) tokens: the pass that sizes the scratch.
+void prefill(Transformer& tr, KvCache& kv, int64_t n_ctx) {
+    const int32_t n = static_cast<int32_t>(std::min<int64_t>(kBatch, n_ctx));
+    const int32_t seq = kv.new_sequence();
+    std::vector<int32_t> toks, pos, seq_of(static_cast<size_t>(n), 0);
+    for (int32_t i = 0; i < n; ++i) {
+        toks.push_back(1 + i % 7);
+        pos.push_back(i);
+    }
+    const auto slots = kv.append(seq, n);
+    const auto table = kv.block_table(seq);
+    const int32_t out = n - 1;
+    BatchInfo b;
+    b.tokens = toks;
+    b.positions = pos;
+    b.seq_of = seq_of;
+    b.kv_slot = slots;
+    b.block_table = table;
+    b.n_seqs = 1;
+    b.max_blocks = static_cast<int32_t>(table.size());
+    b.output_rows = std::span<const int32_t>(&out, 1);
+    std::vector<float> logits;
+    tr.forward(b, kv, logits);
+    kv.free_sequence(seq);
+}
+
+void check_close(const char* what, uint64_t planned, uint64_t allocated) {
+    INFO(what, ": planned ", planned, " allocated ", allocated);
+    const double diff = planned > allocated ? double(planned - allocated) : double(allocated - planned);
+    CHECK(diff <= 0.02 * double(allocated));
+}
+
+void check_device(const fit::DeviceBytes& planned, const MemoryReport& r) {
+    check_close("weights", planned.weights, r.bytes[static_cast<int>(MemoryKind::Weights)]);
+    check_close("mapped weights", planned.mapped_weights, r.mapped_weight_bytes);
+    check_close("kv cache", planned.kv_cache, r.bytes[static_cast<int>(MemoryKind::KvCache)]);
+    check_close("scratch", planned.scratch, r.bytes[static_cast<int>(MemoryKind::Activations)]);
+}
+
+// Loads `path` on the CPU at n_ctx, runs the largest pass, compares memory_use() with the plan.
+void check_model(const std::string& path, int64_t n_ctx, DType kv_type = DType::F16) {
+    EMBER_REQUIRE_FILE(path);
+    LoadOptions lo;
+    lo.path = path;
+    lo.device = BackendPreference::Cpu;
+    lo.n_threads = 2;
+    lo.n_ctx = n_ctx;
+    lo.n_batch = kBatch;
+    lo.kv_type = kv_type;
+    auto model = Model::load(lo);
+    prefill(model->transformer(), model->kv(), n_ctx);
+    const std::vector<DeviceMemory> used = model->memory_use();
+    REQUIRE(used.size() == 1);
+
+    fit::FitOptions fo{n_ctx, 1, kBatch, kv_type};
+    const fit::FitPlan p = fit::plan_layers(fit::fit_model(model->file()), fo, fit::Budget{0, 0, false}, -1);
+    REQUIRE(p.placement == fit::Placement::Cpu);
+    INFO(path, " at ", n_ctx, " tokens");
+    check_close("weights", p.cpu.weights, used[0].weights);
+    check_close("mapped weights", p.cpu.mapped_weights, used[0].mapped_weights);
+    check_close("kv cache", p.cpu.kv_cache, used[0].kv_cache);
+    check_close("scratch", p.cpu.scratch, used[0].scratch);
+    check_close("total", p.cpu.total(), used[0].held());
+    test::info("%s ctx %lld: planned %llu B, allocated %llu B", path.c_str(), static_cast<long long>(n_ctx),
+               static_cast<unsigned long long>(p.cpu.total()), static_cast<unsigned long long>(used[0].held()));
+}
+
+}  // namespace
+
+TEST_CASE("planned bytes match the engine's on the real models") {
+    for (int64_t ctx : {512, 2048, 8192}) {
+        check_model(test::testdata(test::kStories), ctx);
+        check_model(test::test_model(test::kSmolLM2), ctx);
+        check_model(test::test_model(test::kGemma3), ctx);
+    }
+    check_model(test::test_model(test::kSmolLM2), 2048, DType::Q8_0);
+}
+
+TEST_CASE("planned bytes match the engine's on synthetic shapes") {
+    test::TempDir dir;
+    const std::pair<const char*, const char*> models[] = {
+        {"tiny", "Q4_K_M"}, {"tiny-qwen2", "Q8_0"}, {"tiny-gemma3", "F16"}, {"tiny", "Q6_K"}};
+    for (auto [shape, scheme] : models) {
+        const std::string path = dir.path() + "/" + shape + "-" + scheme + ".gguf";
+        write_synthetic_model(path, synthetic_shape(shape), scheme);
+        for (int64_t ctx : {512, 2048, 8192}) check_model(path, ctx);
+        check_model(path, 2048, DType::Q8_0);
+    }
+}
+
+// Transformer's split: layers [0, n) and the embedding on the first backend, the rest and
+// the output head (a mapped copy of the tied embedding) on the second, KV layers likewise.
+TEST_CASE("planned split matches the two backends' allocations") {
+    const std::string path = test::test_model(test::kSmolLM2);
+    EMBER_REQUIRE_FILE(path);
+    auto file = std::make_shared<const GgufFile>(GgufFile::open(path));
+    const fit::FitModel fm = fit::fit_model(*file);
+    for (int32_t n : {0, 1, 17, 29}) {
+        INFO("first ", n, " layers on the first backend");
+        auto first = make_cpu_backend(2), rest = make_cpu_backend(2);
+        {
+            Transformer tr(file, *first, *rest, n);
+            KvCache kv(tr.layer_backends(), tr.kv_config(2048, 1));
+            prefill(tr, kv, 2048);
+            fit::FitOptions fo{2048, 1, kBatch, DType::F16};
+            const fit::FitPlan p = fit::plan_layers(fm, fo, fit::Budget{1, 0, false}, n, fit::cpu_profile());
+            REQUIRE(p.placement == fit::Placement::Split);
+            check_device(p.gpu, first->memory());
+            check_device(p.cpu, rest->memory());
+        }
+    }
+}
