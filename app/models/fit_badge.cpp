@@ -1,18 +1,11 @@
 #include "app/models/fit_badge.h"
 
-#include <unistd.h>
-
 #include "engine/fit/byte_size.h"
-#include "kernels/backend_loader.h"
+#include "engine/fit/measured_budget.h"
 #include "kernels/common/format.h"
 
 namespace ember::app {
 namespace {
-
-uint64_t available_ram() {
-    const long pages = sysconf(_SC_AVPHYS_PAGES), page = sysconf(_SC_PAGESIZE);
-    return pages > 0 && page > 0 ? uint64_t(pages) * uint64_t(page) : 0;
-}
 
 QString bytes_text(uint64_t n) { return QString::fromStdString(format_bytes(n)); }
 
@@ -47,18 +40,12 @@ QString badge_label(fit::Placement p) {
 }
 
 fit::Budget resolve_budget(const QString& vram, const QString& ram) {
+    const bool typed_vram = !vram.trimmed().isEmpty(), typed_ram = !ram.trimmed().isEmpty();
     fit::Budget b;
-    if (!vram.trimmed().isEmpty()) {
-        b.vram = fit::parse_byte_size(vram.toStdString(), "the VRAM budget");
-    } else {
-        for (const DeviceDescription& d : list_devices())
-            if (d.id != "cpu") {  // the first GPU: what the engine loads onto
-                b.vram = d.free_memory;
-                b.vram_measured = true;
-                break;
-            }
-    }
-    b.ram = ram.trimmed().isEmpty() ? available_ram() : fit::parse_byte_size(ram.toStdString(), "the RAM budget");
+    if (!typed_vram) b = fit::measured_budget();  // what the planner itself measures
+    if (typed_vram) b.vram = fit::parse_byte_size(vram.toStdString(), "the VRAM budget");
+    if (typed_ram) b.ram = fit::parse_byte_size(ram.toStdString(), "the RAM budget");
+    else if (typed_vram) b.ram = fit::available_ram();
     return b;
 }
 
