@@ -17,6 +17,7 @@ Item {
 
         ColumnLayout {
             Layout.preferredWidth: 380
+            Layout.minimumWidth: 380
             Layout.fillHeight: true
             TextField {
                 id: query
@@ -54,6 +55,7 @@ Item {
         Rectangle { Layout.fillHeight: true; width: 1; color: Theme.border }
         ColumnLayout {
             Layout.fillWidth: true
+            Layout.preferredWidth: 500  // not the wrapped reasons' one-line width
             Layout.fillHeight: true
             Label {
                 objectName: "repoTitle"

@@ -5,10 +5,8 @@
 
 #include "app/models/async_call.h"
 #include "app/models/catalog.h"
-#ifdef EMBER_HAVE_FIT
 #include "app/models/fit_badge.h"
 #include "engine/fit/quant_choice.h"
-#endif
 #include "engine/hub/download_queue.h"
 #include "engine/hub/hub_client.h"
 #include "kernels/common/format.h"
@@ -176,7 +174,6 @@ struct FitAnswer {
     QString summary, budget;
 };
 
-#ifdef EMBER_HAVE_FIT
 // Reads each file's header from the hub (its first bytes only) and ranks the files with the
 // fit planner's quantization chooser against the budget.
 FitAnswer judge_files(const std::string& repo, const std::vector<QVariantMap>& rows, const QString& vram,
@@ -205,20 +202,6 @@ FitAnswer judge_files(const std::string& repo, const std::vector<QVariantMap>& r
     }
     return a;
 }
-
-#else
-FitAnswer judge_files(const std::string&, const std::vector<QVariantMap>& rows, const QString&, const QString&) {
-    FitAnswer a;
-    a.summary = QStringLiteral("this build has no fit planner (engine/fit)");
-    for (const QVariantMap& r : rows)
-        a.updates.push_back({{QStringLiteral("quant"), r.value("quant")},
-                             {QStringLiteral("badge"), QStringLiteral("unknown")},
-                             {QStringLiteral("badgeText"), QStringLiteral("Not checked")},
-                             {QStringLiteral("reason"), a.summary},
-                             {QStringLiteral("checked"), true}});
-    return a;
-}
-#endif
 
 }  // namespace
 
