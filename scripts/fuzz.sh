@@ -5,6 +5,7 @@
 #   fuzz_jinja      chat templates: lexer, parser, interpreter (templates come from model files)
 #   fuzz_tokenizer  encode/decode of arbitrary bytes with every test vocabulary
 #   fuzz_gguf_prefix  the header-only parse of a file's first bytes, and the fit planner on it
+#   fuzz_hub        the model hub's JSON answers, Content-Range and remote file names
 # Usage: scripts/fuzz.sh [SECONDS] [TARGET...]   (default: 60 s each, every target)
 #
 # Seeds: the head of stories260K and a vocab GGUF; the upstream chat templates and
@@ -17,7 +18,7 @@ cd "$(dirname "$0")/.."
 seconds="${1:-60}"
 shift || true
 targets=("$@")
-[[ ${#targets[@]} -gt 0 ]] || targets=(fuzz_gguf fuzz_jinja fuzz_tokenizer fuzz_gguf_prefix)
+[[ ${#targets[@]} -gt 0 ]] || targets=(fuzz_gguf fuzz_jinja fuzz_tokenizer fuzz_gguf_prefix fuzz_hub)
 testdata="${EMBER_TESTDATA_DIR:-$(pwd)/../shared/testdata}"
 export EMBER_TESTDATA_DIR="$testdata"
 
@@ -42,6 +43,7 @@ for t in "${targets[@]}"; do
     gguf | gguf_prefix) args+=(-max_len=70000) ;;
     jinja) args+=(-max_len=16384 -dict=tests/fuzz/jinja.dict) ;;
     tokenizer) args+=(-max_len=4096) ;;
+    hub) args+=(-max_len=8192) ;;
   esac
   corpora=("$out/corpus-$name" "$out/seeds/$name")
   [[ -d "tests/fuzz/corpus/$name" ]] && corpora+=("tests/fuzz/corpus/$name")

@@ -10,6 +10,21 @@ namespace ember::hub {
 
 using namespace http;
 
+namespace {
+
+constexpr int kMaxTreePages = 1000;
+
+// The URL of `Link: <URL>; rel="next"`, or "".
+std::string next_page_url(const std::string& link) {
+    const size_t rel = link.find("rel=\"next\"");
+    if (rel == std::string::npos) return "";
+    const size_t open = link.rfind('<', rel), close = link.rfind('>', rel);
+    if (open == std::string::npos || close == std::string::npos || close < open) return "";
+    return link.substr(open + 1, close - open - 1);
+}
+
+}  // namespace
+
 HubConfig HubConfig::from_env() {
     HubConfig c;
     if (const char* e = std::getenv("HF_ENDPOINT"); e && *e) c.endpoint = e;
@@ -38,7 +53,16 @@ std::vector<RemoteFile> HubClient::list_files(const std::string& repo, const std
     Request req;
     req.url = config_.endpoint + "/api/models/" + repo + "/tree/" + escape(revision) + "?recursive=1";
     req.stall_timeout = config_.stall_timeout;
-    return parse_tree_response(fetch_checked(config_, req, "list the files of " + repo + "@" + revision).body);
+    std::vector<RemoteFile> out;
+    // Large repositories come in pages, each naming the next in a `Link: <URL>; rel="next"` header.
+    for (int page = 0; page < kMaxTreePages && !req.url.empty(); ++page) {
+        const Response r = fetch_checked(config_, req, "list the files of " + repo + "@" + revision);
+        for (RemoteFile& f : parse_tree_response(r.body)) out.push_back(std::move(f));
+        req.url = next_page_url(r.header("link"));
+        if (!req.url.empty() && origin_of(req.url) != origin_of(config_.endpoint))
+            throw HubError(HubErrorKind::Protocol, "list the files of " + repo + ": the next page is on another host");
+    }
+    return out;
 }
 
 std::string HubClient::resolve_url(const std::string& repo, const std::string& revision,

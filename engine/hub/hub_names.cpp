@@ -5,7 +5,6 @@
 #include <cctype>
 #include <charconv>
 #include <map>
-#include <regex>
 
 #include "kernels/common/error.h"
 #include "kernels/common/format.h"
@@ -44,6 +43,24 @@ std::string base_name(std::string_view path) {
 
 bool ends_with_gguf(std::string_view p) { return p.size() > 5 && upper(p.substr(p.size() - 5)) == ".GGUF"; }
 
+// The quantization labels llama.cpp's tools write into file names (upper case).
+bool is_quant_label(std::string_view t) {
+    static const char* const kExact[] = {"MXFP4", "BF16", "FP16", "F16", "FP32", "F32", "TQ1_0", "TQ2_0"};
+    for (const char* e : kExact)
+        if (t == e) return true;
+    auto digit_in = [](char c, char lo, char hi) { return c >= lo && c <= hi; };
+    if (t.size() >= 5 && t.substr(0, 2) == "IQ" && digit_in(t[2], '1', '4') && t[3] == '_') {
+        const std::string_view kind = t.substr(4);
+        return kind == "XXS" || kind == "XS" || kind == "NL" || kind == "S" || kind == "M";
+    }
+    if (t.size() < 4 || t[0] != 'Q' || t[2] != '_') return false;
+    if (t.size() == 4)
+        return (t[3] == '0' || t[3] == '1') ? digit_in(t[1], '4', '8') : t[3] == 'K' && digit_in(t[1], '2', '8');
+    if (t[3] != 'K' || t[4] != '_' || !digit_in(t[1], '2', '6')) return false;
+    const std::string_view size = t.substr(5);
+    return size == "XL" || size == "S" || size == "M" || size == "L";
+}
+
 }  // namespace
 
 void check_repo_id(std::string_view repo) {
@@ -81,31 +98,45 @@ void check_remote_path(std::string_view path) {
 }
 
 std::string quant_of(std::string_view file_name) {
-    // Longest labels first so "Q4_K_M" wins over "Q4_K"; a label stands between separators.
-    static const std::regex kLabel(
-        "(^|[-._])(IQ[1-4]_(XXS|XS|NL|S|M)|Q[2-6]_K_(XL|S|M|L)|Q[2-8]_K|Q[4-8]_[01]|TQ[12]_0|MXFP4|BF16|FP16|F16|"
-        "FP32|F32)(?=$|[-.])",
-        std::regex::icase);
     std::string name = base_name(file_name);
     if (auto split = split_part_of(name)) name = split->stem;
     else if (ends_with_gguf(name)) name.resize(name.size() - 5);
+    // A label stands between separators ('-' or '.'; '_' may precede it too). The last one
+    // wins: "Q8_0-F16"-style names list the weights last.
     std::string found;
-    for (auto it = std::sregex_iterator(name.begin(), name.end(), kLabel); it != std::sregex_iterator(); ++it)
-        found = (*it)[2].str();  // the last label: "Q8_0-F16" style names list the weights last
-    found = upper(found);
+    size_t start = 0;
+    while (start <= name.size()) {
+        size_t end = name.find_first_of("-.", start);
+        if (end == std::string::npos) end = name.size();
+        const std::string token = upper(std::string_view(name).substr(start, end - start));
+        for (size_t at = 0; at < token.size(); at = token.find('_', at) + 1) {
+            if (is_quant_label(std::string_view(token).substr(at))) {
+                found = token.substr(at);
+                break;
+            }
+            if (token.find('_', at) == std::string::npos) break;
+        }
+        start = end + 1;
+    }
     if (found == "FP16") return "F16";
     if (found == "FP32") return "F32";
     return found;
 }
 
 std::optional<SplitPart> split_part_of(std::string_view path) {
-    static const std::regex kSplit("^(.*)-([0-9]{5})-of-([0-9]{5})\\.gguf$", std::regex::icase);
-    std::match_results<std::string_view::const_iterator> m;
-    if (!std::regex_match(path.begin(), path.end(), m, kSplit)) return std::nullopt;
+    // "<stem>-NNNNN-of-NNNNN.gguf", read from the end (no regex: names come from servers).
+    constexpr size_t kTail = 20;  // "-00001-of-00003.gguf"
+    if (path.size() <= kTail || !ends_with_gguf(path)) return std::nullopt;
+    const std::string_view t = path.substr(path.size() - kTail, kTail - 5);  // "-00001-of-00003"
+    auto digits = [](std::string_view d) {
+        return std::all_of(d.begin(), d.end(), [](char c) { return c >= '0' && c <= '9'; });
+    };
+    if (t[0] != '-' || t.substr(6, 4) != "-of-" || !digits(t.substr(1, 5)) || !digits(t.substr(10, 5)))
+        return std::nullopt;
     SplitPart p;
-    p.stem = m[1].str();
-    p.index = static_cast<uint32_t>(std::stoul(m[2].str()));
-    p.count = static_cast<uint32_t>(std::stoul(m[3].str()));
+    p.stem = std::string(path.substr(0, path.size() - kTail));
+    p.index = static_cast<uint32_t>(std::stoul(std::string(t.substr(1, 5))));
+    p.count = static_cast<uint32_t>(std::stoul(std::string(t.substr(10, 5))));
     if (p.index == 0 || p.count == 0 || p.index > p.count) return std::nullopt;
     return p;
 }

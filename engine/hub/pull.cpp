@@ -3,6 +3,8 @@
 
 #include <filesystem>
 
+#include "engine/hub/sha256.h"
+
 namespace ember::hub {
 
 ModelRef parse_model_ref(const std::string& text) {
@@ -71,10 +73,14 @@ PullState run_pull(const HubClient& hub, library::Library& lib, const PullPlan& 
             if (on_progress) on_progress(p);
         };
         std::error_code ec;
-        const bool have = std::filesystem::file_size(final_path, ec) == f.size && !ec;
+        // A finished part from an earlier, interrupted pull of a split model (or a model pulled
+        // again) stays when its bytes still hash right; anything else there is replaced.
+        bool have = std::filesystem::file_size(final_path, ec) == f.size && !ec;
+        if (have && sha256_file(final_path) != f.sha256) {
+            std::filesystem::remove(final_path, ec);
+            have = false;
+        }
         DownloadOutcome out = DownloadOutcome::Done;
-        // A finished part from an earlier, interrupted pull of a split model stays: its bytes were
-        // verified before it got its final name.
         if (!have) out = hub.download(plan.repo, plan.revision, f, part_path, final_path, control, report);
         if (out == DownloadOutcome::Cancelled) {
             std::filesystem::remove(part_path, ec);

@@ -13,6 +13,7 @@ from ROOT/{owner}/{name}/ (real files written by the test). A repository may hol
   ignore_range: true  always answer 200 with the whole file
   corrupt: true       flip one byte of every body (the published hash then does not match)
   tree_sha: {path: h} publish these SHA-256s instead of the real ones
+  page_size: N        the file tree in pages of N entries, linked by `Link: <..>; rel="next"`
   status: N           answer resolve with HTTP N
   times: K            how many transfers per file the drop/stall faults hit (default 1)
 Each request is appended to LOG as one JSON line: method, path, host, range, auth.
@@ -116,7 +117,7 @@ class Handler(BaseHTTPRequestHandler):
             if parts[:2] == ["api", "models"] and len(parts) == 2:
                 return self.search(urllib.parse.parse_qs(url.query))
             if parts[:2] == ["api", "models"] and len(parts) >= 6 and parts[4] == "tree":
-                return self.tree(parts[2], parts[3], parts[5])
+                return self.tree(parts[2], parts[3], parts[5], urllib.parse.parse_qs(url.query))
             if len(parts) >= 5 and parts[2] == "resolve":
                 return self.resolve(parts[0], parts[1], parts[3], "/".join(parts[4:]))
             if parts[0] == "_storage" and len(parts) >= 4:
@@ -147,7 +148,7 @@ class Handler(BaseHTTPRequestHandler):
         limit = int(q.get("limit", ["1000"])[0])
         self.reply(200, json.dumps(out[:limit]).encode())
 
-    def tree(self, owner, name, rev):
+    def tree(self, owner, name, rev, query=None):
         d = repo_dir(owner, name)
         if d is None:
             return self.error(404, "Repository not found")
@@ -165,7 +166,15 @@ class Handler(BaseHTTPRequestHandler):
             if rel.endswith(".gguf"):
                 entry["lfs"] = {"oid": override.get(rel, sha256_of(full)), "size": size, "pointerSize": 134}
             out.append(entry)
-        self.reply(200, json.dumps(out).encode())
+        page = int(fault.get("page_size", 0))
+        if not page:
+            return self.reply(200, json.dumps(out).encode())
+        cursor = int((query or {}).get("cursor", ["0"])[0])
+        headers = {}
+        if cursor + page < len(out):
+            headers["Link"] = '<http://%s/api/models/%s/%s/tree/%s?recursive=1&cursor=%d>; rel="next"' % (
+                self.headers.get("Host"), owner, name, rev, cursor + page)
+        self.reply(200, json.dumps(out[cursor:cursor + page]).encode(), headers=headers)
 
     def resolve(self, owner, name, rev, rel):
         d = repo_dir(owner, name)
@@ -248,6 +257,8 @@ def main():
     a = ap.parse_args()
     ROOT, LOG = a.root, a.log
     ThreadingHTTPServer.daemon_threads = True
+    # Clients that hang up mid-transfer (the faults under test) are normal here: no tracebacks.
+    ThreadingHTTPServer.handle_error = lambda self, request, address: None
     srv = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
     if a.tls:
         ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)

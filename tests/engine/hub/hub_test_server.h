@@ -23,6 +23,9 @@ public:
     // `tls`: serve HTTPS with the self-signed certificate in this folder.
     explicit HubServer(bool tls = false) {
         std::filesystem::create_directories(root());
+        // libcurl honours proxy variables; a CI machine's proxy must not see loopback requests.
+        setenv("no_proxy", "127.0.0.1,localhost", 1);
+        setenv("NO_PROXY", "127.0.0.1,localhost", 1);
         int out[2];
         REQUIRE(pipe(out) == 0);
         posix_spawn_file_actions_t fa;

@@ -32,7 +32,9 @@ HubConfig config_for(const test::HubServer& s, const std::string& token = "") {
     HubConfig c;
     c.endpoint = s.url();
     c.token = token;
-    c.stall_timeout = std::chrono::milliseconds(400);  // stalls are injected: keep the test short
+    // Long enough that a slow, loaded machine (CI, sanitizers) never trips it by accident; the
+    // stall test sets a shorter one.
+    c.stall_timeout = std::chrono::milliseconds(3000);
     c.backoff_initial = std::chrono::milliseconds(10);
     c.backoff_max = std::chrono::milliseconds(50);
     c.max_attempts = 3;
@@ -95,6 +97,15 @@ TEST_CASE("list_files gives sizes and LFS SHA-256s; fetch_range reads a GGUF hea
     s.set_fault("t/m", {{"ignore_range", true}});  // a server that sends the whole file: still right
     CHECK(hub.fetch_range("t/m", "main", "m-F32.gguf", 1000, 64) == whole.substr(1000, 64));
 
+    s.add_file("t/paged", "a-Q8_0.gguf", stories());
+    s.add_file("t/paged", "b-F32.gguf", stories());
+    s.add_file("t/paged", "c.txt", stories());
+    s.set_fault("t/paged", {{"page_size", 1}});
+    const auto paged = hub.list_files("t/paged");
+    REQUIRE(paged.size() == 3);  // three pages, one entry each
+    CHECK(paged[2].path == "c.txt");
+    CHECK(s.requests_to("/api/models/t/paged/tree/main").size() == 3);
+
     CHECK_THROWS_WITH_AS(hub.list_files("t/none"), doctest::Contains("not found (HTTP 404)"), HubError);
     CHECK_THROWS_WITH_AS(hub.list_files("t/m", "v2"), doctest::Contains("Revision Not Found"), HubError);
 }
@@ -127,7 +138,9 @@ TEST_CASE("a stalled transfer is aborted by the watchdog and resumed") {
     test::HubServer s;
     s.add_file("t/m", "m-F32.gguf", stories());
     s.set_fault("t/m", {{"stall_after", 200000}});
-    const HubClient hub(config_for(s));
+    HubConfig cfg = config_for(s);
+    cfg.stall_timeout = std::chrono::milliseconds(1000);  // the injected stall lasts 60 s
+    const HubClient hub(cfg);
     test::TempDir dir;
     CHECK(fetch_file(hub, "t/m", "m-F32.gguf", dir) == DownloadOutcome::Done);
     CHECK(test::read_file(dir.file("m-F32.gguf")) == test::read_file(stories()));
@@ -300,6 +313,17 @@ TEST_CASE("a split GGUF downloads as one model") {
     CHECK(m->parts[1].sha256 == sha256_file(src.file("b.gguf")));
     CHECK(m->size == fs::file_size(src.file("a.gguf")) + fs::file_size(src.file("b.gguf")));
     CHECK(m->path == models.path() + "/t/split/main/x-Q8_0-00001-of-00002.gguf");
+
+    // Pulled again after part 2 was damaged behind the library's back (same size): only that
+    // part is fetched again, and the model ends verified.
+    std::string bytes = test::read_file(m->parts[1].path);
+    bytes[bytes.size() / 2] ^= 1;
+    test::write_file(m->parts[1].path, bytes);
+    TransferControl again;
+    CHECK(run_pull(hub, lib, plan, again, {}, &id) == PullState::Done);
+    CHECK(sha256_file(m->parts[1].path) == sha256_file(src.file("b.gguf")));
+    CHECK(s.requests_to("/_storage/t/split/x-Q8_0-00001-of-00002.gguf").size() == 1);
+    CHECK(s.requests_to("/_storage/t/split/x-Q8_0-00002-of-00002.gguf").size() == 2);
     CHECK_THROWS_WITH(plan_pull(hub, "t/split", "main", ""),
                       doctest::Contains("no quantization given for t/split; available: F32"));
 }

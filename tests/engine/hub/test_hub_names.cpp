@@ -42,6 +42,9 @@ TEST_CASE("quantization labels and split parts are read from GGUF file names") {
     CHECK(quant_of("x-BF16-00001-of-00003.gguf") == "BF16");
     CHECK(quant_of("Q6_K/x-Q6_K-00002-of-00002.gguf") == "Q6_K");
     CHECK(quant_of("stories260K.gguf") == "");
+    CHECK(quant_of("model_q4_k_s.gguf") == "Q4_K_S");
+    CHECK(quant_of("x-Q9_0.gguf") == "");
+    CHECK(quant_of("x-IQ2_XXS.gguf") == "IQ2_XXS");
     CHECK(quant_of("MyQ4_K_Mmodel.gguf") == "");  // a label must stand between separators
 
     const auto s = split_part_of("dir/x-Q8_0-00002-of-00003.gguf");
