@@ -46,8 +46,10 @@ fit::Budget budget(const Args& a) {
     return b;
 }
 
+std::string bytes_or_dash(uint64_t n) { return n ? format_bytes(n) : "-"; }
+
 void print_row(const char* kind, uint64_t gpu, uint64_t cpu) {
-    std::printf("  %-22s %12s %12s\n", kind, gpu ? format_bytes(gpu).c_str() : "-", cpu ? format_bytes(cpu).c_str() : "-");
+    std::printf("  %-22s %12s %12s\n", kind, bytes_or_dash(gpu).c_str(), bytes_or_dash(cpu).c_str());
 }
 
 void print_plan(const fit::FitPlan& p) {
@@ -102,7 +104,7 @@ int rank_files(const std::vector<std::string>& args, const fit::Budget& b, const
         }
         std::printf("  %-3s %-8s %10s %-6s %10s %10s  %s\n", chosen ? "->" : "", r.quant.c_str(),
                     format_bytes(r.size).c_str(), fit::placement_name(r.plan->placement),
-                    format_bytes(r.plan->gpu.total()).c_str(), format_bytes(r.plan->cpu.total()).c_str(),
+                    bytes_or_dash(r.plan->gpu.total()).c_str(), bytes_or_dash(r.plan->cpu.total()).c_str(),
                     r.path.c_str());
     }
     std::printf("\n%s\n", c.reason.c_str());

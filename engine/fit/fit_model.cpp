@@ -26,8 +26,8 @@ FitModel fit_model(const GgufFile& f) {
     m.file_bytes = f.file_size();
     m.quant = info.file_type;
     for (const GgufTensor& t : f.tensors())
-        m.tensors.push_back({t.name, t.type, static_cast<int64_t>(t.dims[0]), static_cast<int64_t>(t.rows()),
-                             t.n_bytes, layer_of(t.name)});
+        m.tensors.push_back({t.name, t.type, static_cast<int64_t>(t.dims[0]), static_cast<int64_t>(t.rows()), t.n_bytes,
+                             layer_of(t.name)});
     return m;
 }
 

@@ -30,8 +30,9 @@ Budget measured_budget(std::string* gpu_note) {
         // taken off (Budget::vram_measured).
         b.vram = d.free_memory;
         b.vram_measured = true;
-        if (gpu_note) *gpu_note = d.id + " " + d.name + ", " + format_bytes(d.free_memory) + " free of " +
-                                  format_bytes(d.total_memory);
+        if (gpu_note)
+            *gpu_note =
+                d.id + " " + d.name + ", " + format_bytes(d.free_memory) + " free of " + format_bytes(d.total_memory);
         return b;
     }
     if (gpu_note) *gpu_note = "no GPU: " + why;

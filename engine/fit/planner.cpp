@@ -56,13 +56,12 @@ uint64_t cuda_backend_scratch(const FitModel& m, const Part& p, bool tied_copy, 
     if (gemm) total += grown(static_cast<uint64_t>(T * max_cols * 2)) + grown(static_cast<uint64_t>(max_tile));
     const ModelConfig& c = m.config;
     const int64_t splits = 32;  // the most key-range splits a short pass uses, by assumption
-    total += grown(static_cast<uint64_t>(std::max<int64_t>(T, kFloatMatvecMax) * splits * c.n_heads *
-                                         (c.head_dim + 2) * 4));
+    total +=
+        grown(static_cast<uint64_t>(std::max<int64_t>(T, kFloatMatvecMax) * splits * c.n_heads * (c.head_dim + 2) * 4));
     return total;
 }
 
-DeviceBytes device_bytes(const FitModel& m, const FitOptions& o, const DeviceProfile& d, const Part& p,
-                         bool measured) {
+DeviceBytes device_bytes(const FitModel& m, const FitOptions& o, const DeviceProfile& d, const Part& p, bool measured) {
     const ModelConfig& c = m.config;
     const bool tied_copy = !p.embedding && !has_tensor(m, "output.weight");
     DeviceBytes out;
@@ -178,8 +177,8 @@ FitPlan plan(const FitModel& m, const FitOptions& o, const Budget& b) {
             return p;
         }
         p.placement = Placement::TooLarge;
-        p.reason = "does not fit: " + ctx_line(p) + " needs " + gib(all.gpu.total()) + " on the GPU (" +
-                   gib(b.vram) + " there) or " + gib(p.cpu.total()) + " of RAM (" + gib(b.ram) + " there)";
+        p.reason = "does not fit: " + ctx_line(p) + " needs " + gib(all.gpu.total()) + " on the GPU (" + gib(b.vram) +
+                   " there) or " + gib(p.cpu.total()) + " of RAM (" + gib(b.ram) + " there)";
         return p;
     }
     FitPlan p = plan_layers(m, o, b, -1);
@@ -188,8 +187,8 @@ FitPlan plan(const FitModel& m, const FitOptions& o, const Budget& b) {
         return p;
     }
     p.placement = Placement::TooLarge;
-    p.reason = "does not fit: " + ctx_line(p) + " needs " + gib(p.cpu.total()) + " of RAM, " + gib(b.ram) +
-               " there (no GPU)";
+    p.reason =
+        "does not fit: " + ctx_line(p) + " needs " + gib(p.cpu.total()) + " of RAM, " + gib(b.ram) + " there (no GPU)";
     return p;
 }
 

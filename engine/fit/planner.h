@@ -21,16 +21,16 @@ namespace ember::fit {
 // How one kind of backend turns buffers into bytes.
 struct DeviceProfile {
     bool gpu = false;
-    size_t alloc_align = 64;    // each allocation rounded up to this (kernels/common/alloc_size.h)
-    bool maps_weights = true;   // weights used in place from the file map (CPU) or copied (GPU)
+    size_t alloc_align = 64;   // each allocation rounded up to this (kernels/common/alloc_size.h)
+    bool maps_weights = true;  // weights used in place from the file map (CPU) or copied (GPU)
 };
 DeviceProfile cpu_profile();
 DeviceProfile cuda_profile();
 
 struct FitOptions {
-    int64_t n_ctx = 0;     // tokens per sequence; 0 = Transformer::default_context
-    int32_t n_seqs = 1;    // sequences the KV cache holds
-    int32_t n_batch = 512; // prompt tokens per pass (the scratch is sized for the largest pass)
+    int64_t n_ctx = 0;      // tokens per sequence; 0 = Transformer::default_context
+    int32_t n_seqs = 1;     // sequences the KV cache holds
+    int32_t n_batch = 512;  // prompt tokens per pass (the scratch is sized for the largest pass)
     DType kv_type = DType::F16;
 };
 

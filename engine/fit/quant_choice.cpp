@@ -13,12 +13,12 @@ int quant_quality(const std::string& q) {
     // Roughly by bits per weight, the K-quant mixes between their base types. Full-precision
     // files share the top rank: F32 is no better to run than F16 and twice the size.
     static const std::map<std::string, int> rank = {
-        {"F32", 100},    {"F16", 100},    {"BF16", 100},   {"Q8_0", 90},    {"Q6_K", 80},   {"Q5_K_M", 72},
-        {"Q5_K", 70},    {"Q5_K_S", 70},  {"Q5_1", 68},    {"Q5_0", 66},    {"Q4_K_M", 60}, {"Q4_K", 55},
-        {"Q4_K_S", 55},  {"Q4_1", 52},    {"IQ4_NL", 50},  {"IQ4_XS", 49},  {"Q4_0", 48},   {"Q3_K_L", 42},
-        {"Q3_K_M", 40},  {"Q3_K", 38},    {"Q3_K_S", 36},  {"IQ3_M", 34},   {"IQ3_S", 33},  {"IQ3_XS", 32},
-        {"IQ3_XXS", 31}, {"Q2_K", 20},    {"Q2_K_S", 18},  {"IQ2_M", 16},   {"IQ2_S", 15},  {"IQ2_XS", 14},
-        {"IQ2_XXS", 13}, {"IQ1_M", 11},   {"IQ1_S", 10}};
+        {"F32", 100},    {"F16", 100},   {"BF16", 100},  {"Q8_0", 90},   {"Q6_K", 80},   {"Q5_K_M", 72},
+        {"Q5_K", 70},    {"Q5_K_S", 70}, {"Q5_1", 68},   {"Q5_0", 66},   {"Q4_K_M", 60}, {"Q4_K", 55},
+        {"Q4_K_S", 55},  {"Q4_1", 52},   {"IQ4_NL", 50}, {"IQ4_XS", 49}, {"Q4_0", 48},   {"Q3_K_L", 42},
+        {"Q3_K_M", 40},  {"Q3_K", 38},   {"Q3_K_S", 36}, {"IQ3_M", 34},  {"IQ3_S", 33},  {"IQ3_XS", 32},
+        {"IQ3_XXS", 31}, {"Q2_K", 20},   {"Q2_K_S", 18}, {"IQ2_M", 16},  {"IQ2_S", 15},  {"IQ2_XS", 14},
+        {"IQ2_XXS", 13}, {"IQ1_M", 11},  {"IQ1_S", 10}};
     auto it = rank.find(q);
     return it == rank.end() ? 0 : it->second;
 }
@@ -215,7 +215,9 @@ GgufFile read_header(const ListedFile& file, const PrefixReader& read_prefix) {
     uint64_t want = std::min<uint64_t>(file.size, uint64_t{1} << 20);
     for (;;) {
         const std::vector<uint8_t> bytes = read_prefix(file.path, want);
-        if (bytes.size() < want) throw Error(file.path + ": could read only " + std::to_string(bytes.size()) + " of the first " + std::to_string(want) + " bytes");
+        if (bytes.size() < want)
+            throw Error(file.path + ": could read only " + std::to_string(bytes.size()) + " of the first " +
+                        std::to_string(want) + " bytes");
         GgufPrefix p = GgufFile::parse_prefix(bytes.data(), static_cast<size_t>(want), file.size, file.path);
         if (p.file) return std::move(*p.file);
         if (p.need_bytes > kMaxHeaderBytes)

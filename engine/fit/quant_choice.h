@@ -51,8 +51,8 @@ struct RankedFile {
 };
 
 struct QuantChoice {
-    std::optional<size_t> chosen;  // index into `ranked`
-    std::optional<FitPlan> plan;   // the chosen file's plan (its context may be shorter)
+    std::optional<size_t> chosen;    // index into `ranked`
+    std::optional<FitPlan> plan;     // the chosen file's plan (its context may be shorter)
     std::vector<RankedFile> ranked;  // best quality first
     std::string reason;              // one line
 };

@@ -246,7 +246,10 @@ private:
             } catch (const NeedMore& m) {
                 // The items after this one need their smallest encodings too: asking for them
                 // now makes a prefix grow in a few steps, not one string at a time.
-                throw NeedMore{m.total + (n - i - 1) * min_size};
+                const uint64_t rest = (n - i - 1) * min_size;
+                if (rest > size_ - m.total)
+                    fail("metadata '" + key + "': " + std::to_string(n) + " array items run past the end of the file");
+                throw NeedMore{m.total + rest};
             }
         }
         return arr;

@@ -22,7 +22,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         for (const auto& t : p.file->tensors())
             if (t.data) std::abort();  // a header parse hands out no data pointers
         const ember::fit::FitModel m = ember::fit::fit_model(*p.file);
-        const ember::fit::FitPlan plan = ember::fit::plan(m, {}, ember::fit::Budget{uint64_t{8} << 30, uint64_t{16} << 30});
+        const ember::fit::FitPlan plan =
+            ember::fit::plan(m, {}, ember::fit::Budget{uint64_t{8} << 30, uint64_t{16} << 30});
         if (plan.reason.empty()) std::abort();
     } catch (const ember::Error&) {}
     return 0;

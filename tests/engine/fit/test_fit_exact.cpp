@@ -11,6 +11,7 @@
 #include "engine/fit/planner.h"
 #include "engine/models/synthetic.h"
 #include "engine/runtime/model.h"
+#include "kernels/common/error.h"
 #include "test_data.h"
 
 using namespace ember;
@@ -130,4 +131,21 @@ TEST_CASE("planned split matches the two backends' allocations") {
             check_device(p.cpu, rest->memory());
         }
     }
+}
+
+// --gpu-layers auto asks the planner only where there is a GPU; on the CPU it loads as usual.
+// (Which split it picks on a GPU is plan(): its bytes are the ones checked above; the CUDA
+// terms are estimates that need a GPU machine to check.)
+TEST_CASE("gpu layers auto loads on the CPU") {
+    LoadOptions lo;
+    lo.path = test::testdata(test::kStories);
+    EMBER_REQUIRE_FILE(lo.path);
+    lo.device = BackendPreference::Cpu;
+    lo.n_threads = 2;
+    lo.n_gpu_layers = kAutoGpuLayers;
+    auto model = Model::load(lo);
+    CHECK(model->device() == "cpu");
+    CHECK(model->memory_use().size() == 1);
+    lo.n_gpu_layers = -3;
+    CHECK_THROWS_AS(Model::load(lo), Error);
 }

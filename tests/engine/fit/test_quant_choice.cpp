@@ -119,6 +119,25 @@ TEST_CASE("prefix parse rejects bad headers instead of asking for more") {
     const uint64_t huge = uint64_t{1} << 60;
     std::memcpy(bad.data() + 8, &huge, 8);
     CHECK_THROWS_AS(GgufFile::parse_prefix(bad.data(), 64, bad.size(), "bad"), Error);
+    // An array whose first string claims nearly the whole file leaves no room for the other
+    // items: an error, not a request for more.
+    {
+        std::vector<uint8_t> h;
+        auto put = [&](uint64_t v, int n) {
+            for (int i = 0; i < n; ++i) h.push_back(static_cast<uint8_t>(v >> (8 * i)));
+        };
+        const uint64_t file_size = uint64_t{1} << 20;
+        put(0x46554747, 4), put(3, 4), put(0, 8), put(1, 8);              // magic, v3, 0 tensors, 1 key
+        put(1, 8), h.push_back('a'), put(9, 4), put(8, 4), put(1000, 8);  // "a": 1000 strings
+        put(file_size - 200, 8);                                          // the first one's length
+        h.resize(8192, 0);
+        try {
+            GgufFile::parse_prefix(h.data(), h.size(), file_size, "hostile");
+            FAIL("accepted");
+        } catch (const Error& e) {
+            CHECK(std::string(e.what()).find("run past the end of the file") != std::string::npos);
+        }
+    }
     // A prefix longer than the file is a caller error.
     CHECK_THROWS_AS(GgufFile::parse_prefix(bytes.data(), bytes.size(), bytes.size() - 1, "x"), Error);
 }
@@ -143,7 +162,7 @@ MemoryRepo repository(const std::string& shape, std::vector<fit::ListedFile>& li
         repo.files[path] = std::move(h.bytes);
     }
     listing.push_back({shape + "-F16-00001-of-00002.gguf", 1000});  // split: listed, never chosen
-    listing.push_back({"README.md", 100});                             // not a model: ignored
+    listing.push_back({"README.md", 100});                          // not a model: ignored
     cache[shape] = {repo, listing};
     return repo;
 }
@@ -152,7 +171,7 @@ struct Row {
     const char* shape;
     uint64_t vram_gib;
     int64_t ctx;
-    const char* quant;      // the chosen file's quantization ("" = none)
+    const char* quant;  // the chosen file's quantization ("" = none)
     fit::Placement placement;
     int64_t chosen_ctx;
 };

@@ -1,0 +1,59 @@
+// `ember fit` as a user runs it: the breakdown table and the decision for one file with a
+// stated budget, the ranking of a folder of quant files, and bad budgets refused by name.
+#include <string>
+
+#include "engine/models/synthetic.h"
+#include "test_data.h"
+
+using namespace ember;
+
+namespace {
+
+test::ProcessResult ember_fit(std::vector<std::string> args) {
+    args.insert(args.begin(), {EMBER_CLI, "fit"});
+    return test::run_process(args, 120000);
+}
+
+bool has(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
+
+}  // namespace
+
+TEST_CASE("ember fit prints the breakdown and the placement") {
+    const std::string smol = test::test_model(test::kSmolLM2);
+    EMBER_REQUIRE_FILE(smol);
+    // Everything on a 24 GiB GPU: weights, 180 MiB of F16 KV for 8192 tokens x 30 layers x
+    // 192 x 2 x 2 B (K and V), the estimates.
+    auto r = ember_fit({smol, "--ctx", "8192", "--vram", "24GiB", "--ram", "32GiB"});
+    INFO(r.out, r.err);
+    CHECK(r.ok());
+    CHECK(has(r.out, "KV cache                  180.0 MiB"));
+    CHECK(has(r.out, "gpu: all 30 layers on the GPU with an 8192-token context"));
+    // No GPU: all on the CPU, the weights mapped from the file.
+    r = ember_fit({smol, "--ctx", "2048", "--vram", "0", "--ram", "8G"});
+    CHECK(r.ok());
+    CHECK(has(r.out, "cpu: on the CPU (no GPU) with a 2048-token context"));
+    CHECK(has(r.out, "weights (mapped file)"));
+    // Too little of both: exit status 1 and how much it needs.
+    r = ember_fit({smol, "--vram", "0", "--ram", "16MiB"});
+    CHECK(r.exit_code == 1);
+    CHECK(has(r.out, "too large: does not fit"));
+}
+
+TEST_CASE("ember fit ranks a folder of quant files and names the one to use") {
+    test::TempDir dir;
+    for (const char* scheme : {"Q8_0", "Q4_K_M", "F16"})
+        write_synthetic_model(dir.path() + "/tiny-" + scheme + ".gguf", synthetic_shape("tiny"), scheme);
+    const auto r = ember_fit({dir.path(), "--vram", "8GiB", "--ram", "8GiB", "--ctx", "2048"});
+    INFO(r.out, r.err);
+    CHECK(r.ok());
+    CHECK(has(r.out, "F16: fits your 8.0 GiB GPU with a 2048-token context"));
+    CHECK(has(r.out, "use: " + dir.path() + "/tiny-F16.gguf --ctx 2048"));
+}
+
+TEST_CASE("ember fit refuses a bad budget by name") {
+    const std::string smol = test::test_model(test::kSmolLM2);
+    EMBER_REQUIRE_FILE(smol);
+    const auto r = ember_fit({smol, "--vram", "24 potatoes"});
+    CHECK(r.exit_code == 1);
+    CHECK(has(r.err, "ember fit: error: --vram: '24 potatoes' has an unknown unit"));
+}
