@@ -19,8 +19,8 @@ using namespace ember;
 namespace {
 
 std::string peer_bin() {
-    const auto r = test::run_process({std::string(EMBER_SOURCE_DIR) + "/scripts/llama-cpp-tools.sh", "llama-perplexity"},
-                                     3 * 3600 * 1000);
+    const auto r = test::run_process(
+        {std::string(EMBER_SOURCE_DIR) + "/scripts/llama-cpp-tools.sh", "llama-perplexity"}, 3 * 3600 * 1000);
     REQUIRE_MESSAGE(r.ok(), "scripts/llama-cpp-tools.sh failed:\n", r.err);
     std::string out = r.out;
     while (!out.empty() && out.back() == '\n') out.pop_back();
