@@ -130,6 +130,10 @@ def main():
                     m = re.search(r"Mean\s+KLD:\s+([-\d.]+)", text)
                     row[f"kld_{who}_by_llama_perplexity"] = float(m.group(1)) if m else None
             rows.append(row)
+            log(json.dumps(row))
+            if args.json:  # after every row: a long run that is stopped keeps what it measured
+                with open(args.json, "w") as f:
+                    json.dump({"ctx": args.ctx, "chunks": args.chunks, "text": args.text, "rows": rows}, f, indent=1)
     hdr = f"{'model':8} {'type':7} {'KLD ember':>18} {'KLD llama.cpp':>18} {'PPL ember':>10} {'PPL llama':>10} " \
           f"{'PPL base':>9} {'top1 e/l %':>13} layout  bar"
     print(hdr)
