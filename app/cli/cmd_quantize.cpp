@@ -1,5 +1,7 @@
 // `ember quantize IN OUT TYPE [--threads N] [--allow-requantize]`: converts a model file to
 // another weight type (engine/quant/quantizer.h); progress on stderr, Ctrl-C leaves no OUT.
+#include <unistd.h>
+
 #include <csignal>
 #include <cstdio>
 #include <string>
@@ -36,7 +38,8 @@ int cmd_quantize(int argc, char** argv) {
     o.n_threads = static_cast<int>(args.get_int(args.get("-t") ? "-t" : "--threads", 0, 0, 1024));
     o.allow_requantize = args.flag("--allow-requantize");
     o.cancel = &g_interrupted;
-    const bool quiet = args.flag("--quiet");
+    // A progress line that rewrites itself is for a terminal; a log gets the summary only.
+    const bool quiet = args.flag("--quiet") || !::isatty(2);
     int last_percent = -1;
     o.on_progress = [&](const QuantizeProgress& p) {
         const int percent = static_cast<int>(p.fraction() * 100);

@@ -163,7 +163,8 @@ void LogitsFileReader::read_header(uint64_t size) {
     if (std::fread(magic, 1, 8, f_) != 8 || std::memcmp(magic, "_logits_", 8) != 0 || std::fread(head, 4, 3, f_) != 3)
         throw Error(path + ": not a saved logits file (made with --save-logits or --kl-divergence-base)");
     n_ctx_ = head[0], n_vocab_ = head[1], n_chunk_ = head[2];
-    if (n_ctx_ < 4 || n_vocab_ < 1 || n_chunk_ < 1 || n_ctx_ > (1 << 24) || n_vocab_ > (1 << 24) || n_chunk_ > (1 << 24))
+    if (n_ctx_ < 4 || n_vocab_ < 1 || n_chunk_ < 1 || n_ctx_ > (1 << 24) || n_vocab_ > (1 << 24) ||
+        n_chunk_ > (1 << 24))
         throw Error(path + ": implausible header (n_ctx " + std::to_string(n_ctx_) + ", n_vocab " +
                     std::to_string(n_vocab_) + ", chunks " + std::to_string(n_chunk_) + ")");
     const uint64_t n_tok = uint64_t(n_ctx_) * uint64_t(n_chunk_);

@@ -105,9 +105,9 @@ PerplexityResult perplexity_tokens(Model& model, std::vector<int32_t> tokens, co
         throw Error("perplexity: chunks of " + std::to_string(n_ctx) + " tokens do not fit the loaded context of " +
                     std::to_string(model.n_ctx()));
     if (static_cast<int64_t>(tokens.size()) < 2 * int64_t{n_ctx})
-        throw Error("perplexity needs at least " + std::to_string(2 * n_ctx) + " tokens (two chunks) for a context of " +
-                    std::to_string(n_ctx) + "; the text has only " + std::to_string(tokens.size()) +
-                    ". Use a longer text or a smaller --ctx");
+        throw Error("perplexity needs at least " + std::to_string(2 * n_ctx) +
+                    " tokens (two chunks) for a context of " + std::to_string(n_ctx) + "; the text has only " +
+                    std::to_string(tokens.size()) + ". Use a longer text or a smaller --ctx");
     int32_t n_chunks = static_cast<int32_t>(tokens.size() / static_cast<size_t>(n_ctx));
     if (base) n_chunks = base->n_chunk();
     if (opts.n_chunks > 0) n_chunks = std::min(n_chunks, opts.n_chunks);
@@ -138,7 +138,8 @@ PerplexityResult perplexity_tokens(Model& model, std::vector<int32_t> tokens, co
         if (save) records.resize(n_scored * static_cast<size_t>(rec));
         if (base) base->read_chunk(base_records);
         for (size_t i = 0; i < n_scored; ++i) {
-            const std::span<const float> row(logits.data() + i * static_cast<size_t>(n_vocab), static_cast<size_t>(n_vocab));
+            const std::span<const float> row(logits.data() + i * static_cast<size_t>(n_vocab),
+                                             static_cast<size_t>(n_vocab));
             const int32_t next = chunk[static_cast<size_t>(first) + i + 1];
             const double v = save ? encode_log_probs(row, next, records.data() + i * static_cast<size_t>(rec))
                                   : token_nll(row, next);

@@ -24,8 +24,8 @@
 namespace ember {
 
 struct PerplexityOptions {
-    int32_t n_ctx = 512;    // tokens per chunk (the model must be loaded with at least this)
-    int32_t n_chunks = -1;  // at most this many chunks (-1: all)
+    int32_t n_ctx = 512;        // tokens per chunk (the model must be loaded with at least this)
+    int32_t n_chunks = -1;      // at most this many chunks (-1: all)
     std::string save_logits;    // write the base file for a later KL comparison
     std::string kl_divergence;  // compare with this base file (its tokens are used, not the text)
     // After each chunk: chunks done, of how many, the perplexity so far.
@@ -38,9 +38,9 @@ struct MeanError {
 };
 
 struct KlReport {
-    MeanError kld;          // mean KL(base || model) per token, nats
-    MeanError same_top;     // fraction of positions whose most likely token agrees
-    MeanError ln_ppl_ratio; // mean ln(PPL / PPL(base))
+    MeanError kld;           // mean KL(base || model) per token, nats
+    MeanError same_top;      // fraction of positions whose most likely token agrees
+    MeanError ln_ppl_ratio;  // mean ln(PPL / PPL(base))
     double ppl_base = 0;
     double kld_median = 0, kld_p99 = 0, kld_max = 0;
     double rms_p_diff = 0;  // root mean square of p(token) - p_base(token)

@@ -17,12 +17,12 @@ struct SchemeRow {
 
 // file_type values are llama.cpp's llama_ftype (MOSTLY_Q4_K_S = 14 is "mostly Q4_K").
 const SchemeRow kSchemes[] = {
-    {"F32", DType::F32, QuantMix::Pure, 0},      {"F16", DType::F16, QuantMix::Pure, 1},
-    {"BF16", DType::BF16, QuantMix::Pure, 32},   {"Q8_0", DType::Q8_0, QuantMix::Pure, 7},
-    {"Q4_0", DType::Q4_0, QuantMix::Pure, 2},    {"Q4_1", DType::Q4_1, QuantMix::Pure, 3},
-    {"Q5_0", DType::Q5_0, QuantMix::Pure, 8},    {"Q5_1", DType::Q5_1, QuantMix::Pure, 9},
-    {"Q4_K", DType::Q4_K, QuantMix::Pure, 14},   {"Q5_K", DType::Q5_K, QuantMix::Pure, 16},
-    {"Q6_K", DType::Q6_K, QuantMix::Pure, 18},   {"Q4_K_M", DType::Q4_K, QuantMix::KM, 15},
+    {"F32", DType::F32, QuantMix::Pure, 0},    {"F16", DType::F16, QuantMix::Pure, 1},
+    {"BF16", DType::BF16, QuantMix::Pure, 32}, {"Q8_0", DType::Q8_0, QuantMix::Pure, 7},
+    {"Q4_0", DType::Q4_0, QuantMix::Pure, 2},  {"Q4_1", DType::Q4_1, QuantMix::Pure, 3},
+    {"Q5_0", DType::Q5_0, QuantMix::Pure, 8},  {"Q5_1", DType::Q5_1, QuantMix::Pure, 9},
+    {"Q4_K", DType::Q4_K, QuantMix::Pure, 14}, {"Q5_K", DType::Q5_K, QuantMix::Pure, 16},
+    {"Q6_K", DType::Q6_K, QuantMix::Pure, 18}, {"Q4_K_M", DType::Q4_K, QuantMix::KM, 15},
     {"Q5_K_M", DType::Q5_K, QuantMix::KM, 17},
 };
 

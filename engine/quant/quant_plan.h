@@ -39,9 +39,9 @@ std::vector<std::string> quant_scheme_names();
 
 // The tensor facts the choice depends on.
 struct TensorPlanInput {
-    std::string_view name;        // "blk.3.attn_v.weight"
-    std::vector<uint64_t> dims;   // dims[0] is the row length
-    DType type;                   // its type in the source
+    std::string_view name;       // "blk.3.attn_v.weight"
+    std::vector<uint64_t> dims;  // dims[0] is the row length
+    DType type;                  // its type in the source
 };
 
 struct TensorChoice {

@@ -151,8 +151,9 @@ QuantizeResult quantize_model(const QuantizeOptions& opts) {
         const Job& j = jobs[i];
         const GgufTensor& t = *j.src;
         if (!j.choice.quantize) {
-            w.add_tensor_lazy(t.name, t.type, t.dims,
-                              [&t](uint8_t* dst, size_t n) { std::memcpy(dst, t.data, std::min<size_t>(n, t.n_bytes)); });
+            w.add_tensor_lazy(t.name, t.type, t.dims, [&t](uint8_t* dst, size_t n) {
+                std::memcpy(dst, t.data, std::min<size_t>(n, t.n_bytes));
+            });
             continue;
         }
         w.add_tensor_lazy(t.name, j.choice.type, t.dims, [&, i](uint8_t* dst, size_t) {

@@ -31,7 +31,7 @@ struct QuantizeProgress {
 
 struct QuantizeOptions {
     std::string input, output;
-    std::string type;  // a scheme name: quant_scheme_names()
+    std::string type;   // a scheme name: quant_scheme_names()
     int n_threads = 0;  // 0: one per core
     // Quantizing already-quantized data to a lower type loses quality twice; refused unless set
     // (Q8_0 sources are accepted with a warning: their error is far below any target's).

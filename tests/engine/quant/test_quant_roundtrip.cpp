@@ -100,8 +100,8 @@ void check_symmetric(const std::vector<float>& x, const std::vector<float>& y, c
 }
 
 // Q4_1, Q5_1: d, m half floats at bytes 0 and 2.
-void check_affine(const std::vector<float>& x, const std::vector<float>& y, const uint8_t* q, size_t block_bytes,
-                  int n, Check& c) {
+void check_affine(const std::vector<float>& x, const std::vector<float>& y, const uint8_t* q, size_t block_bytes, int n,
+                  Check& c) {
     for (size_t b = 0; b < x.size() / 32; ++b) {
         uint16_t d_bits, m_bits;
         std::memcpy(&d_bits, q + b * block_bytes, 2);
@@ -197,7 +197,8 @@ TEST_CASE("every quantizer type rounds each element within its format's bound") 
                 case DType::F16:
                 case DType::BF16:
                     for (size_t i = 0; i < n; ++i)
-                        c.add(i, std::fabs(double(x[i]) - y[i]), std::ldexp(std::fabs(x[i]), t == DType::F16 ? -11 : -8));
+                        c.add(i, std::fabs(double(x[i]) - y[i]),
+                              std::ldexp(std::fabs(x[i]), t == DType::F16 ? -11 : -8));
                     break;
                 case DType::Q8_0:
                     check_symmetric(x, y, q.data(), info.block_bytes, 127, c);
@@ -224,7 +225,10 @@ TEST_CASE("every quantizer type rounds each element within its format's bound") 
             if (t == DType::Q4_K || t == DType::Q5_K || t == DType::Q6_K) {
                 const bool affine = t != DType::Q6_K;
                 const double ours = sq_error(x, y);
-                const double base = minmax_sq_error(x, affine ? 32 : 16, t == DType::Q4_K ? 15 : t == DType::Q5_K ? 31 : 63,
+                const double base = minmax_sq_error(x, affine ? 32 : 16,
+                                                    t == DType::Q4_K   ? 15
+                                                    : t == DType::Q5_K ? 31
+                                                                       : 63,
                                                     affine);
                 MESSAGE(name, " squared error / min-max fitting's: ", ours / base);
                 CHECK(ours <= base);
@@ -234,8 +238,8 @@ TEST_CASE("every quantizer type rounds each element within its format's bound") 
 }
 
 TEST_CASE("all-zero and constant blocks decode exactly") {
-    for (DType t : {DType::Q8_0, DType::Q4_0, DType::Q4_1, DType::Q5_0, DType::Q5_1, DType::Q4_K, DType::Q5_K,
-                    DType::Q6_K}) {
+    for (DType t :
+         {DType::Q8_0, DType::Q4_0, DType::Q4_1, DType::Q5_0, DType::Q5_1, DType::Q4_K, DType::Q5_K, DType::Q6_K}) {
         CAPTURE(ember::dtype_name(t));
         const auto info = *ember::dtype_info(static_cast<uint32_t>(t));
         std::vector<float> x(256, 0.0f), y(256);

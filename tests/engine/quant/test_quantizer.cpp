@@ -87,8 +87,8 @@ TEST_CASE("quantized file holds the reference quantizer's bytes and the source's
         CHECK(o.dims == s.dims);
         const TensorChoice c = plan.choose({s.name, s.dims, s.type});
         REQUIRE(o.type == c.type);
-        const std::vector<uint8_t> want = c.quantize ? expected_bytes(s, c.type)
-                                                     : std::vector<uint8_t>(s.data, s.data + s.n_bytes);
+        const std::vector<uint8_t> want =
+            c.quantize ? expected_bytes(s, c.type) : std::vector<uint8_t>(s.data, s.data + s.n_bytes);
         REQUIRE(std::vector<uint8_t>(o.data, o.data + o.n_bytes) == want);
         CHECK(o.offset % out.alignment() == 0);
         quantized += c.quantize;
@@ -187,7 +187,8 @@ TEST_CASE("the Q4_K_M plan reproduces the layout of llama.cpp's Gemma 3 file") {
     const std::string path = test::test_model(test::kGemma3);
     EMBER_REQUIRE_FILE(path);
     const GgufFile g = GgufFile::open(path);
-    const QuantPlanner plan(quant_scheme("Q4_K_M"), int(g.get_u64("gemma3.block_count")), !g.find_tensor("output.weight"));
+    const QuantPlanner plan(quant_scheme("Q4_K_M"), int(g.get_u64("gemma3.block_count")),
+                            !g.find_tensor("output.weight"));
     int q6 = 0;
     for (const auto& t : g.tensors()) {
         CAPTURE(t.name);
