@@ -25,6 +25,23 @@ Rectangle {
             Layout.margins: 14
             Label { text: qsTr("Models"); font.pixelSize: 22; font.bold: true; color: Theme.text }
             Item { Layout.fillWidth: true }
+            // Budgets for the fit badges; empty = measured on this machine.
+            Label { text: qsTr("VRAM"); color: Theme.muted }
+            TextField {
+                objectName: "vramBudgetField"
+                implicitWidth: 90
+                placeholderText: qsTr("measured")
+                text: Hub.vramBudget
+                onEditingFinished: Hub.vramBudget = text
+            }
+            Label { text: qsTr("RAM"); color: Theme.muted }
+            TextField {
+                objectName: "ramBudgetField"
+                implicitWidth: 90
+                placeholderText: qsTr("measured")
+                text: Hub.ramBudget
+                onEditingFinished: Hub.ramBudget = text
+            }
             Label {
                 objectName: "budgetLabel"
                 text: Hub.budgetText.length > 0 ? qsTr("Judged for: %1").arg(Hub.budgetText) : ""
