@@ -4,8 +4,9 @@
 #   fuzz_gguf       the GGUF parser (model files)
 #   fuzz_jinja      chat templates: lexer, parser, interpreter (templates come from model files)
 #   fuzz_tokenizer  encode/decode of arbitrary bytes with every test vocabulary
-#   fuzz_hub        the model hub's JSON answers, Content-Range and remote file names
 #   fuzz_gguf_prefix  the header-only parse of a file's first bytes, and the fit planner on it
+#   fuzz_hub        the model hub's JSON answers, Content-Range and remote file names
+#   fuzz_logits_file  saved base runs of `ember perplexity --kl-divergence` (llama.cpp's format)
 # Usage: scripts/fuzz.sh [SECONDS] [TARGET...]   (default: 60 s each, every target)
 #
 # Seeds: the head of stories260K and a vocab GGUF; the upstream chat templates and
@@ -18,7 +19,7 @@ cd "$(dirname "$0")/.."
 seconds="${1:-60}"
 shift || true
 targets=("$@")
-[[ ${#targets[@]} -gt 0 ]] || targets=(fuzz_gguf fuzz_jinja fuzz_tokenizer fuzz_hub fuzz_gguf_prefix)
+[[ ${#targets[@]} -gt 0 ]] || targets=(fuzz_gguf fuzz_jinja fuzz_tokenizer fuzz_gguf_prefix fuzz_hub fuzz_logits_file)
 testdata="${EMBER_TESTDATA_DIR:-$(pwd)/../shared/testdata}"
 export EMBER_TESTDATA_DIR="$testdata"
 
@@ -33,6 +34,10 @@ python3 tests/fuzz/make_seeds.py "$(pwd)" "$testdata" "$out/seeds"
 head -c 65536 "$testdata/models/stories260K.gguf" > "$out/seeds/gguf/stories-head.gguf"
 head -c 32768 "$testdata/tokenizer/ggml-vocab-llama-spm.gguf" > "$out/seeds/gguf/vocab-head.gguf"
 cp -r "$out/seeds/gguf" "$out/seeds/gguf_prefix"  # the same heads, read as prefixes
+# A valid saved-logits file: n_ctx 4, n_vocab 3, 1 chunk, tokens, one record (scale, min, q[3], pad).
+mkdir -p "$out/seeds/logits_file"
+python3 -c 'import struct,sys; sys.stdout.buffer.write(b"_logits_" + struct.pack("<3i4i2f4H", 4, 3, 1, 1, 2, 0, 1, 0.0002, -16.5, 65535, 100, 0, 0))' \
+  > "$out/seeds/logits_file/small.kld"
 
 failed=()
 for t in "${targets[@]}"; do
@@ -44,6 +49,7 @@ for t in "${targets[@]}"; do
     jinja) args+=(-max_len=16384 -dict=tests/fuzz/jinja.dict) ;;
     tokenizer) args+=(-max_len=4096) ;;
     hub) args+=(-max_len=8192) ;;
+    logits_file) args+=(-max_len=8192) ;;
   esac
   corpora=("$out/corpus-$name" "$out/seeds/$name")
   [[ -d "tests/fuzz/corpus/$name" ]] && corpora+=("tests/fuzz/corpus/$name")

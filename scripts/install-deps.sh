@@ -23,6 +23,8 @@ PACKAGES=(
   qml6-module-qtquick qml6-module-qtquick-controls qml6-module-qtquick-layouts
   qml6-module-qtquick-window qml6-module-qtqml-workerscript qml6-module-qtquick-templates
   qml6-module-qttest qml6-module-qtqml qt6-charts-dev qml6-module-qtcharts
+  # the model manager's "Import a model" file dialog (ui/LibraryView.qml: QtQuick.Dialogs)
+  qml6-module-qtquick-dialogs
   # libraries
   libspdlog-dev libsqlite3-dev libcurl4-openssl-dev nlohmann-json3-dev libcpp-httplib-dev
   # headless GUI tests and screenshots

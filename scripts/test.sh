@@ -18,7 +18,8 @@
 #   EMBER_SKIP_SANITIZERS=1      skip the sanitizer step (fuzzers + ASan/UBSan tests)
 #   EMBER_FUZZ_SECONDS=30        time budget of each fuzzer in the sanitizer step
 #   EMBER_ASAN_EXCLUDE=REGEX     asan tests the sanitizer step leaves out (ctest -E); default
-#                                '^(test_inference|gpu_check_cpu_as_gpu)$' (end-to-end decoding and
+#                                '^(test_inference|gpu_check_cpu_as_gpu|test_quant_peer)$' (end-to-end
+#                                decoding, the peer run of llama.cpp (quant) and
 #                                the check-table tool, far too slow in a Debug ASan build; the ci
 #                                preset runs both); '' runs them all
 #   EMBER_ASAN_TIMEOUT=900       per-test timeout (s) of the asan tests that set none
@@ -67,6 +68,11 @@ fi
 ember_step "fetch-test-models"
 scripts/fetch-test-models.sh
 
+# llama.cpp's llama-perplexity, the peer that test_quant_peer runs on Ember's quantized files;
+# built once (minutes, cold) and cached in ~/.cache/ember/llama-tools, then this step is instant.
+ember_step "peer tools (llama.cpp)"
+scripts/llama-cpp-tools.sh llama-perplexity >/dev/null
+
 ember_step "check-format"
 scripts/check-format.sh
 
@@ -87,7 +93,7 @@ if [[ "${EMBER_SKIP_SANITIZERS:-0}" != 1 ]]; then
   ember_step "asan: configure + build"
   # The CPU build only: CUDA code is not instrumented, and its tests run in the ci build.
   cmake --preset asan "${EMBER_CMAKE_ARGS[@]}" -DEMBER_BUILD_CUDA=OFF
-  exclude="${EMBER_ASAN_EXCLUDE-^(test_inference|gpu_check_cpu_as_gpu)\$}"
+  exclude="${EMBER_ASAN_EXCLUDE-^(test_inference|gpu_check_cpu_as_gpu|test_quant_peer)\$}"
   # Only the tests this step runs (and what they need): not the tools, the benchmarks or the
   # tests it leaves out, which the ci build already built and runs.
   mapfile -t asan_targets < <(asan_test_targets build/asan "$exclude")

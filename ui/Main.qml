@@ -17,6 +17,8 @@ ApplicationWindow {
     color: Theme.window
 
     property bool settingsOpen: false
+    property bool modelsOpen: false  // the model manager page (ModelsPage.qml)
+    property alias modelsPage: modelsPage
     property alias sidebar: sidebar
     property alias chatPage: chatPage
     property alias snackbar: snackbar
@@ -44,6 +46,7 @@ ApplicationWindow {
 
     function newChat() {
         settingsOpen = false
+        modelsOpen = false
         Chat.newConversation()
         chatPage.focusInput()
     }
@@ -58,14 +61,16 @@ ApplicationWindow {
             onOpenSettings: window.settingsOpen = true
             onNewChat: window.newChat()
             onOpenAbout: aboutDialog.open()
+            onOpenModels: { window.settingsOpen = false; window.modelsOpen = true }
         }
         Rectangle { Layout.fillHeight: true; width: 1; color: Theme.border }
         StackLayout {
             Layout.fillWidth: true
             Layout.fillHeight: true
-            currentIndex: window.settingsOpen ? 1 : 0
+            currentIndex: window.settingsOpen ? 1 : window.modelsOpen ? 2 : 0
             ChatPage { id: chatPage }
             SettingsPage { id: settingsPage; objectName: "settingsPage"; onClosed: window.settingsOpen = false }
+            ModelsPage { id: modelsPage; onClosed: window.modelsOpen = false }
         }
     }
 
@@ -79,11 +84,26 @@ ApplicationWindow {
         }
         function onErrorOccurred(message) { snackbar.show(message) }
         function onNotice(message) { snackbar.show(message, "", 8000) }
-        function onCurrentChanged() { window.settingsOpen = false }
+        function onCurrentChanged() { window.settingsOpen = false; window.modelsOpen = false }
     }
     Connections {
         target: Models
         function onLoadFailed(error) { snackbar.show(error, "", 8000) }
+    }
+
+    Connections {
+        target: Hub
+        function onErrorOccurred(message) { snackbar.show(message, "", 8000) }
+    }
+    Connections {
+        target: Library
+        function onErrorOccurred(message) { snackbar.show(message, "", 8000) }
+        function onImported(name) { snackbar.show(qsTr("Added %1 to the library").arg(name), "", 5000) }
+        function onQuantized(name) { snackbar.show(qsTr("Quantized: %1 is in the library").arg(name), "", 5000) }
+    }
+    Connections {
+        target: Models
+        function onLoaded(name) { window.modelsOpen = false }  // loaded from the library: chat with it
     }
 
     Shortcut { sequence: "Ctrl+N"; context: Qt.ApplicationShortcut; onActivated: window.newChat() }

@@ -10,6 +10,7 @@ Rectangle {
     signal openSettings()
     signal openAbout()
     signal newChat()
+    signal openModels()
     function focusSearch() { search.forceActiveFocus(); search.selectAll() }
     property alias list: list
     color: Theme.sidebar
@@ -49,6 +50,13 @@ Rectangle {
                 text: search.text.length > 0 ? qsTr("No chats match") : qsTr("No chats yet")
                 color: Theme.muted
             }
+        }
+        Button {
+            objectName: "modelsButton"
+            Layout.fillWidth: true
+            flat: true
+            text: Hub.activeDownloads > 0 ? qsTr("Models (%1 downloading)").arg(Hub.activeDownloads) : qsTr("Models")
+            onClicked: root.openModels()
         }
         Button {
             objectName: "settingsButton"

@@ -10,11 +10,13 @@ int cmd_run(int argc, char** argv);
 int cmd_chat(int argc, char** argv);
 int cmd_bench(int argc, char** argv);
 int cmd_synth(int argc, char** argv);
-int cmd_fit(int argc, char** argv);
+int cmd_quantize(int argc, char** argv);
+int cmd_perplexity(int argc, char** argv);
 
 // Model library and hub (built where SQLite and libcurl are: EMBER_HAVE_HUB).
 int cmd_pull(int argc, char** argv);
 int cmd_ls(int argc, char** argv);
 int cmd_rm(int argc, char** argv);
+int cmd_fit(int argc, char** argv);
 
 }  // namespace ember::cli

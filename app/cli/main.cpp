@@ -30,6 +30,8 @@ const Command kCommands[] = {
     {"ls", ember::cli::cmd_ls, "[--paths]   models in the library"},
     {"rm", ember::cli::cmd_rm, "NAME|ID   remove a model (or a pull's partial files)"},
 #endif
+    {"quantize", ember::cli::cmd_quantize, "IN OUT TYPE [--threads N]   convert a model to another weight type"},
+    {"perplexity", ember::cli::cmd_perplexity, "MODEL -f TEXT [--save-logits F | --kl-divergence F]   quality"},
     {"fit", ember::cli::cmd_fit, "MODEL|DIR [--ctx N] [--vram S] [--ram S]   will it fit; which quant to use"},
 };
 

@@ -67,12 +67,21 @@ void ModelListModel::rescan() {
             rows_.push_back({f.completeBaseName(), path, human_size(f.size()), folder, path == builtin});
         }
     }
+    for (const auto& [name, path] : library_)
+        if (indexOfPath(path) < 0)
+            rows_.push_back(
+                {name, path, human_size(QFileInfo(path).size()), QStringLiteral("library"), path == builtin});
     // The built-in default first, then by name.
     std::stable_sort(rows_.begin(), rows_.end(), [](const Entry& a, const Entry& b) {
         return a.builtin != b.builtin ? a.builtin : a.name.compare(b.name, Qt::CaseInsensitive) < 0;
     });
     endResetModel();
     if (count() != before) emit countChanged();
+}
+
+void ModelListModel::setLibraryModels(const QList<QPair<QString, QString>>& models) {
+    library_ = models;
+    rescan();
 }
 
 int ModelListModel::indexOfPath(const QString& path) const {

@@ -1,6 +1,7 @@
 // Model files Ember can load: every *.gguf in the test-model cache, in
 // <data dir>/models (~/.local/share/ember/models) and any extra folders given, plus the
-// built-in default (SmolLM2) marked as such. File-system facts only (name, size): reading
+// built-in default (SmolLM2) marked as such, and the model library's models (folder
+// "library"). File-system facts only (name, size): reading
 // GGUF metadata happens when a model is loaded, on the engine thread.
 #pragma once
 #include <QAbstractListModel>
@@ -28,6 +29,9 @@ public:
     Q_INVOKABLE void rescan();
     Q_INVOKABLE int indexOfPath(const QString& path) const;
     Q_INVOKABLE QVariantMap get(int row) const;
+    // The model library's models (name, path of the first part), listed alongside the
+    // folder scan; set by the model manager (app/models/library_controller) after each change.
+    void setLibraryModels(const QList<QPair<QString, QString>>& models);
 
 signals:
     void countChanged();
@@ -38,6 +42,7 @@ private:
         bool builtin = false;
     };
     QStringList folders_;
+    QList<QPair<QString, QString>> library_;
     std::vector<Entry> rows_;
 };
 

@@ -4,8 +4,29 @@
 #include <QDir>
 #include <QFileInfo>
 #include <QQmlEngine>
+#include <QStandardPaths>
+
+#include "engine/library/library.h"
 
 namespace ember::app {
+namespace {
+
+// The model library's folder: the one the `ember` CLI uses ($EMBER_MODELS_DIR, else
+// $XDG_DATA_HOME/ember/models) when the app runs on its usual data folder; any other data
+// folder (EMBER_DATA_DIR, the tests' throw-away ones) keeps its own library inside it, so no
+// test touches the user's models.
+QString library_folder(const QString& data_dir) {
+    const QString usual = QStandardPaths::writableLocation(QStandardPaths::AppDataLocation);
+    if (qEnvironmentVariableIsEmpty("EMBER_MODELS_DIR") && QDir(data_dir) != QDir(usual))
+        return QDir(data_dir).filePath(QStringLiteral("models"));
+    try {
+        return QString::fromStdString(library::Library::default_dir().string());
+    } catch (const std::exception&) {  // no HOME: the library lives with the conversations
+        return QDir(data_dir).filePath(QStringLiteral("models"));
+    }
+}
+
+}  // namespace
 
 AppContext::AppContext(const QString& data_dir, const QString& log_file)
     : settings(QDir(data_dir).filePath(QStringLiteral("settings.ini"))),
@@ -13,7 +34,9 @@ AppContext::AppContext(const QString& data_dir, const QString& log_file)
       storage(*store.store, data_dir),
       models(host, settings),
       model_list(ModelListModel::defaultFolders()),
-      chat(*store.store, host, models, settings) {
+      chat(*store.store, host, models, settings),
+      hub(library_folder(data_dir)),
+      library(library_folder(data_dir), models, &model_list) {
     info.data_dir = data_dir;
     info.database_path = store.path;
     info.log_file = log_file;
@@ -23,6 +46,8 @@ AppContext::AppContext(const QString& data_dir, const QString& log_file)
     note_history();
     // The first conversation of a new user sets the marker too.
     QObject::connect(chat.conversations(), &ConversationListModel::countChanged, &settings, [this] { note_history(); });
+    // A finished download shows in the library (and the chat's model picker) at once.
+    QObject::connect(&hub, &HubController::modelDownloaded, &library, &LibraryController::refresh);
 }
 
 // The chat controller saves answers still streaming before the engine thread goes away.
@@ -38,8 +63,8 @@ void AppContext::note_history() {
 void AppContext::register_qml() {
     // The instances outlive the QML engine (they are members here; the engine is destroyed
     // first), so QML must not take ownership.
-    for (QObject* o :
-         std::initializer_list<QObject*>{&chat, &models, &model_list, &settings, &clipboard, &info, &storage, &about})
+    for (QObject* o : std::initializer_list<QObject*>{&chat, &models, &model_list, &settings, &clipboard, &info,
+                                                      &storage, &about, &hub, &library})
         QQmlEngine::setObjectOwnership(o, QQmlEngine::CppOwnership);
     qmlRegisterSingletonInstance("Ember.Core", 1, 0, "Chat", &chat);
     qmlRegisterSingletonInstance("Ember.Core", 1, 0, "Models", &models);
@@ -49,6 +74,8 @@ void AppContext::register_qml() {
     qmlRegisterSingletonInstance("Ember.Core", 1, 0, "App", &info);
     qmlRegisterSingletonInstance("Ember.Core", 1, 0, "Storage", &storage);
     qmlRegisterSingletonInstance("Ember.Core", 1, 0, "About", &about);
+    qmlRegisterSingletonInstance("Ember.Core", 1, 0, "Hub", &hub);
+    qmlRegisterSingletonInstance("Ember.Core", 1, 0, "Library", &library);
     qmlRegisterUncreatableType<ModelController>("Ember.Core", 1, 0, "ModelState", QStringLiteral("enum only"));
     qmlRegisterUncreatableType<MessageListModel>("Ember.Core", 1, 0, "MessageListModel", QStringLiteral("from Chat"));
     qmlRegisterUncreatableType<ConversationListModel>("Ember.Core", 1, 0, "ConversationListModel",

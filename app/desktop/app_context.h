@@ -15,6 +15,8 @@
 #include "app/core/model_list_model.h"
 #include "app/core/storage_status.h"
 #include "app/desktop/about_info.h"
+#include "app/models/hub_controller.h"
+#include "app/models/library_controller.h"
 #include "app/storage/store_open.h"
 
 namespace ember::app {
@@ -41,7 +43,7 @@ public:
     ~AppContext();
 
     // Registers the singletons of the QML module "Ember.Core": Chat, Models, ModelList,
-    // Settings, Clipboard, App, Storage, About. Call once per process, before loading QML.
+    // Settings, Clipboard, App, Storage, About, Hub, Library. Call once per process, before loading QML.
     void register_qml();
     // Loads the last model (or nothing) as the settings say; returns at once.
     void restore_last_model();
@@ -55,6 +57,10 @@ public:
     ModelController models;
     ModelListModel model_list;
     ChatController chat;
+    // The model manager page (app/models): downloads and the library, in engine/library's
+    // folder ($EMBER_MODELS_DIR, else $XDG_DATA_HOME/ember/models).
+    HubController hub;
+    LibraryController library;
     Clipboard clipboard;
     AppInfo info;
     AboutInfo about;  // QML singleton "About" (ui/AboutDialog.qml)

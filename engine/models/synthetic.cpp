@@ -7,6 +7,7 @@
 
 #include "kernels/common/error.h"
 #include "engine/gguf/gguf_writer.h"
+#include "engine/quant/quant_plan.h"
 #include "kernels/common/fp16.h"
 
 namespace ember {
@@ -101,30 +102,6 @@ void fill_random(DType type, uint8_t* dst, size_t n, uint64_t seed, float scale)
     }
 }
 
-DType parse_type(const std::string& s) {
-    for (uint32_t id = 0; id < 64; ++id) {
-        auto info = dtype_info(id);
-        if (info && info->name == s) return static_cast<DType>(id);
-    }
-    throw Error("unknown weight type '" + s + "'");
-}
-
-struct Scheme {
-    DType base, attn_v, ffn_down, output, embd;
-    uint32_t file_type;
-};
-
-Scheme parse_scheme(const std::string& s) {
-    if (s == "Q4_K_M") return {DType::Q4_K, DType::Q6_K, DType::Q6_K, DType::Q6_K, DType::Q4_K, 15};
-    const DType t = parse_type(s);
-    static const std::pair<DType, uint32_t> ftypes[] = {
-        {DType::F32, 0},  {DType::F16, 1},   {DType::Q4_0, 2},  {DType::Q4_1, 3},  {DType::Q8_0, 7},
-        {DType::Q5_0, 8}, {DType::Q4_K, 14}, {DType::Q5_K, 16}, {DType::Q6_K, 18}, {DType::BF16, 32}};
-    for (auto [type, ft] : ftypes)
-        if (type == t) return {t, t, t, t, t, ft};
-    throw Error("synthetic models cannot use type " + s);
-}
-
 void add_vocab(GgufWriter& w, int32_t n_vocab) {
     std::vector<GgufValue> tokens, scores, types;
     auto add = [&](std::string text, float score, int32_t type) {
@@ -156,7 +133,8 @@ void add_vocab(GgufWriter& w, int32_t n_vocab) {
 namespace {
 
 GgufWriter synthetic_writer(const SyntheticShape& sh, const std::string& scheme_name, uint64_t seed) {
-    const Scheme scheme = parse_scheme(scheme_name);
+    const QuantScheme scheme = quant_scheme(scheme_name);
+    const QuantPlanner planner(scheme, sh.n_layers, sh.tied_embeddings);
     const int32_t head_dim = sh.head_dim > 0 ? sh.head_dim : sh.n_embd / sh.n_heads;
     const bool gemma = sh.arch == "gemma3", qwen = sh.arch == "qwen2";
     if (sh.arch != "llama" && !gemma && !qwen) throw Error("synthetic models: unknown architecture '" + sh.arch + "'");
@@ -181,8 +159,10 @@ GgufWriter synthetic_writer(const SyntheticShape& sh, const std::string& scheme_
     add_vocab(w, sh.n_vocab);
 
     uint64_t tensor_seed = seed;
-    auto add = [&](const std::string& name, DType type, int64_t cols, int64_t rows, float scale) {
-        if (cols % dtype_info(static_cast<uint32_t>(type))->block_elems != 0) type = DType::Q8_0;
+    // Every matrix's type is the one `ember quantize` would choose for it (quant_plan.h).
+    auto add = [&](const std::string& name, int64_t cols, int64_t rows, float scale) {
+        const std::vector<uint64_t> dims{static_cast<uint64_t>(cols), static_cast<uint64_t>(rows)};
+        const DType type = planner.choose({name, dims, DType::F32}).type;
         const uint64_t s = splitmix(tensor_seed);
         w.add_tensor_lazy(name, type, {static_cast<uint64_t>(cols), static_cast<uint64_t>(rows)},
                           [type, s, scale](uint8_t* dst, size_t n) { fill_random(type, dst, n, s, scale); });
@@ -197,18 +177,18 @@ GgufWriter synthetic_writer(const SyntheticShape& sh, const std::string& scheme_
     };
     const int64_t d = sh.n_embd, q = int64_t{sh.n_heads} * head_dim, kv = int64_t{sh.n_kv_heads} * head_dim;
     const float ws = 1.0f / std::sqrt(static_cast<float>(d));
-    add("token_embd.weight", scheme.embd, d, sh.n_vocab, 1.0f);
+    add("token_embd.weight", d, sh.n_vocab, 1.0f);
     for (int i = 0; i < sh.n_layers; ++i) {
         const std::string b = "blk." + std::to_string(i) + ".";
         add_norm(b + "attn_norm.weight", d);
-        add(b + "attn_q.weight", scheme.base, d, q, ws);
-        add(b + "attn_k.weight", scheme.base, d, kv, ws);
-        add(b + "attn_v.weight", scheme.attn_v, d, kv, ws);
-        add(b + "attn_output.weight", scheme.base, q, d, ws);
+        add(b + "attn_q.weight", d, q, ws);
+        add(b + "attn_k.weight", d, kv, ws);
+        add(b + "attn_v.weight", d, kv, ws);
+        add(b + "attn_output.weight", q, d, ws);
         if (qwen) {
-            add(b + "attn_q.bias", DType::F32, q, 1, 0.1f);
-            add(b + "attn_k.bias", DType::F32, kv, 1, 0.1f);
-            add(b + "attn_v.bias", DType::F32, kv, 1, 0.1f);
+            add(b + "attn_q.bias", q, 1, 0.1f);
+            add(b + "attn_k.bias", kv, 1, 0.1f);
+            add(b + "attn_v.bias", kv, 1, 0.1f);
         }
         if (gemma) {
             add_norm(b + "attn_q_norm.weight", head_dim);
@@ -217,12 +197,12 @@ GgufWriter synthetic_writer(const SyntheticShape& sh, const std::string& scheme_
             add_norm(b + "post_ffw_norm.weight", d);
         }
         add_norm(b + "ffn_norm.weight", d);
-        add(b + "ffn_gate.weight", scheme.base, d, sh.n_ff, ws);
-        add(b + "ffn_up.weight", scheme.base, d, sh.n_ff, ws);
-        add(b + "ffn_down.weight", scheme.ffn_down, sh.n_ff, d, 1.0f / std::sqrt(static_cast<float>(sh.n_ff)));
+        add(b + "ffn_gate.weight", d, sh.n_ff, ws);
+        add(b + "ffn_up.weight", d, sh.n_ff, ws);
+        add(b + "ffn_down.weight", sh.n_ff, d, 1.0f / std::sqrt(static_cast<float>(sh.n_ff)));
     }
     add_norm("output_norm.weight", d);
-    if (!sh.tied_embeddings) add("output.weight", scheme.output, d, sh.n_vocab, ws);
+    if (!sh.tied_embeddings) add("output.weight", d, sh.n_vocab, ws);
     return w;
 }
 

@@ -27,10 +27,10 @@ struct SyntheticShape {
 SyntheticShape synthetic_shape(const std::string& name);
 std::vector<std::string> synthetic_shape_names();
 
-// Writes a model of shape.arch. `scheme` is a weight type name (F32, F16, BF16, Q8_0,
-// Q4_0, Q4_1, Q5_0, Q4_K, Q5_K, Q6_K) or a llama.cpp-style mix: Q4_K_M (Q4_K, with Q6_K for
-// attn_v, ffn_down and the output). A matrix whose rows do not fit the type's block size falls
-// back to Q8_0 (as llama.cpp's quantizer does). Deterministic for a given seed.
+// Writes a model of shape.arch. `scheme` is any name engine/quant/quant_plan.h knows (F32,
+// F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K, Q4_K_M, Q5_K_M); each matrix gets
+// the type `ember quantize` would give it (the mixes' per-tensor choices, the row-length
+// fallbacks). Deterministic for a given seed.
 void write_synthetic_model(const std::string& path, const SyntheticShape& shape, const std::string& scheme,
                            uint64_t seed = 42);
 

@@ -380,6 +380,31 @@ float fit_symmetric(const float* x, const float* w, int n, int nmax) {
     return best;
 }
 
+// Weighted squared error of x ~ ds * q - dm, q = nearest code in [0, nmax].
+float affine_error(const float* x, const float* w, int n, float ds, float dm, int nmax) {
+    float err = 0;
+    for (int l = 0; l < n; ++l) {
+        const int q = ds > 0 ? std::clamp(round_int((x[l] + dm) / ds), 0, nmax) : 0;
+        const float e = ds * static_cast<float>(q) - dm - x[l];
+        err += w[l] * e * e;
+    }
+    return err;
+}
+
+// Rounding a sub-block's fitted scale and min to 6-bit multiples of the super-block's d and
+// dmin moves them off the fit; the best pair of codes is often a neighbour of the rounded one
+// (the two errors can cancel). Tries the 3 x 3 neighbourhood under the stored d and dmin.
+void refine_scale_min(const float* x, const float* w, float d, float dmin, int nmax, uint8_t& sc, uint8_t& m) {
+    float best = affine_error(x, w, 32, d * sc, dmin * m, nmax);
+    const int sc0 = sc, m0 = m;
+    for (int a = std::max(0, sc0 - 1); a <= std::min(63, sc0 + 1); ++a) {
+        for (int b = std::max(0, m0 - 1); b <= std::min(63, m0 + 1); ++b) {
+            const float e = affine_error(x, w, 32, d * static_cast<float>(a), dmin * static_cast<float>(b), nmax);
+            if (e < best) best = e, sc = static_cast<uint8_t>(a), m = static_cast<uint8_t>(b);
+        }
+    }
+}
+
 // Shared by Q4_K and Q5_K: fits 8 sub-blocks of 32, quantizes their scales and mins to 6 bits,
 // stores d/dmin/scales and returns the final codes in L[256] (0..nmax).
 template <class Block>
@@ -401,6 +426,8 @@ void q_k_affine(const float* x, Block& b, int nmax, uint8_t* L) {
     for (int j = 0; j < 8; ++j) {
         sc[j] = static_cast<uint8_t>(d > 0 ? std::clamp(round_int(scales[j] / d), 0, 63) : 0);
         mq[j] = static_cast<uint8_t>(dmin > 0 ? std::clamp(round_int(mins[j] / dmin), 0, 63) : 0);
+        element_weights(x + 32 * j, 32, w);
+        refine_scale_min(x + 32 * j, w, d, dmin, nmax, sc[j], mq[j]);
     }
     std::memset(b.scales, 0, 12);
     for (int j = 0; j < 8; ++j) {
@@ -444,6 +471,28 @@ void q_q5_k(const float* x, BlockQ5_K& b) {
     }
 }
 
+// Weighted squared error of x ~ ds * q, q = nearest code in [-32, 31].
+float q6_error(const float* x, const float* w, float ds) {
+    float err = 0;
+    for (int l = 0; l < 16; ++l) {
+        const int q = ds != 0.0f ? std::clamp(round_int(x[l] / ds), -32, 31) : 0;
+        const float e = ds * static_cast<float>(q) - x[l];
+        err += w[l] * e * e;
+    }
+    return err;
+}
+
+// As refine_scale_min for Q6_K's int8 sub-scales under the stored d.
+int8_t refine_scale_q6(const float* x, const float* w, float d, int8_t sc) {
+    int8_t best_sc = sc;
+    float best = q6_error(x, w, d * sc);
+    for (int s = std::max(-128, sc - 1); s <= std::min(127, sc + 1); ++s) {
+        const float e = q6_error(x, w, d * static_cast<float>(s));
+        if (e < best) best = e, best_sc = static_cast<int8_t>(s);
+    }
+    return best_sc;
+}
+
 void q_q6_k(const float* x, BlockQ6_K& b) {
     float w[16], scales[16];
     float max_scale = 0.0f, amax = 0.0f;
@@ -465,6 +514,8 @@ void q_q6_k(const float* x, BlockQ6_K& b) {
         const float d = h2f(b.d);
         for (int j = 0; j < 16; ++j) {
             b.scales[j] = static_cast<int8_t>(std::clamp(round_int(iscale * scales[j]), -128, 127));
+            element_weights(x + 16 * j, 16, w);
+            b.scales[j] = refine_scale_q6(x + 16 * j, w, d, b.scales[j]);
             const float ds = d * b.scales[j];
             for (int l = 0; l < 16; ++l) {
                 const int q = ds != 0.0f ? std::clamp(round_int(x[16 * j + l] / ds), -32, 31) : 0;

@@ -1,0 +1,78 @@
+#!/usr/bin/env bash
+# Build llama.cpp's command-line tools (the peer of `ember quantize` / `ember perplexity`) from
+# the llama.cpp tree vendored in the llama-cpp-python source package on the package index.
+# Test/benchmark tooling only: never part of the product.
+#
+#   scripts/llama-cpp-tools.sh                       # prints the bin directory (last line)
+#   scripts/llama-cpp-tools.sh llama-perplexity      # only these targets (CI: the peer test)
+#   BIN="$(scripts/llama-cpp-tools.sh llama-quantize llama-perplexity | tail -1)"
+#
+# Why from llama-cpp-python's sdist: no git host is reachable from our machines, only the
+# package index; `pip download --no-binary :all:` fetches the sdist (a tarball) without building
+# it, and its vendor/llama.cpp is a complete llama.cpp tree.
+#
+# Kept small for CI: only the requested targets, static libraries, no tests/examples/server,
+# no OpenSSL/curl, no OpenMP, and GGML_NATIVE=OFF with the x86-64-v3 instructions named
+# explicitly (AVX2/FMA/F16C), so a cached build runs on any CPU of that level, not only the
+# one that built it. The build is cached in ${EMBER_LLAMA_TOOLS_DIR:-~/.cache/ember/llama-tools}
+# keyed by version; a second run with the same targets does nothing but check they exist.
+set -euo pipefail
+
+VERSION="${LLAMA_CPP_PYTHON_VERSION:-0.3.36}"
+CACHE="${EMBER_LLAMA_TOOLS_DIR:-$HOME/.cache/ember/llama-tools}"
+JOBS="${EMBER_JOBS:-2}"
+PYTHON="${PYTHON:-python3}"
+TARGETS=("$@")
+[[ ${#TARGETS[@]} -gt 0 ]] || TARGETS=(llama-quantize llama-perplexity)
+
+log() { printf '[llama-cpp-tools] %s\n' "$*" >&2; }
+die() { printf '[llama-cpp-tools] ERROR: %s\n' "$*" >&2; exit 1; }
+
+SRC_ROOT="$CACHE/src-$VERSION"
+BUILD="$CACHE/build-$VERSION"
+BIN="$BUILD/bin"
+
+missing=()
+for t in "${TARGETS[@]}"; do [[ -x "$BIN/$t" ]] || missing+=("$t"); done
+if [[ ${#missing[@]} -eq 0 ]]; then
+  printf '%s\n' "$BIN"
+  exit 0
+fi
+
+mkdir -p "$CACHE"
+# One build at a time per cache (ctest and a bench may both ask).
+exec 9>"$CACHE/.lock"
+flock 9
+
+tree="$SRC_ROOT/llama_cpp_python-$VERSION/vendor/llama.cpp"
+if [[ ! -f "$tree/CMakeLists.txt" ]]; then
+  sdist="$CACHE/llama_cpp_python-$VERSION.tar.gz"
+  if [[ ! -f "$sdist" ]]; then
+    log "fetching the llama-cpp-python==$VERSION source package from the package index"
+    tmp="$(mktemp -d "$CACHE/dl.XXXXXX")"
+    "$PYTHON" -m pip download --quiet --no-deps --no-binary :all: --no-build-isolation \
+      -d "$tmp" "llama-cpp-python==$VERSION" >&2 ||
+      "$PYTHON" -m pip download --quiet --no-deps --no-binary :all: -d "$tmp" \
+        "llama-cpp-python==$VERSION" >&2 || die "pip download llama-cpp-python==$VERSION failed"
+    mv "$tmp/llama_cpp_python-$VERSION.tar.gz" "$sdist" || die "no sdist in $tmp"
+    rm -rf "$tmp"
+  fi
+  log "unpacking $sdist"
+  rm -rf "$SRC_ROOT" && mkdir -p "$SRC_ROOT"
+  tar -xzf "$sdist" -C "$SRC_ROOT" || die "unpacking $sdist failed"
+  [[ -f "$tree/CMakeLists.txt" ]] || die "$sdist has no vendor/llama.cpp"
+fi
+
+t0=$SECONDS
+log "building ${missing[*]} (-j$JOBS; the first build takes minutes)"
+cmake -S "$tree" -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release -DBUILD_SHARED_LIBS=OFF \
+  -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_SERVER=OFF \
+  -DLLAMA_BUILD_APP=OFF -DLLAMA_OPENSSL=OFF -DLLAMA_CURL=OFF -DGGML_OPENMP=OFF \
+  -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_BMI2=ON \
+  -DCMAKE_C_COMPILER_LAUNCHER= -DCMAKE_CXX_COMPILER_LAUNCHER= >&2 ||
+  die "configuring llama.cpp failed (see above)"
+cmake --build "$BUILD" --parallel "$JOBS" --target "${missing[@]}" >&2 ||
+  die "building ${missing[*]} failed (see above)"
+for t in "${missing[@]}"; do [[ -x "$BIN/$t" ]] || die "$BIN/$t was not built"; done
+log "built ${missing[*]} in $((SECONDS - t0))s"
+printf '%s\n' "$BIN"

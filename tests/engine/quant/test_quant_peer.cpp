@@ -1,0 +1,73 @@
+// Files from Ember's quantizer load in llama.cpp (the peer), and the two engines agree on
+// them: llama-perplexity (built by scripts/llama-cpp-tools.sh, cached) runs the file Ember
+// wrote and saves its log-probabilities as a --kl-divergence-base file; Ember then scores
+// the same file against it. Same weights, so what remains is arithmetic order (and llama.cpp's
+// 8-bit activations in its quantized dot products): KL tiny, greedy (top-1) tokens agreeing at
+// nearly every position. The peer is real, not a mock; a missing peer fails the test.
+#include <doctest/doctest.h>
+
+#include <regex>
+#include <string>
+
+#include "engine/quant/perplexity.h"
+#include "engine/quant/quantizer.h"
+#include "engine/runtime/model.h"
+#include "test_data.h"
+
+using namespace ember;
+
+namespace {
+
+std::string peer_bin() {
+    const auto r = test::run_process(
+        {std::string(EMBER_SOURCE_DIR) + "/scripts/llama-cpp-tools.sh", "llama-perplexity"}, 3 * 3600 * 1000);
+    REQUIRE_MESSAGE(r.ok(), "scripts/llama-cpp-tools.sh failed:\n", r.err);
+    std::string out = r.out;
+    while (!out.empty() && out.back() == '\n') out.pop_back();
+    return out.substr(out.find_last_of('\n') + 1);
+}
+
+}  // namespace
+
+TEST_CASE("llama.cpp loads Ember's Q4_K_M SmolLM2 and agrees with Ember's logits on it") {
+    const std::string src = test::test_model(test::kSmolLM2), text = "/usr/share/common-licenses/GPL-3";
+    EMBER_REQUIRE_FILE(src);
+    EMBER_REQUIRE_FILE(text);
+    const std::string bin = peer_bin();
+    test::TempDir dir;
+    QuantizeOptions q;
+    // From the Q4_1 file (the only SmolLM2 we have): quality is not the point here, the
+    // format is, and Q4_K_M has every block type a mix uses (Q4_K, Q6_K, Q5_0, Q8_0).
+    q.input = src, q.output = dir.file("smol-q4km.gguf"), q.type = "Q4_K_M", q.allow_requantize = true;
+    const QuantizeResult qr = quantize_model(q);
+    int k_quants = 0;
+    for (const auto& t : qr.tensors) k_quants += t.to == DType::Q4_K || t.to == DType::Q6_K;
+    REQUIRE(k_quants > 0);
+
+    const std::string base = dir.file("llama.kld");
+    const auto r = test::run_process({bin + "/llama-perplexity", "-m", q.output, "-f", text, "-c", "128", "--chunks",
+                                      "3", "-t", "2", "--kl-divergence-base", base},
+                                     1800 * 1000);
+    INFO(r.err.substr(r.err.size() > 3000 ? r.err.size() - 3000 : 0));
+    REQUIRE(r.ok());
+    const std::string log = r.out + r.err;
+    std::smatch m;
+    REQUIRE(std::regex_search(log, m, std::regex(R"(Final estimate: PPL = ([0-9.]+))")));
+    const double llama_ppl = std::stod(m[1]);
+
+    LoadOptions lo;
+    lo.path = q.output, lo.device = BackendPreference::Cpu, lo.n_threads = 2, lo.n_ctx = 128;
+    auto model = Model::load(lo);
+    PerplexityOptions po;
+    po.kl_divergence = base;
+    const PerplexityResult e = perplexity(*model, "", po);
+    REQUIRE(e.kl);
+    MESSAGE("llama.cpp PPL ", llama_ppl, ", Ember PPL ", e.ppl, ", KL ", e.kl->kld.mean, ", top-1 agreement ",
+            e.kl->same_top.mean);
+    CHECK(e.n_chunks == 3);
+    // Both tokenized the text the same way (Ember reads llama.cpp's tokens from the base file
+    // and scores them): equal perplexity up to the arithmetic differences.
+    CHECK(e.ppl == doctest::Approx(llama_ppl).epsilon(0.02));
+    CHECK(e.kl->kld.mean < 0.01);
+    CHECK(e.kl->same_top.mean > 0.95);
+}

@@ -1,0 +1,56 @@
+// One downloadable model of a repository (a file, or all parts of a split one): its
+// quantization and size, the fit badge with the planner's one-line reason, and Download.
+import QtQuick
+import QtQuick.Controls
+import QtQuick.Layouts
+import Ember.Core
+
+Rectangle {
+    id: root
+    objectName: "file_" + model.quant
+    radius: 8
+    color: model.best ? Qt.rgba(Theme.accent.r, Theme.accent.g, Theme.accent.b, 0.08) : Theme.base
+    border.color: model.best ? Theme.accent : Theme.border
+    implicitHeight: row.implicitHeight + 16
+
+    function badgeColour(b) {
+        return b === "gpu" ? "#2b8a3e" : b === "split" ? "#e67700" : b === "cpu" ? "#1971c2"
+             : b === "too-large" ? Theme.error : Theme.muted
+    }
+
+    RowLayout {
+        id: row
+        anchors { fill: parent; margins: 8 }
+        spacing: 10
+        ColumnLayout {
+            Layout.fillWidth: true
+            spacing: 3
+            RowLayout {
+                Label { objectName: "quant"; text: model.quant; font.bold: true; color: Theme.text }
+                Label { text: model.sizeText + (model.parts > 1 ? qsTr(" in %1 parts").arg(model.parts) : ""); color: Theme.muted }
+                Rectangle {
+                    radius: 9
+                    color: root.badgeColour(model.badge)
+                    implicitWidth: badge.implicitWidth + 14
+                    implicitHeight: badge.implicitHeight + 4
+                    Label { id: badge; objectName: "badge"; anchors.centerIn: parent; text: model.badgeText; color: "white"; font.pixelSize: 12 }
+                }
+                Label { visible: model.best; objectName: "bestLabel"; text: qsTr("★ Best for this machine"); color: Theme.accent; font.bold: true }
+            }
+            Label {
+                objectName: "reason"
+                Layout.fillWidth: true
+                text: model.reason
+                visible: text.length > 0
+                color: Theme.muted
+                wrapMode: Text.Wrap
+            }
+        }
+        Button {
+            objectName: "downloadButton"
+            text: qsTr("Download")
+            enabled: model.badge !== "too-large"
+            onClicked: Hub.download(Hub.repo, model.quant)
+        }
+    }
+}
