@@ -16,7 +16,7 @@
 #   EMBER_TEST_TIMEOUT=300       default per-test timeout (s) for tests that set none
 #   EMBER_SKIP_DEPS=1            do not run scripts/install-deps.sh (e.g. no root, no apt)
 #   EMBER_SKIP_SANITIZERS=1      skip the sanitizer step (fuzzers + ASan/UBSan tests)
-#   EMBER_FUZZ_SECONDS=30        time budget of each fuzzer in the sanitizer step
+#   EMBER_FUZZ_SECONDS=20        time budget of each fuzzer in the sanitizer step (6 fuzzers)
 #   EMBER_ASAN_EXCLUDE=REGEX     asan tests the sanitizer step leaves out (ctest -E); default
 #                                '^(test_inference|gpu_check_cpu_as_gpu|test_quant_peer)$' (end-to-end
 #                                decoding, the peer run of llama.cpp (quant) and
@@ -87,8 +87,8 @@ cmake --build --preset ci --parallel "$EMBER_JOBS"
 # Fuzzers and the ASan + UBSan build's tests (engine and kernels). A failure stops the run
 # here, before ctest; the ci preset's ctest summary stays the last output.
 if [[ "${EMBER_SKIP_SANITIZERS:-0}" != 1 ]]; then
-  ember_step "fuzz (${EMBER_FUZZ_SECONDS:-30} s each)"
-  scripts/fuzz.sh "${EMBER_FUZZ_SECONDS:-30}"
+  ember_step "fuzz (${EMBER_FUZZ_SECONDS:-20} s each)"
+  scripts/fuzz.sh "${EMBER_FUZZ_SECONDS:-20}"
 
   ember_step "asan: configure + build"
   # The CPU build only: CUDA code is not instrumented, and its tests run in the ci build.

@@ -42,6 +42,9 @@ QStringList handover_arguments(const LaunchRequest& request) {
 
 void open_model_file(AppContext& ctx, const QString& path) {
     spdlog::info("Opening the model file {}", path.toStdString());
+    // Into the model library too (referenced in place, checked on a worker thread), so it is
+    // listed on the Models page next time; the load does not wait for that.
+    ctx.library.importFile(path);
     ctx.models.load(path);
 }
 

@@ -10,6 +10,7 @@
 #include <QtTest>
 
 #include "app/desktop/open_model_file.h"
+#include "engine/library/library.h"
 #include "test_paths.h"
 
 using namespace ember::app;
@@ -76,6 +77,7 @@ private slots:
         env.insert(QStringLiteral("XDG_STATE_HOME"), dir.filePath(QStringLiteral("state")));
         env.insert(QStringLiteral("XDG_CONFIG_HOME"), dir.filePath(QStringLiteral("config")));
         env.insert(QStringLiteral("QT_QPA_PLATFORM"), QStringLiteral("offscreen"));
+        env.insert(QStringLiteral("EMBER_MODELS_DIR"), dir.filePath(QStringLiteral("models")));
         QProcess first;
         first.setProcessEnvironment(env);
         first.setProcessChannelMode(QProcess::MergedChannels);
@@ -100,6 +102,16 @@ private slots:
         QVERIFY2(out.contains("Opening the model file " + model.toUtf8()), out.constData());
         QVERIFY2(!out.contains("Model not loaded"), out.constData());
         QCOMPARE(first.state(), QProcess::Running);
+        // The opened file is in the model library too, referenced where it is.
+        ember::library::Library lib(dir.filePath(QStringLiteral("models")).toStdString());
+        QVERIFY2(QTest::qWaitFor(
+                     [&] {
+                         for (const auto& m : lib.list())
+                             if (QString::fromStdString(m.path) == model) return true;
+                         return false;
+                     },
+                     30'000),
+                 out.constData());
         first.terminate();
         QVERIFY(first.waitForFinished(30'000));
     }
