@@ -20,6 +20,7 @@ ApplicationWindow {
     property alias sidebar: sidebar
     property alias chatPage: chatPage
     property alias snackbar: snackbar
+    property alias monitorWindow: monitorWindow
 
     palette {
         window: Theme.window
@@ -57,6 +58,7 @@ ApplicationWindow {
             Layout.fillHeight: true
             onOpenSettings: window.settingsOpen = true
             onNewChat: window.newChat()
+            onOpenMonitor: monitorWindow.open()
         }
         Rectangle { Layout.fillHeight: true; width: 1; color: Theme.border }
         StackLayout {
@@ -69,6 +71,10 @@ ApplicationWindow {
     }
 
     Snackbar { id: snackbar; onAction: Chat.undoDelete() }
+
+    // The live monitor, in its own window; whether it was open is restored at start.
+    MonitorWindow { id: monitorWindow }
+    onClosing: monitorWindow.hide()  // leaves Settings.monitorOpen as it was, for the next start
 
     Connections {
         target: Chat
@@ -97,6 +103,7 @@ ApplicationWindow {
     }
     Shortcut { sequence: "Esc"; context: Qt.ApplicationShortcut; enabled: Chat.generating; onActivated: Chat.stop() }
     Shortcut { sequence: "Ctrl+,"; context: Qt.ApplicationShortcut; onActivated: window.settingsOpen = true }
+    Shortcut { sequence: "Ctrl+M"; context: Qt.ApplicationShortcut; onActivated: monitorWindow.open() }
 
     Component.onCompleted: chatPage.focusInput()
 }

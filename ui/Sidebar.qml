@@ -8,6 +8,7 @@ import Ember.Core
 Rectangle {
     id: root
     signal openSettings()
+    signal openMonitor()
     signal newChat()
     function focusSearch() { search.forceActiveFocus(); search.selectAll() }
     property alias list: list
@@ -48,6 +49,13 @@ Rectangle {
                 text: search.text.length > 0 ? qsTr("No chats match") : qsTr("No chats yet")
                 color: Theme.muted
             }
+        }
+        Button {
+            objectName: "monitorButton"
+            Layout.fillWidth: true
+            flat: true
+            text: qsTr("Monitor")
+            onClicked: root.openMonitor()
         }
         Button {
             objectName: "settingsButton"

@@ -13,7 +13,8 @@ AppContext::AppContext(const QString& data_dir, const QString& log_file)
       storage(*store.store, data_dir),
       models(host, settings),
       model_list(ModelListModel::defaultFolders()),
-      chat(*store.store, host, models, settings) {
+      chat(*store.store, host, models, settings),
+      monitor(host.worker()->telemetry()) {
     info.data_dir = data_dir;
     info.database_path = store.path;
     info.log_file = log_file;
@@ -23,6 +24,9 @@ AppContext::AppContext(const QString& data_dir, const QString& log_file)
     note_history();
     // The first conversation of a new user sets the marker too.
     QObject::connect(chat.conversations(), &ConversationListModel::countChanged, &settings, [this] { note_history(); });
+    // The monitor's device badge carries the loader's reason for the placement.
+    QObject::connect(&models, &ModelController::stateChanged, &monitor,
+                     [this] { monitor.setPlacementReason(models.ready() ? models.info().backend : QString()); });
 }
 
 // The chat controller saves answers still streaming before the engine thread goes away.
@@ -39,7 +43,7 @@ void AppContext::register_qml() {
     // The instances outlive the QML engine (they are members here; the engine is destroyed
     // first), so QML must not take ownership.
     for (QObject* o :
-         std::initializer_list<QObject*>{&chat, &models, &model_list, &settings, &clipboard, &info, &storage})
+         std::initializer_list<QObject*>{&chat, &models, &model_list, &settings, &clipboard, &info, &storage, &monitor})
         QQmlEngine::setObjectOwnership(o, QQmlEngine::CppOwnership);
     qmlRegisterSingletonInstance("Ember.Core", 1, 0, "Chat", &chat);
     qmlRegisterSingletonInstance("Ember.Core", 1, 0, "Models", &models);
@@ -48,6 +52,7 @@ void AppContext::register_qml() {
     qmlRegisterSingletonInstance("Ember.Core", 1, 0, "Clipboard", &clipboard);
     qmlRegisterSingletonInstance("Ember.Core", 1, 0, "App", &info);
     qmlRegisterSingletonInstance("Ember.Core", 1, 0, "Storage", &storage);
+    qmlRegisterSingletonInstance("Ember.Core", 1, 0, "Monitor", &monitor);
     qmlRegisterUncreatableType<ModelController>("Ember.Core", 1, 0, "ModelState", QStringLiteral("enum only"));
     qmlRegisterUncreatableType<MessageListModel>("Ember.Core", 1, 0, "MessageListModel", QStringLiteral("from Chat"));
     qmlRegisterUncreatableType<ConversationListModel>("Ember.Core", 1, 0, "ConversationListModel",

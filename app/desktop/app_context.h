@@ -14,6 +14,7 @@
 #include "app/core/model_controller.h"
 #include "app/core/model_list_model.h"
 #include "app/core/storage_status.h"
+#include "app/monitor/monitor_controller.h"
 #include "app/storage/store_open.h"
 
 namespace ember::app {
@@ -40,7 +41,7 @@ public:
     ~AppContext();
 
     // Registers the singletons of the QML module "Ember.Core": Chat, Models, ModelList,
-    // Settings, Clipboard, App, Storage. Call once per process, before loading QML.
+    // Settings, Clipboard, App, Storage, Monitor. Call once per process, before loading QML.
     void register_qml();
     // Loads the last model (or nothing) as the settings say; returns at once.
     void restore_last_model();
@@ -56,6 +57,7 @@ public:
     ChatController chat;
     Clipboard clipboard;
     AppInfo info;
+    MonitorController monitor;  // reads the engine worker's telemetry (QML: Monitor)
 };
 
 }  // namespace ember::app
