@@ -136,13 +136,25 @@ class TestMonitor : public QObject {
 
     // Starts an answer and waits until the charts have several points of it being decoded.
     void generate_until_charted(int max_tokens) {
+        const ember::Telemetry& tel = app_.ctx->host.worker()->telemetry();
+        const uint64_t before = tel.snapshot().requests;
+        const int polls = app_.ctx->monitor.polls();
         app_.sampling(max_tokens);
         QVERIFY(app_.ctx->chat.send(kStory));
         QXYSeries* speed = app_.series("decodeSeries");
         QXYSeries* latency = app_.series("latencySeries");
         QVERIFY(speed && latency);
-        QTRY_VERIFY_WITH_TIMEOUT(app_.ctx->monitor.decodeTokS() > 0 && latency->count() >= 4, 120'000);
+        // This answer (not the last one) is decoding, and the panel has polled it twice since.
+        QTRY_VERIFY_WITH_TIMEOUT(tel.snapshot().requests > before && tel.snapshot().current.running &&
+                                     tel.snapshot().current.generated_tokens >= 6,
+                                 120'000);
+        const int decoding = app_.ctx->monitor.polls();
+        QTRY_VERIFY(app_.ctx->monitor.polls() >= decoding + 2);
+        QVERIFY(app_.ctx->monitor.polls() > polls);
+        QVERIFY(app_.ctx->monitor.decodeTokS() > 0 && latency->count() >= 2);
         QVERIFY(app_.ctx->chat.generating());
+        QVERIFY2(app_.text("totalsText").startsWith(QStringLiteral("%1 request").arg(before + 1)),
+                 qPrintable(app_.text("totalsText")));
     }
 
     QStringList shown_stats() const {
