@@ -22,6 +22,7 @@ ApplicationWindow {
     property alias sidebar: sidebar
     property alias chatPage: chatPage
     property alias snackbar: snackbar
+    property alias monitorWindow: monitorWindow
 
     palette {
         window: Theme.window
@@ -62,6 +63,7 @@ ApplicationWindow {
             onNewChat: window.newChat()
             onOpenAbout: aboutDialog.open()
             onOpenModels: { window.settingsOpen = false; window.modelsOpen = true }
+            onOpenMonitor: monitorWindow.open()
         }
         Rectangle { Layout.fillHeight: true; width: 1; color: Theme.border }
         StackLayout {
@@ -76,6 +78,10 @@ ApplicationWindow {
 
     Snackbar { id: snackbar; onAction: Chat.undoDelete() }
     AboutDialog { id: aboutDialog }
+
+    // The live monitor, in its own window; whether it was open is restored at start.
+    MonitorWindow { id: monitorWindow }
+    onClosing: monitorWindow.hide()  // leaves Settings.monitorOpen as it was, for the next start
 
     Connections {
         target: Chat
@@ -120,6 +126,7 @@ ApplicationWindow {
     Shortcut { sequence: "Esc"; context: Qt.ApplicationShortcut; enabled: Chat.generating; onActivated: Chat.stop() }
     Shortcut { sequence: "Ctrl+,"; context: Qt.ApplicationShortcut; onActivated: window.settingsOpen = true }
     Shortcut { sequence: "F1"; context: Qt.ApplicationShortcut; onActivated: aboutDialog.open() }
+    Shortcut { sequence: "Ctrl+M"; context: Qt.ApplicationShortcut; onActivated: monitorWindow.open() }
 
     Component.onCompleted: chatPage.focusInput()
 }

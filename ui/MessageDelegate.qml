@@ -1,5 +1,5 @@
 // One message: a bubble (user on the right, assistant on the left), the stats line under
-// an answer (TTFT, tok/s, tokens, model), and its actions: copy, edit and resend (user),
+// an answer (TTFT, tok/s, tokens, prompt and reused tokens, model, why it ended), and its actions: copy, edit and resend (user),
 // regenerate (last answer).
 import QtQuick
 import QtQuick.Controls
@@ -91,6 +91,8 @@ Item {
             Label {
                 objectName: "statsLine"
                 visible: !root.isUser && text.length > 0
+                Layout.maximumWidth: column.width * 0.7  // the line grew (prompt, reuse, stop reason): wrap
+                wrapMode: Text.Wrap
                 text: root.streaming ? qsTr("writing…") : root.stats
                 color: root.messageState === "interrupted" ? Theme.warning : Theme.muted
                 font.pixelSize: 11

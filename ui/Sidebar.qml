@@ -9,6 +9,7 @@ Rectangle {
     id: root
     signal openSettings()
     signal openAbout()
+    signal openMonitor()
     signal newChat()
     signal openModels()
     function focusSearch() { search.forceActiveFocus(); search.selectAll() }
@@ -57,6 +58,13 @@ Rectangle {
             flat: true
             text: Hub.activeDownloads > 0 ? qsTr("Models (%1 downloading)").arg(Hub.activeDownloads) : qsTr("Models")
             onClicked: root.openModels()
+        }
+        Button {
+            objectName: "monitorButton"
+            Layout.fillWidth: true
+            flat: true
+            text: qsTr("Monitor")
+            onClicked: root.openMonitor()
         }
         Button {
             objectName: "settingsButton"

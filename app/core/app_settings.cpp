@@ -61,6 +61,13 @@ void AppSettings::setLastModelPath(const QString& v) { set("model/last", v); }
 bool AppSettings::loadLastModel() const { return settings_->value("model/load_last", true).toBool(); }
 void AppSettings::setLoadLastModel(bool v) { set("model/load_last", v); }
 
+bool AppSettings::monitorOpen() const { return settings_->value("monitor/open", false).toBool(); }
+void AppSettings::setMonitorOpen(bool v) { set("monitor/open", v); }
+QRect AppSettings::monitorGeometry() const { return settings_->value("monitor/geometry").toRect(); }
+void AppSettings::setMonitorGeometry(const QRect& v) { set("monitor/geometry", v); }
+int AppSettings::monitorTab() const { return settings_->value("monitor/tab", 0).toInt(); }
+void AppSettings::setMonitorTab(int v) { set("monitor/tab", qMax(0, v)); }
+
 bool AppSettings::hadHistory() const { return settings_->value("storage/had_history", false).toBool(); }
 void AppSettings::setHadHistory(bool v) {
     set("storage/had_history", v);

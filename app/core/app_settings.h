@@ -4,6 +4,7 @@
 // test never touches the user's real settings.
 #pragma once
 #include <QObject>
+#include <QRect>
 #include <QSettings>
 #include <QVariantMap>
 #include <memory>
@@ -21,6 +22,10 @@ class AppSettings : public QObject {
     Q_PROPERTY(QVariantMap defaultSampling READ defaultSampling WRITE setDefaultSampling NOTIFY changed)
     Q_PROPERTY(QString lastModelPath READ lastModelPath WRITE setLastModelPath NOTIFY changed)
     Q_PROPERTY(bool loadLastModel READ loadLastModel WRITE setLoadLastModel NOTIFY changed)
+    // The monitor window: open at the last exit, where it was, which tab was shown.
+    Q_PROPERTY(bool monitorOpen READ monitorOpen WRITE setMonitorOpen NOTIFY changed)
+    Q_PROPERTY(QRect monitorGeometry READ monitorGeometry WRITE setMonitorGeometry NOTIFY changed)
+    Q_PROPERTY(int monitorTab READ monitorTab WRITE setMonitorTab NOTIFY changed)
     Q_PROPERTY(QString settingsFile READ settingsFile CONSTANT)
     Q_PROPERTY(QString builtinModelPath READ builtinModelPath CONSTANT)
     // The cost view's settings (see below).
@@ -54,7 +59,14 @@ public:
     void setLastModelPath(const QString& v);
     bool loadLastModel() const;
     void setLoadLastModel(bool v);
+    bool monitorOpen() const;
+    void setMonitorOpen(bool v);
+    QRect monitorGeometry() const;  // empty: never placed (the window picks its default)
+    void setMonitorGeometry(const QRect& v);
+    int monitorTab() const;
+    void setMonitorTab(int v);
     QString settingsFile() const { return settings_->fileName(); }
+    void sync() { settings_->sync(); }  // writes pending changes to the file now
     // Set once the conversation database has held a conversation: a database later found
     // empty (0 bytes, gone) is then noticed and restored from a backup.
     bool hadHistory() const;

@@ -35,8 +35,10 @@ AppContext::AppContext(const QString& data_dir, const QString& log_file)
       models(host, settings),
       model_list(ModelListModel::defaultFolders()),
       chat(*store.store, host, models, settings),
+      cost(*store.store, settings, host.worker()),
       hub(library_folder(data_dir)),
-      library(library_folder(data_dir), models, &model_list) {
+      library(library_folder(data_dir), models, &model_list),
+      monitor(host.worker()->telemetry()) {
     info.data_dir = data_dir;
     info.database_path = store.path;
     info.log_file = log_file;
@@ -48,6 +50,9 @@ AppContext::AppContext(const QString& data_dir, const QString& log_file)
     QObject::connect(chat.conversations(), &ConversationListModel::countChanged, &settings, [this] { note_history(); });
     // A finished download shows in the library (and the chat's model picker) at once.
     QObject::connect(&hub, &HubController::modelDownloaded, &library, &LibraryController::refresh);
+    // The monitor's device badge carries the loader's reason for the placement.
+    QObject::connect(&models, &ModelController::stateChanged, &monitor,
+                     [this] { monitor.setPlacementReason(models.ready() ? models.info().backend : QString()); });
 }
 
 // The chat controller saves answers still streaming before the engine thread goes away.
@@ -64,7 +69,7 @@ void AppContext::register_qml() {
     // The instances outlive the QML engine (they are members here; the engine is destroyed
     // first), so QML must not take ownership.
     for (QObject* o : std::initializer_list<QObject*>{&chat, &models, &model_list, &settings, &clipboard, &info,
-                                                      &storage, &about, &hub, &library})
+                                                      &storage, &about, &hub, &library, &monitor, &cost})
         QQmlEngine::setObjectOwnership(o, QQmlEngine::CppOwnership);
     qmlRegisterSingletonInstance("Ember.Core", 1, 0, "Chat", &chat);
     qmlRegisterSingletonInstance("Ember.Core", 1, 0, "Models", &models);
@@ -76,6 +81,8 @@ void AppContext::register_qml() {
     qmlRegisterSingletonInstance("Ember.Core", 1, 0, "About", &about);
     qmlRegisterSingletonInstance("Ember.Core", 1, 0, "Hub", &hub);
     qmlRegisterSingletonInstance("Ember.Core", 1, 0, "Library", &library);
+    qmlRegisterSingletonInstance("Ember.Core", 1, 0, "Monitor", &monitor);
+    qmlRegisterSingletonInstance("Ember.Core", 1, 0, "Cost", &cost);
     qmlRegisterUncreatableType<ModelController>("Ember.Core", 1, 0, "ModelState", QStringLiteral("enum only"));
     qmlRegisterUncreatableType<MessageListModel>("Ember.Core", 1, 0, "MessageListModel", QStringLiteral("from Chat"));
     qmlRegisterUncreatableType<ConversationListModel>("Ember.Core", 1, 0, "ConversationListModel",

@@ -17,6 +17,8 @@
 #include "app/desktop/about_info.h"
 #include "app/models/hub_controller.h"
 #include "app/models/library_controller.h"
+#include "app/monitor/monitor_controller.h"
+#include "app/cost/cost_controller.h"
 #include "app/storage/store_open.h"
 
 namespace ember::app {
@@ -43,7 +45,7 @@ public:
     ~AppContext();
 
     // Registers the singletons of the QML module "Ember.Core": Chat, Models, ModelList,
-    // Settings, Clipboard, App, Storage, About, Hub, Library. Call once per process, before loading QML.
+    // Settings, Clipboard, App, Storage, About, Hub, Library, Monitor, Cost. Call once per process, before loading QML.
     void register_qml();
     // Loads the last model (or nothing) as the settings say; returns at once.
     void restore_last_model();
@@ -57,13 +59,15 @@ public:
     ModelController models;
     ModelListModel model_list;
     ChatController chat;
+    CostController cost;  // after chat: the store holds each answer before the cost view reads it
     // The model manager page (app/models): downloads and the library, in engine/library's
     // folder ($EMBER_MODELS_DIR, else $XDG_DATA_HOME/ember/models).
     HubController hub;
     LibraryController library;
     Clipboard clipboard;
     AppInfo info;
-    AboutInfo about;  // QML singleton "About" (ui/AboutDialog.qml)
+    AboutInfo about;            // QML singleton "About" (ui/AboutDialog.qml)
+    MonitorController monitor;  // reads the engine worker's telemetry (QML: Monitor)
 };
 
 }  // namespace ember::app
