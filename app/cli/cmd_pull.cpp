@@ -17,7 +17,7 @@ namespace {
 
 // The signal handler's only act: a lock-free atomic store, which is async-signal-safe.
 hub::TransferControl* g_control = nullptr;
-extern "C" void on_interrupt(int) {
+extern "C" void on_pull_interrupt(int) {
     if (g_control) g_control->pause.store(true);
 }
 
@@ -91,8 +91,8 @@ int cmd_pull(int argc, char** argv) {
 
     hub::TransferControl control;
     g_control = &control;
-    std::signal(SIGINT, on_interrupt);
-    std::signal(SIGTERM, on_interrupt);
+    std::signal(SIGINT, on_pull_interrupt);
+    std::signal(SIGTERM, on_pull_interrupt);
     ProgressLine line(isatty(2));
     int64_t id = 0;
     const hub::PullState end = hub::run_pull(

@@ -17,7 +17,7 @@ namespace ember::cli {
 namespace {
 
 std::atomic<bool> g_interrupted{false};
-extern "C" void on_interrupt(int) { g_interrupted.store(true); }
+extern "C" void on_quantize_interrupt(int) { g_interrupted.store(true); }
 
 std::string usage() {
     std::string types;
@@ -49,8 +49,8 @@ int cmd_quantize(int argc, char** argv) {
                      p.tensor.c_str());
     };
     o.on_warning = [](const std::string& w) { std::fprintf(stderr, "warning: %s\n", w.c_str()); };
-    std::signal(SIGINT, on_interrupt);
-    std::signal(SIGTERM, on_interrupt);
+    std::signal(SIGINT, on_quantize_interrupt);
+    std::signal(SIGTERM, on_quantize_interrupt);
     const QuantizeResult r = quantize_model(o);
     std::signal(SIGINT, SIG_DFL);
     std::signal(SIGTERM, SIG_DFL);
