@@ -38,7 +38,7 @@ set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS ON)
 set(CPACK_DEBIAN_PACKAGE_DEPENDS
     "qt6-qpa-plugins, qml6-module-qtquick, qml6-module-qtquick-controls, qml6-module-qtquick-layouts, \
 qml6-module-qtquick-window, qml6-module-qtquick-templates, qml6-module-qtqml-workerscript, \
-qml6-module-qtqml, qml6-module-qtcharts, shared-mime-info")
+qml6-module-qtqml, qml6-module-qtcharts, qml6-module-qtquick-dialogs, shared-mime-info")
 # The CUDA module links NVIDIA's cuBLAS, which is not a Debian 12 package (Debian's own is an
 # older major version): dpkg-shlibdeps is shown where it is and told to ignore that no package
 # owns it. Without cuBLAS Ember runs on the CPU and says why.
