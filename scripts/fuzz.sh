@@ -51,7 +51,9 @@ for t in "${targets[@]}"; do
     hub) args+=(-max_len=8192) ;;
     logits_file) args+=(-max_len=8192) ;;
   esac
-  corpora=("$out/corpus-$name" "$out/seeds/$name")
+  corpora=("$out/corpus-$name")
+  # Generated seeds and the kept corpus, where the target has them (fuzz_hub: corpus only).
+  [[ -d "$out/seeds/$name" ]] && corpora+=("$out/seeds/$name")
   [[ -d "tests/fuzz/corpus/$name" ]] && corpora+=("tests/fuzz/corpus/$name")
   mkdir -p "$out/corpus-$name"
   log="$out/logs/$t.log"
