@@ -1,6 +1,8 @@
 // `ember quantize` and `ember perplexity` as a user runs them: exit status, output, messages.
 #include <doctest/doctest.h>
 
+#include <cmath>
+
 #include <filesystem>
 #include <string>
 
@@ -49,7 +51,11 @@ TEST_CASE("ember perplexity: report lines, base file round trip, short text erro
     CHECK(contains(a.out, "tokens_scored: 62\n"));
     const auto b = ember_cli({"perplexity", model, "--kl-divergence", base, "--threads", "1", "--quiet"});
     REQUIRE(b.ok());
-    CHECK(contains(b.out, "kld_mean: 0.0000"));
+    // Against its own base run: zero but for the base file's 16-bit rounding of the logits
+    // (which can leave it a hair below zero, as in llama-perplexity's report).
+    const size_t at = b.out.find("kld_mean: ");
+    REQUIRE(at != std::string::npos);
+    CHECK(std::abs(std::stod(b.out.substr(at + 10))) < 1e-4);
     CHECK(contains(b.out, "same_top_percent: 100.000"));
     ember::test::write_file(dir.file("short.txt"), "Once upon a time there was a tiny model.");
     const auto c = ember_cli({"perplexity", model, "-f", dir.file("short.txt"), "--ctx", "512"});
