@@ -29,8 +29,6 @@ constexpr const char* kUsage =
     "                 [--cache-type f16|q8_0] [--margin F]\n"
     "  SIZE: 24GiB, 24G, 512MiB, ... (--vram 0: no GPU). Default: measured on this machine.\n";
 
-std::string bytes_or_dash(uint64_t n) { return n ? format_bytes(n) : "-"; }
-
 void print_row(const char* kind, uint64_t gpu, uint64_t cpu) {
     std::printf("  %-22s %12s %12s\n", kind, bytes_or_dash(gpu).c_str(), bytes_or_dash(cpu).c_str());
 }

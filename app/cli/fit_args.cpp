@@ -17,9 +17,9 @@ DType cache_type(const std::string& t) {
     throw Error("--cache-type must be f16 or q8_0, not '" + t + "'");
 }
 
-std::string bytes_or_dash(uint64_t n) { return n ? format_bytes(n) : "-"; }
-
 }  // namespace
+
+std::string bytes_or_dash(uint64_t n) { return n ? format_bytes(n) : "-"; }
 
 std::set<std::string> fit_value_options() {
     return {"--ctx", "-c", "--vram", "--ram", "--batch", "--seqs", "--cache-type", "--margin"};

@@ -38,7 +38,7 @@ fit::QuantChoice rank_repository(const HubClient& hub, const std::string& repo, 
                                  const fit::Budget& budget, const fit::ChoiceOptions& options) {
     std::vector<fit::ListedFile> listed;
     for (const RemoteFile& f : hub.list_files(repo, revision))
-        if (f.path.size() > 5 && f.path.ends_with(".gguf")) listed.push_back({f.path, f.size});
+        if (f.path.ends_with(".gguf")) listed.push_back({f.path, f.size});
     if (listed.empty()) throw Error("repository '" + repo + "' has no GGUF file");
     const fit::PrefixReader read_prefix = [&](const std::string& path, uint64_t n) {
         const std::string bytes = hub.fetch_range(repo, revision, path, 0, n);
