@@ -1,0 +1,118 @@
+// The one interface every client of an inference engine uses: the desktop app's chats, the
+// local HTTP server (engine/server), the CLI. The local Scheduler (engine/scheduler) is one
+// implementation; a remote OpenAI-compatible engine (vLLM, llama-server, another Ember) can
+// stand in for it later behind the same calls. That is why a prompt travels as messages or
+// text, and token ids stay the local engine's business (prompt_tokens is a fast path).
+//
+// Threads: submit(), cancel(), forget() and status() are safe from any thread and never wait
+// for a forward pass. Events are delivered on the engine's own thread, in order per request;
+// a sink must not block (hand the event to a queue or a queued signal and return).
+#pragma once
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "engine/runtime/stop_reason.h"
+#include "engine/sampling/sampler.h"
+#include "engine/telemetry/telemetry.h"
+#include "engine/template/chat_template.h"
+
+namespace ember {
+
+struct EngineRequest {
+    std::string model;  // the model asked for ("" = the loaded one); an unknown name is an error
+    // The prompt: exactly one of the three is set.
+    std::vector<ChatMessage> messages;   // rendered with the model's own chat template
+    std::string prompt;                  // raw text, tokenized as the model wants (BOS etc.)
+    std::vector<int32_t> prompt_tokens;  // already tokenized for this model
+    // messages only: when the conversation does not fit the context (less the room kept for
+    // the answer), leave out the oldest exchanges and report how many (EngineEvent::
+    // dropped_turns) instead of failing. The system prompt and the newest message stay.
+    bool fit_context = false;
+
+    SamplingParams sampling;
+    int32_t max_tokens = 256;       // < 0: until end of generation or context; 0: prefill only
+    std::vector<std::string> stop;  // stop strings (never part of the text)
+    bool ignore_eog = false;        // benchmarks: keep going past end-of-generation tokens
+    int32_t top_logprobs = -1;      // -1: no logprobs; 0..20: each token's and this many others'
+    // KV reuse across requests: requests with the same non-empty key continue one cached
+    // sequence (a chat's turns); it is kept after the request ends and evicted least recently
+    // used first. Empty: a fresh sequence, freed when the request ends.
+    std::string cache_key;
+};
+
+struct TokenLogprob {
+    int32_t id = 0;
+    std::string piece;  // the token's text (may be part of a UTF-8 character)
+    float logprob = 0;  // natural log of its probability under the sampling distribution
+    std::vector<std::pair<int32_t, float>> top;  // the most likely alternatives, best first
+};
+
+// How a request went, filled in the Finished event.
+struct RequestStats {
+    int32_t prompt_tokens = 0;  // the prompt as the model saw it
+    int32_t reused_tokens = 0;  // of which were already in the KV cache
+    int32_t generated_tokens = 0;
+    int32_t dropped_turns = 0;  // fit_context: oldest turns left out
+    int32_t preemptions = 0;    // times its KV blocks were taken back and recomputed
+    double queue_wait_ms = 0;   // submitted -> first scheduled
+    double ttft_ms = 0;         // submitted -> first token
+    double decode_ms = 0;       // first token -> last
+    StopReason stop_reason = StopReason::None;
+};
+
+struct EngineEvent {
+    enum class Kind {
+        Started,   // admitted into the running batch (after the queue)
+        Text,      // new text (valid UTF-8, stop strings removed) and the tokens behind it
+        Finished,  // the last event of a request that ran: stats (stop_reason says why)
+        Failed,    // the last event of a request that could not run: error says why
+    };
+    Kind kind = Kind::Text;
+    uint64_t request_id = 0;
+    std::string text;                  // Text
+    std::vector<TokenLogprob> tokens;  // Text, when top_logprobs >= 0: one per token
+    RequestStats stats;                // Finished
+    std::string error;                 // Failed
+};
+using EventSink = std::function<void(EngineEvent&&)>;
+
+// One request as status() sees it.
+struct RequestStatus {
+    uint64_t id = 0;
+    std::string state;  // "queued", "prefill", "decode"
+    int32_t prompt_tokens = 0;
+    int32_t generated_tokens = 0;
+    double age_ms = 0;  // since submit
+};
+
+struct EngineStatus {
+    std::string model;  // the name clients use (the file name without .gguf)
+    std::string model_path;
+    std::string device, device_reason;  // "cpu" / "cuda:0", and why
+    int64_t n_ctx = 0;                  // tokens per sequence
+    int32_t max_batch = 0;              // sequences in one pass at most
+    int32_t kv_blocks_total = 0, kv_blocks_used = 0;
+    std::vector<DeviceMemory> memory;  // per backend, by kind
+    std::vector<RequestStatus> requests;  // running first, then queued
+};
+
+class InferenceEngine {
+public:
+    virtual ~InferenceEngine() = default;
+    // Validates and tokenizes the request on the caller's thread and queues it; returns its
+    // id. Throws ember::Error for a request that can never run (no prompt, an unknown model,
+    // a prompt longer than the context, a full queue): nothing is queued then.
+    virtual uint64_t submit(EngineRequest request, EventSink sink) = 0;
+    // Stops a request within one engine step; its Finished event (stop_reason Cancelled)
+    // follows unless it had already ended. Unknown or finished ids are ignored.
+    virtual void cancel(uint64_t request_id) = 0;
+    // Frees the KV sequence kept for `cache_key` (a deleted conversation).
+    virtual void forget(const std::string& cache_key) = 0;
+    virtual EngineStatus status() const = 0;
+    // Latency, throughput, queue wait and batch size, recorded off the hot path.
+    virtual const Telemetry& telemetry() const = 0;
+};
+
+}  // namespace ember
