@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "engine/gguf/gguf.h"
+#include "engine/kv/kv_batch.h"
 #include "engine/kv/kv_cache.h"
 #include "engine/models/synthetic.h"
 #include "engine/models/transformer.h"
@@ -22,34 +23,13 @@ struct SeqInput {
 
 // Runs the given sequences' new tokens in one batch; returns the last row's logits per sequence.
 std::vector<std::vector<float>> run_batch(Transformer& tr, KvCache& kv, const std::vector<SeqInput>& inputs) {
-    std::vector<int32_t> tokens, pos, seq_of, slot_ids, table, out_rows;
-    int32_t max_blocks = 0;
+    KvBatch batch;
     for (const auto& in : inputs) {
         const int32_t start = kv.length(in.seq);
-        const auto s = kv.append(in.seq, static_cast<int32_t>(in.tokens.size()));
-        max_blocks = std::max(max_blocks, static_cast<int32_t>(kv.block_table(in.seq).size()));
-        for (size_t i = 0; i < in.tokens.size(); ++i) {
-            tokens.push_back(in.tokens[i]);
-            pos.push_back(start + static_cast<int32_t>(i));
-            seq_of.push_back(static_cast<int32_t>(&in - inputs.data()));
-            slot_ids.push_back(s[i]);
-        }
-        out_rows.push_back(static_cast<int32_t>(tokens.size()) - 1);
+        const auto slots = kv.append(in.seq, static_cast<int32_t>(in.tokens.size()));
+        batch.add(in.seq, in.tokens, slots, start, true);
     }
-    for (const auto& in : inputs) {
-        auto t = kv.block_table(in.seq);
-        t.resize(static_cast<size_t>(max_blocks), 0);
-        table.insert(table.end(), t.begin(), t.end());
-    }
-    BatchInfo b;
-    b.tokens = tokens;
-    b.positions = pos;
-    b.seq_of = seq_of;
-    b.kv_slot = slot_ids;
-    b.block_table = table;
-    b.n_seqs = static_cast<int32_t>(inputs.size());
-    b.max_blocks = max_blocks;
-    b.output_rows = out_rows;
+    const BatchInfo b = batch.info(kv);
     std::vector<float> logits;
     tr.forward(b, kv, logits);
     std::vector<std::vector<float>> per_seq;

@@ -109,6 +109,16 @@ const std::vector<std::string> kPrompts = {
     "At night, the moon",
 };
 
+// A greedy request for a prompt of `n` token ids (BOS, then ids from 300 up).
+EngineRequest long_request(int n, int32_t max_tokens) {
+    EngineRequest r;
+    r.prompt_tokens = {1};
+    for (int i = 1; i < n; ++i) r.prompt_tokens.push_back(300 + i % 150);
+    r.max_tokens = max_tokens;
+    r.sampling = SamplingParams::greedy();
+    return r;
+}
+
 // Each prompt alone: one at a time through a scheduler with a batch of one.
 std::vector<Outcome> alone(Model& model, const std::vector<EngineRequest>& reqs) {
     SchedulerOptions o;
@@ -250,12 +260,7 @@ TEST_CASE("chunked prefill keeps every decoding sequence emitting a token each s
     std::vector<std::vector<StepEntry>> steps;
     Scheduler* self = nullptr;
     // A long prompt (300 tokens) arrives while two requests decode.
-    std::vector<int32_t> long_prompt{1};
-    for (int i = 0; i < 299; ++i) long_prompt.push_back(300 + i % 200);
-    EngineRequest big;
-    big.prompt_tokens = long_prompt;
-    big.max_tokens = 4;
-    big.sampling = SamplingParams::greedy();
+    const EngineRequest big = long_request(300, 4);
     uint64_t big_id = 0;
     o.on_step = [&](const StepInfo& info) {
         steps.push_back(info.batch);
@@ -388,12 +393,7 @@ TEST_CASE("a long prompt is not starved by a stream of short requests") {
             inner(std::move(e));
         };
     };
-    std::vector<int32_t> long_prompt{1};
-    for (int i = 0; i < 200; ++i) long_prompt.push_back(300 + i % 150);
-    EngineRequest big;
-    big.prompt_tokens = long_prompt;
-    big.max_tokens = 2;
-    big.sampling = SamplingParams::greedy();
+    const EngineRequest big = long_request(201, 2);
     o.on_step = [&](const StepInfo& info) {
         if (info.step == 1) self->submit(text_request(kPrompts[1], 30), sink(1));
         if (info.step == 2) self->submit(big, sink(1000));
