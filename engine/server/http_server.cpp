@@ -5,6 +5,7 @@
 
 #include <httplib.h>
 #include <signal.h>
+#include <sys/socket.h>
 
 #include <atomic>
 #include <cerrno>
@@ -350,6 +351,16 @@ int HttpServer::start() {
     const size_t threads = static_cast<size_t>(std::max(2, s.options.threads));
     s.http.new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
     s.http.set_payload_max_length(s.options.limits.max_body_bytes);
+    // An idle keep-alive connection holds its thread until this runs out, and stop() waits for
+    // every thread: 2 s instead of httplib's 5 bounds a clean shutdown.
+    s.http.set_keep_alive_timeout(2);
+    // httplib's default sets SO_REUSEPORT, with which a second server binds the same port and
+    // the kernel splits the connections between them. Only SO_REUSEADDR here: a restart may
+    // bind at once (TIME_WAIT), a port in use is an error.
+    s.http.set_socket_options([](socket_t sock) {
+        int yes = 1;
+        setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
+    });
     s.routes();
     const std::string& host = s.options.host;
     s.port = s.options.port == 0 ? s.http.bind_to_any_port(host)

@@ -15,6 +15,7 @@
 #include "engine/runtime/chat.h"
 #include "engine/scheduler/scheduler.h"
 #include "engine/server/http_server.h"
+#include "kernels/common/error.h"
 #include "test_data.h"
 
 using namespace ember;
@@ -163,6 +164,13 @@ TEST_CASE("healthModelsAndStatus") {
     CHECK(s["running"] == 0);
     CHECK(s["queued"] == 0);
     CHECK(s.contains("uptime_s"));
+}
+
+TEST_CASE("aPortInUseIsAnError") {
+    server::ServerOptions o;
+    o.port = stories().port();
+    server::HttpServer second(*stories().scheduler, o);
+    CHECK_THROWS_WITH_AS(second.start(), doctest::Contains("in use"), ember::Error);
 }
 
 TEST_CASE("completionIsTheReferenceGreedyContinuation") {
