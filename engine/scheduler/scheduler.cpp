@@ -239,12 +239,20 @@ void Scheduler::run() {
             wake_.wait(lock, [&] { return stopping_ || !queue_.empty() || !running_.empty() || !forgets_.empty(); });
             if (stopping_) break;
         }
+        StepInfo info;
         try {
-            step();
+            info = step();
         } catch (const std::exception& e) {  // a bug, not a request's fault: fail what runs, keep serving
             log_warn(std::string("scheduler: ") + e.what());
             for (Running& r : running_) r.error = e.what();
             sweep();
+        }
+        if (opts_.on_step && !info.batch.empty()) {
+            try {
+                opts_.on_step(info);
+            } catch (const std::exception& e) {  // the hook's error, not the requests'
+                log_warn(std::string("scheduler: on_step: ") + e.what());
+            }
         }
     }
     for (Running& r : running_) r.done = StopReason::Cancelled;
@@ -260,7 +268,7 @@ void Scheduler::run() {
     cached_.clear();
 }
 
-void Scheduler::step() {
+StepInfo Scheduler::step() {
     drain();
     admit();
     StepInfo info;
@@ -283,10 +291,9 @@ void Scheduler::step() {
         sweep();
     }
     publish_load();
-    if (info.batch.empty()) return;  // nothing ran (everything cancelled or waiting)
     info.queued = n_queued_.load();
     info.free_blocks = model_.kv().free_blocks();
-    if (opts_.on_step) opts_.on_step(info);
+    return info;  // an empty batch: nothing ran (everything cancelled or waiting)
 }
 
 // Blocks in use, requests running and queued: for status() and the telemetry, updated before

@@ -44,8 +44,8 @@ struct SchedulerOptions {
     int32_t max_step_tokens = 0;  // tokens in one pass at most; 0 = the model's n_batch; >= max_batch
     int32_t max_queue = 256;      // requests waiting at most; submit() throws beyond
     int32_t max_cached = 4;       // idle cache_key sequences kept (least recently used evicted first)
-    // Called on the engine thread after every step (tests count steps with it). It may call
-    // submit() and cancel(); it must not block.
+    // Called on the engine thread after every step that ran a pass (tests count steps with
+    // it). It may call submit() and cancel(); it must not block. What it throws is logged.
     std::function<void(const StepInfo&)> on_step;
 };
 
@@ -89,7 +89,7 @@ private:
 
     // Engine thread.
     void run();
-    void step();
+    StepInfo step();
     void drain();
     void admit();
     bool fits(const Job& job) const;

@@ -54,10 +54,13 @@ bool int8_kind(DType type, Int8Kind* kind) {
 }
 
 void pack_x_tiles(const float* X, int64_t n, int64_t K, int tile, int64_t t0, int64_t t1, float* out) {
+    const int64_t kq = lane_cols(K), positions = kLanes * kq;
     for (int64_t t = t0; t < t1; t += tile) {
-        float* dst = out + t / tile * K * tile;
-        for (int64_t k = 0; k < K; ++k) {
-            for (int j = 0; j < tile; ++j) dst[k * tile + j] = t + j < n ? X[(t + j) * K + k] : 0.0f;
+        float* dst = out + t / tile * positions * tile;
+        std::fill(dst, dst + positions * tile, 0.0f);
+        for (int j = 0; j < tile && t + j < n; ++j) {
+            const float* x = X + (t + j) * K;
+            for (int64_t k = 0; k < K; ++k) dst[lane_pos(k, kq) * tile + j] = x[k];
         }
     }
 }
@@ -174,7 +177,8 @@ const float* pack_x(const KernelTable& k, const float* X, int64_t n, int64_t K, 
     if (tile == 0) return X;
     thread_local AlignedBuffer buf;
     const int64_t n_tiles = (n + tile - 1) / tile;
-    float* out = reinterpret_cast<float*>(buf.get(static_cast<size_t>(n_tiles * tile * K) * 4));
+    const int64_t positions = detail::kLanes * detail::lane_cols(K);
+    float* out = reinterpret_cast<float*>(buf.get(static_cast<size_t>(n_tiles * tile * positions) * 4));
     pool.parallel_for(n_tiles, [&](int64_t a, int64_t b, int) {
         detail::pack_x_tiles(X, n, K, tile, a * tile, std::min(n, b * tile), out);
     });

@@ -20,6 +20,7 @@ namespace {
 constexpr int kPanelRows = 8;   // 1 ymm of 8 int32/float lanes
 constexpr int kTileTokens = 4;  // 4 int + 4 float accumulators + weights + temps < 16 ymm
 constexpr int kF32Tile = 8;     // 8 float accumulators for an 8-row x 8-token f32 tile
+constexpr int kGemvMaxTokens = 4;
 
 // ---------------------------------------------------------------------------------------
 // Horizontal reductions.
@@ -412,7 +413,9 @@ void gemv_q8_t(const WeightMatrix& W, const ActQ8& a, int64_t r0, int64_t r1, fl
     WeightPrefetch::start(W, r0, r1);
     for (int64_t r = r0; r < r1; ++r) {
         const auto* row = static_cast<const uint8_t*>(W.data) + r * W.row_bytes;
-        __m256 acc[4] = {_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps()};
+        // Per token the 16 canonical lanes: acc[t][0] blocks 16i + 0..7, acc[t][1] 16i + 8..15.
+        __m256 acc[kGemvMaxTokens][2];
+        for (auto& v : acc) v[0] = v[1] = _mm256_setzero_ps();
         for (int64_t c = 0; c < nchunks; ++c) {
             pf.step(row + c * pf.step_bytes);
             unpack(row, c, W.cols, q, scale, min);
@@ -421,13 +424,13 @@ void gemv_q8_t(const WeightMatrix& W, const ActQ8& a, int64_t r0, int64_t r1, fl
                 const int64_t bi = t * nb + c * nbc;
                 for (int g = 0; g < nbc / 8; ++g) {
                     const int o = 8 * g;
-                    acc[t] =
-                        scale_blocks<kMin, kSigned>(acc[t], block_sums8<G, kSigned>(q + o * G, x + o * G), scale + o,
-                                                    min + o, a.d + bi + o, a.init + bi + o, a.dsum + bi + o);
+                    __m256& lanes = acc[t][g % 2];
+                    lanes = scale_blocks<kMin, kSigned>(lanes, block_sums8<G, kSigned>(q + o * G, x + o * G), scale + o,
+                                                        min + o, a.d + bi + o, a.init + bi + o, a.dsum + bi + o);
                 }
             }
         }
-        for (int64_t t = 0; t < nt; ++t) Y[t * W.rows + r] = hsum(acc[t]);
+        for (int64_t t = 0; t < nt; ++t) Y[t * W.rows + r] = hsum(_mm256_add_ps(acc[t][0], acc[t][1]));
     }
 }
 
@@ -472,41 +475,49 @@ void build_panel(const WeightMatrix& W, int64_t r0, int nrows, int64_t nb, uint8
     }
 }
 
+// One 8-row x 4-token tile in the canonical order: lane j's chain runs over blocks j, j + 16,
+// ... (its partial sums for the tile's 8 rows in one register), then reduce16 over lanes.
 template <int G, bool kMin, bool kSigned>
 void micro_q8(const uint8_t* panel, const uint8_t* act, int64_t nb, float* Y, int64_t ldy, int nrows, int ntok) {
     constexpr int NR = kTileTokens;
     constexpr int PB = panel_block_bytes<G, kMin>();
     constexpr int RB = NR * (G + 12);
-    __m256 acc[NR];
-    for (int t = 0; t < NR; ++t) acc[t] = _mm256_setzero_ps();
-    for (int64_t b = 0; b < nb; ++b) {
-        const uint8_t* pb = panel + b * PB;
-        const uint8_t* xb = act + b * RB;
-        const float* dx = reinterpret_cast<const float*>(xb + G * NR);
-        const int32_t* init = reinterpret_cast<const int32_t*>(dx + NR);
-        __m256i ia[NR];
-        for (int t = 0; t < NR; ++t) ia[t] = (kMin || kSigned) ? _mm256_setzero_si256() : _mm256_set1_epi32(init[t]);
-        for (int g = 0; g < G / 4; ++g) {
-            const __m256i w = _mm256_load_si256(reinterpret_cast<const __m256i*>(pb + g * 4 * kPanelRows));
-            for (int t = 0; t < NR; ++t) {
-                int32_t x4;
-                std::memcpy(&x4, xb + (g * NR + t) * 4, 4);
-                ia[t] = dot4<kSigned>(ia[t], w, _mm256_set1_epi32(x4));
+    __m256 part[kLanes][NR];
+    for (int lane = 0; lane < kLanes; ++lane) {
+        __m256 acc[NR];
+        for (int t = 0; t < NR; ++t) acc[t] = _mm256_setzero_ps();
+        for (int64_t b = lane; b < nb; b += kLanes) {
+            const uint8_t* pb = panel + b * PB;
+            const uint8_t* xb = act + b * RB;
+            const float* dx = reinterpret_cast<const float*>(xb + G * NR);
+            const int32_t* init = reinterpret_cast<const int32_t*>(dx + NR);
+            __m256i ia[NR];
+            for (int t = 0; t < NR; ++t)
+                ia[t] = (kMin || kSigned) ? _mm256_setzero_si256() : _mm256_set1_epi32(init[t]);
+            for (int g = 0; g < G / 4; ++g) {
+                const __m256i w = _mm256_load_si256(reinterpret_cast<const __m256i*>(pb + g * 4 * kPanelRows));
+                for (int t = 0; t < NR; ++t) {
+                    int32_t x4;
+                    std::memcpy(&x4, xb + (g * NR + t) * 4, 4);
+                    ia[t] = dot4<kSigned>(ia[t], w, _mm256_set1_epi32(x4));
+                }
+            }
+            const __m256 s = _mm256_load_ps(reinterpret_cast<const float*>(pb + G * kPanelRows));
+            for (int t = 0; t < NR; ++t)
+                acc[t] = _mm256_fmadd_ps(_mm256_mul_ps(_mm256_cvtepi32_ps(ia[t]), _mm256_set1_ps(dx[t])), s, acc[t]);
+            if constexpr (kMin) {
+                const float* dsum = dx + 2 * NR;
+                const __m256 m = _mm256_load_ps(reinterpret_cast<const float*>(pb + G * kPanelRows + 4 * kPanelRows));
+                for (int t = 0; t < NR; ++t) acc[t] = _mm256_fmadd_ps(m, _mm256_set1_ps(dsum[t]), acc[t]);
             }
         }
-        const __m256 s = _mm256_load_ps(reinterpret_cast<const float*>(pb + G * kPanelRows));
-        for (int t = 0; t < NR; ++t) {
-            acc[t] = _mm256_fmadd_ps(_mm256_mul_ps(_mm256_cvtepi32_ps(ia[t]), s), _mm256_set1_ps(dx[t]), acc[t]);
-        }
-        if constexpr (kMin) {
-            const float* dsum = dx + 2 * NR;
-            const __m256 m = _mm256_load_ps(reinterpret_cast<const float*>(pb + G * kPanelRows + 4 * kPanelRows));
-            for (int t = 0; t < NR; ++t) acc[t] = _mm256_fmadd_ps(m, _mm256_set1_ps(dsum[t]), acc[t]);
-        }
+        for (int t = 0; t < NR; ++t) part[lane][t] = acc[t];
     }
     for (int t = 0; t < ntok; ++t) {
+        __m256 p[kLanes];
+        for (int lane = 0; lane < kLanes; ++lane) p[lane] = part[lane][t];
         alignas(32) float out[8];
-        _mm256_store_ps(out, acc[t]);
+        _mm256_store_ps(out, reduce16(p, [](__m256 u, __m256 v) { return _mm256_add_ps(u, v); }));
         std::memcpy(Y + t * ldy, out, static_cast<size_t>(nrows) * 4);
     }
 }
@@ -580,11 +591,19 @@ void gemv_f32_t(const WeightMatrix& W, const float* X, int64_t r0, int64_t r1, f
                     acc[t][u] = _mm256_fmadd_ps(wv, _mm256_loadu_ps(X + t * K + i + 8 * u), acc[t][u]);
             }
         }
-        for (int t = 0; t < NT; ++t) {
-            float sum = hsum(_mm256_add_ps(acc[t][0], acc[t][1]));
-            for (int64_t j = i; j < K; ++j) sum += load_w1<T>(w, j) * X[t * K + j];
-            Y[t * W.rows + r] = sum;
+        if (i < K) {  // the last columns, zero-padded to 16: the same lanes as whole steps
+            alignas(32) float wt[16] = {}, xt[16] = {};
+            for (int64_t j = i; j < K; ++j) wt[j - i] = load_w1<T>(w, j);
+            for (int u = 0; u < 2; ++u) {
+                const __m256 wv = _mm256_load_ps(wt + 8 * u);
+                for (int t = 0; t < NT; ++t) {
+                    std::fill(xt, xt + 16, 0.0f);
+                    std::copy(X + t * K + i, X + t * K + K, xt);
+                    acc[t][u] = _mm256_fmadd_ps(wv, _mm256_load_ps(xt + 8 * u), acc[t][u]);
+                }
+            }
         }
+        for (int t = 0; t < NT; ++t) Y[t * W.rows + r] = hsum(_mm256_add_ps(acc[t][0], acc[t][1]));
     }
 }
 
@@ -621,47 +640,52 @@ void gemv_f32(const WeightMatrix& W, const float* X, int64_t n, int64_t r0, int6
     }
 }
 
-// gemm for float weights: 8-row panels converted to f32 [k][8] per K block of kKc, 8 x 8
-// register tiles over the pre-packed X ([k][8] per tile).
-constexpr int kKc = 256;
-
+// gemm for float weights: an 8-row panel converted to f32 in the canonical column order
+// ([16 kq positions][8 rows], lane_pos), then 8 x 8 register tiles over the pre-packed X:
+// per lane, one chain over its kq columns; reduce16 over the lanes.
 template <DType T>
-void pack_panel_f32(const WeightMatrix& W, int64_t r0, int nrows, int64_t k0, int kc, float* out) {
-    for (int r = 0; r < kPanelRows; ++r) {
-        const void* w = r < nrows ? static_cast<const uint8_t*>(W.data) + (r0 + r) * W.row_bytes : nullptr;
-        for (int k = 0; k < kc; ++k) out[k * kPanelRows + r] = w ? load_w1<T>(w, k0 + k) : 0.0f;
+void pack_panel_f32(const WeightMatrix& W, int64_t r0, int nrows, float* out) {
+    const int64_t K = W.cols, kq = lane_cols(K);
+    std::fill(out, out + kLanes * kq * kPanelRows, 0.0f);
+    for (int r = 0; r < nrows; ++r) {
+        const void* w = static_cast<const uint8_t*>(W.data) + (r0 + r) * W.row_bytes;
+        for (int64_t k = 0; k < K; ++k) out[lane_pos(k, kq) * kPanelRows + r] = load_w1<T>(w, k);
     }
 }
 
-void micro_f32(const float* wp, const float* xp, int kc, float* Y, int64_t ldy, int nrows, int ntok, bool accumulate) {
-    __m256 acc[kF32Tile];
-    for (int t = 0; t < kF32Tile; ++t) acc[t] = _mm256_setzero_ps();
-    for (int k = 0; k < kc; ++k) {
-        const __m256 w = _mm256_load_ps(wp + k * kPanelRows);
-        for (int t = 0; t < kF32Tile; ++t)
-            acc[t] = _mm256_fmadd_ps(w, _mm256_broadcast_ss(xp + k * kF32Tile + t), acc[t]);
+void micro_f32(const float* wp, const float* xp, int64_t kq, float* Y, int64_t ldy, int nrows, int ntok) {
+    __m256 part[kLanes][kF32Tile];
+    for (int lane = 0; lane < kLanes; ++lane) {
+        __m256 acc[kF32Tile];
+        for (int t = 0; t < kF32Tile; ++t) acc[t] = _mm256_setzero_ps();
+        const float* w = wp + lane * kq * kPanelRows;
+        const float* x = xp + lane * kq * kF32Tile;
+        for (int64_t k = 0; k < kq; ++k) {
+            const __m256 wv = _mm256_load_ps(w + k * kPanelRows);
+            for (int t = 0; t < kF32Tile; ++t)
+                acc[t] = _mm256_fmadd_ps(wv, _mm256_broadcast_ss(x + k * kF32Tile + t), acc[t]);
+        }
+        for (int t = 0; t < kF32Tile; ++t) part[lane][t] = acc[t];
     }
     for (int t = 0; t < ntok; ++t) {
+        __m256 p[kLanes];
+        for (int lane = 0; lane < kLanes; ++lane) p[lane] = part[lane][t];
         alignas(32) float out[8];
-        _mm256_store_ps(out, acc[t]);
-        float* y = Y + t * ldy;
-        for (int r = 0; r < nrows; ++r) y[r] = accumulate ? y[r] + out[r] : out[r];
+        _mm256_store_ps(out, reduce16(p, [](__m256 u, __m256 v) { return _mm256_add_ps(u, v); }));
+        std::memcpy(Y + t * ldy, out, static_cast<size_t>(nrows) * 4);
     }
 }
 
 template <DType T>
 void gemm_f32_t(const WeightMatrix& W, const float* xt, int64_t n, int64_t r0, int64_t r1, float* Y, Scratch& s) {
     float* wp = reinterpret_cast<float*>(s.data);
-    const int64_t K = W.cols;
+    const int64_t kq = lane_cols(W.cols);
     for (int64_t p = r0; p < r1; p += kPanelRows) {
         const int nrows = static_cast<int>(std::min<int64_t>(kPanelRows, r1 - p));
-        for (int64_t k0 = 0; k0 < K; k0 += kKc) {
-            const int kc = static_cast<int>(std::min<int64_t>(kKc, K - k0));
-            pack_panel_f32<T>(W, p, nrows, k0, kc, wp);
-            for (int64_t t0 = 0; t0 < n; t0 += kF32Tile) {
-                const int ntok = static_cast<int>(std::min<int64_t>(kF32Tile, n - t0));
-                micro_f32(wp, xt + t0 * K + k0 * kF32Tile, kc, Y + t0 * W.rows + p, W.rows, nrows, ntok, k0 > 0);
-            }
+        pack_panel_f32<T>(W, p, nrows, wp);
+        for (int64_t t0 = 0; t0 < n; t0 += kF32Tile) {
+            const int ntok = static_cast<int>(std::min<int64_t>(kF32Tile, n - t0));
+            micro_f32(wp, xt + t0 * kLanes * kq, kq, Y + t0 * W.rows + p, W.rows, nrows, ntok);
         }
     }
 }
@@ -692,15 +716,15 @@ float dot_f32(const float* a, const float* b, int64_t n) {
 size_t scratch_bytes(const WeightMatrix& W, int64_t) {
     const int64_t kpad = (W.cols + kChunk - 1) / kChunk * kChunk;
     const size_t q8 = static_cast<size_t>(kpad) * 48 / 4;  // panels of 8 rows
-    const size_t f32 = static_cast<size_t>(kKc) * kPanelRows * 4;
+    const size_t f32 = static_cast<size_t>(kLanes * lane_cols(W.cols)) * kPanelRows * 4;
     return std::max(q8, f32) + 64;
 }
 
 }  // namespace
 
 const KernelTable* kernels_avx2() {
-    static const KernelTable t{quantize_act, gemv_q8,     gemm_q8,  gemv_f32, gemm_f32,     dot_f32,
-                               kPanelRows,   kTileTokens, kF32Tile, 4,        scratch_bytes};
+    static const KernelTable t{quantize_act, gemv_q8,     gemm_q8,  gemv_f32,       gemm_f32,     dot_f32,
+                               kPanelRows,   kTileTokens, kF32Tile, kGemvMaxTokens, scratch_bytes};
     return &t;
 }
 

@@ -770,56 +770,65 @@ void build_panel(const WeightMatrix& W, int64_t r0, int nrows, int64_t nb, uint8
     }
 }
 
-// One 32-row x NR-token tile over all blocks. `act` points at the tile's first record.
+// One 32-row x NR-token tile over all blocks, in the canonical order: lane j's chain runs
+// over blocks j, j + 16, ... (the partial sums of the tile's 32 rows in two registers per
+// token), then reduce16 over the lanes. `act` points at the tile's first record.
 template <int G, bool kMin, int NR>
 void micro_q8(const uint8_t* panel, const uint8_t* act, int64_t nb, float* Y, int64_t ldy, int nrows, int ntok) {
     constexpr int PB = panel_block_bytes<G, kMin>();
     constexpr int RB = NR * (G + 12);  // activation record bytes
-    __m512 acc[NR][2];
-    for (int t = 0; t < NR; ++t) acc[t][0] = acc[t][1] = _mm512_setzero_ps();
-    for (int64_t b = 0; b < nb; ++b) {
-        const uint8_t* pb = panel + b * PB;
-        const uint8_t* xb = act + b * RB;
-        const float* dx = reinterpret_cast<const float*>(xb + G * NR);
-        const int32_t* init = reinterpret_cast<const int32_t*>(dx + NR);
-        __m512i ia[NR][2];
-        for (int t = 0; t < NR; ++t) {
-            ia[t][0] = ia[t][1] = kMin ? _mm512_setzero_si512() : _mm512_set1_epi32(init[t]);
-        }
-        for (int g = 0; g < G / 4; ++g) {
-            const __m512i w0 = _mm512_load_si512(pb + g * 128);
-            const __m512i w1 = _mm512_load_si512(pb + g * 128 + 64);
+    __m512 part[kLanes][NR][2];
+    for (int lane = 0; lane < kLanes; ++lane) {
+        __m512 acc[NR][2];
+        for (int t = 0; t < NR; ++t) acc[t][0] = acc[t][1] = _mm512_setzero_ps();
+        for (int64_t b = lane; b < nb; b += kLanes) {
+            const uint8_t* pb = panel + b * PB;
+            const uint8_t* xb = act + b * RB;
+            const float* dx = reinterpret_cast<const float*>(xb + G * NR);
+            const int32_t* init = reinterpret_cast<const int32_t*>(dx + NR);
+            __m512i ia[NR][2];
             for (int t = 0; t < NR; ++t) {
-                int32_t x4;
-                std::memcpy(&x4, xb + (g * NR + t) * 4, 4);
-                const __m512i xv = _mm512_set1_epi32(x4);
-                ia[t][0] = _mm512_dpbusd_epi32(ia[t][0], w0, xv);
-                ia[t][1] = _mm512_dpbusd_epi32(ia[t][1], w1, xv);
+                ia[t][0] = ia[t][1] = kMin ? _mm512_setzero_si512() : _mm512_set1_epi32(init[t]);
+            }
+            for (int g = 0; g < G / 4; ++g) {
+                const __m512i w0 = _mm512_load_si512(pb + g * 128);
+                const __m512i w1 = _mm512_load_si512(pb + g * 128 + 64);
+                for (int t = 0; t < NR; ++t) {
+                    int32_t x4;
+                    std::memcpy(&x4, xb + (g * NR + t) * 4, 4);
+                    const __m512i xv = _mm512_set1_epi32(x4);
+                    ia[t][0] = _mm512_dpbusd_epi32(ia[t][0], w0, xv);
+                    ia[t][1] = _mm512_dpbusd_epi32(ia[t][1], w1, xv);
+                }
+            }
+            const __m512 s0 = _mm512_load_ps(reinterpret_cast<const float*>(pb + G * kPanelRows));
+            const __m512 s1 = _mm512_load_ps(reinterpret_cast<const float*>(pb + G * kPanelRows + 64));
+            for (int t = 0; t < NR; ++t) {
+                const __m512 d = _mm512_set1_ps(dx[t]);
+                acc[t][0] = _mm512_fmadd_ps(_mm512_mul_ps(_mm512_cvtepi32_ps(ia[t][0]), d), s0, acc[t][0]);
+                acc[t][1] = _mm512_fmadd_ps(_mm512_mul_ps(_mm512_cvtepi32_ps(ia[t][1]), d), s1, acc[t][1]);
+            }
+            if constexpr (kMin) {
+                const float* dsum = dx + 2 * NR;
+                const __m512 m0 = _mm512_load_ps(reinterpret_cast<const float*>(pb + G * kPanelRows + 128));
+                const __m512 m1 = _mm512_load_ps(reinterpret_cast<const float*>(pb + G * kPanelRows + 192));
+                for (int t = 0; t < NR; ++t) {
+                    const __m512 ds = _mm512_set1_ps(dsum[t]);
+                    acc[t][0] = _mm512_fmadd_ps(m0, ds, acc[t][0]);
+                    acc[t][1] = _mm512_fmadd_ps(m1, ds, acc[t][1]);
+                }
             }
         }
-        const __m512 s0 = _mm512_load_ps(reinterpret_cast<const float*>(pb + G * kPanelRows));
-        const __m512 s1 = _mm512_load_ps(reinterpret_cast<const float*>(pb + G * kPanelRows + 64));
-        for (int t = 0; t < NR; ++t) {
-            const __m512 d = _mm512_set1_ps(dx[t]);
-            acc[t][0] = _mm512_fmadd_ps(_mm512_mul_ps(_mm512_cvtepi32_ps(ia[t][0]), s0), d, acc[t][0]);
-            acc[t][1] = _mm512_fmadd_ps(_mm512_mul_ps(_mm512_cvtepi32_ps(ia[t][1]), s1), d, acc[t][1]);
-        }
-        if constexpr (kMin) {
-            const float* dsum = dx + 2 * NR;
-            const __m512 m0 = _mm512_load_ps(reinterpret_cast<const float*>(pb + G * kPanelRows + 128));
-            const __m512 m1 = _mm512_load_ps(reinterpret_cast<const float*>(pb + G * kPanelRows + 192));
-            for (int t = 0; t < NR; ++t) {
-                const __m512 ds = _mm512_set1_ps(dsum[t]);
-                acc[t][0] = _mm512_fmadd_ps(m0, ds, acc[t][0]);
-                acc[t][1] = _mm512_fmadd_ps(m1, ds, acc[t][1]);
-            }
-        }
+        for (int t = 0; t < NR; ++t) part[lane][t][0] = acc[t][0], part[lane][t][1] = acc[t][1];
     }
     const __mmask16 k0 = static_cast<__mmask16>(nrows >= 16 ? 0xFFFF : (1u << nrows) - 1);
     const __mmask16 k1 = static_cast<__mmask16>(nrows >= 32 ? 0xFFFF : nrows <= 16 ? 0 : (1u << (nrows - 16)) - 1);
+    const auto add = [](__m512 u, __m512 v) { return _mm512_add_ps(u, v); };
     for (int t = 0; t < ntok; ++t) {
-        _mm512_mask_storeu_ps(Y + t * ldy, k0, acc[t][0]);
-        _mm512_mask_storeu_ps(Y + t * ldy + 16, k1, acc[t][1]);
+        __m512 p0[kLanes], p1[kLanes];
+        for (int lane = 0; lane < kLanes; ++lane) p0[lane] = part[lane][t][0], p1[lane] = part[lane][t][1];
+        _mm512_mask_storeu_ps(Y + t * ldy, k0, reduce16(p0, add));
+        _mm512_mask_storeu_ps(Y + t * ldy + 16, k1, reduce16(p1, add));
     }
 }
 
@@ -886,37 +895,40 @@ inline __mmask16 tail_mask(int64_t left) {
     return left >= 16 ? static_cast<__mmask16>(0xFFFF) : static_cast<__mmask16>((1u << left) - 1);
 }
 
-// Each row streamed once for NT tokens; 4 accumulators per token hide the FMA latency.
-template <DType T, int NT>
-void gemv_f32_t(const WeightMatrix& W, const float* X, int64_t r0, int64_t r1, float* Y) {
+// R rows from r, each streamed once for NT tokens, in the canonical order: one accumulator
+// per row and token holds the 16 lanes (column c in lane c % 16; the last step masked, its
+// missing columns zeros). The R x NT independent chains hide the FMA latency.
+template <DType T, int NT, int R>
+inline void gemv_f32_rows(const WeightMatrix& W, const float* X, int64_t r, float* Y, const WeightPrefetch& pf) {
     const int64_t K = W.cols;
-    const WeightPrefetch pf(W, 64);
-    WeightPrefetch::start(W, r0, r1);
-    for (int64_t r = r0; r < r1; ++r) {
-        const void* w = static_cast<const uint8_t*>(W.data) + r * W.row_bytes;
-        __m512 acc[NT][4];
-        for (int t = 0; t < NT; ++t)
-            for (int u = 0; u < 4; ++u) acc[t][u] = _mm512_setzero_ps();
-        int64_t i = 0;
-        for (; i + 64 <= K; i += 64) {
-            pf.step(static_cast<const uint8_t*>(w) + i * pf.step_bytes / 64);
-            for (int u = 0; u < 4; ++u) {
-                const __m512 wv = load_w<T>(w, i + 16 * u, 0xFFFF);
-                for (int t = 0; t < NT; ++t)
-                    acc[t][u] = _mm512_fmadd_ps(wv, _mm512_loadu_ps(X + t * K + i + 16 * u), acc[t][u]);
-            }
-        }
-        for (; i < K; i += 16) {
-            const __mmask16 m = tail_mask(K - i);
-            const __m512 wv = load_w<T>(w, i, m);
-            for (int t = 0; t < NT; ++t)
-                acc[t][0] = _mm512_fmadd_ps(wv, _mm512_maskz_loadu_ps(m, X + t * K + i), acc[t][0]);
-        }
-        for (int t = 0; t < NT; ++t) {
-            Y[t * W.rows + r] =
-                hsum(_mm512_add_ps(_mm512_add_ps(acc[t][0], acc[t][1]), _mm512_add_ps(acc[t][2], acc[t][3])));
+    const uint8_t* w[R];
+    __m512 acc[R][NT];
+    for (int i = 0; i < R; ++i) {
+        w[i] = static_cast<const uint8_t*>(W.data) + (r + i) * W.row_bytes;
+        for (int t = 0; t < NT; ++t) acc[i][t] = _mm512_setzero_ps();
+    }
+    for (int64_t c = 0; c < K; c += 16) {
+        if (c % 64 == 0)
+            for (int i = 0; i < R; ++i) pf.step(w[i] + c * pf.step_bytes / 64);
+        const __mmask16 m = tail_mask(K - c);
+        __m512 x[NT];
+        for (int t = 0; t < NT; ++t) x[t] = _mm512_maskz_loadu_ps(m, X + t * K + c);
+        for (int i = 0; i < R; ++i) {
+            const __m512 wv = load_w<T>(w[i], c, m);
+            for (int t = 0; t < NT; ++t) acc[i][t] = _mm512_fmadd_ps(wv, x[t], acc[i][t]);
         }
     }
+    for (int i = 0; i < R; ++i)
+        for (int t = 0; t < NT; ++t) Y[t * W.rows + r + i] = hsum(acc[i][t]);
+}
+
+template <DType T, int NT>
+void gemv_f32_t(const WeightMatrix& W, const float* X, int64_t r0, int64_t r1, float* Y) {
+    const WeightPrefetch pf(W, 64);
+    WeightPrefetch::start(W, r0, r1);
+    int64_t r = r0;
+    for (; r + 2 <= r1; r += 2) gemv_f32_rows<T, NT, 2>(W, X, r, Y, pf);
+    if (r < r1) gemv_f32_rows<T, NT, 1>(W, X, r, Y, pf);
 }
 
 template <DType T>
@@ -952,64 +964,64 @@ void gemv_f32(const WeightMatrix& W, const float* X, int64_t n, int64_t r0, int6
     }
 }
 
-// gemm for float weights: K in blocks of kKc; per block the 32-row panel is converted to
-// f32 as [k][32] (32 KiB, stays in L1/L2) and multiplied with every 12-token tile of the
-// pre-packed X ([k][12] per tile): a 32 x 12 register tile is 24 FMAs per 2 weight loads and
-// 12 broadcasts. Y accumulates over K blocks.
-constexpr int kKc = 256;
+// gemm for float weights: the 32-row panel is converted to f32 in the canonical column
+// order ([16 kq positions][32 rows], lane_pos; ~128 bytes per column, in L2) and multiplied
+// with every 12-token tile of the pre-packed X: per lane, one chain over its kq columns in a
+// 32 x 12 register tile (24 FMAs per 2 weight loads and 12 broadcasts); reduce16 over lanes.
 constexpr int kF32Tile = 12;
 
 template <DType T>
-void pack_panel_f32(const WeightMatrix& W, int64_t r0, int nrows, int64_t k0, int kc, float* out) {
-    alignas(64) float tmp[kKc];
-    for (int r = 0; r < kPanelRows; ++r) {
-        if (r >= nrows) {
-            for (int k = 0; k < kc; ++k) out[k * kPanelRows + r] = 0.0f;
-            continue;
-        }
+void pack_panel_f32(const WeightMatrix& W, int64_t r0, int nrows, float* out) {
+    const int64_t K = W.cols, kq = lane_cols(K);
+    std::memset(out, 0, static_cast<size_t>(kLanes * kq * kPanelRows) * 4);
+    alignas(64) float tmp[16];
+    for (int r = 0; r < nrows; ++r) {
         const void* w = static_cast<const uint8_t*>(W.data) + (r0 + r) * W.row_bytes;
-        for (int k = 0; k < kc; k += 16) _mm512_store_ps(tmp + k, load_w<T>(w, k0 + k, tail_mask(kc - k)));
-        for (int k = 0; k < kc; ++k) out[k * kPanelRows + r] = tmp[k];
+        for (int64_t c = 0; c < K; c += 16) {
+            _mm512_store_ps(tmp, load_w<T>(w, c, tail_mask(K - c)));
+            const int n = static_cast<int>(std::min<int64_t>(16, K - c));
+            for (int j = 0; j < n; ++j) out[(j * kq + c / 16) * kPanelRows + r] = tmp[j];  // lane_pos(c + j)
+        }
     }
 }
 
-void micro_f32(const float* wp, const float* xp, int kc, float* Y, int64_t ldy, int nrows, int ntok, bool accumulate) {
-    __m512 acc[kF32Tile][2];
-    for (int t = 0; t < kF32Tile; ++t) acc[t][0] = acc[t][1] = _mm512_setzero_ps();
-    for (int k = 0; k < kc; ++k) {
-        const __m512 w0 = _mm512_load_ps(wp + k * kPanelRows), w1 = _mm512_load_ps(wp + k * kPanelRows + 16);
-        for (int t = 0; t < kF32Tile; ++t) {
-            const __m512 x = _mm512_set1_ps(xp[k * kF32Tile + t]);
-            acc[t][0] = _mm512_fmadd_ps(w0, x, acc[t][0]);
-            acc[t][1] = _mm512_fmadd_ps(w1, x, acc[t][1]);
+void micro_f32(const float* wp, const float* xp, int64_t kq, float* Y, int64_t ldy, int nrows, int ntok) {
+    __m512 part[kLanes][kF32Tile][2];
+    for (int lane = 0; lane < kLanes; ++lane) {
+        __m512 acc[kF32Tile][2];
+        for (int t = 0; t < kF32Tile; ++t) acc[t][0] = acc[t][1] = _mm512_setzero_ps();
+        const float* w = wp + lane * kq * kPanelRows;
+        const float* x = xp + lane * kq * kF32Tile;
+        for (int64_t k = 0; k < kq; ++k) {
+            const __m512 w0 = _mm512_load_ps(w + k * kPanelRows), w1 = _mm512_load_ps(w + k * kPanelRows + 16);
+            for (int t = 0; t < kF32Tile; ++t) {
+                const __m512 xv = _mm512_set1_ps(x[k * kF32Tile + t]);
+                acc[t][0] = _mm512_fmadd_ps(w0, xv, acc[t][0]);
+                acc[t][1] = _mm512_fmadd_ps(w1, xv, acc[t][1]);
+            }
         }
+        for (int t = 0; t < kF32Tile; ++t) part[lane][t][0] = acc[t][0], part[lane][t][1] = acc[t][1];
     }
     const __mmask16 k0 = tail_mask(nrows), k1 = nrows > 16 ? tail_mask(nrows - 16) : 0;
+    const auto add = [](__m512 u, __m512 v) { return _mm512_add_ps(u, v); };
     for (int t = 0; t < ntok; ++t) {
-        float* y = Y + t * ldy;
-        if (accumulate) {
-            acc[t][0] = _mm512_add_ps(acc[t][0], _mm512_maskz_loadu_ps(k0, y));
-            acc[t][1] = _mm512_add_ps(acc[t][1], _mm512_maskz_loadu_ps(k1, y + 16));
-        }
-        _mm512_mask_storeu_ps(y, k0, acc[t][0]);
-        _mm512_mask_storeu_ps(y + 16, k1, acc[t][1]);
+        __m512 p0[kLanes], p1[kLanes];
+        for (int lane = 0; lane < kLanes; ++lane) p0[lane] = part[lane][t][0], p1[lane] = part[lane][t][1];
+        _mm512_mask_storeu_ps(Y + t * ldy, k0, reduce16(p0, add));
+        _mm512_mask_storeu_ps(Y + t * ldy + 16, k1, reduce16(p1, add));
     }
 }
 
 template <DType T>
 void gemm_f32_t(const WeightMatrix& W, const float* xt, int64_t n, int64_t r0, int64_t r1, float* Y, Scratch& s) {
     float* wp = reinterpret_cast<float*>(s.data);
-    const int64_t K = W.cols;
+    const int64_t kq = lane_cols(W.cols);
     for (int64_t p = r0; p < r1; p += kPanelRows) {
         const int nrows = static_cast<int>(std::min<int64_t>(kPanelRows, r1 - p));
-        for (int64_t k0 = 0; k0 < K; k0 += kKc) {
-            const int kc = static_cast<int>(std::min<int64_t>(kKc, K - k0));
-            pack_panel_f32<T>(W, p, nrows, k0, kc, wp);
-            for (int64_t t0 = 0; t0 < n; t0 += kF32Tile) {
-                const int ntok = static_cast<int>(std::min<int64_t>(kF32Tile, n - t0));
-                const float* xp = xt + t0 * K + k0 * kF32Tile;  // tile t0 / 12 starts at t0 * K
-                micro_f32(wp, xp, kc, Y + t0 * W.rows + p, W.rows, nrows, ntok, k0 > 0);
-            }
+        pack_panel_f32<T>(W, p, nrows, wp);
+        for (int64_t t0 = 0; t0 < n; t0 += kF32Tile) {
+            const int ntok = static_cast<int>(std::min<int64_t>(kF32Tile, n - t0));
+            micro_f32(wp, xt + t0 * kLanes * kq, kq, Y + t0 * W.rows + p, W.rows, nrows, ntok);
         }
     }
 }
@@ -1042,9 +1054,9 @@ float dot_f32(const float* a, const float* b, int64_t n) {
 size_t scratch_bytes(const WeightMatrix& W, int64_t) {
     const int64_t kpad = (W.cols + kChunk - 1) / kChunk * kChunk;
     // Largest panel: G = 16 blocks of 16 x 32 codes + 32 scales = 48 bytes per column;
-    // G = 32 with mins: 40. Float path: kKc x (32 + 8) floats.
+    // G = 32 with mins: 40. Float path: 32 floats per column (padded to 16 columns).
     const size_t q8 = static_cast<size_t>(kpad) * 48;
-    const size_t f32 = static_cast<size_t>(kKc) * kPanelRows * 4;
+    const size_t f32 = static_cast<size_t>(kLanes * lane_cols(W.cols)) * kPanelRows * 4;
     return std::max(q8, f32) + 64;
 }
 

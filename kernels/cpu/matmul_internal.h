@@ -59,6 +59,28 @@ struct ActQ8 {
     int64_t n_tiles() const { return tile ? (n_tokens + tile - 1) / tile : 0; }
 };
 
+// The canonical reduction order (kernels/cpu/README.md): every path and ISA computes each
+// output element y[t][r] this way, so a row's bits depend neither on the other tokens of the
+// call (gemv or gemm, tile position) nor on the instruction set.
+//  * 16 partial sums ("lanes"), each a chain of fused multiply-adds in increasing order over
+//    its terms. Quantized weights: lane j takes the blocks b with b % 16 == j (blocks of G
+//    activations, padded to a whole 512-element chunk with zero blocks); block b adds
+//      f = float(isum_b) * d_x[b];  acc = fma(f, scale_w[b], acc);
+//      [has_min: acc = fma(min_w[b], dsum_x[b], acc)]
+//    (isum_b: the exact integer dot product including init). Float weights: lane j takes
+//    the columns c with c % 16 == j: acc = fma(w[c], x[c], acc).
+//  * then one fixed tree over the lanes (reduce16).
+inline constexpr int kLanes = 16;
+
+// Sums 16 partial sums as the AVX-512 horizontal sum does: lanes j + j+8, then j + j+4,
+// j + j+2, j + j+1. `add` adds two of them (scalars or vectors holding several outputs).
+template <class V, class Add>
+inline V reduce16(V* p, Add add) {
+    for (int w = kLanes / 2; w >= 1; w /= 2)
+        for (int j = 0; j < w; ++j) p[j] = add(p[j], p[j + w]);
+    return p[0];
+}
+
 // Software prefetch for the gemv (decode) kernels, which read every weight byte once from
 // DRAM. The hardware prefetchers alone keep too few lines in flight for one or two cores to
 // approach the DRAM bandwidth; requesting the bytes kPrefetchAhead past the ones being read
@@ -124,9 +146,15 @@ struct KernelTable {
     size_t (*scratch_bytes)(const WeightMatrix& W, int64_t n_tokens);
 };
 
+// Column order of the float gemm's packed operands: column c sits at position
+// (c % 16) * kq + c / 16 with kq = ceil(K / 16), so each canonical lane's columns are
+// contiguous, in the order its chain takes them; positions past K hold zeros.
+inline int64_t lane_cols(int64_t K) { return (K + kLanes - 1) / kLanes; }
+inline int64_t lane_pos(int64_t c, int64_t kq) { return c % kLanes * kq + c / kLanes; }
+
 // Packs tokens [t0, t1) of X (n x K, t0 a multiple of `tile`) as tiles of `tile` tokens,
-// each [K][tile] floats (k-major, so a kernel broadcasts x[t][k] from consecutive
-// addresses); tokens past n are zeros.
+// each [16 kq positions (lane_pos)][tile] floats, so a kernel broadcasts x[t][c] from
+// consecutive addresses; tokens past n and positions past K are zeros.
 void pack_x_tiles(const float* X, int64_t n, int64_t K, int tile, int64_t t0, int64_t t1, float* out);
 
 const KernelTable& kernels_scalar();

@@ -43,7 +43,9 @@ void quantize_act(const float* X, int64_t t0, int64_t t1, const Int8Kind& kind, 
     }
 }
 
-// Per row: unpack each 512-element chunk once, then one integer dot per block and token.
+// Per row: unpack each 512-element chunk once, then one integer dot per block and token,
+// folded into the token's 16 lanes in the canonical order (matmul_internal.h). std::fma:
+// the fused rounding the SIMD kernels use (one call each; this is the fallback path).
 void gemv_q8(const WeightMatrix& W, const Int8Kind& kind, const ActQ8& a, int64_t r0, int64_t r1, float* Y,
              Scratch& s) {
     const UnpackChunkFn unpack = unpack_fn(W.type);
@@ -51,26 +53,28 @@ void gemv_q8(const WeightMatrix& W, const Int8Kind& kind, const ActQ8& a, int64_
     uint8_t* q = s.data;
     float* scale = reinterpret_cast<float*>(s.data + kChunk);
     float* min = scale + nbc;
-    std::vector<double> acc(static_cast<size_t>(a.n_tokens));
+    std::vector<float> acc(static_cast<size_t>(a.n_tokens * kLanes));
     for (int64_t r = r0; r < r1; ++r) {
         const auto* row = static_cast<const uint8_t*>(W.data) + r * W.row_bytes;
-        std::fill(acc.begin(), acc.end(), 0.0);
+        std::fill(acc.begin(), acc.end(), 0.0f);
         for (int64_t c = 0; c < a.kpad / kChunk; ++c) {
             unpack(row, c, W.cols, q, scale, min);
             for (int64_t t = 0; t < a.n_tokens; ++t) {
                 const int8_t* x = a.qs + t * a.kpad + c * kChunk;
                 const int64_t bi = t * a.nb() + c * nbc;
-                float sum = 0.0f;
+                float* lanes = acc.data() + t * kLanes;
                 for (int b = 0; b < nbc; ++b) {
                     int32_t dot = a.init[bi + b];
                     for (int j = 0; j < G; ++j) dot += q[b * G + j] * x[b * G + j];
-                    sum += scale[b] * a.d[bi + b] * static_cast<float>(dot);
-                    if (kind.has_min) sum += min[b] * a.dsum[bi + b];
+                    float& l = lanes[b % kLanes];  // nbc is a multiple of 16
+                    const float f = static_cast<float>(dot) * a.d[bi + b];
+                    l = std::fma(f, scale[b], l);
+                    if (kind.has_min) l = std::fma(min[b], a.dsum[bi + b], l);
                 }
-                acc[static_cast<size_t>(t)] += sum;
             }
         }
-        for (int64_t t = 0; t < a.n_tokens; ++t) Y[t * W.rows + r] = static_cast<float>(acc[static_cast<size_t>(t)]);
+        for (int64_t t = 0; t < a.n_tokens; ++t)
+            Y[t * W.rows + r] = reduce16(acc.data() + t * kLanes, [](float u, float v) { return u + v; });
     }
 }
 
@@ -86,11 +90,17 @@ float dot_f32(const float* a, const float* b, int64_t n) {
     return s;
 }
 
+// Float weights in the canonical order: column c feeds lane c % 16.
 void gemv_f32(const WeightMatrix& W, const float* X, int64_t n_tokens, int64_t r0, int64_t r1, float* Y, Scratch& s) {
     float* w = reinterpret_cast<float*>(s.data);
     for (int64_t r = r0; r < r1; ++r) {
         dequantize_row(W.type, static_cast<const uint8_t*>(W.data) + r * W.row_bytes, w, W.cols);
-        for (int64_t t = 0; t < n_tokens; ++t) Y[t * W.rows + r] = dot_f32(w, X + t * W.cols, W.cols);
+        for (int64_t t = 0; t < n_tokens; ++t) {
+            const float* x = X + t * W.cols;
+            float lanes[kLanes] = {};
+            for (int64_t c = 0; c < W.cols; ++c) lanes[c % kLanes] = std::fma(w[c], x[c], lanes[c % kLanes]);
+            Y[t * W.rows + r] = reduce16(lanes, [](float u, float v) { return u + v; });
+        }
     }
 }
 

@@ -14,6 +14,7 @@
 #include <doctest/doctest.h>
 
 #include <cmath>
+#include <cstring>
 #include <fstream>
 #include <sstream>
 #include <string>
@@ -155,6 +156,50 @@ TEST_CASE("larger shapes") {
                 ktest::ForceIsa force{isa};
                 ThreadPool pool(2);
                 for (int64_t n : {1, 3, 70}) run_case(t, 200, 2560, n, false, pool, 7);
+            }
+        }
+    }
+}
+
+// Batch invariance (docs: kernels/cpu/README.md, "canonical order"): every output row has
+// the same bits whatever the batch around it, so a token's result is the same in any batch
+// the scheduler forms. For n = 1..40 tokens (gemv below gemv_max_tokens, gemm above, every
+// gemm tile remainder) each row must equal, bitwise, the same token computed alone; and as
+// all ISAs follow one order, the same bits on every ISA. 67 rows: two panels and a partial
+// one; columns with a partial last 512-element chunk (and, for float weights, a K that is
+// not a multiple of 16).
+TEST_CASE("batch invariance: every row equals the token alone, bitwise") {
+    constexpr int64_t kMaxTokens = 40, rows = 67;
+    for (DType t : kAllTypes) {
+        SUBCASE(std::string(ember::dtype_name(t)).c_str()) {
+            const int block = int(ember::dtype_info(uint32_t(t))->block_elems);
+            const int64_t cols = is_float(t) ? 1000 + 13 : block == 256 ? 256 * 5 : 32 * 23;
+            const std::vector<uint8_t> wq = ktest::random_weights(t, rows, cols, 5);
+            const WeightMatrix W = make_weight_matrix(t, rows, cols, wq.data());
+            const std::vector<float> x = ktest::random_floats(size_t(kMaxTokens * cols), 6);
+            ThreadPool pool(3);
+            std::vector<float> first_isa;  // the tokens alone on the first ISA (scalar)
+            for (Isa isa : ktest::available_isas()) {
+                ktest::ForceIsa force{isa};
+                REQUIRE(force.ok);
+                std::vector<float> alone(size_t(kMaxTokens * rows));
+                for (int64_t i = 0; i < kMaxTokens; ++i)
+                    matmul(W, x.data() + i * cols, 1, alone.data() + i * rows, pool);
+                std::vector<float> y(size_t(kMaxTokens * rows));
+                for (int64_t n = 1; n <= kMaxTokens; ++n) {
+                    std::fill(y.begin(), y.end(), NAN);
+                    matmul(W, x.data(), n, y.data(), pool);
+                    for (int64_t i = 0; i < n * rows; ++i) {
+                        REQUIRE_MESSAGE(std::memcmp(&y[size_t(i)], &alone[size_t(i)], 4) == 0, isa_name(isa), " n=", n,
+                                        " token ", i / rows, " row ", i % rows, ": ", y[size_t(i)], " alone ",
+                                        alone[size_t(i)]);
+                    }
+                }
+                if (first_isa.empty()) first_isa = alone;
+                for (size_t i = 0; i < alone.size(); ++i) {
+                    REQUIRE_MESSAGE(std::memcmp(&alone[i], &first_isa[i], 4) == 0, isa_name(isa), " token ", i / rows,
+                                    " row ", i % rows, ": ", alone[i], " vs scalar ", first_isa[i]);
+                }
             }
         }
     }

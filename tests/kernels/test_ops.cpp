@@ -377,6 +377,98 @@ TEST_CASE("attention matches the reference") {
     }
 }
 
+// Batch invariance: a token's attention output has the same bits however its sequence's
+// prompt was split into passes and whatever else shares the pass (one token of a sequence
+// takes the decode kernel, several take the tile kernel; both follow one order).
+static void check_attention_invariance(const AttentionCase& ac) {
+    const int D = ac.head_dim, H = ac.n_heads, max_blocks = 8, n_seqs = 3, len = 45;
+    const Cache c = make_cache(ac.type, n_seqs * max_blocks, ac.block, ac.n_kv_heads, D, 31);
+    std::vector<int32_t> table(size_t(n_seqs * max_blocks));
+    std::iota(table.begin(), table.end(), 0);
+    std::shuffle(table.begin(), table.end(), std::mt19937(32));
+    const int64_t row = int64_t{H} * D;
+    const auto q = ktest::random_floats(size_t(n_seqs * len * row), 33);  // [seq][pos][H * D]
+    ThreadPool pool(3);
+    // One pass over the (sequence, position) tokens; returns their outputs in order.
+    auto pass = [&](const std::vector<std::pair<int32_t, int32_t>>& toks) {
+        std::vector<float> qb, out(toks.size() * size_t(row), NAN);
+        std::vector<int32_t> pos, seq;
+        for (const auto& [s, p] : toks) {
+            const float* src = q.data() + (int64_t{s} * len + p) * row;
+            qb.insert(qb.end(), src, src + row);
+            pos.push_back(p);
+            seq.push_back(s);
+        }
+        ops::AttentionBatchArgs a;
+        a.q = qb.data();
+        a.out = out.data();
+        a.n_tokens = int64_t(toks.size());
+        a.n_heads = H;
+        a.positions = pos.data();
+        a.seq_of = seq.data();
+        a.block_table = table.data();
+        a.max_blocks = max_blocks;
+        a.window = ac.window;
+        a.scale = 1.0f / std::sqrt(float(D));
+        a.softcap = ac.softcap;
+        ops::attention(c.view, a, &pool);
+        return out;
+    };
+    // Sequence 0's prompt split into chunks of the given sizes, each pass optionally shared
+    // with decode tokens of sequence 1 and a prefill chunk of sequence 2; returns sequence
+    // 0's outputs, [pos][H * D].
+    auto run = [&](const std::vector<int>& chunks, bool crowd) {
+        std::vector<float> seq0(size_t(len * row));
+        int p0 = 0, step = 0;
+        for (int n : chunks) {
+            std::vector<std::pair<int32_t, int32_t>> toks;
+            if (crowd) toks.emplace_back(1, (7 * step + 3) % len);
+            for (int i = 0; i < n; ++i) toks.emplace_back(0, p0 + i);
+            if (crowd) {
+                for (int i = 0; i < 5 + step % 4; ++i) toks.emplace_back(2, (3 * step + i) % len);
+                toks.emplace_back(1, (5 * step + 11) % len);
+            }
+            const auto out = pass(toks);
+            const size_t first = crowd ? 1 : 0;
+            std::copy(out.begin() + int64_t(first) * row, out.begin() + int64_t(first + size_t(n)) * row,
+                      seq0.begin() + int64_t(p0) * row);
+            p0 += n;
+            ++step;
+        }
+        REQUIRE(p0 == len);
+        return seq0;
+    };
+    const std::vector<std::vector<int>> splits = {
+        {len}, {7, 3, 13, 1, 21}, std::vector<int>(size_t(len), 1), {2, 17, 16, 9, 1}};
+    FOR_EACH_ISA({
+        const auto ref = run(splits[0], false);
+        for (bool crowd : {false, true}) {
+            for (size_t k = 0; k < splits.size(); ++k) {
+                const auto got = run(splits[k], crowd);
+                for (size_t i = 0; i < got.size(); ++i) {
+                    REQUIRE_MESSAGE(std::memcmp(&got[i], &ref[i], 4) == 0, isa_name_, " split ", k,
+                                    crowd ? " in a crowd" : " alone", " pos ", int64_t(i) / row, " value ",
+                                    int64_t(i) % row, ": ", got[i], " vs ", ref[i]);
+                }
+            }
+        }
+    })
+}
+
+TEST_CASE("attention batch invariance") {
+    const AttentionCase cases[] = {
+        {"f16 d64 b16 gqa4", DType::F16, 64, 16, 0, 0.0f, 8, 2},
+        {"f16 d64 b16 gqa3", DType::F16, 64, 16, 0, 0.0f, 9, 3},
+        {"f16 d128 b32 window", DType::F16, 128, 32, 13, 0.0f, 8, 2},
+        {"q8_0 d64 b16 window softcap", DType::Q8_0, 64, 16, 20, 30.0f, 8, 2},
+        {"f16 d80 b16", DType::F16, 80, 16, 0, 0.0f, 8, 2},
+        {"f16 d64 b8 mha", DType::F16, 64, 8, 5, 0.0f, 3, 3},
+    };
+    for (const AttentionCase& ac : cases) {
+        SUBCASE(ac.name) { check_attention_invariance(ac); }
+    }
+}
+
 TEST_CASE("attention_head with a single key") {
     // One visible key: the output is exactly that key's value row (softmax of one score).
     const Cache c = make_cache(DType::F16, 2, 16, 1, 64, 21);

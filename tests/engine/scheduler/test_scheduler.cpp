@@ -22,19 +22,21 @@ using namespace ember;
 
 namespace {
 
-std::unique_ptr<Model> load(const std::string& path, int64_t n_ctx, int32_t n_seqs) {
+// threads: 1 for the tiny model, whose passes are too small to split (and a busy machine
+// makes a thread pool wait for its slowest thread).
+std::unique_ptr<Model> load(const std::string& path, int64_t n_ctx, int32_t n_seqs, int threads = 2) {
     EMBER_REQUIRE_FILE(path);
     LoadOptions o;
     o.path = path;
     o.device = BackendPreference::Cpu;
-    o.n_threads = 2;
+    o.n_threads = threads;
     o.n_ctx = n_ctx;
     o.n_seqs = n_seqs;
     return Model::load(o);
 }
 
 std::unique_ptr<Model> stories(int64_t n_ctx = 256, int32_t n_seqs = 16) {
-    return load(test::testdata(test::kStories), n_ctx, n_seqs);
+    return load(test::testdata(test::kStories), n_ctx, n_seqs, 1);
 }
 
 // What one request received, filled on the engine thread, read by the test's thread.
@@ -162,6 +164,56 @@ TEST_CASE("greedy outputs are the same alone and in a full batch with staggered 
             CHECK(got.stats.stop_reason == ref[i].stats.stop_reason);
             if (logprobs) CHECK(got.ids == ref[i].ids);
         }
+    }
+}
+
+// The same on a quantized chat model (SmolLM2 Q4_1), 8 chat requests joining one batch a step
+// apart: no greedy token may change. This needs batch-invariant kernels (kernels/cpu/README.md):
+// with summation orders that depend on the batch, 3 of these 8 answers changed.
+TEST_CASE("greedy chat outputs on a quantized model are the same alone and batched") {
+    auto model = load(test::test_model(test::kSmolLM2), 512, 8);
+    const std::vector<std::string> questions = {
+        "What is the capital of France?",
+        "Name three colors.",
+        "How many legs does a spider have?",
+        "Write a haiku about rain.",
+        "What is 12 times 12?",
+        "Who wrote Hamlet?",
+        "Give me a word that rhymes with cat.",
+        "What is the boiling point of water?",
+    };
+    std::vector<EngineRequest> reqs;
+    for (const std::string& q : questions) {
+        EngineRequest r;
+        r.messages = {{"user", q}};
+        r.max_tokens = 16;
+        r.sampling = SamplingParams::greedy();
+        r.top_logprobs = 0;
+        reqs.push_back(r);
+    }
+    const std::vector<Outcome> ref = alone(*model, reqs);
+    Results res;
+    SchedulerOptions o;
+    o.max_batch = 8;
+    o.max_step_tokens = 64;
+    Scheduler* self = nullptr;
+    size_t next = 2;
+    o.on_step = [&](const StepInfo&) {
+        if (next < reqs.size()) {
+            self->submit(reqs[next], res.sink(static_cast<int>(next)));
+            ++next;
+        }
+    };
+    Scheduler s(*model, o);
+    self = &s;
+    for (size_t i = 0; i < 2; ++i) s.submit(reqs[i], res.sink(static_cast<int>(i)));
+    res.wait(static_cast<int>(reqs.size()));
+    for (size_t i = 0; i < reqs.size(); ++i) {
+        CAPTURE(questions[i]);
+        const Outcome got = res.get(static_cast<int>(i));
+        REQUIRE(got.error.empty());
+        CHECK(got.ids == ref[i].ids);
+        CHECK(got.text == ref[i].text);
     }
 }
 
@@ -530,7 +582,8 @@ TEST_CASE("a chat's second turn reuses the first turn's tokens under its cache_k
     Scheduler s(*model, {});
     Results res;
     EngineRequest first;
-    first.messages = {{"user", "What is the capital of France?"}};
+    // "Answer in English.": the bare question starts at a near-tie with a French answer.
+    first.messages = {{"user", "What is the capital of France? Answer in English."}};
     first.max_tokens = 24;
     first.sampling = SamplingParams::greedy();
     first.cache_key = "chat-1";
@@ -538,13 +591,13 @@ TEST_CASE("a chat's second turn reuses the first turn's tokens under its cache_k
     res.wait(1);
     const Outcome a = res.get(0);
     REQUIRE(a.error.empty());
-    CHECK(!a.text.empty());
+    CHECK(a.text.find("Paris") != std::string::npos);
     CHECK(a.text == reference(first.messages));
     CHECK(a.stats.reused_tokens == 0);
     CHECK(a.stats.prompt_tokens == static_cast<int32_t>(chat_prompt_tokens(*model, first.messages).size()));
 
     EngineRequest second = first;
-    second.messages = {{"user", "What is the capital of France?"}, {"assistant", a.text}, {"user", "And of Italy?"}};
+    second.messages = {first.messages[0], {"assistant", a.text}, {"user", "And of Italy?"}};
     s.submit(second, res.sink(1));
     res.wait(2);
     const Outcome b = res.get(1);
