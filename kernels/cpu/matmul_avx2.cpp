@@ -592,15 +592,14 @@ void gemv_f32_t(const WeightMatrix& W, const float* X, int64_t r0, int64_t r1, f
             }
         }
         if (i < K) {  // the last columns, zero-padded to 16: the same lanes as whole steps
-            alignas(32) float wt[16] = {}, xt[16] = {};
+            alignas(32) float wt[16] = {};
             for (int64_t j = i; j < K; ++j) wt[j - i] = load_w1<T>(w, j);
+            const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
             for (int u = 0; u < 2; ++u) {
                 const __m256 wv = _mm256_load_ps(wt + 8 * u);
-                for (int t = 0; t < NT; ++t) {
-                    std::fill(xt, xt + 16, 0.0f);
-                    std::copy(X + t * K + i, X + t * K + K, xt);
-                    acc[t][u] = _mm256_fmadd_ps(wv, _mm256_load_ps(xt + 8 * u), acc[t][u]);
-                }
+                const __m256i m = _mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int>(K - i - 8 * u)), lane);
+                for (int t = 0; t < NT; ++t)
+                    acc[t][u] = _mm256_fmadd_ps(wv, _mm256_maskload_ps(X + t * K + i + 8 * u, m), acc[t][u]);
             }
         }
         for (int t = 0; t < NT; ++t) Y[t * W.rows + r] = hsum(_mm256_add_ps(acc[t][0], acc[t][1]));

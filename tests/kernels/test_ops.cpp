@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <functional>
 #include <numeric>
 #include <random>
 
@@ -109,6 +110,44 @@ TEST_CASE("elementwise ops are exact") {
             ops::add(x.data(), b.data(), x.data(), n, &pool);
             for (int64_t i = 0; i < n; ++i) REQUIRE(x[size_t(i)] == a[size_t(i)] + b[size_t(i)]);
         }
+    })
+}
+
+// Batch invariance of the per-row ops: a row (token) gets the same bits in a batch of many
+// rows (odd length, so rows start at every alignment; large enough to be split over the
+// pool) as alone in its own aligned buffer.
+TEST_CASE("row ops are batch-invariant") {
+    ThreadPool pool(3);
+    const int64_t rows = 37, cols = 1029;
+    const auto x = ktest::random_floats(size_t(rows * cols), 41), g = ktest::random_floats(size_t(rows * cols), 42),
+               w = ktest::random_floats(size_t(cols), 43);
+    std::vector<int32_t> pos(static_cast<size_t>(rows));
+    for (int64_t r = 0; r < rows; ++r) pos[size_t(r)] = int32_t(r * 977 % 5003);
+    ops::RopeSpec spec;
+    spec.head_dim = 64;
+    spec.n_rot = 64;
+    const int heads = 3;  // rope rows: 3 heads of 64 per token
+    // op(in, out, n_rows, first row): runs the op on n_rows rows of `width` values.
+    auto check = [&](const char* name, int64_t width, const std::function<void(float*, int64_t, int64_t)>& op) {
+        std::vector<float> all(x.begin(), x.begin() + rows * width);
+        op(all.data(), rows, 0);
+        for (int64_t r = 0; r < rows; ++r) {
+            std::vector<float> one(x.begin() + r * width, x.begin() + (r + 1) * width);
+            op(one.data(), 1, r);
+            REQUIRE_MESSAGE(std::memcmp(one.data(), all.data() + r * width, size_t(width) * 4) == 0, name, " row ", r);
+        }
+    };
+    FOR_EACH_ISA({
+        CAPTURE(isa_name_);
+        check("rms_norm", cols,
+              [&](float* v, int64_t n, int64_t) { ops::rms_norm(v, w.data(), v, n, cols, 1e-5f, &pool); });
+        check("softmax", cols, [&](float* v, int64_t n, int64_t) { ops::softmax(v, n, cols, &pool); });
+        check("rope", heads * 64,
+              [&](float* v, int64_t n, int64_t r0) { ops::rope(v, n, heads, pos.data() + r0, spec, &pool); });
+        check("swiglu", cols,
+              [&](float* v, int64_t n, int64_t r0) { ops::swiglu(g.data() + r0 * cols, v, v, n * cols, &pool); });
+        check("geglu", cols,
+              [&](float* v, int64_t n, int64_t r0) { ops::geglu(g.data() + r0 * cols, v, v, n * cols, &pool); });
     })
 }
 
