@@ -118,18 +118,24 @@ int64_t now_s() {
 }
 
 // Reads what the index keeps from the GGUF parts (each fully validated by GgufFile::open).
+// The first part of a split model written by gguf-split opens and joins all of them; parts
+// named as a split but without its metadata are each a model of their own.
 void describe(LibraryModel& m) {
     m.size = 0;
     m.parameters = 0;
+    const GgufFile first = GgufFile::open(m.parts.front().path);
+    const bool joined = first.split_count() > 1;
+    if (joined && first.split_count() != m.parts.size())
+        throw Error(m.parts.front().path + ": a split model of " + std::to_string(first.split_count()) +
+                    " parts, but " + std::to_string(m.parts.size()) + " are named");
+    const ModelInfo info = describe_model(first);
+    m.architecture = info.architecture;
+    m.context_length = info.context_length.value_or(0);
+    if (m.quantization.empty()) m.quantization = info.file_type;
+    m.parameters = info.n_params;
     for (size_t i = 0; i < m.parts.size(); ++i) {
-        const GgufFile f = GgufFile::open(m.parts[i].path);
-        const ModelInfo info = describe_model(f);
         m.size += m.parts[i].size;
-        m.parameters += info.n_params;
-        if (i > 0) continue;
-        m.architecture = info.architecture;
-        m.context_length = info.context_length.value_or(0);
-        if (m.quantization.empty()) m.quantization = info.file_type;
+        if (i > 0 && !joined) m.parameters += describe_model(GgufFile::open(m.parts[i].path)).n_params;
     }
     m.path = m.parts.front().path;
     m.file = m.parts.front().file;
