@@ -88,41 +88,66 @@ void DownloadQueue::run(uint64_t id, std::shared_ptr<Job> job) {
     changed_.notify_all();  // wait() looks at `running` too
 }
 
+// A state changed here, not by a running pull (which reports through update()): tell the
+// listener too, so a GUI row follows (a paused pull that is cancelled, a queued one paused).
+void DownloadQueue::tell(uint64_t id, const std::optional<PullProgress>& p) {
+    changed_.notify_all();
+    Listener listener;
+    {
+        std::lock_guard lock(mutex_);
+        listener = listener_;
+    }
+    if (p && listener) listener(id, *p);
+}
+
 void DownloadQueue::pause(uint64_t id) {
-    std::lock_guard lock(mutex_);
-    const auto it = jobs_.find(id);
-    if (it == jobs_.end()) return;
-    it->second->control.pause = true;
-    waiting_.remove(id);
-    if (!it->second->running && it->second->progress.state == PullState::Queued)
-        it->second->progress.state = PullState::Paused;
+    std::optional<PullProgress> told;
+    {
+        std::lock_guard lock(mutex_);
+        const auto it = jobs_.find(id);
+        if (it == jobs_.end()) return;
+        it->second->control.pause = true;
+        waiting_.remove(id);
+        if (!it->second->running && it->second->progress.state == PullState::Queued) {
+            it->second->progress.state = PullState::Paused;
+            told = it->second->progress;
+        }
+    }
+    tell(id, told);
 }
 
 void DownloadQueue::resume(uint64_t id) {
-    std::lock_guard lock(mutex_);
-    const auto it = jobs_.find(id);
-    if (it == jobs_.end() || it->second->running) return;
-    const PullState s = it->second->progress.state;
-    if (s != PullState::Paused && s != PullState::Failed) return;
-    it->second->progress.state = PullState::Queued;
-    waiting_.push_back(id);
-    pump();
+    std::optional<PullProgress> told;
+    {
+        std::lock_guard lock(mutex_);
+        const auto it = jobs_.find(id);
+        if (it == jobs_.end() || it->second->running) return;
+        const PullState s = it->second->progress.state;
+        if (s != PullState::Paused && s != PullState::Failed) return;
+        it->second->progress.state = PullState::Queued;
+        told = it->second->progress;
+        waiting_.push_back(id);
+        pump();
+    }
+    tell(id, told);
 }
 
 void DownloadQueue::cancel(uint64_t id) {
-    std::lock_guard lock(mutex_);
-    const auto it = jobs_.find(id);
-    if (it == jobs_.end()) return;
-    it->second->control.cancel = true;
-    waiting_.remove(id);
-    if (!it->second->running) {
+    std::optional<PullProgress> told;
+    {
+        std::lock_guard lock(mutex_);
+        const auto it = jobs_.find(id);
+        if (it == jobs_.end()) return;
+        it->second->control.cancel = true;
+        waiting_.remove(id);
         const PullState s = it->second->progress.state;
-        if (s == PullState::Queued || s == PullState::Paused || s == PullState::Failed) {
+        if (!it->second->running && (s == PullState::Queued || s == PullState::Paused || s == PullState::Failed)) {
             it->second->progress.state = PullState::Cancelled;
             library_.discard_pull(it->second->repo, it->second->revision, it->second->quant);
+            told = it->second->progress;
         }
     }
-    changed_.notify_all();
+    tell(id, told);
 }
 
 PullProgress DownloadQueue::progress(uint64_t id) const {

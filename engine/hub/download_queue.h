@@ -14,6 +14,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <thread>
 
 #include "engine/hub/pull.h"
@@ -59,6 +60,7 @@ private:
     void pump();  // starts queued jobs while slots are free (mutex held)
     void run(uint64_t id, std::shared_ptr<Job> job);
     void update(uint64_t id, Job& job, const PullProgress& p);
+    void tell(uint64_t id, const std::optional<PullProgress>& p);
 
     std::shared_ptr<const HubClient> hub_;  // replaced by set_config; each pull keeps its own
     library::Library library_;

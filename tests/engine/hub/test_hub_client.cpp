@@ -386,10 +386,13 @@ TEST_CASE("a new queue lists the pulls an earlier one left unfinished: resume or
     CHECK(lib.partial_downloads().empty());
 
     DownloadQueue queue(cfg, other.path());
+    std::vector<PullState> states;  // what a GUI row would show
+    queue.set_listener([&](uint64_t, const PullProgress& p) { states.push_back(p.state); });
     const auto ids = queue.restore_pending();
     REQUIRE(ids.size() == 1);
     queue.cancel(ids[0]);
     CHECK(queue.progress(ids[0]).state == PullState::Cancelled);
+    CHECK(states == std::vector<PullState>{PullState::Paused, PullState::Cancelled});
     CHECK_FALSE(fs::exists(other.path() + "/t/split/main/x-Q8_0-00001-of-00002.gguf"));
     CHECK_FALSE(fs::exists(other.path() + "/t/split/main/x-Q8_0-00002-of-00002.gguf.part"));
     CHECK(library::Library(other.path()).pending_pulls().empty());
