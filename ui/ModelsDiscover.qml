@@ -51,6 +51,42 @@ Item {
                     onClicked: Hub.openRepo(model.repo)
                 }
             }
+            // The access token for gated repositories: kept by the app (0600), used instead of
+            // HF_TOKEN when set; only its hint is ever shown.
+            RowLayout {
+                Layout.fillWidth: true
+                TextField {
+                    id: tokenField
+                    objectName: "hubTokenField"
+                    Layout.fillWidth: true
+                    echoMode: TextInput.Password
+                    placeholderText: Hub.tokenSource === "settings" ? qsTr("Access token saved (%1)").arg(Hub.tokenHint)
+                                                                    : qsTr("Hugging Face access token (gated models)")
+                    onAccepted: if (Hub.setToken(text)) text = ""
+                }
+                Button {
+                    objectName: "hubTokenSave"
+                    text: qsTr("Save")
+                    enabled: tokenField.text.trim().length > 0
+                    onClicked: if (Hub.setToken(tokenField.text)) tokenField.text = ""
+                }
+                Button {
+                    objectName: "hubTokenRemove"
+                    text: qsTr("Remove")
+                    visible: Hub.tokenSource === "settings"
+                    onClicked: Hub.setToken("")
+                }
+            }
+            Label {
+                objectName: "hubTokenStatus"
+                Layout.fillWidth: true
+                text: Hub.tokenSource === "settings" ? qsTr("Gated repositories use the token saved here (%1).").arg(Hub.tokenHint)
+                    : Hub.tokenSource === "HF_TOKEN" ? qsTr("Gated repositories use HF_TOKEN (%1); a token saved here takes its place.").arg(Hub.tokenHint)
+                    : qsTr("No access token: gated repositories will refuse downloads.")
+                color: Theme.muted
+                wrapMode: Text.Wrap
+                font.pixelSize: 12
+            }
         }
         Rectangle { Layout.fillHeight: true; width: 1; color: Theme.border }
         ColumnLayout {

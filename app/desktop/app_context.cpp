@@ -36,7 +36,7 @@ AppContext::AppContext(const QString& data_dir, const QString& log_file)
       model_list(ModelListModel::defaultFolders()),
       chat(*store.store, host, models, settings),
       cost(*store.store, settings, host.worker()),
-      hub(library_folder(data_dir)),
+      hub(library_folder(data_dir), QDir(data_dir).filePath(QStringLiteral("hf_token"))),
       library(library_folder(data_dir), models, &model_list),
       monitor(host.worker()->telemetry()) {
     info.data_dir = data_dir;

@@ -32,7 +32,15 @@ QVariantMap search_row(const hub::ModelSummary& m) {
 }
 
 QVariantMap choice_row(const hub::ModelChoice& c) {
+    QStringList part_files;
+    QVariantList part_sizes;
+    for (const hub::RemoteFile& f : c.files) {
+        part_files.push_back(text(f.path));
+        part_sizes.push_back(QVariant::fromValue<qulonglong>(f.size));
+    }
     return {{QStringLiteral("quant"), text(c.quant)},
+            {QStringLiteral("partFiles"), part_files},  // a split model's parts, for the fit check
+            {QStringLiteral("partSizes"), part_sizes},
             {QStringLiteral("file"), text(c.files.front().path)},
             {QStringLiteral("parts"), static_cast<int>(c.files.size())},
             {QStringLiteral("size"), static_cast<double>(c.total_bytes())},
@@ -59,7 +67,7 @@ QVariantMap download_row(uint64_t id, const hub::PullProgress& p) {
              active && p.bytes_per_s > 0 ? QStringLiteral("%1/s").arg(bytes_text(uint64_t(p.bytes_per_s))) : QString()},
             {QStringLiteral("etaText"), active ? eta_text(p.eta_s) : QString()},
             {QStringLiteral("partText"),
-             p.parts > 1 ? QStringLiteral("part %1 of %2").arg(p.part).arg(p.parts) : QString()},
+             p.parts > 1 && p.part > 0 ? QStringLiteral("part %1 of %2").arg(p.part).arg(p.parts) : QString()},
             {QStringLiteral("error"), text(p.error)}};
 }
 
@@ -68,12 +76,14 @@ const QStringList kDownloadRoles{"id",        "repo",     "quant",   "state",   
 
 }  // namespace
 
-HubController::HubController(QString models_dir, QObject* parent)
+HubController::HubController(QString models_dir, QString token_file, QObject* parent)
     : QObject(parent),
       models_dir_(std::move(models_dir)),
+      token_(std::move(token_file)),
       catalog_({"name", "repo", "parameters", "architecture", "licence", "description"}, "repo"),
       search_({"repo", "downloads", "likes"}, "repo"),
-      files_({"quant", "file", "parts", "size", "sizeText", "badge", "badgeText", "reason", "best", "checked"},
+      files_({"quant", "file", "partFiles", "partSizes", "parts", "size", "sizeText", "badge", "badgeText", "reason",
+              "best", "checked"},
              "quant"),
       downloads_(kDownloadRoles, "id") {
     net_.setMaxThreadCount(2);
@@ -85,6 +95,8 @@ HubController::HubController(QString models_dir, QObject* parent)
     } catch (const std::exception& e) {
         catalog_error_ = text(e.what());
     }
+    // The pulls an earlier run or the CLI left unfinished: listed (paused) from the start.
+    with_queue([](hub::DownloadQueue& q) { q.restore_pending(); });
 }
 
 // The queue's destructor stops the transfers (keeping partial files for the next start) and
@@ -116,9 +128,9 @@ void HubController::search(const QString& query) {
     emit searchingChanged();
     run_async(
         net_, this,
-        [q = query.trimmed().toStdString()] {
+        [q = query.trimmed().toStdString(), cfg = token_.config()] {
             std::vector<QVariantMap> rows;
-            for (const hub::ModelSummary& m : hub::HubClient().search(q, 30)) rows.push_back(search_row(m));
+            for (const hub::ModelSummary& m : hub::HubClient(cfg).search(q, 30)) rows.push_back(search_row(m));
             return rows;
         },
         [this, gen](Outcome<std::vector<QVariantMap>> out) {
@@ -145,9 +157,9 @@ void HubController::openRepo(const QString& repo) {
 void HubController::list_files(quint64 gen, const QString& repo) {
     run_async(
         net_, this,
-        [r = repo.toStdString()] {
+        [r = repo.toStdString(), cfg = token_.config()] {
             std::vector<QVariantMap> rows;
-            for (const hub::ModelChoice& c : hub::gguf_choices(hub::HubClient().list_files(r, "main")))
+            for (const hub::ModelChoice& c : hub::gguf_choices(hub::HubClient(cfg).list_files(r, "main")))
                 rows.push_back(choice_row(c));
             return rows;
         },
@@ -176,13 +188,17 @@ struct FitAnswer {
 
 // Reads each file's header from the hub (its first bytes only) and ranks the files with the
 // fit planner's quantization chooser against the budget.
-FitAnswer judge_files(const std::string& repo, const std::vector<QVariantMap>& rows, const QString& vram,
-                      const QString& ram) {
+FitAnswer judge_files(const hub::HubConfig& cfg, const std::string& repo, const std::vector<QVariantMap>& rows,
+                      const QString& vram, const QString& ram) {
     const fit::Budget budget = resolve_budget(vram, ram);
-    const hub::HubClient hub;
-    std::vector<fit::ListedFile> listed;
-    for (const QVariantMap& r : rows)
-        listed.push_back({r.value("file").toString().toStdString(), uint64_t(r.value("size").toDouble())});
+    const hub::HubClient hub(cfg);
+    std::vector<fit::ListedFile> listed;  // every part: the planner joins a split model's headers
+    for (const QVariantMap& r : rows) {
+        const QStringList files = r.value("partFiles").toStringList();
+        const QVariantList sizes = r.value("partSizes").toList();
+        for (qsizetype i = 0; i < files.size() && i < sizes.size(); ++i)
+            listed.push_back({files[i].toStdString(), sizes[i].toULongLong()});
+    }
     const fit::PrefixReader prefix = [&](const std::string& path, uint64_t n) {
         const std::string bytes = hub.fetch_range(repo, "main", path, 0, n);
         return std::vector<uint8_t>(bytes.begin(), bytes.end());
@@ -208,9 +224,8 @@ FitAnswer judge_files(const std::string& repo, const std::vector<QVariantMap>& r
 void HubController::check_fit(quint64 gen, const QString& repo, std::vector<QVariantMap> rows) {
     run_async(
         net_, this,
-        [r = repo.toStdString(), rows = std::move(rows), vram = vram_budget_, ram = ram_budget_] {
-            return judge_files(r, rows, vram, ram);
-        },
+        [cfg = token_.config(), r = repo.toStdString(), rows = std::move(rows), vram = vram_budget_,
+         ram = ram_budget_] { return judge_files(cfg, r, rows, vram, ram); },
         [this, gen](Outcome<FitAnswer> out) {
             if (gen != files_gen_) return;
             checking_fit_ = false;
@@ -229,11 +244,10 @@ void HubController::check_fit(quint64 gen, const QString& repo, std::vector<QVar
 
 template <typename F>
 void HubController::with_queue(F f) {
-    serial_.start([this, f = std::move(f)]() mutable {
+    serial_.start([this, f = std::move(f), cfg = token_.config()]() mutable {
         try {
             if (!queue_) {
-                queue_ = std::make_shared<hub::DownloadQueue>(hub::HubConfig::from_env(),
-                                                              std::filesystem::path(models_dir_.toStdString()), 2);
+                queue_ = std::make_shared<hub::DownloadQueue>(cfg, std::filesystem::path(models_dir_.toStdString()), 2);
                 // Called on the queue's worker threads: hop to the GUI thread.
                 queue_->set_listener([this](uint64_t id, const hub::PullProgress& p) {
                     QMetaObject::invokeMethod(
@@ -286,6 +300,22 @@ int HubController::activeDownloads() const {
         n += s == "queued" || s == "listing" || s == "downloading";
     }
     return n;
+}
+
+bool HubController::setToken(const QString& token) {
+    try {
+        token_.set(token);
+    } catch (const std::exception& e) {
+        emit errorOccurred(text(e.what()));
+        return false;
+    }
+    // The hint only: the token itself never reaches a log.
+    const QString what = token_.stored() ? "saved (" + token_.hint() + ")" : QStringLiteral("removed");
+    qInfo("hub: access token %s", qUtf8Printable(what));
+    with_queue([cfg = token_.config()](hub::DownloadQueue& q) { q.set_config(cfg); });
+    emit tokenChanged();
+    if (!repo_.isEmpty()) openRepo(repo_);  // a gated repository may list now
+    return true;
 }
 
 void HubController::clearFinished() {

@@ -2,7 +2,10 @@
 // the curated catalog, Hugging Face search, a repository's files each with a fit badge and
 // its one-line reason (engine/fit against this machine's VRAM and RAM, from the first bytes
 // of each remote file: nothing is downloaded to judge a fit), and the download queue with
-// progress, pause, resume and cancel (engine/hub's DownloadQueue).
+// progress, pause, resume and cancel (engine/hub's DownloadQueue), including the pulls an
+// earlier run (or the CLI) left unfinished, listed as paused at start. The access token for
+// gated repositories is kept by HubToken (app/models/hub_token.h): the one typed here when
+// set, else HF_TOKEN.
 //
 // Nothing here blocks the GUI thread: hub calls run on `net_` (a pool of two threads), the
 // queue is made and driven on `serial_` (one thread), and every result or progress update
@@ -17,6 +20,7 @@
 #include <cstdint>
 #include <memory>
 
+#include "app/models/hub_token.h"
 #include "app/models/row_list_model.h"
 
 namespace ember::hub {
@@ -46,10 +50,15 @@ class HubController : public QObject {
     Q_PROPERTY(QString ramBudget READ ramBudget WRITE setRamBudget NOTIFY budgetChanged)
     Q_PROPERTY(QString budgetText READ budgetText NOTIFY budgetChanged)
     Q_PROPERTY(int activeDownloads READ activeDownloads NOTIFY downloadsChanged)
+    // The access token in use: "settings" (typed here), "HF_TOKEN" or "" (none), and its hint
+    // ("hf_…wxyz"); the token itself is never readable from QML.
+    Q_PROPERTY(QString tokenSource READ tokenSource NOTIFY tokenChanged)
+    Q_PROPERTY(QString tokenHint READ tokenHint NOTIFY tokenChanged)
 
 public:
-    // `models_dir`: the library folder downloads go to (engine/library's default_dir()).
-    explicit HubController(QString models_dir, QObject* parent = nullptr);
+    // `models_dir`: the library folder downloads go to (engine/library's default_dir());
+    // `token_file`: where the access token typed on the page is kept (0600).
+    HubController(QString models_dir, QString token_file, QObject* parent = nullptr);
     ~HubController() override;
 
     QObject* catalog() { return &catalog_; }
@@ -72,6 +81,8 @@ public:
     void setRamBudget(const QString& v);
     QString budgetText() const { return budget_text_; }
     int activeDownloads() const;
+    QString tokenSource() const { return token_.source(); }
+    QString tokenHint() const { return token_.hint(); }
 
     Q_INVOKABLE void search(const QString& query);
     // Lists the repository's models (one row per quantization; a split model is one row)
@@ -82,12 +93,16 @@ public:
     Q_INVOKABLE void resume(qint64 id);
     Q_INVOKABLE void cancel(qint64 id);
     Q_INVOKABLE void clearFinished();
+    // Saves the access token (an empty one removes it) and uses it from the next hub call on;
+    // returns false, with errorOccurred, when it cannot be saved.
+    Q_INVOKABLE bool setToken(const QString& token);
 
 signals:
     void searchingChanged();
     void filesChanged();
     void budgetChanged();
     void downloadsChanged();
+    void tokenChanged();
     void fitChecked();                          // every file of repo() has its badge
     void modelDownloaded(const QString& name);  // the library has a new verified model
     void errorOccurred(const QString& message);
@@ -100,6 +115,7 @@ private:
     void on_progress(uint64_t id, const hub::PullProgress& p);
 
     QString models_dir_;
+    HubToken token_;
     RowListModel catalog_, search_, files_, downloads_;
     QString catalog_error_;
     bool searching_ = false, listing_ = false, checking_fit_ = false;

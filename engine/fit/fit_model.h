@@ -1,8 +1,8 @@
 // What the fit planner knows about a model file before loading it: the architecture's
 // shape (ModelConfig, from the metadata) and the tensor table (name, type, shape, bytes).
 // Made from a mapped GgufFile, from a header-only parse of the first bytes of a remote file
-// (GgufFile::parse_prefix). Nothing here reads tensor data. Split files
-// (model-00001-of-00003.gguf) are not planned: the engine cannot load them yet.
+// (GgufFile::parse_prefix), or from the joined headers of a split model's parts
+// (GgufFile::join_split). Nothing here reads tensor data.
 #pragma once
 #include <cstdint>
 #include <string>

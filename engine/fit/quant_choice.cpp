@@ -2,8 +2,8 @@
 
 #include <algorithm>
 #include <map>
-#include <regex>
 
+#include "engine/gguf/gguf_split.h"
 #include "kernels/common/error.h"
 #include "kernels/common/format.h"
 
@@ -178,11 +178,6 @@ private:
     std::vector<size_t> order_;
 };
 
-bool is_split_file(const std::string& path) {
-    static const std::regex split(R"(-\d{5}-of-\d{5}\.gguf$)");
-    return std::regex_search(path, split);
-}
-
 }  // namespace
 
 QuantChoice choose_quant(const std::vector<Candidate>& candidates, const Budget& budget, const ChoiceOptions& options) {
@@ -227,22 +222,58 @@ GgufFile read_header(const ListedFile& file, const PrefixReader& read_prefix) {
     }
 }
 
+namespace {
+
+bool is_gguf(const std::string& path) { return path.size() >= 5 && path.substr(path.size() - 5) == ".gguf"; }
+
+// A split model's parts after the first, from the listing; throws when one is missing.
+std::vector<const ListedFile*> other_parts(const ListedFile& first, const SplitName& name,
+                                           const std::map<std::string, const ListedFile*>& listed) {
+    std::vector<const ListedFile*> out;
+    for (uint32_t i = 2; i <= name.count; ++i) {
+        const auto it = listed.find(split_part_name(name.stem, i, name.count));
+        if (it == listed.end())
+            throw Error(first.path + ": part " + std::to_string(i) + " of " + std::to_string(name.count) +
+                        " of this split model is missing");
+        out.push_back(it->second);
+    }
+    return out;
+}
+
+// One candidate: a single file, or a split model as a whole (its first part's path, the
+// parts' sizes summed, the tensor tables of all parts joined).
+Candidate read_candidate(const ListedFile& f, const std::map<std::string, const ListedFile*>& listed,
+                         const PrefixReader& read_prefix) {
+    Candidate c{f.path, f.size, std::nullopt, ""};
+    try {
+        const auto split = split_name_of(f.path);
+        if (!split) {
+            c.model = fit_model(read_header(f, read_prefix));
+        } else {
+            const std::vector<const ListedFile*> rest = other_parts(f, *split, listed);
+            for (const ListedFile* p : rest) c.size += p->size;
+            std::vector<GgufFile> parts;
+            parts.push_back(read_header(f, read_prefix));
+            for (const ListedFile* p : rest) parts.push_back(read_header(*p, read_prefix));
+            c.model = fit_model(GgufFile::join_split(std::move(parts)));
+        }
+        c.model->file_bytes = c.size;
+    } catch (const Error& e) {
+        c.skipped = e.what();
+    }
+    return c;
+}
+
+}  // namespace
+
 std::vector<Candidate> read_candidates(const std::vector<ListedFile>& files, const PrefixReader& read_prefix) {
+    std::map<std::string, const ListedFile*> listed;
+    for (const ListedFile& f : files) listed.emplace(f.path, &f);
     std::vector<Candidate> out;
     for (const ListedFile& f : files) {
-        if (f.path.size() < 5 || f.path.substr(f.path.size() - 5) != ".gguf") continue;
-        Candidate c{f.path, f.size, std::nullopt, ""};
-        if (is_split_file(f.path)) {
-            c.skipped = "split file: the engine loads single-file models only";
-        } else {
-            try {
-                c.model = fit_model(read_header(f, read_prefix));
-                c.model->file_bytes = f.size;
-            } catch (const Error& e) {
-                c.skipped = e.what();
-            }
-        }
-        out.push_back(std::move(c));
+        if (!is_gguf(f.path)) continue;
+        if (const auto split = split_name_of(f.path); split && split->index != 1) continue;  // with part 1
+        out.push_back(read_candidate(f, listed, read_prefix));
     }
     return out;
 }

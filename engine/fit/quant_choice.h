@@ -12,7 +12,9 @@
 //   4. the CPU: the smallest file of at least `min_quant` that fits the RAM (the CPU is
 //      bandwidth-bound: fewer bytes, faster tokens);
 //   5. files below `min_quant`, by quality, in the same placements.
-// Split files (-00001-of-00003.gguf) are listed but never chosen: the engine loads one file.
+// A split model (-00001-of-00003.gguf ...) is one candidate like any single file: its path is
+// the first part's, its size the sum of its parts, its tensor table all parts' joined (the
+// engine opens the parts as one model; pulls download every part).
 #pragma once
 #include <cstdint>
 #include <functional>
@@ -29,10 +31,10 @@ namespace ember::fit {
 int quant_quality(const std::string& quant);
 
 struct Candidate {
-    std::string path;
-    uint64_t size = 0;
+    std::string path;               // a split model's first part
+    uint64_t size = 0;              // all parts
     std::optional<FitModel> model;  // absent: not plannable, see `skipped`
-    std::string skipped;            // why not ("split file", the parse error, ...)
+    std::string skipped;            // why not (a missing split part, the parse error, ...)
 };
 
 struct ChoiceOptions {
@@ -68,7 +70,9 @@ struct ListedFile {
 // ember::Error when it cannot.
 using PrefixReader = std::function<std::vector<uint8_t>(const std::string& path, uint64_t n_bytes)>;
 // Reads each .gguf file's header through `read_prefix`: 1 MiB first, then as much as the
-// header says it needs (a tokenizer can take megabytes), up to kMaxHeaderBytes.
+// header says it needs (a tokenizer can take megabytes), up to kMaxHeaderBytes. The parts of
+// a split model make one candidate (the first part's path); a part missing from the listing
+// leaves it unplannable, with the reason.
 constexpr uint64_t kMaxHeaderBytes = uint64_t{256} << 20;
 std::vector<Candidate> read_candidates(const std::vector<ListedFile>& files, const PrefixReader& read_prefix);
 // The header of one file through `read_prefix` (as read_candidates does). Throws ember::Error.

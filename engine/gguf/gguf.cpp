@@ -2,6 +2,8 @@
 // the bytes that remain before anything is allocated or dereferenced.
 #include "engine/gguf/gguf.h"
 
+#include "engine/gguf/gguf_split.h"
+
 #include <algorithm>
 #include <cstring>
 #include <limits>
@@ -433,8 +435,18 @@ uint64_t GgufTensor::rows() const {
 GgufFile GgufFile::open(const std::string& path, bool huge_pages) {
     auto map = std::make_shared<MappedFile>(path, huge_pages);
     GgufFile f = parse(map->data(), map->size(), path);
-    f.map_ = std::move(map);
-    return f;
+    f.maps_.push_back(std::move(map));
+    if (f.split_count() <= 1 || f.opt_u64(kSplitNoKey).value_or(0) != 0) return f;
+    // The first part of a split model opens the others beside it: the engine sees one model.
+    std::vector<GgufFile> parts;
+    parts.push_back(std::move(f));
+    for (const std::string& p : split_part_paths(path, parts.front().split_count())) {
+        auto m = std::make_shared<MappedFile>(p, huge_pages);
+        GgufFile part = parse(m->data(), m->size(), p);
+        part.maps_.push_back(std::move(m));
+        parts.push_back(std::move(part));
+    }
+    return join_split(std::move(parts));
 }
 
 GgufFile GgufFile::parse(const uint8_t* data, size_t size, const std::string& name) {
@@ -536,8 +548,9 @@ const GgufTensor& GgufFile::tensor(std::string_view name) const {
 std::string GgufFile::architecture() const { return opt_string("general.architecture").value_or(""); }
 
 void GgufFile::check_unchanged() const {
-    if (map_ && map_->changed_underneath())
-        throw Error(path_ + ": the model file was truncated or changed while in use; reload the model");
+    for (const auto& m : maps_)
+        if (m->changed_underneath())
+            throw Error(m->path() + ": the model file was truncated or changed while in use; reload the model");
 }
 
 }  // namespace ember

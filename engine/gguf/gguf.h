@@ -98,6 +98,11 @@ public:
     // bytes throw ember::Error as parse() does.
     static GgufPrefix parse_prefix(const uint8_t* data, size_t prefix_size, uint64_t file_size,
                                    const std::string& name);
+    // The parts of a split model (engine/gguf/gguf_split.h), in order, as one file: the first
+    // part's metadata and path, every part's tensors (their data stays in each part's map),
+    // the parts' sizes summed. Works on mapped parts and on prefix-parsed headers alike.
+    // Throws ember::Error when the parts do not make one model (count, order, tensor names).
+    static GgufFile join_split(std::vector<GgufFile> parts);
 
     uint32_t version() const { return version_; }
     uint64_t alignment() const { return alignment_; }
@@ -128,6 +133,8 @@ public:
 
     // "general.architecture", or "" if absent.
     std::string architecture() const;
+    // "split.count" (the number of parts of a split model); 1 for a single-file model.
+    uint32_t split_count() const;
 
     // Throws ember::Error when the mapped file was truncated or rewritten since it was opened
     // (its tensor data may then read as zeros or as other bytes). The engine calls it after
@@ -136,7 +143,8 @@ public:
 
 private:
     friend class GgufParser;
-    std::shared_ptr<MappedFile> map_;  // null when parsing a caller-owned buffer
+    // The mapped files (all parts of a split model); empty when parsing a caller-owned buffer.
+    std::vector<std::shared_ptr<MappedFile>> maps_;
     std::string path_;
     uint32_t version_ = 0;
     uint64_t alignment_ = 32;

@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <memory>
 
+#include "engine/gguf/gguf_split.h"
 #include "kernels/common/error.h"
 
 namespace ember {
@@ -224,6 +225,24 @@ void GgufWriter::write_file(const std::string& path) const {
     std::error_code ec;
     std::filesystem::rename(tmp, path, ec);
     if (ec) throw Error(path + ": cannot rename from " + tmp + ": " + ec.message());
+}
+
+std::vector<GgufWriter> GgufWriter::split(uint32_t n_parts) const {
+    if (n_parts == 0 || n_parts > tensors_.size())
+        throw Error("cannot split " + std::to_string(tensors_.size()) + " tensors into " + std::to_string(n_parts) +
+                    " parts");
+    std::vector<GgufWriter> parts(n_parts, GgufWriter(alignment_));
+    for (uint32_t i = 0; i < n_parts; ++i) {
+        GgufWriter& w = parts[i];
+        if (i == 0) w.kv_ = kv_;
+        w.set(kSplitNoKey, GgufValue{GgufType::U16, uint64_t{i}});
+        w.set(kSplitCountKey, GgufValue{GgufType::U16, uint64_t{n_parts}});
+        if (i == 0) w.set(kSplitTensorsCountKey, GgufValue::i32(static_cast<int32_t>(tensors_.size())));
+        const size_t begin = tensors_.size() * i / n_parts, end = tensors_.size() * (i + 1) / n_parts;
+        w.tensors_.assign(tensors_.begin() + static_cast<ptrdiff_t>(begin),
+                          tensors_.begin() + static_cast<ptrdiff_t>(end));
+    }
+    return parts;
 }
 
 }  // namespace ember

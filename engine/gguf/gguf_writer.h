@@ -31,6 +31,12 @@ public:
     std::vector<uint8_t> header_bytes() const;
     uint64_t file_size() const;
 
+    // The same model as `n_parts` writers, as llama.cpp's gguf-split lays it out
+    // (engine/gguf/gguf_split.h): the tensors in order, about equally many per part; all
+    // metadata in the first part; the split.* keys in every part. Write part i (0-based) to
+    // split_part_name(stem, i + 1, n_parts).
+    std::vector<GgufWriter> split(uint32_t n_parts) const;
+
 private:
     struct Tensor {
         std::string name;

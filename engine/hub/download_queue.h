@@ -4,7 +4,8 @@
 // own thread with a queued call). pause() keeps the partial files and frees the slot;
 // resume() queues the pull again, to continue where it stopped; cancel() stops it and deletes
 // its partial files. Nothing here blocks the caller except the destructor, which stops every
-// transfer (keeping partial files for the next start) and joins the workers.
+// transfer (keeping partial files for the next start) and joins the workers; restore_pending()
+// lists those unfinished pulls again (paused, with their bytes on disk) in the next process.
 #pragma once
 #include <condition_variable>
 #include <cstdint>
@@ -13,6 +14,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <thread>
 
 #include "engine/hub/pull.h"
@@ -38,6 +40,12 @@ public:
     PullProgress progress(uint64_t id) const;
     std::map<uint64_t, PullProgress> all() const;
     void set_listener(Listener listener);
+    // Adds the library's pending pulls (left unfinished by an earlier process, or by the CLI)
+    // that are not in the queue yet, as Paused jobs with the bytes already on disk: resume()
+    // continues them, cancel() deletes their files. Tells the listener; returns their ids.
+    std::vector<uint64_t> restore_pending();
+    // The hub settings for pulls started from now on (the app's token changed).
+    void set_config(HubConfig config);
     // Blocks until the pull is Done, Failed, Cancelled or Paused, or `timeout` passes;
     // returns its state then. For tests and the CLI, never for a GUI thread.
     PullState wait(uint64_t id, std::chrono::milliseconds timeout) const;
@@ -52,8 +60,9 @@ private:
     void pump();  // starts queued jobs while slots are free (mutex held)
     void run(uint64_t id, std::shared_ptr<Job> job);
     void update(uint64_t id, Job& job, const PullProgress& p);
+    void tell(uint64_t id, const std::optional<PullProgress>& p);
 
-    HubClient hub_;
+    std::shared_ptr<const HubClient> hub_;  // replaced by set_config; each pull keeps its own
     library::Library library_;
     int max_concurrent_;
     mutable std::mutex mutex_;

@@ -230,7 +230,7 @@ void check(const HubConfig& cfg, const Response& r, const std::string& what) {
             throw HubError(HubErrorKind::Unauthorized,
                            what + ": " +
                                (cfg.token.empty() ? "this repository needs an access token: set HF_TOKEN or add one "
-                                                    "in Settings"
+                                                    "on the Models page"
                                                   : "the access token was not accepted") +
                                tail,
                            r.status);

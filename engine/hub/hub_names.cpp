@@ -123,24 +123,6 @@ std::string quant_of(std::string_view file_name) {
     return found;
 }
 
-std::optional<SplitPart> split_part_of(std::string_view path) {
-    // "<stem>-NNNNN-of-NNNNN.gguf", read from the end (no regex: names come from servers).
-    constexpr size_t kTail = 20;  // "-00001-of-00003.gguf"
-    if (path.size() <= kTail || !ends_with_gguf(path)) return std::nullopt;
-    const std::string_view t = path.substr(path.size() - kTail, kTail - 5);  // "-00001-of-00003"
-    auto digits = [](std::string_view d) {
-        return std::all_of(d.begin(), d.end(), [](char c) { return c >= '0' && c <= '9'; });
-    };
-    if (t[0] != '-' || t.substr(6, 4) != "-of-" || !digits(t.substr(1, 5)) || !digits(t.substr(10, 5)))
-        return std::nullopt;
-    SplitPart p;
-    p.stem = std::string(path.substr(0, path.size() - kTail));
-    p.index = static_cast<uint32_t>(std::stoul(std::string(t.substr(1, 5))));
-    p.count = static_cast<uint32_t>(std::stoul(std::string(t.substr(10, 5))));
-    if (p.index == 0 || p.count == 0 || p.index > p.count) return std::nullopt;
-    return p;
-}
-
 uint64_t ModelChoice::total_bytes() const {
     uint64_t n = 0;
     for (const auto& f : files) n += f.size;

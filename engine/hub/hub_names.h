@@ -8,6 +8,8 @@
 #include <string_view>
 #include <vector>
 
+#include "engine/gguf/gguf_split.h"
+
 namespace ember::hub {
 
 // "owner/name" or "name": letters, digits, '-', '_', '.'; no "..", no leading '.'.
@@ -25,13 +27,9 @@ void check_remote_path(std::string_view path);
 // or "" when the name carries none.
 std::string quant_of(std::string_view file_name);
 
-// A split GGUF part: "<stem>-00002-of-00005.gguf" -> {stem, 2, 5}.
-struct SplitPart {
-    std::string stem;
-    uint32_t index = 0;  // 1-based
-    uint32_t count = 0;
-};
-std::optional<SplitPart> split_part_of(std::string_view path);
+// A split GGUF part: "<stem>-00002-of-00005.gguf" -> {stem, 2, 5} (engine/gguf/gguf_split.h).
+using SplitPart = SplitName;
+inline std::optional<SplitPart> split_part_of(std::string_view path) { return split_name_of(path); }
 
 // One downloadable model in a repository: a single GGUF, or all parts of a split one, in order.
 struct RemoteFile {

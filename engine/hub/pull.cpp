@@ -86,6 +86,10 @@ PullState run_pull(const HubClient& hub, library::Library& lib, const PullPlan& 
     p.repo = plan.repo, p.quant = plan.quant, p.total = plan.total_bytes, p.parts = plan.files.size();
     std::vector<library::ModelPart> parts;
     uint64_t done_before = 0;  // bytes of the parts already finished
+    // Recorded first: a pull this process does not finish is listed (and resumable) later.
+    library::PendingPull pending{plan.repo, plan.revision, plan.quant, {}, plan.total_bytes, 0, 0};
+    for (const RemoteFile& f : plan.files) pending.files.push_back({f.path, "", f.size, f.sha256});
+    lib.begin_pull(pending);
     for (size_t i = 0; i < plan.files.size(); ++i) {
         const RemoteFile& f = plan.files[i];
         const std::string final_path = lib.file_path(plan.repo, plan.revision, f.path).string();
@@ -108,7 +112,7 @@ PullState run_pull(const HubClient& hub, library::Library& lib, const PullPlan& 
         DownloadOutcome out = DownloadOutcome::Done;
         if (!have) out = hub.download(plan.repo, plan.revision, f, part_path, final_path, control, report);
         if (out == DownloadOutcome::Cancelled) {
-            std::filesystem::remove(part_path, ec);
+            lib.discard_pull(plan.repo, plan.revision, plan.quant);  // every part's bytes so far
             return PullState::Cancelled;
         }
         if (out == DownloadOutcome::Paused) return PullState::Paused;
@@ -116,6 +120,7 @@ PullState run_pull(const HubClient& hub, library::Library& lib, const PullPlan& 
         parts.push_back({f.path, final_path, f.size, f.sha256});
     }
     const library::LibraryModel m = lib.add_download(plan.repo, plan.revision, plan.quant, parts);
+    lib.end_pull(plan.repo, plan.revision, plan.quant);
     if (model_id) *model_id = m.id;
     p.state = PullState::Done;
     p.bytes = p.total;

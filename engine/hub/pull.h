@@ -60,8 +60,10 @@ struct PullProgress {
 };
 
 // Downloads every file of the plan into the library and registers the model. Returns Done,
-// Paused or Cancelled (what the control asked); Cancelled deletes the partial files, Paused
-// keeps them for a resume. Throws HubError / ember::Error on failure (nothing registered).
+// Paused or Cancelled (what the control asked); Cancelled deletes the partial files (and the
+// finished parts of a split model), Paused keeps them for a resume. Throws HubError /
+// ember::Error on failure (nothing registered). Until it ends Done or Cancelled the pull is
+// one of the library's pending pulls (library::PendingPull): listed after a restart.
 PullState run_pull(const HubClient& hub, library::Library& lib, const PullPlan& plan, TransferControl& control,
                    const std::function<void(const PullProgress&)>& on_progress, int64_t* model_id = nullptr);
 

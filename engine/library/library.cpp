@@ -46,6 +46,23 @@ CREATE TABLE IF NOT EXISTS model_files(
   size INTEGER NOT NULL,
   sha256 TEXT NOT NULL,
   PRIMARY KEY(model_id, part));
+CREATE TABLE IF NOT EXISTS pending_pulls(
+  repo TEXT NOT NULL,
+  revision TEXT NOT NULL,
+  quant TEXT NOT NULL,
+  total INTEGER NOT NULL,
+  started_at INTEGER NOT NULL,
+  PRIMARY KEY(repo, revision, quant));
+CREATE TABLE IF NOT EXISTS pending_files(
+  repo TEXT NOT NULL,
+  revision TEXT NOT NULL,
+  quant TEXT NOT NULL,
+  part INTEGER NOT NULL,
+  file TEXT NOT NULL,
+  size INTEGER NOT NULL,
+  sha256 TEXT NOT NULL,
+  PRIMARY KEY(repo, revision, quant, part),
+  FOREIGN KEY(repo, revision, quant) REFERENCES pending_pulls(repo, revision, quant) ON DELETE CASCADE);
 )sql";
 
 [[noreturn]] void fail(sqlite3* db, const std::string& what) {
@@ -118,18 +135,24 @@ int64_t now_s() {
 }
 
 // Reads what the index keeps from the GGUF parts (each fully validated by GgufFile::open).
+// The first part of a split model written by gguf-split opens and joins all of them; parts
+// named as a split but without its metadata are each a model of their own.
 void describe(LibraryModel& m) {
     m.size = 0;
     m.parameters = 0;
+    const GgufFile first = GgufFile::open(m.parts.front().path);
+    const bool joined = first.split_count() > 1;
+    if (joined && first.split_count() != m.parts.size())
+        throw Error(m.parts.front().path + ": a split model of " + std::to_string(first.split_count()) +
+                    " parts, but " + std::to_string(m.parts.size()) + " are named");
+    const ModelInfo info = describe_model(first);
+    m.architecture = info.architecture;
+    m.context_length = info.context_length.value_or(0);
+    if (m.quantization.empty()) m.quantization = info.file_type;
+    m.parameters = info.n_params;
     for (size_t i = 0; i < m.parts.size(); ++i) {
-        const GgufFile f = GgufFile::open(m.parts[i].path);
-        const ModelInfo info = describe_model(f);
         m.size += m.parts[i].size;
-        m.parameters += info.n_params;
-        if (i > 0) continue;
-        m.architecture = info.architecture;
-        m.context_length = info.context_length.value_or(0);
-        if (m.quantization.empty()) m.quantization = info.file_type;
+        if (i > 0 && !joined) m.parameters += describe_model(GgufFile::open(m.parts[i].path)).n_params;
     }
     m.path = m.parts.front().path;
     m.file = m.parts.front().file;
@@ -151,9 +174,7 @@ std::vector<fs::path> parts_of(const fs::path& first) {
                     first.filename().string().substr(first.filename().string().size() - 10) + ")");
     std::vector<fs::path> out;
     for (uint32_t i = 1; i <= split->count; ++i) {
-        char suffix[32];
-        std::snprintf(suffix, sizeof suffix, "-%05u-of-%05u.gguf", i, split->count);
-        const fs::path p = first.parent_path() / (split->stem + suffix);
+        const fs::path p = first.parent_path() / split_part_name(split->stem, i, split->count);
         if (!fs::is_regular_file(p)) throw Error(first.string() + ": split model part " + p.string() + " is missing");
         out.push_back(p);
     }
@@ -337,6 +358,9 @@ size_t Library::remove_partials(const std::string& repo) {
          it.increment(ec))
         if (it->is_regular_file() && it->path().extension() == ".part") found.push_back(it->path());
     for (const fs::path& p : found) n += fs::remove(p, ec) ? 1 : 0;
+    std::lock_guard lock(mutex_);
+    Stmt forget(db_, "DELETE FROM pending_pulls WHERE repo = ?1");
+    forget.bind(1, repo).step();
     return n;
 }
 
@@ -347,6 +371,79 @@ std::vector<fs::path> Library::partial_downloads() const {
          it.increment(ec))
         if (it->is_regular_file() && it->path().extension() == ".part") out.push_back(it->path());
     return out;
+}
+
+void Library::begin_pull(const PendingPull& pull) {
+    for (const ModelPart& f : pull.files) file_path(pull.repo, pull.revision, f.file);  // checks the names
+    std::lock_guard lock(mutex_);
+    Transaction tx(db_);
+    Stmt del(db_, "DELETE FROM pending_pulls WHERE repo = ?1 AND revision = ?2 AND quant = ?3");
+    del.bind(1, pull.repo).bind(2, pull.revision).bind(3, pull.quant).step();
+    Stmt ins(db_, "INSERT INTO pending_pulls(repo, revision, quant, total, started_at) VALUES(?1,?2,?3,?4,?5)");
+    ins.bind(1, pull.repo).bind(2, pull.revision).bind(3, pull.quant).bind(4, pull.total).bind(5, now_s()).step();
+    for (size_t i = 0; i < pull.files.size(); ++i) {
+        Stmt f(db_,
+               "INSERT INTO pending_files(repo, revision, quant, part, file, size, sha256) "
+               "VALUES(?1,?2,?3,?4,?5,?6,?7)");
+        f.bind(1, pull.repo).bind(2, pull.revision).bind(3, pull.quant).bind(4, static_cast<int64_t>(i));
+        f.bind(5, pull.files[i].file).bind(6, pull.files[i].size).bind(7, pull.files[i].sha256).step();
+    }
+    tx.commit();
+}
+
+void Library::end_pull(const std::string& repo, const std::string& revision, const std::string& quant) {
+    std::lock_guard lock(mutex_);
+    Stmt del(db_, "DELETE FROM pending_pulls WHERE repo = ?1 AND revision = ?2 AND quant = ?3");
+    del.bind(1, repo).bind(2, revision).bind(3, quant).step();
+}
+
+std::vector<PendingPull> Library::pending_pulls() const {
+    std::vector<PendingPull> out;
+    {
+        std::lock_guard lock(mutex_);
+        Stmt st(db_, "SELECT repo, revision, quant, total, started_at FROM pending_pulls ORDER BY started_at, rowid");
+        while (st.step()) {
+            PendingPull p;
+            p.repo = st.text(0), p.revision = st.text(1), p.quant = st.text(2);
+            p.total = static_cast<uint64_t>(st.i64(3)), p.started_at = st.i64(4);
+            out.push_back(std::move(p));
+        }
+        for (PendingPull& p : out) {
+            Stmt f(db_,
+                   "SELECT file, size, sha256 FROM pending_files WHERE repo = ?1 AND revision = ?2 AND quant = ?3 "
+                   "ORDER BY part");
+            f.bind(1, p.repo).bind(2, p.revision).bind(3, p.quant);
+            while (f.step()) p.files.push_back({f.text(0), "", static_cast<uint64_t>(f.i64(1)), f.text(2)});
+        }
+    }
+    for (PendingPull& p : out) {
+        for (ModelPart& f : p.files) {
+            f.path = file_path(p.repo, p.revision, f.file).string();
+            std::error_code ec;
+            const uint64_t done = fs::file_size(f.path, ec);
+            if (!ec && done == f.size) {
+                p.bytes_on_disk += done;
+                continue;
+            }
+            const uint64_t partial = fs::file_size(f.path + ".part", ec);
+            if (!ec) p.bytes_on_disk += std::min(partial, f.size);
+        }
+    }
+    return out;
+}
+
+void Library::discard_pull(const std::string& repo, const std::string& revision, const std::string& quant) {
+    for (const PendingPull& p : pending_pulls()) {
+        if (p.repo != repo || p.revision != revision || p.quant != quant) continue;
+        for (const ModelPart& f : p.files) {
+            std::error_code ec;
+            fs::remove(f.path + ".part", ec);
+            std::lock_guard lock(mutex_);
+            Stmt used(db_, "SELECT 1 FROM model_files WHERE path = ?1");
+            if (!used.bind(1, f.path).step()) fs::remove(f.path, ec);  // a finished part of this pull only
+        }
+    }
+    end_pull(repo, revision, quant);
 }
 
 }  // namespace ember::library

@@ -52,6 +52,18 @@ struct LibraryModel {
 
 std::string source_name(ModelSource s);  // "downloaded" / "imported"
 
+// A pull that started and has not ended (paused, failed, or its process stopped): recorded
+// before its first byte is asked for, forgotten once the model is registered or the pull is
+// cancelled. The model manager lists these after a restart, with the bytes already on disk,
+// to resume (Range from each partial file's size) or discard.
+struct PendingPull {
+    std::string repo, revision, quant;
+    std::vector<ModelPart> files;  // file, size and published SHA-256; path: where it lands
+    uint64_t total = 0;            // all files
+    uint64_t bytes_on_disk = 0;    // finished files + partial ones (pending_pulls() measures)
+    int64_t started_at = 0;        // Unix seconds
+};
+
 class Library {
 public:
     // $EMBER_MODELS_DIR, $XDG_DATA_HOME/ember/models or ~/.local/share/ember/models.
@@ -88,8 +100,16 @@ public:
     void remove(int64_t id);
     // Deletes the partial downloads of a repository (all revisions); returns how many.
     size_t remove_partials(const std::string& repo);
-    // Partial downloads on disk (".part" files under the folder), for the model manager.
+    // Partial downloads on disk (".part" files under the folder), for `ember ls`.
     std::vector<std::filesystem::path> partial_downloads() const;
+
+    // Pending pulls (see PendingPull): record one (replacing an earlier record of the same
+    // repo, revision and quant), forget it, list them oldest first, or discard one: its
+    // partial files, and its finished files that no registered model uses, are deleted.
+    void begin_pull(const PendingPull& pull);
+    void end_pull(const std::string& repo, const std::string& revision, const std::string& quant);
+    std::vector<PendingPull> pending_pulls() const;
+    void discard_pull(const std::string& repo, const std::string& revision, const std::string& quant);
 
 private:
     LibraryModel insert(LibraryModel m);

@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "kernels/common/error.h"
+#include "engine/gguf/gguf_split.h"
 #include "engine/gguf/gguf_writer.h"
 #include "engine/quant/quant_plan.h"
 #include "kernels/common/fp16.h"
@@ -216,6 +217,25 @@ void write_synthetic_model(const std::string& path, const SyntheticShape& sh, co
 SyntheticHeader synthetic_header(const SyntheticShape& shape, const std::string& scheme) {
     const GgufWriter w = synthetic_writer(shape, scheme, 42);
     return {w.header_bytes(), w.file_size()};
+}
+
+std::vector<std::string> write_synthetic_split_model(const std::string& stem, const SyntheticShape& shape,
+                                                     const std::string& scheme, uint32_t n_parts, uint64_t seed) {
+    std::vector<std::string> paths;
+    const std::vector<GgufWriter> parts = synthetic_writer(shape, scheme, seed).split(n_parts);
+    for (uint32_t i = 0; i < n_parts; ++i) {
+        paths.push_back(split_part_name(stem, i + 1, n_parts));
+        parts[i].write_file(paths.back());
+    }
+    return paths;
+}
+
+std::vector<SyntheticHeader> synthetic_split_headers(const SyntheticShape& shape, const std::string& scheme,
+                                                     uint32_t n_parts) {
+    std::vector<SyntheticHeader> out;
+    for (const GgufWriter& w : synthetic_writer(shape, scheme, 42).split(n_parts))
+        out.push_back({w.header_bytes(), w.file_size()});
+    return out;
 }
 
 }  // namespace ember

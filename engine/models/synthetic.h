@@ -43,4 +43,12 @@ struct SyntheticHeader {
 };
 SyntheticHeader synthetic_header(const SyntheticShape& shape, const std::string& scheme);
 
+// The same model split into `n_parts` files as llama.cpp's gguf-split writes them
+// (engine/gguf/gguf_split.h): part i (1-based) at split_part_name(stem, i, n_parts), or only
+// the parts' headers and sizes.
+std::vector<std::string> write_synthetic_split_model(const std::string& stem, const SyntheticShape& shape,
+                                                     const std::string& scheme, uint32_t n_parts, uint64_t seed = 42);
+std::vector<SyntheticHeader> synthetic_split_headers(const SyntheticShape& shape, const std::string& scheme,
+                                                     uint32_t n_parts);
+
 }  // namespace ember

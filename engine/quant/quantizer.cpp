@@ -140,7 +140,8 @@ QuantizeResult quantize_model(const QuantizeOptions& opts) {
     }
 
     GgufWriter w(static_cast<uint32_t>(in.alignment()));
-    for (const auto& key : in.metadata_order()) w.set(key, in.metadata().at(key));
+    for (const auto& key : in.metadata_order())  // a split input (its parts joined) makes one file
+        if (!key.starts_with("split.")) w.set(key, in.metadata().at(key));
     w.set("general.file_type", GgufValue::u32(scheme.file_type));
     if (!scheme.is_float()) w.set("general.quantization_version", GgufValue::u32(2));
 

@@ -22,13 +22,18 @@
 #include <QQuickWindow>
 #include <QSignalSpy>
 #include <QtTest>
+#include <sys/stat.h>
+
 #include <fstream>
 #include <memory>
 
 #include "app/desktop/app_context.h"
+#include "app/logging/logging.h"
 #include "app/models/catalog.h"
 #include "app/models/fit_badge.h"
 #include "engine/fit/quant_choice.h"
+#include "engine/gguf/gguf_split.h"
+#include "engine/gguf/gguf_writer.h"
 #include "engine/quant/quantizer.h"
 #include "test_paths.h"
 
@@ -41,7 +46,12 @@ namespace {
 const QString kRepo = QStringLiteral("ember-test/stories260K-GGUF");
 const QString kStallRepo = QStringLiteral("ember-test/stalled-GGUF");   // holds the first transfer
 const QString kDropRepo = QStringLiteral("ember-test/cancelled-GGUF");  // holds every transfer
-constexpr int kStallBytes = 300'000;                                    // of 1'185'376
+const QString kGatedRepo = QStringLiteral("ember-test/gated-GGUF");     // needs kToken
+const QString kToken = QStringLiteral("hf_EmberTestToken0123456789wxyz");
+const QString kResumeRepo = QStringLiteral("ember-test/restart-resumed-GGUF");     // left unfinished,
+const QString kDiscardRepo = QStringLiteral("ember-test/restart-cancelled-GGUF");  // then resumed / cancelled
+const QString kSplitRepo = QStringLiteral("ember-test/split-GGUF");                // Q8_0 in two parts (gguf-split)
+constexpr int kStallBytes = 300'000;                                               // of 1'185'376
 const QString kVram = QStringLiteral("552MiB"), kRam = QStringLiteral("64MiB");
 
 QQuickItem* find_item(QQuickItem* root, const QString& name) {
@@ -79,6 +89,7 @@ class TestModelsPage : public QObject {
     std::unique_ptr<QQmlApplicationEngine> engine_;
     QQuickWindow* window_ = nullptr;
     QQuickItem* page_ = nullptr;
+    LoggingSetup log_;
     const QString out_ = QStringLiteral(EMBER_BINARY_DIR "/screenshots");
 
     QString repo_dir(const QString& repo) { return QDir(root_).filePath(repo); }
@@ -98,13 +109,29 @@ class TestModelsPage : public QObject {
             QVERIFY(!ember::quantize_model(o).cancelled);
         }
         write_json(repo + "/.meta", {{"downloads", 1234}, {"likes", 5}});
-        for (const QString& r : {kStallRepo, kDropRepo}) {
+        // The Q8_0 file as gguf-split would publish it: two parts, one model.
+        const std::string q8 = (repo + "/stories260K-Q8_0.gguf").toStdString();
+        const ember::GgufFile f = ember::GgufFile::open(q8);
+        ember::GgufWriter w;
+        for (const auto& k : f.metadata_order()) w.set(k, f.metadata().at(k));
+        for (const auto& t : f.tensors())
+            w.add_tensor(t.name, t.type, t.dims, std::vector<uint8_t>(t.data, t.data + t.n_bytes));
+        QVERIFY(QDir().mkpath(repo_dir(kSplitRepo)));
+        const auto parts = w.split(2);
+        for (uint32_t i = 0; i < 2; ++i)
+            parts[i].write_file(
+                ember::split_part_name((repo_dir(kSplitRepo) + "/stories260K-Q8_0").toStdString(), i + 1, 2));
+        for (const QString& r : {kStallRepo, kDropRepo, kGatedRepo, kResumeRepo, kDiscardRepo}) {
             QVERIFY(QDir().mkpath(repo_dir(r)));
             QVERIFY(QFile::copy(src, repo_dir(r) + "/stories260K-F32.gguf"));
         }
         // The server sends kStallBytes, then nothing: the client sees a download in flight.
         write_json(repo_dir(kStallRepo) + "/.fault", {{"stall_after", kStallBytes}, {"times", 1}});
         write_json(repo_dir(kDropRepo) + "/.fault", {{"stall_after", kStallBytes}, {"times", 100}});
+        // Gated, and its files redirected to another host name, where the token must not go.
+        write_json(repo_dir(kGatedRepo) + "/.fault", {{"token", kToken}, {"redirect_host", "localhost"}});
+        for (const QString& r : {kResumeRepo, kDiscardRepo})
+            write_json(repo_dir(r) + "/.fault", {{"stall_after", kStallBytes}, {"times", 1}});
     }
 
     void start_server() {
@@ -128,8 +155,9 @@ class TestModelsPage : public QObject {
         return !img.isNull() && img.save(path);
     }
 
-    QVariantMap download_row(const QString& repo) {
-        RowListModel& rows = ctx_->hub.download_rows();
+    QVariantMap download_row(const QString& repo) { return download_row(ctx_->hub, repo); }
+    static QVariantMap download_row(HubController& hub, const QString& repo) {
+        RowListModel& rows = hub.download_rows();
         for (int i = 0; i < rows.count(); ++i)
             if (rows.get(i).value("repo").toString() == repo) return rows.get(i);
         return {};
@@ -147,8 +175,24 @@ class TestModelsPage : public QObject {
     }
 
 private slots:
+    // The server's log lines (JSON: method, path, host, range, auth) for paths starting so.
+    std::vector<QJsonObject> requests_to(const QString& prefix) {
+        QFile log(dir_.filePath(QStringLiteral("server.log")));
+        std::vector<QJsonObject> out;
+        if (!log.open(QIODevice::ReadOnly)) return out;
+        for (const QByteArray& line : log.readAll().split('\n')) {
+            const QJsonObject o = QJsonDocument::fromJson(line).object();
+            if (o.value("path").toString().startsWith(prefix)) out.push_back(o);
+        }
+        return out;
+    }
+
+    QString token_file() const { return dir_.filePath(QStringLiteral("data/hf_token")); }
+
     void initTestCase() {
         EMBER_REQUIRE_FILE(ember::test::testdata(ember::test::kStories));
+        // The app's log at its most talkative: the token must never reach it (checked last).
+        log_ = init_logging(QStringLiteral("trace"), dir_.filePath(QStringLiteral("logs")));
         QVERIFY(QDir().mkpath(out_));
         root_ = dir_.filePath(QStringLiteral("hub"));
         make_repositories();
@@ -296,6 +340,150 @@ private slots:
         QVERIFY(log.readAll().contains(QStringLiteral("bytes=%1-").arg(kStallBytes).toUtf8()));
     }
 
+    // A gated repository: refused without a token and with HF_TOKEN's wrong one; the token
+    // typed on the page (saved 0600, shown only as its hint) takes HF_TOKEN's place, lists the
+    // files and downloads them; it goes to the hub's own host only, never to the storage host
+    // the files are redirected to. A controller made later (the next start) reads it back.
+    void gatedRepositoryUsesTheSavedToken() {
+        page_->setProperty("tab", 0);
+        QCOMPARE(ctx_->hub.tokenSource(), QString());
+        QCOMPARE(text_of(page_, "hubTokenStatus"),
+                 QStringLiteral("No access token: gated repositories will refuse downloads."));
+        ctx_->hub.openRepo(kGatedRepo);
+        QTRY_VERIFY_WITH_TIMEOUT(!ctx_->hub.listing(), 30'000);
+        QVERIFY2(ctx_->hub.filesError().contains(QStringLiteral("needs an access token")),
+                 qPrintable(ctx_->hub.filesError()));
+
+        qputenv("HF_TOKEN", "hf_NotTheRightToken000000000000");
+        QCOMPARE(ctx_->hub.tokenSource(), QStringLiteral("HF_TOKEN"));
+        ctx_->hub.openRepo(kGatedRepo);
+        QTRY_VERIFY_WITH_TIMEOUT(!ctx_->hub.listing(), 30'000);
+        QVERIFY2(ctx_->hub.filesError().contains(QStringLiteral("HTTP 403")), qPrintable(ctx_->hub.filesError()));
+
+        QSignalSpy checked(&ctx_->hub, &HubController::fitChecked);
+        QQuickItem* field = find_item(page_, QStringLiteral("hubTokenField"));
+        QVERIFY(field);
+        field->setProperty("text", kToken);
+        QVERIFY(QMetaObject::invokeMethod(find_item(page_, QStringLiteral("hubTokenSave")), "clicked"));
+        QCOMPARE(ctx_->hub.tokenSource(), QStringLiteral("settings"));
+        QCOMPARE(ctx_->hub.tokenHint(), QStringLiteral("hf_…wxyz"));
+        QCOMPARE(field->property("text").toString(), QString());  // not kept in the field
+        QCOMPARE(text_of(page_, "hubTokenStatus"),
+                 QStringLiteral("Gated repositories use the token saved here (hf_…wxyz)."));
+        struct stat st {};
+        QCOMPARE(::stat(QFile::encodeName(token_file()).constData(), &st), 0);
+        QCOMPARE(st.st_mode & 0777, 0600u);
+        QFile f(token_file());
+        QVERIFY(f.open(QIODevice::ReadOnly));
+        QCOMPARE(f.readAll(), kToken.toUtf8() + "\n");
+
+        QVERIFY(checked.wait(60'000));  // the repository listed again, with the token
+        QCOMPARE(ctx_->hub.filesError(), QString());
+        QCOMPARE(ctx_->hub.file_rows().count(), 1);
+        QSignalSpy done(&ctx_->hub, &HubController::modelDownloaded);
+        ctx_->hub.download(kGatedRepo, QStringLiteral("F32"));
+        QVERIFY(done.wait(60'000));
+        QCOMPARE(done.first().first().toString(), kGatedRepo + ":F32");
+        const auto api = requests_to("/api/models/" + kGatedRepo);
+        const auto resolve = requests_to('/' + kGatedRepo + "/resolve/");
+        const auto storage = requests_to("/_storage/" + kGatedRepo);
+        QVERIFY(!api.empty() && !resolve.empty() && !storage.empty());
+        QCOMPARE(api.back().value("auth").toString(), "Bearer " + kToken);
+        for (const QJsonObject& r : resolve) QCOMPARE(r.value("auth").toString(), "Bearer " + kToken);
+        for (const QJsonObject& r : storage) {
+            QVERIFY(r.value("host").toString().startsWith(QStringLiteral("localhost:")));
+            QVERIFY(r.value("auth").isNull());
+        }
+
+        HubController next_start(ctx_->library.folder(), token_file());
+        QCOMPARE(next_start.tokenSource(), QStringLiteral("settings"));
+        QCOMPARE(next_start.tokenHint(), QStringLiteral("hf_…wxyz"));
+        QVERIFY(!ctx_->hub.setToken(QStringLiteral("hf_two words")));  // refused, nothing changed
+        QCOMPARE(ctx_->hub.tokenHint(), QStringLiteral("hf_…wxyz"));
+        QVERIFY(ctx_->hub.setToken(QString()));
+        QVERIFY(!QFile::exists(token_file()));
+        QCOMPARE(ctx_->hub.tokenSource(), QStringLiteral("HF_TOKEN"));
+        qunsetenv("HF_TOKEN");
+    }
+
+    // Quitting mid-download and starting again (a new controller over the same library
+    // folder): the Downloads tab lists the unfinished pulls as paused with their bytes on
+    // disk; one resumes from there (Range at the partial size) to a verified model, the other
+    // is cancelled and its partial file deleted.
+    void unfinishedPullsAreListedAfterARestart() {
+        const QString folder = ctx_->library.folder();
+        const double held = kStallBytes / double(QFileInfo(repo_dir(kResumeRepo) + "/stories260K-F32.gguf").size());
+        {
+            HubController first(folder, token_file());
+            first.download(kResumeRepo, QStringLiteral("F32"));
+            first.download(kDiscardRepo, QStringLiteral("F32"));
+            for (const QString& r : {kResumeRepo, kDiscardRepo})
+                QTRY_COMPARE_WITH_TIMEOUT(download_row(first, r).value("progress").toDouble(), held, 30'000);
+        }  // the app quits: transfers stop, partial files stay
+        const QString part = folder + '/' + kDiscardRepo + "/main/stories260K-F32.gguf.part";
+        QCOMPARE(QFileInfo(part).size(), qint64(kStallBytes));
+
+        HubController again(folder, token_file());
+        for (const QString& r : {kResumeRepo, kDiscardRepo}) {
+            QTRY_VERIFY_WITH_TIMEOUT(!download_row(again, r).isEmpty(), 10'000);
+            const QVariantMap row = download_row(again, r);
+            QCOMPARE(row.value("state").toString(), QStringLiteral("paused"));
+            QCOMPARE(row.value("quant").toString(), QStringLiteral("F32"));
+            QCOMPARE(row.value("progress").toDouble(), held);
+            QVERIFY2(row.value("bytesText").toString().startsWith(QStringLiteral("293.0 KiB of 1.1 MiB")),
+                     qPrintable(row.value("bytesText").toString()));
+        }
+        QSignalSpy done(&again, &HubController::modelDownloaded);
+        again.resume(download_row(again, kResumeRepo).value("id").toLongLong());
+        QVERIFY(done.wait(60'000));
+        QCOMPARE(download_row(again, kResumeRepo).value("state").toString(), QStringLiteral("done"));
+        bool ranged = false;
+        for (const QJsonObject& r : requests_to("/_storage/" + kResumeRepo))
+            ranged = ranged || r.value("range").toString() == QStringLiteral("bytes=%1-").arg(kStallBytes);
+        QVERIFY(ranged);
+        ctx_->library.refresh();
+        QTRY_VERIFY(!library_row(kResumeRepo + ":F32").isEmpty());
+        QCOMPARE(sha256_of(library_row(kResumeRepo + ":F32").value("path").toString()),
+                 sha256_of(repo_dir(kResumeRepo) + "/stories260K-F32.gguf"));
+
+        again.cancel(download_row(again, kDiscardRepo).value("id").toLongLong());
+        QTRY_COMPARE(download_row(again, kDiscardRepo).value("state").toString(), QStringLiteral("cancelled"));
+        QVERIFY(!QFile::exists(part));
+        HubController third(folder, token_file());  // nothing left to list
+        QTest::qWait(500);
+        QVERIFY(download_row(third, kDiscardRepo).isEmpty());
+        QVERIFY(download_row(third, kResumeRepo).isEmpty());
+    }
+
+    // A model published in two parts: one row ("in 2 parts") whose badge the planner gives
+    // the joined parts, downloaded part by part into one library model that loads.
+    void splitModelIsOneModel() {
+        page_->setProperty("tab", 0);
+        QSignalSpy checked(&ctx_->hub, &HubController::fitChecked);
+        ctx_->hub.openRepo(kSplitRepo);
+        QVERIFY(checked.wait(60'000));
+        QCOMPARE(ctx_->hub.filesError(), QString());
+        QCOMPARE(ctx_->hub.file_rows().count(), 1);
+        const QVariantMap row = ctx_->hub.file_rows().get(0);
+        QCOMPARE(row.value("parts").toInt(), 2);
+        QCOMPARE(row.value("file").toString(), QStringLiteral("stories260K-Q8_0-00001-of-00002.gguf"));
+        QCOMPARE(row.value("badge").toString() == QStringLiteral("checking"), false);
+        QVERIFY2(ctx_->hub.fitSummary().startsWith(QStringLiteral("Q8_0: ")), qPrintable(ctx_->hub.fitSummary()));
+        QQuickItem* item = find_item(page_, QStringLiteral("file_Q8_0"));
+        QVERIFY(item);
+        QCOMPARE(text_of(item, "reason"), ctx_->hub.fitSummary());
+
+        QSignalSpy done(&ctx_->hub, &HubController::modelDownloaded);
+        ctx_->hub.download(kSplitRepo, QStringLiteral("Q8_0"));
+        QVERIFY(done.wait(60'000));
+        QTRY_VERIFY(!library_row(kSplitRepo + ":Q8_0").isEmpty());
+        const QVariantMap m = library_row(kSplitRepo + ":Q8_0");
+        QVERIFY(m.value("path").toString().endsWith(QStringLiteral("-00001-of-00002.gguf")));
+        ctx_->library.load(m.value("id").toLongLong());
+        QTRY_VERIFY_WITH_TIMEOUT(ctx_->models.ready(), 60'000);
+        QCOMPARE(ctx_->models.path(), m.value("path").toString());
+    }
+
     void importQuantizeLoadAndDelete() {
         page_->setProperty("tab", 2);
         const QString src = QString::fromStdString(ember::test::testdata(ember::test::kStories));
@@ -344,6 +532,17 @@ private slots:
                  qPrintable(failed.first().first().toString()));
         QCOMPARE(text_of(page_, "libraryError"), failed.first().first().toString());
         QCOMPARE(ctx_->library.rows().count(), before);
+    }
+
+    // The token typed in the gated-repository test appears in the log as its hint only.
+    void tokenNeverInTheLog() {
+        shutdown_logging();  // flushes
+        QFile f(log_.file);
+        QVERIFY2(f.open(QIODevice::ReadOnly), qPrintable(log_.file));
+        const QByteArray log = f.readAll();
+        QVERIFY(log.contains("hub: access token saved (hf_…wxyz)"));
+        QVERIFY(!log.contains(kToken.toUtf8()));
+        QVERIFY(!log.contains("EmberTestToken"));
     }
 
     void cleanupTestCase() {

@@ -10,6 +10,7 @@
 
 #include "engine/fit/byte_size.h"
 #include "engine/fit/quant_choice.h"
+#include "engine/gguf/gguf_split.h"
 #include "engine/models/synthetic.h"
 #include "kernels/common/error.h"
 #include "test_data.h"
@@ -146,6 +147,12 @@ namespace {
 
 const char* const kSchemes[] = {"F16", "Q8_0", "Q6_K", "Q5_K", "Q4_K_M", "Q4_K", "Q4_0"};
 
+// As on the hub, a 70B's biggest files exist only split (-00001-of-00002.gguf, ...): 70B
+// Q8_0 (~70 GiB) and F16 in two parts each.
+bool is_split(const std::string& shape, const std::string& scheme) {
+    return shape == "llama-3-70b" && (scheme == "Q8_0" || scheme == "F16");
+}
+
 // A repository of one shape in every scheme (headers only, the sizes of the real files).
 // Built once per shape (a 128k-token vocabulary takes a while).
 MemoryRepo repository(const std::string& shape, std::vector<fit::ListedFile>& listing) {
@@ -156,13 +163,22 @@ MemoryRepo repository(const std::string& shape, std::vector<fit::ListedFile>& li
     }
     MemoryRepo repo;
     for (const char* scheme : kSchemes) {
+        if (is_split(shape, scheme)) {
+            const auto parts = synthetic_split_headers(synthetic_shape(shape), scheme, 2);
+            for (uint32_t i = 0; i < parts.size(); ++i) {
+                const std::string path = split_part_name(shape + "-" + scheme, i + 1, 2);
+                listing.push_back({path, parts[i].file_size});
+                repo.files[path] = parts[i].bytes;
+            }
+            continue;
+        }
         SyntheticHeader h = synthetic_header(synthetic_shape(shape), scheme);
         const std::string path = shape + "-" + scheme + ".gguf";
         listing.push_back({path, h.file_size});
         repo.files[path] = std::move(h.bytes);
     }
-    listing.push_back({shape + "-F16-00001-of-00002.gguf", 1000});  // split: listed, never chosen
-    listing.push_back({"README.md", 100});                          // not a model: ignored
+    listing.push_back({shape + "-BF16-00001-of-00002.gguf", 1000});  // part 2 missing: not plannable
+    listing.push_back({"README.md", 100});                           // not a model: ignored
     cache[shape] = {repo, listing};
     return repo;
 }
@@ -207,7 +223,10 @@ TEST_CASE("decision table: 1B, 8B, 70B x 8, 24, 80 GiB x contexts") {
         CHECK(c.plan->placement == r.placement);
         CHECK(c.plan->n_ctx == r.chosen_ctx);
         CHECK(c.reason.rfind(std::string(r.quant) + ":", 0) == 0);
-        CHECK(c.ranked[*c.chosen].path.find("-of-") == std::string::npos);
+        // A split model is chosen as a whole: its first part names it, its size is all parts'.
+        const auto split = split_name_of(c.ranked[*c.chosen].path);
+        CHECK(split.has_value() == is_split(r.shape, r.quant));
+        if (split) CHECK(split->index == 1);
     }
 }
 
@@ -229,7 +248,7 @@ TEST_CASE("no GPU, and nothing fits") {
     // Every file is still ranked, best first, with its own plan or why it was skipped.
     REQUIRE(none.ranked.size() == candidates.size());
     CHECK(none.ranked.front().quant == "F16");
-    CHECK(none.ranked.back().note.find("split file") != std::string::npos);
+    CHECK(none.ranked.back().note.find("part 2 of 2 of this split model is missing") != std::string::npos);
 }
 
 TEST_CASE("the choice reads remote headers in few round trips") {
@@ -237,7 +256,8 @@ TEST_CASE("the choice reads remote headers in few round trips") {
     MemoryRepo repo = repository("llama-3-70b", listing);
     const auto candidates = fit::read_candidates(listing, repo.reader());
     // A 128k-token vocabulary makes the header megabytes: 1 MiB first, then what it asks.
-    CHECK(repo.reads <= 3 * static_cast<int>(std::size(kSchemes)));
+    // The second parts of the two split models hold no tokenizer: one read each.
+    CHECK(repo.reads <= 3 * static_cast<int>(std::size(kSchemes)) + 2);
     for (const auto& c : candidates)
         if (c.model) CHECK(c.model->config.n_layers == 80);
     std::vector<fit::ListedFile> broken{{"broken.gguf", 4096}};
@@ -247,4 +267,57 @@ TEST_CASE("the choice reads remote headers in few round trips") {
     REQUIRE(bad.size() == 1);
     CHECK(!bad[0].model);
     CHECK(bad[0].skipped.find("not a GGUF") != std::string::npos);
+}
+
+// A split model's candidate: the joined tensor table of its parts is the single file's, its
+// size the sum of the parts; the parts beyond the first are not candidates of their own.
+TEST_CASE("a split model is one candidate with the single file's plan") {
+    const SyntheticShape shape = synthetic_shape("llama-3-8b");
+    MemoryRepo repo;
+    std::vector<fit::ListedFile> listing;
+    const SyntheticHeader whole = synthetic_header(shape, "Q8_0");
+    listing.push_back({"whole-Q8_0.gguf", whole.file_size});
+    repo.files["whole-Q8_0.gguf"] = whole.bytes;
+    uint64_t split_bytes = 0;
+    const auto parts = synthetic_split_headers(shape, "Q8_0", 3);
+    for (uint32_t i = 0; i < 3; ++i) {
+        const std::string path = split_part_name("split-Q8_0", i + 1, 3);
+        listing.push_back({path, parts[i].file_size});
+        repo.files[path] = parts[i].bytes;
+        split_bytes += parts[i].file_size;
+    }
+    const auto candidates = fit::read_candidates(listing, repo.reader());
+    REQUIRE(candidates.size() == 2);
+    const fit::Candidate &a = candidates[0], &b = candidates[1];
+    REQUIRE(a.model);
+    REQUIRE(b.model);
+    CHECK(b.path == "split-Q8_0-00001-of-00003.gguf");
+    CHECK(b.size == split_bytes);
+    CHECK(b.model->file_bytes == split_bytes);
+    // Three headers (the tokenizer only in the first) and the split keys: a little larger.
+    CHECK(split_bytes > whole.file_size);
+    CHECK(split_bytes < whole.file_size + 3 * MiB);
+    REQUIRE(b.model->tensors.size() == a.model->tensors.size());
+    for (size_t i = 0; i < a.model->tensors.size(); ++i) {
+        CHECK(b.model->tensors[i].name == a.model->tensors[i].name);
+        CHECK(b.model->tensors[i].bytes == a.model->tensors[i].bytes);
+    }
+    CHECK(b.model->config.n_layers == 32);
+    CHECK(b.model->quant == "Q8_0");
+    const fit::Budget budget{24 * GiB, 64 * GiB, false};
+    const fit::FitPlan pa = fit::plan(*a.model, fit::FitOptions{8192, 1, 512, DType::F16}, budget);
+    const fit::FitPlan pb = fit::plan(*b.model, fit::FitOptions{8192, 1, 512, DType::F16}, budget);
+    CHECK(pb.gpu.total() == pa.gpu.total());
+    // Parts out of place: a missing part, or a part that is not what its name says.
+    std::vector<fit::ListedFile> gap{listing[1], listing[3]};  // parts 1 and 3 of 3
+    const auto missing = fit::read_candidates(gap, repo.reader());
+    REQUIRE(missing.size() == 1);
+    CHECK(!missing[0].model);
+    CHECK(missing[0].skipped.find("part 2 of 3") != std::string::npos);
+    MemoryRepo swapped = repo;
+    swapped.files["split-Q8_0-00002-of-00003.gguf"] = parts[2].bytes;
+    const auto bad = fit::read_candidates(listing, swapped.reader());
+    REQUIRE(bad.size() == 2);
+    CHECK(!bad[1].model);  // part 3 where part 2 belongs: its split.no, or its tensor bounds, say so
+    CHECK(!bad[1].skipped.empty());
 }

@@ -16,6 +16,7 @@ from ROOT/{owner}/{name}/ (real files written by the test). A repository may hol
   page_size: N        the file tree in pages of N entries, linked by `Link: <..>; rel="next"`
   status: N           answer resolve with HTTP N
   times: K            how many transfers per file the drop/stall faults hit (default 1)
+  only: "S"           the drop/stall faults hit only files whose path contains S
 Each request is appended to LOG as one JSON line: method, path, host, range, auth.
 Prints the port on stdout once listening. --tls CERT KEY serves HTTPS instead.
 """
@@ -232,7 +233,7 @@ class Handler(BaseHTTPRequestHandler):
         with LOCK:
             n = FAULT_COUNTS.get(key, 0)
             FAULT_COUNTS[key] = n + 1
-        faulty = n < int(fault.get("times", 1))
+        faulty = n < int(fault.get("times", 1)) and fault.get("only", "") in key
         if faulty and "drop_after" in fault:
             self.wfile.write(body[:int(fault["drop_after"])])
             self.wfile.flush()

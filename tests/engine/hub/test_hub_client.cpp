@@ -327,3 +327,73 @@ TEST_CASE("a split GGUF downloads as one model") {
     CHECK_THROWS_WITH(plan_pull(hub, "t/split", "main", ""),
                       doctest::Contains("no quantization given for t/split; available: F32"));
 }
+
+// A restart: a pull stopped mid-file (its process ended, or it was paused) is one of the
+// library's pending pulls; a new queue over the same folder lists it as paused with the bytes
+// on disk, resumes it from the partial file's size (Range) to a verified model, or cancels it
+// and deletes every byte of it (the finished first part of the split model too).
+TEST_CASE("a new queue lists the pulls an earlier one left unfinished: resume or cancel") {
+    test::HubServer s;
+    test::TempDir src;
+    const SyntheticShape tiny = synthetic_shape("tiny");
+    const auto parts = write_synthetic_split_model(src.file("x-Q8_0"), tiny, "Q8_0", 2, 1);
+    s.add_file("t/split", "x-Q8_0-00001-of-00002.gguf", parts[0]);
+    s.add_file("t/split", "x-Q8_0-00002-of-00002.gguf", parts[1]);
+    // Part 2's first two transfers stop after 20000 bytes: where each "first process" quits.
+    s.set_fault("t/split", {{"stall_after", 20000}, {"times", 2}, {"only", "00002-of-00002"}});
+    const HubConfig cfg = config_for(s);
+    const uint64_t first = fs::file_size(parts[0]), total = first + fs::file_size(parts[1]);
+    // The first process: stops in part 2, as a quit does (the transfer is paused, not ended).
+    auto interrupted = [&](const std::string& dir) {
+        library::Library lib(dir);
+        const HubClient hub(cfg);
+        TransferControl control;
+        const PullPlan plan = plan_pull(hub, "t/split", "main", "Q8_0");
+        const PullState end = run_pull(hub, lib, plan, control, [&](const PullProgress& p) {
+            if (p.part == 2 && p.bytes >= first + 20000) control.pause = true;
+        });
+        REQUIRE(end == PullState::Paused);
+        CHECK(fs::file_size(dir + "/t/split/main/x-Q8_0-00002-of-00002.gguf.part") == 20000);
+    };
+    test::TempDir models, other;
+    interrupted(models.path());
+    interrupted(other.path());
+    {
+        DownloadQueue queue(cfg, models.path());
+        std::vector<std::pair<uint64_t, PullProgress>> told;
+        queue.set_listener([&](uint64_t id, const PullProgress& p) { told.emplace_back(id, p); });
+        const auto ids = queue.restore_pending();
+        REQUIRE(ids.size() == 1);
+        REQUIRE(told.size() == 1);
+        const PullProgress p = queue.progress(ids[0]);
+        CHECK(p.state == PullState::Paused);
+        CHECK(p.repo == "t/split");
+        CHECK(p.quant == "Q8_0");
+        CHECK(p.bytes == first + 20000);
+        CHECK(p.total == total);
+        CHECK(p.parts == 2);
+        CHECK(queue.restore_pending().empty());  // listed once
+        queue.resume(ids[0]);
+        CHECK(queue.wait(ids[0], std::chrono::seconds(20)) == PullState::Done);
+        CHECK(count_ranges(s, "bytes=20000-") == 1);
+    }
+    library::Library lib(models.path());
+    const auto m = lib.find("t/split:Q8_0");
+    REQUIRE(m);
+    CHECK(m->parts.size() == 2);
+    CHECK(sha256_file(m->parts[1].path) == sha256_file(parts[1]));
+    CHECK(lib.pending_pulls().empty());
+    CHECK(lib.partial_downloads().empty());
+
+    DownloadQueue queue(cfg, other.path());
+    std::vector<PullState> states;  // what a GUI row would show
+    queue.set_listener([&](uint64_t, const PullProgress& p) { states.push_back(p.state); });
+    const auto ids = queue.restore_pending();
+    REQUIRE(ids.size() == 1);
+    queue.cancel(ids[0]);
+    CHECK(queue.progress(ids[0]).state == PullState::Cancelled);
+    CHECK(states == std::vector<PullState>{PullState::Paused, PullState::Cancelled});
+    CHECK_FALSE(fs::exists(other.path() + "/t/split/main/x-Q8_0-00001-of-00002.gguf"));
+    CHECK_FALSE(fs::exists(other.path() + "/t/split/main/x-Q8_0-00002-of-00002.gguf.part"));
+    CHECK(library::Library(other.path()).pending_pulls().empty());
+}

@@ -115,6 +115,41 @@ TEST_CASE("ember pull without a quantization: the fit planner picks the file and
     CHECK(bad.err.find("must be OWNER/NAME") != std::string::npos);
 }
 
+// A quantization that exists only split (as a 70B Q8_0 does on the hub): the planner chooses
+// the split model as a whole, the pull downloads every part, the library registers one model
+// of all parts, and the engine opens it (`ember info` on the library's first part).
+TEST_CASE("ember pull chooses and downloads a split model as one") {
+    test::HubServer s;
+    test::TempDir models, src;
+    const SyntheticShape tiny = synthetic_shape("tiny");
+    const auto parts = write_synthetic_split_model(src.file("split"), tiny, "Q8_0", 2, 1);
+    write_synthetic_model(src.file("q4.gguf"), tiny, "Q4_K_M", 1);
+    s.add_file("t/s", "Q8_0/m-Q8_0-00001-of-00002.gguf", parts[0]);
+    s.add_file("t/s", "Q8_0/m-Q8_0-00002-of-00002.gguf", parts[1]);
+    s.add_file("t/s", "m-Q4_K_M.gguf", src.file("q4.gguf"));
+    point_at(s, models);
+
+    const auto pull = test::run_process({EMBER_CLI, "pull", "t/s", "--vram", "8GiB", "--ram", "16GiB"});
+    INFO(pull.out, pull.err);
+    REQUIRE(pull.exit_code == 0);
+    CHECK(pull.out.find("Q8_0: fits your 8.0 GiB GPU") != std::string::npos);
+    CHECK(pull.out.find("ready: t/s:Q8_0") != std::string::npos);
+    for (int i = 0; i < 2; ++i) {
+        const std::string got = models.path() + "/t/s/main/Q8_0/m-Q8_0-0000" + std::to_string(i + 1) + "-of-00002.gguf";
+        CHECK(hub::sha256_file(got) == hub::sha256_file(parts[i]));
+    }
+    CHECK(s.requests_to("/_storage/t/s/m-Q4_K_M.gguf").size() <= 3);  // ranked by its header only
+
+    const auto ls = test::run_process({EMBER_CLI, "ls"});
+    INFO(ls.out, ls.err);
+    CHECK(ls.out.find("t/s:Q8_0") != std::string::npos);
+    const auto info =
+        test::run_process({EMBER_CLI, "info", models.path() + "/t/s/main/Q8_0/m-Q8_0-00001-of-00002.gguf"});
+    INFO(info.out, info.err);
+    CHECK(info.exit_code == 0);
+    CHECK(info.out.find("llama") != std::string::npos);
+}
+
 TEST_CASE("ember pull killed with SIGKILL mid-file resumes from its partial file; ls and rm see the model") {
     test::HubServer s;
     test::TempDir models;

@@ -1,6 +1,7 @@
 // Loading real and synthetic model files, and the errors a user gets for files Ember cannot
 // run: each must name what is wrong, never crash.
 #include <cmath>
+#include <filesystem>
 #include <functional>
 #include <string>
 
@@ -65,6 +66,50 @@ TEST_CASE("synthetic model runs") {
         const auto& logits = seq.prefill(prompt);
         REQUIRE_EQ(logits.size(), size_t(model->config().n_vocab));
         for (float l : logits) REQUIRE_MESSAGE(std::isfinite(l), type);
+    }
+}
+// A split model (llama.cpp's gguf-split layout): opening its first part loads all parts as
+// one model, whose logits are the single file's bit for bit; a missing or foreign part, or a
+// part truncated while loaded, is an error naming that part.
+TEST_CASE("split model loads as one") {
+    test::TempDir dir;
+    const SyntheticShape shape = synthetic_shape("tiny");
+    const std::string whole = dir.file("tiny-Q8_0.gguf");
+    write_synthetic_model(whole, shape, "Q8_0");
+    const std::vector<std::string> parts = write_synthetic_split_model(dir.file("tiny-split-Q8_0"), shape, "Q8_0", 3);
+    REQUIRE(parts.size() == 3);
+    CHECK(parts[0] == dir.file("tiny-split-Q8_0-00001-of-00003.gguf"));
+    auto logits = [](const std::string& path) {
+        LoadOptions o;
+        o.path = path;
+        o.device = BackendPreference::Cpu;
+        o.n_ctx = 64;
+        auto model = Model::load(o);
+        Sequence seq(*model);
+        const std::vector<int32_t> prompt = {1, 300, 301, 302};
+        return std::vector<float>(seq.prefill(prompt));
+    };
+    CHECK(logits(parts[0]) == logits(whole));
+    const GgufFile joined = GgufFile::open(parts[0]);
+    CHECK(joined.split_count() == 3);
+    CHECK(joined.tensors().size() == GgufFile::open(whole).tensors().size());
+    // A part opened alone is only its own tensors (and no model).
+    CHECK(GgufFile::open(parts[1]).tensors().size() < joined.tensors().size());
+    CHECK(load_error(parts[1]).find("architecture") != std::string::npos);
+
+    const std::string moved = dir.file("elsewhere.gguf");
+    std::filesystem::rename(parts[2], moved);
+    const std::string err = load_error(parts[0]);
+    CHECK_MESSAGE(err.find("tiny-split-Q8_0-00003-of-00003.gguf") != std::string::npos, err);
+    std::filesystem::copy_file(parts[1], parts[2]);  // part 2 again where part 3 belongs
+    const std::string wrong = load_error(parts[0]);
+    CHECK_MESSAGE(wrong.find("is not part 3 of 3") != std::string::npos, wrong);
+    std::filesystem::remove(parts[2]);
+    std::filesystem::rename(moved, parts[2]);
+    {
+        const GgufFile f = GgufFile::open(parts[0]);
+        std::filesystem::resize_file(parts[2], 100);
+        CHECK_THROWS_WITH_AS(f.check_unchanged(), doctest::Contains("00003-of-00003.gguf"), Error);
     }
 }
 TEST_CASE("synthetic architectures run") {
