@@ -103,6 +103,7 @@ class Server:
     def __init__(self, name, argv, port, log_path):
         self.name, self.argv, self.port, self.log_path = name, argv, port, log_path
         self.proc = None
+        self.model = None  # the id /v1/models gives, once healthy
 
     def start(self, timeout_s):
         log(f"{self.name}: {' '.join(self.argv)}")
@@ -115,7 +116,9 @@ class Server:
                 raise RuntimeError(f"{self.name} exited with {self.proc.returncode} before it was "
                                    f"healthy; last lines of {self.log_path}:\n{self.log_tail()}")
             if self.health() == 200:
-                log(f"{self.name}: healthy after {time.monotonic() - t0:.1f}s (port {self.port})")
+                self.model = model_id(self.port)
+                log(f"{self.name}: healthy after {time.monotonic() - t0:.1f}s (port {self.port}, "
+                    f"model id {self.model!r})")
                 return
             time.sleep(0.25)
         raise RuntimeError(f"{self.name} not healthy after {timeout_s}s; see {self.log_path}")
@@ -152,11 +155,25 @@ class Server:
             self.log_file.close()
 
 
-def stream_completion(port, prompt, max_tokens, timeout_s):
+def model_id(port):
+    """The id /v1/models lists first (requests name it: a server may refuse other names)."""
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+    try:
+        conn.request("GET", "/v1/models")
+        resp = conn.getresponse()
+        body = resp.read()
+        if resp.status != 200:
+            raise RuntimeError(f"GET /v1/models: HTTP {resp.status}: {body[:300]!r}")
+        return json.loads(body)["data"][0]["id"]
+    finally:
+        conn.close()
+
+
+def stream_completion(port, model, prompt, max_tokens, timeout_s):
     """One streaming /v1/completions request. Returns a dict with client-side timings
     (seconds, monotonic), the text, the usage object and any error."""
     body = json.dumps({
-        "model": "bench", "prompt": prompt, "max_tokens": max_tokens, "temperature": 0,
+        "model": model, "prompt": prompt, "max_tokens": max_tokens, "temperature": 0,
         "stream": True, "stream_options": {"include_usage": True}, "ignore_eos": True,
     })
     out = {"chunk_times": [], "text": "", "usage": None, "finish_reason": None, "error": None}
@@ -212,7 +229,7 @@ def run_round(server, clients, per_client, max_tokens, timeout_s):
         barrier.wait()
         for k in range(per_client):
             i = c * per_client + k
-            results[c][k] = stream_completion(server.port, f"Request {i}: {BASE_PROMPT}",
+            results[c][k] = stream_completion(server.port, server.model, f"Request {i}: {BASE_PROMPT}",
                                               max_tokens, timeout_s)
             results[c][k]["prompt_index"] = i
 
@@ -291,7 +308,7 @@ def bench_model(args, model, names, log_dir):
                        os.path.join(log_dir, f"{stem}.{name}.log"))
             servers[name] = s
             s.start(args.start_timeout)
-            warm = stream_completion(port, f"Warm-up: {BASE_PROMPT}", args.max_tokens, args.request_timeout)
+            warm = stream_completion(port, s.model, f"Warm-up: {BASE_PROMPT}", args.max_tokens, args.request_timeout)
             if warm["error"]:
                 raise RuntimeError(f"{name}: the warm-up request failed: {warm['error']}")
         rounds = {name: {} for name in names}
@@ -307,11 +324,35 @@ def bench_model(args, model, names, log_dir):
                     raise RuntimeError(f"{name} died during C={c}:\n{servers[name].log_tail()}")
         for name in names:
             check_greedy(rounds[name])
+        profiles = {}
+        if args.profile:
+            for name in names:
+                profiles[name] = profile_round(args, servers[name], os.path.join(log_dir, f"{stem}.{name}"))
         return {"model": model, "file_mib": round(os.path.getsize(model) / 2**20, 1),
-                "servers": {n: {"argv": servers[n].argv} for n in names}, "rounds": rounds}
+                "servers": {n: {"argv": servers[n].argv} for n in names}, "rounds": rounds,
+                "profiles": profiles}
     finally:
         for s in servers.values():
             s.stop()
+
+
+def profile_round(args, server, prefix):
+    """One more round at --profile clients with `perf record` on the server; returns the
+    top of `perf report` (self time by shared object and symbol) and keeps it in PREFIX.perf.txt."""
+    data, txt = prefix + ".perf.data", prefix + ".perf.txt"
+    perf = subprocess.Popen(["perf", "record", "-F", "499", "-q", "-o", data, "-p", str(server.proc.pid)],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    time.sleep(0.5)  # perf attaches
+    r = run_round(server, args.profile, args.requests_per_client, args.max_tokens, args.request_timeout)
+    perf.send_signal(2)  # SIGINT: perf writes its file and exits
+    perf.wait(timeout=60)
+    rep = subprocess.run(["perf", "report", "-i", data, "--stdio", "--no-children", "--sort", "dso,symbol",
+                          "--percent-limit", "0.5"], capture_output=True, text=True)
+    lines = [ln for ln in rep.stdout.splitlines() if ln.strip() and not ln.startswith("#")]
+    with open(txt, "w") as f:
+        f.write("\n".join(lines) + "\n")
+    log(f"{server.name}: profile of a {args.profile}-client round ({r['tok_s']} tok/s) in {txt}")
+    return {"clients": args.profile, "tok_s": r["tok_s"], "top": lines[:40]}
 
 
 def check_greedy(rounds):
@@ -394,6 +435,8 @@ def main():
     ap.add_argument("--llama-server-args", default="", help="extra arguments for llama-server")
     ap.add_argument("--log-dir", default="build/bench", help="server logs go here")
     ap.add_argument("--json", help="write all results here")
+    ap.add_argument("--profile", type=int, default=0, metavar="C",
+                    help="after the rounds, one more round at C clients under `perf record` per server")
     args = ap.parse_args()
     args.clients = [int(c) for c in args.clients.split(",")]
     args.ember_args, args.llama_server_args = args.ember_args.split(), args.llama_server_args.split()
