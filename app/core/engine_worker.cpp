@@ -5,11 +5,11 @@
 #include <chrono>
 #include <optional>
 
-#include "app/core/prompt_fit.h"
 #include "app/core/sequence_pool.h"
 #include "app/core/text_batcher.h"
 #include "engine/core/log.h"
 #include "engine/runtime/model.h"
+#include "engine/runtime/prompt_fit.h"
 #include "engine/runtime/sequence.h"
 #include "engine/telemetry/energy.h"
 
