@@ -19,4 +19,8 @@ int cmd_ls(int argc, char** argv);
 int cmd_rm(int argc, char** argv);
 int cmd_fit(int argc, char** argv);
 
+// The OpenAI-compatible server and its status (built where cpp-httplib is: EMBER_HAVE_SERVER).
+int cmd_serve(int argc, char** argv);
+int cmd_ps(int argc, char** argv);
+
 }  // namespace ember::cli

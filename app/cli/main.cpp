@@ -32,6 +32,12 @@ const Command kCommands[] = {
 #endif
     {"quantize", ember::cli::cmd_quantize, "IN OUT TYPE [--threads N]   convert a model to another weight type"},
     {"perplexity", ember::cli::cmd_perplexity, "MODEL -f TEXT [--save-logits F | --kl-divergence F]   quality"},
+#ifdef EMBER_HAVE_SERVER
+    {"serve", ember::cli::cmd_serve,
+     "MODEL [--host H] [--port P] [--api-key K] [--parallel N]   OpenAI-compatible server (Ctrl-C stops)"},
+    {"ps", ember::cli::cmd_ps,
+     "[--host H] [--port P] [--api-key K] [--json]   what a running server has loaded and runs"},
+#endif
     {"fit", ember::cli::cmd_fit, "MODEL|DIR [--ctx N] [--vram S] [--ram S]   will it fit; which quant to use"},
 };
 

@@ -51,10 +51,13 @@ def test_chat(client, model_id, prompt_tokens):
     check(c.finish_reason in ("stop", "length"), f"chat: finish_reason {c.finish_reason}")
     check(r.usage.prompt_tokens == prompt_tokens,
           f"chat: usage.prompt_tokens {r.usage.prompt_tokens} == ember tokenize of the rendered prompt {prompt_tokens}")
-    check(len(c.logprobs.content) == r.usage.completion_tokens and 0 < r.usage.completion_tokens <= 12,
-          f"chat: usage.completion_tokens {r.usage.completion_tokens} == logprobs entries {len(c.logprobs.content)}")
-    check("".join(t.token for t in c.logprobs.content) == c.message.content or c.finish_reason == "stop",
-          "chat: the logprobs tokens spell the text")
+    # usage counts the end-of-generation token too (no stop strings here: "stop" means it came);
+    # it has no text, so no logprobs entry.
+    eog = 1 if c.finish_reason == "stop" else 0
+    check(len(c.logprobs.content) + eog == r.usage.completion_tokens and 0 < r.usage.completion_tokens <= 12,
+          f"chat: usage.completion_tokens {r.usage.completion_tokens} == logprobs entries {len(c.logprobs.content)}"
+          f" + {eog} end-of-generation token")
+    check("".join(t.token for t in c.logprobs.content) == c.message.content, "chat: the logprobs tokens spell the text")
     check(all(len(t.top_logprobs) == 2 for t in c.logprobs.content), "chat: two top_logprobs per token")
     check(r.usage.total_tokens == r.usage.prompt_tokens + r.usage.completion_tokens, "chat: total_tokens adds up")
 
@@ -112,6 +115,16 @@ def test_errors(client, url, model_id):
         check(e.status_code == 401, "wrong API key: AuthenticationError")
 
 
+def test_ps(ember, url, model_id):
+    port = url.rsplit(":", 1)[1]
+    out = subprocess.run([ember, "ps", "--port", port, "--api-key", KEY], check=True, capture_output=True,
+                         text=True).stdout
+    check(f"model     {model_id}" in out and "device    cpu" in out and "0 running, 0 queued" in out,
+          f"ember ps shows the model, the device and no requests:\n{out}")
+    denied = subprocess.run([ember, "ps", "--port", port], capture_output=True, text=True)
+    check(denied.returncode == 1 and "401" in denied.stderr, f"ember ps without the key: {denied.stderr.strip()}")
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--ember", required=True)
@@ -119,13 +132,14 @@ def main():
     args = ap.parse_args()
     print(f"openai {openai.__version__}")
     model_id = os.path.basename(args.model)[: -len(".gguf")]
-    server = EmberServe(args.ember, args.model, "--api-key", KEY, "--ctx", "512", "--parallel", "2")
+    server = EmberServe(args.ember, args.model, "--api-key", KEY, "--ctx", "512", "--parallel", "2", "--device", "cpu")
     try:
         client = openai.OpenAI(base_url=server.url + "/v1", api_key=KEY, max_retries=0, timeout=120)
         test_models(client, model_id)
         test_chat(client, model_id, count_tokens(args.ember, args.model, RENDERED))
         test_completions(client, model_id, count_tokens(args.ember, args.model, COMPLETION_PROMPT))
         test_errors(client, server.url, model_id)
+        test_ps(args.ember, server.url, model_id)
     finally:
         status = server.stop()
     check(status == 0, "ember serve exits 0 on SIGTERM")

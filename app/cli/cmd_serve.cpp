@@ -1,0 +1,76 @@
+// `ember serve MODEL [--host H] [--port P] [--api-key K] [--parallel N] [model options]`: the
+// OpenAI-compatible HTTP server (engine/server) over a Scheduler on one loaded model, until
+// SIGINT or SIGTERM.
+//
+// Signals: SIGINT and SIGTERM are blocked before any thread starts (every thread inherits the
+// mask), and the main thread waits for them with sigwait(): the shutdown then runs as plain
+// code (stop the server, cancelling what is in flight; then the scheduler; then the model)
+// instead of inside a signal handler.
+#include <signal.h>
+
+#include <cstdio>
+#include <cstdlib>
+
+#include "app/cli/commands.h"
+#include "app/cli/options.h"
+#include "app/cli/serve_defaults.h"
+#include "engine/scheduler/scheduler.h"
+#include "engine/server/http_server.h"
+#include "kernels/common/error.h"
+
+namespace ember::cli {
+
+namespace {
+
+server::ServerOptions server_options(const Args& args) {
+    server::ServerOptions o;
+    o.host = args.get_or("--host", kServeHost);
+    o.port = static_cast<int>(args.get_int("--port", kServePort, 0, 65535));
+    o.api_key = args.get_or("--api-key", "");
+    if (o.api_key.empty())
+        if (const char* env = std::getenv("EMBER_API_KEY")) o.api_key = env;
+    o.limits.max_tokens = static_cast<int32_t>(args.get_int("--max-tokens", o.limits.max_tokens, 1, 1 << 20));
+    return o;
+}
+
+}  // namespace
+
+int cmd_serve(int argc, char** argv) {
+    Args args(argc, argv, 0,
+              merge(model_value_options(), {"--host", "--port", "--api-key", "--parallel", "--max-tokens"}), {});
+    if (args.positional().size() != 1)
+        throw Error(
+            "usage: ember serve MODEL [--host H] [--port P (0: any free port)] [--api-key K] [--parallel N] "
+            "[--max-tokens N]\n" +
+            options_help());
+    const server::ServerOptions so = server_options(args);
+    const int32_t parallel = static_cast<int32_t>(args.get_int("--parallel", 4, 1, 256));
+    LoadOptions lo = load_options(args, args.positional()[0]);
+    lo.n_seqs = parallel;  // one KV sequence per request in the batch
+
+    sigset_t stop_signals;
+    sigemptyset(&stop_signals);
+    sigaddset(&stop_signals, SIGINT);
+    sigaddset(&stop_signals, SIGTERM);
+    pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);  // before the first thread starts
+
+    auto model = Model::load(lo);
+    SchedulerOptions sched;
+    sched.max_batch = parallel;
+    Scheduler scheduler(*model, sched);
+    server::HttpServer http(scheduler, so);
+    http.start();
+    const EngineStatus st = scheduler.status();
+    std::printf("ember serve: %s  (model %s on %s, %d parallel, context %lld%s)\n", http.url().c_str(),
+                st.model.c_str(), st.device.c_str(), parallel, static_cast<long long>(st.n_ctx),
+                so.api_key.empty() ? "" : ", API key required");
+    std::fflush(stdout);
+
+    int sig = 0;
+    sigwait(&stop_signals, &sig);
+    std::fprintf(stderr, "ember serve: %s, shutting down\n", sig == SIGINT ? "SIGINT" : "SIGTERM");
+    http.stop();  // cancels the requests in flight first
+    return 0;
+}
+
+}  // namespace ember::cli
