@@ -5,16 +5,19 @@
 #
 #   scripts/llama-cpp-tools.sh                       # prints the bin directory (last line)
 #   scripts/llama-cpp-tools.sh llama-perplexity      # only these targets (CI: the peer test)
+#   scripts/llama-cpp-tools.sh llama-server          # the serving peer (scripts/bench-serve.sh)
 #   BIN="$(scripts/llama-cpp-tools.sh llama-quantize llama-perplexity | tail -1)"
 #
 # Why from llama-cpp-python's sdist: no git host is reachable from our machines, only the
 # package index; `pip download --no-binary :all:` fetches the sdist (a tarball) without building
 # it, and its vendor/llama.cpp is a complete llama.cpp tree.
 #
-# Kept small for CI: only the requested targets, static libraries, no tests/examples/server,
-# no OpenSSL/curl, no OpenMP, and GGML_NATIVE=OFF with the x86-64-v3 instructions named
-# explicitly (AVX2/FMA/F16C), so a cached build runs on any CPU of that level, not only the
-# one that built it. The build is cached in ${EMBER_LLAMA_TOOLS_DIR:-~/.cache/ember/llama-tools}
+# Kept small for CI: only the requested targets, static libraries, no tests/examples, no
+# OpenSSL/curl, no OpenMP, and GGML_NATIVE=OFF with the x86-64-v3 instructions named
+# explicitly (AVX2/FMA/F16C/BMI2, no AVX-512/AMX), so a cached build runs on any CPU of that
+# level, not only the one that built it (a native build died with SIGILL on another host).
+# The server target is configured without its web UI (no npm, no prebuilt-asset download:
+# only the HTTP API is needed). The build is cached in ${EMBER_LLAMA_TOOLS_DIR:-~/.cache/ember/llama-tools}
 # keyed by version; a second run with the same targets does nothing but check they exist.
 set -euo pipefail
 
@@ -66,8 +69,8 @@ fi
 t0=$SECONDS
 log "building ${missing[*]} (-j$JOBS; the first build takes minutes)"
 cmake -S "$tree" -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release -DBUILD_SHARED_LIBS=OFF \
-  -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_SERVER=OFF \
-  -DLLAMA_BUILD_APP=OFF -DLLAMA_OPENSSL=OFF -DLLAMA_CURL=OFF -DGGML_OPENMP=OFF \
+  -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_SERVER=ON \
+  -DLLAMA_BUILD_UI=OFF -DLLAMA_USE_PREBUILT_UI=OFF -DLLAMA_BUILD_APP=OFF -DLLAMA_OPENSSL=OFF -DLLAMA_CURL=OFF -DGGML_OPENMP=OFF \
   -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_BMI2=ON \
   -DCMAKE_C_COMPILER_LAUNCHER= -DCMAKE_CXX_COMPILER_LAUNCHER= >&2 ||
   die "configuring llama.cpp failed (see above)"
