@@ -3,8 +3,9 @@
 #include <QElapsedTimer>
 #include <QFileInfo>
 #include <chrono>
-#include <optional>
+#include <utility>
 
+#include "app/core/energy_ledger.h"
 #include "app/core/prompt_fit.h"
 #include "app/core/sequence_pool.h"
 #include "app/core/text_batcher.h"
@@ -60,17 +61,15 @@ std::string env_or(const char* name, const char* fallback) {
     return v.isEmpty() ? std::string(fallback) : v.toStdString();
 }
 
-// Splits the answer's energy at its first token (no first token: all of it was prefill).
-void fill_energy(GenerationResult& r, const ember::EnergySample& start, const ember::EnergySample& first,
-                 const ember::EnergySample& end, const ember::EnergyMeter& meter) {
-    const ember::EnergySpan prefill = ember::energy_between(start, first);
-    const ember::EnergySpan decode = ember::energy_between(first, end);
-    r.prefill_s = prefill.seconds;
-    r.decode_s = decode.seconds;
-    r.prefill_j = prefill.measured_j();
-    r.decode_j = decode.measured_j();
-    r.cpu_energy_measured = prefill.cpu_measured && decode.cpu_measured;
-    r.gpu_energy_measured = prefill.gpu_measured && decode.gpu_measured;
+// The answer's share of what the meters read (EnergyLedger: an even split where answers overlap).
+void fill_energy(GenerationResult& r, const EnergyShare& share, const ember::EnergyMeter& meter) {
+    r.prefill_s = share.prefill_s;
+    r.decode_s = share.decode_s;
+    r.prefill_j = share.prefill_j;
+    r.decode_j = share.decode_j;
+    r.cpu_energy_measured = share.cpu_measured;
+    r.gpu_energy_measured = share.gpu_measured;
+    r.energy_shared = share.shared;
     r.cpu_energy_note = q(meter.cpu_reason());
     r.gpu_energy_note = q(meter.gpu_reason());
 }
@@ -205,11 +204,11 @@ void EngineWorker::generate(const GenerationRequest& req) {
                                                            env_or("EMBER_NVML_LIBRARY", ember::Nvml::kLibrary));
         // Three meter reads per answer, never per token. The first text stands for the first
         // token: a token that ends mid-character shows up with the next one, a token later.
-        const ember::EnergySample at_start = energy_->sample();
-        std::optional<ember::EnergySample> at_first;
+        ledger_.start(req.id, energy_->sample());
+        bool first = true;
         TextBatcher batch;
         auto on_text = [&](std::string_view text) {
-            if (!at_first) at_first = energy_->sample();
+            if (std::exchange(first, false)) ledger_.first_token(req.id, energy_->sample());
             if (batch.add(text.data(), text.size())) {
                 auto [s, n] = batch.take();
                 emit textReady(req.id, s, n);
@@ -217,13 +216,13 @@ void EngineWorker::generate(const GenerationRequest& req) {
             return !cancel_generate_.load();
         };
         const ember::GenerateStats st = seq.generate(prompt.tokens, go, on_text, &cancel_generate_);
-        const ember::EnergySample at_end = energy_->sample();
+        const EnergyShare energy = ledger_.finish(req.id, energy_->sample());
         if (!batch.empty()) {
             auto [s, n] = batch.take();
             emit textReady(req.id, s, n);
         }
         GenerationResult r;
-        fill_energy(r, at_start, at_first.value_or(at_end), at_end, *energy_);
+        fill_energy(r, energy, *energy_);
         r.prompt_tokens = st.prompt_tokens;
         r.reused_tokens = st.reused_tokens;
         r.generated_tokens = st.generated_tokens;
@@ -239,6 +238,7 @@ void EngineWorker::generate(const GenerationRequest& req) {
         // A failure mid-forward leaves the sequence's cache consistent (the engine truncates),
         // but drop it anyway: the next turn re-processing its prompt is cheap insurance.
         pool_->drop(req.conversation_id);
+        if (energy_) ledger_.finish(req.id, energy_->sample());
         emit generationFailed(req.id, QString::fromUtf8(e.what()));
     }
     end(current_generate_, req.id);

@@ -13,6 +13,7 @@
 #include <memory>
 #include <mutex>
 
+#include "app/core/energy_ledger.h"
 #include "app/core/engine_types.h"
 #include "engine/telemetry/telemetry.h"
 
@@ -47,6 +48,7 @@ public:
     // Live numbers of every request and of the loaded model's memory, recorded on the engine
     // thread without locks on the token path; snapshot() is safe from any thread, any rate.
     const ember::Telemetry& telemetry() const { return telemetry_; }
+    ember::TelemetrySnapshot telemetrySnapshot() const { return telemetry_.snapshot(); }
 
 public slots:
     void loadModel(const ember::app::LoadRequest& req);
@@ -87,6 +89,7 @@ private:
     // Opened on the engine thread at the first answer (NVML's start-up can take a while).
     // $EMBER_POWERCAP_ROOT and $EMBER_NVML_LIBRARY point it elsewhere (tests, odd systems).
     std::unique_ptr<ember::EnergyMeter> energy_;
+    EnergyLedger ledger_;  // each answer's share of what energy_ reads
 };
 
 }  // namespace ember::app

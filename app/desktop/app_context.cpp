@@ -38,7 +38,7 @@ AppContext::AppContext(const QString& data_dir, const QString& log_file)
       cost(*store.store, settings, host.worker()),
       hub(library_folder(data_dir)),
       library(library_folder(data_dir), models, &model_list),
-      monitor(host.worker()->telemetry()) {
+      monitor([w = host.worker()] { return w->telemetrySnapshot(); }) {
     info.data_dir = data_dir;
     info.database_path = store.path;
     info.log_file = log_file;
