@@ -69,9 +69,10 @@ void CostController::addAnswer(const GenerationResult& r) {
     use_.add(u);
     source_ = describe_source(r, settings_.cpuWatts());
     if (use_.shared_answers > 0)
-        source_ += QStringLiteral("\n%1 of these answers ran at the same time as others: the energy of the time "
-                                  "they shared is split evenly between them (the total is measured, each "
-                                  "answer's part is an estimate).")
+        source_ += QStringLiteral(
+                       "\n%1 of these answers ran at the same time as others: the energy of the time "
+                       "they shared is split evenly between them (the total is measured, each "
+                       "answer's part is an estimate).")
                        .arg(use_.shared_answers);
     emit costChanged();
     refresh();

@@ -145,9 +145,8 @@ class TestMonitor : public QObject {
         QXYSeries* latency = app_.series("latencySeries");
         QVERIFY(speed && latency);
         // This answer (not the last one) is decoding, and the panel has polled it twice since.
-        QTRY_VERIFY_WITH_TIMEOUT(tel().requests > before && tel().current.running &&
-                                     tel().current.generated_tokens >= 6,
-                                 120'000);
+        QTRY_VERIFY_WITH_TIMEOUT(
+            tel().requests > before && tel().current.running && tel().current.generated_tokens >= 6, 120'000);
         const int decoding = app_.ctx->monitor.polls();
         QTRY_VERIFY(app_.ctx->monitor.polls() >= decoding + 2);
         QVERIFY(app_.ctx->monitor.polls() > polls);
