@@ -3,15 +3,21 @@
 #include <mutex>
 #include <utility>
 
+#include "engine/scheduler/scheduler.h"
 #include "kernels/common/error.h"
 
 namespace ember::app {
 
+EngineSlot::EngineSlot() = default;
 EngineSlot::~EngineSlot() { clear(); }
 
-void EngineSlot::install(std::unique_ptr<ember::Model> model, const ember::SchedulerOptions& options) {
+void EngineSlot::install(std::unique_ptr<ember::Model> model, const SlotOptions& options) {
     clear();
-    auto scheduler = std::make_unique<ember::Scheduler>(*model, options);
+    ember::SchedulerOptions so;
+    so.model_name = options.model_name;
+    so.max_batch = options.max_batch;
+    so.max_cached = options.max_cached;
+    auto scheduler = std::make_unique<ember::Scheduler>(*model, so);
     std::unique_lock lock(mutex_);
     model_ = std::move(model);
     scheduler_ = std::move(scheduler);
@@ -45,10 +51,11 @@ uint64_t EngineSlot::submit(ember::EngineRequest request, ember::EventSink sink)
     if (!scheduler_) throw ember::Error("No model is loaded.");
     const uint64_t generation = generation_;
     // The sink sees the slot's ids too (events can arrive before submit() returns).
-    return to_slot_id(scheduler_->submit(std::move(request), [generation, sink = std::move(sink)](ember::EngineEvent&& e) {
-        e.request_id = generation << kIdBits | e.request_id;
-        sink(std::move(e));
-    }));
+    return to_slot_id(
+        scheduler_->submit(std::move(request), [generation, sink = std::move(sink)](ember::EngineEvent&& e) {
+            e.request_id = generation << kIdBits | e.request_id;
+            sink(std::move(e));
+        }));
 }
 
 void EngineSlot::cancel(uint64_t request_id) {

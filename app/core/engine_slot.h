@@ -17,17 +17,28 @@
 #include <shared_mutex>
 
 #include "engine/runtime/model.h"
-#include "engine/scheduler/scheduler.h"
+#include "engine/scheduler/inference_engine.h"
+
+namespace ember {
+class Scheduler;  // scheduler.h stays out of Qt code (a member named `slots` meets Qt's macro)
+}
 
 namespace ember::app {
 
+// The scheduler's settings the app chooses (the rest keep the Scheduler's defaults).
+struct SlotOptions {
+    std::string model_name;  // the name API clients use
+    int32_t max_batch = 4;   // answers in one pass at most
+    int32_t max_cached = 4;  // idle chats whose KV sequence is kept for their next turn
+};
+
 class EngineSlot final : public ember::InferenceEngine {
 public:
-    EngineSlot() = default;
+    EngineSlot();
     ~EngineSlot() override;
 
     // Engine thread: puts a loaded model behind the slot with its scheduler.
-    void install(std::unique_ptr<ember::Model> model, const ember::SchedulerOptions& options);
+    void install(std::unique_ptr<ember::Model> model, const SlotOptions& options);
     // Engine thread: empties the slot and destroys what was in it, outside the lock: the
     // scheduler first (every request of it gets its Finished event, Cancelled), then the model.
     void clear();
@@ -52,7 +63,7 @@ private:
     // Declared in destruction order's reverse: the scheduler goes before the model it runs.
     std::unique_ptr<ember::Model> model_;
     std::unique_ptr<ember::Scheduler> scheduler_;
-    uint64_t generation_ = 0;  // models installed so far
+    uint64_t generation_ = 0;          // models installed so far
     ember::Telemetry idle_telemetry_;  // what telemetry() shows with no model
 };
 

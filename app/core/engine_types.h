@@ -18,10 +18,9 @@ struct ChatTurn {
 
 struct GenerationRequest {
     quint64 id = 0;              // unique per request, chosen by the caller
-    qint64 conversation_id = 0;  // selects the KV-cache sequence reused across turns
+    qint64 conversation_id = 0;  // its cache_key: the KV-cache sequence reused across turns
     QVector<ChatTurn> turns;     // the whole conversation so far, system prompt first
     SamplingSettings sampling;
-    qint64 submitted_ns = 0;  // steady_clock when EngineHost queued it (queue wait)
 };
 
 struct GenerationResult {

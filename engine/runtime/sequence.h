@@ -10,6 +10,7 @@
 #include <string_view>
 #include <vector>
 
+#include "engine/runtime/decode_state.h"
 #include "engine/runtime/model.h"
 #include "engine/runtime/stop_reason.h"
 #include "engine/sampling/sampler.h"
@@ -26,18 +27,6 @@ struct GenerateOptions {
     Telemetry* telemetry = nullptr;  // when set, records this request's timings (engine/telemetry)
     uint64_t request_id = 0;         // the request's id in the telemetry
     double queue_wait_ms = 0;        // how long the request waited before generate() (telemetry)
-};
-
-struct GenerateStats {
-    int32_t prompt_tokens = 0;  // tokens in the prompt
-    int32_t reused_tokens = 0;  // of which were already in the cache
-    int32_t generated_tokens = 0;
-    double ttft_ms = 0;  // prompt processing + first token
-    double prefill_ms = 0;
-    double decode_ms = 0;  // after the first token
-    StopReason stop_reason = StopReason::None;
-    double prefill_tok_s() const { return prefill_ms > 0 ? (prompt_tokens - reused_tokens) * 1000.0 / prefill_ms : 0; }
-    double decode_tok_s() const { return decode_ms > 0 ? (generated_tokens - 1) * 1000.0 / decode_ms : 0; }
 };
 
 // Receives each piece of text as it becomes valid UTF-8 (stop strings already removed),

@@ -45,7 +45,10 @@ struct EngineRequest {
 struct TokenLogprob {
     int32_t id = 0;
     std::string piece;  // the token's text (may be part of a UTF-8 character)
-    float logprob = 0;  // natural log of its probability under the sampling distribution
+    // Natural log of its probability under the model's own distribution for that position:
+    // log-softmax of the raw logits, before penalties, logit bias, temperature and top-k/p
+    // truncation (the same for every sampling setting; `top` likewise).
+    float logprob = 0;
     std::vector<std::pair<int32_t, float>> top;  // the most likely alternatives, best first
 };
 
@@ -94,7 +97,7 @@ struct EngineStatus {
     int64_t n_ctx = 0;                  // tokens per sequence
     int32_t max_batch = 0;              // sequences in one pass at most
     int32_t kv_blocks_total = 0, kv_blocks_used = 0;
-    std::vector<DeviceMemory> memory;  // per backend, by kind
+    std::vector<DeviceMemory> memory;     // per backend, by kind
     std::vector<RequestStatus> requests;  // running first, then queued
 };
 

@@ -57,8 +57,9 @@ void Telemetry::request_started(uint64_t id, int32_t prompt_tokens, int32_t reus
     requests_.fetch_add(1, std::memory_order_relaxed);
     prompt_tokens_.fetch_add(static_cast<uint64_t>(std::max(0, prompt_tokens)), std::memory_order_relaxed);
     reused_tokens_.fetch_add(static_cast<uint64_t>(std::max(0, reused_tokens)), std::memory_order_relaxed);
-    generated_now_.store(0, std::memory_order_relaxed);
     std::lock_guard lock(mutex_);
+    generated_now_.store(0, std::memory_order_relaxed);
+    current_id_.store(id, std::memory_order_relaxed);
     current_ = RequestSample{};
     current_.id = id;
     current_.prompt_tokens = prompt_tokens;
@@ -70,29 +71,43 @@ void Telemetry::request_started(uint64_t id, int32_t prompt_tokens, int32_t reus
     while (!prompts_.empty() && static_cast<uint32_t>(now - prompts_.front().t_ms) >= window_ms_) prompts_.pop_front();
 }
 
-void Telemetry::first_token(double ttft_ms, double prefill_tok_s) {
+void Telemetry::first_token(uint64_t id, double ttft_ms, double prefill_tok_s) {
     const uint32_t now = now_ms();
     ttft_.add(now, static_cast<float>(ttft_ms));
     if (prefill_tok_s > 0) prefill_.add(now, static_cast<float>(prefill_tok_s));
-    generated_now_.store(1, std::memory_order_relaxed);
     generated_tokens_.fetch_add(1, std::memory_order_relaxed);
     std::lock_guard lock(mutex_);
+    if (current_.id != id) return;
+    generated_now_.store(1, std::memory_order_relaxed);
     current_.ttft_ms = ttft_ms;
     current_.prefill_tok_s = prefill_tok_s;
 }
 
-void Telemetry::token(double inter_token_ms) {
+void Telemetry::token(uint64_t id, double inter_token_ms) {
     inter_token_.add(now_ms(), static_cast<float>(inter_token_ms));
-    generated_now_.fetch_add(1, std::memory_order_relaxed);
+    if (id == current_id_.load(std::memory_order_relaxed)) generated_now_.fetch_add(1, std::memory_order_relaxed);
     generated_tokens_.fetch_add(1, std::memory_order_relaxed);
 }
 
-void Telemetry::request_finished(int32_t generated_tokens, double decode_tok_s) {
+void Telemetry::request_finished(uint64_t id, int32_t generated_tokens, double decode_tok_s) {
     if (decode_tok_s > 0) decode_.add(now_ms(), static_cast<float>(decode_tok_s));
     std::lock_guard lock(mutex_);
+    if (current_.id != id) return;
     current_.generated_tokens = generated_tokens;
     current_.decode_tok_s = decode_tok_s;
     current_.running = false;
+}
+
+void Telemetry::step(int32_t sequences, int32_t tokens) {
+    const uint32_t now = now_ms();
+    step_sequences_.add(now, static_cast<float>(sequences));
+    step_tokens_.add(now, static_cast<float>(tokens));
+    steps_.fetch_add(1, std::memory_order_relaxed);
+}
+
+void Telemetry::set_load(int32_t running, int32_t queued) {
+    running_.store(running, std::memory_order_relaxed);
+    queued_.store(queued, std::memory_order_relaxed);
 }
 
 void Telemetry::set_memory(std::vector<DeviceMemory> memory) {
@@ -110,6 +125,11 @@ TelemetrySnapshot Telemetry::snapshot() const {
     s.decode_tok_s = decode_.stats(s.now_ms, window_ms_);
     s.queue_wait_ms = queue_wait_.stats(s.now_ms, window_ms_);
     s.batch_size = batch_.stats(s.now_ms, window_ms_);
+    s.step_sequences = step_sequences_.stats(s.now_ms, window_ms_);
+    s.step_tokens = step_tokens_.stats(s.now_ms, window_ms_);
+    s.steps = steps_.load(std::memory_order_relaxed);
+    s.running = running_.load(std::memory_order_relaxed);
+    s.queued = queued_.load(std::memory_order_relaxed);
     const WindowStats recent = inter_token_.stats(s.now_ms, 2000);
     s.decode_tok_s_now = recent.count > 0 && recent.mean > 0 ? 1000.0 / recent.mean : 0;
     s.requests = requests_.load(std::memory_order_relaxed);

@@ -1,8 +1,12 @@
 // Engine telemetry: what the monitor panel, `ember ps` and /metrics show, recorded by the
 // engine thread while it generates and read by any thread at any rate.
 //
+// Concurrency. Several requests may run at once (engine/scheduler): per-request calls carry
+// the request's id; `current` follows the most recently started request, the load gauges
+// (running, queued) and the per-pass batch sizes (step()) describe the whole engine.
+//
 // Cost model. The per-token call (token()) is a clock read and three relaxed atomic stores;
-// it never takes a lock, allocates or waits for a reader. Per-request and per-load events
+// it never takes a lock, allocates or waits for a reader; nor do step() and set_load(). Per-request and per-load events
 // (request_started, first_token, request_finished, set_memory) copy a small struct under a
 // mutex that readers hold only while copying it: those run once per answer, not per token.
 // snapshot() does the work (copying the rings, sorting for percentiles) on the reader's
@@ -59,9 +63,13 @@ struct TelemetrySnapshot {
     WindowStats prefill_tok_s;
     WindowStats decode_tok_s;  // per finished request
     WindowStats queue_wait_ms;
-    WindowStats batch_size;
-    double decode_tok_s_now = 0;  // from the inter-token latencies of the last 2 s (0 when idle)
-    double cache_hit_rate = 0;    // window: reused / prompt tokens of the requests started in it
+    WindowStats batch_size;           // per request: sequences in the pass that started it
+    WindowStats step_sequences;       // per forward pass: sequences in it
+    WindowStats step_tokens;          // per forward pass: tokens in it
+    int32_t running = 0, queued = 0;  // requests in the engine now (set_load)
+    uint64_t steps = 0;               // forward passes so far
+    double decode_tok_s_now = 0;      // from the inter-token latencies of the last 2 s (0 when idle)
+    double cache_hit_rate = 0;        // window: reused / prompt tokens of the requests started in it
     uint64_t requests = 0, prompt_tokens = 0, reused_tokens = 0, generated_tokens = 0;  // totals
     std::vector<DeviceMemory> memory;  // one per backend the model uses
 };
@@ -73,13 +81,17 @@ public:
     explicit Telemetry(std::chrono::milliseconds window = std::chrono::minutes(2));
 
     // ---- writer side: the engine thread ------------------------------------------------
-    // A request entered the engine's queue / began its prefill.
+    // A request left the engine's queue and began its prefill; it becomes `current`.
     void request_started(uint64_t id, int32_t prompt_tokens, int32_t reused_tokens, double queue_wait_ms,
                          int32_t batch_size);
-    void first_token(double ttft_ms, double prefill_tok_s);
-    // Every decoded token after the first: the time since the previous one.
-    void token(double inter_token_ms);
-    void request_finished(int32_t generated_tokens, double decode_tok_s);
+    void first_token(uint64_t id, double ttft_ms, double prefill_tok_s);
+    // Every decoded token after the first: the time since the same request's previous one.
+    void token(uint64_t id, double inter_token_ms);
+    void request_finished(uint64_t id, int32_t generated_tokens, double decode_tok_s);
+    // One forward pass over `sequences` sequences and `tokens` tokens (a scheduler step).
+    void step(int32_t sequences, int32_t tokens);
+    // Requests running and waiting now (any thread; plain atomic stores).
+    void set_load(int32_t running, int32_t queued);
     void set_memory(std::vector<DeviceMemory> memory);
 
     // ---- reader side: any thread -------------------------------------------------------
@@ -94,8 +106,11 @@ private:
     uint32_t window_ms_;
     SampleWindow<kTokenRing> inter_token_;
     SampleWindow<kRequestRing> ttft_, prefill_, decode_, queue_wait_, batch_;
-    std::atomic<uint64_t> requests_{0}, prompt_tokens_{0}, reused_tokens_{0}, generated_tokens_{0};
-    std::atomic<int32_t> generated_now_{0};  // tokens of the running request (per token)
+    SampleWindow<kTokenRing> step_sequences_, step_tokens_;
+    std::atomic<uint64_t> requests_{0}, prompt_tokens_{0}, reused_tokens_{0}, generated_tokens_{0}, steps_{0};
+    std::atomic<uint64_t> current_id_{0};    // id of `current_`, for token()
+    std::atomic<int32_t> generated_now_{0};  // tokens of the current request (per token)
+    std::atomic<int32_t> running_{0}, queued_{0};
 
     struct PromptUse {
         uint32_t t_ms;

@@ -33,7 +33,7 @@ double token_ns(int readers, int hz, int64_t calls) {
             }
         });
     const auto t0 = Clock::now();
-    for (int64_t i = 0; i < calls; ++i) t.token(1.0 + static_cast<double>(i & 7));
+    for (int64_t i = 0; i < calls; ++i) t.token(1, 1.0 + static_cast<double>(i & 7));
     const double ns = std::chrono::duration<double, std::nano>(Clock::now() - t0).count() / static_cast<double>(calls);
     done = true;
     for (auto& th : pool) th.join();
@@ -43,7 +43,7 @@ double token_ns(int readers, int hz, int64_t calls) {
 double snapshot_us(int calls) {
     Telemetry t;
     t.request_started(1, 1, 0, 0, 1);
-    for (int i = 0; i < 20000; ++i) t.token(1.0 + (i % 50) * 0.1);
+    for (int i = 0; i < 20000; ++i) t.token(1, 1.0 + (i % 50) * 0.1);
     const auto t0 = Clock::now();
     int64_t sink = 0;
     for (int i = 0; i < calls; ++i) sink += t.snapshot().inter_token_ms.count;

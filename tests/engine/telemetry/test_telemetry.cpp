@@ -74,8 +74,8 @@ TEST_CASE("requestTimingsBecomeRatesPercentilesAndHitRate") {
     CHECK(s.current.id == 1);
     CHECK(s.current.running);
     CHECK(s.current.generated_tokens == 0);
-    t.first_token(80.0, 500.0);
-    for (int i = 0; i < 99; ++i) t.token(i < 90 ? 10.0 : 50.0);  // 90 fast tokens, 9 slow ones
+    t.first_token(1, 80.0, 500.0);
+    for (int i = 0; i < 99; ++i) t.token(1, i < 90 ? 10.0 : 50.0);  // 90 fast tokens, 9 slow ones
     s = t.snapshot();
     CHECK(s.current.generated_tokens == 100);
     CHECK(s.inter_token_ms.count == 99);
@@ -83,10 +83,10 @@ TEST_CASE("requestTimingsBecomeRatesPercentilesAndHitRate") {
     CHECK(s.inter_token_ms.p95 == 50.0);
     CHECK(s.inter_token_ms.p99 == 50.0);
     CHECK(s.decode_tok_s_now == doctest::Approx(1000.0 / ((90 * 10.0 + 9 * 50.0) / 99)));
-    t.request_finished(100, 73.3);
+    t.request_finished(1, 100, 73.3);
     t.request_started(2, 200, 190, 0.5, 1);
-    t.first_token(20.0, 1000.0);
-    t.request_finished(1, 0);
+    t.first_token(2, 20.0, 1000.0);
+    t.request_finished(2, 1, 0);
     s = t.snapshot();
     CHECK_FALSE(s.current.running);
     CHECK(s.current.id == 2);
@@ -101,6 +101,35 @@ TEST_CASE("requestTimingsBecomeRatesPercentilesAndHitRate") {
     CHECK(s.decode_tok_s.count == 1);  // a one-token answer has no decode rate
     CHECK(s.decode_tok_s.mean == doctest::Approx(73.3));
     CHECK(s.batch_size.mean == 1.0);
+}
+
+// Two requests at once (a scheduler): `current` is the newest, the older one's tokens and end
+// do not change it, and the per-pass batch sizes and load gauges describe the whole engine.
+TEST_CASE("concurrentRequestsKeepCurrentOnTheNewestAndCountPasses") {
+    Telemetry t(std::chrono::minutes(5));
+    t.request_started(1, 10, 0, 3.0, 1);
+    t.first_token(1, 5.0, 100.0);
+    t.request_started(2, 20, 0, 7.0, 2);
+    t.first_token(2, 6.0, 100.0);
+    t.token(1, 2.0);
+    t.token(2, 2.0);
+    t.token(2, 2.0);
+    t.request_finished(1, 2, 500.0);
+    t.step(2, 2);
+    t.step(2, 34);
+    t.set_load(1, 3);
+    const auto s = t.snapshot();
+    CHECK(s.current.id == 2);
+    CHECK(s.current.running);
+    CHECK(s.current.generated_tokens == 3);
+    CHECK(s.generated_tokens == 5);
+    CHECK(s.queue_wait_ms.max == 7.0);
+    CHECK(s.batch_size.max == 2.0);
+    CHECK(s.steps == 2);
+    CHECK(s.step_sequences.mean == 2.0);
+    CHECK(s.step_tokens.max == 34.0);
+    CHECK(s.running == 1);
+    CHECK(s.queued == 3);
 }
 
 TEST_CASE("readersNeverSeeTornOrInventedSamples") {
@@ -123,9 +152,9 @@ TEST_CASE("readersNeverSeeTornOrInventedSamples") {
         });
     }
     t.request_started(1, 10, 0, 0, 1);
-    t.first_token(1, 1);
-    for (int i = 0; i < kTokens; ++i) t.token(1 + i % 8);
-    t.request_finished(kTokens, 1);
+    t.first_token(1, 1, 1);
+    for (int i = 0; i < kTokens; ++i) t.token(1, 1 + i % 8);
+    t.request_finished(1, kTokens, 1);
     done = true;
     for (auto& th : readers) th.join();
     CHECK(bad.load() == 0);

@@ -1,4 +1,4 @@
-#include "app/core/prompt_fit.h"
+#include "engine/runtime/prompt_fit.h"
 
 #include <algorithm>
 #include <string>
@@ -6,31 +6,30 @@
 #include "engine/runtime/chat.h"
 #include "kernels/common/error.h"
 
-namespace ember::app {
+namespace ember {
 
 int64_t answer_room(int64_t n_ctx, int max_tokens) {
     const int64_t quarter = std::max<int64_t>(1, n_ctx / 4);
     return max_tokens > 0 ? std::min<int64_t>(max_tokens, quarter) : quarter;
 }
 
-FittedPrompt fit_prompt(const ember::Model& model, std::vector<ember::ChatMessage> turns, int64_t room) {
+FittedPrompt fit_prompt(const Model& model, std::vector<ChatMessage> turns, int64_t room) {
     FittedPrompt f;
     const int64_t budget = model.n_ctx() - room;
     while (true) {
-        f.tokens = ember::chat_prompt_tokens(model, turns);
+        f.tokens = chat_prompt_tokens(model, turns);
         if (static_cast<int64_t>(f.tokens.size()) <= budget) return f;
         // Drop from the first non-system turn; drop a whole exchange (user + assistant) so
         // templates that insist on alternating roles still render.
         auto first = std::find_if(turns.begin(), turns.end(), [](const auto& t) { return t.role != "system"; });
         const auto remaining = std::distance(first, turns.end());
         if (remaining <= 1)
-            throw ember::Error("the message is " + std::to_string(f.tokens.size()) +
-                               " tokens long; with room for the " + "answer it does not fit the context of " +
-                               std::to_string(model.n_ctx()) + " tokens");
+            throw Error("the message is " + std::to_string(f.tokens.size()) + " tokens long; with room for the " +
+                        "answer it does not fit the context of " + std::to_string(model.n_ctx()) + " tokens");
         const auto n = std::min<std::ptrdiff_t>(remaining - 1, first->role == "user" && remaining > 2 ? 2 : 1);
         turns.erase(first, first + n);
         f.dropped_turns += static_cast<int>(n);
     }
 }
 
-}  // namespace ember::app
+}  // namespace ember

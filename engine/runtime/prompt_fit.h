@@ -8,7 +8,7 @@
 
 #include "engine/runtime/model.h"
 
-namespace ember::app {
+namespace ember {
 
 struct FittedPrompt {
     std::vector<int32_t> tokens;
@@ -21,6 +21,6 @@ struct FittedPrompt {
 int64_t answer_room(int64_t n_ctx, int max_tokens);
 
 // Throws ember::Error when even the newest message alone does not fit.
-FittedPrompt fit_prompt(const ember::Model& model, std::vector<ember::ChatMessage> turns, int64_t room);
+FittedPrompt fit_prompt(const Model& model, std::vector<ChatMessage> turns, int64_t room);
 
-}  // namespace ember::app
+}  // namespace ember

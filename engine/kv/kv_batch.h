@@ -1,0 +1,27 @@
+// The host arrays of one forward pass (kernels/backend.h BatchInfo), built sequence by
+// sequence over KV cache sequences: Sequence (one at a time) and the Scheduler (many at
+// once) both fill one.
+#pragma once
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "engine/kv/kv_cache.h"
+
+namespace ember {
+
+class KvBatch {
+public:
+    // Adds `tokens` of KV sequence `seq` at positions first_pos, first_pos + 1, ..., written
+    // to `slots` (reserved by KvCache::append). output: the last token's logits are wanted.
+    void add(int32_t seq, std::span<const int32_t> tokens, std::span<const int32_t> slots, int32_t first_pos,
+             bool output);
+    // The pass over what was added; its spans point into this object (valid until the next add).
+    BatchInfo info(const KvCache& kv);
+    int32_t n_seqs() const { return static_cast<int32_t>(seqs_.size()); }
+
+private:
+    std::vector<int32_t> tokens_, positions_, seq_of_, slots_, table_, rows_, seqs_;
+};
+
+}  // namespace ember

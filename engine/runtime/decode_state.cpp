@@ -1,0 +1,67 @@
+#include "engine/runtime/decode_state.h"
+
+#include "engine/telemetry/telemetry.h"
+#include "engine/tokenizer/tokenizer.h"
+
+namespace ember {
+namespace {
+
+double ms_between(std::chrono::steady_clock::time_point a, std::chrono::steady_clock::time_point b) {
+    return std::chrono::duration<double, std::milli>(b - a).count();
+}
+
+}  // namespace
+
+size_t reusable_prefix(std::span<const int32_t> cached, std::span<const int32_t> prompt) {
+    size_t n = 0;
+    while (n < cached.size() && n < prompt.size() && cached[n] == prompt[n]) ++n;
+    if (n == prompt.size() && n > 0) --n;
+    return n;
+}
+
+DecodeState::DecodeState(const Tokenizer& tok, const SamplingParams& sampling, DecodeLimits limits,
+                         Telemetry* telemetry, uint64_t request_id)
+    : sampler_(sampling),
+      detok_(tok),
+      stops_(limits.stop),
+      limits_(std::move(limits)),
+      tok_(tok),
+      tel_(telemetry),
+      id_(request_id),
+      t0_(Clock::now()) {
+    detok_.continue_text();  // the reply continues the prompt: keep its first token's space
+}
+
+void DecodeState::prefill_done() { st_.prefill_ms = ms_between(t0_, Clock::now()); }
+
+DecodeState::Step DecodeState::accept(int32_t token, int64_t cached) {
+    const auto now = Clock::now();
+    if (st_.generated_tokens++ == 0) {
+        t_first_ = t_prev_ = now;
+        st_.ttft_ms = ms_between(t0_, now);
+        if (tel_) tel_->first_token(id_, st_.ttft_ms, st_.prefill_tok_s());
+    } else {
+        if (tel_) tel_->token(id_, ms_between(t_prev_, now));
+        t_prev_ = now;
+    }
+    Step s;
+    if (!limits_.ignore_eog && tok_.is_eog(token)) {
+        s.stop = StopReason::EndOfText;
+        return s;
+    }
+    StopMatcher::Result r = stops_.feed(detok_.push(token));
+    s.text = std::move(r.text);
+    if (r.stopped) s.stop = StopReason::StopString;
+    else if (limits_.max_tokens >= 0 && st_.generated_tokens >= limits_.max_tokens) s.stop = StopReason::Length;
+    else if (cached + 1 > limits_.n_ctx) s.stop = StopReason::Context;
+    return s;
+}
+
+std::string DecodeState::finish(StopReason reason) {
+    st_.stop_reason = reason;
+    if (st_.generated_tokens > 0) st_.decode_ms = ms_between(t_first_, Clock::now());
+    if (reason == StopReason::StopString || reason == StopReason::Cancelled) return {};
+    return stops_.feed(detok_.flush()).text + stops_.flush();
+}
+
+}  // namespace ember

@@ -1,0 +1,86 @@
+// One request's decoding, token by token: the sampler, the streaming detokenizer, the stop
+// strings, the limits (max_tokens, end of generation, context) and the timings. Sequence
+// (one conversation at a time: `ember run/chat/bench`) and the Scheduler (many at once)
+// both drive one of these per request, so a token ends a request for the same reasons and
+// produces the same text on either path.
+#pragma once
+#include <chrono>
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "engine/runtime/stop_reason.h"
+#include "engine/sampling/sampler.h"
+#include "engine/sampling/stop_strings.h"
+#include "engine/tokenizer/detokenizer.h"
+
+namespace ember {
+
+class Telemetry;
+class Tokenizer;
+
+struct GenerateStats {
+    int32_t prompt_tokens = 0;  // tokens in the prompt
+    int32_t reused_tokens = 0;  // of which were already in the cache
+    int32_t generated_tokens = 0;
+    double ttft_ms = 0;  // prompt processing + first token
+    double prefill_ms = 0;
+    double decode_ms = 0;  // after the first token
+    StopReason stop_reason = StopReason::None;
+    double prefill_tok_s() const { return prefill_ms > 0 ? (prompt_tokens - reused_tokens) * 1000.0 / prefill_ms : 0; }
+    double decode_tok_s() const { return decode_ms > 0 ? (generated_tokens - 1) * 1000.0 / decode_ms : 0; }
+};
+
+struct DecodeLimits {
+    int32_t max_tokens = 256;  // < 0: until end of generation or context; 0: prefill only
+    std::vector<std::string> stop;
+    bool ignore_eog = false;
+    int64_t n_ctx = 0;  // tokens the sequence may hold
+};
+
+// Tokens a sequence holding `cached` can keep when it is to process `prompt` next: the
+// common prefix, less the prompt's last token when all of it is cached (its logits are
+// needed to sample).
+size_t reusable_prefix(std::span<const int32_t> cached, std::span<const int32_t> prompt);
+
+class DecodeState {
+public:
+    // The clock of ttft/prefill starts now. telemetry (optional) gets first_token/token.
+    DecodeState(const Tokenizer& tok, const SamplingParams& sampling, DecodeLimits limits,
+                Telemetry* telemetry = nullptr, uint64_t request_id = 0);
+
+    Sampler& sampler() { return sampler_; }
+    const DecodeLimits& limits() const { return limits_; }
+    // The prompt is in the cache: prefill time ends here.
+    void prefill_done();
+
+    struct Step {
+        std::string text;                    // new text to show (may be empty)
+        StopReason stop = StopReason::None;  // None: feed the token and go on
+    };
+    // A token was sampled; `cached` is how many tokens the sequence holds before it is fed.
+    // EOG: nothing shown, EndOfText. Else its text (stop strings held back), then the stop
+    // string, max_tokens and context checks in that order.
+    Step accept(int32_t token, int64_t cached);
+    // The request ends for `reason` (stats().stop_reason is set): the text still held back,
+    // unless a stop string or a cancel ended it (nothing more is shown then).
+    std::string finish(StopReason reason);
+
+    GenerateStats& stats() { return st_; }
+    const GenerateStats& stats() const { return st_; }
+
+private:
+    using Clock = std::chrono::steady_clock;
+    Sampler sampler_;
+    StreamingDetokenizer detok_;
+    StopMatcher stops_;
+    DecodeLimits limits_;
+    const Tokenizer& tok_;
+    Telemetry* tel_;
+    uint64_t id_;
+    GenerateStats st_;
+    Clock::time_point t0_, t_first_, t_prev_;
+};
+
+}  // namespace ember

@@ -1,0 +1,697 @@
+#include "engine/scheduler/scheduler.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <filesystem>
+#include <limits>
+#include <numeric>
+
+#include "engine/core/log.h"
+#include "engine/kv/kv_batch.h"
+#include "engine/runtime/chat.h"
+#include "engine/runtime/decode_state.h"
+#include "engine/runtime/prompt_fit.h"
+#include "kernels/common/error.h"
+
+namespace ember {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double ms_since(Clock::time_point t) { return std::chrono::duration<double, std::milli>(Clock::now() - t).count(); }
+
+enum State : int { kQueued = 0, kPrefill = 1, kDecode = 2 };
+
+constexpr int32_t kMaxTopLogprobs = 20;
+
+std::string default_model_name(const Model& model) {
+    return std::filesystem::path(model.file().path()).stem().string();
+}
+
+// The distribution logprobs report: log-softmax of the model's own logits for the row, before
+// penalties, logit bias, temperature and truncation (what the model thinks, not the sampler).
+TokenLogprob logprob_of(std::span<const float> row, int32_t token, int32_t top_n, const Tokenizer& tok) {
+    float max = -std::numeric_limits<float>::infinity();
+    for (float x : row)
+        if (x > max) max = x;
+    double sum = 0;
+    for (float x : row)
+        if (!std::isnan(x)) sum += std::exp(static_cast<double>(x) - max);
+    const float lse = max + static_cast<float>(std::log(sum));
+    TokenLogprob lp;
+    lp.id = token;
+    lp.piece = tok.token_to_piece(token);
+    lp.logprob = row[static_cast<size_t>(token)] - lse;
+    if (top_n > 0) {
+        std::vector<int32_t> ids(row.size());
+        std::iota(ids.begin(), ids.end(), 0);
+        const auto n = std::min<size_t>(static_cast<size_t>(top_n), ids.size());
+        auto better = [&](int32_t a, int32_t b) {
+            const float la = row[static_cast<size_t>(a)], lb = row[static_cast<size_t>(b)];
+            if (std::isnan(la) != std::isnan(lb)) return std::isnan(lb);
+            return la != lb ? la > lb : a < b;
+        };
+        std::partial_sort(ids.begin(), ids.begin() + static_cast<std::ptrdiff_t>(n), ids.end(), better);
+        for (size_t i = 0; i < n; ++i) lp.top.emplace_back(ids[i], row[static_cast<size_t>(ids[i])] - lse);
+    }
+    return lp;
+}
+
+}  // namespace
+
+// A request from submit() to its last event. The atomics are read by status() and cancel()
+// on other threads; the rest belongs to the engine thread once the request is queued.
+struct Scheduler::Job {
+    uint64_t id = 0;
+    EngineRequest req;  // prompt fields cleared: the tokens are below
+    std::vector<int32_t> prompt;
+    int32_t dropped_turns = 0;
+    EventSink sink;
+    Clock::time_point submitted = Clock::now();
+    std::atomic<bool> cancelled{false};
+    std::atomic<int> state{kQueued};
+    std::atomic<int32_t> generated{0};
+
+    // Engine thread. These survive a preemption: the request resumes where it was.
+    std::unique_ptr<DecodeState> decode;  // from its first admission
+    std::vector<int32_t> output;          // tokens sampled so far
+    std::vector<TokenLogprob> logprobs;   // of tokens whose text is still held back
+    int32_t reused_tokens = 0;
+    int32_t preemptions = 0;
+    double queue_wait_ms = 0;
+
+    int32_t total() const { return static_cast<int32_t>(prompt.size() + output.size()); }
+    int32_t token_at(size_t i) const { return i < prompt.size() ? prompt[i] : output[i - prompt.size()]; }
+    void emit(EngineEvent&& e) {
+        e.request_id = id;
+        if (sink) sink(std::move(e));
+    }
+};
+
+// A request with a KV sequence, in the running batch.
+struct Scheduler::Running {
+    std::shared_ptr<Job> job;
+    int32_t seq = -1;
+    std::vector<int32_t> tokens;         // in the KV cache: a prefix of job->prompt + job->output
+    StopReason done = StopReason::None;  // ended this step, for this reason
+    std::string error;                   // or failed
+    int32_t remaining() const { return job->total() - static_cast<int32_t>(tokens.size()); }
+    bool decoding() const { return !job->output.empty() && remaining() == 1; }
+};
+
+Scheduler::Scheduler(Model& model, SchedulerOptions options)
+    : model_(model), opts_(std::move(options)), model_name_(opts_.model_name) {
+    if (model_name_.empty()) model_name_ = default_model_name(model_);
+    if (opts_.max_step_tokens == 0) opts_.max_step_tokens = std::max(model_.n_batch(), opts_.max_batch);
+    if (opts_.max_batch < 1) throw Error("scheduler: max_batch must be at least 1");
+    if (opts_.max_step_tokens < opts_.max_batch)
+        throw Error("scheduler: max_step_tokens (" + std::to_string(opts_.max_step_tokens) +
+                    ") must be at least max_batch (" + std::to_string(opts_.max_batch) + ")");
+    if (opts_.max_queue < 0 || opts_.max_cached < 0) throw Error("scheduler: max_queue and max_cached must be >= 0");
+    running_.reserve(static_cast<size_t>(opts_.max_batch));
+    thread_ = std::thread([this] { run(); });
+}
+
+Scheduler::~Scheduler() {
+    {
+        std::lock_guard lock(mutex_);
+        stopping_ = true;
+    }
+    wake_.notify_all();
+    thread_.join();
+}
+
+// ---- any thread -------------------------------------------------------------------------
+
+uint64_t Scheduler::submit(EngineRequest request, EventSink sink) {
+    if (!request.model.empty() && request.model != model_name_)
+        throw Error("unknown model '" + request.model + "' (this engine serves '" + model_name_ + "')");
+    const int kinds = !request.messages.empty() + !request.prompt.empty() + !request.prompt_tokens.empty();
+    if (kinds != 1) throw Error("a request needs exactly one of messages, prompt and prompt tokens");
+    if (request.top_logprobs < -1 || request.top_logprobs > kMaxTopLogprobs)
+        throw Error("top_logprobs must be between 0 and " + std::to_string(kMaxTopLogprobs) + " (-1: none)");
+    Sampler check(request.sampling);  // throws on invalid sampling parameters
+    auto job = std::make_shared<Job>();
+    const int64_t n_ctx = model_.n_ctx();
+    const Tokenizer& tok = model_.tokenizer();
+    if (!request.messages.empty()) {
+        if (request.fit_context) {
+            FittedPrompt f = fit_prompt(model_, std::move(request.messages), answer_room(n_ctx, request.max_tokens));
+            job->prompt = std::move(f.tokens);
+            job->dropped_turns = f.dropped_turns;
+        } else {
+            job->prompt = chat_prompt_tokens(model_, request.messages);
+        }
+    } else if (!request.prompt.empty()) {
+        job->prompt = tok.encode(request.prompt, false, false);
+        if (tok.add_bos() && tok.bos() >= 0) job->prompt.insert(job->prompt.begin(), tok.bos());
+    } else {
+        for (int32_t id : request.prompt_tokens)
+            if (id < 0 || id >= tok.n_vocab())
+                throw Error("prompt token " + std::to_string(id) + " is not in the vocabulary (0.." +
+                            std::to_string(tok.n_vocab() - 1) + ")");
+        job->prompt = std::move(request.prompt_tokens);
+    }
+    if (job->prompt.empty()) throw Error("the prompt is empty");
+    if (static_cast<int64_t>(job->prompt.size()) >= n_ctx)
+        throw Error("prompt of " + std::to_string(job->prompt.size()) + " tokens does not fit the context of " +
+                    std::to_string(n_ctx) + " tokens (it needs room for at least one generated token)");
+    request.messages.clear();
+    request.prompt.clear();
+    request.prompt_tokens.clear();
+    job->req = std::move(request);
+    job->sink = std::move(sink);
+    int32_t queued = 0;
+    {
+        std::lock_guard lock(mutex_);
+        if (stopping_) throw Error("the engine is shutting down");
+        if (queue_.size() >= static_cast<size_t>(opts_.max_queue))
+            throw Error("the queue is full (" + std::to_string(opts_.max_queue) + " requests waiting)");
+        job->id = next_id_++;
+        job->submitted = Clock::now();
+        queue_.push_back(job);
+        live_.emplace(job->id, job);
+        queued = static_cast<int32_t>(queue_.size());
+        n_queued_.store(queued);
+    }
+    wake_.notify_one();
+    telemetry_.set_load(n_running_.load(), queued);
+    return job->id;
+}
+
+void Scheduler::cancel(uint64_t request_id) {
+    {
+        std::lock_guard lock(mutex_);
+        const auto it = live_.find(request_id);
+        if (it == live_.end()) return;
+        it->second->cancelled.store(true);
+    }
+    wake_.notify_one();
+}
+
+void Scheduler::forget(const std::string& cache_key) {
+    if (cache_key.empty()) return;
+    {
+        std::lock_guard lock(mutex_);
+        forgets_.push_back(cache_key);
+    }
+    wake_.notify_one();
+}
+
+SchedulerStats Scheduler::stats() const { return {steps_.load(), preemptions_.load(), finished_.load()}; }
+
+EngineStatus Scheduler::status() const {
+    EngineStatus s;
+    s.model = model_name_;
+    s.model_path = model_.file().path();
+    s.device = model_.device();
+    s.device_reason = model_.device_reason();
+    s.n_ctx = model_.n_ctx();
+    s.max_batch = opts_.max_batch;
+    s.kv_blocks_total = model_.kv().config().n_blocks;
+    s.kv_blocks_used = blocks_used_.load();
+    std::lock_guard lock(mutex_);
+    s.memory = memory_;
+    for (const auto& [id, job] : live_) {
+        RequestStatus r;
+        r.id = id;
+        const int state = job->state.load();
+        r.state = state == kQueued ? "queued" : state == kPrefill ? "prefill" : "decode";
+        r.prompt_tokens = static_cast<int32_t>(job->prompt.size());
+        r.generated_tokens = job->generated.load();
+        r.age_ms = ms_since(job->submitted);
+        s.requests.push_back(std::move(r));
+    }
+    std::stable_sort(s.requests.begin(), s.requests.end(), [](const RequestStatus& a, const RequestStatus& b) {
+        return (a.state == "queued") < (b.state == "queued");
+    });
+    return s;
+}
+
+// ---- engine thread ----------------------------------------------------------------------
+
+void Scheduler::run() {
+    publish_memory();
+    while (true) {
+        {
+            std::unique_lock lock(mutex_);
+            wake_.wait(lock, [&] { return stopping_ || !queue_.empty() || !running_.empty() || !forgets_.empty(); });
+            if (stopping_) break;
+        }
+        try {
+            step();
+        } catch (const std::exception& e) {  // a bug, not a request's fault: fail what runs, keep serving
+            log_warn(std::string("scheduler: ") + e.what());
+            for (Running& r : running_) r.error = e.what();
+            sweep();
+        }
+    }
+    for (Running& r : running_) r.done = StopReason::Cancelled;
+    sweep();
+    std::deque<std::shared_ptr<Job>> queued;
+    {
+        std::lock_guard lock(mutex_);
+        queued.swap(queue_);
+        n_queued_.store(0);
+    }
+    for (const auto& job : queued) end_job(*job, StopReason::Cancelled);
+    for (const Cached& c : cached_) model_.kv().free_sequence(c.seq);
+    cached_.clear();
+}
+
+void Scheduler::step() {
+    drain();
+    admit();
+    StepInfo info;
+    if (!running_.empty()) {
+        const std::vector<Planned> plan = plan_step();
+        if (!plan.empty()) run_pass(plan, info);
+        if (!info.batch.empty()) {  // counted before anything ends: a client that saw its end sees the step
+            info.step = steps_.fetch_add(1) + 1;
+            int32_t tokens = 0;
+            for (const StepEntry& e : info.batch) tokens += e.tokens;
+            telemetry_.step(static_cast<int32_t>(info.batch.size()), tokens);
+            if (tokens > max_pass_tokens_) {  // the scratch buffers grew for this pass
+                max_pass_tokens_ = tokens;
+                publish_memory();
+            }
+        }
+        for (StepEntry& e : info.batch)
+            for (const Running& r : running_)
+                if (r.job->id == e.request_id) e.ended = r.done != StopReason::None || !r.error.empty();
+        sweep();
+    }
+    publish_load();
+    if (info.batch.empty()) return;  // nothing ran (everything cancelled or waiting)
+    info.queued = n_queued_.load();
+    info.free_blocks = model_.kv().free_blocks();
+    if (opts_.on_step) opts_.on_step(info);
+}
+
+// Blocks in use, requests running and queued: for status() and the telemetry, updated before
+// any Finished event goes out (a client that saw its request end sees it gone).
+void Scheduler::publish_load() {
+    blocks_used_.store(model_.kv().config().n_blocks - model_.kv().free_blocks());
+    n_running_.store(static_cast<int32_t>(running_.size()));
+    telemetry_.set_load(n_running_.load(), n_queued_.load());
+}
+
+// Cancels and forgotten cache keys, before anything is admitted or run.
+void Scheduler::drain() {
+    std::vector<std::string> forgets;
+    std::vector<std::shared_ptr<Job>> cancelled;
+    {
+        std::lock_guard lock(mutex_);
+        forgets.swap(forgets_);
+        for (auto it = queue_.begin(); it != queue_.end();) {
+            if ((*it)->cancelled.load()) {
+                cancelled.push_back(std::move(*it));
+                it = queue_.erase(it);
+            } else {
+                ++it;
+            }
+        }
+        n_queued_.store(static_cast<int32_t>(queue_.size()));
+    }
+    for (const std::string& key : forgets) {
+        drop_cached(key);
+        for (Running& r : running_)
+            if (r.job->req.cache_key == key) r.job->req.cache_key.clear();  // not kept when it ends
+    }
+    for (const auto& job : cancelled) end_job(*job, StopReason::Cancelled);
+    for (Running& r : running_)
+        if (r.job->cancelled.load()) r.done = StopReason::Cancelled;
+    sweep();
+}
+
+// FCFS: the oldest waiting request is admitted when the batch has a place and the KV pool
+// has room for its whole prompt next to what the running ones still need; nobody overtakes
+// it, so a long prompt is never starved by a stream of short ones.
+void Scheduler::admit() {
+    while (running_.size() < static_cast<size_t>(opts_.max_batch)) {
+        std::shared_ptr<Job> job;
+        {
+            std::lock_guard lock(mutex_);
+            if (queue_.empty()) return;
+            job = queue_.front();
+        }
+        if (!running_.empty() && !fits(*job)) return;
+        {
+            std::lock_guard lock(mutex_);
+            queue_.pop_front();
+            n_queued_.store(static_cast<int32_t>(queue_.size()));
+        }
+        admit_one(std::move(job));
+    }
+}
+
+bool Scheduler::fits(const Job& job) const {
+    const KvCache& kv = model_.kv();
+    const int32_t B = kv.config().block_tokens;
+    int32_t available = kv.free_blocks();
+    for (const Cached& c : cached_) available += static_cast<int32_t>(kv.block_table(c.seq).size());
+    for (const Running& r : running_) available -= blocks_for(r.seq, r.remaining());
+    return (job.total() + 1 + B - 1) / B <= available;
+}
+
+void Scheduler::admit_one(std::shared_ptr<Job> job) {
+    KvCache& kv = model_.kv();
+    Running r;
+    r.job = job;
+    std::vector<int32_t> target(job->prompt);
+    target.insert(target.end(), job->output.begin(), job->output.end());
+    const auto hit = std::find_if(cached_.begin(), cached_.end(), [&](const Cached& c) {
+        return !job->req.cache_key.empty() && c.key == job->req.cache_key;
+    });
+    if (hit != cached_.end()) {
+        r.seq = hit->seq;
+        const size_t n = reusable_prefix(hit->tokens, target);
+        kv.truncate(r.seq, static_cast<int32_t>(n));
+        r.tokens.assign(target.begin(), target.begin() + static_cast<std::ptrdiff_t>(n));
+        cached_.erase(hit);
+    } else {
+        r.seq = kv.new_sequence();
+    }
+    if (!job->decode) {  // first admission (a preempted request resumes silently)
+        job->queue_wait_ms = ms_since(job->submitted);
+        job->reused_tokens = static_cast<int32_t>(r.tokens.size());
+        const EngineRequest& q = job->req;
+        job->decode = std::make_unique<DecodeState>(model_.tokenizer(), q.sampling,
+                                                    DecodeLimits{q.max_tokens, q.stop, q.ignore_eog, model_.n_ctx()},
+                                                    &telemetry_, job->id);
+        GenerateStats& st = job->decode->stats();
+        st.prompt_tokens = static_cast<int32_t>(job->prompt.size());
+        st.reused_tokens = job->reused_tokens;
+        telemetry_.request_started(job->id, st.prompt_tokens, st.reused_tokens, job->queue_wait_ms,
+                                   static_cast<int32_t>(running_.size()) + 1);
+        EngineEvent e;
+        e.kind = EngineEvent::Kind::Started;
+        job->emit(std::move(e));
+    }
+    job->state.store(kPrefill);
+    const auto at = std::upper_bound(running_.begin(), running_.end(), job->id,
+                                     [](uint64_t id, const Running& x) { return id < x.job->id; });
+    running_.insert(at, std::move(r));
+}
+
+int32_t Scheduler::blocks_for(int32_t seq, int32_t more) const {
+    const KvCache& kv = model_.kv();
+    const int32_t B = kv.config().block_tokens;
+    const int32_t have = static_cast<int32_t>(kv.block_table(seq).size());
+    return std::max(0, (kv.length(seq) + more + B - 1) / B - have);
+}
+
+// The tokens of this step: first one for every sequence owed exactly one (decodes), then
+// prefill chunks from what is left of max_step_tokens, oldest first. KV blocks are taken in
+// the same order; a decode that finds none free evicts kept cache_key sequences, then
+// preempts the youngest running sequence (possibly itself); a prefill chunk shrinks to the
+// room there is.
+std::vector<Scheduler::Planned> Scheduler::plan_step() {
+    std::vector<int32_t> want(running_.size(), 0);
+    int32_t budget = opts_.max_step_tokens;
+    for (size_t i = 0; i < running_.size(); ++i) {
+        if (running_[i].remaining() != 1) continue;
+        want[i] = 1;
+        --budget;
+    }
+    for (size_t i = 0; i < running_.size(); ++i) {
+        if (want[i] != 0) continue;
+        want[i] = std::min(running_[i].remaining(), budget);
+        budget -= want[i];
+    }
+    KvCache& kv = model_.kv();
+    const int32_t B = kv.config().block_tokens;
+    std::vector<Planned> plan;
+    for (size_t i = 0; i < running_.size();) {
+        Running& r = running_[i];
+        int32_t n = want[i];
+        if (n == 0) {
+            ++i;
+            continue;
+        }
+        // A decode needs its one token; a prefill chunk at least one. Younger sequences give
+        // way to older ones.
+        if (blocks_for(r.seq, 1) > kv.free_blocks()) evict_cached(blocks_for(r.seq, n));
+        while (blocks_for(r.seq, 1) > kv.free_blocks() && running_.size() > i + 1) {
+            preempt(running_.size() - 1);
+            want.pop_back();
+        }
+        if (blocks_for(r.seq, 1) > kv.free_blocks()) {
+            if (n == 1 && running_.size() > 1) {  // a decode with nobody younger to take from
+                preempt(i);
+                want.erase(want.begin() + static_cast<std::ptrdiff_t>(i));
+                continue;
+            }
+            n = 0;
+        }
+        if (n > 1) {
+            if (blocks_for(r.seq, n) > kv.free_blocks()) evict_cached(blocks_for(r.seq, n));
+            const int32_t room =
+                static_cast<int32_t>(kv.block_table(r.seq).size()) * B - kv.length(r.seq) + kv.free_blocks() * B;
+            n = std::min(n, room);
+        }
+        if (n > 0) {
+            Planned p;
+            p.index = i;
+            p.n = n;
+            p.slots = kv.append(r.seq, n);
+            plan.push_back(std::move(p));
+        }
+        ++i;
+    }
+    if (plan.empty() && !running_.empty()) {
+        // Every prefill is stuck for blocks: give the oldest the youngest's.
+        if (running_.size() > 1) preempt(running_.size() - 1);
+        else running_.front().error = "the KV cache cannot hold this request";
+    }
+    return plan;
+}
+
+int32_t Scheduler::evict_cached(int32_t blocks_wanted) {
+    KvCache& kv = model_.kv();
+    while (kv.free_blocks() < blocks_wanted && !cached_.empty()) {
+        kv.free_sequence(cached_.back().seq);
+        cached_.pop_back();
+    }
+    return kv.free_blocks();
+}
+
+void Scheduler::drop_cached(const std::string& key) {
+    for (auto it = cached_.begin(); it != cached_.end();) {
+        if (it->key == key) {
+            model_.kv().free_sequence(it->seq);
+            it = cached_.erase(it);
+        } else {
+            ++it;
+        }
+    }
+}
+
+// Preemption by recompute: the sequence's blocks go back to the pool at once and the request
+// waits at the head of the queue (in id order) with its prompt and the tokens it generated;
+// readmitted, it prefills them again and goes on, invisibly to its client.
+void Scheduler::preempt(size_t i) {
+    Running r = std::move(running_[i]);
+    running_.erase(running_.begin() + static_cast<std::ptrdiff_t>(i));
+    model_.kv().free_sequence(r.seq);
+    ++r.job->preemptions;
+    preemptions_.fetch_add(1);
+    r.job->state.store(kQueued);
+    std::lock_guard lock(mutex_);
+    const auto at = std::upper_bound(queue_.begin(), queue_.end(), r.job->id,
+                                     [](uint64_t id, const std::shared_ptr<Job>& j) { return id < j->id; });
+    queue_.insert(at, std::move(r.job));
+    n_queued_.store(static_cast<int32_t>(queue_.size()));
+}
+
+void Scheduler::run_pass(const std::vector<Planned>& plan, StepInfo& info) {
+    KvCache& kv = model_.kv();
+    KvBatch pass;
+    std::vector<int32_t> input;
+    bool host = false;  // some row needs its whole logits row on the host
+    int32_t k = 0;      // else: Backend::top_k candidates per row
+    for (const Planned& p : plan) {
+        const Running& r = running_[p.index];
+        const size_t start = r.tokens.size();
+        input.clear();
+        for (int32_t j = 0; j < p.n; ++j) input.push_back(r.job->token_at(start + static_cast<size_t>(j)));
+        const bool output = start + input.size() == static_cast<size_t>(r.job->total()) && r.job->req.max_tokens != 0;
+        pass.add(r.seq, input, p.slots, static_cast<int32_t>(start), output);
+        info.batch.push_back({r.job->id, p.n, r.decoding(), false});
+        if (!output) continue;
+        const int32_t kk = r.job->decode->sampler().top_k_candidates();
+        host = host || kk == 0 || r.job->req.top_logprobs >= 0;
+        k = std::max(k, kk);
+    }
+    const BatchInfo batch = pass.info(kv);
+    try {
+        if (host) model_.transformer().forward(batch, kv, logits_);
+        else logits_dev_ = model_.transformer().forward_device(batch, kv);
+        model_.file().check_unchanged();  // a truncated file's weights read as zeros
+    } catch (const std::exception& e) {
+        for (const Planned& p : plan) {
+            Running& r = running_[p.index];
+            kv.truncate(r.seq, static_cast<int32_t>(r.tokens.size()));  // the cache never holds half a chunk
+            r.error = e.what();
+        }
+        return;
+    }
+    for (const Planned& p : plan) {
+        Running& r = running_[p.index];
+        const size_t start = r.tokens.size();
+        for (int32_t j = 0; j < p.n; ++j) r.tokens.push_back(r.job->token_at(start + static_cast<size_t>(j)));
+    }
+    sample(plan, host, k, info);
+}
+
+void Scheduler::sample(const std::vector<Planned>& plan, bool host, int32_t k, StepInfo& info) {
+    std::vector<Running*> sampling;
+    for (const Planned& p : plan) {
+        Running& r = running_[p.index];
+        if (r.remaining() > 0) continue;
+        if (r.job->req.max_tokens == 0) r.done = StopReason::Length;  // prefill only: cached, nothing sampled
+        else sampling.push_back(&r);
+    }
+    if (sampling.empty()) return;
+    const size_t V = static_cast<size_t>(model_.config().n_vocab);
+    std::vector<int32_t> counts(sampling.size(), 0);
+    if (!host) {
+        std::vector<TopKRow> adjust;
+        for (Running* r : sampling) adjust.push_back(r->job->decode->sampler().adjustments(r->tokens));
+        top_.resize(sampling.size() * static_cast<size_t>(k));
+        model_.transformer().output_backend().top_k(logits_dev_, k, adjust, top_, counts);
+    }
+    for (size_t row = 0; row < sampling.size(); ++row) {
+        Running& r = *sampling[row];
+        Job& job = *r.job;
+        Sampler& sampler = job.decode->sampler();
+        int32_t token = 0;
+        try {
+            if (host) {
+                const std::span<float> logits(logits_.data() + row * V, V);
+                std::vector<float> raw;
+                if (job.req.top_logprobs >= 0) raw.assign(logits.begin(), logits.end());
+                token = sampler.sample(logits, r.tokens);
+                if (!raw.empty())
+                    job.logprobs.push_back(logprob_of(raw, token, job.req.top_logprobs, model_.tokenizer()));
+            } else {
+                token = sampler.sample_top(
+                    std::span(top_).subspan(row * static_cast<size_t>(k), static_cast<size_t>(counts[row])));
+            }
+        } catch (const std::exception& e) {
+            r.error = e.what();
+            continue;
+        }
+        for (StepEntry& e : info.batch)
+            if (e.request_id == job.id) e.sampled = true;
+        accept(r, token);
+    }
+}
+
+void Scheduler::accept(Running& r, int32_t token) {
+    Job& job = *r.job;
+    DecodeState& ds = *job.decode;
+    if (ds.stats().generated_tokens == 0) ds.prefill_done();
+    job.output.push_back(token);
+    DecodeState::Step step = ds.accept(token, static_cast<int64_t>(r.tokens.size()));
+    job.generated.store(ds.stats().generated_tokens);
+    job.state.store(kDecode);
+    if (step.stop == StopReason::EndOfText && !job.logprobs.empty()) job.logprobs.pop_back();  // no text, no entry
+    if (!step.text.empty()) {
+        EngineEvent e;
+        e.kind = EngineEvent::Kind::Text;
+        e.text = std::move(step.text);
+        e.tokens = std::move(job.logprobs);
+        job.logprobs.clear();
+        job.emit(std::move(e));
+    }
+    r.done = step.stop;
+}
+
+// Ends the requests marked done or failed: their KV blocks are freed (or kept under their
+// cache_key) at once.
+void Scheduler::sweep() {
+    for (size_t i = running_.size(); i-- > 0;) {
+        Running& r = running_[i];
+        if (r.error.empty() && r.done == StopReason::None) continue;
+        Running ended = std::move(r);
+        running_.erase(running_.begin() + static_cast<std::ptrdiff_t>(i));
+        release(ended, ended.error.empty());
+        publish_load();
+        if (ended.error.empty()) end_job(*ended.job, ended.done);
+        else fail_job(*ended.job, ended.error);
+    }
+}
+
+void Scheduler::release(Running& r, bool keep) {
+    KvCache& kv = model_.kv();
+    const std::string& key = r.job->req.cache_key;
+    if (!keep || key.empty() || opts_.max_cached == 0) {
+        kv.free_sequence(r.seq);
+        return;
+    }
+    drop_cached(key);  // a concurrent request with the same key: the newest turn wins
+    cached_.push_front({key, r.seq, std::move(r.tokens)});
+    while (cached_.size() > static_cast<size_t>(opts_.max_cached)) {
+        kv.free_sequence(cached_.back().seq);
+        cached_.pop_back();
+    }
+}
+
+void Scheduler::forget_job(const Job& job) {
+    std::lock_guard lock(mutex_);
+    live_.erase(job.id);
+    finished_.fetch_add(1);
+}
+
+void Scheduler::end_job(Job& job, StopReason reason) {
+    forget_job(job);
+    RequestStats s;
+    s.prompt_tokens = static_cast<int32_t>(job.prompt.size());
+    s.dropped_turns = job.dropped_turns;
+    s.preemptions = job.preemptions;
+    s.stop_reason = reason;
+    if (job.decode) {
+        DecodeState& ds = *job.decode;
+        std::string text = ds.finish(reason);
+        if (!text.empty()) {
+            EngineEvent e;
+            e.kind = EngineEvent::Kind::Text;
+            e.text = std::move(text);
+            e.tokens = std::move(job.logprobs);
+            job.emit(std::move(e));
+        }
+        const GenerateStats& st = ds.stats();
+        telemetry_.request_finished(job.id, st.generated_tokens, st.decode_tok_s());
+        s.reused_tokens = job.reused_tokens;
+        s.generated_tokens = st.generated_tokens;
+        s.queue_wait_ms = job.queue_wait_ms;
+        s.ttft_ms = st.generated_tokens > 0 ? job.queue_wait_ms + st.ttft_ms : 0;
+        s.decode_ms = st.decode_ms;
+    } else {
+        s.queue_wait_ms = ms_since(job.submitted);
+    }
+    EngineEvent e;
+    e.kind = EngineEvent::Kind::Finished;
+    e.stats = s;
+    job.emit(std::move(e));
+}
+
+void Scheduler::fail_job(Job& job, const std::string& error) {
+    forget_job(job);
+    if (job.decode) telemetry_.request_finished(job.id, job.decode->stats().generated_tokens, 0);
+    EngineEvent e;
+    e.kind = EngineEvent::Kind::Failed;
+    e.error = error;
+    job.emit(std::move(e));
+}
+
+void Scheduler::publish_memory() {
+    std::vector<DeviceMemory> m = model_.memory_use();
+    telemetry_.set_memory(m);
+    std::lock_guard lock(mutex_);
+    memory_ = std::move(m);
+}
+
+}  // namespace ember

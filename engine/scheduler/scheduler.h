@@ -1,0 +1,140 @@
+// The local InferenceEngine: continuous batching over one loaded Model. One engine thread
+// owns the model and its KV cache; every step it runs ONE forward pass holding a token for
+// each decoding sequence plus prefill chunks of newly admitted ones (chunked prefill), then
+// samples, detokenizes and delivers events per request. The step loop and its policies
+// (admission, fairness, preemption, cache_key reuse) are described in README.md here.
+#pragma once
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <list>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "engine/runtime/model.h"
+#include "engine/scheduler/inference_engine.h"
+
+namespace ember {
+
+// What one step did (SchedulerOptions::on_step, for tests and tools): the sequences of its
+// forward pass in batch order.
+struct StepEntry {
+    uint64_t request_id = 0;
+    int32_t tokens = 0;    // tokens of this request in the pass (1 for a decode)
+    bool decode = false;   // it was decoding (one token per step) before this step
+    bool sampled = false;  // it produced a token this step
+    bool ended = false;    // it finished with this step (its Finished event has gone out)
+};
+struct StepInfo {
+    uint64_t step = 0;  // 1, 2, ... (passes run so far)
+    std::vector<StepEntry> batch;
+    int32_t queued = 0;       // requests waiting after the step
+    int32_t free_blocks = 0;  // KV blocks free after the step
+};
+
+struct SchedulerOptions {
+    std::string model_name;       // the name clients use; "" = the file name without .gguf
+    int32_t max_batch = 8;        // sequences in one pass at most (<= the KV cache's n_seqs is sensible)
+    int32_t max_step_tokens = 0;  // tokens in one pass at most; 0 = the model's n_batch; >= max_batch
+    int32_t max_queue = 256;      // requests waiting at most; submit() throws beyond
+    int32_t max_cached = 4;       // idle cache_key sequences kept (least recently used evicted first)
+    // Called on the engine thread after every step (tests count steps with it). It may call
+    // submit() and cancel(); it must not block.
+    std::function<void(const StepInfo&)> on_step;
+};
+
+// Engine-wide counters (any thread).
+struct SchedulerStats {
+    uint64_t steps = 0;
+    uint64_t preemptions = 0;  // sequences whose KV blocks were taken back to be recomputed
+    uint64_t finished = 0;     // requests that ended (any reason, cancels included)
+};
+
+class Scheduler final : public InferenceEngine {
+public:
+    // `model` must outlive the scheduler; from now on only the engine thread touches it.
+    Scheduler(Model& model, SchedulerOptions options);
+    // Cancels every request (each gets its Finished event, Cancelled) and joins the thread.
+    ~Scheduler() override;
+    Scheduler(const Scheduler&) = delete;
+    Scheduler& operator=(const Scheduler&) = delete;
+
+    uint64_t submit(EngineRequest request, EventSink sink) override;
+    void cancel(uint64_t request_id) override;
+    void forget(const std::string& cache_key) override;
+    EngineStatus status() const override;
+    const Telemetry& telemetry() const override { return telemetry_; }
+    SchedulerStats stats() const;
+    const SchedulerOptions& options() const { return opts_; }
+
+private:
+    struct Job;
+    struct Running;
+    struct Cached {  // an ended request's sequence, kept for its cache_key
+        std::string key;
+        int32_t seq = -1;
+        std::vector<int32_t> tokens;  // in the KV cache
+    };
+    struct Planned {       // one sequence's part of a pass
+        size_t index = 0;  // in running_
+        int32_t n = 0;     // tokens
+        std::vector<int32_t> slots;
+    };
+
+    // Engine thread.
+    void run();
+    void step();
+    void drain();
+    void admit();
+    bool fits(const Job& job) const;
+    void admit_one(std::shared_ptr<Job> job);
+    std::vector<Planned> plan_step();
+    int32_t blocks_for(int32_t seq, int32_t more) const;
+    int32_t evict_cached(int32_t blocks_wanted);
+    void drop_cached(const std::string& key);
+    void preempt(size_t i);
+    void run_pass(const std::vector<Planned>& plan, StepInfo& info);
+    void sample(const std::vector<Planned>& plan, bool host, int32_t k, StepInfo& info);
+    void accept(Running& r, int32_t token);
+    void sweep();
+    void release(Running& r, bool keep);
+    void forget_job(const Job& job);
+    void end_job(Job& job, StopReason reason);
+    void fail_job(Job& job, const std::string& error);
+    void publish_memory();
+    void publish_load();
+
+    Model& model_;
+    SchedulerOptions opts_;
+    std::string model_name_;
+    Telemetry telemetry_;
+
+    mutable std::mutex mutex_;  // guards the members below up to the engine-only ones
+    std::condition_variable wake_;
+    bool stopping_ = false;
+    uint64_t next_id_ = 1;
+    std::deque<std::shared_ptr<Job>> queue_;         // waiting, by id (FCFS; preempted ones rejoin in order)
+    std::map<uint64_t, std::shared_ptr<Job>> live_;  // queued or running, by id
+    std::vector<std::string> forgets_;               // cache keys to drop
+    std::vector<DeviceMemory> memory_;               // published by the engine thread
+
+    std::atomic<int32_t> blocks_used_{0}, n_running_{0}, n_queued_{0};
+    std::atomic<uint64_t> steps_{0}, preemptions_{0}, finished_{0};
+
+    // Engine thread only.
+    std::vector<Running> running_;  // by id: oldest (highest priority) first
+    std::list<Cached> cached_;      // most recently used first
+    std::vector<float> logits_;     // host logits of the last pass's output rows
+    Tensor logits_dev_;             // or where they were computed
+    std::vector<TopKCandidate> top_;
+    int32_t max_pass_tokens_ = 0;  // largest pass so far (scratch grows with it)
+    std::thread thread_;
+};
+
+}  // namespace ember

@@ -1,0 +1,656 @@
+// The continuous-batching Scheduler on real models (stories260K for speed, SmolLM2 for chat
+// messages). Every assertion is on token ids, text, stop reasons and step counts (the
+// on_step hook), never on timings; submissions staggered "at step k" are made from on_step,
+// on the engine thread, so they land at exactly that step.
+#include <doctest/doctest.h>
+
+#include <chrono>
+#include <condition_variable>
+#include <map>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "engine/runtime/chat.h"
+#include "engine/runtime/model.h"
+#include "engine/runtime/sequence.h"
+#include "engine/scheduler/scheduler.h"
+#include "kernels/common/error.h"
+#include "test_data.h"
+
+using namespace ember;
+
+namespace {
+
+std::unique_ptr<Model> load(const std::string& path, int64_t n_ctx, int32_t n_seqs) {
+    EMBER_REQUIRE_FILE(path);
+    LoadOptions o;
+    o.path = path;
+    o.device = BackendPreference::Cpu;
+    o.n_threads = 2;
+    o.n_ctx = n_ctx;
+    o.n_seqs = n_seqs;
+    return Model::load(o);
+}
+
+std::unique_ptr<Model> stories(int64_t n_ctx = 256, int32_t n_seqs = 16) {
+    return load(test::testdata(test::kStories), n_ctx, n_seqs);
+}
+
+// What one request received, filled on the engine thread, read by the test's thread.
+struct Outcome {
+    std::vector<EngineEvent::Kind> kinds;
+    std::string text;
+    std::vector<int32_t> ids;  // from the logprobs entries (top_logprobs >= 0)
+    std::vector<TokenLogprob> logprobs;
+    RequestStats stats;
+    std::string error;
+    bool ended = false;
+};
+
+class Results {
+public:
+    EventSink sink(int key) {
+        return [this, key](EngineEvent&& e) {
+            std::lock_guard lock(mutex_);
+            Outcome& o = out_[key];
+            o.kinds.push_back(e.kind);
+            o.text += e.text;
+            for (TokenLogprob& t : e.tokens) {
+                o.ids.push_back(t.id);
+                o.logprobs.push_back(std::move(t));
+            }
+            if (e.kind == EngineEvent::Kind::Finished) o.stats = e.stats;
+            if (e.kind == EngineEvent::Kind::Failed) o.error = e.error;
+            if (e.kind == EngineEvent::Kind::Finished || e.kind == EngineEvent::Kind::Failed) {
+                o.ended = true;
+                ++ended_;
+                cv_.notify_all();
+            }
+        };
+    }
+    // Waits (a generous bound; the tests take a second or so) until `n` requests ended.
+    void wait(int n) {
+        std::unique_lock lock(mutex_);
+        REQUIRE_MESSAGE(cv_.wait_for(lock, std::chrono::minutes(2), [&] { return ended_ >= n; }),
+                        "requests did not end: ", ended_, " of ", n);
+    }
+    Outcome get(int key) {
+        std::lock_guard lock(mutex_);
+        return out_[key];
+    }
+    int ended() {
+        std::lock_guard lock(mutex_);
+        return ended_;
+    }
+
+private:
+    std::mutex mutex_;
+    std::condition_variable cv_;
+    std::map<int, Outcome> out_;
+    int ended_ = 0;
+};
+
+EngineRequest text_request(const std::string& prompt, int32_t max_tokens) {
+    EngineRequest r;
+    r.prompt = prompt;
+    r.max_tokens = max_tokens;
+    r.sampling = SamplingParams::greedy();
+    r.top_logprobs = 0;
+    return r;
+}
+
+const std::vector<std::string> kPrompts = {
+    "Once upon a time",   "The little dog",    "Lily wanted to",         "One day, a big", "Tom and Sue went",
+    "The sun was",        "Mom said",          "There was a bird",       "The cat sat",    "A boy named Tim",
+    "In the park,",       "The tree was very", "Ben had a red ball and", "The girl saw a", "They were happy",
+    "At night, the moon",
+};
+
+// Each prompt alone: one at a time through a scheduler with a batch of one.
+std::vector<Outcome> alone(Model& model, const std::vector<EngineRequest>& reqs) {
+    SchedulerOptions o;
+    o.max_batch = 1;
+    Scheduler s(model, o);
+    Results res;
+    std::vector<Outcome> out;
+    for (size_t i = 0; i < reqs.size(); ++i) {
+        s.submit(reqs[i], res.sink(static_cast<int>(i)));
+        res.wait(static_cast<int>(i) + 1);
+        out.push_back(res.get(static_cast<int>(i)));
+    }
+    return out;
+}
+
+}  // namespace
+
+TEST_CASE("greedy outputs are the same alone and in a full batch with staggered admission") {
+    auto model = stories();
+    std::vector<EngineRequest> reqs;
+    for (size_t i = 0; i < kPrompts.size(); ++i)
+        reqs.push_back(text_request(kPrompts[i], 20 + static_cast<int32_t>(i % 5) * 7));
+    const std::vector<Outcome> ref = alone(*model, reqs);
+
+    for (bool logprobs : {true, false}) {
+        CAPTURE(logprobs);  // false: the batch samples from Backend::top_k, several rows at once
+        Results res;
+        SchedulerOptions o;
+        o.max_batch = 16;
+        o.max_step_tokens = 24;  // prompts arrive mid-decode and are prefilled in chunks
+        std::vector<EngineRequest> batch = reqs;
+        for (auto& r : batch) r.top_logprobs = logprobs ? 0 : -1;
+        int32_t widest = 0;
+        size_t next = 4;
+        Scheduler* self = nullptr;
+        o.on_step = [&](const StepInfo& info) {
+            widest = std::max(widest, static_cast<int32_t>(info.batch.size()));
+            // Two more requests join at every step until all are in.
+            for (int k = 0; k < 2 && next < batch.size(); ++k, ++next)
+                self->submit(batch[next], res.sink(static_cast<int>(next)));
+        };
+        Scheduler s(*model, o);
+        self = &s;
+        for (size_t i = 0; i < 4; ++i) s.submit(batch[i], res.sink(static_cast<int>(i)));
+        res.wait(static_cast<int>(batch.size()));
+        CHECK(widest == 16);
+        for (size_t i = 0; i < batch.size(); ++i) {
+            CAPTURE(kPrompts[i]);
+            const Outcome got = res.get(static_cast<int>(i));
+            REQUIRE(got.error.empty());
+            CHECK(got.text == ref[i].text);
+            CHECK(got.stats.generated_tokens == ref[i].stats.generated_tokens);
+            CHECK(got.stats.stop_reason == ref[i].stats.stop_reason);
+            if (logprobs) CHECK(got.ids == ref[i].ids);
+        }
+    }
+}
+
+TEST_CASE("the scheduler's text equals Sequence::generate's") {
+    auto model = stories();
+    auto solo = stories(256, 1);
+    for (size_t i = 0; i < 4; ++i) {
+        const EngineRequest r = text_request(kPrompts[i], 40);
+        const Tokenizer& tok = solo->tokenizer();
+        std::vector<int32_t> ids = tok.encode(r.prompt, false, false);
+        ids.insert(ids.begin(), tok.bos());
+        Sequence seq(*solo);
+        std::string text;
+        GenerateOptions g;
+        g.sampling = r.sampling;
+        g.max_tokens = r.max_tokens;
+        const GenerateStats st = seq.generate(ids, g, [&](std::string_view t) {
+            text += t;
+            return true;
+        });
+        const Outcome got = alone(*model, {r})[0];
+        CHECK(got.text == text);
+        CHECK(got.stats.generated_tokens == st.generated_tokens);
+        CHECK(got.stats.prompt_tokens == static_cast<int32_t>(ids.size()));
+    }
+}
+
+TEST_CASE("chunked prefill keeps every decoding sequence emitting a token each step") {
+    auto model = stories(512, 4);
+    Results res;
+    SchedulerOptions o;
+    o.max_batch = 4;
+    o.max_step_tokens = 16;
+    std::vector<std::vector<StepEntry>> steps;
+    Scheduler* self = nullptr;
+    // A long prompt (300 tokens) arrives while two requests decode.
+    std::vector<int32_t> long_prompt{1};
+    for (int i = 0; i < 299; ++i) long_prompt.push_back(300 + i % 200);
+    EngineRequest big;
+    big.prompt_tokens = long_prompt;
+    big.max_tokens = 4;
+    big.sampling = SamplingParams::greedy();
+    uint64_t big_id = 0;
+    o.on_step = [&](const StepInfo& info) {
+        steps.push_back(info.batch);
+        if (info.step == 3) big_id = self->submit(big, res.sink(2));
+    };
+    Scheduler s(*model, o);
+    self = &s;
+    s.submit(text_request(kPrompts[0], 60), res.sink(0));
+    s.submit(text_request(kPrompts[1], 60), res.sink(1));
+    res.wait(3);
+    int prefill_steps = 0;
+    std::map<uint64_t, bool> decoding;  // decoding after the previous step
+    for (const auto& batch : steps) {
+        int32_t tokens = 0;
+        for (const StepEntry& e : batch) tokens += e.tokens;
+        CHECK(tokens <= 16);
+        bool big_prefills = false;
+        for (const StepEntry& e : batch)
+            if (e.request_id == big_id && e.tokens > 1) big_prefills = true;
+        prefill_steps += big_prefills;
+        for (const auto& [id, dec] : decoding) {
+            if (!dec) continue;
+            // It was decoding and has not finished: it is in this pass and gets its token.
+            const auto it =
+                std::find_if(batch.begin(), batch.end(), [&](const StepEntry& e) { return e.request_id == id; });
+            REQUIRE(it != batch.end());
+            CHECK(it->tokens == 1);
+            CHECK(it->sampled);
+        }
+        for (auto& [id, dec] : decoding) dec = false;
+        for (const StepEntry& e : batch) decoding[e.request_id] = e.sampled && !e.ended;
+    }
+    CHECK(prefill_steps >= 300 / 16);  // the long prompt went in chunks
+    CHECK(res.get(0).stats.generated_tokens == 60);
+    CHECK(res.get(1).stats.generated_tokens == 60);
+    CHECK(res.get(2).stats.generated_tokens == 4);
+}
+
+TEST_CASE("cancel ends a request within a step and frees its KV blocks at once") {
+    auto model = stories(256, 4);
+    const int32_t total = model->kv().config().n_blocks;
+    Results res;
+    SchedulerOptions o;
+    o.max_batch = 4;
+    Scheduler* self = nullptr;
+    uint64_t victim = 0;
+    std::vector<StepInfo> steps;
+    EngineRequest other = text_request(kPrompts[1], 40);
+    other.ignore_eog = true;
+    uint64_t other_id = 0;
+    o.on_step = [&](const StepInfo& info) {
+        steps.push_back(info);
+        if (info.step == 1) other_id = self->submit(other, res.sink(1));  // admitted at step 2
+        if (info.step == 10) self->cancel(victim);
+    };
+    Scheduler s(*model, o);
+    self = &s;
+    EngineRequest forever = text_request(kPrompts[0], -1);
+    forever.ignore_eog = true;
+    victim = s.submit(forever, res.sink(0));
+    res.wait(2);
+    const Outcome v = res.get(0);
+    CHECK(v.stats.stop_reason == StopReason::Cancelled);
+    CHECK(v.stats.generated_tokens == 10);  // one token per step, steps 1..10
+    CHECK(v.kinds.front() == EngineEvent::Kind::Started);
+    CHECK(v.kinds.back() == EngineEvent::Kind::Finished);
+    // Step 11: the victim is gone and only the other request's blocks are in use (its prompt
+    // and the 9 tokens fed since step 2).
+    REQUIRE(steps.size() > 11);
+    CHECK(steps[10].batch.size() == 1);
+    CHECK(steps[10].batch[0].request_id == other_id);
+    const int32_t other_tokens = static_cast<int32_t>(res.get(1).stats.prompt_tokens) + 9;
+    CHECK(steps[10].free_blocks == total - (other_tokens + 15) / 16);
+    CHECK(res.get(1).stats.generated_tokens == 40);
+    CHECK(s.status().kv_blocks_used == 0);
+    s.cancel(victim);  // already ended: ignored
+    s.cancel(12345);   // unknown: ignored
+}
+
+TEST_CASE("a KV pool too small for everyone preempts, and every request still gets its tokens") {
+    // 128 tokens x 2 sequences = 16 blocks for 6 requests that each grow to ~90 tokens.
+    auto small = stories(128, 2);
+    auto big = stories();
+    std::vector<EngineRequest> reqs;
+    for (size_t i = 0; i < 6; ++i) {
+        EngineRequest r = text_request(kPrompts[i], 80);
+        r.ignore_eog = true;
+        reqs.push_back(r);
+    }
+    const std::vector<Outcome> ref = alone(*big, reqs);
+    Results res;
+    SchedulerOptions o;
+    o.max_batch = 6;
+    Scheduler s(*small, o);
+    for (size_t i = 0; i < reqs.size(); ++i) s.submit(reqs[i], res.sink(static_cast<int>(i)));
+    res.wait(6);
+    int32_t preempted = 0;
+    for (size_t i = 0; i < reqs.size(); ++i) {
+        CAPTURE(i);
+        const Outcome got = res.get(static_cast<int>(i));
+        REQUIRE(got.error.empty());
+        CHECK(got.ids == ref[i].ids);
+        CHECK(got.text == ref[i].text);
+        CHECK(got.stats.generated_tokens == 80);
+        // Resumed invisibly: one Started, then text, then one Finished.
+        CHECK(std::count(got.kinds.begin(), got.kinds.end(), EngineEvent::Kind::Started) == 1);
+        preempted += got.stats.preemptions;
+    }
+    CHECK(s.stats().preemptions > 0);
+    CHECK(static_cast<uint64_t>(preempted) == s.stats().preemptions);
+}
+
+TEST_CASE("a long prompt is not starved by a stream of short requests") {
+    auto model = stories(512, 8);
+    Results res;
+    SchedulerOptions o;
+    o.max_batch = 3;
+    o.max_step_tokens = 8;
+    Scheduler* self = nullptr;
+    std::vector<int> started_order;
+    std::mutex order_mutex;
+    int next = 2;
+    auto sink = [&](int key) {
+        EventSink inner = res.sink(key);
+        return [&, key, inner](EngineEvent&& e) {
+            if (e.kind == EngineEvent::Kind::Started) {
+                std::lock_guard lock(order_mutex);
+                started_order.push_back(key);
+            }
+            inner(std::move(e));
+        };
+    };
+    std::vector<int32_t> long_prompt{1};
+    for (int i = 0; i < 200; ++i) long_prompt.push_back(300 + i % 150);
+    EngineRequest big;
+    big.prompt_tokens = long_prompt;
+    big.max_tokens = 2;
+    big.sampling = SamplingParams::greedy();
+    o.on_step = [&](const StepInfo& info) {
+        if (info.step == 1) self->submit(text_request(kPrompts[1], 30), sink(1));
+        if (info.step == 2) self->submit(big, sink(1000));
+        if (info.step >= 2 && next < 40) {
+            self->submit(text_request(kPrompts[static_cast<size_t>(next % 16)], 3), sink(next));
+            ++next;
+        }
+    };
+    Scheduler s(*model, o);
+    self = &s;
+    s.submit(text_request(kPrompts[0], 30), sink(0));
+    res.wait(41);
+    const Outcome b = res.get(1000);
+    CHECK(b.stats.generated_tokens == 2);
+    // FCFS: it started before every request submitted after it.
+    std::lock_guard lock(order_mutex);
+    const auto at = std::find(started_order.begin(), started_order.end(), 1000);
+    REQUIRE(at != started_order.end());
+    for (auto it = at + 1; it != started_order.end(); ++it) CHECK(*it >= 2);
+    for (auto it = started_order.begin(); it != at; ++it) CHECK(*it < 2);
+}
+
+TEST_CASE("a full queue refuses a request and queues nothing") {
+    auto model = stories();
+    Results res;
+    SchedulerOptions o;
+    o.max_batch = 1;
+    o.max_queue = 2;
+    Scheduler* self = nullptr;
+    bool refused = false;
+    size_t listed = 0;
+    o.on_step = [&](const StepInfo& info) {
+        if (info.step != 1) return;
+        self->submit(text_request(kPrompts[1], 5), res.sink(1));
+        self->submit(text_request(kPrompts[2], 5), res.sink(2));
+        try {
+            self->submit(text_request(kPrompts[3], 5), res.sink(3));
+        } catch (const Error& e) {
+            refused = std::string(e.what()).find("queue is full") != std::string::npos;
+        }
+        listed = self->status().requests.size();
+    };
+    Scheduler s(*model, o);
+    self = &s;
+    s.submit(text_request(kPrompts[0], 5), res.sink(0));
+    res.wait(3);
+    CHECK(refused);
+    CHECK(listed == 3);  // one running, two queued: the refused one is nowhere
+    CHECK(res.get(3).kinds.empty());
+    CHECK(s.stats().finished == 3);
+}
+
+TEST_CASE("requests that can never run are refused on submit") {
+    auto model = stories(64, 2);
+    Scheduler s(*model, {});
+    auto refuses = [&](EngineRequest r, const std::string& why) {
+        CAPTURE(why);
+        try {
+            s.submit(std::move(r), nullptr);
+            FAIL("accepted");
+        } catch (const Error& e) {
+            CHECK(std::string(e.what()).find(why) != std::string::npos);
+        }
+    };
+    refuses(EngineRequest{}, "exactly one of");
+    EngineRequest two = text_request("Once", 4);
+    two.prompt_tokens = {1, 2};
+    refuses(two, "exactly one of");
+    EngineRequest unknown = text_request("Once", 4);
+    unknown.model = "no-such-model";
+    refuses(unknown, "unknown model");
+    EngineRequest token = text_request("", 4);
+    token.prompt_tokens = {1, 512};
+    refuses(token, "not in the vocabulary");
+    EngineRequest too_long = text_request("", 4);
+    too_long.prompt_tokens.assign(64, 300);
+    refuses(too_long, "does not fit the context of 64");
+    EngineRequest lp = text_request("Once", 4);
+    lp.top_logprobs = 21;
+    refuses(lp, "top_logprobs");
+    EngineRequest bad = text_request("Once", 4);
+    bad.sampling.temperature = 1;
+    bad.sampling.top_p = 0;
+    refuses(bad, "top_p");
+    CHECK(s.status().requests.empty());
+    EngineRequest named = text_request("Once", 2);
+    named.model = "stories260K";
+    Results res;
+    s.submit(named, res.sink(0));
+    res.wait(1);
+    CHECK(res.get(0).stats.generated_tokens == 2);
+}
+
+TEST_CASE("limits: max_tokens 0, stop strings, end of generation, context full") {
+    auto model = stories(64, 4);
+    Scheduler s(*model, {});
+    Results res;
+    // max_tokens 0: the prompt is processed and cached, nothing is generated.
+    EngineRequest zero = text_request(kPrompts[0], 0);
+    zero.cache_key = "z";
+    s.submit(zero, res.sink(0));
+    res.wait(1);
+    CHECK(res.get(0).stats.generated_tokens == 0);
+    CHECK(res.get(0).stats.stop_reason == StopReason::Length);
+    CHECK(res.get(0).text.empty());
+    // ... and the next turn under the key reuses all of it but the last token.
+    EngineRequest again = text_request(kPrompts[0], 3);
+    again.cache_key = "z";
+    s.submit(again, res.sink(1));
+    res.wait(2);
+    CHECK(res.get(1).stats.reused_tokens == res.get(0).stats.prompt_tokens - 1);
+
+    // Context: 64 tokens; the last token sampled is the one that would not fit.
+    EngineRequest full = text_request(kPrompts[1], -1);
+    full.ignore_eog = true;
+    s.submit(full, res.sink(2));
+    res.wait(3);
+    const Outcome f = res.get(2);
+    CHECK(f.stats.stop_reason == StopReason::Context);
+    CHECK(f.stats.generated_tokens == 64 - f.stats.prompt_tokens + 1);
+
+    // A stop string taken from the middle of the free-running text: the text ends before it.
+    const std::string free_text = f.text;
+    const size_t cut = free_text.find(' ', free_text.size() / 2);
+    REQUIRE(cut != std::string::npos);
+    const std::string stop = free_text.substr(cut, 4);
+    EngineRequest stopped = full;
+    stopped.stop = {"never there", stop};
+    s.submit(stopped, res.sink(3));
+    res.wait(4);
+    CHECK(res.get(3).stats.stop_reason == StopReason::StopString);
+    CHECK(res.get(3).text == free_text.substr(0, free_text.find(stop)));
+
+    // End of generation: a logit bias makes EOS the greedy choice; it ends the request, shows
+    // nothing and has no logprobs entry.
+    EngineRequest eog = text_request(kPrompts[0], 10);
+    eog.sampling.logit_bias[model->tokenizer().eos()] = 1000.0f;
+    s.submit(eog, res.sink(4));
+    res.wait(5);
+    const Outcome e = res.get(4);
+    CHECK(e.stats.stop_reason == StopReason::EndOfText);
+    CHECK(e.stats.generated_tokens == 1);
+    CHECK(e.text.empty());
+    CHECK(e.ids.empty());
+}
+
+TEST_CASE("logprobs are the log-softmax of the model's logits") {
+    auto model = stories();
+    Scheduler s(*model, {});
+    Results res;
+    EngineRequest r = text_request(kPrompts[2], 8);
+    r.top_logprobs = 3;
+    s.submit(r, res.sink(0));
+    res.wait(1);
+    const Outcome o = res.get(0);
+    REQUIRE(o.logprobs.size() == 8);
+    for (const TokenLogprob& t : o.logprobs) {
+        REQUIRE(t.top.size() == 3);
+        CHECK(t.logprob <= 0);
+        CHECK(t.top[0].first == t.id);  // greedy picks the most likely token
+        CHECK(t.top[0].second == t.logprob);
+        CHECK(t.top[1].second <= t.top[0].second);
+        CHECK(t.top[2].second <= t.top[1].second);
+        CHECK(!t.piece.empty());
+    }
+}
+
+// The reference is Sequence::generate on a second copy of the model, turn after turn in one
+// sequence (prefix reuse as `ember chat` and the app do it today).
+TEST_CASE("a chat's second turn reuses the first turn's tokens under its cache_key") {
+    const std::string path = test::test_model(test::kSmolLM2);
+    auto model = load(path, 1024, 2);
+    auto solo = load(path, 1024, 1);
+    Sequence ref_seq(*solo);
+    auto reference = [&](const std::vector<ChatMessage>& messages) {
+        GenerateOptions g;
+        g.sampling = SamplingParams::greedy();
+        g.max_tokens = 24;
+        std::string text;
+        ref_seq.generate(chat_prompt_tokens(*solo, messages), g, [&](std::string_view t) {
+            text += t;
+            return true;
+        });
+        return text;
+    };
+    Scheduler s(*model, {});
+    Results res;
+    EngineRequest first;
+    first.messages = {{"user", "What is the capital of France?"}};
+    first.max_tokens = 24;
+    first.sampling = SamplingParams::greedy();
+    first.cache_key = "chat-1";
+    s.submit(first, res.sink(0));
+    res.wait(1);
+    const Outcome a = res.get(0);
+    REQUIRE(a.error.empty());
+    CHECK(!a.text.empty());
+    CHECK(a.text == reference(first.messages));
+    CHECK(a.stats.reused_tokens == 0);
+    CHECK(a.stats.prompt_tokens == static_cast<int32_t>(chat_prompt_tokens(*model, first.messages).size()));
+
+    EngineRequest second = first;
+    second.messages = {{"user", "What is the capital of France?"}, {"assistant", a.text}, {"user", "And of Italy?"}};
+    s.submit(second, res.sink(1));
+    res.wait(2);
+    const Outcome b = res.get(1);
+    REQUIRE(b.error.empty());
+    CHECK(b.stats.reused_tokens >= a.stats.prompt_tokens);
+    CHECK(b.stats.prompt_tokens > a.stats.prompt_tokens);
+    CHECK(b.text == reference(second.messages));
+
+    // Forgotten: the same turn starts from nothing.
+    s.forget("chat-1");
+    s.submit(second, res.sink(2));
+    res.wait(3);
+    CHECK(res.get(2).stats.reused_tokens == 0);
+    CHECK(res.get(2).text == b.text);
+}
+
+TEST_CASE("fit_context leaves out the oldest exchanges and says how many") {
+    auto model = load(test::test_model(test::kSmolLM2), 160, 1);
+    Scheduler s(*model, {});
+    Results res;
+    EngineRequest r;
+    r.sampling = SamplingParams::greedy();
+    r.max_tokens = 8;
+    for (int i = 0; i < 6; ++i) {
+        r.messages.push_back({"user", "Tell me something about the number " + std::to_string(i) + ", please."});
+        r.messages.push_back({"assistant", "The number " + std::to_string(i) + " is a fine number to think about."});
+    }
+    r.messages.push_back({"user", "Thanks!"});
+    CHECK_THROWS_AS(s.submit(r, nullptr), Error);  // without fit_context it does not fit
+    r.fit_context = true;
+    s.submit(r, res.sink(0));
+    res.wait(1);
+    const Outcome o = res.get(0);
+    REQUIRE(o.error.empty());
+    CHECK(o.stats.dropped_turns > 0);
+    CHECK(o.stats.dropped_turns % 2 == 0);  // whole exchanges
+    CHECK(o.stats.prompt_tokens <= 160 - 8);
+}
+
+TEST_CASE("destroying the scheduler with requests in flight cancels them all") {
+    auto model = stories(256, 4);
+    Results res;
+    std::mutex m;
+    std::condition_variable cv;
+    bool busy = false;
+    {
+        SchedulerOptions o;
+        o.max_batch = 2;
+        o.on_step = [&](const StepInfo& info) {
+            if (info.step != 5) return;
+            std::lock_guard lock(m);
+            busy = true;
+            cv.notify_all();
+        };
+        Scheduler s(*model, o);
+        for (int i = 0; i < 4; ++i) {
+            EngineRequest r = text_request(kPrompts[static_cast<size_t>(i)], -1);
+            r.ignore_eog = true;
+            s.submit(r, res.sink(i));
+        }
+        std::unique_lock lock(m);
+        REQUIRE(cv.wait_for(lock, std::chrono::minutes(1), [&] { return busy; }));
+    }
+    CHECK(res.ended() == 4);
+    for (int i = 0; i < 4; ++i) {
+        const Outcome o = res.get(i);
+        CHECK(o.stats.stop_reason == StopReason::Cancelled);
+        CHECK(o.kinds.back() == EngineEvent::Kind::Finished);
+    }
+    CHECK(res.get(0).stats.generated_tokens >= 4);  // two ran, two were still queued
+    CHECK(res.get(3).stats.generated_tokens == 0);
+    CHECK(model->kv().free_blocks() == model->kv().config().n_blocks);
+}
+
+TEST_CASE("status and telemetry describe the running batch") {
+    auto model = stories(256, 4);
+    Results res;
+    SchedulerOptions o;
+    o.max_batch = 2;
+    Scheduler* self = nullptr;
+    EngineStatus seen;
+    o.on_step = [&](const StepInfo& info) {
+        if (info.step == 1)
+            for (int i = 1; i < 3; ++i) self->submit(text_request(kPrompts[static_cast<size_t>(i)], 10), res.sink(i));
+        if (info.step == 3) seen = self->status();
+    };
+    Scheduler s(*model, o);
+    self = &s;
+    s.submit(text_request(kPrompts[0], 10), res.sink(0));
+    res.wait(3);
+    CHECK(seen.model == "stories260K");
+    CHECK(seen.device == "cpu");
+    CHECK(seen.max_batch == 2);
+    CHECK(seen.n_ctx == 256);
+    REQUIRE(seen.requests.size() == 3);
+    CHECK(seen.requests[0].state == "decode");
+    CHECK(seen.requests[1].state == "decode");
+    CHECK(seen.requests[2].state == "queued");
+    CHECK(seen.kv_blocks_used > 0);
+    CHECK(!seen.memory.empty());
+    const TelemetrySnapshot t = s.telemetry().snapshot();
+    CHECK(t.requests == 3);
+    CHECK(t.generated_tokens == 30);
+    CHECK(t.step_sequences.max == 2.0);
+    CHECK(t.queue_wait_ms.count == 3);
+    CHECK(t.steps == s.stats().steps);
+    CHECK(t.running == 0);
+    CHECK(t.queued == 0);
+}
