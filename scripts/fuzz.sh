@@ -7,6 +7,7 @@
 #   fuzz_gguf_prefix  the header-only parse of a file's first bytes, and the fit planner on it
 #   fuzz_hub        the model hub's JSON answers, Content-Range and remote file names
 #   fuzz_logits_file  saved base runs of `ember perplexity --kl-divergence` (llama.cpp's format)
+#   fuzz_server_request  the HTTP server's request bodies (JSON -> EngineRequest)
 # Usage: scripts/fuzz.sh [SECONDS] [TARGET...]   (default: 60 s each, every target)
 #
 # Seeds: the head of stories260K and a vocab GGUF; the upstream chat templates and
@@ -19,7 +20,7 @@ cd "$(dirname "$0")/.."
 seconds="${1:-60}"
 shift || true
 targets=("$@")
-[[ ${#targets[@]} -gt 0 ]] || targets=(fuzz_gguf fuzz_jinja fuzz_tokenizer fuzz_gguf_prefix fuzz_hub fuzz_logits_file)
+[[ ${#targets[@]} -gt 0 ]] || targets=(fuzz_gguf fuzz_jinja fuzz_tokenizer fuzz_gguf_prefix fuzz_hub fuzz_logits_file fuzz_server_request)
 testdata="${EMBER_TESTDATA_DIR:-$(pwd)/../shared/testdata}"
 export EMBER_TESTDATA_DIR="$testdata"
 
@@ -50,6 +51,7 @@ for t in "${targets[@]}"; do
     tokenizer) args+=(-max_len=4096) ;;
     hub) args+=(-max_len=8192) ;;
     logits_file) args+=(-max_len=8192) ;;
+    server_request) args+=(-max_len=16384 -dict=tests/fuzz/server_request.dict) ;;
   esac
   corpora=("$out/corpus-$name")
   # Generated seeds and the kept corpus, where the target has them (fuzz_hub: corpus only).

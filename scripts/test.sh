@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Set everything up and run the whole test suite (what CI runs, via .ci/run):
-#   install-deps -> fetch-test-models -> cmake --preset ci -> build
+#   install-deps -> fetch-test-models (+ the openai client) -> cmake --preset ci -> build
 #   -> sanitizers (scripts/fuzz.sh: every fuzzer for a short budget; the `asan` preset's
 #      tests) -> package-test (scripts/package-test.sh) -> ctest --preset ci
 #
@@ -16,7 +16,7 @@
 #   EMBER_TEST_TIMEOUT=300       default per-test timeout (s) for tests that set none
 #   EMBER_SKIP_DEPS=1            do not run scripts/install-deps.sh (e.g. no root, no apt)
 #   EMBER_SKIP_SANITIZERS=1      skip the sanitizer step (fuzzers + ASan/UBSan tests)
-#   EMBER_FUZZ_SECONDS=20        time budget of each fuzzer in the sanitizer step (6 fuzzers)
+#   EMBER_FUZZ_SECONDS=20        time budget of each fuzzer in the sanitizer step (7 fuzzers)
 #   EMBER_ASAN_EXCLUDE=REGEX     asan tests the sanitizer step leaves out (ctest -E); default
 #                                '^(test_inference|gpu_check_cpu_as_gpu|test_quant_peer|test_batching)$' (end-to-end
 #                                decoding, the peer run of llama.cpp (quant) and
@@ -67,6 +67,8 @@ fi
 
 ember_step "fetch-test-models"
 scripts/fetch-test-models.sh
+# The official openai Python client (pinned) for test_server_openai, in a cached venv.
+scripts/fetch-openai-client.sh
 
 # llama.cpp's llama-perplexity, the peer that test_quant_peer runs on Ember's quantized files;
 # built once (minutes, cold) and cached in ~/.cache/ember/llama-tools, then this step is instant.

@@ -1,0 +1,57 @@
+// The local OpenAI-compatible HTTP server (cpp-httplib) over any InferenceEngine: the
+// Scheduler in `ember serve` and in the desktop app, or a remote engine later.
+//
+//   GET  /health                 {"status":"ok"} (no API key needed: for supervisors)
+//   GET  /v1/models              the loaded model
+//   POST /v1/chat/completions    messages, rendered with the model's chat template; SSE when streamed
+//   POST /v1/completions         a raw prompt (text or token ids); SSE when streamed
+//   GET  /v1/status              what is loaded, where, memory by kind, KV blocks, requests (`ember ps`)
+//   GET  /metrics                Prometheus text (server_metrics.h)
+//
+// Each HTTP request runs on one of the server's threads, which submits it to the engine and
+// waits for its events (the engine's sink only queues them). A streamed answer is written
+// event by event; when a write fails (the client went away) the request is cancelled at once.
+// An unstreamed request is cancelled only when the server stops (HTTP gives no way to see a
+// closed connection while nothing is written).
+//
+// Lifetime: stop() (or the destructor) before the engine goes away.
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "engine/scheduler/inference_engine.h"
+#include "engine/server/api_types.h"
+
+namespace ember::server {
+
+struct ServerOptions {
+    std::string host = "127.0.0.1";  // loopback unless asked: nothing else on the network sees it
+    int port = 0;                    // 0: a free port chosen by the system (see port())
+    std::string api_key;             // "": none; else every endpoint but /health needs "Bearer KEY"
+    ServerLimits limits;
+    int threads = 32;  // connections served at once (each streamed answer holds one)
+};
+
+class HttpServer {
+public:
+    HttpServer(InferenceEngine& engine, ServerOptions options);
+    ~HttpServer();
+    HttpServer(const HttpServer&) = delete;
+    HttpServer& operator=(const HttpServer&) = delete;
+
+    // Binds and starts serving on a thread of its own; returns the port. Throws ember::Error
+    // when the address cannot be bound.
+    int start();
+    // Cancels the requests in flight, closes the listening socket and waits for the threads.
+    void stop();
+
+    int port() const;
+    std::string url() const;  // "http://HOST:PORT"
+
+private:
+    struct Impl;
+    std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace ember::server

@@ -1,0 +1,182 @@
+// The JSON shapes of OpenAI's chat.completion(.chunk) and text_completion objects.
+#include "engine/server/response_format.h"
+
+namespace ember::server {
+
+using json = nlohmann::json;
+
+std::string dump(const json& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); }
+
+std::string sse_event(const json& data) { return "data: " + dump(data) + "\n\n"; }
+
+namespace {
+
+json null_or(const std::string& s) { return s.empty() ? json(nullptr) : json(s); }
+
+json error_object(const ApiError& e) {
+    return {
+        {"error", {{"message", e.message}, {"type", e.type}, {"param", null_or(e.param)}, {"code", null_or(e.code)}}}};
+}
+
+json bytes_of(const std::string& piece) {
+    json b = json::array();
+    for (unsigned char c : piece) b.push_back(c);
+    return b;
+}
+
+// Chat: {"content": [{"token","logprob","bytes","top_logprobs":[...]}]}. The alternatives
+// come as ids from the engine; the chosen token's own text is known, the others' is not
+// (the interface carries ids only), so an alternative is named by its text when it is the
+// chosen token and by "token_id:N" otherwise.
+json chat_logprobs(const std::vector<TokenLogprob>& tokens) {
+    json content = json::array();
+    for (const TokenLogprob& t : tokens) {
+        json top = json::array();
+        for (const auto& [id, lp] : t.top) {
+            const std::string name = id == t.id ? t.piece : "token_id:" + std::to_string(id);
+            top.push_back({{"token", name}, {"logprob", lp}, {"bytes", id == t.id ? bytes_of(t.piece) : json()}});
+        }
+        content.push_back(
+            {{"token", t.piece}, {"logprob", t.logprob}, {"bytes", bytes_of(t.piece)}, {"top_logprobs", top}});
+    }
+    return {{"content", content}};
+}
+
+// Completions: {"tokens", "token_logprobs", "top_logprobs": [{text: logprob}], "text_offset"}.
+json completion_logprobs(const std::vector<TokenLogprob>& tokens, size_t text_offset) {
+    json out = {{"tokens", json::array()},
+                {"token_logprobs", json::array()},
+                {"top_logprobs", json::array()},
+                {"text_offset", json::array()}};
+    for (const TokenLogprob& t : tokens) {
+        out["tokens"].push_back(t.piece);
+        out["token_logprobs"].push_back(t.logprob);
+        json top = json::object();
+        for (const auto& [id, lp] : t.top) top[id == t.id ? t.piece : "token_id:" + std::to_string(id)] = lp;
+        out["top_logprobs"].push_back(top);
+        out["text_offset"].push_back(text_offset);
+        text_offset += t.piece.size();
+    }
+    return out;
+}
+
+json envelope(const ResponseMeta& meta, bool chunk) {
+    const char* object =
+        meta.endpoint == Endpoint::Chat ? (chunk ? "chat.completion.chunk" : "chat.completion") : "text_completion";
+    json j = {{"id", meta.id}, {"object", object}, {"created", meta.created}, {"model", meta.model}};
+    if (chunk && meta.include_usage) j["usage"] = nullptr;
+    return j;
+}
+
+// One streamed choice: chat puts its text in "delta", completions in "text".
+json chunk_choice(const ResponseMeta& meta, const json& delta_or_text, const json& logprobs, const json& finish) {
+    json c = {{"index", 0}, {"logprobs", logprobs}, {"finish_reason", finish}};
+    c[meta.endpoint == Endpoint::Chat ? "delta" : "text"] = delta_or_text;
+    return c;
+}
+
+std::string chunk(const ResponseMeta& meta, json choice) {
+    json j = envelope(meta, true);
+    j["choices"] = json::array({std::move(choice)});
+    return sse_event(j);
+}
+
+}  // namespace
+
+std::string error_json(const ApiError& e) { return dump(error_object(e)); }
+
+std::string error_event(const ApiError& e) { return sse_event(error_object(e)); }
+
+std::string finish_reason(StopReason r) {
+    return r == StopReason::Length || r == StopReason::Context ? "length" : "stop";
+}
+
+json usage_json(const RequestStats& s) {
+    return {{"prompt_tokens", s.prompt_tokens},
+            {"completion_tokens", s.generated_tokens},
+            {"total_tokens", s.prompt_tokens + s.generated_tokens},
+            {"prompt_tokens_details", {{"cached_tokens", s.reused_tokens}}}};
+}
+
+json logprobs_json(Endpoint endpoint, const std::vector<TokenLogprob>& tokens, size_t text_offset) {
+    return endpoint == Endpoint::Chat ? chat_logprobs(tokens) : completion_logprobs(tokens, text_offset);
+}
+
+std::string response_json(const ResponseMeta& meta, const std::string& text, const std::vector<TokenLogprob>& tokens,
+                          const RequestStats& stats) {
+    json choice = {{"index", 0},
+                   {"logprobs", meta.logprobs ? logprobs_json(meta.endpoint, tokens, 0) : json()},
+                   {"finish_reason", finish_reason(stats.stop_reason)}};
+    if (meta.endpoint == Endpoint::Chat) choice["message"] = {{"role", "assistant"}, {"content", text}};
+    else choice["text"] = text;
+    json j = envelope(meta, false);
+    j["choices"] = json::array({choice});
+    j["usage"] = usage_json(stats);
+    return dump(j);
+}
+
+std::string first_chunk(const ResponseMeta& meta) {
+    if (meta.endpoint != Endpoint::Chat) return "";
+    return chunk(meta, chunk_choice(meta, {{"role", "assistant"}, {"content", ""}}, nullptr, nullptr));
+}
+
+std::string text_chunk(const ResponseMeta& meta, const std::string& text, const std::vector<TokenLogprob>& tokens,
+                       size_t text_offset) {
+    const json body = meta.endpoint == Endpoint::Chat ? json{{"content", text}} : json(text);
+    const json lp = meta.logprobs ? logprobs_json(meta.endpoint, tokens, text_offset) : json();
+    return chunk(meta, chunk_choice(meta, body, lp, nullptr));
+}
+
+std::string finish_chunk(const ResponseMeta& meta, StopReason reason) {
+    const json body = meta.endpoint == Endpoint::Chat ? json::object() : json("");
+    return chunk(meta, chunk_choice(meta, body, nullptr, finish_reason(reason)));
+}
+
+std::string usage_chunk(const ResponseMeta& meta, const RequestStats& stats) {
+    json j = envelope(meta, true);
+    j["choices"] = json::array();
+    j["usage"] = usage_json(stats);
+    return sse_event(j);
+}
+
+json models_json(const std::string& model, int64_t created) {
+    return {{"object", "list"},
+            {"data", json::array({{{"id", model}, {"object", "model"}, {"created", created}, {"owned_by", "ember"}}})}};
+}
+
+json status_json(const EngineStatus& s) {
+    json memory = json::array();
+    for (const DeviceMemory& m : s.memory)
+        memory.push_back({{"device", m.device},
+                          {"layers", m.layers},
+                          {"weights", m.weights},
+                          {"mapped_weights", m.mapped_weights},
+                          {"kv_cache", m.kv_cache},
+                          {"scratch", m.scratch},
+                          {"held", m.held()},
+                          {"device_total", m.device_total},
+                          {"device_free", m.device_free}});
+    json requests = json::array();
+    int running = 0, queued = 0;
+    for (const RequestStatus& r : s.requests) {
+        (r.state == "queued" ? queued : running) += 1;
+        requests.push_back({{"id", r.id},
+                            {"state", r.state},
+                            {"prompt_tokens", r.prompt_tokens},
+                            {"generated_tokens", r.generated_tokens},
+                            {"age_ms", r.age_ms}});
+    }
+    return {{"model", s.model},
+            {"model_path", s.model_path},
+            {"device", s.device},
+            {"device_reason", s.device_reason},
+            {"n_ctx", s.n_ctx},
+            {"max_batch", s.max_batch},
+            {"kv_blocks", {{"total", s.kv_blocks_total}, {"used", s.kv_blocks_used}}},
+            {"memory", memory},
+            {"running", running},
+            {"queued", queued},
+            {"requests", requests}};
+}
+
+}  // namespace ember::server

@@ -1,0 +1,60 @@
+// Engine events -> OpenAI-shaped JSON and Server-Sent Events: pure functions, unit-tested
+// without a server. Every dump replaces invalid UTF-8 (a token's piece may be half of a
+// character) instead of throwing.
+//
+// A streamed answer is: first_chunk (chat only: the assistant role), one text_chunk per Text
+// event, finish_chunk, usage_chunk when stream_options.include_usage was asked, then
+// kSseDone. Each chunk is one SSE event: "data: <json>\n\n".
+#pragma once
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "engine/server/api_types.h"
+
+namespace ember::server {
+
+// What every response of one request repeats.
+struct ResponseMeta {
+    Endpoint endpoint = Endpoint::Chat;
+    std::string id;       // "chatcmpl-…" or "cmpl-…"
+    int64_t created = 0;  // Unix seconds
+    std::string model;
+    bool logprobs = false;       // the request asked for logprobs
+    bool include_usage = false;  // streamed: every chunk carries "usage" (null until the last)
+};
+
+inline constexpr std::string_view kSseDone = "data: [DONE]\n\n";
+
+std::string dump(const nlohmann::json& j);  // compact, invalid UTF-8 replaced
+std::string sse_event(const nlohmann::json& data);
+std::string error_json(const ApiError& e);
+
+// OpenAI's finish_reason: "stop" (end of generation, a stop string, cancelled) or "length"
+// (max_tokens or the context).
+std::string finish_reason(StopReason r);
+nlohmann::json usage_json(const RequestStats& stats);
+
+// Logprobs of `tokens` as the endpoint reports them. `text_offset`: where the first token's
+// text starts in the whole answer (completions report each token's offset).
+nlohmann::json logprobs_json(Endpoint endpoint, const std::vector<TokenLogprob>& tokens, size_t text_offset);
+
+// The whole answer of a request that was not streamed.
+std::string response_json(const ResponseMeta& meta, const std::string& text, const std::vector<TokenLogprob>& tokens,
+                          const RequestStats& stats);
+
+// Streamed chunks (SSE events, ready to write).
+std::string first_chunk(const ResponseMeta& meta);  // "" for completions
+std::string text_chunk(const ResponseMeta& meta, const std::string& text, const std::vector<TokenLogprob>& tokens,
+                       size_t text_offset);
+std::string finish_chunk(const ResponseMeta& meta, StopReason reason);
+std::string usage_chunk(const ResponseMeta& meta, const RequestStats& stats);
+std::string error_event(const ApiError& e);
+
+// GET /v1/models and the status endpoint (what `ember ps` reads).
+nlohmann::json models_json(const std::string& model, int64_t created);
+nlohmann::json status_json(const EngineStatus& status);
+
+}  // namespace ember::server

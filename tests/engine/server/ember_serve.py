@@ -1,0 +1,63 @@
+"""`ember serve` as a child process for the server's Python tests (openai_compat.py,
+load_test.py): started on a free port, its URL read from the first line it prints, stopped
+with SIGTERM (a clean shutdown must exit 0). Standard library only."""
+import json
+import re
+import signal
+import subprocess
+import time
+import urllib.request
+
+
+class EmberServe:
+    def __init__(self, ember, model, *extra):
+        self.proc = subprocess.Popen([ember, "serve", model, "--port", "0", *extra], stdout=subprocess.PIPE,
+                                     text=True)
+        line = self.proc.stdout.readline()
+        m = re.search(r"(http://[0-9.]+:[0-9]+)", line)
+        if not m:
+            self.proc.kill()
+            raise RuntimeError(f"ember serve did not print its URL (exit {self.proc.wait()}): {line!r}")
+        self.url = m.group(1)
+
+    @property
+    def pid(self):
+        return self.proc.pid
+
+    def get_json(self, path, key=None):
+        req = urllib.request.Request(self.url + path)
+        if key:
+            req.add_header("Authorization", "Bearer " + key)
+        with urllib.request.urlopen(req, timeout=30) as r:
+            return json.loads(r.read())
+
+    def rss_bytes(self):
+        """Resident memory of the server process (/proc/PID/status VmRSS)."""
+        with open(f"/proc/{self.proc.pid}/status") as f:
+            for line in f:
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1]) * 1024
+        raise RuntimeError("no VmRSS")
+
+    def wait_idle(self, timeout=20.0, key=None):
+        """Until the status endpoint shows no request running or queued; returns the status."""
+        deadline = time.monotonic() + timeout
+        while True:
+            s = self.get_json("/v1/status", key)
+            if s["running"] == 0 and s["queued"] == 0:
+                return s
+            if time.monotonic() > deadline:
+                raise AssertionError(f"requests still in flight after {timeout} s: {s['requests']}")
+            time.sleep(0.05)
+
+    def stop(self, timeout=30.0):
+        """SIGTERM; returns the exit status (0 for a clean shutdown)."""
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(timeout)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+                raise AssertionError(f"ember serve did not stop within {timeout} s of SIGTERM")
+        return self.proc.returncode

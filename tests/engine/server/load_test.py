@@ -1,0 +1,214 @@
+#!/usr/bin/env python3
+"""Load test of `ember serve` on loopback (issue #14): rounds of 200 requests from 16
+concurrent clients on /v1/completions and /v1/chat/completions, streamed and not; one in ten
+is malformed (must get its 4xx with an OpenAI error object), two in ten disconnect after their
+first streamed token (their requests must be cancelled). Every well-formed request must be
+answered completely: exactly max_tokens tokens (ignore_eos), a finish_reason, and for streams
+the final chunk and "data: [DONE]". Afterwards the server must be idle, /health must answer,
+and its resident memory must be back at its level after the warm-up round.
+
+The memory bound. The warm-up round runs the same 200-request mix first, so that everything a
+server keeps for good is in place before the measurement: its HTTP threads, the allocator's
+per-thread arenas, the engine's buffers at their largest batch. After a second identical round
+only what the round leaked remains, plus the allocator's noise (freed chunks it keeps rather
+than returns). The bound, 4 MiB, is 20 KiB per request: far below what one leaked request
+holds (a KV sequence, an event queue, a response) times 200, and above the noise measured
+(see the printed numbers).
+
+Standard library only. Exits non-zero on the first failed check."""
+import argparse
+import http.client
+import json
+import random
+import sys
+import threading
+import time
+from urllib.parse import urlparse
+
+from ember_serve import EmberServe
+
+CLIENTS = 16
+REQUESTS = 200
+RSS_BOUND = 4 << 20
+
+MALFORMED = [  # (body, expected status)
+    (b"{not json", 400),
+    (json.dumps({"prompt": 5, "max_tokens": 4}).encode(), 400),
+    (json.dumps({"prompt": "x", "max_tokens": "many"}).encode(), 400),
+    (json.dumps({"model": "no-such-model", "prompt": "x"}).encode(), 404),
+    (json.dumps({"prompt": "x", "n": 3}).encode(), 400),
+    (json.dumps({"prompt": "x", "max_tokens": 10 ** 9}).encode(), 400),
+    (b"[" * 10000, 400),
+    (b"", 400),
+]
+
+
+class Failure(Exception):
+    pass
+
+
+def request(url, path, body, stream):
+    u = urlparse(url)
+    conn = http.client.HTTPConnection(u.hostname, u.port, timeout=120)
+    conn.request("POST", path, body=body, headers={"Content-Type": "application/json"})
+    return conn, conn.getresponse()
+
+
+def sse_events(resp):
+    """The data of each SSE event until [DONE]; comments (": ...") are skipped."""
+    while True:
+        line = resp.readline()
+        if not line:
+            raise Failure("the stream ended before data: [DONE]")
+        line = line.decode().rstrip("\n")
+        if line.startswith("data: "):
+            if line == "data: [DONE]":
+                return
+            yield json.loads(line[6:])
+
+
+def well_formed(i, rng):
+    chat = i % 2 == 0
+    body = {"max_tokens": rng.randint(8, 24), "temperature": 0.7, "seed": i, "ignore_eos": True,
+            "stream": i % 4 < 2}
+    if chat:
+        body["messages"] = [{"role": "user", "content": f"Tell me story number {i}."}]
+    else:
+        body["prompt"] = f"Once upon a time, story {i}"
+    if body["stream"]:
+        body["stream_options"] = {"include_usage": True}
+    return ("/v1/chat/completions" if chat else "/v1/completions"), body
+
+
+def run_well_formed(url, path, body):
+    conn, resp = request(url, path, json.dumps(body).encode(), body["stream"])
+    try:
+        if resp.status != 200:
+            raise Failure(f"{path}: status {resp.status}: {resp.read()[:300]!r}")
+        if not body["stream"]:
+            r = json.loads(resp.read())
+            usage, finish = r["usage"], r["choices"][0]["finish_reason"]
+        else:
+            usage, finish = None, None
+            for ev in sse_events(resp):
+                if ev.get("usage"):
+                    usage = ev["usage"]
+                for ch in ev["choices"]:
+                    finish = ch["finish_reason"] or finish
+        if finish != "length" or usage is None or usage["completion_tokens"] != body["max_tokens"]:
+            raise Failure(f"{path}: incomplete answer: finish {finish}, usage {usage}, asked {body['max_tokens']}")
+    finally:
+        conn.close()
+
+
+def run_disconnect(url, i):
+    body = {"prompt": f"A long story {i}", "max_tokens": 400, "ignore_eos": True, "stream": True}
+    conn, resp = request(url, "/v1/completions", json.dumps(body).encode(), True)
+    if resp.status != 200:
+        raise Failure(f"disconnecting stream: status {resp.status}")
+    next(sse_events(resp))  # the first token, then the client goes away
+    conn.sock.close()
+    conn.close()
+
+
+def run_malformed(url, i):
+    body, want = MALFORMED[i % len(MALFORMED)]
+    conn, resp = request(url, "/v1/completions", body, False)
+    try:
+        r = json.loads(resp.read())
+        if resp.status != want or "message" not in r.get("error", {}):
+            raise Failure(f"malformed body {body[:40]!r}: status {resp.status} (want {want}), {r}")
+    finally:
+        conn.close()
+
+
+def round_of_requests(url, seed):
+    rng = random.Random(seed)
+    jobs = []
+    for i in range(REQUESTS):
+        kind = "malformed" if i % 10 == 0 else "disconnect" if i % 10 in (3, 7) else "ok"
+        jobs.append((kind, i, well_formed(i, rng) if kind == "ok" else None))
+    rng.shuffle(jobs)
+    lock = threading.Lock()
+    errors, counts = [], {"ok": 0, "malformed": 0, "disconnect": 0}
+
+    def client():
+        while True:
+            with lock:
+                if not jobs or errors:
+                    return
+                kind, i, req = jobs.pop()
+            try:
+                if kind == "ok":
+                    run_well_formed(url, *req)
+                elif kind == "malformed":
+                    run_malformed(url, i)
+                else:
+                    run_disconnect(url, i)
+                with lock:
+                    counts[kind] += 1
+            except Exception as e:  # noqa: BLE001 - every failure is reported
+                with lock:
+                    errors.append(f"{kind} #{i}: {e!r}")
+
+    threads = [threading.Thread(target=client) for _ in range(CLIENTS)]
+    t0 = time.monotonic()
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    if errors:
+        raise Failure("; ".join(errors[:5]))
+    return counts, time.monotonic() - t0
+
+
+def cancelled_count(server):
+    u = urlparse(server.url)
+    conn = http.client.HTTPConnection(u.hostname, u.port, timeout=30)
+    conn.request("GET", "/metrics")
+    text = conn.getresponse().read().decode()
+    conn.close()
+    for line in text.splitlines():
+        if line.startswith('ember_generations_total{stop_reason="cancelled"}'):
+            return int(line.split()[-1])
+    return 0
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--ember", required=True)
+    ap.add_argument("--model", required=True)
+    args = ap.parse_args()
+    server = EmberServe(args.ember, args.model, "--parallel", "8", "--ctx", "512")
+    try:
+        rss_start = server.rss_bytes()
+        counts, secs = round_of_requests(server.url, 1)
+        server.wait_idle()
+        rss_warm = server.rss_bytes()
+        print(f"warm-up round: {counts} in {secs:.1f} s; RSS {rss_start >> 10} KiB at start, {rss_warm >> 10} KiB after")
+        counts, secs = round_of_requests(server.url, 2)
+        status = server.wait_idle()
+        rss_after = server.rss_bytes()
+        print(f"measured round: {counts} in {secs:.1f} s; RSS {rss_after >> 10} KiB "
+              f"({(rss_after - rss_warm) / 1024:+.0f} KiB against the warm-up)")
+        if counts != {"ok": 140, "malformed": 20, "disconnect": 40}:
+            raise Failure(f"not every request ran: {counts}")
+        if status["kv_blocks"]["used"] != 0:
+            raise Failure(f"KV blocks still in use when idle: {status['kv_blocks']}")
+        cancelled = cancelled_count(server)
+        print(f"cancelled generations (disconnected clients): {cancelled} of 80")
+        if cancelled < 80:
+            raise Failure(f"only {cancelled} of the 80 disconnected streams were cancelled")
+        if server.get_json("/health") != {"status": "ok"}:
+            raise Failure("/health is not ok after the load")
+        if rss_after - rss_warm > RSS_BOUND:
+            raise Failure(f"RSS grew by {(rss_after - rss_warm) >> 10} KiB over a round (bound {RSS_BOUND >> 10} KiB)")
+    finally:
+        code = server.stop()
+    if code != 0:
+        raise Failure(f"ember serve exited {code} on SIGTERM")
+    print("load test: passed")
+
+
+if __name__ == "__main__":
+    sys.exit(main())

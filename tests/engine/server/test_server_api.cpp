@@ -1,0 +1,431 @@
+// The server's pure layer: request bodies -> ApiRequest (every field, every refusal),
+// events -> OpenAI JSON and SSE chunks, and the Prometheus page. No HTTP here; the server
+// itself is tested end to end in test_server.cpp.
+#include <doctest/doctest.h>
+
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "engine/server/request_parser.h"
+#include "engine/server/response_format.h"
+#include "engine/server/server_metrics.h"
+
+using namespace ember;
+using namespace ember::server;
+using nlohmann::json;
+
+namespace {
+
+ApiRequest ok(Endpoint e, const json& body, const ServerLimits& limits = {}) {
+    auto r = parse_request(e, body.dump(), limits);
+    if (auto* err = std::get_if<ApiError>(&r)) FAIL("unexpected error: ", err->message);
+    return std::get<ApiRequest>(r);
+}
+
+ApiError refused(Endpoint e, const std::string& body, const ServerLimits& limits = {}) {
+    auto r = parse_request(e, body, limits);
+    REQUIRE_MESSAGE(std::holds_alternative<ApiError>(r), "accepted: ", body);
+    return std::get<ApiError>(r);
+}
+ApiError refused(Endpoint e, const json& body, const ServerLimits& limits = {}) {
+    return refused(e, body.dump(), limits);
+}
+
+const json kHello = {{"role", "user"}, {"content", "Hello"}};
+
+}  // namespace
+
+TEST_CASE("chatRequestTakesEveryOpenAIField") {
+    const ApiRequest a = ok(Endpoint::Chat, {{"model", "SmolLM2"},
+                                             {"messages", {{{"role", "developer"}, {"content", "Be brief."}}, kHello}},
+                                             {"stream", true},
+                                             {"stream_options", {{"include_usage", true}}},
+                                             {"max_completion_tokens", 7},
+                                             {"max_tokens", 99},
+                                             {"temperature", 0.5},
+                                             {"top_p", 0.9},
+                                             {"top_k", 12},
+                                             {"min_p", 0.1},
+                                             {"seed", -1},
+                                             {"presence_penalty", 0.25},
+                                             {"frequency_penalty", -0.5},
+                                             {"logprobs", true},
+                                             {"top_logprobs", 3},
+                                             {"stop", {"\n\n", "END"}},
+                                             {"ignore_eos", true},
+                                             {"n", 1},
+                                             {"user", "someone"},
+                                             {"some_future_field", {1, 2}}});
+    CHECK(a.endpoint == Endpoint::Chat);
+    CHECK(a.engine.model == "SmolLM2");
+    REQUIRE(a.engine.messages.size() == 2);
+    CHECK(a.engine.messages[0].role == "system");  // developer is OpenAI's new name for it
+    CHECK(a.engine.messages[0].content == "Be brief.");
+    CHECK(a.engine.messages[1].role == "user");
+    CHECK(a.stream);
+    CHECK(a.include_usage);
+    CHECK(a.engine.max_tokens == 7);  // max_completion_tokens wins over max_tokens
+    CHECK(a.engine.sampling.temperature == doctest::Approx(0.5));
+    CHECK(a.engine.sampling.top_p == doctest::Approx(0.9));
+    CHECK(a.engine.sampling.top_k == 12);
+    CHECK(a.engine.sampling.min_p == doctest::Approx(0.1));
+    CHECK(a.engine.sampling.seed == ~uint64_t(0));
+    CHECK(a.seed_given);
+    CHECK(a.engine.sampling.presence_penalty == doctest::Approx(0.25));
+    CHECK(a.engine.sampling.frequency_penalty == doctest::Approx(-0.5));
+    CHECK(a.logprobs);
+    CHECK(a.engine.top_logprobs == 3);
+    CHECK(a.engine.stop == std::vector<std::string>{"\n\n", "END"});
+    CHECK(a.engine.ignore_eog);
+    CHECK(a.engine.prompt.empty());
+    CHECK(a.engine.prompt_tokens.empty());
+}
+
+TEST_CASE("leftOutFieldsTakeTheDefaults") {
+    ServerLimits limits;
+    limits.max_tokens = 321;
+    const ApiRequest a = ok(Endpoint::Chat, {{"messages", {kHello}}}, limits);
+    const SamplingParams defaults;
+    CHECK(a.engine.model.empty());  // the loaded model
+    CHECK_FALSE(a.stream);
+    CHECK_FALSE(a.include_usage);
+    CHECK_FALSE(a.logprobs);
+    CHECK(a.engine.top_logprobs == -1);
+    CHECK(a.engine.max_tokens == 321);
+    CHECK_FALSE(a.seed_given);
+    CHECK(a.engine.sampling.temperature == defaults.temperature);
+    CHECK(a.engine.sampling.top_k == defaults.top_k);
+    CHECK(a.engine.stop.empty());
+    CHECK_FALSE(a.engine.ignore_eog);
+    // null is "not given", as OpenAI's clients send it
+    const ApiRequest b = ok(Endpoint::Chat, {{"messages", {kHello}}, {"temperature", nullptr}, {"stop", nullptr}});
+    CHECK(b.engine.sampling.temperature == defaults.temperature);
+}
+
+TEST_CASE("chatContentPartsAndAssistantWithoutContent") {
+    const ApiRequest a = ok(
+        Endpoint::Chat,
+        {{"messages",
+          {{{"role", "user"}, {"content", {{{"type", "text"}, {"text", "Hel"}}, {{"type", "text"}, {"text", "lo"}}}}},
+           {{"role", "assistant"}, {"content", nullptr}},
+           {{"role", "assistant"}, {"content", "Hi"}, {"tool_calls", json::array()}}}}});
+    REQUIRE(a.engine.messages.size() == 3);
+    CHECK(a.engine.messages[0].content == "Hello");
+    CHECK(a.engine.messages[1].content.empty());
+    CHECK(a.engine.messages[2].content == "Hi");
+}
+
+TEST_CASE("completionPromptAsTextOrTokenIds") {
+    CHECK(ok(Endpoint::Completion, {{"prompt", "Once upon"}}).engine.prompt == "Once upon");
+    CHECK(ok(Endpoint::Completion, {{"prompt", {"Once upon"}}}).engine.prompt == "Once upon");
+    CHECK(ok(Endpoint::Completion, {{"prompt", {1, 403, 407}}}).engine.prompt_tokens ==
+          std::vector<int32_t>{1, 403, 407});
+    CHECK(ok(Endpoint::Completion, {{"prompt", {{1, 2}}}}).engine.prompt_tokens == std::vector<int32_t>{1, 2});
+    const ApiRequest lp = ok(Endpoint::Completion, {{"prompt", "x"}, {"logprobs", 2}, {"max_tokens", 0}});
+    CHECK(lp.logprobs);
+    CHECK(lp.engine.top_logprobs == 2);
+    CHECK(lp.engine.max_tokens == 0);
+    CHECK(lp.engine.messages.empty());
+}
+
+TEST_CASE("badBodiesGetA400NamingTheField") {
+    struct Case {
+        Endpoint endpoint;
+        std::string body;
+        std::string param;
+    };
+    const std::string msgs = R"("messages":[{"role":"user","content":"hi"}])";
+    const Case cases[] = {
+        {Endpoint::Chat, "", ""},
+        {Endpoint::Chat, "{", ""},
+        {Endpoint::Chat, "[1,2]", ""},
+        {Endpoint::Chat, "\"text\"", ""},
+        {Endpoint::Chat, "{}", "messages"},
+        {Endpoint::Chat, R"({"messages":[]})", "messages"},
+        {Endpoint::Chat, R"({"messages":"hi"})", "messages"},
+        {Endpoint::Chat, R"({"messages":[1]})", "messages[0]"},
+        {Endpoint::Chat, R"({"messages":[{"content":"hi"}]})", "messages[0].role"},
+        {Endpoint::Chat, R"({"messages":[{"role":"wizard","content":"hi"}]})", "messages[0].role"},
+        {Endpoint::Chat, R"({"messages":[{"role":"user"}]})", "messages[0].content"},
+        {Endpoint::Chat, R"({"messages":[{"role":"user","content":7}]})", "messages[0].content"},
+        {Endpoint::Chat, R"({"messages":[{"role":"user","content":[{"type":"text"}]}]})", "messages[0].content[0]"},
+        {Endpoint::Chat, "{" + msgs + R"(,"model":5})", "model"},
+        {Endpoint::Chat, "{" + msgs + R"(,"stream":"yes"})", "stream"},
+        {Endpoint::Chat, "{" + msgs + R"(,"stream_options":true})", "stream_options"},
+        {Endpoint::Chat, "{" + msgs + R"(,"stream_options":{"include_usage":1}})", "include_usage"},
+        {Endpoint::Chat, "{" + msgs + R"(,"max_tokens":"10"})", "max_tokens"},
+        {Endpoint::Chat, "{" + msgs + R"(,"max_tokens":1.5})", "max_tokens"},
+        {Endpoint::Chat, "{" + msgs + R"(,"max_tokens":-1})", "max_tokens"},
+        {Endpoint::Chat, "{" + msgs + R"(,"max_completion_tokens":100000})", "max_completion_tokens"},
+        {Endpoint::Chat, "{" + msgs + R"(,"temperature":"hot"})", "temperature"},
+        {Endpoint::Chat, "{" + msgs + R"(,"temperature":2.5})", "temperature"},
+        {Endpoint::Chat, "{" + msgs + R"(,"top_p":1.5})", "top_p"},
+        {Endpoint::Chat, "{" + msgs + R"(,"top_k":-1})", "top_k"},
+        {Endpoint::Chat, "{" + msgs + R"(,"seed":1e30})", "seed"},
+        {Endpoint::Chat, "{" + msgs + R"(,"seed":18446744073709551615})", "seed"},
+        {Endpoint::Chat, "{" + msgs + R"(,"presence_penalty":3})", "presence_penalty"},
+        {Endpoint::Chat, "{" + msgs + R"(,"logprobs":1})", "logprobs"},
+        {Endpoint::Chat, "{" + msgs + R"(,"top_logprobs":2})", "top_logprobs"},
+        {Endpoint::Chat, "{" + msgs + R"(,"logprobs":true,"top_logprobs":21})", "top_logprobs"},
+        {Endpoint::Chat, "{" + msgs + R"(,"stop":5})", "stop"},
+        {Endpoint::Chat, "{" + msgs + R"(,"stop":[""]})", "stop"},
+        {Endpoint::Chat, "{" + msgs + R"(,"stop":["a",1]})", "stop"},
+        {Endpoint::Chat, "{" + msgs + R"(,"ignore_eos":"true"})", "ignore_eos"},
+        {Endpoint::Chat, "{" + msgs + R"(,"user":3})", "user"},
+        {Endpoint::Completion, "{}", "prompt"},
+        {Endpoint::Completion, R"({"prompt":""})", "prompt"},
+        {Endpoint::Completion, R"({"prompt":[]})", "prompt"},
+        {Endpoint::Completion, R"({"prompt":{"text":"x"}})", "prompt"},
+        {Endpoint::Completion, R"({"prompt":[1,-2]})", "prompt"},
+        {Endpoint::Completion, R"({"prompt":[1,"a"]})", "prompt"},
+        {Endpoint::Completion, R"({"prompt":[1,4294967296]})", "prompt"},
+        {Endpoint::Completion, R"({"prompt":"x","logprobs":true})", "logprobs"},
+    };
+    for (const Case& c : cases) {
+        CAPTURE(c.body);
+        const ApiError e = refused(c.endpoint, c.body);
+        CHECK(e.status == 400);
+        CHECK(e.type == "invalid_request_error");
+        CHECK(e.param == c.param);
+        CHECK_FALSE(e.message.empty());
+    }
+}
+
+TEST_CASE("fieldsThatWouldChangeTheAnswerAreRefusedNotIgnored") {
+    const json base = {{"messages", {kHello}}};
+    const std::pair<const char*, json> cases[] = {
+        {"n", 2},
+        {"tools", {{{"type", "function"}, {"function", {{"name", "f"}}}}}},
+        {"functions", {{{"name", "f"}}}},
+        {"tool_choice", "required"},
+        {"response_format", {{"type", "json_object"}}},
+        {"logit_bias", {{"50256", -100}}},
+        {"modalities", {"text", "audio"}},
+    };
+    for (const auto& [key, value] : cases) {
+        CAPTURE(key);
+        json body = base;
+        body[key] = value;
+        const ApiError e = refused(Endpoint::Chat, body);
+        CHECK(e.status == 400);
+        CHECK(e.param == key);
+        CHECK(e.code == "unsupported_parameter");
+    }
+    // ... while their harmless forms pass
+    json harmless = base;
+    harmless["n"] = 1;
+    harmless["tools"] = json::array();
+    harmless["tool_choice"] = "none";
+    harmless["response_format"] = {{"type", "text"}};
+    harmless["logit_bias"] = json::object();
+    ok(Endpoint::Chat, harmless);
+    // images and tool messages
+    CHECK(refused(Endpoint::Chat,
+                  {{"messages",
+                    {{{"role", "user"}, {"content", {{{"type", "image_url"}, {"image_url", {{"url", "x"}}}}}}}}}})
+              .code == "unsupported_parameter");
+    CHECK(refused(Endpoint::Chat, {{"messages", {{{"role", "tool"}, {"content", "42"}}}}}).param == "messages[0].role");
+    // completions' own
+    CHECK(refused(Endpoint::Completion, {{"prompt", {"a", "b"}}}).code == "unsupported_parameter");
+    CHECK(refused(Endpoint::Completion, {{"prompt", "a"}, {"echo", true}}).param == "echo");
+    CHECK(refused(Endpoint::Completion, {{"prompt", "a"}, {"suffix", "z"}}).param == "suffix");
+    CHECK(refused(Endpoint::Completion, {{"prompt", "a"}, {"best_of", 3}}).param == "best_of");
+}
+
+TEST_CASE("limitsOnBodyPromptAndDepth") {
+    ServerLimits limits;
+    limits.max_body_bytes = 1000;
+    limits.max_prompt_bytes = 20;
+    limits.max_prompt_ids = 3;
+    limits.max_stop = 2;
+    CHECK(refused(Endpoint::Completion, json{{"prompt", std::string(2000, 'x')}}, limits).status == 413);
+    const ApiError long_prompt = refused(Endpoint::Completion, json{{"prompt", std::string(21, 'x')}}, limits);
+    CHECK(long_prompt.status == 413);
+    CHECK(long_prompt.code == "prompt_too_long");
+    ok(Endpoint::Completion, {{"prompt", std::string(20, 'x')}}, limits);
+    // messages count together
+    CHECK(refused(Endpoint::Chat,
+                  json{{"messages",
+                        {{{"role", "user"}, {"content", std::string(15, 'a')}},
+                         {{"role", "user"}, {"content", std::string(15, 'b')}}}}},
+                  limits)
+              .status == 413);
+    CHECK(refused(Endpoint::Completion, json{{"prompt", {1, 2, 3, 4}}}, limits).status == 413);
+    CHECK(refused(Endpoint::Completion, json{{"prompt", "a"}, {"stop", {"x", "y", "z"}}}, limits).param == "stop");
+    // deep nesting is refused before any parser recurses into it
+    const ApiError deep = refused(Endpoint::Chat, std::string(100000, '['));
+    CHECK(deep.status == 400);
+    CHECK(deep.message.find("nests deeper") != std::string::npos);
+    // brackets inside strings are text, not nesting
+    ok(Endpoint::Completion, {{"prompt", std::string(500, '[')}});
+}
+
+TEST_CASE("errorObjectIsOpenAIShaped") {
+    const json e = json::parse(error_json({404, "no such model", "invalid_request_error", "model", "model_not_found"}));
+    CHECK(e == json{{"error",
+                     {{"message", "no such model"},
+                      {"type", "invalid_request_error"},
+                      {"param", "model"},
+                      {"code", "model_not_found"}}}});
+    const json n = json::parse(error_json({400, "bad", "invalid_request_error", "", ""}));
+    CHECK(n["error"]["param"].is_null());
+    CHECK(n["error"]["code"].is_null());
+    // invalid UTF-8 from a client (echoed in a message) is replaced, never a throw
+    const json u = json::parse(error_json({400, std::string("bad \xff\xfe byte"), "invalid_request_error", "", ""}));
+    CHECK(u["error"]["message"] == "bad \xEF\xBF\xBD\xEF\xBF\xBD byte");
+}
+
+namespace {
+
+RequestStats stats(int32_t prompt, int32_t generated, StopReason why) {
+    RequestStats s;
+    s.prompt_tokens = prompt;
+    s.reused_tokens = 2;
+    s.generated_tokens = generated;
+    s.stop_reason = why;
+    return s;
+}
+
+json sse_data(const std::string& event) {
+    REQUIRE(event.rfind("data: ", 0) == 0);
+    REQUIRE(event.size() >= 8);
+    REQUIRE(event.substr(event.size() - 2) == "\n\n");
+    return json::parse(event.substr(6, event.size() - 8));
+}
+
+}  // namespace
+
+TEST_CASE("wholeChatAnswerWithUsageAndLogprobs") {
+    ResponseMeta meta{Endpoint::Chat, "chatcmpl-1", 1700000000, "SmolLM2", true, false};
+    TokenLogprob t;
+    t.id = 7;
+    t.piece = "Hi";
+    t.logprob = -0.25f;
+    t.top = {{7, -0.25f}, {9, -1.5f}};
+    const json j = json::parse(response_json(meta, "Hi", {t}, stats(12, 1, StopReason::EndOfText)));
+    CHECK(j["id"] == "chatcmpl-1");
+    CHECK(j["object"] == "chat.completion");
+    CHECK(j["created"] == 1700000000);
+    CHECK(j["model"] == "SmolLM2");
+    CHECK(j["choices"][0]["message"] == json{{"role", "assistant"}, {"content", "Hi"}});
+    CHECK(j["choices"][0]["finish_reason"] == "stop");
+    CHECK(j["usage"]["prompt_tokens"] == 12);
+    CHECK(j["usage"]["completion_tokens"] == 1);
+    CHECK(j["usage"]["total_tokens"] == 13);
+    CHECK(j["usage"]["prompt_tokens_details"]["cached_tokens"] == 2);
+    const json& lp = j["choices"][0]["logprobs"]["content"][0];
+    CHECK(lp["token"] == "Hi");
+    CHECK(lp["logprob"] == doctest::Approx(-0.25));
+    CHECK(lp["bytes"] == json{72, 105});
+    REQUIRE(lp["top_logprobs"].size() == 2);
+    CHECK(lp["top_logprobs"][0]["token"] == "Hi");
+    CHECK(lp["top_logprobs"][1]["token"] == "token_id:9");
+    CHECK(lp["top_logprobs"][1]["logprob"] == doctest::Approx(-1.5));
+}
+
+TEST_CASE("wholeCompletionAnswer") {
+    ResponseMeta meta{Endpoint::Completion, "cmpl-1", 5, "stories260K", true, false};
+    TokenLogprob a, b;
+    a.id = 1, a.piece = "Once", a.logprob = -0.5f, a.top = {{1, -0.5f}};
+    b.id = 2, b.piece = " upon", b.logprob = -0.1f;
+    const json j = json::parse(response_json(meta, "Once upon", {a, b}, stats(3, 2, StopReason::Length)));
+    CHECK(j["object"] == "text_completion");
+    CHECK(j["choices"][0]["text"] == "Once upon");
+    CHECK(j["choices"][0]["finish_reason"] == "length");
+    const json& lp = j["choices"][0]["logprobs"];
+    CHECK(lp["tokens"] == json{"Once", " upon"});
+    CHECK(lp["text_offset"] == json{0, 4});
+    CHECK(lp["top_logprobs"][0] == json{{"Once", -0.5}});
+    // no logprobs asked: null
+    meta.logprobs = false;
+    CHECK(json::parse(response_json(meta, "x", {}, stats(1, 1, StopReason::Context)))["choices"][0]["logprobs"]
+              .is_null());
+}
+
+TEST_CASE("streamedChatChunksInOrder") {
+    ResponseMeta meta{Endpoint::Chat, "chatcmpl-2", 9, "m", false, true};
+    const json first = sse_data(first_chunk(meta));
+    CHECK(first["object"] == "chat.completion.chunk");
+    CHECK(first["choices"][0]["delta"] == json{{"role", "assistant"}, {"content", ""}});
+    CHECK(first["usage"].is_null());  // include_usage: null in every chunk but the last
+    CHECK(first.contains("usage"));
+    const json text = sse_data(text_chunk(meta, "Hel", {}, 0));
+    CHECK(text["choices"][0]["delta"] == json{{"content", "Hel"}});
+    CHECK(text["choices"][0]["finish_reason"].is_null());
+    const json fin = sse_data(finish_chunk(meta, StopReason::StopString));
+    CHECK(fin["choices"][0]["delta"] == json::object());
+    CHECK(fin["choices"][0]["finish_reason"] == "stop");
+    const json usage = sse_data(usage_chunk(meta, stats(4, 3, StopReason::StopString)));
+    CHECK(usage["choices"] == json::array());
+    CHECK(usage["usage"]["total_tokens"] == 7);
+    CHECK(kSseDone == "data: [DONE]\n\n");
+    // completions: no role chunk, text in "text"
+    ResponseMeta c{Endpoint::Completion, "cmpl-2", 9, "m", false, false};
+    CHECK(first_chunk(c).empty());
+    const json ct = sse_data(text_chunk(c, " upon", {}, 4));
+    CHECK(ct["object"] == "text_completion");
+    CHECK(ct["choices"][0]["text"] == " upon");
+    CHECK_FALSE(ct.contains("usage"));
+}
+
+TEST_CASE("statusJsonForEmberPs") {
+    EngineStatus s;
+    s.model = "SmolLM2";
+    s.device = "cpu";
+    s.n_ctx = 2048;
+    s.kv_blocks_total = 64;
+    s.kv_blocks_used = 5;
+    DeviceMemory m;
+    m.device = "cpu";
+    m.mapped_weights = 1000;
+    m.kv_cache = 200;
+    s.memory = {m};
+    s.requests = {{1, "decode", 10, 3, 50.0}, {2, "queued", 4, 0, 1.0}};
+    const json j = status_json(s);
+    CHECK(j["model"] == "SmolLM2");
+    CHECK(j["kv_blocks"] == json{{"total", 64}, {"used", 5}});
+    CHECK(j["memory"][0]["held"] == 1200);
+    CHECK(j["running"] == 1);
+    CHECK(j["queued"] == 1);
+    CHECK(j["requests"][0]["state"] == "decode");
+}
+
+TEST_CASE("prometheusTextHasCountersHistogramsAndGauges") {
+    ServerMetrics m;
+    m.count_request("/v1/completions", 200);
+    m.count_request("/v1/completions", 200);
+    m.count_request("/v1/chat/completions", 400);
+    RequestStats s = stats(10, 4, StopReason::Length);
+    s.ttft_ms = 30;  // 0.03 s: in the 0.05 bucket
+    m.finished(s);
+    m.inter_token(0.004);
+    m.inter_token(2.0);  // above every bound: only +Inf
+    EngineStatus st;
+    st.kv_blocks_total = 10;
+    st.kv_blocks_used = 4;
+    st.requests = {{1, "decode", 1, 1, 1}, {2, "queued", 1, 0, 1}, {3, "queued", 1, 0, 1}};
+    const std::string text = prometheus_text(m.snapshot(), st);
+    const auto has = [&](const std::string& line) {
+        CAPTURE(line);
+        CHECK(text.find(line + "\n") != std::string::npos);
+    };
+    has("# TYPE ember_http_requests_total counter");
+    has("ember_http_requests_total{endpoint=\"/v1/completions\",status=\"200\"} 2");
+    has("ember_http_requests_total{endpoint=\"/v1/chat/completions\",status=\"400\"} 1");
+    has("ember_generations_total{stop_reason=\"length\"} 1");
+    has("ember_prompt_tokens_total 10");
+    has("ember_generated_tokens_total 4");
+    has("# TYPE ember_time_to_first_token_seconds histogram");
+    has("ember_time_to_first_token_seconds_bucket{le=\"0.025\"} 0");
+    has("ember_time_to_first_token_seconds_bucket{le=\"0.05\"} 1");
+    has("ember_time_to_first_token_seconds_bucket{le=\"+Inf\"} 1");
+    has("ember_time_to_first_token_seconds_count 1");
+    has("ember_inter_token_seconds_bucket{le=\"0.005\"} 1");
+    has("ember_inter_token_seconds_bucket{le=\"1\"} 1");
+    has("ember_inter_token_seconds_bucket{le=\"+Inf\"} 2");
+    has("ember_inter_token_seconds_sum 2.004");
+    has("ember_requests_running 1");
+    has("ember_requests_queued 2");
+    has("ember_kv_blocks_used 4");
+    has("ember_kv_cache_usage_ratio 0.4");
+}
