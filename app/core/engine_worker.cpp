@@ -106,6 +106,7 @@ struct EngineWorker::Answer {
     bool cancel_requested = false;
     std::atomic<bool> ended{false};
     TextBatcher batch;
+    bool started = false;  // admitted into the running batch
     bool got_text = false;
 };
 
@@ -252,6 +253,7 @@ void EngineWorker::on_event(Answer& a, ember::EngineEvent&& e) {
     using Kind = ember::EngineEvent::Kind;
     switch (e.kind) {
         case Kind::Started: {
+            a.started = true;
             std::lock_guard lock(energy_mutex_);
             ledger_.start(a.id, energy_->sample());
             emit generationStarted(a.id);
@@ -272,11 +274,12 @@ void EngineWorker::on_event(Answer& a, ember::EngineEvent&& e) {
         case Kind::Finished: {
             flush_text(a);
             GenerationResult r;
-            {
+            r.stop_reason = e.stats.stop_reason;
+            if (a.started) {  // else cancelled in the queue: it drew nothing, processed nothing
                 std::lock_guard lock(energy_mutex_);
                 fill_energy(r, ledger_.finish(a.id, energy_->sample()), *energy_);
+                fill_stats(r, e.stats);
             }
-            fill_stats(r, e.stats);
             r.model_name = a.model_name;
             a.ended = true;
             emit generationFinished(a.id, r);

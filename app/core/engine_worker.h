@@ -13,6 +13,12 @@
 // cannot be a queued call: cancel() and cancelUpTo() are plain thread-safe methods. A load
 // polls an atomic between stages; an answer is cancelled in the scheduler (within one step).
 // Work queued behind a running load is skipped when its turn comes if it was cancelled.
+//
+// No lost cancel for an answer, under one mutex: generate() registers the answer, submits,
+// then records the engine's id and cancels at once if a cancel arrived meanwhile; cancel()
+// records the id (and the answer's flag), then cancels in the engine if the id is known. So
+// a cancel before the queued generate() runs skips it, one during submit() is applied right
+// after, and one later goes straight to the scheduler. The sinks never take that mutex.
 #pragma once
 #include <QHash>
 #include <QObject>
