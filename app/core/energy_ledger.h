@@ -23,7 +23,7 @@ namespace ember::app {
 
 struct EnergyShare {
     double prefill_s = 0, decode_s = 0;
-    double prefill_j = 0, decode_j = 0;  // measured joules only (0 from an unreadable meter)
+    double prefill_j = 0, decode_j = 0;             // measured joules only (0 from an unreadable meter)
     bool cpu_measured = true, gpu_measured = true;  // every stretch it took part in was read
     bool shared = false;                            // some stretch had other answers in it
 };
