@@ -185,7 +185,7 @@ private slots:
     // Two answers overlapping: A alone 0-1 s (prefill) and 1-2 s (decode); B joins at 2 s and
     // both decode 2-4 s; A ends at 4 s; B alone to 5 s. The CPU counter draws 10 W (10 J/s)
     // until 2 s and 20 W after. Shared stretches split evenly, and the shares add up to the
-    // 70 J the counter moved while anything ran.
+    // 80 J the counter moved while anything ran.
     void energyLedgerSplitsOverlappingAnswers() {
         auto at = [](double t) {
             ember::EnergySample s;
@@ -212,7 +212,7 @@ private slots:
         QVERIFY(qAbs(b.prefill_j - 10) < 1e-9 && qAbs(b.prefill_s - 0.5) < 1e-9);
         QVERIFY(qAbs(b.decode_j - 30) < 1e-9 && qAbs(b.decode_s - 1.5) < 1e-9);
         QVERIFY(b.shared);
-        QVERIFY(qAbs(a.prefill_j + a.decode_j + b.prefill_j + b.decode_j - 70) < 1e-9);  // conserved
+        QVERIFY(qAbs(a.prefill_j + a.decode_j + b.prefill_j + b.decode_j - 80) < 1e-9);  // conserved
         QVERIFY(qAbs(a.prefill_s + a.decode_s + b.prefill_s + b.decode_s - 5) < 1e-9);   // no time counted twice
 
         // Alone, an answer gets exactly its own readings; an unknown id gets nothing.
@@ -373,6 +373,40 @@ private slots:
         QVERIFY(msgs.back().stats.energy_j.has_value());
         QVERIFY(*msgs.back().stats.energy_j > 0);  // the counter advanced while it answered
         QCOMPARE(cost.days().at(0).toMap().value("measured").toLongLong(), 1);
+        qunsetenv("EMBER_POWERCAP_ROOT");
+        qunsetenv("EMBER_NVML_LIBRARY");
+    }
+
+    // Two chats answering at once through the scheduler share the meter's readings: both are
+    // marked shared, both store a measured part, and the view calls its numbers an estimate.
+    void overlappingAnswersShareTheEnergy() {
+        EMBER_REQUIRE_FILE(ember::test::test_model(ember::test::kSmolLM2));
+        QTemporaryDir meters;
+        TickingRapl rapl(meters.path());
+        qputenv("EMBER_POWERCAP_ROOT", meters.path().toUtf8());
+        qputenv("EMBER_NVML_LIBRARY", "/nonexistent/libnvidia-ml.so.1");
+        ember::test::AppHarness h;
+        CostController cost(*h.store.store, h.settings, h.host.worker());
+        QVERIFY(h.load(ember::test::test_model(ember::test::kSmolLM2)));
+        QSignalSpy done(&h.chat, &ChatController::answerFinished);
+        QSignalSpy results(h.host.worker(), &EngineWorker::generationFinished);
+        h.set_sampling(24);
+        QVERIFY(h.chat.send(QStringLiteral("Name a colour.")));
+        const qint64 a = h.chat.currentConversationId();
+        h.chat.newConversation();
+        h.set_sampling(24);
+        QVERIFY(h.chat.send(QStringLiteral("Name a fruit.")));
+        const qint64 b = h.chat.currentConversationId();
+        QTRY_VERIFY_WITH_TIMEOUT(done.count() == 2, 120'000);
+        QTRY_COMPARE(cost.measuredAnswers(), 2);
+        for (const auto& r : results) QVERIFY(r.at(1).value<GenerationResult>().energy_shared);
+        QCOMPARE(cost.sharedAnswers(), 2);
+        QVERIFY(cost.estimated());
+        QVERIFY2(cost.energySource().contains("split evenly"), qPrintable(cost.energySource()));
+        for (qint64 id : {a, b}) {
+            const auto msgs = h.store.store->messages(id);
+            QVERIFY(msgs.back().stats.energy_j.has_value() && *msgs.back().stats.energy_j > 0);
+        }
         qunsetenv("EMBER_POWERCAP_ROOT");
         qunsetenv("EMBER_NVML_LIBRARY");
     }
