@@ -60,7 +60,7 @@ Rectangle {
                               value: Settings.contextLength; onValueModified: Settings.contextLength = value }
                 }
                 Row2 {
-                    Key { text: qsTr("Chats kept in the KV cache") }
+                    Key { text: qsTr("Chats kept in the KV cache (and answers written at once)") }
                     SpinBox { from: 1; to: 64; editable: true; value: Settings.cachedChats
                               onValueModified: Settings.cachedChats = value }
                 }
@@ -72,6 +72,46 @@ Rectangle {
                 Row2 {
                     Key { text: qsTr("Load the last model at start") }
                     Switch { checked: Settings.loadLastModel; onToggled: Settings.loadLastModel = checked }
+                }
+
+                Section { text: qsTr("Local API server") }
+                Label {
+                    Layout.fillWidth: true
+                    wrapMode: Text.Wrap
+                    color: Theme.muted
+                    font.pixelSize: 12
+                    text: qsTr("An OpenAI-compatible API on this computer only (127.0.0.1), answered by the model loaded here, alongside your chats.")
+                }
+                Row2 {
+                    Key { text: qsTr("Serve the API") }
+                    Switch { objectName: "serverSwitch"; checked: Settings.serverEnabled
+                             onToggled: Settings.serverEnabled = checked }
+                }
+                Row2 {
+                    Key { text: qsTr("Port") }
+                    SpinBox { objectName: "serverPortBox"; from: 1; to: 65535; editable: true
+                              value: Settings.serverPort; onValueModified: Settings.serverPort = value
+                              textFromValue: (v) => String(v); valueFromText: (t) => parseInt(t) }
+                }
+                Row2 {
+                    Key { text: qsTr("API key (optional; clients send it as a Bearer token)") }
+                    TextField { objectName: "serverKeyField"; Layout.preferredWidth: 260
+                                text: Settings.serverApiKey; echoMode: TextInput.PasswordEchoOnEdit
+                                placeholderText: qsTr("none"); onEditingFinished: Settings.serverApiKey = text }
+                }
+                Row2 {
+                    Key { text: qsTr("Status") }
+                    Label {
+                        objectName: "serverStatus"
+                        Layout.fillWidth: true
+                        wrapMode: Text.Wrap
+                        textFormat: Text.PlainText
+                        color: ApiServer.error.length > 0 ? Theme.error : Theme.muted
+                        text: ApiServer.busy ? qsTr("Starting…")
+                            : ApiServer.running ? qsTr("Serving at %1/v1").arg(ApiServer.url)
+                            : ApiServer.error.length > 0 ? ApiServer.error
+                            : qsTr("Off")
+                    }
                 }
 
                 Section { text: qsTr("New chats") }

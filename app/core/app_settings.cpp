@@ -68,6 +68,13 @@ void AppSettings::setMonitorGeometry(const QRect& v) { set("monitor/geometry", v
 int AppSettings::monitorTab() const { return settings_->value("monitor/tab", 0).toInt(); }
 void AppSettings::setMonitorTab(int v) { set("monitor/tab", qMax(0, v)); }
 
+bool AppSettings::serverEnabled() const { return settings_->value("server/enabled", false).toBool(); }
+void AppSettings::setServerEnabled(bool v) { set("server/enabled", v); }
+int AppSettings::serverPort() const { return settings_->value("server/port", 8080).toInt(); }
+void AppSettings::setServerPort(int v) { set("server/port", qBound(1, v, 65535)); }
+QString AppSettings::serverApiKey() const { return settings_->value("server/api_key").toString(); }
+void AppSettings::setServerApiKey(const QString& v) { set("server/api_key", v.trimmed()); }
+
 bool AppSettings::hadHistory() const { return settings_->value("storage/had_history", false).toBool(); }
 void AppSettings::setHadHistory(bool v) {
     set("storage/had_history", v);

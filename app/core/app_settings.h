@@ -26,6 +26,12 @@ class AppSettings : public QObject {
     Q_PROPERTY(bool monitorOpen READ monitorOpen WRITE setMonitorOpen NOTIFY changed)
     Q_PROPERTY(QRect monitorGeometry READ monitorGeometry WRITE setMonitorGeometry NOTIFY changed)
     Q_PROPERTY(int monitorTab READ monitorTab WRITE setMonitorTab NOTIFY changed)
+    // The local OpenAI-compatible API server (engine/server) on the app's own engine, bound
+    // to 127.0.0.1. The key (empty: none) is kept in this file in plain text, as a local
+    // server's command-line flag would be: it guards the port against other local programs.
+    Q_PROPERTY(bool serverEnabled READ serverEnabled WRITE setServerEnabled NOTIFY changed)
+    Q_PROPERTY(int serverPort READ serverPort WRITE setServerPort NOTIFY changed)
+    Q_PROPERTY(QString serverApiKey READ serverApiKey WRITE setServerApiKey NOTIFY changed)
     Q_PROPERTY(QString settingsFile READ settingsFile CONSTANT)
     Q_PROPERTY(QString builtinModelPath READ builtinModelPath CONSTANT)
     // The cost view's settings (see below).
@@ -65,6 +71,12 @@ public:
     void setMonitorGeometry(const QRect& v);
     int monitorTab() const;
     void setMonitorTab(int v);
+    bool serverEnabled() const;
+    void setServerEnabled(bool v);
+    int serverPort() const;
+    void setServerPort(int v);  // 1..65535
+    QString serverApiKey() const;
+    void setServerApiKey(const QString& v);
     QString settingsFile() const { return settings_->fileName(); }
     void sync() { settings_->sync(); }  // writes pending changes to the file now
     // Set once the conversation database has held a conversation: a database later found

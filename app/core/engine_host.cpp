@@ -1,7 +1,5 @@
 #include "app/core/engine_host.h"
 
-#include <chrono>
-
 namespace ember::app {
 
 EngineHost::EngineHost(QObject* parent) : QObject(parent), worker_(new EngineWorker) {
@@ -29,11 +27,7 @@ void EngineHost::unload() {
         worker_, [w = worker_] { w->unloadModel(); }, Qt::QueuedConnection);
 }
 
-void EngineHost::generate(const GenerationRequest& request) {
-    GenerationRequest req = request;
-    req.submitted_ns =
-        std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
-            .count();
+void EngineHost::generate(const GenerationRequest& req) {
     QMetaObject::invokeMethod(
         worker_, [w = worker_, req] { w->generate(req); }, Qt::QueuedConnection);
 }

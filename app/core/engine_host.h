@@ -17,6 +17,8 @@ public:
     ~EngineHost() override;
 
     EngineWorker* worker() const { return worker_; }  // connect to its signals (queued)
+    // The app's InferenceEngine (the loaded model's scheduler): the local API server's.
+    EngineSlot& engine() const { return worker_->engine(); }
 
     quint64 load(LoadRequest req);  // returns the request id (for cancel)
     void unload();

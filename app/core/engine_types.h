@@ -18,10 +18,9 @@ struct ChatTurn {
 
 struct GenerationRequest {
     quint64 id = 0;              // unique per request, chosen by the caller
-    qint64 conversation_id = 0;  // selects the KV-cache sequence reused across turns
+    qint64 conversation_id = 0;  // its cache_key: the KV-cache sequence reused across turns
     QVector<ChatTurn> turns;     // the whole conversation so far, system prompt first
     SamplingSettings sampling;
-    qint64 submitted_ns = 0;  // steady_clock when EngineHost queued it (queue wait)
 };
 
 struct GenerationResult {
@@ -37,10 +36,13 @@ struct GenerationResult {
     // What the answer drew, read from the energy meters (engine/telemetry/energy.h) at its
     // start, first token and finish: prefill = start -> first token, decode = the rest. The
     // joules are only what the readable meters measured; where the CPU meter is unreadable the
-    // cost view adds an estimate (its watts setting x these seconds) and says so.
+    // cost view adds an estimate (its watts setting x these seconds) and says so. Answers that
+    // ran at the same time split the stretches they shared evenly (app/core/energy_ledger.h):
+    // seconds and joules are then this answer's share, and energy_shared says so.
     double prefill_s = 0, decode_s = 0;
     double prefill_j = 0, decode_j = 0;
     bool cpu_energy_measured = false, gpu_energy_measured = false;
+    bool energy_shared = false;
     QString cpu_energy_note, gpu_energy_note;  // why that meter was unreadable (empty: it read)
 };
 

@@ -3,14 +3,11 @@
 #include <QElapsedTimer>
 #include <QFileInfo>
 #include <chrono>
-#include <optional>
+#include <utility>
 
-#include "app/core/sequence_pool.h"
 #include "app/core/text_batcher.h"
 #include "engine/core/log.h"
 #include "engine/runtime/model.h"
-#include "engine/runtime/prompt_fit.h"
-#include "engine/runtime/sequence.h"
 #include "engine/telemetry/energy.h"
 
 namespace ember::app {
@@ -60,22 +57,58 @@ std::string env_or(const char* name, const char* fallback) {
     return v.isEmpty() ? std::string(fallback) : v.toStdString();
 }
 
-// Splits the answer's energy at its first token (no first token: all of it was prefill).
-void fill_energy(GenerationResult& r, const ember::EnergySample& start, const ember::EnergySample& first,
-                 const ember::EnergySample& end, const ember::EnergyMeter& meter) {
-    const ember::EnergySpan prefill = ember::energy_between(start, first);
-    const ember::EnergySpan decode = ember::energy_between(first, end);
-    r.prefill_s = prefill.seconds;
-    r.decode_s = decode.seconds;
-    r.prefill_j = prefill.measured_j();
-    r.decode_j = decode.measured_j();
-    r.cpu_energy_measured = prefill.cpu_measured && decode.cpu_measured;
-    r.gpu_energy_measured = prefill.gpu_measured && decode.gpu_measured;
+// The answer's share of what the meters read (EnergyLedger: an even split where answers overlap).
+void fill_energy(GenerationResult& r, const EnergyShare& share, const ember::EnergyMeter& meter) {
+    r.prefill_s = share.prefill_s;
+    r.decode_s = share.decode_s;
+    r.prefill_j = share.prefill_j;
+    r.decode_j = share.decode_j;
+    r.cpu_energy_measured = share.cpu_measured;
+    r.gpu_energy_measured = share.gpu_measured;
+    r.energy_shared = share.shared;
     r.cpu_energy_note = q(meter.cpu_reason());
     r.gpu_energy_note = q(meter.gpu_reason());
 }
 
+void fill_stats(GenerationResult& r, const ember::RequestStats& s) {
+    r.prompt_tokens = s.prompt_tokens;
+    r.reused_tokens = s.reused_tokens;
+    r.generated_tokens = s.generated_tokens;
+    r.dropped_turns = s.dropped_turns;
+    r.ttft_ms = s.ttft_ms;  // from the request's submission: what the user waited
+    const double prefill_ms = s.ttft_ms - s.queue_wait_ms;
+    if (prefill_ms > 0) r.prefill_tok_s = (s.prompt_tokens - s.reused_tokens) * 1000.0 / prefill_ms;
+    if (s.decode_ms > 0) r.decode_tok_s = (s.generated_tokens - 1) * 1000.0 / s.decode_ms;
+    r.stop_reason = s.stop_reason;
+}
+
+ember::EngineRequest to_engine_request(const GenerationRequest& req, uint64_t fresh_seed) {
+    ember::EngineRequest e;
+    e.messages.reserve(static_cast<size_t>(req.turns.size()));
+    for (const ChatTurn& t : req.turns) e.messages.push_back({t.role.toStdString(), t.content.toStdString()});
+    e.fit_context = true;  // the oldest turns make way (the answer says how many)
+    e.sampling = req.sampling.to_params(fresh_seed);
+    e.max_tokens = req.sampling.max_tokens;
+    e.cache_key = conversation_cache_key(req.conversation_id);
+    return e;
+}
+
 }  // namespace
+
+std::string conversation_cache_key(qint64 conversation_id) { return "chat:" + std::to_string(conversation_id); }
+
+// One answer in the engine. The flags are guarded by EngineWorker::mutex_; the rest belongs
+// to the scheduler's thread (its sink), after submit().
+struct EngineWorker::Answer {
+    quint64 id = 0;
+    QString model_name;
+    uint64_t engine_id = 0;  // the slot's id once submitted
+    bool cancel_requested = false;
+    std::atomic<bool> ended{false};
+    TextBatcher batch;
+    bool started = false;  // admitted into the running batch
+    bool got_text = false;
+};
 
 EngineWorker::EngineWorker() {
     qRegisterMetaType<ember::app::LoadRequest>();
@@ -84,51 +117,54 @@ EngineWorker::EngineWorker() {
     qRegisterMetaType<ember::app::LoadedModelInfo>();
 }
 
-// The pool's sequences hold blocks of the model's KV cache: they go first.
-EngineWorker::~EngineWorker() {
-    pool_.reset();
-    model_.reset();
+// The scheduler goes first: its running answers end (Cancelled) through sinks that use the
+// energy meter and emit this object's signals.
+EngineWorker::~EngineWorker() { engine_.clear(); }
+
+bool EngineWorker::cancelled(quint64 id) const { return id <= cancel_up_to_.load() || cancelled_.contains(id); }
+
+void EngineWorker::cancel_answer(Answer& a) {
+    a.cancel_requested = true;
+    if (a.engine_id != 0) engine_.cancel(a.engine_id);
 }
 
 void EngineWorker::cancel(quint64 request_id) {
-    {
-        std::lock_guard lock(cancelled_mutex_);
-        cancelled_.insert(request_id);
-    }
+    std::lock_guard lock(mutex_);
+    cancelled_.insert(request_id);
     if (current_load_.load() == request_id) cancel_load_ = true;
-    if (current_generate_.load() == request_id) cancel_generate_ = true;
+    if (const auto a = answers_.value(request_id)) cancel_answer(*a);
 }
 
 void EngineWorker::cancelUpTo(quint64 last_request_id) {
+    std::lock_guard lock(mutex_);
     quint64 prev = cancel_up_to_.load();
     while (prev < last_request_id && !cancel_up_to_.compare_exchange_weak(prev, last_request_id)) {}
-    const quint64 load = current_load_.load(), gen = current_generate_.load();
+    const quint64 load = current_load_.load();
     if (load != 0 && load <= last_request_id) cancel_load_ = true;
-    if (gen != 0 && gen <= last_request_id) cancel_generate_ = true;
+    for (const auto& a : std::as_const(answers_))
+        if (a->id <= last_request_id && !a->ended) cancel_answer(*a);
 }
 
-bool EngineWorker::begin(std::atomic<quint64>& current, std::atomic<bool>& flag, quint64 id) {
-    current = id;
-    flag = false;
-    std::lock_guard lock(cancelled_mutex_);
-    const bool cancelled = id <= cancel_up_to_.load() || cancelled_.contains(id);
-    if (cancelled) flag = true;
-    return cancelled;
+bool EngineWorker::begin_load(quint64 id) {
+    current_load_ = id;
+    cancel_load_ = false;
+    std::lock_guard lock(mutex_);
+    const bool was_cancelled = cancelled(id);
+    if (was_cancelled) cancel_load_ = true;
+    return was_cancelled;
 }
 
-void EngineWorker::end(std::atomic<quint64>& current, quint64 id) {
-    current = 0;
-    std::lock_guard lock(cancelled_mutex_);
+void EngineWorker::end_load(quint64 id) {
+    current_load_ = 0;
+    std::lock_guard lock(mutex_);
     cancelled_.remove(id);
 }
 
 void EngineWorker::loadModel(const LoadRequest& req) {
     // A cancelled load still unloads the previous model: the user asked to replace it.
-    begin(current_load_, cancel_load_, req.id);
-    pool_.reset();
-    model_.reset();
-    model_path_.clear();
-    telemetry_.set_memory({});
+    begin_load(req.id);
+    engine_.clear();  // answers still running end as cancelled
+    model_name_.clear();
     QElapsedTimer t;
     t.start();
     ember::LoadOptions o;
@@ -139,109 +175,128 @@ void EngineWorker::loadModel(const LoadRequest& req) {
     o.cancel = &cancel_load_;
     o.on_progress = [this](float p) { emit loadProgress(p); };
     try {
-        model_ = ember::Model::load(o);
-        pool_ = std::make_unique<SequencePool>(*model_, static_cast<size_t>(o.n_seqs));
-        model_path_ = req.path;
-        telemetry_.set_memory(model_->memory_use());
-        emit modelLoaded(describe(*model_, req.path, static_cast<double>(t.elapsed()), o.n_seqs));
+        std::unique_ptr<ember::Model> model = ember::Model::load(o);
+        const LoadedModelInfo info = describe(*model, req.path, static_cast<double>(t.elapsed()), o.n_seqs);
+        SlotOptions so;
+        so.model_name = info.name.toStdString();
+        so.max_batch = o.n_seqs;   // as many answers at once as chats the cache holds in full
+        so.max_cached = o.n_seqs;  // idle chats whose KV cache is kept for their next turn
+        engine_.install(std::move(model), so);
+        model_name_ = info.name;
+        emit modelLoaded(info);
     } catch (const std::exception& e) {
-        const bool cancelled = cancel_load_.load();
-        ember::log(cancelled ? ember::LogLevel::Info : ember::LogLevel::Error,
-                   std::string(cancelled ? "model load cancelled: " : "model load failed: ") + e.what());
-        emit modelLoadFailed(req.path, QString::fromUtf8(e.what()), cancelled);
+        const bool was_cancelled = cancel_load_.load();
+        ember::log(was_cancelled ? ember::LogLevel::Info : ember::LogLevel::Error,
+                   std::string(was_cancelled ? "model load cancelled: " : "model load failed: ") + e.what());
+        emit modelLoadFailed(req.path, QString::fromUtf8(e.what()), was_cancelled);
     }
-    end(current_load_, req.id);
+    end_load(req.id);
 }
 
 void EngineWorker::unloadModel() {
-    pool_.reset();
-    model_.reset();
-    model_path_.clear();
-    telemetry_.set_memory({});
+    engine_.clear();
+    model_name_.clear();
     emit modelUnloaded();
 }
 
 void EngineWorker::forgetConversation(qint64 conversation_id) {
-    if (pool_) pool_->drop(conversation_id);
+    engine_.forget(conversation_cache_key(conversation_id));
 }
 
 void EngineWorker::generate(const GenerationRequest& req) {
-    if (begin(current_generate_, cancel_generate_, req.id)) {
-        end(current_generate_, req.id);
-        GenerationResult r;
-        r.stop_reason = StopReason::Cancelled;
-        emit generationFinished(req.id, r);
-        return;
+    auto a = std::make_shared<Answer>();
+    a->id = req.id;
+    a->model_name = model_name_;
+    {
+        std::lock_guard lock(mutex_);
+        // Answers that ended are forgotten here, where the list is touched anyway (a sink
+        // never takes this lock: it must not block the scheduler's thread).
+        for (auto it = answers_.begin(); it != answers_.end();) it = (*it)->ended ? answers_.erase(it) : std::next(it);
+        const bool was_cancelled = cancelled(req.id);
+        cancelled_.remove(req.id);
+        if (was_cancelled) {
+            GenerationResult r;
+            r.stop_reason = StopReason::Cancelled;
+            emit generationFinished(req.id, r);
+            return;
+        }
+        answers_.insert(req.id, a);
     }
-    if (!model_) {
-        end(current_generate_, req.id);
-        emit generationFailed(req.id, QStringLiteral("No model is loaded."));
-        return;
-    }
-    emit generationStarted(req.id);
+    if (!energy_)
+        energy_ = std::make_unique<ember::EnergyMeter>(env_or("EMBER_POWERCAP_ROOT", ember::RaplMeter::kRoot),
+                                                       env_or("EMBER_NVML_LIBRARY", ember::Nvml::kLibrary));
+    const uint64_t seed = 0x9E3779B97F4A7C15ull * ++seed_counter_ ^
+                          static_cast<uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count());
+    uint64_t engine_id = 0;
     try {
-        std::vector<ember::ChatMessage> turns;
-        turns.reserve(static_cast<size_t>(req.turns.size()));
-        for (const ChatTurn& t : req.turns) turns.push_back({t.role.toStdString(), t.content.toStdString()});
-        const FittedPrompt prompt =
-            fit_prompt(*model_, std::move(turns), answer_room(model_->n_ctx(), req.sampling.max_tokens));
-
-        ember::GenerateOptions go;
-        go.sampling =
-            req.sampling.to_params(0x9E3779B97F4A7C15ull * ++seed_counter_ ^
-                                   static_cast<uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count()));
-        go.max_tokens = req.sampling.max_tokens;
-        go.telemetry = &telemetry_;
-        go.request_id = req.id;
-        if (req.submitted_ns > 0) {
-            const auto now = std::chrono::duration_cast<std::chrono::nanoseconds>(
-                std::chrono::steady_clock::now().time_since_epoch());
-            go.queue_wait_ms = std::max(0.0, static_cast<double>(now.count() - req.submitted_ns) * 1e-6);
-        }
-        ember::Sequence& seq = pool_->acquire(req.conversation_id);
-
-        if (!energy_)
-            energy_ = std::make_unique<ember::EnergyMeter>(env_or("EMBER_POWERCAP_ROOT", ember::RaplMeter::kRoot),
-                                                           env_or("EMBER_NVML_LIBRARY", ember::Nvml::kLibrary));
-        // Three meter reads per answer, never per token. The first text stands for the first
-        // token: a token that ends mid-character shows up with the next one, a token later.
-        const ember::EnergySample at_start = energy_->sample();
-        std::optional<ember::EnergySample> at_first;
-        TextBatcher batch;
-        auto on_text = [&](std::string_view text) {
-            if (!at_first) at_first = energy_->sample();
-            if (batch.add(text.data(), text.size())) {
-                auto [s, n] = batch.take();
-                emit textReady(req.id, s, n);
-            }
-            return !cancel_generate_.load();
-        };
-        const ember::GenerateStats st = seq.generate(prompt.tokens, go, on_text, &cancel_generate_);
-        const ember::EnergySample at_end = energy_->sample();
-        if (!batch.empty()) {
-            auto [s, n] = batch.take();
-            emit textReady(req.id, s, n);
-        }
-        GenerationResult r;
-        fill_energy(r, at_start, at_first.value_or(at_end), at_end, *energy_);
-        r.prompt_tokens = st.prompt_tokens;
-        r.reused_tokens = st.reused_tokens;
-        r.generated_tokens = st.generated_tokens;
-        r.dropped_turns = prompt.dropped_turns;
-        r.ttft_ms = st.ttft_ms;
-        r.prefill_tok_s = st.prefill_tok_s();
-        r.decode_tok_s = st.decode_tok_s();
-        r.stop_reason = st.stop_reason;
-        r.model_name = QFileInfo(model_path_).completeBaseName();
-        emit generationFinished(req.id, r);
+        engine_id = engine_.submit(to_engine_request(req, seed),
+                                   [this, a](ember::EngineEvent&& e) { on_event(*a, std::move(e)); });
     } catch (const std::exception& e) {
-        ember::log(ember::LogLevel::Error, std::string("generation failed: ") + e.what());
-        // A failure mid-forward leaves the sequence's cache consistent (the engine truncates),
-        // but drop it anyway: the next turn re-processing its prompt is cheap insurance.
-        pool_->drop(req.conversation_id);
+        // Never queued (no model, a message too long for the context, a full queue).
+        a->ended = true;
         emit generationFailed(req.id, QString::fromUtf8(e.what()));
+        return;
     }
-    end(current_generate_, req.id);
+    // A cancel that came while submit() ran saw no engine id yet: it left its mark instead.
+    std::lock_guard lock(mutex_);
+    a->engine_id = engine_id;
+    if (a->cancel_requested) engine_.cancel(engine_id);
+}
+
+void EngineWorker::flush_text(Answer& a) {
+    if (a.batch.empty()) return;
+    auto [s, n] = a.batch.take();
+    emit textReady(a.id, s, n);
+}
+
+void EngineWorker::on_event(Answer& a, ember::EngineEvent&& e) {
+    using Kind = ember::EngineEvent::Kind;
+    switch (e.kind) {
+        case Kind::Started: {
+            a.started = true;
+            std::lock_guard lock(energy_mutex_);
+            ledger_.start(a.id, energy_->sample());
+            emit generationStarted(a.id);
+            return;
+        }
+        case Kind::Text:
+            // Three meter reads per answer, never per token. The first text stands for the
+            // first token: a token that ends mid-character shows up with the next one.
+            if (!std::exchange(a.got_text, true)) {
+                std::lock_guard lock(energy_mutex_);
+                ledger_.first_token(a.id, energy_->sample());
+            }
+            if (a.batch.add(e.text.data(), e.text.size())) {
+                auto [s, n] = a.batch.take();
+                emit textReady(a.id, s, n);
+            }
+            return;
+        case Kind::Finished: {
+            flush_text(a);
+            GenerationResult r;
+            r.stop_reason = e.stats.stop_reason;
+            if (a.started) {  // else cancelled in the queue: it drew nothing, processed nothing
+                std::lock_guard lock(energy_mutex_);
+                fill_energy(r, ledger_.finish(a.id, energy_->sample()), *energy_);
+                fill_stats(r, e.stats);
+            }
+            r.model_name = a.model_name;
+            a.ended = true;
+            emit generationFinished(a.id, r);
+            return;
+        }
+        case Kind::Failed: {
+            flush_text(a);  // what was written stays (saved as interrupted)
+            {
+                std::lock_guard lock(energy_mutex_);
+                ledger_.finish(a.id, energy_->sample());
+            }
+            ember::log(ember::LogLevel::Error, "generation failed: " + e.error);
+            a.ended = true;
+            emit generationFailed(a.id, QString::fromStdString(e.error));
+            return;
+        }
+    }
 }
 
 }  // namespace ember::app

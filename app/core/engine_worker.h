@@ -1,37 +1,53 @@
-// The engine thread's object. It owns the ember::Model and one KV-cache sequence per
-// conversation (SequencePool) and lives on its own QThread; the GUI talks to it only by
-// queued signals in and queued signals out, so nothing on the GUI thread ever waits for it.
+// The engine thread's object. It loads and unloads models on its own QThread and, once a
+// model is loaded, runs it through a Scheduler (engine/scheduler: continuous batching) kept
+// in an EngineSlot, the app's one InferenceEngine that the local API server shares. The GUI
+// talks to it only by queued calls in and queued signals out, so nothing on the GUI thread
+// ever waits for it.
 //
-// Loading and generating run inside a slot, which keeps this thread's event loop busy, so
-// cancellation cannot be a queued call: cancel() and cancelUpTo() are plain thread-safe
-// methods that set atomics the engine polls (model loading between stages, generation
-// before every token). Requests queue up behind the running one, in order.
+// A chat's answer is a submit() to the scheduler (cache_key = its conversation, so the next
+// turn reuses its KV cache). Several answers run at once, one per conversation; their events
+// arrive on the scheduler's thread, where each answer's sink batches its text (<= ~60 Hz per
+// answer) and emits the signals below (queued to the GUI).
+//
+// Loading runs inside a slot, which keeps this thread's event loop busy, so cancellation
+// cannot be a queued call: cancel() and cancelUpTo() are plain thread-safe methods. A load
+// polls an atomic between stages; an answer is cancelled in the scheduler (within one step).
+// Work queued behind a running load is skipped when its turn comes if it was cancelled.
+//
+// No lost cancel for an answer, under one mutex: generate() registers the answer, submits,
+// then records the engine's id and cancels at once if a cancel arrived meanwhile; cancel()
+// records the id (and the answer's flag), then cancels in the engine if the id is known. So
+// a cancel before the queued generate() runs skips it, one during submit() is applied right
+// after, and one later goes straight to the scheduler. The sinks never take that mutex.
 #pragma once
+#include <QHash>
 #include <QObject>
 #include <QSet>
 #include <atomic>
 #include <memory>
 #include <mutex>
+#include <string>
 
+#include "app/core/energy_ledger.h"
+#include "app/core/engine_slot.h"
 #include "app/core/engine_types.h"
-#include "engine/telemetry/telemetry.h"
 
 namespace ember {
-class Model;
 class EnergyMeter;
 }  // namespace ember
 
 namespace ember::app {
 
-class SequencePool;
-
 struct LoadRequest {
     quint64 id = 0;  // set by EngineHost
     QString path;
     qint64 n_ctx = 0;   // 0: the model's own, capped at 4096
-    int n_seqs = 4;     // conversations whose KV cache is kept at once
+    int n_seqs = 4;     // chats whose KV cache is kept, and answers that run at once
     int n_threads = 0;  // 0: one per core
 };
+
+// The scheduler's cache_key of a conversation: its turns continue one kept KV sequence.
+std::string conversation_cache_key(qint64 conversation_id);
 
 class EngineWorker : public QObject {
     Q_OBJECT
@@ -40,13 +56,14 @@ public:
     ~EngineWorker() override;
 
     // Thread-safe, callable from any thread; they take effect within one engine step (a
-    // load stage or one token). Work queued behind the running request is skipped when
-    // its turn comes. Request ids (loads and generations) come from one increasing counter.
+    // load stage or one scheduler step). Request ids (loads and answers) come from one
+    // increasing counter.
     void cancel(quint64 request_id);
     void cancelUpTo(quint64 last_request_id);  // everything issued so far
-    // Live numbers of every request and of the loaded model's memory, recorded on the engine
-    // thread without locks on the token path; snapshot() is safe from any thread, any rate.
-    const ember::Telemetry& telemetry() const { return telemetry_; }
+    // The app's engine (outlives every model; the local API server submits here).
+    EngineSlot& engine() { return engine_; }
+    // The loaded model's live numbers (empty with none), safe from any thread at any rate.
+    ember::TelemetrySnapshot telemetrySnapshot() const { return engine_.telemetry_snapshot(); }
 
 public slots:
     void loadModel(const ember::app::LoadRequest& req);
@@ -59,34 +76,40 @@ signals:
     void modelLoaded(const ember::app::LoadedModelInfo& info);
     void modelLoadFailed(const QString& path, const QString& error, bool cancelled);
     void modelUnloaded();
+    // From the scheduler's thread (queued to the GUI): admitted into the running batch.
     void generationStarted(quint64 request_id);
-    // Text batched at <= ~60 Hz; `pieces` counts the engine callbacks it came from.
+    // Text batched at <= ~60 Hz per answer; `pieces` counts the engine events it came from.
     void textReady(quint64 request_id, const QString& text, int pieces);
     void generationFinished(quint64 request_id, const ember::app::GenerationResult& result);
     void generationFailed(quint64 request_id, const QString& error);
 
 private:
-    // Marks `id` as running, then reports whether it was cancelled before it started. In
+    struct Answer;
+    // Marks load `id` as running, then reports whether it was cancelled before it started. In
     // that order: cancel() records the id first and then looks at what is running, so one
     // of the two always sees the other (no lost cancel).
-    bool begin(std::atomic<quint64>& current, std::atomic<bool>& flag, quint64 id);
-    void end(std::atomic<quint64>& current, quint64 id);
+    bool begin_load(quint64 id);
+    void end_load(quint64 id);
+    bool cancelled(quint64 id) const;                  // under mutex_
+    void cancel_answer(Answer& a);                     // under mutex_
+    void on_event(Answer& a, ember::EngineEvent&& e);  // the scheduler's thread
+    void flush_text(Answer& a);                        // sends what the batcher holds
 
-    std::unique_ptr<ember::Model> model_;
-    std::unique_ptr<SequencePool> pool_;
-    QString model_path_;
-    std::atomic<bool> cancel_load_{false};      // polled by Model::load
-    std::atomic<bool> cancel_generate_{false};  // polled by Sequence::generate every token
+    EngineSlot engine_;
+    QString model_name_;                    // the loaded model's file name without .gguf
+    std::atomic<bool> cancel_load_{false};  // polled by Model::load
     std::atomic<quint64> current_load_{0};
-    std::atomic<quint64> current_generate_{0};
     std::atomic<quint64> cancel_up_to_{0};
-    std::mutex cancelled_mutex_;
-    QSet<quint64> cancelled_;  // ids cancelled one by one
+    mutable std::mutex mutex_;                         // guards the three below
+    QSet<quint64> cancelled_;                          // ids cancelled one by one, not yet run
+    QHash<quint64, std::shared_ptr<Answer>> answers_;  // submitted, maybe ended (pruned lazily)
     uint64_t seed_counter_ = 0;
-    ember::Telemetry telemetry_;  // outlives every model this worker loads
-    // Opened on the engine thread at the first answer (NVML's start-up can take a while).
-    // $EMBER_POWERCAP_ROOT and $EMBER_NVML_LIBRARY point it elsewhere (tests, odd systems).
+    // Opened on the engine thread at the first answer (NVML's start-up can take a while),
+    // read by the answers' sinks. $EMBER_POWERCAP_ROOT and $EMBER_NVML_LIBRARY point it
+    // elsewhere (tests, odd systems).
     std::unique_ptr<ember::EnergyMeter> energy_;
+    std::mutex energy_mutex_;  // energy_ and ledger_ from the sinks
+    EnergyLedger ledger_;      // each answer's share of what energy_ reads
 };
 
 }  // namespace ember::app

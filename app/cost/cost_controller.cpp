@@ -63,9 +63,17 @@ void CostController::addAnswer(const GenerationResult& r) {
     const int64_t input = r.prompt_tokens - r.reused_tokens;
     if (input <= 0 && r.generated_tokens <= 0) return;  // cancelled before it started
     // Watts are the setting at the time of the answer: the estimate is of that answer.
-    use_.add(answer_use(input, r.generated_tokens, r.prefill_s, r.decode_s, r.prefill_j, r.decode_j,
-                        r.cpu_energy_measured, settings_.cpuWatts()));
+    EnergyUse u = answer_use(input, r.generated_tokens, r.prefill_s, r.decode_s, r.prefill_j, r.decode_j,
+                             r.cpu_energy_measured, settings_.cpuWatts());
+    u.shared_answers = r.energy_shared ? 1 : 0;
+    use_.add(u);
     source_ = describe_source(r, settings_.cpuWatts());
+    if (use_.shared_answers > 0)
+        source_ += QStringLiteral(
+                       "\n%1 of these answers ran at the same time as others: the energy of the time "
+                       "they shared is split evenly between them (the total is measured, each "
+                       "answer's part is an estimate).")
+                       .arg(use_.shared_answers);
     emit costChanged();
     refresh();
 }

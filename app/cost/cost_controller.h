@@ -5,7 +5,9 @@
 //
 // Energy comes from each GenerationResult (measured on the engine thread, three meter reads
 // per answer). Where the CPU's meter is unreadable, its part is the cpuWatts setting times the
-// answer's time, and everything derived from it is flagged `estimated`.
+// answer's time, and everything derived from it is flagged `estimated`. Answers that ran at
+// the same time share what the meters read evenly (GenerationResult::energy_shared), which
+// is flagged `estimated` too: the total is measured, each answer's part is not.
 #pragma once
 #include <QObject>
 #include <QVariantList>
@@ -27,7 +29,10 @@ class CostController : public QObject {
     Q_PROPERTY(ember::app::AppSettings* settings READ settings CONSTANT)
     // Measurements of this session's answers (-1: none yet).
     Q_PROPERTY(int measuredAnswers READ measuredAnswers NOTIFY costChanged)
+    // True when any part is an estimate: watts x time for an unreadable CPU meter, or the
+    // even split of energy between answers that ran at the same time (sharedAnswers).
     Q_PROPERTY(bool estimated READ estimated NOTIFY costChanged)
+    Q_PROPERTY(int sharedAnswers READ sharedAnswers NOTIFY costChanged)
     Q_PROPERTY(QString energySource READ energySource NOTIFY costChanged)
     Q_PROPERTY(double inputJoulesPerToken READ inputJoulesPerToken NOTIFY costChanged)
     Q_PROPERTY(double outputJoulesPerToken READ outputJoulesPerToken NOTIFY costChanged)
@@ -54,7 +59,8 @@ public:
     AppSettings* settings() const { return &settings_; }
 
     int measuredAnswers() const { return use_.answers; }
-    bool estimated() const { return use_.estimated_answers > 0; }
+    bool estimated() const { return use_.estimated_answers > 0 || use_.shared_answers > 0; }
+    int sharedAnswers() const { return use_.shared_answers; }
     QString energySource() const { return source_; }
     double inputJoulesPerToken() const;
     double outputJoulesPerToken() const;

@@ -22,6 +22,7 @@ void EnergyUse::add(const EnergyUse& o) {
     decode_s += o.decode_s;
     answers += o.answers;
     estimated_answers += o.estimated_answers;
+    shared_answers += o.shared_answers;
 }
 
 EnergyUse answer_use(int64_t input_tokens, int64_t output_tokens, double prefill_s, double decode_s,

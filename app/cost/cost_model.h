@@ -25,6 +25,10 @@ struct EnergyUse {
     double prefill_s = 0, decode_s = 0;
     int answers = 0;
     int estimated_answers = 0;  // answers whose CPU energy is watts x time, not measured
+    // Answers that ran alongside others: their joules and seconds are an even split of the
+    // stretches they shared (app/core/energy_ledger.h). The sum over answers is still what
+    // the meters read; how it divides between input and output tokens is the estimate.
+    int shared_answers = 0;
     void add(const EnergyUse& o);
 };
 

@@ -38,7 +38,8 @@ AppContext::AppContext(const QString& data_dir, const QString& log_file)
       cost(*store.store, settings, host.worker()),
       hub(library_folder(data_dir), QDir(data_dir).filePath(QStringLiteral("hf_token"))),
       library(library_folder(data_dir), models, &model_list),
-      monitor(host.worker()->telemetry()) {
+      monitor([w = host.worker()] { return w->telemetrySnapshot(); }),
+      api_server(host.engine(), settings) {
     info.data_dir = data_dir;
     info.database_path = store.path;
     info.log_file = log_file;
@@ -69,7 +70,7 @@ void AppContext::register_qml() {
     // The instances outlive the QML engine (they are members here; the engine is destroyed
     // first), so QML must not take ownership.
     for (QObject* o : std::initializer_list<QObject*>{&chat, &models, &model_list, &settings, &clipboard, &info,
-                                                      &storage, &about, &hub, &library, &monitor, &cost})
+                                                      &storage, &about, &hub, &library, &monitor, &cost, &api_server})
         QQmlEngine::setObjectOwnership(o, QQmlEngine::CppOwnership);
     qmlRegisterSingletonInstance("Ember.Core", 1, 0, "Chat", &chat);
     qmlRegisterSingletonInstance("Ember.Core", 1, 0, "Models", &models);
@@ -83,6 +84,7 @@ void AppContext::register_qml() {
     qmlRegisterSingletonInstance("Ember.Core", 1, 0, "Library", &library);
     qmlRegisterSingletonInstance("Ember.Core", 1, 0, "Monitor", &monitor);
     qmlRegisterSingletonInstance("Ember.Core", 1, 0, "Cost", &cost);
+    qmlRegisterSingletonInstance("Ember.Core", 1, 0, "ApiServer", &api_server);
     qmlRegisterUncreatableType<ModelController>("Ember.Core", 1, 0, "ModelState", QStringLiteral("enum only"));
     qmlRegisterUncreatableType<MessageListModel>("Ember.Core", 1, 0, "MessageListModel", QStringLiteral("from Chat"));
     qmlRegisterUncreatableType<ConversationListModel>("Ember.Core", 1, 0, "ConversationListModel",

@@ -7,6 +7,7 @@
 #include <QString>
 #include <memory>
 
+#include "app/core/api_server_controller.h"
 #include "app/core/app_settings.h"
 #include "app/core/chat_controller.h"
 #include "app/core/clipboard.h"
@@ -45,7 +46,8 @@ public:
     ~AppContext();
 
     // Registers the singletons of the QML module "Ember.Core": Chat, Models, ModelList,
-    // Settings, Clipboard, App, Storage, About, Hub, Library, Monitor, Cost. Call once per process, before loading QML.
+    // Settings, Clipboard, App, Storage, About, Hub, Library, Monitor, Cost, ApiServer. Call once per process, before
+    // loading QML.
     void register_qml();
     // Loads the last model (or nothing) as the settings say; returns at once.
     void restore_last_model();
@@ -68,6 +70,9 @@ public:
     AppInfo info;
     AboutInfo about;            // QML singleton "About" (ui/AboutDialog.qml)
     MonitorController monitor;  // reads the engine worker's telemetry (QML: Monitor)
+    // The settings page's local API server on the app's own engine (QML: ApiServer); after
+    // host, so it stops before the engine goes away.
+    ApiServerController api_server;
 };
 
 }  // namespace ember::app

@@ -58,8 +58,8 @@ QVariantMap sensor_entry(const QString& name, const ember::Sensor& s, const QStr
 
 }  // namespace
 
-MonitorController::MonitorController(const ember::Telemetry& telemetry, QString nvml_library, QObject* parent)
-    : QObject(parent), telemetry_(telemetry), nvml_library_(std::move(nvml_library)) {
+MonitorController::MonitorController(TelemetrySource telemetry, QString nvml_library, QObject* parent)
+    : QObject(parent), telemetry_(std::move(telemetry)), nvml_library_(std::move(nvml_library)) {
     if (nvml_library_.isEmpty()) nvml_library_ = qEnvironmentVariable("EMBER_NVML_LIBRARY");
     if (nvml_library_.isEmpty()) nvml_library_ = QString::fromLatin1(ember::Nvml::kLibrary);
     clock_.start();
@@ -90,7 +90,7 @@ void MonitorController::useNvmlLibrary(const QString& library) {
 
 void MonitorController::setPlacementReason(const QString& reason) {
     placement_reason_ = reason;
-    if (polls_ > 0) read_memory(telemetry_.snapshot());
+    if (polls_ > 0) read_memory(telemetry_());
     else {
         device_badge_ = QStringLiteral("No model");
         device_reason_ = QStringLiteral("Load a model to see where it runs.");
@@ -99,7 +99,7 @@ void MonitorController::setPlacementReason(const QString& reason) {
 }
 
 void MonitorController::poll() {
-    const ember::TelemetrySnapshot s = telemetry_.snapshot();
+    const ember::TelemetrySnapshot s = telemetry_();
     read_telemetry(s);
     read_memory(s);
     read_gpu();

@@ -15,6 +15,7 @@
 #include <QTimer>
 #include <QVariantList>
 #include <deque>
+#include <functional>
 #include <memory>
 
 #include "engine/telemetry/nvml.h"
@@ -55,8 +56,11 @@ public:
     static constexpr int kIntervalMs = 250;      // 4 Hz: smooth enough to read, cheap to draw
     static constexpr int kHistorySeconds = 300;  // what the charts show: the last 5 minutes
 
+    // Where the numbers come from: the engine's current telemetry, any thread (the model
+    // behind it changes with each load, EngineWorker::telemetrySnapshot).
+    using TelemetrySource = std::function<ember::TelemetrySnapshot()>;
     // `nvml_library`: empty means $EMBER_NVML_LIBRARY, else the driver's libnvidia-ml.so.1.
-    explicit MonitorController(const ember::Telemetry& telemetry, QString nvml_library = {}, QObject* parent = nullptr);
+    explicit MonitorController(TelemetrySource telemetry, QString nvml_library = {}, QObject* parent = nullptr);
     ~MonitorController() override;
 
     bool active() const { return timer_.isActive(); }
@@ -101,7 +105,7 @@ private:
     void read_gpu();
     void read_process();
 
-    const ember::Telemetry& telemetry_;
+    TelemetrySource telemetry_;
     QString nvml_library_;
     QTimer timer_;
     QElapsedTimer clock_;

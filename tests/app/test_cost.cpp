@@ -23,6 +23,7 @@
 #include <ctime>
 #include <thread>
 
+#include "app/core/energy_ledger.h"
 #include "app/cost/api_prices.h"
 #include "app/cost/cost_controller.h"
 #include "app/cost/cost_model.h"
@@ -181,6 +182,63 @@ private slots:
         QVERIFY(qAbs(*local_cost(use, {}).input_j_per_token - (100.5 + 20.0) / 200.0) < 1e-12);
     }
 
+    // Two answers overlapping: A alone 0-1 s (prefill) and 1-2 s (decode); B joins at 2 s and
+    // both decode 2-4 s; A ends at 4 s; B alone to 5 s. The CPU counter draws 10 W (10 J/s)
+    // until 2 s and 20 W after. Shared stretches split evenly, and the shares add up to the
+    // 80 J the counter moved while anything ran.
+    void energyLedgerSplitsOverlappingAnswers() {
+        auto at = [](double t) {
+            ember::EnergySample s;
+            s.t_s = t;
+            s.cpu_j = {true, t <= 2 ? 10 * t : 20 + 20 * (t - 2), {}};
+            s.gpu_j = {false, 0, "no GPU"};
+            return s;
+        };
+        EnergyLedger ledger;
+        ledger.start(1, at(0));
+        ledger.first_token(1, at(1));
+        ledger.first_token(1, at(1.5));  // only the first one counts
+        ledger.start(2, at(2));
+        ledger.first_token(2, at(3));
+        const EnergyShare a = ledger.finish(1, at(4));
+        QCOMPARE(ledger.running(), 1);
+        const EnergyShare b = ledger.finish(2, at(5));
+        QCOMPARE(ledger.running(), 0);
+        // A: prefill 0-1 (10 J, 1 s); decode 1-2 alone (10 J) + half of 2-4 (40 J, 2 s).
+        QVERIFY(qAbs(a.prefill_j - 10) < 1e-9 && qAbs(a.prefill_s - 1) < 1e-9);
+        QVERIFY(qAbs(a.decode_j - 30) < 1e-9 && qAbs(a.decode_s - 2) < 1e-9);
+        QVERIFY(a.shared && a.cpu_measured && !a.gpu_measured);
+        // B: prefill half of 2-3 (20 J, 1 s); decode half of 3-4 + 4-5 alone (10 + 20 J).
+        QVERIFY(qAbs(b.prefill_j - 10) < 1e-9 && qAbs(b.prefill_s - 0.5) < 1e-9);
+        QVERIFY(qAbs(b.decode_j - 30) < 1e-9 && qAbs(b.decode_s - 1.5) < 1e-9);
+        QVERIFY(b.shared);
+        QVERIFY(qAbs(a.prefill_j + a.decode_j + b.prefill_j + b.decode_j - 80) < 1e-9);  // conserved
+        QVERIFY(qAbs(a.prefill_s + a.decode_s + b.prefill_s + b.decode_s - 5) < 1e-9);   // no time counted twice
+
+        // Alone, an answer gets exactly its own readings; an unknown id gets nothing.
+        ledger.start(3, at(10));
+        ledger.first_token(3, at(11));
+        const EnergyShare c = ledger.finish(3, at(12));
+        QVERIFY(!c.shared);
+        QVERIFY(qAbs(c.prefill_j - 20) < 1e-9 && qAbs(c.decode_j - 20) < 1e-9);
+        QCOMPARE(ledger.finish(99, at(13)).decode_j, 0.0);
+
+        // A shared answer flags the cost view's numbers as an estimate and says why.
+        ember::test::AppHarness h;
+        CostController cost(*h.store.store, h.settings, nullptr);
+        GenerationResult r;
+        r.prompt_tokens = 100;
+        r.generated_tokens = 10;
+        r.prefill_s = a.prefill_s, r.decode_s = a.decode_s, r.prefill_j = a.prefill_j, r.decode_j = a.decode_j;
+        r.cpu_energy_measured = true;
+        r.energy_shared = true;
+        cost.addAnswer(r);
+        QVERIFY(cost.estimated());
+        QCOMPARE(cost.sharedAnswers(), 1);
+        QVERIFY2(cost.energySource().contains("split evenly"), qPrintable(cost.energySource()));
+        QVERIFY(qAbs(cost.outputJoulesPerToken() - 3.0) < 1e-9);  // 30 J over 10 tokens
+    }
+
     void apiPricesAreDatedSourcedAndEditable() {
         const ApiPriceList d = default_api_prices();
         QCOMPARE(d.retrieved, QStringLiteral("2026-12-02"));
@@ -315,6 +373,40 @@ private slots:
         QVERIFY(msgs.back().stats.energy_j.has_value());
         QVERIFY(*msgs.back().stats.energy_j > 0);  // the counter advanced while it answered
         QCOMPARE(cost.days().at(0).toMap().value("measured").toLongLong(), 1);
+        qunsetenv("EMBER_POWERCAP_ROOT");
+        qunsetenv("EMBER_NVML_LIBRARY");
+    }
+
+    // Two chats answering at once through the scheduler share the meter's readings: both are
+    // marked shared, both store a measured part, and the view calls its numbers an estimate.
+    void overlappingAnswersShareTheEnergy() {
+        EMBER_REQUIRE_FILE(ember::test::test_model(ember::test::kSmolLM2));
+        QTemporaryDir meters;
+        TickingRapl rapl(meters.path());
+        qputenv("EMBER_POWERCAP_ROOT", meters.path().toUtf8());
+        qputenv("EMBER_NVML_LIBRARY", "/nonexistent/libnvidia-ml.so.1");
+        ember::test::AppHarness h;
+        CostController cost(*h.store.store, h.settings, h.host.worker());
+        QVERIFY(h.load(ember::test::test_model(ember::test::kSmolLM2)));
+        QSignalSpy done(&h.chat, &ChatController::answerFinished);
+        QSignalSpy results(h.host.worker(), &EngineWorker::generationFinished);
+        h.set_sampling(24);
+        QVERIFY(h.chat.send(QStringLiteral("Name a colour.")));
+        const qint64 a = h.chat.currentConversationId();
+        h.chat.newConversation();
+        h.set_sampling(24);
+        QVERIFY(h.chat.send(QStringLiteral("Name a fruit.")));
+        const qint64 b = h.chat.currentConversationId();
+        QTRY_VERIFY_WITH_TIMEOUT(done.count() == 2, 120'000);
+        QTRY_COMPARE(cost.measuredAnswers(), 2);
+        for (const auto& r : results) QVERIFY(r.at(1).value<GenerationResult>().energy_shared);
+        QCOMPARE(cost.sharedAnswers(), 2);
+        QVERIFY(cost.estimated());
+        QVERIFY2(cost.energySource().contains("split evenly"), qPrintable(cost.energySource()));
+        for (qint64 id : {a, b}) {
+            const auto msgs = h.store.store->messages(id);
+            QVERIFY(msgs.back().stats.energy_j.has_value() && *msgs.back().stats.energy_j > 0);
+        }
         qunsetenv("EMBER_POWERCAP_ROOT");
         qunsetenv("EMBER_NVML_LIBRARY");
     }

@@ -136,8 +136,8 @@ class TestMonitor : public QObject {
 
     // Starts an answer and waits until the charts have several points of it being decoded.
     void generate_until_charted(int max_tokens) {
-        const ember::Telemetry& tel = app_.ctx->host.worker()->telemetry();
-        const uint64_t before = tel.snapshot().requests;
+        const auto tel = [this] { return app_.ctx->host.worker()->telemetrySnapshot(); };
+        const uint64_t before = tel().requests;
         const int polls = app_.ctx->monitor.polls();
         app_.sampling(max_tokens);
         QVERIFY(app_.ctx->chat.send(kStory));
@@ -145,9 +145,8 @@ class TestMonitor : public QObject {
         QXYSeries* latency = app_.series("latencySeries");
         QVERIFY(speed && latency);
         // This answer (not the last one) is decoding, and the panel has polled it twice since.
-        QTRY_VERIFY_WITH_TIMEOUT(tel.snapshot().requests > before && tel.snapshot().current.running &&
-                                     tel.snapshot().current.generated_tokens >= 6,
-                                 120'000);
+        QTRY_VERIFY_WITH_TIMEOUT(
+            tel().requests > before && tel().current.running && tel().current.generated_tokens >= 6, 120'000);
         const int decoding = app_.ctx->monitor.polls();
         QTRY_VERIFY(app_.ctx->monitor.polls() >= decoding + 2);
         QVERIFY(app_.ctx->monitor.polls() > polls);

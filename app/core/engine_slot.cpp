@@ -1,0 +1,89 @@
+#include "app/core/engine_slot.h"
+
+#include <mutex>
+#include <utility>
+
+#include "engine/scheduler/scheduler.h"
+#include "kernels/common/error.h"
+
+namespace ember::app {
+
+EngineSlot::EngineSlot() = default;
+EngineSlot::~EngineSlot() { clear(); }
+
+void EngineSlot::install(std::unique_ptr<ember::Model> model, const SlotOptions& options) {
+    clear();
+    ember::SchedulerOptions so;
+    so.model_name = options.model_name;
+    so.max_batch = options.max_batch;
+    so.max_cached = options.max_cached;
+    auto scheduler = std::make_unique<ember::Scheduler>(*model, so);
+    std::unique_lock lock(mutex_);
+    model_ = std::move(model);
+    scheduler_ = std::move(scheduler);
+    ++generation_;
+}
+
+void EngineSlot::clear() {
+    std::unique_ptr<ember::Scheduler> scheduler;
+    std::unique_ptr<ember::Model> model;
+    {
+        std::unique_lock lock(mutex_);
+        scheduler = std::move(scheduler_);
+        model = std::move(model_);
+    }
+    scheduler.reset();  // joins the engine thread after cancelling what runs
+    model.reset();
+}
+
+bool EngineSlot::loaded() const {
+    std::shared_lock lock(mutex_);
+    return scheduler_ != nullptr;
+}
+
+std::optional<uint64_t> EngineSlot::to_scheduler_id(uint64_t slot_id) const {
+    if (slot_id >> kIdBits != generation_) return std::nullopt;
+    return slot_id & ((uint64_t{1} << kIdBits) - 1);
+}
+
+uint64_t EngineSlot::submit(ember::EngineRequest request, ember::EventSink sink) {
+    std::shared_lock lock(mutex_);
+    if (!scheduler_) throw ember::Error("No model is loaded.");
+    const uint64_t generation = generation_;
+    // The sink sees the slot's ids too (events can arrive before submit() returns).
+    return to_slot_id(
+        scheduler_->submit(std::move(request), [generation, sink = std::move(sink)](ember::EngineEvent&& e) {
+            e.request_id = generation << kIdBits | e.request_id;
+            sink(std::move(e));
+        }));
+}
+
+void EngineSlot::cancel(uint64_t request_id) {
+    std::shared_lock lock(mutex_);
+    if (const auto id = to_scheduler_id(request_id); id && scheduler_) scheduler_->cancel(*id);
+}
+
+void EngineSlot::forget(const std::string& cache_key) {
+    std::shared_lock lock(mutex_);
+    if (scheduler_) scheduler_->forget(cache_key);
+}
+
+ember::EngineStatus EngineSlot::status() const {
+    std::shared_lock lock(mutex_);
+    if (!scheduler_) return {};
+    ember::EngineStatus s = scheduler_->status();
+    for (ember::RequestStatus& r : s.requests) r.id = to_slot_id(r.id);
+    return s;
+}
+
+const ember::Telemetry& EngineSlot::telemetry() const {
+    std::shared_lock lock(mutex_);
+    return scheduler_ ? scheduler_->telemetry() : idle_telemetry_;
+}
+
+ember::TelemetrySnapshot EngineSlot::telemetry_snapshot() const {
+    std::shared_lock lock(mutex_);
+    return (scheduler_ ? scheduler_->telemetry() : idle_telemetry_).snapshot();
+}
+
+}  // namespace ember::app

@@ -1,0 +1,70 @@
+// The app's one InferenceEngine, whichever model is loaded: the chats and the local API
+// server (engine/server) both submit here, and it forwards to the Scheduler of the loaded
+// model. Loading another model swaps what is behind it without its clients noticing, so the
+// server keeps its port across model changes; with no model loaded, submit() throws "No
+// model is loaded." (the server answers that as an error, the chat shows it).
+//
+// Request ids carry the model's generation (a load counter) above the scheduler's own id, so
+// a late cancel() for a request of the previous model can never stop one of the next.
+//
+// Threads: submit/cancel/forget/status/snapshot from any thread, under a shared lock that
+// install() and take() hold exclusively only to move pointers (the engine thread loads and
+// destroys models outside it). Nothing here waits for a forward pass.
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <shared_mutex>
+
+#include "engine/runtime/model.h"
+#include "engine/scheduler/inference_engine.h"
+
+namespace ember {
+class Scheduler;  // scheduler.h stays out of Qt code (a member named `slots` meets Qt's macro)
+}
+
+namespace ember::app {
+
+// The scheduler's settings the app chooses (the rest keep the Scheduler's defaults).
+struct SlotOptions {
+    std::string model_name;  // the name API clients use
+    int32_t max_batch = 4;   // answers in one pass at most
+    int32_t max_cached = 4;  // idle chats whose KV sequence is kept for their next turn
+};
+
+class EngineSlot final : public ember::InferenceEngine {
+public:
+    EngineSlot();
+    ~EngineSlot() override;
+
+    // Engine thread: puts a loaded model behind the slot with its scheduler.
+    void install(std::unique_ptr<ember::Model> model, const SlotOptions& options);
+    // Engine thread: empties the slot and destroys what was in it, outside the lock: the
+    // scheduler first (every request of it gets its Finished event, Cancelled), then the model.
+    void clear();
+    bool loaded() const;
+
+    uint64_t submit(ember::EngineRequest request, ember::EventSink sink) override;
+    void cancel(uint64_t request_id) override;
+    void forget(const std::string& cache_key) override;
+    ember::EngineStatus status() const override;
+    // The loaded model's telemetry (an empty one when none is): the reference is only good
+    // until the next model change; telemetry_snapshot() is the safe read from other threads.
+    const ember::Telemetry& telemetry() const override;
+    ember::TelemetrySnapshot telemetry_snapshot() const;
+
+private:
+    static constexpr int kIdBits = 40;  // scheduler ids below, the model's generation above
+    uint64_t to_slot_id(uint64_t scheduler_id) const { return generation_ << kIdBits | scheduler_id; }
+    // The scheduler's id when `slot_id` belongs to the loaded model.
+    std::optional<uint64_t> to_scheduler_id(uint64_t slot_id) const;
+
+    mutable std::shared_mutex mutex_;
+    // Declared in destruction order's reverse: the scheduler goes before the model it runs.
+    std::unique_ptr<ember::Model> model_;
+    std::unique_ptr<ember::Scheduler> scheduler_;
+    uint64_t generation_ = 0;          // models installed so far
+    ember::Telemetry idle_telemetry_;  // what telemetry() shows with no model
+};
+
+}  // namespace ember::app
