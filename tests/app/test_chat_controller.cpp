@@ -523,8 +523,7 @@ private slots:
 
     // Two chats answer at once through the scheduler: both are admitted before either ends,
     // both stream into their own rows (switching shows each one's own text), the sidebar
-    // marks both, and each stored answer is what the same chat gives alone (greedy; see the
-    // SmolLM2 row for the engine's gap there).
+    // marks both, and each stored answer is what the same chat gives alone (greedy).
     void twoChatsAnswerAtOnce_data() {
         QTest::addColumn<QString>("model");
         QTest::addColumn<QString>("pa");
@@ -532,12 +531,9 @@ private slots:
         QTest::addColumn<bool>("same_as_alone");
         QTest::newRow("stories260K") << QString::fromStdString(kStoriesPath) << QStringLiteral("Once upon a time")
                                      << QStringLiteral("The little dog") << true;
-        // KNOWN ENGINE GAP: on SmolLM2's Q4_1 weights a greedy answer batched with another
-        // one departs from the same answer alone after a few words (F32 stories260K above is
-        // identical): the quantized CPU matmul is not yet batch-invariant. This row checks
-        // everything else; set it to true when the engine is.
+        // Quantized weights (Q4_1) too: the CPU kernels are batch-invariant (kernels/cpu/README.md).
         QTest::newRow("SmolLM2") << QString::fromStdString(kSmolPath) << QStringLiteral("Name three colors.")
-                                 << QStringLiteral("What is the capital of France?") << false;
+                                 << QStringLiteral("What is the capital of France?") << true;
     }
     void twoChatsAnswerAtOnce() {
         QFETCH(QString, model);
