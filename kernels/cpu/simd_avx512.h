@@ -4,6 +4,13 @@
 #pragma once
 #include <immintrin.h>
 
+// GCC 12's AVX-512 headers warn on their own undefined-vector helpers (GCC bug 105593), at
+// the inlined call site: here (transpose16x16), before the includer's own pragma takes effect.
+#if defined(__GNUC__) && !defined(__clang__) && __GNUC__ < 13
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
+
 namespace ember::cpu::detail {
 
 inline float hsum(__m512 v) {

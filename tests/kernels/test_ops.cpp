@@ -502,6 +502,8 @@ TEST_CASE("attention batch invariance") {
         {"q8_0 d64 b16 window softcap", DType::Q8_0, 64, 16, 20, 30.0f, 8, 2},
         {"f16 d80 b16", DType::F16, 80, 16, 0, 0.0f, 8, 2},
         {"f16 d64 b8 mha", DType::F16, 64, 8, 5, 0.0f, 3, 3},
+        // blocks not a multiple of the SIMD width (8 AVX2, 16 AVX-512): groups cut by a block's end
+        {"f16 d64 b12 gqa4", DType::F16, 64, 12, 0, 0.0f, 8, 2},
     };
     for (const AttentionCase& ac : cases) {
         SUBCASE(ac.name) { check_attention_invariance(ac); }
