@@ -96,6 +96,27 @@ private:
     std::thread thread_;
 };
 
+// The energy meters a test's app reads: EMBER_POWERCAP_ROOT at `powercap_root`, no NVML. Unset
+// again when the test ends, also when a QVERIFY returns early (so no later test inherits them).
+class MeterEnv {
+public:
+    explicit MeterEnv(const QString& powercap_root) {
+        qputenv("EMBER_POWERCAP_ROOT", powercap_root.toUtf8());
+        qputenv("EMBER_NVML_LIBRARY", "/nonexistent/libnvidia-ml.so.1");
+    }
+    ~MeterEnv() {
+        qunsetenv("EMBER_POWERCAP_ROOT");
+        qunsetenv("EMBER_NVML_LIBRARY");
+    }
+};
+
+// A ticking fake RAPL counter as the only meter, for one test.
+struct FakeRaplMeters {
+    QTemporaryDir dir;
+    TickingRapl rapl{dir.path()};
+    MeterEnv env{dir.path()};
+};
+
 // An item by objectName, through visual children too (Repeater's delegates are not QObject
 // children of the view). Stops the test, rather than crashing it, when there is none.
 QObject* search(QObject* o, const QString& name) {
@@ -356,10 +377,7 @@ private slots:
 
     void measuredEnergyIsStoredPerAnswer() {
         EMBER_REQUIRE_FILE(ember::test::test_model(ember::test::kSmolLM2));
-        QTemporaryDir meters;
-        TickingRapl rapl(meters.path());
-        qputenv("EMBER_POWERCAP_ROOT", meters.path().toUtf8());
-        qputenv("EMBER_NVML_LIBRARY", "/nonexistent/libnvidia-ml.so.1");
+        FakeRaplMeters meters;
         ember::test::AppHarness h;
         CostController cost(*h.store.store, h.settings, h.host.worker());
         QVERIFY(h.load(ember::test::test_model(ember::test::kSmolLM2)));
@@ -373,18 +391,13 @@ private slots:
         QVERIFY(msgs.back().stats.energy_j.has_value());
         QVERIFY(*msgs.back().stats.energy_j > 0);  // the counter advanced while it answered
         QCOMPARE(cost.days().at(0).toMap().value("measured").toLongLong(), 1);
-        qunsetenv("EMBER_POWERCAP_ROOT");
-        qunsetenv("EMBER_NVML_LIBRARY");
     }
 
     // Two chats answering at once through the scheduler share the meter's readings: both are
     // marked shared, both store a measured part, and the view calls its numbers an estimate.
     void overlappingAnswersShareTheEnergy() {
         EMBER_REQUIRE_FILE(ember::test::test_model(ember::test::kSmolLM2));
-        QTemporaryDir meters;
-        TickingRapl rapl(meters.path());
-        qputenv("EMBER_POWERCAP_ROOT", meters.path().toUtf8());
-        qputenv("EMBER_NVML_LIBRARY", "/nonexistent/libnvidia-ml.so.1");
+        FakeRaplMeters meters;
         ember::test::AppHarness h;
         CostController cost(*h.store.store, h.settings, h.host.worker());
         QVERIFY(h.load(ember::test::test_model(ember::test::kSmolLM2)));
@@ -407,15 +420,12 @@ private slots:
             const auto msgs = h.store.store->messages(id);
             QVERIFY(msgs.back().stats.energy_j.has_value() && *msgs.back().stats.energy_j > 0);
         }
-        qunsetenv("EMBER_POWERCAP_ROOT");
-        qunsetenv("EMBER_NVML_LIBRARY");
     }
 
     void viewRendersWhileSmolLM2Answers() {
         EMBER_REQUIRE_FILE(ember::test::test_model(ember::test::kSmolLM2));
         // No meter at all, as on this machine: the view must say "estimate".
-        qputenv("EMBER_POWERCAP_ROOT", "/nonexistent/powercap");
-        qputenv("EMBER_NVML_LIBRARY", "/nonexistent/libnvidia-ml.so.1");
+        MeterEnv meters(QStringLiteral("/nonexistent/powercap"));
         ember::test::AppHarness h;
         h.settings.setHardwarePrice(1500);
         CostController cost(*h.store.store, h.settings, h.host.worker());
@@ -482,8 +492,6 @@ private slots:
         for (int y = 0; y < img.height(); y += 3)
             for (int x = 0; x < img.width(); x += 3) colours.insert(img.pixel(x, y));
         QVERIFY(colours.size() > 8);
-        qunsetenv("EMBER_POWERCAP_ROOT");
-        qunsetenv("EMBER_NVML_LIBRARY");
     }
 };
 
