@@ -6,6 +6,7 @@
 #include <string>
 
 #include "engine/gguf/gguf.h"
+#include "engine/kv/kv_batch.h"
 #include "engine/kv/kv_cache.h"
 #include "engine/models/synthetic.h"
 #include "engine/models/transformer.h"
@@ -22,19 +23,9 @@ std::vector<float> run(Transformer& tr, KvCache& kv, const std::vector<int32_t>&
     auto step = [&](const std::vector<int32_t>& toks) {
         const int32_t start = kv.length(seq);
         const auto slot_ids = kv.append(seq, static_cast<int32_t>(toks.size()));
-        std::vector<int32_t> pos, seq_of(toks.size(), 0);
-        for (size_t i = 0; i < toks.size(); ++i) pos.push_back(start + static_cast<int32_t>(i));
-        const auto table = kv.block_table(seq);
-        const int32_t out = static_cast<int32_t>(toks.size()) - 1;
-        BatchInfo b;
-        b.tokens = toks;
-        b.positions = pos;
-        b.seq_of = seq_of;
-        b.kv_slot = slot_ids;
-        b.block_table = table;
-        b.n_seqs = 1;
-        b.max_blocks = static_cast<int32_t>(table.size());
-        b.output_rows = std::span<const int32_t>(&out, 1);
+        KvBatch batch;
+        batch.add(seq, toks, slot_ids, start, true);
+        const BatchInfo b = batch.info(kv);
         tr.forward(b, kv, logits);
         all.insert(all.end(), logits.begin(), logits.end());
     };
