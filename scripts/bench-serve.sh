@@ -13,7 +13,8 @@
 # time); write the synthetic model to ${EMBER_BENCH_MODELS_DIR:-~/.cache/ember/bench-models}
 # if absent; run the benchmark.
 #
-# Knobs: EMBER_BENCH_THREADS (2), EMBER_BENCH_PARALLEL (slots, 32), EMBER_BENCH_CTX (context
+# Knobs: EMBER_LLAMA_NATIVE (1: llama-server built for this CPU; 0: the portable AVX2 build),
+# EMBER_BENCH_THREADS (2), EMBER_BENCH_PARALLEL (slots, 32), EMBER_BENCH_CTX (context
 # per slot, 512), EMBER_BENCH_CLIENTS (1,4,8,16,32), EMBER_BENCH_MAX_TOKENS (64),
 # EMBER_BENCH_REQUESTS (requests per client and round, 2), EMBER_BENCH_MODELS (space-separated
 # GGUF paths, instead of the two above), EMBER_BENCH_BUILD_DIR (build/engine),
@@ -67,7 +68,8 @@ if (( ! PEER_ONLY )); then
 fi
 
 ember_step "llama-server (scripts/llama-cpp-tools.sh)"
-LLAMA_BIN="$("$EMBER_ROOT/scripts/llama-cpp-tools.sh" llama-server | tail -1)" \
+# the peer's native build (AVX-512 where the host has it): Ember picks its kernels at run time
+LLAMA_BIN="$(EMBER_LLAMA_NATIVE="${EMBER_LLAMA_NATIVE:-1}" "$EMBER_ROOT/scripts/llama-cpp-tools.sh" llama-server | tail -1)" \
   || ember_die "scripts/llama-cpp-tools.sh llama-server failed"
 SERVERS+=(--llama-server "$LLAMA_BIN/llama-server")
 

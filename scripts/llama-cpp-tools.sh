@@ -19,6 +19,10 @@
 # The server target is configured without its web UI (no npm, no prebuilt-asset download:
 # only the HTTP API is needed). The build is cached in ${EMBER_LLAMA_TOOLS_DIR:-~/.cache/ember/llama-tools}
 # keyed by version; a second run with the same targets does nothing but check they exist.
+#
+# EMBER_LLAMA_NATIVE=1 builds for this machine's CPU instead (GGML_NATIVE=ON: AVX-512 where
+# there is one), into its own cache directory: benchmarks against Ember, which picks its
+# kernels at run time, compare with the peer's best build for the host, not the portable one.
 set -euo pipefail
 
 VERSION="${LLAMA_CPP_PYTHON_VERSION:-0.3.36}"
@@ -32,7 +36,10 @@ log() { printf '[llama-cpp-tools] %s\n' "$*" >&2; }
 die() { printf '[llama-cpp-tools] ERROR: %s\n' "$*" >&2; exit 1; }
 
 SRC_ROOT="$CACHE/src-$VERSION"
+NATIVE="${EMBER_LLAMA_NATIVE:-0}"
 BUILD="$CACHE/build-$VERSION"
+# keyed by the CPU's flags: a cached native build must never run on a CPU that lacks some of them
+[[ "$NATIVE" == 1 ]] && BUILD="$CACHE/build-$VERSION-native-$(grep -m1 '^flags' /proc/cpuinfo | md5sum | cut -c1-12)"
 BIN="$BUILD/bin"
 
 missing=()
@@ -66,12 +73,18 @@ if [[ ! -f "$tree/CMakeLists.txt" ]]; then
   [[ -f "$tree/CMakeLists.txt" ]] || die "$sdist has no vendor/llama.cpp"
 fi
 
+ISA_FLAGS=(-DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_BMI2=ON)
+# Native, but no AMX: ggml's AMX matmul died with SIGSEGV on our Sapphire Rapids VMs (the guest
+# does not grant the tile state), and Ember has no AMX kernels to compare with. GCC keeps explicit
+# -mno-* flags over what -march=native implies, whatever their order.
+no_amx="-mno-amx-tile -mno-amx-int8 -mno-amx-bf16"
+[[ "$NATIVE" == 1 ]] && ISA_FLAGS=(-DGGML_NATIVE=ON "-DCMAKE_C_FLAGS=$no_amx" "-DCMAKE_CXX_FLAGS=$no_amx")
 t0=$SECONDS
 log "building ${missing[*]} (-j$JOBS; the first build takes minutes)"
 cmake -S "$tree" -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release -DBUILD_SHARED_LIBS=OFF \
   -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_SERVER=ON \
   -DLLAMA_BUILD_UI=OFF -DLLAMA_USE_PREBUILT_UI=OFF -DLLAMA_BUILD_APP=OFF -DLLAMA_OPENSSL=OFF -DLLAMA_CURL=OFF -DGGML_OPENMP=OFF \
-  -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_BMI2=ON \
+  "${ISA_FLAGS[@]}" \
   -DCMAKE_C_COMPILER_LAUNCHER= -DCMAKE_CXX_COMPILER_LAUNCHER= >&2 ||
   die "configuring llama.cpp failed (see above)"
 cmake --build "$BUILD" --parallel "$JOBS" --target "${missing[@]}" >&2 ||
