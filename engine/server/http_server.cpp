@@ -113,6 +113,7 @@ struct HttpServer::Impl {
     std::shared_ptr<ServerMetrics> metrics = std::make_shared<ServerMetrics>();
     std::thread listener;
     int port = 0;
+    int listen_socket = -1;  // the last socket httplib made to bind (see start())
     std::atomic<bool> stopping{false};
     std::atomic<bool> listen_ended{false};
     Clock::time_point started = Clock::now();
@@ -357,9 +358,10 @@ int HttpServer::start() {
     // httplib's default sets SO_REUSEPORT, with which a second server binds the same port and
     // the kernel splits the connections between them. Only SO_REUSEADDR here: a restart may
     // bind at once (TIME_WAIT), a port in use is an error.
-    s.http.set_socket_options([](socket_t sock) {
+    s.http.set_socket_options([&s](socket_t sock) {
         int yes = 1;
         setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
+        s.listen_socket = sock;
     });
     s.routes();
     const std::string& host = s.options.host;
@@ -367,6 +369,12 @@ int HttpServer::start() {
                                  : (s.http.bind_to_port(host, s.options.port) ? s.options.port : -1);
     if (s.port <= 0)
         throw Error("cannot listen on " + host + ":" + std::to_string(s.options.port) + ": " + std::strerror(errno));
+    // Debian's libcpp-httplib listens with a backlog of 5 (CPPHTTPLIB_LISTEN_BACKLOG is fixed
+    // when the library is built). A burst of clients then overflows the accept queue while the
+    // engine keeps the cores busy, and some connections were reset (seen with 32 benchmark
+    // clients). Listening again on the bound socket raises its backlog (Linux allows this).
+    if (::listen(s.listen_socket, SOMAXCONN) != 0)
+        throw Error(std::string("cannot raise the listen backlog: ") + std::strerror(errno));
     s.listener = std::thread([&s] {
         s.http.listen_after_bind();
         s.listen_ended = true;

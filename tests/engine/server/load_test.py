@@ -5,7 +5,9 @@ is malformed (must get its 4xx with an OpenAI error object), two in ten disconne
 first streamed token (their requests must be cancelled). Every well-formed request must be
 answered completely: exactly max_tokens tokens (ignore_eos), a finish_reason, and for streams
 the final chunk and "data: [DONE]". Afterwards the server must be idle, /health must answer,
-and its resident memory must be back at its level after the warm-up round.
+and its resident memory must be back at its level after the warm-up round. Then a burst: 256
+connections opened at once, each asking for /health, must all be answered (the listen backlog
+of Debian's httplib is 5: such a burst lost connections, and 32 benchmark clients saw resets).
 
 The memory bound. The warm-up round runs the same 200-request mix first, so that everything a
 server keeps for good is in place before the measurement: its HTTP threads, the allocator's
@@ -21,6 +23,8 @@ import argparse
 import http.client
 import json
 import random
+import selectors
+import socket
 import sys
 import threading
 import time
@@ -164,6 +168,41 @@ def round_of_requests(url, seed):
     return counts, time.monotonic() - t0
 
 
+def burst_of_connections(url, n=256, limit_s=20):
+    """n non-blocking connects at once, then GET /health on each: how many got a 200."""
+    u = urlparse(url)
+    request = b"GET /health HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
+    sel = selectors.DefaultSelector()
+    replies = {}
+    for _ in range(n):
+        s = socket.socket()
+        s.setblocking(False)
+        s.connect_ex((u.hostname, u.port))
+        sel.register(s, selectors.EVENT_WRITE)
+        replies[s] = b""
+    open_socks, deadline = n, time.monotonic() + limit_s
+    while open_socks and time.monotonic() < deadline:
+        for key, events in sel.select(0.5):
+            s = key.fileobj
+            try:
+                if events & selectors.EVENT_WRITE:
+                    s.sendall(request)
+                    sel.modify(s, selectors.EVENT_READ)
+                    continue
+                data = s.recv(4096)
+                if data:
+                    replies[s] += data
+                    continue
+            except OSError:
+                pass
+            sel.unregister(s)
+            s.close()
+            open_socks -= 1
+    for s in list(sel.get_map().values()):
+        s.fileobj.close()
+    return sum(r.startswith(b"HTTP/1.1 200") for r in replies.values())
+
+
 def cancelled_count(server):
     u = urlparse(server.url)
     conn = http.client.HTTPConnection(u.hostname, u.port, timeout=30)
@@ -206,6 +245,10 @@ def main():
         print(f"cancelled generations (disconnected clients): {cancelled} of {40 * (ROUNDS + 1)}")
         if cancelled < 40 * (ROUNDS + 1):
             raise Failure(f"only {cancelled} of the {40 * (ROUNDS + 1)} disconnected streams were cancelled")
+        answered = burst_of_connections(server.url)
+        print(f"burst of 256 connections: {answered} answered")
+        if answered != 256:
+            raise Failure(f"a burst of 256 connections: only {answered} answered within 20 s")
     finally:
         code = server.stop()
     if code != 0:
