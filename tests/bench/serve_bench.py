@@ -19,7 +19,10 @@ state). A round: C threads, each with its own HTTP connection, each sends --requ
 streaming POST /v1/completions one after another (temperature 0, max_tokens M, "ignore_eos":
 true, stream_options.include_usage), all starting together. Prompt i is "Request i: " + a fixed
 text, so prompts differ from their first tokens (no prefix-cache reuse across requests) and
-prompt i is the same text in every round and for both servers.
+prompt i is the same text in every round and for both servers. With --prompt-tokens N, prompt i
+is instead N token ids (a fixed pseudo-random sequence that differs from its first id): the
+synthetic models' vocabularies have no merges, so the text prompt is ~200 tokens there against
+~36 with a real BPE vocabulary, and token ids give every model the same prompt length.
 
 Measured per round (server x C):
   - aggregate throughput: generated tokens of all requests / wall time of the round (first
@@ -220,6 +223,17 @@ def stream_completion(port, model, prompt, max_tokens, timeout_s):
     return out
 
 
+PROMPT_TOKENS = 0  # --prompt-tokens
+
+
+def prompt_for(label):
+    """Prompt `label` (a request index or "Warm-up"): text, or PROMPT_TOKENS token ids."""
+    if not PROMPT_TOKENS:
+        return f"{'Request ' + str(label) if isinstance(label, int) else label}: {BASE_PROMPT}"
+    seed = label if isinstance(label, int) else 9999
+    return [1000 + (seed * 7919 + j * 104729) % 20000 for j in range(PROMPT_TOKENS)]
+
+
 def run_round(server, clients, per_client, max_tokens, timeout_s):
     """C client threads, each sending `per_client` requests in turn; all start together."""
     results = [[None] * per_client for _ in range(clients)]
@@ -229,7 +243,7 @@ def run_round(server, clients, per_client, max_tokens, timeout_s):
         barrier.wait()
         for k in range(per_client):
             i = c * per_client + k
-            results[c][k] = stream_completion(server.port, server.model, f"Request {i}: {BASE_PROMPT}",
+            results[c][k] = stream_completion(server.port, server.model, prompt_for(i),
                                               max_tokens, timeout_s)
             results[c][k]["prompt_index"] = i
 
@@ -308,7 +322,7 @@ def bench_model(args, model, names, log_dir):
                        os.path.join(log_dir, f"{stem}.{name}.log"))
             servers[name] = s
             s.start(args.start_timeout)
-            warm = stream_completion(port, s.model, f"Warm-up: {BASE_PROMPT}", args.max_tokens, args.request_timeout)
+            warm = stream_completion(port, s.model, prompt_for("Warm-up"), args.max_tokens, args.request_timeout)
             if warm["error"]:
                 raise RuntimeError(f"{name}: the warm-up request failed: {warm['error']}")
         rounds = {name: {} for name in names}
@@ -414,7 +428,7 @@ def machine_info(args):
         "kernel": platform.release(), "loadavg_start": loadavg(),
         "parallel": args.parallel, "ctx": args.ctx, "threads": args.threads, "clients": args.clients,
         "max_tokens": args.max_tokens, "requests_per_client": args.requests_per_client,
-        "prompt": f"Request i: {BASE_PROMPT}",
+        "prompt": f"{args.prompt_tokens} token ids" if args.prompt_tokens else f"Request i: {BASE_PROMPT}",
     }
 
 
@@ -428,6 +442,7 @@ def main():
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--clients", default="1,4,8,16,32")
     ap.add_argument("--max-tokens", type=int, default=64)
+    ap.add_argument("--prompt-tokens", type=int, default=0, help="prompts as N token ids instead of text")
     ap.add_argument("--requests-per-client", type=int, default=2)
     ap.add_argument("--start-timeout", type=float, default=300)
     ap.add_argument("--request-timeout", type=float, default=600)
@@ -439,6 +454,8 @@ def main():
                     help="after the rounds, one more round at C clients under `perf record` per server")
     args = ap.parse_args()
     args.clients = [int(c) for c in args.clients.split(",")]
+    global PROMPT_TOKENS
+    PROMPT_TOKENS = args.prompt_tokens
     args.ember_args, args.llama_server_args = args.ember_args.split(), args.llama_server_args.split()
     names = [n for n, path in (("llama-server", args.llama_server), ("ember", args.ember)) if path]
     if not names:
