@@ -17,6 +17,7 @@
 #include "engine/sampling/sampler.h"
 #include "engine/telemetry/telemetry.h"
 #include "engine/template/chat_template.h"
+#include "kernels/common/error.h"
 
 namespace ember {
 
@@ -101,12 +102,19 @@ struct EngineStatus {
     std::vector<RequestStatus> requests;  // running first, then queued
 };
 
+// What submit() throws when the engine is busy rather than the request wrong (its queue is
+// full): the same request may succeed later. The HTTP server answers it with 503.
+class EngineBusy : public Error {
+public:
+    using Error::Error;
+};
+
 class InferenceEngine {
 public:
     virtual ~InferenceEngine() = default;
     // Validates and tokenizes the request on the caller's thread and queues it; returns its
     // id. Throws ember::Error for a request that can never run (no prompt, an unknown model,
-    // a prompt longer than the context, a full queue): nothing is queued then.
+    // a prompt longer than the context), EngineBusy for a full queue: nothing is queued then.
     virtual uint64_t submit(EngineRequest request, EventSink sink) = 0;
     // Stops a request within one engine step; its Finished event (stop_reason Cancelled)
     // follows unless it had already ended. Unknown or finished ids are ignored.

@@ -167,7 +167,7 @@ uint64_t Scheduler::submit(EngineRequest request, EventSink sink) {
         std::lock_guard lock(mutex_);
         if (stopping_) throw Error("the engine is shutting down");
         if (queue_.size() >= static_cast<size_t>(opts_.max_queue))
-            throw Error("the queue is full (" + std::to_string(opts_.max_queue) + " requests waiting)");
+            throw EngineBusy("the queue is full (" + std::to_string(opts_.max_queue) + " requests waiting)");
         job->id = next_id_++;
         job->submitted = Clock::now();
         queue_.push_back(job);

@@ -183,6 +183,9 @@ void HttpServer::Impl::generate(Endpoint endpoint, const Request& req, Response&
     a->meta = {endpoint, new_id(endpoint), unix_now(), model, r.logprobs, r.stream && r.include_usage};
     try {
         a->id = engine.submit(std::move(r.engine), sink_for(a->events));
+    } catch (const EngineBusy& e) {  // may run later: nothing was queued
+        res.set_header("Retry-After", "1");
+        return send_error(res, {503, e.what(), "server_error", "", "queue_full"});
     } catch (const Error& e) {  // a request that can never run: nothing was queued
         return send_error(res, {400, e.what(), "invalid_request_error", "", ""});
     }

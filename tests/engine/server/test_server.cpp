@@ -30,7 +30,7 @@ struct Served {
     std::unique_ptr<Scheduler> scheduler;
     std::vector<std::unique_ptr<server::HttpServer>> servers;
 
-    Served(const std::string& path, int32_t parallel, int64_t ctx) {
+    Served(const std::string& path, int32_t parallel, int64_t ctx, int32_t max_queue = 256) {
         EMBER_REQUIRE_FILE(path);
         LoadOptions lo;
         lo.path = path;
@@ -40,6 +40,7 @@ struct Served {
         model = Model::load(lo);
         SchedulerOptions so;
         so.max_batch = parallel;
+        so.max_queue = max_queue;
         scheduler = std::make_unique<Scheduler>(*model, so);
         add_server({});
     }
@@ -341,6 +342,21 @@ TEST_CASE("badRequestsGetOpenAIErrorObjects") {
     CHECK(big->status == 413);
     CHECK(json::parse(big->body)["error"]["code"] == "request_too_large");
     CHECK(stories().scheduler->status().requests.empty());  // nothing of it reached the engine
+}
+
+// A full queue is the server being busy, not the request being wrong: 503 with Retry-After
+// and an OpenAI error object, so that clients (the openai package among them) retry.
+TEST_CASE("aFullQueueIs503WithRetryAfter") {
+    Served busy(test::testdata(test::kStories), 1, 256, 0);  // a queue of 0: every request is refused
+    const json body = {{"prompt", "Once upon a time"}, {"max_tokens", 4}};
+    auto r = busy.client().Post("/v1/completions", body.dump(), "application/json");
+    REQUIRE(r);
+    CHECK(r->status == 503);
+    CHECK(r->get_header_value("Retry-After") == "1");
+    const json e = json::parse(r->body)["error"];
+    CHECK(e["type"] == "server_error");
+    CHECK(e["code"] == "queue_full");
+    CHECK(std::string(e["message"]).find("queue is full") != std::string::npos);
 }
 
 TEST_CASE("apiKeyIsRequiredWhenSet") {
