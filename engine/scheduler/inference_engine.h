@@ -43,6 +43,13 @@ struct EngineRequest {
     std::string cache_key;
 };
 
+// One of the most likely tokens at a position (TokenLogprob::top).
+struct TopLogprob {
+    int32_t id = 0;
+    std::string piece;  // its text, as TokenLogprob::piece
+    float logprob = 0;
+};
+
 struct TokenLogprob {
     int32_t id = 0;
     std::string piece;  // the token's text (may be part of a UTF-8 character)
@@ -50,7 +57,7 @@ struct TokenLogprob {
     // log-softmax of the raw logits, before penalties, logit bias, temperature and top-k/p
     // truncation (the same for every sampling setting; `top` likewise).
     float logprob = 0;
-    std::vector<std::pair<int32_t, float>> top;  // the most likely alternatives, best first
+    std::vector<TopLogprob> top;  // the most likely tokens, best first
 };
 
 // How a request went, filled in the Finished event.

@@ -53,7 +53,8 @@ TokenLogprob logprob_of(std::span<const float> row, int32_t token, int32_t top_n
             return la != lb ? la > lb : a < b;
         };
         std::partial_sort(ids.begin(), ids.begin() + static_cast<std::ptrdiff_t>(n), ids.end(), better);
-        for (size_t i = 0; i < n; ++i) lp.top.emplace_back(ids[i], row[static_cast<size_t>(ids[i])] - lse);
+        for (size_t i = 0; i < n; ++i)
+            lp.top.push_back({ids[i], tok.token_to_piece(ids[i]), row[static_cast<size_t>(ids[i])] - lse});
     }
     return lp;
 }

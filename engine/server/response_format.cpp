@@ -24,18 +24,13 @@ json bytes_of(const std::string& piece) {
     return b;
 }
 
-// Chat: {"content": [{"token","logprob","bytes","top_logprobs":[...]}]}. The alternatives
-// come as ids from the engine; the chosen token's own text is known, the others' is not
-// (the interface carries ids only), so an alternative is named by its text when it is the
-// chosen token and by "token_id:N" otherwise.
+// Chat: {"content": [{"token","logprob","bytes","top_logprobs":[...]}]}.
 json chat_logprobs(const std::vector<TokenLogprob>& tokens) {
     json content = json::array();
     for (const TokenLogprob& t : tokens) {
         json top = json::array();
-        for (const auto& [id, lp] : t.top) {
-            const std::string name = id == t.id ? t.piece : "token_id:" + std::to_string(id);
-            top.push_back({{"token", name}, {"logprob", lp}, {"bytes", id == t.id ? bytes_of(t.piece) : json()}});
-        }
+        for (const TopLogprob& alt : t.top)
+            top.push_back({{"token", alt.piece}, {"logprob", alt.logprob}, {"bytes", bytes_of(alt.piece)}});
         content.push_back(
             {{"token", t.piece}, {"logprob", t.logprob}, {"bytes", bytes_of(t.piece)}, {"top_logprobs", top}});
     }
@@ -52,7 +47,9 @@ json completion_logprobs(const std::vector<TokenLogprob>& tokens, size_t text_of
         out["tokens"].push_back(t.piece);
         out["token_logprobs"].push_back(t.logprob);
         json top = json::object();
-        for (const auto& [id, lp] : t.top) top[id == t.id ? t.piece : "token_id:" + std::to_string(id)] = lp;
+        // keyed by text, as OpenAI's: two tokens of the same text (parts of one UTF-8 character)
+        // keep the likelier, which comes first
+        for (const TopLogprob& alt : t.top) top.emplace(alt.piece, alt.logprob);
         out["top_logprobs"].push_back(top);
         out["text_offset"].push_back(text_offset);
         text_offset += t.piece.size();

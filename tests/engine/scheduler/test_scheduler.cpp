@@ -553,10 +553,12 @@ TEST_CASE("logprobs are the log-softmax of the model's logits") {
     for (const TokenLogprob& t : o.logprobs) {
         REQUIRE(t.top.size() == 3);
         CHECK(t.logprob <= 0);
-        CHECK(t.top[0].first == t.id);  // greedy picks the most likely token
-        CHECK(t.top[0].second == t.logprob);
-        CHECK(t.top[1].second <= t.top[0].second);
-        CHECK(t.top[2].second <= t.top[1].second);
+        CHECK(t.top[0].id == t.id);  // greedy picks the most likely token
+        CHECK(t.top[0].piece == t.piece);
+        CHECK(t.top[0].logprob == t.logprob);
+        CHECK(t.top[1].logprob <= t.top[0].logprob);
+        CHECK(t.top[2].logprob <= t.top[1].logprob);
+        CHECK(t.top[1].piece == model->tokenizer().token_to_piece(t.top[1].id));
         CHECK(!t.piece.empty());
     }
 }

@@ -301,7 +301,7 @@ TEST_CASE("wholeChatAnswerWithUsageAndLogprobs") {
     t.id = 7;
     t.piece = "Hi";
     t.logprob = -0.25f;
-    t.top = {{7, -0.25f}, {9, -1.5f}};
+    t.top = {{7, "Hi", -0.25f}, {9, " there", -1.5f}};
     const json j = json::parse(response_json(meta, "Hi", {t}, stats(12, 1, StopReason::EndOfText)));
     CHECK(j["id"] == "chatcmpl-1");
     CHECK(j["object"] == "chat.completion");
@@ -319,14 +319,15 @@ TEST_CASE("wholeChatAnswerWithUsageAndLogprobs") {
     CHECK(lp["bytes"] == json{72, 105});
     REQUIRE(lp["top_logprobs"].size() == 2);
     CHECK(lp["top_logprobs"][0]["token"] == "Hi");
-    CHECK(lp["top_logprobs"][1]["token"] == "token_id:9");
+    CHECK(lp["top_logprobs"][1]["token"] == " there");
     CHECK(lp["top_logprobs"][1]["logprob"] == doctest::Approx(-1.5));
+    CHECK(lp["top_logprobs"][1]["bytes"] == json{32, 116, 104, 101, 114, 101});
 }
 
 TEST_CASE("wholeCompletionAnswer") {
     ResponseMeta meta{Endpoint::Completion, "cmpl-1", 5, "stories260K", true, false};
     TokenLogprob a, b;
-    a.id = 1, a.piece = "Once", a.logprob = -0.5f, a.top = {{1, -0.5f}};
+    a.id = 1, a.piece = "Once", a.logprob = -0.5f, a.top = {{1, "Once", -0.5f}, {5, "Twice", -2.0f}};
     b.id = 2, b.piece = " upon", b.logprob = -0.1f;
     const json j = json::parse(response_json(meta, "Once upon", {a, b}, stats(3, 2, StopReason::Length)));
     CHECK(j["object"] == "text_completion");
@@ -335,7 +336,7 @@ TEST_CASE("wholeCompletionAnswer") {
     const json& lp = j["choices"][0]["logprobs"];
     CHECK(lp["tokens"] == json{"Once", " upon"});
     CHECK(lp["text_offset"] == json{0, 4});
-    CHECK(lp["top_logprobs"][0] == json{{"Once", -0.5}});
+    CHECK(lp["top_logprobs"][0] == json{{"Once", -0.5}, {"Twice", -2.0}});
     // no logprobs asked: null
     meta.logprobs = false;
     CHECK(json::parse(response_json(meta, "x", {}, stats(1, 1, StopReason::Context)))["choices"][0]["logprobs"]
