@@ -20,7 +20,7 @@
 #include "engine/scheduler/inference_engine.h"
 
 namespace ember {
-class Scheduler;  // scheduler.h stays out of Qt code (a member named `slots` meets Qt's macro)
+class Scheduler;
 }
 
 namespace ember::app {

@@ -463,7 +463,7 @@ std::vector<Scheduler::Planned> Scheduler::plan_step() {
             Planned p;
             p.index = i;
             p.n = n;
-            p.slots = kv.append(r.seq, n);
+            p.kv_slots = kv.append(r.seq, n);
             plan.push_back(std::move(p));
         }
         ++i;
@@ -525,7 +525,7 @@ void Scheduler::run_pass(const std::vector<Planned>& plan, StepInfo& info) {
         input.clear();
         for (int32_t j = 0; j < p.n; ++j) input.push_back(r.job->token_at(start + static_cast<size_t>(j)));
         const bool output = start + input.size() == static_cast<size_t>(r.job->total()) && r.job->req.max_tokens != 0;
-        pass.add(r.seq, input, p.slots, static_cast<int32_t>(start), output);
+        pass.add(r.seq, input, p.kv_slots, static_cast<int32_t>(start), output);
         info.batch.push_back({r.job->id, p.n, r.decoding(), false});
         if (!output) continue;
         const int32_t kk = r.job->decode->sampler().top_k_candidates();

@@ -84,7 +84,7 @@ private:
     struct Planned {       // one sequence's part of a pass
         size_t index = 0;  // in running_
         int32_t n = 0;     // tokens
-        std::vector<int32_t> slots;
+        std::vector<int32_t> kv_slots;  // where its tokens go in the KV cache
     };
 
     // Engine thread.
