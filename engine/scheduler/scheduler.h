@@ -81,9 +81,9 @@ private:
         int32_t seq = -1;
         std::vector<int32_t> tokens;  // in the KV cache
     };
-    struct Planned {       // one sequence's part of a pass
-        size_t index = 0;  // in running_
-        int32_t n = 0;     // tokens
+    struct Planned {                    // one sequence's part of a pass
+        size_t index = 0;               // in running_
+        int32_t n = 0;                  // tokens
         std::vector<int32_t> kv_slots;  // where its tokens go in the KV cache
     };
 
