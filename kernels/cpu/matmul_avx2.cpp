@@ -306,15 +306,19 @@ struct AQ3_K {
     }
 };
 
-// Chunk unpacker: the explicit block unpacker for whole blocks, the portable one for a tail
-// chunk (it zero-fills past the row end).
+// Chunk unpacker: the explicit block unpacker for the row's blocks; past the row end (its
+// last chunk) codes, scales and mins are zero, as the portable unpacker leaves them.
 template <class A>
 void unpack_chunk_avx2(const uint8_t* row, int64_t chunk, int64_t cols, uint8_t* q, float* scale, float* min) {
-    if ((chunk + 1) * kChunk > cols) return unpack_fn(A::kType)(row, chunk, cols, q, scale, min);
     constexpr int kBlocks = kChunk / A::kBE;
     constexpr int kScales = A::kBE == 32 ? 1 : (A::kType == DType::Q4_K || A::kType == DType::Q5_K) ? 8 : 16;
+    const int n = static_cast<int>(std::min<int64_t>(kBlocks, (cols - chunk * kChunk) / A::kBE));
     const uint8_t* p = row + chunk * kBlocks * A::kBB;
-    for (int i = 0; i < kBlocks; ++i) A::block(p + i * A::kBB, q + i * A::kBE, scale + i * kScales, min + i * kScales);
+    for (int i = 0; i < n; ++i) A::block(p + i * A::kBB, q + i * A::kBE, scale + i * kScales, min + i * kScales);
+    if (n == kBlocks) return;
+    std::memset(q + n * A::kBE, 0, static_cast<size_t>((kBlocks - n) * A::kBE));
+    std::fill(scale + n * kScales, scale + kBlocks * kScales, 0.0f);
+    std::fill(min + n * kScales, min + kBlocks * kScales, 0.0f);
 }
 
 inline UnpackChunkFn unpack_fn_avx2(DType type) {

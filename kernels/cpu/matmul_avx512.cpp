@@ -463,8 +463,10 @@ struct UQ3_K {
     }
 };
 
-// Codes and scales of chunk c of a row: registers for full chunks, the portable unpacker
-// (which zero-fills past the row end and never reads beyond it) for the tail.
+// Codes and scales of chunk c of a row, in registers. A row's last, partial chunk (576-wide
+// rows: 64 of its 512 columns) is its blocks copied into zeros, so it takes the same path:
+// padding blocks have scale 0 and meet zero activations, adding exactly nothing, as the
+// portable unpacker's zero fill does (that one, per element, took most of SmolLM2's decode).
 // Scales (and mins) of the chunk's blocks come back in registers, sv[0..1] / mv[0..1] (16
 // blocks each; [1] only for G = 16): a store and reload through memory would put a
 // store-forwarding delay in front of every block's scaling. scale / min are the portable
@@ -473,10 +475,21 @@ template <class U>
 inline __attribute__((always_inline)) void load_chunk(const WeightMatrix& W, UnpackChunkFn generic, const uint8_t* row,
                                                       int64_t c, __m512i* w, __m512* sv, __m512* mv, float* scale,
                                                       float* min, uint8_t* buf) {
-    if (U::kBE > 0 && (c + 1) * kChunk <= W.cols) {
-        const uint8_t* p = row + c * (kChunk / (U::kBE > 0 ? U::kBE : 1)) * U::kBB;
-        U::codes(p, w);
-        U::scales(p, sv, mv);
+    if constexpr (U::kBE > 0) {
+        constexpr int kBytes = kChunk / U::kBE * U::kBB;
+        const uint8_t* p = row + c * kBytes;
+        if ((c + 1) * kChunk <= W.cols) {
+            U::codes(p, w);
+            U::scales(p, sv, mv);
+            return;
+        }
+        // + 128: the scale loaders' masked 64-byte windows may start past the last block
+        alignas(64) uint8_t tail[kBytes + 128];
+        const auto n = static_cast<size_t>((W.cols - c * kChunk) / U::kBE * U::kBB);
+        std::memcpy(tail, p, n);
+        std::memset(tail + n, 0, sizeof tail - n);
+        U::codes(tail, w);
+        U::scales(tail, sv, mv);
         return;
     }
     generic(row, c, W.cols, buf, scale, min);
