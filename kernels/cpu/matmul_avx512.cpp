@@ -595,42 +595,36 @@ void gemv_q8_t(const WeightMatrix& W, const ActQ8& a, int64_t r0, int64_t r1, fl
 template <int NT>
 void gemv_q4_0_t(const WeightMatrix& W, const ActQ8& a, int64_t r0, int64_t r1, float* Y) {
     constexpr int kCB = 16 * 18;  // bytes per chunk
-    const UnpackChunkFn generic = unpack_fn(W.type);
-    alignas(64) uint8_t buf[kChunk];
-    alignas(64) float scale[32], min[32];
     const int64_t nb = a.nb(), nfull = W.cols / kChunk, nchunks = a.kpad / kChunk;
     const __m512i m4 = _mm512_set1_epi8(0x0F);
     const __m512i to_natural = _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
+    alignas(64) uint8_t tail[kCB + 128];  // a partial last chunk's blocks, then zeros (see load_chunk)
     WeightPrefetch::start(W, r0, r1);
     for (int64_t r = r0; r < r1; ++r) {
         const auto* row = static_cast<const uint8_t*>(W.data) + r * W.row_bytes;
         __m512 acc[NT];
         for (auto& v : acc) v = _mm512_setzero_ps();
         for (int64_t c = 0; c < nchunks; ++c) {
-            __m512i w[8];
-            __m512 sc;
+            const uint8_t* p = row + c * kCB;
             if (c < nfull) {
-                const uint8_t* p = row + c * kCB;
                 WeightPrefetch::step_fixed<kCB>(p);
-                for (int g = 0; g < 4; ++g) {
-                    const uint8_t* b = p + 72 * g + 2;
-                    __m512i q = _mm512_castsi128_si512(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b)));
-                    q = _mm512_inserti32x4(q, _mm_loadu_si128(reinterpret_cast<const __m128i*>(b + 18)), 1);
-                    q = _mm512_inserti32x4(q, _mm_loadu_si128(reinterpret_cast<const __m128i*>(b + 36)), 2);
-                    q = _mm512_inserti32x4(q, _mm_loadu_si128(reinterpret_cast<const __m128i*>(b + 54)), 3);
-                    w[2 * g] = _mm512_and_si512(q, m4);
-                    w[2 * g + 1] = _mm512_and_si512(_mm512_srli_epi16(q, 4), m4);
-                }
-                sc = block_halves<18, 0>(p);
-            } else {  // partial last chunk: natural-order codes, regrouped
-                generic(row, c, W.cols, buf, scale, min);
-                for (int g = 0; g < 4; ++g) {
-                    const __m512i n0 = _mm512_load_si512(buf + 128 * g), n1 = _mm512_load_si512(buf + 128 * g + 64);
-                    w[2 * g] = _mm512_shuffle_i32x4(n0, n1, _MM_SHUFFLE(2, 0, 2, 0));
-                    w[2 * g + 1] = _mm512_shuffle_i32x4(n0, n1, _MM_SHUFFLE(3, 1, 3, 1));
-                }
-                sc = _mm512_load_ps(scale);
+            } else {
+                const auto n = static_cast<size_t>((W.cols - c * kChunk) / 32 * 18);
+                std::memcpy(tail, p, n);
+                std::memset(tail + n, 0, sizeof tail - n);
+                p = tail;
             }
+            __m512i w[8];
+            for (int g = 0; g < 4; ++g) {
+                const uint8_t* b = p + 72 * g + 2;
+                __m512i q = _mm512_castsi128_si512(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b)));
+                q = _mm512_inserti32x4(q, _mm_loadu_si128(reinterpret_cast<const __m128i*>(b + 18)), 1);
+                q = _mm512_inserti32x4(q, _mm_loadu_si128(reinterpret_cast<const __m128i*>(b + 36)), 2);
+                q = _mm512_inserti32x4(q, _mm_loadu_si128(reinterpret_cast<const __m128i*>(b + 54)), 3);
+                w[2 * g] = _mm512_and_si512(q, m4);
+                w[2 * g + 1] = _mm512_and_si512(_mm512_srli_epi16(q, 4), m4);
+            }
+            const __m512 sc = block_halves<18, 0>(p);
             for (int t = 0; t < NT; ++t) {
                 const int8_t* x = a.qs + t * a.kpad + c * kChunk;
                 __m512i s4[4];
