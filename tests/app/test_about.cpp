@@ -75,7 +75,7 @@ private slots:
     void noticesCarryTheRealLicenceTexts() {
         AboutInfo about;
         const QVariantList n = about.notices();
-        QCOMPARE(n.size(), 10);
+        QCOMPARE(n.size(), 11);
         const auto text = [&](const char* name) {
             return notice_named(n, QString::fromUtf8(name)).value(QStringLiteral("text")).toString();
         };
@@ -94,6 +94,7 @@ private slots:
                     .contains(QStringLiteral(
                         "GNU LESSER GENERAL PUBLIC LICENSE\n                       Version 2.1, February 1999")));
         QVERIFY(text("NVIDIA CUDA runtime and cuBLAS").contains(QStringLiteral("Attachment A")));
+        QVERIFY(text("cpp-httplib").contains(QStringLiteral("Copyright (c) 2012 Yuji Hirose")));
         for (const QVariant& v : n) {
             const QVariantMap m = v.toMap();
             QVERIFY2(!m.value(QStringLiteral("shipped")).toString().isEmpty(), qPrintable(m.value("name").toString()));
