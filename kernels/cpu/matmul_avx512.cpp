@@ -463,38 +463,32 @@ struct UQ3_K {
     }
 };
 
-// Codes and scales of chunk c of a row, in registers. A row's last, partial chunk (576-wide
-// rows: 64 of its 512 columns) is its blocks copied into zeros, so it takes the same path:
-// padding blocks have scale 0 and meet zero activations, adding exactly nothing, as the
-// portable unpacker's zero fill does (that one, per element, took most of SmolLM2's decode).
-// Scales (and mins) of the chunk's blocks come back in registers, sv[0..1] / mv[0..1] (16
-// blocks each; [1] only for G = 16): a store and reload through memory would put a
-// store-forwarding delay in front of every block's scaling. scale / min are the portable
-// unpacker's arrays (32 floats each, initialized by the caller).
+// A row's last, partial chunk (576-wide rows: 64 of its 512 columns) for the whole-chunk
+// loaders: its `n` bytes of blocks copied into `tail`, zeros after. Padding blocks have scale 0
+// and meet zero activations, so they add exactly nothing (the portable unpacker's zero fill,
+// per element, took most of SmolLM2's decode). `tail` holds a chunk's bytes + 128: the scale
+// loaders' masked 64-byte windows may start past the last block.
+template <size_t N>
+inline const uint8_t* zero_padded_tail(const uint8_t* p, size_t n, uint8_t (&tail)[N]) {
+    std::memcpy(tail, p, n);
+    std::memset(tail + n, 0, N - n);
+    return tail;
+}
+
+// Codes and scales of chunk c of a row, in registers (a partial last chunk through
+// zero_padded_tail). Scales (and mins) of the chunk's blocks come back in registers,
+// sv[0..1] / mv[0..1] (16 blocks each; [1] only for G = 16): a store and reload through memory
+// would put a store-forwarding delay in front of every block's scaling.
 template <class U>
-inline __attribute__((always_inline)) void load_chunk(const WeightMatrix& W, UnpackChunkFn generic, const uint8_t* row,
-                                                      int64_t c, __m512i* w, __m512* sv, __m512* mv, float* scale,
-                                                      float* min, uint8_t* buf) {
-    if constexpr (U::kBE > 0) {
-        constexpr int kBytes = kChunk / U::kBE * U::kBB;
-        const uint8_t* p = row + c * kBytes;
-        if ((c + 1) * kChunk <= W.cols) {
-            U::codes(p, w);
-            U::scales(p, sv, mv);
-            return;
-        }
-        // + 128: the scale loaders' masked 64-byte windows may start past the last block
-        alignas(64) uint8_t tail[kBytes + 128];
-        const auto n = static_cast<size_t>((W.cols - c * kChunk) / U::kBE * U::kBB);
-        std::memcpy(tail, p, n);
-        std::memset(tail + n, 0, sizeof tail - n);
-        U::codes(tail, w);
-        U::scales(tail, sv, mv);
-        return;
-    }
-    generic(row, c, W.cols, buf, scale, min);
-    for (int j = 0; j < 8; ++j) w[j] = _mm512_load_si512(buf + 64 * j);
-    for (int j = 0; j < 2; ++j) sv[j] = _mm512_load_ps(scale + 16 * j), mv[j] = _mm512_load_ps(min + 16 * j);
+inline __attribute__((always_inline)) void load_chunk(const WeightMatrix& W, const uint8_t* row, int64_t c, __m512i* w,
+                                                      __m512* sv, __m512* mv) {
+    constexpr int kBytes = kChunk / U::kBE * U::kBB;
+    const uint8_t* p = row + c * kBytes;
+    alignas(64) uint8_t tail[kBytes + 128];
+    if ((c + 1) * kChunk > W.cols)
+        p = zero_padded_tail(p, static_cast<size_t>((W.cols - c * kChunk) / U::kBE * U::kBB), tail);
+    U::codes(p, w);
+    U::scales(p, sv, mv);
 }
 
 // ---------------------------------------------------------------------------------------
@@ -554,9 +548,6 @@ inline __attribute__((always_inline)) __m512 scale_blocks(__m512 acc, __m512i su
 template <class U, int G, bool kMin, int NT>
 void gemv_q8_t(const WeightMatrix& W, const ActQ8& a, int64_t r0, int64_t r1, float* Y) {
     constexpr int nbc = kChunk / G;
-    const UnpackChunkFn generic = unpack_fn(W.type);
-    alignas(64) uint8_t buf[kChunk];
-    alignas(64) float scale[32] = {}, min[32] = {};
     constexpr int64_t kStep = kChunk / U::kBE * U::kBB;  // weight bytes per chunk
     const int64_t nb = a.nb(), nchunks = a.kpad / kChunk;
     WeightPrefetch::start(W, r0, r1);
@@ -568,7 +559,7 @@ void gemv_q8_t(const WeightMatrix& W, const ActQ8& a, int64_t r0, int64_t r1, fl
             __m512i w[8];
             WeightPrefetch::step_fixed<kStep>(row + c * kStep);
             __m512 sv[2], mv[2];
-            load_chunk<U>(W, generic, row, c, w, sv, mv, scale, min, buf);
+            load_chunk<U>(W, row, c, w, sv, mv);
             for (int t = 0; t < NT; ++t) {
                 const int8_t* x = a.qs + t * a.kpad + c * kChunk;
                 const int64_t bi = t * nb + c * nbc;
@@ -598,7 +589,7 @@ void gemv_q4_0_t(const WeightMatrix& W, const ActQ8& a, int64_t r0, int64_t r1, 
     const int64_t nb = a.nb(), nfull = W.cols / kChunk, nchunks = a.kpad / kChunk;
     const __m512i m4 = _mm512_set1_epi8(0x0F);
     const __m512i to_natural = _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
-    alignas(64) uint8_t tail[kCB + 128];  // a partial last chunk's blocks, then zeros (see load_chunk)
+    alignas(64) uint8_t tail[kCB + 128];  // see zero_padded_tail
     WeightPrefetch::start(W, r0, r1);
     for (int64_t r = r0; r < r1; ++r) {
         const auto* row = static_cast<const uint8_t*>(W.data) + r * W.row_bytes;
@@ -609,10 +600,7 @@ void gemv_q4_0_t(const WeightMatrix& W, const ActQ8& a, int64_t r0, int64_t r1, 
             if (c < nfull) {
                 WeightPrefetch::step_fixed<kCB>(p);
             } else {
-                const auto n = static_cast<size_t>((W.cols - c * kChunk) / 32 * 18);
-                std::memcpy(tail, p, n);
-                std::memset(tail + n, 0, sizeof tail - n);
-                p = tail;
+                p = zero_padded_tail(p, static_cast<size_t>((W.cols - c * kChunk) / 32 * 18), tail);
             }
             __m512i w[8];
             for (int g = 0; g < 4; ++g) {
@@ -731,10 +719,8 @@ template <class U, int G, bool kMin>
 void build_panel(const WeightMatrix& W, int64_t r0, int nrows, int64_t nb, uint8_t* panel) {
     constexpr int PB = panel_block_bytes<G, kMin>();
     constexpr int nbc = kChunk / G;
-    const UnpackChunkFn generic = unpack_fn(W.type);
     alignas(64) uint8_t rows[16][kChunk];
     alignas(64) float scale[16][32] = {}, min[16][32] = {};
-    alignas(64) uint8_t tmp[kChunk];
     for (int half = 0; half < 2; ++half) {
         const int nr = std::clamp(nrows - 16 * half, 0, 16);
         if (nr < 16) {
@@ -747,7 +733,7 @@ void build_panel(const WeightMatrix& W, int64_t r0, int nrows, int64_t nb, uint8
                 const auto* row = static_cast<const uint8_t*>(W.data) + (r0 + 16 * half + r) * W.row_bytes;
                 __m512i w[8];
                 __m512 sv[2], mv[2];
-                load_chunk<U>(W, generic, row, c, w, sv, mv, scale[r], min[r], tmp);
+                load_chunk<U>(W, row, c, w, sv, mv);
                 for (int j = 0; j < 2; ++j)
                     _mm512_store_ps(scale[r] + 16 * j, sv[j]), _mm512_store_ps(min[r] + 16 * j, mv[j]);
                 for (int j = 0; j < 8; ++j) _mm512_store_si512(rows[r] + 64 * j, w[j]);

@@ -312,15 +312,31 @@ struct AffineFit {
     float min;
 };  // x ~ scale * q - min, min >= 0
 
-// The whole-span trials of the two fits below (spans of fewer than nmax levels) are kept only
-// where they fit far better than the usual trials: a block that is a requantized source's grid
-// leaves them only fp16 rounding, orders of magnitude below a quantization error. Where such a
-// fit is merely somewhat better it is not taken: on real weights those lowered the weighted
-// error but raised the KL divergence (Gemma 3 270M, Q4_K: 0.0590 with them, 0.0565 without).
-constexpr double kGridFit = 0.1;
+// The two fits below try scales whose codes span nmax +- `tenths` / 10 levels, in tenths, and
+// the whole spans below (nmax - 1 down to nmax / 2). A whole-span fit is kept only where it fits
+// far better than the usual trials: a block that is a requantized source's grid leaves it only
+// fp16 rounding, orders of magnitude below a quantization error. Where such a fit is merely
+// somewhat better it is not taken: on real weights those lowered the weighted error but raised
+// the KL divergence (Gemma 3 270M, Q4_K: 0.0590 with them, 0.0565 without).
+// `trial(span, fit)` returns a fit's error (INFINITY: none) and sets the fit.
+template <class Fit, class Trial>
+Fit best_span_fit(int nmax, int tenths, Fit best, Trial trial) {
+    constexpr double kGridFit = 0.1;
+    Fit grid{}, f{};
+    float best_err = INFINITY, grid_err = INFINITY;
+    for (int step = -tenths; step <= tenths; ++step) {
+        const float e = trial(static_cast<float>(nmax) + 0.1f * static_cast<float>(step), f);
+        if (e < best_err) best_err = e, best = f;
+    }
+    for (int span = nmax - 1; span >= nmax / 2; --span) {
+        const float e = trial(static_cast<float>(span), f);
+        if (e < grid_err) grid_err = e, grid = f;
+    }
+    return grid_err < kGridFit * best_err ? grid : best;
+}
 
-// Fits x ~ scale * q - min with q in [0, nmax] and min >= 0 by trying a range of
-// scales around (max - min) / nmax, each refined by weighted least squares.
+// Fits x ~ scale * q - min with q in [0, nmax] and min >= 0: the codes of each span over
+// [lo, hi] (best_span_fit), each refined by weighted least squares.
 AffineFit fit_affine(const float* x, const float* w, int n, int nmax) {
     float lo = 0.0f, hi = x[0];
     for (int j = 0; j < n; ++j) {
@@ -357,17 +373,7 @@ AffineFit fit_affine(const float* x, const float* w, int n, int nmax) {
         fit = {static_cast<float>(a), static_cast<float>(-c)};
         return static_cast<float>(err);
     };
-    AffineFit best{(hi - lo) / static_cast<float>(nmax), -lo}, grid{}, f{};
-    float best_err = INFINITY, grid_err = INFINITY;
-    for (int step = -10; step <= 10; ++step) {  // nmax - 1 .. nmax + 1 levels, in tenths
-        const float e = trial(static_cast<float>(nmax) + 0.1f * static_cast<float>(step), f);
-        if (e < best_err) best_err = e, best = f;
-    }
-    for (int span = nmax - 1; span >= nmax / 2; --span) {  // whole spans below: see kGridFit
-        const float e = trial(static_cast<float>(span), f);
-        if (e < grid_err) grid_err = e, grid = f;
-    }
-    return grid_err < kGridFit * best_err ? grid : best;
+    return best_span_fit(nmax, 10, AffineFit{(hi - lo) / static_cast<float>(nmax), -lo}, trial);
 }
 
 // Fits x ~ scale * q with q in [-nmax, nmax - 1]; scale may be negative so the extreme
@@ -391,17 +397,7 @@ float fit_symmetric(const float* x, const float* w, int n, int nmax) {
         scale = static_cast<float>(sqx / sq2);
         return static_cast<float>(std::max(0.0, sx2 - sqx * sqx / sq2));
     };
-    float best = max / static_cast<float>(-nmax), grid = 0.0f, f = 0.0f;
-    float best_err = INFINITY, grid_err = INFINITY;
-    for (int step = -9; step <= 9; ++step) {
-        const float e = trial(static_cast<float>(nmax) + 0.1f * static_cast<float>(step), f);
-        if (e < best_err) best_err = e, best = f;
-    }
-    for (int span = nmax - 1; span >= nmax / 2; --span) {
-        const float e = trial(static_cast<float>(span), f);
-        if (e < grid_err) grid_err = e, grid = f;
-    }
-    return grid_err < kGridFit * best_err ? grid : best;
+    return best_span_fit(nmax, 9, max / static_cast<float>(-nmax), trial);
 }
 
 // Weighted squared error of x ~ ds * q - dm, q = nearest code in [0, nmax].
