@@ -433,19 +433,18 @@ uint64_t GgufTensor::rows() const {
 }
 
 GgufFile GgufFile::open(const std::string& path, bool huge_pages) {
-    auto map = std::make_shared<MappedFile>(path, huge_pages);
-    GgufFile f = parse(map->data(), map->size(), path);
-    f.maps_.push_back(std::move(map));
+    const auto open_one = [huge_pages](const std::string& p) {
+        auto map = std::make_shared<MappedFile>(p, huge_pages);
+        GgufFile f = parse(map->data(), map->size(), p);
+        f.maps_.push_back(std::move(map));
+        return f;
+    };
+    GgufFile f = open_one(path);
     if (f.split_count() <= 1 || f.opt_u64(kSplitNoKey).value_or(0) != 0) return f;
     // The first part of a split model opens the others beside it: the engine sees one model.
     std::vector<GgufFile> parts;
     parts.push_back(std::move(f));
-    for (const std::string& p : split_part_paths(path, parts.front().split_count())) {
-        auto m = std::make_shared<MappedFile>(p, huge_pages);
-        GgufFile part = parse(m->data(), m->size(), p);
-        part.maps_.push_back(std::move(m));
-        parts.push_back(std::move(part));
-    }
+    for (const std::string& p : split_part_paths(path, parts.front().split_count())) parts.push_back(open_one(p));
     return join_split(std::move(parts));
 }
 

@@ -6,6 +6,7 @@
 #include <charconv>
 #include <map>
 
+#include "engine/gguf/gguf_split.h"
 #include "kernels/common/error.h"
 #include "kernels/common/format.h"
 
@@ -99,7 +100,7 @@ void check_remote_path(std::string_view path) {
 
 std::string quant_of(std::string_view file_name) {
     std::string name = base_name(file_name);
-    if (auto split = split_part_of(name)) name = split->stem;
+    if (auto split = split_name_of(name)) name = split->stem;
     else if (ends_with_gguf(name)) name.resize(name.size() - 5);
     // A label stands between separators ('-' or '.'; '_' may precede it too). The last one
     // wins: "Q8_0-F16"-style names list the weights last.
@@ -135,7 +136,7 @@ std::vector<ModelChoice> gguf_choices(const std::vector<RemoteFile>& files) {
     std::map<std::string, uint32_t> counts;
     for (const auto& f : files) {
         if (!ends_with_gguf(f.path) || upper(base_name(f.path)).rfind("MMPROJ", 0) == 0) continue;
-        if (auto split = split_part_of(f.path)) {
+        if (auto split = split_name_of(f.path)) {
             const std::string key = split->stem + "#" + std::to_string(split->count);
             groups[key][split->index] = f;
             counts[key] = split->count;

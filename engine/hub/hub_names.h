@@ -1,5 +1,5 @@
 // The names a hub hands out, checked before they touch a URL or the disk, and the GGUF file
-// names people publish: quantization labels ("Q4_K_M") and split parts ("-00001-of-00003").
+// names people publish: quantization labels ("Q4_K_M"; split parts are engine/gguf/gguf_split.h).
 // Pure functions of their input (no I/O), so the fuzzer and the unit tests call them directly.
 #pragma once
 #include <cstdint>
@@ -8,7 +8,6 @@
 #include <string_view>
 #include <vector>
 
-#include "engine/gguf/gguf_split.h"
 
 namespace ember::hub {
 
@@ -26,10 +25,6 @@ void check_remote_path(std::string_view path);
 // The quantization label in a GGUF file name, upper-cased ("Q4_K_M", "Q8_0", "F16", "IQ4_XS"),
 // or "" when the name carries none.
 std::string quant_of(std::string_view file_name);
-
-// A split GGUF part: "<stem>-00002-of-00005.gguf" -> {stem, 2, 5} (engine/gguf/gguf_split.h).
-using SplitPart = SplitName;
-inline std::optional<SplitPart> split_part_of(std::string_view path) { return split_name_of(path); }
 
 // One downloadable model in a repository: a single GGUF, or all parts of a split one, in order.
 struct RemoteFile {

@@ -8,6 +8,7 @@
 #include <cstdlib>
 
 #include "engine/gguf/gguf.h"
+#include "engine/gguf/gguf_split.h"
 #include "engine/hub/hub_names.h"
 #include "engine/hub/sha256.h"
 #include "engine/models/model_info.h"
@@ -166,7 +167,7 @@ bool on_disk(const ModelPart& p) {
 
 // All parts of a split model from its first part's path, in order; one part otherwise.
 std::vector<fs::path> parts_of(const fs::path& first) {
-    const auto split = hub::split_part_of(first.filename().string());
+    const auto split = split_name_of(first.filename().string());
     if (!split) return {first};
     if (split->index != 1)
         throw Error(first.string() + ": part " + std::to_string(split->index) + " of a split model; import part 1 (" +
@@ -274,7 +275,7 @@ LibraryModel Library::import_file(const fs::path& gguf) {
         m.parts.push_back({p.filename().string(), p.string(), fs::file_size(p), hub::sha256_file(p.string())});
     describe(m);  // the full parse: a file that does not open is refused here
     const std::string stem = first.stem().string();
-    const auto split = hub::split_part_of(first.filename().string());
+    const auto split = split_name_of(first.filename().string());
     m.name = split ? split->stem : stem;
     return insert(std::move(m));
 }

@@ -7,6 +7,7 @@
 #include <string>
 #include <string_view>
 
+#include "engine/gguf/gguf_split.h"
 #include "engine/hub/hub_json.h"
 #include "engine/hub/hub_names.h"
 #include "kernels/common/error.h"
@@ -35,7 +36,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
                 break;
             case 3:
                 ember::hub::check_remote_path(text);
-                (void)ember::hub::split_part_of(text);
+                (void)ember::split_name_of(text);
                 (void)ember::hub::quant_of(text);
                 break;
         }

@@ -4,6 +4,7 @@
 
 #include <string>
 
+#include "engine/gguf/gguf_split.h"
 #include "engine/hub/hub_json.h"
 #include "engine/hub/hub_names.h"
 #include "kernels/common/error.h"
@@ -47,14 +48,14 @@ TEST_CASE("quantization labels and split parts are read from GGUF file names") {
     CHECK(quant_of("x-IQ2_XXS.gguf") == "IQ2_XXS");
     CHECK(quant_of("MyQ4_K_Mmodel.gguf") == "");  // a label must stand between separators
 
-    const auto s = split_part_of("dir/x-Q8_0-00002-of-00003.gguf");
+    const auto s = ember::split_name_of("dir/x-Q8_0-00002-of-00003.gguf");
     REQUIRE(s);
     CHECK(s->stem == "dir/x-Q8_0");
     CHECK(s->index == 2);
     CHECK(s->count == 3);
-    CHECK_FALSE(split_part_of("x-00004-of-00003.gguf"));
-    CHECK_FALSE(split_part_of("x-00000-of-00003.gguf"));
-    CHECK_FALSE(split_part_of("x-Q8_0.gguf"));
+    CHECK_FALSE(ember::split_name_of("x-00004-of-00003.gguf"));
+    CHECK_FALSE(ember::split_name_of("x-00000-of-00003.gguf"));
+    CHECK_FALSE(ember::split_name_of("x-Q8_0.gguf"));
 }
 
 TEST_CASE("a split model is one choice, complete or not at all, and a missing quant lists what exists") {
