@@ -8,7 +8,6 @@
 #include <string_view>
 #include <vector>
 
-
 namespace ember::hub {
 
 // "owner/name" or "name": letters, digits, '-', '_', '.'; no "..", no leading '.'.
