@@ -266,10 +266,7 @@ void EngineWorker::on_event(Answer& a, ember::EngineEvent&& e) {
                 std::lock_guard lock(energy_mutex_);
                 ledger_.first_token(a.id, energy_->sample());
             }
-            if (a.batch.add(e.text.data(), e.text.size())) {
-                auto [s, n] = a.batch.take();
-                emit textReady(a.id, s, n);
-            }
+            if (a.batch.add(e.text.data(), e.text.size())) flush_text(a);
             return;
         case Kind::Finished: {
             flush_text(a);
