@@ -21,8 +21,8 @@ true, stream_options.include_usage), all starting together. Prompt i is "Request
 text, so prompts differ from their first tokens (no prefix-cache reuse across requests) and
 prompt i is the same text in every round and for both servers. With --prompt-tokens N, prompt i
 is instead N token ids (a fixed pseudo-random sequence that differs from its first id): the
-synthetic models' vocabularies have no merges, so the text prompt is ~200 tokens there against
-~36 with a real BPE vocabulary, and token ids give every model the same prompt length.
+synthetic models' vocabularies have no merges, so the text prompt is 235 tokens there against
+38 in SmolLM2's BPE vocabulary, and token ids give every model the same prompt length.
 
 Measured per round (server x C):
   - aggregate throughput: generated tokens of all requests / wall time of the round (first
