@@ -412,7 +412,7 @@ void gemv_q8_t(const WeightMatrix& W, const ActQ8& a, int64_t r0, int64_t r1, fl
     const UnpackChunkFn unpack = unpack_fn_avx2(W.type);
     alignas(64) uint8_t q[kChunk];
     alignas(64) float scale[32], min[32];
-    const int64_t nt = a.n_tokens, nb = a.nb(), nchunks = a.kpad / kChunk;
+    const int64_t nt = a.n_tokens, nb = a.nb(), nb_data = W.cols / G, nchunks = a.kpad / kChunk;
     const WeightPrefetch pf(W, kChunk);
     WeightPrefetch::start(W, r0, r1);
     for (int64_t r = r0; r < r1; ++r) {
@@ -423,10 +423,12 @@ void gemv_q8_t(const WeightMatrix& W, const ActQ8& a, int64_t r0, int64_t r1, fl
         for (int64_t c = 0; c < nchunks; ++c) {
             pf.step(row + c * pf.step_bytes);
             unpack(row, c, W.cols, q, scale, min);
+            // groups of 8 blocks holding columns (a short row's last chunk: padding skipped)
+            const int groups = static_cast<int>(std::min<int64_t>(nbc, nb_data - c * nbc) + 7) / 8;
             for (int64_t t = 0; t < nt; ++t) {
                 const int8_t* x = a.qs + t * a.kpad + c * kChunk;
                 const int64_t bi = t * nb + c * nbc;
-                for (int g = 0; g < nbc / 8; ++g) {
+                for (int g = 0; g < groups; ++g) {
                     const int o = 8 * g;
                     __m256& lanes = acc[t][g % 2];
                     lanes = scale_blocks<kMin, kSigned>(lanes, block_sums8<G, kSigned>(q + o * G, x + o * G), scale + o,
@@ -457,6 +459,8 @@ constexpr int panel_block_bytes() {
     return G * kPanelRows + 4 * kPanelRows * (kMin ? 2 : 1);
 }
 
+// The panel holds the row's nb blocks of data (W.cols / G): padding past the row's end is
+// never multiplied (see the canonical order in matmul_internal.h).
 template <int G, bool kMin>
 void build_panel(const WeightMatrix& W, int64_t r0, int nrows, int64_t nb, uint8_t* panel) {
     constexpr int PB = panel_block_bytes<G, kMin>();
@@ -467,9 +471,9 @@ void build_panel(const WeightMatrix& W, int64_t r0, int nrows, int64_t nb, uint8
     if (nrows < kPanelRows) std::memset(panel, 0, static_cast<size_t>(nb) * PB);
     for (int r = 0; r < nrows; ++r) {
         const auto* row = static_cast<const uint8_t*>(W.data) + (r0 + r) * W.row_bytes;
-        for (int64_t c = 0; c < nb / nbc; ++c) {
+        for (int64_t c = 0; c * nbc < nb; ++c) {
             unpack(row, c, W.cols, q, scale, min);
-            for (int b = 0; b < nbc; ++b) {
+            for (int b = 0; b < std::min<int64_t>(nbc, nb - c * nbc); ++b) {
                 uint8_t* pb = panel + (c * nbc + b) * PB;
                 for (int g = 0; g < G / 4; ++g) std::memcpy(pb + g * 4 * kPanelRows + 4 * r, q + b * G + 4 * g, 4);
                 reinterpret_cast<float*>(pb + G * kPanelRows)[r] = scale[b];
@@ -479,9 +483,37 @@ void build_panel(const WeightMatrix& W, int64_t r0, int nrows, int64_t nb, uint8
     }
 }
 
+// How many vpmaddubsw results (each at most 2 * 127 * max_code in magnitude, codes below 128)
+// can be summed in int16 lanes before one vpmaddwd widens them: 8 for 4-bit codes (a whole
+// G = 32 block), 4 for 5-bit, 2 for 6-bit, 1 for Q8_0's sign trick. Integer sums are exact,
+// so the result is the same bits; the inner loop loses a multiply-add and an add per token.
+constexpr int int16_steps(int max_code) { return 32767 / (2 * 127 * max_code); }
+
+inline int max_code(DType type) {
+    switch (type) {
+        case DType::Q2_K:
+            return 3;
+        case DType::Q3_K:
+            return 7;
+        case DType::Q4_0:
+        case DType::Q4_1:
+        case DType::Q4_K:
+            return 15;
+        case DType::Q5_0:
+        case DType::Q5_1:
+        case DType::Q5_K:
+            return 31;
+        case DType::Q6_K:
+            return 63;
+        default:
+            return 128;  // Q8_0 (|w| after the sign trick)
+    }
+}
+
 // One 8-row x 4-token tile in the canonical order: lane j's chain runs over blocks j, j + 16,
 // ... (its partial sums for the tile's 8 rows in one register), then reduce16 over lanes.
-template <int G, bool kMin, bool kSigned>
+// kSteps: 4-code steps summed in int16 before widening (int16_steps).
+template <int G, bool kMin, bool kSigned, int kSteps>
 void micro_q8(const uint8_t* panel, const uint8_t* act, int64_t nb, float* Y, int64_t ldy, int nrows, int ntok) {
     constexpr int NR = kTileTokens;
     constexpr int PB = panel_block_bytes<G, kMin>();
@@ -498,12 +530,29 @@ void micro_q8(const uint8_t* panel, const uint8_t* act, int64_t nb, float* Y, in
             __m256i ia[NR];
             for (int t = 0; t < NR; ++t)
                 ia[t] = (kMin || kSigned) ? _mm256_setzero_si256() : _mm256_set1_epi32(init[t]);
-            for (int g = 0; g < G / 4; ++g) {
-                const __m256i w = _mm256_load_si256(reinterpret_cast<const __m256i*>(pb + g * 4 * kPanelRows));
-                for (int t = 0; t < NR; ++t) {
-                    int32_t x4;
-                    std::memcpy(&x4, xb + (g * NR + t) * 4, 4);
-                    ia[t] = dot4<kSigned>(ia[t], w, _mm256_set1_epi32(x4));
+            if constexpr (kSteps == 1) {
+                for (int g = 0; g < G / 4; ++g) {
+                    const __m256i w = _mm256_load_si256(reinterpret_cast<const __m256i*>(pb + g * 4 * kPanelRows));
+                    for (int t = 0; t < NR; ++t) {
+                        int32_t x4;
+                        std::memcpy(&x4, xb + (g * NR + t) * 4, 4);
+                        ia[t] = dot4<kSigned>(ia[t], w, _mm256_set1_epi32(x4));
+                    }
+                }
+            } else {
+                for (int g0 = 0; g0 < G / 4; g0 += kSteps) {
+                    __m256i s16[NR];
+                    for (int t = 0; t < NR; ++t) s16[t] = _mm256_setzero_si256();
+                    for (int g = g0; g < std::min(G / 4, g0 + kSteps); ++g) {
+                        const __m256i w = _mm256_load_si256(reinterpret_cast<const __m256i*>(pb + g * 4 * kPanelRows));
+                        for (int t = 0; t < NR; ++t) {
+                            int32_t x4;
+                            std::memcpy(&x4, xb + (g * NR + t) * 4, 4);
+                            s16[t] = _mm256_add_epi16(s16[t], _mm256_maddubs_epi16(w, _mm256_set1_epi32(x4)));
+                        }
+                    }
+                    for (int t = 0; t < NR; ++t)
+                        ia[t] = _mm256_add_epi32(ia[t], _mm256_madd_epi16(s16[t], _mm256_set1_epi16(1)));
                 }
             }
             const __m256 s = _mm256_load_ps(reinterpret_cast<const float*>(pb + G * kPanelRows));
@@ -526,31 +575,44 @@ void micro_q8(const uint8_t* panel, const uint8_t* act, int64_t nb, float* Y, in
     }
 }
 
-template <int G, bool kMin, bool kSigned>
+template <int G, bool kMin, bool kSigned, int kSteps>
 void gemm_q8_t(const WeightMatrix& W, const ActQ8& a, int64_t r0, int64_t r1, float* Y, Scratch& s) {
     uint8_t* panel = s.data;
-    const int64_t nb = a.nb();
+    const int64_t nb = W.cols / G;  // blocks holding columns: the padding is skipped
     for (int64_t p = r0; p < r1; p += kPanelRows) {
         const int nrows = static_cast<int>(std::min<int64_t>(kPanelRows, r1 - p));
         build_panel<G, kMin>(W, p, nrows, nb, panel);
         for (int64_t tile = 0; tile < a.n_tiles(); ++tile) {
             const int64_t t0 = tile * kTileTokens;
             const int ntok = static_cast<int>(std::min<int64_t>(kTileTokens, a.n_tokens - t0));
-            micro_q8<G, kMin, kSigned>(panel, a.tiled + tile * a.tile_bytes(), nb, Y + t0 * W.rows + p, W.rows, nrows,
-                                       ntok);
+            micro_q8<G, kMin, kSigned, kSteps>(panel, a.tiled + tile * a.tile_bytes(), nb, Y + t0 * W.rows + p, W.rows,
+                                               nrows, ntok);
         }
+    }
+}
+
+// Per type: block size, min term, sign trick, int16 steps (G / 4 steps cover a whole block).
+template <int G, bool kMin>
+void gemm_q8_steps(const WeightMatrix& W, const ActQ8& a, int64_t r0, int64_t r1, float* Y, Scratch& s) {
+    switch (std::min(int16_steps(max_code(W.type)), G / 4)) {
+        case 2:
+            return gemm_q8_t<G, kMin, false, 2>(W, a, r0, r1, Y, s);
+        case 4:
+            return gemm_q8_t<G, kMin, false, 4>(W, a, r0, r1, Y, s);
+        default:
+            return gemm_q8_t<G, kMin, false, G / 4>(W, a, r0, r1, Y, s);
     }
 }
 
 void gemm_q8(const WeightMatrix& W, const Int8Kind& kind, const ActQ8& a, int64_t r0, int64_t r1, float* Y,
              Scratch& s) {
-    if (W.type == DType::Q8_0) return gemm_q8_t<32, false, true>(W, a, r0, r1, Y, s);
+    if (W.type == DType::Q8_0) return gemm_q8_t<32, false, true, 1>(W, a, r0, r1, Y, s);
     if (kind.G == 32) {
-        if (kind.has_min) gemm_q8_t<32, true, false>(W, a, r0, r1, Y, s);
-        else gemm_q8_t<32, false, false>(W, a, r0, r1, Y, s);
+        if (kind.has_min) gemm_q8_steps<32, true>(W, a, r0, r1, Y, s);
+        else gemm_q8_steps<32, false>(W, a, r0, r1, Y, s);
     } else {
-        if (kind.has_min) gemm_q8_t<16, true, false>(W, a, r0, r1, Y, s);
-        else gemm_q8_t<16, false, false>(W, a, r0, r1, Y, s);
+        if (kind.has_min) gemm_q8_steps<16, true>(W, a, r0, r1, Y, s);
+        else gemm_q8_steps<16, false>(W, a, r0, r1, Y, s);
     }
 }
 

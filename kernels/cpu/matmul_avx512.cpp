@@ -714,7 +714,8 @@ constexpr int panel_block_bytes() {
 
 // Repacks rows [r0, r0 + nrows) into the panel, 16 rows at a time: each row's chunk is
 // unpacked to a row buffer, then 16 x 16 dword transposes turn 4-code groups (and scales,
-// mins) of 16 rows into one 64-byte panel vector each.
+// mins) of 16 rows into one 64-byte panel vector each. nb: the blocks holding columns
+// (W.cols / G); the padding of a short row's last chunk is not transposed (never read).
 template <class U, int G, bool kMin>
 void build_panel(const WeightMatrix& W, int64_t r0, int nrows, int64_t nb, uint8_t* panel) {
     constexpr int PB = panel_block_bytes<G, kMin>();
@@ -728,7 +729,8 @@ void build_panel(const WeightMatrix& W, int64_t r0, int nrows, int64_t nb, uint8
             std::memset(scale[nr], 0, sizeof(scale[0]) * static_cast<size_t>(16 - nr));
             std::memset(min[nr], 0, sizeof(min[0]) * static_cast<size_t>(16 - nr));
         }
-        for (int64_t c = 0; c < nb / nbc; ++c) {
+        for (int64_t c = 0; c * nbc < nb; ++c) {
+            const int blocks = static_cast<int>(std::min<int64_t>(nbc, nb - c * nbc));
             for (int r = 0; r < nr; ++r) {
                 const auto* row = static_cast<const uint8_t*>(W.data) + (r0 + 16 * half + r) * W.row_bytes;
                 __m512i w[8];
@@ -740,7 +742,7 @@ void build_panel(const WeightMatrix& W, int64_t r0, int nrows, int64_t nb, uint8
             }
             uint8_t* pc = panel + c * nbc * PB + 64 * half;
             __m512i v[16];
-            for (int j = 0; j < 8; ++j) {  // codes 64j .. 64j + 63 of 16 rows
+            for (int j = 0; j < (blocks * G + 63) / 64; ++j) {  // codes 64j .. 64j + 63 of 16 rows
                 for (int r = 0; r < 16; ++r) v[r] = _mm512_load_si512(rows[r] + 64 * j);
                 transpose16x16(v);
                 for (int k = 0; k < 16; ++k) {
@@ -748,7 +750,7 @@ void build_panel(const WeightMatrix& W, int64_t r0, int nrows, int64_t nb, uint8
                     _mm512_store_si512(pc + (e / G) * PB + (e % G) / 4 * 4 * kPanelRows, v[k]);
                 }
             }
-            for (int sj = 0; sj < nbc / 16; ++sj) {
+            for (int sj = 0; sj < (blocks + 15) / 16; ++sj) {
                 for (int r = 0; r < 16; ++r) v[r] = _mm512_castps_si512(_mm512_load_ps(scale[r] + 16 * sj));
                 transpose16x16(v);
                 for (int k = 0; k < 16; ++k) _mm512_store_si512(pc + (16 * sj + k) * PB + G * kPanelRows, v[k]);
@@ -828,14 +830,14 @@ void micro_q8(const uint8_t* panel, const uint8_t* act, int64_t nb, float* Y, in
 template <class U, int G, bool kMin>
 void gemm_q8_t(const WeightMatrix& W, const ActQ8& a, int64_t r0, int64_t r1, float* Y, Scratch& s) {
     uint8_t* panel = s.data;
-    const int64_t nb = a.nb();
+    const int64_t nb_data = W.cols / G;  // blocks holding columns: the padding is skipped
     for (int64_t p = r0; p < r1; p += kPanelRows) {
         const int nrows = static_cast<int>(std::min<int64_t>(kPanelRows, r1 - p));
-        build_panel<U, G, kMin>(W, p, nrows, nb, panel);
+        build_panel<U, G, kMin>(W, p, nrows, nb_data, panel);
         for (int64_t tile = 0; tile < a.n_tiles(); ++tile) {
             const int64_t t0 = tile * kTileTokens;
             const int ntok = static_cast<int>(std::min<int64_t>(kTileTokens, a.n_tokens - t0));
-            micro_q8<G, kMin, kTileTokens>(panel, a.tiled + tile * a.tile_bytes(), nb, Y + t0 * W.rows + p, W.rows,
+            micro_q8<G, kMin, kTileTokens>(panel, a.tiled + tile * a.tile_bytes(), nb_data, Y + t0 * W.rows + p, W.rows,
                                            nrows, ntok);
         }
     }

@@ -64,11 +64,14 @@ struct ActQ8 {
 // call (gemv or gemm, tile position) nor on the instruction set.
 //  * 16 partial sums ("lanes"), each a chain of fused multiply-adds in increasing order over
 //    its terms. Quantized weights: lane j takes the blocks b with b % 16 == j (blocks of G
-//    activations, padded to a whole 512-element chunk with zero blocks); block b adds
+//    activations); block b adds
 //      f = float(isum_b) * d_x[b];  acc = fma(f, scale_w[b], acc);
 //      [has_min: acc = fma(min_w[b], dsum_x[b], acc)]
-//    (isum_b: the exact integer dot product including init). Float weights: lane j takes
-//    the columns c with c % 16 == j: acc = fma(w[c], x[c], acc).
+//    (isum_b: the exact integer dot product including init). The zero blocks that pad a row
+//    to whole 512-element chunks add exactly nothing (fma(0, 0, acc) == acc: a lane starts
+//    at +0 and cannot reach -0 short of an underflow), so a kernel may compute or skip them;
+//    skipping saves up to 44 % of the work on short rows (576 columns: 1024 padded).
+//    Float weights: lane j takes the columns c with c % 16 == j: acc = fma(w[c], x[c], acc).
 //  * then one fixed tree over the lanes (reduce16).
 inline constexpr int kLanes = 16;
 

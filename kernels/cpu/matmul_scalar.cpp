@@ -63,7 +63,7 @@ void gemv_q8(const WeightMatrix& W, const Int8Kind& kind, const ActQ8& a, int64_
                 const int8_t* x = a.qs + t * a.kpad + c * kChunk;
                 const int64_t bi = t * a.nb() + c * nbc;
                 float* lanes = acc.data() + t * kLanes;
-                for (int b = 0; b < nbc; ++b) {
+                for (int b = 0; b < std::min<int64_t>(nbc, W.cols / G - c * nbc); ++b) {  // padding skipped
                     int32_t dot = a.init[bi + b];
                     for (int j = 0; j < G; ++j) dot += q[b * G + j] * x[b * G + j];
                     float& l = lanes[b % kLanes];  // nbc is a multiple of 16

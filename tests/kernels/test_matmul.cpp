@@ -205,6 +205,58 @@ TEST_CASE("batch invariance: every row equals the token alone, bitwise") {
     }
 }
 
+// Codes at (or next to) their maximum against activations at +-127 everywhere: the largest
+// integer partial sums any kernel sees. The AVX2 gemm sums several vpmaddubsw results in
+// int16 before widening (matmul_avx2.cpp, int16_steps); an overflow there would change the
+// bits. Every token count and ISA must equal the scalar kernel's exact int32 dots, bitwise.
+TEST_CASE("extreme codes: integer partial sums do not overflow") {
+    constexpr int64_t rows = 24, cols = 512 + 256, n = 24;
+    for (DType t : kAllTypes) {
+        if (is_float(t)) continue;
+        SUBCASE(std::string(ember::dtype_name(t)).c_str()) {
+            const size_t rb = ember::row_bytes(*ember::dtype_info(uint32_t(t)), uint64_t(cols));
+            std::vector<uint8_t> wq(rb * rows);
+            if (t == DType::Q2_K || t == DType::Q3_K) {
+                // No quantizer for these: random blocks with every code bit set (Q2_K: qs at
+                // bytes 16..79 of 84; Q3_K: hmask and qs at bytes 0..95 of 110).
+                wq = ktest::random_weights(t, rows, cols, 9);
+                const size_t bb = t == DType::Q2_K ? 84 : 110, lo = t == DType::Q2_K ? 16 : 0,
+                             hi = lo + (t == DType::Q2_K ? 64 : 96);
+                for (size_t b = 0; b < wq.size(); b += bb) std::memset(&wq[b + lo], 0xFF, hi - lo);
+            } else {
+                // Per 16 elements: one at -1 (the block's minimum, code 0), the rest at +0.93:
+                // codes at or next to the type's largest.
+                std::vector<float> w(size_t(rows * cols));
+                for (size_t i = 0; i < w.size(); ++i) w[i] = (i % 16 == 0) ? -1.0f : 0.93f;
+                for (int64_t r = 0; r < rows; ++r)
+                    quantize_row(t, w.data() + r * cols, wq.data() + size_t(r) * rb, cols);
+            }
+            const WeightMatrix W = make_weight_matrix(t, rows, cols, wq.data());
+            for (float sign : {1.0f, -1.0f}) {
+                const std::vector<float> x(size_t(n * cols), sign);  // every code +-127
+                std::vector<float> scalar(size_t(n * rows));
+                ThreadPool pool(2);
+                {
+                    ktest::ForceIsa force{Isa::Scalar};
+                    REQUIRE(force.ok);
+                    matmul(W, x.data(), n, scalar.data(), pool);
+                }
+                for (Isa isa : ktest::available_isas()) {
+                    ktest::ForceIsa force{isa};
+                    for (int64_t m : {int64_t{1}, int64_t{5}, n}) {
+                        std::vector<float> y(size_t(m * rows), NAN);
+                        matmul(W, x.data(), m, y.data(), pool);
+                        for (int64_t i = 0; i < m * rows; ++i)
+                            REQUIRE_MESSAGE(std::memcmp(&y[size_t(i)], &scalar[size_t(i)], 4) == 0, isa_name(isa),
+                                            " n=", m, " sign ", sign, " at ", i, ": ", y[size_t(i)], " scalar ",
+                                            scalar[size_t(i)]);
+                    }
+                }
+            }
+        }
+    }
+}
+
 // Real weights (first 64 rows of tensors in the test models, offsets as in test_quant.cpp)
 // through every ISA against the float64 product of their dequantized values.
 TEST_CASE("real weights") {
