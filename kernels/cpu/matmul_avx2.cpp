@@ -144,19 +144,23 @@ inline uint32_t u32_at_(const uint8_t* p) {
     return v;
 }
 
+// Legacy 32-element types: codes() gives a block's 32 u8 codes in natural order (the fused
+// gemv reads them straight into registers), block() stores them with the scale (and min).
 struct AQ4_0 {
     static constexpr DType kType = DType::Q4_0;
     static constexpr int kBE = 32, kBB = 18;
+    static __m256i codes(const uint8_t* p) { return nibbles_lo_hi(load16(p + 2)); }
     static void block(const uint8_t* p, uint8_t* q, float* s, float*) {
-        store32(q, nibbles_lo_hi(load16(p + 2)));
+        store32(q, codes(p));
         s[0] = half_at(p);
     }
 };
 struct AQ4_1 {
     static constexpr DType kType = DType::Q4_1;
     static constexpr int kBE = 32, kBB = 20;
+    static __m256i codes(const uint8_t* p) { return nibbles_lo_hi(load16(p + 4)); }
     static void block(const uint8_t* p, uint8_t* q, float* s, float* m) {
-        store32(q, nibbles_lo_hi(load16(p + 4)));
+        store32(q, codes(p));
         s[0] = half_at(p);
         m[0] = half_at(p + 2);
     }
@@ -164,16 +168,22 @@ struct AQ4_1 {
 struct AQ5_0 {
     static constexpr DType kType = DType::Q5_0;
     static constexpr int kBE = 32, kBB = 22;
+    static __m256i codes(const uint8_t* p) {
+        return _mm256_or_si256(nibbles_lo_hi(load16(p + 6)), qh_bits(u32_at_(p + 2)));
+    }
     static void block(const uint8_t* p, uint8_t* q, float* s, float*) {
-        store32(q, _mm256_or_si256(nibbles_lo_hi(load16(p + 6)), qh_bits(u32_at_(p + 2))));
+        store32(q, codes(p));
         s[0] = half_at(p);
     }
 };
 struct AQ5_1 {
     static constexpr DType kType = DType::Q5_1;
     static constexpr int kBE = 32, kBB = 24;
+    static __m256i codes(const uint8_t* p) {
+        return _mm256_or_si256(nibbles_lo_hi(load16(p + 8)), qh_bits(u32_at_(p + 4)));
+    }
     static void block(const uint8_t* p, uint8_t* q, float* s, float* m) {
-        store32(q, _mm256_or_si256(nibbles_lo_hi(load16(p + 8)), qh_bits(u32_at_(p + 4))));
+        store32(q, codes(p));
         s[0] = half_at(p);
         m[0] = half_at(p + 2);
     }
@@ -181,8 +191,11 @@ struct AQ5_1 {
 struct AQ8_0 {
     static constexpr DType kType = DType::Q8_0;
     static constexpr int kBE = 32, kBB = 34;
+    static __m256i codes(const uint8_t* p) {
+        return _mm256_xor_si256(load32(p + 2), _mm256_set1_epi8(static_cast<char>(0x80)));
+    }
     static void block(const uint8_t* p, uint8_t* q, float* s, float*) {
-        store32(q, _mm256_xor_si256(load32(p + 2), _mm256_set1_epi8(static_cast<char>(0x80))));
+        store32(q, codes(p));
         s[0] = half_at(p);
     }
 };
@@ -377,13 +390,12 @@ inline __m256i reduce4(const __m256i* a) { return pair_sum64(pair_sum32(a[0], a[
 // 8 blocks of G codes -> 8 block sums, natural order. G = 32: one ymm per block; G = 16:
 // two blocks per ymm (one per 128-bit lane).
 template <int G, bool kSigned>
-inline __m256i block_sums8(const uint8_t* q, const int8_t* x) {
+inline __m256i block_sums8(const __m256i* w, const int8_t* x) {
     constexpr int nv = G / 4;  // vectors for 8 blocks
     __m256i a[8];
-    for (int j = 0; j < nv; ++j) {
-        a[j] = dot4<kSigned>(_mm256_setzero_si256(), _mm256_load_si256(reinterpret_cast<const __m256i*>(q + 32 * j)),
+    for (int j = 0; j < nv; ++j)
+        a[j] = dot4<kSigned>(_mm256_setzero_si256(), w[j],
                              _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x + 32 * j)));
-    }
     if constexpr (G == 32) {
         const __m256i u0 = reduce4(a), u1 = reduce4(a + 4);
         return _mm256_add_epi32(_mm256_permute2x128_si256(u0, u1, 0x20), _mm256_permute2x128_si256(u0, u1, 0x31));
@@ -393,61 +405,153 @@ inline __m256i block_sums8(const uint8_t* q, const int8_t* x) {
 }
 
 template <bool kMin, bool kSigned>
-inline __m256 scale_blocks(__m256 acc, __m256i sums, const float* scale, const float* min, const float* d,
-                           const int32_t* init, const float* dsum) {
+inline __m256 scale_blocks(__m256 acc, __m256i sums, __m256 scale, __m256 min, const float* d, const int32_t* init,
+                           const float* dsum) {
     if constexpr (!kMin && !kSigned)
         sums = _mm256_add_epi32(sums, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(init)));
     const __m256 f = _mm256_mul_ps(_mm256_cvtepi32_ps(sums), _mm256_loadu_ps(d));
-    acc = _mm256_fmadd_ps(f, _mm256_load_ps(scale), acc);
-    if constexpr (kMin) acc = _mm256_fmadd_ps(_mm256_load_ps(min), _mm256_loadu_ps(dsum), acc);
+    acc = _mm256_fmadd_ps(f, scale, acc);
+    if constexpr (kMin) acc = _mm256_fmadd_ps(min, _mm256_loadu_ps(dsum), acc);
     return acc;
 }
 
 // ---------------------------------------------------------------------------------------
 // gemv: each row chunk unpacked once to an L1 buffer, then dotted with each token.
 
-template <int G, bool kMin, bool kSigned>
+// A: the type's block unpacker (inlined: a call per chunk cost more than the short rows'
+// work); NT tokens at compile time, so the 2 x NT lane accumulators stay in registers.
+template <class A, int G, bool kMin, bool kSigned, int NT>
 void gemv_q8_t(const WeightMatrix& W, const ActQ8& a, int64_t r0, int64_t r1, float* Y) {
     constexpr int nbc = kChunk / G;
-    const UnpackChunkFn unpack = unpack_fn_avx2(W.type);
     alignas(64) uint8_t q[kChunk];
     alignas(64) float scale[32], min[32];
-    const int64_t nt = a.n_tokens, nb = a.nb(), nb_data = W.cols / G, nchunks = a.kpad / kChunk;
+    const int64_t nb = a.nb(), nb_data = W.cols / G, nchunks = a.kpad / kChunk;
     const WeightPrefetch pf(W, kChunk);
     WeightPrefetch::start(W, r0, r1);
     for (int64_t r = r0; r < r1; ++r) {
         const auto* row = static_cast<const uint8_t*>(W.data) + r * W.row_bytes;
         // Per token the 16 canonical lanes: acc[t][0] blocks 16i + 0..7, acc[t][1] 16i + 8..15.
-        __m256 acc[kGemvMaxTokens][2];
+        __m256 acc[NT][2];
         for (auto& v : acc) v[0] = v[1] = _mm256_setzero_ps();
         for (int64_t c = 0; c < nchunks; ++c) {
             pf.step(row + c * pf.step_bytes);
-            unpack(row, c, W.cols, q, scale, min);
+            unpack_chunk_avx2<A>(row, c, W.cols, q, scale, min);
             // groups of 8 blocks holding columns (a short row's last chunk: padding skipped)
             const int groups = static_cast<int>(std::min<int64_t>(nbc, nb_data - c * nbc) + 7) / 8;
-            for (int64_t t = 0; t < nt; ++t) {
-                const int8_t* x = a.qs + t * a.kpad + c * kChunk;
-                const int64_t bi = t * nb + c * nbc;
-                for (int g = 0; g < groups; ++g) {
-                    const int o = 8 * g;
-                    __m256& lanes = acc[t][g % 2];
-                    lanes = scale_blocks<kMin, kSigned>(lanes, block_sums8<G, kSigned>(q + o * G, x + o * G), scale + o,
-                                                        min + o, a.d + bi + o, a.init + bi + o, a.dsum + bi + o);
+            for (int g = 0; g < groups; ++g) {
+                const int o = 8 * g;
+                for (int t = 0; t < NT; ++t) {
+                    const int8_t* x = a.qs + t * a.kpad + c * kChunk;
+                    const int64_t bi = t * nb + c * nbc + o;
+                    acc[t][g % 2] = scale_blocks<kMin, kSigned>(
+                        acc[t][g % 2], block_sums8<G, kSigned>(reinterpret_cast<const __m256i*>(q + o * G), x + o * G),
+                        _mm256_load_ps(scale + o), kMin ? _mm256_load_ps(min + o) : _mm256_setzero_ps(), a.d + bi,
+                        a.init + bi, a.dsum + bi);
                 }
             }
         }
-        for (int64_t t = 0; t < nt; ++t) Y[t * W.rows + r] = hsum(_mm256_add_ps(acc[t][0], acc[t][1]));
+        for (int t = 0; t < NT; ++t) Y[t * W.rows + r] = hsum(_mm256_add_ps(acc[t][0], acc[t][1]));
     }
 }
 
-void gemv_q8(const WeightMatrix& W, const Int8Kind& kind, const ActQ8& a, int64_t r0, int64_t r1, float* Y, Scratch&) {
-    if (W.type == DType::Q8_0) return gemv_q8_t<32, false, true>(W, a, r0, r1, Y);
-    if (kind.G == 32) {
-        if (kind.has_min) gemv_q8_t<32, true, false>(W, a, r0, r1, Y);
-        else gemv_q8_t<32, false, false>(W, a, r0, r1, Y);
-    } else {
-        if (kind.has_min) gemv_q8_t<16, true, false>(W, a, r0, r1, Y);
-        else gemv_q8_t<16, false, false>(W, a, r0, r1, Y);
+// The 8 fp16 values at p, p + stride, ... (a scale or min of 8 consecutive blocks) as f32.
+template <int kStride>
+inline __m256 halves8(const uint8_t* p) {
+    uint16_t h[8];
+    for (int j = 0; j < 8; ++j) std::memcpy(&h[j], p + j * kStride, 2);
+    return _mm256_cvtph_ps(_mm_setr_epi16(static_cast<short>(h[0]), static_cast<short>(h[1]), static_cast<short>(h[2]),
+                                          static_cast<short>(h[3]), static_cast<short>(h[4]), static_cast<short>(h[5]),
+                                          static_cast<short>(h[6]), static_cast<short>(h[7])));
+}
+
+// gemv for the legacy 32-element types without the L1 round trip: each group of 8 blocks
+// goes from the row into registers (codes, scales, mins) and is dotted with every token.
+// The blocks of a short row's last group past its end count as zeros.
+template <class A, bool kMin, bool kSigned, int NT>
+void gemv_legacy_t(const WeightMatrix& W, const ActQ8& a, int64_t r0, int64_t r1, float* Y) {
+    constexpr int nbc = kChunk / 32;
+    const int64_t nb = a.nb(), nb_data = W.cols / 32;
+    const WeightPrefetch pf(W, 256);
+    WeightPrefetch::start(W, r0, r1);
+    for (int64_t r = r0; r < r1; ++r) {
+        const auto* row = static_cast<const uint8_t*>(W.data) + r * W.row_bytes;
+        __m256 acc[NT][2];  // per token the 16 canonical lanes
+        for (auto& v : acc) v[0] = v[1] = _mm256_setzero_ps();
+        for (int64_t b0 = 0; b0 < nb_data; b0 += 8) {
+            const uint8_t* p = row + b0 * A::kBB;
+            pf.step(p);
+            __m256i w[8];
+            __m256 sc, mn = _mm256_setzero_ps();
+            if (b0 + 8 <= nb_data) {
+                for (int j = 0; j < 8; ++j) w[j] = A::codes(p + j * A::kBB);
+                sc = halves8<A::kBB>(p);
+                if constexpr (kMin) mn = halves8<A::kBB>(p + 2);
+            } else {  // the row's last blocks: the rest of the group is zeros
+                alignas(32) float s8[8] = {}, m8[8] = {};
+                for (int j = 0; j < 8; ++j) {
+                    const bool in = b0 + j < nb_data;
+                    w[j] = in ? A::codes(p + j * A::kBB) : _mm256_setzero_si256();
+                    if (in) s8[j] = half_at(p + j * A::kBB), m8[j] = kMin ? half_at(p + j * A::kBB + 2) : 0.0f;
+                }
+                sc = _mm256_load_ps(s8);
+                mn = _mm256_load_ps(m8);
+            }
+            const int g = static_cast<int>(b0 % nbc) / 8;  // lanes 8g .. 8g + 7 of the chunk's 16
+            for (int t = 0; t < NT; ++t) {
+                const int64_t bi = t * nb + b0;
+                const __m256i sums = block_sums8<32, kSigned>(w, a.qs + t * a.kpad + b0 * 32);
+                acc[t][g] = scale_blocks<kMin, kSigned>(acc[t][g], sums, sc, mn, a.d + bi, a.init + bi, a.dsum + bi);
+            }
+        }
+        for (int t = 0; t < NT; ++t) Y[t * W.rows + r] = hsum(_mm256_add_ps(acc[t][0], acc[t][1]));
+    }
+}
+
+template <class A, int G, bool kMin, bool kSigned, int NT>
+void gemv_q8_one(const WeightMatrix& W, const ActQ8& a, int64_t r0, int64_t r1, float* Y) {
+    if constexpr (A::kBE == 32) gemv_legacy_t<A, kMin, kSigned, NT>(W, a, r0, r1, Y);
+    else gemv_q8_t<A, G, kMin, kSigned, NT>(W, a, r0, r1, Y);
+}
+
+template <class A, int G, bool kMin, bool kSigned = false>
+void gemv_q8_n(const WeightMatrix& W, const ActQ8& a, int64_t r0, int64_t r1, float* Y) {
+    static_assert(kGemvMaxTokens == 4);
+    switch (a.n_tokens) {
+        case 1:
+            return gemv_q8_one<A, G, kMin, kSigned, 1>(W, a, r0, r1, Y);
+        case 2:
+            return gemv_q8_one<A, G, kMin, kSigned, 2>(W, a, r0, r1, Y);
+        case 3:
+            return gemv_q8_one<A, G, kMin, kSigned, 3>(W, a, r0, r1, Y);
+        default:
+            return gemv_q8_one<A, G, kMin, kSigned, 4>(W, a, r0, r1, Y);
+    }
+}
+
+void gemv_q8(const WeightMatrix& W, const Int8Kind&, const ActQ8& a, int64_t r0, int64_t r1, float* Y, Scratch&) {
+    switch (W.type) {
+        case DType::Q4_0:
+            return gemv_q8_n<AQ4_0, 32, false>(W, a, r0, r1, Y);
+        case DType::Q4_1:
+            return gemv_q8_n<AQ4_1, 32, true>(W, a, r0, r1, Y);
+        case DType::Q5_0:
+            return gemv_q8_n<AQ5_0, 32, false>(W, a, r0, r1, Y);
+        case DType::Q5_1:
+            return gemv_q8_n<AQ5_1, 32, true>(W, a, r0, r1, Y);
+        case DType::Q8_0:
+            return gemv_q8_n<AQ8_0, 32, false, true>(W, a, r0, r1, Y);
+        case DType::Q4_K:
+            return gemv_q8_n<AQ4_K, 32, true>(W, a, r0, r1, Y);
+        case DType::Q5_K:
+            return gemv_q8_n<AQ5_K, 32, true>(W, a, r0, r1, Y);
+        case DType::Q6_K:
+            return gemv_q8_n<AQ6_K, 16, false>(W, a, r0, r1, Y);
+        case DType::Q2_K:
+            return gemv_q8_n<AQ2_K, 16, true>(W, a, r0, r1, Y);
+        case DType::Q3_K:
+            return gemv_q8_n<AQ3_K, 16, false>(W, a, r0, r1, Y);
+        default:
+            return;
     }
 }
 
