@@ -563,27 +563,58 @@ constexpr int panel_block_bytes() {
     return G * kPanelRows + 4 * kPanelRows * (kMin ? 2 : 1);
 }
 
-// The panel holds the row's nb blocks of data (W.cols / G): padding past the row's end is
-// never multiplied (see the canonical order in matmul_internal.h).
+// Repacks rows [r0, r0 + nrows) into the panel: per chunk, the 8 rows are unpacked to row
+// buffers, then 8 x 8 dword transposes turn each 32 codes of the 8 rows into the panel's
+// [8 rows][4 codes] vectors (and 8 blocks' scales, mins into [8 rows] vectors). The panel holds
+// the row's nb blocks of data (W.cols / G): padding past the row's end is never multiplied
+// (see the canonical order in matmul_internal.h).
 template <int G, bool kMin>
 void build_panel(const WeightMatrix& W, int64_t r0, int nrows, int64_t nb, uint8_t* panel) {
     constexpr int PB = panel_block_bytes<G, kMin>();
     constexpr int nbc = kChunk / G;
     const UnpackChunkFn unpack = unpack_fn_avx2(W.type);
-    alignas(64) uint8_t q[kChunk];
-    alignas(64) float scale[32], min[32];
-    if (nrows < kPanelRows) std::memset(panel, 0, static_cast<size_t>(nb) * PB);
-    for (int r = 0; r < nrows; ++r) {
-        const auto* row = static_cast<const uint8_t*>(W.data) + (r0 + r) * W.row_bytes;
-        for (int64_t c = 0; c * nbc < nb; ++c) {
-            unpack(row, c, W.cols, q, scale, min);
-            for (int b = 0; b < std::min<int64_t>(nbc, nb - c * nbc); ++b) {
-                uint8_t* pb = panel + (c * nbc + b) * PB;
-                for (int g = 0; g < G / 4; ++g) std::memcpy(pb + g * 4 * kPanelRows + 4 * r, q + b * G + 4 * g, 4);
-                reinterpret_cast<float*>(pb + G * kPanelRows)[r] = scale[b];
-                if constexpr (kMin) reinterpret_cast<float*>(pb + G * kPanelRows + 4 * kPanelRows)[r] = min[b];
+    alignas(64) uint8_t q[kPanelRows][kChunk];
+    alignas(64) float scale[kPanelRows][32], min[kPanelRows][32];
+    for (int r = nrows; r < kPanelRows; ++r) {  // missing rows: zeros (unpack never writes them)
+        std::memset(q[r], 0, sizeof(q[r]));
+        std::fill(scale[r], scale[r] + 32, 0.0f);
+        std::fill(min[r], min[r] + 32, 0.0f);
+    }
+    // The 8 rows are 8 interleaved streams, too many for the hardware prefetchers: each row's
+    // bytes kAhead chunks ahead are requested before a chunk is unpacked.
+    constexpr int kAhead = 2;
+    const auto* rows = static_cast<const uint8_t*>(W.data) + r0 * W.row_bytes;
+    const int64_t chunk_bytes = static_cast<int64_t>(W.row_bytes) * kChunk / W.cols;
+    const auto prefetch_chunk = [&](int64_t c) {
+        for (int r = 0; r < nrows; ++r)
+            for (int64_t o = 0; o < chunk_bytes; o += 64)
+                __builtin_prefetch(rows + r * W.row_bytes + c * chunk_bytes + o);
+    };
+    for (int c = 0; c < kAhead; ++c) prefetch_chunk(c);
+    __m256 v[kPanelRows];
+    for (int64_t c = 0; c * nbc < nb; ++c) {
+        const int blocks = static_cast<int>(std::min<int64_t>(nbc, nb - c * nbc));
+        if ((c + kAhead) * nbc < nb) prefetch_chunk(c + kAhead);
+        for (int r = 0; r < nrows; ++r) unpack(rows + r * W.row_bytes, c, W.cols, q[r], scale[r], min[r]);
+        uint8_t* pc = panel + c * nbc * PB;
+        for (int j = 0; j < blocks * G / 32; ++j) {  // codes 32j .. 32j + 31 of the 8 rows
+            for (int r = 0; r < kPanelRows; ++r) v[r] = _mm256_castsi256_ps(load32(q[r] + 32 * j));
+            transpose8x8(v);
+            for (int k = 0; k < 8; ++k) {
+                const int e = 32 * j + 4 * k;
+                _mm256_store_ps(reinterpret_cast<float*>(pc + e / G * PB + e % G / 4 * 4 * kPanelRows), v[k]);
             }
         }
+        const auto put = [&](float(*src)[32], int offset) {  // 8 blocks' scales (or mins) at a time
+            for (int sj = 0; sj < (blocks + 7) / 8; ++sj) {
+                for (int r = 0; r < kPanelRows; ++r) v[r] = _mm256_load_ps(src[r] + 8 * sj);
+                transpose8x8(v);
+                for (int k = 0; k < 8; ++k)
+                    _mm256_store_ps(reinterpret_cast<float*>(pc + (8 * sj + k) * PB + offset), v[k]);
+            }
+        };
+        put(scale, G * kPanelRows);
+        if constexpr (kMin) put(min, G * kPanelRows + 4 * kPanelRows);
     }
 }
 
