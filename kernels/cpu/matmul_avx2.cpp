@@ -17,10 +17,12 @@
 namespace ember::cpu::detail {
 namespace {
 
-constexpr int kPanelRows = 8;   // 1 ymm of 8 int32/float lanes
-constexpr int kTileTokens = 4;  // 4 int + 4 float accumulators + weights + temps < 16 ymm
-constexpr int kF32Tile = 8;     // 8 float accumulators for an 8-row x 8-token f32 tile
-constexpr int kGemvMaxTokens = 4;
+constexpr int kPanelRows = 8;       // 1 ymm of 8 int32/float lanes
+constexpr int kTileTokens = 4;      // 4 int + 4 float accumulators + weights + temps < 16 ymm
+constexpr int kF32Tile = 8;         // 8 float accumulators for an 8-row x 8-token f32 tile
+constexpr int kGemvGroup = 4;       // tokens per gemv pass (their accumulators in registers)
+constexpr int kGemvMaxTokens = 12;  // up to this many, gemv in groups (see gemv_q8)
+constexpr int kGemvRowBlock = 16;   // rows per block of the grouped gemv
 
 // ---------------------------------------------------------------------------------------
 // Horizontal reductions.
@@ -515,7 +517,7 @@ void gemv_q8_one(const WeightMatrix& W, const ActQ8& a, int64_t r0, int64_t r1, 
 
 template <class A, int G, bool kMin, bool kSigned = false>
 void gemv_q8_n(const WeightMatrix& W, const ActQ8& a, int64_t r0, int64_t r1, float* Y) {
-    static_assert(kGemvMaxTokens == 4);
+    static_assert(kGemvGroup == 4);
     switch (a.n_tokens) {
         case 1:
             return gemv_q8_one<A, G, kMin, kSigned, 1>(W, a, r0, r1, Y);
@@ -528,7 +530,7 @@ void gemv_q8_n(const WeightMatrix& W, const ActQ8& a, int64_t r0, int64_t r1, fl
     }
 }
 
-void gemv_q8(const WeightMatrix& W, const Int8Kind&, const ActQ8& a, int64_t r0, int64_t r1, float* Y, Scratch&) {
+void gemv_q8_group(const WeightMatrix& W, const ActQ8& a, int64_t r0, int64_t r1, float* Y) {
     switch (W.type) {
         case DType::Q4_0:
             return gemv_q8_n<AQ4_0, 32, false>(W, a, r0, r1, Y);
@@ -552,6 +554,23 @@ void gemv_q8(const WeightMatrix& W, const Int8Kind&, const ActQ8& a, int64_t r0,
             return gemv_q8_n<AQ3_K, 16, false>(W, a, r0, r1, Y);
         default:
             return;
+    }
+}
+
+// More than kGemvGroup tokens: groups of kGemvGroup over blocks of kGemvRowBlock rows, so each
+// block's weights come from DRAM once and from L1/L2 for the other groups. Up to
+// kGemvMaxTokens this beats repacking panels for the gemm on AVX2 (no VNNI: the int8 gemm
+// gains little over the gemv per multiply, and its panels cost a pass of their own).
+void gemv_q8(const WeightMatrix& W, const Int8Kind&, const ActQ8& a, int64_t r0, int64_t r1, float* Y, Scratch&) {
+    if (a.n_tokens <= kGemvGroup) return gemv_q8_group(W, a, r0, r1, Y);
+    for (int64_t r = r0; r < r1; r += kGemvRowBlock) {
+        for (int64_t t0 = 0; t0 < a.n_tokens; t0 += kGemvGroup) {
+            ActQ8 g = a;  // tokens [t0, t0 + kGemvGroup) of the natural layout
+            g.n_tokens = std::min<int64_t>(kGemvGroup, a.n_tokens - t0);
+            g.qs += t0 * a.kpad;
+            g.d += t0 * a.nb(), g.init += t0 * a.nb(), g.dsum += t0 * a.nb();
+            gemv_q8_group(W, g, r, std::min(r1, r + kGemvRowBlock), Y + t0 * W.rows);
+        }
     }
 }
 
@@ -809,22 +828,27 @@ void gemv_f32_t(const WeightMatrix& W, const float* X, int64_t r0, int64_t r1, f
 
 template <DType T>
 void gemv_f32_type(const WeightMatrix& W, const float* X, int64_t n, int64_t r0, int64_t r1, float* Y) {
-    for (int64_t t = 0; t < n; t += 4) {
-        const float* x = X + t * W.cols;
-        float* y = Y + t * W.rows;
-        switch (std::min<int64_t>(4, n - t)) {
-            case 1:
-                gemv_f32_t<T, 1>(W, x, r0, r1, y);
-                break;
-            case 2:
-                gemv_f32_t<T, 2>(W, x, r0, r1, y);
-                break;
-            case 3:
-                gemv_f32_t<T, 3>(W, x, r0, r1, y);
-                break;
-            default:
-                gemv_f32_t<T, 4>(W, x, r0, r1, y);
-                break;
+    // groups of 4 tokens over blocks of rows, as gemv_q8: the weights come from DRAM once
+    const int64_t block = n <= kGemvGroup ? r1 - r0 : kGemvRowBlock;
+    for (int64_t r = r0; r < r1; r += block) {
+        const int64_t re = std::min(r1, r + block);
+        for (int64_t t = 0; t < n; t += kGemvGroup) {
+            const float* x = X + t * W.cols;
+            float* y = Y + t * W.rows;
+            switch (std::min<int64_t>(kGemvGroup, n - t)) {
+                case 1:
+                    gemv_f32_t<T, 1>(W, x, r, re, y);
+                    break;
+                case 2:
+                    gemv_f32_t<T, 2>(W, x, r, re, y);
+                    break;
+                case 3:
+                    gemv_f32_t<T, 3>(W, x, r, re, y);
+                    break;
+                default:
+                    gemv_f32_t<T, 4>(W, x, r, re, y);
+                    break;
+            }
         }
     }
 }
