@@ -779,30 +779,31 @@ void build_panel(const WeightMatrix& W, int64_t r0, int nrows, int64_t nb, uint8
     }
 }
 
-// One 32-row x NR-token tile over all blocks, in the canonical order: lane j's chain runs
+// One 32-row x NT-token tile over all blocks, in the canonical order: lane j's chain runs
 // over blocks j, j + 16, ... (the partial sums of the tile's 32 rows in two registers per
-// token), then reduce16 over the lanes. `act` points at the tile's first record.
-template <int G, bool kMin, int NR>
-void micro_q8(const uint8_t* panel, const uint8_t* act, int64_t nb, float* Y, int64_t ldy, int nrows, int ntok) {
+// token), then reduce16 over the lanes. `act` points at the tile's first record (NR tokens
+// per record; a last tile holding fewer computes only its NT <= NR tokens).
+template <int G, bool kMin, int NR, int NT>
+void micro_q8(const uint8_t* panel, const uint8_t* act, int64_t nb, float* Y, int64_t ldy, int nrows) {
     constexpr int PB = panel_block_bytes<G, kMin>();
     constexpr int RB = NR * (G + 12);  // activation record bytes
-    __m512 part[kLanes][NR][2];
+    __m512 part[kLanes][NT][2];
     for (int lane = 0; lane < kLanes; ++lane) {
-        __m512 acc[NR][2];
-        for (int t = 0; t < NR; ++t) acc[t][0] = acc[t][1] = _mm512_setzero_ps();
+        __m512 acc[NT][2];
+        for (int t = 0; t < NT; ++t) acc[t][0] = acc[t][1] = _mm512_setzero_ps();
         for (int64_t b = lane; b < nb; b += kLanes) {
             const uint8_t* pb = panel + b * PB;
             const uint8_t* xb = act + b * RB;
             const float* dx = reinterpret_cast<const float*>(xb + G * NR);
             const int32_t* init = reinterpret_cast<const int32_t*>(dx + NR);
-            __m512i ia[NR][2];
-            for (int t = 0; t < NR; ++t) {
+            __m512i ia[NT][2];
+            for (int t = 0; t < NT; ++t) {
                 ia[t][0] = ia[t][1] = kMin ? _mm512_setzero_si512() : _mm512_set1_epi32(init[t]);
             }
             for (int g = 0; g < G / 4; ++g) {
                 const __m512i w0 = _mm512_load_si512(pb + g * 128);
                 const __m512i w1 = _mm512_load_si512(pb + g * 128 + 64);
-                for (int t = 0; t < NR; ++t) {
+                for (int t = 0; t < NT; ++t) {
                     int32_t x4;
                     std::memcpy(&x4, xb + (g * NR + t) * 4, 4);
                     const __m512i xv = _mm512_set1_epi32(x4);
@@ -812,7 +813,7 @@ void micro_q8(const uint8_t* panel, const uint8_t* act, int64_t nb, float* Y, in
             }
             const __m512 s0 = _mm512_load_ps(reinterpret_cast<const float*>(pb + G * kPanelRows));
             const __m512 s1 = _mm512_load_ps(reinterpret_cast<const float*>(pb + G * kPanelRows + 64));
-            for (int t = 0; t < NR; ++t) {
+            for (int t = 0; t < NT; ++t) {
                 const __m512 d = _mm512_set1_ps(dx[t]);
                 acc[t][0] = _mm512_fmadd_ps(_mm512_mul_ps(_mm512_cvtepi32_ps(ia[t][0]), d), s0, acc[t][0]);
                 acc[t][1] = _mm512_fmadd_ps(_mm512_mul_ps(_mm512_cvtepi32_ps(ia[t][1]), d), s1, acc[t][1]);
@@ -821,23 +822,43 @@ void micro_q8(const uint8_t* panel, const uint8_t* act, int64_t nb, float* Y, in
                 const float* dsum = dx + 2 * NR;
                 const __m512 m0 = _mm512_load_ps(reinterpret_cast<const float*>(pb + G * kPanelRows + 128));
                 const __m512 m1 = _mm512_load_ps(reinterpret_cast<const float*>(pb + G * kPanelRows + 192));
-                for (int t = 0; t < NR; ++t) {
+                for (int t = 0; t < NT; ++t) {
                     const __m512 ds = _mm512_set1_ps(dsum[t]);
                     acc[t][0] = _mm512_fmadd_ps(m0, ds, acc[t][0]);
                     acc[t][1] = _mm512_fmadd_ps(m1, ds, acc[t][1]);
                 }
             }
         }
-        for (int t = 0; t < NR; ++t) part[lane][t][0] = acc[t][0], part[lane][t][1] = acc[t][1];
+        for (int t = 0; t < NT; ++t) part[lane][t][0] = acc[t][0], part[lane][t][1] = acc[t][1];
     }
     const __mmask16 k0 = static_cast<__mmask16>(nrows >= 16 ? 0xFFFF : (1u << nrows) - 1);
     const __mmask16 k1 = static_cast<__mmask16>(nrows >= 32 ? 0xFFFF : nrows <= 16 ? 0 : (1u << (nrows - 16)) - 1);
     const auto add = [](__m512 u, __m512 v) { return _mm512_add_ps(u, v); };
-    for (int t = 0; t < ntok; ++t) {
+    for (int t = 0; t < NT; ++t) {
         __m512 p0[kLanes], p1[kLanes];
         for (int lane = 0; lane < kLanes; ++lane) p0[lane] = part[lane][t][0], p1[lane] = part[lane][t][1];
         _mm512_mask_storeu_ps(Y + t * ldy, k0, reduce16(p0, add));
         _mm512_mask_storeu_ps(Y + t * ldy + 16, k1, reduce16(p1, add));
+    }
+}
+
+// micro_q8 for a tile of ntok tokens (a last tile short of kTileTokens skips the padding).
+template <int G, bool kMin>
+void micro_tile(int ntok, const uint8_t* panel, const uint8_t* x, int64_t nb, float* y, int64_t ldy, int nrows) {
+    constexpr int NR = kTileTokens;
+    switch (ntok) {
+        case 1:
+            return micro_q8<G, kMin, NR, 1>(panel, x, nb, y, ldy, nrows);
+        case 2:
+            return micro_q8<G, kMin, NR, 2>(panel, x, nb, y, ldy, nrows);
+        case 3:
+            return micro_q8<G, kMin, NR, 3>(panel, x, nb, y, ldy, nrows);
+        case 4:
+            return micro_q8<G, kMin, NR, 4>(panel, x, nb, y, ldy, nrows);
+        case 5:
+            return micro_q8<G, kMin, NR, 5>(panel, x, nb, y, ldy, nrows);
+        default:
+            return micro_q8<G, kMin, NR, NR>(panel, x, nb, y, ldy, nrows);
     }
 }
 
@@ -851,8 +872,9 @@ void gemm_q8_t(const WeightMatrix& W, const ActQ8& a, int64_t r0, int64_t r1, fl
         for (int64_t tile = 0; tile < a.n_tiles(); ++tile) {
             const int64_t t0 = tile * kTileTokens;
             const int ntok = static_cast<int>(std::min<int64_t>(kTileTokens, a.n_tokens - t0));
-            micro_q8<G, kMin, kTileTokens>(panel, a.tiled + tile * a.tile_bytes(), nb_data, Y + t0 * W.rows + p, W.rows,
-                                           nrows, ntok);
+            const uint8_t* x = a.tiled + tile * a.tile_bytes();
+            float* y = Y + t0 * W.rows + p;
+            micro_tile<G, kMin>(ntok, panel, x, nb_data, y, W.rows, nrows);
         }
     }
 }
