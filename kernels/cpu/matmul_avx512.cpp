@@ -721,7 +721,7 @@ void build_panel(const WeightMatrix& W, int64_t r0, int nrows, int64_t nb, uint8
     constexpr int PB = panel_block_bytes<G, kMin>();
     constexpr int nbc = kChunk / G;
     alignas(64) uint8_t rows[16][kChunk];
-    alignas(64) float scale[16][32] = {}, min[16][32] = {};
+    alignas(64) float scale[16][32], min[16][32];  // rows past nrows zeroed below; G = 32 uses [r][0..15]
     // 32 rows are 32 streams, too many for the hardware prefetchers: each row chunk is
     // requested kAhead row chunks before it is unpacked, in the order the loops below read
     // them (half, chunk, row). 24 (7-10 KiB) measured best on Zen 4 (8 and 48-96: 10-25 % slower).
@@ -750,8 +750,10 @@ void build_panel(const WeightMatrix& W, int64_t r0, int nrows, int64_t nb, uint8
                 __m512i w[8];
                 __m512 sv[2], mv[2];
                 load_chunk<U>(W, row, c, w, sv, mv);
-                for (int j = 0; j < 2; ++j)
-                    _mm512_store_ps(scale[r] + 16 * j, sv[j]), _mm512_store_ps(min[r] + 16 * j, mv[j]);
+                for (int j = 0; j < nbc / 16; ++j) {
+                    _mm512_store_ps(scale[r] + 16 * j, sv[j]);
+                    if constexpr (kMin) _mm512_store_ps(min[r] + 16 * j, mv[j]);
+                }
                 for (int j = 0; j < 8; ++j) _mm512_store_si512(rows[r] + 64 * j, w[j]);
             }
             uint8_t* pc = panel + c * nbc * PB + 64 * half;
