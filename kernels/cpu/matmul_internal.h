@@ -8,6 +8,7 @@
 
 #include "kernels/common/dtype.h"
 #include "kernels/cpu/matmul.h"
+#include "kernels/cpu/prefetch.h"
 
 namespace ember::cpu::detail {
 
@@ -91,17 +92,6 @@ inline V reduce16(V* p, Add add) {
 // best while the host's bandwidth is low, 8-12 KiB while it is high (docs/BENCHMARKS.md).
 // Prefetches never fault, so running past the matrix end is harmless.
 inline constexpr int64_t kPrefetchAhead = 8192;
-
-// One cache line into L2 (and L3). GCC 12 deleted __builtin_prefetch from loops that do
-// nothing else (both gemm panel builders' prefetch loops compiled to no instruction at all);
-// an asm statement cannot be dropped. Prefetches never fault.
-inline void prefetch_l2(const void* p) {
-#if defined(__x86_64__) || defined(__i386__)
-    asm volatile("prefetcht1 %0" : : "m"(*static_cast<const char*>(p)));
-#else
-    __builtin_prefetch(p, 0, 2);
-#endif
-}
 
 struct WeightPrefetch {
     int64_t step_bytes;  // weight bytes per kernel step (a chunk of `elems` elements)
