@@ -231,6 +231,7 @@ inline __attribute__((always_inline)) __m512 block_halves(const uint8_t* p) {
 
 struct UQ4_0 {
     static constexpr int kBE = 32, kBB = 18;
+    static constexpr int kQsOff = 2;  // nibble bytes: gemm panels built by build_panel_q4
     __attribute__((always_inline)) static void codes(const uint8_t* p, __m512i* w) {
         for (int j = 0; j < 8; ++j) w[j] = nibbles_2x16(p + 36 * j + 2, p + 36 * j + 20);
     }
@@ -241,6 +242,7 @@ struct UQ4_0 {
 
 struct UQ4_1 {
     static constexpr int kBE = 32, kBB = 20;
+    static constexpr int kQsOff = 4;
     __attribute__((always_inline)) static void codes(const uint8_t* p, __m512i* w) {
         for (int j = 0; j < 8; ++j) w[j] = nibbles_2x16(p + 40 * j + 4, p + 40 * j + 24);
     }
@@ -781,6 +783,57 @@ void build_panel(const WeightMatrix& W, int64_t r0, int nrows, int64_t nb, uint8
     }
 }
 
+// Q4_0 / Q4_1 panels straight from the nibble bytes, transposed before they are unpacked:
+// byte j of a block holds codes j (low nibble) and j + 16 (high), so dword k of the 16 nibble
+// bytes is codes 4k..4k+3 and 16+4k..16+4k+3 of the row -- the panel's groups k and 4 + k.
+// Per block and 16 rows: 16 row loads into 4 zmm (zmm q holds rows q, q+4, q+8, q+12, one
+// per 128-bit lane), one in-lane 4 x 4 dword transpose (8 unpacks) leaves dword k of all 16
+// rows in natural row order in vector k, then AND / shift+AND give 8 panel vectors. Scales
+// (and Q4_1's mins) of the 16 rows come with one gather. Half the shuffles of build_panel,
+// whose 16 x 16 transposes run on codes already unpacked to bytes. Whole 32-row panels only
+// (a matrix's last, partial panel takes build_panel).
+template <class U, bool kMin>
+void build_panel_q4(const WeightMatrix& W, int64_t r0, int64_t nb, uint8_t* panel) {  // 32 whole rows
+    constexpr int PB = panel_block_bytes<32, kMin>();
+    constexpr int64_t kAheadBytes = 512;  // per row (32 rows: 16 KiB in flight)
+    const __m512i m4 = _mm512_set1_epi8(0x0F);
+    const int64_t rb = static_cast<int64_t>(W.row_bytes), rb4 = 4 * rb, rb8 = 8 * rb, rb12 = 12 * rb;
+    const __m512i idx = _mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
+                                           _mm512_set1_epi32(static_cast<int>(rb)));
+    const auto* base = static_cast<const uint8_t*>(W.data) + r0 * rb;
+    for (int r = 0; r < kPanelRows; ++r)
+        for (int64_t o = 0; o < kAheadBytes; o += 64) prefetch_l2(base + r * rb + o);
+    for (int64_t b = 0; b < nb; ++b) {
+        if (b % 4 == 0)  // 4 blocks >= one line per row
+            for (int r = 0; r < kPanelRows; ++r) prefetch_l2(base + r * rb + b * U::kBB + kAheadBytes);
+        for (int half = 0; half < 2; ++half) {
+            const uint8_t* blk = base + 16 * half * rb + b * U::kBB;
+            const auto qs = [](const uint8_t* p) { return _mm_loadu_si128(reinterpret_cast<const __m128i*>(p)); };
+            __m512i z[4];
+            for (int q = 0; q < 4; ++q) {
+                const uint8_t* p = blk + q * rb + U::kQsOff;
+                z[q] = _mm512_inserti32x4(_mm512_castsi128_si512(qs(p)), qs(p + rb4), 1);
+                z[q] = _mm512_inserti32x4(_mm512_inserti32x4(z[q], qs(p + rb8), 2), qs(p + rb12), 3);
+            }
+            const __m512i t0 = _mm512_unpacklo_epi32(z[0], z[1]), t1 = _mm512_unpackhi_epi32(z[0], z[1]);
+            const __m512i t2 = _mm512_unpacklo_epi32(z[2], z[3]), t3 = _mm512_unpackhi_epi32(z[2], z[3]);
+            const __m512i o[4] = {_mm512_unpacklo_epi64(t0, t2), _mm512_unpackhi_epi64(t0, t2),
+                                  _mm512_unpacklo_epi64(t1, t3), _mm512_unpackhi_epi64(t1, t3)};
+            uint8_t* pb = panel + b * PB + 64 * half;
+            for (int k = 0; k < 4; ++k) {
+                _mm512_store_si512(pb + k * 4 * kPanelRows, _mm512_and_si512(o[k], m4));
+                _mm512_store_si512(pb + (4 + k) * 4 * kPanelRows, _mm512_and_si512(_mm512_srli_epi16(o[k], 4), m4));
+            }
+            // d (and m) of the 16 rows: the block's first dword
+            const __m512i dm = _mm512_i32gather_epi32(idx, blk, 1);
+            _mm512_store_ps(pb + 32 * kPanelRows, _mm512_cvtph_ps(_mm512_cvtepi32_epi16(dm)));
+            if constexpr (kMin)
+                _mm512_store_ps(pb + 32 * kPanelRows + 4 * kPanelRows,
+                                _mm512_cvtph_ps(_mm512_cvtepi32_epi16(_mm512_srli_epi32(dm, 16))));
+        }
+    }
+}
+
 // One 32-row x NT-token tile over all blocks, in the canonical order: lane j's chain runs
 // over blocks j, j + 16, ... (the partial sums of the tile's 32 rows in two registers per
 // token), then reduce16 over the lanes. `act` points at the tile's first record (NR tokens
@@ -870,7 +923,12 @@ void gemm_q8_t(const WeightMatrix& W, const ActQ8& a, int64_t r0, int64_t r1, fl
     const int64_t nb_data = W.cols / G;  // blocks holding columns: the padding is skipped
     for (int64_t p = r0; p < r1; p += kPanelRows) {
         const int nrows = static_cast<int>(std::min<int64_t>(kPanelRows, r1 - p));
-        build_panel<U, G, kMin>(W, p, nrows, nb_data, panel);
+        if constexpr (requires { U::kQsOff; }) {
+            if (nrows == kPanelRows) build_panel_q4<U, kMin>(W, p, nb_data, panel);
+            else build_panel<U, G, kMin>(W, p, nrows, nb_data, panel);
+        } else {
+            build_panel<U, G, kMin>(W, p, nrows, nb_data, panel);
+        }
         for (int64_t tile = 0; tile < a.n_tiles(); ++tile) {
             const int64_t t0 = tile * kTileTokens;
             const int ntok = static_cast<int>(std::min<int64_t>(kTileTokens, a.n_tokens - t0));
