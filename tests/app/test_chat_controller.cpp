@@ -545,11 +545,18 @@ private slots:
         QVERIFY(!alone_a.isEmpty() && !alone_a.startsWith('<') && !alone_b.isEmpty() && !alone_b.startsWith('<'));
         QVERIFY(alone_a != alone_b);
 
+        // "S" when a generation starts, "F" when an answer finishes, in the order the GUI thread
+        // receives them (the worker's signals are queued to it in emission order): a tiny model
+        // can finish both answers before the test looks, so counts alone cannot tell whether
+        // they ran together. Declared before the harness so it outlives every connection.
+        QStringList order;
         AppHarness h;
         QVERIFY(h.load(path));
         QSignalSpy done(&h.chat, &ChatController::answerFinished);
         QSignalSpy started(h.host.worker(), &EngineWorker::generationStarted);
         QSignalSpy texts(h.host.worker(), &EngineWorker::textReady);
+        QObject::connect(h.host.worker(), &EngineWorker::generationStarted, &h.chat, [&order] { order << "S"; });
+        QObject::connect(&h.chat, &ChatController::answerFinished, &h.chat, [&order] { order << "F"; });
         h.set_sampling(40);
         QVERIFY(h.chat.send(pa));
         const qint64 a = h.chat.currentConversationId();
@@ -563,9 +570,8 @@ private slots:
         QVERIFY(list->get(list->rowOf(b)).value("generating").toBool());
 
         // Both admitted into the running batch before either finished: they run together.
-        QTRY_VERIFY_WITH_TIMEOUT(started.count() == 2 || done.count() > 0, 120'000);
-        QCOMPARE(started.count(), 2);
-        QCOMPARE(done.count(), 0);
+        QTRY_VERIFY_WITH_TIMEOUT(order.size() >= 2, 120'000);
+        QCOMPARE(order.mid(0, 2), QStringList({"S", "S"}));
         // While both stream, each chat shows its own text (a prefix of its final answer).
         h.chat.selectConversation(a);
         const QString live_a = h.chat.messages()->get(1).value("content").toString();
@@ -573,6 +579,7 @@ private slots:
         const QString live_b = h.chat.messages()->get(1).value("content").toString();
 
         QTRY_VERIFY_WITH_TIMEOUT(done.count() == 2, 120'000);
+        QCOMPARE(started.count(), 2);
         QVERIFY(!h.chat.busy());
         QVERIFY(!list->get(list->rowOf(a)).value("generating").toBool());
         const auto sa = h.store.store->messages(a), sb = h.store.store->messages(b);
