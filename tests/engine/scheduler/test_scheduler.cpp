@@ -306,22 +306,29 @@ TEST_CASE("cancel ends a request within a step and frees its KV blocks at once")
     SchedulerOptions o;
     o.max_batch = 4;
     Scheduler* self = nullptr;
-    uint64_t victim = 0;
     std::vector<StepInfo> steps;
     EngineRequest other = text_request(kPrompts[1], 40);
     other.ignore_eog = true;
     uint64_t other_id = 0;
+    // The victim's id as the engine thread saw it at step 1 (the only request then): that
+    // thread can reach step 10 before submit() has returned its id to this one (seen in a
+    // clean-clone run while other tests loaded both cores).
+    uint64_t victim_seen = 0;
     o.on_step = [&](const StepInfo& info) {
         steps.push_back(info);
-        if (info.step == 1) other_id = self->submit(other, res.sink(1));  // admitted at step 2
-        if (info.step == 10) self->cancel(victim);
+        if (info.step == 1) {
+            victim_seen = info.batch.at(0).request_id;
+            other_id = self->submit(other, res.sink(1));  // admitted at step 2
+        }
+        if (info.step == 10) self->cancel(victim_seen);
     };
     Scheduler s(*model, o);
     self = &s;
     EngineRequest forever = text_request(kPrompts[0], -1);
     forever.ignore_eog = true;
-    victim = s.submit(forever, res.sink(0));
+    const uint64_t victim = s.submit(forever, res.sink(0));
     res.wait(2);
+    CHECK(victim_seen == victim);
     const Outcome v = res.get(0);
     CHECK(v.stats.stop_reason == StopReason::Cancelled);
     CHECK(v.stats.generated_tokens == 10);  // one token per step, steps 1..10
