@@ -605,8 +605,7 @@ void build_panel(const WeightMatrix& W, int64_t r0, int nrows, int64_t nb, uint8
     const auto* rows = static_cast<const uint8_t*>(W.data) + r0 * W.row_bytes;
     const int64_t chunk_bytes = static_cast<int64_t>(W.row_bytes) * kChunk / W.cols;
     const auto prefetch_chunk = [&](int64_t c) {
-        for (int r = 0; r < nrows; ++r)
-            for (int64_t o = 0; o < chunk_bytes; o += 64) prefetch_l2(rows + r * W.row_bytes + c * chunk_bytes + o);
+        for (int r = 0; r < nrows; ++r) prefetch_l2(rows + r * W.row_bytes + c * chunk_bytes, chunk_bytes);
     };
     for (int c = 0; c < kAhead; ++c) prefetch_chunk(c);
     __m256 v[kPanelRows];

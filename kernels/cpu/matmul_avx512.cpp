@@ -730,13 +730,15 @@ void build_panel(const WeightMatrix& W, int64_t r0, int nrows, int64_t nb, uint8
     constexpr int kAhead = 24;
     constexpr int64_t kBytes = kChunk / U::kBE * U::kBB;
     const int64_t nch = (nb + nbc - 1) / nbc;
-    const auto prefetch = [&](int64_t i) {
-        const int64_t half = i / (16 * nch), c = i / 16 % nch, r = 16 * half + i % 16;
-        if (half > 1 || r >= nrows) return;
-        const uint8_t* p = static_cast<const uint8_t*>(W.data) + (r0 + r) * W.row_bytes + c * kBytes;
-        for (int64_t o = 0; o < kBytes; o += 64) prefetch_l2(p + o);
+    int64_t ahead_c = 0;
+    int ahead_half = 0, ahead_r = 0;  // the row chunk to request next
+    const auto prefetch_next = [&] {
+        const int r = 16 * ahead_half + ahead_r;
+        if (ahead_half < 2 && r < nrows)
+            prefetch_l2(static_cast<const uint8_t*>(W.data) + (r0 + r) * W.row_bytes + ahead_c * kBytes, kBytes);
+        if (++ahead_r == 16 && (ahead_r = 0, ++ahead_c == nch)) ahead_c = 0, ++ahead_half;
     };
-    for (int i = 0; i < kAhead; ++i) prefetch(i);
+    for (int i = 0; i < kAhead; ++i) prefetch_next();
     for (int half = 0; half < 2; ++half) {
         const int nr = std::clamp(nrows - 16 * half, 0, 16);
         if (nr < 16) {
@@ -747,7 +749,7 @@ void build_panel(const WeightMatrix& W, int64_t r0, int nrows, int64_t nb, uint8
         for (int64_t c = 0; c * nbc < nb; ++c) {
             const int blocks = static_cast<int>(std::min<int64_t>(nbc, nb - c * nbc));
             for (int r = 0; r < nr; ++r) {
-                prefetch((half * nch + c) * 16 + r + kAhead);
+                prefetch_next();  // (a partial half skips rows: the hint drifts, harmlessly)
                 const auto* row = static_cast<const uint8_t*>(W.data) + (r0 + 16 * half + r) * W.row_bytes;
                 __m512i w[8];
                 __m512 sv[2], mv[2];
@@ -801,8 +803,7 @@ void build_panel_q4(const WeightMatrix& W, int64_t r0, int64_t nb, uint8_t* pane
     const __m512i idx = _mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
                                            _mm512_set1_epi32(static_cast<int>(rb)));
     const auto* base = static_cast<const uint8_t*>(W.data) + r0 * rb;
-    for (int r = 0; r < kPanelRows; ++r)
-        for (int64_t o = 0; o < kAheadBytes; o += 64) prefetch_l2(base + r * rb + o);
+    for (int r = 0; r < kPanelRows; ++r) prefetch_l2(base + r * rb, kAheadBytes);
     for (int64_t b = 0; b < nb; ++b) {
         if (b % 4 == 0)  // 4 blocks >= one line per row
             for (int r = 0; r < kPanelRows; ++r) prefetch_l2(base + r * rb + b * U::kBB + kAheadBytes);
