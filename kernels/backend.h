@@ -29,6 +29,9 @@ struct Tensor {
     int64_t cols = 0;  // elements per row (contiguous)
     int64_t rows = 0;
     size_t row_bytes = 0;  // stride between rows
+    // How a weight's bytes are arranged, backend-specific: 0 = the file's rows (always for
+    // activations). The CPU backend may rearrange weights at load (cpu::WeightLayout).
+    uint8_t layout = 0;
 
     size_t bytes() const { return row_bytes * static_cast<size_t>(rows); }
     // The header (no data) of `rows` rows of `cols` elements of `type`, rows packed. Throws

@@ -305,4 +305,11 @@ void MappedFile::release() {
     size_ = 0;
 }
 
+void drop_mapped_pages(const void* p, size_t n) {
+    const auto page = static_cast<uintptr_t>(sysconf(_SC_PAGESIZE));
+    const auto begin = (reinterpret_cast<uintptr_t>(p) + page - 1) / page * page;
+    const auto end = (reinterpret_cast<uintptr_t>(p) + n) / page * page;
+    if (end > begin) madvise(reinterpret_cast<void*>(begin), end - begin, MADV_DONTNEED);
+}
+
 }  // namespace ember

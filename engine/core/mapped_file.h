@@ -59,4 +59,9 @@ private:
     std::vector<uint8_t> head_, tail_;  // the file's first and last bytes when mapped
 };
 
+// Tells the kernel this process no longer needs the whole pages inside [p, p + n) of a file
+// map (a weight a backend has copied): they leave its resident set, and a later read faults
+// them back in from the page cache. Only for pointers into a MappedFile.
+void drop_mapped_pages(const void* p, size_t n);
+
 }  // namespace ember

@@ -6,6 +6,7 @@
 #include "engine/models/transformer.h"
 #include "kernels/common/alloc_size.h"
 #include "kernels/common/format.h"
+#include "kernels/cpu/matmul.h"
 
 namespace ember::fit {
 namespace {
@@ -68,7 +69,9 @@ DeviceBytes device_bytes(const FitModel& m, const FitOptions& o, const DevicePro
     out.layers = p.end - p.first;
     for (const FitTensor& t : m.tensors) {
         if (!holds(t, p, tied_copy)) continue;
-        if (d.maps_weights) out.mapped_weights += t.bytes;
+        // The CPU backend maps weights in place unless its kernels want them rearranged.
+        const bool mapped = d.maps_weights && cpu::preferred_layout(t.type, t.rows, t.cols) == cpu::WeightLayout::Rows;
+        if (mapped) out.mapped_weights += t.bytes;
         else out.weights += padded_alloc_bytes(t.bytes, d.alloc_align);
     }
     const KvCacheConfig kv = Transformer::kv_config(c, o.n_ctx, o.n_seqs, o.kv_type);

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "engine/core/mapped_file.h"
 #include "kernels/common/alloc_size.h"
 #include "kernels/common/error.h"
 
@@ -123,7 +124,9 @@ Tensor Transformer::weight(Backend& be, const std::string& name, int64_t cols, i
         throw Error(file_->path() + ": tensor '" + name + "' has shape " + std::to_string(t->dims[0]) + " x " +
                     std::to_string(t->rows()) + ", expected " + std::to_string(cols) + " x " + std::to_string(rows));
     try {
-        return be.load_weight(t->data, t->type, cols, rows, name.c_str());
+        Tensor w = be.load_weight(t->data, t->type, cols, rows, name.c_str());
+        if (w.data != t->data) drop_mapped_pages(t->data, w.bytes());  // copied: the map's pages are not read again
+        return w;
     } catch (const Error& e) {
         throw Error(file_->path() + ": tensor '" + name + "': " + e.what());
     }

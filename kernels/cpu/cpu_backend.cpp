@@ -1,6 +1,8 @@
 // The CPU implementation of the backend interface: weights used in place from the file
 // map, activations and KV cache in aligned host memory, every op spread over one persistent
 // thread pool.
+#include <sys/mman.h>
+
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
@@ -39,7 +41,7 @@ public:
     Tensor alloc(MemoryKind kind, DType type, int64_t cols, int64_t rows, const char* tag) override {
         Tensor t = Tensor::shaped(type, cols, rows);
         const size_t bytes = padded_alloc_bytes(t.bytes(), kCpuAllocAlign);
-        t.data = std::aligned_alloc(64, bytes);
+        t.data = kind == MemoryKind::Weights ? alloc_huge(bytes) : std::aligned_alloc(64, bytes);
         if (!t.data)
             throw Error(std::string("out of host memory allocating ") + tag + " (" + std::to_string(bytes) + " bytes)");
         std::memset(t.data, 0, bytes);
@@ -62,10 +64,20 @@ public:
         t = Tensor{};
     }
 
-    Tensor load_weight(const void* host, DType type, int64_t cols, int64_t rows, const char*) override {
+    // Weights are used in place from the file map, unless the kernels run faster from
+    // another arrangement of the same bytes (cpu::preferred_layout): then they are copied
+    // into it once, here, and count as allocated weights.
+    Tensor load_weight(const void* host, DType type, int64_t cols, int64_t rows, const char* tag) override {
         const bool is_vector = rows == 1 && type == DType::F32;
         if (!is_vector && !cpu::matmul_supports(type))
             throw Error("weight type " + std::string(dtype_name(type)) + " is not supported by the CPU backend");
+        const cpu::WeightLayout layout = cpu::preferred_layout(type, rows, cols);
+        if (layout != cpu::WeightLayout::Rows) {
+            Tensor t = alloc(MemoryKind::Weights, type, cols, rows, tag);
+            cpu::repack_weight(cpu::make_weight_matrix(type, rows, cols, host), layout, t.data, pool_);
+            t.layout = static_cast<uint8_t>(layout);
+            return t;
+        }
         Tensor t = Tensor::shaped(type, cols, rows);
         t.data = const_cast<void*>(host);  // read-only: no op writes to weights
         std::lock_guard lock(mutex_);
@@ -90,16 +102,14 @@ protected:
     void do_embed(const Tensor& table, float scale, Tensor& out) override {
         const auto& ids = batch().tokens;
         pool_.parallel_for(static_cast<int64_t>(ids.size()), [&](int64_t b, int64_t e, int) {
-            cpu::get_rows(table.type, table.data, table.row_bytes, ids.data() + b, static_cast<int>(e - b), table.cols,
-                          row(out, b));
+            cpu::get_rows(weight_matrix(table), ids.data() + b, static_cast<int>(e - b), row(out, b));
             if (scale != 1.0f)
                 for (int64_t i = b * out.cols; i < e * out.cols; ++i) static_cast<float*>(out.data)[i] *= scale;
         });
     }
 
     void do_matmul(const Tensor& w, const Tensor& x, Tensor& y, const Tensor* bias) override {
-        const cpu::WeightMatrix W{w.type, w.rows, w.cols, w.data, w.row_bytes};
-        cpu::matmul(W, static_cast<const float*>(x.data), x.rows, static_cast<float*>(y.data), pool_);
+        cpu::matmul(weight_matrix(w), static_cast<const float*>(x.data), x.rows, static_cast<float*>(y.data), pool_);
         if (bias) {
             const float* bp = static_cast<const float*>(bias->data);
             for (int64_t t = 0; t < x.rows; ++t) {
@@ -178,6 +188,18 @@ private:
         return reinterpret_cast<float*>(static_cast<uint8_t*>(t.data) + static_cast<size_t>(r) * t.row_bytes);
     }
     static float* f32(const Tensor& t) { return static_cast<float*>(t.data); }
+    // Weights the kernels stream at every step: on 2 MiB pages where the kernel gives them
+    // (transparent huge pages in "madvise" mode need the advice), as the file map does.
+    static void* alloc_huge(size_t bytes) {
+        constexpr size_t kHuge = size_t{2} << 20;
+        if (bytes < kHuge) return std::aligned_alloc(64, bytes);
+        void* p = std::aligned_alloc(kHuge, (bytes + kHuge - 1) / kHuge * kHuge);
+        if (p) madvise(p, bytes, MADV_HUGEPAGE);
+        return p;
+    }
+    static cpu::WeightMatrix weight_matrix(const Tensor& w) {
+        return {w.type, w.rows, w.cols, w.data, w.row_bytes, static_cast<cpu::WeightLayout>(w.layout)};
+    }
     // The k best non-NaN entries in the order of topk::order_key (the GPU's order too).
     int32_t select_row(const float* l, int64_t n, int32_t k, std::span<TopKCandidate> out) {
         keys_.clear();

@@ -4,12 +4,15 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <cstring>
 #include <new>
+#include <vector>
 #include "kernels/common/error.h"
 #include <string>
 
 #include "kernels/cpu/cpu_isa.h"
 #include "kernels/cpu/matmul_internal.h"
+#include "kernels/cpu/q4_0_panels.h"
 #include "kernels/cpu/quant.h"
 
 namespace ember::cpu {
@@ -130,6 +133,10 @@ void validate(const WeightMatrix& W, const float* X, int64_t n_tokens, const flo
     if ((W.rows > 0 && !W.data) || (n_tokens > 0 && (!X || !Y))) {
         throw Error("matmul: null pointer");
     }
+    if (W.layout == WeightLayout::Q4_0Panels &&
+        (W.type != DType::Q4_0 || W.row_bytes != static_cast<size_t>(W.cols / 32 * 18))) {
+        throw Error("matmul: the Q4_0 panel layout needs packed Q4_0 rows");
+    }
 }
 
 // Smallest claim of the guided gemv schedule (about 32 KiB of weights): gemv streams the
@@ -198,10 +205,61 @@ bool matmul_supports(DType type) {
     return type == DType::F32 || type == DType::F16 || type == DType::BF16 || detail::int8_kind(type, &kind);
 }
 
+namespace {
+
+// Q4_0 panels: every token count through the ISA's panel kernel on tiled activations.
+// Decode-sized calls stream the weights like gemv (long contiguous ranges per thread).
+void matmul_q4_0_panels(const KernelTable& k, const WeightMatrix& W, const float* X, int64_t n_tokens, float* Y,
+                        ThreadPool& pool) {
+    const Int8Kind kind{.G = 32, .offset = 8, .has_min = false};
+    const ActQ8 act = quantize_activations(k, kind, X, n_tokens, W.cols, k.gemm_tile, pool);
+    const int64_t pr = q4_0_panels::kRows, n_panels = (W.rows + pr - 1) / pr;
+    auto run = [&](int64_t p0, int64_t p1, int) {
+        detail::Scratch s = thread_scratch(k, W, n_tokens);
+        k.gemm_q4_0_panels(W, act, p0 * pr, std::min(W.rows, p1 * pr), Y, s);
+    };
+    if (n_tokens <= k.gemm_tile) pool.parallel_for_guided(n_panels, std::max<int64_t>(1, gemv_min_rows(W) / pr), run);
+    else pool.parallel_for_dynamic(n_panels, 1, run);
+}
+
+// The matrix back in rows, for an ISA without panel kernels (tests force one).
+void matmul_from_rows(const WeightMatrix& W, const float* X, int64_t n_tokens, float* Y, ThreadPool& pool) {
+    thread_local AlignedBuffer buf;
+    uint8_t* rows = buf.get(static_cast<size_t>(W.rows) * W.row_bytes);
+    for (int64_t r = 0; r < W.rows; ++r) q4_0_panels::read_row(W.data, W.rows, W.cols, r, rows + r * W.row_bytes);
+    WeightMatrix R = W;
+    R.data = rows;
+    R.layout = WeightLayout::Rows;
+    matmul(R, X, n_tokens, Y, pool);
+}
+
+}  // namespace
+
+WeightLayout preferred_layout(DType type, int64_t rows, int64_t cols) {
+    const bool panels = type == DType::Q4_0 && rows >= q4_0_panels::kRows && cols % 32 == 0 && cols > 0;
+    return panels && table().gemm_q4_0_panels ? WeightLayout::Q4_0Panels : WeightLayout::Rows;
+}
+
+void repack_weight(const WeightMatrix& W, WeightLayout layout, void* dst, ThreadPool& pool) {
+    if (W.layout != WeightLayout::Rows) throw Error("repack_weight: the source must be in rows");
+    if (layout == WeightLayout::Rows) {
+        std::memcpy(dst, W.data, static_cast<size_t>(W.rows) * W.row_bytes);
+        return;
+    }
+    if (W.type != DType::Q4_0 || W.cols % 32 != 0 || W.row_bytes != static_cast<size_t>(W.cols / 32 * 18))
+        throw Error("repack_weight: the Q4_0 panel layout needs packed Q4_0 rows");
+    q4_0_panels::repack(W.data, W.rows, W.cols, dst, pool);
+}
+
 void matmul(const WeightMatrix& W, const float* X, int64_t n_tokens, float* Y, ThreadPool& pool) {
     validate(W, X, n_tokens, Y);
     if (n_tokens == 0 || W.rows == 0) return;
     const KernelTable& k = table();
+    if (W.layout == WeightLayout::Q4_0Panels) {
+        if (k.gemm_q4_0_panels) matmul_q4_0_panels(k, W, X, n_tokens, Y, pool);
+        else matmul_from_rows(W, X, n_tokens, Y, pool);
+        return;
+    }
     // Few tokens: each weight row is streamed once and dotted with every token (weights
     // dominate the bytes moved). More: panels are repacked and register-tiled.
     const bool gemv = n_tokens <= k.gemv_max_tokens;
@@ -239,12 +297,18 @@ void matmul(const WeightMatrix& W, const float* X, int64_t n_tokens, float* Y, T
 
 float vec_dot_f32(const float* a, const float* b, int64_t n) { return table().dot_f32(a, b, n); }
 
-void get_rows(DType type, const void* table_data, size_t row_bytes_, const int32_t* ids, int n, int64_t cols,
-              float* out) {
-    const auto* base = static_cast<const uint8_t*>(table_data);
+void get_rows(const WeightMatrix& table_, const int32_t* ids, int n, float* out) {
+    const auto* base = static_cast<const uint8_t*>(table_.data);
+    std::vector<uint8_t> row;
+    if (table_.layout != WeightLayout::Rows) row.resize(table_.row_bytes);
     for (int i = 0; i < n; ++i) {
-        if (ids[i] < 0) throw Error("get_rows: negative row id");
-        dequantize_row(type, base + static_cast<size_t>(ids[i]) * row_bytes_, out + i * cols, cols);
+        if (ids[i] < 0 || ids[i] >= table_.rows) throw Error("get_rows: row id out of range");
+        const uint8_t* src = base + static_cast<size_t>(ids[i]) * table_.row_bytes;
+        if (table_.layout == WeightLayout::Q4_0Panels) {
+            q4_0_panels::read_row(table_.data, table_.rows, table_.cols, ids[i], row.data());
+            src = row.data();
+        }
+        dequantize_row(table_.type, src, out + i * table_.cols, table_.cols);
     }
 }
 

@@ -10,16 +10,30 @@
 
 namespace ember::cpu {
 
-// A weight matrix as GGUF stores it: `rows` rows of `cols` elements each, row-major, every row
-// `row_bytes` long (dims[0] = cols is the contiguous dimension). `data` must stay valid and
-// unchanged during matmul. cols must be a multiple of the type's block size.
+// How a weight matrix's bytes are arranged.
+enum class WeightLayout : uint8_t {
+    Rows = 0,        // as GGUF stores it: row after row
+    Q4_0Panels = 1,  // Q4_0 only, 32-row panels for the AVX-512 kernels (q4_0_panels.h)
+};
+
+// A weight matrix: `rows` rows of `cols` elements each, every row `row_bytes` long (dims[0] =
+// cols is the contiguous dimension), row-major unless `layout` says otherwise. `data` must
+// stay valid and unchanged during matmul. cols must be a multiple of the type's block size.
 struct WeightMatrix {
     DType type = DType::F32;
     int64_t rows = 0;
     int64_t cols = 0;
     const void* data = nullptr;
     size_t row_bytes = 0;
+    WeightLayout layout = WeightLayout::Rows;
 };
+
+// The layout matmul runs fastest from for this weight on this CPU's kernels (Rows unless a
+// rearrangement pays: Q4_0 matrices of 32 rows or more under AVX-512). The same size in bytes.
+WeightLayout preferred_layout(DType type, int64_t rows, int64_t cols);
+
+// Writes W (in the Rows layout) to dst in `layout` (W.rows * W.row_bytes bytes, no overlap).
+void repack_weight(const WeightMatrix& W, WeightLayout layout, void* dst, ThreadPool& pool);
 
 // Builds a WeightMatrix with the natural row size for `type`.
 WeightMatrix make_weight_matrix(DType type, int64_t rows, int64_t cols, const void* data);
@@ -43,8 +57,8 @@ void matmul(const WeightMatrix& W, const float* X, int64_t n_tokens, float* Y, T
 // sum a[i] * b[i] in f32 (vectorized; summation order differs from a serial loop).
 float vec_dot_f32(const float* a, const float* b, int64_t n);
 
-// Embedding lookup: out[i][0..cols) = dequantized row ids[i] of `table` (rows of row_bytes
-// bytes, `cols` elements of type `type`). Any type dequantize_row accepts.
-void get_rows(DType type, const void* table, size_t row_bytes, const int32_t* ids, int n, int64_t cols, float* out);
+// Embedding lookup: out[i][0..cols) = dequantized row ids[i] of `table` (ids < table.rows),
+// in either layout. Any type dequantize_row accepts.
+void get_rows(const WeightMatrix& table, const int32_t* ids, int n, float* out);
 
 }  // namespace ember::cpu

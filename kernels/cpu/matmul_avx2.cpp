@@ -945,8 +945,8 @@ size_t scratch_bytes(const WeightMatrix& W, int64_t) {
 }  // namespace
 
 const KernelTable* kernels_avx2() {
-    static const KernelTable t{quantize_act, gemv_q8,     gemm_q8,  gemv_f32,       gemm_f32,     dot_f32,
-                               kPanelRows,   kTileTokens, kF32Tile, kGemvMaxTokens, scratch_bytes};
+    static const KernelTable t{quantize_act, gemv_q8,     gemm_q8,  gemv_f32,       gemm_f32,      dot_f32,
+                               kPanelRows,   kTileTokens, kF32Tile, kGemvMaxTokens, scratch_bytes, nullptr};
     return &t;
 }
 

@@ -111,7 +111,8 @@ size_t scratch_bytes(const WeightMatrix& W, int64_t) {
 }  // namespace
 
 const KernelTable& kernels_scalar() {
-    static const KernelTable t{quantize_act, gemv_q8, gemv_q8, gemv_f32, gemv_f32, dot_f32, 16, 0, 0, 4, scratch_bytes};
+    static const KernelTable t{quantize_act, gemv_q8, gemv_q8, gemv_f32, gemv_f32,      dot_f32,
+                               16,           0,       0,       4,        scratch_bytes, nullptr};
     return t;
 }
 

@@ -95,7 +95,8 @@ void fill_random(DType t, uint8_t* p, size_t bytes, uint64_t seed) {
 
 double now() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
 
-Result bench_one(DType type, Shape sh, int64_t n, ThreadPool& pool, double min_time, bool hot, bool best) {
+Result bench_one(DType type, Shape sh, int64_t n, ThreadPool& pool, double min_time, bool hot, bool best,
+                 bool rows_only) {
     const auto info = *dtype_info(static_cast<uint32_t>(type));
     const size_t rb = row_bytes(info, static_cast<uint64_t>(sh.cols));
     const size_t wbytes = rb * static_cast<size_t>(sh.rows);
@@ -109,13 +110,22 @@ Result bench_one(DType type, Shape sh, int64_t n, ThreadPool& pool, double min_t
         fill_random(type, p, wbytes, 1234 + static_cast<uint64_t>(c));
         weights.push_back(p);
     }
+    // The layout the CPU backend loads this weight in (unless --rows): repacked copies.
+    const WeightLayout layout = rows_only ? WeightLayout::Rows : preferred_layout(type, sh.rows, sh.cols);
+    if (layout != WeightLayout::Rows) {
+        std::vector<uint8_t> tmp(wbytes);
+        for (auto* p : weights) {
+            repack_weight(WeightMatrix{type, sh.rows, sh.cols, p, rb}, layout, tmp.data(), pool);
+            std::memcpy(p, tmp.data(), wbytes);
+        }
+    }
     std::vector<float> X(static_cast<size_t>(n * sh.cols)), Y(static_cast<size_t>(n * sh.rows));
     std::mt19937 rng(7);
     std::normal_distribution<float> normal;
     for (auto& x : X) x = normal(rng);
 
     auto call = [&](int i) {
-        matmul(WeightMatrix{type, sh.rows, sh.cols, weights[static_cast<size_t>(i % copies)], rb}, X.data(), n,
+        matmul(WeightMatrix{type, sh.rows, sh.cols, weights[static_cast<size_t>(i % copies)], rb, layout}, X.data(), n,
                Y.data(), pool);
     };
     call(0);  // warm-up: page faults, thread wake-up, scratch allocation
@@ -160,7 +170,7 @@ int main(int argc, char** argv) {
     std::vector<int64_t> ns{1, 512};
     int threads = 0;
     double min_time = 1.0;
-    bool hot = false, best = false;
+    bool hot = false, best = false, rows_only = false;
     std::string json;
     try {
         for (int i = 1; i < argc; ++i) {
@@ -185,6 +195,7 @@ int main(int argc, char** argv) {
             else if (a == "--json") json = next();
             else if (a == "--hot") hot = true;
             else if (a == "--best") best = true;
+            else if (a == "--rows") rows_only = true;
             else if (a == "--isa") {
                 const std::string v = next();
                 const Isa isa = v == "scalar" ? Isa::Scalar : v == "avx2" ? Isa::Avx2 : Isa::Avx512;
@@ -192,7 +203,8 @@ int main(int argc, char** argv) {
             } else if (a == "--help" || a == "-h") {
                 std::printf(
                     "usage: %s [--types T,..] [--shapes RxC,..] [--n N,..] [--threads N] [--isa I] "
-                    "[--min-time S] [--json FILE] [--hot] [--best]\n",
+                    "[--min-time S] [--json FILE] [--hot] [--best] [--rows]\n"
+                    "  --rows: weights as GGUF rows even where the CPU backend would repack them\n",
                     argv[0]);
                 return 0;
             } else throw Error("unknown option " + a);
@@ -206,7 +218,7 @@ int main(int argc, char** argv) {
             const DType t = parse_type(tn);
             for (const Shape& sh : shapes) {
                 for (int64_t n : ns) {
-                    const Result r = bench_one(t, sh, n, pool, min_time, hot, best);
+                    const Result r = bench_one(t, sh, n, pool, min_time, hot, best, rows_only);
                     results.push_back(r);
                     char shape[32];
                     std::snprintf(shape, sizeof shape, "%lldx%lld", static_cast<long long>(sh.rows),
