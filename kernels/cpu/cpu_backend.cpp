@@ -171,11 +171,18 @@ protected:
 
     void do_top_k(Tensor& logits, int32_t k, std::span<const TopKRow> rows, std::span<TopKCandidate> out,
                   std::span<int32_t> counts) override {
-        for (size_t r = 0; r < rows.size(); ++r) {
-            float* l = row(logits, static_cast<int64_t>(r));
-            apply_adjustments(std::span<float>(l, static_cast<size_t>(logits.cols)), rows[r]);
-            counts[r] = select_row(l, logits.cols, k, out.subspan(r * static_cast<size_t>(k), static_cast<size_t>(k)));
-        }
+        // One row per sequence of the batch, each a pass over the whole vocabulary: in
+        // parallel (a 16-sequence step over 128k logits spent 3 % of its time here).
+        keys_.resize(static_cast<size_t>(pool_.size()));
+        pool_.parallel_for(static_cast<int64_t>(rows.size()), [&](int64_t b, int64_t e, int thread) {
+            for (auto r = static_cast<size_t>(b); r < static_cast<size_t>(e); ++r) {
+                float* l = row(logits, static_cast<int64_t>(r));
+                apply_adjustments(std::span<float>(l, static_cast<size_t>(logits.cols)), rows[r]);
+                counts[r] =
+                    select_row(l, logits.cols, k, out.subspan(r * static_cast<size_t>(k), static_cast<size_t>(k)),
+                               keys_[static_cast<size_t>(thread)]);
+            }
+        });
     }
 
 private:
@@ -201,16 +208,17 @@ private:
         return {w.type, w.rows, w.cols, w.data, w.row_bytes, static_cast<cpu::WeightLayout>(w.layout)};
     }
     // The k best non-NaN entries in the order of topk::order_key (the GPU's order too).
-    int32_t select_row(const float* l, int64_t n, int32_t k, std::span<TopKCandidate> out) {
-        keys_.clear();
+    static int32_t select_row(const float* l, int64_t n, int32_t k, std::span<TopKCandidate> out,
+                              std::vector<uint64_t>& keys) {
+        keys.clear();
         for (int64_t i = 0; i < n; ++i) {
             const uint64_t key = topk::order_key(l[i], static_cast<int32_t>(i));
-            if (key != topk::kNoCandidate) keys_.push_back(key);
+            if (key != topk::kNoCandidate) keys.push_back(key);
         }
-        const size_t m = std::min(keys_.size(), static_cast<size_t>(k));
-        std::partial_sort(keys_.begin(), keys_.begin() + static_cast<ptrdiff_t>(m), keys_.end());
+        const size_t m = std::min(keys.size(), static_cast<size_t>(k));
+        std::partial_sort(keys.begin(), keys.begin() + static_cast<ptrdiff_t>(m), keys.end());
         for (size_t i = 0; i < m; ++i) {
-            const int32_t id = topk::key_id(keys_[i]);
+            const int32_t id = topk::key_id(keys[i]);
             out[i] = {id, l[id]};
         }
         return static_cast<int32_t>(m);
@@ -232,7 +240,7 @@ private:
     mutable std::mutex mutex_;
     std::map<void*, Allocation> allocations_;
     MemoryReport report_;
-    std::vector<uint64_t> keys_;  // top_k scratch
+    std::vector<std::vector<uint64_t>> keys_;  // top_k scratch, one per pool thread
 };
 
 }  // namespace

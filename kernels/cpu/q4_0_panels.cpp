@@ -31,7 +31,8 @@ void repack(const void* src, int64_t rows, int64_t cols, void* dst, ThreadPool& 
     pool.parallel_for(whole, [&](int64_t p0, int64_t p1, int) {
         for (int64_t p = p0; p < p1; ++p) repack_panel(s + p * panel_bytes, nb, row_bytes, d + p * panel_bytes);
     });
-    std::memcpy(d + whole * panel_bytes, s + whole * panel_bytes, static_cast<size_t>((rows - whole * kRows) * row_bytes));
+    std::memcpy(d + whole * panel_bytes, s + whole * panel_bytes,
+                static_cast<size_t>((rows - whole * kRows) * row_bytes));
 }
 
 void read_row(const void* panels, int64_t rows, int64_t cols, int64_t r, uint8_t* out) {

@@ -25,12 +25,12 @@
 
 namespace ember::cpu::q4_0_panels {
 
-inline constexpr int kRows = 32;             // rows per panel
-inline constexpr int kBlockBytes = 18;       // a GGUF Q4_0 block
-inline constexpr int kHalfBytes = 256;       // one half's 4 vectors
-inline constexpr int kScaleOff = 512;        // the record's half-float scales
-inline constexpr int kRecordBytes = 576;     // = 32 rows x 18 bytes
-inline constexpr int kLanes = 16;            // lanes of the canonical reduction order
+inline constexpr int kRows = 32;          // rows per panel
+inline constexpr int kBlockBytes = 18;    // a GGUF Q4_0 block
+inline constexpr int kHalfBytes = 256;    // one half's 4 vectors
+inline constexpr int kScaleOff = 512;     // the record's half-float scales
+inline constexpr int kRecordBytes = 576;  // = 32 rows x 18 bytes
+inline constexpr int kLanes = 16;         // lanes of the canonical reduction order
 
 // Index of block b's record within its panel (nb blocks per row): lane j = b % 16 holds
 // ceil((nb - j) / 16) records, lanes before it come first.
