@@ -18,7 +18,7 @@
 #include <cstring>
 
 #include "kernels/cpu/matmul_internal.h"
-#include "kernels/cpu/q4_0_panels.h"
+#include "kernels/cpu/q4_panels.h"
 #include "kernels/cpu/simd_avx512.h"
 #include "kernels/cpu/unpack_int8.h"
 
@@ -969,12 +969,12 @@ void gemm_q8(const WeightMatrix& W, const Int8Kind&, const ActQ8& a, int64_t r0,
 }
 
 // ---------------------------------------------------------------------------------------
-// Q4_0 in the panel layout (q4_0_panels.h): micro_q8's register tile fed straight from the
-// nibble records, so no panel is built per call. Per record (block b of 32 rows), 8 loads
+// Q4_0 / Q4_1 in the panel layout (q4_panels.h): micro_q8's register tile fed straight from
+// the nibble records, so no panel is built per call. Per record (block b of 32 rows), 8 loads
 // and an AND or shift+AND each give the 16 code vectors; the arithmetic, and so every bit of
 // the result, is micro_q8's.
 
-namespace qp = q4_0_panels;
+namespace qp = q4_panels;
 
 // The 16 code vectors' products for one 4-code group g of NT tokens (activation record xb).
 template <int NT>
@@ -992,12 +992,13 @@ inline __attribute__((always_inline)) void dot_group(__m512i (&ia)[NT][2], __m51
 // One whole panel x NT tokens of one activation tile. The records come in lane order, so the
 // panel is read front to back; each record requests the bytes kPrefetchAhead further on
 // (decode streams the weights from DRAM, like gemv).
-template <int NT>
-void micro_q4_0_panel(const uint8_t* panel, const uint8_t* act, int64_t nb, float* Y, int64_t ldy) {
+template <bool kMin, int NT>
+void micro_q4_panel(const uint8_t* panel, const uint8_t* act, int64_t nb, float* Y, int64_t ldy) {
     constexpr int RB = kTileTokens * (32 + 12);  // activation record bytes
+    constexpr int kRec = kMin ? 640 : 576;       // qp::record_bytes
     const __m512i m4 = _mm512_set1_epi8(0x0F);
     const auto load = [](const uint8_t* p) { return _mm512_loadu_si512(p); };
-    const auto scales = [](const uint8_t* p) {
+    const auto halves = [](const uint8_t* p) {
         return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
     };
     __m512 part[kLanes][NT][2];
@@ -1005,24 +1006,34 @@ void micro_q4_0_panel(const uint8_t* panel, const uint8_t* act, int64_t nb, floa
     for (int lane = 0; lane < kLanes; ++lane) {
         __m512 acc[NT][2];
         for (int t = 0; t < NT; ++t) acc[t][0] = acc[t][1] = _mm512_setzero_ps();
-        for (int64_t b = lane; b < nb; b += kLanes, rec += qp::kRecordBytes) {
-            prefetch_l2(rec + kPrefetchAhead, qp::kRecordBytes);
+        for (int64_t b = lane; b < nb; b += kLanes, rec += kRec) {
+            prefetch_l2(rec + kPrefetchAhead, kRec);
             const uint8_t* xb = act + b * RB;
             const float* dx = reinterpret_cast<const float*>(xb + 32 * kTileTokens);
             const int32_t* init = reinterpret_cast<const int32_t*>(dx + kTileTokens);
             __m512i ia[NT][2];
-            for (int t = 0; t < NT; ++t) ia[t][0] = ia[t][1] = _mm512_set1_epi32(init[t]);
+            for (int t = 0; t < NT; ++t)
+                ia[t][0] = ia[t][1] = kMin ? _mm512_setzero_si512() : _mm512_set1_epi32(init[t]);
             for (int k = 0; k < 4; ++k) {
                 const __m512i o0 = load(rec + 64 * k), o1 = load(rec + qp::kHalfBytes + 64 * k);
                 dot_group<NT>(ia, _mm512_and_si512(o0, m4), _mm512_and_si512(o1, m4), xb, k);
                 dot_group<NT>(ia, _mm512_and_si512(_mm512_srli_epi16(o0, 4), m4),
                               _mm512_and_si512(_mm512_srli_epi16(o1, 4), m4), xb, 4 + k);
             }
-            const __m512 s0 = scales(rec + qp::kScaleOff), s1 = scales(rec + qp::kScaleOff + 32);
+            const __m512 s0 = halves(rec + qp::kScaleOff), s1 = halves(rec + qp::kScaleOff + 32);
             for (int t = 0; t < NT; ++t) {
                 const __m512 d = _mm512_set1_ps(dx[t]);
                 acc[t][0] = _mm512_fmadd_ps(_mm512_mul_ps(_mm512_cvtepi32_ps(ia[t][0]), d), s0, acc[t][0]);
                 acc[t][1] = _mm512_fmadd_ps(_mm512_mul_ps(_mm512_cvtepi32_ps(ia[t][1]), d), s1, acc[t][1]);
+            }
+            if constexpr (kMin) {
+                const float* dsum = dx + 2 * kTileTokens;
+                const __m512 m0 = halves(rec + qp::kMinOff), m1 = halves(rec + qp::kMinOff + 32);
+                for (int t = 0; t < NT; ++t) {
+                    const __m512 ds = _mm512_set1_ps(dsum[t]);
+                    acc[t][0] = _mm512_fmadd_ps(m0, ds, acc[t][0]);
+                    acc[t][1] = _mm512_fmadd_ps(m1, ds, acc[t][1]);
+                }
             }
         }
         for (int t = 0; t < NT; ++t) part[lane][t][0] = acc[t][0], part[lane][t][1] = acc[t][1];
@@ -1036,40 +1047,47 @@ void micro_q4_0_panel(const uint8_t* panel, const uint8_t* act, int64_t nb, floa
     }
 }
 
-void micro_q4_0_panel_tile(int ntok, const uint8_t* panel, const uint8_t* x, int64_t nb, float* y, int64_t ldy) {
+template <bool kMin>
+void micro_q4_panel_tile(int ntok, const uint8_t* panel, const uint8_t* x, int64_t nb, float* y, int64_t ldy) {
     switch (ntok) {
         case 1:
-            return micro_q4_0_panel<1>(panel, x, nb, y, ldy);
+            return micro_q4_panel<kMin, 1>(panel, x, nb, y, ldy);
         case 2:
-            return micro_q4_0_panel<2>(panel, x, nb, y, ldy);
+            return micro_q4_panel<kMin, 2>(panel, x, nb, y, ldy);
         case 3:
-            return micro_q4_0_panel<3>(panel, x, nb, y, ldy);
+            return micro_q4_panel<kMin, 3>(panel, x, nb, y, ldy);
         case 4:
-            return micro_q4_0_panel<4>(panel, x, nb, y, ldy);
+            return micro_q4_panel<kMin, 4>(panel, x, nb, y, ldy);
         case 5:
-            return micro_q4_0_panel<5>(panel, x, nb, y, ldy);
+            return micro_q4_panel<kMin, 5>(panel, x, nb, y, ldy);
         default:
-            return micro_q4_0_panel<kTileTokens>(panel, x, nb, y, ldy);
+            return micro_q4_panel<kMin, kTileTokens>(panel, x, nb, y, ldy);
     }
 }
 
 // Rows [r0, r1): whole panels from their records; the GGUF rows past the last whole panel
 // (a partial panel) through build_panel and micro_q8.
-void gemm_q4_0_panels(const WeightMatrix& W, const ActQ8& a, int64_t r0, int64_t r1, float* Y, Scratch& s) {
+template <class U, bool kMin>
+void gemm_q4_panels_t(const WeightMatrix& W, const ActQ8& a, int64_t r0, int64_t r1, float* Y, Scratch& s) {
     const int64_t nb = W.cols / 32, whole_rows = W.rows / kPanelRows * kPanelRows;
     const auto* base = static_cast<const uint8_t*>(W.data);
     for (int64_t p = r0; p < r1; p += kPanelRows) {
         const int nrows = static_cast<int>(std::min<int64_t>(kPanelRows, r1 - p));
-        if (p >= whole_rows) build_panel<UQ4_0, 32, false>(W, p, nrows, nb, s.data);
+        if (p >= whole_rows) build_panel<U, 32, kMin>(W, p, nrows, nb, s.data);
         for (int64_t tile = 0; tile < a.n_tiles(); ++tile) {
             const int64_t t0 = tile * kTileTokens;
             const int ntok = static_cast<int>(std::min<int64_t>(kTileTokens, a.n_tokens - t0));
             const uint8_t* x = a.tiled + tile * a.tile_bytes();
             float* y = Y + t0 * W.rows + p;
-            if (p < whole_rows) micro_q4_0_panel_tile(ntok, base + p * W.row_bytes, x, nb, y, W.rows);
-            else micro_tile<32, false>(ntok, s.data, x, nb, y, W.rows, nrows);
+            if (p < whole_rows) micro_q4_panel_tile<kMin>(ntok, base + p * W.row_bytes, x, nb, y, W.rows);
+            else micro_tile<32, kMin>(ntok, s.data, x, nb, y, W.rows, nrows);
         }
     }
+}
+
+void gemm_q4_panels(const WeightMatrix& W, const ActQ8& a, int64_t r0, int64_t r1, float* Y, Scratch& s) {
+    if (W.type == DType::Q4_1) gemm_q4_panels_t<UQ4_1, true>(W, a, r0, r1, Y, s);
+    else gemm_q4_panels_t<UQ4_0, false>(W, a, r0, r1, Y, s);
 }
 
 // ---------------------------------------------------------------------------------------
@@ -1261,7 +1279,7 @@ size_t scratch_bytes(const WeightMatrix& W, int64_t) {
 
 const KernelTable* kernels_avx512() {
     static const KernelTable t{quantize_act, gemv_q8,     gemm_q8,  gemv_f32,       gemm_f32,      dot_f32,
-                               kPanelRows,   kTileTokens, kF32Tile, kGemvMaxTokens, scratch_bytes, gemm_q4_0_panels};
+                               kPanelRows,   kTileTokens, kF32Tile, kGemvMaxTokens, scratch_bytes, gemm_q4_panels};
     return &t;
 }
 

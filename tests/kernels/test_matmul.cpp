@@ -338,54 +338,57 @@ TEST_CASE("get_rows dequantizes") {
     }
 }
 
-// Q4_0 rearranged into 32-row panels (q4_0_panels.h, what the CPU backend does at load under
+// Q4_0 and Q4_1 rearranged into 32-row panels (q4_panels.h, what the CPU backend does at load under
 // AVX-512): the same bits as the GGUF rows for every token count and ISA (ISAs without panel
 // kernels convert back to rows), whole panels and a partial one, rows of whole and partial
 // 512-element chunks, and get_rows reading either layout.
-TEST_CASE("Q4_0 panel layout: bitwise equal to the rows") {
+TEST_CASE("Q4 panel layout: bitwise equal to the rows") {
     constexpr int64_t kMaxTokens = 20;
-    for (const auto& [rows, cols] : {std::pair<int64_t, int64_t>{67, 32 * 23}, {96, 2048 + 32}, {32, 512}}) {
-        CAPTURE(rows);
-        CAPTURE(cols);
-        const std::vector<uint8_t> wq = ktest::random_weights(DType::Q4_0, rows, cols, 11);
-        const WeightMatrix W = make_weight_matrix(DType::Q4_0, rows, cols, wq.data());
-        ThreadPool pool(3);
-        std::vector<uint8_t> packed(wq.size());
-        repack_weight(W, WeightLayout::Q4_0Panels, packed.data(), pool);
-        REQUIRE(std::memcmp(packed.data(), wq.data(), 64) != 0);  // really rearranged
-        WeightMatrix P = W;
-        P.data = packed.data();
-        P.layout = WeightLayout::Q4_0Panels;
+    for (DType type : {DType::Q4_0, DType::Q4_1})
+        for (const auto& [rows, cols] : {std::pair<int64_t, int64_t>{67, 32 * 23}, {96, 2048 + 32}, {32, 512}}) {
+            CAPTURE(type);
+            CAPTURE(rows);
+            CAPTURE(cols);
+            const std::vector<uint8_t> wq = ktest::random_weights(type, rows, cols, 11);
+            const WeightMatrix W = make_weight_matrix(type, rows, cols, wq.data());
+            ThreadPool pool(3);
+            std::vector<uint8_t> packed(wq.size());
+            repack_weight(W, WeightLayout::Q4Panels, packed.data(), pool);
+            REQUIRE(std::memcmp(packed.data(), wq.data(), 64) != 0);  // really rearranged
+            WeightMatrix P = W;
+            P.data = packed.data();
+            P.layout = WeightLayout::Q4Panels;
 
-        const std::vector<float> x = ktest::random_floats(size_t(kMaxTokens * cols), 12);
-        for (Isa isa : ktest::available_isas()) {
-            ktest::ForceIsa force{isa};
-            REQUIRE(force.ok);
-            for (int64_t n :
-                 {int64_t{1}, int64_t{2}, int64_t{5}, int64_t{6}, int64_t{7}, int64_t{12}, int64_t{16}, kMaxTokens}) {
-                std::vector<float> want(size_t(n * rows), NAN), got(size_t(n * rows), NAN);
-                matmul(W, x.data(), n, want.data(), pool);
-                matmul(P, x.data(), n, got.data(), pool);
-                for (int64_t i = 0; i < n * rows; ++i)
-                    REQUIRE_MESSAGE(std::memcmp(&got[size_t(i)], &want[size_t(i)], 4) == 0, isa_name(isa), " n=", n,
-                                    " token ", i / rows, " row ", i % rows, ": ", got[size_t(i)], " rows ",
-                                    want[size_t(i)]);
+            const std::vector<float> x = ktest::random_floats(size_t(kMaxTokens * cols), 12);
+            for (Isa isa : ktest::available_isas()) {
+                ktest::ForceIsa force{isa};
+                REQUIRE(force.ok);
+                for (int64_t n : {int64_t{1}, int64_t{2}, int64_t{5}, int64_t{6}, int64_t{7}, int64_t{12}, int64_t{16},
+                                  kMaxTokens}) {
+                    std::vector<float> want(size_t(n * rows), NAN), got(size_t(n * rows), NAN);
+                    matmul(W, x.data(), n, want.data(), pool);
+                    matmul(P, x.data(), n, got.data(), pool);
+                    for (int64_t i = 0; i < n * rows; ++i)
+                        REQUIRE_MESSAGE(std::memcmp(&got[size_t(i)], &want[size_t(i)], 4) == 0, isa_name(isa), " n=", n,
+                                        " token ", i / rows, " row ", i % rows, ": ", got[size_t(i)], " rows ",
+                                        want[size_t(i)]);
+                }
             }
+            std::vector<int32_t> ids(static_cast<size_t>(rows));
+            for (int64_t r = 0; r < rows; ++r) ids[size_t(r)] = int32_t(rows - 1 - r);
+            std::vector<float> from_rows(size_t(rows * cols)), from_panels(size_t(rows * cols));
+            get_rows(W, ids.data(), int(rows), from_rows.data());
+            get_rows(P, ids.data(), int(rows), from_panels.data());
+            REQUIRE(from_rows == from_panels);
         }
-        std::vector<int32_t> ids(static_cast<size_t>(rows));
-        for (int64_t r = 0; r < rows; ++r) ids[size_t(r)] = int32_t(rows - 1 - r);
-        std::vector<float> from_rows(size_t(rows * cols)), from_panels(size_t(rows * cols));
-        get_rows(W, ids.data(), int(rows), from_rows.data());
-        get_rows(P, ids.data(), int(rows), from_panels.data());
-        REQUIRE(from_rows == from_panels);
-    }
 }
 
 TEST_CASE("preferred layout") {
     const bool avx512 = detected_isa() == Isa::Avx512;
-    CHECK((preferred_layout(DType::Q4_0, 64, 2048) == WeightLayout::Q4_0Panels) == avx512);
+    CHECK((preferred_layout(DType::Q4_0, 64, 2048) == WeightLayout::Q4Panels) == avx512);
     CHECK(preferred_layout(DType::Q4_0, 31, 2048) == WeightLayout::Rows);
-    CHECK(preferred_layout(DType::Q4_1, 64, 2048) == WeightLayout::Rows);
+    CHECK((preferred_layout(DType::Q4_1, 64, 2048) == WeightLayout::Q4Panels) == avx512);
+    CHECK(preferred_layout(DType::Q5_0, 64, 2048) == WeightLayout::Rows);
     CHECK(preferred_layout(DType::F32, 64, 2048) == WeightLayout::Rows);
     ktest::ForceIsa force{Isa::Avx2};
     if (force.ok) CHECK(preferred_layout(DType::Q4_0, 64, 2048) == WeightLayout::Rows);
