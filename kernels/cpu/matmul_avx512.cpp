@@ -836,6 +836,55 @@ void build_panel_q4(const WeightMatrix& W, int64_t r0, int64_t nb, uint8_t* pane
     }
 }
 
+// A tile's products for 4-code group g: 32 rows' codes (w0, w1) against NT tokens' 4 codes
+// each (activation record xb of NR tokens).
+template <int NT>
+inline __attribute__((always_inline)) void dot_group(__m512i (&ia)[NT][2], __m512i w0, __m512i w1, const uint8_t* xb,
+                                                     int g, int NR) {
+    for (int t = 0; t < NT; ++t) {
+        int32_t x4;
+        std::memcpy(&x4, xb + (g * NR + t) * 4, 4);
+        const __m512i xv = _mm512_set1_epi32(x4);
+        ia[t][0] = _mm512_dpbusd_epi32(ia[t][0], w0, xv);
+        ia[t][1] = _mm512_dpbusd_epi32(ia[t][1], w1, xv);
+    }
+}
+
+// A tile's block epilogue (canonical order): per token, acc += float(isum) * d_x * scale
+// [then acc += min * dsum_x]; dx: the activation record's d[NR], init[NR], dsum[NR].
+template <bool kMin, int NT>
+inline __attribute__((always_inline)) void scale_tile(__m512 (&acc)[NT][2], const __m512i (&ia)[NT][2], const float* dx,
+                                                      int NR, __m512 s0, __m512 s1, __m512 m0, __m512 m1) {
+    for (int t = 0; t < NT; ++t) {
+        const __m512 d = _mm512_set1_ps(dx[t]);
+        acc[t][0] = _mm512_fmadd_ps(_mm512_mul_ps(_mm512_cvtepi32_ps(ia[t][0]), d), s0, acc[t][0]);
+        acc[t][1] = _mm512_fmadd_ps(_mm512_mul_ps(_mm512_cvtepi32_ps(ia[t][1]), d), s1, acc[t][1]);
+    }
+    if constexpr (kMin) {
+        const float* dsum = dx + 2 * NR;
+        for (int t = 0; t < NT; ++t) {
+            const __m512 ds = _mm512_set1_ps(dsum[t]);
+            acc[t][0] = _mm512_fmadd_ps(m0, ds, acc[t][0]);
+            acc[t][1] = _mm512_fmadd_ps(m1, ds, acc[t][1]);
+        }
+    }
+}
+
+// reduce16 of a tile's 16 lane sums per row and token, stored for the first nrows rows and
+// ntok tokens.
+template <int NT>
+inline void store_tile(__m512 (&part)[kLanes][NT][2], float* Y, int64_t ldy, int nrows, int ntok = NT) {
+    const __mmask16 k0 = static_cast<__mmask16>(nrows >= 16 ? 0xFFFF : (1u << nrows) - 1);
+    const __mmask16 k1 = static_cast<__mmask16>(nrows >= 32 ? 0xFFFF : nrows <= 16 ? 0 : (1u << (nrows - 16)) - 1);
+    const auto add = [](__m512 u, __m512 v) { return _mm512_add_ps(u, v); };
+    for (int t = 0; t < ntok; ++t) {
+        __m512 p0[kLanes], p1[kLanes];
+        for (int lane = 0; lane < kLanes; ++lane) p0[lane] = part[lane][t][0], p1[lane] = part[lane][t][1];
+        _mm512_mask_storeu_ps(Y + t * ldy, k0, reduce16(p0, add));
+        _mm512_mask_storeu_ps(Y + t * ldy + 16, k1, reduce16(p1, add));
+    }
+}
+
 // One 32-row x NT-token tile over all blocks, in the canonical order: lane j's chain runs
 // over blocks j, j + 16, ... (the partial sums of the tile's 32 rows in two registers per
 // token), then reduce16 over the lanes. `act` points at the tile's first record (NR tokens
@@ -860,43 +909,16 @@ void micro_q8(const uint8_t* panel, const uint8_t* act, int64_t nb, float* Y, in
             for (int g = 0; g < G / 4; ++g) {
                 const __m512i w0 = _mm512_load_si512(pb + g * 128);
                 const __m512i w1 = _mm512_load_si512(pb + g * 128 + 64);
-                for (int t = 0; t < NT; ++t) {
-                    int32_t x4;
-                    std::memcpy(&x4, xb + (g * NR + t) * 4, 4);
-                    const __m512i xv = _mm512_set1_epi32(x4);
-                    ia[t][0] = _mm512_dpbusd_epi32(ia[t][0], w0, xv);
-                    ia[t][1] = _mm512_dpbusd_epi32(ia[t][1], w1, xv);
-                }
+                dot_group<NT>(ia, w0, w1, xb, g, NR);
             }
-            const __m512 s0 = _mm512_load_ps(reinterpret_cast<const float*>(pb + G * kPanelRows));
-            const __m512 s1 = _mm512_load_ps(reinterpret_cast<const float*>(pb + G * kPanelRows + 64));
-            for (int t = 0; t < NT; ++t) {
-                const __m512 d = _mm512_set1_ps(dx[t]);
-                acc[t][0] = _mm512_fmadd_ps(_mm512_mul_ps(_mm512_cvtepi32_ps(ia[t][0]), d), s0, acc[t][0]);
-                acc[t][1] = _mm512_fmadd_ps(_mm512_mul_ps(_mm512_cvtepi32_ps(ia[t][1]), d), s1, acc[t][1]);
-            }
-            if constexpr (kMin) {
-                const float* dsum = dx + 2 * NR;
-                const __m512 m0 = _mm512_load_ps(reinterpret_cast<const float*>(pb + G * kPanelRows + 128));
-                const __m512 m1 = _mm512_load_ps(reinterpret_cast<const float*>(pb + G * kPanelRows + 192));
-                for (int t = 0; t < NT; ++t) {
-                    const __m512 ds = _mm512_set1_ps(dsum[t]);
-                    acc[t][0] = _mm512_fmadd_ps(m0, ds, acc[t][0]);
-                    acc[t][1] = _mm512_fmadd_ps(m1, ds, acc[t][1]);
-                }
-            }
+            const auto* sm = reinterpret_cast<const float*>(pb + G * kPanelRows);  // scales, then mins
+            const __m512 zero = _mm512_setzero_ps();
+            scale_tile<kMin, NT>(acc, ia, dx, NR, _mm512_load_ps(sm), _mm512_load_ps(sm + 16),
+                                 kMin ? _mm512_load_ps(sm + 32) : zero, kMin ? _mm512_load_ps(sm + 48) : zero);
         }
         for (int t = 0; t < NT; ++t) part[lane][t][0] = acc[t][0], part[lane][t][1] = acc[t][1];
     }
-    const __mmask16 k0 = static_cast<__mmask16>(nrows >= 16 ? 0xFFFF : (1u << nrows) - 1);
-    const __mmask16 k1 = static_cast<__mmask16>(nrows >= 32 ? 0xFFFF : nrows <= 16 ? 0 : (1u << (nrows - 16)) - 1);
-    const auto add = [](__m512 u, __m512 v) { return _mm512_add_ps(u, v); };
-    for (int t = 0; t < NT; ++t) {
-        __m512 p0[kLanes], p1[kLanes];
-        for (int lane = 0; lane < kLanes; ++lane) p0[lane] = part[lane][t][0], p1[lane] = part[lane][t][1];
-        _mm512_mask_storeu_ps(Y + t * ldy, k0, reduce16(p0, add));
-        _mm512_mask_storeu_ps(Y + t * ldy + 16, k1, reduce16(p1, add));
-    }
+    store_tile<NT>(part, Y, ldy, nrows);
 }
 
 // micro_q8 for a tile of ntok tokens (a last tile short of kTileTokens skips the padding).
@@ -976,19 +998,6 @@ void gemm_q8(const WeightMatrix& W, const Int8Kind&, const ActQ8& a, int64_t r0,
 
 namespace qp = q4_panels;
 
-// The 16 code vectors' products for one 4-code group g of NT tokens (activation record xb).
-template <int NT>
-inline __attribute__((always_inline)) void dot_group(__m512i (&ia)[NT][2], __m512i w0, __m512i w1, const uint8_t* xb,
-                                                     int g) {
-    for (int t = 0; t < NT; ++t) {
-        int32_t x4;
-        std::memcpy(&x4, xb + (g * kTileTokens + t) * 4, 4);
-        const __m512i xv = _mm512_set1_epi32(x4);
-        ia[t][0] = _mm512_dpbusd_epi32(ia[t][0], w0, xv);
-        ia[t][1] = _mm512_dpbusd_epi32(ia[t][1], w1, xv);
-    }
-}
-
 // One whole panel x NT tokens of one activation tile. The records come in lane order, so the
 // panel is read front to back; each record requests the bytes kPrefetchAhead further on
 // (decode streams the weights from DRAM, like gemv).
@@ -1016,35 +1025,18 @@ void micro_q4_panel(const uint8_t* panel, const uint8_t* act, int64_t nb, float*
                 ia[t][0] = ia[t][1] = kMin ? _mm512_setzero_si512() : _mm512_set1_epi32(init[t]);
             for (int k = 0; k < 4; ++k) {
                 const __m512i o0 = load(rec + 64 * k), o1 = load(rec + qp::kHalfBytes + 64 * k);
-                dot_group<NT>(ia, _mm512_and_si512(o0, m4), _mm512_and_si512(o1, m4), xb, k);
+                dot_group<NT>(ia, _mm512_and_si512(o0, m4), _mm512_and_si512(o1, m4), xb, k, kTileTokens);
                 dot_group<NT>(ia, _mm512_and_si512(_mm512_srli_epi16(o0, 4), m4),
-                              _mm512_and_si512(_mm512_srli_epi16(o1, 4), m4), xb, 4 + k);
+                              _mm512_and_si512(_mm512_srli_epi16(o1, 4), m4), xb, 4 + k, kTileTokens);
             }
-            const __m512 s0 = halves(rec + qp::kScaleOff), s1 = halves(rec + qp::kScaleOff + 32);
-            for (int t = 0; t < NT; ++t) {
-                const __m512 d = _mm512_set1_ps(dx[t]);
-                acc[t][0] = _mm512_fmadd_ps(_mm512_mul_ps(_mm512_cvtepi32_ps(ia[t][0]), d), s0, acc[t][0]);
-                acc[t][1] = _mm512_fmadd_ps(_mm512_mul_ps(_mm512_cvtepi32_ps(ia[t][1]), d), s1, acc[t][1]);
-            }
-            if constexpr (kMin) {
-                const float* dsum = dx + 2 * kTileTokens;
-                const __m512 m0 = halves(rec + qp::kMinOff), m1 = halves(rec + qp::kMinOff + 32);
-                for (int t = 0; t < NT; ++t) {
-                    const __m512 ds = _mm512_set1_ps(dsum[t]);
-                    acc[t][0] = _mm512_fmadd_ps(m0, ds, acc[t][0]);
-                    acc[t][1] = _mm512_fmadd_ps(m1, ds, acc[t][1]);
-                }
-            }
+            const __m512 zero = _mm512_setzero_ps();
+            scale_tile<kMin, NT>(acc, ia, dx, kTileTokens, halves(rec + qp::kScaleOff),
+                                 halves(rec + qp::kScaleOff + 32), kMin ? halves(rec + qp::kMinOff) : zero,
+                                 kMin ? halves(rec + qp::kMinOff + 32) : zero);
         }
         for (int t = 0; t < NT; ++t) part[lane][t][0] = acc[t][0], part[lane][t][1] = acc[t][1];
     }
-    const auto add = [](__m512 u, __m512 v) { return _mm512_add_ps(u, v); };
-    for (int t = 0; t < NT; ++t) {
-        __m512 p0[kLanes], p1[kLanes];
-        for (int lane = 0; lane < kLanes; ++lane) p0[lane] = part[lane][t][0], p1[lane] = part[lane][t][1];
-        _mm512_storeu_ps(Y + t * ldy, reduce16(p0, add));
-        _mm512_storeu_ps(Y + t * ldy + 16, reduce16(p1, add));
-    }
+    store_tile<NT>(part, Y, ldy, kPanelRows);
 }
 
 template <bool kMin>
@@ -1217,14 +1209,7 @@ void micro_f32(const float* wp, const float* xp, int64_t kq, float* Y, int64_t l
         }
         for (int t = 0; t < kF32Tile; ++t) part[lane][t][0] = acc[t][0], part[lane][t][1] = acc[t][1];
     }
-    const __mmask16 k0 = tail_mask(nrows), k1 = nrows > 16 ? tail_mask(nrows - 16) : 0;
-    const auto add = [](__m512 u, __m512 v) { return _mm512_add_ps(u, v); };
-    for (int t = 0; t < ntok; ++t) {
-        __m512 p0[kLanes], p1[kLanes];
-        for (int lane = 0; lane < kLanes; ++lane) p0[lane] = part[lane][t][0], p1[lane] = part[lane][t][1];
-        _mm512_mask_storeu_ps(Y + t * ldy, k0, reduce16(p0, add));
-        _mm512_mask_storeu_ps(Y + t * ldy + 16, k1, reduce16(p1, add));
-    }
+    store_tile<kF32Tile>(part, Y, ldy, nrows, ntok);
 }
 
 template <DType T>
