@@ -12,7 +12,7 @@
 
 #include "kernels/cpu/cpu_isa.h"
 #include "kernels/cpu/matmul_internal.h"
-#include "kernels/cpu/q4_panels.h"
+#include "kernels/cpu/weight_panels.h"
 #include "kernels/cpu/quant.h"
 
 namespace ember::cpu {
@@ -119,10 +119,10 @@ detail::Scratch thread_scratch(const KernelTable& k, const WeightMatrix& W, int6
     return {buf.get(bytes), bytes};
 }
 
-// Q4_0 / Q4_1 with rows of exactly their blocks: what the panel layout holds.
-bool packed_q4(const WeightMatrix& W) {
-    return q4_panels::supports(W.type) && W.cols % 32 == 0 &&
-           W.row_bytes == static_cast<size_t>(W.cols / 32 * q4_panels::block_bytes(W.type));
+// Q4_0 / Q4_1 / Q8_0 with rows of exactly their blocks: what the panel layout holds.
+bool packed_for_panels(const WeightMatrix& W) {
+    return weight_panels::supports(W.type) && W.cols % 32 == 0 &&
+           W.row_bytes == static_cast<size_t>(W.cols / 32 * weight_panels::block_bytes(W.type));
 }
 
 void validate(const WeightMatrix& W, const float* X, int64_t n_tokens, const float* Y) {
@@ -139,8 +139,8 @@ void validate(const WeightMatrix& W, const float* X, int64_t n_tokens, const flo
     if ((W.rows > 0 && !W.data) || (n_tokens > 0 && (!X || !Y))) {
         throw Error("matmul: null pointer");
     }
-    if (W.layout == WeightLayout::Q4Panels && !packed_q4(W)) {
-        throw Error("matmul: the Q4 panel layout needs packed Q4_0 or Q4_1 rows");
+    if (W.layout == WeightLayout::Panels && !packed_for_panels(W)) {
+        throw Error("matmul: the panel layout needs packed Q4_0, Q4_1 or Q8_0 rows");
     }
 }
 
@@ -212,17 +212,17 @@ bool matmul_supports(DType type) {
 
 namespace {
 
-// Q4_0 / Q4_1 panels: every token count through the ISA's panel kernel on tiled activations.
+// Panels: every token count through the ISA's panel kernel on tiled activations.
 // Decode-sized calls stream the weights like gemv (long contiguous ranges per thread).
-void matmul_q4_panels(const KernelTable& k, const WeightMatrix& W, const float* X, int64_t n_tokens, float* Y,
-                      ThreadPool& pool) {
+void matmul_panels(const KernelTable& k, const WeightMatrix& W, const float* X, int64_t n_tokens, float* Y,
+                   ThreadPool& pool) {
     Int8Kind kind;
     detail::int8_kind(W.type, &kind);
     const ActQ8 act = quantize_activations(k, kind, X, n_tokens, W.cols, k.gemm_tile, pool);
-    const int64_t pr = q4_panels::kRows, n_panels = (W.rows + pr - 1) / pr;
+    const int64_t pr = weight_panels::kRows, n_panels = (W.rows + pr - 1) / pr;
     auto run = [&](int64_t p0, int64_t p1, int) {
         detail::Scratch s = thread_scratch(k, W, n_tokens);
-        k.gemm_q4_panels(W, act, p0 * pr, std::min(W.rows, p1 * pr), Y, s);
+        k.gemm_panels(W, act, p0 * pr, std::min(W.rows, p1 * pr), Y, s);
     };
     if (n_tokens <= k.gemm_tile) pool.parallel_for_guided(n_panels, std::max<int64_t>(1, gemv_min_rows(W) / pr), run);
     else pool.parallel_for_dynamic(n_panels, 1, run);
@@ -232,7 +232,8 @@ void matmul_q4_panels(const KernelTable& k, const WeightMatrix& W, const float* 
 void matmul_from_rows(const WeightMatrix& W, const float* X, int64_t n_tokens, float* Y, ThreadPool& pool) {
     thread_local AlignedBuffer buf;
     uint8_t* rows = buf.get(static_cast<size_t>(W.rows) * W.row_bytes);
-    for (int64_t r = 0; r < W.rows; ++r) q4_panels::read_row(W.type, W.data, W.rows, W.cols, r, rows + r * W.row_bytes);
+    for (int64_t r = 0; r < W.rows; ++r)
+        weight_panels::read_row(W.type, W.data, W.rows, W.cols, r, rows + r * W.row_bytes);
     WeightMatrix R = W;
     R.data = rows;
     R.layout = WeightLayout::Rows;
@@ -242,8 +243,8 @@ void matmul_from_rows(const WeightMatrix& W, const float* X, int64_t n_tokens, f
 }  // namespace
 
 WeightLayout preferred_layout(DType type, int64_t rows, int64_t cols) {
-    const bool panels = q4_panels::supports(type) && rows >= q4_panels::kRows && cols % 32 == 0 && cols > 0;
-    return panels && table().gemm_q4_panels ? WeightLayout::Q4Panels : WeightLayout::Rows;
+    const bool panels = weight_panels::supports(type) && rows >= weight_panels::kRows && cols % 32 == 0 && cols > 0;
+    return panels && table().gemm_panels ? WeightLayout::Panels : WeightLayout::Rows;
 }
 
 void repack_weight(const WeightMatrix& W, WeightLayout layout, void* dst, ThreadPool& pool) {
@@ -252,16 +253,16 @@ void repack_weight(const WeightMatrix& W, WeightLayout layout, void* dst, Thread
         std::memcpy(dst, W.data, static_cast<size_t>(W.rows) * W.row_bytes);
         return;
     }
-    if (!packed_q4(W)) throw Error("repack_weight: the Q4 panel layout needs packed Q4_0 or Q4_1 rows");
-    q4_panels::repack(W.type, W.data, W.rows, W.cols, dst, pool);
+    if (!packed_for_panels(W)) throw Error("repack_weight: the panel layout needs packed Q4_0, Q4_1 or Q8_0 rows");
+    weight_panels::repack(W.type, W.data, W.rows, W.cols, dst, pool);
 }
 
 void matmul(const WeightMatrix& W, const float* X, int64_t n_tokens, float* Y, ThreadPool& pool) {
     validate(W, X, n_tokens, Y);
     if (n_tokens == 0 || W.rows == 0) return;
     const KernelTable& k = table();
-    if (W.layout == WeightLayout::Q4Panels) {
-        if (k.gemm_q4_panels) matmul_q4_panels(k, W, X, n_tokens, Y, pool);
+    if (W.layout == WeightLayout::Panels) {
+        if (k.gemm_panels) matmul_panels(k, W, X, n_tokens, Y, pool);
         else matmul_from_rows(W, X, n_tokens, Y, pool);
         return;
     }
@@ -309,8 +310,8 @@ void get_rows(const WeightMatrix& table_, const int32_t* ids, int n, float* out)
     for (int i = 0; i < n; ++i) {
         if (ids[i] < 0 || ids[i] >= table_.rows) throw Error("get_rows: row id out of range");
         const uint8_t* src = base + static_cast<size_t>(ids[i]) * table_.row_bytes;
-        if (table_.layout == WeightLayout::Q4Panels) {
-            q4_panels::read_row(table_.type, table_.data, table_.rows, table_.cols, ids[i], row.data());
+        if (table_.layout == WeightLayout::Panels) {
+            weight_panels::read_row(table_.type, table_.data, table_.rows, table_.cols, ids[i], row.data());
             src = row.data();
         }
         dequantize_row(table_.type, src, out + i * table_.cols, table_.cols);

@@ -12,8 +12,8 @@ namespace ember::cpu {
 
 // How a weight matrix's bytes are arranged.
 enum class WeightLayout : uint8_t {
-    Rows = 0,      // as GGUF stores it: row after row
-    Q4Panels = 1,  // Q4_0 / Q4_1 only, 32-row panels for the AVX-512 kernels (q4_panels.h)
+    Rows = 0,    // as GGUF stores it: row after row
+    Panels = 1,  // Q4_0 / Q4_1 / Q8_0 only, 32-row panels for the AVX-512 kernels (weight_panels.h)
 };
 
 // A weight matrix: `rows` rows of `cols` elements each, every row `row_bytes` long (dims[0] =
@@ -29,7 +29,8 @@ struct WeightMatrix {
 };
 
 // The layout matmul runs fastest from for this weight on this CPU's kernels (Rows unless a
-// rearrangement pays: Q4_0 / Q4_1 matrices of 32 rows or more under AVX-512). The same size in bytes.
+// rearrangement pays: Q4_0 / Q4_1 / Q8_0 matrices of 32 rows or more under AVX-512). The same
+// size in bytes.
 WeightLayout preferred_layout(DType type, int64_t rows, int64_t cols);
 
 // Writes W (in the Rows layout) to dst in `layout` (W.rows * W.row_bytes bytes, no overlap).

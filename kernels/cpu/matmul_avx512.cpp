@@ -18,7 +18,7 @@
 #include <cstring>
 
 #include "kernels/cpu/matmul_internal.h"
-#include "kernels/cpu/q4_panels.h"
+#include "kernels/cpu/weight_panels.h"
 #include "kernels/cpu/simd_avx512.h"
 #include "kernels/cpu/unpack_int8.h"
 
@@ -991,20 +991,21 @@ void gemm_q8(const WeightMatrix& W, const Int8Kind&, const ActQ8& a, int64_t r0,
 }
 
 // ---------------------------------------------------------------------------------------
-// Q4_0 / Q4_1 in the panel layout (q4_panels.h): micro_q8's register tile fed straight from
-// the nibble records, so no panel is built per call. Per record (block b of 32 rows), 8 loads
-// and an AND or shift+AND each give the 16 code vectors; the arithmetic, and so every bit of
-// the result, is micro_q8's.
+// Q4_0 / Q4_1 / Q8_0 in the panel layout (weight_panels.h): micro_q8's register tile fed
+// straight from the records, so no panel is built per call. Per record (block b of 32 rows),
+// Q8_0's 16 code vectors are loaded as they are; Q4's 8 loads and an AND or shift+AND each
+// give them. The arithmetic, and so every bit of the result, is micro_q8's.
 
-namespace qp = q4_panels;
+namespace wp = weight_panels;
 
 // One whole panel x NT tokens of one activation tile. The records come in lane order, so the
 // panel is read front to back; each record requests the bytes kPrefetchAhead further on
 // (decode streams the weights from DRAM, like gemv).
-template <bool kMin, int NT>
-void micro_q4_panel(const uint8_t* panel, const uint8_t* act, int64_t nb, float* Y, int64_t ldy) {
+template <DType T, int NT>
+void micro_panel(const uint8_t* panel, const uint8_t* act, int64_t nb, float* Y, int64_t ldy) {
+    constexpr bool kMin = T == DType::Q4_1;
     constexpr int RB = kTileTokens * (32 + 12);  // activation record bytes
-    constexpr int kRec = kMin ? 640 : 576;       // qp::record_bytes
+    constexpr int kCodes = wp::code_bytes(T), kRec = kCodes + (kMin ? 128 : 64);
     const __m512i m4 = _mm512_set1_epi8(0x0F);
     const auto load = [](const uint8_t* p) { return _mm512_loadu_si512(p); };
     const auto halves = [](const uint8_t* p) {
@@ -1023,44 +1024,49 @@ void micro_q4_panel(const uint8_t* panel, const uint8_t* act, int64_t nb, float*
             __m512i ia[NT][2];
             for (int t = 0; t < NT; ++t)
                 ia[t][0] = ia[t][1] = kMin ? _mm512_setzero_si512() : _mm512_set1_epi32(init[t]);
-            for (int k = 0; k < 4; ++k) {
-                const __m512i o0 = load(rec + 64 * k), o1 = load(rec + qp::kHalfBytes + 64 * k);
-                dot_group<NT>(ia, _mm512_and_si512(o0, m4), _mm512_and_si512(o1, m4), xb, k, kTileTokens);
-                dot_group<NT>(ia, _mm512_and_si512(_mm512_srli_epi16(o0, 4), m4),
-                              _mm512_and_si512(_mm512_srli_epi16(o1, 4), m4), xb, 4 + k, kTileTokens);
+            if constexpr (T == DType::Q8_0) {
+                for (int g = 0; g < 8; ++g)
+                    dot_group<NT>(ia, load(rec + 128 * g), load(rec + 128 * g + 64), xb, g, kTileTokens);
+            } else {
+                for (int k = 0; k < 4; ++k) {
+                    const __m512i o0 = load(rec + 64 * k), o1 = load(rec + 256 + 64 * k);
+                    dot_group<NT>(ia, _mm512_and_si512(o0, m4), _mm512_and_si512(o1, m4), xb, k, kTileTokens);
+                    dot_group<NT>(ia, _mm512_and_si512(_mm512_srli_epi16(o0, 4), m4),
+                                  _mm512_and_si512(_mm512_srli_epi16(o1, 4), m4), xb, 4 + k, kTileTokens);
+                }
             }
             const __m512 zero = _mm512_setzero_ps();
-            scale_tile<kMin, NT>(acc, ia, dx, kTileTokens, halves(rec + qp::kScaleOff),
-                                 halves(rec + qp::kScaleOff + 32), kMin ? halves(rec + qp::kMinOff) : zero,
-                                 kMin ? halves(rec + qp::kMinOff + 32) : zero);
+            scale_tile<kMin, NT>(acc, ia, dx, kTileTokens, halves(rec + kCodes), halves(rec + kCodes + 32),
+                                 kMin ? halves(rec + kCodes + 64) : zero, kMin ? halves(rec + kCodes + 96) : zero);
         }
         for (int t = 0; t < NT; ++t) part[lane][t][0] = acc[t][0], part[lane][t][1] = acc[t][1];
     }
     store_tile<NT>(part, Y, ldy, kPanelRows);
 }
 
-template <bool kMin>
-void micro_q4_panel_tile(int ntok, const uint8_t* panel, const uint8_t* x, int64_t nb, float* y, int64_t ldy) {
+template <DType T>
+void micro_panel_tile(int ntok, const uint8_t* panel, const uint8_t* x, int64_t nb, float* y, int64_t ldy) {
     switch (ntok) {
         case 1:
-            return micro_q4_panel<kMin, 1>(panel, x, nb, y, ldy);
+            return micro_panel<T, 1>(panel, x, nb, y, ldy);
         case 2:
-            return micro_q4_panel<kMin, 2>(panel, x, nb, y, ldy);
+            return micro_panel<T, 2>(panel, x, nb, y, ldy);
         case 3:
-            return micro_q4_panel<kMin, 3>(panel, x, nb, y, ldy);
+            return micro_panel<T, 3>(panel, x, nb, y, ldy);
         case 4:
-            return micro_q4_panel<kMin, 4>(panel, x, nb, y, ldy);
+            return micro_panel<T, 4>(panel, x, nb, y, ldy);
         case 5:
-            return micro_q4_panel<kMin, 5>(panel, x, nb, y, ldy);
+            return micro_panel<T, 5>(panel, x, nb, y, ldy);
         default:
-            return micro_q4_panel<kMin, kTileTokens>(panel, x, nb, y, ldy);
+            return micro_panel<T, kTileTokens>(panel, x, nb, y, ldy);
     }
 }
 
 // Rows [r0, r1): whole panels from their records; the GGUF rows past the last whole panel
 // (a partial panel) through build_panel and micro_q8.
-template <class U, bool kMin>
-void gemm_q4_panels_t(const WeightMatrix& W, const ActQ8& a, int64_t r0, int64_t r1, float* Y, Scratch& s) {
+template <DType T, class U>
+void gemm_panels_t(const WeightMatrix& W, const ActQ8& a, int64_t r0, int64_t r1, float* Y, Scratch& s) {
+    constexpr bool kMin = T == DType::Q4_1;
     const int64_t nb = W.cols / 32, whole_rows = W.rows / kPanelRows * kPanelRows;
     const auto* base = static_cast<const uint8_t*>(W.data);
     for (int64_t p = r0; p < r1; p += kPanelRows) {
@@ -1071,15 +1077,21 @@ void gemm_q4_panels_t(const WeightMatrix& W, const ActQ8& a, int64_t r0, int64_t
             const int ntok = static_cast<int>(std::min<int64_t>(kTileTokens, a.n_tokens - t0));
             const uint8_t* x = a.tiled + tile * a.tile_bytes();
             float* y = Y + t0 * W.rows + p;
-            if (p < whole_rows) micro_q4_panel_tile<kMin>(ntok, base + p * W.row_bytes, x, nb, y, W.rows);
+            if (p < whole_rows) micro_panel_tile<T>(ntok, base + p * W.row_bytes, x, nb, y, W.rows);
             else micro_tile<32, kMin>(ntok, s.data, x, nb, y, W.rows, nrows);
         }
     }
 }
 
-void gemm_q4_panels(const WeightMatrix& W, const ActQ8& a, int64_t r0, int64_t r1, float* Y, Scratch& s) {
-    if (W.type == DType::Q4_1) gemm_q4_panels_t<UQ4_1, true>(W, a, r0, r1, Y, s);
-    else gemm_q4_panels_t<UQ4_0, false>(W, a, r0, r1, Y, s);
+void gemm_panels(const WeightMatrix& W, const ActQ8& a, int64_t r0, int64_t r1, float* Y, Scratch& s) {
+    switch (W.type) {
+        case DType::Q4_1:
+            return gemm_panels_t<DType::Q4_1, UQ4_1>(W, a, r0, r1, Y, s);
+        case DType::Q8_0:
+            return gemm_panels_t<DType::Q8_0, UQ8_0>(W, a, r0, r1, Y, s);
+        default:
+            return gemm_panels_t<DType::Q4_0, UQ4_0>(W, a, r0, r1, Y, s);
+    }
 }
 
 // ---------------------------------------------------------------------------------------
@@ -1264,7 +1276,7 @@ size_t scratch_bytes(const WeightMatrix& W, int64_t) {
 
 const KernelTable* kernels_avx512() {
     static const KernelTable t{quantize_act, gemv_q8,     gemm_q8,  gemv_f32,       gemm_f32,      dot_f32,
-                               kPanelRows,   kTileTokens, kF32Tile, kGemvMaxTokens, scratch_bytes, gemm_q4_panels};
+                               kPanelRows,   kTileTokens, kF32Tile, kGemvMaxTokens, scratch_bytes, gemm_panels};
     return &t;
 }
 

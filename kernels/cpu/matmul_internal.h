@@ -148,10 +148,10 @@ struct KernelTable {
     int f32_tile;         // tokens per X tile for gemm_f32 (0: X as given)
     int gemv_max_tokens;  // up to this many tokens gemv_q8 / gemv_f32 run (one pass for int8)
     size_t (*scratch_bytes)(const WeightMatrix& W, int64_t n_tokens);
-    // Q4_0 / Q4_1 in WeightLayout::Q4Panels, any number of tokens (act tiled by gemm_tile); rows
+    // Q4_0 / Q4_1 / Q8_0 in WeightLayout::Panels, any number of tokens (act tiled by gemm_tile); rows
     // [r0, r1), r0 a multiple of 32. nullptr: this ISA has no panel kernels (matmul then
     // converts the matrix back to rows).
-    void (*gemm_q4_panels)(const WeightMatrix& W, const ActQ8& act, int64_t r0, int64_t r1, float* Y, Scratch& scratch);
+    void (*gemm_panels)(const WeightMatrix& W, const ActQ8& act, int64_t r0, int64_t r1, float* Y, Scratch& scratch);
 };
 
 // Column order of the float gemm's packed operands: column c sits at position

@@ -338,13 +338,13 @@ TEST_CASE("get_rows dequantizes") {
     }
 }
 
-// Q4_0 and Q4_1 rearranged into 32-row panels (q4_panels.h, what the CPU backend does at load under
+// Q4_0, Q4_1 and Q8_0 rearranged into 32-row panels (weight_panels.h, what the CPU backend does at load under
 // AVX-512): the same bits as the GGUF rows for every token count and ISA (ISAs without panel
 // kernels convert back to rows), whole panels and a partial one, rows of whole and partial
 // 512-element chunks, and get_rows reading either layout.
-TEST_CASE("Q4 panel layout: bitwise equal to the rows") {
+TEST_CASE("panel layout: bitwise equal to the rows") {
     constexpr int64_t kMaxTokens = 20;
-    for (DType type : {DType::Q4_0, DType::Q4_1})
+    for (DType type : {DType::Q4_0, DType::Q4_1, DType::Q8_0})
         for (const auto& [rows, cols] : {std::pair<int64_t, int64_t>{67, 32 * 23}, {96, 2048 + 32}, {32, 512}}) {
             CAPTURE(type);
             CAPTURE(rows);
@@ -353,11 +353,11 @@ TEST_CASE("Q4 panel layout: bitwise equal to the rows") {
             const WeightMatrix W = make_weight_matrix(type, rows, cols, wq.data());
             ThreadPool pool(3);
             std::vector<uint8_t> packed(wq.size());
-            repack_weight(W, WeightLayout::Q4Panels, packed.data(), pool);
+            repack_weight(W, WeightLayout::Panels, packed.data(), pool);
             REQUIRE(std::memcmp(packed.data(), wq.data(), 64) != 0);  // really rearranged
             WeightMatrix P = W;
             P.data = packed.data();
-            P.layout = WeightLayout::Q4Panels;
+            P.layout = WeightLayout::Panels;
 
             const std::vector<float> x = ktest::random_floats(size_t(kMaxTokens * cols), 12);
             for (Isa isa : ktest::available_isas()) {
@@ -385,9 +385,10 @@ TEST_CASE("Q4 panel layout: bitwise equal to the rows") {
 
 TEST_CASE("preferred layout") {
     const bool avx512 = detected_isa() == Isa::Avx512;
-    CHECK((preferred_layout(DType::Q4_0, 64, 2048) == WeightLayout::Q4Panels) == avx512);
+    CHECK((preferred_layout(DType::Q4_0, 64, 2048) == WeightLayout::Panels) == avx512);
     CHECK(preferred_layout(DType::Q4_0, 31, 2048) == WeightLayout::Rows);
-    CHECK((preferred_layout(DType::Q4_1, 64, 2048) == WeightLayout::Q4Panels) == avx512);
+    CHECK((preferred_layout(DType::Q4_1, 64, 2048) == WeightLayout::Panels) == avx512);
+    CHECK((preferred_layout(DType::Q8_0, 64, 2048) == WeightLayout::Panels) == avx512);
     CHECK(preferred_layout(DType::Q5_0, 64, 2048) == WeightLayout::Rows);
     CHECK(preferred_layout(DType::F32, 64, 2048) == WeightLayout::Rows);
     ktest::ForceIsa force{Isa::Avx2};

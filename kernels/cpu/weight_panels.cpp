@@ -1,39 +1,44 @@
-// The Q4_0 / Q4_1 panel layout's conversions (layout: q4_panels.h). Portable: repacking runs
+// The weight panel layout's conversions (layout: weight_panels.h). Portable: repacking runs
 // once per weight at load time and reads each byte once, so it is memory-bound anyway.
-#include "kernels/cpu/q4_panels.h"
+#include "kernels/cpu/weight_panels.h"
 
 #include <cstring>
 
-namespace ember::cpu::q4_panels {
+namespace ember::cpu::weight_panels {
 namespace {
 
-// A GGUF block: half-float d, (Q4_1) half-float m, then 16 nibble bytes.
+// A GGUF block: half-float d, (Q4_1) half-float m, then the codes (16 nibble bytes or 32
+// signed bytes).
 struct Format {
+    DType type;
     int64_t nb, bb, row_bytes, rec_bytes;
-    int qs_off;  // nibble bytes within a block
-    bool has_min;
     Format(DType t, int64_t cols)
-        : nb(cols / 32),
-          bb(block_bytes(t)),
-          row_bytes(nb * bb),
-          rec_bytes(record_bytes(t)),
-          qs_off(t == DType::Q4_0 ? 2 : 4),
-          has_min(t == DType::Q4_1) {}
+        : type(t), nb(cols / 32), bb(block_bytes(t)), row_bytes(nb * bb), rec_bytes(record_bytes(t)) {}
 };
 
-// Byte offset, within a record, of row i's (0..31) nibble bytes 4k .. 4k + 3.
-inline int nibble_offset(int i, int k) { return (i / 16) * kHalfBytes + k * 64 + (i % 16) * 4; }
+// Copies n bytes from `from` to `to`, flipping the sign bit of each when `flip` (Q8_0's
+// signed codes <-> the panel's unsigned ones: the same either way).
+inline void copy(uint8_t* to, const uint8_t* from, int n, bool flip) {
+    for (int i = 0; i < n; ++i) to[i] = flip ? static_cast<uint8_t>(from[i] ^ 0x80) : from[i];
+}
 
-// Copies block b of row i between GGUF bytes (blk) and its record (rec), either way.
+// Moves block b of row i (0..31) between its GGUF bytes (blk) and its record (rec): into the
+// record when kToPanel, else back.
 template <bool kToPanel>
 void move_block(const Format& f, int i, uint8_t* blk, uint8_t* rec) {
-    const auto copy = [](uint8_t* to_panel, uint8_t* to_row, size_t n) {
-        if constexpr (kToPanel) std::memcpy(to_panel, to_row, n);
-        else std::memcpy(to_row, to_panel, n);
+    const auto move = [](uint8_t* in_rec, uint8_t* in_blk, int n, bool flip = false) {
+        if constexpr (kToPanel) copy(in_rec, in_blk, n, flip);
+        else copy(in_blk, in_rec, n, flip);
     };
-    copy(rec + kScaleOff + 2 * i, blk, 2);
-    if (f.has_min) copy(rec + kMinOff + 2 * i, blk + 2, 2);
-    for (int k = 0; k < 4; ++k) copy(rec + nibble_offset(i, k), blk + f.qs_off + 4 * k, 4);
+    const int codes = code_bytes(f.type), half = i / 16, lane = (i % 16) * 4;
+    move(rec + codes + 2 * i, blk, 2);
+    if (f.type == DType::Q4_1) move(rec + codes + 64 + 2 * i, blk + 2, 2);
+    if (f.type == DType::Q8_0) {
+        for (int g = 0; g < 8; ++g) move(rec + (2 * g + half) * 64 + lane, blk + 2 + 4 * g, 4, true);
+    } else {
+        const int qs = f.type == DType::Q4_0 ? 2 : 4;
+        for (int k = 0; k < 4; ++k) move(rec + half * 256 + k * 64 + lane, blk + qs + 4 * k, 4);
+    }
 }
 
 }  // namespace
@@ -66,4 +71,4 @@ void read_row(DType type, const void* panels, int64_t rows, int64_t cols, int64_
         move_block<false>(f, static_cast<int>(r % kRows), out + b * f.bb, panel + record_index(f.nb, b) * f.rec_bytes);
 }
 
-}  // namespace ember::cpu::q4_panels
+}  // namespace ember::cpu::weight_panels
