@@ -249,11 +249,16 @@ void attention(const KvCacheView& kv, const AttentionBatchArgs& a, ThreadPool* p
 void store_kv(const KvCacheView& kv, void* k_pool, void* v_pool, const float* k, const float* v, const int32_t* slots,
               int64_t n_tokens, ThreadPool* pool) {
     const int64_t dim = int64_t{kv.n_kv_heads} * kv.head_dim;
+    const OpsTable& ops = table();
+    const auto store = [&](const float* x, uint8_t* row) {
+        if (kv.type == DType::F16) ops.f32_to_f16(x, reinterpret_cast<uint16_t*>(row), dim);
+        else quantize_row(kv.type, x, row, dim);
+    };
     split(pool, n_tokens, 4 * dim, [&](int64_t b, int64_t e) {
         for (int64_t t = b; t < e; ++t) {
             const size_t off = static_cast<size_t>(slots[t]) * kv.row_bytes;
-            quantize_row(kv.type, k + t * dim, static_cast<uint8_t*>(k_pool) + off, dim);
-            quantize_row(kv.type, v + t * dim, static_cast<uint8_t*>(v_pool) + off, dim);
+            store(k + t * dim, static_cast<uint8_t*>(k_pool) + off);
+            store(v + t * dim, static_cast<uint8_t*>(v_pool) + off);
         }
     });
 }

@@ -40,6 +40,9 @@ struct OpsTable {
     // tile_rows 0) where only attention_head exists.
     void (*attention_tile)(const KvCacheView& kv, const AttnTile& tile);
     int tile_rows;
+    // float -> IEEE half, round to nearest even (the F16 KV cache store): f32_to_fp16's bits
+    // for every non-NaN value.
+    void (*f32_to_f16)(const float* x, uint16_t* out, int64_t n);
 };
 
 const OpsTable* ops_table_scalar();

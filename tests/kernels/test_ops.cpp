@@ -531,14 +531,24 @@ TEST_CASE("attention_head with a single key") {
 }
 
 TEST_CASE("store_kv round trip") {
-    for (DType t : {DType::F16, DType::Q8_0}) {
+    FOR_EACH_ISA(for (DType t
+                      : {DType::F16, DType::Q8_0}) {
+        CAPTURE(isa_name_);
         KvCacheView kv;
         kv.type = t;
         kv.n_kv_heads = 2;
         kv.head_dim = 64;
         kv.row_bytes = kv_row_bytes(t, 128);
         std::vector<uint8_t> kp(kv.row_bytes * 8), vp(kv.row_bytes * 8);
-        const auto k = ktest::random_floats(3 * 128, 30), v = ktest::random_floats(3 * 128, 31);
+        auto k = ktest::random_floats(3 * 128, 30);
+        const auto v = ktest::random_floats(3 * 128, 31);
+        // Half's rounding edges (F16 stores use F16C where the ISA has it): ties to even at 1 and
+        // in the subnormals, the largest finite half and the overflow threshold, underflow to 0.
+        const float edges[] = {
+            1.0f + 0x1p-11f, 1.0f + 3 * 0x1p-11f, 65504.0f, 65519.99f, 65520.0f, -65536.0f, 0x1p-25f,  0x1.8p-24f,
+            0x1p-26f,        -0x1.4p-20f,         6.1e-5f,  -0.0f,     1e-8f,    3.14159f,  -2.71828f, 1e30f,
+            0x1.ffep-15f};
+        std::copy(std::begin(edges), std::end(edges), k.begin() + 128 + 5);
         const int32_t slot_ids[] = {5, 0, 7};
         ops::store_kv(kv, kp.data(), vp.data(), k.data(), v.data(), slot_ids, 3, nullptr);
         std::vector<uint8_t> expect(kv.row_bytes);
@@ -548,5 +558,5 @@ TEST_CASE("store_kv round trip") {
             quantize_row(t, v.data() + i * 128, expect.data(), 128);
             REQUIRE(std::memcmp(expect.data(), vp.data() + size_t(slot_ids[i]) * kv.row_bytes, kv.row_bytes) == 0);
         }
-    }
+    })
 }
