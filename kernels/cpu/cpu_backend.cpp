@@ -39,12 +39,18 @@ public:
     }
 
     Tensor alloc(MemoryKind kind, DType type, int64_t cols, int64_t rows, const char* tag) override {
+        Tensor t = alloc_uninitialized(kind, type, cols, rows, tag);
+        std::memset(t.data, 0, padded_alloc_bytes(t.bytes(), kCpuAllocAlign));
+        return t;
+    }
+
+    // alloc without the zero fill, for a buffer that is written whole at once (a repacked weight).
+    Tensor alloc_uninitialized(MemoryKind kind, DType type, int64_t cols, int64_t rows, const char* tag) {
         Tensor t = Tensor::shaped(type, cols, rows);
         const size_t bytes = padded_alloc_bytes(t.bytes(), kCpuAllocAlign);
         t.data = kind == MemoryKind::Weights ? alloc_huge(bytes) : std::aligned_alloc(64, bytes);
         if (!t.data)
             throw Error(std::string("out of host memory allocating ") + tag + " (" + std::to_string(bytes) + " bytes)");
-        std::memset(t.data, 0, bytes);
         std::lock_guard lock(mutex_);
         allocations_[t.data] = {kind, bytes};
         report_.bytes[static_cast<int>(kind)] += bytes;
@@ -73,7 +79,9 @@ public:
             throw Error("weight type " + std::string(dtype_name(type)) + " is not supported by the CPU backend");
         const cpu::WeightLayout layout = cpu::preferred_layout(type, rows, cols);
         if (layout != cpu::WeightLayout::Rows) {
-            Tensor t = alloc(MemoryKind::Weights, type, cols, rows, tag);
+            Tensor t = alloc_uninitialized(MemoryKind::Weights, type, cols, rows, tag);
+            std::memset(static_cast<uint8_t*>(t.data) + t.bytes(), 0,
+                        padded_alloc_bytes(t.bytes(), kCpuAllocAlign) - t.bytes());
             cpu::repack_weight(cpu::make_weight_matrix(type, rows, cols, host), layout, t.data, pool_);
             t.layout = static_cast<uint8_t>(layout);
             return t;
