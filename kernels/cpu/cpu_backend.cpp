@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
+#include <limits>
 #include <map>
 #include <mutex>
 #include <new>
@@ -215,15 +216,31 @@ private:
     static cpu::WeightMatrix weight_matrix(const Tensor& w) {
         return {w.type, w.rows, w.cols, w.data, w.row_bytes, static_cast<cpu::WeightLayout>(w.layout)};
     }
-    // The k best non-NaN entries in the order of topk::order_key (the GPU's order too).
+    // The k best non-NaN entries in the order of topk::order_key (the GPU's order too), in one
+    // pass with a running bound: an entry is keyed only if its logit reaches the k-th best
+    // seen so far, and the candidates are cut back to k whenever 4k have gathered. A row of
+    // 49152 logits then costs a compare per entry (it was a key per entry, then a heap pass:
+    // 7 % of a 16-sequence SmolLM2 step).
     static int32_t select_row(const float* l, int64_t n, int32_t k, std::span<TopKCandidate> out,
                               std::vector<uint64_t>& keys) {
+        const auto kk = static_cast<size_t>(k);
+        const size_t cap = std::max<size_t>(4 * kk, 256);
         keys.clear();
+        keys.reserve(cap);
+        uint64_t bound = topk::kNoCandidate;                     // keys >= bound are not among the k best
+        float bound_logit = -std::numeric_limits<float>::infinity();  // its logit: a cheaper first test
         for (int64_t i = 0; i < n; ++i) {
+            if (!(l[i] >= bound_logit)) continue;  // lower, or NaN
             const uint64_t key = topk::order_key(l[i], static_cast<int32_t>(i));
-            if (key != topk::kNoCandidate) keys.push_back(key);
+            if (key >= bound) continue;
+            keys.push_back(key);
+            if (keys.size() < cap) continue;
+            std::nth_element(keys.begin(), keys.begin() + static_cast<ptrdiff_t>(kk - 1), keys.end());
+            keys.resize(kk);
+            bound = keys[kk - 1];
+            bound_logit = l[topk::key_id(bound)];
         }
-        const size_t m = std::min(keys.size(), static_cast<size_t>(k));
+        const size_t m = std::min(keys.size(), kk);
         std::partial_sort(keys.begin(), keys.begin() + static_cast<ptrdiff_t>(m), keys.end());
         for (size_t i = 0; i < m; ++i) {
             const int32_t id = topk::key_id(keys[i]);

@@ -3,6 +3,7 @@
 // -inf and NaN, over many seeds: the same tokens, and the same adjusted row bit for bit.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -14,6 +15,7 @@
 #include "engine/sampling/sampler.h"
 #include "kernels/backend.h"
 #include "kernels/common/error.h"
+#include "kernels/common/topk.h"
 
 using namespace ember;
 
@@ -128,6 +130,45 @@ TEST_CASE("candidates match full row") {
         }
     }
     REQUIRE(candidate_cases > 150);
+}
+
+// Whole vocabularies: the candidates are exactly the first k of the full row sorted by
+// topk::order_key, for rows whose best entries come last (ascending: the running bound is
+// raised at every cut-back), first, or anywhere, with ties, -inf and NaN.
+TEST_CASE("candidates are the k best of a large row") {
+    std::mt19937 rng(7);
+    for (const int32_t k : {1, 2, 40, 300, kMaxTopK}) {
+        for (int order = 0; order < 3; ++order) {
+            std::vector<float> l = random_row(rng, 49152);
+            if (order < 2) {  // the numbers sorted, each NaN left where it was
+                std::vector<float> v;
+                for (float x : l)
+                    if (!std::isnan(x)) v.push_back(x);
+                std::sort(v.begin(), v.end());
+                if (order == 1) std::reverse(v.begin(), v.end());
+                size_t j = 0;
+                for (float& x : l)
+                    if (!std::isnan(x)) x = v[j++];
+            }
+            std::vector<uint64_t> keys;
+            for (size_t i = 0; i < l.size(); ++i) {
+                const uint64_t key = topk::order_key(l[i], static_cast<int32_t>(i));
+                if (key != topk::kNoCandidate) keys.push_back(key);
+            }
+            std::sort(keys.begin(), keys.end());
+            Tensor t = cpu().alloc(MemoryKind::Activations, DType::F32, static_cast<int64_t>(l.size()), 1, "logits");
+            cpu().upload(t, l.data(), l.size() * sizeof(float));
+            std::vector<TopKCandidate> top(static_cast<size_t>(k));
+            int32_t count = 0;
+            const TopKRow none;
+            cpu().top_k(t, k, std::span(&none, 1), top, std::span(&count, 1));
+            cpu().free(t);
+            REQUIRE_EQ(count, k);
+            for (int32_t i = 0; i < k; ++i)
+                REQUIRE_MESSAGE(top[static_cast<size_t>(i)].id == topk::key_id(keys[static_cast<size_t>(i)]),
+                                "k " << k << ", order " << order << ", rank " << i);
+        }
+    }
 }
 
 // Equal logits (and -0 == +0) are ordered by id, lowest first, as sample() orders them.
