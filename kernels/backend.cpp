@@ -1,6 +1,7 @@
 #include "kernels/backend.h"
 
 #include <string>
+#include <vector>
 
 #include "kernels/common/error.h"
 #include "kernels/common/topk.h"
@@ -134,7 +135,10 @@ void Backend::embed(const Tensor& table, float scale, Tensor& out) {
     do_embed(table, scale, out);
 }
 
-void Backend::matmul(const Tensor& w, const Tensor& x, Tensor& y, const Tensor* bias) {
+namespace {
+
+// The checked form of one matmul: its bias, or null where there is none.
+const Tensor* check_matmul(const Tensor& w, const Tensor& x, const Tensor& y, const Tensor* bias) {
     require_activation(x, "matmul", "x");
     require_activation(y, "matmul", "y");
     if (!w.data) fail("matmul", "W has no data");
@@ -144,7 +148,22 @@ void Backend::matmul(const Tensor& w, const Tensor& x, Tensor& y, const Tensor* 
     if (bias && !bias->data) bias = nullptr;
     if (bias && (bias->type != DType::F32 || bias->cols * bias->rows != w.rows))
         fail("matmul", "bias (" + shape(*bias) + ") must be " + std::to_string(w.rows) + " F32 values");
-    do_matmul(w, x, y, bias);
+    return bias;
+}
+
+}  // namespace
+
+void Backend::matmul(const Tensor& w, const Tensor& x, Tensor& y, const Tensor* bias) {
+    do_matmul(w, x, y, check_matmul(w, x, y, bias));
+}
+
+void Backend::matmul_shared(const Tensor& x, std::span<const MatmulOut> outs) {
+    std::vector<MatmulOut> checked(outs.begin(), outs.end());
+    for (MatmulOut& o : checked) {
+        if (!o.w || !o.y) fail("matmul", "an output without its weight or result tensor");
+        o.bias = check_matmul(*o.w, x, *o.y, o.bias);
+    }
+    do_matmul_shared(x, checked);
 }
 
 void Backend::rms_norm(const Tensor& x, const Tensor& w, float eps, Tensor& y) {

@@ -90,6 +90,13 @@ struct AttentionParams {
     float softcap = 0.0f;  // tanh soft-capping of scores (0 = off)
 };
 
+// One output of Backend::matmul_shared: y = x * w^T (+ bias if bias and bias->data).
+struct MatmulOut {
+    const Tensor* w = nullptr;
+    Tensor* y = nullptr;
+    const Tensor* bias = nullptr;
+};
+
 // ---- sampling support (Backend::top_k) -------------------------------------------------
 constexpr int32_t kMaxTopK = 1024;  // the most candidates top_k returns per row
 
@@ -160,6 +167,9 @@ public:
     void embed(const Tensor& table, float scale, Tensor& out);
     // y = x * W^T  (x: n x cols, W: rows x cols, y: n x rows); + bias if bias.data
     void matmul(const Tensor& w, const Tensor& x, Tensor& y, const Tensor* bias = nullptr);
+    // matmul() of one x with several matrices (q/k/v, gate/up), each result bitwise the same;
+    // a backend may quantize x once and run them as one job.
+    void matmul_shared(const Tensor& x, std::span<const MatmulOut> outs);
     // y = x / rms(x) * w, per row (w has x.cols elements, F32). In place allowed.
     void rms_norm(const Tensor& x, const Tensor& w, float eps, Tensor& y);
     // In place, positions from the batch: x is (n_tokens * p.n_heads) x p.head_dim.
@@ -200,6 +210,9 @@ protected:
     virtual void do_set_batch(const BatchInfo& batch) = 0;
     virtual void do_embed(const Tensor& table, float scale, Tensor& out) = 0;
     virtual void do_matmul(const Tensor& w, const Tensor& x, Tensor& y, const Tensor* bias) = 0;  // bias: null or data
+    virtual void do_matmul_shared(const Tensor& x, std::span<const MatmulOut> outs) {  // biases: null or data
+        for (const MatmulOut& o : outs) do_matmul(*o.w, x, *o.y, o.bias);
+    }
     virtual void do_rms_norm(const Tensor& x, const Tensor& w, float eps, Tensor& y) = 0;
     virtual void do_rope(Tensor& x, const RopeParams& p) = 0;
     virtual void do_glu(const Tensor& gate, const Tensor& up, bool gelu, Tensor& out) = 0;

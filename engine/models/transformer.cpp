@@ -219,9 +219,8 @@ void Transformer::attention_block(const Layer& l, KvLayer& cache, Activations& a
     const float eps = config_.norm_eps;
     be.rms_norm(a.x, l.attn_norm, eps, a.xn);
     dump_("attn_norm", l.index, a.xn, be);
-    be.matmul(l.wq, a.xn, a.q, &l.bq);
-    be.matmul(l.wk, a.xn, a.k, &l.bk);
-    be.matmul(l.wv, a.xn, a.v, &l.bv);
+    const MatmulOut qkv[] = {{&l.wq, &a.q, &l.bq}, {&l.wk, &a.k, &l.bk}, {&l.wv, &a.v, &l.bv}};
+    be.matmul_shared(a.xn, qkv);
     if (l.q_norm.data) be.rms_norm(a.q_heads, l.q_norm, eps, a.q_heads);
     if (l.k_norm.data) be.rms_norm(a.k_heads, l.k_norm, eps, a.k_heads);
     be.rope(a.q_heads, l.rope_q);
@@ -244,8 +243,8 @@ void Transformer::ffn_block(const Layer& l, Activations& a) {
     const float eps = config_.norm_eps;
     be.rms_norm(a.x, l.ffn_norm, eps, a.xn);
     dump_("ffn_norm", l.index, a.xn, be);
-    be.matmul(l.w_gate, a.xn, a.gate);
-    be.matmul(l.w_up, a.xn, a.up);
+    const MatmulOut gate_up[] = {{&l.w_gate, &a.gate}, {&l.w_up, &a.up}};
+    be.matmul_shared(a.xn, gate_up);
     dump_("ffn_gate", l.index, a.gate, be);
     dump_("ffn_up", l.index, a.up, be);
     be.glu(a.gate, a.up, config_.gelu, a.gate);

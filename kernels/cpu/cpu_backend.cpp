@@ -119,13 +119,16 @@ protected:
 
     void do_matmul(const Tensor& w, const Tensor& x, Tensor& y, const Tensor* bias) override {
         cpu::matmul(weight_matrix(w), static_cast<const float*>(x.data), x.rows, static_cast<float*>(y.data), pool_);
-        if (bias) {
-            const float* bp = static_cast<const float*>(bias->data);
-            for (int64_t t = 0; t < x.rows; ++t) {
-                float* yr = row(y, t);
-                for (int64_t i = 0; i < y.cols; ++i) yr[i] += bp[i];
-            }
-        }
+        if (bias) add_bias(*bias, x.rows, y);
+    }
+
+    void do_matmul_shared(const Tensor& x, std::span<const MatmulOut> outs) override {
+        std::vector<cpu::SharedOut> shared;
+        for (const MatmulOut& o : outs) shared.push_back({weight_matrix(*o.w), static_cast<float*>(o.y->data)});
+        cpu::matmul_shared(shared.data(), static_cast<int>(shared.size()), static_cast<const float*>(x.data), x.rows,
+                           pool_);
+        for (const MatmulOut& o : outs)
+            if (o.bias) add_bias(*o.bias, x.rows, *o.y);
     }
 
     void do_rms_norm(const Tensor& x, const Tensor& w, float eps, Tensor& y) override {
@@ -204,6 +207,13 @@ private:
         return reinterpret_cast<float*>(static_cast<uint8_t*>(t.data) + static_cast<size_t>(r) * t.row_bytes);
     }
     static float* f32(const Tensor& t) { return static_cast<float*>(t.data); }
+    static void add_bias(const Tensor& bias, int64_t n_rows, Tensor& y) {
+        const float* bp = f32(bias);
+        for (int64_t t = 0; t < n_rows; ++t) {
+            float* yr = row(y, t);
+            for (int64_t i = 0; i < y.cols; ++i) yr[i] += bp[i];
+        }
+    }
     // Weights the kernels stream at every step: on 2 MiB pages where the kernel gives them
     // (transparent huge pages in "madvise" mode need the advice), as the file map does.
     static void* alloc_huge(size_t bytes) {
@@ -227,7 +237,7 @@ private:
         const size_t cap = std::max<size_t>(4 * kk, 256);
         keys.clear();
         keys.reserve(cap);
-        uint64_t bound = topk::kNoCandidate;                     // keys >= bound are not among the k best
+        uint64_t bound = topk::kNoCandidate;                          // keys >= bound are not among the k best
         float bound_logit = -std::numeric_limits<float>::infinity();  // its logit: a cheaper first test
         for (int64_t i = 0; i < n; ++i) {
             if (!(l[i] >= bound_logit)) continue;  // lower, or NaN

@@ -228,6 +228,48 @@ void matmul_panels(const KernelTable& k, const WeightMatrix& W, const float* X, 
     else pool.parallel_for_dynamic(n_panels, 1, run);
 }
 
+// Whether matmul_shared can quantize X once for all outs and run them as one job.
+bool share_panels(const KernelTable& k, const SharedOut* outs, int n_outs, Int8Kind* kind) {
+    if (!k.gemm_panels || n_outs < 1) return false;
+    for (int i = 0; i < n_outs; ++i) {
+        Int8Kind ki;
+        const WeightMatrix& W = outs[i].W;
+        if (W.layout != WeightLayout::Panels || !detail::int8_kind(W.type, &ki) || W.cols != outs[0].W.cols)
+            return false;
+        if (i == 0) *kind = ki;
+        else if (ki.G != kind->G || ki.offset != kind->offset) return false;  // the activation blocks differ
+    }
+    return true;
+}
+
+// The panels of all outs numbered one after another: a task's range [p0, p1) may cover the
+// end of one matrix and the start of the next.
+void shared_panels(const KernelTable& k, const SharedOut* outs, int n_outs, const Int8Kind& kind, const float* X,
+                   int64_t n_tokens, ThreadPool& pool) {
+    const ActQ8 act = quantize_activations(k, kind, X, n_tokens, outs[0].W.cols, k.gemm_tile, pool);
+    const int64_t pr = weight_panels::kRows;
+    std::vector<int64_t> first(static_cast<size_t>(n_outs) + 1, 0);  // first global panel of each out
+    int64_t min_chunk = INT64_MAX;
+    for (int i = 0; i < n_outs; ++i) {
+        first[static_cast<size_t>(i) + 1] = first[static_cast<size_t>(i)] + (outs[i].W.rows + pr - 1) / pr;
+        min_chunk = std::min(min_chunk, std::max<int64_t>(1, gemv_min_rows(outs[i].W) / pr));
+    }
+    auto run = [&](int64_t p0, int64_t p1, int) {
+        for (int i = 0; i < n_outs && p0 < p1; ++i) {
+            const int64_t b = first[static_cast<size_t>(i)], e = first[static_cast<size_t>(i) + 1];
+            if (p0 >= e) continue;
+            const WeightMatrix& W = outs[i].W;
+            const int64_t q1 = std::min(p1, e);
+            detail::Scratch s = thread_scratch(k, W, n_tokens);
+            k.gemm_panels(W, act, (p0 - b) * pr, std::min(W.rows, (q1 - b) * pr), outs[i].Y, s);
+            p0 = q1;
+        }
+    };
+    const int64_t n_panels = first.back();
+    if (n_tokens <= k.gemm_tile) pool.parallel_for_guided(n_panels, min_chunk, run);
+    else pool.parallel_for_dynamic(n_panels, 1, run);
+}
+
 // The matrix back in rows, for an ISA without panel kernels (tests force one).
 void matmul_from_rows(const WeightMatrix& W, const float* X, int64_t n_tokens, float* Y, ThreadPool& pool) {
     thread_local AlignedBuffer buf;
@@ -299,6 +341,18 @@ void matmul(const WeightMatrix& W, const float* X, int64_t n_tokens, float* Y, T
             k.gemm_f32(W, xt, n_tokens, p0 * pr, std::min(W.rows, p1 * pr), Y, s);
         });
     }
+}
+
+void matmul_shared(const SharedOut* outs, int n_outs, const float* X, int64_t n_tokens, ThreadPool& pool) {
+    for (int i = 0; i < n_outs; ++i) validate(outs[i].W, X, n_tokens, outs[i].Y);
+    if (n_tokens == 0) return;
+    const KernelTable& k = table();
+    Int8Kind kind;
+    if (!share_panels(k, outs, n_outs, &kind)) {
+        for (int i = 0; i < n_outs; ++i) matmul(outs[i].W, X, n_tokens, outs[i].Y, pool);
+        return;
+    }
+    shared_panels(k, outs, n_outs, kind, X, n_tokens, pool);
 }
 
 float vec_dot_f32(const float* a, const float* b, int64_t n) { return table().dot_f32(a, b, n); }

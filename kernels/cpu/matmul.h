@@ -55,6 +55,18 @@ bool matmul_supports(DType type);
 // Throws ember::Error for an unsupported type or inconsistent sizes.
 void matmul(const WeightMatrix& W, const float* X, int64_t n_tokens, float* Y, ThreadPool& pool);
 
+// One output of matmul_shared: Y = X * W^T, Y with W.rows floats per token.
+struct SharedOut {
+    WeightMatrix W;
+    float* Y = nullptr;
+};
+
+// matmul() of one X with several matrices of X's width (q/k/v, gate/up). Where they all use
+// the panel kernels with the same activation blocks, X is quantized once and every
+// matrix's panels share one pool dispatch; otherwise one matmul() each. Either way each Y
+// holds matmul()'s bits.
+void matmul_shared(const SharedOut* outs, int n_outs, const float* X, int64_t n_tokens, ThreadPool& pool);
+
 // sum a[i] * b[i] in f32 (vectorized; summation order differs from a serial loop).
 float vec_dot_f32(const float* a, const float* b, int64_t n);
 

@@ -383,6 +383,64 @@ TEST_CASE("panel layout: bitwise equal to the rows") {
         }
 }
 
+// matmul_shared (q/k/v, gate/up): each output bitwise matmul()'s, whether the matrices share
+// one quantization and dispatch (same activation blocks: Q4_0s; Q4_1 with Q8_0) or not
+// (Q4_0 with Q8_0: different code offsets; a matrix in rows), with partial panels.
+TEST_CASE("shared input: bitwise equal to one matmul each") {
+    constexpr int64_t kCols = 32 * 23, kMaxTokens = 16;
+    struct Part {
+        DType type;
+        int64_t rows;
+        bool panels;
+    };
+    const std::vector<std::vector<Part>> sets = {
+        {{DType::Q4_0, 96, true}, {DType::Q4_0, 35, true}, {DType::Q4_0, 64, true}},
+        {{DType::Q4_1, 67, true}, {DType::Q8_0, 32, true}},
+        {{DType::Q4_0, 64, true}, {DType::Q8_0, 40, true}},
+        {{DType::Q4_0, 64, true}, {DType::Q4_0, 64, false}},
+    };
+    const std::vector<float> x = ktest::random_floats(size_t(kMaxTokens * kCols), 21);
+    ThreadPool pool(3);
+    for (size_t set = 0; set < sets.size(); ++set) {
+        CAPTURE(set);
+        std::vector<std::vector<uint8_t>> rows_data, panel_data;
+        std::vector<WeightMatrix> plain;
+        std::vector<SharedOut> outs;
+        for (const Part& p : sets[set]) {
+            rows_data.push_back(ktest::random_weights(p.type, p.rows, kCols, 30 + uint32_t(plain.size())));
+            plain.push_back(make_weight_matrix(p.type, p.rows, kCols, rows_data.back().data()));
+        }
+        for (size_t i = 0; i < plain.size(); ++i) {
+            WeightMatrix W = plain[i];
+            panel_data.emplace_back(rows_data[i].size());
+            if (sets[set][i].panels && preferred_layout(W.type, W.rows, W.cols) == WeightLayout::Panels) {
+                repack_weight(W, WeightLayout::Panels, panel_data.back().data(), pool);
+                W.data = panel_data.back().data();
+                W.layout = WeightLayout::Panels;
+            }
+            outs.push_back({W, nullptr});
+        }
+        for (Isa isa : ktest::available_isas()) {
+            ktest::ForceIsa force{isa};
+            REQUIRE(force.ok);
+            for (int64_t n : {int64_t{1}, int64_t{3}, int64_t{6}, int64_t{9}, kMaxTokens}) {
+                std::vector<std::vector<float>> got(outs.size());
+                for (size_t i = 0; i < outs.size(); ++i) {
+                    got[i].assign(size_t(n * outs[i].W.rows), NAN);
+                    outs[i].Y = got[i].data();
+                }
+                matmul_shared(outs.data(), int(outs.size()), x.data(), n, pool);
+                for (size_t i = 0; i < outs.size(); ++i) {
+                    std::vector<float> want(size_t(n * plain[i].rows), NAN);
+                    matmul(plain[i], x.data(), n, want.data(), pool);
+                    REQUIRE_MESSAGE(std::memcmp(got[i].data(), want.data(), want.size() * 4) == 0, isa_name(isa),
+                                    " n=", n, " output ", i);
+                }
+            }
+        }
+    }
+}
+
 TEST_CASE("preferred layout") {
     const bool avx512 = detected_isa() == Isa::Avx512;
     CHECK((preferred_layout(DType::Q4_0, 64, 2048) == WeightLayout::Panels) == avx512);
