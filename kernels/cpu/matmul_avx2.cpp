@@ -86,7 +86,7 @@ template <int G>
 void quantize_tiled(const float* X, int64_t t0, int64_t t1, int offset, ActQ8& a) {
     const int NR = a.tile;
     const int64_t nb_data = a.cols / G;
-    std::memset(a.tiled + (t0 / NR) * a.tile_bytes(), 0, a.tile_bytes() * static_cast<size_t>((t1 - t0 + NR - 1) / NR));
+    zero_partial_tile(a, t1);
     for (int64_t t = t0; t < t1; ++t) {
         uint8_t* tile = a.tiled + (t / NR) * a.tile_bytes();
         const int j = static_cast<int>(t % NR);

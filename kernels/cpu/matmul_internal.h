@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 
 #include "kernels/common/dtype.h"
 #include "kernels/cpu/matmul.h"
@@ -59,6 +60,15 @@ struct ActQ8 {
     size_t tile_bytes() const { return static_cast<size_t>(nb()) * rec_bytes(); }
     int64_t n_tiles() const { return tile ? (n_tokens + tile - 1) / tile : 0; }
 };
+
+// Before quantize_tiled fills tokens [t0, t1) (whole tiles, but for the last tile of the
+// call): a partial last tile is zeroed first, since the kernels compute its missing tokens
+// and drop them. Every other byte they read gets written (the blocks past `cols` that pad
+// a row to kpad are never read), so nothing else is cleared: zeroing whole tiles cost
+// 2 % of a SmolLM2 serving profile, most of it in prompt processing.
+inline void zero_partial_tile(ActQ8& a, int64_t t1) {
+    if (t1 % a.tile != 0) std::memset(a.tiled + (t1 - 1) / a.tile * a.tile_bytes(), 0, a.tile_bytes());
+}
 
 // The canonical reduction order (kernels/cpu/README.md): every path and ISA computes each
 // output element y[t][r] this way, so a row's bits depend neither on the other tokens of the
