@@ -16,7 +16,9 @@
 # Knobs: EMBER_LLAMA_NATIVE (1: llama-server built for this CPU; 0: the portable AVX2 build),
 # EMBER_BENCH_THREADS (2), EMBER_BENCH_PARALLEL (slots, 32), EMBER_BENCH_CTX (context
 # per slot, 512), EMBER_BENCH_CLIENTS (1,4,8,16,32), EMBER_BENCH_MAX_TOKENS (64),
-# EMBER_BENCH_REQUESTS (requests per client and round, 2), EMBER_BENCH_PROMPT_TOKENS (prompts as
+# EMBER_BENCH_REQUESTS (requests per client and round, 2), EMBER_BENCH_REPEAT (rounds per
+# server and client count, the median kept: 3, --quick 1; ~16 min for the full run),
+# EMBER_BENCH_PROMPT_TOKENS (prompts as
 # this many token ids, 38: the length of the text prompt in SmolLM2's vocabulary, 235 in the
 # synthetic model's merge-less one; 0 sends the text), EMBER_BENCH_MODELS (space-separated
 # GGUF paths, instead of the two above), EMBER_BENCH_BUILD_DIR (build/engine),
@@ -48,10 +50,10 @@ SYNTH="$MODELS_DIR/llama-3.2-1b-Q4_0.gguf"
 OUT="$EMBER_ROOT/build/bench"
 mkdir -p "$OUT"
 if (( QUICK )); then
-  CLIENTS="${EMBER_BENCH_CLIENTS:-1,4,16}"; MAX_TOKENS="${EMBER_BENCH_MAX_TOKENS:-32}"
+  CLIENTS="${EMBER_BENCH_CLIENTS:-1,4,16}"; MAX_TOKENS="${EMBER_BENCH_MAX_TOKENS:-32}"; REPEAT="${EMBER_BENCH_REPEAT:-1}"
   MODELS="${EMBER_BENCH_MODELS:-$SMOL}"
 else
-  CLIENTS="${EMBER_BENCH_CLIENTS:-1,4,8,16,32}"; MAX_TOKENS="${EMBER_BENCH_MAX_TOKENS:-64}"
+  CLIENTS="${EMBER_BENCH_CLIENTS:-1,4,8,16,32}"; MAX_TOKENS="${EMBER_BENCH_MAX_TOKENS:-64}"; REPEAT="${EMBER_BENCH_REPEAT:-3}"
   MODELS="${EMBER_BENCH_MODELS:-$SMOL $SYNTH}"
 fi
 
@@ -97,5 +99,5 @@ fi
 "${PYTHON:-python3}" tests/bench/serve_bench.py "${MODEL_ARGS[@]}" "${SERVERS[@]}" \
   --parallel "${EMBER_BENCH_PARALLEL:-32}" --ctx "${EMBER_BENCH_CTX:-512}" \
   --threads "${EMBER_BENCH_THREADS:-2}" --clients "$CLIENTS" --max-tokens "$MAX_TOKENS" \
-  --requests-per-client "${EMBER_BENCH_REQUESTS:-2}" --prompt-tokens "${EMBER_BENCH_PROMPT_TOKENS:-38}" --log-dir "$OUT" --json "$OUT/serve-bench.json"
+  --requests-per-client "${EMBER_BENCH_REQUESTS:-2}" --repeat "$REPEAT" --prompt-tokens "${EMBER_BENCH_PROMPT_TOKENS:-38}" --log-dir "$OUT" --json "$OUT/serve-bench.json"
 ember_times
