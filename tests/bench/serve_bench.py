@@ -19,7 +19,9 @@ state). A round: C threads, each with its own HTTP connection, each sends --requ
 streaming POST /v1/completions one after another (temperature 0, max_tokens M, "ignore_eos":
 true, stream_options.include_usage), all starting together. Prompt i is "Request i: " + a fixed
 text, so prompts differ from their first tokens (no prefix-cache reuse across requests) and
-prompt i is the same text in every round and for both servers. With --prompt-tokens N, prompt i
+prompt i is the same text in every round and for both servers; llama-server's requests carry
+"cache_prompt": false, so that prompt i sent again in a later round is prefilled again there
+too (it would reuse its slot's cache; Ember keeps no prompt across requests). With --prompt-tokens N, prompt i
 is instead N token ids (a fixed pseudo-random sequence that differs from its first id): the
 synthetic models' vocabularies have no merges, so the text prompt is 235 tokens there against
 38 in SmolLM2's BPE vocabulary, and token ids give every model the same prompt length.
@@ -111,6 +113,10 @@ class Server:
         self.name, self.argv, self.port, self.log_path = name, argv, port, log_path
         self.proc = None
         self.model = None  # the id /v1/models gives, once healthy
+        # llama-server keeps each slot's last prompt in its KV cache and routes a request to
+        # the slot holding the most similar prompt, so a prompt sent again (the next round,
+        # the next repeat) would skip its prefill; Ember keeps no prompt across requests.
+        self.request_extra = {"cache_prompt": False} if name == "llama-server" else {}
 
     def start(self, timeout_s):
         log(f"{self.name}: {' '.join(self.argv)}")
@@ -176,12 +182,12 @@ def model_id(port):
         conn.close()
 
 
-def stream_completion(port, model, prompt, max_tokens, timeout_s):
-    """One streaming /v1/completions request. Returns a dict with client-side timings
-    (seconds, monotonic), the text, the usage object and any error."""
+def stream_completion(port, model, prompt, max_tokens, timeout_s, extra=None):
+    """One streaming /v1/completions request (with `extra` fields added). Returns a dict
+    with client-side timings (seconds, monotonic), the text, the usage object and any error."""
     body = json.dumps({
         "model": model, "prompt": prompt, "max_tokens": max_tokens, "temperature": 0,
-        "stream": True, "stream_options": {"include_usage": True}, "ignore_eos": True,
+        "stream": True, "stream_options": {"include_usage": True}, "ignore_eos": True, **(extra or {}),
     })
     out = {"chunk_times": [], "text": "", "usage": None, "finish_reason": None, "error": None}
     conn = http.client.HTTPConnection("127.0.0.1", port, timeout=timeout_s)
@@ -248,7 +254,7 @@ def run_round(server, clients, per_client, max_tokens, timeout_s):
         for k in range(per_client):
             i = c * per_client + k
             results[c][k] = stream_completion(server.port, server.model, prompt_for(i),
-                                              max_tokens, timeout_s)
+                                              max_tokens, timeout_s, server.request_extra)
             results[c][k]["prompt_index"] = i
 
     threads = [threading.Thread(target=client, args=(c,), daemon=True) for c in range(clients)]
@@ -350,7 +356,8 @@ def bench_model(args, model, names, log_dir):
                        os.path.join(log_dir, f"{stem}.{name}.log"))
             servers[name] = s
             s.start(args.start_timeout)
-            warm = stream_completion(port, s.model, prompt_for("Warm-up"), args.max_tokens, args.request_timeout)
+            warm = stream_completion(port, s.model, prompt_for("Warm-up"), args.max_tokens, args.request_timeout,
+                                     s.request_extra)
             if warm["error"]:
                 raise RuntimeError(f"{name}: the warm-up request failed: {warm['error']}")
         rounds = {name: {} for name in names}
