@@ -25,6 +25,7 @@
 #include <cstdint>
 
 #include "kernels/common/dtype.h"
+#include "kernels/cpu/prefetch.h"
 
 namespace ember::cpu {
 
@@ -47,6 +48,19 @@ struct KvCacheView {
 // Bytes of one slot row for `type` (F16 or Q8_0) and n_kv_heads * head_dim values.
 inline size_t kv_row_bytes(DType type, int64_t kv_dim) {
     return type == DType::Q8_0 ? static_cast<size_t>(kv_dim / 32 * 34) : static_cast<size_t>(kv_dim) * 2;
+}
+
+// Requests head `head`'s K and V rows of tokens [j0, j1) of a sequence from memory (prefetch
+// to L2): a batch of decodes reads every sequence's cache once per step, its rows scattered
+// over the pool, and the attention kernels would otherwise wait on DRAM for them.
+inline void prefetch_kv(const KvCacheView& kv, const int32_t* block_table, int32_t head, int64_t j0, int64_t j1) {
+    const size_t head_bytes = kv_row_bytes(kv.type, kv.head_dim);
+    for (int64_t j = j0; j < j1; ++j) {
+        const size_t off =
+            static_cast<size_t>(kv.slot(block_table, j)) * kv.row_bytes + static_cast<size_t>(head) * head_bytes;
+        prefetch_l2(static_cast<const uint8_t*>(kv.k) + off, head_bytes);
+        prefetch_l2(static_cast<const uint8_t*>(kv.v) + off, head_bytes);
+    }
 }
 
 }  // namespace ember::cpu

@@ -219,8 +219,18 @@ void attention(const KvCacheView& kv, const AttentionBatchArgs& a, ThreadPool* p
         t += n;
     }
     const int64_t D = kv.head_dim, stride = int64_t{a.n_heads} * D;
+    // The first keys of task i, requested from memory while task i - 1 runs (the kernels
+    // request their later keys themselves, a group or two ahead).
+    auto prefetch_first_keys = [&](int64_t i) {
+        const int64_t t0 = tiles[static_cast<size_t>(i / kv.n_kv_heads)].first;
+        const int64_t j0 = visible_start(a, a.positions[t0]);
+        const int32_t* table = a.block_table + int64_t{a.seq_of ? a.seq_of[t0] : 0} * a.max_blocks;
+        prefetch_kv(kv, table, static_cast<int32_t>(i % kv.n_kv_heads), j0,
+                    std::min<int64_t>(a.positions[t0] + 1, j0 + kv.block_tokens));
+    };
     auto task = [&](int64_t b, int64_t e) {
         for (int64_t i = b; i < e; ++i) {
+            if (i + 1 < e) prefetch_first_keys(i + 1);
             const auto [t0, n] = tiles[static_cast<size_t>(i / kv.n_kv_heads)];
             const int32_t h = static_cast<int32_t>(i % kv.n_kv_heads);
             detail::AttnTile tile;
@@ -242,8 +252,11 @@ void attention(const KvCacheView& kv, const AttentionBatchArgs& a, ThreadPool* p
     };
     const int64_t n_tasks = static_cast<int64_t>(tiles.size()) * kv.n_kv_heads;
     if (!pool || pool->size() == 1 || n_tasks < 2) return task(0, n_tasks);
-    // Later tiles of a prompt see more keys: small dynamic chunks balance the threads.
-    pool->parallel_for_dynamic(n_tasks, 1, [&](int64_t b, int64_t e, int) { task(b, e); });
+    // Later tiles of a prompt see more keys: small dynamic chunks balance the threads. A chunk
+    // is up to one tile's heads (a task can request the next one's keys only within its
+    // chunk), and at least 4 chunks per thread.
+    const int64_t grain = std::clamp<int64_t>(n_tasks / (4 * pool->size()), 1, kv.n_kv_heads);
+    pool->parallel_for_dynamic(n_tasks, grain, [&](int64_t b, int64_t e, int) { task(b, e); });
 }
 
 void store_kv(const KvCacheView& kv, void* k_pool, void* v_pool, const float* k, const float* v, const int32_t* slots,

@@ -3,6 +3,11 @@
 // prompt (causal, each token over its prefix) and decode of one token over a long context.
 //
 //   ember-bench-ops [--threads N] [--isa scalar|avx2|avx512] [--ctx N] [--prompt N]
+//                   [--seqs S] [--batch-ctx C]
+//
+// Last, a batched decode step as a server runs it: S sequences (16), one token each at
+// context C (256), over 16 layers whose caches (S x C tokens each, blocks shuffled) together
+// outgrow the CPU's caches, so the keys come from DRAM as in serving.
 //
 // GFLOP/s counts 4 * head_dim flops per (query head, visible key) pair (q.k and p.v).
 #include <algorithm>
@@ -37,15 +42,55 @@ double best_of(F&& f, double min_time) {
     return best;
 }
 
+// One decode token for each of `seqs` sequences at context ctx, over kLayers layers' caches
+// (same geometry as kv; contents random, not computed: only the timing matters here).
+void batched_decode(ThreadPool& pool, KvCacheView kv, int seqs, int ctx, int n_heads, std::mt19937& rng) {
+    constexpr int kLayers = 16;
+    const int B = kv.block_tokens, per_seq = (ctx + B - 1) / B, D = kv.head_dim;
+    const size_t layer_bytes = kv.row_bytes * size_t(seqs) * per_seq * B;
+    std::vector<uint8_t> kp(layer_bytes * kLayers), vp(kp.size());
+    for (size_t i = 0; i < kp.size(); ++i) kp[i] = vp[i] = static_cast<uint8_t>(rng() & 0x3b);  // finite halves
+    std::vector<int32_t> table(size_t(seqs) * per_seq);  // sequence s: row s, its blocks shuffled
+    std::iota(table.begin(), table.end(), 0);
+    std::shuffle(table.begin(), table.end(), rng);
+    std::vector<float> q(size_t(seqs) * n_heads * D, 0.1f), out(q.size());
+    std::vector<int32_t> pos(static_cast<size_t>(seqs), ctx - 1), seq_of(static_cast<size_t>(seqs));
+    std::iota(seq_of.begin(), seq_of.end(), 0);
+    ops::AttentionBatchArgs a;
+    a.q = q.data();
+    a.out = out.data();
+    a.n_tokens = seqs;
+    a.n_heads = n_heads;
+    a.positions = pos.data();
+    a.seq_of = seq_of.data();
+    a.block_table = table.data();
+    a.max_blocks = per_seq;
+    a.scale = 0.125f;
+    const double t = best_of(
+        [&] {
+            for (int l = 0; l < kLayers; ++l) {
+                kv.k = kp.data() + l * layer_bytes;
+                kv.v = vp.data() + l * layer_bytes;
+                ops::attention(kv, a, &pool);
+            }
+        },
+        1.0);
+    std::printf("decode step, %d sequences at %d, x%d layers %9.3f ms %8.1f GFLOP/s (%.0f MiB of caches)\n", seqs, ctx,
+                kLayers, t * 1e3, double(seqs) * ctx * n_heads * 4.0 * D * kLayers / t * 1e-9,
+                2.0 * kp.size() / 1048576.0);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
-    int threads = 0, ctx = 4096, prompt = 512;
+    int threads = 0, ctx = 4096, prompt = 512, seqs = 16, batch_ctx = 256;
     for (int i = 1; i + 1 < argc; i += 2) {
         const std::string a = argv[i], v = argv[i + 1];
         if (a == "--threads") threads = std::stoi(v);
         else if (a == "--ctx") ctx = std::stoi(v);
         else if (a == "--prompt") prompt = std::stoi(v);
+        else if (a == "--seqs") seqs = std::stoi(v);
+        else if (a == "--batch-ctx") batch_ctx = std::stoi(v);
         else if (a == "--isa") force_isa(v == "scalar" ? Isa::Scalar : v == "avx2" ? Isa::Avx2 : Isa::Avx512);
     }
     ThreadPool pool(threads);
@@ -104,5 +149,6 @@ int main(int argc, char** argv) {
     run(1, ctx - 1, label);
     std::snprintf(label, sizeof label, "attention 4 tokens at %d context", ctx);
     run(4, ctx - 4, label);
+    batched_decode(pool, kv, seqs, batch_ctx, n_heads, rng);
     return 0;
 }
