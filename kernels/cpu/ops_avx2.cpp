@@ -22,6 +22,9 @@ struct Simd256 {
     static F zero() { return _mm256_setzero_ps(); }
     static F set1(float x) { return _mm256_set1_ps(x); }
     static F load(const float* p) { return _mm256_loadu_ps(p); }
+    static F load_f16(const uint16_t* p) {
+        return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+    }
     static void store(float* p, F v) { _mm256_storeu_ps(p, v); }
     static F fmadd(F a, F b, F c) { return _mm256_fmadd_ps(a, b, c); }
     static F mul(F a, F b) { return _mm256_mul_ps(a, b); }

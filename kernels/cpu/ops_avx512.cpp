@@ -28,6 +28,9 @@ struct Simd512 {
     static F zero() { return _mm512_setzero_ps(); }
     static F set1(float x) { return _mm512_set1_ps(x); }
     static F load(const float* p) { return _mm512_loadu_ps(p); }
+    static F load_f16(const uint16_t* p) {
+        return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
+    }
     static void store(float* p, F v) { _mm512_storeu_ps(p, v); }
     static F fmadd(F a, F b, F c) { return _mm512_fmadd_ps(a, b, c); }
     static F mul(F a, F b) { return _mm512_mul_ps(a, b); }
