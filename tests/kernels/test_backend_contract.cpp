@@ -10,6 +10,7 @@
 #include "kernels/backend.h"
 #include "kernels/backend_loader.h"
 #include "kernels/common/error.h"
+#include "kernel_test_util.h"
 #include "test_data.h"
 #include "tools/op_data/op_data.h"
 
@@ -115,6 +116,43 @@ void check_contract(Backend& be) {
         expect_error([&] { be.matmul(w, x_f16, y2); }, {"matmul", "x (3 x 64 F16)", "contiguous F32"});
         Tensor bias = f.f32(15, 1);
         expect_error([&] { be.matmul(w, x, y2, &bias); }, {"matmul", "bias", "16 F32 values"});
+    }
+    SUBCASE("matmul_shared") {
+        // q/k/v-like: Q4_0 weights as a model loads them (panels on AVX-512; 40 rows: a
+        // partial panel), each with a bias. Every output must be matmul()'s, bias included.
+        const int64_t rows[] = {64, 40, 40};
+        std::vector<std::vector<uint8_t>> host;
+        std::vector<Tensor> ws, biases, shared, single, plain;
+        for (int i = 0; i < 3; ++i) {
+            host.push_back(ktest::random_weights(DType::Q4_0, rows[i], D, 40 + uint32_t(i)));
+            ws.push_back(be.load_weight(host.back().data(), DType::Q4_0, D, rows[i], "w"));
+            f.owned.push_back(ws.back());
+            biases.push_back(f.f32(rows[i], 1, 0.25f * float(i + 1)));
+            shared.push_back(f.f32(rows[i], T, 7.0f));
+            single.push_back(f.f32(rows[i], T, 9.0f));
+            plain.push_back(f.f32(rows[i], T, 9.0f));
+        }
+        Tensor x = f.f32(D, T);
+        const std::vector<float> xv = ktest::random_floats(size_t(D * T), 44);
+        be.upload(x, xv.data(), x.bytes());
+        std::vector<MatmulOut> outs;
+        for (int i = 0; i < 3; ++i) {
+            be.matmul(ws[size_t(i)], x, single[size_t(i)], &biases[size_t(i)]);
+            be.matmul(ws[size_t(i)], x, plain[size_t(i)]);
+            outs.push_back({&ws[size_t(i)], &shared[size_t(i)], &biases[size_t(i)]});
+        }
+        be.matmul_shared(x, outs);
+        for (size_t i = 0; i < 3; ++i) {
+            const std::vector<float> got = f.read(shared[i]), want = f.read(single[i]), no_bias = f.read(plain[i]);
+            REQUIRE_MESSAGE(std::memcmp(got.data(), want.data(), got.size() * 4) == 0, "output ", i);
+            for (size_t e = 0; e < got.size(); ++e)  // the bias is there
+                REQUIRE(std::fabs(got[e] - no_bias[e] - 0.25f * float(i + 1)) <= 1e-5f * (1 + std::fabs(got[e])));
+        }
+        Tensor y_bad = f.f32(8, T);
+        const MatmulOut bad[] = {{&ws[0], &shared[0]}, {&ws[1], &y_bad}};
+        expect_error([&] { be.matmul_shared(x, bad); }, {"matmul", "y.cols = W.rows"});
+        const MatmulOut missing[] = {{nullptr, &shared[0]}};
+        expect_error([&] { be.matmul_shared(x, missing); }, {"matmul", "without its weight"});
     }
     SUBCASE("rms_norm") {
         Tensor x = f.f32(D, T), y = f.f32(D, T), w = f.f32(D - 1, 1);
