@@ -212,22 +212,6 @@ bool matmul_supports(DType type) {
 
 namespace {
 
-// Panels: every token count through the ISA's panel kernel on tiled activations.
-// Decode-sized calls stream the weights like gemv (long contiguous ranges per thread).
-void matmul_panels(const KernelTable& k, const WeightMatrix& W, const float* X, int64_t n_tokens, float* Y,
-                   ThreadPool& pool) {
-    Int8Kind kind;
-    detail::int8_kind(W.type, &kind);
-    const ActQ8 act = quantize_activations(k, kind, X, n_tokens, W.cols, k.gemm_tile, pool);
-    const int64_t pr = weight_panels::kRows, n_panels = (W.rows + pr - 1) / pr;
-    auto run = [&](int64_t p0, int64_t p1, int) {
-        detail::Scratch s = thread_scratch(k, W, n_tokens);
-        k.gemm_panels(W, act, p0 * pr, std::min(W.rows, p1 * pr), Y, s);
-    };
-    if (n_tokens <= k.gemm_tile) pool.parallel_for_guided(n_panels, std::max<int64_t>(1, gemv_min_rows(W) / pr), run);
-    else pool.parallel_for_dynamic(n_panels, 1, run);
-}
-
 // Whether matmul_shared can quantize X once for all outs and run them as one job.
 bool share_panels(const KernelTable& k, const SharedOut* outs, int n_outs, Int8Kind* kind) {
     if (!k.gemm_panels || n_outs < 1) return false;
@@ -242,9 +226,11 @@ bool share_panels(const KernelTable& k, const SharedOut* outs, int n_outs, Int8K
     return true;
 }
 
-// The panels of all outs numbered one after another: a task's range [p0, p1) may cover the
-// end of one matrix and the start of the next.
-void shared_panels(const KernelTable& k, const SharedOut* outs, int n_outs, const Int8Kind& kind, const float* X,
+// Panels: every token count through the ISA's panel kernel on tiled activations, X
+// quantized once for all outs, whose panels are numbered one after another (a task's range
+// [p0, p1) may cover the end of one matrix and the start of the next). Decode-sized calls
+// stream the weights like gemv (long contiguous ranges per thread).
+void matmul_panels(const KernelTable& k, const SharedOut* outs, int n_outs, const Int8Kind& kind, const float* X,
                    int64_t n_tokens, ThreadPool& pool) {
     const ActQ8 act = quantize_activations(k, kind, X, n_tokens, outs[0].W.cols, k.gemm_tile, pool);
     const int64_t pr = weight_panels::kRows;
@@ -304,9 +290,11 @@ void matmul(const WeightMatrix& W, const float* X, int64_t n_tokens, float* Y, T
     if (n_tokens == 0 || W.rows == 0) return;
     const KernelTable& k = table();
     if (W.layout == WeightLayout::Panels) {
-        if (k.gemm_panels) matmul_panels(k, W, X, n_tokens, Y, pool);
-        else matmul_from_rows(W, X, n_tokens, Y, pool);
-        return;
+        if (!k.gemm_panels) return matmul_from_rows(W, X, n_tokens, Y, pool);
+        Int8Kind kind;
+        detail::int8_kind(W.type, &kind);
+        const SharedOut one{W, Y};
+        return matmul_panels(k, &one, 1, kind, X, n_tokens, pool);
     }
     // Few tokens: each weight row is streamed once and dotted with every token (weights
     // dominate the bytes moved). More: panels are repacked and register-tiled.
@@ -352,7 +340,7 @@ void matmul_shared(const SharedOut* outs, int n_outs, const float* X, int64_t n_
         for (int i = 0; i < n_outs; ++i) matmul(outs[i].W, X, n_tokens, outs[i].Y, pool);
         return;
     }
-    shared_panels(k, outs, n_outs, kind, X, n_tokens, pool);
+    matmul_panels(k, outs, n_outs, kind, X, n_tokens, pool);
 }
 
 float vec_dot_f32(const float* a, const float* b, int64_t n) { return table().dot_f32(a, b, n); }

@@ -56,16 +56,15 @@ void batched_decode(ThreadPool& pool, KvCacheView kv, int seqs, int ctx, int n_h
     std::vector<float> q(size_t(seqs) * n_heads * D, 0.1f), out(q.size());
     std::vector<int32_t> pos(static_cast<size_t>(seqs), ctx - 1), seq_of(static_cast<size_t>(seqs));
     std::iota(seq_of.begin(), seq_of.end(), 0);
-    ops::AttentionBatchArgs a;
-    a.q = q.data();
-    a.out = out.data();
-    a.n_tokens = seqs;
-    a.n_heads = n_heads;
-    a.positions = pos.data();
-    a.seq_of = seq_of.data();
-    a.block_table = table.data();
-    a.max_blocks = per_seq;
-    a.scale = 0.125f;
+    const ops::AttentionBatchArgs a{.q = q.data(),
+                                    .out = out.data(),
+                                    .n_tokens = seqs,
+                                    .n_heads = n_heads,
+                                    .positions = pos.data(),
+                                    .seq_of = seq_of.data(),
+                                    .block_table = table.data(),
+                                    .max_blocks = per_seq,
+                                    .scale = 0.125f};
     const double t = best_of(
         [&] {
             for (int l = 0; l < kLayers; ++l) {
@@ -128,15 +127,14 @@ int main(int argc, char** argv) {
         for (auto& x : q) x = normal(rng);
         std::vector<int32_t> pos(static_cast<size_t>(n_tok));
         std::iota(pos.begin(), pos.end(), first_pos);
-        ops::AttentionBatchArgs a;
-        a.q = q.data();
-        a.out = out.data();
-        a.n_tokens = n_tok;
-        a.n_heads = n_heads;
-        a.positions = pos.data();
-        a.block_table = table.data();
-        a.max_blocks = n_blocks;
-        a.scale = 0.125f;
+        const ops::AttentionBatchArgs a{.q = q.data(),
+                                        .out = out.data(),
+                                        .n_tokens = n_tok,
+                                        .n_heads = n_heads,
+                                        .positions = pos.data(),
+                                        .block_table = table.data(),
+                                        .max_blocks = n_blocks,
+                                        .scale = 0.125f};
         const double t = best_of([&] { ops::attention(kv, a, &pool); }, 1.0);
         double pairs = 0;
         for (int p : pos) pairs += double(p + 1) * n_heads;
