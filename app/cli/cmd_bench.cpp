@@ -1,16 +1,25 @@
 // `ember bench MODEL [--pp 512] [--tg 128] [-r 3] [--threads N] [--json]`: prompt processing
 // and generation speed in tokens/s (mean +- stddev over repetitions), as a table or JSON.
 // Tokens are fixed pseudo-random ids, so the numbers do not depend on a prompt.
+//
+// `--parallel N`: N requests at once through the serving scheduler (continuous batching, the
+// path of `ember serve` without HTTP), each a --pp-token prompt and --tg generated tokens.
+// Reports the round's throughput (N x tg tokens over the wall time, prompts included) and the
+// decode steps' own (tokens sampled in steps where every sequence decodes, over those steps'
+// time): how far batching multiplies a single stream's speed, measured without a network.
 #include <algorithm>
 #include <chrono>
+#include <condition_variable>
 #include <functional>
 #include <cmath>
 #include <cstdio>
+#include <mutex>
 #include <numeric>
 #include <vector>
 
 #include "app/cli/commands.h"
 #include "app/cli/options.h"
+#include "engine/scheduler/scheduler.h"
 #include "kernels/common/error.h"
 
 namespace ember::cli {
@@ -42,16 +51,126 @@ double seconds_of(const std::function<void()>& f) {
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 
+// One round of `--parallel`: n requests submitted at once, timed step by step.
+struct Round {
+    double wall_s = 0;
+    double decode_s = 0;  // steps where every sequence of the pass was decoding
+    int64_t decode_tokens = 0;
+    int64_t decode_steps = 0;
+};
+
+Round parallel_round(Scheduler& sched, int n, std::span<const int32_t> tokens, int pp, int tg, int64_t& steps_seen,
+                     std::vector<std::pair<double, StepInfo>>& steps, std::mutex& mu) {
+    std::condition_variable done_cv;
+    int done = 0;
+    std::string error;
+    {
+        std::lock_guard lock(mu);
+        steps.clear();
+    }
+    const auto t0 = std::chrono::steady_clock::now();
+    for (int i = 0; i < n; ++i) {
+        EngineRequest req;
+        const size_t off = static_cast<size_t>(i) * 7 % (tokens.size() - static_cast<size_t>(pp) + 1);
+        req.prompt_tokens.assign(tokens.begin() + static_cast<std::ptrdiff_t>(off),
+                                 tokens.begin() + static_cast<std::ptrdiff_t>(off) + pp);
+        req.sampling = SamplingParams::greedy();
+        req.max_tokens = tg;
+        req.ignore_eog = true;
+        sched.submit(std::move(req), [&](EngineEvent&& e) {
+            if (e.kind != EngineEvent::Kind::Finished && e.kind != EngineEvent::Kind::Failed) return;
+            std::lock_guard lock(mu);
+            if (e.kind == EngineEvent::Kind::Failed) error = e.error;
+            ++done;
+            done_cv.notify_all();
+        });
+    }
+    std::unique_lock lock(mu);
+    done_cv.wait(lock, [&] { return done == n; });
+    if (!error.empty()) throw Error("bench --parallel: a request failed: " + error);
+    Round r;
+    r.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    double prev = 0;
+    for (const auto& [at, info] : steps) {
+        const bool all_decode = std::all_of(info.batch.begin(), info.batch.end(),
+                                            [](const StepEntry& e) { return e.decode && e.tokens == 1; });
+        if (all_decode && !info.batch.empty()) {
+            r.decode_s += at - prev;
+            r.decode_tokens += static_cast<int64_t>(info.batch.size());
+            ++r.decode_steps;
+        }
+        prev = at;
+    }
+    steps_seen += static_cast<int64_t>(steps.size());
+    return r;
+}
+
+int bench_parallel(const Args& args, int n, int pp, int tg, int reps) {
+    if (pp < 1 || tg < 2) throw Error("--parallel needs --pp >= 1 and --tg >= 2");
+    LoadOptions lo = load_options(args, args.positional()[0]);
+    if (lo.n_ctx == 0) lo.n_ctx = pp + tg + 16;
+    lo.n_seqs = n;
+    auto model = Model::load(lo);
+    std::mutex mu;
+    std::vector<std::pair<double, StepInfo>> steps;
+    std::chrono::steady_clock::time_point origin;
+    SchedulerOptions so;
+    so.max_batch = n;
+    so.on_step = [&](const StepInfo& info) {
+        const double at = std::chrono::duration<double>(std::chrono::steady_clock::now() - origin).count();
+        std::lock_guard lock(mu);
+        steps.emplace_back(at, info);
+    };
+    Scheduler sched(*model, so);
+    const auto tokens = bench_tokens(pp + 7 * n, model->config().n_vocab);
+    Result round{
+        "round " + std::to_string(n) + " x (pp" + std::to_string(pp) + " + tg" + std::to_string(tg) + ")", n * tg, {}};
+    Result decode{"decode " + std::to_string(n) + " x tg", n * tg, {}};
+    std::vector<double> step_ms;
+    int64_t steps_seen = 0;
+    for (int r = -1; r < reps; ++r) {  // r = -1 is the warm-up
+        origin = std::chrono::steady_clock::now();
+        const Round x = parallel_round(sched, n, tokens, pp, tg, steps_seen, steps, mu);
+        if (r < 0) continue;
+        round.tok_s.push_back(n * tg / x.wall_s);
+        if (x.decode_steps > 0) {
+            decode.tok_s.push_back(static_cast<double>(x.decode_tokens) / x.decode_s);
+            step_ms.push_back(x.decode_s * 1000 / static_cast<double>(x.decode_steps));
+        }
+    }
+    const auto& info = model->info();
+    const double ms = step_ms.empty() ? 0 : std::accumulate(step_ms.begin(), step_ms.end(), 0.0) / step_ms.size();
+    if (args.flag("--json")) {
+        std::printf(
+            "{\"model\": \"%s\", \"type\": \"%s\", \"parallel\": %d, \"pp\": %d, \"tg\": %d, "
+            "\"round_tok_s\": %.3f, \"decode_tok_s\": %.3f, \"decode_step_ms\": %.3f}\n",
+            info.name.c_str(), info.file_type.c_str(), n, pp, tg, round.mean(),
+            decode.tok_s.empty() ? 0.0 : decode.mean(), ms);
+        return 0;
+    }
+    std::printf("| model | type | backend | test | t/s |\n|---|---|---|---|---|\n");
+    for (const Result* r : {&round, &decode}) {
+        if (r->tok_s.empty()) continue;
+        std::printf("| %s | %s | %s | %s | %.2f ± %.2f |\n", info.name.c_str(), info.file_type.c_str(),
+                    model->backend().name().c_str(), r->test.c_str(), r->mean(), r->stddev());
+    }
+    std::printf("decode step: %.2f ms for %d sequences\n", ms, n);
+    return 0;
+}
+
 }  // namespace
 
 int cmd_bench(int argc, char** argv) {
-    Args args(argc, argv, 0, merge(model_value_options(), {"--pp", "--tg", "-r", "--repetitions"}), {"--json"});
+    Args args(argc, argv, 0, merge(model_value_options(), {"--pp", "--tg", "-r", "--repetitions", "--parallel"}),
+              {"--json"});
     if (args.positional().size() != 1)
-        throw Error("usage: ember bench MODEL [--pp N] [--tg N] [-r N] [--threads N] [--json]");
+        throw Error("usage: ember bench MODEL [--pp N] [--tg N] [-r N] [--parallel N] [--threads N] [--json]");
     const int pp = static_cast<int>(args.get_int("--pp", 512, 0, 65536));
     const int tg = static_cast<int>(args.get_int("--tg", 128, 0, 65536));
     const int reps = static_cast<int>(args.get_int("-r", args.get_int("--repetitions", 3, 1, 1000), 1, 1000));
     if (pp + tg == 0) throw Error("--pp and --tg cannot both be 0");
+    const int parallel = static_cast<int>(args.get_int("--parallel", 1, 1, 256));
+    if (parallel > 1) return bench_parallel(args, parallel, pp, tg, reps);
     LoadOptions lo = load_options(args, args.positional()[0]);
     if (lo.n_ctx == 0) lo.n_ctx = std::max(pp, tg + 1) + 16;
     lo.n_batch = std::max(lo.n_batch, std::max(pp, 1));

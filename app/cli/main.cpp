@@ -22,7 +22,7 @@ const Command kCommands[] = {
     {"tokenize", ember::cli::cmd_tokenize, "MODEL [--ids] [--add-special] [--parse-special] (TEXT | --file F)"},
     {"run", ember::cli::cmd_run, "MODEL -p TEXT [-n N] [--temp T] [--seed S] ...   raw completion"},
     {"chat", ember::cli::cmd_chat, "MODEL [--system TEXT] [options]   chat (one user turn per input line)"},
-    {"bench", ember::cli::cmd_bench, "MODEL [--pp 512] [--tg 128] [-r 3] [--json]   speed"},
+    {"bench", ember::cli::cmd_bench, "MODEL [--pp 512] [--tg 128] [-r 3] [--parallel N] [--json]   speed"},
     {"synth", ember::cli::cmd_synth, "--shape S --type T -o FILE   random-weight model for benchmarks"},
 #ifdef EMBER_HAVE_HUB
     {"pull", ember::cli::cmd_pull,

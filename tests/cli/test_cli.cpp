@@ -131,6 +131,27 @@ TEST_CASE("options in range still run (the positive control)") {
     CHECK(r.out.size() > 5);
 }
 
+// A number after `"key": ` in the one-line JSON of ember bench --json (-1 when absent).
+double json_number(const std::string& json, const std::string& key) {
+    const size_t at = json.find("\"" + key + "\": ");
+    return at == std::string::npos ? -1 : std::stod(json.substr(at + key.size() + 4));
+}
+
+TEST_CASE("ember bench --parallel: N requests through the scheduler, round and decode-step rates") {
+    const Run r = run_ember(
+        {"bench", stories(), "--parallel", "4", "--pp", "8", "--tg", "8", "-r", "1", "--threads", "1", "--json"});
+    INFO(r.err);
+    REQUIRE(r.status == 0);
+    CHECK(json_number(r.out, "parallel") == 4);
+    CHECK(json_number(r.out, "round_tok_s") > 0);
+    // Steps where all 4 sequences decode exist (8 tokens each): their rate and step time.
+    CHECK(json_number(r.out, "decode_tok_s") > 0);
+    CHECK(json_number(r.out, "decode_step_ms") > 0);
+    const Run bad = run_ember({"bench", stories(), "--parallel", "2", "--tg", "1"});
+    CHECK(bad.status == 1);
+    CHECK(contains(bad.err, "--parallel needs --pp >= 1 and --tg >= 2"));
+}
+
 TEST_CASE("-n 0 processes the prompt and generates nothing") {
     const Run r = run_ember({"run", stories(), "-p", "Once", "-n", "0", "--temp", "0", "--ctx", "64"});
     INFO(r.err);
