@@ -1,4 +1,4 @@
-// The paged KV-cache layout the CPU attention kernel reads (and the engine's KV-cache manager
+// The paged KV-cache layout the CPU attention kernels read (and the engine's KV-cache manager
 // allocates). One layer:
 //
 //   K pool: n_blocks * B rows,  V pool: the same shape.
@@ -17,6 +17,14 @@
 // Element types: F16 (default; 2 bytes per value, exact enough for attention), or Q8_0
 // (34 bytes per 32 values: half the memory, head_dim must be a multiple of 32 so heads
 // start on block boundaries). Keys and values use the same type.
+//
+// F16 keys are stored transposed within their block: a block's bytes hold, per head h, its
+// head_dim x B matrix of keys dimension-major (value d of the key in slot offset o at
+// element h * head_dim * B + d * B + o; key_f16 below). The decode kernel scores W keys
+// at once with one load per dimension that way, instead of loading W rows and transposing
+// them in registers. A block keeps its size and its place, so block tables, sharing and
+// the byte accounting do not change; values (read row by row in p.v) and Q8_0 keys (their
+// scale covers 32 consecutive values of a row) stay rows.
 //
 // Bytes per token per layer = 2 * n_kv_heads * head_dim * (2 for F16, 34/32 for Q8_0);
 // e.g. Llama-3.2-1B (8 KV heads x 64): 2 KiB per token per layer in F16.
@@ -50,16 +58,31 @@ inline size_t kv_row_bytes(DType type, int64_t kv_dim) {
     return type == DType::Q8_0 ? static_cast<size_t>(kv_dim / 32 * 34) : static_cast<size_t>(kv_dim) * 2;
 }
 
+// F16 keys: the element offset of dimension 0 of head `head`'s key in `slot` within the K
+// pool; dimension d is block_tokens elements further per step (see above).
+inline size_t key_f16_index(const KvCacheView& kv, int64_t slot, int32_t head) {
+    const int64_t B = kv.block_tokens, block = slot / B;
+    return static_cast<size_t>(block * B) * (kv.row_bytes / 2) + static_cast<size_t>(head) * kv.head_dim * B +
+           static_cast<size_t>(slot % B);
+}
+inline const uint16_t* key_f16(const KvCacheView& kv, int64_t slot, int32_t head) {
+    return static_cast<const uint16_t*>(kv.k) + key_f16_index(kv, slot, head);
+}
+
 // Requests head `head`'s K and V rows of tokens [j0, j1) of a sequence from memory (prefetch
 // to L2): a batch of decodes reads every sequence's cache once per step, its rows scattered
 // over the pool, and the attention kernels would otherwise wait on DRAM for them.
 inline void prefetch_kv(const KvCacheView& kv, const int32_t* block_table, int32_t head, int64_t j0, int64_t j1) {
     const size_t head_bytes = kv_row_bytes(kv.type, kv.head_dim);
+    const bool f16 = kv.type == DType::F16;
     for (int64_t j = j0; j < j1; ++j) {
-        const size_t off =
-            static_cast<size_t>(kv.slot(block_table, j)) * kv.row_bytes + static_cast<size_t>(head) * head_bytes;
-        prefetch_l2(static_cast<const uint8_t*>(kv.k) + off, head_bytes);
+        const int64_t slot = kv.slot(block_table, j);
+        const size_t off = static_cast<size_t>(slot) * kv.row_bytes + static_cast<size_t>(head) * head_bytes;
         prefetch_l2(static_cast<const uint8_t*>(kv.v) + off, head_bytes);
+        if (!f16) prefetch_l2(static_cast<const uint8_t*>(kv.k) + off, head_bytes);
+        // F16 keys: the head's whole head_dim x B matrix of the block, once per block in range
+        else if (j == j0 || slot % kv.block_tokens == 0)
+            prefetch_l2(key_f16(kv, slot - slot % kv.block_tokens, head), head_bytes * kv.block_tokens);
     }
 }
 

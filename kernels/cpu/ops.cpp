@@ -267,10 +267,22 @@ void store_kv(const KvCacheView& kv, void* k_pool, void* v_pool, const float* k,
         if (kv.type == DType::F16) ops.f32_to_f16(x, reinterpret_cast<uint16_t*>(row), dim);
         else quantize_row(kv.type, x, row, dim);
     };
+    // F16 keys go to their column of the block's transposed matrix (kv_layout.h).
+    const auto store_key_f16 = [&](const float* x, int64_t slot) {
+        thread_local std::vector<uint16_t> h;
+        h.resize(static_cast<size_t>(dim));
+        ops.f32_to_f16(x, h.data(), dim);
+        const int64_t B = kv.block_tokens, D = kv.head_dim;
+        for (int32_t head = 0; head < kv.n_kv_heads; ++head) {
+            uint16_t* dst = static_cast<uint16_t*>(k_pool) + key_f16_index(kv, slot, head);
+            for (int64_t d = 0; d < D; ++d) dst[d * B] = h[static_cast<size_t>(head * D + d)];
+        }
+    };
     split(pool, n_tokens, 4 * dim, [&](int64_t b, int64_t e) {
         for (int64_t t = b; t < e; ++t) {
             const size_t off = static_cast<size_t>(slots[t]) * kv.row_bytes;
-            store(k + t * dim, static_cast<uint8_t*>(k_pool) + off);
+            if (kv.type == DType::F16) store_key_f16(k + t * dim, slots[t]);
+            else store(k + t * dim, static_cast<uint8_t*>(k_pool) + off);
             store(v + t * dim, static_cast<uint8_t*>(v_pool) + off);
         }
     });

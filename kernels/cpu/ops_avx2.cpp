@@ -25,6 +25,13 @@ struct Simd256 {
     static F load_f16(const uint16_t* p) {
         return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
     }
+    // The first n (<= W) of W halves, zeros in the other lanes (nothing read past n).
+    static F load_f16_n(const uint16_t* p, int n) {
+        if (n == W) return load_f16(p);
+        alignas(16) uint16_t h[W] = {};
+        for (int i = 0; i < n; ++i) h[i] = p[i];
+        return load_f16(h);
+    }
     static void store(float* p, F v) { _mm256_storeu_ps(p, v); }
     static F fmadd(F a, F b, F c) { return _mm256_fmadd_ps(a, b, c); }
     static F mul(F a, F b) { return _mm256_mul_ps(a, b); }

@@ -31,6 +31,11 @@ struct Simd512 {
     static F load_f16(const uint16_t* p) {
         return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
     }
+    // The first n (<= W) of W halves, zeros in the other lanes (nothing read past n).
+    static F load_f16_n(const uint16_t* p, int n) {
+        if (n == W) return load_f16(p);
+        return _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(static_cast<__mmask16>((1u << n) - 1), p));
+    }
     static void store(float* p, F v) { _mm512_storeu_ps(p, v); }
     static F fmadd(F a, F b, F c) { return _mm512_fmadd_ps(a, b, c); }
     static F mul(F a, F b) { return _mm512_mul_ps(a, b); }

@@ -61,7 +61,12 @@ Cache make_cache(DType type, int n_blocks, int B, int n_kv_heads, int D, uint32_
     ops::store_kv(c.view, c.k.data(), c.v.data(), kx.data(), vx.data(), all.data(), n_slots, nullptr);
     c.view.k = c.k.data();
     c.view.v = c.v.data();
-    c.kf = ktest::dequantize_matrix(type, c.k.data(), n_slots, dim);
+    // The keys as stored, through rows in the cache type (F16 keys are stored transposed per
+    // block, kv_layout.h; the round trip test checks that layout).
+    std::vector<uint8_t> key_rows(c.k.size());
+    for (int64_t i = 0; i < n_slots; ++i)
+        quantize_row(type, kx.data() + i * dim, key_rows.data() + size_t(i) * c.view.row_bytes, dim);
+    c.kf = ktest::dequantize_matrix(type, key_rows.data(), n_slots, dim);
     c.vf = ktest::dequantize_matrix(type, c.v.data(), n_slots, dim);
     return c;
 }
@@ -539,6 +544,7 @@ TEST_CASE("store_kv round trip") {
         kv.n_kv_heads = 2;
         kv.head_dim = 64;
         kv.row_bytes = kv_row_bytes(t, 128);
+        kv.block_tokens = 8;  // a pool of one block
         std::vector<uint8_t> kp(kv.row_bytes * 8), vp(kv.row_bytes * 8);
         auto k = ktest::random_floats(3 * 128, 30);
         const auto v = ktest::random_floats(3 * 128, 31);
@@ -554,7 +560,17 @@ TEST_CASE("store_kv round trip") {
         std::vector<uint8_t> expect(kv.row_bytes);
         for (int i = 0; i < 3; ++i) {
             quantize_row(t, k.data() + i * 128, expect.data(), 128);
-            REQUIRE(std::memcmp(expect.data(), kp.data() + size_t(slot_ids[i]) * kv.row_bytes, kv.row_bytes) == 0);
+            if (t == DType::F16) {  // keys transposed within the block: dimension d at d * B
+                kv.k = kp.data();
+                const auto* row = reinterpret_cast<const uint16_t*>(expect.data());
+                for (int h = 0; h < 2; ++h) {
+                    const uint16_t* key = key_f16(kv, slot_ids[i], h);
+                    for (int d = 0; d < 64; ++d) REQUIRE(key[d * 8] == row[h * 64 + d]);
+                }
+                CHECK(key_f16(kv, slot_ids[i], 1) - key_f16(kv, slot_ids[i], 0) == 64 * 8);
+            } else {
+                REQUIRE(std::memcmp(expect.data(), kp.data() + size_t(slot_ids[i]) * kv.row_bytes, kv.row_bytes) == 0);
+            }
             quantize_row(t, v.data() + i * 128, expect.data(), 128);
             REQUIRE(std::memcmp(expect.data(), vp.data() + size_t(slot_ids[i]) * kv.row_bytes, kv.row_bytes) == 0);
         }

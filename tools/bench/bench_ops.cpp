@@ -3,7 +3,9 @@
 // prompt (causal, each token over its prefix) and decode of one token over a long context.
 //
 //   ember-bench-ops [--threads N] [--isa scalar|avx2|avx512] [--ctx N] [--prompt N]
-//                   [--seqs S] [--batch-ctx C]
+//                   [--seqs S] [--batch-ctx C] [--heads Q/KV]
+//
+// --heads: query and KV heads (default 32/8; SmolLM2's 9/3 has 3 query heads per KV head).
 //
 // Last, a batched decode step as a server runs it: S sequences (16), one token each at
 // context C (256), over 16 layers whose caches (S x C tokens each, blocks shuffled) together
@@ -82,7 +84,7 @@ void batched_decode(ThreadPool& pool, KvCacheView kv, int seqs, int ctx, int n_h
 }  // namespace
 
 int main(int argc, char** argv) {
-    int threads = 0, ctx = 4096, prompt = 512, seqs = 16, batch_ctx = 256;
+    int threads = 0, ctx = 4096, prompt = 512, seqs = 16, batch_ctx = 256, n_heads = 32, n_kv = 8;
     for (int i = 1; i + 1 < argc; i += 2) {
         const std::string a = argv[i], v = argv[i + 1];
         if (a == "--threads") threads = std::stoi(v);
@@ -90,10 +92,11 @@ int main(int argc, char** argv) {
         else if (a == "--prompt") prompt = std::stoi(v);
         else if (a == "--seqs") seqs = std::stoi(v);
         else if (a == "--batch-ctx") batch_ctx = std::stoi(v);
+        else if (a == "--heads") n_heads = std::stoi(v), n_kv = std::stoi(v.substr(v.find('/') + 1));
         else if (a == "--isa") force_isa(v == "scalar" ? Isa::Scalar : v == "avx2" ? Isa::Avx2 : Isa::Avx512);
     }
     ThreadPool pool(threads);
-    const int n_heads = 32, n_kv = 8, D = 64, B = 16;
+    const int D = 64, B = 16;
     const int max_tokens = std::max(ctx, prompt);
     const int n_blocks = (max_tokens + B - 1) / B;
     KvCacheView kv;

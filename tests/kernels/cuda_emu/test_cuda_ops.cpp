@@ -31,6 +31,7 @@
 
 #include "kernels/backend.h"
 #include "kernels/common/dtype.h"
+#include "kernels/cpu/kv_layout.h"
 #include "tests/kernels/cuda_emu/cuda_test_backend.h"
 #include "tools/op_data/op_data.h"
 
@@ -345,6 +346,26 @@ TEST_CASE("glu (SiLU, GELU-tanh, in place), add, gather_output_rows") {
 // all three (several query tiles), a decode batch (one token each), a mixed batch, then
 // sequence 0 grown past 1100 tokens (K/V written only) and decoded: the split-K
 // (flash-decoding) path with its combine kernel.
+// The CPU backend's F16 K pool (keys transposed within blocks, kernels/cpu/kv_layout.h) as
+// rows of keys, the CUDA backend's layout.
+std::vector<uint8_t> key_rows_of_cpu_cache(const KvLayer& layer, const std::vector<uint8_t>& pool) {
+    cpu::KvCacheView kv;
+    kv.type = DType::F16;
+    kv.k = pool.data();
+    kv.row_bytes = layer.k.row_bytes;
+    kv.n_kv_heads = layer.n_kv_heads;
+    kv.head_dim = layer.head_dim;
+    kv.block_tokens = layer.block_tokens;
+    std::vector<uint8_t> rows(pool.size());
+    auto* out = reinterpret_cast<uint16_t*>(rows.data());
+    for (int64_t slot = 0; slot < layer.k.rows; ++slot)
+        for (int32_t h = 0; h < kv.n_kv_heads; ++h)
+            for (int32_t d = 0; d < kv.head_dim; ++d)
+                out[slot * (kv.row_bytes / 2) + h * kv.head_dim + d] =
+                    cpu::key_f16(kv, slot, h)[int64_t{d} * kv.block_tokens];
+    return rows;
+}
+
 TEST_CASE("store_kv + attention: prefill, decode, mixed and split-K decode, GQA, windows, soft-cap") {
     Backends be;
     struct Case {
@@ -457,6 +478,7 @@ TEST_CASE("store_kv + attention: prefill, decode, mixed and split-K decode, GQA,
             std::vector<uint8_t> bc(tc.bytes()), bg(tg.bytes());
             be.cpu->download(tc, bc.data(), bc.size());
             be.gpu->download(tg, bg.data(), bg.size());
+            if (!kvi && c.kv == DType::F16) bc = key_rows_of_cpu_cache(lc, bc);  // the CPU's are transposed
             size_t diff = 0;
             for (size_t i = 0; i < bc.size(); ++i) diff += bc[i] != bg[i];
             INFO(nb << (kvi ? " V" : " K") << " cache: " << diff << " of " << bc.size() << " bytes differ");
