@@ -39,7 +39,9 @@ Measured per round (server x C):
 With --repeat N, each (server, C) round runs N times, the servers taking turns to go first,
 and the run with the median throughput is the one reported (tok/s shows the runs' range; the
 ratios use the medians): these 2-vCPU VMs share their hosts, and a single round can lose 20 %
-to a neighbour.
+to a neighbour. The repetitions are passes over all client counts (1, 4, ..., 32, then again),
+not N rounds of one count after another, so that a drift of the host's speed over minutes
+reaches every count alike.
 Prints a markdown table and the ratios the targets name (C=16 vs C=1 per server; Ember /
 llama-server at 1, 8 and 16 clients); --json writes everything.
 """
@@ -360,22 +362,23 @@ def bench_model(args, model, names, log_dir):
                                      s.request_extra)
             if warm["error"]:
                 raise RuntimeError(f"{name}: the warm-up request failed: {warm['error']}")
-        rounds = {name: {} for name in names}
-        for c in args.clients:
-            runs = {name: [] for name in names}
-            for rep in range(args.repeat):
+        # Each repetition is a pass over every client count (the servers taking turns to go
+        # first), so the medians of all counts sample the same stretch of the host's minutes:
+        # the scaling ratio compares like with like even when the host's speed drifts.
+        runs = {name: {c: [] for c in args.clients} for name in names}
+        for rep in range(args.repeat):
+            for c in args.clients:
                 for name in (names if rep % 2 == 0 else names[::-1]):  # each server goes first in turn
                     settle(servers.values())
                     r = run_round(servers[name], c, args.requests_per_client, args.max_tokens,
                                   args.request_timeout)
-                    runs[name].append(r)
+                    runs[name][c].append(r)
                     log(f"{stem} {name} C={c}: {r['tok_s']} tok/s, ITL p50 {r['itl_p50_ms']} ms, "
                         f"TTFT p50 {r['ttft_p50_ms']} ms, server {r['server_cores_busy']} cores, "
                         f"other load {r['other_load']}, errors {r['n_errors']}")
                     if servers[name].proc.poll() is not None:
                         raise RuntimeError(f"{name} died during C={c}:\n{servers[name].log_tail()}")
-            for name in names:
-                rounds[name][str(c)] = median_round(runs[name])
+        rounds = {name: {str(c): median_round(runs[name][c]) for c in args.clients} for name in names}
         for name in names:
             check_greedy(rounds[name])
         profiles = {}
