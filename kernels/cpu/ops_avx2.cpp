@@ -39,7 +39,9 @@ struct Simd256 {
     static F sub(F a, F b) { return _mm256_sub_ps(a, b); }
     static float hsum(F a) { return ember::cpu::detail::hsum(a); }
     static float hmax(F a) { return ember::cpu::detail::hmax(a); }
-    static void transpose(F* r) { ember::cpu::detail::transpose8x8(r); }  // rows -> columns
+    __attribute__((always_inline)) static void transpose(F* r) {
+        ember::cpu::detail::transpose8x8(r);
+    }  // rows -> columns
     static F div(F a, F b) { return _mm256_div_ps(a, b); }
     static F max(F a, F b) { return _mm256_max_ps(a, b); }
     static F select(M m, F a, F b) { return _mm256_blendv_ps(b, a, m); }

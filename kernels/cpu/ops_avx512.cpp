@@ -46,7 +46,9 @@ struct Simd512 {
     static float hsum(F a) { return ember::cpu::detail::hsum(a); }
     static float hmax(F a) { return ember::cpu::detail::hmax(a); }
     // rows r[0..15] -> columns, in place
-    static void transpose(F* r) { ember::cpu::detail::transpose16x16(reinterpret_cast<__m512i*>(r)); }
+    __attribute__((always_inline)) static void transpose(F* r) {
+        ember::cpu::detail::transpose16x16(reinterpret_cast<__m512i*>(r));
+    }
     static F select(M m, F a, F b) { return _mm512_mask_mov_ps(b, m, a); }
     static F maskz(M m, F a) { return _mm512_maskz_mov_ps(m, a); }
     static F div_or_zero(F a, F b) {

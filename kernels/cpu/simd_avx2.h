@@ -18,7 +18,7 @@ inline float hmax(__m256 v) {
 }
 
 // Transposes an 8 x 8 matrix of floats held in 8 ymm (row i in r[i]) in place.
-inline void transpose8x8(__m256* r) {
+inline __attribute__((always_inline)) void transpose8x8(__m256* r) {
     __m256 t[8], u[8];
     for (int i = 0; i < 4; ++i) {
         t[2 * i] = _mm256_unpacklo_ps(r[2 * i], r[2 * i + 1]);

@@ -29,7 +29,7 @@ inline float hmax(__m512 v) {
 
 // Transposes a 16 x 16 matrix of dwords held in 16 zmm (row i in v[i]) in place: 4 rounds
 // of 16 shuffles (dword pairs, qword pairs, then 128-bit lanes twice).
-inline void transpose16x16(__m512i* v) {
+inline __attribute__((always_inline)) void transpose16x16(__m512i* v) {
     __m512i a[16], b[16];
     for (int i = 0; i < 8; ++i) {
         a[2 * i] = _mm512_unpacklo_epi32(v[2 * i], v[2 * i + 1]);

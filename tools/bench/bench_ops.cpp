@@ -3,9 +3,10 @@
 // prompt (causal, each token over its prefix) and decode of one token over a long context.
 //
 //   ember-bench-ops [--threads N] [--isa scalar|avx2|avx512] [--ctx N] [--prompt N]
-//                   [--seqs S] [--batch-ctx C] [--heads Q/KV]
+//                   [--seqs S] [--batch-ctx C] [--heads Q/KV] [--kv f16|q8_0]
 //
 // --heads: query and KV heads (default 32/8; SmolLM2's 9/3 has 3 query heads per KV head).
+// --kv: the cache type (default f16).
 //
 // Last, a batched decode step as a server runs it: S sequences (16), one token each at
 // context C (256), over 16 layers whose caches (S x C tokens each, blocks shuffled) together
@@ -85,6 +86,7 @@ void batched_decode(ThreadPool& pool, KvCacheView kv, int seqs, int ctx, int n_h
 
 int main(int argc, char** argv) {
     int threads = 0, ctx = 4096, prompt = 512, seqs = 16, batch_ctx = 256, n_heads = 32, n_kv = 8;
+    DType kv_type = DType::F16;
     for (int i = 1; i + 1 < argc; i += 2) {
         const std::string a = argv[i], v = argv[i + 1];
         if (a == "--threads") threads = std::stoi(v);
@@ -93,6 +95,7 @@ int main(int argc, char** argv) {
         else if (a == "--seqs") seqs = std::stoi(v);
         else if (a == "--batch-ctx") batch_ctx = std::stoi(v);
         else if (a == "--heads") n_heads = std::stoi(v), n_kv = std::stoi(v.substr(v.find('/') + 1));
+        else if (a == "--kv") kv_type = v == "q8_0" ? DType::Q8_0 : DType::F16;
         else if (a == "--isa") force_isa(v == "scalar" ? Isa::Scalar : v == "avx2" ? Isa::Avx2 : Isa::Avx512);
     }
     ThreadPool pool(threads);
@@ -100,11 +103,11 @@ int main(int argc, char** argv) {
     const int max_tokens = std::max(ctx, prompt);
     const int n_blocks = (max_tokens + B - 1) / B;
     KvCacheView kv;
-    kv.type = DType::F16;
+    kv.type = kv_type;
     kv.n_kv_heads = n_kv;
     kv.head_dim = D;
     kv.block_tokens = B;
-    kv.row_bytes = kv_row_bytes(DType::F16, int64_t{n_kv} * D);
+    kv.row_bytes = kv_row_bytes(kv_type, int64_t{n_kv} * D);
     std::vector<uint8_t> kp(kv.row_bytes * size_t(n_blocks) * B), vp(kp.size());
     std::mt19937 rng(1);
     std::normal_distribution<float> normal;
@@ -123,8 +126,9 @@ int main(int argc, char** argv) {
     std::iota(table.begin(), table.end(), 0);
     std::shuffle(table.begin(), table.end(), rng);
 
-    std::printf("ember-bench-ops: isa %s, %d threads; heads %d/%d, head_dim %d, F16 KV, block %d\n",
-                std::string(isa_name(active_isa())).c_str(), pool.size(), n_heads, n_kv, D, B);
+    std::printf("ember-bench-ops: isa %s, %d threads; heads %d/%d, head_dim %d, %s KV, block %d\n",
+                std::string(isa_name(active_isa())).c_str(), pool.size(), n_heads, n_kv, D,
+                std::string(dtype_name(kv_type)).c_str(), B);
     auto run = [&](int n_tok, int first_pos, const char* what) {
         std::vector<float> q(size_t(n_tok) * n_heads * D), out(q.size());
         for (auto& x : q) x = normal(rng);
