@@ -51,6 +51,16 @@ double seconds_of(const std::function<void()>& f) {
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 
+// What the scheduler's on_step hook records during a `--parallel` round (engine thread).
+struct StepLog {
+    std::mutex mu;
+    std::condition_variable cv;
+    std::chrono::steady_clock::time_point origin;    // the round's start
+    std::vector<std::pair<double, StepInfo>> steps;  // seconds since origin at each step's end
+    int ended = 0;                                   // requests whose last step is recorded
+    std::string error;                               // a request that failed
+};
+
 // One round of `--parallel`: n requests submitted at once, timed step by step.
 struct Round {
     double wall_s = 0;
@@ -59,16 +69,13 @@ struct Round {
     int64_t decode_steps = 0;
 };
 
-Round parallel_round(Scheduler& sched, int n, std::span<const int32_t> tokens, int pp, int tg, int64_t& steps_seen,
-                     std::vector<std::pair<double, StepInfo>>& steps, std::mutex& mu) {
-    std::condition_variable done_cv;
-    int done = 0;
-    std::string error;
+Round parallel_round(Scheduler& sched, StepLog& rec, int n, std::span<const int32_t> tokens, int pp, int tg) {
     {
-        std::lock_guard lock(mu);
-        steps.clear();
+        std::lock_guard lock(rec.mu);
+        rec.steps.clear();
+        rec.ended = 0;
+        rec.origin = std::chrono::steady_clock::now();
     }
-    const auto t0 = std::chrono::steady_clock::now();
     for (int i = 0; i < n; ++i) {
         EngineRequest req;
         const size_t off = static_cast<size_t>(i) * 7 % (tokens.size() - static_cast<size_t>(pp) + 1);
@@ -77,21 +84,22 @@ Round parallel_round(Scheduler& sched, int n, std::span<const int32_t> tokens, i
         req.sampling = SamplingParams::greedy();
         req.max_tokens = tg;
         req.ignore_eog = true;
-        sched.submit(std::move(req), [&](EngineEvent&& e) {
-            if (e.kind != EngineEvent::Kind::Finished && e.kind != EngineEvent::Kind::Failed) return;
-            std::lock_guard lock(mu);
-            if (e.kind == EngineEvent::Kind::Failed) error = e.error;
-            ++done;
-            done_cv.notify_all();
+        sched.submit(std::move(req), [&rec](EngineEvent&& e) {
+            if (e.kind != EngineEvent::Kind::Failed) return;
+            std::lock_guard lock(rec.mu);
+            rec.error = e.error;
+            rec.cv.notify_all();
         });
     }
-    std::unique_lock lock(mu);
-    done_cv.wait(lock, [&] { return done == n; });
-    if (!error.empty()) throw Error("bench --parallel: a request failed: " + error);
+    // A request's Finished event goes out during its last step, before on_step records that
+    // step: wait for the records, so the round's last step is counted in it.
+    std::unique_lock lock(rec.mu);
+    rec.cv.wait(lock, [&] { return !rec.error.empty() || rec.ended == n; });
+    if (!rec.error.empty()) throw Error("bench --parallel: a request failed: " + rec.error);
     Round r;
-    r.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    r.wall_s = rec.steps.back().first;
     double prev = 0;
-    for (const auto& [at, info] : steps) {
+    for (const auto& [at, info] : rec.steps) {
         const bool all_decode = std::all_of(info.batch.begin(), info.batch.end(),
                                             [](const StepEntry& e) { return e.decode && e.tokens == 1; });
         if (all_decode && !info.batch.empty()) {
@@ -101,7 +109,6 @@ Round parallel_round(Scheduler& sched, int n, std::span<const int32_t> tokens, i
         }
         prev = at;
     }
-    steps_seen += static_cast<int64_t>(steps.size());
     return r;
 }
 
@@ -111,15 +118,16 @@ int bench_parallel(const Args& args, int n, int pp, int tg, int reps) {
     if (lo.n_ctx == 0) lo.n_ctx = pp + tg + 16;
     lo.n_seqs = n;
     auto model = Model::load(lo);
-    std::mutex mu;
-    std::vector<std::pair<double, StepInfo>> steps;
-    std::chrono::steady_clock::time_point origin;
+    StepLog step_log;
     SchedulerOptions so;
     so.max_batch = n;
-    so.on_step = [&](const StepInfo& info) {
-        const double at = std::chrono::duration<double>(std::chrono::steady_clock::now() - origin).count();
-        std::lock_guard lock(mu);
-        steps.emplace_back(at, info);
+    so.on_step = [&step_log](const StepInfo& info) {
+        std::lock_guard lock(step_log.mu);
+        const double at = std::chrono::duration<double>(std::chrono::steady_clock::now() - step_log.origin).count();
+        step_log.steps.emplace_back(at, info);
+        step_log.ended += static_cast<int>(
+            std::count_if(info.batch.begin(), info.batch.end(), [](const StepEntry& e) { return e.ended; }));
+        step_log.cv.notify_all();
     };
     Scheduler sched(*model, so);
     const auto tokens = bench_tokens(pp + 7 * n, model->config().n_vocab);
@@ -127,10 +135,8 @@ int bench_parallel(const Args& args, int n, int pp, int tg, int reps) {
         "round " + std::to_string(n) + " x (pp" + std::to_string(pp) + " + tg" + std::to_string(tg) + ")", n * tg, {}};
     Result decode{"decode " + std::to_string(n) + " x tg", n * tg, {}};
     std::vector<double> step_ms;
-    int64_t steps_seen = 0;
     for (int r = -1; r < reps; ++r) {  // r = -1 is the warm-up
-        origin = std::chrono::steady_clock::now();
-        const Round x = parallel_round(sched, n, tokens, pp, tg, steps_seen, steps, mu);
+        const Round x = parallel_round(sched, step_log, n, tokens, pp, tg);
         if (r < 0) continue;
         round.tok_s.push_back(n * tg / x.wall_s);
         if (x.decode_steps > 0) {

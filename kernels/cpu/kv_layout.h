@@ -79,10 +79,12 @@ inline void prefetch_kv(const KvCacheView& kv, const int32_t* block_table, int32
         const int64_t slot = kv.slot(block_table, j);
         const size_t off = static_cast<size_t>(slot) * kv.row_bytes + static_cast<size_t>(head) * head_bytes;
         prefetch_l2(static_cast<const uint8_t*>(kv.v) + off, head_bytes);
-        if (!f16) prefetch_l2(static_cast<const uint8_t*>(kv.k) + off, head_bytes);
-        // F16 keys: the head's whole head_dim x B matrix of the block, once per block in range
-        else if (j == j0 || slot % kv.block_tokens == 0)
+        if (!f16) {
+            prefetch_l2(static_cast<const uint8_t*>(kv.k) + off, head_bytes);
+        } else if (j == j0 || slot % kv.block_tokens == 0) {
+            // F16 keys: the head's whole head_dim x B matrix of the block, once per block in range
             prefetch_l2(key_f16(kv, slot - slot % kv.block_tokens, head), head_bytes * kv.block_tokens);
+        }
     }
 }
 

@@ -45,6 +45,21 @@ double best_of(F&& f, double min_time) {
     return best;
 }
 
+// Attention over `pos.size()` tokens (scale 1/8 = head_dim 64); seq_of null: one sequence.
+ops::AttentionBatchArgs batch_args(const std::vector<float>& q, std::vector<float>& out, int n_heads,
+                                   const std::vector<int32_t>& pos, const std::vector<int32_t>& table, int max_blocks,
+                                   const int32_t* seq_of = nullptr) {
+    return {.q = q.data(),
+            .out = out.data(),
+            .n_tokens = static_cast<int64_t>(pos.size()),
+            .n_heads = n_heads,
+            .positions = pos.data(),
+            .seq_of = seq_of,
+            .block_table = table.data(),
+            .max_blocks = max_blocks,
+            .scale = 0.125f};
+}
+
 // One decode token for each of `seqs` sequences at context ctx, over kLayers layers' caches
 // (same geometry as kv; contents random, not computed: only the timing matters here).
 void batched_decode(ThreadPool& pool, KvCacheView kv, int seqs, int ctx, int n_heads, std::mt19937& rng) {
@@ -59,15 +74,7 @@ void batched_decode(ThreadPool& pool, KvCacheView kv, int seqs, int ctx, int n_h
     std::vector<float> q(size_t(seqs) * n_heads * D, 0.1f), out(q.size());
     std::vector<int32_t> pos(static_cast<size_t>(seqs), ctx - 1), seq_of(static_cast<size_t>(seqs));
     std::iota(seq_of.begin(), seq_of.end(), 0);
-    const ops::AttentionBatchArgs a{.q = q.data(),
-                                    .out = out.data(),
-                                    .n_tokens = seqs,
-                                    .n_heads = n_heads,
-                                    .positions = pos.data(),
-                                    .seq_of = seq_of.data(),
-                                    .block_table = table.data(),
-                                    .max_blocks = per_seq,
-                                    .scale = 0.125f};
+    const ops::AttentionBatchArgs a = batch_args(q, out, n_heads, pos, table, per_seq, seq_of.data());
     const double t = best_of(
         [&] {
             for (int l = 0; l < kLayers; ++l) {
@@ -134,14 +141,7 @@ int main(int argc, char** argv) {
         for (auto& x : q) x = normal(rng);
         std::vector<int32_t> pos(static_cast<size_t>(n_tok));
         std::iota(pos.begin(), pos.end(), first_pos);
-        const ops::AttentionBatchArgs a{.q = q.data(),
-                                        .out = out.data(),
-                                        .n_tokens = n_tok,
-                                        .n_heads = n_heads,
-                                        .positions = pos.data(),
-                                        .block_table = table.data(),
-                                        .max_blocks = n_blocks,
-                                        .scale = 0.125f};
+        const ops::AttentionBatchArgs a = batch_args(q, out, n_heads, pos, table, n_blocks);
         const double t = best_of([&] { ops::attention(kv, a, &pool); }, 1.0);
         double pairs = 0;
         for (int p : pos) pairs += double(p + 1) * n_heads;
