@@ -1,7 +1,8 @@
-// `ember perplexity MODEL -f TEXT [--ctx 512] [--chunks N] [--save-logits F | --kl-divergence F]`:
-// perplexity over a text, chunked as llama-perplexity does, and the KL divergence from a saved
-// base run (engine/quant/perplexity.h). The report's last lines are machine-readable
-// "key: value" pairs (tests/bench/quant_quality.py reads them).
+// `ember perplexity MODEL -f TEXT [--ctx 512] [--chunks N] [--save-logits F | --kl-divergence F
+// [--kl-values OUT]]`: perplexity over a text, chunked as llama-perplexity does, and the KL
+// divergence from a saved base run (engine/quant/perplexity.h); --kl-values writes each scored
+// token's KL, one per line, for paired comparisons of two files. The report's last lines are
+// machine-readable "key: value" pairs (tests/bench/quant_quality.py reads them).
 #include <algorithm>
 #include <cstdio>
 #include <fstream>
@@ -37,20 +38,42 @@ void print_kl(const KlReport& k) {
     std::printf("same_top_percent: %.3f +/- %.3f\n", 100 * k.same_top.mean, 100 * k.same_top.error);
 }
 
+// One value per line, full float precision; written beside and renamed, so a run that fails
+// leaves no partial file under the name asked for.
+void write_kl_values(const std::string& path, const std::vector<float>& values) {
+    const std::string tmp = path + ".tmp";
+    {
+        std::ofstream out(tmp, std::ios::trunc);
+        if (!out) throw Error(tmp + ": cannot write the KL values");
+        char line[32];
+        for (const float v : values) {
+            std::snprintf(line, sizeof line, "%.9g\n", static_cast<double>(v));
+            out << line;
+        }
+        out.flush();
+        if (!out) throw Error(tmp + ": write failed (disk full?)");
+    }
+    if (std::rename(tmp.c_str(), path.c_str()) != 0)
+        throw Error(path + ": cannot rename the KL values file into place");
+}
+
 }  // namespace
 
 int cmd_perplexity(int argc, char** argv) {
-    Args args(argc, argv, 0,
-              merge(model_value_options(), {"-f", "--file", "--chunks", "--save-logits", "--kl-divergence"}),
-              {"--quiet"});
+    Args args(
+        argc, argv, 0,
+        merge(model_value_options(), {"-f", "--file", "--chunks", "--save-logits", "--kl-divergence", "--kl-values"}),
+        {"--quiet"});
     const auto file = args.get("-f") ? args.get("-f") : args.get("--file");
     const auto kl = args.get("--kl-divergence");
     if (args.positional().size() != 1 || (!file && !kl))
         throw Error(
             "usage: ember perplexity MODEL -f TEXT [--ctx 512] [--chunks N] [--save-logits FILE]\n"
-            "       ember perplexity MODEL --kl-divergence BASE_FILE [--chunks N]\n" +
+            "       ember perplexity MODEL --kl-divergence BASE_FILE [--chunks N] [--kl-values OUT]\n" +
             options_help());
     if (kl && args.get("--save-logits")) throw Error("--save-logits and --kl-divergence cannot be combined");
+    const auto kl_values = args.get("--kl-values");
+    if (kl_values && !kl) throw Error("--kl-values needs --kl-divergence BASE_FILE");
     PerplexityOptions po;
     po.n_ctx = static_cast<int32_t>(args.get_int("--ctx", 512, 4, 1 << 20));
     po.n_chunks = static_cast<int32_t>(args.get_int("--chunks", -1, -1, 1 << 20));
@@ -72,6 +95,7 @@ int cmd_perplexity(int argc, char** argv) {
     std::printf("tokens_scored: %lld\n", static_cast<long long>(r.n_scored));
     std::printf("ppl: %.6f +/- %.6f\n", r.ppl, r.ppl_error);
     if (r.kl) print_kl(*r.kl);
+    if (r.kl && kl_values) write_kl_values(*kl_values, r.kl->kld_tokens);
     return 0;
 }
 

@@ -31,7 +31,8 @@ const Command kCommands[] = {
     {"rm", ember::cli::cmd_rm, "NAME|ID   remove a model (or a pull's partial files)"},
 #endif
     {"quantize", ember::cli::cmd_quantize, "IN OUT TYPE [--threads N]   convert a model to another weight type"},
-    {"perplexity", ember::cli::cmd_perplexity, "MODEL -f TEXT [--save-logits F | --kl-divergence F]   quality"},
+    {"perplexity", ember::cli::cmd_perplexity,
+     "MODEL -f TEXT [--save-logits F] | MODEL --kl-divergence F [--kl-values OUT]   quality"},
 #ifdef EMBER_HAVE_SERVER
     {"serve", ember::cli::cmd_serve,
      "MODEL [--host H] [--port P] [--api-key K] [--parallel N]   OpenAI-compatible server (Ctrl-C stops)"},

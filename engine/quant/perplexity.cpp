@@ -67,6 +67,7 @@ KlReport kl_report(KlSums& k) {
     const double var = a.error * a.error + b.error * b.error - 2 * cov;
     r.ln_ppl_ratio = {a.mean - b.mean, var > 0 ? std::sqrt(var) : 0.0};
     r.ppl_base = std::exp(b.mean);
+    r.kld_tokens = k.kld_values;
     std::sort(k.kld_values.begin(), k.kld_values.end());
     r.kld_median = percentile(k.kld_values, 0.5);
     r.kld_p99 = percentile(k.kld_values, 0.99);

@@ -44,6 +44,10 @@ struct KlReport {
     double ppl_base = 0;
     double kld_median = 0, kld_p99 = 0, kld_max = 0;
     double rms_p_diff = 0;  // root mean square of p(token) - p_base(token)
+    // KL(base || model) of every scored token in text order: two files measured against the
+    // same base can be compared token by token (a paired difference has a far smaller
+    // standard error than the two means' own).
+    std::vector<float> kld_tokens;
 };
 
 struct PerplexityResult {

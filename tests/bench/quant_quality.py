@@ -5,7 +5,10 @@ For each model: `ember quantize SRC F16` makes the F16 source (only quantized fi
 shipped), `ember perplexity F16 --save-logits` the base run; then for each type both
 quantizers (`ember quantize`, `llama-quantize [--pure]` built by scripts/llama-cpp-tools.sh)
 write a file, and ONE tool (ours: `ember perplexity --kl-divergence`) measures both, so the
-comparison is of the files, not of the tools. With --cross-check TYPE, llama-perplexity also
+comparison is of the files, not of the tools. Both files are scored on the same tokens against
+the same base, so the table also gives their paired difference, mean KL(ours) - KL(llama.cpp)
+token by token with its standard error (the two means' own errors are mostly the text's
+variation, common to both files). With --cross-check TYPE, llama-perplexity also
 measures that type's files against the same base file (the format is llama-perplexity's own).
 
 Prints a table and writes JSON (--json). Files are cached in --work, so a rerun only
@@ -61,14 +64,30 @@ def tensor_types(ember, path):
 
 
 def measure(args, model, base):
-    cache = model + ".kl.txt"
-    if not os.path.exists(cache):
-        out, secs = run([args.ember, "perplexity", model, "--kl-divergence", base, "--threads", str(args.threads),
-                         "--quiet"])
+    """The KL report of one file against the base, and its per-token KL values (cached)."""
+    cache, values = model + ".kl.txt", model + ".kl-values.txt"
+    if not os.path.exists(cache) or not os.path.exists(values):
+        out, secs = run([args.ember, "perplexity", model, "--kl-divergence", base, "--kl-values", values,
+                         "--threads", str(args.threads), "--quiet"])
         with open(cache, "w") as f:
             f.write(out + f"seconds: {secs:.1f}\n")
     with open(cache) as f:
-        return parse_report(f.read())
+        report = parse_report(f.read())
+    with open(values) as f:
+        report["kl_values"] = [float(v) for v in f]
+    return report
+
+
+def paired(a, b):
+    """Mean of a[i] - b[i] and its standard error: the two files' KL token by token, so the
+    text's own variation (most of each mean's error) cancels."""
+    n = len(a)
+    if n != len(b) or n < 2:
+        sys.exit(f"per-token KL values differ in count ({n} vs {len(b)})")
+    d = [x - y for x, y in zip(a, b)]
+    mean = sum(d) / n
+    var = sum((x - mean) ** 2 for x in d) / (n - 1)
+    return mean, (var / n) ** 0.5
 
 
 def main():
@@ -121,6 +140,7 @@ def main():
                    "ppl_base": a["ppl_base"], "ppl_ember": a["ppl"], "ppl_llama": b["ppl"],
                    "top1_ember": a["same_top_percent"], "top1_llama": b["same_top_percent"],
                    "quantize_s_ember": t_ours, "quantize_s_llama": t_peer}
+            row["kld_diff"], row["kld_diff_err"] = paired(a["kl_values"], b["kl_values"])
             row["kl_ok"] = row["kld_ember"] <= row["kld_llama"]
             row["ppl_ok"] = row["ppl_ember"] <= 1.01 * row["ppl_llama"]  # no worse than 1 %
             if t == args.cross_check:
@@ -135,12 +155,13 @@ def main():
                 with open(args.json, "w") as f:
                     json.dump({"ctx": args.ctx, "chunks": args.chunks, "text": args.text, "rows": rows}, f, indent=1)
     hdr = f"{'model':8} {'type':7} {'KLD ember':>18} {'KLD llama.cpp':>18} {'PPL ember':>10} {'PPL llama':>10} " \
-          f"{'PPL base':>9} {'top1 e/l %':>13} layout  bar"
+          f"{'PPL base':>9} {'top1 e/l %':>13} {'KLD e-l, paired':>20} layout  bar"
     print(hdr)
     for r in rows:
         print(f"{r['model']:8} {r['type']:7} {r['kld_ember']:9.5f}±{r['kld_ember_err']:.5f}"
               f" {r['kld_llama']:9.5f}±{r['kld_llama_err']:.5f} {r['ppl_ember']:10.4f} {r['ppl_llama']:10.4f}"
               f" {r['ppl_base']:9.4f} {r['top1_ember']:6.2f}/{r['top1_llama']:6.2f}"
+              f" {r['kld_diff']:+10.6f}±{r['kld_diff_err']:.6f}"
               f" {'same' if r['same_layout'] else 'DIFF':6}  {'ok' if r['kl_ok'] and r['ppl_ok'] else 'MISS'}")
     if args.json:
         with open(args.json, "w") as f:

@@ -4,6 +4,7 @@
 // base files.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <string>
@@ -98,6 +99,18 @@ TEST_CASE("a model against its own saved base run: KL ~ 0, top-1 always agrees")
     CHECK(b.kl->kld.mean < 1e-4);
     CHECK(b.kl->same_top.mean == 1.0);
     CHECK(std::fabs(b.kl->ln_ppl_ratio.mean) < 0.01);  // base nll capped 16 nats below the best
+    // Every scored token's KL, in text order: their mean is the report's, and the first
+    // chunk's values are what a run over that chunk alone gives.
+    REQUIRE(b.kl->kld_tokens.size() == static_cast<size_t>(b.n_scored));
+    double sum = 0;
+    for (const float v : b.kl->kld_tokens) sum += v;
+    CHECK(sum / double(b.n_scored) == doctest::Approx(b.kl->kld.mean).epsilon(1e-5));
+    kl.n_chunks = 1;
+    const PerplexityResult first = perplexity(*model, "", kl);
+    REQUIRE(first.kl);
+    REQUIRE(first.kl->kld_tokens.size() == 63);
+    CHECK(std::equal(first.kl->kld_tokens.begin(), first.kl->kld_tokens.end(), b.kl->kld_tokens.begin()));
+    CHECK_FALSE(std::is_sorted(b.kl->kld_tokens.begin(), b.kl->kld_tokens.end()));
 }
 
 TEST_CASE("short texts and bad base files are clear errors") {

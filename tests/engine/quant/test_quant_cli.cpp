@@ -2,8 +2,8 @@
 #include <doctest/doctest.h>
 
 #include <cmath>
-
 #include <filesystem>
+#include <fstream>
 #include <string>
 
 #include "test_data.h"
@@ -57,6 +57,19 @@ TEST_CASE("ember perplexity: report lines, base file round trip, short text erro
     REQUIRE(at != std::string::npos);
     CHECK(std::abs(std::stod(b.out.substr(at + 10))) < 1e-4);
     CHECK(contains(b.out, "same_top_percent: 100.000"));
+    // --kl-values: one line per scored token (62 here), and only with a base file.
+    const std::string values = dir.file("kl.txt");
+    const auto v = ember_cli({"perplexity", model, "--kl-divergence", base, "--kl-values", values, "--quiet"});
+    REQUIRE(v.ok());
+    std::ifstream in(values);
+    std::string line;
+    int lines = 0;
+    while (std::getline(in, line)) lines += std::abs(std::stod(line)) < 1e-3;
+    CHECK(lines == 62);
+    CHECK_FALSE(std::filesystem::exists(values + ".tmp"));
+    const auto nv = ember_cli({"perplexity", model, "-f", kText, "--kl-values", values});
+    CHECK(nv.exit_code == 1);
+    CHECK(contains(nv.err, "--kl-values needs --kl-divergence"));
     ember::test::write_file(dir.file("short.txt"), "Once upon a time there was a tiny model.");
     const auto c = ember_cli({"perplexity", model, "-f", dir.file("short.txt"), "--ctx", "512"});
     CHECK(c.exit_code == 1);
