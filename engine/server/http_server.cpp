@@ -20,6 +20,7 @@
 #include <utility>
 #include <variant>
 
+#include "engine/server/connection_probe.h"
 #include "engine/server/request_parser.h"
 #include "engine/server/response_format.h"
 #include "engine/server/server_metrics.h"
@@ -128,7 +129,7 @@ struct HttpServer::Impl {
     void routes();
     httplib::Server::HandlerResponse check_key(const Request& req, Response& res) const;
     void generate(Endpoint endpoint, const Request& req, Response& res);
-    void answer_whole(Answer& a, Response& res);
+    void answer_whole(Answer& a, const ConnectionProbe& client, Response& res);
     void answer_stream(std::shared_ptr<Answer> a, Response& res);
     bool pump(Answer& a, httplib::DataSink& sink);
     bool write_event(Answer& a, EngineEvent& e, httplib::DataSink& sink);
@@ -192,13 +193,16 @@ void HttpServer::Impl::generate(Endpoint endpoint, const Request& req, Response&
     track(a->id);
     if (stopping) engine.cancel(a->id);  // stop() ran between submit and track
     if (r.stream) answer_stream(std::move(a), res);
-    else answer_whole(*a, res);
+    else answer_whole(*a, ConnectionProbe(req.local_addr, req.local_port, req.remote_addr, req.remote_port), res);
 }
 
-void HttpServer::Impl::answer_whole(Answer& a, Response& res) {
+// Collects the whole answer, then writes it. A client that hangs up meanwhile gets its request
+// cancelled (the engine's Finished event then ends the wait; the write goes nowhere).
+void HttpServer::Impl::answer_whole(Answer& a, const ConnectionProbe& client, Response& res) {
     std::string text;
     std::vector<TokenLogprob> tokens;
     Clock::time_point stop_seen{};
+    bool client_gone = false;
     for (;;) {
         for (EngineEvent& e : a.events->take(kPoll)) {
             if (e.kind == EngineEvent::Kind::Text) {
@@ -213,6 +217,7 @@ void HttpServer::Impl::answer_whole(Answer& a, Response& res) {
                                   {500, "the engine could not run the request: " + e.error, "server_error", "", ""});
             }
         }
+        if (!client_gone && !client.connected()) client_gone = true, engine.cancel(a.id);
         if (!stopping) continue;
         if (stop_seen == Clock::time_point{}) stop_seen = Clock::now(), engine.cancel(a.id);
         if (Clock::now() - stop_seen > kStopGrace) {

@@ -2,7 +2,11 @@
 // free port), driven with cpp-httplib's client. stories260K for raw completions (fast, and
 // its greedy continuation is known from an independent reference), SmolLM2 for chat.
 #include <doctest/doctest.h>
+#include <arpa/inet.h>
 #include <httplib.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <memory>
@@ -414,6 +418,42 @@ TEST_CASE("clientThatDisconnectsMidStreamIsCancelled") {
     test::info("disconnect: cancelled after %.0f of 500 tokens, idle %.2f s after the request began", generated,
                seconds);
     CHECK(generated < 500);
+}
+
+TEST_CASE("clientThatHangsUpBeforeAnUnstreamedAnswerIsCancelled") {
+    Served& s = smollm2();
+    auto& c = s.client();
+    const double cancelled_before = metric(c, "ember_generations_total{stop_reason=\"cancelled\"}");
+    const double generated_before = metric(c, "ember_generated_tokens_total");
+    // A raw connection: the request goes out whole, then the socket closes while the server is
+    // still generating (800 tokens take SmolLM2 seconds; it is cancelled long before).
+    const int fd = socket(AF_INET, SOCK_STREAM, 0);
+    REQUIRE(fd >= 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_port = htons(static_cast<uint16_t>(s.port()));
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    REQUIRE(connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0);
+    const std::string body =
+        json{{"prompt", "Write a very long story."}, {"max_tokens", 800}, {"ignore_eos", true}}.dump();
+    const std::string request =
+        "POST /v1/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+        "Content-Length: " +
+        std::to_string(body.size()) + "\r\n\r\n" + body;
+    REQUIRE(send(fd, request.data(), request.size(), 0) == static_cast<ssize_t>(request.size()));
+    const auto t0 = std::chrono::steady_clock::now();
+    while (s.scheduler->status().requests.empty() && std::chrono::steady_clock::now() - t0 < std::chrono::seconds(5))
+        std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    REQUIRE_FALSE(s.scheduler->status().requests.empty());  // it is running
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    close(fd);
+    REQUIRE(wait_idle(s, std::chrono::seconds(10)));
+    CHECK(metric(c, "ember_generations_total{stop_reason=\"cancelled\"}") == cancelled_before + 1);
+    const double generated = metric(c, "ember_generated_tokens_total") - generated_before;
+    test::info("unstreamed hang-up: cancelled after %.0f of 800 tokens", generated);
+    CHECK(generated < 800);
+    // The server goes on answering.
+    CHECK(post_json(c, "/v1/completions", {{"prompt", "Hello"}, {"max_tokens", 4}})["usage"]["completion_tokens"] == 4);
 }
 
 TEST_CASE("metricsPageCountsWhatHappened") {
