@@ -3,6 +3,10 @@
 // thread pool.
 #include <sys/mman.h>
 
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
@@ -226,6 +230,17 @@ private:
     static cpu::WeightMatrix weight_matrix(const Tensor& w) {
         return {w.type, w.rows, w.cols, w.data, w.row_bytes, static_cast<cpu::WeightLayout>(w.layout)};
     }
+    // The first index from i on whose logit reaches `bound` (not NaN), or n. Most of a row is
+    // below the running bound, so it is skipped 4 entries to a compare (SSE2: every x86-64).
+    static int64_t next_reaching(const float* l, int64_t i, int64_t n, float bound) {
+#if defined(__SSE2__)
+        const __m128 b = _mm_set1_ps(bound);
+        while (i + 4 <= n && _mm_movemask_ps(_mm_cmpge_ps(_mm_loadu_ps(l + i), b)) == 0) i += 4;
+#endif
+        while (i < n && !(l[i] >= bound)) ++i;
+        return i;
+    }
+
     // The k best non-NaN entries in the order of topk::order_key (the GPU's order too), in one
     // pass with a running bound: an entry is keyed only if its logit reaches the k-th best
     // seen so far, and the candidates are cut back to k whenever 4k have gathered. A row of
@@ -240,7 +255,8 @@ private:
         uint64_t bound = topk::kNoCandidate;                          // keys >= bound are not among the k best
         float bound_logit = -std::numeric_limits<float>::infinity();  // its logit: a cheaper first test
         for (int64_t i = 0; i < n; ++i) {
-            if (!(l[i] >= bound_logit)) continue;  // lower, or NaN
+            i = next_reaching(l, i, n, bound_logit);
+            if (i == n) break;
             const uint64_t key = topk::order_key(l[i], static_cast<int32_t>(i));
             if (key >= bound) continue;
             keys.push_back(key);
