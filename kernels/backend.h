@@ -66,8 +66,8 @@ struct BatchInfo {
 
 // KV cache storage for one layer: `n_blocks` blocks of `block_tokens` tokens, each token
 // holding n_kv_heads*head_dim keys and as many values. A block's bytes are laid out as its
-// backend's kernels read them (CPU: kernels/cpu/kv_layout.h, F16 keys transposed per block;
-// CUDA: a row per token); blocks themselves are the same for every backend.
+// backend's kernels read them (CPU: kernels/cpu/kv_layout.h, grouped by head within a block,
+// F16 keys transposed; CUDA: a row per token); blocks themselves are the same for every backend.
 struct KvLayer {
     Tensor k, v;  // rows = n_blocks * block_tokens, cols = n_kv_heads * head_dim
     int32_t block_tokens = 16;

@@ -18,13 +18,17 @@
 // (34 bytes per 32 values: half the memory, head_dim must be a multiple of 32 so heads
 // start on block boundaries). Keys and values use the same type.
 //
-// F16 keys are stored transposed within their block: a block's bytes hold, per head h, its
-// head_dim x B matrix of keys dimension-major (value d of the key in slot offset o at
-// element h * head_dim * B + d * B + o; key_f16 below). The decode kernel scores W keys
-// at once with one load per dimension that way, instead of loading W rows and transposing
-// them in registers. A block keeps its size and its place, so block tables, sharing and
-// the byte accounting do not change; values (read row by row in p.v) and Q8_0 keys (their
-// scale covers 32 consecutive values of a row) stay rows.
+// Within a block, the bytes are grouped by head, so that the one task that reads a head reads
+// one contiguous run per block (B * head_bytes: 2 KiB for 16 F16 slots of head_dim 64)
+// instead of a slice of every row:
+//  - values, and Q8_0 keys: head h's part of the row of slot offset o at byte
+//    (h * B + o) * head_bytes of the block (head_row below); a Q8_0 head is whole 32-blocks;
+//  - F16 keys, transposed: per head h its head_dim x B matrix dimension-major (value d of the
+//    key at offset o at element h * head_dim * B + d * B + o; key_f16 below). The decode
+//    kernel scores W keys at once with one load per dimension that way, instead of loading
+//    W rows and transposing them in registers.
+// A block keeps its size and its place, so block tables, sharing and the byte accounting do
+// not depend on this.
 //
 // Bytes per token per layer = 2 * n_kv_heads * head_dim * (2 for F16, 34/32 for Q8_0);
 // e.g. Llama-3.2-1B (8 KV heads x 64): 2 KiB per token per layer in F16.
@@ -69,22 +73,29 @@ inline const uint16_t* key_f16(const KvCacheView& kv, int64_t slot, int32_t head
     return static_cast<const uint16_t*>(kv.k) + key_f16_index(kv, slot, head);
 }
 
-// Requests head `head`'s K and V rows of tokens [j0, j1) of a sequence from memory (prefetch
-// to L2): a batch of decodes reads every sequence's cache once per step, its rows scattered
-// over the pool, and the attention kernels would otherwise wait on DRAM for them.
+// Values (and Q8_0 keys): byte offset of head `head`'s part of the row of `slot` in its pool.
+inline size_t head_row_offset(const KvCacheView& kv, int64_t slot, int32_t head) {
+    const int64_t B = kv.block_tokens, o = slot % B;
+    return static_cast<size_t>(slot - o) * kv.row_bytes +
+           static_cast<size_t>(int64_t{head} * B + o) * kv_row_bytes(kv.type, kv.head_dim);
+}
+inline const uint8_t* head_row(const KvCacheView& kv, const void* pool, int64_t slot, int32_t head) {
+    return static_cast<const uint8_t*>(pool) + head_row_offset(kv, slot, head);
+}
+
+// Requests head `head`'s keys and values of tokens [j0, j1) of a sequence from memory
+// (prefetch to L2), a whole block's run of each at a time: a batch of decodes reads every
+// sequence's cache once per step, its blocks scattered over the pool, and the attention
+// kernels would otherwise wait on DRAM for them.
 inline void prefetch_kv(const KvCacheView& kv, const int32_t* block_table, int32_t head, int64_t j0, int64_t j1) {
-    const size_t head_bytes = kv_row_bytes(kv.type, kv.head_dim);
-    const bool f16 = kv.type == DType::F16;
-    for (int64_t j = j0; j < j1; ++j) {
-        const int64_t slot = kv.slot(block_table, j);
-        const size_t off = static_cast<size_t>(slot) * kv.row_bytes + static_cast<size_t>(head) * head_bytes;
-        prefetch_l2(static_cast<const uint8_t*>(kv.v) + off, head_bytes);
-        if (!f16) {
-            prefetch_l2(static_cast<const uint8_t*>(kv.k) + off, head_bytes);
-        } else if (j == j0 || slot % kv.block_tokens == 0) {
-            // F16 keys: the head's whole head_dim x B matrix of the block, once per block in range
-            prefetch_l2(key_f16(kv, slot - slot % kv.block_tokens, head), head_bytes * kv.block_tokens);
-        }
+    const int64_t B = kv.block_tokens;
+    const size_t run = kv_row_bytes(kv.type, kv.head_dim) * static_cast<size_t>(B);
+    for (int64_t j = j0; j < j1; j = (j / B + 1) * B) {
+        const int64_t first = kv.slot(block_table, j) / B * B;
+        prefetch_l2(head_row(kv, kv.v, first, head), run);
+        prefetch_l2(kv.type == DType::F16 ? static_cast<const void*>(key_f16(kv, first, head))
+                                          : static_cast<const void*>(head_row(kv, kv.k, first, head)),
+                    run);
     }
 }
 

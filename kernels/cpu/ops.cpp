@@ -261,18 +261,22 @@ void attention(const KvCacheView& kv, const AttentionBatchArgs& a, ThreadPool* p
 
 void store_kv(const KvCacheView& kv, void* k_pool, void* v_pool, const float* k, const float* v, const int32_t* slots,
               int64_t n_tokens, ThreadPool* pool) {
-    const int64_t dim = int64_t{kv.n_kv_heads} * kv.head_dim;
+    const int64_t dim = int64_t{kv.n_kv_heads} * kv.head_dim, D = kv.head_dim;
     const OpsTable& ops = table();
-    const auto store = [&](const float* x, uint8_t* row) {
-        if (kv.type == DType::F16) ops.f32_to_f16(x, reinterpret_cast<uint16_t*>(row), dim);
-        else quantize_row(kv.type, x, row, dim);
+    // Values and Q8_0 keys: each head's part to its place in the block (kv_layout.h).
+    const auto store = [&](const float* x, void* pool, int64_t slot) {
+        for (int32_t head = 0; head < kv.n_kv_heads; ++head) {
+            uint8_t* dst = static_cast<uint8_t*>(pool) + head_row_offset(kv, slot, head);
+            if (kv.type == DType::F16) ops.f32_to_f16(x + head * D, reinterpret_cast<uint16_t*>(dst), D);
+            else quantize_row(kv.type, x + head * D, dst, D);
+        }
     };
     // F16 keys go to their column of the block's transposed matrix (kv_layout.h).
     const auto store_key_f16 = [&](const float* x, int64_t slot) {
         thread_local std::vector<uint16_t> h;
         h.resize(static_cast<size_t>(dim));
         ops.f32_to_f16(x, h.data(), dim);
-        const int64_t B = kv.block_tokens, D = kv.head_dim;
+        const int64_t B = kv.block_tokens;
         for (int32_t head = 0; head < kv.n_kv_heads; ++head) {
             uint16_t* dst = static_cast<uint16_t*>(k_pool) + key_f16_index(kv, slot, head);
             for (int64_t d = 0; d < D; ++d) dst[d * B] = h[static_cast<size_t>(head * D + d)];
@@ -280,10 +284,9 @@ void store_kv(const KvCacheView& kv, void* k_pool, void* v_pool, const float* k,
     };
     split(pool, n_tokens, 4 * dim, [&](int64_t b, int64_t e) {
         for (int64_t t = b; t < e; ++t) {
-            const size_t off = static_cast<size_t>(slots[t]) * kv.row_bytes;
             if (kv.type == DType::F16) store_key_f16(k + t * dim, slots[t]);
-            else store(k + t * dim, static_cast<uint8_t*>(k_pool) + off);
-            store(v + t * dim, static_cast<uint8_t*>(v_pool) + off);
+            else store(k + t * dim, k_pool, slots[t]);
+            store(v + t * dim, v_pool, slots[t]);
         }
     });
 }

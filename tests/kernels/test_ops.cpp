@@ -67,7 +67,15 @@ Cache make_cache(DType type, int n_blocks, int B, int n_kv_heads, int D, uint32_
     for (int64_t i = 0; i < n_slots; ++i)
         quantize_row(type, kx.data() + i * dim, key_rows.data() + size_t(i) * c.view.row_bytes, dim);
     c.kf = ktest::dequantize_matrix(type, key_rows.data(), n_slots, dim);
-    c.vf = ktest::dequantize_matrix(type, c.v.data(), n_slots, dim);
+    // The values as rows again (a block's bytes are grouped by head; the round trip test
+    // checks that layout).
+    const size_t head_bytes = kv_row_bytes(type, D);
+    std::vector<uint8_t> value_rows(c.v.size());
+    for (int64_t i = 0; i < n_slots; ++i)
+        for (int h = 0; h < n_kv_heads; ++h)
+            std::memcpy(value_rows.data() + size_t(i) * c.view.row_bytes + h * head_bytes,
+                        head_row(c.view, c.v.data(), i, h), head_bytes);
+    c.vf = ktest::dequantize_matrix(type, value_rows.data(), n_slots, dim);
     return c;
 }
 
@@ -546,6 +554,7 @@ TEST_CASE("store_kv round trip") {
         kv.row_bytes = kv_row_bytes(t, 128);
         kv.block_tokens = 8;  // a pool of one block
         std::vector<uint8_t> kp(kv.row_bytes * 8), vp(kv.row_bytes * 8);
+        const size_t head_bytes = kv_row_bytes(t, 64);
         auto k = ktest::random_floats(3 * 128, 30);
         const auto v = ktest::random_floats(3 * 128, 31);
         // Half's rounding edges (F16 stores use F16C where the ISA has it): ties to even at 1 and
@@ -568,11 +577,18 @@ TEST_CASE("store_kv round trip") {
                     for (int d = 0; d < 64; ++d) REQUIRE(key[d * 8] == row[h * 64 + d]);
                 }
                 CHECK(key_f16(kv, slot_ids[i], 1) - key_f16(kv, slot_ids[i], 0) == 64 * 8);
-            } else {
-                REQUIRE(std::memcmp(expect.data(), kp.data() + size_t(slot_ids[i]) * kv.row_bytes, kv.row_bytes) == 0);
+            } else {  // Q8_0 keys: each head's part of the row at its place in the block
+                for (int h = 0; h < 2; ++h)
+                    REQUIRE(std::memcmp(expect.data() + h * head_bytes, head_row(kv, kp.data(), slot_ids[i], h),
+                                        head_bytes) == 0);
             }
             quantize_row(t, v.data() + i * 128, expect.data(), 128);
-            REQUIRE(std::memcmp(expect.data(), vp.data() + size_t(slot_ids[i]) * kv.row_bytes, kv.row_bytes) == 0);
+            for (int h = 0; h < 2; ++h)  // values: likewise, for both types
+                REQUIRE(std::memcmp(expect.data() + h * head_bytes, head_row(kv, vp.data(), slot_ids[i], h),
+                                    head_bytes) == 0);
+            // head 1's rows follow head 0's B rows within the block
+            CHECK(head_row(kv, vp.data(), slot_ids[i], 1) - head_row(kv, vp.data(), slot_ids[i], 0) ==
+                  std::ptrdiff_t(8 * head_bytes));
         }
     })
 }
