@@ -30,9 +30,11 @@ const OpsTable& table() {
     return *detail::ops_table_scalar();
 }
 
-// Below this many elements a job runs on the caller: waking the pool costs more than the
-// work (these ops move ~8-12 bytes per element at > 10 GB/s).
-constexpr int64_t kParallelElems = 1 << 15;
+// Below this many elements a job runs on the caller: waking the pool (its threads poll, so
+// well under a microsecond) costs more than half the work. One token's norms and adds (576 to
+// 2048 elements) stay on the caller; a 16-sequence step's (9216 for SmolLM2) run on both
+// threads: at 32K, the other thread waited through them, ~8 % of that step.
+constexpr int64_t kParallelElems = 1 << 12;
 
 // Runs fn(begin, end) over [0, n) items of `item_elems` elements each, on the pool when the
 // total is large enough.
