@@ -16,7 +16,8 @@
 # Knobs: EMBER_LLAMA_NATIVE (1: llama-server built for this CPU; 0: the portable AVX2 build),
 # EMBER_BENCH_THREADS (2), EMBER_BENCH_PARALLEL (slots, 32), EMBER_BENCH_CTX (context
 # per slot, 512), EMBER_BENCH_CLIENTS (1,4,8,16,32), EMBER_BENCH_MAX_TOKENS (64),
-# EMBER_BENCH_REQUESTS (requests per client and round, 2), EMBER_BENCH_REPEAT (rounds per
+# EMBER_BENCH_REQUESTS (requests per client and round, 2), EMBER_BENCH_MIN_REQUESTS (at
+# least this many per round, more per client at low counts: 0), EMBER_BENCH_REPEAT (rounds per
 # server and client count, the median kept: 3, --quick 1; ~16 min for the full run),
 # EMBER_BENCH_PROMPT_TOKENS (prompts as
 # this many token ids, 38: the length of the text prompt in SmolLM2's vocabulary, 235 in the
@@ -99,5 +100,5 @@ fi
 "${PYTHON:-python3}" tests/bench/serve_bench.py "${MODEL_ARGS[@]}" "${SERVERS[@]}" \
   --parallel "${EMBER_BENCH_PARALLEL:-32}" --ctx "${EMBER_BENCH_CTX:-512}" \
   --threads "${EMBER_BENCH_THREADS:-2}" --clients "$CLIENTS" --max-tokens "$MAX_TOKENS" \
-  --requests-per-client "${EMBER_BENCH_REQUESTS:-2}" --repeat "$REPEAT" --prompt-tokens "${EMBER_BENCH_PROMPT_TOKENS:-38}" --log-dir "$OUT" --json "$OUT/serve-bench.json"
+  --requests-per-client "${EMBER_BENCH_REQUESTS:-2}" --min-requests "${EMBER_BENCH_MIN_REQUESTS:-0}" --repeat "$REPEAT" --prompt-tokens "${EMBER_BENCH_PROMPT_TOKENS:-38}" --log-dir "$OUT" --json "$OUT/serve-bench.json"
 ember_times

@@ -7,7 +7,7 @@ one selector loop), so nothing needs installing. scripts/bench-serve.sh builds b
     tests/bench/serve_bench.py --model M.gguf [--model M2.gguf] --ember build/engine/app/cli/ember \
         --llama-server ~/.cache/ember/llama-tools/build-0.3.36/bin/llama-server \
         [--parallel 32] [--ctx 512] [--threads 2] [--clients 1,4,8,16,32] [--max-tokens 64] \
-        [--requests-per-client 2] [--json OUT.json]
+        [--requests-per-client 2] [--min-requests 0] [--json OUT.json]
 
 Either server may be left out (then no ratios). Per model, both servers are started on the same
 file with the same slots and threads:
@@ -16,9 +16,11 @@ file with the same slots and threads:
     ember serve M --parallel N --ctx CTX --threads T
 and both stay up; for each client count C the servers take turns (same minute, same machine
 state). A round: C clients, each request on its own HTTP connection, each client sending
---requests-per-client streaming POST /v1/completions one after another (temperature 0,
-max_tokens M, "ignore_eos": true, stream_options.include_usage), all starting together; one
-thread drives them all (a selector loop) and parses the responses after the round. Prompt i is "Request i: " + a fixed
+--requests-per-client streaming POST /v1/completions one after another (more with
+--min-requests R: ceil(R / C) each when that is more, so a single-client round is not a moment's
+sample), temperature 0, max_tokens M, "ignore_eos": true, stream_options.include_usage, all
+starting together; one thread drives them all (a selector loop) and parses the responses after
+the round. Request i (client c's k-th: i = c * per_client + k) sends prompt i: "Request i: " + a fixed
 text, so prompts differ from their first tokens (no prefix-cache reuse across requests) and
 prompt i is the same text in every round and for both servers; llama-server's requests carry
 "cache_prompt": false, so that prompt i sent again in a later round is prefilled again there
@@ -443,6 +445,13 @@ def server_argv(name, args, model, port):
             *args.ember_args]
 
 
+def requests_per_client(args, clients):
+    """--requests-per-client, raised so that a round sends at least --min-requests requests:
+    a single-client round of 2 requests lasts well under a second on a small model, and one
+    slow second of a shared host then moves the 16-vs-1 ratio by a third."""
+    return max(args.requests_per_client, -(-args.min_requests // clients))
+
+
 def bench_model(args, model, names, log_dir):
     servers = {}
     stem = os.path.splitext(os.path.basename(model))[0]
@@ -464,7 +473,7 @@ def bench_model(args, model, names, log_dir):
             for c in args.clients:
                 for name in (names if rep % 2 == 0 else names[::-1]):  # each server goes first in turn
                     settle(servers.values())
-                    r = run_round(servers[name], c, args.requests_per_client, args.max_tokens,
+                    r = run_round(servers[name], c, requests_per_client(args, c), args.max_tokens,
                                   args.request_timeout)
                     runs[name][c].append(r)
                     log(f"{stem} {name} C={c}: {r['tok_s']} tok/s, ITL p50 {r['itl_p50_ms']} ms, "
@@ -568,6 +577,7 @@ def machine_info(args):
         "kernel": platform.release(), "loadavg_start": loadavg(),
         "parallel": args.parallel, "ctx": args.ctx, "threads": args.threads, "clients": args.clients,
         "max_tokens": args.max_tokens, "requests_per_client": args.requests_per_client,
+        "min_requests": args.min_requests,
         "prompt": f"{args.prompt_tokens} token ids" if args.prompt_tokens else f"Request i: {BASE_PROMPT}",
     }
 
@@ -584,6 +594,8 @@ def main():
     ap.add_argument("--max-tokens", type=int, default=64)
     ap.add_argument("--prompt-tokens", type=int, default=0, help="prompts as N token ids instead of text")
     ap.add_argument("--requests-per-client", type=int, default=2)
+    ap.add_argument("--min-requests", type=int, default=0,
+                    help="at least this many requests per round (more per client at low C)")
     ap.add_argument("--repeat", type=int, default=1,
                     help="rounds per server and C (servers alternate going first); the median is kept")
     ap.add_argument("--start-timeout", type=float, default=300)
