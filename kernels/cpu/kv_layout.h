@@ -1,14 +1,14 @@
 // The paged KV-cache layout the CPU attention kernels read (and the engine's KV-cache manager
 // allocates). One layer:
 //
-//   K pool: n_blocks * B rows,  V pool: the same shape.
-//   Row ("slot") s = block * B + offset holds one token: n_kv_heads * head_dim values,
-//   head h at elements [h * head_dim, (h + 1) * head_dim). Rows are `row_bytes` apart.
+//   K pool: n_blocks blocks of B slots,  V pool: the same shape. Slot s = block * B + offset
+//   holds one token: n_kv_heads * head_dim values (row_bytes of them); a block is B * row_bytes
+//   bytes, grouped by head inside (below).
 //
-//   block 0           block 1           ...        B = block_tokens (16 or 32)
-//   +-----------------+-----------------+
-//   | slot 0 .. B-1   | slot B .. 2B-1  |            each slot: [head 0 | head 1 | ...]
-//   +-----------------+-----------------+
+//   block 0                         block 1           ...        B = block_tokens (16 or 32)
+//   +-------------------------------+-----------------+
+//   | head 0: slots 0..B-1 | head 1 | slots B .. 2B-1 |
+//   +-------------------------------+-----------------+
 //
 // A sequence owns a list of block ids (its block table); its token j lives in slot
 // block_table[j / B] * B + j % B. Blocks are handed out in any order and can be shared by
@@ -44,7 +44,7 @@ namespace ember::cpu {
 // A read-only view of one layer's K and V pools (see above).
 struct KvCacheView {
     DType type = DType::F16;  // F16 or Q8_0
-    const void* k = nullptr;  // K pool, n_blocks * block_tokens rows
+    const void* k = nullptr;  // K pool, n_blocks * block_tokens slots
     const void* v = nullptr;  // V pool, same shape
     size_t row_bytes = 0;     // bytes per slot row (n_kv_heads * head_dim values)
     int32_t n_kv_heads = 0;

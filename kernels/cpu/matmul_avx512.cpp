@@ -217,8 +217,9 @@ void quantize_tile32(const float* X, int64_t cols, int ntok, int offset, const A
     }
 }
 
+// t0 is a tile's first token when a.tile > 0 (quantize_activations splits the call by tiles).
 void quantize_act(const float* X, int64_t t0, int64_t t1, const Int8Kind& kind, ActQ8& a) {
-    if (a.tile == kTileTokens && kind.G == 32 && t0 % kTileTokens == 0) {
+    if (a.tile > 0 && kind.G == 32) {  // a.tile is this table's gemm_tile, kTileTokens
         for (int64_t t = t0; t < t1; t += kTileTokens) {
             const int ntok = static_cast<int>(std::min<int64_t>(kTileTokens, t1 - t));
             quantize_tile32(X + t * a.cols, a.cols, ntok, kind.offset, a, a.tiled + t / kTileTokens * a.tile_bytes());
@@ -226,8 +227,7 @@ void quantize_act(const float* X, int64_t t0, int64_t t1, const Int8Kind& kind, 
         return;
     }
     if (a.tile > 0) {
-        if (kind.G == 32) quantize_tiled<32>(X, t0, t1, kind.offset, a);
-        else quantize_tiled<16>(X, t0, t1, kind.offset, a);
+        quantize_tiled<16>(X, t0, t1, kind.offset, a);
     } else {
         // Q4_0 is the only kind with offset 8 (int8_kind); its gemv reads the permuted order.
         if (kind.G == 32 && kind.offset == 8) quantize_q4_0_order(X, t0, t1, a);

@@ -188,6 +188,12 @@ def model_id(port):
         conn.close()
 
 
+def empty_result(index, t_send, t_end, error):
+    """A request's result before its response is read (or when it could not be)."""
+    return {"chunk_times": [], "text": "", "usage": None, "finish_reason": None, "error": error,
+            "t_send": t_send, "t_end": t_end, "prompt_index": index}
+
+
 class Stream:
     """One streaming POST /v1/completions on its own connection. While the round runs, the
     client only appends what arrives and notes when (`marks`); the response is parsed after
@@ -224,8 +230,7 @@ class Stream:
 
     def result(self):
         """The request's outcome: client-side times, text, usage, finish reason, error."""
-        out = {"chunk_times": [], "text": "", "usage": None, "finish_reason": None, "error": self.error,
-               "t_send": self.t_send, "t_end": self.t_end, "prompt_index": self.index}
+        out = empty_result(self.index, self.t_send, self.t_end, self.error)
         if out["error"]:
             return out
         try:
@@ -315,9 +320,7 @@ def drive(server, clients, per_client, max_tokens, timeout_s, label=None):
         try:
             st = Stream(server.port, request_body(server.model, prompt, max_tokens, server.request_extra), i)
         except OSError as e:
-            done.append({"chunk_times": [], "text": "", "usage": None, "finish_reason": None,
-                         "error": f"{type(e).__name__}: {e}", "t_send": time.monotonic(), "t_end": None,
-                         "prompt_index": i})
+            done.append(empty_result(i, time.monotonic(), None, f"{type(e).__name__}: {e}"))
             return next_of(c, k)
         st.client, st.k = c, k
         sel.register(st.sock, selectors.EVENT_READ, st)
