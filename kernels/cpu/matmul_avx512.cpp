@@ -134,16 +134,20 @@ void quantize_tiled(const float* X, int64_t t0, int64_t t1, int offset, ActQ8& a
     }
 }
 
-// Lane i < 8 of the result: op over the 16 lanes of v[i] (op: exact and commutative, an
-// integer sum or a float max). Pairs of vectors are combined three times (dword unpacks,
-// qword unpacks, 128-bit lanes), 13 shuffles and 11 ops for 8 reductions.
+// From a[0..3], u with u[4k + j] = op over the 4 lanes of 128-bit lane k of a[j] (op: exact
+// and commutative, an integer sum or a float max): two levels of unpack + op.
+template <class Op>
+inline __attribute__((always_inline)) __m512i reduce4_by(const __m512i* a, Op op) {
+    const __m512i x0 = op(_mm512_unpacklo_epi32(a[0], a[1]), _mm512_unpackhi_epi32(a[0], a[1]));
+    const __m512i x1 = op(_mm512_unpacklo_epi32(a[2], a[3]), _mm512_unpackhi_epi32(a[2], a[3]));
+    return op(_mm512_unpacklo_epi64(x0, x1), _mm512_unpackhi_epi64(x0, x1));
+}
+
+// Lane i < 8 of the result: op over the 16 lanes of v[i]: reduce4_by on each half, then the
+// 128-bit lanes combined twice (13 shuffles and 11 ops for 8 reductions).
 template <class Op>
 inline __attribute__((always_inline)) __m256i reduce8(const __m512i (&v)[8], Op op) {
-    __m512i x[4], y[2];
-    for (int p = 0; p < 4; ++p)
-        x[p] = op(_mm512_unpacklo_epi32(v[2 * p], v[2 * p + 1]), _mm512_unpackhi_epi32(v[2 * p], v[2 * p + 1]));
-    for (int q = 0; q < 2; ++q)  // per 128-bit lane: vectors 4q .. 4q+3, each over the lane
-        y[q] = op(_mm512_unpacklo_epi64(x[2 * q], x[2 * q + 1]), _mm512_unpackhi_epi64(x[2 * q], x[2 * q + 1]));
+    const __m512i y[2] = {reduce4_by(v, op), reduce4_by(v + 4, op)};
     const __m512i z = op(_mm512_shuffle_i32x4(y[0], y[1], _MM_SHUFFLE(2, 0, 2, 0)),
                          _mm512_shuffle_i32x4(y[0], y[1], _MM_SHUFFLE(3, 1, 3, 1)));
     const __m512i w = op(z, _mm512_shuffle_i32x4(z, z, _MM_SHUFFLE(2, 3, 0, 1)));
@@ -588,17 +592,10 @@ inline __attribute__((always_inline)) void load_chunk(const WeightMatrix& W, con
 // ---------------------------------------------------------------------------------------
 // gemv: codes of a chunk in registers, dotted with each token.
 
-inline __attribute__((always_inline)) __m512i pair_sum32(__m512i a, __m512i b) {
-    return _mm512_add_epi32(_mm512_unpacklo_epi32(a, b), _mm512_unpackhi_epi32(a, b));
-}
-inline __attribute__((always_inline)) __m512i pair_sum64(__m512i a, __m512i b) {
-    return _mm512_add_epi32(_mm512_unpacklo_epi64(a, b), _mm512_unpackhi_epi64(a, b));
-}
-
 // From accumulators a[0..3], returns u with u[4k + j] = sum of the 4 lanes of 128-bit lane
-// k of a[j]: two levels of unpack + add.
+// k of a[j] (reduce4_by above).
 inline __attribute__((always_inline)) __m512i reduce4(const __m512i* a) {
-    return pair_sum64(pair_sum32(a[0], a[1]), pair_sum32(a[2], a[3]));
+    return reduce4_by(a, [](__m512i u, __m512i v) { return _mm512_add_epi32(u, v); });
 }
 
 // 512 codes against one token's 512 activation codes: per-block integer sums.
