@@ -228,8 +228,10 @@ bool share_panels(const KernelTable& k, const SharedOut* outs, int n_outs, Int8K
 
 // Panels: every token count through the ISA's panel kernel on tiled activations, X
 // quantized once for all outs, whose panels are numbered one after another (a task's range
-// [p0, p1) may cover the end of one matrix and the start of the next). Decode-sized calls
-// stream the weights like gemv (long contiguous ranges per thread).
+// [p0, p1) may cover the end of one matrix and the start of the next). Every call streams the
+// weights like gemv: long contiguous ranges per thread (guided). Claiming one panel at a time
+// made a 16-token decode batch's two threads take alternate panels, each prefetching into the
+// other's (SmolLM2's 16-sequence step 6 % slower).
 void matmul_panels(const KernelTable& k, const SharedOut* outs, int n_outs, const Int8Kind& kind, const float* X,
                    int64_t n_tokens, ThreadPool& pool) {
     const ActQ8 act = quantize_activations(k, kind, X, n_tokens, outs[0].W.cols, k.gemm_tile, pool);
@@ -252,8 +254,7 @@ void matmul_panels(const KernelTable& k, const SharedOut* outs, int n_outs, cons
         }
     };
     const int64_t n_panels = first.back();
-    if (n_tokens <= k.gemm_tile) pool.parallel_for_guided(n_panels, min_chunk, run);
-    else pool.parallel_for_dynamic(n_panels, 1, run);
+    pool.parallel_for_guided(n_panels, min_chunk, run);
 }
 
 // The matrix back in rows, for an ISA without panel kernels (tests force one).
