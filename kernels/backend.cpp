@@ -82,6 +82,22 @@ void require_cols(const Tensor& t, int64_t cols, const char* op, const char* nam
 
 bool is_kv_type(DType t) { return t == DType::F16 || t == DType::Q8_0; }
 
+// y: the normalized rows, named y_name in errors.
+void check_rms_norm(const Tensor& x, const Tensor& w, const Tensor& y, const char* op, const char* y_name) {
+    require_activation(x, op, "x");
+    require_activation(y, op, y_name);
+    if (!w.data || w.type != DType::F32 || w.cols * w.rows != x.cols)
+        fail(op, "weight (" + shape(w) + ") must be " + std::to_string(x.cols) + " F32 values (x " + shape(x) + ")");
+    require_cols(y, x.cols, op, y_name, "x's");
+    require_rows(y, x.rows, op, y_name);
+}
+
+void check_add(const Tensor& x, const Tensor& y, const char* op) {
+    require_activation(x, op, "x");
+    require_activation(y, op, "y");
+    if (y.cols != x.cols || y.rows != x.rows) fail(op, "x (" + shape(x) + ") and y (" + shape(y) + ") differ");
+}
+
 }  // namespace
 
 void Backend::upload(Tensor& dst, const void* src, size_t n_bytes) {
@@ -167,13 +183,7 @@ void Backend::matmul_shared(const Tensor& x, std::span<const MatmulOut> outs) {
 }
 
 void Backend::rms_norm(const Tensor& x, const Tensor& w, float eps, Tensor& y) {
-    require_activation(x, "rms_norm", "x");
-    require_activation(y, "rms_norm", "y");
-    if (!w.data || w.type != DType::F32 || w.cols * w.rows != x.cols)
-        fail("rms_norm",
-             "weight (" + shape(w) + ") must be " + std::to_string(x.cols) + " F32 values (x " + shape(x) + ")");
-    require_cols(y, x.cols, "rms_norm", "y", "x's");
-    require_rows(y, x.rows, "rms_norm", "y");
+    check_rms_norm(x, w, y, "rms_norm", "y");
     do_rms_norm(x, w, eps, y);
 }
 
@@ -201,10 +211,14 @@ void Backend::glu(const Tensor& gate, const Tensor& up, bool gelu, Tensor& out) 
 }
 
 void Backend::add(Tensor& x, const Tensor& y) {
-    require_activation(x, "add", "x");
-    require_activation(y, "add", "y");
-    if (y.cols != x.cols || y.rows != x.rows) fail("add", "x (" + shape(x) + ") and y (" + shape(y) + ") differ");
+    check_add(x, y, "add");
     do_add(x, y);
+}
+
+void Backend::add_rms_norm(Tensor& x, const Tensor& y, const Tensor& w, float eps, Tensor& out) {
+    check_add(x, y, "add_rms_norm");
+    check_rms_norm(x, w, out, "add_rms_norm", "out");
+    do_add_rms_norm(x, y, w, eps, out);
 }
 
 void Backend::store_kv(KvLayer& layer, const Tensor& k, const Tensor& v) {

@@ -179,6 +179,9 @@ public:
     // out = act(gate) * up, act = SiLU or GELU(tanh); out may be gate
     void glu(const Tensor& gate, const Tensor& up, bool gelu, Tensor& out);
     void add(Tensor& x, const Tensor& y);  // x += y
+    // add(x, y), then rms_norm(x, w, eps, out): the residual add that ends a sublayer and the
+    // next sublayer's norm, one pass over x where the backend fuses them (the same bits).
+    void add_rms_norm(Tensor& x, const Tensor& y, const Tensor& w, float eps, Tensor& out);
     // Writes this batch's K/V rows (n_tokens x n_kv_heads*head_dim) into the cache slots.
     void store_kv(KvLayer& layer, const Tensor& k, const Tensor& v);
     // Causal attention of every query row over its sequence's cache (including this batch).
@@ -219,6 +222,10 @@ protected:
     virtual void do_rope(Tensor& x, const RopeParams& p) = 0;
     virtual void do_glu(const Tensor& gate, const Tensor& up, bool gelu, Tensor& out) = 0;
     virtual void do_add(Tensor& x, const Tensor& y) = 0;
+    virtual void do_add_rms_norm(Tensor& x, const Tensor& y, const Tensor& w, float eps, Tensor& out) {
+        do_add(x, y);
+        do_rms_norm(x, w, eps, out);
+    }
     virtual void do_store_kv(KvLayer& layer, const Tensor& k, const Tensor& v) = 0;
     virtual void do_attention(const KvLayer& layer, const Tensor& q, const AttentionParams& p, Tensor& out) = 0;
     virtual void do_gather_output_rows(const Tensor& x, Tensor& out) = 0;

@@ -217,8 +217,6 @@ void Transformer::begin_pass(Device& d, const BatchInfo& batch) {
 void Transformer::attention_block(const Layer& l, KvLayer& cache, Activations& a) {
     Backend& be = *l.device->backend;
     const float eps = config_.norm_eps;
-    be.rms_norm(a.x, l.attn_norm, eps, a.xn);
-    dump_("attn_norm", l.index, a.xn, be);
     const MatmulOut qkv[] = {{&l.wq, &a.q, &l.bq}, {&l.wk, &a.k, &l.bk}, {&l.wv, &a.v, &l.bv}};
     be.matmul_shared(a.xn, qkv);
     if (l.q_norm.data) be.rms_norm(a.q_heads, l.q_norm, eps, a.q_heads);
@@ -234,15 +232,14 @@ void Transformer::attention_block(const Layer& l, KvLayer& cache, Activations& a
     be.matmul(l.wo, a.attn, a.proj);
     if (l.post_attn_norm.data) be.rms_norm(a.proj, l.post_attn_norm, eps, a.proj);
     dump_("attn_out", l.index, a.proj, be);
-    be.add(a.x, a.proj);
+    be.add_rms_norm(a.x, a.proj, l.ffn_norm, eps, a.xn);
     dump_("ffn_inp", l.index, a.x, be);
+    dump_("ffn_norm", l.index, a.xn, be);
 }
 
-void Transformer::ffn_block(const Layer& l, Activations& a) {
+void Transformer::ffn_block(const Layer& l, const Layer* next, Activations& a) {
     Backend& be = *l.device->backend;
     const float eps = config_.norm_eps;
-    be.rms_norm(a.x, l.ffn_norm, eps, a.xn);
-    dump_("ffn_norm", l.index, a.xn, be);
     const MatmulOut gate_up[] = {{&l.w_gate, &a.gate}, {&l.w_up, &a.up}};
     be.matmul_shared(a.xn, gate_up);
     dump_("ffn_gate", l.index, a.gate, be);
@@ -252,8 +249,10 @@ void Transformer::ffn_block(const Layer& l, Activations& a) {
     be.matmul(l.w_down, a.gate, a.proj);
     if (l.post_ffn_norm.data) be.rms_norm(a.proj, l.post_ffn_norm, eps, a.proj);
     dump_("ffn_out", l.index, a.proj, be);
-    be.add(a.x, a.proj);
+    if (next) be.add_rms_norm(a.x, a.proj, next->attn_norm, eps, a.xn);
+    else be.add(a.x, a.proj);
     dump_("l_out", l.index, a.x, be);
+    if (next) dump_("attn_norm", next->index, a.xn, be);
 }
 
 // The residual stream of this pass, from one device to another, through the host.
@@ -283,13 +282,22 @@ Tensor Transformer::forward_device(const BatchInfo& batch, KvCache& kv) {
     Device* cur = layers_.front().device;
     cur->backend->embed(tok_embd_, config_.embed_scale, cur->act.x);
     dump_("inp_embd", -1, cur->act.x, *cur->backend);
-    for (const Layer& l : layers_) {
+    bool normed = false;  // whether act.xn holds this layer's attn_norm(x) (the last add made it)
+    for (size_t i = 0; i < layers_.size(); ++i) {
+        const Layer& l = layers_[i];
         if (l.device != cur) {
             move_activations(*cur, *l.device);
             cur = l.device;
+            normed = false;
         }
+        if (!normed) {
+            cur->backend->rms_norm(cur->act.x, l.attn_norm, config_.norm_eps, cur->act.xn);
+            dump_("attn_norm", l.index, cur->act.xn, *cur->backend);
+        }
+        const Layer* next = i + 1 < layers_.size() && layers_[i + 1].device == cur ? &layers_[i + 1] : nullptr;
         attention_block(l, kv.layer(l.index), cur->act);
-        ffn_block(l, cur->act);
+        ffn_block(l, next, cur->act);
+        normed = next != nullptr;
     }
 
     Backend& be = *cur->backend;

@@ -130,8 +130,11 @@ private:
     void ensure_scratch(Device& d, int64_t n_tokens, int64_t n_outputs);
     void free_scratch(Device& d);
     void begin_pass(Device& d, const BatchInfo& batch);
+    // A layer's two sublayers. Each starts from a.xn, its input already normalized, and ends
+    // with the residual add fused with the norm of the sublayer that follows (next: the next
+    // layer where it runs on the same device; else only the add).
     void attention_block(const Layer& l, KvLayer& cache, Activations& a);
-    void ffn_block(const Layer& l, Activations& a);
+    void ffn_block(const Layer& l, const Layer* next, Activations& a);
     void move_activations(Device& from, Device& to);
 
     std::shared_ptr<const GgufFile> file_;

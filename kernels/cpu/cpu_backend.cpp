@@ -157,6 +157,9 @@ protected:
     }
 
     void do_add(Tensor& x, const Tensor& y) override { cpu::ops::add(f32(x), f32(y), f32(x), x.rows * x.cols, &pool_); }
+    void do_add_rms_norm(Tensor& x, const Tensor& y, const Tensor& w, float eps, Tensor& out) override {
+        cpu::ops::add_rms_norm(f32(x), f32(y), f32(w), f32(out), x.rows, x.cols, eps, &pool_);
+    }
 
     void do_store_kv(KvLayer& layer, const Tensor& k, const Tensor& v) override {
         cpu::ops::store_kv(kv_view(layer), layer.k.data, layer.v.data, f32(k), f32(v), batch().kv_slot.data(), k.rows,

@@ -70,6 +70,15 @@ void rms_norm(const float* x, const float* w, float* y, int64_t rows, int64_t co
     split(pool, rows, cols, [&](int64_t b, int64_t e) { k.rms_norm_rows(x, w, y, b, e, cols, eps); });
 }
 
+void add_rms_norm(float* x, const float* b, const float* w, float* y, int64_t rows, int64_t cols, float eps,
+                  ThreadPool* pool) {
+    const OpsTable& k = table();
+    split(pool, rows, cols, [&](int64_t r0, int64_t r1) {
+        k.add(x + r0 * cols, b + r0 * cols, x + r0 * cols, (r1 - r0) * cols);
+        k.rms_norm_rows(x, w, y, r0, r1, cols, eps);
+    });
+}
+
 // cos / sin of every (token, pair) for rope, [token][cos x half, sin x half]. A decode step
 // rotates q and then k of every layer at the same positions with the same spec, so the last
 // tables are kept (per thread) and reused while spec and positions are unchanged: the per-pair

@@ -17,6 +17,11 @@ namespace ember::cpu::ops {
 // Gemma-style "1 + w" weight is pre-added by the loader). w = nullptr: no weight.
 void rms_norm(const float* x, const float* w, float* y, int64_t rows, int64_t cols, float eps, ThreadPool* pool);
 
+// x += b, then y = rms_norm(x) (w as above), row by row in one job: bitwise add() followed by
+// rms_norm(), with one wait for the pool instead of two.
+void add_rms_norm(float* x, const float* b, const float* w, float* y, int64_t rows, int64_t cols, float eps,
+                  ThreadPool* pool);
+
 // Rotary position embedding, in place, on n_tokens x n_heads rows of head_dim values; token t
 // is at positions[t]. The first n_rot dims of each head rotate in pairs: (2i, 2i + 1)
 // normally, (i, i + n_rot / 2) with neox. Pair i turns by

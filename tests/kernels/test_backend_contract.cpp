@@ -183,6 +183,24 @@ void check_contract(Backend& be) {
         expect_error([&] { be.glu(g, u_ok, true, o_small); }, {"glu", "out", "64 columns"});
         expect_error([&] { be.add(g, u); }, {"add", "differ"});
     }
+    SUBCASE("add_rms_norm") {
+        // Valid: the same bits as add() then rms_norm() on this backend.
+        Tensor x1 = f.f32(D, T), x2 = f.f32(D, T), y = f.f32(D, T), n1 = f.f32(D, T), n2 = f.f32(D, T), w = f.f32(D, 1);
+        const std::vector<float> xv = ktest::random_floats(size_t(D * T), 50),
+                                 yv = ktest::random_floats(size_t(D * T), 51);
+        for (Tensor* t : {&x1, &x2}) be.upload(*t, xv.data(), t->bytes());
+        be.upload(y, yv.data(), y.bytes());
+        be.add_rms_norm(x1, y, w, 1e-5f, n1);
+        be.add(x2, y);
+        be.rms_norm(x2, w, 1e-5f, n2);
+        const std::vector<float> a1 = f.read(x1), a2 = f.read(x2), b1 = f.read(n1), b2 = f.read(n2);
+        REQUIRE(std::memcmp(a1.data(), a2.data(), a1.size() * 4) == 0);
+        REQUIRE(std::memcmp(b1.data(), b2.data(), b1.size() * 4) == 0);
+        Tensor y_short = f.f32(D, 2), w_bad = f.f32(D - 1, 1), n_narrow = f.f32(D / 2, T);
+        expect_error([&] { be.add_rms_norm(x1, y_short, w, 1e-5f, n1); }, {"add_rms_norm", "differ"});
+        expect_error([&] { be.add_rms_norm(x1, y, w_bad, 1e-5f, n1); }, {"add_rms_norm", "weight", "64 F32 values"});
+        expect_error([&] { be.add_rms_norm(x1, y, w, 1e-5f, n_narrow); }, {"add_rms_norm", "out", "64 columns"});
+    }
     SUBCASE("store_kv and attention") {
         KvLayer layer;
         layer.k = f.typed(DType::F16, H * HD, 16);

@@ -192,6 +192,28 @@ TEST_CASE("rms_norm") {
     })
 }
 
+// The fused residual add + norm is, bit for bit, add() and then rms_norm(), whatever the
+// split over the pool (one row alone: on the caller; many: over the threads).
+TEST_CASE("add_rms_norm is add then rms_norm") {
+    ThreadPool pool(3);
+    FOR_EACH_ISA({
+        for (int64_t cols : {7, 576, 2048}) {
+            for (int64_t rows : {1, 5, 16, 33}) {
+                const auto x = ktest::random_floats(size_t(rows * cols), 7),
+                           b = ktest::random_floats(size_t(rows * cols), 8), w = ktest::random_floats(size_t(cols), 9);
+                std::vector<float> x_two = x, y_two(x.size()), x_one = x, y_one(x.size(), -1.0f);
+                ops::add(x_two.data(), b.data(), x_two.data(), rows * cols, &pool);
+                ops::rms_norm(x_two.data(), w.data(), y_two.data(), rows, cols, 1e-6f, &pool);
+                ops::add_rms_norm(x_one.data(), b.data(), w.data(), y_one.data(), rows, cols, 1e-6f, &pool);
+                CAPTURE(cols);
+                CAPTURE(rows);
+                REQUIRE(std::memcmp(x_one.data(), x_two.data(), x.size() * 4) == 0);
+                REQUIRE(std::memcmp(y_one.data(), y_two.data(), x.size() * 4) == 0);
+            }
+        }
+    })
+}
+
 TEST_CASE("rope") {
     ThreadPool pool(2);
     std::mt19937 rng(5);
