@@ -264,6 +264,11 @@ protected:
         graphs_->launch<&cuda::add>(floats(x), const_floats(y), x.rows * x.cols);
     }
 
+    void do_add_rms_norm(Tensor& x, const Tensor& y, const Tensor& w, float eps, Tensor& out) override {
+        graphs_->launch<&cuda::add_rms_norm>(floats(x), const_floats(y), const_floats(w), x.rows, x.cols, eps,
+                                             floats(out));
+    }
+
     void do_store_kv(KvLayer& layer, const Tensor& k, const Tensor& v) override {
         const DType kt = layer.k.type;
         graphs_->launch<&cuda::store_kv>(static_cast<int>(kt), layer.k.data, layer.v.data, layer.k.row_bytes, k.cols,

@@ -35,6 +35,9 @@ void add_bias(float* y, int64_t n, int64_t cols, const float* bias, cudaStream_t
 
 // ---- norm.cu ---------------------------------------------------------------------------------
 void rms_norm(const float* x, const float* w, int64_t rows, int64_t cols, float eps, float* y, cudaStream_t stream);
+// x += r, then rms_norm(x) into y: bitwise add() and rms_norm(), one launch.
+void add_rms_norm(float* x, const float* r, const float* w, int64_t rows, int64_t cols, float eps, float* y,
+                  cudaStream_t stream);
 
 // ---- rope.cu ---------------------------------------------------------------------------------
 // x: n_tokens * n_heads rows of head_dim; positions: [n_tokens]; freq: [n_rot / 2] doubles,

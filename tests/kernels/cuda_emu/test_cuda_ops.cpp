@@ -27,6 +27,7 @@
 #include <numeric>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "kernels/backend.h"
@@ -226,6 +227,31 @@ TEST_CASE("rms_norm: shapes incl. odd widths and in place, vs float64") {
         be.gpu->free(xg);
         if (!c.in_place) be.gpu->free(yg);
         be.gpu->free(wg);
+    }
+}
+
+// The fused residual add + norm: bit for bit add() and then rms_norm() on the same backend
+// (the layers' path), for widths below and above one element per thread.
+TEST_CASE("add_rms_norm: the same bits as add then rms_norm") {
+    Backends be;
+    for (const auto& [rows, cols] : {std::pair<int64_t, int64_t>{16, 576}, {3, 4096}, {5, 33}, {1, 1152}}) {
+        const auto x = random_floats(static_cast<size_t>(rows * cols), 30.0f), r = random_floats(x.size(), 10.0f);
+        auto w = random_floats(static_cast<size_t>(cols));
+        for (auto& v : w) v += 1.0f;
+        Tensor x1 = put(*be.gpu, x, cols, rows), x2 = put(*be.gpu, x, cols, rows), rg = put(*be.gpu, r, cols, rows);
+        Tensor wg = be.gpu->load_weight(w.data(), DType::F32, cols, 1, "norm");
+        Tensor y1 = be.gpu->alloc(MemoryKind::Activations, DType::F32, cols, rows, "y1");
+        Tensor y2 = be.gpu->alloc(MemoryKind::Activations, DType::F32, cols, rows, "y2");
+        poison(*be.gpu, y1);
+        be.gpu->add_rms_norm(x1, rg, wg, 1e-6f, y1);
+        be.gpu->add(x2, rg);
+        be.gpu->rms_norm(x2, wg, 1e-6f, y2);
+        CAPTURE(rows);
+        CAPTURE(cols);
+        const auto a1 = get(*be.gpu, x1), a2 = get(*be.gpu, x2), b1 = get(*be.gpu, y1), b2 = get(*be.gpu, y2);
+        REQUIRE(std::memcmp(a1.data(), a2.data(), a1.size() * 4) == 0);
+        REQUIRE(std::memcmp(b1.data(), b2.data(), b1.size() * 4) == 0);
+        for (Tensor* t : {&x1, &x2, &rg, &wg, &y1, &y2}) be.gpu->free(*t);
     }
 }
 
