@@ -45,8 +45,9 @@ ratios use the medians): these 2-vCPU VMs share their hosts, and a single round 
 to a neighbour. The repetitions are passes over all client counts (1, 4, ..., 32, then again),
 not N rounds of one count after another, so that a drift of the host's speed over minutes
 reaches every count alike.
-Prints a markdown table and the ratios the targets name (C=16 vs C=1 per server; Ember /
-llama-server at 1, 8 and 16 clients); --json writes everything.
+Prints a markdown table and the ratios the targets name (C=16 vs C=1 per server, of the medians
+and, with repetitions, within each pass; Ember / llama-server at 1, 8 and 16 clients); --json
+writes everything.
 """
 import argparse
 import bisect
@@ -547,6 +548,16 @@ def ratios(result, names):
     return out
 
 
+def pass_ratios(result, name):
+    """C=16 over C=1 within each pass (the repetitions run as passes over all client counts,
+    so a pair shares the host's state of those minutes); [] without repetitions."""
+    r = result["rounds"][name]
+    one, sixteen = r.get("1", {}).get("tok_s_runs", []), r.get("16", {}).get("tok_s_runs", [])
+    if len(one) < 2 or len(one) != len(sixteen):
+        return []
+    return [round(b / a, 2) if a and b else None for a, b in zip(one, sixteen)]
+
+
 def print_table(result, names):
     fmt = lambda x: "-" if x is None else (f"{x:.1f}" if isinstance(x, float) else str(x))  # noqa: E731
     print(f"\n### {os.path.basename(result['model'])} ({result['file_mib']} MiB)\n")
@@ -566,7 +577,9 @@ def print_table(result, names):
     print()
     for k, v in result["ratios"].items():
         target = TARGET_SCALING if "vs 1" in k else TARGET_VS_PEER
-        print(f"- {k}: {v:.2f}x (target >= {target:.1f}x: {'met' if v >= target else 'NOT met'})")
+        per_pass = pass_ratios(result, k.split(" 16 vs 1")[0]) if "vs 1" in k else []
+        passes = f"; per pass {', '.join('-' if x is None else f'{x:.2f}' for x in per_pass)}" if per_pass else ""
+        print(f"- {k}: {v:.2f}x (target >= {target:.1f}x: {'met' if v >= target else 'NOT met'}){passes}")
 
 
 def machine_info(args):
@@ -637,6 +650,7 @@ def main():
             failed = True
             continue
         result["ratios"] = ratios(result, names)
+        result["scaling_per_pass"] = {n: pass_ratios(result, n) for n in names}
         report["results"].append(result)
         print_table(result, names)
         sys.stdout.flush()
