@@ -282,22 +282,20 @@ Tensor Transformer::forward_device(const BatchInfo& batch, KvCache& kv) {
     Device* cur = layers_.front().device;
     cur->backend->embed(tok_embd_, config_.embed_scale, cur->act.x);
     dump_("inp_embd", -1, cur->act.x, *cur->backend);
-    bool normed = false;  // whether act.xn holds this layer's attn_norm(x) (the last add made it)
     for (size_t i = 0; i < layers_.size(); ++i) {
         const Layer& l = layers_[i];
         if (l.device != cur) {
             move_activations(*cur, *l.device);
             cur = l.device;
-            normed = false;
         }
-        if (!normed) {
+        // act.xn already holds attn_norm(x) where the previous layer ran here: its last add made it.
+        if (i == 0 || layers_[i - 1].device != cur) {
             cur->backend->rms_norm(cur->act.x, l.attn_norm, config_.norm_eps, cur->act.xn);
             dump_("attn_norm", l.index, cur->act.xn, *cur->backend);
         }
         const Layer* next = i + 1 < layers_.size() && layers_[i + 1].device == cur ? &layers_[i + 1] : nullptr;
         attention_block(l, kv.layer(l.index), cur->act);
         ffn_block(l, next, cur->act);
-        normed = next != nullptr;
     }
 
     Backend& be = *cur->backend;

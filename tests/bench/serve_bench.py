@@ -577,7 +577,7 @@ def print_table(result, names):
     print()
     for k, v in result["ratios"].items():
         target = TARGET_SCALING if "vs 1" in k else TARGET_VS_PEER
-        per_pass = pass_ratios(result, k.split(" 16 vs 1")[0]) if "vs 1" in k else []
+        per_pass = result.get("scaling_per_pass", {}).get(k.split(" 16 vs 1")[0], []) if "vs 1" in k else []
         passes = f"; per pass {', '.join('-' if x is None else f'{x:.2f}' for x in per_pass)}" if per_pass else ""
         print(f"- {k}: {v:.2f}x (target >= {target:.1f}x: {'met' if v >= target else 'NOT met'}){passes}")
 
