@@ -1,4 +1,5 @@
-// `ember serve MODEL [--host H] [--port P] [--api-key K] [--parallel N] [model options]`: the
+// `ember serve MODEL [--host H] [--port P] [--api-key K] [--parallel N] [--no-prefix-cache]
+// [model options]`: the
 // OpenAI-compatible HTTP server (engine/server) over a Scheduler on one loaded model, until
 // SIGINT or SIGTERM.
 //
@@ -37,11 +38,12 @@ server::ServerOptions server_options(const Args& args) {
 
 int cmd_serve(int argc, char** argv) {
     Args args(argc, argv, 0,
-              merge(model_value_options(), {"--host", "--port", "--api-key", "--parallel", "--max-tokens"}), {});
+              merge(model_value_options(), {"--host", "--port", "--api-key", "--parallel", "--max-tokens"}),
+              {"--no-prefix-cache"});
     if (args.positional().size() != 1)
         throw Error(
             "usage: ember serve MODEL [--host H] [--port P (0: any free port)] [--api-key K] [--parallel N] "
-            "[--max-tokens N]\n" +
+            "[--max-tokens N] [--no-prefix-cache]\n" +
             options_help());
     const server::ServerOptions so = server_options(args);
     const int32_t parallel = static_cast<int32_t>(args.get_int("--parallel", 4, 1, 256));
@@ -57,6 +59,7 @@ int cmd_serve(int argc, char** argv) {
     auto model = Model::load(lo);
     SchedulerOptions sched;
     sched.max_batch = parallel;
+    sched.prefix_cache = !args.flag("--no-prefix-cache");
     Scheduler scheduler(*model, sched);
     server::HttpServer http(scheduler, so);
     http.start();

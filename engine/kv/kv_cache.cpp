@@ -2,6 +2,7 @@
 
 #include "kernels/common/error.h"
 #include <algorithm>
+#include <random>
 
 #include "engine/models/model_info.h"
 
@@ -52,7 +53,10 @@ KvCache::KvCache(const std::vector<Backend*>& layer_backends, const KvCacheConfi
                     e.what() + ")");
     }
     refcount_.assign(static_cast<size_t>(config.n_blocks), 0);
+    published_.resize(static_cast<size_t>(config.n_blocks));
     for (int32_t b = config.n_blocks - 1; b >= 0; --b) free_.push_back(b);
+    std::random_device rd;
+    seed_ = (uint64_t{rd()} << 32) ^ rd();
 }
 
 KvCache::~KvCache() { release_layers(); }
@@ -68,11 +72,11 @@ void KvCache::release_layers() {
 int32_t KvCache::new_sequence() {
     for (size_t i = 0; i < seqs_.size(); ++i) {
         if (!seqs_[i].live) {
-            seqs_[i] = Sequence{true, 0, {}};
+            seqs_[i] = Sequence{true, 0, {}, {}};
             return static_cast<int32_t>(i);
         }
     }
-    seqs_.push_back(Sequence{true, 0, {}});
+    seqs_.push_back(Sequence{true, 0, {}, {}});
     return static_cast<int32_t>(seqs_.size() - 1);
 }
 
@@ -101,12 +105,7 @@ std::vector<int32_t> KvCache::append(int32_t seq, int32_t n) {
         throw Error("KV cache full: " + std::to_string(n) + " more tokens need " + std::to_string(need_blocks) +
                     " blocks, " + std::to_string(free_blocks()) + " free (" +
                     std::to_string(max_tokens_per_sequence()) + " tokens in all)");
-    for (int32_t i = 0; i < need_blocks; ++i) {
-        const int32_t b = free_.back();
-        free_.pop_back();
-        refcount_[static_cast<size_t>(b)] = 1;
-        s.blocks.push_back(b);
-    }
+    for (int32_t i = 0; i < need_blocks; ++i) s.blocks.push_back(take_block());
     std::vector<int32_t> slots(static_cast<size_t>(n));
     for (int32_t i = 0; i < n; ++i) {
         const int32_t p = s.length + i;
@@ -116,20 +115,111 @@ std::vector<int32_t> KvCache::append(int32_t seq, int32_t n) {
     return slots;
 }
 
-void KvCache::release_block(int32_t b) {
-    if (--refcount_[static_cast<size_t>(b)] == 0) free_.push_back(b);
+// A never-published block if there is one, else the idle published block released longest ago.
+int32_t KvCache::take_block() {
+    int32_t b = 0;
+    if (!free_.empty()) {
+        b = free_.back();
+        free_.pop_back();
+    } else {
+        b = idle_.front();
+        idle_.pop_front();
+        unpublish(b);
+    }
+    refcount_[static_cast<size_t>(b)] = 1;
+    return b;
 }
 
-void KvCache::truncate(int32_t seq, int32_t new_length) {
+void KvCache::release_block(int32_t b) {
+    if (--refcount_[static_cast<size_t>(b)] > 0) return;
+    if (auto& p = published_[static_cast<size_t>(b)]) p->idle = idle_.insert(idle_.end(), b);
+    else free_.push_back(b);
+}
+
+// Only for a block no sequence holds (taken from idle_ already) or that one sequence is
+// about to write.
+void KvCache::unpublish(int32_t b) {
+    auto& p = published_[static_cast<size_t>(b)];
+    if (!p) return;
+    const auto it = index_.find(p->hash);
+    if (it != index_.end() && it->second == b) index_.erase(it);
+    p.reset();
+}
+
+int32_t KvCache::truncate(int32_t seq, int32_t new_length) {
     Sequence& s = seq_ref(seq);
     if (new_length < 0 || new_length > s.length) throw Error("KV cache: bad truncation length");
     const int32_t B = config_.block_tokens;
+    if (new_length % B != 0) {  // the block holding the new end will be written
+        const int32_t b = s.blocks[static_cast<size_t>(new_length / B)];
+        if (refcount_[static_cast<size_t>(b)] > 1) new_length -= new_length % B;
+        else unpublish(b);
+    }
     const size_t keep = static_cast<size_t>((new_length + B - 1) / B);
     while (s.blocks.size() > keep) {
         release_block(s.blocks.back());
         s.blocks.pop_back();
     }
+    s.chain.resize(std::min(s.chain.size(), static_cast<size_t>(new_length / B)));
     s.length = new_length;
+    return new_length;
+}
+
+int32_t KvCache::own_blocks(int32_t seq) const {
+    const Sequence& s = seq_ref(seq);
+    return static_cast<int32_t>(std::count_if(s.blocks.begin(), s.blocks.end(),
+                                              [&](int32_t b) { return refcount_[static_cast<size_t>(b)] == 1; }));
+}
+
+// splitmix64's finalizer over the tokens, starting from the predecessor's hash (the seed for
+// the first block).
+uint64_t KvCache::chain_hash(uint64_t parent, std::span<const int32_t> block) const {
+    uint64_t h = parent;
+    for (const int32_t t : block) {
+        h ^= static_cast<uint32_t>(t);
+        h = (h ^ (h >> 30)) * 0xbf58476d1ce4e5b9ull;
+        h = (h ^ (h >> 27)) * 0x94d049bb133111ebull;
+        h ^= h >> 31;
+    }
+    return h;
+}
+
+int32_t KvCache::attach_prefix(int32_t seq, std::span<const int32_t> tokens) {
+    Sequence& s = seq_ref(seq);
+    if (s.length != 0) throw Error("KV cache: a prefix attaches to an empty sequence only");
+    const size_t B = static_cast<size_t>(config_.block_tokens);
+    uint64_t parent = seed_;
+    for (size_t i = 0; (i + 1) * B <= tokens.size(); ++i) {
+        const std::span<const int32_t> block = tokens.subspan(i * B, B);
+        const uint64_t h = chain_hash(parent, block);
+        const auto it = index_.find(h);
+        if (it == index_.end()) break;
+        const int32_t b = it->second;
+        const Published& p = *published_[static_cast<size_t>(b)];
+        if (p.parent != parent || !std::equal(block.begin(), block.end(), p.tokens.begin())) break;
+        if (refcount_[static_cast<size_t>(b)]++ == 0) idle_.erase(p.idle);
+        s.blocks.push_back(b);
+        s.chain.push_back(h);
+        parent = h;
+    }
+    s.length = static_cast<int32_t>(s.blocks.size() * B);
+    return s.length;
+}
+
+void KvCache::publish(int32_t seq, std::span<const int32_t> tokens) {
+    Sequence& s = seq_ref(seq);
+    if (tokens.size() != static_cast<size_t>(s.length)) throw Error("KV cache: publish needs the sequence's tokens");
+    const size_t B = static_cast<size_t>(config_.block_tokens);
+    for (size_t i = s.chain.size(); (i + 1) * B <= tokens.size(); ++i) {
+        const uint64_t parent = i == 0 ? seed_ : s.chain[i - 1];
+        const std::span<const int32_t> block = tokens.subspan(i * B, B);
+        const uint64_t h = chain_hash(parent, block);
+        s.chain.push_back(h);
+        const int32_t b = s.blocks[i];
+        auto& p = published_[static_cast<size_t>(b)];
+        if (p || !index_.emplace(h, b).second) continue;  // attached, or the same prefix is published already
+        p = Published{h, parent, std::vector<int32_t>(block.begin(), block.end()), {}};
+    }
 }
 
 }  // namespace ember

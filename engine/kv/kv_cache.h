@@ -1,12 +1,22 @@
 // Block-based KV cache. Storage is a pool of fixed-size blocks per layer (allocated once on
 // the backend, sized from the context length); each sequence owns a block table. Blocks are
-// reference-counted so that later a prefix can be shared between sequences (a system prompt,
-// an earlier turn) without copying: a full, shared block is read-only, and a sequence that
-// must write into a shared block gets its own copy first (copy-on-write is left to the
-// prefix-reuse work; today sharing is only of full blocks).
+// reference-counted so that a prefix is shared between sequences (a system prompt, an earlier
+// turn, the same document sent again) without copying: only full blocks are shared, and a
+// shared block is never written (a sequence truncated into one lets go of that block instead).
+//
+// Prefix reuse: a full block can be published under the hash of every token from its
+// sequence's start to its own end (a chain: the block's tokens and its predecessor's hash).
+// A new sequence whose tokens begin the same way attaches those blocks instead of computing
+// them again. A published block that no sequence holds any more stays in the pool, idle,
+// until its room is needed (least recently released first; a sequence releases its last
+// block first, so a prefix outlives its continuations); free_blocks() counts it as free.
 #pragma once
 #include <cstdint>
+#include <list>
+#include <optional>
+#include <span>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "kernels/backend.h"
@@ -52,29 +62,59 @@ public:
     // Reserves room for `n` more tokens (allocating blocks) and returns their cache slots.
     // Throws ember::Error if the pool is exhausted (the sequence is left unchanged).
     std::vector<int32_t> append(int32_t seq, int32_t n);
-    // Forgets tokens from `new_length` on (edit, regenerate); frees whole blocks.
-    void truncate(int32_t seq, int32_t new_length);
+    // Forgets tokens from `new_length` on (edit, regenerate); frees whole blocks. Returns the
+    // length kept: `new_length`, or less when it falls inside a block that another sequence
+    // shares (that block is let go too, down to its first token, since it must not be written).
+    int32_t truncate(int32_t seq, int32_t new_length);
     const std::vector<int32_t>& block_table(int32_t seq) const;
-    int32_t free_blocks() const { return static_cast<int32_t>(free_.size()); }
+    // Blocks an append can take: never used, or idle published ones.
+    int32_t free_blocks() const { return static_cast<int32_t>(free_.size() + idle_.size()); }
+    // Blocks that freeing the sequence would return (those no other sequence shares).
+    int32_t own_blocks(int32_t seq) const;
     int32_t max_tokens_per_sequence() const { return config_.n_blocks * config_.block_tokens; }
+
+    // ---- prefix reuse ----------------------------------------------------------------
+    // For an empty sequence: attaches the longest run of published blocks holding the first
+    // tokens of `tokens` (whole blocks only) and returns how many tokens that is.
+    int32_t attach_prefix(int32_t seq, std::span<const int32_t> tokens);
+    // Publishes the sequence's full blocks not published yet; `tokens` are its tokens (all
+    // length(seq) of them). A block whose chain is already published elsewhere stays private.
+    void publish(int32_t seq, std::span<const int32_t> tokens);
+    int32_t published_blocks() const { return static_cast<int32_t>(index_.size()); }
+    int32_t idle_blocks() const { return static_cast<int32_t>(idle_.size()); }
 
 private:
     struct Sequence {
         bool live = false;
         int32_t length = 0;
         std::vector<int32_t> blocks;
+        std::vector<uint64_t> chain;  // hash of each block from the first, as far as known
+    };
+    struct Published {  // a block findable by its chain hash
+        uint64_t hash = 0, parent = 0;
+        std::vector<int32_t> tokens;        // checked on a hit: a hash collision is never reused
+        std::list<int32_t>::iterator idle;  // its place in idle_ while no sequence holds it
     };
     Sequence& seq_ref(int32_t seq);
     const Sequence& seq_ref(int32_t seq) const;
+    int32_t take_block();
     void release_block(int32_t b);
+    void unpublish(int32_t b);
+    uint64_t chain_hash(uint64_t parent, std::span<const int32_t> block) const;
     void release_layers();
 
     std::vector<Backend*> layer_backend_;
     KvCacheConfig config_;
     std::vector<KvLayer> layers_;
     std::vector<int32_t> refcount_;
-    std::vector<int32_t> free_;  // stack of free block ids
+    std::vector<int32_t> free_;  // stack of never-published free block ids
     std::vector<Sequence> seqs_;
+    // Prefix reuse. The hashes are keyed with a random seed per cache, so a client cannot
+    // craft prompts that collide on purpose (a collision would only cost a miss anyway).
+    uint64_t seed_ = 0;
+    std::unordered_map<uint64_t, int32_t> index_;      // chain hash -> block
+    std::vector<std::optional<Published>> published_;  // per block
+    std::list<int32_t> idle_;                          // published blocks nobody holds, least recently released first
 };
 
 }  // namespace ember

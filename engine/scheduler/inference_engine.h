@@ -41,6 +41,10 @@ struct EngineRequest {
     // sequence (a chat's turns); it is kept after the request ends and evicted least recently
     // used first. Empty: a fresh sequence, freed when the request ends.
     std::string cache_key;
+    // Start from KV blocks that earlier requests computed for the same leading tokens, and
+    // leave this request's blocks for later ones (the engine's prefix cache). False: prefill
+    // the whole prompt and keep nothing (benchmarks of prefill).
+    bool reuse_prefix = true;
 };
 
 // One of the most likely tokens at a position (TokenLogprob::top).
@@ -105,6 +109,7 @@ struct EngineStatus {
     int64_t n_ctx = 0;                  // tokens per sequence
     int32_t max_batch = 0;              // sequences in one pass at most
     int32_t kv_blocks_total = 0, kv_blocks_used = 0;
+    int32_t kv_blocks_cached = 0;         // of the unused ones, published prefix blocks kept for reuse
     std::vector<DeviceMemory> memory;     // per backend, by kind
     std::vector<RequestStatus> requests;  // running first, then queued
 };

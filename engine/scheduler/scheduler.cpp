@@ -212,6 +212,7 @@ EngineStatus Scheduler::status() const {
     s.max_batch = opts_.max_batch;
     s.kv_blocks_total = model_.kv().config().n_blocks;
     s.kv_blocks_used = blocks_used_.load();
+    s.kv_blocks_cached = blocks_cached_.load();
     std::lock_guard lock(mutex_);
     s.memory = memory_;
     for (const auto& [id, job] : live_) {
@@ -301,6 +302,7 @@ StepInfo Scheduler::step() {
 // any Finished event goes out (a client that saw its request end sees it gone).
 void Scheduler::publish_load() {
     blocks_used_.store(model_.kv().config().n_blocks - model_.kv().free_blocks());
+    blocks_cached_.store(model_.kv().idle_blocks());
     n_running_.store(static_cast<int32_t>(running_.size()));
     telemetry_.set_load(n_running_.load(), n_queued_.load());
 }
@@ -358,7 +360,7 @@ bool Scheduler::fits(const Job& job) const {
     const KvCache& kv = model_.kv();
     const int32_t B = kv.config().block_tokens;
     int32_t available = kv.free_blocks();
-    for (const Cached& c : cached_) available += static_cast<int32_t>(kv.block_table(c.seq).size());
+    for (const Cached& c : cached_) available += kv.own_blocks(c.seq);
     for (const Running& r : running_) available -= blocks_for(r.seq, r.remaining());
     return (job.total() + 1 + B - 1) / B <= available;
 }
@@ -374,12 +376,15 @@ void Scheduler::admit_one(std::shared_ptr<Job> job) {
     });
     if (hit != cached_.end()) {
         r.seq = hit->seq;
-        const size_t n = reusable_prefix(hit->tokens, target);
-        kv.truncate(r.seq, static_cast<int32_t>(n));
-        r.tokens.assign(target.begin(), target.begin() + static_cast<std::ptrdiff_t>(n));
+        const auto n = static_cast<int32_t>(reusable_prefix(hit->tokens, target));
+        r.tokens.assign(target.begin(), target.begin() + kv.truncate(r.seq, n));
         cached_.erase(hit);
     } else {
         r.seq = kv.new_sequence();
+        if (opts_.prefix_cache && job->req.reuse_prefix && !target.empty()) {  // the last token is computed, for logits
+            const int32_t n = kv.attach_prefix(r.seq, std::span(target).first(target.size() - 1));
+            r.tokens.assign(target.begin(), target.begin() + n);
+        }
     }
     if (!job->decode) {  // first admission (a preempted request resumes silently)
         job->queue_wait_ms = ms_since(job->submitted);
@@ -549,6 +554,7 @@ void Scheduler::run_pass(const std::vector<Planned>& plan, StepInfo& info) {
         Running& r = running_[p.index];
         const size_t start = r.tokens.size();
         for (int32_t j = 0; j < p.n; ++j) r.tokens.push_back(r.job->token_at(start + static_cast<size_t>(j)));
+        if (opts_.prefix_cache && r.job->req.reuse_prefix) kv.publish(r.seq, r.tokens);
     }
     sample(plan, host, k, info);
 }

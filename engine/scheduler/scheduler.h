@@ -44,6 +44,7 @@ struct SchedulerOptions {
     int32_t max_step_tokens = 0;  // tokens in one pass at most; 0 = the model's n_batch; >= max_batch
     int32_t max_queue = 256;      // requests waiting at most; submit() throws beyond
     int32_t max_cached = 4;       // idle cache_key sequences kept (least recently used evicted first)
+    bool prefix_cache = true;     // publish full KV blocks and reuse them across requests (kv_cache.h)
     // Called on the engine thread after every step that ran a pass (tests count steps with
     // it). It may call submit() and cancel(); it must not block. What it throws is logged.
     std::function<void(const StepInfo&)> on_step;
@@ -124,7 +125,7 @@ private:
     std::vector<std::string> forgets_;               // cache keys to drop
     std::vector<DeviceMemory> memory_;               // published by the engine thread
 
-    std::atomic<int32_t> blocks_used_{0}, n_running_{0}, n_queued_{0};
+    std::atomic<int32_t> blocks_used_{0}, blocks_cached_{0}, n_running_{0}, n_queued_{0};
     std::atomic<uint64_t> steps_{0}, preemptions_{0}, finished_{0};
 
     // Engine thread only.

@@ -345,6 +345,7 @@ ApiRequest parse_object(Endpoint endpoint, const json& body, const ServerLimits&
     parse_max_tokens(f, a.engine, limits);
     a.engine.stop = parse_stop(f, limits);
     a.engine.ignore_eog = f.boolean("ignore_eos").value_or(false);
+    a.engine.reuse_prefix = f.boolean("cache_prompt").value_or(true);  // llama-server's name
     parse_sampling(f, a);
     parse_logprobs(f, a);
     (void)f.string("user");  // accepted and unused; a wrong type is still an error

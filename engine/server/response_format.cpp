@@ -169,7 +169,7 @@ json status_json(const EngineStatus& s) {
             {"device_reason", s.device_reason},
             {"n_ctx", s.n_ctx},
             {"max_batch", s.max_batch},
-            {"kv_blocks", {{"total", s.kv_blocks_total}, {"used", s.kv_blocks_used}}},
+            {"kv_blocks", {{"total", s.kv_blocks_total}, {"used", s.kv_blocks_used}, {"cached", s.kv_blocks_cached}}},
             {"memory", memory},
             {"running", running},
             {"queued", queued},

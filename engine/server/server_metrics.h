@@ -39,7 +39,7 @@ private:
 struct MetricsSnapshot {
     std::map<std::pair<std::string, int>, uint64_t> requests;  // (endpoint, HTTP status) -> count
     std::map<std::string, uint64_t> finished;                  // stop reason -> generations
-    uint64_t prompt_tokens = 0, generated_tokens = 0;
+    uint64_t prompt_tokens = 0, cached_tokens = 0, generated_tokens = 0;
     Histogram::Snapshot ttft, inter_token, queue_wait;
 };
 
@@ -58,7 +58,7 @@ private:
     mutable std::mutex mutex_;  // guards requests_, finished_
     std::map<std::pair<std::string, int>, uint64_t> requests_;
     std::map<std::string, uint64_t> finished_;
-    std::atomic<uint64_t> prompt_tokens_{0}, generated_tokens_{0};
+    std::atomic<uint64_t> prompt_tokens_{0}, cached_tokens_{0}, generated_tokens_{0};
     Histogram ttft_, inter_token_, queue_wait_;
 };
 

@@ -23,8 +23,9 @@ starting together; one thread drives them all (a selector loop) and parses the r
 the round. Request i (client c's k-th: i = c * per_client + k) sends prompt i: "Request i: " + a fixed
 text, so prompts differ from their first tokens (no prefix-cache reuse across requests) and
 prompt i is the same text in every round and for both servers; llama-server's requests carry
-"cache_prompt": false, so that prompt i sent again in a later round is prefilled again there
-too (it would reuse its slot's cache; Ember keeps no prompt across requests). With --prompt-tokens N, prompt i
+"cache_prompt": false, so that prompt i sent again in a later round is prefilled again
+(both servers would otherwise reuse its KV: llama-server its slot's cache, Ember its prefix
+blocks); so do Ember's. With --prompt-tokens N, prompt i
 is instead N token ids (a fixed pseudo-random sequence that differs from its first id): the
 synthetic models' vocabularies have no merges, so the text prompt is 235 tokens there against
 38 in SmolLM2's BPE vocabulary, and token ids give every model the same prompt length.
@@ -120,10 +121,10 @@ class Server:
         self.name, self.argv, self.port, self.log_path = name, argv, port, log_path
         self.proc = None
         self.model = None  # the id /v1/models gives, once healthy
-        # llama-server keeps each slot's last prompt in its KV cache and routes a request to
-        # the slot holding the most similar prompt, so a prompt sent again (the next round,
-        # the next repeat) would skip its prefill; Ember keeps no prompt across requests.
-        self.request_extra = {"cache_prompt": False} if name == "llama-server" else {}
+        # Both servers keep prompts in their KV caches (llama-server each slot's last one,
+        # Ember whole blocks of any), so a prompt sent again (the next round, the next repeat)
+        # would skip its prefill; both honour "cache_prompt": false.
+        self.request_extra = {"cache_prompt": False}
 
     def start(self, timeout_s):
         log(f"{self.name}: {' '.join(self.argv)}")

@@ -1,6 +1,10 @@
 // Block KV cache bookkeeping on the real CPU backend: slots, block reuse, truncation,
-// exhaustion and out-of-memory messages.
+// exhaustion, out-of-memory messages, and prefix reuse (published blocks found by their
+// tokens, shared, kept idle, evicted least recently released first).
 #include <doctest/doctest.h>
+
+#include <numeric>
+#include <vector>
 
 #include "engine/kv/kv_cache.h"
 #include "kernels/common/error.h"
@@ -83,4 +87,111 @@ TEST_CASE("out of memory names the sizes") {
         REQUIRE_MESSAGE(m.find("reduce the context length") != std::string::npos, m.c_str());
     }
     REQUIRE_EQ(backend->memory().bytes[static_cast<int>(MemoryKind::KvCache)], 0ull);
+}
+
+namespace {
+// A sequence holding `tokens`, its full blocks published.
+int32_t published_sequence(KvCache& kv, const std::vector<int32_t>& tokens) {
+    const int32_t s = kv.new_sequence();
+    kv.append(s, static_cast<int32_t>(tokens.size()));
+    kv.publish(s, tokens);
+    return s;
+}
+std::vector<int32_t> iota_tokens(int n, int first = 100) {
+    std::vector<int32_t> t(static_cast<size_t>(n));
+    std::iota(t.begin(), t.end(), first);
+    return t;
+}
+}  // namespace
+
+TEST_CASE("prefix reuse: whole published blocks with the same leading tokens are shared") {
+    auto backend = make_cpu_backend(1);
+    KvCache kv(*backend, small_config(8));
+    const std::vector<int32_t> tokens = iota_tokens(10);  // blocks [0,4) [4,8) published, [8,10) not
+    const int32_t a = published_sequence(kv, tokens);
+    REQUIRE_EQ(kv.published_blocks(), 2);
+    REQUIRE_EQ(kv.free_blocks(), 5);
+
+    const int32_t b = kv.new_sequence();
+    REQUIRE_EQ(kv.attach_prefix(b, tokens), 8);  // the partial third block is never shared
+    REQUIRE_EQ(kv.length(b), 8);
+    REQUIRE_EQ(kv.block_table(b)[0], kv.block_table(a)[0]);
+    REQUIRE_EQ(kv.block_table(b)[1], kv.block_table(a)[1]);
+    REQUIRE_EQ(kv.free_blocks(), 5);     // nothing taken
+    REQUIRE_EQ(kv.own_blocks(a), 1);     // a's third block only
+    const auto slots = kv.append(b, 1);  // b goes on in a block of its own
+    REQUIRE_NE(kv.block_table(b)[2], kv.block_table(a)[2]);
+    REQUIRE_EQ(slots[0], kv.block_table(b)[2] * 4);
+
+    // A different token anywhere in a block stops the match there; so does a different start.
+    std::vector<int32_t> other = tokens;
+    other[5] = 7;
+    const int32_t c = kv.new_sequence();
+    REQUIRE_EQ(kv.attach_prefix(c, other), 4);
+    kv.free_sequence(c);
+    other[0] = 7;
+    const int32_t d = kv.new_sequence();
+    REQUIRE_EQ(kv.attach_prefix(d, other), 0);
+    REQUIRE_EQ(kv.block_table(d).size(), size_t(0));
+    REQUIRE_THROWS_AS(kv.attach_prefix(b, tokens), Error);  // only onto an empty sequence
+    REQUIRE_THROWS_AS(kv.publish(b, tokens), Error);        // the tokens must be b's
+}
+
+TEST_CASE("prefix reuse: released published blocks stay idle, count as free, and are evicted last-first") {
+    auto backend = make_cpu_backend(1);
+    KvCache kv(*backend, small_config(4));
+    const std::vector<int32_t> first = iota_tokens(8), second = iota_tokens(8, 500);
+    kv.free_sequence(published_sequence(kv, first));
+    REQUIRE_EQ(kv.idle_blocks(), 2);
+    REQUIRE_EQ(kv.free_blocks(), 4);
+    const int32_t a = kv.new_sequence();
+    REQUIRE_EQ(kv.attach_prefix(a, first), 8);  // found although nobody held them
+    REQUIRE_EQ(kv.idle_blocks(), 0);
+    kv.free_sequence(a);
+
+    // Three blocks wanted, two never used: the third is the idle block released longest ago,
+    // which is the first prompt's second block (a sequence lets go of its last block first).
+    const int32_t b = kv.new_sequence();
+    kv.append(b, 12);
+    REQUIRE_EQ(kv.idle_blocks(), 1);
+    REQUIRE_EQ(kv.published_blocks(), 1);
+    const int32_t c = kv.new_sequence();
+    REQUIRE_EQ(kv.attach_prefix(c, first), 4);  // its first block survived
+    kv.free_sequence(c);
+    kv.free_sequence(b);
+
+    // A full pool of published blocks still serves new sequences.
+    kv.free_sequence(published_sequence(kv, second));
+    const int32_t e = kv.new_sequence();
+    kv.append(e, 16);
+    REQUIRE_EQ(kv.free_blocks(), 0);
+    REQUIRE_EQ(kv.published_blocks(), 0);
+    REQUIRE_THROWS_AS(kv.append(e, 1), Error);
+}
+
+TEST_CASE("prefix reuse: truncating into a shared block lets go of it, into an own one unpublishes it") {
+    auto backend = make_cpu_backend(1);
+    KvCache kv(*backend, small_config(8));
+    const std::vector<int32_t> tokens = iota_tokens(12);
+    const int32_t a = published_sequence(kv, tokens);
+    const int32_t b = kv.new_sequence();
+    REQUIRE_EQ(kv.attach_prefix(b, tokens), 12);
+    REQUIRE_EQ(kv.truncate(b, 6), 4);  // block 1 is a's too: b keeps only block 0
+    REQUIRE_EQ(kv.length(b), 4);
+    REQUIRE_EQ(kv.block_table(b).size(), size_t(1));
+    REQUIRE_EQ(kv.truncate(b, 4), 4);  // at a block boundary nothing more goes
+
+    kv.free_sequence(b);
+    REQUIRE_EQ(kv.truncate(a, 6), 6);      // a alone holds block 1 now: it will be written, so unpublished
+    REQUIRE_EQ(kv.published_blocks(), 2);  // block 0, and block 2 idle (unreachable past block 1)
+    REQUIRE_EQ(kv.idle_blocks(), 1);
+    const int32_t c = kv.new_sequence();
+    REQUIRE_EQ(kv.attach_prefix(c, tokens), 4);
+    // a's new tokens publish under their own chain.
+    std::vector<int32_t> grown(tokens.begin(), tokens.begin() + 6);
+    grown.insert(grown.end(), {900, 901});
+    kv.append(a, 2);
+    kv.publish(a, grown);
+    const int32_t d = kv.new_sequence();
+    REQUIRE_EQ(kv.attach_prefix(d, grown), 8);
 }

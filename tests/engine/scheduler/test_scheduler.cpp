@@ -119,10 +119,12 @@ EngineRequest long_request(int n, int32_t max_tokens) {
     return r;
 }
 
-// Each prompt alone: one at a time through a scheduler with a batch of one.
+// Each prompt alone: one at a time through a scheduler with a batch of one, every token
+// computed (no prefix reuse).
 std::vector<Outcome> alone(Model& model, const std::vector<EngineRequest>& reqs) {
     SchedulerOptions o;
     o.max_batch = 1;
+    o.prefix_cache = false;
     Scheduler s(model, o);
     Results res;
     std::vector<Outcome> out;
@@ -149,6 +151,7 @@ TEST_CASE("greedy outputs are the same alone and in a full batch with staggered 
         SchedulerOptions o;
         o.max_batch = 16;
         o.max_step_tokens = 24;  // prompts arrive mid-decode and are prefilled in chunks
+        o.prefix_cache = false;  // every token computed in the batch
         std::vector<EngineRequest> batch = reqs;
         for (auto& r : batch) r.top_logprobs = logprobs ? 0 : -1;
         int32_t widest = 0;
@@ -206,6 +209,7 @@ TEST_CASE("greedy chat outputs on a quantized model are the same alone and batch
     SchedulerOptions o;
     o.max_batch = 8;
     o.max_step_tokens = 64;
+    o.prefix_cache = false;  // every token computed in the batch (the shared system prompt too)
     Scheduler* self = nullptr;
     size_t next = 2;
     o.on_step = [&](const StepInfo&) {
@@ -225,6 +229,93 @@ TEST_CASE("greedy chat outputs on a quantized model are the same alone and batch
         CHECK(got.ids == ref[i].ids);
         CHECK(got.text == ref[i].text);
     }
+}
+
+// Prefix reuse (kv_cache.h): a request whose leading tokens match published blocks starts
+// from them, whether their owner ended (idle blocks) or is still decoding (shared blocks),
+// and gets the very same logprobs as when every token is computed (the kernels are
+// batch-invariant, so a block's K/V do not depend on the pass that computed them).
+TEST_CASE("prefix reuse skips whole blocks and changes no logprob") {
+    auto model = load(test::test_model(test::kSmolLM2), 512, 4);
+    std::vector<EngineRequest> reqs;
+    for (const std::string q : {"What is the capital of France?", "Name three colors.", "Who wrote Hamlet?"}) {
+        EngineRequest r;
+        r.messages = {{"user", q}};  // SmolLM2's template adds the same system prompt to each
+        r.max_tokens = 12;
+        r.sampling = SamplingParams::greedy();
+        r.top_logprobs = 2;
+        reqs.push_back(r);
+    }
+    const std::vector<Outcome> ref = alone(*model, reqs);
+    const auto same_logprobs = [](const Outcome& got, const Outcome& want) {
+        REQUIRE(got.error.empty());
+        REQUIRE(got.logprobs.size() == want.logprobs.size());
+        for (size_t i = 0; i < got.logprobs.size(); ++i) {
+            CHECK(got.logprobs[i].id == want.logprobs[i].id);
+            CHECK(got.logprobs[i].logprob == want.logprobs[i].logprob);  // bit for bit
+            REQUIRE(got.logprobs[i].top.size() == want.logprobs[i].top.size());
+            for (size_t j = 0; j < got.logprobs[i].top.size(); ++j)
+                CHECK(got.logprobs[i].top[j].logprob == want.logprobs[i].top[j].logprob);
+        }
+        CHECK(got.text == want.text);
+    };
+
+    Results res;
+    std::map<uint64_t, int32_t> first_pass;  // request id -> tokens in its first pass
+    uint64_t last_id = 0;
+    Scheduler* self = nullptr;
+    bool join = false;  // submit reqs[2] again at the next step (its twin is decoding by then)
+    SchedulerOptions o;
+    o.on_step = [&](const StepInfo& info) {
+        for (const StepEntry& e : info.batch) first_pass.emplace(e.request_id, e.tokens);
+        if (join && info.batch.size() == 1 && info.batch[0].decode) {
+            join = false;
+            last_id = self->submit(reqs[2], res.sink(4));
+        }
+    };
+    Scheduler s(*model, o);
+    self = &s;
+    const int32_t p0 = ref[0].stats.prompt_tokens, p1 = ref[1].stats.prompt_tokens;
+    // The first request computes everything; the same request again all but the last
+    // (partial) block's tokens; another question the system prompt's whole blocks.
+    const uint64_t id0 = s.submit(reqs[0], res.sink(0));
+    res.wait(1);
+    const uint64_t id1 = s.submit(reqs[0], res.sink(1));
+    res.wait(2);
+    const uint64_t id2 = s.submit(reqs[1], res.sink(2));
+    res.wait(3);
+    CHECK(res.get(0).stats.reused_tokens == 0);
+    CHECK(first_pass[id0] == p0);
+    CHECK(res.get(1).stats.reused_tokens == (p0 - 1) / 16 * 16);
+    CHECK(first_pass[id1] == p0 - (p0 - 1) / 16 * 16);
+    CHECK(res.get(2).stats.reused_tokens >= 16);
+    CHECK(first_pass[id2] == p1 - res.get(2).stats.reused_tokens);
+    same_logprobs(res.get(0), ref[0]);
+    same_logprobs(res.get(1), ref[0]);
+    same_logprobs(res.get(2), ref[1]);
+
+    // A twin that joins while the first is decoding shares its blocks, read-only.
+    join = true;
+    s.submit(reqs[2], res.sink(3));
+    res.wait(5);
+    CHECK(res.get(4).stats.reused_tokens == (ref[2].stats.prompt_tokens - 1) / 16 * 16);
+    CHECK(first_pass[last_id] == ref[2].stats.prompt_tokens - res.get(4).stats.reused_tokens);
+    same_logprobs(res.get(3), ref[2]);
+    same_logprobs(res.get(4), ref[2]);
+
+    // Asked not to reuse: everything computed again.
+    EngineRequest whole = reqs[0];
+    whole.reuse_prefix = false;
+    const uint64_t id5 = s.submit(whole, res.sink(5));
+    res.wait(6);
+    CHECK(res.get(5).stats.reused_tokens == 0);
+    CHECK(first_pass[id5] == p0);
+    same_logprobs(res.get(5), ref[0]);
+    // Everything ended: the published blocks wait, unused, for the next prompt.
+    const EngineStatus st = s.status();
+    CHECK(st.kv_blocks_used == 0);
+    CHECK(st.kv_blocks_cached == model->kv().idle_blocks());
+    CHECK(st.kv_blocks_cached >= (p0 - 1) / 16);
 }
 
 TEST_CASE("the scheduler's text equals Sequence::generate's") {
@@ -615,12 +706,21 @@ TEST_CASE("a chat's second turn reuses the first turn's tokens under its cache_k
     CHECK(b.stats.prompt_tokens > a.stats.prompt_tokens);
     CHECK(b.text == reference(second.messages));
 
-    // Forgotten: the same turn starts from nothing.
+    // Forgotten, and no prefix reuse asked for: the same turn starts from nothing.
     s.forget("chat-1");
-    s.submit(second, res.sink(2));
+    EngineRequest fresh = second;
+    fresh.reuse_prefix = false;
+    s.submit(fresh, res.sink(2));
     res.wait(3);
     CHECK(res.get(2).stats.reused_tokens == 0);
     CHECK(res.get(2).text == b.text);
+    // Forgotten again: the prefix cache still holds the turn's whole blocks (the last
+    // token is always computed, for logits), and the greedy text is the same.
+    s.forget("chat-1");
+    s.submit(second, res.sink(3));
+    res.wait(4);
+    CHECK(res.get(3).stats.reused_tokens == (b.stats.prompt_tokens - 1) / 16 * 16);
+    CHECK(res.get(3).text == b.text);
 }
 
 TEST_CASE("fit_context leaves out the oldest exchanges and says how many") {

@@ -53,6 +53,7 @@ TEST_CASE("chatRequestTakesEveryOpenAIField") {
                                              {"top_logprobs", 3},
                                              {"stop", {"\n\n", "END"}},
                                              {"ignore_eos", true},
+                                             {"cache_prompt", false},
                                              {"n", 1},
                                              {"user", "someone"},
                                              {"some_future_field", {1, 2}}});
@@ -77,6 +78,7 @@ TEST_CASE("chatRequestTakesEveryOpenAIField") {
     CHECK(a.engine.top_logprobs == 3);
     CHECK(a.engine.stop == std::vector<std::string>{"\n\n", "END"});
     CHECK(a.engine.ignore_eog);
+    CHECK_FALSE(a.engine.reuse_prefix);
     CHECK(a.engine.prompt.empty());
     CHECK(a.engine.prompt_tokens.empty());
 }
@@ -93,6 +95,7 @@ TEST_CASE("leftOutFieldsTakeTheDefaults") {
     CHECK(a.engine.top_logprobs == -1);
     CHECK(a.engine.max_tokens == 321);
     CHECK_FALSE(a.seed_given);
+    CHECK(a.engine.reuse_prefix);
     CHECK(a.engine.sampling.temperature == defaults.temperature);
     CHECK(a.engine.sampling.top_k == defaults.top_k);
     CHECK(a.engine.stop.empty());
@@ -171,6 +174,7 @@ TEST_CASE("badBodiesGetA400NamingTheField") {
         {Endpoint::Chat, "{" + msgs + R"(,"stop":[""]})", "stop"},
         {Endpoint::Chat, "{" + msgs + R"(,"stop":["a",1]})", "stop"},
         {Endpoint::Chat, "{" + msgs + R"(,"ignore_eos":"true"})", "ignore_eos"},
+        {Endpoint::Chat, "{" + msgs + R"(,"cache_prompt":0})", "cache_prompt"},
         {Endpoint::Chat, "{" + msgs + R"(,"user":3})", "user"},
         {Endpoint::Completion, "{}", "prompt"},
         {Endpoint::Completion, R"({"prompt":""})", "prompt"},
@@ -376,6 +380,7 @@ TEST_CASE("statusJsonForEmberPs") {
     s.n_ctx = 2048;
     s.kv_blocks_total = 64;
     s.kv_blocks_used = 5;
+    s.kv_blocks_cached = 7;
     DeviceMemory m;
     m.device = "cpu";
     m.mapped_weights = 1000;
@@ -384,7 +389,7 @@ TEST_CASE("statusJsonForEmberPs") {
     s.requests = {{1, "decode", 10, 3, 50.0}, {2, "queued", 4, 0, 1.0}};
     const json j = status_json(s);
     CHECK(j["model"] == "SmolLM2");
-    CHECK(j["kv_blocks"] == json{{"total", 64}, {"used", 5}});
+    CHECK(j["kv_blocks"] == json{{"total", 64}, {"used", 5}, {"cached", 7}});
     CHECK(j["memory"][0]["held"] == 1200);
     CHECK(j["running"] == 1);
     CHECK(j["queued"] == 1);
@@ -397,6 +402,7 @@ TEST_CASE("prometheusTextHasCountersHistogramsAndGauges") {
     m.count_request("/v1/completions", 200);
     m.count_request("/v1/chat/completions", 400);
     RequestStats s = stats(10, 4, StopReason::Length);
+    s.reused_tokens = 6;
     s.ttft_ms = 30;  // 0.03 s: in the 0.05 bucket
     m.finished(s);
     m.inter_token(0.004);
@@ -404,6 +410,7 @@ TEST_CASE("prometheusTextHasCountersHistogramsAndGauges") {
     EngineStatus st;
     st.kv_blocks_total = 10;
     st.kv_blocks_used = 4;
+    st.kv_blocks_cached = 3;
     st.requests = {{1, "decode", 1, 1, 1}, {2, "queued", 1, 0, 1}, {3, "queued", 1, 0, 1}};
     const std::string text = prometheus_text(m.snapshot(), st);
     const auto has = [&](const std::string& line) {
@@ -415,6 +422,7 @@ TEST_CASE("prometheusTextHasCountersHistogramsAndGauges") {
     has("ember_http_requests_total{endpoint=\"/v1/chat/completions\",status=\"400\"} 1");
     has("ember_generations_total{stop_reason=\"length\"} 1");
     has("ember_prompt_tokens_total 10");
+    has("ember_prompt_tokens_cached_total 6");
     has("ember_generated_tokens_total 4");
     has("# TYPE ember_time_to_first_token_seconds histogram");
     has("ember_time_to_first_token_seconds_bucket{le=\"0.025\"} 0");
@@ -429,4 +437,5 @@ TEST_CASE("prometheusTextHasCountersHistogramsAndGauges") {
     has("ember_requests_queued 2");
     has("ember_kv_blocks_used 4");
     has("ember_kv_cache_usage_ratio 0.4");
+    has("ember_kv_blocks_cached 3");
 }
