@@ -1,5 +1,5 @@
-// `ember serve MODEL [--host H] [--port P] [--api-key K] [--parallel N] [--no-prefix-cache]
-// [model options]`: the
+// `ember serve MODEL [--host H] [--port P] [--api-key K] [--parallel N] [--cache-ram SIZE]
+// [--no-prefix-cache] [model options]`: the
 // OpenAI-compatible HTTP server (engine/server) over a Scheduler on one loaded model, until
 // SIGINT or SIGTERM.
 //
@@ -15,6 +15,7 @@
 #include "app/cli/commands.h"
 #include "app/cli/options.h"
 #include "app/cli/serve_defaults.h"
+#include "engine/fit/byte_size.h"
 #include "engine/scheduler/scheduler.h"
 #include "engine/server/http_server.h"
 #include "kernels/common/error.h"
@@ -37,13 +38,14 @@ server::ServerOptions server_options(const Args& args) {
 }  // namespace
 
 int cmd_serve(int argc, char** argv) {
-    Args args(argc, argv, 0,
-              merge(model_value_options(), {"--host", "--port", "--api-key", "--parallel", "--max-tokens"}),
-              {"--no-prefix-cache"});
+    Args args(
+        argc, argv, 0,
+        merge(model_value_options(), {"--host", "--port", "--api-key", "--parallel", "--max-tokens", "--cache-ram"}),
+        {"--no-prefix-cache"});
     if (args.positional().size() != 1)
         throw Error(
             "usage: ember serve MODEL [--host H] [--port P (0: any free port)] [--api-key K] [--parallel N] "
-            "[--max-tokens N] [--no-prefix-cache]\n" +
+            "[--max-tokens N] [--cache-ram SIZE (4GiB; 0: off)] [--no-prefix-cache]\n" +
             options_help());
     const server::ServerOptions so = server_options(args);
     const int32_t parallel = static_cast<int32_t>(args.get_int("--parallel", 4, 1, 256));
@@ -56,7 +58,9 @@ int cmd_serve(int argc, char** argv) {
     sigaddset(&stop_signals, SIGTERM);
     pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);  // before the first thread starts
 
+    const uint64_t cache_ram = fit::parse_byte_size(args.get_or("--cache-ram", kServeCacheRam), "--cache-ram");
     auto model = Model::load(lo);
+    if (!args.flag("--no-prefix-cache")) model->kv().set_host_cache(cache_ram);
     SchedulerOptions sched;
     sched.max_batch = parallel;
     sched.prefix_cache = !args.flag("--no-prefix-cache");

@@ -124,6 +124,7 @@ int32_t KvCache::take_block() {
     } else {
         b = idle_.front();
         idle_.pop_front();
+        spill(b);
         unpublish(b);
     }
     refcount_[static_cast<size_t>(b)] = 1;
@@ -193,11 +194,16 @@ int32_t KvCache::attach_prefix(int32_t seq, std::span<const int32_t> tokens) {
         const std::span<const int32_t> block = tokens.subspan(i * B, B);
         const uint64_t h = chain_hash(parent, block);
         const auto it = index_.find(h);
-        if (it == index_.end()) break;
-        const int32_t b = it->second;
-        const Published& p = *published_[static_cast<size_t>(b)];
-        if (p.parent != parent || !std::equal(block.begin(), block.end(), p.tokens.begin())) break;
-        if (refcount_[static_cast<size_t>(b)]++ == 0) idle_.erase(p.idle);
+        int32_t b = -1;
+        if (it != index_.end()) {
+            const Published& p = *published_[static_cast<size_t>(it->second)];
+            if (p.parent == parent && std::equal(block.begin(), block.end(), p.tokens.begin())) b = it->second;
+        }
+        if (b >= 0) {
+            if (refcount_[static_cast<size_t>(b)]++ == 0) idle_.erase(published_[static_cast<size_t>(b)]->idle);
+        } else if ((b = restore(h, parent, block)) < 0) {
+            break;
+        }
         s.blocks.push_back(b);
         s.chain.push_back(h);
         parent = h;
@@ -220,6 +226,51 @@ void KvCache::publish(int32_t seq, std::span<const int32_t> tokens) {
         if (p || !index_.emplace(h, b).second) continue;  // attached, or the same prefix is published already
         p = Published{h, parent, std::vector<int32_t>(block.begin(), block.end()), {}};
     }
+}
+
+// Every layer's K and V rows of block b, in a fixed order: copy(backend, rows, offset), the
+// offset counting the bytes of the halves before.
+template <class Copy>
+void KvCache::for_each_half(int32_t b, Copy copy) {
+    const int64_t B = config_.block_tokens;
+    size_t offset = 0;
+    for (size_t i = 0; i < layers_.size(); ++i) {
+        for (Tensor* t : {&layers_[i].k, &layers_[i].v}) {
+            Tensor rows = t->slice_rows(b * B, B);
+            copy(*layer_backend_[i], rows, offset);
+            offset += rows.bytes();
+        }
+    }
+}
+
+void KvCache::set_host_cache(uint64_t budget_bytes) {
+    host_ = budget_bytes > 0 ? std::make_unique<HostPrefixStore>(budget_bytes) : nullptr;
+}
+
+// An idle published block about to be reused: its bytes go to the host tier, if there is one.
+void KvCache::spill(int32_t b) {
+    const auto& p = published_[static_cast<size_t>(b)];
+    if (!host_ || !p) return;
+    size_t bytes = 0;
+    for_each_half(b, [&](Backend&, Tensor& rows, size_t off) { bytes = off + rows.bytes(); });
+    HostPrefixStore::Entry e{p->parent, p->tokens, std::vector<uint8_t>(bytes)};
+    for_each_half(
+        b, [&](Backend& be, Tensor& rows, size_t off) { be.download(rows, e.bytes.data() + off, rows.bytes()); });
+    host_->put(p->hash, std::move(e));
+}
+
+// A block of a prefix from the host tier into a pool block, published and held (refcount 1)
+// by the caller; -1 when the host tier does not have it or the pool has no room.
+int32_t KvCache::restore(uint64_t hash, uint64_t parent, std::span<const int32_t> block) {
+    if (!host_ || free_blocks() == 0) return -1;
+    std::optional<HostPrefixStore::Entry> e = host_->take(hash, parent, block);
+    if (!e) return -1;
+    const int32_t b = take_block();
+    for_each_half(b,
+                  [&](Backend& be, Tensor& rows, size_t off) { be.upload(rows, e->bytes.data() + off, rows.bytes()); });
+    index_[hash] = b;
+    published_[static_cast<size_t>(b)] = Published{hash, parent, std::move(e->tokens), {}};
+    return b;
 }
 
 }  // namespace ember

@@ -10,15 +10,19 @@
 // them again. A published block that no sequence holds any more stays in the pool, idle,
 // until its room is needed (least recently released first; a sequence releases its last
 // block first, so a prefix outlives its continuations); free_blocks() counts it as free.
+// With a host cache (set_host_cache), a published block whose room is taken is copied to host
+// RAM first, and comes back from there when a prompt needs it (host_prefix_store.h).
 #pragma once
 #include <cstdint>
 #include <list>
+#include <memory>
 #include <optional>
 #include <span>
 #include <string>
 #include <unordered_map>
 #include <vector>
 
+#include "engine/kv/host_prefix_store.h"
 #include "kernels/backend.h"
 
 namespace ember {
@@ -82,6 +86,9 @@ public:
     void publish(int32_t seq, std::span<const int32_t> tokens);
     int32_t published_blocks() const { return static_cast<int32_t>(index_.size()); }
     int32_t idle_blocks() const { return static_cast<int32_t>(idle_.size()); }
+    // The host-RAM tier, at most `budget_bytes` of evicted blocks (0: none; what it held goes).
+    void set_host_cache(uint64_t budget_bytes);
+    const HostPrefixStore* host_cache() const { return host_.get(); }
 
 private:
     struct Sequence {
@@ -99,6 +106,10 @@ private:
     const Sequence& seq_ref(int32_t seq) const;
     int32_t take_block();
     void release_block(int32_t b);
+    void spill(int32_t b);
+    int32_t restore(uint64_t hash, uint64_t parent, std::span<const int32_t> block);
+    template <class Copy>
+    void for_each_half(int32_t b, Copy copy);  // copy(backend, K or V rows of block b, byte offset)
     void unpublish(int32_t b);
     uint64_t chain_hash(uint64_t parent, std::span<const int32_t> block) const;
     void release_layers();
@@ -115,6 +126,7 @@ private:
     std::unordered_map<uint64_t, int32_t> index_;      // chain hash -> block
     std::vector<std::optional<Published>> published_;  // per block
     std::list<int32_t> idle_;                          // published blocks nobody holds, least recently released first
+    std::unique_ptr<HostPrefixStore> host_;            // evicted published blocks, in host RAM (optional)
 };
 
 }  // namespace ember

@@ -110,6 +110,7 @@ struct EngineStatus {
     int32_t max_batch = 0;              // sequences in one pass at most
     int32_t kv_blocks_total = 0, kv_blocks_used = 0;
     int32_t kv_blocks_cached = 0;         // of the unused ones, published prefix blocks kept for reuse
+    uint64_t kv_host_cache_bytes = 0;     // evicted prefix blocks kept in host RAM (KvCache::set_host_cache)
     std::vector<DeviceMemory> memory;     // per backend, by kind
     std::vector<RequestStatus> requests;  // running first, then queued
 };

@@ -138,6 +138,8 @@ std::string prometheus_text(const MetricsSnapshot& m, const EngineStatus& status
           status.kv_blocks_total > 0 ? double(status.kv_blocks_used) / status.kv_blocks_total : 0.0);
     gauge(out, "ember_kv_blocks_cached", "Unused KV cache blocks that hold a published prompt prefix.",
           status.kv_blocks_cached);
+    gauge(out, "ember_kv_host_cache_bytes", "Prompt-prefix KV blocks evicted from the pool and kept in host RAM.",
+          static_cast<double>(status.kv_host_cache_bytes));
     header(out, "ember_memory_bytes", "gauge", "Bytes the model holds, by device and kind.");
     for (const DeviceMemory& d : status.memory) {
         const std::pair<const char*, uint64_t> kinds[] = {{"weights", d.weights},

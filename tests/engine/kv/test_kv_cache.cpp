@@ -195,3 +195,88 @@ TEST_CASE("prefix reuse: truncating into a shared block lets go of it, into an o
     const int32_t d = kv.new_sequence();
     REQUIRE_EQ(kv.attach_prefix(d, grown), 8);
 }
+
+namespace {
+// Block b's bytes, every layer's K then V (the host cache's order).
+std::vector<uint8_t> block_bytes(Backend& be, KvCache& kv, int32_t b) {
+    std::vector<uint8_t> out;
+    for (int l = 0; l < kv.config().n_layers; ++l) {
+        for (Tensor* t : {&kv.layer(l).k, &kv.layer(l).v}) {
+            const Tensor rows = t->slice_rows(int64_t{b} * kv.config().block_tokens, kv.config().block_tokens);
+            std::vector<uint8_t> part(rows.bytes());
+            be.download(rows, part.data(), part.size());
+            out.insert(out.end(), part.begin(), part.end());
+        }
+    }
+    return out;
+}
+// Fills block b with bytes that differ per block, layer, half and position.
+void fill_block(Backend& be, KvCache& kv, int32_t b, uint8_t tag) {
+    for (int l = 0; l < kv.config().n_layers; ++l) {
+        for (Tensor* t : {&kv.layer(l).k, &kv.layer(l).v}) {
+            Tensor rows = t->slice_rows(int64_t{b} * kv.config().block_tokens, kv.config().block_tokens);
+            std::vector<uint8_t> part(rows.bytes());
+            for (size_t i = 0; i < part.size(); ++i)
+                part[i] = static_cast<uint8_t>(tag * 31 + l * 7 + i + (t == &kv.layer(l).v));
+            be.upload(rows, part.data(), part.size());
+        }
+    }
+}
+}  // namespace
+
+TEST_CASE("prefix reuse: a host cache keeps evicted published blocks and brings them back byte for byte") {
+    auto backend = make_cpu_backend(1);
+    KvCache kv(*backend, small_config(4));
+    const uint64_t per_block = kv.config().bytes_per_block();
+    const std::vector<int32_t> tokens = iota_tokens(8);
+    const auto publish_a = [&] {
+        const int32_t a = kv.new_sequence();
+        kv.append(a, 8);
+        for (int i = 0; i < 2; ++i) fill_block(*backend, kv, kv.block_table(a)[size_t(i)], static_cast<uint8_t>(i + 1));
+        kv.publish(a, tokens);
+        std::vector<std::vector<uint8_t>> bytes;
+        for (int32_t b : kv.block_table(a)) bytes.push_back(block_bytes(*backend, kv, b));
+        kv.free_sequence(a);
+        return bytes;
+    };
+    const auto take_whole_pool = [&] {
+        const int32_t c = kv.new_sequence();
+        kv.append(c, 16);  // a's idle blocks must give their room
+        REQUIRE_EQ(kv.published_blocks(), 0);
+        kv.free_sequence(c);
+    };
+
+    kv.set_host_cache(2 * per_block);
+    const auto want = publish_a();
+    take_whole_pool();
+    REQUIRE_EQ(kv.host_cache()->size(), size_t(2));
+    REQUIRE_EQ(kv.host_cache()->bytes(), 2 * per_block);
+    const int32_t d = kv.new_sequence();
+    REQUIRE_EQ(kv.attach_prefix(d, tokens), 8);
+    REQUIRE_EQ(kv.host_cache()->size(), size_t(0));  // moved back into the pool
+    REQUIRE_EQ(kv.published_blocks(), 2);
+    for (int i = 0; i < 2; ++i) CHECK(block_bytes(*backend, kv, kv.block_table(d)[size_t(i)]) == want[size_t(i)]);
+    kv.free_sequence(d);
+    const int32_t e = kv.new_sequence();
+    REQUIRE_EQ(kv.attach_prefix(e, tokens), 8);  // and published there again
+    kv.free_sequence(e);
+
+    // Room for one block: the one evicted last stays, which is a's first (a sequence lets go
+    // of its last block first), so the prefix still starts there.
+    kv.set_host_cache(per_block + per_block / 2);
+    take_whole_pool();
+    REQUIRE_EQ(kv.host_cache()->size(), size_t(1));
+    const int32_t f = kv.new_sequence();
+    REQUIRE_EQ(kv.attach_prefix(f, tokens), 4);
+    CHECK(block_bytes(*backend, kv, kv.block_table(f)[0]) == want[0]);
+    kv.free_sequence(f);
+
+    // Other tokens find nothing there; no host cache, nothing kept.
+    std::vector<int32_t> other = tokens;
+    other[1] = 5;
+    const int32_t g = kv.new_sequence();
+    REQUIRE_EQ(kv.attach_prefix(g, other), 0);
+    kv.free_sequence(g);
+    kv.set_host_cache(0);
+    REQUIRE(kv.host_cache() == nullptr);
+}

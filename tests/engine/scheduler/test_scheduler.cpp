@@ -261,17 +261,24 @@ TEST_CASE("prefix reuse skips whole blocks and changes no logprob") {
     };
 
     Results res;
-    std::map<uint64_t, int32_t> first_pass;  // request id -> tokens in its first pass
+    // Written on the engine thread (on_step), read on this one: under `mutex`.
+    std::mutex mutex;
+    std::map<uint64_t, int32_t> first_pass_of;  // request id -> tokens in its first pass
     uint64_t last_id = 0;
     Scheduler* self = nullptr;
     bool join = false;  // submit reqs[2] again at the next step (its twin is decoding by then)
     SchedulerOptions o;
     o.on_step = [&](const StepInfo& info) {
-        for (const StepEntry& e : info.batch) first_pass.emplace(e.request_id, e.tokens);
+        std::lock_guard lock(mutex);
+        for (const StepEntry& e : info.batch) first_pass_of.emplace(e.request_id, e.tokens);
         if (join && info.batch.size() == 1 && info.batch[0].decode) {
             join = false;
             last_id = self->submit(reqs[2], res.sink(4));
         }
+    };
+    const auto first_pass = [&](uint64_t id) {
+        std::lock_guard lock(mutex);
+        return first_pass_of.count(id) ? first_pass_of.at(id) : -1;
     };
     Scheduler s(*model, o);
     self = &s;
@@ -285,21 +292,29 @@ TEST_CASE("prefix reuse skips whole blocks and changes no logprob") {
     const uint64_t id2 = s.submit(reqs[1], res.sink(2));
     res.wait(3);
     CHECK(res.get(0).stats.reused_tokens == 0);
-    CHECK(first_pass[id0] == p0);
+    CHECK(first_pass(id0) == p0);
     CHECK(res.get(1).stats.reused_tokens == (p0 - 1) / 16 * 16);
-    CHECK(first_pass[id1] == p0 - (p0 - 1) / 16 * 16);
+    CHECK(first_pass(id1) == p0 - (p0 - 1) / 16 * 16);
     CHECK(res.get(2).stats.reused_tokens >= 16);
-    CHECK(first_pass[id2] == p1 - res.get(2).stats.reused_tokens);
+    CHECK(first_pass(id2) == p1 - res.get(2).stats.reused_tokens);
     same_logprobs(res.get(0), ref[0]);
     same_logprobs(res.get(1), ref[0]);
     same_logprobs(res.get(2), ref[1]);
 
     // A twin that joins while the first is decoding shares its blocks, read-only.
-    join = true;
+    {
+        std::lock_guard lock(mutex);
+        join = true;
+    }
     s.submit(reqs[2], res.sink(3));
     res.wait(5);
+    uint64_t twin = 0;
+    {
+        std::lock_guard lock(mutex);
+        twin = last_id;
+    }
     CHECK(res.get(4).stats.reused_tokens == (ref[2].stats.prompt_tokens - 1) / 16 * 16);
-    CHECK(first_pass[last_id] == ref[2].stats.prompt_tokens - res.get(4).stats.reused_tokens);
+    CHECK(first_pass(twin) == ref[2].stats.prompt_tokens - res.get(4).stats.reused_tokens);
     same_logprobs(res.get(3), ref[2]);
     same_logprobs(res.get(4), ref[2]);
 
@@ -309,13 +324,49 @@ TEST_CASE("prefix reuse skips whole blocks and changes no logprob") {
     const uint64_t id5 = s.submit(whole, res.sink(5));
     res.wait(6);
     CHECK(res.get(5).stats.reused_tokens == 0);
-    CHECK(first_pass[id5] == p0);
+    CHECK(first_pass(id5) == p0);
     same_logprobs(res.get(5), ref[0]);
     // Everything ended: the published blocks wait, unused, for the next prompt.
     const EngineStatus st = s.status();
     CHECK(st.kv_blocks_used == 0);
-    CHECK(st.kv_blocks_cached == model->kv().idle_blocks());
     CHECK(st.kv_blocks_cached >= (p0 - 1) / 16);
+}
+
+// The host-RAM tier: a pool too small to keep a prompt's blocks while another request runs
+// spills them to host RAM, and the prompt sent again gets them back, bit for bit.
+TEST_CASE("prefix blocks evicted to the host cache come back with the same logprobs") {
+    auto model = load(test::test_model(test::kSmolLM2), 128, 1);  // 8 blocks of 16
+    EngineRequest a;
+    a.messages = {{"user", "What is the capital of France?"}};
+    a.max_tokens = 8;
+    a.sampling = SamplingParams::greedy();
+    a.top_logprobs = 2;
+    EngineRequest b = long_request(120, 4);  // needs the whole pool
+    const std::vector<Outcome> ref = alone(*model, {a});
+    model->kv().set_host_cache(64ull << 20);  // before the scheduler's thread owns the cache
+    Outcome again;
+    {
+        Scheduler s(*model, {});
+        Results res;
+        s.submit(a, res.sink(0));
+        res.wait(1);
+        s.submit(b, res.sink(1));
+        res.wait(2);
+        REQUIRE(res.get(1).error.empty());
+        CHECK(s.status().kv_host_cache_bytes >= 2 * model->kv().config().bytes_per_block());
+        s.submit(a, res.sink(2));
+        res.wait(3);
+        again = res.get(2);
+    }
+    const int32_t p = ref[0].stats.prompt_tokens;
+    CHECK(again.stats.reused_tokens == (p - 1) / 16 * 16);
+    REQUIRE(again.logprobs.size() == ref[0].logprobs.size());
+    for (size_t i = 0; i < again.logprobs.size(); ++i) {
+        CHECK(again.logprobs[i].id == ref[0].logprobs[i].id);
+        CHECK(again.logprobs[i].logprob == ref[0].logprobs[i].logprob);
+    }
+    CHECK(again.text == ref[0].text);
+    model->kv().set_host_cache(0);
 }
 
 TEST_CASE("the scheduler's text equals Sequence::generate's") {

@@ -381,6 +381,7 @@ TEST_CASE("statusJsonForEmberPs") {
     s.kv_blocks_total = 64;
     s.kv_blocks_used = 5;
     s.kv_blocks_cached = 7;
+    s.kv_host_cache_bytes = 4096;
     DeviceMemory m;
     m.device = "cpu";
     m.mapped_weights = 1000;
@@ -390,6 +391,7 @@ TEST_CASE("statusJsonForEmberPs") {
     const json j = status_json(s);
     CHECK(j["model"] == "SmolLM2");
     CHECK(j["kv_blocks"] == json{{"total", 64}, {"used", 5}, {"cached", 7}});
+    CHECK(j["kv_host_cache_bytes"] == 4096);
     CHECK(j["memory"][0]["held"] == 1200);
     CHECK(j["running"] == 1);
     CHECK(j["queued"] == 1);
@@ -411,6 +413,7 @@ TEST_CASE("prometheusTextHasCountersHistogramsAndGauges") {
     st.kv_blocks_total = 10;
     st.kv_blocks_used = 4;
     st.kv_blocks_cached = 3;
+    st.kv_host_cache_bytes = 65536;
     st.requests = {{1, "decode", 1, 1, 1}, {2, "queued", 1, 0, 1}, {3, "queued", 1, 0, 1}};
     const std::string text = prometheus_text(m.snapshot(), st);
     const auto has = [&](const std::string& line) {
@@ -438,4 +441,5 @@ TEST_CASE("prometheusTextHasCountersHistogramsAndGauges") {
     has("ember_kv_blocks_used 4");
     has("ember_kv_cache_usage_ratio 0.4");
     has("ember_kv_blocks_cached 3");
+    has("ember_kv_host_cache_bytes 65536");
 }
