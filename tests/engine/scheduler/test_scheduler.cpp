@@ -266,13 +266,14 @@ TEST_CASE("prefix reuse skips whole blocks and changes no logprob") {
     std::map<uint64_t, int32_t> first_pass_of;  // request id -> tokens in its first pass
     uint64_t last_id = 0;
     Scheduler* self = nullptr;
-    bool join = false;  // submit reqs[2] again at the next step (its twin is decoding by then)
+    uint64_t join_after = 0;  // when this request decodes alone, submit reqs[2] again (its twin)
     SchedulerOptions o;
     o.on_step = [&](const StepInfo& info) {
         std::lock_guard lock(mutex);
         for (const StepEntry& e : info.batch) first_pass_of.emplace(e.request_id, e.tokens);
-        if (join && info.batch.size() == 1 && info.batch[0].decode) {
-            join = false;
+        if (join_after != 0 && info.batch.size() == 1 && info.batch[0].request_id == join_after &&
+            info.batch[0].decode) {
+            join_after = 0;
             last_id = self->submit(reqs[2], res.sink(4));
         }
     };
@@ -303,10 +304,11 @@ TEST_CASE("prefix reuse skips whole blocks and changes no logprob") {
 
     // A twin that joins while the first is decoding shares its blocks, read-only.
     {
+        // Under the lock: its first step's on_step waits until join_after names it (an
+        // earlier request's last on_step may still be running, and must not trigger the join).
         std::lock_guard lock(mutex);
-        join = true;
+        join_after = s.submit(reqs[2], res.sink(3));
     }
-    s.submit(reqs[2], res.sink(3));
     res.wait(5);
     uint64_t twin = 0;
     {
