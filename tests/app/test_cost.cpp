@@ -416,10 +416,16 @@ private slots:
         QCOMPARE(cost.sharedAnswers(), 2);
         QVERIFY(cost.estimated());
         QVERIFY2(cost.energySource().contains("split evenly"), qPrintable(cost.energySource()));
+        // Both store a measured part; together they drew energy. One of them may get 0 J: a
+        // short answer on a loaded machine can run between two ticks of the fake counter
+        // (seen once in CI, after the prefix cache made the second chat's prefill shorter).
+        double joules = 0;
         for (qint64 id : {a, b}) {
             const auto msgs = h.store.store->messages(id);
-            QVERIFY(msgs.back().stats.energy_j.has_value() && *msgs.back().stats.energy_j > 0);
+            QVERIFY(msgs.back().stats.energy_j.has_value() && *msgs.back().stats.energy_j >= 0);
+            joules += *msgs.back().stats.energy_j;
         }
+        QVERIFY(joules > 0);
     }
 
     void viewRendersWhileSmolLM2Answers() {
