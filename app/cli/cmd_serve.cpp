@@ -60,10 +60,11 @@ int cmd_serve(int argc, char** argv) {
 
     const uint64_t cache_ram = fit::parse_byte_size(args.get_or("--cache-ram", kServeCacheRam), "--cache-ram");
     auto model = Model::load(lo);
-    if (!args.flag("--no-prefix-cache")) model->kv().set_host_cache(cache_ram);
+    const bool prefix_cache = !args.flag("--no-prefix-cache");
+    if (prefix_cache) model->kv().set_host_cache(cache_ram);
     SchedulerOptions sched;
     sched.max_batch = parallel;
-    sched.prefix_cache = !args.flag("--no-prefix-cache");
+    sched.prefix_cache = prefix_cache;
     Scheduler scheduler(*model, sched);
     server::HttpServer http(scheduler, so);
     http.start();

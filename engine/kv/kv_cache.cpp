@@ -251,11 +251,11 @@ void KvCache::set_host_cache(uint64_t budget_bytes) {
 void KvCache::spill(int32_t b) {
     const auto& p = published_[static_cast<size_t>(b)];
     if (!host_ || !p) return;
-    size_t bytes = 0;
-    for_each_half(b, [&](Backend&, Tensor& rows, size_t off) { bytes = off + rows.bytes(); });
-    HostPrefixStore::Entry e{p->parent, p->tokens, std::vector<uint8_t>(bytes)};
-    for_each_half(
-        b, [&](Backend& be, Tensor& rows, size_t off) { be.download(rows, e.bytes.data() + off, rows.bytes()); });
+    HostPrefixStore::Entry e{p->parent, p->tokens, {}};
+    for_each_half(b, [&](Backend& be, Tensor& rows, size_t off) {
+        e.bytes.resize(off + rows.bytes());
+        be.download(rows, e.bytes.data() + off, rows.bytes());
+    });
     host_->put(p->hash, std::move(e));
 }
 

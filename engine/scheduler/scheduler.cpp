@@ -384,7 +384,7 @@ void Scheduler::admit_one(std::shared_ptr<Job> job) {
         cached_.erase(hit);
     } else {
         r.seq = kv.new_sequence();
-        if (opts_.prefix_cache && job->req.reuse_prefix && !target.empty()) {  // the last token is computed, for logits
+        if (uses_prefix_cache(*job) && !target.empty()) {  // the last token is computed, for logits
             const int32_t n = kv.attach_prefix(r.seq, std::span(target).first(target.size() - 1));
             r.tokens.assign(target.begin(), target.begin() + n);
         }
@@ -410,6 +410,8 @@ void Scheduler::admit_one(std::shared_ptr<Job> job) {
                                      [](uint64_t id, const Running& x) { return id < x.job->id; });
     running_.insert(at, std::move(r));
 }
+
+bool Scheduler::uses_prefix_cache(const Job& job) const { return opts_.prefix_cache && job.req.reuse_prefix; }
 
 int32_t Scheduler::blocks_for(int32_t seq, int32_t more) const {
     const KvCache& kv = model_.kv();
@@ -557,7 +559,7 @@ void Scheduler::run_pass(const std::vector<Planned>& plan, StepInfo& info) {
         Running& r = running_[p.index];
         const size_t start = r.tokens.size();
         for (int32_t j = 0; j < p.n; ++j) r.tokens.push_back(r.job->token_at(start + static_cast<size_t>(j)));
-        if (opts_.prefix_cache && r.job->req.reuse_prefix) kv.publish(r.seq, r.tokens);
+        if (uses_prefix_cache(*r.job)) kv.publish(r.seq, r.tokens);
     }
     sample(plan, host, k, info);
 }

@@ -96,6 +96,7 @@ private:
     bool fits(const Job& job) const;
     void admit_one(std::shared_ptr<Job> job);
     std::vector<Planned> plan_step();
+    bool uses_prefix_cache(const Job& job) const;  // attaches and publishes prefix blocks
     int32_t blocks_for(int32_t seq, int32_t more) const;
     int32_t evict_cached(int32_t blocks_wanted);
     void drop_cached(const std::string& key);
