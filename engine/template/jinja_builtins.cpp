@@ -896,10 +896,13 @@ bool affix_match(const Value& s, CallArgs& a, bool prefix) {
     if (p.has(1) || p.has(2)) {
         const std::vector<std::string_view> cs = utf8_chars(text);
         const int64_t n = static_cast<int64_t>(cs.size());
-        auto norm = [n](int64_t x) { return std::clamp<int64_t>(x < 0 ? x + n : x, 0, n); };
-        const int64_t b = norm(p.integer(1, 0)), e = norm(p.integer(2, n));
-        text.clear();
-        for (int64_t i = b; i < e; ++i) text += cs[static_cast<size_t>(i)];
+        auto from_end = [n](int64_t x) { return x < 0 ? std::max<int64_t>(x + n, 0) : x; };
+        const int64_t b = from_end(p.integer(1, 0)), e = std::min(from_end(p.integer(2, n)), n);
+        if (b > n || e < b) return false;  // Python: an empty range past the end matches nothing
+        // cs views the old text, so the slice is built in a new string.
+        std::string slice;
+        for (int64_t i = b; i < e; ++i) slice += cs[static_cast<size_t>(i)];
+        text = std::move(slice);
     }
     std::vector<Value> options = p[0].is_list() ? p[0].list() : std::vector<Value>{p[0]};
     for (const Value& o : options) {

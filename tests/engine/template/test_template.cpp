@@ -393,6 +393,11 @@ TEST_CASE("methods and slicing") {
                 "olleh|3|What is the capital of France?|é");
     COMPARE_STR(run("{{ messages[0].role }}{{ messages[0]['role'] }}{{ messages[0].missing is defined }}"),
                 "systemsystemFalse");
+    // A [start:end] slice of the string itself (once built over views into the string it replaced).
+    COMPARE_STR(run("{{ 'aloopȓastbc'.startswith('loop', 1) }}|{{ 'hello'.endswith('ll', 0, -1) }}|"
+                    "{{ 'héllo wörld, a longer text'.startswith('wörld', 6, 11) }}|{{ 'x'.startswith('', 5) }}|{{ "
+                    "'abc'.startswith('', -10) }}"),
+                "True|True|True|False|True");
 }
 
 TEST_CASE("namespaces and scoping") {
