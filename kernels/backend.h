@@ -146,6 +146,10 @@ class Backend {
 public:
     virtual ~Backend() = default;
     virtual std::string name() const = 0;  // "cpu (avx512, 2 threads)", "cuda:0 H200"
+    // How this backend lays out a KV block's bytes, and whose arithmetic wrote them: blocks
+    // saved from one backend (the prefix cache's disk tier) are read back only by a backend
+    // that answers the same ("cpu-heads/avx512", "cuda-rows/sm_90").
+    virtual std::string kv_layout() const = 0;
 
     // ---- memory ---------------------------------------------------------------------
     // Allocates rows x cols of `type`; throws ember::Error with the sizes on failure.

@@ -30,9 +30,12 @@ void print_status(const json& s) {
     std::printf("context   %lld tokens per sequence, up to %d sequences per batch\n", s.value("n_ctx", 0LL),
                 s.value("max_batch", 0));
     const json kv = s.value("kv_blocks", json::object());
-    std::printf("kv cache  %d of %d blocks in use, %d more holding prompt prefixes for reuse, %s more in host RAM\n",
-                kv.value("used", 0), kv.value("total", 0), kv.value("cached", 0),
-                format_bytes(s.value("kv_host_cache_bytes", uint64_t{0})).c_str());
+    std::printf(
+        "kv cache  %d of %d blocks in use, %d more holding prompt prefixes for reuse, %s more in host RAM, "
+        "%s on disk\n",
+        kv.value("used", 0), kv.value("total", 0), kv.value("cached", 0),
+        format_bytes(s.value("kv_host_cache_bytes", uint64_t{0})).c_str(),
+        format_bytes(s.value("kv_disk_cache_bytes", uint64_t{0})).c_str());
     std::printf("memory    %-8s %6s %11s %11s %11s %11s %11s\n", "device", "layers", "weights", "mapped", "kv cache",
                 "scratch", "total");
     for (const json& m : s.value("memory", json::array()))

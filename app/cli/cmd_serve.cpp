@@ -1,5 +1,5 @@
 // `ember serve MODEL [--host H] [--port P] [--api-key K] [--parallel N] [--cache-ram SIZE]
-// [--no-prefix-cache] [model options]`: the
+// [--cache-disk SIZE] [--cache-dir DIR] [--no-prefix-cache] [model options]`: the
 // OpenAI-compatible HTTP server (engine/server) over a Scheduler on one loaded model, until
 // SIGINT or SIGTERM.
 //
@@ -38,14 +38,15 @@ server::ServerOptions server_options(const Args& args) {
 }  // namespace
 
 int cmd_serve(int argc, char** argv) {
-    Args args(
-        argc, argv, 0,
-        merge(model_value_options(), {"--host", "--port", "--api-key", "--parallel", "--max-tokens", "--cache-ram"}),
-        {"--no-prefix-cache"});
+    Args args(argc, argv, 0,
+              merge(model_value_options(), {"--host", "--port", "--api-key", "--parallel", "--max-tokens",
+                                            "--cache-ram", "--cache-disk", "--cache-dir"}),
+              {"--no-prefix-cache"});
     if (args.positional().size() != 1)
         throw Error(
             "usage: ember serve MODEL [--host H] [--port P (0: any free port)] [--api-key K] [--parallel N] "
-            "[--max-tokens N] [--cache-ram SIZE (4GiB; 0: off)] [--no-prefix-cache]\n" +
+            "[--max-tokens N] [--cache-ram SIZE (4GiB; 0: off)] [--cache-disk SIZE (0: off)] [--cache-dir DIR] "
+            "[--no-prefix-cache]\n" +
             options_help());
     const server::ServerOptions so = server_options(args);
     const int32_t parallel = static_cast<int32_t>(args.get_int("--parallel", 4, 1, 256));
@@ -59,9 +60,16 @@ int cmd_serve(int argc, char** argv) {
     pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);  // before the first thread starts
 
     const uint64_t cache_ram = fit::parse_byte_size(args.get_or("--cache-ram", kServeCacheRam), "--cache-ram");
-    auto model = Model::load(lo);
+    const uint64_t cache_disk = fit::parse_byte_size(args.get_or("--cache-disk", "0"), "--cache-disk");
     const bool prefix_cache = !args.flag("--no-prefix-cache");
+    if (!prefix_cache && (args.get("--cache-disk") || args.get("--cache-ram")))
+        throw Error("--no-prefix-cache turns the prefix cache off: --cache-ram and --cache-disk do not apply");
+    if (args.get("--cache-dir") && cache_disk == 0) throw Error("--cache-dir needs --cache-disk SIZE");
+    auto model = Model::load(lo);
     if (prefix_cache) model->kv().set_host_cache(cache_ram);
+    if (prefix_cache && cache_disk > 0)
+        model->open_disk_prefix_cache(args.get_or("--cache-dir", default_disk_prefix_cache_root().string()),
+                                      cache_disk);
     SchedulerOptions sched;
     sched.max_batch = parallel;
     sched.prefix_cache = prefix_cache;

@@ -225,6 +225,7 @@ void KvCache::publish(int32_t seq, std::span<const int32_t> tokens) {
         auto& p = published_[static_cast<size_t>(b)];
         if (p || !index_.emplace(h, b).second) continue;  // attached, or the same prefix is published already
         p = Published{h, parent, std::vector<int32_t>(block.begin(), block.end()), {}};
+        if (disk_ && !disk_->contains(h)) disk_->put(h, parent, block, copy_out(b));
     }
 }
 
@@ -247,23 +248,33 @@ void KvCache::set_host_cache(uint64_t budget_bytes) {
     host_ = budget_bytes > 0 ? std::make_unique<HostPrefixStore>(budget_bytes) : nullptr;
 }
 
+void KvCache::set_disk_cache(std::unique_ptr<DiskPrefixStore> store) {
+    if (!index_.empty()) throw Error("KV cache: the disk tier is set before any block is published");
+    disk_ = std::move(store);
+    if (disk_) seed_ = disk_->seed();
+}
+
+std::vector<uint8_t> KvCache::copy_out(int32_t b) {
+    std::vector<uint8_t> bytes(config_.bytes_per_block());
+    for_each_half(b,
+                  [&](Backend& be, Tensor& rows, size_t off) { be.download(rows, bytes.data() + off, rows.bytes()); });
+    return bytes;
+}
+
 // An idle published block about to be reused: its bytes go to the host tier, if there is one.
 void KvCache::spill(int32_t b) {
     const auto& p = published_[static_cast<size_t>(b)];
     if (!host_ || !p) return;
-    HostPrefixStore::Entry e{p->parent, p->tokens, {}};
-    for_each_half(b, [&](Backend& be, Tensor& rows, size_t off) {
-        e.bytes.resize(off + rows.bytes());
-        be.download(rows, e.bytes.data() + off, rows.bytes());
-    });
-    host_->put(p->hash, std::move(e));
+    host_->put(p->hash, HostPrefixStore::Entry{p->parent, p->tokens, copy_out(b)});
 }
 
-// A block of a prefix from the host tier into a pool block, published and held (refcount 1)
-// by the caller; -1 when the host tier does not have it or the pool has no room.
+// A block of a prefix from the host tier, else from the disk tier, into a pool block,
+// published and held (refcount 1) by the caller; -1 when neither has it or the pool has no room.
 int32_t KvCache::restore(uint64_t hash, uint64_t parent, std::span<const int32_t> block) {
-    if (!host_ || free_blocks() == 0) return -1;
-    std::optional<HostPrefixStore::Entry> e = host_->take(hash, parent, block);
+    if (free_blocks() == 0) return -1;
+    std::optional<HostPrefixStore::Entry> e;
+    if (host_) e = host_->take(hash, parent, block);
+    if (!e && disk_) e = disk_->get(hash, parent, block);
     if (!e) return -1;
     const int32_t b = take_block();
     for_each_half(b,

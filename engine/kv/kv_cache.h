@@ -11,7 +11,10 @@
 // until its room is needed (least recently released first; a sequence releases its last
 // block first, so a prefix outlives its continuations); free_blocks() counts it as free.
 // With a host cache (set_host_cache), a published block whose room is taken is copied to host
-// RAM first, and comes back from there when a prompt needs it (host_prefix_store.h).
+// RAM first, and comes back from there when a prompt needs it (host_prefix_store.h). With a
+// disk cache (set_disk_cache), every published block is also written to disk as it is
+// published, and read back when neither the pool nor host RAM has it: after a restart too
+// (disk_prefix_store.h).
 #pragma once
 #include <cstdint>
 #include <list>
@@ -22,6 +25,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "engine/kv/disk_prefix_store.h"
 #include "engine/kv/host_prefix_store.h"
 #include "kernels/backend.h"
 
@@ -89,6 +93,11 @@ public:
     // The host-RAM tier, at most `budget_bytes` of evicted blocks (0: none; what it held goes).
     void set_host_cache(uint64_t budget_bytes);
     const HostPrefixStore* host_cache() const { return host_.get(); }
+    // The disk tier (null: none). Only before any block is published: the chain hashes take
+    // the store's seed, so that they name the same blocks in every process.
+    void set_disk_cache(std::unique_ptr<DiskPrefixStore> store);
+    DiskPrefixStore* disk_cache() { return disk_.get(); }
+    const DiskPrefixStore* disk_cache() const { return disk_.get(); }
 
 private:
     struct Sequence {
@@ -107,6 +116,7 @@ private:
     int32_t take_block();
     void release_block(int32_t b);
     void spill(int32_t b);
+    std::vector<uint8_t> copy_out(int32_t b);  // the block's bytes, as for_each_half orders them
     int32_t restore(uint64_t hash, uint64_t parent, std::span<const int32_t> block);
     template <class Copy>
     void for_each_half(int32_t b, Copy copy);  // copy(backend, K or V rows of block b, byte offset)
@@ -127,6 +137,7 @@ private:
     std::vector<std::optional<Published>> published_;  // per block
     std::list<int32_t> idle_;                          // published blocks nobody holds, least recently released first
     std::unique_ptr<HostPrefixStore> host_;            // evicted published blocks, in host RAM (optional)
+    std::unique_ptr<DiskPrefixStore> disk_;            // every published block, on disk (optional)
 };
 
 }  // namespace ember

@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "kernels/common/error.h"
+#include "engine/core/checksum.h"
 #include "engine/core/log.h"
 #include "engine/fit/measured_budget.h"
 
@@ -126,6 +127,51 @@ int Model::gpu_layers(const LoadOptions& opts) {
             break;
     }
     throw Error(opts.path + ": " + p.reason);
+}
+
+namespace {
+
+// What a KV block's bytes depend on besides its tokens: the model (every metadata value in
+// short form, the tensor directory, each tensor's first and last 4 KiB: a re-quantized or
+// fine-tuned file with the same shapes differs there), the cache's shape and type, and which
+// backend layout each layer's blocks have.
+uint64_t kv_identity(const GgufFile& f, const KvCacheConfig& c, const std::vector<Backend*>& layers) {
+    uint64_t h = checksum64("ember-kv-1", 10);
+    const auto add = [&h](const void* p, size_t n) { h = checksum64(p, n, h); };
+    const auto add_string = [&add](const std::string& s) { add(s.data(), s.size() + 1); };
+    const auto add_u64 = [&add](uint64_t x) { add(&x, sizeof x); };
+    add_u64(f.file_size());
+    for (const std::string& key : f.metadata_order()) {
+        add_string(key);
+        add_string(f.get(key).to_display(8));
+    }
+    constexpr uint64_t kSample = 4096;
+    for (const GgufTensor& t : f.tensors()) {
+        add_string(t.name);
+        for (const uint64_t x : {static_cast<uint64_t>(t.type), t.offset, t.n_bytes}) add_u64(x);
+        for (const uint64_t d : t.dims) add_u64(d);
+        if (!t.data) continue;
+        const uint64_t n = std::min(kSample, t.n_bytes);
+        add(t.data, n);
+        add(t.data + (t.n_bytes - n), n);
+    }
+    for (const int64_t x : {int64_t{c.n_layers}, int64_t{c.n_kv_heads}, int64_t{c.head_dim}, int64_t{c.block_tokens},
+                            static_cast<int64_t>(c.type)})
+        add_u64(static_cast<uint64_t>(x));
+    for (const Backend* b : layers) add_string(b->kv_layout());
+    return h;
+}
+
+}  // namespace
+
+void Model::open_disk_prefix_cache(const std::filesystem::path& root, uint64_t budget_bytes) {
+    const KvCacheConfig& c = kv_->config();
+    const uint64_t id = kv_identity(*file_, c, transformer_->layer_backends());
+    kv_->set_disk_cache(std::make_unique<DiskPrefixStore>(root, id, static_cast<uint32_t>(c.block_tokens),
+                                                          c.bytes_per_block(), budget_bytes));
+    const DiskPrefixStore& d = *kv_->disk_cache();
+    log_info("KV disk cache: " + d.folder().string() + " (" + std::to_string(d.size()) + " blocks, " +
+             format_bytes(d.bytes()) + " of " + format_bytes(budget_bytes) + ")");
 }
 
 std::vector<DeviceMemory> Model::memory_use() const {

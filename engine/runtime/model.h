@@ -3,6 +3,7 @@
 // CLI, the app's engine thread and (later) the server each hold one of.
 #pragma once
 #include <atomic>
+#include <filesystem>
 #include <functional>
 #include <memory>
 #include <mutex>
@@ -56,6 +57,11 @@ public:
     // Resolved on first use (a raw completion never needs it, nor its fallback warning).
     const ResolvedTemplate& chat_template() const;
     KvCache& kv() { return *kv_; }
+    // Gives the KV cache a disk tier under `root` (disk_prefix_store.h) of at most
+    // `budget_bytes`, in the folder of this model file, KV shape and backend layout (blocks of
+    // another model or layout are never read). Before the first request. Throws ember::Error
+    // when the folder cannot be made.
+    void open_disk_prefix_cache(const std::filesystem::path& root, uint64_t budget_bytes);
     Backend& backend() { return *backend_; }
     const Backend& backend() const { return *backend_; }
     const std::string& device() const { return device_; }                // "cpu", "cuda:0"

@@ -111,6 +111,7 @@ struct EngineStatus {
     int32_t kv_blocks_total = 0, kv_blocks_used = 0;
     int32_t kv_blocks_cached = 0;         // of the unused ones, published prefix blocks kept for reuse
     uint64_t kv_host_cache_bytes = 0;     // evicted prefix blocks kept in host RAM (KvCache::set_host_cache)
+    uint64_t kv_disk_cache_bytes = 0;     // prefix blocks written to disk (KvCache::set_disk_cache)
     std::vector<DeviceMemory> memory;     // per backend, by kind
     std::vector<RequestStatus> requests;  // running first, then queued
 };

@@ -214,6 +214,7 @@ EngineStatus Scheduler::status() const {
     s.kv_blocks_used = blocks_used_.load();
     s.kv_blocks_cached = blocks_cached_.load();
     s.kv_host_cache_bytes = host_cache_bytes_.load();
+    s.kv_disk_cache_bytes = disk_cache_bytes_.load();
     std::lock_guard lock(mutex_);
     s.memory = memory_;
     for (const auto& [id, job] : live_) {
@@ -306,6 +307,8 @@ void Scheduler::publish_load() {
     blocks_cached_.store(model_.kv().idle_blocks());
     const HostPrefixStore* host = model_.kv().host_cache();
     host_cache_bytes_.store(host ? host->bytes() : 0);
+    const DiskPrefixStore* disk = model_.kv().disk_cache();
+    disk_cache_bytes_.store(disk ? disk->bytes() : 0);
     n_running_.store(static_cast<int32_t>(running_.size()));
     telemetry_.set_load(n_running_.load(), n_queued_.load());
 }

@@ -128,6 +128,7 @@ private:
 
     std::atomic<int32_t> blocks_used_{0}, blocks_cached_{0}, n_running_{0}, n_queued_{0};
     std::atomic<uint64_t> host_cache_bytes_{0};
+    std::atomic<uint64_t> disk_cache_bytes_{0};
     std::atomic<uint64_t> steps_{0}, preemptions_{0}, finished_{0};
 
     // Engine thread only.

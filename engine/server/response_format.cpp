@@ -171,6 +171,7 @@ json status_json(const EngineStatus& s) {
             {"max_batch", s.max_batch},
             {"kv_blocks", {{"total", s.kv_blocks_total}, {"used", s.kv_blocks_used}, {"cached", s.kv_blocks_cached}}},
             {"kv_host_cache_bytes", s.kv_host_cache_bytes},
+            {"kv_disk_cache_bytes", s.kv_disk_cache_bytes},
             {"memory", memory},
             {"running", running},
             {"queued", queued},

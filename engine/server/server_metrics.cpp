@@ -140,6 +140,8 @@ std::string prometheus_text(const MetricsSnapshot& m, const EngineStatus& status
           status.kv_blocks_cached);
     gauge(out, "ember_kv_host_cache_bytes", "Prompt-prefix KV blocks evicted from the pool and kept in host RAM.",
           static_cast<double>(status.kv_host_cache_bytes));
+    gauge(out, "ember_kv_disk_cache_bytes", "Prompt-prefix KV blocks written to disk (ember serve --cache-disk).",
+          static_cast<double>(status.kv_disk_cache_bytes));
     header(out, "ember_memory_bytes", "gauge", "Bytes the model holds, by device and kind.");
     for (const DeviceMemory& d : status.memory) {
         const std::pair<const char*, uint64_t> kinds[] = {{"weights", d.weights},

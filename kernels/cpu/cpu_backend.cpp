@@ -42,6 +42,8 @@ public:
         return "cpu (" + std::string(cpu::isa_name(cpu::active_isa())) + ", " + std::to_string(pool_.size()) +
                " threads)";
     }
+    // kv_layout.h's head-grouped blocks; the ISA, since its kernels' roundings differ.
+    std::string kv_layout() const override { return "cpu-heads/" + std::string(cpu::isa_name(cpu::active_isa())); }
 
     Tensor alloc(MemoryKind kind, DType type, int64_t cols, int64_t rows, const char* tag) override {
         Tensor t = alloc_uninitialized(kind, type, cols, rows, tag);

@@ -105,6 +105,10 @@ public:
     }
 
     std::string name() const override { return name_; }
+    // Slot rows (kv.cu); the compute capability, whose kernels' roundings may differ.
+    std::string kv_layout() const override {
+        return "cuda-rows/sm_" + std::to_string(props_.major) + std::to_string(props_.minor);
+    }
 
     // ---- memory ---------------------------------------------------------------------
     Tensor alloc(MemoryKind kind, DType type, int64_t cols, int64_t rows, const char* tag) override {

@@ -8,8 +8,10 @@
 
 #include "engine/kv/kv_cache.h"
 #include "kernels/common/error.h"
+#include "test_util.h"
 
 using namespace ember;
+using ember::test::TempDir;
 
 namespace {
 KvCacheConfig small_config(int32_t n_blocks) {
@@ -279,4 +281,48 @@ TEST_CASE("prefix reuse: a host cache keeps evicted published blocks and brings 
     kv.free_sequence(g);
     kv.set_host_cache(0);
     REQUIRE(kv.host_cache() == nullptr);
+}
+
+TEST_CASE("prefix reuse: a disk cache brings published blocks back byte for byte in a new cache") {
+    TempDir dir;
+    auto backend = make_cpu_backend(1);
+    const KvCacheConfig c = small_config(4);
+    const std::vector<int32_t> tokens = iota_tokens(8);
+    const auto open_store = [&](uint64_t identity) {
+        return std::make_unique<DiskPrefixStore>(dir.path(), identity, c.block_tokens, c.bytes_per_block(), 1 << 20);
+    };
+    std::vector<std::vector<uint8_t>> want;
+    {  // the first process: publishes a's two blocks, which are written as they are published
+        KvCache kv(*backend, c);
+        kv.set_disk_cache(open_store(7));
+        const int32_t a = kv.new_sequence();
+        kv.append(a, 8);
+        for (int i = 0; i < 2; ++i) fill_block(*backend, kv, kv.block_table(a)[size_t(i)], static_cast<uint8_t>(i + 3));
+        kv.publish(a, tokens);
+        for (int32_t b : kv.block_table(a)) want.push_back(block_bytes(*backend, kv, b));
+        kv.disk_cache()->flush();
+        REQUIRE_EQ(kv.disk_cache()->size(), size_t(2));
+        REQUIRE_EQ(kv.disk_cache()->bytes(), 2 * (c.bytes_per_block() + 48 + 4 * 4));
+    }
+    {  // the next: the same prefix comes from disk, published in the pool again
+        KvCache kv(*backend, c);
+        kv.set_disk_cache(open_store(7));
+        REQUIRE_EQ(kv.disk_cache()->size(), size_t(2));
+        const int32_t d = kv.new_sequence();
+        REQUIRE_EQ(kv.attach_prefix(d, tokens), 8);
+        REQUIRE_EQ(kv.published_blocks(), 2);
+        for (int i = 0; i < 2; ++i) CHECK(block_bytes(*backend, kv, kv.block_table(d)[size_t(i)]) == want[size_t(i)]);
+        std::vector<int32_t> other = tokens;
+        other[5] = 99;  // the first block matches, the second does not
+        kv.free_sequence(d);
+        const int32_t e = kv.new_sequence();
+        REQUIRE_EQ(kv.attach_prefix(e, other), 4);
+        REQUIRE_THROWS_AS(kv.set_disk_cache(open_store(7)), Error);  // blocks are published under its seed
+    }
+    {  // another identity (model, shape or layout): none of those blocks
+        KvCache kv(*backend, c);
+        kv.set_disk_cache(open_store(8));
+        REQUIRE_EQ(kv.disk_cache()->size(), size_t(0));
+        REQUIRE_EQ(kv.attach_prefix(kv.new_sequence(), tokens), 0);
+    }
 }

@@ -371,6 +371,50 @@ TEST_CASE("prefix blocks evicted to the host cache come back with the same logpr
     model->kv().set_host_cache(0);
 }
 
+TEST_CASE("prefix blocks written to the disk cache serve the next process with the same logprobs") {
+    test::TempDir dir;
+    EngineRequest a;
+    a.messages = {{"user", "Name three rivers of Europe, and say which sea each one ends in."}};
+    a.max_tokens = 8;
+    a.sampling = SamplingParams::greedy();
+    a.top_logprobs = 2;
+    Outcome first, again;
+    {  // the first run computes the prompt and writes its full blocks
+        auto model = load(test::test_model(test::kSmolLM2), 128, 1);
+        model->open_disk_prefix_cache(dir.path(), 64ull << 20);
+        {
+            Scheduler s(*model, {});
+            Results res;
+            s.submit(a, res.sink(0));
+            res.wait(1);
+            first = res.get(0);
+        }
+        model->kv().disk_cache()->flush();
+        CHECK(model->kv().disk_cache()->size() >= size_t((first.stats.prompt_tokens - 1) / 16));
+    }
+    {  // a new model and cache (a restart): the blocks come from disk
+        auto model = load(test::test_model(test::kSmolLM2), 128, 1);
+        model->open_disk_prefix_cache(dir.path(), 64ull << 20);
+        Scheduler s(*model, {});
+        Results res;
+        s.submit(a, res.sink(0));
+        res.wait(1);
+        again = res.get(0);
+    }
+    REQUIRE(first.error.empty());
+    REQUIRE(again.error.empty());
+    const int32_t p = first.stats.prompt_tokens;
+    REQUIRE(p > 32);
+    CHECK(first.stats.reused_tokens == 0);
+    CHECK(again.stats.reused_tokens == (p - 1) / 16 * 16);
+    REQUIRE(again.logprobs.size() == first.logprobs.size());
+    for (size_t i = 0; i < again.logprobs.size(); ++i) {
+        CHECK(again.logprobs[i].id == first.logprobs[i].id);
+        CHECK(again.logprobs[i].logprob == first.logprobs[i].logprob);
+    }
+    CHECK(again.text == first.text);
+}
+
 TEST_CASE("the scheduler's text equals Sequence::generate's") {
     auto model = stories();
     auto solo = stories(256, 1);

@@ -11,6 +11,7 @@ import argparse
 import os
 import subprocess
 import sys
+import tempfile
 
 import openai
 
@@ -125,6 +126,31 @@ def test_ps(ember, url, model_id):
     check(denied.returncode == 1 and "401" in denied.stderr, f"ember ps without the key: {denied.stderr.strip()}")
 
 
+def test_disk_cache_restart(ember, model, model_id):
+    """`--cache-disk`: a prompt's full KV blocks outlive the server; the next one reads them back
+    (usage.prompt_tokens_details.cached_tokens) and answers the same."""
+    messages = [{"role": "system", "content": SYSTEM},
+                {"role": "user", "content": "Write one sentence about each of these rivers: the Danube, the Rhine, "
+                                            "the Loire, the Elbe and the Vistula, and say which sea each one ends in."}]
+    answers = []
+    with tempfile.TemporaryDirectory() as cache_dir:
+        for run in range(2):
+            server = EmberServe(ember, model, "--ctx", "512", "--device", "cpu", "--cache-disk", "64MiB",
+                                "--cache-dir", cache_dir)
+            try:
+                client = openai.OpenAI(base_url=server.url + "/v1", api_key="none", max_retries=0, timeout=120)
+                r = client.chat.completions.create(model=model_id, messages=messages, max_tokens=8, temperature=0)
+                answers.append((r.usage.prompt_tokens, r.usage.prompt_tokens_details.cached_tokens,
+                                r.choices[0].message.content))
+                disk = server.wait_idle()["kv_disk_cache_bytes"]
+            finally:
+                check(server.stop() == 0, f"disk cache, run {run + 1}: ember serve exits 0 ({disk} bytes on disk)")
+    (p0, cached0, text0), (p1, cached1, text1) = answers
+    check(p0 == p1 and p0 > 48 and cached0 == 0, f"disk cache: the first run computes all {p0} prompt tokens")
+    check(cached1 == (p1 - 1) // 16 * 16, f"disk cache: after a restart {cached1} of {p1} prompt tokens come from disk")
+    check(text1 == text0, f"disk cache: the same answer {text1!r}")
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--ember", required=True)
@@ -143,6 +169,7 @@ def main():
     finally:
         status = server.stop()
     check(status == 0, "ember serve exits 0 on SIGTERM")
+    test_disk_cache_restart(args.ember, args.model, model_id)
     print("openai compatibility: all checks passed")
 
 

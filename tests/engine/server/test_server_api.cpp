@@ -382,6 +382,7 @@ TEST_CASE("statusJsonForEmberPs") {
     s.kv_blocks_used = 5;
     s.kv_blocks_cached = 7;
     s.kv_host_cache_bytes = 4096;
+    s.kv_disk_cache_bytes = 8192;
     DeviceMemory m;
     m.device = "cpu";
     m.mapped_weights = 1000;
@@ -392,6 +393,7 @@ TEST_CASE("statusJsonForEmberPs") {
     CHECK(j["model"] == "SmolLM2");
     CHECK(j["kv_blocks"] == json{{"total", 64}, {"used", 5}, {"cached", 7}});
     CHECK(j["kv_host_cache_bytes"] == 4096);
+    CHECK(j["kv_disk_cache_bytes"] == 8192);
     CHECK(j["memory"][0]["held"] == 1200);
     CHECK(j["running"] == 1);
     CHECK(j["queued"] == 1);
@@ -414,6 +416,7 @@ TEST_CASE("prometheusTextHasCountersHistogramsAndGauges") {
     st.kv_blocks_used = 4;
     st.kv_blocks_cached = 3;
     st.kv_host_cache_bytes = 65536;
+    st.kv_disk_cache_bytes = 131072;
     st.requests = {{1, "decode", 1, 1, 1}, {2, "queued", 1, 0, 1}, {3, "queued", 1, 0, 1}};
     const std::string text = prometheus_text(m.snapshot(), st);
     const auto has = [&](const std::string& line) {
@@ -442,4 +445,5 @@ TEST_CASE("prometheusTextHasCountersHistogramsAndGauges") {
     has("ember_kv_cache_usage_ratio 0.4");
     has("ember_kv_blocks_cached 3");
     has("ember_kv_host_cache_bytes 65536");
+    has("ember_kv_disk_cache_bytes 131072");
 }
