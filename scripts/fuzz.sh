@@ -8,6 +8,7 @@
 #   fuzz_hub        the model hub's JSON answers, Content-Range and remote file names
 #   fuzz_logits_file  saved base runs of `ember perplexity --kl-divergence` (llama.cpp's format)
 #   fuzz_server_request  the HTTP server's request bodies (JSON -> EngineRequest)
+#   fuzz_kv_block   the prefix cache's block files on disk, parsed and read back through the store
 # Usage: scripts/fuzz.sh [SECONDS] [TARGET...]   (default: 60 s each, every target)
 #
 # Seeds: the head of stories260K and a vocab GGUF; the upstream chat templates and
@@ -20,7 +21,7 @@ cd "$(dirname "$0")/.."
 seconds="${1:-60}"
 shift || true
 targets=("$@")
-[[ ${#targets[@]} -gt 0 ]] || targets=(fuzz_gguf fuzz_jinja fuzz_tokenizer fuzz_gguf_prefix fuzz_hub fuzz_logits_file fuzz_server_request)
+[[ ${#targets[@]} -gt 0 ]] || targets=(fuzz_gguf fuzz_jinja fuzz_tokenizer fuzz_gguf_prefix fuzz_hub fuzz_logits_file fuzz_server_request fuzz_kv_block)
 testdata="${EMBER_TESTDATA_DIR:-$(pwd)/../shared/testdata}"
 export EMBER_TESTDATA_DIR="$testdata"
 
@@ -51,6 +52,7 @@ for t in "${targets[@]}"; do
     tokenizer) args+=(-max_len=4096) ;;
     hub) args+=(-max_len=8192) ;;
     logits_file) args+=(-max_len=8192) ;;
+    kv_block) args+=(-max_len=4096) ;;
     server_request) args+=(-max_len=16384 -dict=tests/fuzz/server_request.dict) ;;
   esac
   corpora=("$out/corpus-$name")

@@ -65,6 +65,11 @@ Rectangle {
                               onValueModified: Settings.cachedChats = value }
                 }
                 Row2 {
+                    Key { text: qsTr("Prompt cache on disk, kept across restarts (GiB; 0: off)") }
+                    SpinBox { objectName: "kvDiskBox"; from: 0; to: 1024; editable: true; value: Settings.kvDiskCacheGiB
+                              onValueModified: Settings.kvDiskCacheGiB = value }
+                }
+                Row2 {
                     Key { text: qsTr("CPU threads (0: one per core)") }
                     SpinBox { from: 0; to: 256; editable: true; value: Settings.threads
                               onValueModified: Settings.threads = value }

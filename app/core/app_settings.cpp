@@ -43,6 +43,8 @@ int AppSettings::cachedChats() const { return settings_->value("engine/cached_ch
 void AppSettings::setCachedChats(int v) { set("engine/cached_chats", qBound(1, v, 64)); }
 int AppSettings::threads() const { return settings_->value("engine/threads", 0).toInt(); }
 void AppSettings::setThreads(int v) { set("engine/threads", qMax(0, v)); }
+int AppSettings::kvDiskCacheGiB() const { return settings_->value("engine/kv_disk_cache_gib", 4).toInt(); }
+void AppSettings::setKvDiskCacheGiB(int v) { set("engine/kv_disk_cache_gib", qBound(0, v, 1024)); }
 QString AppSettings::defaultSystemPrompt() const {
     return settings_->value("chat/system_prompt", QLatin1String(kDefaultSystemPrompt)).toString();
 }

@@ -18,6 +18,8 @@ class AppSettings : public QObject {
     Q_PROPERTY(int contextLength READ contextLength WRITE setContextLength NOTIFY changed)  // 0: the model's
     Q_PROPERTY(int cachedChats READ cachedChats WRITE setCachedChats NOTIFY changed)
     Q_PROPERTY(int threads READ threads WRITE setThreads NOTIFY changed)  // 0: one per core
+    // The KV cache's disk tier (prompts' KV kept across restarts), GiB; 0: off.
+    Q_PROPERTY(int kvDiskCacheGiB READ kvDiskCacheGiB WRITE setKvDiskCacheGiB NOTIFY changed)
     Q_PROPERTY(QString defaultSystemPrompt READ defaultSystemPrompt WRITE setDefaultSystemPrompt NOTIFY changed)
     Q_PROPERTY(QVariantMap defaultSampling READ defaultSampling WRITE setDefaultSampling NOTIFY changed)
     Q_PROPERTY(QString lastModelPath READ lastModelPath WRITE setLastModelPath NOTIFY changed)
@@ -56,6 +58,8 @@ public:
     void setCachedChats(int v);
     int threads() const;
     void setThreads(int v);
+    int kvDiskCacheGiB() const;
+    void setKvDiskCacheGiB(int v);
     QString defaultSystemPrompt() const;
     void setDefaultSystemPrompt(const QString& v);
     QVariantMap defaultSampling() const;

@@ -160,6 +160,18 @@ void EngineWorker::end_load(quint64 id) {
     cancelled_.remove(id);
 }
 
+namespace {
+// Without its disk tier the model still answers (every prompt computed): the failure is logged.
+void open_disk_cache(ember::Model& model, const LoadRequest& req) {
+    if (req.kv_disk_folder.isEmpty() || req.kv_disk_bytes == 0) return;
+    try {
+        model.open_disk_prefix_cache(req.kv_disk_folder.toStdString(), req.kv_disk_bytes);
+    } catch (const std::exception& e) {
+        ember::log_warn(std::string("KV disk cache off: ") + e.what());
+    }
+}
+}  // namespace
+
 void EngineWorker::loadModel(const LoadRequest& req) {
     // A cancelled load still unloads the previous model: the user asked to replace it.
     begin_load(req.id);
@@ -176,6 +188,7 @@ void EngineWorker::loadModel(const LoadRequest& req) {
     o.on_progress = [this](float p) { emit loadProgress(p); };
     try {
         std::unique_ptr<ember::Model> model = ember::Model::load(o);
+        open_disk_cache(*model, req);
         const LoadedModelInfo info = describe(*model, req.path, static_cast<double>(t.elapsed()), o.n_seqs);
         SlotOptions so;
         so.model_name = info.name.toStdString();

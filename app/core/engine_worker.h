@@ -44,6 +44,10 @@ struct LoadRequest {
     qint64 n_ctx = 0;   // 0: the model's own, capped at 4096
     int n_seqs = 4;     // chats whose KV cache is kept, and answers that run at once
     int n_threads = 0;  // 0: one per core
+    // The prefix cache's disk tier (engine/kv/disk_prefix_store.h): chats' KV blocks kept on
+    // disk, so a chat continued after a restart is not computed again. Empty folder or 0: off.
+    QString kv_disk_folder;
+    quint64 kv_disk_bytes = 0;
 };
 
 // The scheduler's cache_key of a conversation: its turns continue one kept KV sequence.

@@ -1,5 +1,7 @@
 #include "app/core/model_controller.h"
 
+#include <utility>
+
 #include <QFileInfo>
 
 #include "app/core/app_settings.h"
@@ -7,8 +9,8 @@
 
 namespace ember::app {
 
-ModelController::ModelController(EngineHost& host, AppSettings& settings, QObject* parent)
-    : QObject(parent), host_(host), settings_(settings) {
+ModelController::ModelController(EngineHost& host, AppSettings& settings, QString kv_disk_folder, QObject* parent)
+    : QObject(parent), host_(host), settings_(settings), kv_disk_folder_(std::move(kv_disk_folder)) {
     EngineWorker* w = host_.worker();
     connect(w, &EngineWorker::loadProgress, this, [this](float p) {
         if (state_ != Loading) return;
@@ -79,6 +81,8 @@ void ModelController::load(const QString& path) {
     r.n_ctx = settings_.contextLength();
     r.n_seqs = settings_.cachedChats();
     r.n_threads = settings_.threads();
+    r.kv_disk_folder = kv_disk_folder_;
+    r.kv_disk_bytes = static_cast<quint64>(settings_.kvDiskCacheGiB()) << 30;
     load_id_ = host_.load(r);
 }
 

@@ -28,7 +28,8 @@ public:
     enum State { Empty, Loading, Ready, Failed };
     Q_ENUM(State)
 
-    ModelController(EngineHost& host, AppSettings& settings, QObject* parent = nullptr);
+    // kv_disk_folder: where the KV cache's disk tier lives (empty: no disk tier).
+    ModelController(EngineHost& host, AppSettings& settings, QString kv_disk_folder = {}, QObject* parent = nullptr);
 
     State state() const { return state_; }
     bool ready() const { return state_ == Ready; }
@@ -58,6 +59,7 @@ private:
 
     EngineHost& host_;
     AppSettings& settings_;
+    QString kv_disk_folder_;
     State state_ = Empty;
     double progress_ = 0;
     QString path_;

@@ -6,6 +6,7 @@
 #include <QQmlEngine>
 #include <QStandardPaths>
 
+#include "engine/kv/disk_prefix_store.h"
 #include "engine/library/library.h"
 
 namespace ember::app {
@@ -26,13 +27,26 @@ QString library_folder(const QString& data_dir) {
     }
 }
 
+// The KV cache's disk tier, by the same rule: the usual one ($EMBER_KV_CACHE_DIR, else
+// $XDG_CACHE_HOME/ember/kv), shared with `ember serve --cache-disk`, or <data folder>/kv.
+QString kv_disk_folder(const QString& data_dir) {
+    const QString usual = QStandardPaths::writableLocation(QStandardPaths::AppDataLocation);
+    if (qEnvironmentVariableIsEmpty("EMBER_KV_CACHE_DIR") && QDir(data_dir) != QDir(usual))
+        return QDir(data_dir).filePath(QStringLiteral("kv"));
+    try {
+        return QString::fromStdString(default_disk_prefix_cache_root().string());
+    } catch (const std::exception&) {  // no HOME: with the conversations
+        return QDir(data_dir).filePath(QStringLiteral("kv"));
+    }
+}
+
 }  // namespace
 
 AppContext::AppContext(const QString& data_dir, const QString& log_file)
     : settings(QDir(data_dir).filePath(QStringLiteral("settings.ini"))),
       store(open_conversation_store(data_dir, StoreOptions{settings.hadHistory()})),
       storage(*store.store, data_dir),
-      models(host, settings),
+      models(host, settings, kv_disk_folder(data_dir)),
       model_list(ModelListModel::defaultFolders()),
       chat(*store.store, host, models, settings),
       cost(*store.store, settings, host.worker()),

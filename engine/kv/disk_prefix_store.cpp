@@ -93,8 +93,8 @@ std::vector<uint8_t> encode_block_file(uint64_t hash, uint64_t parent, std::span
     return out;
 }
 
-std::optional<BlockFile> parse_block_file(std::span<const uint8_t> bytes, uint32_t block_tokens,
-                                          uint64_t payload_bytes, std::string* why) {
+std::optional<BlockFile> parse_block_file(std::span<const uint8_t> bytes, uint32_t block_tokens, uint64_t payload_bytes,
+                                          std::string* why) {
     const auto fail = [&](const char* what) -> std::optional<BlockFile> {
         if (why) *why = what;
         return std::nullopt;
@@ -131,8 +131,8 @@ fs::path default_disk_prefix_cache_root() {
     throw Error("KV disk cache: neither EMBER_KV_CACHE_DIR, XDG_CACHE_HOME nor HOME is set");
 }
 
-DiskPrefixStore::DiskPrefixStore(const fs::path& root, uint64_t identity, uint32_t block_tokens,
-                                 uint64_t block_bytes, uint64_t budget_bytes)
+DiskPrefixStore::DiskPrefixStore(const fs::path& root, uint64_t identity, uint32_t block_tokens, uint64_t block_bytes,
+                                 uint64_t budget_bytes)
     : dir_(root / hex16(identity)), block_tokens_(block_tokens), block_bytes_(block_bytes), budget_(budget_bytes) {
     std::error_code ec;
     fs::create_directories(dir_, ec);
@@ -301,8 +301,7 @@ std::optional<HostPrefixStore::Entry> DiskPrefixStore::get(uint64_t hash, uint64
     if (!f || f->hash != hash) {
         std::error_code ec;
         if (bytes) {  // unreadable as a block (a vanished file was evicted by another process)
-            log_warn("KV disk cache: " + path.string() + ": " + (f ? std::string("another block") : why) +
-                     "; deleted");
+            log_warn("KV disk cache: " + path.string() + ": " + (f ? std::string("another block") : why) + "; deleted");
             fs::remove(path, ec);
         }
         std::lock_guard lock(mutex_);

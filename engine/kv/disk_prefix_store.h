@@ -43,8 +43,8 @@ std::vector<uint8_t> encode_block_file(uint64_t hash, uint64_t parent, std::span
                                        std::span<const uint8_t> payload);
 // The file's fields, or nothing with `why` set: wrong magic or version, a size other than
 // `block_tokens` tokens and `payload_bytes` bytes, extra or missing bytes, a bad checksum.
-std::optional<BlockFile> parse_block_file(std::span<const uint8_t> bytes, uint32_t block_tokens,
-                                          uint64_t payload_bytes, std::string* why);
+std::optional<BlockFile> parse_block_file(std::span<const uint8_t> bytes, uint32_t block_tokens, uint64_t payload_bytes,
+                                          std::string* why);
 
 // Where disk tiers live unless told: $EMBER_KV_CACHE_DIR, else $XDG_CACHE_HOME/ember/kv, else
 // ~/.cache/ember/kv (relative or empty variables are ignored, as XDG says).
@@ -54,8 +54,8 @@ class DiskPrefixStore {
 public:
     // Opens (creating) <root>/<identity as 16 hex digits>/ for blocks of `block_tokens` tokens
     // and `block_bytes` bytes. Throws ember::Error when the folder cannot be made or read.
-    DiskPrefixStore(const std::filesystem::path& root, uint64_t identity, uint32_t block_tokens,
-                    uint64_t block_bytes, uint64_t budget_bytes);
+    DiskPrefixStore(const std::filesystem::path& root, uint64_t identity, uint32_t block_tokens, uint64_t block_bytes,
+                    uint64_t budget_bytes);
     ~DiskPrefixStore();  // writes what is queued first
     DiskPrefixStore(const DiskPrefixStore&) = delete;
     DiskPrefixStore& operator=(const DiskPrefixStore&) = delete;
@@ -83,7 +83,7 @@ public:
 private:
     struct Stored {
         uint64_t bytes = 0;
-        bool written = false;            // false while queued
+        bool written = false;               // false while queued
         std::list<uint64_t>::iterator lru;  // in lru_ once written
     };
     struct Pending {
@@ -95,7 +95,7 @@ private:
     void index_files();
     void writer_main();
     void write_one(const Pending& p);
-    void evict_over_budget();  // mutex_ held
+    void evict_over_budget();    // mutex_ held
     void forget(uint64_t hash);  // mutex_ held
 
     std::filesystem::path dir_;

@@ -22,10 +22,11 @@ struct AppHarness {
     app::ModelController models;
     app::ChatController chat;
 
-    explicit AppHarness(int context = 1024, int cached_chats = 4)
+    // kv_disk: the KV cache's disk tier in <dir>/kv (as ember-app has it), else none.
+    explicit AppHarness(int context = 1024, int cached_chats = 4, bool kv_disk = false)
         : store(app::open_conversation_store(dir.path())),
           settings(dir.filePath(QStringLiteral("settings.ini"))),
-          models(host, settings),
+          models(host, settings, kv_disk ? dir.filePath(QStringLiteral("kv")) : QString()),
           chat(*store.store, host, models, settings) {
         settings.setContextLength(context);
         settings.setCachedChats(cached_chats);

@@ -528,6 +528,31 @@ private slots:
                  qPrintable(QStringLiteral("reused %1 of the %2 tokens held").arg(reused).arg(held)));
     }
 
+    // The disk tier: a chat continued after the model was loaded again (as after a restart)
+    // reads its earlier turns' whole KV blocks back instead of computing them.
+    void kvCacheOnDiskSurvivesReload() {
+        AppHarness h(1024, 1, true);
+        QVERIFY(h.load(kStoriesPath));
+        QSignalSpy done(&h.chat, &ChatController::answerFinished);
+        QSignalSpy results(h.host.worker(), &EngineWorker::generationFinished);
+        h.set_sampling(8);
+        QVERIFY(
+            h.chat.send(QStringLiteral("Tim had a big red dog. The dog liked to run in the park with Tim "
+                                       "every day, and they were happy.")));
+        QVERIFY(!wait_answer(done).isEmpty());
+        const GenerationResult first = results.last().at(1).value<GenerationResult>();
+        QVERIFY2(first.prompt_tokens > 32, qPrintable(QString::number(first.prompt_tokens)));
+        QCOMPARE(first.reused_tokens, 0);
+        h.models.unload();  // the model's KV cache goes; its disk tier writes what was queued
+        QVERIFY(!QDir(h.dir.filePath(QStringLiteral("kv"))).isEmpty());
+        QVERIFY(h.load(kStoriesPath));
+        QVERIFY(h.chat.send(QStringLiteral("It ran away")));
+        QVERIFY(!wait_answer(done).isEmpty());
+        const int reused = results.last().at(1).value<GenerationResult>().reused_tokens;
+        QVERIFY2(reused >= first.prompt_tokens / 16 * 16 && reused % 16 == 0,
+                 qPrintable(QStringLiteral("reused %1 after %2 prompt tokens").arg(reused).arg(first.prompt_tokens)));
+    }
+
     // Two chats answer at once through the scheduler: both are admitted before either ends,
     // both stream into their own rows (switching shows each one's own text), the sidebar
     // marks both, and each stored answer is what the same chat gives alone (greedy).

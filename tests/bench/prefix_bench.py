@@ -16,6 +16,9 @@ a request is its prompt processing plus one token), in this order:
   3. documents B1..Bk + a question, one each      (k > slots: other work in between)
   4. document A + question 3                      (the document again, after that)
   5. document A + question 4, "cache_prompt": false  (every token computed, for reference)
+  6. with --restart: the server is stopped and started again, then document A + question 5
+     (Ember with `--cache-disk 4GiB --cache-dir` a fresh folder, its KV blocks' disk tier;
+     llama-server keeps no prompt cache across restarts unless a client saves slots by hand)
 
 The documents are consecutive pieces of a text every Debian system ships (the GPL-3). Printed:
 a markdown table with each request's prompt tokens, the tokens the server did not compute
@@ -24,7 +27,7 @@ timings.prompt_n), and the wall time; --json writes the same.
 
     tests/bench/prefix_bench.py --model M.gguf --ember build/engine/app/cli/ember \
         --llama-server ~/.cache/ember/llama-tools/build-0.3.36-native-*/bin/llama-server \
-        [--parallel 2] [--ctx 4096] [--threads 2] [--doc-chars 6000] [--others 4] [--json OUT]
+        [--parallel 2] [--ctx 4096] [--threads 2] [--doc-chars 6000] [--others 4] [--restart] [--json OUT]
 """
 import argparse
 import http.client
@@ -33,6 +36,7 @@ import os
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 
 TEXT = "/usr/share/common-licenses/GPL-3"
@@ -107,8 +111,11 @@ def main():
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--doc-chars", type=int, default=6000)
     ap.add_argument("--others", type=int, default=4)
+    ap.add_argument("--restart", action="store_true", help="ask once more after restarting each server")
     ap.add_argument("--json")
     a = ap.parse_args()
+    disk = tempfile.TemporaryDirectory(prefix="ember-prefix-bench-")
+    ember_disk = ["--cache-disk", "4GiB", "--cache-dir", disk.name] if a.restart else []
     text = open(TEXT, encoding="utf-8").read()
     n = a.doc_chars
     docs = [text[i * n:(i + 1) * n] for i in range(1 + a.others)]
@@ -117,7 +124,8 @@ def main():
     servers = []
     if a.ember:
         servers.append(("ember", lambda p: [a.ember, "serve", a.model, "--port", str(p), "--parallel",
-                                            str(a.parallel), "--ctx", str(a.ctx), "--threads", str(a.threads)]))
+                                            str(a.parallel), "--ctx", str(a.ctx), "--threads", str(a.threads),
+                                            *ember_disk]))
     if a.llama_server:
         servers.append(("llama-server", lambda p: [a.llama_server, "-m", a.model, "--port", str(p), "-np",
                                                    str(a.parallel), "-c", str(a.parallel * a.ctx), "-t",
@@ -129,6 +137,9 @@ def main():
         port = free_port()
         with Server(name, argv(port), port) as s:
             results[name] = scenario(s, docs, a.others)
+        if a.restart:
+            with Server(name, argv(port), port) as s:
+                results[name].append(("A + question 5 (after a restart)", s.ask(docs[0] + "\nQuestion 5:", {})))
     print(f"\n### {os.path.basename(a.model)}: {a.parallel} slots, context {a.ctx}, {a.threads} threads\n")
     print("| request | " + " | ".join(f"{name}: prompt / reused / ms" for name, _ in servers) + " |")
     print("|---|" + "---:|" * len(servers))

@@ -86,7 +86,7 @@ TEST_CASE("blocks survive a restart; a damaged file is deleted and missed") {
         seed = s.seed();
         s.put(1, 0, tokens_from(0), payload(1));
         s.put(2, 1, tokens_from(4), payload(2));
-        s.put(2, 1, tokens_from(4), payload(9));  // stored already: not written again
+        s.put(2, 1, tokens_from(4), payload(9));                          // stored already: not written again
         s.put(3, 2, tokens_from(8), std::vector<uint8_t>(kPayload - 1));  // not a block of this store
         CHECK(s.contains(1));
         s.flush();
