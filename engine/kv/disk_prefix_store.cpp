@@ -219,14 +219,14 @@ bool DiskPrefixStore::contains(uint64_t hash) const {
 }
 
 void DiskPrefixStore::put(uint64_t hash, uint64_t parent, std::span<const int32_t> tokens, std::vector<uint8_t> bytes) {
-    if (bytes.size() != block_bytes_ || tokens.size() != block_tokens_ || contains(hash)) return;
-    std::vector<uint8_t> file = encode_block_file(hash, parent, tokens, bytes);
+    if (bytes.size() != block_bytes_ || tokens.size() != block_tokens_) return;
+    const uint64_t file_bytes = kHeaderBytes + tokens.size_bytes() + bytes.size();
     {
         std::lock_guard lock(mutex_);
-        if (index_.contains(hash) || queued_bytes_ + file.size() > kMaxQueuedBytes || file.size() > budget_) return;
-        index_[hash] = Stored{file.size(), false, {}};
-        queued_bytes_ += file.size();
-        queue_.push_back({hash, std::move(file)});
+        if (index_.contains(hash) || queued_bytes_ + file_bytes > kMaxQueuedBytes || file_bytes > budget_) return;
+        index_[hash] = Stored{file_bytes, false, {}};
+        queued_bytes_ += file_bytes;
+        queue_.push_back({hash, parent, std::vector<int32_t>(tokens.begin(), tokens.end()), std::move(bytes)});
     }
     wake_.notify_one();
 }
@@ -242,7 +242,7 @@ void DiskPrefixStore::writer_main() {
         lock.unlock();
         write_one(p);
         lock.lock();
-        queued_bytes_ -= p.file.size();
+        queued_bytes_ -= kHeaderBytes + p.tokens.size() * sizeof(int32_t) + p.bytes.size();
         writing_ = false;
         idle_.notify_all();
     }
@@ -253,7 +253,8 @@ void DiskPrefixStore::writer_main() {
 void DiskPrefixStore::write_one(const Pending& p) {
     const fs::path tmp = dir_ / (".tmp-" + std::to_string(::getpid()) + "-" + hex16(p.hash));
     std::error_code ec;
-    const bool ok = write_whole(tmp, p.file) && (fs::rename(tmp, file_of(p.hash), ec), !ec);
+    const bool ok = write_whole(tmp, encode_block_file(p.hash, p.parent, p.tokens, p.bytes)) &&
+                    (fs::rename(tmp, file_of(p.hash), ec), !ec);
     std::lock_guard lock(mutex_);
     const auto it = index_.find(p.hash);
     if (!ok) {

@@ -86,9 +86,10 @@ private:
         bool written = false;               // false while queued
         std::list<uint64_t>::iterator lru;  // in lru_ once written
     };
-    struct Pending {
-        uint64_t hash = 0;
-        std::vector<uint8_t> file;  // encoded
+    struct Pending {  // encoded by the writer thread, off the engine thread
+        uint64_t hash = 0, parent = 0;
+        std::vector<int32_t> tokens;
+        std::vector<uint8_t> bytes;
     };
     std::filesystem::path file_of(uint64_t hash) const;
     void read_seed();
