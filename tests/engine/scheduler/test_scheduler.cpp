@@ -378,29 +378,19 @@ TEST_CASE("prefix blocks written to the disk cache serve the next process with t
     a.max_tokens = 8;
     a.sampling = SamplingParams::greedy();
     a.top_logprobs = 2;
-    Outcome first, again;
-    {  // the first run computes the prompt and writes its full blocks
-        auto model = load(test::test_model(test::kSmolLM2), 128, 1);
-        model->open_disk_prefix_cache(dir.path(), 64ull << 20);
-        {
-            Scheduler s(*model, {});
-            Results res;
-            s.submit(a, res.sink(0));
-            res.wait(1);
-            first = res.get(0);
-        }
-        model->kv().disk_cache()->flush();
-        CHECK(model->kv().disk_cache()->size() >= size_t((first.stats.prompt_tokens - 1) / 16));
-    }
-    {  // a new model and cache (a restart): the blocks come from disk
+    // One process: a model with the disk tier answers `a`; its queued blocks are written when
+    // the model (its KV cache) goes.
+    const auto run = [&] {
         auto model = load(test::test_model(test::kSmolLM2), 128, 1);
         model->open_disk_prefix_cache(dir.path(), 64ull << 20);
         Scheduler s(*model, {});
         Results res;
         s.submit(a, res.sink(0));
         res.wait(1);
-        again = res.get(0);
-    }
+        return res.get(0);
+    };
+    const Outcome first = run();  // computes the prompt and writes its full blocks
+    const Outcome again = run();  // a new model and cache (a restart): the blocks come from disk
     REQUIRE(first.error.empty());
     REQUIRE(again.error.empty());
     const int32_t p = first.stats.prompt_tokens;
