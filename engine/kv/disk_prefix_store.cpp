@@ -197,8 +197,9 @@ void DiskPrefixStore::index_files() {
         if (fe) continue;
         if (name.starts_with(".tmp-") && now - mtime > std::chrono::hours(1)) fs::remove(e.path(), fe);
         const auto hash = hash_of_name(name);
-        const uint64_t size = e.is_regular_file(fe) ? e.file_size(fe) : 0;
-        if (hash && !fe) found.push_back({mtime, *hash, size});
+        if (!hash || !e.is_regular_file(fe)) continue;
+        const uint64_t size = e.file_size(fe);
+        if (!fe) found.push_back({mtime, *hash, size});
     }
     if (ec) throw Error("KV disk cache: cannot read " + dir_.string() + ": " + ec.message());
     std::sort(found.begin(), found.end(), [](const Found& a, const Found& b) { return a.used < b.used; });
