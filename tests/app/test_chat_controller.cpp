@@ -7,6 +7,7 @@
 #include <QSignalSpy>
 #include <QtTest>
 #include <condition_variable>
+#include <future>
 #include <mutex>
 
 #include "app/core/conversation_list_model.h"
@@ -96,6 +97,24 @@ private:
     int batches_ = 0, pieces_after_ = 0;
     bool held_ = false, released_ = false;
     QString before_, after_;
+};
+
+// Holds an EngineWorker's thread (a queued call that waits) until open() or destruction.
+class WorkerGate {
+public:
+    explicit WorkerGate(QObject* worker) {
+        QMetaObject::invokeMethod(
+            worker, [f = opened_.get_future().share()] { f.wait(); }, Qt::QueuedConnection);
+    }
+    ~WorkerGate() { open(); }
+    void open() {
+        if (!open_) opened_.set_value();
+        open_ = true;
+    }
+
+private:
+    std::promise<void> opened_;
+    bool open_ = false;
 };
 
 }  // namespace
@@ -589,6 +608,10 @@ private slots:
         QSignalSpy texts(h.host.worker(), &EngineWorker::textReady);
         QObject::connect(h.host.worker(), &EngineWorker::generationStarted, &h.chat, [&order] { order << "S"; });
         QObject::connect(&h.chat, &ChatController::answerFinished, &h.chat, [&order] { order << "F"; });
+        // The engine's worker thread is held until both are sent, so both requests reach the
+        // scheduler back to back: a tiny model could otherwise finish a before this thread has
+        // sent b (its store writes can stall on a loaded machine: seen once in a clean-clone run).
+        WorkerGate gate(h.host.worker());
         h.set_sampling(40);
         QVERIFY(h.chat.send(pa));
         const qint64 a = h.chat.currentConversationId();
@@ -596,6 +619,7 @@ private slots:
         h.set_sampling(40);
         QVERIFY(h.chat.send(pb));
         const qint64 b = h.chat.currentConversationId();
+        gate.open();
         QVERIFY(h.chat.isGenerating(a) && h.chat.isGenerating(b));
         ConversationListModel* list = h.chat.conversations();
         QVERIFY(list->get(list->rowOf(a)).value("generating").toBool());
