@@ -10,7 +10,10 @@
 // (the engine thread only copies the block's bytes), into a temporary file renamed into
 // place; a file that fails any check when read (a torn write after a crash, a flipped bit) is
 // deleted and counts as a miss. Bounded by a byte budget: the block used longest ago goes
-// first (use times are the files' modification times, so they survive a restart).
+// first (use times are the files' modification times, so they survive a restart). Two
+// processes may share a folder (the app and `ember serve` on one model): the seed is made
+// once, writes are renames, a block the other deleted is a miss; each keeps the budget over
+// the blocks it knows of.
 //
 // Block file, little-endian: "EMBERKVB", u32 version (1), u32 tokens, u64 hash, u64 parent
 // hash, u64 payload bytes, u64 checksum64 of tokens and payload, i32 tokens[], payload (every
