@@ -570,6 +570,16 @@ private slots:
         const int reused = results.last().at(1).value<GenerationResult>().reused_tokens;
         QVERIFY2(reused >= first.prompt_tokens / 16 * 16 && reused % 16 == 0,
                  qPrintable(QStringLiteral("reused %1 after %2 prompt tokens").arg(reused).arg(first.prompt_tokens)));
+
+        // The setting at 0 turns the tier off: after the next load nothing comes back.
+        h.settings.setKvDiskCacheGiB(0);
+        QCOMPARE(h.settings.kvDiskCacheGiB(), 0);
+        QVERIFY(h.load(kStoriesPath));
+        QVERIFY(h.chat.send(QStringLiteral("Then it came home")));
+        QVERIFY(!wait_answer(done).isEmpty());
+        QCOMPARE(results.last().at(1).value<GenerationResult>().reused_tokens, 0);
+        h.settings.setKvDiskCacheGiB(5000);
+        QCOMPARE(h.settings.kvDiskCacheGiB(), 1024);  // bounded
     }
 
     // Two chats answer at once through the scheduler: both are admitted before either ends,
