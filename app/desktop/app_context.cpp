@@ -12,32 +12,29 @@
 namespace ember::app {
 namespace {
 
-// The model library's folder: the one the `ember` CLI uses ($EMBER_MODELS_DIR, else
-// $XDG_DATA_HOME/ember/models) when the app runs on its usual data folder; any other data
-// folder (EMBER_DATA_DIR, the tests' throw-away ones) keeps its own library inside it, so no
-// test touches the user's models.
-QString library_folder(const QString& data_dir) {
+// A folder the app shares with the `ember` CLI when it runs on its usual data folder (or when
+// `env` names one): `shared()` (which throws without HOME). Any other data folder
+// (EMBER_DATA_DIR, the tests' throw-away ones) keeps its own `own` subfolder, so no test
+// touches the user's files. Used for the model library ($EMBER_MODELS_DIR, else
+// $XDG_DATA_HOME/ember/models) and the KV cache's disk tier ($EMBER_KV_CACHE_DIR, else
+// $XDG_CACHE_HOME/ember/kv, as `ember serve --cache-disk`).
+template <class Shared>
+QString shared_folder(const QString& data_dir, const char* env, Shared shared, const QString& own) {
     const QString usual = QStandardPaths::writableLocation(QStandardPaths::AppDataLocation);
-    if (qEnvironmentVariableIsEmpty("EMBER_MODELS_DIR") && QDir(data_dir) != QDir(usual))
-        return QDir(data_dir).filePath(QStringLiteral("models"));
+    if (qEnvironmentVariableIsEmpty(env) && QDir(data_dir) != QDir(usual)) return QDir(data_dir).filePath(own);
     try {
-        return QString::fromStdString(library::Library::default_dir().string());
-    } catch (const std::exception&) {  // no HOME: the library lives with the conversations
-        return QDir(data_dir).filePath(QStringLiteral("models"));
+        return QString::fromStdString(shared().string());
+    } catch (const std::exception&) {  // no HOME: with the conversations
+        return QDir(data_dir).filePath(own);
     }
 }
 
-// The KV cache's disk tier, by the same rule: the usual one ($EMBER_KV_CACHE_DIR, else
-// $XDG_CACHE_HOME/ember/kv), shared with `ember serve --cache-disk`, or <data folder>/kv.
+QString library_folder(const QString& data_dir) {
+    return shared_folder(data_dir, "EMBER_MODELS_DIR", library::Library::default_dir, QStringLiteral("models"));
+}
+
 QString kv_disk_folder(const QString& data_dir) {
-    const QString usual = QStandardPaths::writableLocation(QStandardPaths::AppDataLocation);
-    if (qEnvironmentVariableIsEmpty("EMBER_KV_CACHE_DIR") && QDir(data_dir) != QDir(usual))
-        return QDir(data_dir).filePath(QStringLiteral("kv"));
-    try {
-        return QString::fromStdString(default_disk_prefix_cache_root().string());
-    } catch (const std::exception&) {  // no HOME: with the conversations
-        return QDir(data_dir).filePath(QStringLiteral("kv"));
-    }
+    return shared_folder(data_dir, "EMBER_KV_CACHE_DIR", default_disk_prefix_cache_root, QStringLiteral("kv"));
 }
 
 }  // namespace

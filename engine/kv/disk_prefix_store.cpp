@@ -296,7 +296,7 @@ std::optional<HostPrefixStore::Entry> DiskPrefixStore::get(uint64_t hash, uint64
         if (it == index_.end() || !it->second.written) return std::nullopt;
     }
     const fs::path path = file_of(hash);
-    const auto bytes = read_whole(path, kHeaderBytes + size_t{block_tokens_} * 4 + block_bytes_);
+    auto bytes = read_whole(path, kHeaderBytes + size_t{block_tokens_} * 4 + block_bytes_);
     std::string why;
     const std::optional<BlockFile> f =
         bytes ? parse_block_file(*bytes, block_tokens_, block_bytes_, &why) : std::nullopt;
@@ -319,7 +319,10 @@ std::optional<HostPrefixStore::Entry> DiskPrefixStore::get(uint64_t hash, uint64
         if (const auto it = index_.find(hash); it != index_.end() && it->second.written)
             lru_.splice(lru_.end(), lru_, it->second.lru);
     }
-    return HostPrefixStore::Entry{parent, f->tokens, std::vector<uint8_t>(f->payload.begin(), f->payload.end())};
+    // The payload is the file's tail: the read buffer becomes the entry's bytes (no second copy).
+    std::vector<uint8_t> payload = std::move(*bytes);
+    payload.erase(payload.begin(), payload.end() - static_cast<std::ptrdiff_t>(block_bytes_));
+    return HostPrefixStore::Entry{parent, f->tokens, std::move(payload)};
 }
 
 void DiskPrefixStore::flush() {
