@@ -19,8 +19,12 @@ namespace ember::topk {
 // llama.cpp repetition penalty (divide positive logits, multiply negative ones), then the
 // presence and frequency penalties. On the device every operation is an explicitly rounded
 // intrinsic so that nvcc cannot fuse the multiply-add (the host compiler does not contract
-// in ISO C++ mode, and x86-64 has no FMA in the baseline ISA).
+// in ISO C++ mode, and x86-64 has no FMA in the baseline ISA). A NaN logit is returned as
+// it is: the GPU's arithmetic turns every NaN into its one canonical NaN while x86 keeps the
+// input's bits, and the adjusted rows of the two backends must agree byte for byte (a NaN is
+// never a candidate either way; seen on an H200, 2026-12-04: the NaN rows differed).
 EMBER_TOPK_HD float penalized(float l, int32_t count, float repeat, float presence, float frequency) {
+    if (l != l) return l;
 #ifdef __CUDA_ARCH__
     l = l > 0.0f ? __fdiv_rn(l, repeat) : __fmul_rn(l, repeat);
     return __fsub_rn(l, __fadd_rn(presence, __fmul_rn(frequency, static_cast<float>(count))));
@@ -31,6 +35,7 @@ EMBER_TOPK_HD float penalized(float l, int32_t count, float repeat, float presen
 }
 
 EMBER_TOPK_HD float biased(float l, float bias) {
+    if (l != l) return l;  // as in penalized()
 #ifdef __CUDA_ARCH__
     return __fadd_rn(l, bias);
 #else

@@ -61,7 +61,7 @@ void check_step(Pair& p, const AttentionCase& c, KvLayer& lc, KvLayer& lg, const
     for (Tensor* t : {&kg, &vg, &qg, &og}) p.gpu.free(*t);
 }
 
-// The caches after all batches, byte for byte.
+// The caches after all batches, byte for byte (the CPU's pool turned into the GPU's plain rows).
 void check_caches(Pair& p, const AttentionCase& c, const KvLayer& lc, const KvLayer& lg, const std::string& nb) {
     for (int kvi = 0; kvi < 2; ++kvi) {
         const Tensor& tc = kvi ? lc.v : lc.k;
@@ -69,6 +69,7 @@ void check_caches(Pair& p, const AttentionCase& c, const KvLayer& lc, const KvLa
         std::vector<uint8_t> bc(tc.bytes()), bg(tg.bytes());
         p.cpu.download(tc, bc.data(), bc.size());
         p.gpu.download(tg, bg.data(), bg.size());
+        if (!p.cpu_as_gpu) bc = opdata::cpu_cache_as_rows(lc, bc, kvi == 0);
         size_t diff = 0;
         for (size_t i = 0; i < bc.size(); ++i) diff += bc[i] != bg[i];
         record("ops", nb + (kvi ? " V cache" : " K cache"), "bytes_diff_frac", double(diff) / double(bc.size()),

@@ -8,6 +8,7 @@
 #include <random>
 
 #include "kernels/common/fp16.h"
+#include "kernels/cpu/kv_layout.h"
 #include "kernels/cpu/quant.h"
 
 namespace ember::opdata {
@@ -200,6 +201,31 @@ KvLayer alloc_kv_layer(Backend& be, DType type, int n_kv_heads, int head_dim, in
     l.k = be.alloc(MemoryKind::KvCache, type, kv_dim, int64_t{n_blocks} * block_tokens, "k");
     l.v = be.alloc(MemoryKind::KvCache, type, kv_dim, int64_t{n_blocks} * block_tokens, "v");
     return l;
+}
+
+std::vector<uint8_t> cpu_cache_as_rows(const KvLayer& layer, const std::vector<uint8_t>& pool, bool keys) {
+    cpu::KvCacheView kv;
+    kv.type = layer.k.type;
+    kv.k = pool.data();
+    kv.row_bytes = layer.k.row_bytes;
+    kv.n_kv_heads = layer.n_kv_heads;
+    kv.head_dim = layer.head_dim;
+    kv.block_tokens = layer.block_tokens;
+    const size_t head_bytes = cpu::kv_row_bytes(kv.type, kv.head_dim);
+    std::vector<uint8_t> rows(pool.size());
+    for (int64_t slot = 0; slot < layer.k.rows; ++slot)
+        for (int32_t h = 0; h < kv.n_kv_heads; ++h) {
+            uint8_t* out = rows.data() + static_cast<size_t>(slot) * kv.row_bytes + h * head_bytes;
+            if (!keys || kv.type != DType::F16) {
+                std::memcpy(out, cpu::head_row(kv, pool.data(), slot, h), head_bytes);
+                continue;
+            }
+            for (int32_t d = 0; d < kv.head_dim; ++d) {
+                const uint16_t x = cpu::key_f16(kv, slot, h)[int64_t{d} * kv.block_tokens];
+                std::memcpy(out + 2 * d, &x, 2);
+            }
+        }
+    return rows;
 }
 
 AttentionParams attention_params(int n_heads, int n_kv_heads, int head_dim, int window, float softcap) {

@@ -78,6 +78,10 @@ private:
 // K and V of n_blocks x block_tokens slots of `type` on `be`.
 KvLayer alloc_kv_layer(Backend& be, DType type, int n_kv_heads, int head_dim, int block_tokens, int n_blocks);
 AttentionParams attention_params(int n_heads, int n_kv_heads, int head_dim, int window, float softcap);
+// A CPU backend K or V pool (bytes downloaded from `layer`) as plain slot rows, the CUDA
+// backend's layout: the CPU groups each block's bytes by head (F16 keys transposed, values
+// and Q8_0 keys as head rows; kernels/cpu/kv_layout.h). Compare caches of the two this way.
+std::vector<uint8_t> cpu_cache_as_rows(const KvLayer& layer, const std::vector<uint8_t>& pool, bool keys);
 
 // Sampler rows for Backend::top_k from the seed stream: n_rows (3) rows of `vocab` logits
 // (row 0 with many ties; row 1 mostly -inf with a few NaN; row 2 mostly NaN), each with 64

@@ -174,3 +174,18 @@ TEST_CASE("the penalty formula") {
         REQUIRE(std::memcmp(&want, &got, 4) == 0);
     }
 }
+
+// A NaN logit keeps its exact bits through the penalty and the bias: the GPU's arithmetic
+// would give its canonical NaN, the CPU's the input's, and the adjusted rows must agree.
+TEST_CASE("a NaN logit passes the penalty and the bias unchanged") {
+    for (const uint32_t bits : {0x7fc00000u, 0xffc00000u, 0x7fc12345u, 0x7f800001u}) {
+        float nan;
+        std::memcpy(&nan, &bits, 4);
+        const float p = topk::penalized(nan, 3, 1.3f, 0.5f, 0.25f), b = topk::biased(nan, -2.0f);
+        uint32_t pb, bb;
+        std::memcpy(&pb, &p, 4);
+        std::memcpy(&bb, &b, 4);
+        CHECK(pb == bits);
+        CHECK(bb == bits);
+    }
+}

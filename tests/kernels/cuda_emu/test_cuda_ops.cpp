@@ -372,33 +372,6 @@ TEST_CASE("glu (SiLU, GELU-tanh, in place), add, gather_output_rows") {
 // all three (several query tiles), a decode batch (one token each), a mixed batch, then
 // sequence 0 grown past 1100 tokens (K/V written only) and decoded: the split-K
 // (flash-decoding) path with its combine kernel.
-// A CPU backend K or V pool as plain rows, the CUDA backend's layout: the CPU groups each
-// block's bytes by head (F16 keys transposed, values and Q8_0 keys as head rows,
-// kernels/cpu/kv_layout.h).
-std::vector<uint8_t> rows_of_cpu_cache(const KvLayer& layer, const std::vector<uint8_t>& pool, bool keys) {
-    cpu::KvCacheView kv;
-    kv.type = layer.k.type;
-    kv.k = pool.data();
-    kv.row_bytes = layer.k.row_bytes;
-    kv.n_kv_heads = layer.n_kv_heads;
-    kv.head_dim = layer.head_dim;
-    kv.block_tokens = layer.block_tokens;
-    const size_t head_bytes = cpu::kv_row_bytes(kv.type, kv.head_dim);
-    std::vector<uint8_t> rows(pool.size());
-    for (int64_t slot = 0; slot < layer.k.rows; ++slot)
-        for (int32_t h = 0; h < kv.n_kv_heads; ++h) {
-            uint8_t* out = rows.data() + static_cast<size_t>(slot) * kv.row_bytes + h * head_bytes;
-            if (!keys || kv.type != DType::F16) {
-                std::memcpy(out, cpu::head_row(kv, pool.data(), slot, h), head_bytes);
-                continue;
-            }
-            for (int32_t d = 0; d < kv.head_dim; ++d) {
-                const uint16_t x = cpu::key_f16(kv, slot, h)[int64_t{d} * kv.block_tokens];
-                std::memcpy(out + 2 * d, &x, 2);
-            }
-        }
-    return rows;
-}
 
 TEST_CASE("store_kv + attention: prefill, decode, mixed and split-K decode, GQA, windows, soft-cap") {
     Backends be;
@@ -512,7 +485,7 @@ TEST_CASE("store_kv + attention: prefill, decode, mixed and split-K decode, GQA,
             std::vector<uint8_t> bc(tc.bytes()), bg(tg.bytes());
             be.cpu->download(tc, bc.data(), bc.size());
             be.gpu->download(tg, bg.data(), bg.size());
-            bc = rows_of_cpu_cache(lc, bc, kvi == 0);  // the CPU groups a block's bytes by head
+            bc = opdata::cpu_cache_as_rows(lc, bc, kvi == 0);  // the CPU groups a block's bytes by head
             size_t diff = 0;
             for (size_t i = 0; i < bc.size(); ++i) diff += bc[i] != bg[i];
             INFO(nb << (kvi ? " V" : " K") << " cache: " << diff << " of " << bc.size() << " bytes differ");
