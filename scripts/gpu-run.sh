@@ -8,8 +8,12 @@
 #             the context
 #   models    ember-gpu-check --only models (stories260K: logits, greedy tokens, graphs)
 #   tests     test_cuda_gpu: the kernel tests CI runs under the emulator, on the GPU
-#   bench     ember-gpu-check --only bench: copy bandwidth, decode of synthetic Llama-3.2-1B
-#             (Q4_0, Q8_0) and Llama-3-8B (Q4_K_M), prefill 2048 vs cuBLAS GEMM alone
+#   fit       ember-gpu-check --only fit: the fit planner's bytes against loads on the GPU
+#             (per kind and the card's free-memory drop; stories260K, 1B Q4_0, 8B Q4_K_M at
+#             2048 and 8192 tokens, and 8 of the 8B's 32 layers on the GPU)
+#   bench     ember-gpu-check --only bench: copy bandwidth, single ops at 8B shapes (GB/s,
+#             TFLOP/s), decode of synthetic Llama-3.2-1B (Q4_0, Q8_0) and Llama-3-8B
+#             (Q4_K_M), prefill 2048 vs cuBLAS GEMM alone
 #   cli       the `ember` CLI on the GPU: text from stories260K, perplexity GPU vs CPU,
 #             `ember bench` single stream and 16 parallel requests (the serving scheduler)
 #   sanitize  test_cuda_gpu under compute-sanitizer memcheck
@@ -94,11 +98,18 @@ synth() {  # shape type -> path
   echo "$f"
 }
 
+run_fit() {
+  local m1 m8
+  m1=$(synth llama-3.2-1b Q4_0) && m8=$(synth llama-3-8b Q4_K_M) || { say "!!! synthetic models not written"; return 1; }
+  step "gpu-check fit" 120 "$CHECK" --only fit --models "$STAGE/testdata" --bench-model "$m1" --bench-model "$m8" \
+    --json "$OUT/fit.json"
+}
+
 run_bench() {
   local m1 m2 m8
   m1=$(synth llama-3.2-1b Q4_0) && m2=$(synth llama-3.2-1b Q8_0) && m8=$(synth llama-3-8b Q4_K_M) ||
     { say "!!! synthetic models not written"; return 1; }
-  step "gpu-check bench" 150 "$CHECK" --only bench --bench-model "$m1" --bench-model "$m2" --bench-model "$m8" \
+  step "gpu-check bench" 200 "$CHECK" --only bench --bench-model "$m1" --bench-model "$m2" --bench-model "$m8" \
     --prefill-model "$m8" --json "$OUT/bench.json"
 }
 
@@ -120,11 +131,11 @@ run_sanitize() {
 }
 
 STEPS=("$@")
-[ ${#STEPS[@]} -eq 0 ] && STEPS=(ops models tests bench cli sanitize)
+[ ${#STEPS[@]} -eq 0 ] && STEPS=(ops models tests fit bench cli sanitize)
 for s in "${STEPS[@]}"; do
   case $s in
-    ops | models | tests | bench | cli | sanitize) "run_$s" ;;
-    *) say "unknown step $s (ops models tests bench cli sanitize)" ;;
+    ops | models | tests | fit | bench | cli | sanitize) "run_$s" ;;
+    *) say "unknown step $s (ops models tests fit bench cli sanitize)" ;;
   esac
 done
 

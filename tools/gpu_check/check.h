@@ -73,5 +73,9 @@ GraphStats stats_delta(const GraphStats& a, const GraphStats& b);
 // ---- (c) benchmarks (bench.cpp) --------------------------------------------------------------
 void bench_decode(const std::string& path, Backend& gpu);
 void bench_prefill(const std::string& path, Backend& gpu, const CudaModule* mod, int device);
+void bench_ops(Backend& gpu);  // bench_ops.cpp: single ops at Llama-3-8B shapes
+
+// ---- (d) the fit planner against a load on the GPU (fit_check.cpp) ---------------------------
+void check_fit(const std::vector<std::string>& models, Backend& gpu, bool cpu_as_gpu);
 
 }  // namespace ember::gpucheck

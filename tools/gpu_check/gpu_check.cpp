@@ -14,20 +14,25 @@
 //       activations could be compared through the forward pass's dump, engine/models/dump.h;
 //       only final logits are compared.) The GPU run is repeated with CUDA graphs off: tokens and every step's
 //       logits must be bit-identical, and the graphs-on run must have replayed its decode.
-//   (c) bench: device copy bandwidth, decode tok/s (CUDA graphs off and on) and achieved GB/s
+//   (c) bench: device copy bandwidth, single ops at Llama-3-8B shapes (bench_ops.cpp), decode tok/s (CUDA graphs off
+//   and on) and achieved GB/s
 //       of synthetic models, prefill of 2048 tokens against cuBLAS FP16 GEMM time for the
 //       same shapes.
+//   (d) fit: the fit planner's bytes against a model load on the GPU, per kind and as the
+//       card's free memory drop (fit_check.cpp), for the real models found and the
+//       --bench-model files, at 2048 and 8192 tokens, and a split.
 //
 // Usage: ember-gpu-check [--models DIR]... [--bench-model FILE]... [--prefill-model FILE]
-//                        [--only ops|models|bench] [--op NAME]... [--json FILE] [--device N]
+//                        [--only STAGE[+STAGE...]] [--op NAME]... [--json FILE] [--device N]
 //                        [--module PATH] [--seed N] [--require-models] [--cpu-as-gpu]
 //        ember-gpu-check --list-ops                  (the op check table)
 //        ember-gpu-check --synth SHAPE TYPE FILE      (write a synthetic model)
-//        --op NAME: run only these rows of the op table. --require-models: a model not found
-//        is a failure, not a skip. --cpu-as-gpu: run the harness with a second CPU backend in
-//        the GPU's place (tests the checker itself on a machine without a GPU; ctest runs it
-//        as gpu_check_cpu_as_gpu); quantized matmuls are then held to the tolerance of the CPU's
-//        8-bit activations at every n, and the bench section is skipped.
+//        --only: stages ops, models, bench, fit (default: all four; with --cpu-as-gpu
+//        ops+models+fit); opbench: only bench's single-op table (also with --cpu-as-gpu). --op NAME: run only these
+//        rows of the op table. --require-models: a model not found is a failure, not a skip. --cpu-as-gpu: run the
+//        harness with a second CPU backend in the GPU's place (tests the checker itself on a machine without a GPU;
+//        ctest runs it as gpu_check_cpu_as_gpu); quantized matmuls are then held to the tolerance of the CPU's 8-bit
+//        activations at every n, and the bench section is skipped.
 // Exit status: 0 all checks passed, 1 some failed, 2 no CUDA backend.
 //
 // This file is the driver; the checks are in ops_*.cpp, models.cpp and bench.cpp (check.h).
@@ -60,12 +65,13 @@ struct Options {
 };
 
 int usage() {
-    std::fprintf(stderr,
-                 "usage: ember-gpu-check [--models DIR]... [--bench-model FILE]... [--prefill-model FILE]\n"
-                 "                       [--only ops|models|bench] [--op NAME]... [--json FILE] [--device N]\n"
-                 "                       [--module PATH] [--seed N] [--require-models] [--cpu-as-gpu]\n"
-                 "       ember-gpu-check --list-ops\n"
-                 "       ember-gpu-check --synth SHAPE TYPE FILE\n");
+    std::fprintf(
+        stderr,
+        "usage: ember-gpu-check [--models DIR]... [--bench-model FILE]... [--prefill-model FILE]\n"
+        "                       [--only ops|models|bench|fit[+...]] [--op NAME]... [--json FILE] [--device N]\n"
+        "                       [--module PATH] [--seed N] [--require-models] [--cpu-as-gpu]\n"
+        "       ember-gpu-check --list-ops\n"
+        "       ember-gpu-check --synth SHAPE TYPE FILE\n");
     return 2;
 }
 
@@ -129,18 +135,38 @@ std::string find_model(const std::vector<std::string>& dirs, const std::string& 
     return "";
 }
 
+// Whether --only names `stage` (a list joined by '+'); no --only: every stage.
+bool wants(const Options& o, const std::string& stage) {
+    if (o.only.empty()) return true;
+    size_t at = 0;
+    for (size_t plus; (plus = o.only.find('+', at)) != std::string::npos; at = plus + 1)
+        if (o.only.compare(at, plus - at, stage) == 0) return true;
+    return o.only.compare(at, std::string::npos, stage) == 0;
+}
+
+// The real models of the model checks. stories260K (F32): GPU paths are FP32 (cuBLAS FP32
+// GEMM, f32 matvec): tight. Quantized models: the GPU prefill uses FP16 GEMMs, the CPU 8-bit
+// activations.
+struct RealModel {
+    const char* file;
+    const char* label;
+    double tol;
+};
+constexpr RealModel kRealModels[] = {{"stories260K.gguf", "stories260K F32", 1e-3},
+                                     {"SmolLM2-135M-Instruct.Q4_1.gguf", "SmolLM2-135M Q4_1", 0.35},
+                                     {"gemma-3-270m-q4_k_m.gguf", "Gemma-3-270M Q4_K_M", 0.35}};
+
+// The fit stage's models: the real ones found, then the --bench-model files (largest last).
+std::vector<std::string> fit_models(const Options& o) {
+    std::vector<std::string> out;
+    for (const RealModel& m : kRealModels)
+        if (std::string f = find_model(o.model_dirs, m.file); !f.empty()) out.push_back(f);
+    out.insert(out.end(), o.bench_models.begin(), o.bench_models.end());
+    return out;
+}
+
 void run_models(Pair& p, const Options& o) {
-    // stories260K (F32): GPU paths are FP32 (cuBLAS FP32 GEMM, f32 matvec): tight.
-    // Quantized models: the GPU prefill uses FP16 GEMMs, the CPU 8-bit activations.
-    struct M {
-        const char* file;
-        const char* label;
-        double tol;
-    };
-    const M models[] = {{"stories260K.gguf", "stories260K F32", 1e-3},
-                        {"SmolLM2-135M-Instruct.Q4_1.gguf", "SmolLM2-135M Q4_1", 0.35},
-                        {"gemma-3-270m-q4_k_m.gguf", "Gemma-3-270M Q4_K_M", 0.35}};
-    for (const M& m : models) {
+    for (const RealModel& m : kRealModels) {
         const std::string found = find_model(o.model_dirs, m.file);
         if (found.empty()) {
             std::printf("\n[models] !!! SKIPPED %s: %s not found in any --models dir !!!\n", m.label, m.file);
@@ -161,6 +187,7 @@ void run_bench(Backend& gpu, const CudaModule* mod, const Options& o) {
     if (mod && mod->bench_copy && mod->bench_copy(o.device, 2ull << 30, 20, &gbps, buf, sizeof buf))
         bench_row("copy bandwidth D2D", gbps, "GB/s");
     else fail("bench", "copy bandwidth", buf);
+    bench_ops(gpu);
     for (const auto& m : o.bench_models) bench_decode(m, gpu);
     if (!o.prefill_model.empty()) bench_prefill(o.prefill_model, gpu, mod, o.device);
 }
@@ -180,7 +207,7 @@ int main(int argc, char** argv) {
     if (o.cpu_as_gpu) {
         gpu.backend = make_cpu_backend(0);
         gpu.device = "cpu-as-gpu";
-        if (o.only.empty()) o.only = "ops+models";
+        if (o.only.empty()) o.only = "ops+models+fit";
     } else {
         gpu = choose_backend(req);
     }
@@ -200,9 +227,11 @@ int main(int argc, char** argv) {
                                          : "not a feature of this backend");
 
     try {
-        if (o.only.empty() || o.only == "ops" || o.only == "ops+models") run_ops(p, o);
-        if (o.only.empty() || o.only == "models" || o.only == "ops+models") run_models(p, o);
-        if (o.only.empty() || o.only == "bench") run_bench(*gpu.backend, mod, o);
+        if (wants(o, "ops")) run_ops(p, o);
+        if (wants(o, "models")) run_models(p, o);
+        if (wants(o, "fit")) check_fit(fit_models(o), *gpu.backend, o.cpu_as_gpu);
+        if (wants(o, "bench")) run_bench(*gpu.backend, mod, o);
+        else if (wants(o, "opbench")) bench_ops(*gpu.backend);
     } catch (const std::exception& e) {
         fail("main", "unexpected error", e.what());
     }

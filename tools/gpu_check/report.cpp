@@ -58,7 +58,7 @@ bool all_passed() {
 
 void print_summary() {
     std::printf("\n================================ summary ================================\n");
-    for (const char* section : {"ops", "models", "bench"}) {
+    for (const char* section : {"ops", "models", "fit", "bench", "main"}) {
         int n = 0, bad = 0;
         for (const Result& r : g_results)
             if (r.section == section) {
