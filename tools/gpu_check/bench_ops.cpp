@@ -49,8 +49,8 @@ void bench_matmul(Backend& gpu, DType type, int64_t rows, int64_t cols, const st
         Tensor y = gpu.alloc(MemoryKind::Activations, DType::F32, rows, n, "y");
         const double s = seconds_per_call(gpu, 200, [&](int i) { gpu.matmul(ws[i % ws.size()], x, y, nullptr); });
         char what[96];
-        std::snprintf(what, sizeof what, "matmul %s %lldx%lld n=%lld", std::string(dtype_name(type)).c_str(), static_cast<long long>(rows),
-                      static_cast<long long>(cols), static_cast<long long>(n));
+        std::snprintf(what, sizeof what, "matmul %s %lldx%lld n=%lld", std::string(dtype_name(type)).c_str(),
+                      static_cast<long long>(rows), static_cast<long long>(cols), static_cast<long long>(n));
         if (n <= 32) bench_row(what, double(w.size()) / s / 1e9, "GB/s", us_note(s, "weight bytes once"));
         else bench_row(what, 2.0 * n * rows * cols / s / 1e12, "TFLOP/s", us_note(s, "dequant + FP16 GEMM"));
         gpu.free(x);
@@ -89,7 +89,8 @@ FilledCache fill_cache(Backend& gpu, int seqs, int len) {
         n_own.push_back(own);
     }
     FilledCache c{alloc_kv_layer(gpu, DType::F16, kKvHeads, kHeadDim, kBlock, blocks),
-                  PagedSeqs(blocks, own, kBlock, first, n_own), {}};
+                  PagedSeqs(blocks, own, kBlock, first, n_own),
+                  {}};
     std::vector<std::pair<int, int>> parts;
     for (int s = 0; s < seqs; ++s) parts.emplace_back(s, len);
     c.fill = c.paged.batch(parts);
@@ -151,7 +152,8 @@ void bench_ops(Backend& gpu) {
     std::printf("\n[bench] single ops at Llama-3-8B shapes (weights rotated over >= 256 MiB)\n");
     try {
         bench_small_launch(gpu);
-        for (DType t : {DType::Q4_0, DType::Q8_0, DType::Q4_K, DType::Q6_K}) bench_matmul(gpu, t, 4096, 4096, {1, 8, 16});
+        for (DType t : {DType::Q4_0, DType::Q8_0, DType::Q4_K, DType::Q6_K})
+            bench_matmul(gpu, t, 4096, 4096, {1, 8, 16});
         bench_matmul(gpu, DType::Q4_K, 14336, 4096, {1, 16, 512});
         for (int ctx : {512, 4096}) bench_attention_decode(gpu, 16, ctx);
         bench_attention_decode(gpu, 1, 4096);

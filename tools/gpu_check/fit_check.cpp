@@ -72,8 +72,8 @@ void compare_side(const std::string& label, const fit::DeviceBytes& planned, con
 }
 
 // `gpu_layers` -1: all on the GPU; else a split with the first gpu_layers layers on it.
-void check_fit_case(const std::string& path, const std::string& name, int64_t n_ctx, int32_t gpu_layers,
-                    Backend& gpu, bool cpu_as_gpu) {
+void check_fit_case(const std::string& path, const std::string& name, int64_t n_ctx, int32_t gpu_layers, Backend& gpu,
+                    bool cpu_as_gpu) {
     char label[160];
     std::snprintf(label, sizeof label, "%s ctx %lld%s", name.c_str(), static_cast<long long>(n_ctx),
                   gpu_layers >= 0 ? (" split " + std::to_string(gpu_layers)).c_str() : "");
