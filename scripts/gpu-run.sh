@@ -114,13 +114,18 @@ run_bench() {
 }
 
 run_cli() {
-  local m1
+  local m1 m8
   step "ember run stories260K (cuda)" 30 "$EMBER" run "$STORIES" -p "Once upon a time" -n 48 --device cuda
   step "ember perplexity (cuda)" 30 "$EMBER" perplexity "$STORIES" -f "$STAGE/text/GPL-3" --ctx 128 --chunks 8 --device cuda
   step "ember perplexity (cpu)" 30 "$EMBER" perplexity "$STORIES" -f "$STAGE/text/GPL-3" --ctx 128 --chunks 8 --device cpu
   m1=$(synth llama-3.2-1b Q4_0) || return 1
   step "ember bench 1B Q4_0 (cuda)" 90 "$EMBER" bench "$m1" --device cuda --pp 512 --tg 128 -r 3
   step "ember bench 1B Q4_0 --parallel 16" 120 "$EMBER" bench "$m1" --device cuda --pp 128 --tg 128 -r 2 --parallel 16
+  # CUDA graphs off: on 2026-12-04 gpu-check's decode was faster without them (1B and 8B).
+  step "ember bench 1B Q4_0 (cuda, no graphs)" 90 env EMBER_CUDA_GRAPHS=0 "$EMBER" bench "$m1" --device cuda --pp 0 --tg 128 -r 3
+  m8=$(synth llama-3-8b Q4_K_M) || return 1
+  step "ember bench 8B Q4_K_M (cuda)" 120 "$EMBER" bench "$m8" --device cuda --pp 512 --tg 128 -r 2
+  step "ember bench 8B Q4_K_M (cuda, no graphs)" 90 env EMBER_CUDA_GRAPHS=0 "$EMBER" bench "$m8" --device cuda --pp 0 --tg 128 -r 2
 }
 
 run_sanitize() {
