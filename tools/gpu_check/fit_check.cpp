@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "engine/fit/planner.h"
+#include "engine/kv/kv_batch.h"
 #include "engine/runtime/model.h"
 #include "tools/gpu_check/check.h"
 
@@ -27,25 +28,12 @@ void prefill_batch(Model& m, int64_t n_ctx) {
     const int32_t n = static_cast<int32_t>(std::min<int64_t>(kFitBatch, n_ctx));
     KvCache& kv = m.kv();
     const int32_t seq = kv.new_sequence();
-    std::vector<int32_t> toks, pos, seq_of(static_cast<size_t>(n), 0);
-    for (int32_t i = 0; i < n; ++i) {
-        toks.push_back(1 + i % 97);
-        pos.push_back(i);
-    }
-    const auto slots = kv.append(seq, n);
-    const auto table = kv.block_table(seq);
-    const int32_t out = n - 1;
-    BatchInfo b;
-    b.tokens = toks;
-    b.positions = pos;
-    b.seq_of = seq_of;
-    b.kv_slot = slots;
-    b.block_table = table;
-    b.n_seqs = 1;
-    b.max_blocks = static_cast<int32_t>(table.size());
-    b.output_rows = std::span<const int32_t>(&out, 1);
+    std::vector<int32_t> toks;
+    for (int32_t i = 0; i < n; ++i) toks.push_back(1 + i % 97);
+    KvBatch batch;
+    batch.add(seq, toks, kv.append(seq, n), 0, true);
     std::vector<float> logits;
-    m.transformer().forward(b, kv, logits);
+    m.transformer().forward(batch.info(kv), kv, logits);
     kv.free_sequence(seq);
 }
 
