@@ -42,7 +42,8 @@ struct Budget {
     uint64_t ram = 0;
     bool vram_measured = false;
 };
-// Estimates (unverified on a GPU here; see docs/BENCHMARKS.md for how to measure them).
+// Estimates, not yet checked on a GPU: `ember-gpu-check --only fit` (scripts/gpu-run.sh fit)
+// compares the plan with loads on one, the card's free-memory drop included.
 constexpr uint64_t kCudaContextBytes = uint64_t{512} << 20;  // context + cuBLAS handle and workspace
 
 // What one device holds, by the kinds of Model::memory_use() (DeviceMemory), plus the GPU
