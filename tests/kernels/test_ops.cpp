@@ -539,6 +539,10 @@ TEST_CASE("attention batch invariance") {
         {"f16 d64 b8 mha", DType::F16, 64, 8, 5, 0.0f, 3, 3},
         // blocks not a multiple of the SIMD width (8 AVX2, 16 AVX-512): groups cut by a block's end
         {"f16 d64 b12 gqa4", DType::F16, 64, 12, 0, 0.0f, 8, 2},
+        // one KV head (Gemma 3 270M): a token alone is one task, so its query heads are split
+        // over the threads (ops.cpp head_split); in a crowd or a prompt they are not
+        {"f16 d256 b16 one kv head", DType::F16, 256, 16, 0, 0.0f, 4, 1},
+        {"q8_0 d64 b16 one kv head window", DType::Q8_0, 64, 16, 20, 0.0f, 8, 1},
     };
     for (const AttentionCase& ac : cases) {
         SUBCASE(ac.name) { check_attention_invariance(ac); }
