@@ -635,11 +635,17 @@ inline __attribute__((always_inline)) __m512 scale_blocks(__m512 acc, __m512i su
 }
 
 // One pass over rows [r0, r1) for NT tokens (compile-time, so the accumulators stay in
-// registers).
+// registers). The K-quants' weights are prefetched into L2 only: their chunks take more
+// loads (packed scales) and compute per byte, and the 8 KiB run ahead in L1 evicted the
+// activations, more so the longer the row. ember-bench-matmul, 2 threads, --best, median
+// of 3 interleaved pairs: Q6_K 4096x14336 26.9 -> 40.9 GB/s, 2048x8192 40.9 -> 46.6,
+// 2048x2048 44.1 -> 53.0, Q4_K 4096x14336 31.2 -> 42.3, shorter Q4_K rows unchanged; with
+// L2 for every type Q4_0 and Q8_0 gained nothing (0.91-1.11, noise), so they keep L1.
 template <class U, int G, bool kMin, int NT>
 void gemv_q8_t(const WeightMatrix& W, const ActQ8& a, int64_t r0, int64_t r1, float* Y) {
     constexpr int nbc = kChunk / G;
     constexpr int64_t kStep = kChunk / U::kBE * U::kBB;  // weight bytes per chunk
+    constexpr int kLocality = U::kBE == 256 ? 2 : 3;     // super-block (K-quant) types: L2
     const int64_t nb = a.nb(), nchunks = a.kpad / kChunk;
     WeightPrefetch::start(W, r0, r1);
     for (int64_t r = r0; r < r1; ++r) {
@@ -648,7 +654,7 @@ void gemv_q8_t(const WeightMatrix& W, const ActQ8& a, int64_t r0, int64_t r1, fl
         for (auto& v : acc) v = _mm512_setzero_ps();
         for (int64_t c = 0; c < nchunks; ++c) {
             __m512i w[8];
-            WeightPrefetch::step_fixed<kStep>(row + c * kStep);
+            WeightPrefetch::step_fixed<kStep, kLocality>(row + c * kStep);
             __m512 sv[2], mv[2];
             load_chunk<U>(W, row, c, w, sv, mv);
             for (int t = 0; t < NT; ++t) {

@@ -1,6 +1,6 @@
 // ember-gpu-check (c), per op: the time of single ops at the shapes a decode and a prefill of
 // Llama-3-8B run (matrix-vector products per weight type at 1, 8 and 16 tokens, a GEMM pass,
-// attention decode of 16 sequences and a 2048-token causal prefill, one small launch), as
+// attention decode of 1 and 16 sequences and a 2048-token causal prefill, one small launch), as
 // GB/s or TFLOP/s against the bytes and FLOPs each must move or do. What the whole-model
 // decode and prefill rows of bench.cpp cannot say: which op holds the step back.
 // Weights rotate over copies totalling >= 256 MiB so that repeated calls are not served
@@ -155,8 +155,14 @@ void bench_ops(Backend& gpu) {
         for (DType t : {DType::Q4_0, DType::Q8_0, DType::Q4_K, DType::Q6_K})
             bench_matmul(gpu, t, 4096, 4096, {1, 8, 16});
         bench_matmul(gpu, DType::Q4_K, 14336, 4096, {1, 16, 512});
+        // The rest of a Llama-3-8B Q4_K_M layer's decode shapes (k/v 1024 rows; ffn_down and
+        // attn_v are Q6_K in the mix): with the rows above, one layer's matvecs sum to
+        // q + k + v + o + gate + up + down, to set against the decode's time per layer.
+        bench_matmul(gpu, DType::Q4_K, 1024, 4096, {1});
+        bench_matmul(gpu, DType::Q6_K, 1024, 4096, {1});
+        bench_matmul(gpu, DType::Q6_K, 4096, 14336, {1});
         for (int ctx : {512, 4096}) bench_attention_decode(gpu, 16, ctx);
-        bench_attention_decode(gpu, 1, 4096);
+        for (int ctx : {512, 4096}) bench_attention_decode(gpu, 1, ctx);
         bench_attention_prefill(gpu, 2048);
     } catch (const std::exception& e) {
         fail("bench", "single ops", e.what());
