@@ -115,9 +115,10 @@ struct WeightPrefetch {
         const int64_t n = std::min<int64_t>(kPrefetchAhead, (r1 - r0) * static_cast<int64_t>(W.row_bytes));
         for (int64_t o = 0; o < n; o += 64) __builtin_prefetch(p + o, 0, 3);
     }
-    // Before reading the step that starts at p.
+    // Before reading the step that starts at p (kLocality: as step_fixed's).
+    template <int kLocality = 3>
     void step(const uint8_t* p) const {
-        for (int64_t o = 0; o < step_bytes; o += 64) __builtin_prefetch(p + kPrefetchAhead + o, 0, 3);
+        for (int64_t o = 0; o < step_bytes; o += 64) __builtin_prefetch(p + kPrefetchAhead + o, 0, kLocality);
     }
     // The same for steps of kBytes known at compile time: unrolled, so a decode kernel spends
     // no loop instructions on it (Q4_0: 5 prefetches per 288-byte chunk). kLocality 3 brings
