@@ -121,7 +121,8 @@ int bench_parallel(const Args& args, int n, int pp, int tg, int reps) {
     StepLog step_log;
     SchedulerOptions so;
     so.max_batch = n;
-    so.prefix_cache = false;  // every round prefills its prompts (they repeat from round to round)
+    so.prefix_cache = false;               // every round prefills its prompts (they repeat from round to round)
+    so.max_stall_ms = kDefaultMaxStallMs;  // as `ember serve` schedules
     so.on_step = [&step_log](const StepInfo& info) {
         std::lock_guard lock(step_log.mu);
         const double at = std::chrono::duration<double>(std::chrono::steady_clock::now() - step_log.origin).count();

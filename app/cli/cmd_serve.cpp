@@ -1,5 +1,5 @@
-// `ember serve MODEL [--host H] [--port P] [--api-key K] [--parallel N] [--cache-ram SIZE]
-// [--cache-disk SIZE] [--cache-dir DIR] [--no-prefix-cache] [model options]`: the
+// `ember serve MODEL [--host H] [--port P] [--api-key K] [--parallel N] [--max-stall-ms N]
+// [--cache-ram SIZE] [--cache-disk SIZE] [--cache-dir DIR] [--no-prefix-cache] [model options]`: the
 // OpenAI-compatible HTTP server (engine/server) over a Scheduler on one loaded model, until
 // SIGINT or SIGTERM.
 //
@@ -40,16 +40,19 @@ server::ServerOptions server_options(const Args& args) {
 int cmd_serve(int argc, char** argv) {
     Args args(argc, argv, 0,
               merge(model_value_options(), {"--host", "--port", "--api-key", "--parallel", "--max-tokens",
-                                            "--cache-ram", "--cache-disk", "--cache-dir"}),
+                                            "--max-stall-ms", "--cache-ram", "--cache-disk", "--cache-dir"}),
               {"--no-prefix-cache"});
     if (args.positional().size() != 1)
         throw Error(
             "usage: ember serve MODEL [--host H] [--port P (0: any free port)] [--api-key K] [--parallel N] "
-            "[--max-tokens N] [--cache-ram SIZE (4GiB; 0: off)] [--cache-disk SIZE (0: off)] [--cache-dir DIR] "
+            "[--max-tokens N] [--max-stall-ms N (250; 0: off)] [--cache-ram SIZE (4GiB; 0: off)] [--cache-disk SIZE "
+            "(0: off)] [--cache-dir DIR] "
             "[--no-prefix-cache]\n" +
             options_help());
     const server::ServerOptions so = server_options(args);
     const int32_t parallel = static_cast<int32_t>(args.get_int("--parallel", 4, 1, 256));
+    const int32_t max_stall_ms =
+        static_cast<int32_t>(args.get_int("--max-stall-ms", kDefaultMaxStallMs, 0, 24 * 3600 * 1000));
     LoadOptions lo = load_options(args, args.positional()[0]);
     lo.n_seqs = parallel;  // one KV sequence per request in the batch
 
@@ -73,6 +76,7 @@ int cmd_serve(int argc, char** argv) {
     SchedulerOptions sched;
     sched.max_batch = parallel;
     sched.prefix_cache = prefix_cache;
+    sched.max_stall_ms = max_stall_ms;
     Scheduler scheduler(*model, sched);
     server::HttpServer http(scheduler, so);
     http.start();

@@ -17,6 +17,7 @@ void EngineSlot::install(std::unique_ptr<ember::Model> model, const SlotOptions&
     so.model_name = options.model_name;
     so.max_batch = options.max_batch;
     so.max_cached = options.max_cached;
+    so.max_stall_ms = ember::kDefaultMaxStallMs;  // two chats: one's long prompt barely pauses the other
     auto scheduler = std::make_unique<ember::Scheduler>(*model, so);
     std::unique_lock lock(mutex_);
     model_ = std::move(model);

@@ -278,7 +278,9 @@ StepInfo Scheduler::step() {
     StepInfo info;
     if (!running_.empty()) {
         const std::vector<Planned> plan = plan_step();
+        const auto start = std::chrono::steady_clock::now();
         if (!plan.empty()) run_pass(plan, info);
+        learn_step_cost(info, std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
         if (!info.batch.empty()) {  // counted before anything ends: a client that saw its end sees the step
             info.step = steps_.fetch_add(1) + 1;
             int32_t tokens = 0;
@@ -436,6 +438,7 @@ std::vector<Scheduler::Planned> Scheduler::plan_step() {
         want[i] = 1;
         --budget;
     }
+    budget = prefill_cap(budget);
     for (size_t i = 0; i < running_.size(); ++i) {
         if (want[i] != 0) continue;
         want[i] = std::min(running_[i].remaining(), budget);
@@ -487,6 +490,31 @@ std::vector<Scheduler::Planned> Scheduler::plan_step() {
         else running_.front().error = "the KV cache cannot hold this request";
     }
     return plan;
+}
+
+// The prefill tokens this step may take (of `budget`): all of them unless sequences are
+// streaming and max_stall_ms is set; then what fits in the stall next to the decodes, by the
+// recent passes' cost, but at least a KV block (a long prompt always moves).
+int32_t Scheduler::prefill_cap(int32_t budget) const {
+    if (opts_.max_stall_ms <= 0 || token_seconds_ <= 0) return budget;
+    if (std::none_of(running_.begin(), running_.end(), [](const Running& r) { return r.decoding(); })) return budget;
+    const double room = opts_.max_stall_ms / 1000.0 - decode_step_seconds_;
+    const double tokens = std::max(0.0, room / token_seconds_);
+    const int32_t floor = model_.kv().config().block_tokens;
+    return std::min(budget, std::max(floor, static_cast<int32_t>(std::min(tokens, 1e9))));
+}
+
+// Running means (weight 1/4 for the newest) of a pass's cost: whole seconds for a pass of
+// decodes only, seconds per token for one with prefill chunks of at least a KV block.
+void Scheduler::learn_step_cost(const StepInfo& info, double seconds) {
+    int32_t tokens = 0, prefill = 0;
+    for (const StepEntry& e : info.batch) {
+        tokens += e.tokens;
+        if (!e.decode) prefill += e.tokens;
+    }
+    const auto mean = [](double& m, double x) { m = m > 0 ? 0.75 * m + 0.25 * x : x; };
+    if (tokens > 0 && prefill == 0) mean(decode_step_seconds_, seconds);
+    else if (prefill >= model_.kv().config().block_tokens) mean(token_seconds_, seconds / tokens);
 }
 
 int32_t Scheduler::evict_cached(int32_t blocks_wanted) {

@@ -38,13 +38,22 @@ struct StepInfo {
     int32_t free_blocks = 0;  // KV blocks free after the step
 };
 
+// The products' max_stall_ms (`ember serve`, the app): a pause a reader barely notices; costs
+// little prefill speed (docs/BENCHMARKS.md, "Prefill chunks while others stream").
+inline constexpr int32_t kDefaultMaxStallMs = 250;
+
 struct SchedulerOptions {
     std::string model_name;       // the name clients use; "" = the file name without .gguf
     int32_t max_batch = 8;        // sequences in one pass at most (<= the KV cache's n_seqs is sensible)
     int32_t max_step_tokens = 0;  // tokens in one pass at most; 0 = the model's n_batch; >= max_batch
-    int32_t max_queue = 256;      // requests waiting at most; submit() throws beyond
-    int32_t max_cached = 4;       // idle cache_key sequences kept (least recently used evicted first)
-    bool prefix_cache = true;     // publish full KV blocks and reuse them across requests (kv_cache.h)
+    // While sequences are streaming, a step's prefill chunks are cut so that the step lasts about
+    // this long (from the measured cost of recent passes; at least one KV block of prefill per
+    // step): a long prompt arriving mid-stream delays each running stream's next token by about
+    // this, not by a whole max_step_tokens chunk. 0: no cut (max_step_tokens only).
+    int32_t max_stall_ms = 0;
+    int32_t max_queue = 256;   // requests waiting at most; submit() throws beyond
+    int32_t max_cached = 4;    // idle cache_key sequences kept (least recently used evicted first)
+    bool prefix_cache = true;  // publish full KV blocks and reuse them across requests (kv_cache.h)
     // Called on the engine thread after every step that ran a pass (tests count steps with
     // it). It may call submit() and cancel(); it must not block. What it throws is logged.
     std::function<void(const StepInfo&)> on_step;
@@ -96,6 +105,8 @@ private:
     bool fits(const Job& job) const;
     void admit_one(std::shared_ptr<Job> job);
     std::vector<Planned> plan_step();
+    int32_t prefill_cap(int32_t budget) const;
+    void learn_step_cost(const StepInfo& info, double seconds);
     bool uses_prefix_cache(const Job& job) const;  // attaches and publishes prefix blocks
     int32_t blocks_for(int32_t seq, int32_t more) const;
     int32_t evict_cached(int32_t blocks_wanted);
@@ -138,6 +149,10 @@ private:
     Tensor logits_dev_;             // or where they were computed
     std::vector<TopKCandidate> top_;
     int32_t max_pass_tokens_ = 0;  // largest pass so far (scratch grows with it)
+    // Recent passes' cost (running means), for max_stall_ms: seconds per token of passes with
+    // prefill chunks, and seconds of a pass of decodes only.
+    double token_seconds_ = 0;
+    double decode_step_seconds_ = 0;
     std::thread thread_;
 };
 

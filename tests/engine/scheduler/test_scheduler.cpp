@@ -4,6 +4,7 @@
 // on the engine thread, so they land at exactly that step.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <chrono>
 #include <condition_variable>
 #include <map>
@@ -475,6 +476,56 @@ TEST_CASE("chunked prefill keeps every decoding sequence emitting a token each s
     CHECK(res.get(0).stats.generated_tokens == 60);
     CHECK(res.get(1).stats.generated_tokens == 60);
     CHECK(res.get(2).stats.generated_tokens == 4);
+}
+
+// max_stall_ms: while others stream, a long prompt's chunks are cut to what fits in the stall
+// by the measured cost of recent passes (1 ms: less than a SmolLM2 decode pass on any CPU, so
+// never more than the floor, one KV block); with 0, or a stall longer than any pass, it goes
+// in as one chunk. Its tokens do not change.
+TEST_CASE("max_stall_ms cuts prefill chunks while others stream and changes no token") {
+    auto model = load(test::test_model(test::kSmolLM2), 512, 4);
+    const int32_t block = model->kv().config().block_tokens;
+    const EngineRequest big = long_request(300, 8);
+    const Outcome ref = alone(*model, {big})[0];
+    for (const int32_t stall : {1, 0, 3'600'000}) {
+        CAPTURE(stall);
+        Results res;
+        SchedulerOptions o;
+        o.max_batch = 4;
+        o.max_stall_ms = stall;
+        o.prefix_cache = false;
+        std::vector<int32_t> chunks;  // the long prompt's prefill tokens per step
+        std::vector<bool> streaming;  // whether some sequence decoded in that step
+        uint64_t big_id = 0;
+        Scheduler* self = nullptr;
+        o.on_step = [&](const StepInfo& info) {
+            for (const StepEntry& e : info.batch) {
+                if (e.request_id != big_id || e.decode) continue;
+                chunks.push_back(e.tokens);
+                streaming.push_back(
+                    std::any_of(info.batch.begin(), info.batch.end(), [](const StepEntry& x) { return x.decode; }));
+            }
+            if (info.step == 3) big_id = self->submit(big, res.sink(2));
+        };
+        Scheduler s(*model, o);
+        self = &s;
+        // Two streams whose 40-token prompts (one pass) give the scheduler a cost per token.
+        s.submit(long_request(40, 40), res.sink(0));
+        s.submit(long_request(40, 40), res.sink(1));
+        res.wait(3);
+        const Outcome got = res.get(2);
+        REQUIRE(got.error.empty());
+        CHECK(got.text == ref.text);
+        CHECK(got.stats.generated_tokens == 8);
+        REQUIRE(!chunks.empty());
+        if (stall == 1) {
+            CHECK(chunks.size() >= 300 / block);
+            for (size_t i = 0; i < chunks.size(); ++i)
+                if (streaming[i]) CHECK(chunks[i] <= block);
+        } else {
+            CHECK(chunks == std::vector<int32_t>{300});
+        }
+    }
 }
 
 TEST_CASE("cancel ends a request within a step and frees its KV blocks at once") {
