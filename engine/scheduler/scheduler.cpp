@@ -504,7 +504,8 @@ int32_t Scheduler::prefill_cap(int32_t budget) const {
     return std::min(budget, std::max(floor, static_cast<int32_t>(std::min(tokens, 1e9))));
 }
 
-// Running means (weight 1/4 for the newest) of a pass's cost: whole seconds for a pass of
+// Running means (weight 1/2 for the newest: a long prompt's later chunks cost more, attending to
+// more) of a pass's cost: whole seconds for a pass of
 // decodes only, seconds per token for one with prefill chunks of at least a KV block.
 void Scheduler::learn_step_cost(const StepInfo& info, double seconds) {
     int32_t tokens = 0, prefill = 0;
@@ -512,7 +513,7 @@ void Scheduler::learn_step_cost(const StepInfo& info, double seconds) {
         tokens += e.tokens;
         if (!e.decode) prefill += e.tokens;
     }
-    const auto mean = [](double& m, double x) { m = m > 0 ? 0.75 * m + 0.25 * x : x; };
+    const auto mean = [](double& m, double x) { m = m > 0 ? 0.5 * (m + x) : x; };
     if (tokens > 0 && prefill == 0) mean(decode_step_seconds_, seconds);
     else if (prefill >= model_.kv().config().block_tokens) mean(token_seconds_, seconds / tokens);
 }
