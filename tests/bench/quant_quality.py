@@ -10,6 +10,10 @@ the same base, so the table also gives their paired difference, mean KL(ours) - 
 token by token with its standard error (the two means' own errors are mostly the text's
 variation, common to both files). With --cross-check TYPE, llama-perplexity also
 measures that type's files against the same base file (the format is llama-perplexity's own).
+With --dequantized, each file is also measured as its own dequantization (`ember quantize FILE
+F16`, then the same KL run): float weights take the engine's float path, so the engine's 8-bit
+activation rounding, common to both files and the same size as the smallest differences
+between them, drops out and what is left is what the quantizer changed in the weights.
 
 Prints a table and writes JSON (--json). Files are cached in --work, so a rerun only
 measures what is missing. The quality bar: KL(ours) <= KL(llama.cpp), and PPL(ours) no more than 1 % above llama.cpp's.
@@ -102,6 +106,8 @@ def main():
     ap.add_argument("--work", default=os.path.expanduser("~/.cache/ember/quant-quality"))
     ap.add_argument("--cross-check", default="", help="a TYPE also measured with llama-perplexity")
     ap.add_argument("--json", default="")
+    ap.add_argument("--dequantized", action="store_true",
+                    help="also measure each file's F16 dequantization (the weights alone, no activation rounding)")
     args = ap.parse_args()
     os.makedirs(args.work, exist_ok=True)
     out, _ = run([os.path.join(ROOT, "scripts/llama-cpp-tools.sh"), "llama-quantize", "llama-perplexity"])
@@ -141,6 +147,16 @@ def main():
                    "top1_ember": a["same_top_percent"], "top1_llama": b["same_top_percent"],
                    "quantize_s_ember": t_ours, "quantize_s_llama": t_peer}
             row["kld_diff"], row["kld_diff_err"] = paired(a["kl_values"], b["kl_values"])
+            if args.dequantized:
+                dq = []
+                for path in (ours, peer):
+                    f16_of = path[:-len(".gguf")] + ".dq-f16.gguf"
+                    if not os.path.exists(f16_of):
+                        run([args.ember, "quantize", path, f16_of, "F16", "--quiet"])
+                    dq.append(measure(args, f16_of, base))
+                row["kld_ember_dq"], row["kld_ember_dq_err"] = dq[0]["kld_mean"], dq[0]["kld_mean_err"]
+                row["kld_llama_dq"], row["kld_llama_dq_err"] = dq[1]["kld_mean"], dq[1]["kld_mean_err"]
+                row["kld_dq_diff"], row["kld_dq_diff_err"] = paired(dq[0]["kl_values"], dq[1]["kl_values"])
             row["kl_ok"] = row["kld_ember"] <= row["kld_llama"]
             row["ppl_ok"] = row["ppl_ember"] <= 1.01 * row["ppl_llama"]  # no worse than 1 %
             if t == args.cross_check:
@@ -163,6 +179,10 @@ def main():
               f" {r['ppl_base']:9.4f} {r['top1_ember']:6.2f}/{r['top1_llama']:6.2f}"
               f" {r['kld_diff']:+10.6f}±{r['kld_diff_err']:.6f}"
               f" {'same' if r['same_layout'] else 'DIFF':6}  {'ok' if r['kl_ok'] and r['ppl_ok'] else 'MISS'}")
+        if "kld_dq_diff" in r:
+            print(f"{'':8} {'dequantized to F16':26} {r['kld_ember_dq']:9.6f}±{r['kld_ember_dq_err']:.6f}"
+                  f" {r['kld_llama_dq']:9.6f}±{r['kld_llama_dq_err']:.6f}"
+                  f"  paired {r['kld_dq_diff']:+10.7f}±{r['kld_dq_diff_err']:.7f}")
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"ctx": args.ctx, "chunks": args.chunks, "text": args.text, "rows": rows}, f, indent=1)
