@@ -154,8 +154,10 @@ def main():
                     if not os.path.exists(f16_of):
                         run([args.ember, "quantize", path, f16_of, "F16", "--quiet"])
                     dq.append(measure(args, f16_of, base))
-                row["kld_ember_dq"], row["kld_ember_dq_err"] = dq[0]["kld_mean"], dq[0]["kld_mean_err"]
-                row["kld_llama_dq"], row["kld_llama_dq_err"] = dq[1]["kld_mean"], dq[1]["kld_mean_err"]
+                # From the per-token values: the report's 6 decimals round these means to 0.
+                zeros = [0.0] * len(dq[0]["kl_values"])
+                row["kld_ember_dq"], row["kld_ember_dq_err"] = paired(dq[0]["kl_values"], zeros)
+                row["kld_llama_dq"], row["kld_llama_dq_err"] = paired(dq[1]["kl_values"], zeros)
                 row["kld_dq_diff"], row["kld_dq_diff_err"] = paired(dq[0]["kl_values"], dq[1]["kl_values"])
             row["kl_ok"] = row["kld_ember"] <= row["kld_llama"]
             row["ppl_ok"] = row["ppl_ember"] <= 1.01 * row["ppl_llama"]  # no worse than 1 %
@@ -180,9 +182,9 @@ def main():
               f" {r['kld_diff']:+10.6f}±{r['kld_diff_err']:.6f}"
               f" {'same' if r['same_layout'] else 'DIFF':6}  {'ok' if r['kl_ok'] and r['ppl_ok'] else 'MISS'}")
         if "kld_dq_diff" in r:
-            print(f"{'':8} {'dequantized to F16':26} {r['kld_ember_dq']:9.6f}±{r['kld_ember_dq_err']:.6f}"
-                  f" {r['kld_llama_dq']:9.6f}±{r['kld_llama_dq_err']:.6f}"
-                  f"  paired {r['kld_dq_diff']:+10.7f}±{r['kld_dq_diff_err']:.7f}")
+            print(f"{'':8} {'dequantized to F16':18} {r['kld_ember_dq']:.3e}±{r['kld_ember_dq_err']:.1e}"
+                  f" {r['kld_llama_dq']:.3e}±{r['kld_llama_dq_err']:.1e}"
+                  f"  paired {r['kld_dq_diff']:+.3e}±{r['kld_dq_diff_err']:.1e}")
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"ctx": args.ctx, "chunks": args.chunks, "text": args.text, "rows": rows}, f, indent=1)
