@@ -504,9 +504,9 @@ int32_t Scheduler::prefill_cap(int32_t budget) const {
     return std::min(budget, std::max(floor, static_cast<int32_t>(std::min(tokens, 1e9))));
 }
 
-// Running means (weight 1/2 for the newest: a long prompt's later chunks cost more, attending to
-// more) of a pass's cost: whole seconds for a pass of
-// decodes only, seconds per token for one with prefill chunks of at least a KV block.
+// Running means of a pass's cost: whole seconds for a pass of decodes only, seconds per token
+// for one with prefill chunks of at least a KV block. The newest pass weighs 1/2: a long
+// prompt's later chunks cost more (they attend to more).
 void Scheduler::learn_step_cost(const StepInfo& info, double seconds) {
     int32_t tokens = 0, prefill = 0;
     for (const StepEntry& e : info.batch) {

@@ -38,8 +38,8 @@ struct StepInfo {
     int32_t free_blocks = 0;  // KV blocks free after the step
 };
 
-// The products' max_stall_ms (`ember serve`, the app): a pause a reader barely notices; costs
-// little prefill speed (docs/BENCHMARKS.md, "Prefill chunks while others stream").
+// The products' max_stall_ms (`ember serve`, the app): a pause a reader barely notices, for ~5 %
+// more time to the long prompt's first token (docs/BENCHMARKS.md, Serving, `--max-stall-ms`).
 inline constexpr int32_t kDefaultMaxStallMs = 250;
 
 struct SchedulerOptions {
