@@ -111,6 +111,13 @@ Scheduler::Scheduler(Model& model, SchedulerOptions options)
                     ") must be at least max_batch (" + std::to_string(opts_.max_batch) + ")");
     if (opts_.max_queue < 0 || opts_.max_cached < 0) throw Error("scheduler: max_queue and max_cached must be >= 0");
     running_.reserve(static_cast<size_t>(opts_.max_batch));
+    const ModelConfig& c = model_.config();
+    work_w_ = static_cast<double>(c.n_layers) *
+              (static_cast<double>(c.n_embd) * (2.0 * c.q_dim() + 2.0 * c.kv_dim() + 3.0 * c.n_ff));
+    // An attention multiply-add counts 4: float FMAs against the weights' 8-bit dot products
+    // (4 per lane); with equal weights the estimate fell behind as a long prompt's chunks moved
+    // on (SmolLM2: pauses of ~0.3 s for a 250 ms target; with 4, 0.25 s).
+    work_a_ = 4 * 2.0 * c.n_layers * c.q_dim();
     thread_ = std::thread([this] { run(); });
 }
 
@@ -278,9 +285,10 @@ StepInfo Scheduler::step() {
     StepInfo info;
     if (!running_.empty()) {
         const std::vector<Planned> plan = plan_step();
+        const PassShape shape = pass_shape(plan);
         const auto start = std::chrono::steady_clock::now();
         if (!plan.empty()) run_pass(plan, info);
-        learn_step_cost(info, std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+        learn_step_cost(shape, std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
         if (!info.batch.empty()) {  // counted before anything ends: a client that saw its end sees the step
             info.step = steps_.fetch_add(1) + 1;
             int32_t tokens = 0;
@@ -438,14 +446,22 @@ std::vector<Scheduler::Planned> Scheduler::plan_step() {
         want[i] = 1;
         --budget;
     }
-    budget = prefill_cap(budget);
-    for (size_t i = 0; i < running_.size(); ++i) {
-        if (want[i] != 0) continue;
-        want[i] = std::min(running_[i].remaining(), budget);
-        budget -= want[i];
-    }
     KvCache& kv = model_.kv();
     const int32_t B = kv.config().block_tokens;
+    double work_left = stall_work();  // infinite unless max_stall_ms cuts this step
+    bool first = true;                // the first prefill chunk takes at least a block: it always moves
+    for (size_t i = 0; i < running_.size(); ++i) {
+        if (want[i] != 0) continue;
+        int32_t n = std::min(running_[i].remaining(), budget);
+        if (n > 0 && std::isfinite(work_left)) {
+            const auto start = static_cast<int64_t>(running_[i].tokens.size());
+            n = std::min(n, std::max(prefill_fit(start, work_left), first ? B : 0));
+            work_left -= prefill_work(start, n);
+        }
+        first = first && n == 0;
+        want[i] = n;
+        budget -= n;
+    }
     std::vector<Planned> plan;
     for (size_t i = 0; i < running_.size();) {
         Running& r = running_[i];
@@ -492,30 +508,56 @@ std::vector<Scheduler::Planned> Scheduler::plan_step() {
     return plan;
 }
 
-// The prefill tokens this step may take (of `budget`): all of them unless sequences are
-// streaming and max_stall_ms is set; then what fits in the stall next to the decodes, by the
-// recent passes' cost, but at least a KV block (a long prompt always moves).
-int32_t Scheduler::prefill_cap(int32_t budget) const {
-    if (opts_.max_stall_ms <= 0 || token_seconds_ <= 0) return budget;
-    if (std::none_of(running_.begin(), running_.end(), [](const Running& r) { return r.decoding(); })) return budget;
-    const double room = opts_.max_stall_ms / 1000.0 - decode_step_seconds_;
-    const double tokens = std::max(0.0, room / token_seconds_);
-    const int32_t floor = model_.kv().config().block_tokens;
-    return std::min(budget, std::max(floor, static_cast<int32_t>(std::min(tokens, 1e9))));
+// Multiply-adds of prefilling tokens [start, start + n): the weights once per token, the
+// attention to every key up to each token's own (sliding windows are not subtracted: the
+// estimate errs towards smaller chunks).
+double Scheduler::prefill_work(int64_t start, int64_t n) const {
+    const double nn = static_cast<double>(n), p = static_cast<double>(start);
+    return nn * work_w_ + work_a_ * (nn * p + nn * (nn + 1) / 2);
 }
 
-// Running means of a pass's cost: whole seconds for a pass of decodes only, seconds per token
-// for one with prefill chunks of at least a KV block. The newest pass weighs 1/2: a long
-// prompt's later chunks cost more (they attend to more).
-void Scheduler::learn_step_cost(const StepInfo& info, double seconds) {
-    int32_t tokens = 0, prefill = 0;
-    for (const StepEntry& e : info.batch) {
-        tokens += e.tokens;
-        if (!e.decode) prefill += e.tokens;
+// The most tokens from `start` whose prefill_work stays within `work` (the quadratic's root).
+int32_t Scheduler::prefill_fit(int64_t start, double work) const {
+    if (work <= 0) return 0;
+    const double a = work_a_ / 2, b = work_w_ + work_a_ * (static_cast<double>(start) + 0.5);
+    const double n = a > 0 ? (std::sqrt(b * b + 4 * a * work) - b) / (2 * a) : work / b;
+    return static_cast<int32_t>(std::min(n, 1e9));
+}
+
+// The prefill work that fits in max_stall_ms next to the decodes, by the recent passes' cost;
+// infinite when nothing is streaming, the option is off or no cost is known yet.
+double Scheduler::stall_work() const {
+    constexpr double kAll = std::numeric_limits<double>::infinity();
+    if (opts_.max_stall_ms <= 0 || work_seconds_ <= 0) return kAll;
+    if (std::none_of(running_.begin(), running_.end(), [](const Running& r) { return r.decoding(); })) return kAll;
+    return std::max(0.0, opts_.max_stall_ms / 1000.0 - decode_step_seconds_) / work_seconds_;
+}
+
+Scheduler::PassShape Scheduler::pass_shape(const std::vector<Planned>& plan) const {
+    PassShape s;
+    for (const Planned& p : plan) {
+        const Running& r = running_[p.index];
+        if (r.decoding()) {
+            ++s.decodes;
+        } else {
+            s.prefill += p.n;
+            s.work += prefill_work(static_cast<int64_t>(r.tokens.size()), p.n);
+        }
     }
+    return s;
+}
+
+// Running means of a pass's cost: seconds of a pass of decodes only; seconds per unit of work
+// of the prefill in a pass with at least a KV block of it (the decodes' share taken off). The
+// newest pass weighs 1/2.
+void Scheduler::learn_step_cost(const PassShape& shape, double seconds) {
     const auto mean = [](double& m, double x) { m = m > 0 ? 0.5 * (m + x) : x; };
-    if (tokens > 0 && prefill == 0) mean(decode_step_seconds_, seconds);
-    else if (prefill >= model_.kv().config().block_tokens) mean(token_seconds_, seconds / tokens);
+    if (shape.decodes > 0 && shape.prefill == 0) {
+        mean(decode_step_seconds_, seconds);
+    } else if (shape.prefill >= model_.kv().config().block_tokens && shape.work > 0) {
+        const double prefill_seconds = seconds - (shape.decodes > 0 ? decode_step_seconds_ : 0);
+        if (prefill_seconds > 0) mean(work_seconds_, prefill_seconds / shape.work);
+    }
 }
 
 int32_t Scheduler::evict_cached(int32_t blocks_wanted) {

@@ -105,8 +105,18 @@ private:
     bool fits(const Job& job) const;
     void admit_one(std::shared_ptr<Job> job);
     std::vector<Planned> plan_step();
-    int32_t prefill_cap(int32_t budget) const;
-    void learn_step_cost(const StepInfo& info, double seconds);
+    // max_stall_ms's cost model: a pass costs a decode-only pass's seconds plus seconds per
+    // unit of prefill work, a token at position p being work_w_ + work_a_ * (p + 1) (the
+    // weights' multiply-adds, the attention's to p + 1 keys, weighted; from the model's shape).
+    struct PassShape {
+        int32_t decodes = 0, prefill = 0;  // tokens
+        double work = 0;                   // of the prefill tokens
+    };
+    double prefill_work(int64_t start, int64_t n) const;
+    int32_t prefill_fit(int64_t start, double work) const;  // tokens from `start` within `work`
+    double stall_work() const;                              // prefill work this step may take
+    PassShape pass_shape(const std::vector<Planned>& plan) const;
+    void learn_step_cost(const PassShape& shape, double seconds);
     bool uses_prefix_cache(const Job& job) const;  // attaches and publishes prefix blocks
     int32_t blocks_for(int32_t seq, int32_t more) const;
     int32_t evict_cached(int32_t blocks_wanted);
@@ -149,9 +159,10 @@ private:
     Tensor logits_dev_;             // or where they were computed
     std::vector<TopKCandidate> top_;
     int32_t max_pass_tokens_ = 0;  // largest pass so far (scratch grows with it)
-    // Recent passes' cost (running means), for max_stall_ms: seconds per token of passes with
-    // prefill chunks, and seconds of a pass of decodes only.
-    double token_seconds_ = 0;
+    // Recent passes' cost (running means), for max_stall_ms: seconds per unit of prefill work,
+    // and seconds of a pass of decodes only.
+    double work_w_ = 0, work_a_ = 0;
+    double work_seconds_ = 0;
     double decode_step_seconds_ = 0;
     std::thread thread_;
 };
