@@ -285,10 +285,12 @@ StepInfo Scheduler::step() {
     StepInfo info;
     if (!running_.empty()) {
         const std::vector<Planned> plan = plan_step();
-        const PassShape shape = pass_shape(plan);
+        const bool timed = opts_.max_stall_ms > 0;  // only max_stall_ms reads the passes' cost
+        const PassShape shape = timed ? pass_shape(plan) : PassShape{};
         const auto start = std::chrono::steady_clock::now();
         if (!plan.empty()) run_pass(plan, info);
-        learn_step_cost(shape, std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+        if (timed)
+            learn_step_cost(shape, std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
         if (!info.batch.empty()) {  // counted before anything ends: a client that saw its end sees the step
             info.step = steps_.fetch_add(1) + 1;
             int32_t tokens = 0;

@@ -38,8 +38,8 @@ struct StepInfo {
     int32_t free_blocks = 0;  // KV blocks free after the step
 };
 
-// The products' max_stall_ms (`ember serve`, the app): a pause a reader barely notices, for ~5 %
-// more time to the long prompt's first token (docs/BENCHMARKS.md, Serving, `--max-stall-ms`).
+// The products' max_stall_ms (`ember serve`, the app): a pause a reader barely notices, for
+// 0-10 % more time to the long prompt's first token (docs/BENCHMARKS.md, Serving, `--max-stall-ms`).
 inline constexpr int32_t kDefaultMaxStallMs = 250;
 
 struct SchedulerOptions {
@@ -159,8 +159,8 @@ private:
     Tensor logits_dev_;             // or where they were computed
     std::vector<TopKCandidate> top_;
     int32_t max_pass_tokens_ = 0;  // largest pass so far (scratch grows with it)
-    // Recent passes' cost (running means), for max_stall_ms: seconds per unit of prefill work,
-    // and seconds of a pass of decodes only.
+    // For max_stall_ms: the model's work per token (see PassShape), then the recent passes'
+    // cost as running means: seconds per unit of prefill work, seconds of a decode-only pass.
     double work_w_ = 0, work_a_ = 0;
     double work_seconds_ = 0;
     double decode_step_seconds_ = 0;

@@ -422,7 +422,7 @@ inline __m256 scale_blocks(__m256 acc, __m256i sums, __m256 scale, __m256 min, c
 
 // A: the type's block unpacker (inlined: a call per chunk cost more than the short rows'
 // work); NT tokens at compile time, so the 2 x NT lane accumulators stay in registers.
-// K-quant weights are prefetched into L2 only, as in the AVX-512 gemv_q8_t (which says why).
+// Weights prefetched per WeightPrefetch::locality_for (K-quants into L2 only).
 template <class A, int G, bool kMin, bool kSigned, int NT>
 void gemv_q8_t(const WeightMatrix& W, const ActQ8& a, int64_t r0, int64_t r1, float* Y) {
     constexpr int nbc = kChunk / G;
@@ -437,7 +437,7 @@ void gemv_q8_t(const WeightMatrix& W, const ActQ8& a, int64_t r0, int64_t r1, fl
         __m256 acc[NT][2];
         for (auto& v : acc) v[0] = v[1] = _mm256_setzero_ps();
         for (int64_t c = 0; c < nchunks; ++c) {
-            pf.step<A::kBE == 256 ? 2 : 3>(row + c * pf.step_bytes);
+            pf.step<WeightPrefetch::locality_for(A::kBE)>(row + c * pf.step_bytes);
             unpack_chunk_avx2<A>(row, c, W.cols, q, scale, min);
             // groups of 8 blocks holding columns (a short row's last chunk: padding skipped)
             const int groups = static_cast<int>(std::min<int64_t>(nbc, nb_data - c * nbc) + 7) / 8;

@@ -645,7 +645,7 @@ template <class U, int G, bool kMin, int NT>
 void gemv_q8_t(const WeightMatrix& W, const ActQ8& a, int64_t r0, int64_t r1, float* Y) {
     constexpr int nbc = kChunk / G;
     constexpr int64_t kStep = kChunk / U::kBE * U::kBB;  // weight bytes per chunk
-    constexpr int kLocality = U::kBE == 256 ? 2 : 3;     // super-block (K-quant) types: L2
+    constexpr int kLocality = WeightPrefetch::locality_for(U::kBE);
     const int64_t nb = a.nb(), nchunks = a.kpad / kChunk;
     WeightPrefetch::start(W, r0, r1);
     for (int64_t r = r0; r < r1; ++r) {

@@ -115,6 +115,10 @@ struct WeightPrefetch {
         const int64_t n = std::min<int64_t>(kPrefetchAhead, (r1 - r0) * static_cast<int64_t>(W.row_bytes));
         for (int64_t o = 0; o < n; o += 64) __builtin_prefetch(p + o, 0, 3);
     }
+    // The locality a gemv prefetches a type's weights with: 2 (L2 only) for super-block
+    // (K-quant) types, whose chunks take more loads and compute per byte, so 8 KiB run ahead
+    // in L1 evicted the activations; 3 (L1) for the rest (measured: kernels/cpu/matmul_avx512.cpp).
+    static constexpr int locality_for(int64_t block_elems) { return block_elems == 256 ? 2 : 3; }
     // Before reading the step that starts at p (kLocality: as step_fixed's).
     template <int kLocality = 3>
     void step(const uint8_t* p) const {

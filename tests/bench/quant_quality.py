@@ -82,16 +82,22 @@ def measure(args, model, base):
     return report
 
 
+def mean_err(xs):
+    """Mean of per-token values and its standard error."""
+    n = len(xs)
+    if n < 2:
+        sys.exit(f"too few per-token KL values ({n})")
+    mean = sum(xs) / n
+    var = sum((x - mean) ** 2 for x in xs) / (n - 1)
+    return mean, (var / n) ** 0.5
+
+
 def paired(a, b):
     """Mean of a[i] - b[i] and its standard error: the two files' KL token by token, so the
     text's own variation (most of each mean's error) cancels."""
-    n = len(a)
-    if n != len(b) or n < 2:
-        sys.exit(f"per-token KL values differ in count ({n} vs {len(b)})")
-    d = [x - y for x, y in zip(a, b)]
-    mean = sum(d) / n
-    var = sum((x - mean) ** 2 for x in d) / (n - 1)
-    return mean, (var / n) ** 0.5
+    if len(a) != len(b):
+        sys.exit(f"per-token KL values differ in count ({len(a)} vs {len(b)})")
+    return mean_err([x - y for x, y in zip(a, b)])
 
 
 def main():
@@ -155,9 +161,8 @@ def main():
                         run([args.ember, "quantize", path, f16_of, "F16", "--quiet"])
                     dq.append(measure(args, f16_of, base))
                 # From the per-token values: the report's 6 decimals round these means to 0.
-                zeros = [0.0] * len(dq[0]["kl_values"])
-                row["kld_ember_dq"], row["kld_ember_dq_err"] = paired(dq[0]["kl_values"], zeros)
-                row["kld_llama_dq"], row["kld_llama_dq_err"] = paired(dq[1]["kl_values"], zeros)
+                row["kld_ember_dq"], row["kld_ember_dq_err"] = mean_err(dq[0]["kl_values"])
+                row["kld_llama_dq"], row["kld_llama_dq_err"] = mean_err(dq[1]["kl_values"])
                 row["kld_dq_diff"], row["kld_dq_diff_err"] = paired(dq[0]["kl_values"], dq[1]["kl_values"])
             row["kl_ok"] = row["kld_ember"] <= row["kld_llama"]
             row["ppl_ok"] = row["ppl_ember"] <= 1.01 * row["ppl_llama"]  # no worse than 1 %
