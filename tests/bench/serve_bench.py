@@ -35,6 +35,11 @@ Measured per round (server x C):
     send to last byte), prompt processing included; tokens come from each response's `usage`
     (completion_tokens), the same field for both servers; every request must report M (it is
     an error otherwise: ignore_eos makes each generate exactly M);
+  - decode-phase throughput: each request's tokens after its first over the time from its first
+    text chunk to its last (the stream's decode rate, the pauses for others' prompts included),
+    averaged over the round's requests and multiplied by C (each client has one stream at a
+    time): what the issue names aggregate decode throughput, without the prompts' prefill that
+    the wall-time figure above also pays;
   - inter-token latency p50/p99: gaps between consecutive SSE chunks that carry text, client
     side, pooled over the round's requests (one chunk per token on both servers);
   - TTFT p50/p99: send to the first chunk with text;
@@ -47,7 +52,7 @@ to a neighbour. The repetitions are passes over all client counts (1, 4, ..., 32
 not N rounds of one count after another, so that a drift of the host's speed over minutes
 reaches every count alike.
 Prints a markdown table and the ratios the targets name (C=16 vs C=1 per server, of the medians
-and, with repetitions, within each pass; Ember / llama-server at 1, 8 and 16 clients); --json
+and, with repetitions, within each pass, for the wall-time figure and for the decode phase; Ember / llama-server at 1, 8 and 16 clients); --json
 writes everything.
 """
 import argparse
@@ -371,10 +376,14 @@ def run_round(server, clients, per_client, max_tokens, timeout_s):
     streams = drive(server, clients, per_client, max_tokens, timeout_s)
     wall = max([t0] + [r["t_end"] or t0 for r in streams]) - t0
     cpu1, busy1, own1 = server.cpu_seconds(), machine_busy_seconds(), sum(os.times()[:2])
-    return summarize(streams, wall, max_tokens, {
+    r = summarize(streams, wall, max_tokens, {
         "server_cpu_s": None if cpu0 is None or cpu1 is None else cpu1 - cpu0,
         "client_cpu_s": own1 - own0, "machine_busy_s": busy1 - busy0,
         "loadavg_start": load0, "loadavg_end": loadavg()})
+    # Each client has one stream at a time, so C streams decode side by side.
+    rate = r["stream_decode_tok_s"]
+    r["decode_tok_s"] = None if rate is None else round(clients * rate, 2)
+    return r
 
 
 def settle(servers, limit_s=10.0):
@@ -395,6 +404,9 @@ def median_round(runs):
     burst on a shared host moves less than a single run."""
     kept = dict(sorted(runs, key=lambda r: r["tok_s"] or 0)[(len(runs) - 1) // 2])
     kept["tok_s_runs"] = [r["tok_s"] for r in runs]
+    decode = [r["decode_tok_s"] for r in runs if r["decode_tok_s"] is not None]
+    kept["decode_tok_s"] = round(statistics.median(decode), 2) if decode else None
+    kept["decode_tok_s_runs"] = decode
     kept["texts_same_across_runs"] = all(r["texts"] == kept["texts"] for r in runs)
     kept["n_errors"] = sum(r["n_errors"] for r in runs)
     kept["requests_with_wrong_token_count"] = sum(r["requests_with_wrong_token_count"] for r in runs)
@@ -403,7 +415,7 @@ def median_round(runs):
 
 def summarize(reqs, wall, max_tokens, cpu):
     errors = [r["error"] for r in reqs if r["error"]]
-    tokens, itl, ttft, bad_counts = 0, [], [], 0
+    tokens, itl, ttft, bad_counts, stream_rates = 0, [], [], 0, []
     for r in reqs:
         if r["error"]:
             continue
@@ -418,6 +430,8 @@ def summarize(reqs, wall, max_tokens, cpu):
         if times:
             ttft.append(times[0] - r["t_send"])
             itl.extend(b - a for a, b in zip(times, times[1:]))
+            if len(times) > 1 and times[-1] > times[0]:
+                stream_rates.append((len(times) - 1) / (times[-1] - times[0]))
     ncpu = os.cpu_count() or 1
     other = None
     if cpu["server_cpu_s"] is not None:
@@ -428,6 +442,7 @@ def summarize(reqs, wall, max_tokens, cpu):
         "requests_with_wrong_token_count": bad_counts,
         "generated_tokens": tokens, "wall_s": round(wall, 3),
         "tok_s": round(tokens / wall, 2) if wall > 0 else None,
+        "stream_decode_tok_s": round(statistics.mean(stream_rates), 2) if stream_rates else None,
         "itl_p50_ms": ms(percentile(itl, 50)), "itl_p99_ms": ms(percentile(itl, 99)),
         "ttft_p50_ms": ms(percentile(ttft, 50)), "ttft_p99_ms": ms(percentile(ttft, 99)),
         "chunks_per_request": round(sum(len(r["chunk_times"]) for r in reqs) / max(1, len(reqs)), 2),
@@ -481,7 +496,7 @@ def bench_model(args, model, names, log_dir):
                     r = run_round(servers[name], c, requests_per_client(args, c), args.max_tokens,
                                   args.request_timeout)
                     runs[name][c].append(r)
-                    log(f"{stem} {name} C={c}: {r['tok_s']} tok/s, ITL p50 {r['itl_p50_ms']} ms, "
+                    log(f"{stem} {name} C={c}: {r['tok_s']} tok/s (decode phase {r['decode_tok_s']}), ITL p50 {r['itl_p50_ms']} ms, "
                         f"TTFT p50 {r['ttft_p50_ms']} ms, server {r['server_cores_busy']} cores, "
                         f"other load {r['other_load']}, errors {r['n_errors']}")
                     if servers[name].proc.poll() is not None:
@@ -541,6 +556,8 @@ def ratios(result, names):
         r = result["rounds"][name]
         if "1" in r and "16" in r and r["1"]["tok_s"]:
             out[f"{name} 16 vs 1 clients"] = round(r["16"]["tok_s"] / r["1"]["tok_s"], 2)
+        if "1" in r and "16" in r and r["1"].get("decode_tok_s") and r["16"].get("decode_tok_s"):
+            out[f"{name} 16 vs 1 clients, decode phase"] = round(r["16"]["decode_tok_s"] / r["1"]["decode_tok_s"], 2)
     if "ember" in names and "llama-server" in names:
         for c in PEER_CLIENTS:
             e, l = result["rounds"]["ember"].get(str(c)), result["rounds"]["llama-server"].get(str(c))
@@ -562,15 +579,15 @@ def pass_ratios(result, name):
 def print_table(result, names):
     fmt = lambda x: "-" if x is None else (f"{x:.1f}" if isinstance(x, float) else str(x))  # noqa: E731
     print(f"\n### {os.path.basename(result['model'])} ({result['file_mib']} MiB)\n")
-    print("| server | clients | tok/s | ITL p50 ms | ITL p99 ms | TTFT p50 ms | TTFT p99 ms "
+    print("| server | clients | tok/s | decode tok/s | ITL p50 ms | ITL p99 ms | TTFT p50 ms | TTFT p99 ms "
           "| server cores | other load | load avg | greedy same | errors |")
-    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     for name in names:
         for c, r in result["rounds"][name].items():
             runs = r.get("tok_s_runs", [])
             tok_s = fmt(r["tok_s"]) + (f" ({min(runs):.1f}–{max(runs):.1f})" if len(runs) > 1 else "")
             greedy = r["greedy_same_as_lower_c"] + ("" if r.get("texts_same_across_runs", True) else ", runs differ")
-            print(f"| {name} | {c} | {tok_s} | {fmt(r['itl_p50_ms'])} | {fmt(r['itl_p99_ms'])} "
+            print(f"| {name} | {c} | {tok_s} | {fmt(r.get('decode_tok_s'))} | {fmt(r['itl_p50_ms'])} | {fmt(r['itl_p99_ms'])} "
                   f"| {fmt(r['ttft_p50_ms'])} | {fmt(r['ttft_p99_ms'])} | {fmt(r['server_cores_busy'])} "
                   f"| {fmt(None if r['other_load'] is None else round(100 * r['other_load']))}% "
                   f"| {r['loadavg_start'][0]:.2f} | {greedy} "
@@ -578,7 +595,7 @@ def print_table(result, names):
     print()
     for k, v in result["ratios"].items():
         target = TARGET_SCALING if "vs 1" in k else TARGET_VS_PEER
-        per_pass = result.get("scaling_per_pass", {}).get(k.split(" 16 vs 1")[0], []) if "vs 1" in k else []
+        per_pass = result.get("scaling_per_pass", {}).get(k.split(" 16 vs 1")[0], []) if k.endswith("vs 1 clients") else []
         passes = f"; per pass {', '.join('-' if x is None else f'{x:.2f}' for x in per_pass)}" if per_pass else ""
         print(f"- {k}: {v:.2f}x (target >= {target:.1f}x: {'met' if v >= target else 'NOT met'}){passes}")
 
