@@ -111,13 +111,7 @@ Scheduler::Scheduler(Model& model, SchedulerOptions options)
                     ") must be at least max_batch (" + std::to_string(opts_.max_batch) + ")");
     if (opts_.max_queue < 0 || opts_.max_cached < 0) throw Error("scheduler: max_queue and max_cached must be >= 0");
     running_.reserve(static_cast<size_t>(opts_.max_batch));
-    const ModelConfig& c = model_.config();
-    work_w_ = static_cast<double>(c.n_layers) *
-              (static_cast<double>(c.n_embd) * (2.0 * c.q_dim() + 2.0 * c.kv_dim() + 3.0 * c.n_ff));
-    // An attention multiply-add counts 4: float FMAs against the weights' 8-bit dot products
-    // (4 per lane); with equal weights the estimate fell behind as a long prompt's chunks moved
-    // on (SmolLM2: pauses of ~0.3 s for a 250 ms target; with 4, 0.25 s).
-    work_a_ = 4 * 2.0 * c.n_layers * c.q_dim();
+    cost_ = PrefillCost::of(model_.config());
     thread_ = std::thread([this] { run(); });
 }
 
@@ -457,8 +451,8 @@ std::vector<Scheduler::Planned> Scheduler::plan_step() {
         int32_t n = std::min(running_[i].remaining(), budget);
         if (n > 0 && std::isfinite(work_left)) {
             const auto start = static_cast<int64_t>(running_[i].tokens.size());
-            n = std::min(n, std::max(prefill_fit(start, work_left), first ? B : 0));
-            work_left -= prefill_work(start, n);
+            n = std::min(n, std::max(cost_.fit(start, work_left, n), first ? B : 0));
+            work_left -= cost_.work(start, n);
         }
         first = first && n == 0;
         want[i] = n;
@@ -510,22 +504,6 @@ std::vector<Scheduler::Planned> Scheduler::plan_step() {
     return plan;
 }
 
-// Multiply-adds of prefilling tokens [start, start + n): the weights once per token, the
-// attention to every key up to each token's own (sliding windows are not subtracted: the
-// estimate errs towards smaller chunks).
-double Scheduler::prefill_work(int64_t start, int64_t n) const {
-    const double nn = static_cast<double>(n), p = static_cast<double>(start);
-    return nn * work_w_ + work_a_ * (nn * p + nn * (nn + 1) / 2);
-}
-
-// The most tokens from `start` whose prefill_work stays within `work` (the quadratic's root).
-int32_t Scheduler::prefill_fit(int64_t start, double work) const {
-    if (work <= 0) return 0;
-    const double a = work_a_ / 2, b = work_w_ + work_a_ * (static_cast<double>(start) + 0.5);
-    const double n = a > 0 ? (std::sqrt(b * b + 4 * a * work) - b) / (2 * a) : work / b;
-    return static_cast<int32_t>(std::min(n, 1e9));
-}
-
 // The prefill work that fits in max_stall_ms next to the decodes, by the recent passes' cost;
 // infinite when nothing is streaming, the option is off or no cost is known yet.
 double Scheduler::stall_work() const {
@@ -543,7 +521,7 @@ Scheduler::PassShape Scheduler::pass_shape(const std::vector<Planned>& plan) con
             ++s.decodes;
         } else {
             s.prefill += p.n;
-            s.work += prefill_work(static_cast<int64_t>(r.tokens.size()), p.n);
+            s.work += cost_.work(static_cast<int64_t>(r.tokens.size()), p.n);
         }
     }
     return s;

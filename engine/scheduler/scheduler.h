@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "engine/runtime/model.h"
+#include "engine/scheduler/prefill_cost.h"
 #include "engine/scheduler/inference_engine.h"
 
 namespace ember {
@@ -106,15 +107,12 @@ private:
     void admit_one(std::shared_ptr<Job> job);
     std::vector<Planned> plan_step();
     // max_stall_ms's cost model: a pass costs a decode-only pass's seconds plus seconds per
-    // unit of prefill work, a token at position p being work_w_ + work_a_ * (p + 1) (the
-    // weights' multiply-adds, the attention's to p + 1 keys, weighted; from the model's shape).
+    // unit of prefill work (cost_, from the model's shape).
     struct PassShape {
         int32_t decodes = 0, prefill = 0;  // tokens
         double work = 0;                   // of the prefill tokens
     };
-    double prefill_work(int64_t start, int64_t n) const;
-    int32_t prefill_fit(int64_t start, double work) const;  // tokens from `start` within `work`
-    double stall_work() const;                              // prefill work this step may take
+    double stall_work() const;  // prefill work this step may take
     PassShape pass_shape(const std::vector<Planned>& plan) const;
     void learn_step_cost(const PassShape& shape, double seconds);
     bool uses_prefix_cache(const Job& job) const;  // attaches and publishes prefix blocks
@@ -161,7 +159,7 @@ private:
     int32_t max_pass_tokens_ = 0;  // largest pass so far (scratch grows with it)
     // For max_stall_ms: the model's work per token (see PassShape), then the recent passes'
     // cost as running means: seconds per unit of prefill work, seconds of a decode-only pass.
-    double work_w_ = 0, work_a_ = 0;
+    PrefillCost cost_;
     double work_seconds_ = 0;
     double decode_step_seconds_ = 0;
     std::thread thread_;

@@ -1,0 +1,47 @@
+#include "engine/scheduler/prefill_cost.h"
+
+#include <algorithm>
+
+namespace ember {
+
+PrefillCost PrefillCost::of(const ModelConfig& c) {
+    constexpr double kAttentionWeight = 4;
+    PrefillCost p;
+    p.weights = static_cast<double>(c.n_layers) *
+                (static_cast<double>(c.n_embd) * (2.0 * c.q_dim() + 2.0 * c.kv_dim() + 3.0 * c.n_ff));
+    const auto sliding = static_cast<int64_t>(std::count(c.layer_sliding.begin(), c.layer_sliding.end(), true));
+    const int64_t windowed = c.sliding_window > 0 ? sliding : 0;
+    const double per_layer = kAttentionWeight * 2.0 * c.q_dim();  // q.k and p.v per key
+    p.attn_global = per_layer * static_cast<double>(c.n_layers - windowed);
+    p.attn_window = per_layer * static_cast<double>(windowed);
+    p.window = windowed > 0 ? c.sliding_window : 0;
+    return p;
+}
+
+double PrefillCost::work(int64_t start, int64_t n) const {
+    if (n <= 0) return 0;
+    const auto keys = [](int64_t first, int64_t count) {  // sum of p + 1 over [first, first + count)
+        const double f = static_cast<double>(first), k = static_cast<double>(count);
+        return k * f + k * (k + 1) / 2;
+    };
+    double w = static_cast<double>(n) * weights + attn_global * keys(start, n);
+    if (attn_window > 0) {
+        const int64_t growing = std::clamp<int64_t>(window - start, 0, n);  // positions with p + 1 <= window
+        w += attn_window * (keys(start, growing) + static_cast<double>(n - growing) * static_cast<double>(window));
+    }
+    return w;
+}
+
+// work() grows with n, so a binary search finds the last n within the budget.
+int32_t PrefillCost::fit(int64_t start, double budget, int32_t limit) const {
+    if (budget <= 0 || limit <= 0) return 0;
+    int32_t lo = 0, hi = limit;
+    while (lo < hi) {
+        const int32_t mid = lo + (hi - lo + 1) / 2;
+        if (work(start, mid) <= budget) lo = mid;
+        else hi = mid - 1;
+    }
+    return lo;
+}
+
+}  // namespace ember
