@@ -102,7 +102,7 @@ struct Scheduler::Running {
 };
 
 Scheduler::Scheduler(Model& model, SchedulerOptions options)
-    : model_(model), opts_(std::move(options)), model_name_(opts_.model_name) {
+    : model_(model), opts_(std::move(options)), model_name_(opts_.model_name), cost_(PrefillCost::of(model.config())) {
     if (model_name_.empty()) model_name_ = default_model_name(model_);
     if (opts_.max_step_tokens == 0) opts_.max_step_tokens = std::max(model_.n_batch(), opts_.max_batch);
     if (opts_.max_batch < 1) throw Error("scheduler: max_batch must be at least 1");
@@ -111,7 +111,6 @@ Scheduler::Scheduler(Model& model, SchedulerOptions options)
                     ") must be at least max_batch (" + std::to_string(opts_.max_batch) + ")");
     if (opts_.max_queue < 0 || opts_.max_cached < 0) throw Error("scheduler: max_queue and max_cached must be >= 0");
     running_.reserve(static_cast<size_t>(opts_.max_batch));
-    cost_ = PrefillCost::of(model_.config());
     thread_ = std::thread([this] { run(); });
 }
 

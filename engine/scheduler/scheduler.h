@@ -157,8 +157,8 @@ private:
     Tensor logits_dev_;             // or where they were computed
     std::vector<TopKCandidate> top_;
     int32_t max_pass_tokens_ = 0;  // largest pass so far (scratch grows with it)
-    // For max_stall_ms: the model's work per token (see PassShape), then the recent passes'
-    // cost as running means: seconds per unit of prefill work, seconds of a decode-only pass.
+    // For max_stall_ms: the prefill work of a run of tokens, from the model's shape, then the
+    // recent passes' cost as running means: seconds per unit of that work, of a decode-only pass.
     PrefillCost cost_;
     double work_seconds_ = 0;
     double decode_step_seconds_ = 0;

@@ -52,8 +52,8 @@ to a neighbour. The repetitions are passes over all client counts (1, 4, ..., 32
 not N rounds of one count after another, so that a drift of the host's speed over minutes
 reaches every count alike.
 Prints a markdown table and the ratios the targets name (C=16 vs C=1 per server, of the medians
-and, with repetitions, within each pass, for the wall-time figure and for the decode phase; Ember / llama-server at 1, 8 and 16 clients); --json
-writes everything.
+and, with repetitions, within each pass, for the wall-time figure and for the decode phase;
+Ember / llama-server at 1, 8 and 16 clients); --json writes everything.
 """
 import argparse
 import bisect
@@ -496,7 +496,8 @@ def bench_model(args, model, names, log_dir):
                     r = run_round(servers[name], c, requests_per_client(args, c), args.max_tokens,
                                   args.request_timeout)
                     runs[name][c].append(r)
-                    log(f"{stem} {name} C={c}: {r['tok_s']} tok/s (decode phase {r['decode_tok_s']}), ITL p50 {r['itl_p50_ms']} ms, "
+                    log(f"{stem} {name} C={c}: {r['tok_s']} tok/s (decode phase {r['decode_tok_s']}), "
+                        f"ITL p50 {r['itl_p50_ms']} ms, "
                         f"TTFT p50 {r['ttft_p50_ms']} ms, server {r['server_cores_busy']} cores, "
                         f"other load {r['other_load']}, errors {r['n_errors']}")
                     if servers[name].proc.poll() is not None:
@@ -587,7 +588,8 @@ def print_table(result, names):
             runs = r.get("tok_s_runs", [])
             tok_s = fmt(r["tok_s"]) + (f" ({min(runs):.1f}–{max(runs):.1f})" if len(runs) > 1 else "")
             greedy = r["greedy_same_as_lower_c"] + ("" if r.get("texts_same_across_runs", True) else ", runs differ")
-            print(f"| {name} | {c} | {tok_s} | {fmt(r.get('decode_tok_s'))} | {fmt(r['itl_p50_ms'])} | {fmt(r['itl_p99_ms'])} "
+            print(f"| {name} | {c} | {tok_s} | {fmt(r.get('decode_tok_s'))} "
+                  f"| {fmt(r['itl_p50_ms'])} | {fmt(r['itl_p99_ms'])} "
                   f"| {fmt(r['ttft_p50_ms'])} | {fmt(r['ttft_p99_ms'])} | {fmt(r['server_cores_busy'])} "
                   f"| {fmt(None if r['other_load'] is None else round(100 * r['other_load']))}% "
                   f"| {r['loadavg_start'][0]:.2f} | {greedy} "
@@ -595,7 +597,8 @@ def print_table(result, names):
     print()
     for k, v in result["ratios"].items():
         target = TARGET_SCALING if "vs 1" in k else TARGET_VS_PEER
-        per_pass = result.get("scaling_per_pass", {}).get(k.split(" 16 vs 1")[0], []) if k.endswith("vs 1 clients") else []
+        wall_ratio = k.endswith("vs 1 clients")  # per-pass ratios exist for the wall-time figure
+        per_pass = result.get("scaling_per_pass", {}).get(k.split(" 16 vs 1")[0], []) if wall_ratio else []
         passes = f"; per pass {', '.join('-' if x is None else f'{x:.2f}' for x in per_pass)}" if per_pass else ""
         print(f"- {k}: {v:.2f}x (target >= {target:.1f}x: {'met' if v >= target else 'NOT met'}){passes}")
 
