@@ -36,8 +36,16 @@ ember_cmake_args
 ember_log "cmake --preset dev ${EMBER_CMAKE_ARGS[*]}"
 cmake --preset dev "${EMBER_CMAKE_ARGS[@]}"
 
-ember_step "build (dev, -j$EMBER_JOBS)"
-cmake --build --preset dev --parallel "$EMBER_JOBS"
+# Only what the main job needs: the app, the CLI, and the CUDA module where a GPU is there
+# to use it (the tests, benchmarks and the CUDA kernels for a machine without a GPU are
+# most of the build: scripts/test.sh builds those).
+TARGETS=(ember-app ember)
+if [[ "${EMBER_CMAKE_ARGS[0]}" == "-DEMBER_BUILD_CUDA=ON" ]] && command -v nvidia-smi >/dev/null 2>&1 \
+   && nvidia-smi -L 2>/dev/null | grep -q '^GPU'; then
+  TARGETS+=(ember_cuda)
+fi
+ember_step "build (dev: ${TARGETS[*]}, -j$EMBER_JOBS)"
+cmake --build --preset dev --parallel "$EMBER_JOBS" --target "${TARGETS[@]}"
 
 ember_times
 [[ -x "${MAIN_JOB[0]}" ]] || ember_die "the build did not produce ${MAIN_JOB[0]}"

@@ -10,6 +10,7 @@ Rectangle {
     property string text
     property bool isError: true
     property bool dismissed: false
+    property string details  // the technical wording, on hover
     onTextChanged: dismissed = false
     visible: text.length > 0 && !dismissed
     color: isError ? Theme.errorBackground : Theme.warningBackground
@@ -24,6 +25,9 @@ Rectangle {
             text: root.text
             wrapMode: Text.Wrap
             color: root.isError ? Theme.error : Theme.warning
+            HoverHandler { id: hover }
+            ToolTip.visible: hover.hovered && root.details.length > 0
+            ToolTip.text: root.details
         }
         ToolButton { text: "×"; onClicked: root.dismissed = true }
     }

@@ -25,13 +25,18 @@ Item {
                 Label {
                     objectName: "chatTitle"
                     Layout.fillWidth: true
+                    Layout.minimumWidth: 60
                     text: Chat.currentTitle
                     elide: Text.ElideRight
                     font.pixelSize: 16
                     font.bold: true
                     color: Theme.text
                 }
-                ModelPicker { }
+                // Narrow windows: the picker gives way before the title and the buttons do.
+                ModelPicker {
+                    Layout.fillWidth: false  // else inherited from its menu: the title keeps the rest
+                    Layout.preferredWidth: Math.min(implicitWidth, Math.max(150, root.width * 0.45))
+                }
                 Button {
                     objectName: "chatSettingsButton"
                     text: qsTr("Chat settings")
@@ -46,11 +51,15 @@ Item {
         // Live: the disk is refusing writes right now (full, read-only, locked); gone once saved.
         Banner { objectName: "storageStatusBanner"; Layout.fillWidth: true; text: Storage.problem }
         Banner { objectName: "modelErrorBanner"; Layout.fillWidth: true; text: Models.error }
+        // Shown once per model file: dismissing it is remembered.
         Banner {
             objectName: "templateBanner"
             Layout.fillWidth: true
             isError: false
-            text: Models.ready && Models.details.templateWarning ? Models.details.templateWarning : ""
+            text: Models.ready && Models.details.templateNotice && !Settings.templateNoticeDismissed(Models.path)
+                  ? Models.details.templateNotice : ""
+            details: Models.ready ? Models.details.templateWarning || "" : ""
+            onDismissedChanged: if (dismissed && Models.ready) Settings.dismissTemplateNotice(Models.path)
         }
 
         Item {
@@ -73,12 +82,24 @@ Item {
 
                 // Follow the end while it grows, unless the user scrolled away from it.
                 property bool follow: true
+                // positionViewAtEnd() stops short of the bottom margin (Qt 6.4): the rest by hand.
+                function toEnd() {
+                    positionViewAtEnd()
+                    contentY = Math.max(originY - topMargin, originY + contentHeight - height + bottomMargin)
+                }
                 onMovementEnded: follow = atYEnd
-                onContentHeightChanged: if (follow) Qt.callLater(positionViewAtEnd)
-                onCountChanged: if (follow) Qt.callLater(positionViewAtEnd)
+                onContentHeightChanged: if (follow) Qt.callLater(toEnd)
+                onCountChanged: if (follow) Qt.callLater(toEnd)
+                // A chat opened (or reopened after a start) shows its newest message: the list
+                // is positioned once its delegates have heights, and again as they settle
+                // (Markdown and code blocks lay out after the first pass).
                 Connections {
                     target: Chat
-                    function onCurrentChanged() { messageList.follow = true; Qt.callLater(messageList.positionViewAtEnd) }
+                    function onCurrentChanged() { messageList.follow = true; Qt.callLater(messageList.toEnd) }
+                }
+                Connections {
+                    target: Chat.messages
+                    function onModelReset() { messageList.follow = true; Qt.callLater(messageList.toEnd) }
                 }
             }
             EmptyState {
@@ -88,6 +109,7 @@ Item {
         }
 
         Rectangle { Layout.fillWidth: true; height: 1; color: Theme.border }
+        ContextMeter { objectName: "contextMeter"; Layout.fillWidth: true }
         InputBox {
             id: input
             objectName: "inputBox"

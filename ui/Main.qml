@@ -57,7 +57,7 @@ ApplicationWindow {
         spacing: 0
         Sidebar {
             id: sidebar
-            Layout.preferredWidth: 270
+            Layout.preferredWidth: window.width < 960 ? 210 : 270  // the chat keeps room at 720 px
             Layout.fillHeight: true
             onOpenSettings: window.settingsOpen = true
             onNewChat: window.newChat()

@@ -1,6 +1,9 @@
 // One message: a bubble (user on the right, assistant on the left), the stats line under
-// an answer (TTFT, tok/s, tokens, prompt and reused tokens, model, why it ended), and its actions: copy, edit and resend (user),
-// regenerate (last answer).
+// an answer (TTFT, tok/s, tokens, prompt and reused tokens, model, why it ended), and its
+// actions: copy, edit and resend (user), regenerate (last answer). An answer that failed
+// shows why in its place, with Retry and, for a message too long for the context, a longer
+// context; an answer whose prompt left out the oldest messages says so above it. Both are
+// stored with the message: they are there after a restart too.
 import QtQuick
 import QtQuick.Controls
 import QtQuick.Layouts
@@ -14,11 +17,21 @@ Item {
     required property string content
     required property string messageState
     required property string stats
+    required property string error
+    required property int neededContext
+    required property int droppedMessages
 
     readonly property bool isUser: role === "user"
     readonly property bool isLast: index === ListView.view.count - 1
     readonly property bool streaming: messageState === "streaming"
+    readonly property bool failed: error.length > 0
+    function count(n) { return n.toLocaleString(Qt.locale(), "f", 0) }
     property bool editing: false
+    function saveEdit() {
+        if (editArea.text.trim().length === 0) return
+        root.editing = false
+        Chat.editAndResend(root.messageId, editArea.text)
+    }
 
     width: ListView.view ? ListView.view.width : 400
     implicitHeight: column.implicitHeight + 14
@@ -30,14 +43,30 @@ Item {
         x: root.isUser ? root.width - width - 24 : 24
         y: 7
 
+        Label {
+            objectName: "droppedNote"
+            visible: root.droppedMessages > 0
+            Layout.fillWidth: true
+            wrapMode: Text.Wrap
+            color: Theme.warning
+            font.pixelSize: 12
+            text: root.droppedMessages === 1
+                  ? qsTr("The oldest message did not fit the model's context and was not read for this answer.")
+                  : qsTr("The %1 oldest messages did not fit the model's context and were not read for this answer.")
+                    .arg(root.droppedMessages)
+        }
+
         Rectangle {
             id: bubble
             objectName: "bubble"
             Layout.alignment: root.isUser ? Qt.AlignRight : Qt.AlignLeft
             // Short messages get a snug bubble; code (monospace, in its own box) and long
-            // text take the full width.
-            Layout.preferredWidth: root.editing || root.content.indexOf("```") >= 0 ? column.width
+            // text (which the probe does not measure: laying it out twice costs) take the
+            // full width.
+            Layout.preferredWidth: root.editing || root.content.length >= probe.limit
+                                   || root.content.indexOf("```") >= 0 ? column.width
                                    : Math.min(column.width, Math.max(body.implicitTextWidth + 28, 60))
+            visible: !root.failed || root.content.length > 0
             implicitHeight: (root.editing ? editor.implicitHeight : body.height) + 20
             radius: Theme.radius
             color: root.isUser ? Theme.userBubble : Theme.assistantBubble
@@ -54,7 +83,13 @@ Item {
                 text: root.content
                 markdown: !root.isUser
             }
-            Text { id: probe; visible: false; text: root.content.length < 400 ? root.content : ""; font.pixelSize: 14 }
+            Text {
+                id: probe
+                readonly property int limit: 400
+                visible: false
+                text: root.content.length < limit ? root.content : ""
+                font.pixelSize: 14
+            }
             Label {
                 visible: root.streaming && root.content.length === 0
                 x: 14; y: 10
@@ -71,6 +106,17 @@ Item {
                     objectName: "editArea"
                     Layout.fillWidth: true
                     text: root.content
+                    // As in the message box: Enter sends, Shift+Enter starts a new line, Esc cancels.
+                    Keys.onPressed: (event) => {
+                        if ((event.key === Qt.Key_Return || event.key === Qt.Key_Enter)
+                                && !(event.modifiers & Qt.ShiftModifier)) {
+                            root.saveEdit()
+                            event.accepted = true
+                        } else if (event.key === Qt.Key_Escape) {
+                            root.editing = false
+                            event.accepted = true
+                        }
+                    }
                 }
                 RowLayout {
                     Layout.alignment: Qt.AlignRight
@@ -78,16 +124,25 @@ Item {
                     PrimaryButton {
                         objectName: "saveEditButton"
                         text: qsTr("Send")
-                        onClicked: { root.editing = false; Chat.editAndResend(root.messageId, editArea.text) }
+                        onClicked: root.saveEdit()
                     }
                 }
             }
         }
 
+        FailedAnswer {
+            objectName: "failedAnswer"
+            visible: root.failed
+            Layout.fillWidth: true
+            error: root.error
+            neededContext: root.neededContext
+            isLast: root.isLast
+        }
+
         RowLayout {
             Layout.alignment: root.isUser ? Qt.AlignRight : Qt.AlignLeft
             spacing: 2
-            visible: !root.editing
+            visible: !root.editing && !(root.failed && root.content.length === 0)
             Label {
                 objectName: "statsLine"
                 visible: !root.isUser && text.length > 0

@@ -15,6 +15,8 @@ RowLayout {
         id: combo
         objectName: "modelPicker"
         Layout.preferredWidth: 260
+        Layout.minimumWidth: 100
+        Layout.fillWidth: true  // takes what the header gives it: less in a narrow window
         model: ModelList
         textRole: "name"
         enabled: !root.loading

@@ -55,9 +55,21 @@ Rectangle {
 
                 Section { text: qsTr("Engine (applies when a model is next loaded)") }
                 Row2 {
-                    Key { text: qsTr("Context length per chat (tokens; capped at the model's)") }
-                    SpinBox { objectName: "contextBox"; from: 256; to: 131072; stepSize: 256; editable: true
-                              value: Settings.contextLength; onValueModified: Settings.contextLength = value }
+                    Key { text: qsTr("Context length per chat (tokens; a model's own setting, from the chat's context meter, comes first)") }
+                    RowLayout {
+                        CheckBox {
+                            objectName: "contextAutoBox"
+                            text: qsTr("Automatic")
+                            checked: Settings.contextLength === 0
+                            onToggled: Settings.contextLength = checked ? 0 : 4096
+                            ToolTip.visible: hovered
+                            ToolTip.text: qsTr("The longest the model was made for that fits this machine's free memory")
+                        }
+                        SpinBox { objectName: "contextBox"; from: 256; to: 131072; stepSize: 256; editable: true
+                                  enabled: Settings.contextLength > 0
+                                  value: Settings.contextLength > 0 ? Settings.contextLength : 4096
+                                  onValueModified: Settings.contextLength = value }
+                    }
                 }
                 Row2 {
                     Key { text: qsTr("Chats kept in the KV cache (and answers written at once)") }
@@ -170,7 +182,8 @@ Rectangle {
                         [qsTr("Weights"), Models.details.fileType + ", " + Models.details.fileSize],
                         [qsTr("Runs on"), Models.details.backend],
                         [qsTr("Context"), Models.details.context + qsTr(" tokens × ") + Models.details.cachedChats
-                                          + qsTr(" chats, KV cache ") + Models.details.kvSize],
+                                          + qsTr(" chats, KV cache ") + Models.details.kvSize
+                                          + " (" + Models.details.contextReason + ")"],
                         [qsTr("Chat template"), Models.details.chatTemplate],
                         [qsTr("Loaded in"), Math.round(Models.details.loadMs) + " ms"]
                     ] : []

@@ -37,7 +37,7 @@ QString AppSettings::theme() const { return settings_->value("ui/theme", QString
 void AppSettings::setTheme(const QString& v) { set("ui/theme", v); }
 QString AppSettings::logLevel() const { return settings_->value("log/level", QStringLiteral("info")).toString(); }
 void AppSettings::setLogLevel(const QString& v) { set("log/level", v); }
-int AppSettings::contextLength() const { return settings_->value("engine/context", 4096).toInt(); }
+int AppSettings::contextLength() const { return settings_->value("engine/context", 0).toInt(); }
 void AppSettings::setContextLength(int v) { set("engine/context", qMax(0, v)); }
 int AppSettings::cachedChats() const { return settings_->value("engine/cached_chats", 4).toInt(); }
 void AppSettings::setCachedChats(int v) { set("engine/cached_chats", qBound(1, v, 64)); }
@@ -57,6 +57,28 @@ QVariantMap AppSettings::defaultSampling() const {
 }
 void AppSettings::setDefaultSampling(const QVariantMap& v) {
     set("chat/sampling", SamplingSettings::from_variant(v).to_json());
+}
+int AppSettings::modelContext(const QString& path) const {
+    return settings_->value("engine/model_contexts").toMap().value(path, 0).toInt();
+}
+void AppSettings::setModelContext(const QString& path, int n_ctx) {
+    QVariantMap m = settings_->value("engine/model_contexts").toMap();
+    if (n_ctx > 0) m.insert(path, n_ctx);
+    else m.remove(path);
+    set("engine/model_contexts", m);
+}
+int AppSettings::contextFor(const QString& path) const {
+    const int own = modelContext(path);
+    return own > 0 ? own : contextLength();
+}
+bool AppSettings::templateNoticeDismissed(const QString& path) const {
+    return settings_->value("chat/template_notice_dismissed").toStringList().contains(path);
+}
+void AppSettings::dismissTemplateNotice(const QString& path) {
+    QStringList l = settings_->value("chat/template_notice_dismissed").toStringList();
+    if (l.contains(path)) return;
+    l.append(path);
+    set("chat/template_notice_dismissed", l);
 }
 QString AppSettings::lastModelPath() const { return settings_->value("model/last").toString(); }
 void AppSettings::setLastModelPath(const QString& v) { set("model/last", v); }

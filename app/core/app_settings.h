@@ -15,7 +15,9 @@ class AppSettings : public QObject {
     Q_OBJECT
     Q_PROPERTY(QString theme READ theme WRITE setTheme NOTIFY changed)  // system | light | dark
     Q_PROPERTY(QString logLevel READ logLevel WRITE setLogLevel NOTIFY changed)
-    Q_PROPERTY(int contextLength READ contextLength WRITE setContextLength NOTIFY changed)  // 0: the model's
+    // Tokens per chat for every model without its own setting; 0: automatic (the longest the
+    // model was made for that fits this machine, engine/fit/context_choice.h).
+    Q_PROPERTY(int contextLength READ contextLength WRITE setContextLength NOTIFY changed)
     Q_PROPERTY(int cachedChats READ cachedChats WRITE setCachedChats NOTIFY changed)
     Q_PROPERTY(int threads READ threads WRITE setThreads NOTIFY changed)  // 0: one per core
     // The KV cache's disk tier (prompts' KV kept across restarts), GiB; 0: off.
@@ -54,6 +56,13 @@ public:
     void setLogLevel(const QString& v);
     int contextLength() const;
     void setContextLength(int v);
+    // One model's own context (0: none, contextLength applies), keyed by its path.
+    Q_INVOKABLE int modelContext(const QString& path) const;
+    Q_INVOKABLE void setModelContext(const QString& path, int n_ctx);
+    int contextFor(const QString& path) const;  // what a load of `path` asks for (0: automatic)
+    // The "no chat template of its own" notice, dismissed for one model file for good.
+    Q_INVOKABLE bool templateNoticeDismissed(const QString& path) const;
+    Q_INVOKABLE void dismissTemplateNotice(const QString& path);
     int cachedChats() const;
     void setCachedChats(int v);
     int threads() const;

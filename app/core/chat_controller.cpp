@@ -1,5 +1,8 @@
 #include "app/core/chat_controller.h"
 
+#include <algorithm>
+#include <utility>
+
 #include "app/core/app_settings.h"
 #include "app/core/conversation_list_model.h"
 #include "app/core/engine_host.h"
@@ -9,6 +12,25 @@
 
 namespace ember::app {
 namespace {
+
+// A failed answer that wrote nothing: it stands in the transcript (its error, Retry), but the
+// model never sees it, nor the message it failed to answer, in later turns.
+bool failed_unanswered(const Message& m) {
+    return m.role == QLatin1String("assistant") && !m.stats.error.isEmpty() && m.content.isEmpty();
+}
+
+// The turns the model reads: the stored messages less failed exchanges (the newest message
+// always stays: it is the one being answered, or retried).
+QVector<ChatTurn> turns_for_model(const std::vector<Message>& msgs) {
+    QVector<ChatTurn> out;
+    for (size_t i = 0; i < msgs.size(); ++i) {
+        const bool failed_question = msgs[i].role == QLatin1String("user") && i + 1 < msgs.size() &&
+                                     failed_unanswered(msgs[i + 1]);
+        if (failed_question || failed_unanswered(msgs[i])) continue;
+        out.push_back({msgs[i].role, msgs[i].content});
+    }
+    return out;
+}
 
 QString title_from(const QString& text) {
     QString t = text.section('\n', 0, 0).simplified();
@@ -31,6 +53,13 @@ ChatController::ChatController(ConversationStore& store, EngineHost& host, Model
     connect(w, &EngineWorker::textReady, this, &ChatController::on_text);
     connect(w, &EngineWorker::generationFinished, this, &ChatController::on_finished);
     connect(w, &EngineWorker::generationFailed, this, &ChatController::on_failed);
+    connect(&models_, &ModelController::stateChanged, this, &ChatController::contextChanged);
+    connect(&models_, &ModelController::loaded, this, [this] {
+        const qint64 conv = std::exchange(retry_after_load_, 0);
+        if (conv != 0 && conv == current_) regenerate();
+    });
+    connect(this, &ChatController::currentChanged, this, &ChatController::contextChanged);
+    connect(this, &ChatController::settingsChanged, this, &ChatController::contextChanged);
     undo_timer_.setSingleShot(true);
     undo_timer_.setInterval(kUndoMs);
     connect(&undo_timer_, &QTimer::timeout, this, &ChatController::purgeDeleted);
@@ -64,6 +93,51 @@ void ChatController::update_generating() {
     for (const auto& [id, a] : active_) ids.insert(a.conversation_id);
     conversations_->setGenerating(ids);
     emit generatingChanged();
+    emit contextChanged();
+}
+
+int ChatController::contextUsed() const {
+    const auto& msgs = messages_->messages();
+    for (auto it = msgs.rbegin(); it != msgs.rend(); ++it)
+        if (it->role == QLatin1String("assistant") && it->stats.prompt_tokens)
+            return *it->stats.prompt_tokens + it->stats.n_tokens.value_or(0);
+    return 0;
+}
+
+int ChatController::contextLimit() const { return models_.ready() ? static_cast<int>(models_.info().n_ctx) : 0; }
+
+int ChatController::nextAnswerTokens() const {
+    const int room = std::max(0, contextLimit() - contextUsed());
+    const int max_tokens = SamplingSettings::from_variant(sampling()).max_tokens;
+    return max_tokens > 0 ? std::min(max_tokens, room) : room;
+}
+
+// The engine keeps min(max_tokens, a quarter of the context) free for the answer
+// (engine/runtime/prompt_fit.h: answer_room); a history past the rest loses its oldest turns.
+bool ChatController::contextFull() const {
+    const int limit = contextLimit();
+    if (limit <= 0) return false;
+    const int max_tokens = SamplingSettings::from_variant(sampling()).max_tokens;
+    const int quarter = std::max(1, limit / 4);
+    const int room = max_tokens > 0 ? std::min(max_tokens, quarter) : quarter;
+    return contextUsed() + room > limit;
+}
+
+int ChatController::longerContextFor(int needed) const {
+    if (!models_.ready() || needed <= 0) return 0;
+    const qint64 trained = models_.info().trained_ctx, room = models_.info().ctx_fits_up_to;
+    qint64 n = 1;
+    while (n < needed) n *= 2;
+    n = std::min(n, trained);
+    if (room > 0 && n > room) n = room;  // the longest with room here (a halving of trained)
+    return n >= needed ? static_cast<int>(n) : 0;
+}
+
+bool ChatController::retryWithContext(int n_ctx) {
+    if (current_ == 0 || generating() || n_ctx <= 0) return false;
+    retry_after_load_ = current_;
+    models_.setContext(n_ctx);
+    return true;
 }
 
 QString ChatController::currentTitle() const {
@@ -155,7 +229,7 @@ void ChatController::start_answer() {
     req.id = host_.nextRequestId();
     req.conversation_id = current_;
     if (!conv->system_prompt.trimmed().isEmpty()) req.turns.push_back({QStringLiteral("system"), conv->system_prompt});
-    for (const Message& m : store_.messages(current_)) req.turns.push_back({m.role, m.content});
+    req.turns += turns_for_model(store_.messages(current_));
     req.sampling = SamplingSettings::from_json(conv->sampling_json);
     store_.set_model(current_, models_.path());
 
@@ -327,20 +401,22 @@ void ChatController::on_finished(quint64 request_id, const GenerationResult& r) 
         if (r.cpu_energy_measured) stats.energy_j = r.prefill_j + r.decode_j;
         stats.model = r.model_name;
         stats.stop_reason = r.stop_reason;
-        if (r.dropped_turns > 0)
-            emit notice(QStringLiteral("The conversation is longer than the model's context: the %1 oldest messages "
-                                       "were left out of this answer's prompt.")
-                            .arg(r.dropped_turns));
+        if (r.dropped_turns > 0) stats.dropped_messages = r.dropped_turns;  // shown beside the answer
         end_answer(it, MessageState::Complete, stats, to_string(r.stop_reason));
     });
 }
 
-void ChatController::on_failed(quint64 request_id, const QString& error) {
+// The failure stays in the transcript, on the answer's row (with Retry and what else applies),
+// not only in a passing notice.
+void ChatController::on_failed(quint64 request_id, const QString& error, qint64 needed_ctx) {
     guard([&] {
         auto it = active_.find(request_id);
         if (it == active_.end()) return;
-        fail(QStringLiteral("The answer failed: %1").arg(error));
-        end_answer(it, MessageState::Interrupted, {}, QStringLiteral("error"));
+        MessageStats stats;
+        stats.error = error;
+        if (needed_ctx > 0) stats.needed_ctx = static_cast<int>(needed_ctx);
+        stats.model = models_.name();
+        end_answer(it, MessageState::Interrupted, stats, QStringLiteral("error"));
     });
 }
 
@@ -351,8 +427,8 @@ void ChatController::end_answer(std::map<quint64, Active>::iterator it, MessageS
     const int64_t msg = saver.message_id();
     // The answer leaves active_ whatever the store says, or it would look busy forever.
     guard([&] {
-        if (saver.content().isEmpty()) {
-            // Nothing was written (stopped or failed before the first token): no empty bubble.
+        if (saver.content().isEmpty() && stats.error.isEmpty()) {
+            // Nothing was written (stopped before the first token): no empty bubble.
             store_.delete_from(msg);
             if (conv == current_) messages_->removeFrom(msg);
         } else {

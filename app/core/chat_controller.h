@@ -37,6 +37,14 @@ class ChatController : public QObject {
     Q_PROPERTY(int maxInputChars READ maxInputChars CONSTANT)
     Q_PROPERTY(QString lastError READ lastError NOTIFY errorOccurred)
     Q_PROPERTY(QString pendingDeleteTitle READ pendingDeleteTitle NOTIFY pendingDeleteChanged)
+    // The context meter: tokens of this chat the model read and wrote in its last answer, of
+    // the loaded model's context; what the next answer may write; whether the next prompt will
+    // leave out the oldest messages (the history and a new message no longer fit beside the
+    // room kept for the answer).
+    Q_PROPERTY(int contextUsed READ contextUsed NOTIFY contextChanged)
+    Q_PROPERTY(int contextLimit READ contextLimit NOTIFY contextChanged)
+    Q_PROPERTY(int nextAnswerTokens READ nextAnswerTokens NOTIFY contextChanged)
+    Q_PROPERTY(bool contextFull READ contextFull NOTIFY contextChanged)
 
 public:
     // Longest message accepted: keeps a huge paste from stalling text layout, and is far
@@ -61,6 +69,10 @@ public:
     int maxInputChars() const { return kMaxInputChars; }
     QString lastError() const { return last_error_; }
     QString pendingDeleteTitle() const { return pending_delete_title_; }
+    int contextUsed() const;
+    int contextLimit() const;
+    int nextAnswerTokens() const;
+    bool contextFull() const;
 
     Q_INVOKABLE bool send(const QString& text);
     Q_INVOKABLE void stop();
@@ -73,6 +85,13 @@ public:
     Q_INVOKABLE void undoDelete();
     Q_INVOKABLE void purgeDeleted();  // ends the undo window now
     Q_INVOKABLE bool isGenerating(qint64 conversation_id) const { return is_generating(conversation_id); }
+    // A failed answer's "Use a longer context": this model's context set to `n_ctx` (saved for
+    // it), the model reloaded, then the last message answered again.
+    Q_INVOKABLE bool retryWithContext(int n_ctx);
+    // The context to offer for a message that needs `needed` tokens: the next power of two at
+    // or above it, no longer than the model was made for nor than this machine has room for
+    // (the planner's longest, ModelController details' contextFitsUpTo); 0 when none would do.
+    Q_INVOKABLE int longerContextFor(int needed) const;
 
 signals:
     void currentChanged();
@@ -84,6 +103,7 @@ signals:
     void conversationDeleted(qint64 id, const QString& title);
     // An answer ended (any conversation); `stop_reason`: to_string(StopReason), or "error".
     void answerFinished(qint64 conversation_id, qint64 message_id, const QString& stop_reason);
+    void contextChanged();
 
 private:
     struct Active {
@@ -122,7 +142,7 @@ private:
 
     void on_text(quint64 request_id, const QString& text, int pieces);
     void on_finished(quint64 request_id, const GenerationResult& r);
-    void on_failed(quint64 request_id, const QString& error);
+    void on_failed(quint64 request_id, const QString& error, qint64 needed_ctx);
     void end_answer(std::map<quint64, Active>::iterator it, MessageState state, const MessageStats& stats,
                     const QString& stop_reason);
 
@@ -139,6 +159,7 @@ private:
     std::map<quint64, Active> active_;
     QString last_error_;
 
+    qint64 retry_after_load_ = 0;  // retryWithContext: the conversation to answer once loaded
     qint64 pending_delete_ = 0;
     QString pending_delete_title_;
     QTimer undo_timer_;

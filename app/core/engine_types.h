@@ -56,6 +56,10 @@ struct LoadedModelInfo {
     QString file_size;  // "86.0 MiB"
     QString backend;
     qint64 n_ctx = 0;
+    qint64 trained_ctx = 0;     // the longest context the model was made for
+    qint64 ctx_fits_up_to = 0;  // the longest the planner finds room for (0: unknown)
+    bool ctx_automatic = true;  // chosen by the planner, not set by the user
+    QString ctx_reason;         // why this context, in plain words
     int n_seqs = 0;
     QString kv_size;           // "189.0 MiB"
     QString chat_template;     // which template is used and why

@@ -7,6 +7,9 @@
 
 #include "app/core/text_batcher.h"
 #include "engine/core/log.h"
+#include "engine/fit/context_choice.h"
+#include "engine/fit/measured_budget.h"
+#include "engine/runtime/prompt_fit.h"
 #include "engine/runtime/model.h"
 #include "engine/telemetry/energy.h"
 
@@ -38,18 +41,37 @@ LoadedModelInfo describe(const ember::Model& m, const QString& path, double load
     return i;
 }
 
-// The context the user asked for, but no longer than the model was trained for (beyond
-// that, positions are out of distribution and the answers degrade into noise).
-int64_t capped_context(const std::string& path, int64_t wanted) {
-    if (wanted <= 0) return 0;  // the engine's default: min(trained, 4096)
+// The context to load with: the user's choice, but no longer than the model was trained for
+// (beyond that, positions are out of distribution and the answers degrade into noise); or,
+// when they chose none, the longest the fit planner finds room for on this machine.
+struct ContextPick {
+    int64_t n_ctx = 0;
+    int64_t trained = 0;
+    int64_t fits_up_to = 0;
+    std::string reason;
+};
+ContextPick pick_context(const std::string& path, int64_t wanted, int n_seqs) {
+    ContextPick p;
     try {
-        const auto trained = ember::describe_model(ember::GgufFile::open(path)).context_length;
-        if (trained && *trained > 0)
-            return static_cast<int64_t>(std::min<uint64_t>(static_cast<uint64_t>(wanted), *trained));
+        const ember::fit::FitModel m = ember::fit::fit_model(ember::GgufFile::open(path));
+        ember::fit::ContextOptions o;
+        o.n_seqs = n_seqs;
+        const ember::fit::ContextChoice c = ember::fit::choose_context(m, ember::fit::measured_budget(), o);
+        p.trained = c.trained;
+        p.fits_up_to = c.fits_up_to;
+        if (wanted <= 0) {
+            p.n_ctx = c.n_ctx;
+            p.reason = "chosen for this machine: " + c.reason;
+        } else {
+            p.n_ctx = std::min<int64_t>(wanted, c.trained);
+            p.reason = p.n_ctx < wanted ? "your setting, cut to the " + std::to_string(c.trained) +
+                                              " tokens the model was made for"
+                                        : std::string("your setting");
+        }
     } catch (const std::exception&) {
-        // Model::load reports the problem with the file in full.
+        p.n_ctx = std::max<int64_t>(wanted, 0);  // Model::load reports the problem with the file in full
     }
-    return wanted;
+    return p;
 }
 
 std::string env_or(const char* name, const char* fallback) {
@@ -181,15 +203,20 @@ void EngineWorker::loadModel(const LoadRequest& req) {
     t.start();
     ember::LoadOptions o;
     o.path = req.path.toStdString();
-    o.n_ctx = capped_context(o.path, req.n_ctx);
     o.n_seqs = std::max(1, req.n_seqs);
+    const ContextPick ctx = pick_context(o.path, req.n_ctx, o.n_seqs);
+    o.n_ctx = ctx.n_ctx;
     o.n_threads = req.n_threads;
     o.cancel = &cancel_load_;
     o.on_progress = [this](float p) { emit loadProgress(p); };
     try {
         std::unique_ptr<ember::Model> model = ember::Model::load(o);
         open_disk_cache(*model, req);
-        const LoadedModelInfo info = describe(*model, req.path, static_cast<double>(t.elapsed()), o.n_seqs);
+        LoadedModelInfo info = describe(*model, req.path, static_cast<double>(t.elapsed()), o.n_seqs);
+        info.trained_ctx = ctx.trained;
+        info.ctx_fits_up_to = ctx.fits_up_to;
+        info.ctx_automatic = req.n_ctx <= 0;
+        info.ctx_reason = q(ctx.reason);
         SlotOptions so;
         so.model_name = info.name.toStdString();
         so.max_batch = o.n_seqs;   // as many answers at once as chats the cache holds in full
@@ -244,10 +271,14 @@ void EngineWorker::generate(const GenerationRequest& req) {
     try {
         engine_id = engine_.submit(to_engine_request(req, seed),
                                    [this, a](ember::EngineEvent&& e) { on_event(*a, std::move(e)); });
+    } catch (const ember::ContextOverflow& e) {
+        a->ended = true;  // never queued: the newest message alone does not fit
+        emit generationFailed(req.id, QString::fromUtf8(e.what()), e.needed());
+        return;
     } catch (const std::exception& e) {
-        // Never queued (no model, a message too long for the context, a full queue).
+        // Never queued (no model, a full queue).
         a->ended = true;
-        emit generationFailed(req.id, QString::fromUtf8(e.what()));
+        emit generationFailed(req.id, QString::fromUtf8(e.what()), 0);
         return;
     }
     // A cancel that came while submit() ran saw no engine id yet: it left its mark instead.
@@ -303,7 +334,7 @@ void EngineWorker::on_event(Answer& a, ember::EngineEvent&& e) {
             }
             ember::log(ember::LogLevel::Error, "generation failed: " + e.error);
             a.ended = true;
-            emit generationFailed(a.id, QString::fromStdString(e.error));
+            emit generationFailed(a.id, QString::fromStdString(e.error), 0);
             return;
         }
     }

@@ -41,7 +41,7 @@ namespace ember::app {
 struct LoadRequest {
     quint64 id = 0;  // set by EngineHost
     QString path;
-    qint64 n_ctx = 0;   // 0: the model's own, capped at 4096
+    qint64 n_ctx = 0;   // 0: chosen by the fit planner (engine/fit/context_choice.h)
     int n_seqs = 4;     // chats whose KV cache is kept, and answers that run at once
     int n_threads = 0;  // 0: one per core
     // The prefix cache's disk tier (engine/kv/disk_prefix_store.h): chats' KV blocks kept on
@@ -85,7 +85,9 @@ signals:
     // Text batched at <= ~60 Hz per answer; `pieces` counts the engine events it came from.
     void textReady(quint64 request_id, const QString& text, int pieces);
     void generationFinished(quint64 request_id, const ember::app::GenerationResult& result);
-    void generationFailed(quint64 request_id, const QString& error);
+    // `needed_ctx`: the message alone did not fit the context; the context that would hold it
+    // (0 for any other failure).
+    void generationFailed(quint64 request_id, const QString& error, qint64 needed_ctx);
 
 private:
     struct Answer;

@@ -23,14 +23,21 @@ QVariant MessageListModel::data(const QModelIndex& index, int role) const {
             return m->role == QLatin1String("assistant") ? format_stats_line(m->stats, m->state) : QString();
         case CreatedRole:
             return QVariant::fromValue<qint64>(m->created_at);
+        case ErrorRole:
+            return m->stats.error;
+        case NeededContextRole:
+            return m->stats.needed_ctx.value_or(0);
+        case DroppedMessagesRole:
+            return m->stats.dropped_messages.value_or(0);
         default:
             return {};
     }
 }
 
 QHash<int, QByteArray> MessageListModel::roleNames() const {
-    return {{IdRole, "messageId"},       {RoleRole, "role"},   {ContentRole, "content"},
-            {StateRole, "messageState"}, {StatsRole, "stats"}, {CreatedRole, "createdAt"}};
+    return {{IdRole, "messageId"},       {RoleRole, "role"},         {ContentRole, "content"},
+            {StateRole, "messageState"}, {StatsRole, "stats"},       {CreatedRole, "createdAt"},
+            {ErrorRole, "error"},        {NeededContextRole, "neededContext"}, {DroppedMessagesRole, "droppedMessages"}};
 }
 
 void MessageListModel::reset(std::vector<Message> messages) {
@@ -59,7 +66,8 @@ void MessageListModel::update(const Message& m) {
     const int row = rowOf(m.id);
     if (row < 0) return;
     rows_[static_cast<size_t>(row)] = m;
-    emit dataChanged(index(row), index(row), {ContentRole, StateRole, StatsRole});
+    emit dataChanged(index(row), index(row),
+                     {ContentRole, StateRole, StatsRole, ErrorRole, NeededContextRole, DroppedMessagesRole});
 }
 
 void MessageListModel::removeFrom(int64_t message_id) {

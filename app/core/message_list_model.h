@@ -12,7 +12,17 @@ class MessageListModel : public QAbstractListModel {
     Q_OBJECT
     Q_PROPERTY(int count READ count NOTIFY countChanged)
 public:
-    enum Role { IdRole = Qt::UserRole + 1, RoleRole, ContentRole, StateRole, StatsRole, CreatedRole };
+    enum Role {
+        IdRole = Qt::UserRole + 1,
+        RoleRole,
+        ContentRole,
+        StateRole,
+        StatsRole,
+        CreatedRole,
+        ErrorRole,            // why the answer failed ("": it did not)
+        NeededContextRole,    // the context a message too long would need (0: not that)
+        DroppedMessagesRole,  // oldest messages left out of the answer's prompt (0: none)
+    };
 
     using QAbstractListModel::QAbstractListModel;
 

@@ -8,6 +8,22 @@
 #include "app/core/engine_host.h"
 
 namespace ember::app {
+namespace {
+
+// The chat-template fallback in plain words (the engine's warning names the rule it applied;
+// it stays available as the details).
+QString template_notice(const QString& warning) {
+    if (warning.isEmpty()) return {};
+    const bool missing = warning.startsWith(QLatin1String("the model file has no chat template"));
+    return missing ? QStringLiteral("This model file does not say how to lay out a conversation, so Ember uses a "
+                                    "standard layout that suits it. If answers ramble or show stray markers, try "
+                                    "another file of this model.")
+                   : QStringLiteral("This model file's conversation layout does not work as written, so Ember uses a "
+                                    "standard layout that suits it. If answers ramble or show stray markers, try "
+                                    "another file of this model.");
+}
+
+}  // namespace
 
 ModelController::ModelController(EngineHost& host, AppSettings& settings, QString kv_disk_folder, QObject* parent)
     : QObject(parent), host_(host), settings_(settings), kv_disk_folder_(std::move(kv_disk_folder)) {
@@ -55,10 +71,15 @@ QVariantMap ModelController::details() const {
             {"fileSize", info_.file_size},
             {"backend", info_.backend},
             {"context", info_.n_ctx},
+            {"trainedContext", info_.trained_ctx},
+            {"contextFitsUpTo", info_.ctx_fits_up_to},
+            {"contextAutomatic", info_.ctx_automatic},
+            {"contextReason", info_.ctx_reason},
             {"cachedChats", info_.n_seqs},
             {"kvSize", info_.kv_size},
             {"chatTemplate", info_.chat_template},
             {"templateWarning", info_.template_warning},
+            {"templateNotice", template_notice(info_.template_warning)},
             {"loadMs", info_.load_ms}};
 }
 
@@ -78,12 +99,18 @@ void ModelController::load(const QString& path) {
     emit progressChanged();
     LoadRequest r;
     r.path = path;
-    r.n_ctx = settings_.contextLength();
+    r.n_ctx = settings_.contextFor(path);
     r.n_seqs = settings_.cachedChats();
     r.n_threads = settings_.threads();
     r.kv_disk_folder = kv_disk_folder_;
     r.kv_disk_bytes = static_cast<quint64>(settings_.kvDiskCacheGiB()) << 30;
     load_id_ = host_.load(r);
+}
+
+void ModelController::setContext(int n_ctx) {
+    if (path_.isEmpty()) return;
+    settings_.setModelContext(path_, n_ctx);
+    load(path_);
 }
 
 void ModelController::cancelLoad() {

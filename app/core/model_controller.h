@@ -45,6 +45,8 @@ public:
     Q_INVOKABLE void load(const QString& path);
     Q_INVOKABLE void loadBuiltin() { load(builtinModelPath()); }
     Q_INVOKABLE void cancelLoad();
+    // This model's own context (0: automatic again), saved for it and applied by reloading it.
+    Q_INVOKABLE void setContext(int n_ctx);
     Q_INVOKABLE void unload();
 
 signals:

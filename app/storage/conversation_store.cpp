@@ -37,7 +37,7 @@ Conversation read_conversation(const Stmt& s) {
 
 constexpr const char* kMessageColumns =
     "id, conversation_id, role, content, created_at, state, ttft_ms, tok_s, n_tokens, model, stop_reason, "
-    "prompt_tokens, reused_tokens, energy_j";
+    "prompt_tokens, reused_tokens, energy_j, error, needed_ctx, dropped_messages";
 
 Message read_message(const Stmt& s) {
     Message m;
@@ -55,6 +55,9 @@ Message read_message(const Stmt& s) {
     if (!s.is_null(11)) m.stats.prompt_tokens = static_cast<int>(s.int64(11));
     if (!s.is_null(12)) m.stats.reused_tokens = static_cast<int>(s.int64(12));
     if (!s.is_null(13)) m.stats.energy_j = s.real(13);
+    m.stats.error = s.text(14);
+    if (!s.is_null(15)) m.stats.needed_ctx = static_cast<int>(s.int64(15));
+    if (!s.is_null(16)) m.stats.dropped_messages = static_cast<int>(s.int64(16));
     return m;
 }
 
@@ -401,8 +404,8 @@ Message ConversationStore::add_message(int64_t conversation_id, const QString& r
         Transaction tx(db);
         db.prepare(
               "INSERT INTO messages (conversation_id, role, content, created_at, state, ttft_ms, tok_s, n_tokens, "
-              "model, stop_reason, writer, prompt_tokens, reused_tokens, energy_j) "
-              "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")
+              "model, stop_reason, writer, prompt_tokens, reused_tokens, energy_j, error, needed_ctx, "
+              "dropped_messages) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")
             .bind(1, conversation_id)
             .bind(2, role)
             .bind(3, content)
@@ -417,6 +420,9 @@ Message ConversationStore::add_message(int64_t conversation_id, const QString& r
             .bind(12, stats.prompt_tokens)
             .bind(13, stats.reused_tokens)
             .bind(14, stats.energy_j)
+            .bind(15, stats.error)
+            .bind(16, stats.needed_ctx)
+            .bind(17, stats.dropped_messages)
             .run();
         const int64_t id = db.last_insert_id();
         touch(db, conversation_id);
@@ -458,7 +464,8 @@ void ConversationStore::finish_message(int64_t message_id, const QString& conten
         Transaction tx(db);
         db.prepare(
               "UPDATE messages SET content = ?, state = ?, ttft_ms = ?, tok_s = ?, n_tokens = ?, model = ?, "
-              "stop_reason = ?, prompt_tokens = ?, reused_tokens = ?, energy_j = ?, writer = '' WHERE id = ?")
+              "stop_reason = ?, prompt_tokens = ?, reused_tokens = ?, energy_j = ?, error = ?, needed_ctx = ?, "
+              "dropped_messages = ?, writer = '' WHERE id = ?")
             .bind(1, content)
             .bind(2, to_string(state))
             .bind(3, stats.ttft_ms)
@@ -469,7 +476,10 @@ void ConversationStore::finish_message(int64_t message_id, const QString& conten
             .bind(8, stats.prompt_tokens)
             .bind(9, stats.reused_tokens)
             .bind(10, stats.energy_j)
-            .bind(11, message_id)
+            .bind(11, stats.error)
+            .bind(12, stats.needed_ctx)
+            .bind(13, stats.dropped_messages)
+            .bind(14, message_id)
             .run();
         db.prepare(
               "UPDATE conversations SET updated_at = ? WHERE id = (SELECT conversation_id FROM messages WHERE id = ?)")

@@ -27,6 +27,9 @@ struct MessageStats {
     std::optional<double> energy_j;             // measured energy (no meter: none)
     QString model;                              // model that wrote it
     StopReason stop_reason = StopReason::None;  // stored as stop_reason_name's text
+    QString error;                              // why the answer failed ("": it did not)
+    std::optional<int> needed_ctx;              // a message too long for the context: the context it needs
+    std::optional<int> dropped_messages;        // oldest messages left out of its prompt to fit the context
 };
 
 struct Message {

@@ -78,8 +78,17 @@ ALTER TABLE messages ADD COLUMN reused_tokens INTEGER;
 ALTER TABLE messages ADD COLUMN energy_j REAL;
 )sql";
 
+// What the transcript shows beside an answer: why it failed (empty: it did not), the context
+// it would have needed when the message alone did not fit, and how many of the oldest
+// messages were left out of its prompt to fit the context.
+constexpr const char* kV5 = R"sql(
+ALTER TABLE messages ADD COLUMN error TEXT NOT NULL DEFAULT '';
+ALTER TABLE messages ADD COLUMN needed_ctx INTEGER;
+ALTER TABLE messages ADD COLUMN dropped_messages INTEGER;
+)sql";
+
 // kSteps[v] upgrades v -> v + 1 (each step is one or two scripts).
-constexpr const char* kSteps[][2] = {{kV1, ""}, {kV2, kFts}, {kV3, ""}, {kV4, ""}};
+constexpr const char* kSteps[][2] = {{kV1, ""}, {kV2, kFts}, {kV3, ""}, {kV4, ""}, {kV5, ""}};
 static_assert(std::size(kSteps) == kSchemaVersion);
 
 constexpr const char* kDropFts = R"sql(

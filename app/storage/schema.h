@@ -19,7 +19,7 @@ public:
     using std::runtime_error::runtime_error;
 };
 
-inline constexpr int kSchemaVersion = 4;
+inline constexpr int kSchemaVersion = 5;
 
 int schema_version(Db& db);
 // Upgrades `db` to `target` (default: the newest). Throws SqliteError on failure and

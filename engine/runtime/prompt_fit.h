@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "engine/runtime/model.h"
+#include "kernels/common/error.h"
 
 namespace ember {
 
@@ -20,7 +21,16 @@ struct FittedPrompt {
 // never come); at least one token.
 int64_t answer_room(int64_t n_ctx, int max_tokens);
 
-// Throws ember::Error when even the newest message alone does not fit.
+// What fit_prompt throws when even the newest message alone does not fit: the numbers too,
+// so a front end can offer the context that would hold it.
+class ContextOverflow : public Error {
+public:
+    ContextOverflow(int64_t prompt_tokens, int64_t room, int64_t n_ctx);
+    int64_t prompt_tokens, room, n_ctx;
+    int64_t needed() const { return prompt_tokens + room; }  // the context that would hold it
+};
+
+// Throws ContextOverflow when even the newest message alone does not fit.
 FittedPrompt fit_prompt(const Model& model, std::vector<ChatMessage> turns, int64_t room);
 
 }  // namespace ember

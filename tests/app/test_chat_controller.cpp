@@ -479,32 +479,49 @@ private slots:
     }
 
     // The oldest exchanges are left out when the history outgrows the context, and the
-    // user is told; a single message too long for the context is an error, not a crash.
-    void contextOverflowIsAnnounced() {
+    // answer says so (stored with it); a single message too long for the context is a failed
+    // answer in the transcript (stored: its error and the context it needs), not a crash and
+    // not only a passing notice; later turns leave the failed exchange out.
+    void contextOverflowIsMarkedInTheTranscript() {
         AppHarness h(128);
         QVERIFY(h.load(kStoriesPath));
         h.chat.setSystemPrompt(QString());
         h.set_sampling(8);
         QSignalSpy done(&h.chat, &ChatController::answerFinished);
-        QSignalSpy notices(&h.chat, &ChatController::notice);
         const QString chunk = QStringLiteral("Tom and Sue went to the park and played with a big red ball. ");
-        for (int i = 0; i < 4 && notices.isEmpty(); ++i) {
+        int dropped = 0;
+        for (int i = 0; i < 6 && dropped == 0; ++i) {
             QVERIFY(h.chat.send(chunk.repeated(1)));
             QVERIFY(!wait_answer(done).isEmpty());
+            dropped = h.chat.messages()->get(h.chat.messages()->count() - 1).value("droppedMessages").toInt();
         }
-        QVERIFY(!notices.isEmpty());
-        QVERIFY2(notices.last().at(0).toString().contains(QStringLiteral("left out")),
-                 qPrintable(notices.last().at(0).toString()));
+        QVERIFY(dropped > 0);
+        QVERIFY(h.chat.contextUsed() > 0 && h.chat.contextUsed() <= 128);
+        QCOMPARE(h.chat.contextLimit(), 128);
+        const qint64 conv = h.chat.currentConversationId();
+        const auto stored = h.store.store->messages(conv);
+        QCOMPARE(stored.back().stats.dropped_messages.value_or(0), dropped);
 
-        QSignalSpy errors(&h.chat, &ChatController::errorOccurred);
         QVERIFY(h.chat.send(chunk.repeated(20)));
-        QTRY_VERIFY_WITH_TIMEOUT(!errors.isEmpty(), 30'000);
-        QVERIFY2(errors.last().at(0).toString().contains(QStringLiteral("context")),
-                 qPrintable(errors.last().at(0).toString()));
-        QTRY_VERIFY(!h.chat.busy());
-        // The failed answer leaves no empty bubble behind; the question stays.
-        QCOMPARE(h.chat.messages()->get(h.chat.messages()->count() - 1).value("role").toString(),
-                 QStringLiteral("user"));
+        QTRY_VERIFY_WITH_TIMEOUT(!h.chat.busy(), 30'000);
+        const int n = h.chat.messages()->count();
+        const QVariantMap failed = h.chat.messages()->get(n - 1);
+        QCOMPARE(failed.value("role").toString(), QStringLiteral("assistant"));
+        QVERIFY2(failed.value("error").toString().contains(QStringLiteral("context")),
+                 qPrintable(failed.value("error").toString()));
+        const int needed = failed.value("neededContext").toInt();
+        QVERIFY(needed > 128);
+        QCOMPARE(h.chat.messages()->get(n - 2).value("role").toString(), QStringLiteral("user"));
+        // In the store, for the next start.
+        QCOMPARE(h.store.store->messages(conv).back().stats.needed_ctx.value_or(0), needed);
+        QVERIFY(h.store.store->messages(conv).back().stats.error.contains(QStringLiteral("context")));
+
+        // The next message is answered without the failed exchange in its prompt.
+        QVERIFY(h.chat.send(chunk));
+        QVERIFY(!wait_answer(done).isEmpty());
+        const QVariantMap next = h.chat.messages()->get(h.chat.messages()->count() - 1);
+        QVERIFY(next.value("error").toString().isEmpty());
+        QVERIFY(!next.value("content").toString().isEmpty());
     }
 
     void hugeInputIsRefused() {

@@ -1,19 +1,23 @@
 // Screenshots of the real app: ember-app's own wiring (AppContext) and QML, a real
 // conversation with SmolLM2, grabbed offscreen (QQuickWindow::grabWindow) into
 // <build>/screenshots/: empty-state.png, main-window.png, main-window-dark.png,
-// chat-settings.png, settings.png.
+// chat-settings.png, settings.png, long-message.png (+ -dark, -720), context-full.png
+// (+ -dark).
 // Each image is checked to be the window's size and to have real content (not blank).
 #include <QApplication>
 #include <QDir>
 #include <QImage>
 #include <QQmlApplicationEngine>
 #include <QQmlExtensionPlugin>
+#include <QQuickItem>
 #include <QQuickStyle>
 #include <QQuickWindow>
 #include <QSet>
 #include <QSignalSpy>
 #include <QtTest>
+#include <algorithm>
 #include <memory>
+#include <tuple>
 
 #include "app/desktop/app_context.h"
 #include "test_paths.h"
@@ -115,6 +119,90 @@ private slots:
         QVERIFY(window_->setProperty("settingsOpen", true));
         QVERIFY(shoot(QStringLiteral("settings.png")) > 20);
         window_->setProperty("settingsOpen", false);
+    }
+
+    // A stored conversation (as a restart finds it), opened: its id.
+    qint64 stored_chat(const QString& title, const QString& question, const QString& answer, const MessageStats& st) {
+        ConversationStore& store = *ctx_->store.store;
+        const qint64 id = store.create_conversation(title).id;
+        store.add_message(id, QStringLiteral("user"), question);
+        store.add_message(id, QStringLiteral("assistant"), answer, MessageState::Complete, st);
+        ctx_->chat.conversations()->refresh();
+        ctx_->chat.selectConversation(id);
+        return id;
+    }
+    // Visible items named `name` under `root`, through the visual tree (a ListView's
+    // delegates have no QObject parent, so findChildren does not see them).
+    static void named(QQuickItem* root, const QString& name, QList<QQuickItem*>& out) {
+        for (QQuickItem* c : root->childItems()) {
+            if (c->objectName() == name && c->isVisible()) out.append(c);
+            named(c, name, out);
+        }
+    }
+    QQuickItem* find(const QString& name) {
+        QList<QQuickItem*> found;
+        named(window_->contentItem(), name, found);
+        return found.isEmpty() ? nullptr : found.first();
+    }
+    // The widest message bubble on screen (the long one).
+    QQuickItem* widest_bubble() {
+        QList<QQuickItem*> found;
+        named(window_->contentItem(), QStringLiteral("bubble"), found);
+        QQuickItem* best = nullptr;
+        for (QQuickItem* b : found)
+            if (!best || b->width() > best->width()) best = b;
+        return best;
+    }
+
+    // Issue: a message over 400 characters was drawn as a ~60 px column, a word per line.
+    void longMessageFillsTheColumn() {
+        QString answer;
+        for (int i = 0; answer.size() < 2000; ++i)
+            answer += QStringLiteral("Sentence %1 of a long answer, which goes on to say a little more. ").arg(i);
+        MessageStats st;
+        st.prompt_tokens = 1500;
+        st.n_tokens = 400;
+        st.dropped_messages = 6;
+        st.model = QStringLiteral("SmolLM2-135M-Instruct.Q4_1");
+        stored_chat(QStringLiteral("A long answer"), QStringLiteral("Tell me everything."), answer, st);
+        for (const auto& [w, theme, name] :
+             {std::tuple{1280, "light", "long-message.png"}, {1280, "dark", "long-message-dark.png"},
+              {720, "light", "long-message-720.png"}}) {
+            ctx_->settings.setTheme(QString::fromLatin1(theme));
+            window_->resize(w, 800);
+            QTRY_COMPARE(window_->contentItem()->width(), qreal(w));
+            QQuickItem* list = find(QStringLiteral("messageList"));
+            QVERIFY(list);
+            QTRY_VERIFY2(widest_bubble() && widest_bubble()->width() >= std::min(list->width() - 48, 780.0) - 1,
+                         qPrintable(QStringLiteral("bubble %1, list %2")
+                                        .arg(widest_bubble() ? widest_bubble()->width() : -1)
+                                        .arg(list->width())));
+            QVERIFY(shoot(QString::fromLatin1(name)) > 20);
+        }
+        QQuickItem* dropped = find(QStringLiteral("droppedNote"));
+        QVERIFY(dropped);
+        QVERIFY(dropped->property("text").toString().contains(QStringLiteral("The 6 oldest messages")));
+        ctx_->settings.setTheme(QStringLiteral("light"));
+        window_->resize(1180, 760);
+        QTRY_COMPARE(window_->contentItem()->width(), qreal(1180));
+    }
+
+    // A message too long for the context: marked in place, with what can be done.
+    void failedSendIsMarkedInline() {
+        MessageStats st;
+        st.error = QStringLiteral("the message is 4900 tokens long; with room for the answer (200 tokens) it needs a "
+                                  "context of 5100 tokens, and the model is loaded with 2048");
+        st.needed_ctx = 5100;
+        const qint64 id = stored_chat(QStringLiteral("Too long"), QStringLiteral("(a very long paste)"), {}, st);
+        QCOMPARE(ctx_->chat.currentConversationId(), id);
+        QTRY_VERIFY(find(QStringLiteral("failedAnswer")));
+        QQuickItem* longer = find(QStringLiteral("longerContextButton"));
+        QVERIFY(longer);
+        QCOMPARE(longer->property("text").toString(), QStringLiteral("Use 8,192 tokens and retry"));
+        QVERIFY(shoot(QStringLiteral("context-full.png")) > 20);
+        ctx_->settings.setTheme(QStringLiteral("dark"));
+        QVERIFY(shoot(QStringLiteral("context-full-dark.png")) > 20);
+        ctx_->settings.setTheme(QStringLiteral("light"));
     }
 
     void cleanupTestCase() {

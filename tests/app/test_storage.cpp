@@ -260,6 +260,24 @@ private slots:
         QCOMPARE(done->state, MessageState::Complete);
         QVERIFY(done->stats.stop_reason == ember::StopReason::Cancelled);
         QCOMPARE(*done->stats.energy_j, 1.5);
+        QVERIFY(done->stats.error.isEmpty());
+        QVERIFY(!done->stats.needed_ctx && !done->stats.dropped_messages);
+
+        // A failed answer keeps why, and the context it would have needed (v5 columns).
+        MessageStats failed;
+        failed.error = QStringLiteral("the message is 5000 tokens long");
+        failed.needed_ctx = 5256;
+        const Message f = st.add_message(c.id, QStringLiteral("assistant"), {}, MessageState::Streaming);
+        st.finish_message(f.id, {}, MessageState::Interrupted, failed);
+        MessageStats dropped;
+        dropped.dropped_messages = 6;
+        const Message d =
+            st.add_message(c.id, QStringLiteral("assistant"), QStringLiteral("ok"), MessageState::Complete, dropped);
+        const auto f2 = st.message(f.id);  // read back from the database, not from a cache
+        QCOMPARE(f2->stats.error, QStringLiteral("the message is 5000 tokens long"));
+        QCOMPARE(*f2->stats.needed_ctx, 5256);
+        QCOMPARE(f2->state, MessageState::Interrupted);
+        QCOMPARE(*st.message(d.id)->stats.dropped_messages, 6);
     }
 
     // Garbage where the database should be: the app still starts, the file is kept.

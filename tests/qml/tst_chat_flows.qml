@@ -308,4 +308,107 @@ TestCase {
         tryCompare(Models, "ready", true, 120000)
         verify(!banner.visible)
     }
+
+    // ---- Long messages, the context, failures in the transcript (issue: the chat app's polish).
+
+    function longText(n) {
+        var parts = []
+        for (var i = 0; i < n; ++i) parts.push("item" + i + " is on the list,")
+        return parts.join(" ")
+    }
+    function bubbleOf(list, row) { return inRow(list, row, "bubble") }
+
+    function test_12_aLongMessageFillsTheColumn() {
+        shortcut("Ctrl+N")
+        setSampling(8)
+        var text = longText(90)  // ~2,000 characters
+        verify(text.length > 1900 && text.length < 2500, text.length)
+        sendByKeyboard(text)
+        waitIdle()
+        var list = item("messageList")
+        var bubble = bubbleOf(list, 0)
+        var column = Math.min(list.width - 48, 780)
+        // Not a 60 px column of one word per line: the bubble takes the column's width.
+        verify(bubble.width >= column - 1, "bubble " + bubble.width + " of " + column)
+        var body = inRow(list, 0, "messageText")
+        verify(body.height < 400, "text " + body.height + " px tall")
+    }
+
+    function test_13_theContextMeterShowsUseAndTheNextAnswer() {
+        var meter = item("contextText")
+        verify(meter.visible)
+        compare(Chat.contextLimit, 1024)  // the test's setting (Settings.contextLength)
+        verify(Chat.contextUsed > 400, Chat.contextUsed)  // the ~2,000-character message and its answer
+        verify(meter.text.indexOf("of 1,024 tokens") > 0, meter.text)
+        verify(meter.text.indexOf("next answer up to 8") > 0, meter.text)
+        verify(!Chat.contextFull)
+    }
+
+    function test_14_aMessageTooLongForTheContextIsMarkedAndRetried() {
+        shortcut("Ctrl+N")
+        setSampling(8)
+        sendByKeyboard(longText(300))  // ~2,500 tokens: more than the 1,024 loaded
+        tryCompare(Chat.messages, "count", 2, 10000)
+        waitIdle()
+        var list = item("messageList")
+        var failed = Chat.messages.get(1)
+        verify(failed.error.length > 0)
+        verify(failed.neededContext > 1024, failed.neededContext)
+        var card = inRow(list, 1, "failedAnswer")
+        verify(card.visible)
+        verify(inRow(list, 1, "failedTitle").text.indexOf("too long for the context") > 0)
+        verify(inRow(list, 1, "retryButton").visible)
+        // Marked for good: still there after switching away and back (read from the store).
+        var id = Chat.currentConversationId
+        shortcut("Ctrl+N")
+        Chat.selectConversation(id)
+        compare(Chat.messages.count, 2)
+        verify(inRow(list, 1, "failedAnswer").visible)
+        // Retry at the same context fails the same way, and says so in the same place.
+        mouseClick(inRow(list, 1, "retryButton"))
+        waitIdle()
+        compare(Chat.messages.count, 2)
+        verify(Chat.messages.get(1).error.length > 0)
+        // A longer context: offered (the model was made for 8,192), applied, answered.
+        var longer = inRow(list, 1, "longerContextButton")
+        verify(longer.visible)
+        verify(longer.text.indexOf("4,096") > 0, longer.text)
+        mouseClick(longer)
+        tryCompare(Models, "ready", false, 10000)
+        tryCompare(Models, "ready", true, 120000)
+        compare(Chat.contextLimit, 4096)
+        tryVerify(function() { return Chat.messages.count === 2 && Chat.messages.get(1).error === ""
+                               && Chat.messages.get(1).content.length > 0 && !Chat.busy }, 120000)
+        compare(Settings.modelContext(Models.path), 4096)  // kept for this model
+        // Back to the test's context for the tests after this one.
+        Models.setContext(0)
+        tryCompare(Models, "ready", false, 10000)
+        tryCompare(Models, "ready", true, 120000)
+        compare(Chat.contextLimit, 1024)
+    }
+
+    function test_15_aReopenedChatShowsItsNewestMessage() {
+        var id = Chat.currentConversationId  // the long message and its answer: taller than the view
+        var list = item("messageList")
+        tryVerify(function() { return list.contentHeight > list.height * 1.5 }, 5000, "not scrollable")
+        shortcut("Ctrl+N")
+        Chat.selectConversation(id)
+        tryVerify(function() { return polished(list) && list.atYEnd }, 5000, "not at the newest message")
+        verify(inRow(list, 1, "bubble").visible)
+    }
+
+    function test_16_enterInTheEditBoxSends() {
+        setSampling(8)
+        var list = item("messageList")
+        mouseClick(inRow(list, 0, "editButton"))
+        var area = inRow(list, 0, "editArea")
+        area.forceActiveFocus()
+        tryVerify(function() { return area.activeFocus }, 2000)
+        area.text = "A short question"
+        press(Qt.Key_Return)
+        compare(Chat.messages.get(0).content, "A short question")
+        waitIdle()
+        compare(Chat.messages.count, 2)
+        verify(Chat.messages.get(1).content.length > 0)
+    }
 }

@@ -14,6 +14,7 @@
 
 #include "engine/runtime/chat.h"
 #include "engine/runtime/model.h"
+#include "engine/runtime/prompt_fit.h"
 #include "engine/runtime/sequence.h"
 #include "engine/scheduler/scheduler.h"
 #include "kernels/common/error.h"
@@ -882,6 +883,32 @@ TEST_CASE("fit_context leaves out the oldest exchanges and says how many") {
     CHECK(o.stats.dropped_turns > 0);
     CHECK(o.stats.dropped_turns % 2 == 0);  // whole exchanges
     CHECK(o.stats.prompt_tokens <= 160 - 8);
+}
+
+TEST_CASE("a newest message too long for the context is a ContextOverflow with the numbers") {
+    auto model = load(test::test_model(test::kSmolLM2), 160, 1);
+    Scheduler s(*model, {});
+    EngineRequest r;
+    r.max_tokens = 8;
+    r.fit_context = true;
+    r.messages.push_back({"user", "Hello there."});
+    r.messages.push_back({"assistant", "Hello!"});
+    std::string long_text;
+    for (int i = 0; i < 80; ++i) long_text += "word" + std::to_string(i) + " ";
+    r.messages.push_back({"user", long_text});
+    const int64_t alone = static_cast<int64_t>(chat_prompt_tokens(*model, {{"user", long_text}}).size());
+    REQUIRE(alone > 160 - 8);
+    try {
+        s.submit(r, nullptr);
+        FAIL("no error");
+    } catch (const ContextOverflow& e) {
+        CHECK(e.n_ctx == 160);
+        CHECK(e.room == 8);
+        CHECK(e.prompt_tokens == alone);  // the history went first: the message alone is left
+        CHECK(e.needed() == alone + 8);
+        CHECK(std::string(e.what()).find("needs a context of " + std::to_string(alone + 8) + " tokens") !=
+              std::string::npos);
+    }
 }
 
 TEST_CASE("destroying the scheduler with requests in flight cancels them all") {
