@@ -524,6 +524,52 @@ private slots:
         QVERIFY(!next.value("content").toString().isEmpty());
     }
 
+    // Issue: every model was loaded at 4,096 tokens whatever the file and the machine allowed.
+    // With no setting the planner chooses (SmolLM2 was made for 8,192, and this machine has
+    // room); a model's own setting comes first and is kept for it.
+    void contextIsChosenByThePlannerAndSetPerModel() {
+        AppHarness h(0);  // 0: automatic
+        const std::string smol = ember::test::test_model(ember::test::kSmolLM2);
+        EMBER_REQUIRE_FILE(smol);
+        QVERIFY(h.load(smol));
+        QVariantMap d = h.models.details();
+        QCOMPARE(d.value("context").toLongLong(), qint64(8192));
+        QCOMPARE(d.value("trainedContext").toLongLong(), qint64(8192));
+        QVERIFY(d.value("contextAutomatic").toBool());
+        QVERIFY2(d.value("contextReason").toString().contains(QStringLiteral("all the model was made for")),
+                 qPrintable(d.value("contextReason").toString()));
+        QCOMPARE(h.chat.contextLimit(), 8192);
+
+        h.models.setContext(2048);
+        QTRY_VERIFY_WITH_TIMEOUT(h.models.ready() && h.models.details().value("context").toLongLong() == 2048,
+                                 120'000);
+        QVERIFY(!h.models.details().value("contextAutomatic").toBool());
+        QCOMPARE(h.settings.modelContext(QString::fromStdString(smol)), 2048);
+        QCOMPARE(h.chat.contextLimit(), 2048);
+        // A longer context is offered up to what the model was made for, never past it.
+        QCOMPARE(h.chat.longerContextFor(3000), 4096);
+        QCOMPARE(h.chat.longerContextFor(8192), 8192);
+        QCOMPARE(h.chat.longerContextFor(9000), 0);
+    }
+
+    // The "no chat template" notice speaks plainly, keeps the technical reason as details,
+    // and once dismissed for a model file it stays dismissed (next start included).
+    void templateNoticeIsPlainAndDismissedForGood() {
+        AppHarness h;
+        QVERIFY(h.load(kStoriesPath));  // stories260K has no chat template of its own
+        const QVariantMap d = h.models.details();
+        const QString notice = d.value("templateNotice").toString();
+        QVERIFY2(notice.contains(QStringLiteral("does not say how to lay out a conversation")), qPrintable(notice));
+        QVERIFY(!notice.contains(QStringLiteral("template")));  // no jargon
+        QVERIFY(d.value("templateWarning").toString().contains(QStringLiteral("llama2")));  // details kept
+        const QString path = QString::fromStdString(kStoriesPath);
+        QVERIFY(!h.settings.templateNoticeDismissed(path));
+        h.settings.dismissTemplateNotice(path);
+        AppSettings next_start(h.settings.settingsFile());
+        QVERIFY(next_start.templateNoticeDismissed(path));
+        QVERIFY(!next_start.templateNoticeDismissed(QStringLiteral("/other/model.gguf")));
+    }
+
     void hugeInputIsRefused() {
         AppHarness h;
         QVERIFY(h.load(kStoriesPath));
