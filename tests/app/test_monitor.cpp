@@ -308,6 +308,13 @@ private slots:
         QVERIFY2(app_.text("gpuSensorsDetail").startsWith(QStringLiteral("NVML not available")),
                  qPrintable(app_.text("gpuSensorsDetail")));
         QVERIFY(shoot(QStringLiteral("monitor.png")));
+        // The loader's own words are one click away (for a bug report).
+        QQuickItem* details = item("deviceDetailButton");
+        QVERIFY(details && details->isVisible() && !item("deviceDetailText")->isVisible());
+        details->setProperty("checked", true);
+        QTRY_VERIFY(item("deviceDetailText")->isVisible() && item("gpuSensorsDetail")->isVisible());
+        QVERIFY(shoot(QStringLiteral("monitor-details.png")));
+        details->setProperty("checked", false);
         app_.ctx->chat.stop();
         wait_idle();
     }
