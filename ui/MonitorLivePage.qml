@@ -162,12 +162,14 @@ ScrollView {
             color: Theme.muted
         }
 
-        // ---- percentiles and GPU sensors ---------------------------------------------
-        RowLayout {
+        // ---- percentiles and GPU sensors (side by side, or one above the other when narrow)
+        GridLayout {
             Layout.fillWidth: true
             Layout.leftMargin: 16
             Layout.rightMargin: 16
-            spacing: 32
+            columns: root.availableWidth >= 760 ? 2 : 1
+            columnSpacing: 32
+            rowSpacing: 14
             ColumnLayout {
                 Layout.alignment: Qt.AlignTop
                 MonitorSection { title: qsTr("Latency, last 2 minutes"); Layout.leftMargin: 0 }
