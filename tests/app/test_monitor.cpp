@@ -257,6 +257,8 @@ class TestMonitor : public QObject {
                  qPrintable(reason));
         QCOMPARE(reason, device_words(app_.ctx->models.info().backend).summary);
         QCOMPARE(app_.text("deviceDetailText"), app_.ctx->models.info().backend);
+        // The same words in Settings' "Runs on" and the About dialog (Models.details).
+        QCOMPARE(app_.ctx->models.details().value(QStringLiteral("runsOn")).toString(), reason);
         QVERIFY2(app_.text("decodeNowText").endsWith(QStringLiteral("tok/s now")),
                  qPrintable(app_.text("decodeNowText")));
         // Inter-token p50 <= p95 <= p99, over more than one sample.
