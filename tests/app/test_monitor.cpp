@@ -5,7 +5,10 @@
 // (monitor-gpu.png with the test-only NVML stand-in library, since these machines have no
 // GPU: the model itself still runs on the CPU, and the badge says so), its open state and
 // geometry survive a restart, and the stats line under an answer names the prompt, the
-// reused tokens and why the answer stopped.
+// reused tokens and why the answer stopped. Issue #33: every part follows the theme (measured
+// on the grab: monitor-dark/light.png, cost-dark/light.png), both tabs fit the window's
+// minimum size (cost-min.png, monitor-min.png), and where the model runs is said in plain
+// words with the loader's own behind a Details button (monitor-details.png).
 //
 // `test_monitor --bench [tokens] [rounds] [json]` is a benchmark instead: the same answer
 // generated with the monitor hidden, then shown, alternating; it prints a table and writes
