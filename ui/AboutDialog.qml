@@ -60,9 +60,24 @@ Popup {
                       : About.backends.map(b => b.id + ": " + b.name + (b.detail ? " (" + b.detail + ")" : "")).join("\n")
             }
             Key { text: qsTr("Why no GPU"); visible: About.cudaStatus.length > 0 }
-            Value { objectName: "aboutCudaStatus"; text: About.cudaStatus; visible: About.cudaStatus.length > 0 }
+            Value { objectName: "aboutNoGpuReason"; text: About.noGpuReason; visible: About.cudaStatus.length > 0 }
+            Key { text: qsTr("Details"); visible: About.cudaStatus.length > 0 }
+            Value {
+                objectName: "aboutCudaStatus"
+                text: About.cudaStatus
+                visible: About.cudaStatus.length > 0
+                color: Theme.muted
+                textFormat: Text.PlainText
+            }
             Key { text: qsTr("Loaded model runs on"); visible: Models.ready }
-            Value { text: Models.details.backend || ""; visible: Models.ready }
+            Value { objectName: "aboutRunsOn"; text: Models.details.runsOn || ""; visible: Models.ready }
+            Key { text: qsTr("Details"); visible: Models.ready }
+            Value {
+                text: Models.details.backend || ""
+                visible: Models.ready
+                color: Theme.muted
+                textFormat: Text.PlainText
+            }
         }
 
         Label { text: qsTr("Licences of the software Ember uses"); font.bold: true; color: Theme.text; topPadding: 6 }

@@ -1,4 +1,5 @@
-// One conversation in the sidebar: title, the matching text while searching, a dot while
+// One conversation in the sidebar: title, the matching text while searching (the matched
+// words bold in the accent colour, the rest shown exactly as written), a dot while
 // an answer is being written there; rename in place (double-click or the pencil) and delete.
 import QtQuick
 import QtQuick.Controls
@@ -11,6 +12,7 @@ ItemDelegate {
     required property var conversationId
     required property string title
     required property string snippet
+    required property string snippetHtml  // escaped StyledText (ConversationListModel)
     required property bool generating
     property bool renaming: false
 
@@ -52,9 +54,11 @@ ItemDelegate {
                 Keys.onEscapePressed: root.renaming = false
             }
             Label {
+                objectName: "snippetText"
                 visible: root.snippet.length > 0
                 Layout.fillWidth: true
-                text: root.snippet
+                text: root.snippetHtml
+                textFormat: Text.StyledText
                 elide: Text.ElideRight
                 color: Theme.muted
                 font.pixelSize: 11

@@ -3,7 +3,10 @@
 // prices, token totals per conversation and per day, and cumulative tokens and cost over time.
 // Self-contained: it needs only its `controller` (a CostController) and no app singleton, so the
 // monitor window can hold it as a tab and tests can show it alone. Colours are properties for
-// the host to bind to its theme. ChartView needs a QApplication.
+// the host to bind to its theme (the chart's too: its background, axes, grid and legend follow
+// them); its inputs take the host window's palette. Narrower than about 900 px, the side-by-side
+// frames stack, so nothing is cut off at the monitor window's minimum width. ChartView needs a
+// QApplication.
 import QtQuick
 import QtQuick.Controls
 import QtQuick.Layouts
@@ -18,6 +21,10 @@ Item {
     property color accentColor: "#d9480f"
     property color warningColor: "#8a5a00"
     property color baseColor: "#ffffff"
+    property color errorColor: "#c92a2a"
+    property color apiSeriesColor: "#1971c2"
+    // Two frames side by side from this width of the content on; one above the other below it.
+    readonly property bool wide: column.width >= 860
     // The plot's series (a chart's series are not reachable by objectName), for tests and hosts.
     readonly property alias tokenSeries: tokenSeries
     readonly property alias localCostSeries: localSeries
@@ -39,6 +46,7 @@ Item {
     Rectangle { anchors.fill: parent; color: root.baseColor }
 
     Flickable {
+        objectName: "costFlickable"
         anchors.fill: parent
         contentHeight: column.implicitHeight + 32
         clip: true
@@ -55,18 +63,22 @@ Item {
                 font.pixelSize: 20; font.bold: true; color: root.textColor
             }
 
-            // ---- local cost next to the API prices -------------------------------------------
-            RowLayout {
+            // ---- local cost next to (or above) the API prices -------------------------------
+            GridLayout {
                 Layout.fillWidth: true
-                spacing: 16
+                columns: root.wide ? 2 : 1
+                columnSpacing: 16
+                rowSpacing: 14
 
                 Frame {
-                    Layout.preferredWidth: 400
+                    Layout.preferredWidth: root.wide ? 400 : -1
+                    Layout.fillWidth: !root.wide
                     Layout.alignment: Qt.AlignTop
                     ColumnLayout {
                         anchors.fill: parent
                         spacing: 6
                         RowLayout {
+                            Layout.fillWidth: true
                             Label { text: "This machine"; font.bold: true; color: root.textColor }
                             Label {
                                 objectName: "estimateBadge"
@@ -74,6 +86,15 @@ Item {
                                 text: "estimate"
                                 color: root.warningColor
                                 font.italic: true
+                            }
+                            Item { Layout.fillWidth: true }
+                            ToolButton {
+                                id: energyDetails
+                                objectName: "energyDetailsButton"
+                                visible: controller.energySourceDetail !== ""
+                                checkable: true
+                                text: qsTr("Details")
+                                font.pixelSize: 11
                             }
                         }
                         GridLayout {
@@ -111,9 +132,10 @@ Item {
                             Layout.fillWidth: true
                             wrapMode: Text.Wrap
                             color: root.mutedColor
-                            text: controller.measuredAnswers > 0
-                                  ? "From the " + controller.measuredAnswers + " answers of this session."
-                                  : "Not measured yet: generate an answer."
+                            text: controller.measuredAnswers === 1 ? qsTr("From the 1 answer of this session.")
+                                  : controller.measuredAnswers > 1
+                                  ? qsTr("From the %1 answers of this session.").arg(controller.measuredAnswers)
+                                  : qsTr("Not measured yet: generate an answer.")
                         }
                         Label {
                             objectName: "energySource"
@@ -122,6 +144,16 @@ Item {
                             font.pixelSize: 11
                             color: controller.estimated ? root.warningColor : root.mutedColor
                             text: controller.energySource
+                        }
+                        Label {
+                            objectName: "energySourceDetail"
+                            visible: energyDetails.checked && controller.energySourceDetail !== ""
+                            Layout.fillWidth: true
+                            wrapMode: Text.WrapAtWordBoundaryOrAnywhere
+                            textFormat: Text.PlainText
+                            font.pixelSize: 11
+                            color: root.mutedColor
+                            text: controller.energySourceDetail
                         }
                     }
                 }
@@ -133,15 +165,26 @@ Item {
                         anchors.fill: parent
                         spacing: 4
                         RowLayout {
-                            Label { text: "API list prices (editable)"; font.bold: true; color: root.textColor }
-                            Item { Layout.fillWidth: true }
-                            Button { text: "Reset"; onClicked: controller.resetApiPrices() }
+                            Layout.fillWidth: true
+                            Label {
+                                Layout.fillWidth: true
+                                text: "API list prices (editable)"
+                                font.bold: true
+                                color: root.textColor
+                                elide: Text.ElideRight
+                            }
+                            Button {
+                                objectName: "resetApiPrices"
+                                text: "Reset"
+                                onClicked: controller.resetApiPrices()
+                            }
                         }
                         Repeater {
                             model: controller.apiPrices
                             delegate: RowLayout {
                                 required property var modelData
                                 required property int index
+                                Layout.fillWidth: true
                                 spacing: 6
                                 RadioButton {
                                     checked: controller.selectedApi === index
@@ -153,6 +196,8 @@ Item {
                                     objectName: "apiName" + index
                                     text: modelData.vendor + " " + modelData.model
                                     color: root.textColor
+                                    Layout.fillWidth: true
+                                    Layout.minimumWidth: 80
                                     Layout.preferredWidth: 170
                                     elide: Text.ElideRight
                                 }
@@ -174,6 +219,8 @@ Item {
                                     text: modelData.as_of
                                     color: root.mutedColor
                                     font.pixelSize: 11
+                                    Layout.preferredWidth: 80  // the same for every row: the fields line up
+                                    elide: Text.ElideRight
                                     ToolTip.visible: sourceArea.containsMouse
                                     ToolTip.text: modelData.source
                                     MouseArea { id: sourceArea; anchors.fill: parent; hoverEnabled: true }
@@ -181,6 +228,9 @@ Item {
                             }
                         }
                         Label {
+                            objectName: "apiPricesFootnote"
+                            Layout.fillWidth: true
+                            wrapMode: Text.Wrap
                             text: "in " + controller.settings.currency + " per 1M input / output tokens; defaults looked up "
                                   + controller.apiPricesRetrieved + " (hover a date for its source)"
                             color: root.mutedColor
@@ -189,7 +239,7 @@ Item {
                         Label {
                             visible: controller.error !== ""
                             text: controller.error
-                            color: "#c92a2a"
+                            color: root.errorColor
                             wrapMode: Text.Wrap
                             Layout.fillWidth: true
                         }
@@ -201,7 +251,7 @@ Item {
             Frame {
                 Layout.fillWidth: true
                 GridLayout {
-                    columns: 6
+                    columns: column.width >= 700 ? 6 : 4
                     columnSpacing: 10
                     rowSpacing: 4
                     Label { text: "Electricity per kWh"; color: root.textColor }
@@ -259,11 +309,27 @@ Item {
                 Layout.preferredHeight: 320
                 antialiasing: true
                 legend.alignment: Qt.AlignBottom
+                legend.labelColor: root.textColor
                 title: "Cumulative tokens and cost"
+                titleColor: root.textColor
+                backgroundColor: root.baseColor
+                plotAreaColor: root.baseColor
+                backgroundRoundness: 0
 
-                DateTimeAxis { id: timeAxis; format: "MM-dd hh:mm"; tickCount: 5 }
-                ValueAxis { id: tokenAxis; min: 0; max: 10; titleText: "tokens"; labelFormat: "%d" }
-                ValueAxis { id: costAxis; min: 0; max: 0.001; titleText: controller.settings.currency; labelFormat: "%.2g" }
+                DateTimeAxis {
+                    id: timeAxis; format: "MM-dd hh:mm"; tickCount: 5
+                    labelsColor: root.mutedColor; gridLineColor: root.borderColor; color: root.borderColor
+                }
+                ValueAxis {
+                    id: tokenAxis; min: 0; max: 10; titleText: "tokens"; labelFormat: "%d"
+                    labelsColor: root.mutedColor; gridLineColor: root.borderColor; color: root.borderColor
+                    titleBrush: root.mutedColor
+                }
+                ValueAxis {
+                    id: costAxis; min: 0; max: 0.001; titleText: controller.settings.currency; labelFormat: "%.2g"
+                    labelsColor: root.mutedColor; gridLineColor: root.borderColor; color: root.borderColor
+                    titleBrush: root.mutedColor
+                }
 
                 LineSeries {
                     id: tokenSeries
@@ -292,7 +358,7 @@ Item {
                     }
                     axisX: timeAxis
                     axisYRight: costAxis
-                    color: "#1971c2"
+                    color: root.apiSeriesColor
                     width: 2
                 }
 
@@ -323,9 +389,11 @@ Item {
             }
 
             // ---- totals ---------------------------------------------------------------------
-            RowLayout {
+            GridLayout {
                 Layout.fillWidth: true
-                spacing: 16
+                columns: root.wide ? 2 : 1
+                columnSpacing: 16
+                rowSpacing: 14
                 Repeater {
                     model: [
                         { title: "Per conversation", rows: controller.conversations, key: "title" },

@@ -2,7 +2,8 @@
 // inter-token latency over the last minutes (QtCharts), memory by component against each
 // device's total, TTFT and inter-token percentiles, GPU power and temperature (or why they
 // are not shown), and the process's RSS and CPU. Every number comes from the Monitor
-// controller; this file only lays them out.
+// controller; this file only lays them out. The charts take their colours from Theme (not a
+// QtCharts theme, which would also reset the series' colours when it changes).
 import QtQuick
 import QtQuick.Controls
 import QtQuick.Layouts
@@ -57,6 +58,17 @@ ScrollView {
                 text: Monitor.deviceReason
                 color: Theme.muted
                 wrapMode: Text.Wrap
+                HoverHandler { id: reasonHover }
+                ToolTip.visible: reasonHover.hovered && Monitor.deviceDetail.length > 0
+                ToolTip.text: Monitor.deviceDetail
+            }
+            ToolButton {
+                id: detailButton
+                objectName: "deviceDetailButton"
+                visible: Monitor.deviceDetail.length > 0
+                checkable: true
+                text: qsTr("Details")
+                font.pixelSize: 12
             }
             Label {
                 objectName: "decodeNowText"
@@ -65,6 +77,19 @@ ScrollView {
                 font.pixelSize: 18
                 font.bold: true
             }
+        }
+
+        Label {
+            objectName: "deviceDetailText"
+            visible: detailButton.checked && Monitor.deviceDetail.length > 0
+            Layout.fillWidth: true
+            Layout.leftMargin: 16
+            Layout.rightMargin: 16
+            text: Monitor.deviceDetail
+            color: Theme.muted
+            font.pixelSize: 11
+            wrapMode: Text.WrapAtWordBoundaryOrAnywhere
+            textFormat: Text.PlainText
         }
 
         // ---- charts ------------------------------------------------------------------
@@ -80,9 +105,18 @@ ScrollView {
                 title: qsTr("Decode speed (tok/s), last %1 min").arg(Monitor.historySeconds / 60)
                 legend.visible: false
                 antialiasing: true
-                theme: Theme.dark ? ChartView.ChartThemeDark : ChartView.ChartThemeLight
-                ValueAxis { id: speedAxisX; min: -Monitor.historySeconds; max: 0; titleText: qsTr("seconds ago"); labelFormat: "%d" }
-                ValueAxis { id: speedAxisY; min: 0; max: 10; labelFormat: "%.0f" }
+                titleColor: Theme.text
+                backgroundColor: Theme.window
+                plotAreaColor: Theme.window
+                backgroundRoundness: 0
+                ValueAxis {
+                    id: speedAxisX; min: -Monitor.historySeconds; max: 0; titleText: qsTr("seconds ago"); labelFormat: "%d"
+                    labelsColor: Theme.muted; gridLineColor: Theme.border; color: Theme.border; titleBrush: Theme.muted
+                }
+                ValueAxis {
+                    id: speedAxisY; min: 0; max: 10; labelFormat: "%.0f"
+                    labelsColor: Theme.muted; gridLineColor: Theme.border; color: Theme.border
+                }
                 LineSeries { id: decodeSeries; objectName: "decodeSeries"; axisX: speedAxisX; axisY: speedAxisY; color: Theme.accent; width: 2 }
             }
             ChartView {
@@ -92,9 +126,18 @@ ScrollView {
                 title: qsTr("Inter-token latency (ms), last %1 min").arg(Monitor.historySeconds / 60)
                 legend.visible: false
                 antialiasing: true
-                theme: Theme.dark ? ChartView.ChartThemeDark : ChartView.ChartThemeLight
-                ValueAxis { id: latencyAxisX; min: -Monitor.historySeconds; max: 0; titleText: qsTr("seconds ago"); labelFormat: "%d" }
-                ValueAxis { id: latencyAxisY; min: 0; max: 10; labelFormat: "%.0f" }
+                titleColor: Theme.text
+                backgroundColor: Theme.window
+                plotAreaColor: Theme.window
+                backgroundRoundness: 0
+                ValueAxis {
+                    id: latencyAxisX; min: -Monitor.historySeconds; max: 0; titleText: qsTr("seconds ago"); labelFormat: "%d"
+                    labelsColor: Theme.muted; gridLineColor: Theme.border; color: Theme.border; titleBrush: Theme.muted
+                }
+                ValueAxis {
+                    id: latencyAxisY; min: 0; max: 10; labelFormat: "%.0f"
+                    labelsColor: Theme.muted; gridLineColor: Theme.border; color: Theme.border
+                }
                 LineSeries { id: latencySeries; objectName: "latencySeries"; axisX: latencyAxisX; axisY: latencyAxisY; color: "#4c6ef5"; width: 2 }
             }
         }
@@ -119,12 +162,14 @@ ScrollView {
             color: Theme.muted
         }
 
-        // ---- percentiles and GPU sensors ---------------------------------------------
-        RowLayout {
+        // ---- percentiles and GPU sensors (side by side, or one above the other when narrow)
+        GridLayout {
             Layout.fillWidth: true
             Layout.leftMargin: 16
             Layout.rightMargin: 16
-            spacing: 32
+            columns: root.availableWidth >= 760 ? 2 : 1
+            columnSpacing: 32
+            rowSpacing: 14
             ColumnLayout {
                 Layout.alignment: Qt.AlignTop
                 MonitorSection { title: qsTr("Latency, last 2 minutes"); Layout.leftMargin: 0 }
@@ -186,6 +231,19 @@ ScrollView {
                     text: qsTr("Not shown: %1").arg(Monitor.gpuSensorsReason)
                     color: Theme.muted
                     wrapMode: Text.Wrap
+                    HoverHandler { id: sensorsHover }
+                    ToolTip.visible: sensorsHover.hovered && Monitor.gpuSensorsDetail.length > 0
+                    ToolTip.text: Monitor.gpuSensorsDetail
+                }
+                Label {
+                    objectName: "gpuSensorsDetail"
+                    visible: detailButton.checked && !Monitor.gpuSensorsAvailable && Monitor.gpuSensorsDetail.length > 0
+                    Layout.fillWidth: true
+                    text: Monitor.gpuSensorsDetail
+                    color: Theme.muted
+                    font.pixelSize: 11
+                    wrapMode: Text.WrapAtWordBoundaryOrAnywhere
+                    textFormat: Text.PlainText
                 }
                 ColumnLayout {
                     objectName: "gpuSensorGrid"

@@ -13,7 +13,7 @@ ColumnLayout {
 
     Label {
         objectName: "memoryDeviceTitle"
-        text: qsTr("%1 · %2 layers · %3").arg(root.device.device).arg(root.device.layers).arg(root.device.summary)
+        text: qsTr("%1 · %2 · %3").arg(root.device.device).arg(root.device.layersText).arg(root.device.summary)
         color: Theme.text
     }
     Rectangle {

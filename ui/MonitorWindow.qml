@@ -1,7 +1,8 @@
 // The monitor's own window, opened from the main window: a tab bar over pages (the "Live"
 // page now; a new page is one TabButton and one item in the StackLayout). It remembers
 // through Settings whether it was open (and opens itself at start if it was), where it was and which tab was shown, and it makes
-// the Monitor controller poll only while it is on screen.
+// the Monitor controller poll only while it is on screen. A Window does not take the main
+// window's palette, so it sets its own from Theme: the tab bar and the inputs follow the theme.
 import QtQuick
 import QtQuick.Controls
 import QtQuick.Layouts
@@ -21,6 +22,52 @@ Window {
     property alias livePage: livePage
     property alias tabs: tabs
     property bool restored: false  // until then, changes are the restore itself, not the user's
+
+    // A tab that shows which one is open in either theme (Fusion's differ by a shade in the
+    // dark one): the page's colour and an accent line under the open tab.
+    component MonitorTab: TabButton {
+        id: tab
+        topPadding: 9
+        bottomPadding: 9
+        contentItem: Label {
+            text: tab.text
+            horizontalAlignment: Text.AlignHCenter
+            color: tab.checked ? Theme.text : Theme.muted
+            font.bold: tab.checked
+        }
+        background: Rectangle {
+            color: tab.checked ? Theme.window : tab.hovered ? Theme.selected : Theme.sidebar
+            Rectangle {
+                visible: tab.checked
+                anchors.bottom: parent.bottom
+                width: parent.width
+                height: 2
+                color: Theme.accent
+            }
+        }
+    }
+
+    // As Main.qml's: what Fusion draws the tab bar, buttons and inputs with.
+    palette {
+        window: Theme.window
+        windowText: Theme.text
+        base: Theme.base
+        alternateBase: Theme.sidebar
+        text: Theme.text
+        button: Theme.dark ? "#33343a" : "#f0f0f3"
+        buttonText: Theme.text
+        brightText: Theme.text
+        highlight: Theme.accent
+        highlightedText: Theme.accentText
+        placeholderText: Theme.muted
+        mid: Theme.border
+        dark: Theme.dark ? "#111214" : "#a0a0a6"
+        light: Theme.dark ? "#3a3b40" : "#ffffff"
+        midlight: Theme.dark ? "#303136" : "#e9e9ee"
+        shadow: "#000000"
+        toolTipBase: Theme.base
+        toolTipText: Theme.text
+    }
 
     // Shows the window and remembers that it is open (restored at the next start).
     function open() {
@@ -67,8 +114,12 @@ Window {
             objectName: "monitorTabs"
             Layout.fillWidth: true
             onCurrentIndexChanged: if (root.restored) Settings.monitorTab = currentIndex
-            TabButton { text: qsTr("Live") }
-            TabButton { text: qsTr("Cost") }
+            background: Rectangle {
+                color: Theme.sidebar
+                Rectangle { anchors.bottom: parent.bottom; width: parent.width; height: 1; color: Theme.border }
+            }
+            MonitorTab { text: qsTr("Live") }
+            MonitorTab { text: qsTr("Cost") }
         }
         StackLayout {
             Layout.fillWidth: true
@@ -83,7 +134,9 @@ Window {
                 borderColor: Theme.border
                 accentColor: Theme.accent
                 warningColor: Theme.warning
-                baseColor: Theme.base
+                errorColor: Theme.error
+                baseColor: Theme.window
+                apiSeriesColor: Theme.dark ? "#74a0ff" : "#1971c2"
             }
         }
     }

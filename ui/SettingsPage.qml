@@ -180,7 +180,8 @@ Rectangle {
                         [qsTr("File"), Models.details.path],
                         [qsTr("Architecture"), Models.details.architecture + ", " + Models.details.params + " parameters"],
                         [qsTr("Weights"), Models.details.fileType + ", " + Models.details.fileSize],
-                        [qsTr("Runs on"), Models.details.backend],
+                        [qsTr("Runs on"), Models.details.runsOn],
+                        [qsTr("Runs on, in detail"), Models.details.backend],
                         [qsTr("Context"), Models.details.context + qsTr(" tokens × ") + Models.details.cachedChats
                                           + qsTr(" chats, KV cache ") + Models.details.kvSize
                                           + " (" + Models.details.contextReason + ")"],

@@ -16,6 +16,9 @@ Rectangle {
     property alias list: list
     color: Theme.sidebar
 
+    // Search hits in the snippets are drawn in the theme's accent.
+    Binding { target: Chat.conversations; property: "highlightColor"; value: Theme.accent }
+
     ColumnLayout {
         anchors.fill: parent
         anchors.margins: 10

@@ -5,6 +5,7 @@
 #include <QFileInfo>
 
 #include "app/core/app_settings.h"
+#include "app/core/device_words.h"
 #include "app/core/engine_host.h"
 
 namespace ember::app {
@@ -69,7 +70,8 @@ QVariantMap ModelController::details() const {
             {"params", info_.params},
             {"fileType", info_.file_type},
             {"fileSize", info_.file_size},
-            {"backend", info_.backend},
+            {"backend", info_.backend},                       // the engine's words: Details
+            {"runsOn", device_words(info_.backend).summary},  // the same in plain words
             {"context", info_.n_ctx},
             {"trainedContext", info_.trained_ctx},
             {"contextFitsUpTo", info_.ctx_fits_up_to},

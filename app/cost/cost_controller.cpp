@@ -22,14 +22,37 @@ QVariantMap totals_map(const TokenTotals& t) {
             {"measured", static_cast<qlonglong>(t.measured_answers)}};
 }
 
+// Why the CPU's energy counter could not be read, in plain words (engine/telemetry/energy.cpp).
+QString cpu_meter_words(const QString& why) {
+    if (why.contains(QLatin1String("root-only"))) return QStringLiteral("reading the energy counter needs root");
+    return QStringLiteral("no energy counter Ember can read on this machine");
+}
+
+// Why no GPU energy is counted, in plain words (engine/telemetry/nvml.cpp, energy.cpp).
+QString gpu_meter_words(const QString& why) {
+    if (why.startsWith(QLatin1String("NVML not available"))) return QStringLiteral("no NVIDIA driver found");
+    if (why.contains(QLatin1String("NVML not used"))) return QStringLiteral("no GPU meter in use");
+    if (why.contains(QLatin1String("no GPU")) || why.contains(QLatin1String("NVML found no")))
+        return QStringLiteral("no NVIDIA GPU found");
+    return QStringLiteral("the GPU's energy could not be read");
+}
+
 QString describe_source(const GenerationResult& r, double cpu_watts) {
-    QString cpu =
-        r.cpu_energy_measured
-            ? QStringLiteral("CPU energy measured (RAPL)")
-            : QStringLiteral("CPU energy estimated from the %1 W setting: %2").arg(cpu_watts).arg(r.cpu_energy_note);
+    QString cpu = r.cpu_energy_measured ? QStringLiteral("CPU energy measured (RAPL)")
+                                        : QStringLiteral("CPU energy estimated from the %1 W setting: %2")
+                                              .arg(cpu_watts)
+                                              .arg(cpu_meter_words(r.cpu_energy_note));
     QString gpu = r.gpu_energy_measured ? QStringLiteral("GPU energy measured (NVML)")
-                                        : QStringLiteral("no GPU energy: %1").arg(r.gpu_energy_note);
+                                        : QStringLiteral("no GPU energy: %1").arg(gpu_meter_words(r.gpu_energy_note));
     return cpu + QStringLiteral("\n") + gpu;
+}
+
+// The meters' own words behind describe_source, for a Details line.
+QString describe_source_detail(const GenerationResult& r) {
+    QStringList lines;
+    if (!r.cpu_energy_measured) lines << QStringLiteral("CPU: ") + r.cpu_energy_note;
+    if (!r.gpu_energy_measured) lines << QStringLiteral("GPU: ") + r.gpu_energy_note;
+    return lines.join('\n');
 }
 
 }  // namespace
@@ -68,6 +91,7 @@ void CostController::addAnswer(const GenerationResult& r) {
     u.shared_answers = r.energy_shared ? 1 : 0;
     use_.add(u);
     source_ = describe_source(r, settings_.cpuWatts());
+    source_detail_ = describe_source_detail(r);
     if (use_.shared_answers > 0)
         source_ += QStringLiteral(
                        "\n%1 of these answers ran at the same time as others: the energy of the time "

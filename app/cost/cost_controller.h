@@ -33,7 +33,10 @@ class CostController : public QObject {
     // even split of energy between answers that ran at the same time (sharedAnswers).
     Q_PROPERTY(bool estimated READ estimated NOTIFY costChanged)
     Q_PROPERTY(int sharedAnswers READ sharedAnswers NOTIFY costChanged)
+    // Where the energy figures come from, in plain words; the meters' own reasons (why a
+    // counter or NVML could not be read) are energySourceDetail.
     Q_PROPERTY(QString energySource READ energySource NOTIFY costChanged)
+    Q_PROPERTY(QString energySourceDetail READ energySourceDetail NOTIFY costChanged)
     Q_PROPERTY(double inputJoulesPerToken READ inputJoulesPerToken NOTIFY costChanged)
     Q_PROPERTY(double outputJoulesPerToken READ outputJoulesPerToken NOTIFY costChanged)
     Q_PROPERTY(double localInputPer1M READ localInputPer1M NOTIFY costChanged)
@@ -62,6 +65,7 @@ public:
     bool estimated() const { return use_.estimated_answers > 0 || use_.shared_answers > 0; }
     int sharedAnswers() const { return use_.shared_answers; }
     QString energySource() const { return source_; }
+    QString energySourceDetail() const { return source_detail_; }
     double inputJoulesPerToken() const;
     double outputJoulesPerToken() const;
     double localInputPer1M() const;
@@ -103,7 +107,7 @@ private:
     ConversationStore& store_;
     AppSettings& settings_;
     EnergyUse use_;
-    QString source_;
+    QString source_, source_detail_;
     ApiPriceList prices_;
     int selected_api_ = 0;
     QString error_;

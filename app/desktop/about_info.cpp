@@ -6,6 +6,7 @@
 #include <QVariantMap>
 
 #include "app/build_info/build_info.h"
+#include "app/core/device_words.h"
 #include "kernels/backend_loader.h"
 #include "kernels/common/error.h"
 
@@ -119,6 +120,8 @@ void AboutInfo::probeBackends() {
             this, [this, list, s = q(cuda_status)] { set_backends(list, s); }, Qt::QueuedConnection);
     });
 }
+
+QString AboutInfo::noGpuReason() const { return no_gpu_words(cuda_status_); }
 
 void AboutInfo::set_backends(const QVariantList& backends, const QString& cuda_status) {
     backends_ = backends;

@@ -25,8 +25,10 @@ class AboutInfo : public QObject {
     Q_PROPERTY(QVariantList notices READ notices CONSTANT)
     // [{id: "cpu"|"cuda:0", name, detail}]; empty until probeBackends() has finished.
     Q_PROPERTY(QVariantList backends READ backends NOTIFY backendsChanged)
-    // Why no CUDA device is listed ("" when one is), from the backend loader.
+    // Why no CUDA device is listed ("" when one is), in the backend loader's words (Details),
+    // and the same in plain words ("No NVIDIA driver found").
     Q_PROPERTY(QString cudaStatus READ cudaStatus NOTIFY backendsChanged)
+    Q_PROPERTY(QString noGpuReason READ noGpuReason NOTIFY backendsChanged)
     Q_PROPERTY(bool probing READ probing NOTIFY backendsChanged)
 public:
     explicit AboutInfo(QObject* parent = nullptr);
@@ -42,6 +44,7 @@ public:
     QVariantList notices() const { return notices_; }
     QVariantList backends() const { return backends_; }
     QString cudaStatus() const { return cuda_status_; }
+    QString noGpuReason() const;
     bool probing() const { return probing_; }
 
     // Looks for backends on a background thread (loading the CUDA module and asking the

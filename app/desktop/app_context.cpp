@@ -6,6 +6,7 @@
 #include <QQmlEngine>
 #include <QStandardPaths>
 
+#include "app/core/device_words.h"
 #include "engine/kv/disk_prefix_store.h"
 #include "engine/library/library.h"
 
@@ -62,9 +63,12 @@ AppContext::AppContext(const QString& data_dir, const QString& log_file)
     QObject::connect(chat.conversations(), &ConversationListModel::countChanged, &settings, [this] { note_history(); });
     // A finished download shows in the library (and the chat's model picker) at once.
     QObject::connect(&hub, &HubController::modelDownloaded, &library, &LibraryController::refresh);
-    // The monitor's device badge carries the loader's reason for the placement.
-    QObject::connect(&models, &ModelController::stateChanged, &monitor,
-                     [this] { monitor.setPlacementReason(models.ready() ? models.info().backend : QString()); });
+    // The monitor's device badge carries the loader's reason for the placement, in plain words
+    // with the loader's own words as the detail.
+    QObject::connect(&models, &ModelController::stateChanged, &monitor, [this] {
+        const DeviceWords w = device_words(models.ready() ? models.info().backend : QString());
+        monitor.setPlacementReason(w.summary, w.detail);
+    });
 }
 
 // The chat controller saves answers still streaming before the engine thread goes away.

@@ -10,6 +10,21 @@ namespace {
 
 QString bytes_text(uint64_t n) { return QString::fromStdString(ember::format_bytes(n)); }
 
+// "1 thread", "4 threads": the count with its noun in the right number.
+QString count_text(qint64 n, const char* one, const char* many) {
+    return QStringLiteral("%1 %2").arg(n).arg(QLatin1String(n == 1 ? one : many));
+}
+
+// Why GPU sensors are hidden, in plain words, from NVML's loader's reason (nvml.cpp).
+QString nvml_words(const QString& why) {
+    if (why.startsWith(QLatin1String("NVML not available"))) return QStringLiteral("no NVIDIA driver found");
+    if (why.startsWith(QLatin1String("NVML found no"))) return QStringLiteral("no NVIDIA GPU found");
+    if (why.startsWith(QLatin1String("NVML did not start"))) return QStringLiteral("the NVIDIA driver did not answer");
+    if (why.contains(QLatin1String("not a usable NVML")))
+        return QStringLiteral("the NVIDIA driver's monitoring library cannot be used");
+    return why;
+}
+
 QString ms_text(double ms) { return ms >= 100 ? QString::number(ms, 'f', 0) : QString::number(ms, 'f', 1); }
 
 QVariantMap latency_row(const QString& name, const ember::WindowStats& w) {
@@ -44,6 +59,7 @@ QVariantMap device_entry(const ember::DeviceMemory& d) {
     else summary += QStringLiteral(" (device total unknown)");
     return {{"device", QString::fromStdString(d.device)},
             {"layers", d.layers},
+            {"layersText", count_text(d.layers, "layer", "layers")},
             {"held", static_cast<qulonglong>(d.held())},
             {"total", static_cast<qulonglong>(d.device_total)},
             {"parts", parts},
@@ -66,7 +82,7 @@ MonitorController::MonitorController(TelemetrySource telemetry, QString nvml_lib
     timer_.setInterval(kIntervalMs);
     connect(&timer_, &QTimer::timeout, this, &MonitorController::poll);
     gpu_reason_ = QStringLiteral("GPU sensors are read while the monitor is open.");
-    setPlacementReason({});
+    setPlacementReason({}, {});
 }
 
 MonitorController::~MonitorController() = default;
@@ -88,12 +104,14 @@ void MonitorController::useNvmlLibrary(const QString& library) {
     nvml_tried_ = false;
 }
 
-void MonitorController::setPlacementReason(const QString& reason) {
+void MonitorController::setPlacementReason(const QString& reason, const QString& detail) {
     placement_reason_ = reason;
+    placement_detail_ = detail;
     if (polls_ > 0) read_memory(telemetry_());
     else {
         device_badge_ = QStringLiteral("No model");
         device_reason_ = QStringLiteral("Load a model to see where it runs.");
+        device_detail_.clear();
     }
     emit updated();
 }
@@ -120,9 +138,9 @@ void MonitorController::read_telemetry(const ember::TelemetrySnapshot& s) {
     latency_rows_ = {latency_row(QStringLiteral("Time to first token (ms)"), s.ttft_ms),
                      latency_row(QStringLiteral("Inter-token latency (ms)"), s.inter_token_ms)};
     totals_text_ =
-        QStringLiteral("%1 · %2 prompt tokens (%3 reused) · %4 generated · cache hit %5%")
-            .arg(s.requests == 1 ? QStringLiteral("1 request") : QStringLiteral("%1 requests").arg(s.requests))
-            .arg(s.prompt_tokens)
+        QStringLiteral("%1 · %2 (%3 reused) · %4 generated · cache hit %5%")
+            .arg(count_text(static_cast<qint64>(s.requests), "request", "requests"))
+            .arg(count_text(static_cast<qint64>(s.prompt_tokens), "prompt token", "prompt tokens"))
             .arg(s.reused_tokens)
             .arg(s.generated_tokens)
             .arg(s.cache_hit_rate * 100, 0, 'f', 0);
@@ -139,6 +157,7 @@ void MonitorController::read_memory(const ember::TelemetrySnapshot& s) {
     if (s.memory.empty()) {
         device_badge_ = QStringLiteral("No model");
         device_reason_ = QStringLiteral("Load a model to see where it runs.");
+        device_detail_.clear();
         return;
     }
     if (gpu_layers > 0 && cpu_layers == 0) device_badge_ = QStringLiteral("GPU");
@@ -146,6 +165,7 @@ void MonitorController::read_memory(const ember::TelemetrySnapshot& s) {
         device_badge_ = QStringLiteral("partly on CPU: %1 of %2 layers").arg(cpu_layers).arg(cpu_layers + gpu_layers);
     else device_badge_ = QStringLiteral("CPU");
     device_reason_ = placement_reason_;
+    device_detail_ = placement_detail_;
 }
 
 void MonitorController::read_gpu() {
@@ -156,7 +176,8 @@ void MonitorController::read_gpu() {
         if (nvml_ && nvml_->device_count() == 0) why = "NVML found no NVIDIA GPU";
         if (!nvml_ || nvml_->device_count() == 0) {
             nvml_.reset();
-            gpu_reason_ = QString::fromStdString(why);
+            gpu_detail_ = QString::fromStdString(why);
+            gpu_reason_ = nvml_words(gpu_detail_);
         }
     }
     gpu_sensors_.clear();
@@ -165,6 +186,7 @@ void MonitorController::read_gpu() {
     const ember::GpuSensors g = nvml_->read(0);
     gpu_name_ = QString::fromStdString(g.name);
     gpu_reason_.clear();
+    gpu_detail_.clear();
     gpu_sensors_ = {
         sensor_entry(QStringLiteral("Power"), g.power_w, QStringLiteral("%1 W").arg(g.power_w.value, 0, 'f', 0)),
         sensor_entry(QStringLiteral("Temperature"), g.temperature_c,
@@ -183,10 +205,10 @@ void MonitorController::read_process() {
         process_text_ = QStringLiteral("Process numbers not shown: /proc/self is not readable.");
         return;
     }
-    process_text_ = QStringLiteral("Ember process: %1 resident · CPU %2% · %3 threads")
+    process_text_ = QStringLiteral("Ember process: %1 resident · CPU %2% · %3")
                         .arg(bytes_text(p->rss_bytes))
                         .arg(p->cpu_percent, 0, 'f', 0)
-                        .arg(p->threads);
+                        .arg(count_text(p->threads, "thread", "threads"));
 }
 
 double MonitorController::chartMaxTokS() const {

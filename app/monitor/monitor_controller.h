@@ -44,9 +44,13 @@ class MonitorController : public QObject {
     Q_PROPERTY(QVariantList latencyRows READ latencyRows NOTIFY updated)
     Q_PROPERTY(QVariantList memoryDevices READ memoryDevices NOTIFY updated)
     Q_PROPERTY(QString deviceBadge READ deviceBadge NOTIFY updated)
+    // Why the model runs there, in plain words; the loader's own words are deviceDetail.
     Q_PROPERTY(QString deviceReason READ deviceReason NOTIFY updated)
+    Q_PROPERTY(QString deviceDetail READ deviceDetail NOTIFY updated)
     Q_PROPERTY(bool gpuSensorsAvailable READ gpuSensorsAvailable NOTIFY updated)
+    // Why the sensors are hidden, in plain words; NVML's loader's own words are gpuSensorsDetail.
     Q_PROPERTY(QString gpuSensorsReason READ gpuSensorsReason NOTIFY updated)
+    Q_PROPERTY(QString gpuSensorsDetail READ gpuSensorsDetail NOTIFY updated)
     Q_PROPERTY(QString gpuName READ gpuName NOTIFY updated)
     Q_PROPERTY(QVariantList gpuSensors READ gpuSensors NOTIFY updated)
     Q_PROPERTY(QString processText READ processText NOTIFY updated)
@@ -76,8 +80,10 @@ public:
     QVariantList memoryDevices() const { return memory_devices_; }
     QString deviceBadge() const { return device_badge_; }
     QString deviceReason() const { return device_reason_; }
+    QString deviceDetail() const { return device_detail_; }
     bool gpuSensorsAvailable() const { return gpu_ok_; }
     QString gpuSensorsReason() const { return gpu_reason_; }
+    QString gpuSensorsDetail() const { return gpu_detail_; }
     QString gpuName() const { return gpu_name_; }
     QVariantList gpuSensors() const { return gpu_sensors_; }
     QString processText() const { return process_text_; }
@@ -91,8 +97,9 @@ public:
     Q_INVOKABLE void fillSeries(QObject* decode_tok_s, QObject* inter_token_ms) const;
 
 public slots:
-    // Why the model runs where it does (the loader's words); "" when no model is loaded.
-    void setPlacementReason(const QString& reason);
+    // Why the model runs where it does, in plain words and in the loader's own words
+    // (app/core/device_words.h); both "" when no model is loaded.
+    void setPlacementReason(const QString& reason, const QString& detail);
     void poll();  // one sample now (the timer calls it; tests may too)
 
 signals:
@@ -117,9 +124,9 @@ private:
     MonitorPoint last_;
     std::deque<MonitorPoint> history_;
     QVariantList latency_rows_, memory_devices_, gpu_sensors_;
-    QString placement_reason_, device_badge_, device_reason_;
+    QString placement_reason_, placement_detail_, device_badge_, device_reason_, device_detail_;
     bool gpu_ok_ = false;
-    QString gpu_reason_, gpu_name_, process_text_, totals_text_;
+    QString gpu_reason_, gpu_detail_, gpu_name_, process_text_, totals_text_;
 };
 
 }  // namespace ember::app

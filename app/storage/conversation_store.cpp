@@ -540,10 +540,10 @@ std::vector<SearchHit> ConversationStore::search(const QString& query, int limit
     const QString q = fts_query(query);
     if (q.isEmpty()) return out;
     Stmt s = db().prepare(
-        "SELECT m.conversation_id, m.id, snippet(messages_fts, 0, '[', ']', '…', 10) FROM messages_fts "
+        "SELECT m.conversation_id, m.id, snippet(messages_fts, 0, ?3, ?4, '…', 10) FROM messages_fts "
         "JOIN messages m ON m.id = messages_fts.rowid JOIN conversations c ON c.id = m.conversation_id "
-        "WHERE messages_fts MATCH ? AND c.deleted_at IS NULL ORDER BY rank LIMIT ?");
-    s.bind(1, q).bind(2, limit);
+        "WHERE messages_fts MATCH ?1 AND c.deleted_at IS NULL ORDER BY rank LIMIT ?2");
+    s.bind(1, q).bind(2, limit).bind(3, QString(kHitOpen)).bind(4, QString(kHitClose));
     while (s.step()) out.push_back({s.int64(0), s.int64(1), s.text(2)});
     return out;
 }

@@ -52,10 +52,16 @@ struct Conversation {
     QString model;                                 // path of the model last used
 };
 
+// What SearchHit::snippet wraps each matched word in: two Unicode noncharacters, which are
+// meant for a program's own use and are not text, so no character of a message (a "[", a
+// "<b>") is ever taken for a marker.
+inline constexpr QChar kHitOpen = QChar(u'\uFDD0');
+inline constexpr QChar kHitClose = QChar(u'\uFDD1');
+
 struct SearchHit {
     int64_t conversation_id = 0;
     int64_t message_id = 0;
-    QString snippet;  // matched words wrapped in [ ]
+    QString snippet;  // the message around the match, matched words between kHitOpen and kHitClose
 };
 
 }  // namespace ember::app

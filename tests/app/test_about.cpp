@@ -16,6 +16,7 @@
 #include <QTemporaryDir>
 #include <QtTest>
 
+#include "app/core/device_words.h"
 #include "app/desktop/about_info.h"
 #include "app/desktop/app_context.h"
 #include "kernels/common/error.h"
@@ -152,6 +153,37 @@ private slots:
         QCOMPARE(changed.count(), 2);                     // probing, then done
     }
 
+    // Issue #33: where a model runs, in plain words, from the loader's reasons (as
+    // kernels/backend_loader.cpp, kernels/cuda/module.cpp and engine/runtime/model.cpp write
+    // them); the loader's words stay as the detail.
+    void deviceReasonsInPlainWords() {
+        const QString cpu = QStringLiteral("cpu (avx2, 4 threads) — ");
+        const QString no_driver =
+            QStringLiteral("no NVIDIA driver, or one older than this CUDA 13 build needs (cudaErrorInsufficientDriver)");
+        const DeviceWords w = device_words(cpu + no_driver);
+        QCOMPARE(w.summary, QStringLiteral("No NVIDIA driver found: running on the CPU"));
+        QCOMPARE(w.detail, cpu + no_driver);
+        const QList<std::pair<QString, QString>> cases{
+            {cpu + "no CUDA-capable device (cudaErrorNoDevice)", "No NVIDIA GPU found: running on the CPU"},
+            {cpu + "cudaGetDeviceCount failed: cudaErrorUnknown: unknown error",
+             "The GPU could not be used: running on the CPU"},
+            {cpu + "CUDA module not found (looked for /opt/a/libember_cuda.so, /opt/lib/ember/libember_cuda.so)",
+             "This copy of Ember has no GPU support installed: running on the CPU"},
+            {cpu + "cannot load CUDA module /opt/libember_cuda.so: libcublas.so.13: cannot open shared object file",
+             "Ember's GPU support could not be loaded (a CUDA library is missing): running on the CPU"},
+            {cpu + "CPU requested", "Running on the CPU, as asked"},
+            {"NVIDIA H200 — CUDA device 0: NVIDIA H200", "Running on the GPU: NVIDIA H200"},
+            {"NVIDIA H200 — CUDA device 0: NVIDIA H200; 12 of 16 layers on the GPU, the rest on the CPU",
+             "12 of 16 layers on the GPU (NVIDIA H200), the rest on the CPU"},
+            {cpu + "CUDA device 0: NVIDIA T4; on the CPU with 4,096 tokens (3.1 GiB of RAM): not one layer fits",
+             "The model does not fit in the memory of the GPU (NVIDIA T4): running on the CPU"},
+        };
+        for (const auto& [line, words] : cases) QCOMPARE(device_words(line).summary, words);
+        QCOMPARE(device_words(QString()).summary, QString());
+        QCOMPARE(no_gpu_words(no_driver), QStringLiteral("No NVIDIA driver found"));
+        QCOMPARE(no_gpu_words(QString()), QString());
+    }
+
     // The dialog in the real main window: opened from the sidebar, it shows the build line,
     // the backends with the reason, and a licence text.
     void aboutDialogShowsBuildBackendsAndLicences() {
@@ -177,6 +209,11 @@ private slots:
         QVERIFY2(backends.startsWith(QStringLiteral("cpu: cpu (")), qPrintable(backends));
         QCOMPARE(find_item(root, QStringLiteral("aboutCudaStatus"))->property("text").toString(),
                  ctx.about.cudaStatus());
+        if (!ctx.about.cudaStatus().isEmpty()) {  // no GPU: why, in plain words, above the details
+            const QString why = find_item(root, QStringLiteral("aboutNoGpuReason"))->property("text").toString();
+            QCOMPARE(why, no_gpu_words(ctx.about.cudaStatus()));
+            QVERIFY2(!why.isEmpty() && !why.contains(QStringLiteral("cuda"), Qt::CaseInsensitive), qPrintable(why));
+        }
         // The first notice (Qt) is selected: its licence text is shown.
         QVERIFY(find_item(root, QStringLiteral("aboutNoticeText"))
                     ->property("text")

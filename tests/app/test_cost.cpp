@@ -385,7 +385,9 @@ private slots:
         QTRY_COMPARE(cost.measuredAnswers(), 1);
         QVERIFY(!cost.estimated());
         QVERIFY2(cost.energySource().startsWith("CPU energy measured (RAPL)"), qPrintable(cost.energySource()));
-        QVERIFY(cost.energySource().contains("no GPU energy: NVML not available"));
+        QVERIFY2(cost.energySource().contains("no GPU energy: no NVIDIA driver found"), qPrintable(cost.energySource()));
+        QVERIFY2(cost.energySourceDetail().startsWith("GPU: NVML not available (/nonexistent/libnvidia-ml.so.1"),
+                 qPrintable(cost.energySourceDetail()));  // the loader's words, for Details
         const std::vector<Message> msgs = h.store.store->messages(h.chat.currentConversationId());
         QCOMPARE(msgs.back().role, QStringLiteral("assistant"));
         QVERIFY(msgs.back().stats.energy_j.has_value());
@@ -449,8 +451,11 @@ private slots:
         QCOMPARE(find(root, "localInput")->property("text").toString(), QStringLiteral("—"));
 
         QVERIFY(h.load(ember::test::test_model(ember::test::kSmolLM2)));
-        answer(h, {QStringLiteral("What is the capital of France?"), QStringLiteral("And of Italy?")}, 16);
         answer(h, {QStringLiteral("Say hello.")}, 16);
+        QTRY_COMPARE(cost.measuredAnswers(), 1);
+        QCOMPARE(find(root, "measuredOver")->property("text").toString(),
+                 QStringLiteral("From the 1 answer of this session."));  // issue #33: not "1 answers"
+        answer(h, {QStringLiteral("What is the capital of France?"), QStringLiteral("And of Italy?")}, 16);
         QTRY_COMPARE(cost.measuredAnswers(), 3);
         QVERIFY(cost.estimated());
 
@@ -461,11 +466,14 @@ private slots:
         QVERIFY(find(root, "estimateBadge")->property("visible").toBool());
         QCOMPARE(find(root, "measuredOver")->property("text").toString(),
                  QStringLiteral("From the 3 answers of this session."));
-        QVERIFY(find(root, "energySource")
+        // In plain words; the meters' own reasons are the details.
+        QCOMPARE(find(root, "energySource")->property("text").toString(),
+                 QStringLiteral("CPU energy estimated from the 65 W setting: no energy counter Ember can read on "
+                                "this machine\nno GPU energy: no NVIDIA driver found"));
+        QVERIFY(find(root, "energySourceDetail")
                     ->property("text")
                     .toString()
-                    .startsWith(
-                        "CPU energy estimated from the 65 W setting: no powercap counters at /nonexistent/powercap"));
+                    .startsWith("CPU: no powercap counters at /nonexistent/powercap"));
         QCOMPARE(find(root, "apiName0")->property("text").toString(),
                  default_api_prices().prices[0].vendor + ' ' + default_api_prices().prices[0].model);
         // One point per answer, in each series.

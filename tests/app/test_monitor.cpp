@@ -5,7 +5,10 @@
 // (monitor-gpu.png with the test-only NVML stand-in library, since these machines have no
 // GPU: the model itself still runs on the CPU, and the badge says so), its open state and
 // geometry survive a restart, and the stats line under an answer names the prompt, the
-// reused tokens and why the answer stopped.
+// reused tokens and why the answer stopped. Issue #33: every part follows the theme (measured
+// on the grab: monitor-dark/light.png, cost-dark/light.png), both tabs fit the window's
+// minimum size (cost-min.png, monitor-min.png), and where the model runs is said in plain
+// words with the loader's own behind a Details button (monitor-details.png).
 //
 // `test_monitor --bench [tokens] [rounds] [json]` is a benchmark instead: the same answer
 // generated with the monitor hidden, then shown, alternating; it prints a table and writes
@@ -32,6 +35,7 @@
 #include <cstdio>
 #include <memory>
 
+#include "app/core/device_words.h"
 #include "app/desktop/app_context.h"
 #include "test_paths.h"
 
@@ -117,6 +121,39 @@ int colours_of(const QImage& img) {
     return static_cast<int>(c.size());
 }
 
+// How a region of a grab is drawn: its mean luminance (0 black to 1 white), and how many of
+// its pixels (every second one sampled) stand out from its median by more than 0.25, lighter
+// (text on a dark ground) and darker (text on a light one).
+struct Tone {
+    double mean = 0;
+    int lighter = 0, darker = 0;
+};
+
+Tone tone_of(const QImage& img, const QRect& region) {
+    const QRect r = region & img.rect();
+    std::vector<double> l;
+    for (int y = r.top(); y <= r.bottom(); y += 2)
+        for (int x = r.left(); x <= r.right(); x += 2) {
+            const QColor c = img.pixelColor(x, y);
+            l.push_back(0.2126 * c.redF() + 0.7152 * c.greenF() + 0.0722 * c.blueF());
+        }
+    if (l.empty()) return {};
+    Tone t;
+    for (double v : l) t.mean += v / static_cast<double>(l.size());
+    std::vector<double> sorted = l;
+    std::nth_element(sorted.begin(), sorted.begin() + static_cast<long>(sorted.size() / 2), sorted.end());
+    const double median = sorted[sorted.size() / 2];
+    for (double v : l) {
+        t.lighter += v > median + 0.25;
+        t.darker += v < median - 0.25;
+    }
+    return t;
+}
+
+QString describe(const Tone& t) {
+    return QStringLiteral("mean %1, %2 lighter and %3 darker pixels").arg(t.mean).arg(t.lighter).arg(t.darker);
+}
+
 }  // namespace
 
 class TestMonitor : public QObject {
@@ -156,6 +193,48 @@ class TestMonitor : public QObject {
                  qPrintable(app_.text("totalsText")));
     }
 
+    QQuickItem* item(const char* name) const {
+        QList<QQuickItem*> found;
+        App::collect(app_.monitor->contentItem(), QLatin1String(name), found);
+        return found.isEmpty() ? nullptr : found.first();
+    }
+
+    // The item's rectangle in the window's grab (device pixels).
+    QRect grab_rect(QQuickItem* i) const {
+        const QRectF r = i->mapRectToScene(QRectF(0, 0, i->width(), i->height()));
+        const qreal dpr = app_.monitor->devicePixelRatio();
+        return QRectF(r.topLeft() * dpr, r.size() * dpr).toAlignedRect();
+    }
+
+    // Waits (charts repaint their scene from the event loop) until the named item is drawn dark
+    // or light as the theme says, with text or lines of the other kind on it; fails with the
+    // last measure.
+    void expect_tone(const char* name, bool dark, bool has_text) {
+        QQuickItem* i = item(name);
+        QVERIFY2(i && i->isVisible(), name);
+        Tone t;
+        const auto right = [&] {
+            t = tone_of(app_.monitor->grabWindow(), grab_rect(i));
+            const bool ground = dark ? t.mean < 0.35 : t.mean > 0.75;
+            const bool text = !has_text || (dark ? t.lighter : t.darker) >= 8;
+            return ground && text;
+        };
+        QVERIFY2(QTest::qWaitFor(right, 5000),
+                 qPrintable(QStringLiteral("%1 in the %2 theme: %3").arg(name, dark ? "dark" : "light", describe(t))));
+    }
+
+    // Opens the monitor window unless it is open (these tests can also run alone).
+    void ensure_open() {
+        if (!app_.monitor->isVisible()) QVERIFY(QMetaObject::invokeMethod(app_.monitor, "open"));
+        QVERIFY(QTest::qWaitForWindowExposed(app_.monitor));
+    }
+
+    void show_tab(int index) {
+        QObject* tabs = app_.monitor->findChild<QObject*>(QStringLiteral("monitorTabs"));
+        QVERIFY(tabs);
+        tabs->setProperty("currentIndex", index);
+    }
+
     QStringList shown_stats() const {
         QList<QQuickItem*> found;
         App::collect(app_.main->contentItem(), QStringLiteral("statsLine"), found);
@@ -173,9 +252,16 @@ class TestMonitor : public QObject {
         const double tok_s = app_.series("decodeSeries")->at(app_.series("decodeSeries")->count() - 1).y();
         QVERIFY2(tok_s > 0, "the newest point of the speed chart is the current decode rate");
         QCOMPARE(app_.text("deviceBadgeText"), QStringLiteral("CPU"));
-        QVERIFY2(app_.text("deviceReasonText") == app_.ctx->models.info().backend &&
-                     !app_.text("deviceReasonText").isEmpty(),
-                 qPrintable(app_.text("deviceReasonText")));
+        // Why, in plain words (no "CUDA module", no "cudaError..."); the loader's own words
+        // are one click away.
+        const QString reason = app_.text("deviceReasonText");
+        QVERIFY2(reason.endsWith(QStringLiteral(": running on the CPU")) &&
+                     !reason.contains(QStringLiteral("cuda"), Qt::CaseInsensitive),
+                 qPrintable(reason));
+        QCOMPARE(reason, device_words(app_.ctx->models.info().backend).summary);
+        QCOMPARE(app_.text("deviceDetailText"), app_.ctx->models.info().backend);
+        // The same words in Settings' "Runs on" and the About dialog (Models.details).
+        QCOMPARE(app_.ctx->models.details().value(QStringLiteral("runsOn")).toString(), reason);
         QVERIFY2(app_.text("decodeNowText").endsWith(QStringLiteral("tok/s now")),
                  qPrintable(app_.text("decodeNowText")));
         // Inter-token p50 <= p95 <= p99, over more than one sample.
@@ -220,11 +306,20 @@ private slots:
         generate_until_charted(400);
         if (QTest::currentTestFailed()) return;
         check_live_page();
-        // NVML is absent: the sensors are hidden with the loader's reason, not faked.
+        // NVML is absent: the sensors are hidden with the reason in plain words, not faked;
+        // the loader's words are the detail.
         QVERIFY(app_.texts("gpuSensor_0").isEmpty());
-        QVERIFY2(app_.text("gpuSensorsReason").contains(QStringLiteral("NVML not available")),
-                 qPrintable(app_.text("gpuSensorsReason")));
+        QCOMPARE(app_.text("gpuSensorsReason"), QStringLiteral("Not shown: no NVIDIA driver found"));
+        QVERIFY2(app_.text("gpuSensorsDetail").startsWith(QStringLiteral("NVML not available")),
+                 qPrintable(app_.text("gpuSensorsDetail")));
         QVERIFY(shoot(QStringLiteral("monitor.png")));
+        // The loader's own words are one click away (for a bug report).
+        QQuickItem* details = item("deviceDetailButton");
+        QVERIFY(details && details->isVisible() && !item("deviceDetailText")->isVisible());
+        details->setProperty("checked", true);
+        QTRY_VERIFY(item("deviceDetailText")->isVisible() && item("gpuSensorsDetail")->isVisible());
+        QVERIFY(shoot(QStringLiteral("monitor-details.png")));
+        details->setProperty("checked", false);
         app_.ctx->chat.stop();
         wait_idle();
     }
@@ -251,6 +346,93 @@ private slots:
         QVERIFY(shoot(QStringLiteral("monitor-gpu.png")));
         app_.ctx->chat.stop();
         wait_idle();
+    }
+
+    // Issue #33: each part of the monitor follows the theme, the tab bar, the charts and the
+    // cost tab's chart and inputs included: dark with light text in the dark theme, and the
+    // other way round in the light one (measured on the rendered window).
+    void everyPartFollowsTheTheme() {
+        ensure_open();
+        for (const bool dark : {true, false}) {
+            app_.ctx->settings.setTheme(dark ? QStringLiteral("dark") : QStringLiteral("light"));
+            show_tab(0);
+            QCOMPARE(app_.monitor->color(), dark ? QColor("#1f2023") : QColor("#ffffff"));
+            expect_tone("monitorTabs", dark, true);
+            expect_tone("decodeChart", dark, true);
+            expect_tone("latencyChart", dark, true);
+            // The theme's own colours, not a QtCharts theme's.
+            QCOMPARE(item("decodeChart")->property("backgroundColor").value<QColor>(), app_.monitor->color());
+            QVERIFY(shoot(dark ? QStringLiteral("monitor-dark.png") : QStringLiteral("monitor-light.png")));
+            show_tab(1);
+            expect_tone("monitorTabs", dark, true);
+            expect_tone("costChart", dark, true);
+            expect_tone("electricityPrice", dark, true);  // a text field
+            expect_tone("resetApiPrices", dark, true);    // a button
+            // The chart's own colours are the theme's, not QtCharts' defaults.
+            QObject* chart = item("costChart");
+            QCOMPARE(chart->property("backgroundColor").value<QColor>(), app_.monitor->color());
+            QCOMPARE(chart->property("titleColor").value<QColor>(), dark ? QColor("#e8e8ea") : QColor("#1d1d1f"));
+            QVERIFY(shoot(dark ? QStringLiteral("cost-dark.png") : QStringLiteral("cost-light.png")));
+        }
+        show_tab(0);
+    }
+
+    // Issue #33: the cost tab's Reset button and the footnote under the API prices are whole
+    // and inside the window at the window's minimum size (scrolled to, as a user would) and
+    // at its usual size (without scrolling); at the minimum size the live page keeps its
+    // margins too.
+    void tabsFitAtMinimumAndUsualSizes() {
+        ensure_open();
+        show_tab(1);
+        auto* flick = item("costFlickable");
+        QVERIFY(flick);
+        for (const QSize size : {app_.monitor->minimumSize(), QSize(960, 720)}) {
+            app_.monitor->resize(size);
+            QTRY_COMPARE(app_.monitor->contentItem()->size(), QSizeF(size));
+            flick->setProperty("contentY", 0);
+            for (const char* name : {"resetApiPrices", "apiPricesFootnote"}) {
+                QQuickItem* i = item(name);
+                QVERIFY2(i && i->isVisible(), name);
+                QRectF r = i->mapRectToScene(QRectF(0, 0, i->width(), i->height()));
+                const bool usual = size.width() > app_.monitor->minimumWidth();
+                if (!usual && r.bottom() > size.height()) {  // below the fold: scroll to it
+                    flick->setProperty("contentY", r.bottom() - size.height() + 16);
+                    r = i->mapRectToScene(QRectF(0, 0, i->width(), i->height()));
+                }
+                const QString where = QStringLiteral("%1 at %2x%3: %4,%5 %6x%7")
+                                          .arg(name)
+                                          .arg(size.width())
+                                          .arg(size.height())
+                                          .arg(r.x())
+                                          .arg(r.y())
+                                          .arg(r.width())
+                                          .arg(r.height());
+                QVERIFY2(QRectF(QPointF(0, 0), QSizeF(size)).contains(r), qPrintable(where));
+                QVERIFY2(i->width() >= i->implicitWidth() - 0.5 || i->property("wrapMode").toInt() != 0,
+                         qPrintable(where + " (squeezed)"));
+                if (i->property("contentWidth").isValid())  // the text fits its box: nothing runs past it
+                    QVERIFY2(i->property("contentWidth").toReal() <= i->width() + 0.5, qPrintable(where));
+            }
+            if (QTest::currentTestFailed()) return;
+            if (size == app_.monitor->minimumSize()) {
+                QVERIFY(shoot(QStringLiteral("cost-min.png")));
+                show_tab(0);  // the live page fits too: nothing runs into the page's right margin (8 px or more)
+                for (const char* name : {"decodeNowText", "latencyChart", "memoryBar", "percentileTable",
+                                         "gpuSensorsReason", "totalsText"}) {
+                    QQuickItem* i = item(name);
+                    QVERIFY2(i, name);
+                    QTRY_VERIFY2(i->mapRectToScene(QRectF(0, 0, i->width(), i->height())).right() <= size.width() - 8,
+                                 qPrintable(QStringLiteral("%1 at %2 px").arg(name).arg(size.width())));
+                }
+                QTest::qWait(300);  // the charts re-render their scene at the new size (for the picture only)
+                QVERIFY(shoot(QStringLiteral("monitor-min.png")));
+                show_tab(1);
+            } else {
+                QVERIFY(shoot(QStringLiteral("cost-usual.png")));
+            }
+        }
+        flick->setProperty("contentY", 0);
+        show_tab(0);
     }
 
     void answerStatsNamePromptReuseAndStopReason() {

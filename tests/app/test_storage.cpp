@@ -73,7 +73,8 @@ private slots:
         const auto hits = s.store->search(QStringLiteral("photosynth"));
         QCOMPARE(hits.size(), size_t(1));
         QCOMPARE(hits[0].message_id, msgs[0].id);
-        QVERIFY2(hits[0].snippet.contains(QStringLiteral("[photosynthesis]")), qPrintable(hits[0].snippet));
+        QVERIFY2(hits[0].snippet.contains(kHitOpen + QStringLiteral("photosynthesis") + kHitClose),
+                 qPrintable(hits[0].snippet));
 
         // New rows use the new columns.
         MessageStats st;
