@@ -1,5 +1,6 @@
 // Message text: Markdown prose (Qt's MarkdownText) with code blocks split out, or plain
-// text for the user's own messages (what they typed is shown exactly as typed).
+// text for the user's own messages (what they typed is shown exactly as typed). Words the
+// chat search matched are marked in the prose (not yet inside code blocks).
 import QtQuick
 import QtQuick.Controls
 import Ember.Core
@@ -21,6 +22,9 @@ Column {
             Component {
                 id: textComponent
                 TextEdit {
+                    id: textEdit
+                    objectName: "segmentText"
+                    readonly property int searchHits: highlighter.hits  // words marked now
                     text: segment.modelData.text
                     textFormat: root.markdown ? TextEdit.MarkdownText : TextEdit.PlainText
                     wrapMode: TextEdit.Wrap
@@ -30,6 +34,13 @@ Column {
                     selectionColor: Theme.accent
                     font.pixelSize: 14
                     onLinkActivated: (link) => Qt.openUrlExternally(link)
+                    // The chat search's words, marked where they are drawn.
+                    SearchHighlighter {
+                        id: highlighter
+                        document: textEdit.textDocument
+                        search: Chat.conversations
+                        color: Theme.accent
+                    }
                 }
             }
             Component {

@@ -65,7 +65,9 @@ Item {
             // full width.
             Layout.preferredWidth: root.editing || root.content.length >= probe.limit
                                    || root.content.indexOf("```") >= 0 ? column.width
-                                   : Math.min(column.width, Math.max(body.implicitTextWidth + 28, 60))
+                                   : Math.min(column.width, Math.max(body.implicitTextWidth + 28 + searchSlack, 60))
+            // Search hits are drawn bold: room for them, so a short line does not wrap.
+            readonly property int searchSlack: Chat.conversations.searchQuery.length > 0 ? 12 : 0
             visible: !root.failed || root.content.length > 0
             implicitHeight: (root.editing ? editor.implicitHeight : body.height) + 20
             radius: Theme.radius

@@ -7,6 +7,7 @@
 #include <QStandardPaths>
 
 #include "app/core/device_words.h"
+#include "app/desktop/search_highlighter.h"
 #include "engine/kv/disk_prefix_store.h"
 #include "engine/library/library.h"
 
@@ -100,6 +101,7 @@ void AppContext::register_qml() {
     qmlRegisterSingletonInstance("Ember.Core", 1, 0, "Monitor", &monitor);
     qmlRegisterSingletonInstance("Ember.Core", 1, 0, "Cost", &cost);
     qmlRegisterSingletonInstance("Ember.Core", 1, 0, "ApiServer", &api_server);
+    qmlRegisterType<SearchHighlighter>("Ember.Core", 1, 0, "SearchHighlighter");
     qmlRegisterUncreatableType<ModelController>("Ember.Core", 1, 0, "ModelState", QStringLiteral("enum only"));
     qmlRegisterUncreatableType<MessageListModel>("Ember.Core", 1, 0, "MessageListModel", QStringLiteral("from Chat"));
     qmlRegisterUncreatableType<ConversationListModel>("Ember.Core", 1, 0, "ConversationListModel",

@@ -2,7 +2,7 @@
 // conversation with SmolLM2, grabbed offscreen (QQuickWindow::grabWindow) into
 // <build>/screenshots/: empty-state.png, main-window.png, main-window-dark.png,
 // chat-settings.png, settings.png, long-message.png (+ -dark, -720), context-full.png
-// (+ -dark).
+// (+ -dark), search-in-chat.png.
 // Each image is checked to be the window's size and to have real content (not blank).
 #include <QApplication>
 #include <QDir>
@@ -203,6 +203,25 @@ private slots:
         ctx_->settings.setTheme(QStringLiteral("dark"));
         QVERIFY(shoot(QStringLiteral("context-full-dark.png")) > 20);
         ctx_->settings.setTheme(QStringLiteral("light"));
+    }
+
+    // A search hit opened: the word is marked where the chat draws it.
+    void searchHitMarkedInTheOpenedChat() {
+        ConversationListModel* convs = ctx_->chat.conversations();
+        convs->setFilter(QStringLiteral("capital"));
+        QTRY_COMPARE(convs->count(), 1);
+        ctx_->chat.selectConversation(convs->get(0).value("conversationId").toLongLong());
+        QTRY_VERIFY(find(QStringLiteral("segmentText")));
+        const auto hits = [&] {
+            QList<QQuickItem*> texts;
+            named(window_->contentItem(), QStringLiteral("segmentText"), texts);
+            int n = 0;
+            for (QQuickItem* t : texts) n += t->property("searchHits").toInt();
+            return n;
+        };
+        QTRY_VERIFY(hits() >= 1);
+        QVERIFY(shoot(QStringLiteral("search-in-chat.png")) > 20);
+        convs->setFilter(QString());
     }
 
     void cleanupTestCase() {

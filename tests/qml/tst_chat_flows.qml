@@ -173,8 +173,13 @@ TestCase {
         typeText("giraffe")
         compare(Chat.conversations.count, 1)
         compare(Chat.conversations.get(0).title, "A purple giraffe")
+        // The opened chat marks the searched word where it is drawn, and only while searching.
+        var list = item("messageList")
+        var text = inRow(list, 0, "segmentText")
+        tryCompare(text, "searchHits", 1)
         search.text = ""
         compare(Chat.conversations.count, 2)
+        tryCompare(text, "searchHits", 0)
 
         shortcut("Ctrl+L")
         verify(item("messageInput").activeFocus)
