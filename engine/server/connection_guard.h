@@ -1,0 +1,106 @@
+// What keeps slow or hostile clients from taking the server's threads or memory (issue #34).
+//
+// Debian's cpp-httplib (0.11.4, a compiled library: its CPPHTTPLIB_* limits are fixed when it
+// is built) reads a request head with no overall deadline (its read timeout is per recv, so a
+// byte every 2 s never trips it), keeps every header line however many come, and serves
+// connections from a fixed pool: 32 connections trickling their headers held all 32 threads and
+// /health waited behind them for good; 300 MB of header lines were read, answered and kept.
+//
+// httplib::Server lets a subclass take over a connection (process_and_close_socket, virtual)
+// and still run httplib's request handling on a Stream of its own (process_request), so:
+//   - GuardedServer reads every request through a stream with a deadline for its head and body
+//     (408 after it) and limits on the head's bytes and lines (431 beyond);
+//   - ConnectionPool gives every connection a thread at once, up to max_connections (the usual
+//     number kept ready, more made when needed and ended when idle): an answer never waits
+//     behind connections that are slow to send their request;
+//   - one client address has at most max_per_client connections served at once; more wait for
+//     a slot until their deadline, then get 503.
+#pragma once
+#include <httplib.h>
+
+#include <chrono>
+#include <condition_variable>
+#include <cstddef>
+#include <deque>
+#include <functional>
+#include <map>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <unordered_map>
+#include <vector>
+
+namespace ember::server {
+
+struct GuardOptions {
+    // From a connection's start (or the end of its last answer, when kept alive) to the last byte
+    // of its request's body. Generous for any real client on a LAN; a slowloris is cut after it.
+    std::chrono::milliseconds read_deadline{10000};
+    size_t max_header_bytes = size_t(64) << 10;  // the request line and headers together
+    size_t max_header_lines = 128;               // header lines (the request line not counted)
+    size_t max_connections = 512;                // served at once, one thread each
+    size_t max_per_client = 64;                  // served at once from one client address
+    size_t ready_threads = 32;                   // threads kept waiting for connections
+};
+
+// Why the request being read on this thread could not be read.
+enum class RequestFault { None, Timeout, HeadTooLarge };
+
+// A thread per task, up to `max`; `ready` threads wait for work, more are made when every
+// thread is busy and end after a second without work.
+class ConnectionPool : public httplib::TaskQueue {
+public:
+    ConnectionPool(size_t ready, size_t max);
+    ~ConnectionPool() override;
+    void enqueue(std::function<void()> fn) override;
+    void shutdown() override;
+
+private:
+    void spawn_locked();
+    void work(bool extra);
+
+    const size_t ready_, max_;
+    std::mutex mutex_;
+    std::condition_variable cv_;
+    std::deque<std::function<void()>> jobs_;
+    std::unordered_map<std::thread::id, std::thread> threads_;
+    std::vector<std::thread::id> ended_;  // extra threads that returned: joined by the next spawn
+    size_t idle_ = 0;
+    bool shutdown_ = false;
+};
+
+// Counts the connections being served per client address; acquire() waits for a slot.
+class ClientSlots {
+public:
+    explicit ClientSlots(size_t per_client) : per_client_(per_client) {}
+    // False when no slot came before `deadline` or `stopping()` became true.
+    bool acquire(const std::string& address, std::chrono::steady_clock::time_point deadline,
+                 const std::function<bool()>& stopping);
+    void release(const std::string& address);
+
+private:
+    const size_t per_client_;
+    std::mutex mutex_;
+    std::condition_variable cv_;
+    std::map<std::string, size_t> served_;
+};
+
+class GuardedServer : public httplib::Server {
+public:
+    explicit GuardedServer(GuardOptions options);
+    const GuardOptions& guard() const { return options_; }
+
+    // The fault of the request this thread is reading (None when it was read, or on a thread
+    // that serves no connection). The error handler asks it to say 408 or 431, not 400.
+    static RequestFault current_fault();
+
+private:
+    bool process_and_close_socket(socket_t sock) override;
+    bool serve(class GuardedStream& stream);
+    bool stopping() const { return svr_sock_ == INVALID_SOCKET; }
+
+    GuardOptions options_;
+    ClientSlots slots_;
+};
+
+}  // namespace ember::server
