@@ -11,6 +11,7 @@ from ROOT/{owner}/{name}/ (real files written by the test). A repository may hol
   drop_after: N       close the connection after N body bytes (the first `times` transfers)
   stall_after: N      send N bytes, then nothing (the first `times` transfers)
   ignore_range: true  always answer 200 with the whole file
+  slow: S             wait S seconds after each 64 KiB of a file's body (every transfer)
   corrupt: true       flip one byte of every body (the published hash then does not match)
   tree_sha: {path: h} publish these SHA-256s instead of the real ones
   page_size: N        the file tree in pages of N entries, linked by `Link: <..>; rel="next"`
@@ -247,6 +248,9 @@ class Handler(BaseHTTPRequestHandler):
             return
         for i in range(0, len(body), 1 << 16):
             self.wfile.write(body[i:i + (1 << 16)])
+            if fault.get("slow"):
+                self.wfile.flush()
+                time.sleep(float(fault["slow"]))
 
 
 def main():

@@ -9,6 +9,7 @@
 
 #include <chrono>
 #include <filesystem>
+#include <future>
 #include <thread>
 
 #include "engine/hub/sha256.h"
@@ -209,4 +210,37 @@ TEST_CASE("Ctrl-C stops ember pull cleanly and keeps the partial file for the ne
     CHECK(rm.exit_code == 0);
     CHECK(rm.out.find("removed 1 partial download of t/m") != std::string::npos);
     CHECK_FALSE(fs::exists(part));
+}
+
+// Issue #34: two pulls of one file at once, against a hub that ignores Range (so a second
+// download would start from byte 0, truncating the first's partial file under it). The second
+// waits for the first (a lock beside the .part), then finds the verified file and leaves it.
+TEST_CASE("two ember pull of one file at once: one downloads, the other waits, the file is written once") {
+    test::HubServer s;
+    test::TempDir models;
+    s.add_file("t/m", "m-F32.gguf", stories());
+    s.set_fault("t/m", {{"ignore_range", true}, {"slow", 0.1}});  // ~2 s for the file
+    point_at(s, models);
+    const std::string final_path = models.path() + "/t/m/main/m-F32.gguf";
+    const auto pull = [] { return test::run_process({EMBER_CLI, "pull", "t/m:F32"}); };
+    auto first = std::async(std::launch::async, pull);
+    std::error_code ec;
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+    while (fs::file_size(final_path + ".part", ec) == 0 || ec) {  // the first is downloading
+        REQUIRE(std::chrono::steady_clock::now() < deadline);
+        std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+    auto second = std::async(std::launch::async, pull);
+    const auto a = first.get(), b = second.get();
+    INFO(a.err, b.err);
+    REQUIRE(a.exit_code == 0);
+    REQUIRE(b.exit_code == 0);
+    CHECK(a.out.find("ready: t/m:F32") != std::string::npos);
+    CHECK(b.out.find("ready: t/m:F32") != std::string::npos);
+    CHECK(b.err.find("is being pulled by another process (pid ") != std::string::npos);
+    CHECK(s.requests_to("/_storage/t/m/m-F32.gguf").size() == 1);  // one download, no second write
+    CHECK(hub::sha256_file(final_path) == hub::sha256_file(stories()));
+    CHECK_FALSE(fs::exists(final_path + ".part"));
+    const auto ls = test::run_process({EMBER_CLI, "ls"});
+    CHECK(ls.out.find("t/m:F32") == ls.out.rfind("t/m:F32"));  // listed once
 }
