@@ -27,7 +27,7 @@ PullPlan plan_pull(const HubClient& hub, const std::string& repo, const std::str
         if (choices.empty()) throw Error("repository '" + repo + "' has no complete GGUF model");
         throw Error("no quantization given for " + repo + "; available: " + describe_choices(choices) +
                     ". Name one, e.g. ember pull " + repo + ":" +
-                    (choices.front().quant.empty() ? "QUANT" : choices.front().quant));
+                    (choices.front().quant.empty() ? choices.front().files.front().path : choices.front().quant));
     }
     const ModelChoice c = choose_quant(files, repo, quant);
     PullPlan p{repo, revision, c.quant, c.files, c.total_bytes()};
@@ -51,12 +51,9 @@ AutoPullPlan plan_pull_auto(const HubClient& hub, const std::string& repo, const
                             const fit::Budget& budget, const fit::ChoiceOptions& options) {
     fit::QuantChoice choice = rank_repository(hub, repo, revision, budget, options);
     if (!choice.chosen) throw Error(repo + ": " + choice.reason);
-    // The download takes the quantization by its file name, as `REPO:QUANT` does.
-    const std::string quant = quant_of(choice.ranked[*choice.chosen].path);
-    if (quant.empty())
-        throw Error(repo + ": the chosen file " + choice.ranked[*choice.chosen].path +
-                    " names no quantization; pull it as " + repo + ":QUANT");
-    return {plan_pull(hub, repo, revision, quant), std::move(choice)};
+    // The download takes the chosen file by its path, as `REPO:FILE.gguf` does: a name without a
+    // quantization label is as good as one with it.
+    return {plan_pull(hub, repo, revision, choice.ranked[*choice.chosen].path), std::move(choice)};
 }
 
 std::string pull_state_name(PullState s) {

@@ -244,3 +244,27 @@ TEST_CASE("two ember pull of one file at once: one downloads, the other waits, t
     const auto ls = test::run_process({EMBER_CLI, "ls"});
     CHECK(ls.out.find("t/m:F32") == ls.out.rfind("t/m:F32"));  // listed once
 }
+
+// Issue #34: a GGUF whose name carries no quantization label is pulled by the planner's choice
+// (by its file), and by name as OWNER/NAME:FILE.gguf.
+TEST_CASE("a file that names no quantization is pulled by its name") {
+    test::HubServer s;
+    test::TempDir models;
+    s.add_file("t/plain", "model.gguf", stories());
+    point_at(s, models);
+    const auto chosen = test::run_process({EMBER_CLI, "pull", "t/plain", "--vram", "8GiB", "--ram", "16GiB"});
+    INFO(chosen.out, chosen.err);
+    REQUIRE(chosen.exit_code == 0);
+    CHECK(chosen.out.find("ready: t/plain:model.gguf") != std::string::npos);
+    CHECK(hub::sha256_file(models.path() + "/t/plain/main/model.gguf") == hub::sha256_file(stories()));
+
+    test::TempDir other;
+    setenv("EMBER_MODELS_DIR", other.path().c_str(), 1);
+    const auto named = test::run_process({EMBER_CLI, "pull", "t/plain:model.gguf"});
+    INFO(named.err);
+    REQUIRE(named.exit_code == 0);
+    CHECK(named.out.find("ready: t/plain:model.gguf") != std::string::npos);
+    const auto missing = test::run_process({EMBER_CLI, "pull", "t/plain:other.gguf"});
+    CHECK(missing.exit_code == 1);
+    CHECK(missing.err.find("has no model file other.gguf; available: ") != std::string::npos);
+}
