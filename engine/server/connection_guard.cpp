@@ -112,7 +112,8 @@ public:
         return false;
     }
     RequestFault fault() const { return fault_; }
-    bool started() const { return request_bytes_ > 0; }  // a byte of the request came
+    // A byte of the request came (read, or waiting to be read when the deadline passed).
+    bool started() const { return request_bytes_ > 0 || is_readable(); }
     bool answered() const { return written_ > 0; }       // a byte of an answer went
 
     bool is_readable() const override { return pos_ < len_ || poll_one(fd_, POLLIN, 0) > 0; }
@@ -289,11 +290,11 @@ bool ClientSlots::acquire(const std::string& address, Clock::time_point deadline
                           const std::function<bool()>& stopping) {
     std::unique_lock lock(mutex_);
     while (served_[address] >= per_client_) {
-        if (stopping() || Clock::now() >= deadline) {
+        cv_.wait_until(lock, std::min(deadline, Clock::now() + std::chrono::milliseconds(kSliceMs)));
+        if (stopping() || Clock::now() >= deadline) {  // a slot freed just now comes too late
             if (served_[address] == 0) served_.erase(address);
             return false;
         }
-        cv_.wait_until(lock, std::min(deadline, Clock::now() + std::chrono::milliseconds(kSliceMs)));
     }
     ++served_[address];
     return true;
