@@ -4,7 +4,10 @@
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
+#include <malloc.h>
 #include <poll.h>
+#include <pthread.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -26,7 +29,7 @@ constexpr int kWriteTimeoutMs = 5000;
 // and dropped for at most this long (and this much), so that it sees the answer rather than a
 // reset of a connection closed with unread data.
 constexpr auto kLinger = std::chrono::milliseconds(500);
-constexpr size_t kLingerBytes = size_t(1) << 20;
+constexpr size_t kLingerBytes = size_t(256) << 10;
 
 thread_local RequestFault tl_fault = RequestFault::None;
 
@@ -80,6 +83,24 @@ void close_lingering(int fd) {
         dropped += static_cast<size_t>(n);
     }
     ::close(fd);
+}
+
+// glibc keeps the stacks of ended threads for reuse, with every page a deep call once touched
+// still resident (a connection's frames hold its 16 KiB read buffer and httplib's parsing):
+// an extra thread gives those pages back before it ends, so that a burst of connections does
+// not leave its memory behind.
+void release_stack_below_here() {
+    pthread_attr_t attr;
+    if (pthread_getattr_np(pthread_self(), &attr) != 0) return;
+    void* low = nullptr;
+    size_t size = 0;
+    pthread_attr_getstack(&attr, &low, &size);
+    pthread_attr_destroy(&attr);
+    const uintptr_t page = static_cast<uintptr_t>(sysconf(_SC_PAGESIZE));
+    char here = 0;
+    const uintptr_t start = (reinterpret_cast<uintptr_t>(low) + page - 1) & ~(page - 1);
+    const uintptr_t end = (reinterpret_cast<uintptr_t>(&here) - (64 << 10)) & ~(page - 1);  // this frame's margin
+    if (end > start) madvise(reinterpret_cast<void*>(start), end - start, MADV_DONTNEED);
 }
 
 }  // namespace
@@ -258,7 +279,13 @@ void ConnectionPool::work(bool extra) {
         fn();
         lock.lock();
     }
-    if (extra && !shutdown_) ended_.push_back(std::this_thread::get_id());
+    if (!extra || shutdown_) return;
+    ended_.push_back(std::this_thread::get_id());
+    const bool last_extra = threads_.size() - ended_.size() <= ready_;
+    lock.unlock();
+    release_stack_below_here();
+    // The burst is over: what its connections freed goes back to the system (every arena).
+    if (last_extra) malloc_trim(0);
 }
 
 void ConnectionPool::shutdown() {
