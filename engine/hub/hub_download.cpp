@@ -182,8 +182,15 @@ DownloadOutcome HubClient::download(const std::string& repo, const std::string& 
         std::string failure;
         if (r.status == 416 || answer == Answer::BadRange || answer == Answer::TooLong) {
             // The server does not agree with what we have: start over from byte 0.
-            failure = what + ": the server's answer to a resume (HTTP " + std::to_string(r.status) +
-                      ") did not fit the partial file; starting again";
+            const std::string status = "HTTP " + std::to_string(r.status);
+            if (answer == Answer::TooLong)
+                failure = what + ": the server sent more than the file's " + std::to_string(file.size) + " bytes (" +
+                          status + "); starting again";
+            else if (start > 0)
+                failure = what + ": the server's answer to a resume from byte " + std::to_string(start) + " (" +
+                          status + ") did not fit the partial file; starting again";
+            else
+                failure = what + ": an answer that is not the file (" + status + "); starting again";
             part.truncate();
         } else {
             try {

@@ -4,6 +4,7 @@
 #include <filesystem>
 
 #include "engine/hub/sha256.h"
+#include "kernels/common/format.h"
 
 namespace ember::hub {
 
@@ -76,8 +77,37 @@ std::string pull_state_name(PullState s) {
     return "?";
 }
 
+namespace {
+
+// Refuses a pull whose files cannot fit on the library's disk, before a byte is written (an
+// advertised size of 1 PiB was accepted and downloaded towards). What is there already (a
+// finished part of the right size, a partial file) is not needed again.
+void check_free_space(const library::Library& lib, const PullPlan& plan) {
+    uint64_t needed = 0;
+    for (const RemoteFile& f : plan.files) {
+        std::error_code ec;
+        const auto final_size = std::filesystem::file_size(lib.file_path(plan.repo, plan.revision, f.path), ec);
+        if (!ec && final_size == f.size) continue;
+        const auto partial = std::filesystem::file_size(lib.part_path(plan.repo, plan.revision, f.path), ec);
+        needed += f.size - (!ec && partial <= f.size ? partial : 0);
+    }
+    std::error_code ec;
+    std::filesystem::path dir = lib.dir();
+    while (!std::filesystem::exists(dir, ec) && dir.has_parent_path() && dir != dir.parent_path())
+        dir = dir.parent_path();
+    const std::filesystem::space_info space = std::filesystem::space(dir, ec);
+    if (ec) return;  // unknown: the writes will say
+    if (needed > space.available)
+        throw HubError(HubErrorKind::Disk, "not enough free space for " + plan.repo + ":" + plan.quant + ": it needs " +
+                                               format_bytes(needed) + ", " + lib.dir().string() + " has " +
+                                               format_bytes(space.available) + " free");
+}
+
+}  // namespace
+
 PullState run_pull(const HubClient& hub, library::Library& lib, const PullPlan& plan, TransferControl& control,
                    const std::function<void(const PullProgress&)>& on_progress, int64_t* model_id) {
+    check_free_space(lib, plan);
     PullProgress p;
     p.state = PullState::Downloading;
     p.repo = plan.repo, p.quant = plan.quant, p.total = plan.total_bytes, p.parts = plan.files.size();

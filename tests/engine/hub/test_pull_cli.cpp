@@ -268,3 +268,45 @@ TEST_CASE("a file that names no quantization is pulled by its name") {
     CHECK(missing.exit_code == 1);
     CHECK(missing.err.find("has no model file other.gguf; available: ") != std::string::npos);
 }
+
+// Issue #34, the smaller items: a dripped listing is timed out, an oversized one named as such,
+// a size the disk cannot hold refused before a byte is written, a first answer longer than the
+// file not called a resume.
+TEST_CASE("hostile listings and sizes: timed out, refused, and said plainly") {
+    test::HubServer s;
+    test::TempDir models;
+    point_at(s, models);
+    s.add_file("t/drip", "m-F32.gguf", stories());
+    s.set_fault("t/drip", {{"drip_listing", 0.5}});  // a few hundred bytes: minutes if waited on
+    const auto drip =
+        test::run_process({EMBER_CLI, "pull", "t/drip:F32", "--stall-timeout-ms", "1000", "--retries", "1"}, 20000);
+    INFO(drip.err);
+    CHECK_FALSE(drip.timed_out);
+    CHECK(drip.exit_code == 1);
+    CHECK(drip.err.find("was not complete within 1000 ms") != std::string::npos);
+
+    s.add_file("t/huge", "m-F32.gguf", stories());
+    s.set_fault("t/huge", {{"huge_listing", true}});
+    const auto huge = test::run_process({EMBER_CLI, "pull", "t/huge:F32", "--retries", "1"});
+    INFO(huge.err);
+    CHECK(huge.exit_code == 1);
+    CHECK(huge.err.find("is larger than 64 MiB; not read further") != std::string::npos);
+    CHECK(huge.err.find("Failure writing output") == std::string::npos);
+
+    s.add_file("t/pib", "m-F32.gguf", stories());
+    s.set_fault("t/pib", {{"tree_size", {{"m-F32.gguf", uint64_t(1) << 50}}}});
+    const auto pib = test::run_process({EMBER_CLI, "pull", "t/pib:F32"});
+    INFO(pib.err);
+    CHECK(pib.exit_code == 1);
+    CHECK(pib.err.find("not enough free space for t/pib:F32: it needs 1024.0 TiB") != std::string::npos);
+    CHECK(s.requests_to("/_storage/t/pib/").empty());
+    CHECK_FALSE(fs::exists(models.path() + "/t/pib/main/m-F32.gguf.part"));
+
+    s.add_file("t/short", "m-F32.gguf", stories());
+    s.set_fault("t/short", {{"tree_size", {{"m-F32.gguf", 1000}}}});  // the file is longer than listed
+    const auto longer = test::run_process({EMBER_CLI, "pull", "t/short:F32", "--retries", "1"});
+    INFO(longer.err);
+    CHECK(longer.exit_code == 1);
+    CHECK(longer.err.find("the server sent more than the file's 1000 bytes (HTTP 200)") != std::string::npos);
+    CHECK(longer.err.find("answer to a resume") == std::string::npos);
+}
