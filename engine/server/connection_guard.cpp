@@ -316,23 +316,40 @@ void ConnectionPool::shutdown() {
 bool ClientSlots::acquire(const std::string& address, Clock::time_point deadline,
                           const std::function<bool()>& stopping) {
     std::unique_lock lock(mutex_);
-    while (served_[address] >= per_client_) {
+    Count& c = clients_[address];
+    if (c.served < per_client_) {
+        ++c.served;
+        return true;
+    }
+    if (c.waiting >= kWaitingPerSlot * per_client_) return false;
+    ++c.waiting;
+    bool got = false;
+    for (;;) {
         cv_.wait_until(lock, std::min(deadline, Clock::now() + std::chrono::milliseconds(kSliceMs)));
-        if (stopping() || Clock::now() >= deadline) {  // a slot freed just now comes too late
-            if (served_[address] == 0) served_.erase(address);
-            return false;
+        if (stopping() || Clock::now() >= deadline) break;  // a slot freed just now comes too late
+        if (c.served < per_client_) {
+            got = true;
+            break;
         }
     }
-    ++served_[address];
-    return true;
+    --c.waiting;
+    if (got) ++c.served;
+    else forget_if_unused(address);
+    return got;
 }
 
 void ClientSlots::release(const std::string& address) {
     {
         std::lock_guard lock(mutex_);
-        if (--served_[address] == 0) served_.erase(address);
+        --clients_[address].served;
+        forget_if_unused(address);
     }
     cv_.notify_all();
+}
+
+void ClientSlots::forget_if_unused(const std::string& address) {
+    const auto it = clients_.find(address);
+    if (it != clients_.end() && it->second.served == 0 && it->second.waiting == 0) clients_.erase(it);
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -14,7 +14,7 @@
 //     number kept ready, more made when needed and ended when idle): an answer never waits
 //     behind connections that are slow to send their request;
 //   - one client address has at most max_per_client connections served at once; more wait for
-//     a slot until their deadline, then get 503.
+//     a slot until their deadline, then get 503 (as do those beyond 4x the cap at once).
 #pragma once
 #include <httplib.h>
 
@@ -69,20 +69,28 @@ private:
     bool shutdown_ = false;
 };
 
-// Counts the connections being served per client address; acquire() waits for a slot.
+// Counts the connections being served per client address; acquire() waits for a slot. A
+// waiting connection holds a thread too, so at most kWaitingPerSlot times the cap may wait:
+// one address can then hold (1 + kWaitingPerSlot) x max_per_client threads, not all of them.
 class ClientSlots {
 public:
+    static constexpr size_t kWaitingPerSlot = 4;
     explicit ClientSlots(size_t per_client) : per_client_(per_client) {}
-    // False when no slot came before `deadline` or `stopping()` became true.
+    // False when no slot came before `deadline`, `stopping()` became true, or too many wait.
     bool acquire(const std::string& address, std::chrono::steady_clock::time_point deadline,
                  const std::function<bool()>& stopping);
     void release(const std::string& address);
 
 private:
+    struct Count {
+        size_t served = 0, waiting = 0;
+    };
+    void forget_if_unused(const std::string& address);  // mutex_ held
+
     const size_t per_client_;
     std::mutex mutex_;
     std::condition_variable cv_;
-    std::map<std::string, size_t> served_;
+    std::map<std::string, Count> clients_;
 };
 
 class GuardedServer : public httplib::Server {

@@ -8,7 +8,8 @@ slowloris      32 connections trickle a header byte every 250 ms from 127.0.0.1,
 per-address    4 such connections from 127.0.0.2 against --max-client-connections 4: a 5th
                connection from 127.0.0.2 (GET /health) waits for a slot until they are cut (over
                1 s; 503 had its own deadline passed first), while /health from 127.0.0.1 is
-               answered at once.
+               answered at once. With 4 served and 16 (4x the cap) waiting, one more from
+               127.0.0.2 is refused with 503 at once.
 header flood   300 MB of 1 KiB header lines on one GET /health (as found: read in full, answered
                200, 620 MB of resident memory gained for good): answered 431 after the 64 KiB
                limit, the connection closed long before 300 MB went, resident memory within 10 %
@@ -95,6 +96,20 @@ def slowloris_over_the_address_cap(port):
           f"a 5th connection from 127.0.0.2 was served at once ({status} after {waited:.2f} s): no cap")
     check(other["r"][0] == 200 and other["r"][1] < 1.0, f"/health from 127.0.0.1 held up: {other['r']}")
     check(ended == {408: 4}, f"the attack's connections: {ended}")
+
+    # Waiting connections hold threads too: at most 4x the cap may wait, more are refused at once.
+    served = Slowloris(port, 4, source="127.0.0.2", interval=0.25, reconnect=False).start()
+    time.sleep(0.3)
+    waiting = Slowloris(port, 16, source="127.0.0.2", interval=0.25, reconnect=False).start()
+    time.sleep(0.3)
+    status, secs = timed_health(port, "127.0.0.2")
+    time.sleep(2 * DEADLINE_MS / 1000)
+    a, b = served.stop(), waiting.stop()
+    ended = {k: a.get(k, 0) + b.get(k, 0) for k in set(a) | set(b)}
+    print(f"4 served and 16 waiting from 127.0.0.2: one more refused with {status} after {secs * 1000:.0f} ms; "
+          f"the 20 ended {ended}")
+    check(status == 503 and secs < 0.5, f"a connection beyond 4x the cap waiting: {status} after {secs:.2f} s")
+    check(sum(ended.values()) == 20, f"the 20 connections: {ended}")
 
 
 def header_flood(server, port):
