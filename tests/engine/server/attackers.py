@@ -4,7 +4,8 @@ Slowloris   N connections that send a request head one byte at a time, never fin
             connection the server cuts is counted by how it ended (408, 503, closed) and opened
             again while the attack runs.
 flood()     one GET /health whose head is an endless stream of 1 KiB header lines.
-HealthProbe GET /health every 100 ms on fresh connections, keeping the slowest answer.
+HealthProbe GET /health and /metrics in turn every 100 ms on fresh connections, keeping the
+            slowest answer.
 
 Each can start from its own loopback address (127.0.0.2, ...: all of 127/8 is this machine), as
 an attacker on another machine would, so that the server's per-address cap can tell them apart
@@ -128,7 +129,8 @@ def flood(port, total_bytes, source=None, line_bytes=1024):
 
 
 class HealthProbe:
-    """GET /health every `every` seconds from 127.0.0.1; records each latency (failures as inf)."""
+    """GET /health and /metrics in turn every `every` seconds from 127.0.0.1; records each
+    latency (failures as inf)."""
 
     def __init__(self, port, every=0.1, timeout=5):
         self.port, self.every, self.timeout = port, every, timeout
@@ -149,16 +151,20 @@ class HealthProbe:
         return max(self.latencies) if self.latencies else float("inf")
 
     def _run(self):
+        n = 0
         while not self.stop_flag.is_set():
             t0 = time.monotonic()
+            path = ("/health", "/metrics")[n % 2]
+            n += 1
             try:
                 c = http.client.HTTPConnection("127.0.0.1", self.port, timeout=self.timeout)
-                c.request("GET", "/health")
+                c.request("GET", path)
                 r = c.getresponse()
                 body = r.read()
                 c.close()
-                if r.status != 200 or body != b'{"status":"ok"}':
-                    self.failures.append(f"status {r.status}: {body[:80]!r}")
+                ok = body == b'{"status":"ok"}' if path == "/health" else b"ember_http_requests_total" in body
+                if r.status != 200 or not ok:
+                    self.failures.append(f"{path}: status {r.status}: {body[:80]!r}")
                 self.latencies.append(time.monotonic() - t0)
             except OSError as e:
                 self.failures.append(repr(e))

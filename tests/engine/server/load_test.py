@@ -10,7 +10,8 @@ connections opened at once, each asking for /health, must all be answered (the l
 of Debian's httplib is 5: such a burst lost connections, and 32 benchmark clients saw resets).
 Before the burst, the mix runs again for 6 s beside 64 slowloris connections (127.0.0.2, cut at
 the 2 s read deadline and opened again) and header floods (127.0.0.3) (issue #34): every
-well-formed request answered, /health (asked every 100 ms) under 1 s throughout, every flood
+well-formed request answered, /health and /metrics (asked in turn every 100 ms) under 1 s
+throughout, every flood
 answered 431, resident memory back within 10 % of its level before (the host tier aside).
 
 The memory bound. The warm-up round runs the same 200-request mix first, so that everything a
@@ -246,7 +247,7 @@ def attack_rounds(server):
     statuses = sorted({f[0] for f in floods}, key=str)
     print(f"under attack ({time.monotonic() - t0:.1f} s, {rounds} rounds of 200 requests, all answered): "
           f"slowloris {slow.opened} connections opened, ended {ended}; {len(floods)} header floods answered "
-          f"{statuses}; /health {len(probe.latencies)} times, slowest {probe.worst() * 1000:.0f} ms; RSS "
+          f"{statuses}; /health and /metrics {len(probe.latencies)} times, slowest {probe.worst() * 1000:.0f} ms; RSS "
           f"{rss_before >> 10} KiB before, {grown / 1024:+.0f} KiB after besides the prefix cache's host tier "
           f"({grown / rss_before * 100:+.1f} %)")
     if probe.failures or probe.worst() >= 1.0:
