@@ -33,8 +33,9 @@
 namespace ember::server {
 
 struct GuardOptions {
-    // From a connection's start (or the end of its last answer, when kept alive) to the last byte
-    // of its request's body. Generous for any real client on a LAN; a slowloris is cut after it.
+    // From a connection's start (or, kept alive, from the first byte of its next request, which
+    // must come within httplib's keep-alive timeout) to the last byte of the request's body.
+    // Generous for any real client on a LAN; a slowloris is cut after it (408).
     std::chrono::milliseconds read_deadline{10000};
     size_t max_header_bytes = size_t(64) << 10;  // the request line and headers together
     size_t max_header_lines = 128;               // header lines (the request line not counted)
