@@ -361,6 +361,17 @@ GuardedServer::GuardedServer(GuardOptions options)
 
 RequestFault GuardedServer::current_fault() { return tl_fault; }
 
+std::string GuardedServer::fault_message(RequestFault f) const {
+    if (f == RequestFault::Timeout)
+        return "the request was not received within " + std::to_string(options_.read_deadline.count()) + " ms";
+    return "the request's head is larger than this server accepts (" + std::to_string(options_.max_header_bytes) +
+           " bytes, " + std::to_string(options_.max_header_lines) + " header lines)";
+}
+
+const char* GuardedServer::fault_code(RequestFault f) {
+    return f == RequestFault::Timeout ? "request_timeout" : "headers_too_large";
+}
+
 bool GuardedServer::process_and_close_socket(socket_t sock) {
     GuardedStream stream(sock, options_, [this] { return stopping(); });
     std::string address;
@@ -403,19 +414,10 @@ bool GuardedServer::serve(GuardedStream& stream) {
         ok = process_request(stream, left == 1, closed, nullptr);
         const RequestFault fault = stream.fault();
         // A fault in the request line ends process_request with no answer at all: give one.
-        if (fault != RequestFault::None && stream.started() && !stream.answered()) {
-            if (fault == RequestFault::Timeout)
-                write_raw(stream.socket(), 408, "Request Timeout",
-                          "the request was not received within " + std::to_string(options_.read_deadline.count()) +
-                              " ms",
-                          "request_timeout");
-            else
-                write_raw(stream.socket(), 431, "Request Header Fields Too Large",
-                          "the request's head is larger than this server accepts (" +
-                              std::to_string(options_.max_header_bytes) + " bytes, " +
-                              std::to_string(options_.max_header_lines) + " header lines)",
-                          "headers_too_large");
-        }
+        if (fault != RequestFault::None && stream.started() && !stream.answered())
+            write_raw(stream.socket(), fault_status(fault),
+                      fault == RequestFault::Timeout ? "Request Timeout" : "Request Header Fields Too Large",
+                      fault_message(fault), fault_code(fault));
         if (!ok || closed || fault != RequestFault::None) break;
     }
     return ok;

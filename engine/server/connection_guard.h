@@ -102,6 +102,10 @@ public:
     // The fault of the request this thread is reading (None when it was read, or on a thread
     // that serves no connection). The error handler asks it to say 408 or 431, not 400.
     static RequestFault current_fault();
+    // A fault's HTTP status (408, 431), its message and its error code ("request_timeout").
+    static int fault_status(RequestFault f) { return f == RequestFault::Timeout ? 408 : 431; }
+    std::string fault_message(RequestFault f) const;
+    static const char* fault_code(RequestFault f);
 
 private:
     bool process_and_close_socket(socket_t sock) override;

@@ -350,18 +350,12 @@ void HttpServer::Impl::routes() {
         if (!res.body.empty()) return httplib::Server::HandlerResponse::Unhandled;
         // A request that could not be read whole: say why (httplib itself says 400).
         if (const RequestFault f = GuardedServer::current_fault(); f != RequestFault::None) {
-            res.status = f == RequestFault::Timeout ? 408 : 431;
+            res.status = GuardedServer::fault_status(f);
             res.set_header("Connection", "close");
+            send_error(res, {res.status, http.fault_message(f), "invalid_request_error", "", GuardedServer::fault_code(f)});
+            return httplib::Server::HandlerResponse::Handled;
         }
         ApiError e{res.status, "HTTP " + std::to_string(res.status), "invalid_request_error", "", ""};
-        if (res.status == 408)
-            e.message = "the request was not received within " + std::to_string(options.read_deadline_ms) + " ms",
-            e.code = "request_timeout";
-        if (res.status == 431)
-            e.message = "the request's head is larger than this server accepts (" +
-                        std::to_string(options.max_header_bytes) + " bytes, " +
-                        std::to_string(options.max_header_lines) + " header lines)",
-            e.code = "headers_too_large";
         if (res.status == 404) e.message = "no such endpoint: " + req.method + " " + req.path, e.code = "not_found";
         if (res.status == 413)
             e.message = "the request body is larger than this server accepts (" +
