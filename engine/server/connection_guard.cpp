@@ -389,6 +389,7 @@ bool GuardedServer::process_and_close_socket(socket_t sock) {
                   "too many connections from this address at once (" + std::to_string(options_.max_per_client) +
                       "); try again",
                   "too_many_connections");
+        if (options_.on_guard_answer) options_.on_guard_answer(503);
         linger = true;
     }
     tl_fault = RequestFault::None;
@@ -414,10 +415,12 @@ bool GuardedServer::serve(GuardedStream& stream) {
         ok = process_request(stream, left == 1, closed, nullptr);
         const RequestFault fault = stream.fault();
         // A fault in the request line ends process_request with no answer at all: give one.
-        if (fault != RequestFault::None && stream.started() && !stream.answered())
+        if (fault != RequestFault::None && stream.started() && !stream.answered()) {
             write_raw(stream.socket(), fault_status(fault),
                       fault == RequestFault::Timeout ? "Request Timeout" : "Request Header Fields Too Large",
                       fault_message(fault), fault_code(fault));
+            if (options_.on_guard_answer) options_.on_guard_answer(fault_status(fault));
+        }
         if (!ok || closed || fault != RequestFault::None) break;
     }
     return ok;

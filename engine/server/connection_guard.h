@@ -42,6 +42,9 @@ struct GuardOptions {
     size_t max_connections = 512;                // served at once, one thread each
     size_t max_per_client = 64;                  // served at once from one client address
     size_t ready_threads = 32;                   // threads kept waiting for connections
+    // Told the status of each answer the guard writes itself, with no request parsed (408 in
+    // the request line, 431, 503 for an address over its cap): for /metrics.
+    std::function<void(int status)> on_guard_answer;
 };
 
 // Why the request being read on this thread could not be read.

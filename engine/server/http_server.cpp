@@ -126,8 +126,8 @@ int64_t unix_now() {
 struct HttpServer::Impl {
     InferenceEngine& engine;
     ServerOptions options;
-    GuardedServer http;
     std::shared_ptr<ServerMetrics> metrics = std::make_shared<ServerMetrics>();
+    GuardedServer http;  // after metrics: its connection threads count into them
     std::thread listener;
     int port = 0;
     int listen_socket = -1;  // the last socket httplib made to bind (see start())
@@ -140,10 +140,12 @@ struct HttpServer::Impl {
     std::set<uint64_t> active;  // requests being answered (cancelled by stop())
     std::mt19937_64 rng{std::random_device{}()};
 
-    Impl(InferenceEngine& e, ServerOptions o) : engine(e), options(std::move(o)), http(guard_options(options)) {}
+    Impl(InferenceEngine& e, ServerOptions o) : engine(e), options(std::move(o)), http(guard_options()) {}
 
-    static GuardOptions guard_options(const ServerOptions& o) {
+    GuardOptions guard_options() {
+        const ServerOptions& o = options;
         GuardOptions g;
+        g.on_guard_answer = [this](int status) { metrics->count_request("other", status); };
         g.read_deadline = std::chrono::milliseconds(std::max(1, o.read_deadline_ms));
         g.max_header_bytes = o.max_header_bytes;
         g.max_header_lines = o.max_header_lines;

@@ -4,12 +4,13 @@
 slowloris      32 connections trickle a header byte every 250 ms from 127.0.0.1, the address
                /health is asked from too (as found: /health then timed out for a minute). While
                they run, /health and /metrics (in turn, every 100 ms) answer in under 1 s; each is cut with 408
-               once --read-deadline-ms (1.5 s here) has passed, none lives on.
+               once --read-deadline-ms (1.5 s here) has passed, none lives on; /metrics counts
+               the 32 answers 408.
 per-address    4 such connections from 127.0.0.2 against --max-client-connections 4: a 5th
                connection from 127.0.0.2 (GET /health) waits for a slot until they are cut (over
                1 s; 503 had its own deadline passed first), while /health from 127.0.0.1 is
                answered at once. With 4 served and 16 (4x the cap) waiting, one more from
-               127.0.0.2 is refused with 503 at once.
+               127.0.0.2 is refused with 503 at once; /metrics counts every 503.
 header flood   300 MB of 1 KiB header lines on one GET /health (as found: read in full, answered
                200, 620 MB of resident memory gained for good): answered 431 after the 64 KiB
                limit, the connection closed long before 300 MB went, resident memory within 10 %
@@ -60,6 +61,13 @@ def raw(port, data, source=None, timeout=10):
     return reply
 
 
+def answers_counted(port, status):
+    """The answers of this status /metrics counts, over every endpoint."""
+    metrics = raw(port, b"GET /metrics HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n").decode()
+    return sum(int(line.split()[-1]) for line in metrics.splitlines()
+               if line.startswith("ember_http_requests_total{") and f'status="{status}"' in line)
+
+
 def slowloris_from_the_same_address(port):
     probe = HealthProbe(port).start()
     attack = Slowloris(port, 32, interval=0.25, reconnect=False).start()
@@ -71,6 +79,8 @@ def slowloris_from_the_same_address(port):
     check(not probe.failures, f"/health or /metrics failed under slowloris: {probe.failures[:3]}")
     check(probe.worst() < 1.0, f"/health took {probe.worst():.2f} s under slowloris")
     check(ended == {408: 32}, f"slowloris connections not all cut with 408 at the deadline: {ended}")
+    counted = answers_counted(port, 408)
+    check(counted == 32, f"/metrics counts {counted} answers 408, not 32")
 
 
 def timed_health(port, source):
@@ -110,6 +120,8 @@ def slowloris_over_the_address_cap(port):
           f"the 20 ended {ended}")
     check(status == 503 and secs < 0.5, f"a connection beyond 4x the cap waiting: {status} after {secs:.2f} s")
     check(sum(ended.values()) == 20, f"the 20 connections: {ended}")
+    refused = answers_counted(port, 503)
+    check(refused == 1 + ended.get(503, 0), f"/metrics counts {refused} answers 503, not {1 + ended.get(503, 0)}")
 
 
 def header_flood(server, port):
