@@ -33,11 +33,10 @@ server::ServerOptions server_options(const Args& args) {
     if (o.api_key.empty())
         if (const char* env = std::getenv("EMBER_API_KEY")) o.api_key = env;
     o.limits.max_tokens = static_cast<int32_t>(args.get_int("--max-tokens", o.limits.max_tokens, 1, 1 << 20));
-    o.read_deadline_ms =
-        static_cast<int>(args.get_int("--read-deadline-ms", o.read_deadline_ms, 1, 24 * 3600 * 1000));
+    o.read_deadline_ms = static_cast<int>(args.get_int("--read-deadline-ms", o.read_deadline_ms, 1, 24 * 3600 * 1000));
     o.max_connections = static_cast<int>(args.get_int("--max-connections", o.max_connections, 2, 65536));
-    o.max_connections_per_client = static_cast<int>(
-        args.get_int("--max-client-connections", o.max_connections_per_client, 1, o.max_connections));
+    o.max_connections_per_client =
+        static_cast<int>(args.get_int("--max-client-connections", o.max_connections_per_client, 1, o.max_connections));
     return o;
 }
 

@@ -189,8 +189,7 @@ DownloadOutcome HubClient::download(const std::string& repo, const std::string& 
             else if (start > 0)
                 failure = what + ": the server's answer to a resume from byte " + std::to_string(start) + " (" +
                           status + ") did not fit the partial file; starting again";
-            else
-                failure = what + ": an answer that is not the file (" + status + "); starting again";
+            else failure = what + ": an answer that is not the file (" + status + "); starting again";
             part.truncate();
         } else {
             try {

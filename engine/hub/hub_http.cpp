@@ -227,9 +227,8 @@ void check(const HubConfig& cfg, const Response& r, const std::string& what) {
                                                   " was not complete within " +
                                                   std::to_string(cfg.stall_timeout.count()) + " ms");
     if (r.too_large)
-        throw HubError(HubErrorKind::Protocol, what + ": the answer from " + printable_url(r.url) +
-                                                   " is larger than " + std::to_string(kMaxApiBody >> 20) +
-                                                   " MiB; not read further");
+        throw HubError(HubErrorKind::Protocol, what + ": the answer from " + printable_url(r.url) + " is larger than " +
+                                                   std::to_string(kMaxApiBody >> 20) + " MiB; not read further");
     if (r.code != CURLE_OK && !r.sink_refused) {
         if (is_tls_error(r.code))
             throw HubError(HubErrorKind::Tls, what + ": the TLS certificate of " + printable_url(r.url) +

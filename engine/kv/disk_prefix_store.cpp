@@ -362,7 +362,8 @@ void DiskPrefixStore::write_one(const Pending& p) {
         fs::remove(tmp, ec);
         if (it != index_.end()) index_.erase(it);
         // Once per store: a full disk fails every write.
-        if (!warned_) log_warn("KV disk cache: cannot write a block to " + dir_.string() + ": " + problem + "; not kept");
+        if (!warned_)
+            log_warn("KV disk cache: cannot write a block to " + dir_.string() + ": " + problem + "; not kept");
         warned_ = true;
         return;
     }

@@ -7,14 +7,14 @@
 // layout (Model::open_disk_prefix_cache). Inside it: `seed`, the key of the chain hashes
 // (blocks are named by hash, so the hashes must be the same in the next process), and one
 // file per block, `<hash>.kvb` (format below). Files are opened without blocking or following
-// links, and only regular files are read (a FIFO there once hung start-up). Writes happen on a thread of the store's own
-// (the engine thread only copies the block's bytes), into a temporary file renamed into
-// place; a file that fails any check when read (a torn write after a crash, a flipped bit, a
-// wrong size at start-up) is deleted alone, logged, and counts as a miss. Bounded by a byte budget: the block used longest ago goes
-// first (use times are the files' modification times, so they survive a restart). Two
-// processes may share a folder (the app and `ember serve` on one model): the seed is made
-// once, writes are renames, a block the other deleted is a miss; each keeps the budget over
-// the blocks it knows of.
+// links, and only regular files are read (a FIFO there once hung start-up). Writes happen on a
+// thread of the store's own (the engine thread only copies the block's bytes), into a
+// temporary file renamed into place; a file that fails any check when read (a torn write after
+// a crash, a flipped bit, a wrong size at start-up) is deleted alone, logged, and counts as a
+// miss. Bounded by a byte budget: the block used longest ago goes first (use times are the
+// files' modification times, so they survive a restart). Two processes may share a folder (the
+// app and `ember serve` on one model): the seed is made once, writes are renames, a block the
+// other deleted is a miss; each keeps the budget over the blocks it knows of.
 //
 // Block file, little-endian: "EMBERKVB", u32 version (1), u32 tokens, u64 hash, u64 parent
 // hash, u64 payload bytes, u64 checksum64 of tokens and payload, i32 tokens[], payload (every
@@ -107,7 +107,7 @@ private:
     void writer_main();
     void write_one(const Pending& p);
     void evict_over_budget(bool starting);  // mutex_ held
-    void forget(uint64_t hash);  // mutex_ held
+    void forget(uint64_t hash);             // mutex_ held
 
     std::filesystem::path dir_;
     uint32_t block_tokens_ = 0;

@@ -135,7 +135,7 @@ public:
     RequestFault fault() const { return fault_; }
     // A byte of the request came (read, or waiting to be read when the deadline passed).
     bool started() const { return request_bytes_ > 0 || is_readable(); }
-    bool answered() const { return written_ > 0; }       // a byte of an answer went
+    bool answered() const { return written_ > 0; }  // a byte of an answer went
 
     bool is_readable() const override { return pos_ < len_ || poll_one(fd_, POLLIN, 0) > 0; }
     bool is_writable() const override { return poll_one(fd_, POLLOUT, kWriteTimeoutMs) > 0; }
@@ -232,7 +232,8 @@ private:
 
 // ---------------------------------------------------------------------------------------------
 
-ConnectionPool::ConnectionPool(size_t ready, size_t max) : ready_(std::max<size_t>(1, ready)), max_(std::max(ready_, max)) {
+ConnectionPool::ConnectionPool(size_t ready, size_t max)
+    : ready_(std::max<size_t>(1, ready)), max_(std::max(ready_, max)) {
     std::lock_guard lock(mutex_);
     for (size_t i = 0; i < ready_; ++i) {
         std::thread t([this] { work(false); });

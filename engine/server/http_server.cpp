@@ -354,7 +354,8 @@ void HttpServer::Impl::routes() {
         if (const RequestFault f = GuardedServer::current_fault(); f != RequestFault::None) {
             res.status = GuardedServer::fault_status(f);
             res.set_header("Connection", "close");
-            send_error(res, {res.status, http.fault_message(f), "invalid_request_error", "", GuardedServer::fault_code(f)});
+            send_error(res,
+                       {res.status, http.fault_message(f), "invalid_request_error", "", GuardedServer::fault_code(f)});
             return httplib::Server::HandlerResponse::Handled;
         }
         ApiError e{res.status, "HTTP " + std::to_string(res.status), "invalid_request_error", "", ""};

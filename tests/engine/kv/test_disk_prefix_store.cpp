@@ -225,7 +225,9 @@ TEST_CASE("a FIFO where the seed should be is refused without blocking; the fold
     fs::create_directories(identity_folder(dir));
     const std::string fifo = (identity_folder(dir) / "seed").string();
     REQUIRE(mkfifo(fifo.c_str(), 0644) == 0);
-    auto opened = std::async(std::launch::async, [&] { return std::make_unique<DiskPrefixStore>(dir.path(), 0x1234, kTokens, kPayload, 1 << 20); });
+    auto opened = std::async(std::launch::async, [&] {
+        return std::make_unique<DiskPrefixStore>(dir.path(), 0x1234, kTokens, kPayload, 1 << 20);
+    });
     if (opened.wait_for(std::chrono::seconds(5)) != std::future_status::ready) {
         FAIL_CHECK("opening the store blocked on the FIFO");
         ::close(::open(fifo.c_str(), O_WRONLY | O_NONBLOCK));  // lets the blocked open() return

@@ -206,11 +206,14 @@ TEST_CASE("device cuda without a usable GPU is an error, not a quiet CPU run") {
 
 // Issue #34: llama.vocab_size = 10 beside a 512-token list was accepted.
 TEST_CASE("a vocab_size that disagrees with the token list is refused with both numbers") {
-    const std::string bad = stories_with("vocab-size", [](GgufWriter& w) { w.set("llama.vocab_size", GgufValue::u32(10)); });
+    const std::string bad =
+        stories_with("vocab-size", [](GgufWriter& w) { w.set("llama.vocab_size", GgufValue::u32(10)); });
     const std::string e = config_error(bad);
-    CHECK(contains(e, "llama.vocab_size is 10, but token_embd.weight has 512 rows and tokenizer.ggml.tokens 512 entries"));
+    CHECK(contains(e,
+                   "llama.vocab_size is 10, but token_embd.weight has 512 rows and tokenizer.ggml.tokens 512 entries"));
     CHECK(contains(load_error(bad), "llama.vocab_size is 10"));
-    const std::string good = stories_with("vocab-size-ok", [](GgufWriter& w) { w.set("llama.vocab_size", GgufValue::u32(512)); });
+    const std::string good =
+        stories_with("vocab-size-ok", [](GgufWriter& w) { w.set("llama.vocab_size", GgufValue::u32(512)); });
     CHECK(config_error(good).empty());
     std::filesystem::remove(bad);
     std::filesystem::remove(good);
@@ -227,8 +230,10 @@ TEST_CASE("special ids that are no token are ignored with a warning, BOS as EOS"
     const Case cases[] = {
         {"tokenizer.ggml.bos_token_id", GgufValue::u32(600), "ignoring bos id 600 outside the vocab of 512"},
         {"tokenizer.ggml.eos_token_id", GgufValue::u32(600), "ignoring eos id 600 outside the vocab of 512"},
-        {"tokenizer.ggml.bos_token_id", GgufValue::i32(-7), "ignoring tokenizer.ggml.bos_token_id = -7, not a token id"},
-        {"tokenizer.ggml.eos_token_id", GgufValue::i32(-7), "ignoring tokenizer.ggml.eos_token_id = -7, not a token id"},
+        {"tokenizer.ggml.bos_token_id", GgufValue::i32(-7),
+         "ignoring tokenizer.ggml.bos_token_id = -7, not a token id"},
+        {"tokenizer.ggml.eos_token_id", GgufValue::i32(-7),
+         "ignoring tokenizer.ggml.eos_token_id = -7, not a token id"},
     };
     for (const Case& c : cases) {
         CAPTURE(c.said);
@@ -243,7 +248,8 @@ TEST_CASE("special ids that are no token are ignored with a warning, BOS as EOS"
         std::filesystem::remove(path);
     }
     std::vector<std::string> said;  // -1 is the file's way to say "none": nothing to warn about
-    const std::string none = stories_with("no-eos", [](GgufWriter& w) { w.set("tokenizer.ggml.eos_token_id", GgufValue::i32(-1)); });
+    const std::string none =
+        stories_with("no-eos", [](GgufWriter& w) { w.set("tokenizer.ggml.eos_token_id", GgufValue::i32(-1)); });
     set_log_sink([&](LogLevel, std::string_view m) { said.emplace_back(m); });
     const auto t = Tokenizer::from_gguf(GgufFile::open(none));
     set_log_sink({});
