@@ -63,8 +63,10 @@ std::optional<uint64_t> hash_of_name(const std::string& name) {
 }
 
 // What a read or write of a cache file found wrong ("" when nothing): the system's words, or
-// "not a regular file".
+// one of these two.
 using Problem = std::string;
+const Problem kNotRegular = "not a regular file";
+const Problem kGone = "no such file";  // deleted meanwhile (by another process): no damage
 
 // Up to expected_size + 1 bytes of a regular file (one more: a longer file is noticed). Opened
 // without blocking and without following a link: a FIFO or a device where a block or the seed
@@ -75,11 +77,11 @@ std::optional<std::vector<uint8_t>> read_whole(const fs::path& p, uint64_t expec
         return std::nullopt;
     };
     const int fd = ::open(p.c_str(), O_RDONLY | O_NONBLOCK | O_NOFOLLOW | O_CLOEXEC);
-    if (fd < 0) return fail(std::strerror(errno));
+    if (fd < 0) return fail(errno == ENOENT ? kGone : std::strerror(errno));
     struct stat st {};
     if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
         ::close(fd);
-        return fail("not a regular file");
+        return fail(kNotRegular);
     }
     std::vector<uint8_t> bytes(expected_size + 1);
     size_t got = 0;
@@ -239,7 +241,7 @@ void DiskPrefixStore::read_seed() {
     const auto read = [&] {
         Problem problem;
         const auto bytes = read_whole(path, 8, &problem);
-        if (problem == "not a regular file") throw Error("KV disk cache: " + path.string() + " is not a regular file");
+        if (problem == kNotRegular) throw Error("KV disk cache: " + path.string() + " is not a regular file");
         if (bytes && bytes->size() == 8) seed_ = get_le<uint64_t>(bytes->data());
         return bytes && bytes->size() == 8;
     };
@@ -416,9 +418,9 @@ std::optional<HostPrefixStore::Entry> DiskPrefixStore::get(uint64_t hash, uint64
     if (!f || f->hash != hash) {
         // A vanished file was evicted by another process: a plain miss. Anything else costs
         // this block only: deleted (a name taken by no regular file is left alone), logged.
-        if (bytes || problem != std::strerror(ENOENT)) {
+        if (bytes || problem != kGone) {
             std::error_code ec;
-            const bool regular = problem != "not a regular file";
+            const bool regular = problem != kNotRegular;
             if (regular) fs::remove(path, ec);
             log_warn("KV disk cache: " + path.string() + ": " + (f ? std::string("another block") : why) +
                      (regular ? "; deleted" : "; ignored"));
