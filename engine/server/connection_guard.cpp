@@ -14,6 +14,8 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <memory>
+#include <vector>
 
 namespace ember::server {
 
@@ -30,6 +32,8 @@ constexpr int kWriteTimeoutMs = 5000;
 // reset of a connection closed with unread data.
 constexpr auto kLinger = std::chrono::milliseconds(500);
 constexpr size_t kLingerBytes = size_t(256) << 10;
+// A connection's read buffer (httplib reads a request head a byte at a time: one recv fills it).
+constexpr size_t kBufferBytes = 16384;
 
 thread_local RequestFault tl_fault = RequestFault::None;
 
@@ -74,11 +78,11 @@ void write_raw(int fd, int status, const char* reason, const std::string& messag
 void close_lingering(int fd) {
     ::shutdown(fd, SHUT_WR);
     const auto until = Clock::now() + kLinger;
-    char sink[16384];
+    std::vector<char> sink(kBufferBytes);  // on the heap: see GuardedStream::buf_
     size_t dropped = 0;
     while (dropped < kLingerBytes && Clock::now() < until) {
         if (poll_one(fd, POLLIN, kSliceMs) <= 0) continue;
-        const ssize_t n = ::recv(fd, sink, sizeof sink, 0);
+        const ssize_t n = ::recv(fd, sink.data(), sink.size(), 0);
         if (n <= 0) break;
         dropped += static_cast<size_t>(n);
     }
@@ -144,7 +148,7 @@ public:
         if (pos_ == len_ && !fill()) return -1;
         size_t n = std::min(size, len_ - pos_);
         if (in_head_ && !scan_head(n)) return -1;
-        std::memcpy(ptr, buf_ + pos_, n);
+        std::memcpy(ptr, buf_.get() + pos_, n);
         pos_ += n;
         request_bytes_ += n;
         return static_cast<ssize_t>(n);
@@ -182,7 +186,7 @@ private:
             const int r = poll_one(fd_, POLLIN, static_cast<int>(std::min<int64_t>(left.count(), kSliceMs)));
             if (r < 0) return false;
             if (r == 0) continue;
-            const ssize_t n = ::recv(fd_, buf_, sizeof buf_, 0);
+            const ssize_t n = ::recv(fd_, buf_.get(), kBufferBytes, 0);
             if (n > 0) {
                 pos_ = 0, len_ = static_cast<size_t>(n);
                 return true;
@@ -221,7 +225,9 @@ private:
     int fd_;
     const GuardOptions& options_;
     std::function<bool()> stopping_;
-    char buf_[16384];
+    // On the heap, not the stack: a pool thread's stack pages stay resident once touched, and
+    // the threads a burst of connections makes would each keep 16 KiB of them.
+    std::unique_ptr<char[]> buf_ = std::make_unique_for_overwrite<char[]>(kBufferBytes);
     size_t pos_ = 0, len_ = 0;
     Clock::time_point deadline_;
     bool in_head_ = true;
