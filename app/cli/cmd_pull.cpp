@@ -1,5 +1,6 @@
-// `ember pull REPO[:QUANT]`: download a model into the library, with a progress line. Ctrl-C
-// stops the transfer and keeps the partial file, so running the same command again resumes.
+// `ember pull REPO[:QUANT|:FILE.gguf]`: download a model into the library, with a progress line.
+// Ctrl-C stops the transfer and keeps the partial file, so running the same command again
+// resumes; a second pull of the same file waits for the first (engine/hub/pull_lock.h).
 #include <unistd.h>
 
 #include <csignal>
@@ -72,7 +73,8 @@ int cmd_pull(int argc, char** argv) {
     Args args(argc, argv, 0, value_options, {});
     if (args.positional().size() != 1)
         throw Error(
-            "usage: ember pull OWNER/NAME[:QUANT] [--revision R] [--models-dir DIR]\n"
+            "usage: ember pull OWNER/NAME[:QUANT|:FILE.gguf] [--revision R] [--models-dir DIR] "
+            "[--stall-timeout-ms N] [--retries N]\n"
             "  without QUANT, the fit planner picks the best file for this machine (or for --vram S --ram S,\n"
             "  at --ctx N, default 8192) and says why");
     const hub::ModelRef ref = hub::parse_model_ref(args.positional()[0]);

@@ -1,5 +1,6 @@
 // `ember serve MODEL [--host H] [--port P] [--api-key K] [--parallel N] [--max-stall-ms N]
-// [--cache-ram SIZE] [--cache-disk SIZE] [--cache-dir DIR] [--no-prefix-cache] [model options]`: the
+// [--cache-ram SIZE] [--cache-disk SIZE] [--cache-dir DIR] [--no-prefix-cache] [--read-deadline-ms N]
+// [--max-connections N] [--max-client-connections N] [model options]`: the
 // OpenAI-compatible HTTP server (engine/server) over a Scheduler on one loaded model, until
 // SIGINT or SIGTERM.
 //
@@ -32,6 +33,10 @@ server::ServerOptions server_options(const Args& args) {
     if (o.api_key.empty())
         if (const char* env = std::getenv("EMBER_API_KEY")) o.api_key = env;
     o.limits.max_tokens = static_cast<int32_t>(args.get_int("--max-tokens", o.limits.max_tokens, 1, 1 << 20));
+    o.read_deadline_ms = static_cast<int>(args.get_int("--read-deadline-ms", o.read_deadline_ms, 1, 24 * 3600 * 1000));
+    o.max_connections = static_cast<int>(args.get_int("--max-connections", o.max_connections, 2, 65536));
+    o.max_connections_per_client =
+        static_cast<int>(args.get_int("--max-client-connections", o.max_connections_per_client, 1, o.max_connections));
     return o;
 }
 
@@ -40,14 +45,16 @@ server::ServerOptions server_options(const Args& args) {
 int cmd_serve(int argc, char** argv) {
     Args args(argc, argv, 0,
               merge(model_value_options(), {"--host", "--port", "--api-key", "--parallel", "--max-tokens",
-                                            "--max-stall-ms", "--cache-ram", "--cache-disk", "--cache-dir"}),
+                                            "--max-stall-ms", "--cache-ram", "--cache-disk", "--cache-dir",
+                                            "--read-deadline-ms", "--max-connections", "--max-client-connections"}),
               {"--no-prefix-cache"});
     if (args.positional().size() != 1)
         throw Error(
             "usage: ember serve MODEL [--host H] [--port P (0: any free port)] [--api-key K] [--parallel N] "
             "[--max-tokens N] [--max-stall-ms N (250; 0: off)] [--cache-ram SIZE (4GiB; 0: off)] [--cache-disk SIZE "
             "(0: off)] [--cache-dir DIR] "
-            "[--no-prefix-cache]\n" +
+            "[--no-prefix-cache] [--read-deadline-ms N (10000)] [--max-connections N (512)] "
+            "[--max-client-connections N (64)]\n" +
             options_help());
     const server::ServerOptions so = server_options(args);
     const int32_t parallel = static_cast<int32_t>(args.get_int("--parallel", 4, 1, 256));
@@ -70,9 +77,15 @@ int cmd_serve(int argc, char** argv) {
     if (args.get("--cache-dir") && cache_disk == 0) throw Error("--cache-dir needs --cache-disk SIZE");
     auto model = Model::load(lo);
     if (prefix_cache) model->kv().set_host_cache(cache_ram);
-    if (prefix_cache && cache_disk > 0)
-        model->open_disk_prefix_cache(args.get_or("--cache-dir", default_disk_prefix_cache_root().string()),
-                                      cache_disk);
+    if (prefix_cache && cache_disk > 0) {
+        // Without its disk tier the server still answers (every prompt computed): said, not fatal.
+        try {
+            model->open_disk_prefix_cache(args.get_or("--cache-dir", default_disk_prefix_cache_root().string()),
+                                          cache_disk);
+        } catch (const Error& e) {
+            std::fprintf(stderr, "ember serve: KV disk cache off: %s\n", e.what());
+        }
+    }
     SchedulerOptions sched;
     sched.max_batch = parallel;
     sched.prefix_cache = prefix_cache;

@@ -18,6 +18,7 @@
 #include "engine/core/log.h"
 #include "engine/hub/hub_client.h"
 #include "engine/hub/hub_http.h"
+#include "engine/hub/pull_lock.h"
 #include "engine/hub/sha256.h"
 
 namespace ember::hub {
@@ -105,6 +106,14 @@ private:
     Sha256 hash_;
 };
 
+// Whether `path` is already the complete file, its bytes hashing to the published SHA-256.
+bool verified_file(const std::string& path, const RemoteFile& file) {
+    std::error_code ec;
+    if (!std::filesystem::is_regular_file(path, ec) || std::filesystem::file_size(path, ec) != file.size || ec)
+        return false;
+    return sha256_file(path) == file.sha256;
+}
+
 // What one attempt's first body bytes told us about the server's answer.
 enum class Answer { None, Append, Restart, BadRange, TooLong };
 
@@ -117,6 +126,19 @@ DownloadOutcome HubClient::download(const std::string& repo, const std::string& 
         throw HubError(HubErrorKind::Protocol, repo + "/" + file.path +
                                                    ": the server publishes no SHA-256 for it (not stored in LFS); "
                                                    "Ember downloads only files it can verify");
+    const std::string what = "download " + repo + "/" + file.path;
+    // One pull of this file at a time (pull_lock.h): a second one waits here for the first.
+    const PullLock lock = PullLock::take(
+        part_path, [&] { return control.stopped(); },
+        [&](const std::string& holder) {
+            log_warn("hub: " + file.path + " is being pulled by another " +
+                     (holder.empty() ? std::string("process") : "process (pid " + holder + ")") +
+                     "; waiting for it to finish");
+        });
+    if (!lock.owns()) return control.cancel ? DownloadOutcome::Cancelled : DownloadOutcome::Paused;
+    // The pull that held the lock may have finished this very file: a verified file is kept as
+    // it is, never written again.
+    if (verified_file(final_path, file)) return DownloadOutcome::Done;
     PartFile part(part_path);
     part.load(file.size);
     RateMeter rate;
@@ -130,7 +152,6 @@ DownloadOutcome HubClient::download(const std::string& repo, const std::string& 
         if (progress) progress(p);
     };
     report();
-    const std::string what = "download " + repo + "/" + file.path;
     int failures = 0;
     while (part.size() < file.size || file.size == 0) {
         if (control.stopped()) return control.cancel ? DownloadOutcome::Cancelled : DownloadOutcome::Paused;
@@ -161,8 +182,14 @@ DownloadOutcome HubClient::download(const std::string& repo, const std::string& 
         std::string failure;
         if (r.status == 416 || answer == Answer::BadRange || answer == Answer::TooLong) {
             // The server does not agree with what we have: start over from byte 0.
-            failure = what + ": the server's answer to a resume (HTTP " + std::to_string(r.status) +
-                      ") did not fit the partial file; starting again";
+            const std::string status = "HTTP " + std::to_string(r.status);
+            if (answer == Answer::TooLong)
+                failure = what + ": the server sent more than the file's " + std::to_string(file.size) + " bytes (" +
+                          status + "); starting again";
+            else if (start > 0)
+                failure = what + ": the server's answer to a resume from byte " + std::to_string(start) + " (" +
+                          status + ") did not fit the partial file; starting again";
+            else failure = what + ": an answer that is not the file (" + status + "); starting again";
             part.truncate();
         } else {
             try {

@@ -109,7 +109,10 @@ static size_t on_body(char* data, size_t size, size_t n, void* user) {
         x->r->sink_refused = true;
         return 0;  // CURLE_WRITE_ERROR ends the transfer
     }
-    if (x->r->body.size() + bytes > kMaxApiBody) return 0;
+    if (x->r->body.size() + bytes > kMaxApiBody) {
+        x->r->too_large = true;
+        return 0;
+    }
     x->r->body.append(data, bytes);
     return bytes;
 }
@@ -160,6 +163,8 @@ static void perform_once(const HubConfig& cfg, const Request& req, const std::st
     curl_easy_setopt(easy, CURLOPT_ACCEPT_ENCODING, "");  // JSON may come compressed
     if (headers) curl_easy_setopt(easy, CURLOPT_HTTPHEADER, headers);
     if (!req.range.empty()) curl_easy_setopt(easy, CURLOPT_RANGE, req.range.c_str() + 6);  // after "bytes="
+    if (!req.sink && req.stall_timeout.count() > 0)
+        curl_easy_setopt(easy, CURLOPT_TIMEOUT_MS, static_cast<long>(req.stall_timeout.count()));
     curl_easy_setopt(easy, CURLOPT_HEADERFUNCTION, on_header);
     curl_easy_setopt(easy, CURLOPT_HEADERDATA, &x);
     curl_easy_setopt(easy, CURLOPT_WRITEFUNCTION, on_body);
@@ -168,6 +173,7 @@ static void perform_once(const HubConfig& cfg, const Request& req, const std::st
     curl_easy_setopt(easy, CURLOPT_XFERINFOFUNCTION, on_progress);
     curl_easy_setopt(easy, CURLOPT_XFERINFODATA, &x);
     r.code = curl_easy_perform(easy);
+    r.too_slow = r.code == CURLE_OPERATION_TIMEDOUT && !req.sink && !r.stalled;
     curl_easy_getinfo(easy, CURLINFO_RESPONSE_CODE, &r.status);
     r.curl_message = errbuf[0] ? errbuf : curl_easy_strerror(r.code);
     char* next = nullptr;
@@ -216,6 +222,13 @@ void check(const HubConfig& cfg, const Response& r, const std::string& what) {
     if (r.stalled)
         throw HubError(HubErrorKind::Stalled, what + ": no data for " + std::to_string(cfg.stall_timeout.count()) +
                                                   " ms from " + printable_url(r.url));
+    if (r.too_slow)
+        throw HubError(HubErrorKind::Stalled, what + ": the answer from " + printable_url(r.url) +
+                                                  " was not complete within " +
+                                                  std::to_string(cfg.stall_timeout.count()) + " ms");
+    if (r.too_large)
+        throw HubError(HubErrorKind::Protocol, what + ": the answer from " + printable_url(r.url) + " is larger than " +
+                                                   std::to_string(kMaxApiBody >> 20) + " MiB; not read further");
     if (r.code != CURLE_OK && !r.sink_refused) {
         if (is_tls_error(r.code))
             throw HubError(HubErrorKind::Tls, what + ": the TLS certificate of " + printable_url(r.url) +
@@ -300,7 +313,10 @@ void RateMeter::add(uint64_t bytes) {
 double RateMeter::bytes_per_s() const {
     if (samples_.size() < 2) return 0;
     const double s = std::chrono::duration<double>(samples_.back().first - samples_.front().first).count();
-    return s > 0 ? static_cast<double>(samples_.back().second - samples_.front().second) / s : 0;
+    // Over less than a quarter of a second (the first bytes, a buffer's worth arriving at once)
+    // a rate means nothing: a few KiB in microseconds once showed as millions of TiB/s.
+    if (s < 0.25) return 0;
+    return static_cast<double>(samples_.back().second - samples_.front().second) / s;
 }
 
 }  // namespace ember::hub::http

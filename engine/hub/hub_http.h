@@ -25,6 +25,8 @@ struct Response {
     bool stalled = false;  // aborted by the stall watchdog
     bool stopped = false;  // aborted because the control asked for it
     bool sink_refused = false;
+    bool too_large = false;  // an API answer over the size it may have (not read further)
+    bool too_slow = false;   // an API answer not complete within the stall timeout
     std::string header(const std::string& name) const {
         const auto it = headers.find(name);
         return it == headers.end() ? "" : it->second;
@@ -39,6 +41,9 @@ struct Request {
     std::string range;  // "bytes=N-" or ""
     BodySink sink;      // null: collect the body into Response::body
     const TransferControl* control = nullptr;
+    // No byte for this long aborts the transfer; an answer collected whole (no sink: listings,
+    // searches, a few KiB) must also be complete within it, so that one dripped a byte at a
+    // time is not waited on for ever.
     std::chrono::milliseconds stall_timeout{0};
 };
 

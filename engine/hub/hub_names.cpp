@@ -169,9 +169,35 @@ std::string describe_choices(const std::vector<ModelChoice>& choices) {
     return s;
 }
 
+namespace {
+
+// The model whose (first) file is `file`, by its path in the repository or its bare name. A
+// file whose name carries no quantization is then named by the file ("model.gguf").
+ModelChoice choose_file(const std::vector<ModelChoice>& all, std::string_view repo, std::string_view file) {
+    std::vector<ModelChoice> match;
+    for (const auto& c : all) {
+        const std::string& path = c.files.front().path;
+        if (path == file || base_name(path) == file) match.push_back(c);
+    }
+    if (match.empty())
+        throw Error("repository '" + std::string(repo) + "' has no model file " + std::string(file) +
+                    "; available: " + describe_choices(all));
+    if (match.size() > 1) {
+        std::string names;
+        for (const auto& c : match) names += (names.empty() ? "" : ", ") + c.files.front().path;
+        throw Error("repository '" + std::string(repo) + "' has several files named " + std::string(file) + ": " +
+                    names + "; name one by its path");
+    }
+    if (match.front().quant.empty()) match.front().quant = std::string(file);
+    return match.front();
+}
+
+}  // namespace
+
 ModelChoice choose_quant(const std::vector<RemoteFile>& files, std::string_view repo, std::string_view quant) {
     const std::vector<ModelChoice> all = gguf_choices(files);
     if (all.empty()) throw Error("repository '" + std::string(repo) + "' has no complete GGUF model");
+    if (ends_with_gguf(quant)) return choose_file(all, repo, quant);
     std::vector<ModelChoice> match;
     for (const auto& c : all)
         if (!c.quant.empty() && c.quant == upper(quant)) match.push_back(c);

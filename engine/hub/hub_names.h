@@ -39,7 +39,9 @@ struct ModelChoice {
 // Every complete GGUF model in a listing (split models with a missing part are left out;
 // projector files "mmproj-*" are not models of their own), ordered by quantization label.
 std::vector<ModelChoice> gguf_choices(const std::vector<RemoteFile>& files);
-// The model with this quantization (case-insensitive). Throws ember::Error listing the
+// The model with this quantization (case-insensitive), or, for a selector ending in ".gguf", the
+// model whose (first) file has that path or name: the way to name a file whose name carries no
+// quantization (its ModelChoice::quant is then the selector). Throws ember::Error listing the
 // quantizations the repository has when there is none, or naming the files when several match.
 ModelChoice choose_quant(const std::vector<RemoteFile>& files, std::string_view repo, std::string_view quant);
 // "Q4_K_M (1.2 GiB), Q8_0 (2.1 GiB)": for messages that ask the user to pick one.

@@ -4,6 +4,7 @@
 #include <filesystem>
 
 #include "engine/hub/sha256.h"
+#include "kernels/common/format.h"
 
 namespace ember::hub {
 
@@ -27,7 +28,7 @@ PullPlan plan_pull(const HubClient& hub, const std::string& repo, const std::str
         if (choices.empty()) throw Error("repository '" + repo + "' has no complete GGUF model");
         throw Error("no quantization given for " + repo + "; available: " + describe_choices(choices) +
                     ". Name one, e.g. ember pull " + repo + ":" +
-                    (choices.front().quant.empty() ? "QUANT" : choices.front().quant));
+                    (choices.front().quant.empty() ? choices.front().files.front().path : choices.front().quant));
     }
     const ModelChoice c = choose_quant(files, repo, quant);
     PullPlan p{repo, revision, c.quant, c.files, c.total_bytes()};
@@ -51,12 +52,9 @@ AutoPullPlan plan_pull_auto(const HubClient& hub, const std::string& repo, const
                             const fit::Budget& budget, const fit::ChoiceOptions& options) {
     fit::QuantChoice choice = rank_repository(hub, repo, revision, budget, options);
     if (!choice.chosen) throw Error(repo + ": " + choice.reason);
-    // The download takes the quantization by its file name, as `REPO:QUANT` does.
-    const std::string quant = quant_of(choice.ranked[*choice.chosen].path);
-    if (quant.empty())
-        throw Error(repo + ": the chosen file " + choice.ranked[*choice.chosen].path +
-                    " names no quantization; pull it as " + repo + ":QUANT");
-    return {plan_pull(hub, repo, revision, quant), std::move(choice)};
+    // The download takes the chosen file by its path, as `REPO:FILE.gguf` does: a name without a
+    // quantization label is as good as one with it.
+    return {plan_pull(hub, repo, revision, choice.ranked[*choice.chosen].path), std::move(choice)};
 }
 
 std::string pull_state_name(PullState s) {
@@ -79,8 +77,37 @@ std::string pull_state_name(PullState s) {
     return "?";
 }
 
+namespace {
+
+// Refuses a pull whose files cannot fit on the library's disk, before a byte is written (an
+// advertised size of 1 PiB was accepted and downloaded towards). What is there already (a
+// finished part of the right size, a partial file) is not needed again.
+void check_free_space(const library::Library& lib, const PullPlan& plan) {
+    uint64_t needed = 0;
+    for (const RemoteFile& f : plan.files) {
+        std::error_code ec;
+        const auto final_size = std::filesystem::file_size(lib.file_path(plan.repo, plan.revision, f.path), ec);
+        if (!ec && final_size == f.size) continue;
+        const auto partial = std::filesystem::file_size(lib.part_path(plan.repo, plan.revision, f.path), ec);
+        needed += f.size - (!ec && partial <= f.size ? partial : 0);
+    }
+    std::error_code ec;
+    std::filesystem::path dir = lib.dir();
+    while (!std::filesystem::exists(dir, ec) && dir.has_parent_path() && dir != dir.parent_path())
+        dir = dir.parent_path();
+    const std::filesystem::space_info space = std::filesystem::space(dir, ec);
+    if (ec) return;  // unknown: the writes will say
+    if (needed > space.available)
+        throw HubError(HubErrorKind::Disk, "not enough free space for " + plan.repo + ":" + plan.quant + ": it needs " +
+                                               format_bytes(needed) + ", " + lib.dir().string() + " has " +
+                                               format_bytes(space.available) + " free");
+}
+
+}  // namespace
+
 PullState run_pull(const HubClient& hub, library::Library& lib, const PullPlan& plan, TransferControl& control,
                    const std::function<void(const PullProgress&)>& on_progress, int64_t* model_id) {
+    check_free_space(lib, plan);
     PullProgress p;
     p.state = PullState::Downloading;
     p.repo = plan.repo, p.quant = plan.quant, p.total = plan.total_bytes, p.parts = plan.files.size();

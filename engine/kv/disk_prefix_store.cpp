@@ -1,13 +1,16 @@
 #include "engine/kv/disk_prefix_store.h"
 
+#include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
+#include <chrono>
 #include <cinttypes>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <fstream>
 #include <random>
 
 #include "engine/core/checksum.h"
@@ -59,20 +62,66 @@ std::optional<uint64_t> hash_of_name(const std::string& name) {
     return h;
 }
 
-std::optional<std::vector<uint8_t>> read_whole(const fs::path& p, uint64_t expected_size) {
-    std::ifstream in(p, std::ios::binary);
-    if (!in) return std::nullopt;
-    std::vector<uint8_t> bytes(expected_size + 1);  // one more: a longer file is noticed
-    in.read(reinterpret_cast<char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
-    bytes.resize(static_cast<size_t>(in.gcount()));
+// What a read or write of a cache file found wrong ("" when nothing): the system's words, or
+// one of these two.
+using Problem = std::string;
+const Problem kNotRegular = "not a regular file";
+const Problem kGone = "no such file";  // deleted meanwhile (by another process): no damage
+
+// Up to expected_size + 1 bytes of a regular file (one more: a longer file is noticed). Opened
+// without blocking and without following a link: a FIFO or a device where a block or the seed
+// should be is refused at once, never waited on (a FIFO once hung start-up in open()).
+std::optional<std::vector<uint8_t>> read_whole(const fs::path& p, uint64_t expected_size, Problem* problem = nullptr) {
+    const auto fail = [&](Problem why) -> std::optional<std::vector<uint8_t>> {
+        if (problem) *problem = std::move(why);
+        return std::nullopt;
+    };
+    const int fd = ::open(p.c_str(), O_RDONLY | O_NONBLOCK | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0) return fail(errno == ENOENT ? kGone : std::strerror(errno));
+    struct stat st {};
+    if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+        ::close(fd);
+        return fail(kNotRegular);
+    }
+    std::vector<uint8_t> bytes(expected_size + 1);
+    size_t got = 0;
+    while (got < bytes.size()) {
+        const ssize_t n = ::read(fd, bytes.data() + got, bytes.size() - got);
+        if (n < 0 && errno == EINTR) continue;
+        if (n < 0) {
+            const Problem why = std::strerror(errno);
+            ::close(fd);
+            return fail(why);
+        }
+        if (n == 0) break;
+        got += static_cast<size_t>(n);
+    }
+    ::close(fd);
+    bytes.resize(got);
     return bytes;
 }
 
-bool write_whole(const fs::path& p, std::span<const uint8_t> bytes) {
-    std::ofstream out(p, std::ios::binary | std::ios::trunc);
-    out.write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
-    out.close();
-    return static_cast<bool>(out);
+// "No space left on device (disk full?)": the hint only where it is the cause.
+std::string with_hint(int err) {
+    return std::string(std::strerror(err)) + (err == ENOSPC || err == EDQUOT ? " (disk full?)" : "");
+}
+
+// Writes a new file (its name must be free); "" or what went wrong.
+Problem write_whole(const fs::path& p, std::span<const uint8_t> bytes) {
+    const int fd = ::open(p.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0644);
+    if (fd < 0) return with_hint(errno);
+    size_t done = 0;
+    while (done < bytes.size()) {
+        const ssize_t n = ::write(fd, bytes.data() + done, bytes.size() - done);
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) {
+            const Problem why = n < 0 ? with_hint(errno) : "short write";
+            ::close(fd);
+            return why;
+        }
+        done += static_cast<size_t>(n);
+    }
+    return ::close(fd) == 0 ? "" : with_hint(errno);
 }
 
 }  // namespace
@@ -134,11 +183,14 @@ fs::path default_disk_prefix_cache_root() {
 DiskPrefixStore::DiskPrefixStore(const fs::path& root, uint64_t identity, uint32_t block_tokens, uint64_t block_bytes,
                                  uint64_t budget_bytes)
     : dir_(root / hex16(identity)), block_tokens_(block_tokens), block_bytes_(block_bytes), budget_(budget_bytes) {
-    std::error_code ec;
-    fs::create_directories(dir_, ec);
-    if (ec) throw Error("KV disk cache: cannot create " + dir_.string() + ": " + ec.message());
-    read_seed();
-    index_files();
+    try {
+        open_folder();
+    } catch (const Error& e) {
+        // A damaged folder (not a folder, a seed that is not a file, no way to write) is kept
+        // for a look, out of the way, and a fresh one made; whatever fails then is thrown.
+        if (!set_aside(e.what())) throw;
+        open_folder();
+    }
     writer_ = std::thread([this] { writer_main(); });
 }
 
@@ -153,12 +205,43 @@ DiskPrefixStore::~DiskPrefixStore() {
 
 fs::path DiskPrefixStore::file_of(uint64_t hash) const { return dir_ / (hex16(hash) + ".kvb"); }
 
+uint64_t DiskPrefixStore::file_bytes() const { return kHeaderBytes + uint64_t{block_tokens_} * 4 + block_bytes_; }
+
+void DiskPrefixStore::open_folder() {
+    std::error_code ec;
+    const fs::file_status st = fs::symlink_status(dir_, ec);
+    if (fs::exists(st) && !fs::is_directory(st)) throw Error("KV disk cache: " + dir_.string() + " is not a folder");
+    fs::create_directories(dir_, ec);
+    if (ec) throw Error("KV disk cache: cannot create " + dir_.string() + ": " + ec.message());
+    read_seed();
+    index_files();
+}
+
+// Renames the folder (whatever it is) to "<folder>.damaged-<unix time>"; false when it cannot.
+bool DiskPrefixStore::set_aside(const std::string& why) {
+    std::error_code ec;
+    if (!fs::exists(fs::symlink_status(dir_, ec))) return false;  // nothing there to move
+    const auto now = std::chrono::system_clock::now().time_since_epoch();
+    fs::path aside = dir_;
+    aside += ".damaged-" + std::to_string(std::chrono::duration_cast<std::chrono::seconds>(now).count());
+    fs::rename(dir_, aside, ec);
+    if (ec) {
+        log_warn(why + "; cannot set it aside (" + ec.message() + ")");
+        return false;
+    }
+    log_warn(why + "; set aside as " + aside.string() + ", a new cache starts empty");
+    return true;
+}
+
 // The seed file holds 8 random bytes, made by whichever process comes first (link() fails
-// for the second, which then reads the first's); an unreadable one is replaced.
+// for the second, which then reads the first's); one of another size is replaced. One that is
+// not a regular file (a FIFO, a folder) makes the folder damaged (thrown).
 void DiskPrefixStore::read_seed() {
     const fs::path path = dir_ / "seed";
     const auto read = [&] {
-        const auto bytes = read_whole(path, 8);
+        Problem problem;
+        const auto bytes = read_whole(path, 8, &problem);
+        if (problem == kNotRegular) throw Error("KV disk cache: " + path.string() + " is not a regular file");
         if (bytes && bytes->size() == 8) seed_ = get_le<uint64_t>(bytes->data());
         return bytes && bytes->size() == 8;
     };
@@ -168,8 +251,10 @@ void DiskPrefixStore::read_seed() {
     std::vector<uint8_t> out;
     put_le(out, fresh);
     const fs::path tmp = dir_ / (".tmp-seed-" + std::to_string(::getpid()));
-    if (!write_whole(tmp, out)) throw Error("KV disk cache: cannot write " + tmp.string());
     std::error_code ec;
+    fs::remove(tmp, ec);
+    if (const Problem p = write_whole(tmp, out); !p.empty())
+        throw Error("KV disk cache: cannot write " + tmp.string() + ": " + p);
     if (::link(tmp.c_str(), path.c_str()) == 0) {
         seed_ = fresh;
     } else if (!read()) {
@@ -181,7 +266,9 @@ void DiskPrefixStore::read_seed() {
 }
 
 // The block files already there, least recently used first; a temporary file a crashed
-// process left behind (over an hour old) is removed.
+// process left behind (over an hour old) is removed. A block file of the wrong size (torn,
+// sparse, another format) is deleted alone, before it can count against the budget; a name
+// taken by something other than a file is left alone. Each is logged.
 void DiskPrefixStore::index_files() {
     struct Found {
         fs::file_time_type used;
@@ -195,11 +282,25 @@ void DiskPrefixStore::index_files() {
         std::error_code fe;
         const auto mtime = e.last_write_time(fe);
         if (fe) continue;
-        if (name.starts_with(".tmp-") && now - mtime > std::chrono::hours(1)) fs::remove(e.path(), fe);
+        if (name.starts_with(".tmp-") && now - mtime > std::chrono::hours(1)) {
+            fs::remove(e.path(), fe);
+            log_info("KV disk cache: " + e.path().string() + ": a write left unfinished; deleted");
+        }
         const auto hash = hash_of_name(name);
-        if (!hash || !e.is_regular_file(fe)) continue;
+        if (!hash) continue;
+        if (!e.is_regular_file(fe) || e.is_symlink(fe)) {
+            log_warn("KV disk cache: " + e.path().string() + ": not a regular file; ignored");
+            continue;
+        }
         const uint64_t size = e.file_size(fe);
-        if (!fe) found.push_back({mtime, *hash, size});
+        if (fe) continue;
+        if (size != file_bytes()) {
+            fs::remove(e.path(), fe);
+            log_warn("KV disk cache: " + e.path().string() + ": " + std::to_string(size) + " bytes, a block has " +
+                     std::to_string(file_bytes()) + "; deleted");
+            continue;
+        }
+        found.push_back({mtime, *hash, size});
     }
     if (ec) throw Error("KV disk cache: cannot read " + dir_.string() + ": " + ec.message());
     std::sort(found.begin(), found.end(), [](const Found& a, const Found& b) { return a.used < b.used; });
@@ -211,7 +312,7 @@ void DiskPrefixStore::index_files() {
         s.lru = lru_.insert(lru_.end(), f.hash);
         bytes_ += f.bytes;
     }
-    evict_over_budget();
+    evict_over_budget(true);
 }
 
 bool DiskPrefixStore::contains(uint64_t hash) const {
@@ -254,30 +355,43 @@ void DiskPrefixStore::writer_main() {
 void DiskPrefixStore::write_one(const Pending& p) {
     const fs::path tmp = dir_ / (".tmp-" + std::to_string(::getpid()) + "-" + hex16(p.hash));
     std::error_code ec;
-    const bool ok = write_whole(tmp, encode_block_file(p.hash, p.parent, p.tokens, p.bytes)) &&
-                    (fs::rename(tmp, file_of(p.hash), ec), !ec);
+    Problem problem = write_whole(tmp, encode_block_file(p.hash, p.parent, p.tokens, p.bytes));
+    if (problem.empty() && ::rename(tmp.c_str(), file_of(p.hash).c_str()) != 0)
+        problem = "cannot rename it to " + file_of(p.hash).filename().string() + ": " + with_hint(errno);
     std::lock_guard lock(mutex_);
     const auto it = index_.find(p.hash);
-    if (!ok) {
+    if (!problem.empty()) {
         fs::remove(tmp, ec);
         if (it != index_.end()) index_.erase(it);
-        if (!warned_) log_warn("KV disk cache: cannot write blocks to " + dir_.string() + " (disk full?); not kept");
+        // Once per store: a full disk fails every write.
+        if (!warned_)
+            log_warn("KV disk cache: cannot write a block to " + dir_.string() + ": " + problem + "; not kept");
         warned_ = true;
         return;
     }
     it->second.written = true;
     it->second.lru = lru_.insert(lru_.end(), p.hash);
     bytes_ += it->second.bytes;
-    evict_over_budget();
+    evict_over_budget(false);
 }
 
-void DiskPrefixStore::evict_over_budget() {
+// Every deletion is logged: at start-up as info, while serving as debug (then a block goes for
+// almost every block written once the budget is full).
+void DiskPrefixStore::evict_over_budget(bool starting) {
+    size_t n = 0;
+    uint64_t freed = 0;
     while (bytes_ > budget_ && !lru_.empty()) {
         const uint64_t hash = lru_.front();
         std::error_code ec;
         fs::remove(file_of(hash), ec);
+        freed += index_[hash].bytes;
+        ++n;
         forget(hash);
     }
+    if (n == 0) return;
+    log(starting ? LogLevel::Info : LogLevel::Debug,
+        "KV disk cache: " + std::to_string(n) + " block" + (n == 1 ? "" : "s") + " (" + std::to_string(freed) +
+            " bytes) used longest ago deleted, to stay within " + std::to_string(budget_) + " bytes");
 }
 
 void DiskPrefixStore::forget(uint64_t hash) {
@@ -296,15 +410,20 @@ std::optional<HostPrefixStore::Entry> DiskPrefixStore::get(uint64_t hash, uint64
         if (it == index_.end() || !it->second.written) return std::nullopt;
     }
     const fs::path path = file_of(hash);
-    auto bytes = read_whole(path, kHeaderBytes + size_t{block_tokens_} * 4 + block_bytes_);
-    std::string why;
+    Problem problem;
+    auto bytes = read_whole(path, file_bytes(), &problem);
+    std::string why = problem;
     const std::optional<BlockFile> f =
         bytes ? parse_block_file(*bytes, block_tokens_, block_bytes_, &why) : std::nullopt;
     if (!f || f->hash != hash) {
-        std::error_code ec;
-        if (bytes) {  // unreadable as a block (a vanished file was evicted by another process)
-            log_warn("KV disk cache: " + path.string() + ": " + (f ? std::string("another block") : why) + "; deleted");
-            fs::remove(path, ec);
+        // A vanished file was evicted by another process: a plain miss. Anything else costs
+        // this block only: deleted (a name taken by no regular file is left alone), logged.
+        if (bytes || problem != kGone) {
+            std::error_code ec;
+            const bool regular = problem != kNotRegular;
+            if (regular) fs::remove(path, ec);
+            log_warn("KV disk cache: " + path.string() + ": " + (f ? std::string("another block") : why) +
+                     (regular ? "; deleted" : "; ignored"));
         }
         std::lock_guard lock(mutex_);
         forget(hash);

@@ -6,14 +6,15 @@
 // bytes depend on: the model file, the KV-cache shape and type, and each layer's backend
 // layout (Model::open_disk_prefix_cache). Inside it: `seed`, the key of the chain hashes
 // (blocks are named by hash, so the hashes must be the same in the next process), and one
-// file per block, `<hash>.kvb` (format below). Writes happen on a thread of the store's own
-// (the engine thread only copies the block's bytes), into a temporary file renamed into
-// place; a file that fails any check when read (a torn write after a crash, a flipped bit) is
-// deleted and counts as a miss. Bounded by a byte budget: the block used longest ago goes
-// first (use times are the files' modification times, so they survive a restart). Two
-// processes may share a folder (the app and `ember serve` on one model): the seed is made
-// once, writes are renames, a block the other deleted is a miss; each keeps the budget over
-// the blocks it knows of.
+// file per block, `<hash>.kvb` (format below). Files are opened without blocking or following
+// links, and only regular files are read (a FIFO there once hung start-up). Writes happen on a
+// thread of the store's own (the engine thread only copies the block's bytes), into a
+// temporary file renamed into place; a file that fails any check when read (a torn write after
+// a crash, a flipped bit, a wrong size at start-up) is deleted alone, logged, and counts as a
+// miss. Bounded by a byte budget: the block used longest ago goes first (use times are the
+// files' modification times, so they survive a restart). Two processes may share a folder (the
+// app and `ember serve` on one model): the seed is made once, writes are renames, a block the
+// other deleted is a miss; each keeps the budget over the blocks it knows of.
 //
 // Block file, little-endian: "EMBERKVB", u32 version (1), u32 tokens, u64 hash, u64 parent
 // hash, u64 payload bytes, u64 checksum64 of tokens and payload, i32 tokens[], payload (every
@@ -56,7 +57,10 @@ std::filesystem::path default_disk_prefix_cache_root();
 class DiskPrefixStore {
 public:
     // Opens (creating) <root>/<identity as 16 hex digits>/ for blocks of `block_tokens` tokens
-    // and `block_bytes` bytes. Throws ember::Error when the folder cannot be made or read.
+    // and `block_bytes` bytes. A damaged folder (a file in its place, a seed that is not a
+    // regular file, a folder that cannot be written or read) is renamed to
+    // "<folder>.damaged-<unix time>" (logged) and a fresh one made. Throws ember::Error when
+    // that fails too (the caller then runs without a disk tier).
     DiskPrefixStore(const std::filesystem::path& root, uint64_t identity, uint32_t block_tokens, uint64_t block_bytes,
                     uint64_t budget_bytes);
     ~DiskPrefixStore();  // writes what is queued first
@@ -95,12 +99,15 @@ private:
         std::vector<uint8_t> bytes;
     };
     std::filesystem::path file_of(uint64_t hash) const;
+    uint64_t file_bytes() const;  // of every block file
+    void open_folder();
+    bool set_aside(const std::string& why);
     void read_seed();
     void index_files();
     void writer_main();
     void write_one(const Pending& p);
-    void evict_over_budget();    // mutex_ held
-    void forget(uint64_t hash);  // mutex_ held
+    void evict_over_budget(bool starting);  // mutex_ held
+    void forget(uint64_t hash);             // mutex_ held
 
     std::filesystem::path dir_;
     uint32_t block_tokens_ = 0;

@@ -10,6 +10,7 @@
 #include "engine/gguf/gguf.h"
 #include "engine/gguf/gguf_split.h"
 #include "engine/hub/hub_names.h"
+#include "engine/hub/pull_lock.h"
 #include "engine/hub/sha256.h"
 #include "engine/models/model_info.h"
 #include "kernels/common/error.h"
@@ -437,6 +438,9 @@ void Library::discard_pull(const std::string& repo, const std::string& revision,
     for (const PendingPull& p : pending_pulls()) {
         if (p.repo != repo || p.revision != revision || p.quant != quant) continue;
         for (const ModelPart& f : p.files) {
+            // Another pull of this file (another process) is writing it: its bytes are its own.
+            const hub::PullLock held = hub::PullLock::try_take(f.path + ".part");
+            if (!held.owns()) continue;
             std::error_code ec;
             fs::remove(f.path + ".part", ec);
             std::lock_guard lock(mutex_);

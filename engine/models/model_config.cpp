@@ -41,6 +41,21 @@ float positive_float(const GgufFile& f, const std::string& key, double fallback)
     return static_cast<float>(v);
 }
 
+// `<arch>.vocab_size`, where a file has it, must agree with the embedding's rows and the token
+// list (llama.cpp sizes the vocabulary by it): 10 beside a 49,152-token list is a damaged or
+// hand-edited file, refused with the numbers rather than loaded.
+void check_vocab_size(const GgufFile& f, const std::string& key, int32_t embedding_rows) {
+    const std::optional<uint64_t> declared = f.opt_u64(key);
+    if (!declared) return;
+    uint64_t tokens = static_cast<uint64_t>(embedding_rows);
+    if (const GgufValue* t = f.find("tokenizer.ggml.tokens"); t && t->type == GgufType::ARRAY)
+        tokens = t->as_array().items.size();
+    if (*declared != static_cast<uint64_t>(embedding_rows) || *declared != tokens)
+        throw Error(f.path() + ": " + key + " is " + std::to_string(*declared) + ", but token_embd.weight has " +
+                    std::to_string(embedding_rows) + " rows and tokenizer.ggml.tokens " + std::to_string(tokens) +
+                    " entries");
+}
+
 // The layer index of a "blk.<i>.<name>" tensor, or nullopt for tensors outside the blocks.
 std::optional<uint64_t> block_index(std::string_view name) {
     if (name.substr(0, 4) != "blk.") return std::nullopt;
@@ -137,6 +152,7 @@ ModelConfig read_model_config(const GgufFile& f) {
         throw Error(f.path() + ": token_embd.weight has " + std::to_string(embd.rows()) +
                     " rows (vocabulary too large)");
     c.n_vocab = static_cast<int32_t>(embd.rows());
+    check_vocab_size(f, a + "vocab_size", c.n_vocab);
     if (embd.dims[0] != static_cast<uint64_t>(c.n_embd))
         throw Error(f.path() + ": token_embd.weight has rows of " + std::to_string(embd.dims[0]) + ", expected " +
                     std::to_string(c.n_embd));

@@ -59,8 +59,9 @@ public:
     KvCache& kv() { return *kv_; }
     // Gives the KV cache a disk tier under `root` (disk_prefix_store.h) of at most
     // `budget_bytes`, in the folder of this model file, KV shape and backend layout (blocks of
-    // another model or layout are never read). Before the first request. Throws ember::Error
-    // when the folder cannot be made.
+    // another model or layout are never read). Before the first request. A damaged folder is
+    // set aside and replaced; throws ember::Error when no folder can be made (the caller then
+    // runs without the disk tier).
     void open_disk_prefix_cache(const std::filesystem::path& root, uint64_t budget_bytes);
     Backend& backend() { return *backend_; }
     const Backend& backend() const { return *backend_; }

@@ -8,18 +8,21 @@
 #include <sys/socket.h>
 
 #include <atomic>
+#include <cctype>
 #include <cerrno>
 #include <chrono>
 #include <condition_variable>
 #include <cstring>
 #include <deque>
 #include <mutex>
+#include <optional>
 #include <random>
 #include <set>
 #include <thread>
 #include <utility>
 #include <variant>
 
+#include "engine/server/connection_guard.h"
 #include "engine/server/connection_probe.h"
 #include "engine/server/request_parser.h"
 #include "engine/server/response_format.h"
@@ -85,6 +88,19 @@ bool same_key(std::string_view given, std::string_view key) {
     return diff == 0;
 }
 
+// The credentials of "Bearer KEY"; the scheme's name is case-insensitive (RFC 9110 11.1), and
+// one or more spaces may follow it.
+std::optional<std::string_view> bearer_token(std::string_view auth) {
+    constexpr std::string_view scheme = "bearer";
+    if (auth.size() <= scheme.size() || auth[scheme.size()] != ' ') return std::nullopt;
+    for (size_t i = 0; i < scheme.size(); ++i)
+        if (std::tolower(static_cast<unsigned char>(auth[i])) != scheme[i]) return std::nullopt;
+    auth.remove_prefix(scheme.size());
+    while (!auth.empty() && auth.front() == ' ') auth.remove_prefix(1);
+    if (auth.empty()) return std::nullopt;
+    return auth;
+}
+
 // The label /metrics counts a request under (never the raw path: that would let clients make
 // unbounded label sets).
 std::string endpoint_label(const std::string& path) {
@@ -110,8 +126,8 @@ int64_t unix_now() {
 struct HttpServer::Impl {
     InferenceEngine& engine;
     ServerOptions options;
-    httplib::Server http;
     std::shared_ptr<ServerMetrics> metrics = std::make_shared<ServerMetrics>();
+    GuardedServer http;  // after metrics: its connection threads count into them
     std::thread listener;
     int port = 0;
     int listen_socket = -1;  // the last socket httplib made to bind (see start())
@@ -124,7 +140,20 @@ struct HttpServer::Impl {
     std::set<uint64_t> active;  // requests being answered (cancelled by stop())
     std::mt19937_64 rng{std::random_device{}()};
 
-    Impl(InferenceEngine& e, ServerOptions o) : engine(e), options(std::move(o)) {}
+    Impl(InferenceEngine& e, ServerOptions o) : engine(e), options(std::move(o)), http(guard_options()) {}
+
+    GuardOptions guard_options() {
+        const ServerOptions& o = options;
+        GuardOptions g;
+        g.on_guard_answer = [this](int status) { metrics->count_request("other", status); };
+        g.read_deadline = std::chrono::milliseconds(std::max(1, o.read_deadline_ms));
+        g.max_header_bytes = o.max_header_bytes;
+        g.max_header_lines = o.max_header_lines;
+        g.ready_threads = static_cast<size_t>(std::max(2, o.threads));
+        g.max_connections = std::max(g.ready_threads, static_cast<size_t>(std::max(1, o.max_connections)));
+        g.max_per_client = static_cast<size_t>(std::max(1, o.max_connections_per_client));
+        return g;
+    }
 
     void routes();
     httplib::Server::HandlerResponse check_key(const Request& req, Response& res) const;
@@ -290,10 +319,7 @@ httplib::Server::HandlerResponse HttpServer::Impl::check_key(const Request& req,
     using HR = httplib::Server::HandlerResponse;
     if (options.api_key.empty() || req.path == "/health") return HR::Unhandled;
     const std::string auth = req.get_header_value("Authorization");
-    const std::string_view bearer = "Bearer ";
-    if (auth.size() > bearer.size() && auth.compare(0, bearer.size(), bearer) == 0 &&
-        same_key(std::string_view(auth).substr(bearer.size()), options.api_key))
-        return HR::Unhandled;
+    if (const auto key = bearer_token(auth); key && same_key(*key, options.api_key)) return HR::Unhandled;
     send_error(res,
                {401, auth.empty() ? "no API key: send it as 'Authorization: Bearer KEY'" : "the API key is not valid",
                 "invalid_request_error", "", "invalid_api_key"});
@@ -324,6 +350,14 @@ void HttpServer::Impl::routes() {
     // get the same error object as ours; a response that has a body already keeps it.
     http.set_error_handler(httplib::Server::HandlerWithResponse([this](const Request& req, Response& res) {
         if (!res.body.empty()) return httplib::Server::HandlerResponse::Unhandled;
+        // A request that could not be read whole: say why (httplib itself says 400).
+        if (const RequestFault f = GuardedServer::current_fault(); f != RequestFault::None) {
+            res.status = GuardedServer::fault_status(f);
+            res.set_header("Connection", "close");
+            send_error(res,
+                       {res.status, http.fault_message(f), "invalid_request_error", "", GuardedServer::fault_code(f)});
+            return httplib::Server::HandlerResponse::Handled;
+        }
         ApiError e{res.status, "HTTP " + std::to_string(res.status), "invalid_request_error", "", ""};
         if (res.status == 404) e.message = "no such endpoint: " + req.method + " " + req.path, e.code = "not_found";
         if (res.status == 413)
@@ -357,8 +391,6 @@ int HttpServer::start() {
     if (s.listener.joinable()) return s.port;
     // A client that closes its connection must not kill the process through a write.
     signal(SIGPIPE, SIG_IGN);
-    const size_t threads = static_cast<size_t>(std::max(2, s.options.threads));
-    s.http.new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
     s.http.set_payload_max_length(s.options.limits.max_body_bytes);
     // An idle keep-alive connection holds its thread until this runs out, and stop() waits for
     // every thread: 2 s instead of httplib's 5 bounds a clean shutdown.

@@ -31,7 +31,13 @@ struct ServerOptions {
     int port = 0;                    // 0: a free port chosen by the system (see port())
     std::string api_key;             // "": none; else every endpoint but /health needs "Bearer KEY"
     ServerLimits limits;
-    int threads = 32;  // connections served at once (each streamed answer holds one)
+    // Connections (connection_guard.h): each served one holds a thread (a streamed answer too).
+    int threads = 32;                            // threads kept ready
+    int max_connections = 512;                   // served at once; more wait for a thread
+    int max_connections_per_client = 64;         // served at once from one address; more wait, 503 at the deadline
+    int read_deadline_ms = 10000;                // a request's head and body must come within this (408)
+    size_t max_header_bytes = size_t(64) << 10;  // request line and headers together (431)
+    size_t max_header_lines = 128;               // header lines (431)
 };
 
 class HttpServer {

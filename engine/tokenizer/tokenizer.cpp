@@ -41,11 +41,16 @@ std::optional<int32_t> opt_id(const GgufFile& f, std::string_view key) {
     const GgufValue* v = f.find(key);
     if (!v) return std::nullopt;
     if (!v->is_int()) throw Error(f.path() + ": " + std::string(key) + " is not an integer");
-    // Negative or huge values (-1, 0xFFFFFFFF) mean "none".
-    if (const auto* u = std::get_if<uint64_t>(&v->v))
-        return *u <= INT32_MAX ? std::optional(int32_t(*u)) : std::nullopt;
+    // -1 and 0xFFFFFFFF mean "none"; any other value that is no id is ignored too, but said
+    // (as an id past the vocab is, in init_special_ids), whichever id it is.
+    const auto none = [&](auto x) -> std::optional<int32_t> {
+        if (x != decltype(x)(-1) && x != decltype(x)(UINT32_MAX))
+            log_warn("tokenizer: ignoring " + std::string(key) + " = " + std::to_string(x) + ", not a token id");
+        return std::nullopt;
+    };
+    if (const auto* u = std::get_if<uint64_t>(&v->v)) return *u <= INT32_MAX ? std::optional(int32_t(*u)) : none(*u);
     const int64_t x = v->as_i64();
-    return x >= 0 && x <= INT32_MAX ? std::optional(int32_t(x)) : std::nullopt;
+    return x >= 0 && x <= INT32_MAX ? std::optional(int32_t(x)) : none(x);
 }
 
 // "<0xAB>" -> 0xAB, or -1.

@@ -11,8 +11,12 @@ from ROOT/{owner}/{name}/ (real files written by the test). A repository may hol
   drop_after: N       close the connection after N body bytes (the first `times` transfers)
   stall_after: N      send N bytes, then nothing (the first `times` transfers)
   ignore_range: true  always answer 200 with the whole file
+  slow: S             wait S seconds after each 64 KiB of a file's body (every transfer)
   corrupt: true       flip one byte of every body (the published hash then does not match)
   tree_sha: {path: h} publish these SHA-256s instead of the real ones
+  tree_size: {path: n} publish these sizes instead of the real ones
+  drip_listing: S     send the file tree one byte every S seconds
+  huge_listing: true  a file tree of 65 MiB (an entry with a long name)
   page_size: N        the file tree in pages of N entries, linked by `Link: <..>; rel="next"`
   status: N           answer resolve with HTTP N
   times: K            how many transfers per file the drop/stall faults hit (default 1)
@@ -162,12 +166,28 @@ class Handler(BaseHTTPRequestHandler):
         out = []
         for rel in repo_files(d):
             full = os.path.join(d, rel)
-            size = os.path.getsize(full)
+            size = int(fault.get("tree_size", {}).get(rel, os.path.getsize(full)))
             entry = {"type": "file", "oid": "0" * 40, "size": size, "path": rel}
             if rel.endswith(".gguf"):
                 entry["lfs"] = {"oid": override.get(rel, sha256_of(full)), "size": size, "pointerSize": 134}
             out.append(entry)
         page = int(fault.get("page_size", 0))
+        if fault.get("huge_listing"):
+            out.append({"type": "file", "oid": "0" * 40, "size": 1, "path": "x" * (65 << 20)})
+        if fault.get("drip_listing"):
+            body = json.dumps(out).encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            try:
+                for i in range(len(body)):
+                    self.wfile.write(body[i:i + 1])
+                    self.wfile.flush()
+                    time.sleep(float(fault["drip_listing"]))
+            except OSError:
+                pass  # the client gave up: what it should do
+            return
         if not page:
             return self.reply(200, json.dumps(out).encode())
         cursor = int((query or {}).get("cursor", ["0"])[0])
@@ -247,6 +267,9 @@ class Handler(BaseHTTPRequestHandler):
             return
         for i in range(0, len(body), 1 << 16):
             self.wfile.write(body[i:i + (1 << 16)])
+            if fault.get("slow"):
+                self.wfile.flush()
+                time.sleep(float(fault["slow"]))
 
 
 def main():

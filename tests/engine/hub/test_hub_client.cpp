@@ -12,6 +12,7 @@
 
 #include "engine/hub/download_queue.h"
 #include "engine/hub/hub_client.h"
+#include "engine/hub/hub_http.h"
 #include "engine/hub/sha256.h"
 #include "engine/models/synthetic.h"
 #include "hub_test_server.h"
@@ -396,4 +397,16 @@ TEST_CASE("a new queue lists the pulls an earlier one left unfinished: resume or
     CHECK_FALSE(fs::exists(other.path() + "/t/split/main/x-Q8_0-00001-of-00002.gguf"));
     CHECK_FALSE(fs::exists(other.path() + "/t/split/main/x-Q8_0-00002-of-00002.gguf.part"));
     CHECK(library::Library(other.path()).pending_pulls().empty());
+}
+
+// Issue #34: two samples microseconds apart once showed a speed of "6235604.9 TiB/s".
+TEST_CASE("a transfer rate over a moment is unknown (0), then the bytes over the seconds") {
+    hub::http::RateMeter m;
+    m.add(0);
+    m.add(1 << 20);
+    CHECK(m.bytes_per_s() == 0);
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    m.add(2 << 20);
+    CHECK(m.bytes_per_s() > 0);
+    CHECK(m.bytes_per_s() < double(2 << 20) / 0.3);
 }

@@ -7,6 +7,7 @@
 #include <filesystem>
 
 #include "engine/gguf/gguf_writer.h"
+#include "engine/hub/pull_lock.h"
 #include "engine/hub/sha256.h"
 #include "engine/library/library.h"
 #include "engine/models/synthetic.h"
@@ -138,4 +139,26 @@ TEST_CASE("removing a download deletes its files, its partial files and its row"
     CHECK(lib.partial_downloads().size() == 1);
     CHECK(lib.remove_partials("o/n") == 1);
     CHECK(lib.partial_downloads().empty());
+}
+
+// Issue #34: a pull cancelled while another (a process, an app thread) holds a file's lock
+// leaves that file's partial bytes alone; once no one holds it, cancelling removes them.
+TEST_CASE("cancelling a pull leaves the partial file another pull holds") {
+    test::TempDir dir;
+    Library lib(dir.path());
+    const std::string file = lib.file_path("t/m", "main", "m-F32.gguf").string();
+    PendingPull p{"t/m", "main", "F32", {{"m-F32.gguf", file, 1000, std::string(64, 'a')}}, 1000, 0, 0};
+    lib.begin_pull(p);
+    fs::create_directories(fs::path(file).parent_path());
+    test::write_file(file + ".part", "partial bytes");
+    {
+        const hub::PullLock other = hub::PullLock::try_take(file + ".part");
+        REQUIRE(other.owns());
+        CHECK_FALSE(hub::PullLock::try_take(file + ".part").owns());  // one holder at a time
+        lib.discard_pull("t/m", "main", "F32");
+        CHECK(fs::exists(file + ".part"));
+    }
+    lib.begin_pull(p);
+    lib.discard_pull("t/m", "main", "F32");
+    CHECK_FALSE(fs::exists(file + ".part"));
 }

@@ -9,6 +9,7 @@
 
 #include <chrono>
 #include <filesystem>
+#include <future>
 #include <thread>
 
 #include "engine/hub/sha256.h"
@@ -209,4 +210,103 @@ TEST_CASE("Ctrl-C stops ember pull cleanly and keeps the partial file for the ne
     CHECK(rm.exit_code == 0);
     CHECK(rm.out.find("removed 1 partial download of t/m") != std::string::npos);
     CHECK_FALSE(fs::exists(part));
+}
+
+// Issue #34: two pulls of one file at once, against a hub that ignores Range (so a second
+// download would start from byte 0, truncating the first's partial file under it). The second
+// waits for the first (a lock beside the .part), then finds the verified file and leaves it.
+TEST_CASE("two ember pull of one file at once: one downloads, the other waits, the file is written once") {
+    test::HubServer s;
+    test::TempDir models;
+    s.add_file("t/m", "m-F32.gguf", stories());
+    s.set_fault("t/m", {{"ignore_range", true}, {"slow", 0.1}});  // ~2 s for the file
+    point_at(s, models);
+    const std::string final_path = models.path() + "/t/m/main/m-F32.gguf";
+    const auto pull = [] { return test::run_process({EMBER_CLI, "pull", "t/m:F32"}); };
+    auto first = std::async(std::launch::async, pull);
+    std::error_code ec;
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+    while (fs::file_size(final_path + ".part", ec) == 0 || ec) {  // the first is downloading
+        REQUIRE(std::chrono::steady_clock::now() < deadline);
+        std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+    auto second = std::async(std::launch::async, pull);
+    const auto a = first.get(), b = second.get();
+    INFO(a.err, b.err);
+    REQUIRE(a.exit_code == 0);
+    REQUIRE(b.exit_code == 0);
+    CHECK(a.out.find("ready: t/m:F32") != std::string::npos);
+    CHECK(b.out.find("ready: t/m:F32") != std::string::npos);
+    CHECK(b.err.find("is being pulled by another process (pid ") != std::string::npos);
+    CHECK(s.requests_to("/_storage/t/m/m-F32.gguf").size() == 1);  // one download, no second write
+    CHECK(hub::sha256_file(final_path) == hub::sha256_file(stories()));
+    CHECK_FALSE(fs::exists(final_path + ".part"));
+    const auto ls = test::run_process({EMBER_CLI, "ls"});
+    CHECK(ls.out.find("t/m:F32") == ls.out.rfind("t/m:F32"));  // listed once
+}
+
+// Issue #34: a GGUF whose name carries no quantization label is pulled by the planner's choice
+// (by its file), and by name as OWNER/NAME:FILE.gguf.
+TEST_CASE("a file that names no quantization is pulled by its name") {
+    test::HubServer s;
+    test::TempDir models;
+    s.add_file("t/plain", "model.gguf", stories());
+    point_at(s, models);
+    const auto chosen = test::run_process({EMBER_CLI, "pull", "t/plain", "--vram", "8GiB", "--ram", "16GiB"});
+    INFO(chosen.out, chosen.err);
+    REQUIRE(chosen.exit_code == 0);
+    CHECK(chosen.out.find("ready: t/plain:model.gguf") != std::string::npos);
+    CHECK(hub::sha256_file(models.path() + "/t/plain/main/model.gguf") == hub::sha256_file(stories()));
+
+    test::TempDir other;
+    setenv("EMBER_MODELS_DIR", other.path().c_str(), 1);
+    const auto named = test::run_process({EMBER_CLI, "pull", "t/plain:model.gguf"});
+    INFO(named.err);
+    REQUIRE(named.exit_code == 0);
+    CHECK(named.out.find("ready: t/plain:model.gguf") != std::string::npos);
+    const auto missing = test::run_process({EMBER_CLI, "pull", "t/plain:other.gguf"});
+    CHECK(missing.exit_code == 1);
+    CHECK(missing.err.find("has no model file other.gguf; available: ") != std::string::npos);
+}
+
+// Issue #34, the smaller items: a dripped listing is timed out, an oversized one named as such,
+// a size the disk cannot hold refused before a byte is written, a first answer longer than the
+// file not called a resume.
+TEST_CASE("hostile listings and sizes: timed out, refused, and said plainly") {
+    test::HubServer s;
+    test::TempDir models;
+    point_at(s, models);
+    s.add_file("t/drip", "m-F32.gguf", stories());
+    s.set_fault("t/drip", {{"drip_listing", 0.5}});  // a few hundred bytes: minutes if waited on
+    const auto drip =
+        test::run_process({EMBER_CLI, "pull", "t/drip:F32", "--stall-timeout-ms", "1000", "--retries", "1"}, 20000);
+    INFO(drip.err);
+    CHECK_FALSE(drip.timed_out);
+    CHECK(drip.exit_code == 1);
+    CHECK(drip.err.find("was not complete within 1000 ms") != std::string::npos);
+
+    s.add_file("t/huge", "m-F32.gguf", stories());
+    s.set_fault("t/huge", {{"huge_listing", true}});
+    const auto huge = test::run_process({EMBER_CLI, "pull", "t/huge:F32", "--retries", "1"});
+    INFO(huge.err);
+    CHECK(huge.exit_code == 1);
+    CHECK(huge.err.find("is larger than 64 MiB; not read further") != std::string::npos);
+    CHECK(huge.err.find("Failure writing output") == std::string::npos);
+
+    s.add_file("t/pib", "m-F32.gguf", stories());
+    s.set_fault("t/pib", {{"tree_size", {{"m-F32.gguf", uint64_t(1) << 50}}}});
+    const auto pib = test::run_process({EMBER_CLI, "pull", "t/pib:F32"});
+    INFO(pib.err);
+    CHECK(pib.exit_code == 1);
+    CHECK(pib.err.find("not enough free space for t/pib:F32: it needs 1024.0 TiB") != std::string::npos);
+    CHECK(s.requests_to("/_storage/t/pib/").empty());
+    CHECK_FALSE(fs::exists(models.path() + "/t/pib/main/m-F32.gguf.part"));
+
+    s.add_file("t/short", "m-F32.gguf", stories());
+    s.set_fault("t/short", {{"tree_size", {{"m-F32.gguf", 1000}}}});  // the file is longer than listed
+    const auto longer = test::run_process({EMBER_CLI, "pull", "t/short:F32", "--retries", "1"});
+    INFO(longer.err);
+    CHECK(longer.exit_code == 1);
+    CHECK(longer.err.find("the server sent more than the file's 1000 bytes (HTTP 200)") != std::string::npos);
+    CHECK(longer.err.find("answer to a resume") == std::string::npos);
 }

@@ -2,12 +2,19 @@
 // files (deleted, a miss), the byte budget (least recently used first, across restarts), the
 // seed every process shares, and writes that fail.
 #include <doctest/doctest.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
+#include <chrono>
 #include <filesystem>
+#include <future>
+#include <mutex>
 #include <numeric>
 #include <string>
 #include <vector>
 
+#include "engine/core/log.h"
 #include "engine/kv/disk_prefix_store.h"
 #include "kernels/common/error.h"
 #include "test_util.h"
@@ -33,6 +40,49 @@ std::vector<uint8_t> payload(uint8_t tag) {
 }
 DiskPrefixStore open(const TempDir& dir, uint64_t budget = 1 << 20) {
     return DiskPrefixStore(dir.path(), 0x1234, kTokens, kPayload, budget);
+}
+// The engine's log lines while it lives (every level).
+struct LogCapture {
+    std::mutex mutex;
+    std::vector<std::string> lines;
+    LogCapture() {
+        set_log_level(LogLevel::Debug);
+        set_log_sink([this](LogLevel, std::string_view m) {
+            std::lock_guard lock(mutex);
+            lines.emplace_back(m);
+        });
+    }
+    ~LogCapture() {
+        set_log_sink({});
+        set_log_level(LogLevel::Info);
+    }
+    // The lines holding every one of `words`.
+    size_t count(std::initializer_list<std::string_view> words) {
+        std::lock_guard lock(mutex);
+        size_t n = 0;
+        for (const std::string& l : lines) {
+            bool all = true;
+            for (std::string_view w : words) all = all && l.find(w) != std::string::npos;
+            n += all;
+        }
+        return n;
+    }
+};
+fs::path identity_folder(const TempDir& dir) { return fs::path(dir.path()) / "0000000000001234"; }
+// The folders a damaged cache was set aside as.
+std::vector<fs::path> set_aside(const TempDir& dir) {
+    std::vector<fs::path> out;
+    for (const auto& e : fs::directory_iterator(dir.path()))
+        if (e.path().filename().string().starts_with("0000000000001234.damaged-")) out.push_back(e.path());
+    return out;
+}
+// A working store: a block goes in and comes back.
+void check_works(DiskPrefixStore& s) {
+    s.put(1, 0, tokens_from(0), payload(1));
+    s.flush();
+    const auto e = s.get(1, 0, tokens_from(0));
+    REQUIRE(e.has_value());
+    CHECK(e->bytes == payload(1));
 }
 fs::path block_path(const DiskPrefixStore& s, uint64_t hash) {
     char name[32];
@@ -166,4 +216,95 @@ TEST_CASE("writes that fail: blocks are not kept, nothing throws; a folder that 
 
     write_file(dir.file("blocked"), "x");  // a file where the folder should be
     CHECK_THROWS_AS(DiskPrefixStore(dir.file("blocked"), 1, kTokens, kPayload, 1 << 20), Error);
+}
+
+// Issue #34, item 4: a damaged cache never stops or hangs the server; it is set aside.
+TEST_CASE("a FIFO where the seed should be is refused without blocking; the folder is set aside") {
+    TempDir dir;
+    LogCapture log;
+    fs::create_directories(identity_folder(dir));
+    const std::string fifo = (identity_folder(dir) / "seed").string();
+    REQUIRE(mkfifo(fifo.c_str(), 0644) == 0);
+    auto opened = std::async(std::launch::async, [&] {
+        return std::make_unique<DiskPrefixStore>(dir.path(), 0x1234, kTokens, kPayload, 1 << 20);
+    });
+    if (opened.wait_for(std::chrono::seconds(5)) != std::future_status::ready) {
+        FAIL_CHECK("opening the store blocked on the FIFO");
+        ::close(::open(fifo.c_str(), O_WRONLY | O_NONBLOCK));  // lets the blocked open() return
+    }
+    std::unique_ptr<DiskPrefixStore> s = opened.get();
+    const auto aside = set_aside(dir);
+    REQUIRE_EQ(aside.size(), 1u);
+    CHECK(fs::is_fifo(aside.front() / "seed"));  // kept as it was, for a look
+    CHECK(fs::is_regular_file(identity_folder(dir) / "seed"));
+    CHECK_EQ(log.count({"is not a regular file", "set aside as", ".damaged-"}), 1u);
+    check_works(*s);
+}
+
+TEST_CASE("a seed that is a folder, or a file where the cache folder should be: set aside, a fresh cache") {
+    SUBCASE("seed folder") {
+        TempDir dir;
+        LogCapture log;
+        fs::create_directories(identity_folder(dir) / "seed");
+        DiskPrefixStore s = open(dir);
+        CHECK_EQ(set_aside(dir).size(), 1u);
+        CHECK_EQ(log.count({"seed is not a regular file", "set aside as"}), 1u);
+        check_works(s);
+    }
+    SUBCASE("folder is a file") {
+        TempDir dir;
+        LogCapture log;
+        write_file(identity_folder(dir).string(), "not a folder");
+        DiskPrefixStore s = open(dir);
+        const auto aside = set_aside(dir);
+        REQUIRE_EQ(aside.size(), 1u);
+        CHECK(read_file(aside.front().string()) == "not a folder");
+        CHECK_EQ(log.count({"is not a folder", "set aside as"}), 1u);
+        check_works(s);
+    }
+}
+
+TEST_CASE("one bad block costs only itself, and every deletion is logged") {
+    TempDir dir;
+    LogCapture log;
+    {
+        DiskPrefixStore s = open(dir);
+        for (uint64_t h = 1; h <= 5; ++h) s.put(h, h - 1, tokens_from(static_cast<int32_t>(h)), payload(uint8_t(h)));
+        s.flush();
+        REQUIRE_EQ(s.size(), 5u);
+        // As found: one block made sparse at 4 GiB; the next start deleted all of them, silently.
+        fs::resize_file(block_path(s, 3), uint64_t(4) << 30);
+    }
+    DiskPrefixStore s = open(dir, 5 * kFileBytes);
+    CHECK_EQ(s.size(), 4u);
+    CHECK_FALSE(fs::exists(block_path(s, 3)));
+    CHECK_EQ(log.count({"0000000000000003.kvb: 4294967296 bytes, a block has", "deleted"}), 1u);
+    for (uint64_t h : {1, 2, 4, 5}) CHECK(s.get(h, h - 1, tokens_from(static_cast<int32_t>(h))).has_value());
+
+    // A FIFO in a block's place: ignored at once (not waited on), the others stay.
+    fs::remove(block_path(s, 4));
+    REQUIRE(mkfifo(block_path(s, 4).c_str(), 0644) == 0);
+    CHECK_FALSE(s.get(4, 3, tokens_from(4)).has_value());
+    CHECK_EQ(log.count({"0000000000000004.kvb: not a regular file; ignored"}), 1u);
+    CHECK_EQ(s.size(), 3u);
+
+    // Over the budget: the block used longest ago goes, and the log says so.
+    s.put(6, 5, tokens_from(6), payload(6));
+    s.put(7, 6, tokens_from(7), payload(7));
+    s.put(8, 7, tokens_from(8), payload(8));
+    s.flush();
+    CHECK(log.count({"used longest ago deleted, to stay within"}) >= 1u);
+}
+
+TEST_CASE("a block's name taken by a folder: the write fails with its real reason, not 'disk full'") {
+    TempDir dir;
+    LogCapture log;
+    DiskPrefixStore s = open(dir);
+    fs::create_directories(block_path(s, 7));
+    s.put(7, 0, tokens_from(0), payload(7));
+    s.flush();
+    CHECK_FALSE(s.contains(7));
+    CHECK_EQ(log.count({"cannot write a block", "cannot rename it to 0000000000000007.kvb: Is a directory"}), 1u);
+    CHECK_EQ(log.count({"disk full"}), 0u);
+    check_works(s);
 }

@@ -10,9 +10,11 @@
 #include <limits>
 #include <string>
 
+#include "engine/core/log.h"
 #include "engine/gguf/gguf_writer.h"
 #include "engine/models/model_config.h"
 #include "engine/runtime/model.h"
+#include "engine/tokenizer/tokenizer.h"
 #include "kernels/backend_loader.h"
 #include "kernels/common/error.h"
 #include "test_data.h"
@@ -200,4 +202,57 @@ TEST_CASE("device cuda without a usable GPU is an error, not a quiet CPU run") {
     }
     o.device = BackendPreference::Auto;  // falls back to the CPU, no error
     CHECK(load_error(o).empty());
+}
+
+// Issue #34: llama.vocab_size = 10 beside a 512-token list was accepted.
+TEST_CASE("a vocab_size that disagrees with the token list is refused with both numbers") {
+    const std::string bad =
+        stories_with("vocab-size", [](GgufWriter& w) { w.set("llama.vocab_size", GgufValue::u32(10)); });
+    const std::string e = config_error(bad);
+    CHECK(contains(e,
+                   "llama.vocab_size is 10, but token_embd.weight has 512 rows and tokenizer.ggml.tokens 512 entries"));
+    CHECK(contains(load_error(bad), "llama.vocab_size is 10"));
+    const std::string good =
+        stories_with("vocab-size-ok", [](GgufWriter& w) { w.set("llama.vocab_size", GgufValue::u32(512)); });
+    CHECK(config_error(good).empty());
+    std::filesystem::remove(bad);
+    std::filesystem::remove(good);
+}
+
+// Issue #34: an out-of-range BOS id was dropped without the warning EOS got. Every special id
+// that is no token (past the vocab, or negative other than -1) is ignored with a warning.
+TEST_CASE("special ids that are no token are ignored with a warning, BOS as EOS") {
+    struct Case {
+        const char* key;
+        GgufValue value;
+        const char* said;
+    };
+    const Case cases[] = {
+        {"tokenizer.ggml.bos_token_id", GgufValue::u32(600), "ignoring bos id 600 outside the vocab of 512"},
+        {"tokenizer.ggml.eos_token_id", GgufValue::u32(600), "ignoring eos id 600 outside the vocab of 512"},
+        {"tokenizer.ggml.bos_token_id", GgufValue::i32(-7),
+         "ignoring tokenizer.ggml.bos_token_id = -7, not a token id"},
+        {"tokenizer.ggml.eos_token_id", GgufValue::i32(-7),
+         "ignoring tokenizer.ggml.eos_token_id = -7, not a token id"},
+    };
+    for (const Case& c : cases) {
+        CAPTURE(c.said);
+        const std::string path = stories_with("special-id", [&](GgufWriter& w) { w.set(c.key, c.value); });
+        std::vector<std::string> said;
+        set_log_sink([&](LogLevel, std::string_view m) { said.emplace_back(m); });
+        const auto t = Tokenizer::from_gguf(GgufFile::open(path));
+        set_log_sink({});
+        bool found = false;
+        for (const std::string& m : said) found = found || contains(m, c.said);
+        CHECK(found);
+        std::filesystem::remove(path);
+    }
+    std::vector<std::string> said;  // -1 is the file's way to say "none": nothing to warn about
+    const std::string none =
+        stories_with("no-eos", [](GgufWriter& w) { w.set("tokenizer.ggml.eos_token_id", GgufValue::i32(-1)); });
+    set_log_sink([&](LogLevel, std::string_view m) { said.emplace_back(m); });
+    const auto t = Tokenizer::from_gguf(GgufFile::open(none));
+    set_log_sink({});
+    CHECK(said.empty());
+    std::filesystem::remove(none);
 }

@@ -5,15 +5,22 @@ import json
 import re
 import signal
 import subprocess
+import threading
 import time
 import urllib.request
 
 
 class EmberServe:
-    def __init__(self, ember, model, *extra):
+    def __init__(self, ember, model, *extra, stderr=None, start_timeout=None):
+        """start_timeout: seconds to print the URL in, else the process is killed (a hang fails)."""
         self.proc = subprocess.Popen([ember, "serve", model, "--port", "0", *extra], stdout=subprocess.PIPE,
-                                     text=True)
+                                     stderr=stderr, text=True)
+        timer = threading.Timer(start_timeout, self.proc.kill) if start_timeout else None
+        if timer:
+            timer.start()
         line = self.proc.stdout.readline()
+        if timer:
+            timer.cancel()
         m = re.search(r"(http://[0-9.]+:[0-9]+)", line)
         if not m:
             self.proc.kill()

@@ -376,8 +376,8 @@ TEST_CASE("apiKeyIsRequiredWhenSet") {
     REQUIRE(none);
     CHECK(none->status == 401);
     CHECK(json::parse(none->body)["error"]["code"] == "invalid_api_key");
-    for (const char* wrong :
-         {"Bearer sk-test-12", "Bearer sk-test-1234", "Bearer ", "sk-test-123", "Basic sk-test-123"}) {
+    for (const char* wrong : {"Bearer sk-test-12", "Bearer sk-test-1234", "Bearer ", "sk-test-123", "Basic sk-test-123",
+                              "Bearersk-test-123", "Bearer\tsk-test-123"}) {
         CAPTURE(wrong);
         auto r = c.Post("/v1/completions", {{"Authorization", wrong}}, body, "application/json");
         REQUIRE(r);
@@ -386,9 +386,13 @@ TEST_CASE("apiKeyIsRequiredWhenSet") {
     auto models = c.Get("/v1/models");
     REQUIRE(models);
     CHECK(models->status == 401);
-    auto ok = c.Post("/v1/completions", {{"Authorization", "Bearer sk-test-123"}}, body, "application/json");
-    REQUIRE(ok);
-    CHECK(ok->status == 200);
+    // RFC 9110: the scheme's name is case-insensitive, and more than one space may follow it.
+    for (const char* right : {"Bearer sk-test-123", "bearer sk-test-123", "BEARER  sk-test-123"}) {
+        CAPTURE(right);
+        auto ok = c.Post("/v1/completions", {{"Authorization", right}}, body, "application/json");
+        REQUIRE(ok);
+        CHECK(ok->status == 200);
+    }
     auto health = c.Get("/health");  // supervisors need no key
     REQUIRE(health);
     CHECK(health->status == 200);

@@ -1,0 +1,217 @@
+#!/usr/bin/env python3
+"""`ember serve` under hostile clients (issue #34), each a real process or socket on 127.0.0.1:
+
+slowloris      32 connections trickle a header byte every 250 ms from 127.0.0.1, the address
+               /health is asked from too (as found: /health then timed out for a minute). While
+               they run, /health and /metrics (in turn, every 100 ms) answer in under 1 s; each is cut with 408
+               once --read-deadline-ms (1.5 s here) has passed, none lives on; /metrics counts
+               the 32 answers 408.
+per-address    4 such connections from 127.0.0.2 against --max-client-connections 4: a 5th
+               connection from 127.0.0.2 (GET /health) waits for a slot until they are cut (over
+               1 s; 503 had its own deadline passed first), while /health from 127.0.0.1 is
+               answered at once. With 4 served and 16 (4x the cap) waiting, one more from
+               127.0.0.2 is refused with 503 at once; /metrics counts every 503.
+header flood   300 MB of 1 KiB header lines on one GET /health (as found: read in full, answered
+               200, 620 MB of resident memory gained for good): answered 431 after the 64 KiB
+               limit, the connection closed long before 300 MB went, resident memory within 10 %
+               of its level before. Also 431: 200 short header lines; one 100 KiB header.
+keep-alive     the deadline starts again for each request of a kept-alive connection: three
+               requests 1 s apart on one connection (deadline 1.5 s) are all answered.
+SIGTERM        with 8 slowloris connections open (default 10 s deadline) the server still exits 0
+               within 3 s.
+
+Standard library only. Exits non-zero on the first failed check."""
+import argparse
+import sys
+import threading
+import time
+
+from attackers import HealthProbe, Slowloris, connect, flood, rss_bytes, status_of, threads_of
+from ember_serve import EmberServe
+
+DEADLINE_MS = 1500
+
+
+class Failure(Exception):
+    pass
+
+
+def check(ok, what):
+    if not ok:
+        raise Failure(what)
+
+
+def port_of(server):
+    return int(server.url.rsplit(":", 1)[1])
+
+
+def raw(port, data, source=None, timeout=10):
+    s = connect(port, source, timeout)
+    s.sendall(data)
+    reply = b""
+    try:
+        while True:
+            d = s.recv(65536)
+            if not d:
+                break
+            reply += d
+    except OSError:
+        pass
+    s.close()
+    return reply
+
+
+def answers_counted(port, status):
+    """The answers of this status /metrics counts, over every endpoint."""
+    metrics = raw(port, b"GET /metrics HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n").decode()
+    return sum(int(line.split()[-1]) for line in metrics.splitlines()
+               if line.startswith("ember_http_requests_total{") and f'status="{status}"' in line)
+
+
+def slowloris_from_the_same_address(port):
+    probe = HealthProbe(port).start()
+    attack = Slowloris(port, 32, interval=0.25, reconnect=False).start()
+    time.sleep(3 * DEADLINE_MS / 1000)  # every connection cut by now
+    ended = attack.stop()
+    probe.stop()
+    print(f"slowloris, 32 connections from 127.0.0.1: /health and /metrics {len(probe.latencies)} times, slowest "
+          f"{probe.worst() * 1000:.0f} ms; the connections ended {ended}")
+    check(not probe.failures, f"/health or /metrics failed under slowloris: {probe.failures[:3]}")
+    check(probe.worst() < 1.0, f"/health took {probe.worst():.2f} s under slowloris")
+    check(ended == {408: 32}, f"slowloris connections not all cut with 408 at the deadline: {ended}")
+    counted = answers_counted(port, 408)
+    check(counted == 32, f"/metrics counts {counted} answers 408, not 32")
+
+
+def timed_health(port, source):
+    t0 = time.monotonic()
+    reply = raw(port, b"GET /health HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n", source)
+    return status_of(reply), time.monotonic() - t0
+
+
+def slowloris_over_the_address_cap(port):
+    attack = Slowloris(port, 4, source="127.0.0.2", interval=0.25, reconnect=False).start()
+    time.sleep(0.3)  # the 4 slots of 127.0.0.2 are taken
+    other = {}
+    elsewhere = threading.Thread(target=lambda: other.update(r=timed_health(port, "127.0.0.1")))
+    elsewhere.start()
+    status, waited = timed_health(port, "127.0.0.2")  # waits for a slot: the attack's end
+    elsewhere.join()
+    time.sleep(0.5)
+    ended = attack.stop()
+    print(f"4 slowloris connections from 127.0.0.2, 4 allowed: /health from 127.0.0.2 answered {status} after "
+          f"{waited * 1000:.0f} ms, from 127.0.0.1 {other['r'][0]} after {other['r'][1] * 1000:.0f} ms; "
+          f"the attack's connections ended {ended}")
+    check(status == 200 and waited >= 1.0,
+          f"a 5th connection from 127.0.0.2 was served at once ({status} after {waited:.2f} s): no cap")
+    check(other["r"][0] == 200 and other["r"][1] < 1.0, f"/health from 127.0.0.1 held up: {other['r']}")
+    check(ended == {408: 4}, f"the attack's connections: {ended}")
+
+    # Waiting connections hold threads too: at most 4x the cap may wait, more are refused at once.
+    served = Slowloris(port, 4, source="127.0.0.2", interval=0.25, reconnect=False).start()
+    time.sleep(0.3)
+    waiting = Slowloris(port, 16, source="127.0.0.2", interval=0.25, reconnect=False).start()
+    time.sleep(0.3)
+    status, secs = timed_health(port, "127.0.0.2")
+    time.sleep(2 * DEADLINE_MS / 1000)
+    a, b = served.stop(), waiting.stop()
+    ended = {k: a.get(k, 0) + b.get(k, 0) for k in set(a) | set(b)}
+    print(f"4 served and 16 waiting from 127.0.0.2: one more refused with {status} after {secs * 1000:.0f} ms; "
+          f"the 20 ended {ended}")
+    check(status == 503 and secs < 0.5, f"a connection beyond 4x the cap waiting: {status} after {secs:.2f} s")
+    check(sum(ended.values()) == 20, f"the 20 connections: {ended}")
+    refused = answers_counted(port, 503)
+    check(refused == 1 + ended.get(503, 0), f"/metrics counts {refused} answers 503, not {1 + ended.get(503, 0)}")
+
+
+def header_flood(server, port):
+    raw(port, b"GET /health HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")  # warm
+    before = rss_bytes(server.pid)
+    t0 = time.monotonic()
+    status, sent = flood(port, 300 << 20)
+    secs = time.monotonic() - t0
+    time.sleep(1.5)  # the extra threads end after a second without work
+    after = rss_bytes(server.pid)
+    print(f"header flood: answered {status} after {sent >> 10} KiB sent (of 300 MiB) in {secs:.2f} s; "
+          f"RSS {before >> 10} KiB before, {after >> 10} KiB after ({(after - before) / before * 100:+.1f} %)")
+    check(status == 431, f"a header flood was answered {status}, not 431")
+    check(sent < 32 << 20, f"the server read {sent >> 20} MiB of headers")
+    check(after <= before * 1.10, f"RSS grew from {before >> 10} KiB to {after >> 10} KiB")
+
+    many = raw(port, b"GET /health HTTP/1.1\r\n" + b"X-A: b\r\n" * 200 + b"\r\n")
+    check(status_of(many) == 431 and b'"code":"headers_too_large"' in many, f"200 header lines: {many[:300]!r}")
+    long_line = raw(port, b"GET /health HTTP/1.1\r\nX-Long: " + b"l" * (100 << 10) + b"\r\n\r\n")
+    check(status_of(long_line) == 431, f"a 100 KiB header: {long_line[:120]!r}")
+    fine = raw(port, b"GET /health HTTP/1.1\r\n" + b"X-A: b\r\n" * 100 + b"Connection: close\r\n\r\n")
+    check(status_of(fine) == 200, f"100 header lines are allowed: {fine[:120]!r}")
+
+
+def read_response(s):
+    """One whole response (head and Content-Length body) from a kept-alive connection."""
+    data = b""
+    while b"\r\n\r\n" not in data:
+        d = s.recv(65536)
+        if not d:
+            return data
+        data += d
+    head, _, body = data.partition(b"\r\n\r\n")
+    length = next((int(line.split(b":")[1]) for line in head.split(b"\r\n")
+                   if line.lower().startswith(b"content-length:")), 0)
+    while len(body) < length:
+        d = s.recv(65536)
+        if not d:
+            break
+        body += d
+    return head + b"\r\n\r\n" + body
+
+
+def keep_alive_requests_each_get_the_deadline(port):
+    s = connect(port)
+    for i in range(3):
+        s.sendall(b"GET /health HTTP/1.1\r\nHost: x\r\n\r\n")
+        reply = read_response(s)
+        check(status_of(reply) == 200, f"kept-alive request {i}: {reply[:100]!r}")
+        time.sleep(1.0)
+    s.close()
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--ember", required=True)
+    ap.add_argument("--model", required=True)
+    args = ap.parse_args()
+    server = EmberServe(args.ember, args.model, "--read-deadline-ms", str(DEADLINE_MS))
+    try:
+        port = port_of(server)
+        slowloris_from_the_same_address(port)
+        header_flood(server, port)
+        keep_alive_requests_each_get_the_deadline(port)
+        print(f"server threads after the attacks: {threads_of(server.pid)}")
+    finally:
+        code = server.stop()
+    check(code == 0, f"ember serve exited {code} on SIGTERM")
+    capped = EmberServe(args.ember, args.model, "--read-deadline-ms", str(DEADLINE_MS), "--max-client-connections", "4")
+    try:
+        slowloris_over_the_address_cap(port_of(capped))
+    finally:
+        code = capped.stop()
+    check(code == 0, f"ember serve exited {code} on SIGTERM")
+    # SIGTERM while slow connections are being read: the default 10 s deadline is not waited for.
+    server = EmberServe(args.ember, args.model)
+    attack = Slowloris(port_of(server), 8, reconnect=False).start()
+    time.sleep(0.5)
+    t0 = time.monotonic()
+    code = server.stop()
+    secs = time.monotonic() - t0
+    attack.stop()
+    print(f"SIGTERM with 8 slowloris connections open: exit {code} after {secs:.2f} s")
+    check(code == 0 and secs < 3.0, f"SIGTERM with slow connections open: exit {code} after {secs:.1f} s")
+    print("hostile clients: passed")
+
+
+if __name__ == "__main__":
+    try:
+        main()
+    except Failure as e:
+        print(f"FAILED: {e}", file=sys.stderr)
+        sys.exit(1)
