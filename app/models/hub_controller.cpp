@@ -42,6 +42,10 @@ QVariantMap choice_row(const hub::ModelChoice& c) {
             {QStringLiteral("partFiles"), part_files},  // a split model's parts, for the fit check
             {QStringLiteral("partSizes"), part_sizes},
             {QStringLiteral("file"), text(c.files.front().path)},
+            {QStringLiteral("sha256"), text(c.files.front().sha256)},  // the first part's, as the library keeps it
+            {QStringLiteral("libraryId"), QVariant::fromValue<qint64>(0)},
+            {QStringLiteral("localPath"), QString()},
+            {QStringLiteral("pulling"), false},
             {QStringLiteral("parts"), static_cast<int>(c.files.size())},
             {QStringLiteral("size"), static_cast<double>(c.total_bytes())},
             {QStringLiteral("sizeText"), bytes_text(c.total_bytes())},
@@ -82,8 +86,8 @@ HubController::HubController(QString models_dir, QString token_file, QObject* pa
       token_(std::move(token_file)),
       catalog_({"name", "repo", "parameters", "architecture", "licence", "description"}, "repo"),
       search_({"repo", "downloads", "likes"}, "repo"),
-      files_({"quant", "file", "partFiles", "partSizes", "parts", "size", "sizeText", "badge", "badgeText", "reason",
-              "best", "checked"},
+      files_({"quant", "file", "sha256", "libraryId", "localPath", "pulling", "partFiles", "partSizes", "parts", "size",
+              "sizeText", "badge", "badgeText", "reason", "best", "checked"},
              "quant"),
       downloads_(kDownloadRoles, "id") {
     net_.setMaxThreadCount(2);
@@ -171,6 +175,7 @@ void HubController::list_files(quint64 gen, const QString& repo) {
             } else if (out.value->empty()) {
                 files_error_ = tr("%1 has no GGUF model files.").arg(repo);
             } else {
+                for (QVariantMap& row : *out.value) row.insert(local_fields(row));
                 files_.set_rows(*out.value);
                 checking_fit_ = true;
                 check_fit(gen, repo, std::move(*out.value));
@@ -203,15 +208,17 @@ FitAnswer judge_files(const hub::HubConfig& cfg, const std::string& repo, const 
         const std::string bytes = hub.fetch_range(repo, "main", path, 0, n);
         return std::vector<uint8_t>(bytes.begin(), bytes.end());
     };
-    const fit::QuantChoice choice = fit::choose_from_listing(listed, prefix, budget, fit::ChoiceOptions{});
+    const fit::ChoiceOptions options;
+    const fit::QuantChoice choice = fit::choose_from_listing(listed, prefix, budget, options);
     FitAnswer a;
-    a.summary = text(choice.reason);
+    a.summary = plain_choice(choice, options);
     a.budget = describe_budget(budget, !vram.trimmed().isEmpty(), !ram.trimmed().isEmpty());
     for (size_t i = 0; i < choice.ranked.size(); ++i) {
         const fit::RankedFile& f = choice.ranked[i];
         for (const QVariantMap& r : rows) {
             if (r.value("file").toString().toStdString() != f.path) continue;
-            QVariantMap u = badge_fields(f, choice.chosen == i, a.summary);
+            const bool best = choice.chosen == i;
+            QVariantMap u = badge_fields(f, best, best ? choice.plan : f.plan);
             u[QStringLiteral("quant")] = r.value("quant");
             a.updates.push_back(std::move(u));
         }
@@ -263,7 +270,52 @@ void HubController::with_queue(F f) {
     });
 }
 
+// The library model with this file's bytes: the same repository and quantization, or the
+// same SHA-256 (a file published under another name, or imported).
+QVariantMap HubController::local_fields(const QVariantMap& file) const {
+    const QString sha = file.value("sha256").toString();
+    for (const QVariantMap& m : local_) {
+        if (!m.value("present").toBool()) continue;
+        const bool same_name = m.value("name").toString() == repo_ + ':' + file.value("quant").toString();
+        if (same_name || (!sha.isEmpty() && m.value("sha256").toString() == sha))
+            return {{"libraryId", m.value("id")}, {"localPath", m.value("path")}};
+    }
+    return {{"libraryId", QVariant::fromValue<qint64>(0)}, {"localPath", QString()}};
+}
+
+void HubController::setLibraryModels(const std::vector<QVariantMap>& models) {
+    local_ = models;
+    for (const QVariantMap& row : files_.rows()) {
+        QVariantMap u = local_fields(row);
+        u.insert("quant", row.value("quant"));
+        files_.upsert(u);
+    }
+}
+
+// A pull of this model that has not ended (queued, running or paused): its id, or -1.
+qint64 HubController::pull_of(const QString& repo, const QString& quant) const {
+    for (const QVariantMap& d : downloads_.rows()) {
+        const QString s = d.value("state").toString();
+        const bool ongoing = s == "queued" || s == "listing" || s == "downloading" || s == "paused";
+        if (ongoing && d.value("repo").toString() == repo && d.value("quant").toString() == quant)
+            return d.value("id").toLongLong();
+    }
+    return -1;
+}
+
 void HubController::download(const QString& repo, const QString& quant) {
+    // Never a second copy: a model in the library is loaded from there (the page offers Load),
+    // and a pull already under way is resumed, not started again.
+    const QString key = repo + ':' + quant;
+    if (requested_.contains(key)) return;  // asked for, its first progress not back yet
+    if (const qint64 id = pull_of(repo, quant); id >= 0) return resume(id);
+    for (const QVariantMap& m : local_)
+        if (m.value("present").toBool() && m.value("name").toString() == key) return;
+    if (repo == repo_)
+        if (const QVariantMap row = files_.find(quant); !row.isEmpty() && row.value("libraryId").toLongLong() > 0)
+            return;
+    requested_.insert(key);
+    set_pulling(repo, quant, true);
     with_queue([this, r = repo.toStdString(), q = quant.toStdString()](hub::DownloadQueue& queue) {
         const uint64_t id = queue.enqueue(r, q);
         const hub::PullProgress p = queue.progress(id);
@@ -282,9 +334,16 @@ void HubController::cancel(qint64 id) {
     with_queue([id](hub::DownloadQueue& q) { q.cancel(uint64_t(id)); });
 }
 
+void HubController::set_pulling(const QString& repo, const QString& quant, bool pulling) {
+    if (repo == repo_ && files_.indexOf(quant) >= 0) files_.upsert({{"quant", quant}, {"pulling", pulling}});
+}
+
 void HubController::on_progress(uint64_t id, const hub::PullProgress& p) {
     const QString before = downloads_.find(QVariant::fromValue<qint64>(qint64(id))).value("state").toString();
     downloads_.upsert(download_row(id, p));
+    const QString repo = text(p.repo), quant = text(p.quant);
+    requested_.remove(repo + ':' + quant);
+    set_pulling(repo, quant, pull_of(repo, quant) >= 0);
     const QString state = text(hub::pull_state_name(p.state));
     if (state == before) return;
     emit downloadsChanged();

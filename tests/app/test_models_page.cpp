@@ -25,6 +25,7 @@
 #include <sys/stat.h>
 
 #include <fstream>
+#include <functional>
 #include <memory>
 
 #include "app/desktop/app_context.h"
@@ -32,9 +33,12 @@
 #include "app/models/catalog.h"
 #include "app/models/fit_badge.h"
 #include "engine/fit/quant_choice.h"
+#include "engine/gguf/gguf.h"
 #include "engine/gguf/gguf_split.h"
 #include "engine/gguf/gguf_writer.h"
+#include "engine/quant/quant_targets.h"
 #include "engine/quant/quantizer.h"
+#include "kernels/common/format.h"
 #include "test_paths.h"
 
 Q_IMPORT_QML_PLUGIN(Ember_UiPlugin)
@@ -100,7 +104,7 @@ class TestModelsPage : public QObject {
         const QString repo = repo_dir(kRepo);
         QVERIFY(QDir().mkpath(repo));
         QVERIFY(QFile::copy(src, repo + "/stories260K-F32.gguf"));
-        for (const char* type : {"Q8_0", "Q4_0"}) {
+        for (const char* type : {"Q8_0", "Q4_0", "Q5_0"}) {
             ember::QuantizeOptions o;
             o.input = src.toStdString();
             o.output = (repo + "/stories260K-" + type + ".gguf").toStdString();
@@ -121,10 +125,14 @@ class TestModelsPage : public QObject {
         for (uint32_t i = 0; i < 2; ++i)
             parts[i].write_file(
                 ember::split_part_name((repo_dir(kSplitRepo) + "/stories260K-Q8_0").toStdString(), i + 1, 2));
-        for (const QString& r : {kStallRepo, kDropRepo, kGatedRepo, kResumeRepo, kDiscardRepo}) {
+        for (const QString& r : {kStallRepo, kDropRepo, kResumeRepo, kDiscardRepo}) {
             QVERIFY(QDir().mkpath(repo_dir(r)));
             QVERIFY(QFile::copy(src, repo_dir(r) + "/stories260K-F32.gguf"));
         }
+        // The gated repository's file has bytes of its own: the page would offer Load for a
+        // file whose bytes the library has under another name.
+        QVERIFY(QDir().mkpath(repo_dir(kGatedRepo)));
+        QVERIFY(QFile::rename(repo + "/stories260K-Q5_0.gguf", repo_dir(kGatedRepo) + "/stories260K-Q5_0.gguf"));
         // The server sends kStallBytes, then nothing: the client sees a download in flight.
         write_json(repo_dir(kStallRepo) + "/.fault", {{"stall_after", kStallBytes}, {"times", 1}});
         write_json(repo_dir(kDropRepo) + "/.fault", {{"stall_after", kStallBytes}, {"times", 100}});
@@ -172,6 +180,56 @@ class TestModelsPage : public QObject {
         for (int i = 0; i < rows.count(); ++i)
             if (rows.get(i).value("name").toString() == name) return rows.get(i);
         return {};
+    }
+
+    // Every control the page shows (buttons, text fields, combo boxes) and every one-line
+    // label: on screen at the window's size, a button at its full width (squeezed below its
+    // implicit width, it clips its text), and a label's text within its box. A control in a list
+    // counts when its row is in the list's viewport (the others are a scroll away).
+    void check_reachable(QQuickItem* root, const QString& where) {
+        const QRectF win(0, 0, window_->width(), window_->height());
+        int controls = 0;
+        std::function<void(QQuickItem*, QRectF)> walk = [&](QQuickItem* item, QRectF clip) {
+            if (!item->isVisible() || item->opacity() == 0) return;
+            const QRectF r = item->mapRectToScene(QRectF(0, 0, item->width(), item->height()));
+            if (item->clip()) clip = clip.intersected(r);
+            const bool control = item->inherits("QQuickAbstractButton") || item->inherits("QQuickTextField") ||
+                                 item->inherits("QQuickComboBox");
+            const bool shown = r.bottom() > clip.top() && r.top() < clip.bottom();
+            if (control && shown) {
+                ++controls;
+                const QString what = QStringLiteral("%1: %2 \"%3\" at %4,%5 %6x%7 (implicit width %8) in %9x%10")
+                                         .arg(where, item->objectName(), item->property("text").toString())
+                                         .arg(r.x()).arg(r.y()).arg(r.width()).arg(r.height())
+                                         .arg(item->implicitWidth()).arg(win.width()).arg(win.height());
+                QVERIFY2(r.left() >= win.left() - 0.5 && r.right() <= win.right() + 0.5, qPrintable(what));
+                QVERIFY2(r.top() >= win.top() - 0.5 && r.bottom() <= win.bottom() + 0.5, qPrintable(what));
+                QVERIFY2(r.width() >= 20, qPrintable(what));
+                if (item->inherits("QQuickButton")) QVERIFY2(r.width() >= item->implicitWidth() - 1, qPrintable(what));
+            }
+            if (shown && item->inherits("QQuickText") && item->property("elide").toInt() == 0 &&
+                item->property("wrapMode").toInt() == 0 && !item->property("text").toString().isEmpty()) {
+                const double content = item->property("contentWidth").toDouble();
+                const QString what = QStringLiteral("%1: label \"%2\" %3 px wide in a %4 px box at x %5")
+                                         .arg(where, item->property("text").toString())
+                                         .arg(content).arg(item->width()).arg(r.x());
+                QVERIFY2(content <= item->width() + 1, qPrintable(what));
+                QVERIFY2(r.left() >= -0.5 && r.left() + content <= win.right() + 0.5, qPrintable(what));
+            }
+            for (QQuickItem* c : item->childItems()) {
+                walk(c, clip);
+                if (QTest::currentTestFailed()) return;
+            }
+        };
+        walk(root, win);
+        QVERIFY2(controls > 0, qPrintable(where + ": no controls found"));
+        qInfo("%s: %d controls on screen", qPrintable(where), controls);
+    }
+
+    QQuickItem* item_in(QObject* popup, const QString& name) {
+        for (const char* part : {"contentItem", "footer"})
+            if (QQuickItem* hit = find_item(popup->property(part).value<QQuickItem*>(), name)) return hit;
+        return nullptr;
     }
 
 private slots:
@@ -263,11 +321,15 @@ private slots:
             bytes.resize(size_t(in.gcount()));
             return bytes;
         };
+        const ember::fit::ChoiceOptions options;
         const ember::fit::QuantChoice want =
-            ember::fit::choose_from_listing(listed, local, resolve_budget(kVram, kRam), ember::fit::ChoiceOptions{});
+            ember::fit::choose_from_listing(listed, local, resolve_budget(kVram, kRam), options);
         QVERIFY(want.chosen.has_value());
-        QCOMPARE(ctx_->hub.fitSummary(), QString::fromStdString(want.reason));
-        QCOMPARE(text_of(page_, "fitSummary"), "Recommended: " + QString::fromStdString(want.reason));
+        // The page's words are plain (what happens), the planner's decision the same.
+        const QString summary = plain_choice(want, options);
+        QVERIFY2(summary.startsWith(QString::fromStdString(want.ranked[*want.chosen].quant) + ": "), qPrintable(summary));
+        QCOMPARE(ctx_->hub.fitSummary(), summary);
+        QCOMPARE(text_of(page_, "fitSummary"), "Recommended: " + summary);
 
         for (size_t i = 0; i < want.ranked.size(); ++i) {
             const ember::fit::RankedFile& f = want.ranked[i];
@@ -275,8 +337,21 @@ private slots:
             QQuickItem* row = find_item(page_, "file_" + QString::fromStdString(f.quant));
             QVERIFY2(row, f.quant.c_str());
             const bool best = want.chosen == i;
-            QCOMPARE(text_of(row, "badge"), badge_label(f.plan->placement));
-            QCOMPARE(text_of(row, "reason"), QString::fromStdString(best ? want.reason : f.note));
+            const ember::fit::FitPlan& plan = best ? *want.plan : *f.plan;
+            QCOMPARE(text_of(row, "badge"), badge_label(plan.placement));
+            const QString reason = text_of(row, "reason");
+            QCOMPARE(reason, plain_reason(plan));
+            // What happens, with the numbers: no rule, no planner jargon.
+            const char* opening = plan.placement == ember::fit::Placement::Gpu     ? "Runs fully on your GPU: "
+                                  : plan.placement == ember::fit::Placement::Split ? "Runs partly on your GPU ("
+                                  : plan.placement == ember::fit::Placement::Cpu   ? "Too big for your GPU; fits in RAM"
+                                                                                   : "Too large for this machine";
+            QVERIFY2(reason.startsWith(QLatin1String(opening)), qPrintable(reason));
+            QVERIFY2(reason.contains(QStringLiteral("MiB")) || reason.contains(QStringLiteral("KiB")), qPrintable(reason));
+            QVERIFY2(reason.contains(QStringLiteral("for chats up to %1 tokens").arg(plan.n_ctx)), qPrintable(reason));
+            for (const char* jargon : {"or better", "layers on the GPU with", "offload"})
+                QVERIFY2(!reason.contains(QLatin1String(jargon)) && !summary.contains(QLatin1String(jargon)),
+                         qPrintable(reason + " / " + summary));
             QCOMPARE(find_item(row, "bestLabel")->isVisible(), best);
             qInfo("%s: [%s] %s", f.quant.c_str(), qPrintable(text_of(row, "badge")),
                   qPrintable(text_of(row, "reason")));
@@ -301,6 +376,42 @@ private slots:
         QCOMPARE(sha256_of(m.value("path").toString()), sha256_of(repo_dir(kRepo) + "/stories260K-Q8_0.gguf"));
         QCOMPARE(m.value("source").toString(), QStringLiteral("downloaded"));
         QVERIFY(ctx_->model_list.indexOfPath(m.value("path").toString()) >= 0);  // the chat's picker
+    }
+
+    // A model in the library shows as such in Discover (Load, not Download), and asking for
+    // it again, or twice in a row for a new one, never adds a second row anywhere.
+    void discoverShowsWhatIsInTheLibrary() {
+        page_->setProperty("tab", 0);
+        QSignalSpy checked(&ctx_->hub, &HubController::fitChecked);
+        ctx_->hub.openRepo(kRepo);
+        QVERIFY(checked.wait(60'000));
+        const qint64 q8 = library_row(kRepo + ":Q8_0").value("id").toLongLong();
+        QVERIFY(q8 > 0);
+        QQuickItem* have = find_item(page_, QStringLiteral("file_Q8_0"));
+        QVERIFY(have);
+        QTRY_COMPARE(text_of(have, "downloadButton"), QStringLiteral("Load"));
+        QVERIFY(find_item(have, "inLibraryLabel")->isVisible());
+        QCOMPARE(ctx_->hub.file_rows().find(QStringLiteral("Q8_0")).value("libraryId").toLongLong(), q8);
+        QCOMPARE(text_of(find_item(page_, QStringLiteral("file_Q4_0")), "downloadButton"), QStringLiteral("Download"));
+        QVERIFY(!find_item(find_item(page_, QStringLiteral("file_Q4_0")), "inLibraryLabel")->isVisible());
+
+        const int downloads = ctx_->hub.download_rows().count(), models = ctx_->library.rows().count();
+        ctx_->hub.download(kRepo, QStringLiteral("Q8_0"));  // what a stale Download button would do
+        QTest::qWait(500);
+        QCOMPARE(ctx_->hub.download_rows().count(), downloads);
+
+        QSignalSpy done(&ctx_->hub, &HubController::modelDownloaded);
+        ctx_->hub.download(kRepo, QStringLiteral("Q4_0"));
+        ctx_->hub.download(kRepo, QStringLiteral("Q4_0"));  // a double click
+        QTRY_COMPARE(text_of(find_item(page_, QStringLiteral("file_Q4_0")), "downloadButton"),
+                     QStringLiteral("Downloading…"));
+        QVERIFY(done.wait(60'000));
+        QTRY_COMPARE(text_of(find_item(page_, QStringLiteral("file_Q4_0")), "downloadButton"), QStringLiteral("Load"));
+        ctx_->hub.download(kRepo, QStringLiteral("Q4_0"));
+        QTest::qWait(500);
+        QCOMPARE(ctx_->hub.download_rows().count(), downloads + 1);
+        QCOMPARE(ctx_->library.rows().count(), models + 1);
+        QCOMPARE(done.count(), 1);
     }
 
     // A transfer the server holds mid-file: its bar shows the bytes so far; pause keeps them,
@@ -381,9 +492,9 @@ private slots:
         QCOMPARE(ctx_->hub.filesError(), QString());
         QCOMPARE(ctx_->hub.file_rows().count(), 1);
         QSignalSpy done(&ctx_->hub, &HubController::modelDownloaded);
-        ctx_->hub.download(kGatedRepo, QStringLiteral("F32"));
+        ctx_->hub.download(kGatedRepo, QStringLiteral("Q5_0"));
         QVERIFY(done.wait(60'000));
-        QCOMPARE(done.first().first().toString(), kGatedRepo + ":F32");
+        QCOMPARE(done.first().first().toString(), kGatedRepo + ":Q5_0");
         const auto api = requests_to("/api/models/" + kGatedRepo);
         const auto resolve = requests_to('/' + kGatedRepo + "/resolve/");
         const auto storage = requests_to("/_storage/" + kGatedRepo);
@@ -471,7 +582,7 @@ private slots:
         QVERIFY2(ctx_->hub.fitSummary().startsWith(QStringLiteral("Q8_0: ")), qPrintable(ctx_->hub.fitSummary()));
         QQuickItem* item = find_item(page_, QStringLiteral("file_Q8_0"));
         QVERIFY(item);
-        QCOMPARE(text_of(item, "reason"), ctx_->hub.fitSummary());
+        QVERIFY(find_item(item, QStringLiteral("bestLabel"))->isVisible());
 
         QSignalSpy done(&ctx_->hub, &HubController::modelDownloaded);
         ctx_->hub.download(kSplitRepo, QStringLiteral("Q8_0"));
@@ -500,7 +611,7 @@ private slots:
         QVERIFY(quantized.wait(60'000));
         QCOMPARE(ctx_->library.quantizeProgress(), 1.0);
         QCOMPARE(find_item(page_, "quantizeProgress")->property("value").toDouble(), 1.0);
-        QVERIFY(text_of(page_, "quantizeText").endsWith(QStringLiteral("to Q4_0: done")));
+        QCOMPARE(text_of(page_, "quantizeText"), QStringLiteral("Making a Q4_0 copy of stories260K: done"));
         const QVariantMap q = library_row(quantized.first().first().toString());
         QVERIFY(q.value("path").toString().endsWith(QStringLiteral("/quantized/stories260K-Q4_0.gguf")));
         QVERIFY(QFile::exists(q.value("path").toString()));
@@ -514,6 +625,185 @@ private slots:
         QTRY_VERIFY(library_row(kRepo + ":Q8_0").isEmpty());
         QVERIFY(!QFile::exists(d.value("path").toString()));
         QCOMPARE(ctx_->model_list.indexOfPath(d.value("path").toString()), -1);
+    }
+
+    // The dialog for an F32 model: every smaller type, never F32, each with the size the
+    // quantizer will write and its quality in words; Q4_K_M chosen. quantize.png.
+    void quantizeOffersOnlyUsefulTargets() {
+        window_->resize(720, 560);
+        window_->setProperty("modelsOpen", true);
+        page_->setProperty("tab", 2);
+        const QVariantMap f32 = library_row(QStringLiteral("stories260K"));
+        QVERIFY(!f32.isEmpty());
+        QQuickItem* row = nullptr;
+        QTRY_VERIFY((row = find_item(page_, "library_" + f32.value("id").toString())) != nullptr);
+        QVERIFY(QMetaObject::invokeMethod(find_item(row, "quantizeButton"), "clicked"));
+        QObject* dialog = window_->findChild<QObject*>(QStringLiteral("quantizeDialog"));
+        QVERIFY(dialog);
+        QTRY_VERIFY(dialog->property("opened").toBool());
+        QTRY_VERIFY(ctx_->library.quantizeOffer().value("ready").toBool());
+
+        const ember::QuantOffer want = ember::quant_offer(ember::GgufFile::open(f32.value("path").toString().toStdString()));
+        QVERIFY(want.targets.size() >= 10);
+        QCOMPARE(dialog->property("chosen").toString(), QStringLiteral("Q4_K_M"));
+        QVERIFY(!item_in(dialog, QStringLiteral("target_F32")));
+        QQuickItem* list = item_in(dialog, QStringLiteral("quantizeTargets"));
+        QVERIFY(list);
+        QCOMPARE(list->property("count").toInt(), int(want.targets.size()));
+        for (const ember::QuantTarget& t : want.targets) {
+            const QString type = QString::fromStdString(t.scheme);
+            QVERIFY2(t.scheme != "F32", "F32 offered for an F32 model");
+            // Rows below the fold are created when scrolled to.
+            QVERIFY(QMetaObject::invokeMethod(list, "positionViewAtIndex", Q_ARG(int, int(&t - want.targets.data())),
+                                              Q_ARG(int, 0)));
+            QQuickItem* item = nullptr;
+            QTRY_VERIFY((item = item_in(dialog, "target_" + type)) != nullptr);
+            QCOMPARE(text_of(item, "targetSize"), "about " + QString::fromStdString(ember::format_bytes(t.bytes)));
+            QVERIFY2(text_of(item, "targetQuality").size() > 10, qPrintable(text_of(item, "targetQuality")));
+        }
+        QVERIFY(QMetaObject::invokeMethod(list, "positionViewAtBeginning"));
+        const QString note = item_in(dialog, QStringLiteral("quantizeNote"))->property("text").toString();
+        QVERIFY2(note.startsWith(QStringLiteral("The original has F32 weights.")), qPrintable(note));
+        QQuickItem* popup = dialog->property("contentItem").value<QQuickItem*>()->parentItem();
+        check_reachable(popup, QStringLiteral("quantize dialog"));
+        QVERIFY(shoot(QStringLiteral("quantize.png")));
+        ctx_->settings.setTheme(QStringLiteral("dark"));
+        QVERIFY(shoot(QStringLiteral("quantize-dark.png")));
+        ctx_->settings.setTheme(QStringLiteral("light"));
+        QVERIFY(QMetaObject::invokeMethod(dialog, "close"));
+        QTRY_VERIFY(!dialog->property("visible").toBool());
+    }
+
+    // A quantized model (SmolLM2, Q4_1): only smaller files, with a note that quality is capped
+    // by the source; a refused type gives a plain red error, which the next job clears; the
+    // requantization runs from the dialog (allow_requantize) into a model that loads.
+    void requantizeFromTheDialogClearsTheError() {
+        const QString smol = QString::fromStdString(ember::test::test_model(ember::test::kSmolLM2));
+        EMBER_REQUIRE_FILE(smol.toStdString());
+        window_->setProperty("modelsOpen", true);
+        page_->setProperty("tab", 2);
+        QSignalSpy imported(&ctx_->library, &LibraryController::imported);
+        ctx_->library.importFile(smol);
+        QVERIFY(imported.wait(60'000));
+        const QVariantMap m = library_row(imported.first().first().toString());
+        const qint64 id = m.value("id").toLongLong();
+
+        QSignalSpy failed(&ctx_->library, &LibraryController::errorOccurred);
+        ctx_->library.quantize(id, QStringLiteral("Q8_0"));  // larger: never offered, refused if asked
+        QVERIFY(failed.wait(30'000));
+        QQuickItem* error = find_item(page_, QStringLiteral("libraryError"));
+        QTRY_VERIFY(error->isVisible());
+        QCOMPARE(error->property("text").toString(),
+                 QStringLiteral("Could not quantize: A Q8_0 file would be no smaller or better than this Q4_1 "
+                                "model, so it was not made."));
+
+        QObject* dialog = window_->findChild<QObject*>(QStringLiteral("quantizeDialog"));
+        QQuickItem* row = nullptr;
+        QTRY_VERIFY((row = find_item(page_, "library_" + QString::number(id))) != nullptr);
+        QVERIFY(QMetaObject::invokeMethod(find_item(row, "quantizeButton"), "clicked"));
+        QTRY_VERIFY(dialog->property("opened").toBool());
+        QTRY_VERIFY(ctx_->library.quantizeOffer().value("ready").toBool());
+        const QVariantMap offer = ctx_->library.quantizeOffer();
+        QCOMPARE(offer.value("source").toString(), QStringLiteral("Q4_1"));
+        QVERIFY(offer.value("requantize").toBool());
+        const QString note = item_in(dialog, QStringLiteral("quantizeNote"))->property("text").toString();
+        QVERIFY2(note.contains(QStringLiteral("already quantized (Q4_1)")) &&
+                     note.contains(QStringLiteral("at most that of Q4_1")),
+                 qPrintable(note));
+        QStringList types;
+        for (const QVariant& t : offer.value("targets").toList()) types << t.toMap().value("type").toString();
+        QVERIFY2(types.contains(QStringLiteral("Q4_0")), qPrintable(types.join(',')));
+        for (const QString& up : {"F32", "F16", "BF16", "Q8_0", "Q6_K", "Q5_0", "Q4_1"}) {
+            QVERIFY2(!types.contains(up), qPrintable(types.join(',')));
+            QVERIFY(!item_in(dialog, "target_" + up));
+        }
+        QCOMPARE(dialog->property("chosen").toString(), types.first());
+        ctx_->settings.setTheme(QStringLiteral("dark"));
+        QVERIFY(shoot(QStringLiteral("quantize-requantize-dark.png")));
+        ctx_->settings.setTheme(QStringLiteral("light"));
+        QVERIFY(shoot(QStringLiteral("quantize-requantize.png")));
+
+        QSignalSpy quantized(&ctx_->library, &LibraryController::quantized);
+        QVERIFY(QMetaObject::invokeMethod(item_in(dialog, "target_Q4_0"), "clicked"));
+        QCOMPARE(dialog->property("chosen").toString(), QStringLiteral("Q4_0"));
+        QVERIFY(QMetaObject::invokeMethod(item_in(dialog, "quantizeStart"), "clicked"));
+        QTRY_VERIFY(!dialog->property("visible").toBool());
+        QVERIFY(ctx_->library.quantizing());
+        QVERIFY(!error->isVisible());  // cleared when the job started
+        QVERIFY(quantized.wait(120'000));
+        QCOMPARE(ctx_->library.error(), QString());
+        QVERIFY(!error->isVisible());
+        const QVariantMap q = library_row(quantized.first().first().toString());
+        QVERIFY2(q.value("path").toString().endsWith(QStringLiteral("/quantized/SmolLM2-135M-Instruct.Q4_1-Q4_0.gguf")),
+                 qPrintable(q.value("path").toString()));
+        QVERIFY(QFileInfo(q.value("path").toString()).size() < QFileInfo(smol).size());
+        ctx_->library.load(q.value("id").toLongLong());
+        QTRY_VERIFY_WITH_TIMEOUT(ctx_->models.ready() && ctx_->models.path() == q.value("path").toString(), 60'000);
+    }
+
+    // The same bytes under several names (two downloads and an import of stories260K F32,
+    // and a copy in a folder the picker scans): the chat's model picker lists the file once.
+    void pickerListsEachFileOnce() {
+        const QString src = QString::fromStdString(ember::test::testdata(ember::test::kStories));
+        const qint64 size = QFileInfo(src).size();
+        int copies = 0;
+        for (const QVariantMap& r : ctx_->library.rows().rows()) copies += r.value("size").toLongLong() == size;
+        QVERIFY2(copies >= 3, qPrintable(QString::number(copies)));  // kStallRepo, kResumeRepo, the import
+        const QString scanned = ctx_->model_list.folders().last() + "/stories-copy.gguf";
+        QVERIFY(QFile::copy(src, scanned));
+        ctx_->library.refresh();
+        QSignalSpy changed(&ctx_->library, &LibraryController::changed);
+        QVERIFY(changed.wait(30'000));
+        QStringList listed;
+        for (int i = 0; i < ctx_->model_list.count(); ++i) {
+            const QString path = ctx_->model_list.get(i).value("path").toString();
+            if (QFileInfo(path).size() == size) listed << path;
+        }
+        QCOMPARE(listed, QStringList{QFileInfo(scanned).absoluteFilePath()});
+        QVERIFY(QFile::remove(scanned));
+        ctx_->library.refresh();
+        QVERIFY(changed.wait(30'000));
+        int now = 0;
+        for (int i = 0; i < ctx_->model_list.count(); ++i)
+            now += QFileInfo(ctx_->model_list.get(i).value("path").toString()).size() == size;
+        QCOMPARE(now, 1);  // one of the library's copies takes its place
+    }
+
+    // 720x560 (the window's minimum width), both themes: every tab's controls on screen and
+    // unclipped. models-720*.png.
+    void everyControlReachableAt720() {
+        window_->resize(720, 560);
+        window_->setProperty("modelsOpen", true);
+        QTRY_COMPARE(window_->width(), 720);
+        QSignalSpy checked(&ctx_->hub, &HubController::fitChecked);
+        ctx_->hub.openRepo(kRepo);
+        QVERIFY(checked.wait(60'000));
+        QQuickItem* discover = page_->property("discover").value<QQuickItem*>();
+        for (const QString theme : {"light", "dark"}) {
+            ctx_->settings.setTheme(theme);
+            const QString suffix = theme == "dark" ? QStringLiteral("-dark") : QString();
+            page_->setProperty("tab", 0);
+            discover->setProperty("dismissedRepo", QString());
+            QTRY_VERIFY(find_item(page_, QStringLiteral("fileColumn"))->isVisible());
+            QTest::qWait(200);
+            check_reachable(page_, theme + " discover files");
+            QVERIFY(shoot("models-720" + suffix + ".png"));
+            QVERIFY(QMetaObject::invokeMethod(find_item(page_, QStringLiteral("allModelsButton")), "clicked"));
+            QTRY_VERIFY(find_item(page_, QStringLiteral("repoColumn"))->isVisible());
+            QTest::qWait(200);
+            check_reachable(page_, theme + " discover list");
+            QVERIFY(shoot("models-720-catalog" + suffix + ".png"));
+            page_->setProperty("tab", 1);
+            QTest::qWait(200);
+            check_reachable(page_, theme + " downloads");
+            QVERIFY(shoot("models-720-downloads" + suffix + ".png"));
+            page_->setProperty("tab", 2);
+            QTest::qWait(200);
+            check_reachable(page_, theme + " library");
+            QVERIFY(shoot("models-720-library" + suffix + ".png"));
+        }
+        ctx_->settings.setTheme(QStringLiteral("light"));
+        window_->resize(1180, 760);
     }
 
     void badImportSaysWhy() {
