@@ -50,16 +50,16 @@ Rectangle {
         }
     }
 
-    Dialog {
+    ThemedDialog {
         id: confirm
+        objectName: "deleteDialog"
         title: qsTr("Delete %1?").arg(model.name)
-        anchors.centerIn: Overlay.overlay
         width: Math.min(implicitWidth, Overlay.overlay ? Overlay.overlay.width - 40 : implicitWidth)
-        modal: true
         standardButtons: Dialog.Yes | Dialog.No
         Label {
             width: parent.width
             wrapMode: Text.Wrap
+            color: Theme.text
             text: model.source === "imported" ? qsTr("The file stays where it is; only the library entry goes.")
                                               : qsTr("The downloaded file is deleted from disk.")
         }

@@ -39,6 +39,7 @@ Rectangle {
             objectName: "modelsTabs"
             Layout.fillWidth: true
             Layout.leftMargin: 14
+            Layout.rightMargin: 14
             TabButton { text: qsTr("Discover") }
             TabButton {
                 objectName: "downloadsTab"

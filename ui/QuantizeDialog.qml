@@ -6,15 +6,13 @@ import QtQuick.Controls
 import QtQuick.Layouts
 import Ember.Core
 
-Dialog {
+ThemedDialog {
     id: root
     objectName: "quantizeDialog"
     readonly property var offer: Library.quantizeOffer
     readonly property var targets: offer.targets || []
     property string chosen: ""
     title: qsTr("Make a smaller copy of %1").arg(offer.name || "")
-    modal: true
-    anchors.centerIn: Overlay.overlay
     width: Math.min(560, (Overlay.overlay ? Overlay.overlay.width : 600) - 32)
     height: Math.min(implicitHeight, (Overlay.overlay ? Overlay.overlay.height : 600) - 32)
     padding: 16
@@ -24,7 +22,18 @@ Dialog {
         Library.offerQuantize(id)
         open()
     }
-    onOfferChanged: if (offer.ready) chosen = offer.recommended || ""
+    onOfferChanged: {
+        if (!offer.ready) return
+        chosen = offer.recommended || ""
+        Qt.callLater(showChosen)
+    }
+    onOpened: showChosen()
+    // The recommended type may be below the fold: scroll it into view (again once the list
+    // has its final height).
+    function showChosen() {
+        for (let i = 0; i < targets.length; ++i)
+            if (targets[i].type === chosen) list.positionViewAtIndex(i, ListView.Contain)
+    }
 
     contentItem: ColumnLayout {
         spacing: 10
@@ -45,6 +54,7 @@ Dialog {
             clip: true
             spacing: 4
             model: root.targets
+            onHeightChanged: root.showChosen()
             ScrollBar.vertical: ScrollBar { }
             delegate: ItemDelegate {
                 id: target
@@ -61,6 +71,12 @@ Dialog {
                 contentItem: RowLayout {
                     spacing: 10
                     RadioButton {
+                        // A list delegate in a popup does not inherit the dialog's palette (Qt 6.4).
+                        palette.base: root.palette.base
+                        palette.text: root.palette.text
+                        palette.window: root.palette.window
+                        palette.button: root.palette.button
+                        palette.mid: root.palette.mid
                         checked: target.isChosen
                         onClicked: root.chosen = modelData.type
                         focusPolicy: Qt.NoFocus
@@ -95,8 +111,11 @@ Dialog {
     }
 
     footer: DialogButtonBox {
+        background: Item { }
         Button {
             objectName: "quantizeCancel"
+            palette.button: root.palette.button
+            palette.buttonText: root.palette.buttonText
             text: qsTr("Cancel")
             DialogButtonBox.buttonRole: DialogButtonBox.RejectRole
         }

@@ -29,7 +29,8 @@ QString text(const std::string& s) { return QString::fromStdString(s); }
 QString params_text(uint64_t n) {
     if (n == 0) return {};
     return n >= 1'000'000'000 ? QStringLiteral("%1B params").arg(double(n) / 1e9, 0, 'f', 1)
-                              : QStringLiteral("%1M params").arg(double(n) / 1e6, 0, 'f', 0);
+           : n >= 1'000'000   ? QStringLiteral("%1M params").arg(double(n) / 1e6, 0, 'f', 0)
+                              : QStringLiteral("%1K params").arg(double(n) / 1e3, 0, 'f', 0);
 }
 
 QVariantMap model_row(const library::LibraryModel& m) {
@@ -83,8 +84,10 @@ QString offer_note(const QuantOffer& o, const QString& source) {
         .arg(source);
 }
 
-QVariantMap offer_map(qint64 id, const QString& name, const QuantOffer& o) {
-    const QString source = text(std::string(dtype_name(o.source)));
+// `label`: the library's name for the model's quantization ("Q4_K_M" from the file name),
+// else the type that holds most of its weights.
+QVariantMap offer_map(qint64 id, const QString& name, const QString& label, const QuantOffer& o) {
+    const QString source = label.isEmpty() ? text(std::string(dtype_name(o.source))) : label;
     QVariantList targets;
     for (const QuantTarget& t : o.targets) {
         const int saving = o.source_bytes ? int(std::lround(100.0 * (1.0 - double(t.bytes) / o.source_bytes))) : 0;
@@ -125,12 +128,6 @@ LibraryController::~LibraryController() {
     quant_.waitForDone();
     serial_.start([this] { library_.reset(); });
     serial_.waitForDone();
-}
-
-QStringList LibraryController::quantTypes() const {
-    QStringList out;
-    for (const std::string& n : quant_scheme_names()) out << text(n);
-    return out;
 }
 
 template <typename Work, typename Done>
@@ -254,9 +251,9 @@ void LibraryController::offerQuantize(qint64 id) {
     if (row.isEmpty()) return;
     run_async(
         serial_, this, [path = row.value("path").toString().toStdString()] { return quant_offer(GgufFile::open(path)); },
-        [this, id, name](Outcome<QuantOffer> out) {
+        [this, id, name, label = row.value("quant").toString()](Outcome<QuantOffer> out) {
             if (quantize_offer_.value("id").toLongLong() != id) return;  // another model was chosen since
-            if (out.value) quantize_offer_ = offer_map(id, name, *out.value);
+            if (out.value) quantize_offer_ = offer_map(id, name, label, *out.value);
             else quantize_offer_ = {{"id", id}, {"name", name}, {"ready", true}, {"note", out.error}};
             emit quantizeOfferChanged();
         });

@@ -41,7 +41,6 @@ class LibraryController : public QObject {
     Q_PROPERTY(QString folder READ folder CONSTANT)
     Q_PROPERTY(bool busy READ busy NOTIFY busyChanged)
     Q_PROPERTY(QString error READ error NOTIFY errorChanged)
-    Q_PROPERTY(QStringList quantTypes READ quantTypes CONSTANT)
     Q_PROPERTY(bool quantizing READ quantizing NOTIFY quantizeChanged)
     Q_PROPERTY(double quantizeProgress READ quantizeProgress NOTIFY quantizeChanged)
     Q_PROPERTY(QString quantizeText READ quantizeText NOTIFY quantizeChanged)  // what is being done
@@ -60,7 +59,6 @@ public:
     QString folder() const { return folder_; }
     bool busy() const { return busy_ > 0; }
     QString error() const { return error_; }
-    QStringList quantTypes() const;
     QVariantMap quantizeOffer() const { return quantize_offer_; }
     bool quantizing() const { return quantizing_; }
     double quantizeProgress() const { return quantize_progress_; }

@@ -6,14 +6,15 @@
 #include "engine/fit/quant_choice.h"
 #include "engine/gguf/gguf.h"
 #include "engine/quant/quant_plan.h"
+#include "engine/quant/quantizer.h"
 #include "kernels/cpu/quant.h"
 
 namespace ember {
 namespace {
 
 bool is_float(DType t) { return t == DType::F32 || t == DType::F16 || t == DType::BF16; }
-const DTypeInfo& info(DType t) { return *dtype_info(static_cast<uint32_t>(t)); }
-uint64_t align_up(uint64_t n, uint64_t a) { return a ? (n + a - 1) / a * a : n; }
+DTypeInfo info(DType t) { return *dtype_info(static_cast<uint32_t>(t)); }
+double bits_per_weight(DType t) { return 8.0 * info(t).block_bytes / info(t).block_elems; }
 
 // The type holding the most weight elements: what people call the file's type.
 DType dominant_weight_type(const GgufFile& in) {
@@ -25,22 +26,6 @@ DType dominant_weight_type(const GgufFile& in) {
     for (const auto& [type, n] : elements)
         if (n > most) best = type, most = n;
     return best;
-}
-
-// The output's size for one scheme: the source's header (the quantizer copies the metadata)
-// plus each tensor at the type the planner gives it, aligned as the quantizer writes it.
-uint64_t expected_bytes(const GgufFile& in, const QuantScheme& scheme) {
-    const int n_layers = static_cast<int>(in.opt_u64(in.architecture() + ".block_count").value_or(0));
-    const QuantPlanner planner(scheme, n_layers, in.find_tensor("output.weight") == nullptr);
-    uint64_t source_data = 0, data = 0;
-    for (const GgufTensor& t : in.tensors()) {
-        source_data += align_up(t.n_bytes, in.alignment());
-        const TensorChoice c = planner.choose({t.name, t.dims, t.type});
-        const uint64_t bytes = c.quantize ? row_bytes(info(c.type), t.dims[0]) * t.rows() : t.n_bytes;
-        data += align_up(bytes, in.alignment());
-    }
-    const uint64_t header = in.file_size() > source_data ? in.file_size() - source_data : 0;
-    return header + data;
 }
 
 // Whether the quantizer can read every weight it would convert and write `scheme`'s types.
@@ -59,14 +44,15 @@ QuantOffer quant_offer(const GgufFile& in) {
     o.readable = readable(in);
     o.source_bytes = in.file_size();
     if (!o.readable) return o;
-    const uint32_t source_bits = info(o.source).block_bytes * 8 / info(o.source).block_elems;
     for (const std::string& name : quant_scheme_names()) {
         const QuantScheme s = quant_scheme(name);
-        if (!cpu::can_quantize(s.base)) continue;
-        const uint64_t bytes = expected_bytes(in, s);
-        // From floats: fewer bits per weight only (F32 -> F16/BF16, 16-bit -> quantized).
-        const bool fewer_bits = !s.is_float() || info(s.base).block_bytes * 8 < source_bits;
-        const bool offered = o.requantize ? !s.is_float() && bytes < o.source_bytes : fewer_bits;
+        if (!cpu::can_quantize(s.base) || s.base == o.source) continue;
+        const double bits = bits_per_weight(s.base), source_bits = bits_per_weight(o.source);
+        const uint64_t bytes = quantized_file_size(in, name);
+        // From floats: fewer bits per weight (F32 -> F16/BF16, 16-bit -> quantized). From a
+        // quantized file: a quantized type of no more bits, whose file is smaller.
+        const bool offered = o.requantize ? !s.is_float() && bits <= source_bits && bytes < o.source_bytes
+                                          : bits < source_bits;
         if (offered) o.targets.push_back({name, bytes});
     }
     std::stable_sort(o.targets.begin(), o.targets.end(), [](const QuantTarget& a, const QuantTarget& b) {

@@ -4,10 +4,11 @@
 // A target is offered only when it can make a useful file from this source:
 //  - from float weights (F32/F16/BF16): every scheme with fewer bits than the source (never
 //    the source's own type, never F16 <-> BF16: same size, no gain);
-//  - from quantized weights: only quantized schemes whose file is smaller than the source.
-//    A larger or float target cannot gain back what the source's rounding lost; a smaller
-//    one is a requantization (the quantizer's allow_requantize), its quality capped by the
-//    source's.
+//  - from quantized weights: only other quantized schemes of no more bits per weight than
+//    the source's type, whose file is smaller. A larger or float target cannot gain back
+//    what the source's rounding lost; a smaller one is a requantization (the quantizer's
+//    allow_requantize), its quality capped by the source's.
+// The sizes come from the quantizer's own layout (quantized_file_size): exact.
 // Nothing is offered when the quantizer cannot read the source's weight types.
 #pragma once
 #include <cstdint>
@@ -22,7 +23,7 @@ class GgufFile;
 
 struct QuantTarget {
     std::string scheme;  // quant_scheme_names(): "Q4_K_M"
-    uint64_t bytes = 0;  // the expected output file size (tensor data exact, header as the source's)
+    uint64_t bytes = 0;  // the output file's size
 };
 
 struct QuantOffer {

@@ -156,6 +156,12 @@ class TestModelsPage : public QObject {
     }
 
     bool shoot(const QString& name) {
+        // The app's notices (a snackbar) would hide the page's bottom edge.
+        if (auto* notice = window_->property("snackbar").value<QObject*>()) {
+            QMetaObject::invokeMethod(notice, "close");
+            if (!QTest::qWaitFor([&] { return !notice->property("visible").toBool(); }, 5'000))
+                qWarning("the snackbar is still shown");
+        }
         QTest::qWait(200);  // let the layout settle (the assertions above do not depend on it)
         const QImage img = window_->grabWindow();
         const QString path = out_ + '/' + name;
@@ -417,6 +423,7 @@ private slots:
     // A transfer the server holds mid-file: its bar shows the bytes so far; pause keeps them,
     // resume finishes from there. Another held transfer is cancelled.
     void pauseResumeAndCancel() {
+        page_->setProperty("tab", 1);
         ctx_->hub.download(kStallRepo, QStringLiteral("F32"));
         ctx_->hub.download(kDropRepo, QStringLiteral("F32"));
         const double total = double(QFileInfo(repo_dir(kStallRepo) + "/stories260K-F32.gguf").size());
@@ -650,6 +657,22 @@ private slots:
         QQuickItem* list = item_in(dialog, QStringLiteral("quantizeTargets"));
         QVERIFY(list);
         QCOMPARE(list->property("count").toInt(), int(want.targets.size()));
+        // The chosen (recommended) type is scrolled into view.
+        QQuickItem* chosen = nullptr;
+        QTRY_VERIFY((chosen = item_in(dialog, QStringLiteral("target_Q4_K_M"))) != nullptr);
+        const QRectF shown = list->mapRectToScene(QRectF(0, 0, list->width(), list->height()));
+        const QRectF at = chosen->mapRectToScene(QRectF(0, 0, chosen->width(), chosen->height()));
+        QTRY_VERIFY2(shown.contains(chosen->mapRectToScene(QRectF(0, 0, chosen->width(), chosen->height()))),
+                     qPrintable(QStringLiteral("Q4_K_M at y %1-%2, list %3-%4")
+                                    .arg(at.top()).arg(at.bottom()).arg(shown.top()).arg(shown.bottom())));
+        const QString note = item_in(dialog, QStringLiteral("quantizeNote"))->property("text").toString();
+        QVERIFY2(note.startsWith(QStringLiteral("The original has F32 weights.")), qPrintable(note));
+        QQuickItem* popup = dialog->property("contentItem").value<QQuickItem*>()->parentItem();
+        check_reachable(popup, QStringLiteral("quantize dialog"));
+        QVERIFY(shoot(QStringLiteral("quantize.png")));
+        ctx_->settings.setTheme(QStringLiteral("dark"));
+        QVERIFY(shoot(QStringLiteral("quantize-dark.png")));
+        ctx_->settings.setTheme(QStringLiteral("light"));
         for (const ember::QuantTarget& t : want.targets) {
             const QString type = QString::fromStdString(t.scheme);
             QVERIFY2(t.scheme != "F32", "F32 offered for an F32 model");
@@ -661,15 +684,6 @@ private slots:
             QCOMPARE(text_of(item, "targetSize"), "about " + QString::fromStdString(ember::format_bytes(t.bytes)));
             QVERIFY2(text_of(item, "targetQuality").size() > 10, qPrintable(text_of(item, "targetQuality")));
         }
-        QVERIFY(QMetaObject::invokeMethod(list, "positionViewAtBeginning"));
-        const QString note = item_in(dialog, QStringLiteral("quantizeNote"))->property("text").toString();
-        QVERIFY2(note.startsWith(QStringLiteral("The original has F32 weights.")), qPrintable(note));
-        QQuickItem* popup = dialog->property("contentItem").value<QQuickItem*>()->parentItem();
-        check_reachable(popup, QStringLiteral("quantize dialog"));
-        QVERIFY(shoot(QStringLiteral("quantize.png")));
-        ctx_->settings.setTheme(QStringLiteral("dark"));
-        QVERIFY(shoot(QStringLiteral("quantize-dark.png")));
-        ctx_->settings.setTheme(QStringLiteral("light"));
         QVERIFY(QMetaObject::invokeMethod(dialog, "close"));
         QTRY_VERIFY(!dialog->property("visible").toBool());
     }
@@ -713,9 +727,9 @@ private slots:
         QStringList types;
         for (const QVariant& t : offer.value("targets").toList()) types << t.toMap().value("type").toString();
         QVERIFY2(types.contains(QStringLiteral("Q4_0")), qPrintable(types.join(',')));
-        for (const QString& up : {"F32", "F16", "BF16", "Q8_0", "Q6_K", "Q5_0", "Q4_1"}) {
+        for (const char* up : {"F32", "F16", "BF16", "Q8_0", "Q6_K", "Q5_0", "Q4_1"}) {
             QVERIFY2(!types.contains(up), qPrintable(types.join(',')));
-            QVERIFY(!item_in(dialog, "target_" + up));
+            QVERIFY(!item_in(dialog, QStringLiteral("target_") + up));
         }
         QCOMPARE(dialog->property("chosen").toString(), types.first());
         ctx_->settings.setTheme(QStringLiteral("dark"));
@@ -801,6 +815,18 @@ private slots:
             QTest::qWait(200);
             check_reachable(page_, theme + " library");
             QVERIFY(shoot("models-720-library" + suffix + ".png"));
+            // Delete asks first, in a dialog that fits too.
+            const QString first = "library_" + ctx_->library.rows().get(0).value("id").toString();
+            QQuickItem* row = find_item(page_, first);
+            QVERIFY(row);
+            QVERIFY(QMetaObject::invokeMethod(find_item(row, QStringLiteral("deleteButton")), "clicked"));
+            QObject* confirm = row->findChild<QObject*>(QStringLiteral("deleteDialog"));
+            QVERIFY(confirm);
+            QTRY_VERIFY(confirm->property("opened").toBool());
+            check_reachable(confirm->property("contentItem").value<QQuickItem*>()->parentItem(), theme + " delete");
+            QVERIFY(shoot("models-720-delete" + suffix + ".png"));
+            QVERIFY(QMetaObject::invokeMethod(confirm, "reject"));
+            QTRY_VERIFY(!confirm->property("visible").toBool());
         }
         ctx_->settings.setTheme(QStringLiteral("light"));
         window_->resize(1180, 760);
