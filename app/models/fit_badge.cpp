@@ -85,31 +85,33 @@ QString plain_choice(const fit::QuantChoice& c, const fit::ChoiceOptions& o) {
     if (!c.chosen || !c.plan) {
         for (auto it = c.ranked.rbegin(); it != c.ranked.rend(); ++it)  // ranked best first: the smallest last
             if (it->plan)
-                return QStringLiteral("nothing here fits this machine; even %1 needs %2 of memory.")
+                return QStringLiteral("Nothing here fits this machine; even %1 needs %2 of memory.")
                     .arg(QString::fromStdString(it->quant), bytes_text(it->plan->cpu.total()));
         return {};
     }
     const fit::RankedFile& r = c.ranked[*c.chosen];
     const QString quant = QString::fromStdString(r.quant);
-    const bool top = *c.chosen == 0;
-    const bool low = fit::quant_quality(r.quant) < fit::quant_quality(o.min_quant);
-    QString why;
+    QString line;
     switch (c.plan->placement) {
         case fit::Placement::Gpu:
-            why = top ? QStringLiteral("the best file here, and it runs fully on your GPU")
-                      : QStringLiteral("the best quality that runs fully on your GPU");
+            line = *c.chosen == 0 ? QStringLiteral("%1 is the best file here, and it runs fully on your GPU.").arg(quant)
+                                  : QStringLiteral("%1 is the best quality that runs fully on your GPU.").arg(quant);
             break;
         case fit::Placement::Split:
-            why = QStringLiteral("no good file runs fully on your GPU; this one puts the most on it (%1 of %2 layers)")
-                      .arg(c.plan->gpu_layers)
-                      .arg(c.plan->n_layers);
+            line = QStringLiteral("%1 puts the most of the model on your GPU (%2 of %3 layers): no good file fits "
+                                  "there entirely.")
+                       .arg(quant)
+                       .arg(c.plan->gpu_layers)
+                       .arg(c.plan->n_layers);
             break;
         default:
-            why = QStringLiteral("runs on the CPU, where a smaller file answers faster");
+            line = QStringLiteral("%1 runs on the CPU, where a smaller file answers faster: it is the smallest good one.")
+                       .arg(quant);
             break;
     }
-    if (low) why += QStringLiteral(" (lower quality: nothing better fits)");
-    return quant + QStringLiteral(": ") + why + '.';
+    if (fit::quant_quality(r.quant) < fit::quant_quality(o.min_quant))
+        line += QStringLiteral(" Its quality is lower, but nothing better fits.");
+    return line;
 }
 
 QVariantMap badge_fields(const fit::RankedFile& r, bool best, const std::optional<fit::FitPlan>& plan) {

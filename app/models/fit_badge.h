@@ -29,8 +29,8 @@ QString describe_budget(const fit::Budget& b, bool vram_set, bool ram_set);
 
 // What happens when a file with this plan runs here, in plain words with the numbers.
 QString plain_reason(const fit::FitPlan& p);
-// Which file is recommended and why, in plain words ("Q6_K: the best quality that runs
-// fully on your GPU"); empty when nothing was chosen and nothing could be judged.
+// Which file is recommended and why, in plain words ("Q6_K is the best quality that runs
+// fully on your GPU."); empty when nothing was chosen and nothing could be judged.
 QString plain_choice(const fit::QuantChoice& c, const fit::ChoiceOptions& o);
 
 // The file-row fields for one ranked file: badge, badgeText, reason, best. `plan`: the plan

@@ -28,6 +28,7 @@
 #include <functional>
 #include <memory>
 
+#include "app/core/model_list_model.h"
 #include "app/desktop/app_context.h"
 #include "app/logging/logging.h"
 #include "app/models/catalog.h"
@@ -333,7 +334,7 @@ private slots:
         QVERIFY(want.chosen.has_value());
         // The page's words are plain (what happens), the planner's decision the same.
         const QString summary = plain_choice(want, options);
-        QVERIFY2(summary.startsWith(QString::fromStdString(want.ranked[*want.chosen].quant) + ": "), qPrintable(summary));
+        QVERIFY2(summary.startsWith(QString::fromStdString(want.ranked[*want.chosen].quant) + " "), qPrintable(summary));
         QCOMPARE(ctx_->hub.fitSummary(), summary);
         QCOMPARE(text_of(page_, "fitSummary"), "Recommended: " + summary);
 
@@ -364,6 +365,31 @@ private slots:
         }
         QVERIFY(text_of(page_, "budgetLabel").contains(QStringLiteral("552.0 MiB VRAM (set)")));
         QVERIFY(shoot(QStringLiteral("models.png")));
+    }
+
+    // The words for each placement, with the numbers (the served files cover two of them).
+    void plainFitWordsForEveryPlacement() {
+        ember::fit::FitPlan p;
+        p.n_ctx = 8192, p.n_layers = 32, p.gpu_layers = 20;
+        p.budget = {8ull << 30, 16ull << 30, true};
+        p.gpu.weights = 6ull << 30, p.cpu.mapped_weights = 3ull << 30;
+        p.placement = ember::fit::Placement::Gpu;
+        QCOMPARE(plain_reason(p), QStringLiteral("Runs fully on your GPU: 6.0 GiB of 8.0 GiB free VRAM, for chats up "
+                                                 "to 8192 tokens."));
+        p.placement = ember::fit::Placement::Split;
+        QCOMPARE(plain_reason(p),
+                 QStringLiteral("Runs partly on your GPU (20 of 32 layers), the rest on the CPU: slower. Needs 6.0 GiB "
+                                "of 8.0 GiB free VRAM and 3.0 GiB of 16.0 GiB RAM, for chats up to 8192 tokens."));
+        p.placement = ember::fit::Placement::Cpu;
+        QCOMPARE(plain_reason(p), QStringLiteral("Too big for your GPU; fits in RAM and runs on the CPU: slower. Needs "
+                                                 "3.0 GiB of 16.0 GiB RAM, for chats up to 8192 tokens."));
+        p.placement = ember::fit::Placement::TooLarge;
+        QCOMPARE(plain_reason(p), QStringLiteral("Too large for this machine: it needs 3.0 GiB of memory for chats up "
+                                                 "to 8192 tokens, and you have 8.0 GiB free VRAM and 16.0 GiB RAM."));
+        p.budget.vram = 0, p.budget.vram_measured = false;
+        p.placement = ember::fit::Placement::Cpu;
+        QCOMPARE(plain_reason(p), QStringLiteral("No GPU: runs on the CPU, slower than a GPU. Needs 3.0 GiB of 16.0 "
+                                                 "GiB RAM, for chats up to 8192 tokens."));
     }
 
     void downloadIsVerifiedIntoTheLibrary() {
@@ -586,7 +612,7 @@ private slots:
         QCOMPARE(row.value("parts").toInt(), 2);
         QCOMPARE(row.value("file").toString(), QStringLiteral("stories260K-Q8_0-00001-of-00002.gguf"));
         QCOMPARE(row.value("badge").toString() == QStringLiteral("checking"), false);
-        QVERIFY2(ctx_->hub.fitSummary().startsWith(QStringLiteral("Q8_0: ")), qPrintable(ctx_->hub.fitSummary()));
+        QVERIFY2(ctx_->hub.fitSummary().startsWith(QStringLiteral("Q8_0 ")), qPrintable(ctx_->hub.fitSummary()));
         QQuickItem* item = find_item(page_, QStringLiteral("file_Q8_0"));
         QVERIFY(item);
         QVERIFY(find_item(item, QStringLiteral("bestLabel"))->isVisible());
@@ -781,6 +807,17 @@ private slots:
         for (int i = 0; i < ctx_->model_list.count(); ++i)
             now += QFileInfo(ctx_->model_list.get(i).value("path").toString()).size() == size;
         QCOMPARE(now, 1);  // one of the library's copies takes its place
+
+        // One folder reached twice, once through a symlink: its file is listed once.
+        QTemporaryDir real;
+        QVERIFY(QFile::copy(src, real.filePath(QStringLiteral("one.gguf"))));
+        const QString link = dir_.filePath(QStringLiteral("linked-models"));
+        QVERIFY(QFile::link(real.path(), link));
+        ModelListModel twice({real.path(), link});
+        int ones = 0;
+        for (int i = 0; i < twice.count(); ++i) ones += twice.get(i).value("name").toString() == QStringLiteral("one");
+        QCOMPARE(ones, 1);
+        QVERIFY(twice.indexOfPath(link + "/one.gguf") >= 0);
     }
 
     // 720x560 (the window's minimum width), both themes: every tab's controls on screen and
