@@ -171,9 +171,9 @@ class TestModelsPage : public QObject {
     }
 
     QVariantMap download_row(const QString& repo) { return download_row(ctx_->hub, repo); }
-    static QVariantMap download_row(HubController& hub, const QString& repo) {
+    static QVariantMap download_row(HubController& hub, const QString& repo) {  // the latest pull
         RowListModel& rows = hub.download_rows();
-        for (int i = 0; i < rows.count(); ++i)
+        for (int i = rows.count() - 1; i >= 0; --i)
             if (rows.get(i).value("repo").toString() == repo) return rows.get(i);
         return {};
     }
@@ -194,41 +194,51 @@ class TestModelsPage : public QObject {
     // implicit width, it clips its text), and a label's text within its box. A control in a list
     // counts when its row is in the list's viewport (the others are a scroll away).
     void check_reachable(QQuickItem* root, const QString& where) {
-        const QRectF win(0, 0, window_->width(), window_->height());
+        if (QTest::currentTestFailed()) return;  // one report is enough
+        const QRectF win = QRectF(0, 0, window_->width(), window_->height()).adjusted(-0.5, -0.5, 0.5, 0.5);
         int controls = 0;
-        std::function<void(QQuickItem*, QRectF)> walk = [&](QQuickItem* item, QRectF clip) {
+        // `view`: the viewport of the innermost list around the item (the window when none).
+        std::function<void(QQuickItem*, QRectF, bool)> walk = [&](QQuickItem* item, QRectF view, bool in_list) {
             if (!item->isVisible() || item->opacity() == 0) return;
             const QRectF r = item->mapRectToScene(QRectF(0, 0, item->width(), item->height()));
-            if (item->clip()) clip = clip.intersected(r);
+            const bool shown = r.bottom() > view.top() && r.top() < view.bottom();
+            if (!shown) return;  // scrolled away: reachable by scrolling
+            // On screen: all of it, or in a list the part the viewport shows.
+            const QRectF seen = in_list ? r.intersected(view) : r;
             const bool control = item->inherits("QQuickAbstractButton") || item->inherits("QQuickTextField") ||
                                  item->inherits("QQuickComboBox");
-            const bool shown = r.bottom() > clip.top() && r.top() < clip.bottom();
-            if (control && shown) {
+            if (control) {
                 ++controls;
                 const QString what = QStringLiteral("%1: %2 \"%3\" at %4,%5 %6x%7 (implicit width %8) in %9x%10")
                                          .arg(where, item->objectName(), item->property("text").toString())
                                          .arg(r.x()).arg(r.y()).arg(r.width()).arg(r.height())
-                                         .arg(item->implicitWidth()).arg(win.width()).arg(win.height());
-                QVERIFY2(r.left() >= win.left() - 0.5 && r.right() <= win.right() + 0.5, qPrintable(what));
-                QVERIFY2(r.top() >= win.top() - 0.5 && r.bottom() <= win.bottom() + 0.5, qPrintable(what));
+                                         .arg(item->implicitWidth()).arg(window_->width()).arg(window_->height());
+                QVERIFY2(r.left() >= win.left() && r.right() <= win.right(), qPrintable(what));
+                QVERIFY2(win.contains(seen), qPrintable(what));
                 QVERIFY2(r.width() >= 20, qPrintable(what));
                 if (item->inherits("QQuickButton")) QVERIFY2(r.width() >= item->implicitWidth() - 1, qPrintable(what));
             }
-            if (shown && item->inherits("QQuickText") && item->property("elide").toInt() == 0 &&
+            if (item->inherits("QQuickText") && item->property("elide").toInt() == 0 &&
                 item->property("wrapMode").toInt() == 0 && !item->property("text").toString().isEmpty()) {
                 const double content = item->property("contentWidth").toDouble();
                 const QString what = QStringLiteral("%1: label \"%2\" %3 px wide in a %4 px box at x %5")
                                          .arg(where, item->property("text").toString())
                                          .arg(content).arg(item->width()).arg(r.x());
                 QVERIFY2(content <= item->width() + 1, qPrintable(what));
-                QVERIFY2(r.left() >= -0.5 && r.left() + content <= win.right() + 0.5, qPrintable(what));
+                QVERIFY2(r.left() >= win.left() && r.left() + content <= win.right(), qPrintable(what));
+            }
+            if (item->clip()) {  // a list's viewport (or a clipped box): on screen itself
+                QVERIFY2(win.contains(seen), qPrintable(QStringLiteral("%1: %2 (%3,%4 %5x%6) beyond the window")
+                                                            .arg(where, item->objectName())
+                                                            .arg(r.x()).arg(r.y()).arg(r.width()).arg(r.height())));
+                view = view.intersected(r), in_list = true;
             }
             for (QQuickItem* c : item->childItems()) {
-                walk(c, clip);
+                walk(c, view, in_list);
                 if (QTest::currentTestFailed()) return;
             }
         };
-        walk(root, win);
+        walk(root, win, false);
         QVERIFY2(controls > 0, qPrintable(where + ": no controls found"));
         qInfo("%s: %d controls on screen", qPrintable(where), controls);
     }
@@ -821,7 +831,7 @@ private slots:
     }
 
     // 720x560 (the window's minimum width), both themes: every tab's controls on screen and
-    // unclipped. models-720*.png.
+    // unclipped (models-720*.png); then 800x600, 1180x760 and 3840x2160 (models-4k.png).
     void everyControlReachableAt720() {
         window_->resize(720, 560);
         window_->setProperty("modelsOpen", true);
@@ -830,6 +840,14 @@ private slots:
         ctx_->hub.openRepo(kRepo);
         QVERIFY(checked.wait(60'000));
         QQuickItem* discover = page_->property("discover").value<QQuickItem*>();
+        // A paused pull, so that the Downloads tab has its Resume and Cancel buttons.
+        ctx_->hub.download(kDropRepo, QStringLiteral("F32"));
+        QTRY_VERIFY_WITH_TIMEOUT(download_row(kDropRepo).value("state").toString() == QStringLiteral("downloading") &&
+                                     download_row(kDropRepo).value("progress").toDouble() > 0,
+                                 30'000);
+        const qint64 held = download_row(kDropRepo).value("id").toLongLong();
+        ctx_->hub.pause(held);
+        QTRY_COMPARE_WITH_TIMEOUT(download_row(kDropRepo).value("state").toString(), QStringLiteral("paused"), 30'000);
         for (const QString theme : {"light", "dark"}) {
             ctx_->settings.setTheme(theme);
             const QString suffix = theme == "dark" ? QStringLiteral("-dark") : QString();
@@ -845,7 +863,9 @@ private slots:
             check_reachable(page_, theme + " discover list");
             QVERIFY(shoot("models-720-catalog" + suffix + ".png"));
             page_->setProperty("tab", 1);
+            QVERIFY(QMetaObject::invokeMethod(find_item(page_, QStringLiteral("downloadList")), "positionViewAtEnd"));
             QTest::qWait(200);
+            QVERIFY(find_item(download_item(kDropRepo), QStringLiteral("resumeButton"))->isVisible());
             check_reachable(page_, theme + " downloads");
             QVERIFY(shoot("models-720-downloads" + suffix + ".png"));
             page_->setProperty("tab", 2);
@@ -866,7 +886,22 @@ private slots:
             QTRY_VERIFY(!confirm->property("visible").toBool());
         }
         ctx_->settings.setTheme(QStringLiteral("light"));
+        // The other sizes the issue names, the default, and 4K: every tab, every control.
+        for (const QSize size : {QSize(800, 600), QSize(1180, 760), QSize(3840, 2160)}) {
+            window_->resize(size);
+            QTRY_COMPARE(window_->size(), size);
+            const QString where = QStringLiteral("%1x%2").arg(size.width()).arg(size.height());
+            for (int tab : {0, 1, 2}) {
+                page_->setProperty("tab", tab);
+                discover->setProperty("dismissedRepo", QString());
+                QTest::qWait(200);
+                check_reachable(page_, where + " tab " + QString::number(tab));
+            }
+        }
+        QVERIFY(shoot(QStringLiteral("models-4k.png")));
         window_->resize(1180, 760);
+        ctx_->hub.cancel(held);
+        QTRY_COMPARE_WITH_TIMEOUT(download_row(kDropRepo).value("state").toString(), QStringLiteral("cancelled"), 30'000);
     }
 
     void badImportSaysWhy() {
