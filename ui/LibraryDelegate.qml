@@ -45,8 +45,9 @@ Rectangle {
                 enabled: model.present && !Library.quantizing
                 onClicked: root.quantizeRequested(model.id)
             }
-            Item { Layout.fillWidth: true }
+            Item { implicitWidth: 16 }  // apart from Delete, which asks first anyway
             Button { objectName: "deleteButton"; text: qsTr("Delete"); onClicked: confirm.open() }
+            Item { Layout.fillWidth: true }  // the buttons stay together on a wide page
         }
     }
 
