@@ -1,6 +1,7 @@
 // One downloadable model of a repository (a file, or all parts of a split one): its
 // quantization and size, the fit badge with a plain sentence on how it runs here, and
-// Download, or Load when the library has it already (the same file or the same bytes).
+// Download (Resume for a paused pull), or Load when the library has it already (the same
+// file or the same bytes).
 // The labels wrap and the reason wraps, so the button stays on screen at any width.
 import QtQuick
 import QtQuick.Controls
@@ -61,8 +62,10 @@ Rectangle {
         Button {
             objectName: "downloadButton"
             text: root.loaded ? qsTr("Loaded") : root.inLibrary ? qsTr("Load")
-                : model.pulling ? qsTr("Downloading…") : qsTr("Download")
-            enabled: root.inLibrary ? !root.loaded : !model.pulling && model.badge !== "too-large"
+                : model.pull === "paused" ? qsTr("Resume")
+                : model.pull.length > 0 ? qsTr("Downloading…") : qsTr("Download")
+            enabled: root.inLibrary ? !root.loaded
+                   : model.pull === "paused" || (model.pull.length === 0 && model.badge !== "too-large")
             onClicked: root.inLibrary ? Library.load(model.libraryId) : Hub.download(Hub.repo, model.quant)
         }
     }

@@ -45,7 +45,7 @@ QVariantMap choice_row(const hub::ModelChoice& c) {
             {QStringLiteral("sha256"), text(c.files.front().sha256)},  // the first part's, as the library keeps it
             {QStringLiteral("libraryId"), QVariant::fromValue<qint64>(0)},
             {QStringLiteral("localPath"), QString()},
-            {QStringLiteral("pulling"), false},
+            {QStringLiteral("pull"), QString()},  // the state of its pull under way, if any
             {QStringLiteral("parts"), static_cast<int>(c.files.size())},
             {QStringLiteral("size"), static_cast<double>(c.total_bytes())},
             {QStringLiteral("sizeText"), bytes_text(c.total_bytes())},
@@ -86,7 +86,7 @@ HubController::HubController(QString models_dir, QString token_file, QObject* pa
       token_(std::move(token_file)),
       catalog_({"name", "repo", "parameters", "architecture", "licence", "description"}, "repo"),
       search_({"repo", "downloads", "likes"}, "repo"),
-      files_({"quant", "file", "sha256", "libraryId", "localPath", "pulling", "partFiles", "partSizes", "parts", "size",
+      files_({"quant", "file", "sha256", "libraryId", "localPath", "pull", "partFiles", "partSizes", "parts", "size",
               "sizeText", "badge", "badgeText", "reason", "best", "checked"},
              "quant"),
       downloads_(kDownloadRoles, "id") {
@@ -292,15 +292,14 @@ void HubController::setLibraryModels(const std::vector<QVariantMap>& models) {
     }
 }
 
-// A pull of this model that has not ended (queued, running or paused): its id, or -1.
-qint64 HubController::pull_of(const QString& repo, const QString& quant) const {
+// The pull of this model that has not ended (queued, running or paused), or an empty map.
+QVariantMap HubController::pull_of(const QString& repo, const QString& quant) const {
     for (const QVariantMap& d : downloads_.rows()) {
         const QString s = d.value("state").toString();
         const bool ongoing = s == "queued" || s == "listing" || s == "downloading" || s == "paused";
-        if (ongoing && d.value("repo").toString() == repo && d.value("quant").toString() == quant)
-            return d.value("id").toLongLong();
+        if (ongoing && d.value("repo").toString() == repo && d.value("quant").toString() == quant) return d;
     }
-    return -1;
+    return {};
 }
 
 void HubController::download(const QString& repo, const QString& quant) {
@@ -308,19 +307,30 @@ void HubController::download(const QString& repo, const QString& quant) {
     // and a pull already under way is resumed, not started again.
     const QString key = repo + ':' + quant;
     if (requested_.contains(key)) return;  // asked for, its first progress not back yet
-    if (const qint64 id = pull_of(repo, quant); id >= 0) return resume(id);
+    if (const QVariantMap pull = pull_of(repo, quant); !pull.isEmpty()) return resume(pull.value("id").toLongLong());
     for (const QVariantMap& m : local_)
         if (m.value("present").toBool() && m.value("name").toString() == key) return;
     if (repo == repo_)
         if (const QVariantMap row = files_.find(quant); !row.isEmpty() && row.value("libraryId").toLongLong() > 0)
             return;
     requested_.insert(key);
-    set_pulling(repo, quant, true);
-    with_queue([this, r = repo.toStdString(), q = quant.toStdString()](hub::DownloadQueue& queue) {
-        const uint64_t id = queue.enqueue(r, q);
-        const hub::PullProgress p = queue.progress(id);
-        QMetaObject::invokeMethod(
-            this, [this, id, p] { on_progress(id, p); }, Qt::QueuedConnection);
+    set_pull(repo, quant, QStringLiteral("queued"));
+    with_queue([this, key, repo, quant](hub::DownloadQueue& queue) {
+        try {
+            const uint64_t id = queue.enqueue(repo.toStdString(), quant.toStdString());
+            const hub::PullProgress p = queue.progress(id);
+            QMetaObject::invokeMethod(
+                this, [this, id, p] { on_progress(id, p); }, Qt::QueuedConnection);
+        } catch (...) {  // not queued: the button offers Download again (with_queue reports why)
+            QMetaObject::invokeMethod(
+                this,
+                [this, key, repo, quant] {
+                    requested_.remove(key);
+                    set_pull(repo, quant, QString());
+                },
+                Qt::QueuedConnection);
+            throw;
+        }
     });
 }
 
@@ -334,8 +344,8 @@ void HubController::cancel(qint64 id) {
     with_queue([id](hub::DownloadQueue& q) { q.cancel(uint64_t(id)); });
 }
 
-void HubController::set_pulling(const QString& repo, const QString& quant, bool pulling) {
-    if (repo == repo_ && files_.indexOf(quant) >= 0) files_.upsert({{"quant", quant}, {"pulling", pulling}});
+void HubController::set_pull(const QString& repo, const QString& quant, const QString& state) {
+    if (repo == repo_ && files_.indexOf(quant) >= 0) files_.upsert({{"quant", quant}, {"pull", state}});
 }
 
 void HubController::on_progress(uint64_t id, const hub::PullProgress& p) {
@@ -343,7 +353,7 @@ void HubController::on_progress(uint64_t id, const hub::PullProgress& p) {
     downloads_.upsert(download_row(id, p));
     const QString repo = text(p.repo), quant = text(p.quant);
     requested_.remove(repo + ':' + quant);
-    set_pulling(repo, quant, pull_of(repo, quant) >= 0);
+    set_pull(repo, quant, pull_of(repo, quant).value("state").toString());
     const QString state = text(hub::pull_state_name(p.state));
     if (state == before) return;
     emit downloadsChanged();

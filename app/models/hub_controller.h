@@ -120,8 +120,8 @@ private:
     void with_queue(F f);  // runs f(DownloadQueue&) on serial_, making the queue first
     void on_progress(uint64_t id, const hub::PullProgress& p);
     QVariantMap local_fields(const QVariantMap& file) const;
-    qint64 pull_of(const QString& repo, const QString& quant) const;
-    void set_pulling(const QString& repo, const QString& quant, bool pulling);
+    QVariantMap pull_of(const QString& repo, const QString& quant) const;
+    void set_pull(const QString& repo, const QString& quant, const QString& state);
 
     QString models_dir_;
     HubToken token_;
