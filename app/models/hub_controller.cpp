@@ -175,7 +175,10 @@ void HubController::list_files(quint64 gen, const QString& repo) {
             } else if (out.value->empty()) {
                 files_error_ = tr("%1 has no GGUF model files.").arg(repo);
             } else {
-                for (QVariantMap& row : *out.value) row.insert(local_fields(row));
+                for (QVariantMap& row : *out.value) {  // in the library, or being pulled
+                    row.insert(local_fields(row));
+                    row["pull"] = pull_of(repo, row.value("quant").toString()).value("state").toString();
+                }
                 files_.set_rows(*out.value);
                 checking_fit_ = true;
                 check_fit(gen, repo, std::move(*out.value));

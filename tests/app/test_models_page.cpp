@@ -483,9 +483,20 @@ private slots:
         QCOMPARE(text_of(download_item(kDropRepo), "downloadState"), QStringLiteral("Cancelled"));
         QVERIFY(shoot(QStringLiteral("downloads.png")));
 
+        // Discover offers Resume for the paused pull, and resumes that row: no second one.
+        page_->setProperty("tab", 0);
+        QSignalSpy checked(&ctx_->hub, &HubController::fitChecked);
+        ctx_->hub.openRepo(kStallRepo);
+        QVERIFY(checked.wait(60'000));
+        QQuickItem* resume = find_item(find_item(page_, QStringLiteral("file_F32")), QStringLiteral("downloadButton"));
+        QVERIFY(resume);
+        QCOMPARE(resume->property("text").toString(), QStringLiteral("Resume"));
+        const int rows = ctx_->hub.download_rows().count();
         QSignalSpy done(&ctx_->hub, &HubController::modelDownloaded);
-        ctx_->hub.resume(stalled);
+        QVERIFY(QMetaObject::invokeMethod(resume, "clicked"));
         QVERIFY(done.wait(60'000));
+        QCOMPARE(ctx_->hub.download_rows().count(), rows);
+        QCOMPARE(download_row(kStallRepo).value("id").toLongLong(), stalled);
         QTRY_COMPARE(text_of(download_item(kStallRepo), "downloadState"), QStringLiteral("Verified ✓"));
         QCOMPARE(find_item(download_item(kStallRepo), "downloadProgress")->property("value").toDouble(), 1.0);
         // The resumed transfer asked for the rest only.
