@@ -71,7 +71,8 @@ void ModelListModel::rescan() {
         for (const QFileInfo& f : files) {
             const QString path = f.absoluteFilePath();
             if (indexOfPath(path) >= 0) continue;
-            rows_.push_back({f.completeBaseName(), path, file_key(path), human_size(f.size()), folder, path == builtin});
+            rows_.push_back(
+                {f.completeBaseName(), path, file_key(path), human_size(f.size()), folder, path == builtin});
         }
     }
     for (const auto& [name, path] : library_)

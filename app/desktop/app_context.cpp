@@ -63,7 +63,8 @@ AppContext::AppContext(const QString& data_dir, const QString& log_file)
     // A finished download shows in the library (and the chat's model picker) at once.
     QObject::connect(&hub, &HubController::modelDownloaded, &library, &LibraryController::refresh);
     // Discover shows a model already in the library as such (Load, not Download).
-    QObject::connect(&library, &LibraryController::changed, &hub, [this] { hub.setLibraryModels(library.rows().rows()); });
+    QObject::connect(&library, &LibraryController::changed, &hub,
+                     [this] { hub.setLibraryModels(library.rows().rows()); });
     // The monitor's device badge carries the loader's reason for the placement.
     QObject::connect(&models, &ModelController::stateChanged, &monitor,
                      [this] { monitor.setPlacementReason(models.ready() ? models.info().backend : QString()); });

@@ -61,19 +61,21 @@ QString plain_reason(const fit::FitPlan& p) {
     const QString vram = bytes_text(p.budget.vram) + (p.budget.vram_measured ? QStringLiteral(" free") : QString());
     switch (p.placement) {
         case fit::Placement::Gpu:
-            return QStringLiteral("Runs fully on your GPU: %1 of %2 VRAM, %3.").arg(bytes_text(p.gpu.total()), vram, chats);
+            return QStringLiteral("Runs fully on your GPU: %1 of %2 VRAM, %3.")
+                .arg(bytes_text(p.gpu.total()), vram, chats);
         case fit::Placement::Split:
-            return QStringLiteral("Runs partly on your GPU (%1 of %2 layers), the rest on the CPU: slower. "
-                                  "Needs %3 of %4 VRAM and %5 of %6 RAM, %7.")
+            return QStringLiteral(
+                       "Runs partly on your GPU (%1 of %2 layers), the rest on the CPU: slower. "
+                       "Needs %3 of %4 VRAM and %5 of %6 RAM, %7.")
                 .arg(p.gpu_layers)
                 .arg(p.n_layers)
                 .arg(bytes_text(p.gpu.total()), vram, bytes_text(p.cpu.total()), bytes_text(p.budget.ram), chats);
         case fit::Placement::Cpu:
             return (p.budget.vram == 0 ? QStringLiteral("No GPU: runs on the CPU, slower than a GPU. ")
                                        : QStringLiteral("Too big for your GPU; fits in RAM and runs on the CPU: "
-                                                        "slower. "))
-                   + QStringLiteral("Needs %1 of %2 RAM, %3.").arg(bytes_text(p.cpu.total()), bytes_text(p.budget.ram),
-                                                                   chats);
+                                                        "slower. ")) +
+                   QStringLiteral("Needs %1 of %2 RAM, %3.")
+                       .arg(bytes_text(p.cpu.total()), bytes_text(p.budget.ram), chats);
         case fit::Placement::TooLarge:
             break;
     }
@@ -94,19 +96,22 @@ QString plain_choice(const fit::QuantChoice& c, const fit::ChoiceOptions& o) {
     QString line;
     switch (c.plan->placement) {
         case fit::Placement::Gpu:
-            line = *c.chosen == 0 ? QStringLiteral("%1 is the best file here, and it runs fully on your GPU.").arg(quant)
-                                  : QStringLiteral("%1 is the best quality that runs fully on your GPU.").arg(quant);
+            line = *c.chosen == 0
+                       ? QStringLiteral("%1 is the best file here, and it runs fully on your GPU.").arg(quant)
+                       : QStringLiteral("%1 is the best quality that runs fully on your GPU.").arg(quant);
             break;
         case fit::Placement::Split:
-            line = QStringLiteral("%1 puts the most of the model on your GPU (%2 of %3 layers): no good file fits "
-                                  "there entirely.")
+            line = QStringLiteral(
+                       "%1 puts the most of the model on your GPU (%2 of %3 layers): no good file fits "
+                       "there entirely.")
                        .arg(quant)
                        .arg(c.plan->gpu_layers)
                        .arg(c.plan->n_layers);
             break;
         default:
-            line = QStringLiteral("%1 runs on the CPU, where a smaller file answers faster: it is the smallest good one.")
-                       .arg(quant);
+            line =
+                QStringLiteral("%1 runs on the CPU, where a smaller file answers faster: it is the smallest good one.")
+                    .arg(quant);
             break;
     }
     if (fit::quant_quality(r.quant) < fit::quant_quality(o.min_quant))
@@ -123,8 +128,8 @@ QVariantMap badge_fields(const fit::RankedFile& r, bool best, const std::optiona
     } else {
         m[QStringLiteral("badge")] = QStringLiteral("unknown");
         m[QStringLiteral("badgeText")] = QStringLiteral("Cannot judge");
-        m[QStringLiteral("reason")] = QStringLiteral("Could not read this file's header: %1")
-                                          .arg(QString::fromStdString(r.note));
+        m[QStringLiteral("reason")] =
+            QStringLiteral("Could not read this file's header: %1").arg(QString::fromStdString(r.note));
     }
     m[QStringLiteral("best")] = best;
     m[QStringLiteral("checked")] = true;

@@ -71,16 +71,19 @@ QString offer_note(const QuantOffer& o, const QString& source) {
         return QObject::tr("Ember cannot read this model's weights (%1), so it cannot make other sizes of it.")
             .arg(source);
     if (o.requantize && o.targets.empty())
-        return QObject::tr("This model is already quantized (%1) and no smaller file would be worth it. "
-                           "To get other sizes, quantize the original F16 or F32 model.")
+        return QObject::tr(
+                   "This model is already quantized (%1) and no smaller file would be worth it. "
+                   "To get other sizes, quantize the original F16 or F32 model.")
             .arg(source);
     if (o.requantize)
-        return QObject::tr("This model is already quantized (%1): Ember can make a smaller file from it, but its "
-                           "quality will be at most that of %1, usually a little lower. For the best result, "
-                           "quantize the original F16 or F32 model.")
+        return QObject::tr(
+                   "This model is already quantized (%1): Ember can make a smaller file from it, but its "
+                   "quality will be at most that of %1, usually a little lower. For the best result, "
+                   "quantize the original F16 or F32 model.")
             .arg(source);
-    return QObject::tr("The original has %1 weights. A smaller file loads faster and needs less memory; each step "
-                       "down loses a little quality.")
+    return QObject::tr(
+               "The original has %1 weights. A smaller file loads faster and needs less memory; each step "
+               "down loses a little quality.")
         .arg(source);
 }
 
@@ -250,7 +253,8 @@ void LibraryController::offerQuantize(qint64 id) {
     emit quantizeOfferChanged();
     if (row.isEmpty()) return;
     run_async(
-        serial_, this, [path = row.value("path").toString().toStdString()] { return quant_offer(GgufFile::open(path)); },
+        serial_, this,
+        [path = row.value("path").toString().toStdString()] { return quant_offer(GgufFile::open(path)); },
         [this, id, name, label = row.value("quant").toString()](Outcome<QuantOffer> out) {
             if (quantize_offer_.value("id").toLongLong() != id) return;  // another model was chosen since
             if (out.value) quantize_offer_ = offer_map(id, name, label, *out.value);

@@ -90,11 +90,11 @@ private:
     template <typename Work, typename Done>
     void on_library(Work work, Done done);  // work(Library&) on serial_, done on the GUI thread
     struct Listing {
-        std::vector<QVariantMap> rows;                // the library page's
-        QList<QPair<QString, QString>> picker;        // (name, path) of each file not listed elsewhere
+        std::vector<QVariantMap> rows;          // the library page's
+        QList<QPair<QString, QString>> picker;  // (name, path) of each file not listed elsewhere
     };
-    Listing listing(library::Library& lib);            // on serial_
-    QString sha256_of(const QString& path);           // on serial_, cached by path, size and time
+    Listing listing(library::Library& lib);  // on serial_
+    QString sha256_of(const QString& path);  // on serial_, cached by path, size and time
     void fail(const QString& message);
     void clear_error();
     void publish(Listing l);
@@ -112,7 +112,7 @@ private:
     std::shared_ptr<std::atomic<bool>> quantize_cancel_;
     QThreadPool serial_, quant_;
     std::shared_ptr<library::Library> library_;  // opened and used on serial_ only
-    QStringList picker_folders_;                  // what the picker scans (read on serial_)
+    QStringList picker_folders_;                 // what the picker scans (read on serial_)
     struct Hashed {
         qint64 size, mtime;
         QString sha256;

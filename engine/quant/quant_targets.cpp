@@ -51,8 +51,8 @@ QuantOffer quant_offer(const GgufFile& in) {
         const uint64_t bytes = quantized_file_size(in, name);
         // From floats: fewer bits per weight (F32 -> F16/BF16, 16-bit -> quantized). From a
         // quantized file: a quantized type of no more bits, whose file is smaller.
-        const bool offered = o.requantize ? !s.is_float() && bits <= source_bits && bytes < o.source_bytes
-                                          : bits < source_bits;
+        const bool offered =
+            o.requantize ? !s.is_float() && bits <= source_bits && bytes < o.source_bytes : bits < source_bits;
         if (offered) o.targets.push_back({name, bytes});
     }
     std::stable_sort(o.targets.begin(), o.targets.end(), [](const QuantTarget& a, const QuantTarget& b) {

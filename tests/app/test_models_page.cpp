@@ -211,8 +211,13 @@ class TestModelsPage : public QObject {
                 ++controls;
                 const QString what = QStringLiteral("%1: %2 \"%3\" at %4,%5 %6x%7 (implicit width %8) in %9x%10")
                                          .arg(where, item->objectName(), item->property("text").toString())
-                                         .arg(r.x()).arg(r.y()).arg(r.width()).arg(r.height())
-                                         .arg(item->implicitWidth()).arg(window_->width()).arg(window_->height());
+                                         .arg(r.x())
+                                         .arg(r.y())
+                                         .arg(r.width())
+                                         .arg(r.height())
+                                         .arg(item->implicitWidth())
+                                         .arg(window_->width())
+                                         .arg(window_->height());
                 QVERIFY2(r.left() >= win.left() && r.right() <= win.right(), qPrintable(what));
                 QVERIFY2(win.contains(seen), qPrintable(what));
                 QVERIFY2(r.width() >= 20, qPrintable(what));
@@ -223,14 +228,19 @@ class TestModelsPage : public QObject {
                 const double content = item->property("contentWidth").toDouble();
                 const QString what = QStringLiteral("%1: label \"%2\" %3 px wide in a %4 px box at x %5")
                                          .arg(where, item->property("text").toString())
-                                         .arg(content).arg(item->width()).arg(r.x());
+                                         .arg(content)
+                                         .arg(item->width())
+                                         .arg(r.x());
                 QVERIFY2(content <= item->width() + 1, qPrintable(what));
                 QVERIFY2(r.left() >= win.left() && r.left() + content <= win.right(), qPrintable(what));
             }
             if (item->clip()) {  // a list's viewport (or a clipped box): on screen itself
                 QVERIFY2(win.contains(seen), qPrintable(QStringLiteral("%1: %2 (%3,%4 %5x%6) beyond the window")
                                                             .arg(where, item->objectName())
-                                                            .arg(r.x()).arg(r.y()).arg(r.width()).arg(r.height())));
+                                                            .arg(r.x())
+                                                            .arg(r.y())
+                                                            .arg(r.width())
+                                                            .arg(r.height())));
                 view = view.intersected(r), in_list = true;
             }
             for (QQuickItem* c : item->childItems()) {
@@ -344,7 +354,8 @@ private slots:
         QVERIFY(want.chosen.has_value());
         // The page's words are plain (what happens), the planner's decision the same.
         const QString summary = plain_choice(want, options);
-        QVERIFY2(summary.startsWith(QString::fromStdString(want.ranked[*want.chosen].quant) + " "), qPrintable(summary));
+        QVERIFY2(summary.startsWith(QString::fromStdString(want.ranked[*want.chosen].quant) + " "),
+                 qPrintable(summary));
         QCOMPARE(ctx_->hub.fitSummary(), summary);
         QCOMPARE(text_of(page_, "fitSummary"), "Recommended: " + summary);
 
@@ -364,7 +375,8 @@ private slots:
                                   : plan.placement == ember::fit::Placement::Cpu   ? "Too big for your GPU; fits in RAM"
                                                                                    : "Too large for this machine";
             QVERIFY2(reason.startsWith(QLatin1String(opening)), qPrintable(reason));
-            QVERIFY2(reason.contains(QStringLiteral("MiB")) || reason.contains(QStringLiteral("KiB")), qPrintable(reason));
+            QVERIFY2(reason.contains(QStringLiteral("MiB")) || reason.contains(QStringLiteral("KiB")),
+                     qPrintable(reason));
             QVERIFY2(reason.contains(QStringLiteral("for chats up to %1 tokens").arg(plan.n_ctx)), qPrintable(reason));
             for (const char* jargon : {"or better", "layers on the GPU with", "offload"})
                 QVERIFY2(!reason.contains(QLatin1String(jargon)) && !summary.contains(QLatin1String(jargon)),
@@ -697,7 +709,8 @@ private slots:
         QTRY_VERIFY(dialog->property("opened").toBool());
         QTRY_VERIFY(ctx_->library.quantizeOffer().value("ready").toBool());
 
-        const ember::QuantOffer want = ember::quant_offer(ember::GgufFile::open(f32.value("path").toString().toStdString()));
+        const ember::QuantOffer want =
+            ember::quant_offer(ember::GgufFile::open(f32.value("path").toString().toStdString()));
         QVERIFY(want.targets.size() >= 10);
         QCOMPARE(dialog->property("chosen").toString(), QStringLiteral("Q4_K_M"));
         QVERIFY(!item_in(dialog, QStringLiteral("target_F32")));
@@ -711,7 +724,10 @@ private slots:
         const QRectF at = chosen->mapRectToScene(QRectF(0, 0, chosen->width(), chosen->height()));
         QTRY_VERIFY2(shown.contains(chosen->mapRectToScene(QRectF(0, 0, chosen->width(), chosen->height()))),
                      qPrintable(QStringLiteral("Q4_K_M at y %1-%2, list %3-%4")
-                                    .arg(at.top()).arg(at.bottom()).arg(shown.top()).arg(shown.bottom())));
+                                    .arg(at.top())
+                                    .arg(at.bottom())
+                                    .arg(shown.top())
+                                    .arg(shown.bottom())));
         const QString note = item_in(dialog, QStringLiteral("quantizeNote"))->property("text").toString();
         QVERIFY2(note.startsWith(QStringLiteral("The original has F32 weights.")), qPrintable(note));
         QQuickItem* popup = dialog->property("contentItem").value<QQuickItem*>()->parentItem();
@@ -912,7 +928,8 @@ private slots:
         QVERIFY(shoot(QStringLiteral("models-4k.png")));
         window_->resize(1180, 760);
         ctx_->hub.cancel(held);
-        QTRY_COMPARE_WITH_TIMEOUT(download_row(kDropRepo).value("state").toString(), QStringLiteral("cancelled"), 30'000);
+        QTRY_COMPARE_WITH_TIMEOUT(download_row(kDropRepo).value("state").toString(), QStringLiteral("cancelled"),
+                                  30'000);
     }
 
     void badImportSaysWhy() {
