@@ -190,7 +190,7 @@ LibraryController::Listing LibraryController::listing(library::Library& lib) {
         if (!m.present) continue;
         const QString path = QFileInfo(text(m.path)).canonicalFilePath(), sha = text(m.sha256);
         bool listed = seen_sha.count(sha) > 0 || seen_path.count(path) > 0;
-        // The size of the first part against each scanned file (a split model is never one).
+        // The first part (what the picker lists of a split model) against each scanned file.
         const auto same_size = scanned_by_size.find(qint64(m.parts.empty() ? m.size : m.parts.front().size));
         if (!listed && same_size != scanned_by_size.end())
             for (const QString& scanned : same_size->second)
