@@ -1,7 +1,8 @@
 // One downloadable model of a repository (a file, or all parts of a split one): its
 // quantization and size, the fit badge with a plain sentence on how it runs here, and
 // Download (Resume for a paused pull), or Load when the library has it already (the same
-// file or the same bytes).
+// file or the same bytes) or the same bytes are elsewhere on this computer (the built-in
+// model's folder).
 // The labels wrap and the reason wraps, so the button stays on screen at any width.
 import QtQuick
 import QtQuick.Controls
@@ -12,7 +13,9 @@ Rectangle {
     id: root
     objectName: "file_" + model.quant
     readonly property bool inLibrary: model.libraryId > 0
-    readonly property bool loaded: inLibrary && Models.ready && Models.path === model.localPath
+    readonly property string localPath: inLibrary ? model.localPath : model.copyPath
+    readonly property bool onDisk: localPath.length > 0  // in the library or another folder of models
+    readonly property bool loaded: onDisk && Models.ready && Models.path === localPath
     radius: 8
     color: model.best ? Qt.rgba(Theme.accent.r, Theme.accent.g, Theme.accent.b, 0.08) : Theme.base
     border.color: model.best ? Theme.accent : Theme.border
@@ -45,8 +48,9 @@ Rectangle {
                 Label { visible: model.best; objectName: "bestLabel"; text: qsTr("★ Best for this machine"); color: Theme.accent; font.bold: true }
                 Label {
                     objectName: "inLibraryLabel"
-                    visible: root.inLibrary
-                    text: root.loaded ? qsTr("✓ In your library, loaded") : qsTr("✓ In your library")
+                    visible: root.onDisk
+                    text: (root.inLibrary ? qsTr("✓ In your library") : qsTr("✓ On this computer"))
+                          + (root.loaded ? qsTr(", loaded") : "")
                     color: "#2b8a3e"
                 }
             }
@@ -61,12 +65,13 @@ Rectangle {
         }
         Button {
             objectName: "downloadButton"
-            text: root.loaded ? qsTr("Loaded") : root.inLibrary ? qsTr("Load")
+            text: root.loaded ? qsTr("Loaded") : root.onDisk ? qsTr("Load")
                 : model.pull === "paused" ? qsTr("Resume")
                 : model.pull.length > 0 ? qsTr("Downloading…") : qsTr("Download")
-            enabled: root.inLibrary ? !root.loaded
+            enabled: root.onDisk ? !root.loaded
                    : model.pull === "paused" || (model.pull.length === 0 && model.badge !== "too-large")
-            onClicked: root.inLibrary ? Library.load(model.libraryId) : Hub.download(Hub.repo, model.quant)
+            onClicked: root.inLibrary ? Library.load(model.libraryId)
+                     : root.onDisk ? Models.load(root.localPath) : Hub.download(Hub.repo, model.quant)
         }
     }
 }

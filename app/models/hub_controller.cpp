@@ -1,5 +1,7 @@
 #include "app/models/hub_controller.h"
 
+#include <QDir>
+#include <QFileInfo>
 #include <cmath>
 #include <filesystem>
 
@@ -9,6 +11,7 @@
 #include "engine/fit/quant_choice.h"
 #include "engine/hub/download_queue.h"
 #include "engine/hub/hub_client.h"
+#include "engine/hub/sha256.h"
 #include "kernels/common/format.h"
 
 namespace ember::app {
@@ -44,8 +47,9 @@ QVariantMap choice_row(const hub::ModelChoice& c) {
             {QStringLiteral("file"), text(c.files.front().path)},
             {QStringLiteral("sha256"), text(c.files.front().sha256)},  // the first part's, as the library keeps it
             {QStringLiteral("libraryId"), QVariant::fromValue<qint64>(0)},
-            {QStringLiteral("localPath"), QString()},
-            {QStringLiteral("pull"), QString()},  // the state of its pull under way, if any
+            {QStringLiteral("localPath"), QString()},  // the library's copy
+            {QStringLiteral("copyPath"), QString()},   // or another copy on this computer (the picker's folders)
+            {QStringLiteral("pull"), QString()},       // the state of its pull under way, if any
             {QStringLiteral("parts"), static_cast<int>(c.files.size())},
             {QStringLiteral("size"), static_cast<double>(c.total_bytes())},
             {QStringLiteral("sizeText"), bytes_text(c.total_bytes())},
@@ -54,6 +58,17 @@ QVariantMap choice_row(const hub::ModelChoice& c) {
             {QStringLiteral("reason"), QString()},
             {QStringLiteral("best"), false},
             {QStringLiteral("checked"), false}};
+}
+
+// A file in one of `folders` with the remote file's bytes (the same size, then the same
+// SHA-256: only same-size files are read), or "". Blocking: a worker thread's call.
+QString local_copy(const QStringList& folders, const hub::RemoteFile& f) {
+    if (f.sha256.empty()) return {};
+    for (const QString& folder : folders)
+        for (const QFileInfo& local : QDir(folder).entryInfoList({QStringLiteral("*.gguf")}, QDir::Files))
+            if (uint64_t(local.size()) == f.size && hub::sha256_file(local.filePath().toStdString()) == f.sha256)
+                return local.absoluteFilePath();
+    return {};
 }
 
 // What a download row shows for one progress snapshot.
@@ -86,8 +101,8 @@ HubController::HubController(QString models_dir, QString token_file, QObject* pa
       token_(std::move(token_file)),
       catalog_({"name", "repo", "parameters", "architecture", "licence", "description"}, "repo"),
       search_({"repo", "downloads", "likes"}, "repo"),
-      files_({"quant", "file", "sha256", "libraryId", "localPath", "pull", "partFiles", "partSizes", "parts", "size",
-              "sizeText", "badge", "badgeText", "reason", "best", "checked"},
+      files_({"quant", "file", "sha256", "libraryId", "localPath", "copyPath", "pull", "partFiles", "partSizes",
+              "parts", "size", "sizeText", "badge", "badgeText", "reason", "best", "checked"},
              "quant"),
       downloads_(kDownloadRoles, "id") {
     net_.setMaxThreadCount(2);
@@ -161,10 +176,13 @@ void HubController::openRepo(const QString& repo) {
 void HubController::list_files(quint64 gen, const QString& repo) {
     run_async(
         net_, this,
-        [r = repo.toStdString(), cfg = token_.config()] {
+        [r = repo.toStdString(), cfg = token_.config(), folders = local_folders_] {
             std::vector<QVariantMap> rows;
-            for (const hub::ModelChoice& c : hub::gguf_choices(hub::HubClient(cfg).list_files(r, "main")))
-                rows.push_back(choice_row(c));
+            for (const hub::ModelChoice& c : hub::gguf_choices(hub::HubClient(cfg).list_files(r, "main"))) {
+                QVariantMap row = choice_row(c);
+                if (c.files.size() == 1) row["copyPath"] = local_copy(folders, c.files.front());
+                rows.push_back(std::move(row));
+            }
             return rows;
         },
         [this, gen, repo](Outcome<std::vector<QVariantMap>> out) {
@@ -314,7 +332,8 @@ void HubController::download(const QString& repo, const QString& quant) {
     for (const QVariantMap& m : local_)
         if (m.value("present").toBool() && m.value("name").toString() == key) return;
     if (repo == repo_)
-        if (const QVariantMap row = files_.find(quant); !row.isEmpty() && row.value("libraryId").toLongLong() > 0)
+        if (const QVariantMap row = files_.find(quant);
+            row.value("libraryId").toLongLong() > 0 || !row.value("copyPath").toString().isEmpty())
             return;
     requested_.insert(key);
     set_pull(repo, quant, QStringLiteral("queued"));

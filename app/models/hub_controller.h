@@ -102,6 +102,9 @@ public:
     // The library's rows (LibraryController): each file row says whether its model is there
     // (libraryId, localPath), so that the page offers Load instead of Download.
     void setLibraryModels(const std::vector<QVariantMap>& models);
+    // Folders of model files outside the library (the chat's picker scans them): a file row
+    // whose bytes are there says so (copyPath), so that the page offers Load for it too.
+    void setLocalFolders(const QStringList& folders) { local_folders_ = folders; }
 
 signals:
     void searchingChanged();
@@ -134,7 +137,8 @@ private:
     QThreadPool net_, serial_;
     std::shared_ptr<hub::DownloadQueue> queue_;  // made and used on serial_ only
     std::vector<QVariantMap> local_;             // the library's rows
-    QSet<QString> requested_;                    // "repo:quant" asked for, no progress back yet
+    QStringList local_folders_;
+    QSet<QString> requested_;  // "repo:quant" asked for, no progress back yet
 };
 
 }  // namespace ember::app

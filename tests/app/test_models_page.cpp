@@ -436,9 +436,17 @@ private slots:
     // it again, or twice in a row for a new one, never adds a second row anywhere.
     void discoverShowsWhatIsInTheLibrary() {
         page_->setProperty("tab", 0);
+        // The F32 file's bytes in a folder the chat's picker scans (as the built-in model is).
+        const QString copy = ctx_->model_list.folders().last() + "/a-copy.gguf";
+        QVERIFY(QFile::copy(repo_dir(kRepo) + "/stories260K-F32.gguf", copy));
         QSignalSpy checked(&ctx_->hub, &HubController::fitChecked);
         ctx_->hub.openRepo(kRepo);
         QVERIFY(checked.wait(60'000));
+        QQuickItem* elsewhere = find_item(page_, QStringLiteral("file_F32"));
+        QCOMPARE(text_of(elsewhere, "downloadButton"), QStringLiteral("Load"));
+        QCOMPARE(text_of(elsewhere, "inLibraryLabel"), QStringLiteral("✓ On this computer"));
+        QCOMPARE(ctx_->hub.file_rows().find(QStringLiteral("F32")).value("copyPath").toString(),
+                 QFileInfo(copy).absoluteFilePath());
         const qint64 q8 = library_row(kRepo + ":Q8_0").value("id").toLongLong();
         QVERIFY(q8 > 0);
         QQuickItem* have = find_item(page_, QStringLiteral("file_Q8_0"));
@@ -451,8 +459,10 @@ private slots:
 
         const int downloads = ctx_->hub.download_rows().count(), models = ctx_->library.rows().count();
         ctx_->hub.download(kRepo, QStringLiteral("Q8_0"));  // what a stale Download button would do
+        ctx_->hub.download(kRepo, QStringLiteral("F32"));
         QTest::qWait(500);
         QCOMPARE(ctx_->hub.download_rows().count(), downloads);
+        QVERIFY(QFile::remove(copy));
 
         QSignalSpy done(&ctx_->hub, &HubController::modelDownloaded);
         ctx_->hub.download(kRepo, QStringLiteral("Q4_0"));
