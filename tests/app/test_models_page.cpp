@@ -1,13 +1,19 @@
 // The model manager page end to end: ember-app's own wiring (AppContext) and QML, offscreen,
 // against the hub's test server (tests/engine/hub/hub_server.py, a real HTTP server on
-// 127.0.0.1 started here) serving real GGUF files: stories260K and two quantizations of it
+// 127.0.0.1 started here) serving real GGUF files: stories260K and three quantizations of it
 // made with engine/quant at start-up.
 //
 // What is asserted is what the window renders: the catalog, search results, every file's fit
-// badge and reason (equal to what engine/fit decides for the same files and budget), the
-// download rows' states and progress bars (a transfer held by the server mid-file, paused,
-// resumed, and one cancelled), and the library's load / delete / import / quantize. The
-// screenshots models.png and downloads.png go to <build>/screenshots/.
+// badge and plain-language reason (for the plan engine/fit makes of the same files and
+// budget), a file already in the library (or on this computer) offered as Load and never
+// pulled twice, the download rows' states and progress bars (a transfer held by the server
+// mid-file, paused, resumed from Discover, and one cancelled), the library's load / delete /
+// import / quantize (only useful targets, exact sizes, a real requantization of SmolLM2, the
+// error cleared by the next job), the chat picker listing each file once, and every control
+// on screen from 720x560 to 4K in both themes. Screenshots in <build>/screenshots/:
+// models.png, downloads.png, quantize[-dark].png, quantize-requantize[-dark].png,
+// models-720[-dark].png (Discover's files), models-720-{catalog,downloads,library,delete}
+// [-dark].png, models-4k.png.
 #include <QApplication>
 #include <QCryptographicHash>
 #include <QDir>
