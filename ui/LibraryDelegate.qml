@@ -1,5 +1,7 @@
 // One library model: name, quantization, size, architecture, parameters, context, where it
-// came from; Load (into the chat), Quantize (to a chosen type), Delete (asks first).
+// came from; Load (into the chat), Quantize… (a smaller copy: the dialog offers what makes
+// sense for this file), Delete (asks first). The buttons have their own line, so a long
+// name or detail elides or wraps instead of pushing them off a narrow page.
 import QtQuick
 import QtQuick.Controls
 import QtQuick.Layouts
@@ -9,6 +11,7 @@ Rectangle {
     id: root
     objectName: "library_" + model.id
     readonly property bool loaded: Models.path === model.path && Models.ready
+    signal quantizeRequested(var id)
     radius: 8
     color: Theme.base
     border.color: root.loaded ? Theme.accent : Theme.border
@@ -23,15 +26,6 @@ Rectangle {
             Label { objectName: "libraryName"; text: model.name; font.bold: true; color: Theme.text; Layout.fillWidth: true; elide: Text.ElideMiddle }
             Label { visible: !model.present; text: qsTr("missing on disk"); color: Theme.error }
             Label { visible: root.loaded; text: qsTr("loaded"); color: Theme.accent }
-            PrimaryButton { objectName: "loadButton"; text: qsTr("Load"); enabled: model.present && !root.loaded; onClicked: Library.load(model.id) }
-            ComboBox { id: qtype; objectName: "quantType"; model: Library.quantTypes; implicitWidth: 110 }
-            Button {
-                objectName: "quantizeButton"
-                text: qsTr("Quantize")
-                enabled: model.present && !Library.quantizing
-                onClicked: Library.quantize(model.id, qtype.currentText)
-            }
-            Button { objectName: "deleteButton"; text: qsTr("Delete"); onClicked: confirm.open() }
         }
         Label {
             objectName: "libraryDetail"
@@ -42,15 +36,31 @@ Rectangle {
             color: Theme.muted
             wrapMode: Text.Wrap
         }
+        RowLayout {
+            Layout.fillWidth: true
+            PrimaryButton { objectName: "loadButton"; text: qsTr("Load"); enabled: model.present && !root.loaded; onClicked: Library.load(model.id) }
+            Button {
+                objectName: "quantizeButton"
+                text: qsTr("Quantize…")
+                enabled: model.present && !Library.quantizing
+                onClicked: root.quantizeRequested(model.id)
+            }
+            Item { implicitWidth: 16 }  // apart from Delete, which asks first anyway
+            Button { objectName: "deleteButton"; text: qsTr("Delete"); onClicked: confirm.open() }
+            Item { Layout.fillWidth: true }  // the buttons stay together on a wide page
+        }
     }
 
-    Dialog {
+    ThemedDialog {
         id: confirm
+        objectName: "deleteDialog"
         title: qsTr("Delete %1?").arg(model.name)
-        anchors.centerIn: Overlay.overlay
-        modal: true
+        width: Math.min(implicitWidth, Overlay.overlay ? Overlay.overlay.width - 40 : implicitWidth)
         standardButtons: Dialog.Yes | Dialog.No
         Label {
+            width: parent.width
+            wrapMode: Text.Wrap
+            color: Theme.text
             text: model.source === "imported" ? qsTr("The file stays where it is; only the library entry goes.")
                                               : qsTr("The downloaded file is deleted from disk.")
         }

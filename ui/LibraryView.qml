@@ -1,6 +1,6 @@
 // Library: the verified models on this machine (downloaded or imported), with Load, Delete
-// and Quantize, the quantizer's progress, and Import (a file dialog; dropping a .gguf on the
-// page does the same).
+// and Quantize (QuantizeDialog), the quantizer's progress, and Import (a file dialog;
+// dropping a .gguf on the page does the same).
 import QtQuick
 import QtQuick.Controls
 import QtQuick.Dialogs
@@ -10,6 +10,9 @@ import Ember.Core
 Item {
     id: root
     property alias list: list
+    property alias quantizeDialog: quantizeDialog
+
+    QuantizeDialog { id: quantizeDialog }
 
     FileDialog {
         id: importDialog
@@ -55,6 +58,7 @@ Item {
                         Layout.fillWidth: true
                         text: Library.quantizeText + (Library.quantizing ? "" : qsTr(": done"))
                         color: Theme.text
+                        elide: Text.ElideRight
                     }
                     Label { text: Math.round(Library.quantizeProgress * 100) + " %"; color: Theme.muted }
                     Button { text: qsTr("Cancel"); visible: Library.quantizing; onClicked: Library.cancelQuantize() }
@@ -71,10 +75,16 @@ Item {
             spacing: 6
             model: Library.models
             ScrollBar.vertical: ScrollBar { }
-            delegate: LibraryDelegate { width: list.width }
+            delegate: LibraryDelegate {
+                width: list.width
+                onQuantizeRequested: (id) => quantizeDialog.openFor(id)
+            }
             Label {
                 anchors.centerIn: parent
                 visible: list.count === 0
+                width: list.width - 20
+                horizontalAlignment: Text.AlignHCenter
+                wrapMode: Text.Wrap
                 text: qsTr("No models yet: download one in Discover, or import a .gguf file")
                 color: Theme.muted
             }

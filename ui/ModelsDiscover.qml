@@ -1,5 +1,7 @@
-// Discover: the curated catalog (or Hugging Face search results) on the left, the chosen
-// repository's downloadable models on the right, each with its fit badge and one-line reason.
+// Discover: the curated catalog (or Hugging Face search results) and the chosen repository's
+// downloadable models, each with its fit badge and a plain sentence on how it runs here.
+// Wide pages show both side by side; narrow ones (the window's minimum, 720 px, leaves the
+// page ~450) show one at a time, with a way back from the files to the list.
 import QtQuick
 import QtQuick.Controls
 import QtQuick.Layouts
@@ -9,6 +11,11 @@ Item {
     id: root
     property alias files: fileList
     property bool searchMode: query.text.trim().length > 0
+    readonly property bool narrow: width < 760
+    // Narrow: the files of the opened repository until "All models" sets this to it.
+    property string dismissedRepo: ""
+    readonly property bool filesShown: !narrow || (Hub.repo.length > 0 && Hub.repo !== dismissedRepo)
+    readonly property bool reposShown: !narrow || !filesShown
 
     RowLayout {
         anchors.fill: parent
@@ -16,8 +23,10 @@ Item {
         spacing: 14
 
         ColumnLayout {
-            Layout.preferredWidth: 380
-            Layout.minimumWidth: 380
+            objectName: "repoColumn"
+            visible: root.reposShown
+            Layout.fillWidth: root.narrow
+            Layout.preferredWidth: root.narrow ? -1 : Math.min(380, root.width * 0.4)
             Layout.fillHeight: true
             TextField {
                 id: query
@@ -48,7 +57,7 @@ Item {
                 delegate: ModelsRepoDelegate {
                     width: repoList.width
                     selected: Hub.repo === model.repo
-                    onClicked: Hub.openRepo(model.repo)
+                    onClicked: { root.dismissedRepo = ""; Hub.openRepo(model.repo) }
                 }
             }
             // The access token for gated repositories: kept by the app (0600), used instead of
@@ -59,6 +68,7 @@ Item {
                     id: tokenField
                     objectName: "hubTokenField"
                     Layout.fillWidth: true
+                    Layout.minimumWidth: 80
                     echoMode: TextInput.Password
                     placeholderText: Hub.tokenSource === "settings" ? qsTr("Access token saved (%1)").arg(Hub.tokenHint)
                                                                     : qsTr("Hugging Face access token (gated models)")
@@ -88,17 +98,62 @@ Item {
                 font.pixelSize: 12
             }
         }
-        Rectangle { Layout.fillHeight: true; width: 1; color: Theme.border }
+        Rectangle { visible: !root.narrow; Layout.fillHeight: true; width: 1; color: Theme.border }
         ColumnLayout {
+            objectName: "fileColumn"
+            visible: root.filesShown
             Layout.fillWidth: true
-            Layout.preferredWidth: 500  // not the wrapped reasons' one-line width
             Layout.fillHeight: true
+            RowLayout {
+                Layout.fillWidth: true
+                Button {
+                    objectName: "allModelsButton"
+                    visible: root.narrow
+                    text: qsTr("‹ All models")
+                    flat: true
+                    onClicked: root.dismissedRepo = Hub.repo
+                }
+                Label {
+                    objectName: "repoTitle"
+                    Layout.fillWidth: true
+                    text: Hub.repo.length > 0 ? Hub.repo : qsTr("Pick a model to see its files")
+                    font.pixelSize: 17
+                    font.bold: Hub.repo.length > 0
+                    color: Hub.repo.length > 0 ? Theme.text : Theme.muted
+                    elide: Text.ElideMiddle
+                }
+            }
+            // The budget the badges are judged against: empty fields measure this machine.
+            Flow {
+                Layout.fillWidth: true
+                spacing: 6
+                Label { text: qsTr("Judge fits for"); color: Theme.muted; height: vramField.height; verticalAlignment: Text.AlignVCenter }
+                Label { text: qsTr("VRAM"); color: Theme.muted; height: vramField.height; verticalAlignment: Text.AlignVCenter }
+                TextField {
+                    id: vramField
+                    objectName: "vramBudgetField"
+                    width: 96
+                    placeholderText: qsTr("measured")
+                    text: Hub.vramBudget
+                    onEditingFinished: Hub.vramBudget = text
+                }
+                Label { text: qsTr("RAM"); color: Theme.muted; height: vramField.height; verticalAlignment: Text.AlignVCenter }
+                TextField {
+                    objectName: "ramBudgetField"
+                    width: 96
+                    placeholderText: qsTr("measured")
+                    text: Hub.ramBudget
+                    onEditingFinished: Hub.ramBudget = text
+                }
+            }
             Label {
-                objectName: "repoTitle"
-                text: Hub.repo.length > 0 ? Hub.repo : qsTr("Pick a model to see its files")
-                font.pixelSize: 17
-                font.bold: Hub.repo.length > 0
-                color: Hub.repo.length > 0 ? Theme.text : Theme.muted
+                objectName: "budgetLabel"
+                Layout.fillWidth: true
+                visible: text.length > 0
+                text: Hub.budgetText.length > 0 ? qsTr("Judged for: %1").arg(Hub.budgetText) : ""
+                color: Theme.muted
+                font.pixelSize: 12
+                wrapMode: Text.Wrap
             }
             Label {
                 objectName: "fitSummary"
@@ -108,7 +163,7 @@ Item {
                     : Hub.filesError.length > 0 ? Hub.filesError
                     : Hub.checkingFit ? qsTr("Reading each file's header to check how it fits this machine…")
                     : Hub.fitSummary.length > 0 ? qsTr("Recommended: %1").arg(Hub.fitSummary) : ""
-                color: Hub.filesError.length > 0 ? Theme.error : Theme.muted
+                color: Hub.filesError.length > 0 ? Theme.error : Theme.text
                 wrapMode: Text.Wrap
             }
             ListView {

@@ -20,40 +20,26 @@ Rectangle {
         anchors.fill: parent
         spacing: 0
 
+        // The title and the way back; the fit budget lives with the files it judges (Discover).
         RowLayout {
             Layout.fillWidth: true
             Layout.margins: 14
-            Label { text: qsTr("Models"); font.pixelSize: 22; font.bold: true; color: Theme.text }
-            Item { Layout.fillWidth: true }
-            // Budgets for the fit badges; empty = measured on this machine.
-            Label { text: qsTr("VRAM"); color: Theme.muted }
-            TextField {
-                objectName: "vramBudgetField"
-                implicitWidth: 90
-                placeholderText: qsTr("measured")
-                text: Hub.vramBudget
-                onEditingFinished: Hub.vramBudget = text
-            }
-            Label { text: qsTr("RAM"); color: Theme.muted }
-            TextField {
-                objectName: "ramBudgetField"
-                implicitWidth: 90
-                placeholderText: qsTr("measured")
-                text: Hub.ramBudget
-                onEditingFinished: Hub.ramBudget = text
-            }
             Label {
-                objectName: "budgetLabel"
-                text: Hub.budgetText.length > 0 ? qsTr("Judged for: %1").arg(Hub.budgetText) : ""
-                color: Theme.muted
+                Layout.fillWidth: true
+                text: qsTr("Models")
+                font.pixelSize: 22
+                font.bold: true
+                color: Theme.text
+                elide: Text.ElideRight
             }
-            Button { text: qsTr("Back to chat"); flat: true; onClicked: root.closed() }
+            Button { objectName: "backToChat"; text: qsTr("Back to chat"); flat: true; onClicked: root.closed() }
         }
         TabBar {
             id: tabs
             objectName: "modelsTabs"
             Layout.fillWidth: true
             Layout.leftMargin: 14
+            Layout.rightMargin: 14
             TabButton { text: qsTr("Discover") }
             TabButton {
                 objectName: "downloadsTab"

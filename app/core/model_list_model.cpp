@@ -13,6 +13,13 @@ namespace {
 
 QString human_size(qint64 bytes) { return QString::fromStdString(format_bytes(static_cast<uint64_t>(bytes))); }
 
+// One file, however it is reached (a symlinked folder, a relative path): the same key.
+QString file_key(const QString& path) {
+    const QFileInfo f(path);
+    const QString canonical = f.canonicalFilePath();
+    return canonical.isEmpty() ? f.absoluteFilePath() : canonical;
+}
+
 }  // namespace
 
 QStringList ModelListModel::defaultFolders() {
@@ -64,13 +71,14 @@ void ModelListModel::rescan() {
         for (const QFileInfo& f : files) {
             const QString path = f.absoluteFilePath();
             if (indexOfPath(path) >= 0) continue;
-            rows_.push_back({f.completeBaseName(), path, human_size(f.size()), folder, path == builtin});
+            rows_.push_back(
+                {f.completeBaseName(), path, file_key(path), human_size(f.size()), folder, path == builtin});
         }
     }
     for (const auto& [name, path] : library_)
         if (indexOfPath(path) < 0)
-            rows_.push_back(
-                {name, path, human_size(QFileInfo(path).size()), QStringLiteral("library"), path == builtin});
+            rows_.push_back({name, path, file_key(path), human_size(QFileInfo(path).size()), QStringLiteral("library"),
+                             file_key(path) == file_key(builtin)});
     // The built-in default first, then by name.
     std::stable_sort(rows_.begin(), rows_.end(), [](const Entry& a, const Entry& b) {
         return a.builtin != b.builtin ? a.builtin : a.name.compare(b.name, Qt::CaseInsensitive) < 0;
@@ -85,9 +93,9 @@ void ModelListModel::setLibraryModels(const QList<QPair<QString, QString>>& mode
 }
 
 int ModelListModel::indexOfPath(const QString& path) const {
-    const QString abs = QFileInfo(path).absoluteFilePath();
+    const QString key = file_key(path);
     for (int i = 0; i < count(); ++i)
-        if (rows_[static_cast<size_t>(i)].path == abs) return i;
+        if (rows_[static_cast<size_t>(i)].key == key) return i;
     return -1;
 }
 

@@ -2,7 +2,9 @@
 // <data dir>/models (~/.local/share/ember/models) and any extra folders given, plus the
 // built-in default (SmolLM2) marked as such, and the model library's models (folder
 // "library"). File-system facts only (name, size): reading
-// GGUF metadata happens when a model is loaded, on the engine thread.
+// GGUF metadata happens when a model is loaded, on the engine thread. Each file is listed
+// once: paths are compared canonically, and the library leaves out its models whose bytes
+// a folder here already holds (LibraryController).
 #pragma once
 #include <QAbstractListModel>
 #include <QStringList>
@@ -38,7 +40,9 @@ signals:
 
 private:
     struct Entry {
-        QString name, path, size, folder;
+        QString name, path;
+        QString key;  // the canonical path: one row per file
+        QString size, folder;
         bool builtin = false;
     };
     QStringList folders_;

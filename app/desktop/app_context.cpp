@@ -64,6 +64,11 @@ AppContext::AppContext(const QString& data_dir, const QString& log_file)
     QObject::connect(chat.conversations(), &ConversationListModel::countChanged, &settings, [this] { note_history(); });
     // A finished download shows in the library (and the chat's model picker) at once.
     QObject::connect(&hub, &HubController::modelDownloaded, &library, &LibraryController::refresh);
+    // Discover shows a model already in the library, or in the picker's folders, as such
+    // (Load, not Download).
+    hub.setLocalFolders(model_list.folders());
+    QObject::connect(&library, &LibraryController::changed, &hub,
+                     [this] { hub.setLibraryModels(library.rows().rows()); });
     // The monitor's device badge carries the loader's reason for the placement, in plain words
     // with the loader's own words as the detail.
     QObject::connect(&models, &ModelController::stateChanged, &monitor, [this] {

@@ -28,9 +28,9 @@ QString badge_key(fit::Placement p) {
 QString badge_label(fit::Placement p) {
     switch (p) {
         case fit::Placement::Gpu:
-            return QStringLiteral("Fits GPU");
+            return QStringLiteral("Fits your GPU");
         case fit::Placement::Split:
-            return QStringLiteral("Partial offload");
+            return QStringLiteral("GPU + CPU");
         case fit::Placement::Cpu:
             return QStringLiteral("CPU only");
         case fit::Placement::TooLarge:
@@ -56,16 +56,81 @@ QString describe_budget(const fit::Budget& b, bool vram_set, bool ram_set) {
     return QStringLiteral("%1, %2 RAM (%3)").arg(vram, bytes_text(b.ram), ram_set ? "set" : "measured");
 }
 
-QVariantMap badge_fields(const fit::RankedFile& r, bool best, const QString& best_reason) {
+QString plain_reason(const fit::FitPlan& p) {
+    const QString chats = QStringLiteral("for chats up to %1 tokens").arg(p.n_ctx);
+    const QString vram = bytes_text(p.budget.vram) + (p.budget.vram_measured ? QStringLiteral(" free") : QString());
+    switch (p.placement) {
+        case fit::Placement::Gpu:
+            return QStringLiteral("Runs fully on your GPU: %1 of %2 VRAM, %3.")
+                .arg(bytes_text(p.gpu.total()), vram, chats);
+        case fit::Placement::Split:
+            return QStringLiteral(
+                       "Runs partly on your GPU (%1 of %2 layers), the rest on the CPU: slower. "
+                       "Needs %3 of %4 VRAM and %5 of %6 RAM, %7.")
+                .arg(p.gpu_layers)
+                .arg(p.n_layers)
+                .arg(bytes_text(p.gpu.total()), vram, bytes_text(p.cpu.total()), bytes_text(p.budget.ram), chats);
+        case fit::Placement::Cpu:
+            return (p.budget.vram == 0 ? QStringLiteral("No GPU: runs on the CPU, slower than a GPU. ")
+                                       : QStringLiteral("Too big for your GPU; fits in RAM and runs on the CPU: "
+                                                        "slower. ")) +
+                   QStringLiteral("Needs %1 of %2 RAM, %3.")
+                       .arg(bytes_text(p.cpu.total()), bytes_text(p.budget.ram), chats);
+        case fit::Placement::TooLarge:
+            break;
+    }
+    return QStringLiteral("Too large for this machine: it needs %1 of memory %2, and you have %3 VRAM and %4 RAM.")
+        .arg(bytes_text(p.cpu.total()), chats, vram, bytes_text(p.budget.ram));
+}
+
+QString plain_choice(const fit::QuantChoice& c, const fit::ChoiceOptions& o) {
+    if (!c.chosen || !c.plan) {
+        for (auto it = c.ranked.rbegin(); it != c.ranked.rend(); ++it)  // ranked best first: the smallest last
+            if (it->plan)
+                return QStringLiteral("Nothing here fits this machine; even %1 needs %2 of memory.")
+                    .arg(QString::fromStdString(it->quant), bytes_text(it->plan->cpu.total()));
+        return {};
+    }
+    const fit::RankedFile& r = c.ranked[*c.chosen];
+    const QString quant = QString::fromStdString(r.quant);
+    QString line;
+    switch (c.plan->placement) {
+        case fit::Placement::Gpu:
+            line = *c.chosen == 0
+                       ? QStringLiteral("%1 is the best file here, and it runs fully on your GPU.").arg(quant)
+                       : QStringLiteral("%1 is the best quality that runs fully on your GPU.").arg(quant);
+            break;
+        case fit::Placement::Split:
+            line = QStringLiteral(
+                       "%1 puts the most of the model on your GPU (%2 of %3 layers): no good file fits "
+                       "there entirely.")
+                       .arg(quant)
+                       .arg(c.plan->gpu_layers)
+                       .arg(c.plan->n_layers);
+            break;
+        default:
+            line =
+                QStringLiteral("%1 runs on the CPU, where a smaller file answers faster: it is the smallest good one.")
+                    .arg(quant);
+            break;
+    }
+    if (fit::quant_quality(r.quant) < fit::quant_quality(o.min_quant))
+        line += QStringLiteral(" Its quality is lower, but nothing better fits.");
+    return line;
+}
+
+QVariantMap badge_fields(const fit::RankedFile& r, bool best, const std::optional<fit::FitPlan>& plan) {
     QVariantMap m;
-    if (r.plan) {
-        m[QStringLiteral("badge")] = badge_key(r.plan->placement);
-        m[QStringLiteral("badgeText")] = badge_label(r.plan->placement);
+    if (plan) {
+        m[QStringLiteral("badge")] = badge_key(plan->placement);
+        m[QStringLiteral("badgeText")] = badge_label(plan->placement);
+        m[QStringLiteral("reason")] = plain_reason(*plan);
     } else {
         m[QStringLiteral("badge")] = QStringLiteral("unknown");
-        m[QStringLiteral("badgeText")] = QStringLiteral("Cannot plan");
+        m[QStringLiteral("badgeText")] = QStringLiteral("Cannot judge");
+        m[QStringLiteral("reason")] =
+            QStringLiteral("Could not read this file's header: %1").arg(QString::fromStdString(r.note));
     }
-    m[QStringLiteral("reason")] = best ? best_reason : QString::fromStdString(r.note);
     m[QStringLiteral("best")] = best;
     m[QStringLiteral("checked")] = true;
     return m;

@@ -1,10 +1,14 @@
 // The fit badge of one downloadable file: the planner's placement turned into the short
-// label the page shows ("Fits GPU", "Partial offload", "CPU only", "Too large") and the
-// budget the judgement was made against. Types inside, text at the edge: this is the edge.
+// label the page shows ("Fits your GPU", "GPU + CPU", "CPU only", "Too large"), a plain
+// sentence saying what happens when it runs here, with the numbers ("Runs fully on your GPU:
+// 1.2 GiB of 8.0 GiB VRAM, for chats up to 8192 tokens"), and the budget it was judged
+// against. Types inside, text at the edge: this is the edge. The engine's own one-line
+// reasons (precise, in the planner's terms) stay what `ember fit` prints.
 #pragma once
 #include <QString>
 #include <QVariantMap>
 #include <cstdint>
+#include <optional>
 
 #include "engine/fit/planner.h"
 #include "engine/fit/quant_choice.h"
@@ -23,7 +27,14 @@ fit::Budget resolve_budget(const QString& vram, const QString& ram);
 // "8.0 GiB VRAM (set), 31.2 GiB RAM (measured)".
 QString describe_budget(const fit::Budget& b, bool vram_set, bool ram_set);
 
-// The file-row fields for one ranked file: badge, badgeText, reason, best.
-QVariantMap badge_fields(const fit::RankedFile& r, bool best, const QString& best_reason);
+// What happens when a file with this plan runs here, in plain words with the numbers.
+QString plain_reason(const fit::FitPlan& p);
+// Which file is recommended and why, in plain words ("Q6_K is the best quality that runs
+// fully on your GPU."); empty when nothing was chosen and nothing could be judged.
+QString plain_choice(const fit::QuantChoice& c, const fit::ChoiceOptions& o);
+
+// The file-row fields for one ranked file: badge, badgeText, reason, best. `plan`: the plan
+// to describe (the chosen file's may be at a shorter context than its ranked plan).
+QVariantMap badge_fields(const fit::RankedFile& r, bool best, const std::optional<fit::FitPlan>& plan);
 
 }  // namespace ember::app

@@ -1,5 +1,7 @@
 #include "app/models/hub_controller.h"
 
+#include <QDir>
+#include <QFileInfo>
 #include <cmath>
 #include <filesystem>
 
@@ -9,6 +11,7 @@
 #include "engine/fit/quant_choice.h"
 #include "engine/hub/download_queue.h"
 #include "engine/hub/hub_client.h"
+#include "engine/hub/sha256.h"
 #include "kernels/common/format.h"
 
 namespace ember::app {
@@ -42,6 +45,11 @@ QVariantMap choice_row(const hub::ModelChoice& c) {
             {QStringLiteral("partFiles"), part_files},  // a split model's parts, for the fit check
             {QStringLiteral("partSizes"), part_sizes},
             {QStringLiteral("file"), text(c.files.front().path)},
+            {QStringLiteral("sha256"), text(c.files.front().sha256)},  // the first part's, as the library keeps it
+            {QStringLiteral("libraryId"), QVariant::fromValue<qint64>(0)},
+            {QStringLiteral("localPath"), QString()},  // the library's copy
+            {QStringLiteral("copyPath"), QString()},   // or another copy on this computer (the picker's folders)
+            {QStringLiteral("pull"), QString()},       // the state of its pull under way, if any
             {QStringLiteral("parts"), static_cast<int>(c.files.size())},
             {QStringLiteral("size"), static_cast<double>(c.total_bytes())},
             {QStringLiteral("sizeText"), bytes_text(c.total_bytes())},
@@ -50,6 +58,17 @@ QVariantMap choice_row(const hub::ModelChoice& c) {
             {QStringLiteral("reason"), QString()},
             {QStringLiteral("best"), false},
             {QStringLiteral("checked"), false}};
+}
+
+// A file in one of `folders` with the remote file's bytes (the same size, then the same
+// SHA-256: only same-size files are read), or "". Blocking: a worker thread's call.
+QString local_copy(const QStringList& folders, const hub::RemoteFile& f) {
+    if (f.sha256.empty()) return {};
+    for (const QString& folder : folders)
+        for (const QFileInfo& local : QDir(folder).entryInfoList({QStringLiteral("*.gguf")}, QDir::Files))
+            if (uint64_t(local.size()) == f.size && hub::sha256_file(local.filePath().toStdString()) == f.sha256)
+                return local.absoluteFilePath();
+    return {};
 }
 
 // What a download row shows for one progress snapshot.
@@ -82,8 +101,8 @@ HubController::HubController(QString models_dir, QString token_file, QObject* pa
       token_(std::move(token_file)),
       catalog_({"name", "repo", "parameters", "architecture", "licence", "description"}, "repo"),
       search_({"repo", "downloads", "likes"}, "repo"),
-      files_({"quant", "file", "partFiles", "partSizes", "parts", "size", "sizeText", "badge", "badgeText", "reason",
-              "best", "checked"},
+      files_({"quant", "file", "sha256", "libraryId", "localPath", "copyPath", "pull", "partFiles", "partSizes",
+              "parts", "size", "sizeText", "badge", "badgeText", "reason", "best", "checked"},
              "quant"),
       downloads_(kDownloadRoles, "id") {
     net_.setMaxThreadCount(2);
@@ -157,10 +176,13 @@ void HubController::openRepo(const QString& repo) {
 void HubController::list_files(quint64 gen, const QString& repo) {
     run_async(
         net_, this,
-        [r = repo.toStdString(), cfg = token_.config()] {
+        [r = repo.toStdString(), cfg = token_.config(), folders = local_folders_] {
             std::vector<QVariantMap> rows;
-            for (const hub::ModelChoice& c : hub::gguf_choices(hub::HubClient(cfg).list_files(r, "main")))
-                rows.push_back(choice_row(c));
+            for (const hub::ModelChoice& c : hub::gguf_choices(hub::HubClient(cfg).list_files(r, "main"))) {
+                QVariantMap row = choice_row(c);
+                if (c.files.size() == 1) row["copyPath"] = local_copy(folders, c.files.front());
+                rows.push_back(std::move(row));
+            }
             return rows;
         },
         [this, gen, repo](Outcome<std::vector<QVariantMap>> out) {
@@ -171,6 +193,10 @@ void HubController::list_files(quint64 gen, const QString& repo) {
             } else if (out.value->empty()) {
                 files_error_ = tr("%1 has no GGUF model files.").arg(repo);
             } else {
+                for (QVariantMap& row : *out.value) {  // in the library, or being pulled
+                    row.insert(local_fields(row));
+                    row["pull"] = pull_of(repo, row.value("quant").toString()).value("state").toString();
+                }
                 files_.set_rows(*out.value);
                 checking_fit_ = true;
                 check_fit(gen, repo, std::move(*out.value));
@@ -203,15 +229,17 @@ FitAnswer judge_files(const hub::HubConfig& cfg, const std::string& repo, const 
         const std::string bytes = hub.fetch_range(repo, "main", path, 0, n);
         return std::vector<uint8_t>(bytes.begin(), bytes.end());
     };
-    const fit::QuantChoice choice = fit::choose_from_listing(listed, prefix, budget, fit::ChoiceOptions{});
+    const fit::ChoiceOptions options;
+    const fit::QuantChoice choice = fit::choose_from_listing(listed, prefix, budget, options);
     FitAnswer a;
-    a.summary = text(choice.reason);
+    a.summary = plain_choice(choice, options);
     a.budget = describe_budget(budget, !vram.trimmed().isEmpty(), !ram.trimmed().isEmpty());
     for (size_t i = 0; i < choice.ranked.size(); ++i) {
         const fit::RankedFile& f = choice.ranked[i];
         for (const QVariantMap& r : rows) {
             if (r.value("file").toString().toStdString() != f.path) continue;
-            QVariantMap u = badge_fields(f, choice.chosen == i, a.summary);
+            const bool best = choice.chosen == i;
+            QVariantMap u = badge_fields(f, best, best ? choice.plan : f.plan);
             u[QStringLiteral("quant")] = r.value("quant");
             a.updates.push_back(std::move(u));
         }
@@ -263,12 +291,68 @@ void HubController::with_queue(F f) {
     });
 }
 
+// The library model with this file's bytes: the same repository and quantization, or the
+// same SHA-256 (a file published under another name, or imported).
+QVariantMap HubController::local_fields(const QVariantMap& file) const {
+    const QString sha = file.value("sha256").toString();
+    for (const QVariantMap& m : local_) {
+        if (!m.value("present").toBool()) continue;
+        const bool same_name = m.value("name").toString() == repo_ + ':' + file.value("quant").toString();
+        if (same_name || (!sha.isEmpty() && m.value("sha256").toString() == sha))
+            return {{"libraryId", m.value("id")}, {"localPath", m.value("path")}};
+    }
+    return {{"libraryId", QVariant::fromValue<qint64>(0)}, {"localPath", QString()}};
+}
+
+void HubController::setLibraryModels(const std::vector<QVariantMap>& models) {
+    local_ = models;
+    for (const QVariantMap& row : files_.rows()) {
+        QVariantMap u = local_fields(row);
+        u.insert("quant", row.value("quant"));
+        files_.upsert(u);
+    }
+}
+
+// The pull of this model that has not ended (queued, running or paused), or an empty map.
+QVariantMap HubController::pull_of(const QString& repo, const QString& quant) const {
+    for (const QVariantMap& d : downloads_.rows()) {
+        const QString s = d.value("state").toString();
+        const bool ongoing = s == "queued" || s == "listing" || s == "downloading" || s == "paused";
+        if (ongoing && d.value("repo").toString() == repo && d.value("quant").toString() == quant) return d;
+    }
+    return {};
+}
+
 void HubController::download(const QString& repo, const QString& quant) {
-    with_queue([this, r = repo.toStdString(), q = quant.toStdString()](hub::DownloadQueue& queue) {
-        const uint64_t id = queue.enqueue(r, q);
-        const hub::PullProgress p = queue.progress(id);
-        QMetaObject::invokeMethod(
-            this, [this, id, p] { on_progress(id, p); }, Qt::QueuedConnection);
+    // Never a second copy: a model in the library is loaded from there (the page offers Load),
+    // and a pull already under way is resumed, not started again.
+    const QString key = repo + ':' + quant;
+    if (requested_.contains(key)) return;  // asked for, its first progress not back yet
+    if (const QVariantMap pull = pull_of(repo, quant); !pull.isEmpty()) return resume(pull.value("id").toLongLong());
+    for (const QVariantMap& m : local_)
+        if (m.value("present").toBool() && m.value("name").toString() == key) return;
+    if (repo == repo_)
+        if (const QVariantMap row = files_.find(quant);
+            row.value("libraryId").toLongLong() > 0 || !row.value("copyPath").toString().isEmpty())
+            return;
+    requested_.insert(key);
+    set_pull(repo, quant, QStringLiteral("queued"));
+    with_queue([this, key, repo, quant](hub::DownloadQueue& queue) {
+        try {
+            const uint64_t id = queue.enqueue(repo.toStdString(), quant.toStdString());
+            const hub::PullProgress p = queue.progress(id);
+            QMetaObject::invokeMethod(
+                this, [this, id, p] { on_progress(id, p); }, Qt::QueuedConnection);
+        } catch (...) {  // not queued: the button offers Download again (with_queue reports why)
+            QMetaObject::invokeMethod(
+                this,
+                [this, key, repo, quant] {
+                    requested_.remove(key);
+                    set_pull(repo, quant, QString());
+                },
+                Qt::QueuedConnection);
+            throw;
+        }
     });
 }
 
@@ -282,9 +366,16 @@ void HubController::cancel(qint64 id) {
     with_queue([id](hub::DownloadQueue& q) { q.cancel(uint64_t(id)); });
 }
 
+void HubController::set_pull(const QString& repo, const QString& quant, const QString& state) {
+    if (repo == repo_ && files_.indexOf(quant) >= 0) files_.upsert({{"quant", quant}, {"pull", state}});
+}
+
 void HubController::on_progress(uint64_t id, const hub::PullProgress& p) {
     const QString before = downloads_.find(QVariant::fromValue<qint64>(qint64(id))).value("state").toString();
     downloads_.upsert(download_row(id, p));
+    const QString repo = text(p.repo), quant = text(p.quant);
+    requested_.remove(repo + ':' + quant);
+    set_pull(repo, quant, pull_of(repo, quant).value("state").toString());
     const QString state = text(hub::pull_state_name(p.state));
     if (state == before) return;
     emit downloadsChanged();

@@ -13,6 +13,7 @@
 // a repository the user has already left) are dropped by a generation counter.
 #pragma once
 #include <QObject>
+#include <QSet>
 #include <QString>
 #include <QStringList>
 #include <QThreadPool>
@@ -88,6 +89,8 @@ public:
     // Lists the repository's models (one row per quantization; a split model is one row)
     // and then judges each against the budget.
     Q_INVOKABLE void openRepo(const QString& repo);
+    // Starts a pull, unless the model is in the library already (same repository and
+    // quantization, or the same bytes) or being pulled: never a second row for one model.
     Q_INVOKABLE void download(const QString& repo, const QString& quant);
     Q_INVOKABLE void pause(qint64 id);
     Q_INVOKABLE void resume(qint64 id);
@@ -96,6 +99,12 @@ public:
     // Saves the access token (an empty one removes it) and uses it from the next hub call on;
     // returns false, with errorOccurred, when it cannot be saved.
     Q_INVOKABLE bool setToken(const QString& token);
+    // The library's rows (LibraryController): each file row says whether its model is there
+    // (libraryId, localPath), so that the page offers Load instead of Download.
+    void setLibraryModels(const std::vector<QVariantMap>& models);
+    // Folders of model files outside the library (the chat's picker scans them): a file row
+    // whose bytes are there says so (copyPath), so that the page offers Load for it too.
+    void setLocalFolders(const QStringList& folders) { local_folders_ = folders; }
 
 signals:
     void searchingChanged();
@@ -113,6 +122,9 @@ private:
     template <typename F>
     void with_queue(F f);  // runs f(DownloadQueue&) on serial_, making the queue first
     void on_progress(uint64_t id, const hub::PullProgress& p);
+    QVariantMap local_fields(const QVariantMap& file) const;
+    QVariantMap pull_of(const QString& repo, const QString& quant) const;
+    void set_pull(const QString& repo, const QString& quant, const QString& state);
 
     QString models_dir_;
     HubToken token_;
@@ -124,6 +136,9 @@ private:
     QString vram_budget_, ram_budget_, budget_text_;
     QThreadPool net_, serial_;
     std::shared_ptr<hub::DownloadQueue> queue_;  // made and used on serial_ only
+    std::vector<QVariantMap> local_;             // the library's rows
+    QStringList local_folders_;
+    QSet<QString> requested_;  // "repo:quant" asked for, no progress back yet
 };
 
 }  // namespace ember::app

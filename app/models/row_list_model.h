@@ -21,6 +21,7 @@ public:
     QVariant data(const QModelIndex& index, int role) const override;
     QHash<int, QByteArray> roleNames() const override;
     int count() const { return static_cast<int>(rows_.size()); }
+    const std::vector<QVariantMap>& rows() const { return rows_; }
 
     void set_rows(std::vector<QVariantMap> rows);
     // Replaces the row with the same key (merging its fields), or appends it.

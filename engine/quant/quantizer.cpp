@@ -108,7 +108,26 @@ std::vector<Job> plan_jobs(const GgufFile& in, const QuantScheme& scheme) {
     return jobs;
 }
 
+// The output's metadata: the source's in order (a split input, its parts joined, makes one
+// file), with the scheme's file type and, for a quantized scheme, the block layout version.
+GgufWriter output_writer(const GgufFile& in, const QuantScheme& scheme) {
+    GgufWriter w(static_cast<uint32_t>(in.alignment()));
+    for (const auto& key : in.metadata_order())
+        if (!key.starts_with("split.")) w.set(key, in.metadata().at(key));
+    w.set("general.file_type", GgufValue::u32(scheme.file_type));
+    if (!scheme.is_float()) w.set("general.quantization_version", GgufValue::u32(2));
+    return w;
+}
+
 }  // namespace
+
+uint64_t quantized_file_size(const GgufFile& in, const std::string& type) {
+    const QuantScheme scheme = quant_scheme(type);
+    GgufWriter w = output_writer(in, scheme);
+    for (const Job& j : plan_jobs(in, scheme))
+        w.add_tensor_lazy(j.src->name, j.choice.quantize ? j.choice.type : j.src->type, j.src->dims, nullptr);
+    return w.file_size();
+}
 
 int QuantizeResult::n_fallback() const {
     return static_cast<int>(std::count_if(tensors.begin(), tensors.end(), [](auto& t) { return t.fallback; }));
@@ -139,11 +158,7 @@ QuantizeResult quantize_model(const QuantizeOptions& opts) {
         result.tensors.push_back({j.src->name, j.src->type, j.choice.type, j.choice.fallback});
     }
 
-    GgufWriter w(static_cast<uint32_t>(in.alignment()));
-    for (const auto& key : in.metadata_order())  // a split input (its parts joined) makes one file
-        if (!key.starts_with("split.")) w.set(key, in.metadata().at(key));
-    w.set("general.file_type", GgufValue::u32(scheme.file_type));
-    if (!scheme.is_float()) w.set("general.quantization_version", GgufValue::u32(2));
+    GgufWriter w = output_writer(in, scheme);
 
     cpu::ThreadPool pool(opts.n_threads);
     pool.set_spin_us(0);  // waves are long; idle workers should sleep, not spin

@@ -22,6 +22,8 @@
 
 namespace ember {
 
+class GgufFile;
+
 struct QuantizeProgress {
     uint64_t done_elements = 0, total_elements = 0;  // over every tensor converted
     int tensor_index = 0, n_tensors = 0;             // the tensor being worked on
@@ -58,5 +60,9 @@ struct QuantizeResult {
 // Throws ember::Error (naming the file, tensor or option) on bad input or I/O failure; the
 // output path is then left untouched.
 QuantizeResult quantize_model(const QuantizeOptions& opts);
+
+// The size quantize_model would write for `in` and the scheme `type`, to the byte, from the
+// same layout (nothing is converted). Throws ember::Error for an unknown type.
+uint64_t quantized_file_size(const GgufFile& in, const std::string& type);
 
 }  // namespace ember
