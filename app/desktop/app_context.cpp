@@ -67,6 +67,10 @@ AppContext::AppContext(const QString& data_dir, const QString& log_file)
     // Discover shows a model already in the library, or in the picker's folders, as such
     // (Load, not Download).
     hub.setLocalFolders(model_list.folders());
+    // Files are judged at the context and chats a load would use (the app loads as it says).
+    const auto load_shape = [this] { hub.setLoadShape(settings.contextLength(), settings.cachedChats()); };
+    load_shape();
+    QObject::connect(&settings, &AppSettings::changed, &hub, load_shape);
     QObject::connect(&library, &LibraryController::changed, &hub,
                      [this] { hub.setLibraryModels(library.rows().rows()); });
     // The monitor's device badge carries the loader's reason for the placement, in plain words

@@ -1,6 +1,9 @@
 #include "app/models/fit_badge.h"
 
+#include <algorithm>
+
 #include "engine/fit/byte_size.h"
+#include "engine/fit/context_choice.h"
 #include "engine/fit/measured_budget.h"
 #include "kernels/common/format.h"
 
@@ -134,6 +137,19 @@ QVariantMap badge_fields(const fit::RankedFile& r, bool best, const std::optiona
     m[QStringLiteral("best")] = best;
     m[QStringLiteral("checked")] = true;
     return m;
+}
+
+fit::ChoiceOptions load_choice_options(int n_ctx, int n_seqs) {
+    fit::ChoiceOptions o;
+    o.fit.n_seqs = std::max(1, n_seqs);
+    if (n_ctx > 0) {
+        o.fit.n_ctx = n_ctx;  // the user's setting: loaded as it is, so judged as it is
+        o.min_ctx = n_ctx;
+    } else {
+        o.fit.n_ctx = fit::ContextOptions{}.max_ctx;  // capped at the model's own length
+        o.min_ctx = fit::ContextOptions{}.min_ctx;
+    }
+    return o;
 }
 
 }  // namespace ember::app

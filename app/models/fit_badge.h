@@ -33,6 +33,12 @@ QString plain_reason(const fit::FitPlan& p);
 // fully on your GPU."); empty when nothing was chosen and nothing could be judged.
 QString plain_choice(const fit::QuantChoice& c, const fit::ChoiceOptions& o);
 
+// The quantization chooser's options for how the app loads a model (AppSettings: n_ctx 0 =
+// automatic, n_seqs = chats kept): each file judged by what its load would allocate. An
+// automatic context is judged at the longest the model was made for, shorter (down to
+// 4,096) where that is what fits, as the load chooses it (engine/fit/context_choice.h).
+fit::ChoiceOptions load_choice_options(int n_ctx, int n_seqs);
+
 // The file-row fields for one ranked file: badge, badgeText, reason, best. `plan`: the plan
 // to describe (the chosen file's may be at a shorter context than its ranked plan).
 QVariantMap badge_fields(const fit::RankedFile& r, bool best, const std::optional<fit::FitPlan>& plan);

@@ -2,6 +2,7 @@
 
 #include <QDir>
 #include <QFileInfo>
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 
@@ -215,7 +216,7 @@ struct FitAnswer {
 // Reads each file's header from the hub (its first bytes only) and ranks the files with the
 // fit planner's quantization chooser against the budget.
 FitAnswer judge_files(const hub::HubConfig& cfg, const std::string& repo, const std::vector<QVariantMap>& rows,
-                      const QString& vram, const QString& ram) {
+                      const QString& vram, const QString& ram, const fit::ChoiceOptions& options) {
     const fit::Budget budget = resolve_budget(vram, ram);
     const hub::HubClient hub(cfg);
     std::vector<fit::ListedFile> listed;  // every part: the planner joins a split model's headers
@@ -229,7 +230,6 @@ FitAnswer judge_files(const hub::HubConfig& cfg, const std::string& repo, const 
         const std::string bytes = hub.fetch_range(repo, "main", path, 0, n);
         return std::vector<uint8_t>(bytes.begin(), bytes.end());
     };
-    const fit::ChoiceOptions options;
     const fit::QuantChoice choice = fit::choose_from_listing(listed, prefix, budget, options);
     FitAnswer a;
     a.summary = plain_choice(choice, options);
@@ -253,7 +253,7 @@ void HubController::check_fit(quint64 gen, const QString& repo, std::vector<QVar
     run_async(
         net_, this,
         [cfg = token_.config(), r = repo.toStdString(), rows = std::move(rows), vram = vram_budget_,
-         ram = ram_budget_] { return judge_files(cfg, r, rows, vram, ram); },
+         ram = ram_budget_, o = load_choice_options(load_ctx_, load_seqs_)] { return judge_files(cfg, r, rows, vram, ram, o); },
         [this, gen](Outcome<FitAnswer> out) {
             if (gen != files_gen_) return;
             checking_fit_ = false;

@@ -105,6 +105,13 @@ public:
     // Folders of model files outside the library (the chat's picker scans them): a file row
     // whose bytes are there says so (copyPath), so that the page offers Load for it too.
     void setLocalFolders(const QStringList& folders) { local_folders_ = folders; }
+    // How the app loads a model (AppSettings: context, 0 = automatic; chats kept), so that
+    // each file is judged by what its load would allocate: with an automatic context, at the
+    // longest the model was made for, shorter (down to 4,096) where that is what fits.
+    void setLoadShape(int n_ctx, int n_seqs) {
+        load_ctx_ = n_ctx;
+        load_seqs_ = n_seqs;
+    }
 
 signals:
     void searchingChanged();
@@ -134,6 +141,7 @@ private:
     QString search_error_, files_error_, fit_summary_, repo_;
     quint64 search_gen_ = 0, files_gen_ = 0;
     QString vram_budget_, ram_budget_, budget_text_;
+    int load_ctx_ = 0, load_seqs_ = 1;
     QThreadPool net_, serial_;
     std::shared_ptr<hub::DownloadQueue> queue_;  // made and used on serial_ only
     std::vector<QVariantMap> local_;             // the library's rows

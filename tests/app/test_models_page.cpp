@@ -39,6 +39,7 @@
 #include "app/logging/logging.h"
 #include "app/models/catalog.h"
 #include "app/models/fit_badge.h"
+#include "engine/fit/context_choice.h"
 #include "engine/fit/quant_choice.h"
 #include "engine/gguf/gguf.h"
 #include "engine/gguf/gguf_split.h"
@@ -334,6 +335,19 @@ private slots:
         QCOMPARE(results->count(), 0);
     }
 
+    // Files are judged as the app would load them: the context setting (automatic: the model's
+    // own length, shorter where that fits) and the chats kept, not a fixed 8,192 x 1.
+    void filesAreJudgedAsTheAppLoads() {
+        const ember::fit::ChoiceOptions automatic = load_choice_options(0, 4);
+        QCOMPARE(automatic.fit.n_seqs, 4);
+        QCOMPARE(automatic.fit.n_ctx, ember::fit::ContextOptions{}.max_ctx);
+        QCOMPARE(automatic.min_ctx, int64_t(4096));
+        const ember::fit::ChoiceOptions set = load_choice_options(2048, 1);
+        QCOMPARE(set.fit.n_ctx, int64_t(2048));
+        QCOMPARE(set.min_ctx, int64_t(2048));  // loaded as set: never judged shorter
+        QCOMPARE(set.fit.n_seqs, 1);
+    }
+
     // Every file gets the badge and the reason engine/fit gives for the same file and budget.
     void filesHaveFitBadges() {
         QSignalSpy checked(&ctx_->hub, &HubController::fitChecked);
@@ -354,7 +368,9 @@ private slots:
             bytes.resize(size_t(in.gcount()));
             return bytes;
         };
-        const ember::fit::ChoiceOptions options;
+        // Judged as the app loads: its context setting and chats kept.
+        const ember::fit::ChoiceOptions options =
+            load_choice_options(ctx_->settings.contextLength(), ctx_->settings.cachedChats());
         const ember::fit::QuantChoice want =
             ember::fit::choose_from_listing(listed, local, resolve_budget(kVram, kRam), options);
         QVERIFY(want.chosen.has_value());
