@@ -103,11 +103,13 @@ Rectangle {
             }
             RowLayout {
                 Layout.alignment: Qt.AlignRight
+                // Back to what every model gets: the planner's choice, or the global setting.
                 Button {
                     objectName: "contextAutoButton"
-                    text: qsTr("Automatic")
+                    text: Settings.contextLength > 0 ? qsTr("Use the default (%1)").arg(root.count(Settings.contextLength))
+                                                     : qsTr("Automatic")
                     flat: true
-                    enabled: !Models.details.contextAutomatic
+                    enabled: Models.details.contextOwn === true && !Chat.busy
                     onClicked: { popup.close(); Models.setContext(0) }
                 }
                 PrimaryButton {

@@ -64,9 +64,8 @@ ContextPick pick_context(const std::string& path, int64_t wanted, int n_seqs) {
             p.reason = "chosen for this machine: " + c.reason;
         } else {
             p.n_ctx = std::min<int64_t>(wanted, c.trained);
-            p.reason = p.n_ctx < wanted ? "your setting, cut to the " + std::to_string(c.trained) +
-                                              " tokens the model was made for"
-                                        : std::string("your setting");
+            p.reason = p.n_ctx < wanted ? "cut to the " + std::to_string(c.trained) + " tokens the model was made for"
+                                        : std::string();
         }
     } catch (const std::exception&) {
         p.n_ctx = std::max<int64_t>(wanted, 0);  // Model::load reports the problem with the file in full

@@ -24,6 +24,15 @@ QString template_notice(const QString& warning) {
                                     "another file of this model.");
 }
 
+// Why the model has the context it has: the planner's choice, or whose setting.
+QString context_reason(const LoadedModelInfo& info, bool own) {
+    if (info.ctx_automatic) return info.ctx_reason;
+    QString r = own ? QStringLiteral("your setting for this model")
+                    : QStringLiteral("your setting for every model (Settings › Engine)");
+    if (!info.ctx_reason.isEmpty()) r += QStringLiteral(", ") + info.ctx_reason;
+    return r;
+}
+
 }  // namespace
 
 ModelController::ModelController(EngineHost& host, AppSettings& settings, QString kv_disk_folder, QObject* parent)
@@ -63,6 +72,7 @@ void ModelController::set_state(State s) {
 
 QVariantMap ModelController::details() const {
     if (state_ != Ready) return {};
+    const bool own_context = settings_.modelContext(info_.path) > 0;
     return {{"name", info_.name},
             {"path", info_.path},
             {"metadataName", info_.metadata_name},
@@ -76,7 +86,8 @@ QVariantMap ModelController::details() const {
             {"trainedContext", info_.trained_ctx},
             {"contextFitsUpTo", info_.ctx_fits_up_to},
             {"contextAutomatic", info_.ctx_automatic},
-            {"contextReason", info_.ctx_reason},
+            {"contextOwn", own_context},
+            {"contextReason", context_reason(info_, own_context)},
             {"cachedChats", info_.n_seqs},
             {"kvSize", info_.kv_size},
             {"chatTemplate", info_.chat_template},

@@ -545,6 +545,8 @@ private slots:
         QTRY_VERIFY_WITH_TIMEOUT(h.models.ready() && h.models.details().value("context").toLongLong() == 2048,
                                  120'000);
         QVERIFY(!h.models.details().value("contextAutomatic").toBool());
+        QVERIFY(h.models.details().value("contextOwn").toBool());
+        QCOMPARE(h.models.details().value("contextReason").toString(), QStringLiteral("your setting for this model"));
         QCOMPARE(h.settings.modelContext(QString::fromStdString(smol)), 2048);
         QCOMPARE(h.chat.contextLimit(), 2048);
         // A longer context is offered up to what the model was made for, never past it.

@@ -2,7 +2,7 @@
 // conversation with SmolLM2, grabbed offscreen (QQuickWindow::grabWindow) into
 // <build>/screenshots/: empty-state.png, main-window.png, main-window-dark.png,
 // chat-settings.png, settings.png, long-message.png (+ -dark, -720), context-full.png
-// (+ -dark), search-in-chat.png.
+// (+ -dark), context-settings.png, search-in-chat.png.
 // Each image is checked to be the window's size and to have real content (not blank).
 #include <QApplication>
 #include <QDir>
@@ -203,6 +203,23 @@ private slots:
         ctx_->settings.setTheme(QStringLiteral("dark"));
         QVERIFY(shoot(QStringLiteral("context-full-dark.png")) > 20);
         ctx_->settings.setTheme(QStringLiteral("light"));
+    }
+
+    // The context meter's popup: this model's context, why, and how to change it.
+    void contextSettings() {
+        QQuickItem* change = find(QStringLiteral("contextSettingsButton"));
+        QVERIFY(change);
+        QVERIFY(QMetaObject::invokeMethod(change, "clicked"));
+        QObject* popup = window_->findChild<QObject*>(QStringLiteral("contextPopup"));
+        QVERIFY(popup);
+        QTRY_VERIFY(popup->property("opened").toBool());
+        QQuickItem* reason = find(QStringLiteral("contextReason"));
+        QVERIFY(reason);
+        QVERIFY2(reason->property("text").toString().contains(QStringLiteral("Now 2,048 tokens: your setting for every model")),
+                 qPrintable(reason->property("text").toString()));
+        QVERIFY(shoot(QStringLiteral("context-settings.png")) > 20);
+        QVERIFY(QMetaObject::invokeMethod(popup, "close"));
+        QTRY_VERIFY(!popup->property("visible").toBool());
     }
 
     // A search hit opened: the word is marked where the chat draws it.
