@@ -24,8 +24,8 @@ bool failed_unanswered(const Message& m) {
 QVector<ChatTurn> turns_for_model(const std::vector<Message>& msgs) {
     QVector<ChatTurn> out;
     for (size_t i = 0; i < msgs.size(); ++i) {
-        const bool failed_question = msgs[i].role == QLatin1String("user") && i + 1 < msgs.size() &&
-                                     failed_unanswered(msgs[i + 1]);
+        const bool failed_question =
+            msgs[i].role == QLatin1String("user") && i + 1 < msgs.size() && failed_unanswered(msgs[i + 1]);
         if (failed_question || failed_unanswered(msgs[i])) continue;
         out.push_back({msgs[i].role, msgs[i].content});
     }

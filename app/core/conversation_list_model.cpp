@@ -87,12 +87,9 @@ QVariant ConversationListModel::data(const QModelIndex& index, int role) const {
 }
 
 QHash<int, QByteArray> ConversationListModel::roleNames() const {
-    return {{IdRole, "conversationId"},
-            {TitleRole, "title"},
-            {UpdatedRole, "updatedAt"},
-            {SnippetRole, "snippet"},
-            {SnippetHtmlRole, "snippetHtml"},
-            {GeneratingRole, "generating"}};
+    return {{IdRole, "conversationId"},       {TitleRole, "title"},
+            {UpdatedRole, "updatedAt"},       {SnippetRole, "snippet"},
+            {SnippetHtmlRole, "snippetHtml"}, {GeneratingRole, "generating"}};
 }
 
 void ConversationListModel::setFilter(const QString& f) {

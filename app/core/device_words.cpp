@@ -39,12 +39,12 @@ DeviceWords device_words(const QString& backend_line) {
     if (gpu.hasMatch()) {
         const QString name = gpu.captured(1).trimmed();
         if (on_cpu)
-            w.summary = QStringLiteral("The model does not fit in the memory of the GPU (%1): running on the CPU").arg(name);
+            w.summary =
+                QStringLiteral("The model does not fit in the memory of the GPU (%1): running on the CPU").arg(name);
         else if (gpu.hasCaptured(2))
             w.summary = QStringLiteral("%1 of %2 layers on the GPU (%3), the rest on the CPU")
                             .arg(gpu.captured(2), gpu.captured(3), name);
-        else
-            w.summary = QStringLiteral("Running on the GPU: %1").arg(name);
+        else w.summary = QStringLiteral("Running on the GPU: %1").arg(name);
         return w;
     }
     if (reason.startsWith(QLatin1String("CPU requested"))) {

@@ -35,9 +35,15 @@ QVariant MessageListModel::data(const QModelIndex& index, int role) const {
 }
 
 QHash<int, QByteArray> MessageListModel::roleNames() const {
-    return {{IdRole, "messageId"},       {RoleRole, "role"},         {ContentRole, "content"},
-            {StateRole, "messageState"}, {StatsRole, "stats"},       {CreatedRole, "createdAt"},
-            {ErrorRole, "error"},        {NeededContextRole, "neededContext"}, {DroppedMessagesRole, "droppedMessages"}};
+    return {{IdRole, "messageId"},
+            {RoleRole, "role"},
+            {ContentRole, "content"},
+            {StateRole, "messageState"},
+            {StatsRole, "stats"},
+            {CreatedRole, "createdAt"},
+            {ErrorRole, "error"},
+            {NeededContextRole, "neededContext"},
+            {DroppedMessagesRole, "droppedMessages"}};
 }
 
 void MessageListModel::reset(std::vector<Message> messages) {

@@ -16,12 +16,14 @@ namespace {
 QString template_notice(const QString& warning) {
     if (warning.isEmpty()) return {};
     const bool missing = warning.startsWith(QLatin1String("the model file has no chat template"));
-    return missing ? QStringLiteral("This model file does not say how to lay out a conversation, so Ember uses a "
-                                    "standard layout that suits it. If answers ramble or show stray markers, try "
-                                    "another file of this model.")
-                   : QStringLiteral("This model file's conversation layout does not work as written, so Ember uses a "
-                                    "standard layout that suits it. If answers ramble or show stray markers, try "
-                                    "another file of this model.");
+    return missing ? QStringLiteral(
+                         "This model file does not say how to lay out a conversation, so Ember uses a "
+                         "standard layout that suits it. If answers ramble or show stray markers, try "
+                         "another file of this model.")
+                   : QStringLiteral(
+                         "This model file's conversation layout does not work as written, so Ember uses a "
+                         "standard layout that suits it. If answers ramble or show stray markers, try "
+                         "another file of this model.");
 }
 
 // Why the model has the context it has: the planner's choice, or whose setting.

@@ -252,8 +252,8 @@ FitAnswer judge_files(const hub::HubConfig& cfg, const std::string& repo, const 
 void HubController::check_fit(quint64 gen, const QString& repo, std::vector<QVariantMap> rows) {
     run_async(
         net_, this,
-        [cfg = token_.config(), r = repo.toStdString(), rows = std::move(rows), vram = vram_budget_,
-         ram = ram_budget_, o = load_choice_options(load_ctx_, load_seqs_)] { return judge_files(cfg, r, rows, vram, ram, o); },
+        [cfg = token_.config(), r = repo.toStdString(), rows = std::move(rows), vram = vram_budget_, ram = ram_budget_,
+         o = load_choice_options(load_ctx_, load_seqs_)] { return judge_files(cfg, r, rows, vram, ram, o); },
         [this, gen](Outcome<FitAnswer> out) {
             if (gen != files_gen_) return;
             checking_fit_ = false;

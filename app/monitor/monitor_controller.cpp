@@ -137,13 +137,12 @@ void MonitorController::read_telemetry(const ember::TelemetrySnapshot& s) {
 
     latency_rows_ = {latency_row(QStringLiteral("Time to first token (ms)"), s.ttft_ms),
                      latency_row(QStringLiteral("Inter-token latency (ms)"), s.inter_token_ms)};
-    totals_text_ =
-        QStringLiteral("%1 · %2 (%3 reused) · %4 generated · cache hit %5%")
-            .arg(count_text(static_cast<qint64>(s.requests), "request", "requests"))
-            .arg(count_text(static_cast<qint64>(s.prompt_tokens), "prompt token", "prompt tokens"))
-            .arg(s.reused_tokens)
-            .arg(s.generated_tokens)
-            .arg(s.cache_hit_rate * 100, 0, 'f', 0);
+    totals_text_ = QStringLiteral("%1 · %2 (%3 reused) · %4 generated · cache hit %5%")
+                       .arg(count_text(static_cast<qint64>(s.requests), "request", "requests"))
+                       .arg(count_text(static_cast<qint64>(s.prompt_tokens), "prompt token", "prompt tokens"))
+                       .arg(s.reused_tokens)
+                       .arg(s.generated_tokens)
+                       .arg(s.cache_hit_rate * 100, 0, 'f', 0);
 }
 
 // The badge says where the layers are: all on a GPU, split, or all on the CPU.

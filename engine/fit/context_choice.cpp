@@ -58,8 +58,7 @@ ContextChoice choose_context(const FitModel& m, const Budget& b, const ContextOp
         c.plan = std::move(p);
         break;
     }
-    if (c.n_ctx == c.trained)
-        c.reason = tokens(c.n_ctx) + ": all the model was made for";
+    if (c.n_ctx == c.trained) c.reason = tokens(c.n_ctx) + ": all the model was made for";
     else if (c.n_ctx == top)
         c.reason = tokens(c.n_ctx) + " of the model's " + tokens(c.trained) + ": Ember's upper limit";
     else

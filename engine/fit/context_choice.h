@@ -16,21 +16,21 @@
 namespace ember::fit {
 
 struct ContextOptions {
-    int32_t n_seqs = 1;             // sequences the KV cache holds (the app's cached chats)
-    int32_t n_batch = 512;          // prompt tokens per pass
+    int32_t n_seqs = 1;     // sequences the KV cache holds (the app's cached chats)
+    int32_t n_batch = 512;  // prompt tokens per pass
     DType kv_type = DType::F16;
-    int64_t min_ctx = 4096;         // never chosen below this (or the trained length, if shorter)
-    int64_t max_ctx = 131072;       // never above this, whatever the model was trained for
-    double margin = 0.05;           // of the VRAM kept free (fragmentation, the estimates' error)
-    double ram_share = 0.5;         // of the free RAM a CPU-side load may take
+    int64_t min_ctx = 4096;    // never chosen below this (or the trained length, if shorter)
+    int64_t max_ctx = 131072;  // never above this, whatever the model was trained for
+    double margin = 0.05;      // of the VRAM kept free (fragmentation, the estimates' error)
+    double ram_share = 0.5;    // of the free RAM a CPU-side load may take
 };
 
 struct ContextChoice {
-    int64_t n_ctx = 0;      // chosen
-    int64_t trained = 0;    // the model's own limit (n_ctx_train)
-    int64_t fits_up_to = 0; // the longest context (of the halvings) that fits, >= n_ctx
-    FitPlan plan;           // at n_ctx
-    std::string reason;     // one line, in plain words
+    int64_t n_ctx = 0;       // chosen
+    int64_t trained = 0;     // the model's own limit (n_ctx_train)
+    int64_t fits_up_to = 0;  // the longest context (of the halvings) that fits, >= n_ctx
+    FitPlan plan;            // at n_ctx
+    std::string reason;      // one line, in plain words
 };
 
 // Throws nothing; a model that fits nowhere gets min_ctx and a plan that says so.

@@ -31,8 +31,7 @@ FittedPrompt fit_prompt(const Model& model, std::vector<ChatMessage> turns, int6
         // templates that insist on alternating roles still render.
         auto first = std::find_if(turns.begin(), turns.end(), [](const auto& t) { return t.role != "system"; });
         const auto remaining = std::distance(first, turns.end());
-        if (remaining <= 1)
-            throw ContextOverflow(static_cast<int64_t>(f.tokens.size()), room, model.n_ctx());
+        if (remaining <= 1) throw ContextOverflow(static_cast<int64_t>(f.tokens.size()), room, model.n_ctx());
         const auto n = std::min<std::ptrdiff_t>(remaining - 1, first->role == "user" && remaining > 2 ? 2 : 1);
         turns.erase(first, first + n);
         f.dropped_turns += static_cast<int>(n);

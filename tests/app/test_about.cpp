@@ -158,8 +158,8 @@ private slots:
     // them); the loader's words stay as the detail.
     void deviceReasonsInPlainWords() {
         const QString cpu = QStringLiteral("cpu (avx2, 4 threads) — ");
-        const QString no_driver =
-            QStringLiteral("no NVIDIA driver, or one older than this CUDA 13 build needs (cudaErrorInsufficientDriver)");
+        const QString no_driver = QStringLiteral(
+            "no NVIDIA driver, or one older than this CUDA 13 build needs (cudaErrorInsufficientDriver)");
         const DeviceWords w = device_words(cpu + no_driver);
         QCOMPARE(w.summary, QStringLiteral("No NVIDIA driver found: running on the CPU"));
         QCOMPARE(w.detail, cpu + no_driver);

@@ -542,8 +542,7 @@ private slots:
         QCOMPARE(h.chat.contextLimit(), 8192);
 
         h.models.setContext(2048);
-        QTRY_VERIFY_WITH_TIMEOUT(h.models.ready() && h.models.details().value("context").toLongLong() == 2048,
-                                 120'000);
+        QTRY_VERIFY_WITH_TIMEOUT(h.models.ready() && h.models.details().value("context").toLongLong() == 2048, 120'000);
         QVERIFY(!h.models.details().value("contextAutomatic").toBool());
         QVERIFY(h.models.details().value("contextOwn").toBool());
         QCOMPARE(h.models.details().value("contextReason").toString(), QStringLiteral("your setting for this model"));
@@ -563,7 +562,7 @@ private slots:
         const QVariantMap d = h.models.details();
         const QString notice = d.value("templateNotice").toString();
         QVERIFY2(notice.contains(QStringLiteral("does not say how to lay out a conversation")), qPrintable(notice));
-        QVERIFY(!notice.contains(QStringLiteral("template")));  // no jargon
+        QVERIFY(!notice.contains(QStringLiteral("template")));                              // no jargon
         QVERIFY(d.value("templateWarning").toString().contains(QStringLiteral("llama2")));  // details kept
         const QString path = QString::fromStdString(kStoriesPath);
         QVERIFY(!h.settings.templateNoticeDismissed(path));

@@ -385,7 +385,8 @@ private slots:
         QTRY_COMPARE(cost.measuredAnswers(), 1);
         QVERIFY(!cost.estimated());
         QVERIFY2(cost.energySource().startsWith("CPU energy measured (RAPL)"), qPrintable(cost.energySource()));
-        QVERIFY2(cost.energySource().contains("no GPU energy: no NVIDIA driver found"), qPrintable(cost.energySource()));
+        QVERIFY2(cost.energySource().contains("no GPU energy: no NVIDIA driver found"),
+                 qPrintable(cost.energySource()));
         QVERIFY2(cost.energySourceDetail().startsWith("GPU: NVML not available (/nonexistent/libnvidia-ml.so.1"),
                  qPrintable(cost.energySourceDetail()));  // the loader's words, for Details
         const std::vector<Message> msgs = h.store.store->messages(h.chat.currentConversationId());

@@ -165,9 +165,9 @@ private slots:
         st.dropped_messages = 6;
         st.model = QStringLiteral("SmolLM2-135M-Instruct.Q4_1");
         stored_chat(QStringLiteral("A long answer"), QStringLiteral("Tell me everything."), answer, st);
-        for (const auto& [w, theme, name] :
-             {std::tuple{1280, "light", "long-message.png"}, {1280, "dark", "long-message-dark.png"},
-              {720, "light", "long-message-720.png"}}) {
+        for (const auto& [w, theme, name] : {std::tuple{1280, "light", "long-message.png"},
+                                             {1280, "dark", "long-message-dark.png"},
+                                             {720, "light", "long-message-720.png"}}) {
             ctx_->settings.setTheme(QString::fromLatin1(theme));
             window_->resize(w, 800);
             QTRY_COMPARE(window_->contentItem()->width(), qreal(w));
@@ -190,8 +190,9 @@ private slots:
     // A message too long for the context: marked in place, with what can be done.
     void failedSendIsMarkedInline() {
         MessageStats st;
-        st.error = QStringLiteral("the message is 4900 tokens long; with room for the answer (200 tokens) it needs a "
-                                  "context of 5100 tokens, and the model is loaded with 2048");
+        st.error = QStringLiteral(
+            "the message is 4900 tokens long; with room for the answer (200 tokens) it needs a "
+            "context of 5100 tokens, and the model is loaded with 2048");
         st.needed_ctx = 5100;
         const qint64 id = stored_chat(QStringLiteral("Too long"), QStringLiteral("(a very long paste)"), {}, st);
         QCOMPARE(ctx_->chat.currentConversationId(), id);
@@ -215,7 +216,8 @@ private slots:
         QTRY_VERIFY(popup->property("opened").toBool());
         QQuickItem* reason = find(QStringLiteral("contextReason"));
         QVERIFY(reason);
-        QVERIFY2(reason->property("text").toString().contains(QStringLiteral("Now 2,048 tokens: your setting for every model")),
+        QVERIFY2(reason->property("text").toString().contains(
+                     QStringLiteral("Now 2,048 tokens: your setting for every model")),
                  qPrintable(reason->property("text").toString()));
         QVERIFY(shoot(QStringLiteral("context-settings.png")) > 20);
         QVERIFY(QMetaObject::invokeMethod(popup, "close"));

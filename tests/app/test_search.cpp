@@ -147,7 +147,8 @@ private slots:
         for (int y = px.top(); y <= px.bottom(); ++y)
             for (int x = px.left(); x <= px.right(); ++x) {
                 const QColor c = img.pixelColor(x, y);
-                if (qAbs(c.red() - accent.red()) + qAbs(c.green() - accent.green()) + qAbs(c.blue() - accent.blue()) < 60)
+                if (qAbs(c.red() - accent.red()) + qAbs(c.green() - accent.green()) + qAbs(c.blue() - accent.blue()) <
+                    60)
                     ++accent_pixels;
             }
         QVERIFY2(accent_pixels >= 10, qPrintable(QStringLiteral("%1 accent pixels").arg(accent_pixels)));

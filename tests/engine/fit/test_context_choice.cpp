@@ -85,8 +85,7 @@ TEST_CASE("a longer context never costs GPU layers") {
             eff.vram = static_cast<uint64_t>(static_cast<double>(b.vram) * (1.0 - o.margin));
             eff.ram = b.ram / 2;
             const fit::FitPlan twice = plan_at(m, o, eff, c.n_ctx * 2);
-            CHECK((!fit::fits(twice) || twice.placement != c.plan.placement ||
-                   twice.gpu_layers < c.plan.gpu_layers));
+            CHECK((!fit::fits(twice) || twice.placement != c.plan.placement || twice.gpu_layers < c.plan.gpu_layers));
         }
     }
     // 80 GiB holds 8B Q4_K_M with its whole 128K context (16 GiB of KV at F16).
