@@ -42,13 +42,14 @@ Rectangle {
             visible: model.state !== "cancelled" && model.state !== "failed"
             from: 0; to: 1
             value: model.progress
-            indeterminate: model.state === "queued" || model.state === "listing"
+            indeterminate: model.state === "queued" || model.state === "listing" || !!model.waiting
         }
         Label {
             objectName: "downloadDetail"
             Layout.fillWidth: true
             text: model.state === "failed" ? model.error
                 : model.state === "cancelled" ? qsTr("Stopped; the partial download was deleted.")
+                : model.waiting ? model.waiting
                 : [model.bytesText, model.partText, model.rateText, model.etaText].filter(function (s) { return s && s.length > 0 }).join("  ·  ")
             color: model.state === "failed" ? Theme.error : Theme.muted
             wrapMode: Text.Wrap

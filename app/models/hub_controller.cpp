@@ -88,11 +88,16 @@ QVariantMap download_row(uint64_t id, const hub::PullProgress& p) {
             {QStringLiteral("etaText"), active ? eta_text(p.eta_s) : QString()},
             {QStringLiteral("partText"),
              p.parts > 1 && p.part > 0 ? QStringLiteral("part %1 of %2").arg(p.part).arg(p.parts) : QString()},
-            {QStringLiteral("error"), text(p.error)}};
+            {QStringLiteral("error"), text(p.error)},
+            {QStringLiteral("waiting"),
+             active && !p.waiting_for.empty()
+                 ? QStringLiteral("Waiting: %1 is downloading this file; it will be used when verified.")
+                       .arg(text(p.waiting_for))
+                 : QString()}};
 }
 
-const QStringList kDownloadRoles{"id",        "repo",     "quant",   "state",    "progress",
-                                 "bytesText", "rateText", "etaText", "partText", "error"};
+const QStringList kDownloadRoles{"id",       "repo",     "quant",   "state", "progress", "bytesText",
+                                 "rateText", "etaText", "partText", "error", "waiting"};
 
 }  // namespace
 

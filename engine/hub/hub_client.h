@@ -78,6 +78,9 @@ struct TransferProgress {
     double bytes_per_s = 0;  // recent rate (a few seconds' window)
     double eta_s = -1;       // -1 while the rate is unknown
     int attempt = 1;
+    // Set while another pull (another process, or the app's queue) holds this file: who, as
+    // "another process (pid N)"; the pull waits for it (pull_lock.h).
+    std::string waiting_for;
 };
 using ProgressFn = std::function<void(const TransferProgress&)>;
 

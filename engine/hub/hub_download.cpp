@@ -131,9 +131,14 @@ DownloadOutcome HubClient::download(const std::string& repo, const std::string& 
     const PullLock lock = PullLock::take(
         part_path, [&] { return control.stopped(); },
         [&](const std::string& holder) {
-            log_warn("hub: " + file.path + " is being pulled by another " +
-                     (holder.empty() ? std::string("process") : "process (pid " + holder + ")") +
-                     "; waiting for it to finish");
+            const std::string who = holder.empty() ? std::string("another process") : "another process (pid " + holder + ")";
+            log_warn("hub: " + file.path + " is being pulled by " + who + "; waiting for it to finish");
+            if (progress) {
+                TransferProgress waiting;
+                waiting.total = file.size;
+                waiting.waiting_for = who;
+                progress(waiting);
+            }
         });
     if (!lock.owns()) return control.cancel ? DownloadOutcome::Cancelled : DownloadOutcome::Paused;
     // The pull that held the lock may have finished this very file: a verified file is kept as

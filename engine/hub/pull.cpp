@@ -125,6 +125,7 @@ PullState run_pull(const HubClient& hub, library::Library& lib, const PullPlan& 
         auto report = [&](const TransferProgress& t) {
             p.bytes = done_before + t.bytes;
             p.bytes_per_s = t.bytes_per_s;
+            p.waiting_for = t.waiting_for;
             p.eta_s = t.bytes_per_s > 0 ? static_cast<double>(p.total - p.bytes) / t.bytes_per_s : -1;
             if (on_progress) on_progress(p);
         };

@@ -56,6 +56,7 @@ struct PullProgress {
     double eta_s = -1;           // -1: unknown
     size_t part = 0, parts = 0;  // 1-based part being downloaded
     std::string error;           // when Failed
+    std::string waiting_for;     // another pull holds the file being downloaded: who (hub_client.h)
     int64_t model_id = 0;        // when Done
 };
 

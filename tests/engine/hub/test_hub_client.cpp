@@ -8,11 +8,15 @@
 
 #include <chrono>
 #include <filesystem>
+#include <mutex>
+#include <optional>
 #include <thread>
+#include <vector>
 
 #include "engine/hub/download_queue.h"
 #include "engine/hub/hub_client.h"
 #include "engine/hub/hub_http.h"
+#include "engine/hub/pull_lock.h"
 #include "engine/hub/sha256.h"
 #include "engine/models/synthetic.h"
 #include "hub_test_server.h"
@@ -121,6 +125,44 @@ TEST_CASE("a download follows the redirect, checks the hash and lands under its 
     CHECK_FALSE(fs::exists(dir.file("m-F32.gguf.part")));
     CHECK(s.requests_to("/t/m/resolve/main/m-F32.gguf").size() == 1);
     CHECK(s.requests_to("/_storage/t/m/m-F32.gguf").size() == 1);
+}
+
+// Issue #34: a pull of a file another pull holds waits for it, and says so in its progress
+// (the app shows it in Downloads); once the other lets go, the file is downloaded and kept.
+TEST_CASE("a pull waiting for another pull of the file reports whom it waits for") {
+    test::HubServer s;
+    s.add_file("t/m", "m-F32.gguf", stories());
+    const HubClient hub(config_for(s));
+    test::TempDir dir;
+    const auto files = hub.list_files("t/m");
+    REQUIRE(files.size() == 1);
+    const std::string part = dir.file("m-F32.gguf.part");
+    std::optional<ember::hub::PullLock> other(ember::hub::PullLock::try_take(part));
+    REQUIRE(other->owns());
+    std::mutex m;
+    std::vector<TransferProgress> seen;
+    TransferControl control;
+    DownloadOutcome outcome = DownloadOutcome::Cancelled;
+    std::thread pull([&] {
+        outcome = hub.download("t/m", "main", files[0], part, dir.file("m-F32.gguf"), control,
+                               [&](const TransferProgress& p) {
+                                   std::lock_guard lock(m);
+                                   seen.push_back(p);
+                               });
+    });
+    const auto waited = [&] {
+        std::lock_guard lock(m);
+        return !seen.empty() && seen.front().waiting_for.find("another process") != std::string::npos;
+    };
+    for (int i = 0; i < 500 && !waited(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    CHECK(waited());
+    CHECK(s.requests_to("/t/m/resolve/main/m-F32.gguf").empty());  // nothing fetched while it waits
+    other.reset();  // the other pull ends
+    pull.join();
+    CHECK(outcome == DownloadOutcome::Done);
+    CHECK(test::read_file(dir.file("m-F32.gguf")) == test::read_file(stories()));
+    std::lock_guard lock(m);
+    CHECK(seen.back().waiting_for.empty());  // downloading, no longer waiting
 }
 
 TEST_CASE("a connection dropped mid-file resumes with Range at the partial size") {
