@@ -96,7 +96,7 @@ QVariantMap download_row(uint64_t id, const hub::PullProgress& p) {
                  : QString()}};
 }
 
-const QStringList kDownloadRoles{"id",       "repo",     "quant",   "state", "progress", "bytesText",
+const QStringList kDownloadRoles{"id",       "repo",    "quant",    "state", "progress", "bytesText",
                                  "rateText", "etaText", "partText", "error", "waiting"};
 
 }  // namespace

@@ -131,7 +131,8 @@ DownloadOutcome HubClient::download(const std::string& repo, const std::string& 
     const PullLock lock = PullLock::take(
         part_path, [&] { return control.stopped(); },
         [&](const std::string& holder) {
-            const std::string who = holder.empty() ? std::string("another process") : "another process (pid " + holder + ")";
+            const std::string who =
+                holder.empty() ? std::string("another process") : "another process (pid " + holder + ")";
             log_warn("hub: " + file.path + " is being pulled by " + who + "; waiting for it to finish");
             if (progress) {
                 TransferProgress waiting;

@@ -157,7 +157,7 @@ TEST_CASE("a pull waiting for another pull of the file reports whom it waits for
     for (int i = 0; i < 500 && !waited(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
     CHECK(waited());
     CHECK(s.requests_to("/t/m/resolve/main/m-F32.gguf").empty());  // nothing fetched while it waits
-    other.reset();  // the other pull ends
+    other.reset();                                                 // the other pull ends
     pull.join();
     CHECK(outcome == DownloadOutcome::Done);
     CHECK(test::read_file(dir.file("m-F32.gguf")) == test::read_file(stories()));
