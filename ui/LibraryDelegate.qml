@@ -24,8 +24,14 @@ Rectangle {
         RowLayout {
             Layout.fillWidth: true
             Label { objectName: "libraryName"; text: model.name; font.bold: true; color: Theme.text; Layout.fillWidth: true; elide: Text.ElideMiddle }
-            Label { visible: !model.present; text: qsTr("missing on disk"); color: Theme.error }
-            Label { visible: root.loaded; text: qsTr("loaded"); color: Theme.accent }
+            // One label whose text changes, never shown or hidden: a Qt 6.4 RowLayout does not
+            // place a child made visible while its page is hidden (the model loaded meanwhile),
+            // and drew "loaded" over the name.
+            Label {
+                objectName: "libraryState"
+                text: !model.present ? qsTr("missing on disk") : root.loaded ? qsTr("loaded") : ""
+                color: model.present ? Theme.accent : Theme.error
+            }
         }
         Label {
             objectName: "libraryDetail"

@@ -26,9 +26,13 @@ bool as_good(const FitPlan& p, const FitPlan& base) {
 
 // "32,768 tokens".
 std::string tokens(int64_t n) {
-    std::string d = std::to_string(n);
-    for (int i = static_cast<int>(d.size()) - 3; i > 0; i -= 3) d.insert(static_cast<size_t>(i), ",");
-    return d + " tokens";
+    const std::string d = std::to_string(n);
+    std::string out;
+    for (size_t i = 0; i < d.size(); ++i) {
+        if (i > 0 && (d.size() - i) % 3 == 0) out += ',';
+        out += d[i];
+    }
+    return out + " tokens";
 }
 
 }  // namespace

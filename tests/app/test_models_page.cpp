@@ -725,6 +725,30 @@ private slots:
         QCOMPARE(ctx_->model_list.indexOfPath(d.value("path").toString()), -1);
     }
 
+    // A model loaded from the chat while the Library tab is hidden: once shown, its row says
+    // "loaded" beside the name, not drawn over it (a Qt 6.4 layout kept a child made visible
+    // while hidden at x = 0).
+    void loadedMarkBesideTheNameAfterLoadingElsewhere() {
+        page_->setProperty("tab", 0);
+        QVariantMap row;  // the first model on disk
+        for (int i = 0; i < ctx_->library.rows().count() && row.isEmpty(); ++i)
+            if (ctx_->library.rows().get(i).value("present").toBool()) row = ctx_->library.rows().get(i);
+        QVERIFY(!row.isEmpty());
+        ctx_->models.unload();
+        QTRY_VERIFY(!ctx_->models.ready());
+        ctx_->models.load(row.value("path").toString());  // as the chat's picker loads
+        QTRY_VERIFY_WITH_TIMEOUT(ctx_->models.ready(), 60'000);
+        page_->setProperty("tab", 2);
+        QQuickItem* item = nullptr;
+        QTRY_VERIFY((item = find_item(page_, "library_" + row.value("id").toString())) != nullptr);
+        QQuickItem* name = find_item(item, QStringLiteral("libraryName"));
+        QQuickItem* state = find_item(item, QStringLiteral("libraryState"));
+        QVERIFY(name && state);
+        QTRY_COMPARE(state->property("text").toString(), QStringLiteral("loaded"));
+        QTRY_VERIFY(state->mapToItem(item, QPointF(0, 0)).x() >= name->mapToItem(item, QPointF(name->width(), 0)).x());
+        QVERIFY(state->mapToItem(item, QPointF(state->width(), 0)).x() <= item->width());
+    }
+
     // The dialog for an F32 model: every smaller type, never F32, each with the size the
     // quantizer will write and its quality in words; Q4_K_M chosen. quantize.png.
     void quantizeOffersOnlyUsefulTargets() {
