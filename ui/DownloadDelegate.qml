@@ -32,8 +32,16 @@ Rectangle {
                 text: root.stateText(model.state)
                 color: model.state === "failed" ? Theme.error : model.state === "done" ? "#2b8a3e" : Theme.muted
             }
-            Button { objectName: "pauseButton"; text: qsTr("Pause"); visible: root.running; onClicked: Hub.pause(model.id) }
-            Button { objectName: "resumeButton"; text: qsTr("Resume"); visible: model.state === "paused"; onClicked: Hub.resume(model.id) }
+            // One button for Pause and Resume: a pull paused or resumed from another tab (Discover)
+            // changes its text, never its visibility (a Qt 6.4 RowLayout does not place a child
+            // made visible while its page is hidden).
+            Button {
+                readonly property bool paused: model.state === "paused"
+                objectName: paused ? "resumeButton" : "pauseButton"
+                text: paused ? qsTr("Resume") : qsTr("Pause")
+                visible: root.running || paused
+                onClicked: paused ? Hub.resume(model.id) : Hub.pause(model.id)
+            }
             Button { objectName: "cancelButton"; text: qsTr("Cancel"); visible: root.running || model.state === "paused"; onClicked: Hub.cancel(model.id) }
         }
         ProgressBar {
