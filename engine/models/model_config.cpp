@@ -13,7 +13,7 @@
 namespace ember {
 
 const std::vector<std::string>& supported_architectures() {
-    static const std::vector<std::string> archs = {"llama", "qwen2", "gemma3"};
+    static const std::vector<std::string> archs = {"llama", "qwen2", "qwen3", "gemma3"};
     return archs;
 }
 
@@ -100,6 +100,9 @@ void apply_arch_conventions(const GgufFile& f, ModelConfig& c) {
     if (c.arch == "qwen2") {
         c.rope_neox = true;
         c.qkv_bias = true;
+    } else if (c.arch == "qwen3") {
+        c.rope_neox = true;
+        c.qk_norm = true;  // RMSNorm per head on q and k, before RoPE; no biases
     } else if (c.arch == "gemma3") {
         c.rope_neox = true;
         c.qk_norm = true;
@@ -121,7 +124,7 @@ ModelConfig read_model_config(const GgufFile& f) {
     c.arch = f.architecture();
     const auto& archs = supported_architectures();
     if (std::find(archs.begin(), archs.end(), c.arch) == archs.end())
-        throw Error(f.path() + ": unsupported architecture '" + c.arch + "' (supported: llama, qwen2, gemma3)");
+        throw Error(f.path() + ": unsupported architecture '" + c.arch + "' (supported: llama, qwen2, qwen3, gemma3)");
     const std::string a = c.arch + ".";
     c.n_embd = required_dim(f, a + "embedding_length");
     c.n_layers = required_dim(f, a + "block_count");

@@ -11,7 +11,7 @@
 namespace ember {
 
 struct ModelConfig {
-    std::string arch;  // "llama", "qwen2", "gemma3"
+    std::string arch;  // "llama", "qwen2", "qwen3", "gemma3"
     int32_t n_vocab = 0, n_embd = 0, n_layers = 0, n_heads = 0, n_kv_heads = 0, head_dim = 0, n_ff = 0;
     int32_t n_rot = 0;
     int64_t n_ctx_train = 0;
@@ -23,7 +23,7 @@ struct ModelConfig {
     float attn_scale = 0.0f;   // multiplier of q.k
     float embed_scale = 1.0f;  // gemma: sqrt(n_embd)
     bool qkv_bias = false;     // qwen2
-    bool qk_norm = false;      // gemma3: RMSNorm per head on q and k
+    bool qk_norm = false;      // gemma3, qwen3: RMSNorm per head on q and k
     bool post_norms = false;   // gemma3: norms after attention and FFN outputs
     bool gelu = false;         // GeGLU instead of SwiGLU
     int32_t sliding_window = 0;

@@ -16,6 +16,7 @@ namespace ember {
 SyntheticShape synthetic_shape(const std::string& name) {
     if (name == "tiny") return {name, 256, 2, 8, 2, 512, 1024, 2048, true};
     if (name == "tiny-qwen2") return {name, 256, 2, 8, 2, 512, 1024, 2048, true, "qwen2"};
+    if (name == "tiny-qwen3") return {name, 256, 2, 4, 2, 512, 1024, 2048, true, "qwen3", 128};
     if (name == "tiny-gemma3") return {name, 256, 6, 4, 1, 512, 1024, 2048, true, "gemma3", 64, 4};
     if (name == "llama-3.2-1b") return {name, 2048, 16, 32, 8, 8192, 128256, 131072, true};
     if (name == "llama-3-8b") return {name, 4096, 32, 32, 8, 14336, 128256, 8192, false};
@@ -23,14 +24,15 @@ SyntheticShape synthetic_shape(const std::string& name) {
     if (name == "smollm2-135m") return {name, 576, 30, 9, 3, 1536, 49152, 8192, true};
     if (name == "gemma3-270m") return {name, 640, 18, 4, 1, 2048, 262144, 32768, true, "gemma3", 256, 512};
     if (name == "qwen2.5-0.5b") return {name, 896, 24, 14, 2, 4864, 151936, 32768, true, "qwen2"};
+    if (name == "qwen3-0.6b") return {name, 1024, 28, 16, 8, 3072, 151936, 40960, true, "qwen3", 128};
     std::string known;
     for (const auto& n : synthetic_shape_names()) known += (known.empty() ? "" : ", ") + n;
     throw Error("unknown synthetic shape '" + name + "' (known: " + known + ")");
 }
 
 std::vector<std::string> synthetic_shape_names() {
-    return {"tiny",         "tiny-qwen2",  "tiny-gemma3",  "llama-3.2-1b", "llama-3-8b",
-            "smollm2-135m", "gemma3-270m", "qwen2.5-0.5b", "llama-3-70b"};
+    return {"tiny",         "tiny-qwen2",  "tiny-qwen3",   "tiny-gemma3", "llama-3.2-1b", "llama-3-8b",
+            "smollm2-135m", "gemma3-270m", "qwen2.5-0.5b", "qwen3-0.6b",  "llama-3-70b"};
 }
 
 namespace {
@@ -137,8 +139,9 @@ GgufWriter synthetic_writer(const SyntheticShape& sh, const std::string& scheme_
     const QuantScheme scheme = quant_scheme(scheme_name);
     const QuantPlanner planner(scheme, sh.n_layers, sh.tied_embeddings);
     const int32_t head_dim = sh.head_dim > 0 ? sh.head_dim : sh.n_embd / sh.n_heads;
-    const bool gemma = sh.arch == "gemma3", qwen = sh.arch == "qwen2";
-    if (sh.arch != "llama" && !gemma && !qwen) throw Error("synthetic models: unknown architecture '" + sh.arch + "'");
+    const bool gemma = sh.arch == "gemma3", qwen = sh.arch == "qwen2", qwen3 = sh.arch == "qwen3";
+    if (sh.arch != "llama" && !gemma && !qwen && !qwen3)
+        throw Error("synthetic models: unknown architecture '" + sh.arch + "'");
     const std::string a = sh.arch + ".";
     auto u32 = [](int64_t v) { return GgufValue::u32(static_cast<uint32_t>(v)); };
     GgufWriter w;
@@ -168,11 +171,18 @@ GgufWriter synthetic_writer(const SyntheticShape& sh, const std::string& scheme_
         w.add_tensor_lazy(name, type, {static_cast<uint64_t>(cols), static_cast<uint64_t>(rows)},
                           [type, s, scale](uint8_t* dst, size_t n) { fill_random(type, dst, n, s, scale); });
     };
-    auto add_norm = [&](const std::string& name, int64_t n) {
+    auto add_norm = [&](const std::string& name, int64_t n, float value = 1.0f) {
         std::vector<uint8_t> bytes(static_cast<size_t>(n) * 4);
+        for (int64_t i = 0; i < n; ++i) std::memcpy(bytes.data() + i * 4, &value, 4);
+        w.add_tensor(name, DType::F32, {static_cast<uint64_t>(n)}, std::move(bytes));
+    };
+    // gain x (1 + a random value in [-0.25, 0.25)) per element.
+    auto add_scaled_norm = [&](const std::string& name, int64_t n, float gain) {
+        std::vector<uint8_t> bytes(static_cast<size_t>(n) * 4);
+        uint64_t s = splitmix(tensor_seed);
         for (int64_t i = 0; i < n; ++i) {
-            const float one = 1.0f;
-            std::memcpy(bytes.data() + i * 4, &one, 4);
+            const float v = gain * (1.0f + (static_cast<float>(splitmix(s) >> 40) / 16777216.0f - 0.5f) * 0.5f);
+            std::memcpy(bytes.data() + i * 4, &v, 4);
         }
         w.add_tensor(name, DType::F32, {static_cast<uint64_t>(n)}, std::move(bytes));
     };
@@ -182,18 +192,22 @@ GgufWriter synthetic_writer(const SyntheticShape& sh, const std::string& scheme_
     for (int i = 0; i < sh.n_layers; ++i) {
         const std::string b = "blk." + std::to_string(i) + ".";
         add_norm(b + "attn_norm.weight", d);
-        add(b + "attn_q.weight", d, q, ws);
-        add(b + "attn_k.weight", d, kv, ws);
+        add(b + "attn_q.weight", d, q, ws * sh.qk_gain);
+        add(b + "attn_k.weight", d, kv, ws * sh.qk_gain);
         add(b + "attn_v.weight", d, kv, ws);
-        add(b + "attn_output.weight", q, d, ws);
+        add(b + "attn_output.weight", q, d, ws * sh.attn_gain);
         if (qwen) {
             add(b + "attn_q.bias", q, 1, 0.1f);
             add(b + "attn_k.bias", kv, 1, 0.1f);
             add(b + "attn_v.bias", kv, 1, 0.1f);
         }
+        if (qwen3) {  // weights around 1, not 1: a norm whose weight is ignored shows
+            add_scaled_norm(b + "attn_q_norm.weight", head_dim, sh.qk_gain);
+            add_scaled_norm(b + "attn_k_norm.weight", head_dim, sh.qk_gain);
+        }
         if (gemma) {
-            add_norm(b + "attn_q_norm.weight", head_dim);
-            add_norm(b + "attn_k_norm.weight", head_dim);
+            add_norm(b + "attn_q_norm.weight", head_dim, sh.qk_gain);
+            add_norm(b + "attn_k_norm.weight", head_dim, sh.qk_gain);
             add_norm(b + "post_attention_norm.weight", d);
             add_norm(b + "post_ffw_norm.weight", d);
         }
@@ -202,7 +216,7 @@ GgufWriter synthetic_writer(const SyntheticShape& sh, const std::string& scheme_
         add(b + "ffn_up.weight", d, sh.n_ff, ws);
         add(b + "ffn_down.weight", sh.n_ff, d, 1.0f / std::sqrt(static_cast<float>(sh.n_ff)));
     }
-    add_norm("output_norm.weight", d);
+    add_norm("output_norm.weight", d, sh.output_norm);
     if (!sh.tied_embeddings) add("output.weight", d, sh.n_vocab, ws);
     return w;
 }

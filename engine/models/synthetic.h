@@ -15,13 +15,24 @@ struct SyntheticShape {
     int32_t n_embd, n_layers, n_heads, n_kv_heads, n_ff, n_vocab;
     int64_t n_ctx;
     bool tied_embeddings;
-    std::string arch = "llama";  // "llama", "qwen2" (q/k/v biases) or "gemma3" (QK-norm, post-norms)
+    std::string arch = "llama";  // "llama", "qwen2" (q/k/v biases), "qwen3" (QK-norm) or "gemma3" (QK-norm, post-norms)
     int32_t head_dim = 0;        // 0: n_embd / n_heads
     int32_t sliding_window = 0;  // gemma3
+    // The final norm's weights. Random weights make logits of order 10 (one token takes all
+    // the probability); below 1 they soften, so a reference comparison sees every layer.
+    float output_norm = 1.0f;
+    // Multiplies the q and k weights (and QK-norm weights): random ones attend almost evenly
+    // to every position, so positions (RoPE, the sliding window) hardly matter; above 1
+    // attention picks positions.
+    float qk_gain = 1.0f;
+    // Multiplies the attention output weights: at 1 attention adds little to the token's own
+    // embedding and FFN, so the next token mostly follows from the current one; above 1 the
+    // positions before it decide.
+    float attn_gain = 1.0f;
 };
 
-// Named shapes: "tiny", "tiny-qwen2", "tiny-gemma3" (tests), "llama-3.2-1b", "llama-3-8b",
-// "llama-3-70b",
+// Named shapes: "tiny", "tiny-qwen2", "tiny-qwen3", "tiny-gemma3" (tests), "llama-3.2-1b",
+// "llama-3-8b", "llama-3-70b", "qwen3-0.6b",
 // and the real test models' shapes "smollm2-135m", "gemma3-270m", "qwen2.5-0.5b" (for
 // machines the real files cannot be copied to, such as the GPU check's).
 SyntheticShape synthetic_shape(const std::string& name);

@@ -1,4 +1,4 @@
-// The decoder-only transformer shared by llama, qwen2 and gemma3: loads the weights onto a
+// The decoder-only transformer shared by llama, qwen2, qwen3 and gemma3: loads the weights onto a
 // backend and runs batched forward passes over a block KV cache. Architecture differences
 // are the flags in ModelConfig; there is one forward pass, not one per model family.
 #pragma once

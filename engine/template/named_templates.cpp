@@ -131,7 +131,7 @@ Guess guess(std::string_view arch, const std::vector<std::string>& tokens) {
         std::string_view arch, name;
     } kByArch[] = {
         {"gemma", "gemma"},  {"gemma2", "gemma"}, {"gemma3", "gemma"}, {"qwen2", "chatml"},
-        {"qwen3", "chatml"}, {"phi3", "phi3"},    {"llama", "llama2"},
+        {"qwen3", "chatml"}, {"qwen3", "chatml"}, {"phi3", "phi3"},    {"llama", "llama2"},
     };
     for (const auto& [a, name] : kByArch)
         if (a == arch) return {name, "the architecture is '" + std::string(arch) + "'"};

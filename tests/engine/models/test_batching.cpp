@@ -73,6 +73,7 @@ const test::TempDir& synthetic_models() {
         // Gemma 3 and Qwen 2 layouts; Gemma's 4-token sliding window is shorter than the prompts.
         write_synthetic_model(d.file("gemma3.gguf"), synthetic_shape("tiny-gemma3"), "F16");
         write_synthetic_model(d.file("qwen2.gguf"), synthetic_shape("tiny-qwen2"), "F16");
+        write_synthetic_model(d.file("qwen3.gguf"), synthetic_shape("tiny-qwen3"), "F16");
         return true;
     }();
     (void)written;
@@ -91,6 +92,7 @@ TEST_CASE("batched equals separate") {
     rows.emplace_back("head_dim 256, GQA 4", dir.file("hd256.gguf"));
     rows.emplace_back("gemma3 (sliding window 4)", dir.file("gemma3.gguf"));
     rows.emplace_back("qwen2 (qkv bias)", dir.file("qwen2.gguf"));
+    rows.emplace_back("qwen3 (QK-norm, head_dim 128 > n_embd / heads)", dir.file("qwen3.gguf"));
     std::string model;
     for (const auto& [name, path] : rows) SUBCASE(name.c_str()) {
             model = path;

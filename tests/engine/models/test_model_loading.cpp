@@ -114,7 +114,7 @@ TEST_CASE("split model loads as one") {
 }
 TEST_CASE("synthetic architectures run") {
     test::TempDir dir;
-    for (const char* shape : {"tiny-qwen2", "tiny-gemma3"}) {
+    for (const char* shape : {"tiny-qwen2", "tiny-qwen3", "tiny-gemma3"}) {
         const std::string path = dir.file(std::string(shape) + ".gguf");
         write_synthetic_model(path, synthetic_shape(shape), "Q4_K_M");
         LoadOptions o;
@@ -125,7 +125,11 @@ TEST_CASE("synthetic architectures run") {
         const ModelConfig& c = model->config();
         REQUIRE_EQ(c.arch, synthetic_shape(shape).arch);
         REQUIRE_EQ(c.qkv_bias, c.arch == "qwen2");
-        REQUIRE_EQ(c.qk_norm, c.arch == "gemma3");
+        REQUIRE_EQ(c.qk_norm, c.arch == "gemma3" || c.arch == "qwen3");
+        if (c.arch == "qwen3") {
+            REQUIRE_EQ(c.head_dim, 128);  // not n_embd / n_heads (64): attention.key_length
+            REQUIRE(c.rope_neox);
+        }
         if (c.arch == "gemma3") {
             REQUIRE_EQ(c.head_dim, 64);
             REQUIRE_EQ(c.sliding_window, 4);
