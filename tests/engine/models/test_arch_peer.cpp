@@ -17,20 +17,12 @@
 #include "engine/models/synthetic.h"
 #include "engine/quant/perplexity.h"
 #include "engine/runtime/model.h"
+#include "llama_peer.h"
 #include "test_data.h"
 
 using namespace ember;
 
 namespace {
-
-std::string peer_bin() {
-    const auto r = test::run_process(
-        {std::string(EMBER_SOURCE_DIR) + "/scripts/llama-cpp-tools.sh", "llama-perplexity"}, 3 * 3600 * 1000);
-    REQUIRE_MESSAGE(r.ok(), "scripts/llama-cpp-tools.sh failed:\n", r.err);
-    std::string out = r.out;
-    while (!out.empty() && out.back() == '\n') out.pop_back();
-    return out.substr(out.find_last_of('\n') + 1);
-}
 
 struct Agreement {
     double llama_ppl = 0, ember_ppl = 0, kl = 0, same_top = 0;
@@ -63,7 +55,7 @@ Agreement compare(const std::string& bin, const std::string& model, const test::
 }  // namespace
 
 TEST_CASE("llama.cpp and Ember agree on synthetic files of every architecture") {
-    const std::string bin = peer_bin();
+    const std::string bin = test::llama_tools_dir();
     for (const char* shape : {"tiny", "tiny-qwen2", "tiny-qwen3", "tiny-gemma3"}) {
         SUBCASE(shape) {
             test::TempDir dir;

@@ -12,28 +12,16 @@
 #include "engine/quant/perplexity.h"
 #include "engine/quant/quantizer.h"
 #include "engine/runtime/model.h"
+#include "llama_peer.h"
 #include "test_data.h"
 
 using namespace ember;
-
-namespace {
-
-std::string peer_bin() {
-    const auto r = test::run_process(
-        {std::string(EMBER_SOURCE_DIR) + "/scripts/llama-cpp-tools.sh", "llama-perplexity"}, 3 * 3600 * 1000);
-    REQUIRE_MESSAGE(r.ok(), "scripts/llama-cpp-tools.sh failed:\n", r.err);
-    std::string out = r.out;
-    while (!out.empty() && out.back() == '\n') out.pop_back();
-    return out.substr(out.find_last_of('\n') + 1);
-}
-
-}  // namespace
 
 TEST_CASE("llama.cpp loads Ember's Q4_K_M SmolLM2 and agrees with Ember's logits on it") {
     const std::string src = test::test_model(test::kSmolLM2), text = "/usr/share/common-licenses/GPL-3";
     EMBER_REQUIRE_FILE(src);
     EMBER_REQUIRE_FILE(text);
-    const std::string bin = peer_bin();
+    const std::string bin = test::llama_tools_dir();
     test::TempDir dir;
     QuantizeOptions q;
     // From the Q4_1 file (the only SmolLM2 we have): quality is not the point here, the
