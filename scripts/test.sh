@@ -69,6 +69,8 @@ ember_step "fetch-test-models"
 scripts/fetch-test-models.sh
 # The official openai Python client (pinned) for test_server_openai, in a cached venv.
 scripts/fetch-openai-client.sh
+# Python's jinja2 (pinned), the reference test_template_jinja2 renders the real chat templates with.
+scripts/fetch-jinja2.sh
 
 # llama.cpp's llama-perplexity, the peer that test_quant_peer runs on Ember's quantized files;
 # built once (minutes, cold) and cached in ~/.cache/ember/llama-tools, then this step is instant.
