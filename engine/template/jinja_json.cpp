@@ -135,14 +135,31 @@ private:
             }
             if (pos_ >= s_.size()) fail("unterminated escape");
             switch (const char e = s_[pos_++]) {
-                case '"': case '\\': case '/': out += e; break;
-                case 'b': out += '\b'; break;
-                case 'f': out += '\f'; break;
-                case 'n': out += '\n'; break;
-                case 'r': out += '\r'; break;
-                case 't': out += '\t'; break;
-                case 'u': append_utf8(out, unicode_escape()); break;
-                default: fail(std::string("unknown escape '\\") + e + "'");
+                case '"':
+                case '\\':
+                case '/':
+                    out += e;
+                    break;
+                case 'b':
+                    out += '\b';
+                    break;
+                case 'f':
+                    out += '\f';
+                    break;
+                case 'n':
+                    out += '\n';
+                    break;
+                case 'r':
+                    out += '\r';
+                    break;
+                case 't':
+                    out += '\t';
+                    break;
+                case 'u':
+                    append_utf8(out, unicode_escape());
+                    break;
+                default:
+                    fail(std::string("unknown escape '\\") + e + "'");
             }
         }
     }

@@ -24,8 +24,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     opts.now = 1700000000;
     try {
         t.render({{"user", "hi"}, call}, opts);  // arguments alone never throw but on budgets
-    } catch (const ember::Error&) {
-    }
+    } catch (const ember::Error&) {}
     opts.tools_json = text;
     opts.extra_vars = {{"extra", text}};
     try {

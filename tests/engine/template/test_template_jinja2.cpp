@@ -18,6 +18,7 @@
 
 #include "engine/template/chat_template.h"
 #include "kernels/common/error.h"
+#include "llama_peer.h"
 #include "test_util.h"
 
 #include <nlohmann/json.hpp>
@@ -36,17 +37,7 @@ const bool kUtc = [] {
     return true;
 }();
 
-std::string last_line(std::string out) {
-    while (!out.empty() && out.back() == '\n') out.pop_back();
-    return out.substr(out.find_last_of('\n') + 1);
-}
-
-std::string templates_dir() {
-    const auto r = ember::test::run_process({std::string(EMBER_SOURCE_DIR) + "/scripts/llama-cpp-tools.sh", "--src"},
-                                            30 * 60 * 1000);
-    REQUIRE_MESSAGE(r.ok(), "scripts/llama-cpp-tools.sh --src failed:\n", r.err);
-    return last_line(r.out) + "/models/templates";
-}
+std::string templates_dir() { return ember::test::llama_cpp_source_dir() + "/models/templates"; }
 
 // jinja2's renders of every case, once per run.
 const ojson& reference() {
@@ -70,8 +61,8 @@ ChatMessage to_message(const ojson& m) {
     for (const ojson& c : m.value("tool_calls", ojson::array())) {
         const ojson& fn = c.at("function");
         const ojson& args = fn.at("arguments");
-        msg.tool_calls.push_back(
-            ChatToolCall{c.value("id", ""), fn.at("name").get<std::string>(), args.is_string() ? args.get<std::string>() : args.dump()});
+        msg.tool_calls.push_back(ChatToolCall{c.value("id", ""), fn.at("name").get<std::string>(),
+                                              args.is_string() ? args.get<std::string>() : args.dump()});
     }
     return msg;
 }
@@ -123,7 +114,9 @@ TEST_CASE("real templates render like jinja2") {
                 continue;
             }
             ++failed;
-            if (failed <= 5) CHECK_MESSAGE(false, name, "\n--- jinja2:\n", want, "\n--- Ember:\n", (error.empty() ? got : "error: " + error));
+            if (failed <= 5)
+                CHECK_MESSAGE(false, name, "\n--- jinja2:\n", want, "\n--- Ember:\n",
+                              (error.empty() ? got : "error: " + error));
         } else if (error.empty()) {
             ++failed;
             CHECK_MESSAGE(false, name, ": jinja2 raised (", c.at("message").get<std::string>(), ") but Ember rendered");

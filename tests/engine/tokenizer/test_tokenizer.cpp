@@ -15,6 +15,7 @@
 #include "engine/tokenizer/pretokenizer.h"
 #include "engine/tokenizer/tokenizer.h"
 #include "engine/tokenizer/unicode.h"
+#include "llama_peer.h"
 #include "test_data.h"
 
 using namespace ember;
@@ -77,8 +78,8 @@ std::vector<std::string_view> split(std::string_view pre, std::string_view text)
     return PreTokenizer(pre).split(text);
 }
 
-// llama.cpp's .inp/.out vector files: inputs separated by "\n__ggml_vocab_test__\n" (the file
-// ends with one); line i of .out is the ids of input i.
+// llama.cpp's .inp/.out vector files: inputs separated by "\n__ggml_vocab_test__\n" (most
+// files end with one); line i of .out is the ids of input i.
 struct Vectors {
     std::vector<std::string> inputs;
     std::vector<Ids> outputs;
@@ -90,7 +91,10 @@ Vectors load_vectors(const std::string& gguf_path) {
     const std::string sep = "\n__ggml_vocab_test__\n";
     for (size_t pos = 0; pos < inp.size();) {
         size_t hit = inp.find(sep, pos);
-        if (hit == std::string::npos) break;
+        if (hit == std::string::npos) {  // Gemma 4's file does not end with a separator
+            v.inputs.push_back(inp.substr(pos));
+            break;
+        }
         v.inputs.push_back(inp.substr(pos, hit - pos));
         pos = hit + sep.size();
     }
@@ -445,13 +449,9 @@ TEST_CASE("streaming matches decode") {
 }
 
 // ---- llama.cpp vocab test vectors ----------------------------------------------------
-TEST_CASE("vectors") {
-    std::string name;
-    for (const char* n : {"llama-spm", "phi-3", "gpt-2", "qwen2", "starcoder", "refact", "deepseek-coder"}) SUBCASE(n) {
-            name = n;
-        }
-    REQUIRE(!name.empty());
-    const std::string path = test::testdata("tokenizer/ggml-vocab-" + name + ".gguf");
+// Encodes every vector of llama.cpp's file at `path` (.inp/.out beside it); all must match
+// and decode back.
+void check_vectors(const std::string& name, const std::string& path) {
     EMBER_REQUIRE_FILE(path);
     EMBER_REQUIRE_FILE(path + ".inp");
     EMBER_REQUIRE_FILE(path + ".out");
@@ -474,6 +474,27 @@ TEST_CASE("vectors") {
     if (!failures.empty()) test::warn("%s", join(failures, "\n").c_str());
     REQUIRE_EQ(pass, int(v.inputs.size()));
     REQUIRE_EQ(round_trip, int(v.inputs.size()));
+}
+
+TEST_CASE("vectors") {
+    std::string name;
+    for (const char* n : {"llama-spm", "phi-3", "gpt-2", "qwen2", "starcoder", "refact", "deepseek-coder"}) SUBCASE(n) {
+            name = n;
+        }
+    REQUIRE(!name.empty());
+    check_vectors(name, test::testdata("tokenizer/ggml-vocab-" + name + ".gguf"));
+}
+
+// Gemma 4 (tokenizer.ggml.model "gemma4") and Qwen 3.5 (pre "qwen35"): their vocabularies and
+// vectors ship in llama.cpp's tree (the cached llama-cpp-python source package), not in
+// ../shared/testdata.
+TEST_CASE("vectors from llama.cpp's tree") {
+    std::string name;
+    for (const char* n : {"gemma-4", "qwen35"}) SUBCASE(n) {
+            name = n;
+        }
+    REQUIRE(!name.empty());
+    check_vectors(name, test::llama_cpp_source_dir() + "/models/ggml-vocab-" + name + ".gguf");
 }
 
 // Arbitrary bytes never throw, decode back exactly, and stream as valid UTF-8.
