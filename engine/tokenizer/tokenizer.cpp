@@ -113,10 +113,12 @@ std::unique_ptr<Tokenizer> Tokenizer::from_gguf(const GgufFile& f) {
 namespace {
 
 void validate(const TokenizerData& d) {
-    if (!is_supported_tokenizer_model(d.model))
-        throw Error("unsupported tokenizer model '" + d.model +
-                    "' (tokenizer.ggml.model; supported: llama = SentencePiece, gpt2 = byte-level BPE, gemma4 = "
-                    "SentencePiece-style BPE)");
+    if (!is_supported_tokenizer_model(d.model)) {
+        std::string known;
+        for (const auto& [name, what] : supported_tokenizer_models())
+            known += (known.empty() ? "" : ", ") + std::string(name) + " = " + std::string(what);
+        throw Error("unsupported tokenizer model '" + d.model + "' (tokenizer.ggml.model; supported: " + known + ")");
+    }
     const size_t n = d.tokens.size();
     if (n == 0 || n > size_t(INT32_MAX)) throw Error("tokenizer.ggml.tokens is empty or too large");
     if (!d.scores.empty() && d.scores.size() != n)
@@ -145,8 +147,16 @@ std::unique_ptr<Vocab> build_vocab(TokenizerData& d) {
 
 }  // namespace
 
+const std::vector<std::pair<std::string_view, std::string_view>>& supported_tokenizer_models() {
+    static const std::vector<std::pair<std::string_view, std::string_view>> models = {
+        {"llama", "SentencePiece"}, {"gpt2", "byte-level BPE"}, {"gemma4", "SentencePiece-style BPE"}};
+    return models;
+}
+
 bool is_supported_tokenizer_model(std::string_view model) {
-    return model == "llama" || model == "gpt2" || model == "gemma4";
+    for (const auto& [name, what] : supported_tokenizer_models())
+        if (name == model) return true;
+    return false;
 }
 
 std::unique_ptr<Tokenizer> Tokenizer::from_data(TokenizerData d) {

@@ -42,6 +42,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 namespace ember {
@@ -80,8 +81,9 @@ struct TokenizerData {
 // missing). Useful to inspect or adjust the data before Tokenizer::from_data.
 TokenizerData read_tokenizer_data(const GgufFile& file);
 
-// tokenizer.ggml.model values Ember can run ("llama", "gpt2", "gemma4"); the pre-tokenizer
-// names are PreTokenizer::known_names().
+// tokenizer.ggml.model values Ember can run, described ("llama (SentencePiece)", …); the
+// pre-tokenizer names are PreTokenizer::known_names().
+const std::vector<std::pair<std::string_view, std::string_view>>& supported_tokenizer_models();
 bool is_supported_tokenizer_model(std::string_view model);
 
 class Tokenizer {
