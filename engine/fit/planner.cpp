@@ -72,12 +72,13 @@ DeviceBytes device_bytes(const FitModel& m, const FitOptions& o, const DevicePro
     out.layers = p.end - p.first;
     for (const FitTensor& t : m.tensors) {
         if (!holds(c, t, p, tied_copy)) continue;
-        // Loaded as `pieces` matrices of rows / pieces rows each (Transformer::load_pieces).
+        // Loaded as `pieces` allocations of rows / pieces rows each (Transformer::load_pieces).
         const int32_t pieces = Transformer::load_pieces(c, t.name);
-        const int64_t rows = t.rows / pieces;
         const uint64_t bytes = t.bytes / static_cast<uint64_t>(pieces);
-        // The CPU backend maps weights in place unless its kernels want them rearranged.
-        const bool mapped = d.maps_weights && cpu::preferred_layout(t.type, rows, t.cols) == cpu::WeightLayout::Rows;
+        // The CPU backend maps weights in place unless its kernels want them rearranged (an
+        // expert tensor: each expert's matrix, Backend::load_expert_weight).
+        const bool mapped = d.maps_weights && cpu::preferred_layout(t.type, t.rows / pieces / t.matrices, t.cols) ==
+                                                  cpu::WeightLayout::Rows;
         if (mapped) out.mapped_weights += t.bytes;
         else out.weights += static_cast<uint64_t>(pieces) * padded_alloc_bytes(bytes, d.alloc_align);
     }

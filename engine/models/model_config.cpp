@@ -13,7 +13,7 @@
 namespace ember {
 
 const std::vector<std::string>& supported_architectures() {
-    static const std::vector<std::string> archs = {"llama", "qwen2", "qwen3", "gemma3", "gemma4"};
+    static const std::vector<std::string> archs = {"llama", "qwen2", "qwen3", "qwen3moe", "gemma3", "gemma4"};
     return archs;
 }
 
@@ -160,13 +160,34 @@ void read_gemma4(const GgufFile& f, ModelConfig& c) {
     }
 }
 
+// The expert hyperparameters (llama.cpp: qwen3moe's load_arch_hparams; the router picks
+// n_expert_used of n_expert, renormalised) and layer 0's expert tensors against them. A
+// 3-D tensor [n_expert][rows][cols] is checked as rows() = n_expert * rows.
+void read_experts(const GgufFile& f, ModelConfig& c) {
+    const std::string a = c.arch + ".";
+    c.n_expert = in_range(f, a + "expert_count", f.get_u64(a + "expert_count"), 1, 4096);
+    c.n_expert_used =
+        in_range(f, a + "expert_used_count", f.get_u64(a + "expert_used_count"), 1, static_cast<uint64_t>(c.n_expert));
+    c.n_ff_exp =
+        optional_dim(f, a + "expert_feed_forward_length", static_cast<uint64_t>(std::max(c.n_ff / c.n_expert_used, 1)));
+    c.n_ff_shexp = optional_dim(f, a + "expert_shared_feed_forward_length", 0, 0);
+    c.expert_weights_norm = true;
+    const double scale = f.opt_f64(a + "expert_weights_scale").value_or(0.0);
+    c.expert_weights_scale = scale != 0.0 ? static_cast<float>(scale) : 1.0f;  // llama.cpp: 0 means none
+    const int64_t e = c.n_expert;
+    check_shape(f, "blk.0.ffn_gate_inp.weight", c.n_embd, e);
+    check_shape(f, "blk.0.ffn_gate_exps.weight", c.n_embd, e * c.n_ff_exp);
+    check_shape(f, "blk.0.ffn_up_exps.weight", c.n_embd, e * c.n_ff_exp);
+    check_shape(f, "blk.0.ffn_down_exps.weight", c.n_ff_exp, e * c.n_embd);
+}
+
 void apply_arch_conventions(const GgufFile& f, ModelConfig& c) {
     const std::string a = c.arch + ".";
     c.layer_sliding.assign(static_cast<size_t>(c.n_layers), false);
     if (c.arch == "qwen2") {
         c.rope_neox = true;
         c.qkv_bias = true;
-    } else if (c.arch == "qwen3") {
+    } else if (c.arch == "qwen3" || c.arch == "qwen3moe") {
         c.rope_neox = true;
         c.qk_norm = true;  // RMSNorm per head on q and k, before RoPE; no biases
     } else if (c.arch == "gemma3") {
@@ -187,8 +208,10 @@ void apply_arch_conventions(const GgufFile& f, ModelConfig& c) {
     for (size_t i = 0; i < c.layers.size(); ++i) c.layers[i].sliding = c.layer_sliding[i];
 }
 
-// A file with router tensors or experts; refused by name until the MoE layers run here.
+// A file with router tensors or experts of an architecture whose MoE layers do not run here
+// yet (all but qwen3moe): refused by name.
 void refuse_moe(const GgufFile& f, const std::string& arch) {
+    if (arch == "qwen3moe") return;
     bool moe = f.opt_u64(arch + ".expert_count").value_or(0) > 0;
     for (const auto& t : f.tensors()) moe = moe || t.name.find(".ffn_gate_inp.") != std::string::npos;
     if (moe) throw Error(f.path() + ": " + arch + " mixture-of-experts layers are not supported yet");
@@ -263,7 +286,7 @@ ModelConfig read_model_config(const GgufFile& f) {
     const auto& archs = supported_architectures();
     if (std::find(archs.begin(), archs.end(), c.arch) == archs.end())
         throw Error(f.path() + ": unsupported architecture '" + c.arch +
-                    "' (supported: llama, qwen2, qwen3, gemma3, gemma4)");
+                    "' (supported: llama, qwen2, qwen3, qwen3moe, gemma3, gemma4)");
     const std::string a = c.arch + ".";
     c.n_embd = required_dim(f, a + "embedding_length");
     c.n_layers = required_dim(f, a + "block_count");
@@ -290,7 +313,8 @@ ModelConfig read_model_config(const GgufFile& f) {
     const LayerShape& l0 = c.layers.front();
     check_shape(f, "blk.0.attn_q.weight", c.n_embd, l0.q_dim());
     check_shape(f, "blk.0.attn_k.weight", c.n_embd, l0.kv_dim());
-    check_shape(f, "blk.0.ffn_down.weight", l0.n_ff, c.n_embd);
+    if (c.arch == "qwen3moe") read_experts(f, c);
+    else check_shape(f, "blk.0.ffn_down.weight", l0.n_ff, c.n_embd);
     return c;
 }
 

@@ -22,7 +22,7 @@ struct LayerShape {
 };
 
 struct ModelConfig {
-    std::string arch;  // "llama", "qwen2", "qwen3", "gemma3", "gemma4"
+    std::string arch;  // "llama", "qwen2", "qwen3", "qwen3moe", "gemma3", "gemma4"
     int32_t n_vocab = 0, n_embd = 0, n_layers = 0, n_heads = 0, n_kv_heads = 0, head_dim = 0, n_ff = 0;
     int32_t n_rot = 0;
     int64_t n_ctx_train = 0;
@@ -44,6 +44,16 @@ struct ModelConfig {
     float final_softcap = 0.0f;      // logits = cap * tanh(logits / cap) (0 = off)
     int32_t n_embd_per_layer = 0;    // width of the per-layer token embeddings (0 = none)
     std::vector<LayerShape> layers;  // per layer; the scalars above are the global layers'
+    // Mixture of experts (qwen3moe: every layer's FFN; 0 experts = a dense model). GGUF keys
+    // <arch>.expert_count, .expert_used_count, .expert_feed_forward_length,
+    // .expert_shared_feed_forward_length, .expert_weights_scale.
+    int32_t n_expert = 0, n_expert_used = 0;
+    int32_t n_ff_exp = 0;              // rows of one expert's gate/up matrices
+    int32_t n_ff_shexp = 0;            // the shared expert's (0: none)
+    bool expert_weights_norm = false;  // the chosen experts' weights renormalised to sum 1 (qwen3moe)
+    float expert_weights_scale = 1.0f;
+
+    bool moe() const { return n_expert > 0; }
 
     // The scalars' widths (every layer's where the layers share one shape).
     int32_t q_dim() const { return n_heads * head_dim; }

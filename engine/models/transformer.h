@@ -1,9 +1,10 @@
-// The decoder-only transformer shared by llama, qwen2, qwen3, gemma3 and gemma4: loads the
-// weights onto a backend and runs batched forward passes over a block KV cache. Architecture
-// differences are the flags and per-layer shapes in ModelConfig; there is one forward pass,
-// not one per model family. Generic mechanisms it offers the families: per-layer head and
-// FFN shapes, layers that attend over an earlier layer's K/V (KV sharing), per-layer token
-// embeddings added after each layer, a per-layer output scale, soft-capped logits.
+// The decoder-only transformer shared by llama, qwen2, qwen3, qwen3moe, gemma3 and gemma4:
+// loads the weights onto a backend and runs batched forward passes over a block KV cache.
+// Architecture differences are the flags and per-layer shapes in ModelConfig; there is one
+// forward pass, not one per model family. Generic mechanisms it offers the families:
+// per-layer head and FFN shapes, layers that attend over an earlier layer's K/V (KV
+// sharing), mixture-of-experts FFNs, per-layer token embeddings added after each layer, a
+// per-layer output scale, soft-capped logits.
 #pragma once
 #include <algorithm>
 #include <array>
@@ -67,12 +68,18 @@ public:
     struct ScratchBuffer {
         const char* tag;
         int64_t cols, rows;
+        DType type = DType::F32;  // I32: the experts' ids
     };
-    static constexpr int kScratchBuffers = 13;  // the most scratch_layout gives
+    static constexpr int kScratchBuffers = 11;    // a dense model's
+    static constexpr int kMoeScratchBuffers = 6;  // added for experts
+    static constexpr int kPleScratchBuffers = 2;  // added for per-layer embeddings
     // The scratch one device holds for passes of up to `n_tokens` tokens and `n_outputs`
     // output rows (every device of a split holds all of it): x, xn, q, k, v, attn, proj,
-    // gate, up, out_x, logits, and with per-layer embeddings ple, ple_tmp. Widths are the
-    // widest layer's.
+    // gate, up, out_x, logits (widths: the widest layer's); with experts (c.moe()) also
+    // router [T x n_expert], expert_ids and expert_weights [T x n_expert_used], and
+    // expert_gate, expert_up [T*n_expert_used x n_ff_exp], expert_down [T*n_expert_used x
+    // n_embd] (gate and up then have no columns: no layer is dense); with per-layer
+    // embeddings ple [n_layers*T x n_embd_per_layer] and ple_tmp [T x n_embd_per_layer].
     static std::vector<ScratchBuffer> scratch_layout(const ModelConfig& c, int64_t n_tokens, int64_t n_outputs);
     // Their bytes on a backend that rounds each allocation up to `alloc_align`.
     static uint64_t scratch_bytes(const ModelConfig& c, int64_t n_tokens, int64_t n_outputs, size_t alloc_align);
@@ -95,11 +102,20 @@ private:
     // Activation buffers of one device, sized for the largest pass so far (rows = capacity).
     struct Scratch {
         int64_t tokens = 0, outputs = 0;
-        Tensor x, xn, q, k, v, attn, proj, gate, up, out_x, logits, ple, ple_tmp;
-        // In scratch_layout's order.
-        std::array<Tensor*, kScratchBuffers> buffers() {
-            return {&x, &xn, &q, &k, &v, &attn, &proj, &gate, &up, &out_x, &logits, &ple, &ple_tmp};
+        Tensor x, xn, q, k, v, attn, proj, gate, up, out_x, logits;
+        Tensor router, expert_ids, expert_weights, expert_gate, expert_up, expert_down;
+        Tensor ple, ple_tmp;
+        static constexpr int kBuffers = kScratchBuffers + kMoeScratchBuffers + kPleScratchBuffers;
+        // Every buffer, and its scratch_layout tag, in the same order.
+        std::array<Tensor*, kBuffers> buffers() {
+            return {&x,           &xn,        &q,           &k,      &v,      &attn,       &proj,
+                    &gate,        &up,        &out_x,       &logits, &router, &expert_ids, &expert_weights,
+                    &expert_gate, &expert_up, &expert_down, &ple,    &ple_tmp};
         }
+        static constexpr std::array<const char*, kBuffers> kTags = {
+            "x",           "xn",        "q",           "k",      "v",      "attn",       "proj",
+            "gate",        "up",        "out_x",       "logits", "router", "expert_ids", "expert_weights",
+            "expert_gate", "expert_up", "expert_down", "ple",    "ple_tmp"};
     };
     // One pass's activations on one device: the scratch buffers cut to the pass's T tokens
     // (O output rows). q, k, v, attn, gate, up have room for the widest layer; a layer
@@ -113,8 +129,11 @@ private:
         Tensor gate, up;  // [T x n_ff]
         Tensor out_x;     // [O x n_embd]   the output rows
         Tensor logits;    // [O x n_vocab]
-        Tensor ple;       // [n_layers*T x n_embd_per_layer]  each layer's input, layer-major
-        Tensor ple_tmp;   // [T x n_embd_per_layer]
+        // Experts (k = n_expert_used): router logits [T x n_expert], ids and weights [T x k],
+        // gate/up [T*k x n_ff_exp], down [T*k x n_embd].
+        Tensor router, expert_ids, expert_weights, expert_gate, expert_up, expert_down;
+        Tensor ple;      // [n_layers*T x n_embd_per_layer]  each layer's input, layer-major
+        Tensor ple_tmp;  // [T x n_embd_per_layer]
     };
     struct Device {
         Backend* backend = nullptr;
@@ -145,6 +164,10 @@ private:
         Tensor w_gate, w_up;    // [n_ff x n_embd]
         Tensor w_down;          // [n_embd x n_ff]
         Tensor post_ffn_norm;   // [n_embd]                           (gemma3)
+        // Experts (qwen3moe), each 3-D tensor as n_expert stacked matrices:
+        Tensor ffn_gate_inp;                // [n_expert x n_embd]  the router
+        Tensor ffn_gate_exps, ffn_up_exps;  // [n_expert*n_ff_exp x n_embd]
+        Tensor ffn_down_exps;               // [n_expert*n_embd x n_ff_exp]
         // After the FFN's residual add (gemma4): the per-layer embedding block, then a scale.
         Tensor pl_gate;          // [n_embd_per_layer x n_embd]
         Tensor pl_proj;          // [n_embd x n_embd_per_layer]
@@ -168,6 +191,10 @@ private:
                     &w_up,
                     &w_down,
                     &post_ffn_norm,
+                    &ffn_gate_inp,
+                    &ffn_gate_exps,
+                    &ffn_up_exps,
+                    &ffn_down_exps,
                     &pl_gate,
                     &pl_proj,
                     &pl_post_norm};
@@ -177,6 +204,8 @@ private:
     void load_weights(const std::vector<int>& layer_device);
     Layer load_layer(int index, Device& device);
     Tensor weight(Backend& be, const std::string& name, int64_t cols, int64_t rows, bool required = true);
+    // A 3-D expert tensor [n_expert][rows][cols] (Backend::load_expert_weight).
+    Tensor expert_weight(Backend& be, const std::string& name, int64_t cols, int64_t rows);
     void ensure_scratch(Device& d, int64_t n_tokens, int64_t n_outputs);
     void free_scratch(Device& d);
     void begin_pass(Device& d, const BatchInfo& batch);
@@ -185,6 +214,9 @@ private:
     // layer where it runs on the same device; else only the add).
     void attention_block(const Layer& l, KvLayer& cache, Activations& a);
     void ffn_block(const Layer& l, const Layer* next, Activations& a);
+    // The FFN proper, a.xn -> a.proj: dense (gate, up, down) or mixture of experts.
+    void dense_ffn(const Layer& l, Activations& a);
+    void moe_ffn(const Layer& l, Activations& a);
     void move_activations(Device& from, Device& to);
     // ---- per-layer token embeddings (gemma4), engine/models/transformer_ple.cpp
     void load_per_layer_embeddings(Backend& first);
