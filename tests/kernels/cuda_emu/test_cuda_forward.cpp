@@ -73,6 +73,17 @@ Run greedy(const std::shared_ptr<const GgufFile>& file, Backend& backend, const 
     return out;
 }
 
+// ||got - ref|| / ||ref|| over one logits row.
+double rel_l2(const std::vector<float>& got, const std::vector<float>& ref) {
+    double e = 0, r = 0;
+    for (size_t j = 0; j < ref.size(); ++j) {
+        const double d = double(got[j]) - ref[j];
+        e += d * d;
+        r += double(ref[j]) * ref[j];
+    }
+    return std::sqrt(e / r);
+}
+
 size_t bits_differ(const std::vector<float>& a, const std::vector<float>& b) {
     if (a.size() != b.size()) return std::max(a.size(), b.size());
     size_t n = 0;
@@ -129,14 +140,9 @@ TEST_CASE("synthetic Gemma 3 shape: the CUDA backend generates the CPU backend's
     // The logits themselves: the GPU's 8-bit activations (per 32, vs the CPU's per-32/16
     // blocks) and FP16 GEMM inputs move them a little, never the argmax here.
     for (size_t i = 0; i < on.logits.size(); ++i) {
-        double e = 0, r = 0;
-        for (size_t j = 0; j < on.logits[i].size(); ++j) {
-            const double d = double(on.logits[i][j]) - rc.logits[i][j];
-            e += d * d;
-            r += double(rc.logits[i][j]) * rc.logits[i][j];
-        }
-        INFO("step " << i << " logits rel_l2 " << std::sqrt(e / r));
-        CHECK(std::sqrt(e / r) < 0.05);
+        const double rel = rel_l2(on.logits[i], rc.logits[i]);
+        INFO("step " << i << " logits rel_l2 " << rel);
+        CHECK(rel < 0.05);
     }
     // Graphs off: the very same launches, eagerly: bit-identical logits.
     REQUIRE(gpu->set_graphs(false));
@@ -168,14 +174,9 @@ TEST_CASE("synthetic qwen3moe: the CUDA backend generates the CPU backend's gree
     // As for Gemma 3 above: the GPU's activation blocks differ from the CPU's; here they may
     // also move a token's router logits across a near-tie, which changes one expert of eight.
     for (size_t i = 0; i < rg.logits.size(); ++i) {
-        double e = 0, r = 0;
-        for (size_t j = 0; j < rg.logits[i].size(); ++j) {
-            const double d = double(rg.logits[i][j]) - rc.logits[i][j];
-            e += d * d;
-            r += double(rc.logits[i][j]) * rc.logits[i][j];
-        }
-        INFO("step " << i << " logits rel_l2 " << std::sqrt(e / r));
-        CHECK(std::sqrt(e / r) < 0.05);
+        const double rel = rel_l2(rg.logits[i], rc.logits[i]);
+        INFO("step " << i << " logits rel_l2 " << rel);
+        CHECK(rel < 0.05);
     }
     CHECK(gpu->graph_stats().failures == 0);
     std::filesystem::remove(path);
@@ -200,14 +201,9 @@ TEST_CASE("synthetic Gemma 4 shape: the CUDA backend gives the CPU backend's log
     const Run rg = greedy(file, *gpu, prompt, n_gen);
     CHECK(rg.tokens == rc.tokens);
     for (size_t i = 0; i < rg.logits.size(); ++i) {
-        double e = 0, r = 0;
-        for (size_t j = 0; j < rg.logits[i].size(); ++j) {
-            const double d = double(rg.logits[i][j]) - rc.logits[i][j];
-            e += d * d;
-            r += double(rc.logits[i][j]) * rc.logits[i][j];
-        }
-        MESSAGE("step " << i << " logits rel_l2 " << std::sqrt(e / r));
-        CHECK(std::sqrt(e / r) < 1e-4);
+        const double rel = rel_l2(rg.logits[i], rc.logits[i]);
+        MESSAGE("step " << i << " logits rel_l2 " << rel);
+        CHECK(rel < 1e-4);
     }
     std::filesystem::remove(path);
 }
