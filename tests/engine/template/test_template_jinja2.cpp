@@ -127,3 +127,16 @@ TEST_CASE("real templates render like jinja2") {
     MESSAGE(same, " of ", cases.size(), " cases byte-identical to jinja2");
     CHECK(failed == 0);
 }
+
+// Ember must pick these templates as they are (no fallback, no warning) when a model file
+// carries them: resolve_chat_template's trial renders, with and without a system message.
+TEST_CASE("real templates are used as they are") {
+    for (const char* file :
+         {"google-gemma-4-31B-it.jinja", "google-gemma-4-31B-it-interleaved.jinja", "Qwen-Qwen3-0.6B.jinja",
+          "Qwen3.5-4B.jinja", "openai-gpt-oss-120b.jinja", "Qwen3-Coder.jinja"}) {
+        CAPTURE(file);
+        const auto r = ember::resolve_chat_template(ember::test::read_file(templates_dir() + "/" + file), "", {});
+        CHECK(r.source_desc == "the model's own chat template (tokenizer.chat_template)");
+        CHECK_MESSAGE(!r.warning, r.warning.value_or(""));
+    }
+}
