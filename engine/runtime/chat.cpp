@@ -31,8 +31,11 @@ std::vector<int32_t> tokenize_prompt(const Model& model, const std::string& rend
     return ids;
 }
 
-std::vector<int32_t> chat_prompt_tokens(const Model& model, const std::vector<ChatMessage>& messages) {
-    return tokenize_prompt(model, render_chat(model, messages, true));
+std::vector<int32_t> chat_prompt_tokens(const Model& model, const std::vector<ChatMessage>& messages,
+                                        const ChatRenderOptions& options) {
+    ChatRenderOptions o = options;
+    o.add_generation_prompt = true;
+    return tokenize_prompt(model, render_chat(model, messages, std::move(o)));
 }
 
 }  // namespace ember

@@ -15,6 +15,9 @@ std::string render_chat(const Model& model, const std::vector<ChatMessage>& mess
 // bos_token and eos_token are always the model's.
 std::string render_chat(const Model& model, const std::vector<ChatMessage>& messages, ChatRenderOptions options);
 std::vector<int32_t> tokenize_prompt(const Model& model, const std::string& rendered);
-std::vector<int32_t> chat_prompt_tokens(const Model& model, const std::vector<ChatMessage>& messages);
+// The prompt for the assistant's next turn (add_generation_prompt is set here): `options`
+// carries the request's template variables (tools, enable_thinking, reasoning_effort, …).
+std::vector<int32_t> chat_prompt_tokens(const Model& model, const std::vector<ChatMessage>& messages,
+                                        const ChatRenderOptions& options = {});
 
 }  // namespace ember

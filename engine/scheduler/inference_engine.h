@@ -31,6 +31,10 @@ struct EngineRequest {
     // the answer), leave out the oldest exchanges and report how many (EngineEvent::
     // dropped_turns) instead of failing. The system prompt and the newest message stay.
     bool fit_context = false;
+    // messages only: the template variables beyond the conversation (tools_json,
+    // enable_thinking, reasoning_effort, extra_vars); the engine sets add_generation_prompt and
+    // the model's bos/eos tokens itself.
+    ChatRenderOptions template_options;
 
     SamplingParams sampling;
     int32_t max_tokens = 256;       // < 0: until end of generation or context; 0: prefill only

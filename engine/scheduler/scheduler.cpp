@@ -138,11 +138,12 @@ uint64_t Scheduler::submit(EngineRequest request, EventSink sink) {
     const Tokenizer& tok = model_.tokenizer();
     if (!request.messages.empty()) {
         if (request.fit_context) {
-            FittedPrompt f = fit_prompt(model_, std::move(request.messages), answer_room(n_ctx, request.max_tokens));
+            FittedPrompt f = fit_prompt(model_, std::move(request.messages), answer_room(n_ctx, request.max_tokens),
+                                        request.template_options);
             job->prompt = std::move(f.tokens);
             job->dropped_turns = f.dropped_turns;
         } else {
-            job->prompt = chat_prompt_tokens(model_, request.messages);
+            job->prompt = chat_prompt_tokens(model_, request.messages, request.template_options);
         }
     } else if (!request.prompt.empty()) {
         job->prompt = tok.encode(request.prompt, false, false);

@@ -715,6 +715,11 @@ TEST_CASE("requests that can never run are refused on submit") {
     bad.sampling.temperature = 1;
     bad.sampling.top_p = 0;
     refuses(bad, "top_p");
+    EngineRequest tools;  // template_options reach the chat template at submit
+    tools.messages = {{"user", "Once"}};
+    tools.max_tokens = 4;
+    tools.template_options.tools_json = "[oops]";
+    refuses(tools, "tools: invalid JSON at byte 1");
     CHECK(s.status().requests.empty());
     EngineRequest named = text_request("Once", 2);
     named.model = "stories260K";

@@ -49,10 +49,15 @@ env.globals["raise_exception"] = raise_exception
 env.globals["strftime_now"] = strftime_now
 
 
+_compiled = {}
+
+
 def render(template, var):
     """{"expected": text} or {"error": kind, "message": ...} (kind: syntax, raised, runtime)."""
     try:
-        return {"expected": env.from_string(template).render(**var)}
+        if template not in _compiled:
+            _compiled[template] = env.from_string(template)
+        return {"expected": _compiled[template].render(**var)}
     except jinja2.exceptions.TemplateSyntaxError as e:
         return {"error": "syntax", "message": str(e)}
     except jinja2.exceptions.TemplateError as e:

@@ -10,6 +10,8 @@
 // enable_thinking and reasoning_effort to a template. A missing venv or source package fails.
 #include <doctest/doctest.h>
 
+#include <unistd.h>
+
 #include <cstdlib>
 #include <ctime>
 #include <map>
@@ -44,9 +46,10 @@ const ojson& reference() {
     static const ojson cases = [] {
         const std::string python = std::string(EMBER_JINJA2_VENV) + "/bin/python";
         const std::string script = std::string(EMBER_SOURCE_DIR) + "/tests/engine/template/render_jinja2.py";
+        REQUIRE_MESSAGE(access(python.c_str(), X_OK) == 0, python,
+                        " is missing: run scripts/fetch-jinja2.sh (scripts/test.sh does)");
         const auto r = ember::test::run_process({python, script, templates_dir()}, 5 * 60 * 1000);
-        REQUIRE_MESSAGE(r.ok(), "jinja2 reference failed (", python,
-                        " missing? run scripts/fetch-jinja2.sh, as scripts/test.sh does):\n", r.err);
+        REQUIRE_MESSAGE(r.ok(), "the jinja2 reference (render_jinja2.py) failed:\n", r.err);
         return ojson::parse(r.out).at("cases");
     }();
     return cases;
@@ -126,4 +129,17 @@ TEST_CASE("real templates render like jinja2") {
     }
     MESSAGE(same, " of ", cases.size(), " cases byte-identical to jinja2");
     CHECK(failed == 0);
+}
+
+// Ember must pick these templates as they are (no fallback, no warning) when a model file
+// carries them: resolve_chat_template's trial renders, with and without a system message.
+TEST_CASE("real templates are used as they are") {
+    for (const char* file :
+         {"google-gemma-4-31B-it.jinja", "google-gemma-4-31B-it-interleaved.jinja", "Qwen-Qwen3-0.6B.jinja",
+          "Qwen3.5-4B.jinja", "openai-gpt-oss-120b.jinja", "Qwen3-Coder.jinja"}) {
+        CAPTURE(file);
+        const auto r = ember::resolve_chat_template(ember::test::read_file(templates_dir() + "/" + file), "", {});
+        CHECK(r.source_desc == "the model's own chat template (tokenizer.chat_template)");
+        CHECK_MESSAGE(!r.warning, r.warning.value_or(""));
+    }
 }

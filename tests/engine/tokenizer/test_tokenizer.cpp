@@ -387,6 +387,34 @@ TEST_CASE("bpe merges by rank") {
     REQUIRE_EQ(t->token_to_piece(id_of(*t, "\u0120world")), std::string(" world"));
 }
 
+// Gemma 4's BPE: U+2581 for spaces, merges over UTF-8 characters, a newline run that is a token
+// taken whole, <0xXX> for what no token spells, BOS added although the file says not to.
+TEST_CASE("gemma4 bpe") {
+    TokenizerData d;
+    d.model = "gemma4";
+    d.pre = "anything";  // ignored: gemma4 splits on newlines only
+    d.tokens = {"<pad>", "<eos>", "<bos>", "a", "b", "ab", "\u2581", "\u2581ab", "\n", "\n\n", "\u00e9"};
+    d.token_types = {3, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1};
+    for (int b = 0; b < 256; ++b) {
+        char buf[8];
+        std::snprintf(buf, sizeof buf, "<0x%02X>", b);
+        d.tokens.push_back(buf);
+        d.token_types.push_back(6);
+    }
+    d.merges = {"a b", "\u2581 ab"};
+    d.bos = 2, d.eos = 1, d.add_bos = false;
+    auto t = Tokenizer::from_data(d);
+    REQUIRE_EQ(t->kind(), std::string_view("bpe/gemma4"));
+    REQUIRE(t->add_bos());
+    const std::string text = "ab ab\n\n\u00e9x\n\n\n";
+    const Ids ids = t->encode(text, true, false);
+    const int32_t nl = id_of(*t, "\n"), nl2 = id_of(*t, "\n\n");
+    REQUIRE_EQ(show(ids), show({2, id_of(*t, "ab"), id_of(*t, "\u2581ab"), nl2, id_of(*t, "\u00e9"),
+                                id_of(*t, "<0x78>"), nl, nl, nl}));
+    REQUIRE_EQ(t->decode(ids, true), text);
+    REQUIRE_EQ(t->token_to_piece(id_of(*t, "\u2581ab")), std::string(" ab"));
+}
+
 TEST_CASE("special tokens") {
     auto t = Tokenizer::from_data(tiny_bpe());
     const int32_t start = id_of(*t, "<|im_start|>"), think = id_of(*t, "<think>");
