@@ -28,6 +28,9 @@ struct ModelConfig {
     bool gelu = false;         // GeGLU instead of SwiGLU
     int32_t sliding_window = 0;
     std::vector<bool> layer_sliding;  // per layer: uses the sliding window
+    // Mixture of experts (0 for dense models): n_expert_used of n_expert experts of width
+    // n_ff_exp per token, beside a shared FFN of width n_ff_shexp where the model has one.
+    int32_t n_expert = 0, n_expert_used = 0, n_ff_exp = 0, n_ff_shexp = 0;
 
     int32_t q_dim() const { return n_heads * head_dim; }
     int32_t kv_dim() const { return n_kv_heads * head_dim; }
