@@ -116,8 +116,10 @@ const char* placement_name(Placement p) {
     return "too large";
 }
 
+// The experts and their router: where the experts run, the router does (Transformer).
 bool is_expert_tensor(const std::string& name) {
-    return name.rfind("blk.", 0) == 0 && name.find("_exps.") != std::string::npos;
+    return name.rfind("blk.", 0) == 0 &&
+           (name.find("_exps.") != std::string::npos || name.find(".ffn_gate_inp.") != std::string::npos);
 }
 
 bool has_experts(const FitModel& m) {

@@ -24,7 +24,12 @@ public:
     // Partial offload: the embedding and layers [0, n_first_layers) run on `first` (the GPU),
     // the remaining layers and the output head on `rest` (the CPU). The activations cross
     // over once per pass (n_tokens x n_embd floats).
-    Transformer(std::shared_ptr<const GgufFile> file, Backend& first, Backend& rest, int n_first_layers);
+    // With experts (a mixture-of-experts model), n_first_expert_layers >= 0 keeps only the
+    // first n_first_expert_layers layers' experts and routers on `first`; the others' live on
+    // `rest` and run there, their input and output crossing over (n_tokens x n_embd floats
+    // each way): the attention of every layer on the GPU, the experts in RAM.
+    Transformer(std::shared_ptr<const GgufFile> file, Backend& first, Backend& rest, int n_first_layers,
+                int n_first_expert_layers = -1);
     ~Transformer();
     Transformer(const Transformer&) = delete;
     Transformer& operator=(const Transformer&) = delete;
@@ -116,7 +121,8 @@ private:
     struct Layer {
         int index = 0;
         Device* device = nullptr;
-        RopeParams rope_q, rope_k;  // differ in n_heads only
+        Device* expert_device = nullptr;  // where the router and experts live and run
+        RopeParams rope_q, rope_k;        // differ in n_heads only
         AttentionParams attention;
         Tensor attn_norm;       // [n_embd]
         Tensor wq, wk, wv;      // [q_dim x n_embd], [kv_dim x n_embd], [kv_dim x n_embd]
@@ -133,31 +139,16 @@ private:
         Tensor ffn_gate_exps, ffn_up_exps;  // [n_expert*n_ff_exp x n_embd]
         Tensor ffn_down_exps;               // [n_expert*n_embd x n_ff_exp]
         std::vector<Tensor*> weights() {
-            return {&attn_norm,
-                    &wq,
-                    &wk,
-                    &wv,
-                    &bq,
-                    &bk,
-                    &bv,
-                    &q_norm,
-                    &k_norm,
-                    &wo,
-                    &post_attn_norm,
-                    &ffn_norm,
-                    &w_gate,
-                    &w_up,
-                    &w_down,
-                    &post_ffn_norm,
-                    &ffn_gate_inp,
-                    &ffn_gate_exps,
-                    &ffn_up_exps,
-                    &ffn_down_exps};
+            return {&attn_norm,      &wq,       &wk,     &wv,   &bq,     &bk,           &bv, &q_norm, &k_norm, &wo,
+                    &post_attn_norm, &ffn_norm, &w_gate, &w_up, &w_down, &post_ffn_norm};
         }
+        // On expert_device (fit::is_expert_tensor counts the same tensors).
+        std::vector<Tensor*> expert_weights() { return {&ffn_gate_inp, &ffn_gate_exps, &ffn_up_exps, &ffn_down_exps}; }
     };
 
-    void load_weights(const std::vector<int>& layer_device);
-    Layer load_layer(int index, Device& device);
+    // Per layer, the index in devices_ of its device and of its experts' device.
+    void load_weights(const std::vector<int>& layer_device, const std::vector<int>& expert_device);
+    Layer load_layer(int index, Device& device, Device& expert_device);
     Tensor weight(Backend& be, const std::string& name, int64_t cols, int64_t rows, bool required = true);
     // A 3-D expert tensor [n_expert][rows][cols] (Backend::load_expert_weight).
     Tensor expert_weight(Backend& be, const std::string& name, int64_t cols, int64_t rows);
@@ -172,6 +163,9 @@ private:
     // The FFN proper, a.xn -> a.proj: dense (gate, up, down) or mixture of experts.
     void dense_ffn(const Layer& l, Activations& a);
     void moe_ffn(const Layer& l, Activations& a);
+    // moe_ffn on the experts' device: a.xn there and the result back into a.proj.
+    void remote_moe_ffn(const Layer& l, Activations& a);
+    void copy_rows(Device& from, const Tensor& src, Device& to, Tensor& dst);
     void move_activations(Device& from, Device& to);
 
     std::shared_ptr<const GgufFile> file_;
