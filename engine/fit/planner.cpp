@@ -84,7 +84,8 @@ DeviceBytes device_bytes(const FitModel& m, const FitOptions& o, const DevicePro
         // expert tensor: each expert's matrix, Backend::load_expert_weight).
         const bool mapped = d.maps_weights && cpu::preferred_layout(t.type, t.rows / pieces / t.matrices, t.cols) ==
                                                   cpu::WeightLayout::Rows;
-        const uint64_t held = mapped ? t.bytes : static_cast<uint64_t>(pieces) * padded_alloc_bytes(bytes, d.alloc_align);
+        const uint64_t held =
+            mapped ? t.bytes : static_cast<uint64_t>(pieces) * padded_alloc_bytes(bytes, d.alloc_align);
         (mapped ? out.mapped_weights : out.weights) += held;
         if (is_expert_tensor(t.name)) out.expert_weights += held;
     }

@@ -33,8 +33,8 @@ void check_tensor_types(const GgufFile& f, std::vector<MissingSupport>& out) {
     for (const GgufTensor& t : f.tensors())
         if (!cpu::matmul_supports(t.type)) users[std::string(dtype_name(t.type))].push_back(t.name);
     for (const auto& [type, names] : users)
-        out.push_back({"tensor type " + type, std::to_string(names.size()) + (names.size() == 1 ? " tensor: " : " tensors: ") +
-                                                  joined(names, 4)});
+        out.push_back({"tensor type " + type, std::to_string(names.size()) +
+                                                  (names.size() == 1 ? " tensor: " : " tensors: ") + joined(names, 4)});
 }
 
 void check_tokenizer(const GgufFile& f, std::vector<MissingSupport>& out) {
@@ -47,7 +47,8 @@ void check_tokenizer(const GgufFile& f, std::vector<MissingSupport>& out) {
         std::vector<std::string> known;
         for (const auto& [name, what] : supported_tokenizer_models())
             known.push_back(std::string(name) + " (" + std::string(what) + ")");
-        out.push_back({"tokenizer model '" + *model + "'", "tokenizer.ggml.model; Ember has " + joined(known, known.size())});
+        out.push_back(
+            {"tokenizer model '" + *model + "'", "tokenizer.ggml.model; Ember has " + joined(known, known.size())});
         return;
     }
     if (*model != "gpt2") return;  // SentencePiece has no pre-tokenizer; gemma4 fixes its own
@@ -55,8 +56,8 @@ void check_tokenizer(const GgufFile& f, std::vector<MissingSupport>& out) {
     try {
         PreTokenizer p(pre);
     } catch (const Error&) {
-        out.push_back({"pre-tokenizer '" + pre + "'", "tokenizer.ggml.pre; Ember has " +
-                                                           joined(PreTokenizer::known_names(), 1000)});
+        out.push_back({"pre-tokenizer '" + pre + "'",
+                       "tokenizer.ggml.pre; Ember has " + joined(PreTokenizer::known_names(), 1000)});
     }
 }
 

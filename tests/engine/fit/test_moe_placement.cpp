@@ -115,7 +115,8 @@ TEST_CASE("a mixture of experts keeps its attention on the GPU and its experts i
             CHECK(p.cpu.kv_cache == 0);  // every layer's attention, and its KV cache, on the GPU
             CHECK(p.cpu.expert_weights > 0);
             // One more layer's experts on the GPU would not fit.
-            const fit::FitPlan more = fit::plan_layers(m, o, p.budget, -1, fit::cuda_profile(), p.gpu_expert_layers + 1);
+            const fit::FitPlan more =
+                fit::plan_layers(m, o, p.budget, -1, fit::cuda_profile(), p.gpu_expert_layers + 1);
             CHECK_FALSE(fits(more));
         }
     }
