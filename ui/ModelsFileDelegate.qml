@@ -22,7 +22,7 @@ Rectangle {
     implicitHeight: row.implicitHeight + 16
 
     function badgeColour(b) {
-        return b === "gpu" ? "#2b8a3e" : b === "split" ? "#e67700" : b === "cpu" ? "#1971c2"
+        return b === "gpu" ? "#2b8a3e" : (b === "split" || b === "experts-in-ram") ? "#e67700" : b === "cpu" ? "#1971c2"
              : b === "too-large" ? Theme.error : Theme.muted
     }
 

@@ -23,7 +23,7 @@ ItemDelegate {
                 elide: Text.ElideRight
             }
             Label {
-                text: root.isCatalog ? model.parameters + " · " + model.licence
+                text: root.isCatalog ? model.sizeText + " · " + model.licence
                                      : qsTr("%1 downloads").arg(Number(model.downloads).toLocaleString(Qt.locale(), 'f', 0))
                 color: Theme.muted
             }

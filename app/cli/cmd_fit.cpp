@@ -29,6 +29,20 @@ constexpr const char* kUsage =
     "                 [--cache-type f16|q8_0] [--margin F]\n"
     "  SIZE: 24GiB, 24G, 512MiB, ... (--vram 0: no GPU). Default: measured on this machine.\n";
 
+// The `ember` options that load a file as the plan places it.
+std::string load_flags(const fit::FitPlan& p) {
+    switch (p.placement) {
+        case fit::Placement::Split:
+            return " --gpu-layers " + std::to_string(p.gpu_layers);
+        case fit::Placement::ExpertsInRam:
+            return " --gpu-expert-layers " + std::to_string(p.gpu_expert_layers);
+        case fit::Placement::Cpu:
+            return " --device cpu";
+        default:
+            return "";
+    }
+}
+
 void print_row(const char* kind, uint64_t gpu, uint64_t cpu) {
     std::printf("  %-22s %12s %12s\n", kind, bytes_or_dash(gpu).c_str(), bytes_or_dash(cpu).c_str());
 }
@@ -38,6 +52,10 @@ void print_plan(const fit::FitPlan& p) {
     std::printf("  %-22s %12d %12d\n", "layers", p.gpu.layers, p.cpu.layers);
     print_row("weights (copied)", p.gpu.weights, p.cpu.weights);
     print_row("weights (mapped file)", p.gpu.mapped_weights, p.cpu.mapped_weights);
+    if (p.n_expert > 0) {
+        std::printf("  %-22s %12d %12d\n", "layers' experts", p.gpu.expert_layers, p.cpu.expert_layers);
+        print_row("of weights: experts", p.gpu.expert_weights, p.cpu.expert_weights);
+    }
     print_row("KV cache", p.gpu.kv_cache, p.cpu.kv_cache);
     print_row("scratch", p.gpu.scratch, p.cpu.scratch);
     print_row("CUDA buffers (est.)", p.gpu.backend_scratch, p.cpu.backend_scratch);
@@ -45,8 +63,8 @@ void print_plan(const fit::FitPlan& p) {
     print_row("total", p.gpu.total(), p.cpu.total());
     print_row("budget", p.budget.vram, p.budget.ram);
     std::printf("\n%s: %s\n", fit::placement_name(p.placement), p.reason.c_str());
-    if (p.placement == fit::Placement::Split)
-        std::printf("load with: --gpu-layers %d --ctx %lld\n", p.gpu_layers, static_cast<long long>(p.n_ctx));
+    if (p.placement == fit::Placement::Split || p.placement == fit::Placement::ExpertsInRam)
+        std::printf("load with:%s --ctx %lld\n", load_flags(p).c_str(), static_cast<long long>(p.n_ctx));
 }
 
 std::vector<uint8_t> read_prefix(const std::string& path, uint64_t n) {
@@ -86,9 +104,7 @@ int rank_files(const std::vector<std::string>& args, const fit::Budget& b, const
     if (!c.chosen) return 1;
     const fit::FitPlan& p = *c.plan;
     std::printf("use: %s --ctx %lld%s\n", c.ranked[*c.chosen].path.c_str(), static_cast<long long>(p.n_ctx),
-                p.placement == fit::Placement::Split ? (" --gpu-layers " + std::to_string(p.gpu_layers)).c_str()
-                : p.placement == fit::Placement::Cpu ? " --device cpu"
-                                                     : "");
+                load_flags(p).c_str());
     return 0;
 }
 

@@ -7,7 +7,8 @@
 namespace ember::cli {
 
 std::set<std::string> model_value_options() {
-    return {"--threads", "-t", "--ctx", "-c", "--kv-type", "--batch", "--device", "--gpu-layers"};
+    return {"--threads",          "-t", "--ctx", "-c", "--kv-type", "--batch", "--device", "--gpu-layers",
+            "--gpu-expert-layers"};
 }
 
 std::set<std::string> sampling_value_options() {
@@ -55,6 +56,7 @@ LoadOptions load_options(const Args& args, const std::string& model_path) {
     o.n_gpu_layers = args.get_or("--gpu-layers", "") == "auto"
                          ? kAutoGpuLayers
                          : static_cast<int>(args.get_int("--gpu-layers", -1, -1, kInt32Max));
+    o.n_gpu_expert_layers = static_cast<int>(args.get_int("--gpu-expert-layers", -1, -1, kInt32Max));
     const std::string kv = args.get_or("--kv-type", "f16");
     if (kv == "f16" || kv == "F16") o.kv_type = DType::F16;
     else if (kv == "q8_0" || kv == "Q8_0") o.kv_type = DType::Q8_0;
@@ -86,6 +88,8 @@ GenerateOptions generate_options(const Args& args, int32_t default_max_tokens) {
 std::string options_help() {
     return "  model:    --device auto|cpu|cuda  --gpu-layers N|auto (rest on the CPU)  --threads N  --ctx N  --kv-type "
            "f16|q8_0  --batch N\n"
+           "            --gpu-expert-layers N (mixture of experts: the experts of the GPU's layers past the first N "
+           "in RAM)\n"
            "  sampling: -n N  --temp T (0 = greedy)  --seed S  --top-k K  --top-p P  --min-p P\n"
            "            --repeat-penalty R  --repeat-last-n N  --presence-penalty P  --frequency-penalty P  --stop "
            "TEXT\n";

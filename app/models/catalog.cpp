@@ -35,6 +35,9 @@ QVariantMap CatalogEntry::to_row() const {
     return {{QStringLiteral("name"), name},
             {QStringLiteral("repo"), repo},
             {QStringLiteral("parameters"), parameters},
+            {QStringLiteral("active"), active},
+            {QStringLiteral("sizeText"),
+             active.isEmpty() ? parameters : QStringLiteral("%1 · %2 active").arg(parameters, active)},
             {QStringLiteral("architecture"), architecture},
             {QStringLiteral("licence"), licence},
             {QStringLiteral("description"), description}};
@@ -52,9 +55,20 @@ std::vector<CatalogEntry> parse_catalog(const QByteArray& json, const QString& s
     for (int i = 0; i < list.size(); ++i) {
         if (!list[i].isObject()) fail(source, QStringLiteral("entry %1 is not an object").arg(i + 1));
         const QJsonObject o = list[i].toObject();
-        CatalogEntry e{required_text(o, "name", source, i),       required_text(o, "repo", source, i),
-                       required_text(o, "parameters", source, i), required_text(o, "architecture", source, i),
-                       required_text(o, "licence", source, i),    required_text(o, "description", source, i)};
+        CatalogEntry e;
+        e.name = required_text(o, "name", source, i);
+        e.repo = required_text(o, "repo", source, i);
+        e.parameters = required_text(o, "parameters", source, i);
+        e.architecture = required_text(o, "architecture", source, i);
+        e.licence = required_text(o, "licence", source, i);
+        e.description = required_text(o, "description", source, i);
+        if (const QJsonValue a = o.value(QStringLiteral("active")); !a.isUndefined()) {
+            e.active = a.toString().trimmed();
+            if (!a.isString() || !e.active.endsWith('B'))
+                fail(source, QStringLiteral("entry %1 (%2) has \"active\" that is not a parameter count like \"3.3B\"")
+                                 .arg(i + 1)
+                                 .arg(e.name));
+        }
         if (!valid_repo(e.repo))
             fail(source, QStringLiteral("entry %1 (%2) has the repository \"%3\", not owner/name")
                              .arg(i + 1)

@@ -14,9 +14,11 @@ struct CatalogEntry {
     QString name;          // "Llama 3.2 3B Instruct"
     QString repo;          // "bartowski/Llama-3.2-3B-Instruct-GGUF"
     QString parameters;    // "3.2B"
-    QString architecture;  // "llama", "qwen2", "gemma3"
+    QString active;        // mixture of experts: parameters read per token, "3.3B"; else empty
+    QString architecture;  // a GGUF architecture the engine runs: "llama", "qwen3moe", ...
     QString licence;       // "apache-2.0", "llama3.2", ...
     QString description;   // one line
+    // The row of the Discover list: the fields above plus sizeText ("30.5B · 3.3B active").
     QVariantMap to_row() const;
 };
 

@@ -20,6 +20,8 @@ QString badge_key(fit::Placement p) {
             return QStringLiteral("gpu");
         case fit::Placement::Split:
             return QStringLiteral("split");
+        case fit::Placement::ExpertsInRam:
+            return QStringLiteral("experts-in-ram");
         case fit::Placement::Cpu:
             return QStringLiteral("cpu");
         case fit::Placement::TooLarge:
@@ -34,6 +36,8 @@ QString badge_label(fit::Placement p) {
             return QStringLiteral("Fits your GPU");
         case fit::Placement::Split:
             return QStringLiteral("GPU + CPU");
+        case fit::Placement::ExpertsInRam:
+            return QStringLiteral("GPU + experts in RAM");
         case fit::Placement::Cpu:
             return QStringLiteral("CPU only");
         case fit::Placement::TooLarge:
@@ -73,6 +77,15 @@ QString plain_reason(const fit::FitPlan& p) {
                 .arg(p.gpu_layers)
                 .arg(p.n_layers)
                 .arg(bytes_text(p.gpu.total()), vram, bytes_text(p.cpu.total()), bytes_text(p.budget.ram), chats);
+        case fit::Placement::ExpertsInRam:
+            return QStringLiteral(
+                       "Runs on your GPU with the experts of %1 of %2 layers in RAM: fast, because each word "
+                       "reads only %3 of the %4 experts. Needs %5 of %6 VRAM and %7 of %8 RAM, %9.")
+                .arg(p.n_layers - p.gpu_expert_layers)
+                .arg(p.n_layers)
+                .arg(p.n_expert_used)
+                .arg(p.n_expert)
+                .arg(bytes_text(p.gpu.total()), vram, bytes_text(p.cpu.total()), bytes_text(p.budget.ram), chats);
         case fit::Placement::Cpu:
             return (p.budget.vram == 0 ? QStringLiteral("No GPU: runs on the CPU, slower than a GPU. ")
                                        : QStringLiteral("Too big for your GPU; fits in RAM and runs on the CPU: "
@@ -110,6 +123,12 @@ QString plain_choice(const fit::QuantChoice& c, const fit::ChoiceOptions& o) {
                        .arg(quant)
                        .arg(c.plan->gpu_layers)
                        .arg(c.plan->n_layers);
+            break;
+        case fit::Placement::ExpertsInRam:
+            line = QStringLiteral(
+                       "%1 is the best quality that runs on your GPU with some of its experts in RAM: "
+                       "no good file fits the GPU entirely.")
+                       .arg(quant);
             break;
         default:
             line =

@@ -105,7 +105,7 @@ HubController::HubController(QString models_dir, QString token_file, QObject* pa
     : QObject(parent),
       models_dir_(std::move(models_dir)),
       token_(std::move(token_file)),
-      catalog_({"name", "repo", "parameters", "architecture", "licence", "description"}, "repo"),
+      catalog_({"name", "repo", "parameters", "active", "sizeText", "architecture", "licence", "description"}, "repo"),
       search_({"repo", "downloads", "likes"}, "repo"),
       files_({"quant", "file", "sha256", "libraryId", "localPath", "copyPath", "pull", "partFiles", "partSizes",
               "parts", "size", "sizeText", "badge", "badgeText", "reason", "best", "checked"},

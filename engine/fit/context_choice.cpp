@@ -19,9 +19,11 @@ FitPlan plan_at(const FitModel& m, const ContextOptions& o, const Budget& b, int
     return plan(m, FitOptions{ctx, o.n_seqs, o.n_batch, o.kv_type}, b);
 }
 
-// `p` is as good a placement as `base`: the same kind, no fewer layers on the GPU.
+// `p` is as good a placement as `base`: the same kind, no fewer layers (nor layers' experts)
+// on the GPU.
 bool as_good(const FitPlan& p, const FitPlan& base) {
-    return fits(p) && p.placement == base.placement && p.gpu_layers >= base.gpu_layers;
+    return fits(p) && p.placement == base.placement && p.gpu_layers >= base.gpu_layers &&
+           p.gpu_expert_layers >= base.gpu_expert_layers;
 }
 
 // "32,768 tokens".

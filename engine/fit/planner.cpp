@@ -1,6 +1,7 @@
 #include "engine/fit/planner.h"
 
 #include <algorithm>
+#include <optional>
 #include <set>
 
 #include "engine/kv/kv_cache.h"
@@ -17,12 +18,15 @@ namespace {
 // last layer's (the embedding again when the head is tied to it and the devices differ).
 // rope_freqs stays a host vector; the per-layer token table stays in the file map (read on
 // the host per pass), its projection and norm go with the embedding.
+// Experts (and their router): those of the layers in [expert_first, expert_end).
 struct Part {
     int32_t first = 0, end = 0;
+    int32_t expert_first = 0, expert_end = 0;
     bool embedding = false, head = false;
 };
 
 bool holds(const ModelConfig& c, const FitTensor& t, const Part& p, bool tied_copy) {
+    if (t.layer >= 0 && is_expert_tensor(t.name)) return t.layer >= p.expert_first && t.layer < p.expert_end;
     if (t.layer >= 0) return t.layer >= p.first && t.layer < p.end && !Transformer::skips_tensor(c, t.layer, t.name);
     if (t.name == "token_embd.weight") return p.embedding || (p.head && tied_copy);
     if (t.name == "per_layer_model_proj.weight" || t.name == "per_layer_proj_norm.weight") return p.embedding;
@@ -70,6 +74,7 @@ DeviceBytes device_bytes(const FitModel& m, const FitOptions& o, const DevicePro
     const bool tied_copy = !p.embedding && !has_tensor(m, "output.weight");
     DeviceBytes out;
     out.layers = p.end - p.first;
+    out.expert_layers = has_experts(m) ? p.expert_end - p.expert_first : 0;
     for (const FitTensor& t : m.tensors) {
         if (!holds(c, t, p, tied_copy)) continue;
         // Loaded as `pieces` allocations of rows / pieces rows each (Transformer::load_pieces).
@@ -79,8 +84,10 @@ DeviceBytes device_bytes(const FitModel& m, const FitOptions& o, const DevicePro
         // expert tensor: each expert's matrix, Backend::load_expert_weight).
         const bool mapped = d.maps_weights && cpu::preferred_layout(t.type, t.rows / pieces / t.matrices, t.cols) ==
                                                   cpu::WeightLayout::Rows;
-        if (mapped) out.mapped_weights += t.bytes;
-        else out.weights += static_cast<uint64_t>(pieces) * padded_alloc_bytes(bytes, d.alloc_align);
+        const uint64_t held =
+            mapped ? t.bytes : static_cast<uint64_t>(pieces) * padded_alloc_bytes(bytes, d.alloc_align);
+        (mapped ? out.mapped_weights : out.weights) += held;
+        if (is_expert_tensor(t.name)) out.expert_weights += held;
     }
     // Transformer's Device::ones: a [head_dim] F32 weight per head size the V norms here use.
     std::set<int32_t> ones;
@@ -121,14 +128,26 @@ const char* placement_name(Placement p) {
             return "split";
         case Placement::Cpu:
             return "cpu";
+        case Placement::ExpertsInRam:
+            return "experts in RAM";
         case Placement::TooLarge:
             break;
     }
     return "too large";
 }
 
+// The experts and their router: where the experts run, the router does (Transformer).
+bool is_expert_tensor(const std::string& name) {
+    return name.rfind("blk.", 0) == 0 &&
+           (name.find("_exps.") != std::string::npos || name.find(".ffn_gate_inp.") != std::string::npos);
+}
+
+bool has_experts(const FitModel& m) {
+    return std::any_of(m.tensors.begin(), m.tensors.end(), [](const FitTensor& t) { return is_expert_tensor(t.name); });
+}
+
 FitPlan plan_layers(const FitModel& m, const FitOptions& opts, const Budget& b, int32_t gpu_layers,
-                    const DeviceProfile& gpu) {
+                    const DeviceProfile& gpu, int32_t gpu_expert_layers) {
     FitOptions o = opts;
     if (o.n_ctx <= 0) o.n_ctx = Transformer::default_context(m.config);
     const int32_t L = m.config.n_layers;
@@ -137,20 +156,22 @@ FitPlan plan_layers(const FitModel& m, const FitOptions& opts, const Budget& b, 
     p.n_ctx = o.n_ctx;
     p.n_batch = o.n_batch;
     p.budget = b;
+    if (has_experts(m)) p.n_expert = m.config.n_expert, p.n_expert_used = m.config.n_expert_used;
     if (b.vram == 0) {
         p.placement = Placement::Cpu;
-        p.cpu = device_bytes(m, o, cpu_profile(), {0, L, true, true}, b.vram_measured);
-    } else if (gpu_layers < 0 || gpu_layers >= L) {
-        p.placement = Placement::Gpu;
-        p.gpu_layers = L;
-        p.gpu = device_bytes(m, o, gpu, {0, L, true, true}, b.vram_measured);
-    } else {
-        // Transformer's split: the embedding follows layer 0, the head the last layer.
-        p.placement = Placement::Split;
-        p.gpu_layers = gpu_layers;
-        p.gpu = device_bytes(m, o, gpu, {0, gpu_layers, gpu_layers > 0, false}, b.vram_measured);
-        p.cpu = device_bytes(m, o, cpu_profile(), {gpu_layers, L, gpu_layers == 0, true}, b.vram_measured);
+        p.cpu = device_bytes(m, o, cpu_profile(), {0, L, 0, L, true, true}, b.vram_measured);
+        return p;
     }
+    // Transformer's split: the embedding follows layer 0, the head the last layer; the
+    // experts of the layers past the first e stay on the CPU.
+    const int32_t g = gpu_layers < 0 || gpu_layers >= L ? L : gpu_layers;
+    const int32_t e = gpu_expert_layers < 0 || !has_experts(m) ? g : std::min(gpu_expert_layers, g);
+    p.placement = g < L ? Placement::Split : e < g ? Placement::ExpertsInRam : Placement::Gpu;
+    p.gpu_layers = g;
+    p.gpu_expert_layers = e;
+    p.gpu = device_bytes(m, o, gpu, {0, g, 0, e, g > 0, g == L}, b.vram_measured);
+    if (p.placement != Placement::Gpu)
+        p.cpu = device_bytes(m, o, cpu_profile(), {g, L, e, L, g == 0, g < L}, b.vram_measured);
     return p;
 }
 
@@ -168,6 +189,25 @@ std::string gpu_line(const FitPlan& p) {
 std::string ram_line(const FitPlan& p) { return gib(p.cpu.total()) + " of " + gib(p.budget.ram) + " RAM"; }
 std::string ctx_line(const FitPlan& p) { return context_words(p.n_ctx); }
 
+// Every layer on the GPU and the experts of as many layers as fit there, the rest in RAM:
+// for a model with experts, before moving whole layers (and their attention) to the CPU.
+std::optional<FitPlan> plan_experts_in_ram(const FitModel& m, const FitOptions& o, const Budget& b,
+                                           const FitPlan& all) {
+    if (!has_experts(m)) return std::nullopt;
+    const int32_t L = m.config.n_layers;
+    for (int32_t e = L - 1; e >= 0; --e) {
+        FitPlan p = plan_layers(m, o, b, -1, cuda_profile(), e);
+        if (!fits(p)) continue;
+        p.reason = "all " + std::to_string(L) + " layers on the GPU with " + ctx_line(p) + ", " +
+                   (e == 0 ? std::string("their experts") : "the experts of " + std::to_string(L - e) + " of them") +
+                   " in RAM (" + gpu_line(p) + ", " + ram_line(p) + "): all on the GPU would need " +
+                   gib(all.gpu.total()) + "; experts are read " + std::to_string(m.config.n_expert_used) + " of " +
+                   std::to_string(m.config.n_expert) + " per token, attention for every token";
+        return p;
+    }
+    return std::nullopt;
+}
+
 }  // namespace
 
 std::string context_words(int64_t n_ctx) {
@@ -183,6 +223,7 @@ FitPlan plan(const FitModel& m, const FitOptions& o, const Budget& b) {
             all.reason = "all " + std::to_string(L) + " layers on the GPU with " + ctx_line(all) + ": " + gpu_line(all);
             return all;
         }
+        if (std::optional<FitPlan> p = plan_experts_in_ram(m, o, b, all)) return *p;
         for (int32_t n = L - 1; n >= 1; --n) {
             if (!Transformer::split_supported(m.config, n)) continue;  // a layer apart from its K/V
             FitPlan p = plan_layers(m, o, b, n);

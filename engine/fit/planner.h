@@ -49,7 +49,9 @@ constexpr uint64_t kCudaContextBytes = uint64_t{512} << 20;  // context + cuBLAS
 // What one device holds, by the kinds of Model::memory_use() (DeviceMemory), plus the GPU
 // estimates.
 struct DeviceBytes {
-    int32_t layers = 0;
+    int32_t layers = 0;           // whole layers (attention, norms, shared FFN, KV cache)
+    int32_t expert_layers = 0;    // layers whose experts are here (MoE models)
+    uint64_t expert_weights = 0;  // of weights + mapped_weights: the experts' bytes
     uint64_t weights = 0;         // allocated copies (GPU)
     uint64_t mapped_weights = 0;  // used in place from the file map (CPU): resident in RAM
     uint64_t kv_cache = 0;
@@ -59,14 +61,20 @@ struct DeviceBytes {
     uint64_t total() const { return weights + mapped_weights + kv_cache + scratch + backend_scratch + overhead; }
 };
 
-enum class Placement { Gpu, Split, Cpu, TooLarge };
-const char* placement_name(Placement p);  // "gpu", "split", "cpu", "too large"
+// ExpertsInRam: every layer on the GPU except the experts of its last layers, which stay in
+// RAM and run on the CPU.
+enum class Placement { Gpu, Split, Cpu, TooLarge, ExpertsInRam };
+const char* placement_name(Placement p);  // "gpu", "split", "cpu", "too large", "experts in RAM"
 
 struct FitPlan {
     Placement placement = Placement::TooLarge;
     int32_t n_layers = 0;
     int32_t gpu_layers = 0;  // layers on the GPU (== n_layers for Gpu, 0 for Cpu)
-    int64_t n_ctx = 0;       // as resolved (0 in the options -> the default)
+    // Of those, the layers whose experts are on the GPU too: the first gpu_expert_layers
+    // (== gpu_layers but for ExpertsInRam; always gpu_layers for a model without experts).
+    int32_t gpu_expert_layers = 0;
+    int32_t n_expert = 0, n_expert_used = 0;  // the model's (0: no experts)
+    int64_t n_ctx = 0;                        // as resolved (0 in the options -> the default)
     int32_t n_batch = 0;
     DeviceBytes gpu, cpu;
     Budget budget;
@@ -74,17 +82,25 @@ struct FitPlan {
 };
 
 // The bytes of a given placement: gpu_layers = -1 all on the GPU (or all on the CPU when
-// the budget has no GPU), 0..n_layers-1 a split (the first gpu_layers on the GPU). Does not
-// judge whether it fits.
+// the budget has no GPU), 0..n_layers-1 a split (the first gpu_layers on the GPU);
+// gpu_expert_layers = -1 the experts follow their layers, else only the first
+// gpu_expert_layers layers' experts are on the GPU (at most gpu_layers). Does not judge
+// whether it fits.
 // `gpu` describes the GPU side (a test passes cpu_profile() to check a split between two
 // CPU backends exactly).
 FitPlan plan_layers(const FitModel& m, const FitOptions& o, const Budget& b, int32_t gpu_layers,
-                    const DeviceProfile& gpu = cuda_profile());
-// The best placement for the budget: all on the GPU if it fits, else the most layers that
-// leave both sides within budget, else the CPU, else TooLarge (the reason says by how much).
+                    const DeviceProfile& gpu = cuda_profile(), int32_t gpu_expert_layers = -1);
+// The best placement for the budget: all on the GPU if it fits; for a model with experts,
+// every layer on the GPU with the experts of as many layers as fit (the rest in RAM); else
+// the most layers that leave both sides within budget; else the CPU; else TooLarge (the
+// reason says by how much).
 FitPlan plan(const FitModel& m, const FitOptions& o, const Budget& b);
 // "an 8192-token context", "a 4096-token context": for the one-line reasons.
 std::string context_words(int64_t n_ctx);
+// Whether the model has expert tensors ("blk.N.ffn_*_exps.*"; with their router,
+// "blk.N.ffn_gate_inp.*", they are a layer's experts).
+bool has_experts(const FitModel& m);
+bool is_expert_tensor(const std::string& name);
 // Whether a plan's two sides are within its budget.
 bool fits(const FitPlan& p);
 

@@ -67,6 +67,7 @@ public:
         const int min_q = quant_quality(o_.min_quant);
         for (bool good : {true, false}) {
             if (auto o = on_gpu(good, min_q, reason)) return o;
+            if (auto o = experts_in_ram(good, min_q, reason)) return o;
             if (auto o = split(good, min_q, reason)) return o;
             if (auto o = on_cpu(good, min_q, reason)) return o;
         }
@@ -122,6 +123,25 @@ private:
         FitOptions f = o_.fit;
         f.n_ctx = ctx;
         return f;
+    }
+
+    // A mixture-of-experts file with every layer's attention on the GPU and some experts in
+    // RAM: the best quality of those (experts are read a few per token, so RAM holds them at
+    // a speed whole layers on the CPU would not reach), before any layer split.
+    std::optional<Option> experts_in_ram(bool good, int min_q, std::string& reason) {
+        if (b_.vram == 0) return std::nullopt;
+        for (size_t i : order_) {
+            if (!eligible(i, good, min_q)) continue;
+            FitPlan p = target_plan(i);
+            if (p.placement != Placement::ExpertsInRam) continue;
+            const int32_t in_ram = p.n_layers - p.gpu_expert_layers;
+            reason = model(i).quant + ": all " + std::to_string(p.n_layers) + " layers on your " + vram() +
+                     " GPU, the experts of " + std::to_string(in_ram) + " in RAM (" + format_bytes(p.cpu.total()) +
+                     "), with " + ctx_words(p.n_ctx) + "; no " + (good ? o_.min_quant + " or better " : "") +
+                     "file fits the GPU entirely";
+            return Option{i, p};
+        }
+        return std::nullopt;
     }
 
     std::optional<Option> split(bool good, int min_q, std::string& reason) {

@@ -12,10 +12,12 @@ Transformer::Transformer(std::shared_ptr<const GgufFile> file, Backend& backend)
     : file_(std::move(file)), config_(read_model_config(*file_)) {
     devices_.resize(1);
     devices_[0].backend = &backend;
-    load_weights(std::vector<int>(static_cast<size_t>(config_.n_layers), 0));
+    const std::vector<int> all_first(static_cast<size_t>(config_.n_layers), 0);
+    load_weights(all_first, all_first);
 }
 
-Transformer::Transformer(std::shared_ptr<const GgufFile> file, Backend& first, Backend& rest, int n_first_layers)
+Transformer::Transformer(std::shared_ptr<const GgufFile> file, Backend& first, Backend& rest, int n_first_layers,
+                         int n_first_expert_layers)
     : file_(std::move(file)), config_(read_model_config(*file_)) {
     if (!split_supported(config_, n_first_layers))
         throw Error(file_->path() + ": " + std::to_string(n_first_layers) +
@@ -24,12 +26,16 @@ Transformer::Transformer(std::shared_ptr<const GgufFile> file, Backend& first, B
     devices_.resize(2);
     devices_[0].backend = &first;
     devices_[1].backend = &rest;
-    std::vector<int> layer_device;
-    for (int i = 0; i < config_.n_layers; ++i) layer_device.push_back(i < n_first_layers ? 0 : 1);
-    load_weights(layer_device);
+    std::vector<int> layer_device, expert_device;
+    for (int i = 0; i < config_.n_layers; ++i) {
+        layer_device.push_back(i < n_first_layers ? 0 : 1);
+        const bool experts_first = n_first_expert_layers < 0 || !config_.moe() || i < n_first_expert_layers;
+        expert_device.push_back(experts_first ? layer_device.back() : 1);
+    }
+    load_weights(layer_device, expert_device);
 }
 
-void Transformer::load_weights(const std::vector<int>& layer_device) {
+void Transformer::load_weights(const std::vector<int>& layer_device, const std::vector<int>& expert_device) {
     const ModelConfig& c = config_;
     Backend& first = *devices_[static_cast<size_t>(layer_device.front())].backend;
     Backend& last = *devices_[static_cast<size_t>(layer_device.back())].backend;
@@ -48,16 +54,18 @@ void Transformer::load_weights(const std::vector<int>& layer_device) {
     ones_.assign(static_cast<size_t>(c.max_head_dim()), 1.0f);
     if (c.n_embd_per_layer > 0) load_per_layer_embeddings(first);
     for (size_t i = 0; i < layer_device.size(); ++i)
-        layers_.push_back(load_layer(static_cast<int>(i), devices_[static_cast<size_t>(layer_device[i])]));
+        layers_.push_back(load_layer(static_cast<int>(i), devices_[static_cast<size_t>(layer_device[i])],
+                                     devices_[static_cast<size_t>(expert_device[i])]));
 }
 
-Transformer::Layer Transformer::load_layer(int index, Device& device) {
+Transformer::Layer Transformer::load_layer(int index, Device& device, Device& expert_device) {
     const ModelConfig& c = config_;
     Backend& be = *device.backend;
     const std::string b = "blk." + std::to_string(index) + ".";
     Layer l;
     l.index = index;
     l.device = &device;
+    l.expert_device = &expert_device;
     l.shape = c.layers[static_cast<size_t>(index)];
     const LayerShape& s = l.shape;
     l.kv_layer = kv_layer_of(c, index);
@@ -104,10 +112,11 @@ Transformer::Layer Transformer::load_layer(int index, Device& device) {
     l.ffn_norm = weight(be, b + "ffn_norm.weight", c.n_embd, 1);
     load_layer_tail(l, be, b);
     if (c.moe()) {
-        l.ffn_gate_inp = weight(be, b + "ffn_gate_inp.weight", c.n_embd, c.n_expert);
-        l.ffn_gate_exps = expert_weight(be, b + "ffn_gate_exps.weight", c.n_embd, c.n_ff_exp);
-        l.ffn_up_exps = expert_weight(be, b + "ffn_up_exps.weight", c.n_embd, c.n_ff_exp);
-        l.ffn_down_exps = expert_weight(be, b + "ffn_down_exps.weight", c.n_ff_exp, c.n_embd);
+        Backend& ebe = *expert_device.backend;
+        l.ffn_gate_inp = weight(ebe, b + "ffn_gate_inp.weight", c.n_embd, c.n_expert);
+        l.ffn_gate_exps = expert_weight(ebe, b + "ffn_gate_exps.weight", c.n_embd, c.n_ff_exp);
+        l.ffn_up_exps = expert_weight(ebe, b + "ffn_up_exps.weight", c.n_embd, c.n_ff_exp);
+        l.ffn_down_exps = expert_weight(ebe, b + "ffn_down_exps.weight", c.n_ff_exp, c.n_embd);
         return l;
     }
     l.w_gate = weight(be, b + "ffn_gate.weight", c.n_embd, s.n_ff);
@@ -149,9 +158,12 @@ Transformer::~Transformer() {
         free_scratch(d);
         for (auto& [dim, t] : d.ones) d.backend->free(t);
     }
-    for (Layer& l : layers_)
+    for (Layer& l : layers_) {
         for (Tensor* t : l.weights())
             if (t->data) l.device->backend->free(*t);
+        for (Tensor* t : l.expert_weights())
+            if (t->data) l.expert_device->backend->free(*t);
+    }
     if (layers_.empty()) return;
     Backend& first = *layers_.front().device->backend;
     Backend& last = *layers_.back().device->backend;
@@ -389,7 +401,7 @@ void Transformer::dense_ffn(const Layer& l, Activations& a) {
 // llama.cpp's build_moe_ffn for qwen3moe: softmax router, top-k, renormalised weights, SwiGLU
 // experts, the weighted sum (kernels/backend.h, "mixture of experts").
 void Transformer::moe_ffn(const Layer& l, Activations& a) {
-    Backend& be = *l.device->backend;
+    Backend& be = *l.expert_device->backend;
     const ModelConfig& c = config_;
     be.matmul(l.ffn_gate_inp, a.xn, a.router);
     dump_("ffn_moe_logits", l.index, a.router, be);
@@ -402,10 +414,21 @@ void Transformer::moe_ffn(const Layer& l, Activations& a) {
     be.moe_combine(a.expert_down, a.expert_weights, a.proj);
 }
 
+// The experts in another device's memory (the CPU's, the attention on the GPU): the normed
+// input goes there, the experts' weighted sum comes back.
+void Transformer::remote_moe_ffn(const Layer& l, Activations& a) {
+    Device& here = *l.device;
+    Device& there = *l.expert_device;
+    copy_rows(here, a.xn, there, there.act.xn);
+    moe_ffn(l, there.act);
+    copy_rows(there, there.act.proj, here, a.proj);
+}
+
 void Transformer::ffn_block(const Layer& l, const Layer* next, Activations& a) {
     Backend& be = *l.device->backend;
     const float eps = config_.norm_eps;
-    if (l.ffn_gate_inp.data) moe_ffn(l, a);
+    if (l.ffn_gate_inp.data && l.expert_device != l.device) remote_moe_ffn(l, a);
+    else if (l.ffn_gate_inp.data) moe_ffn(l, a);
     else dense_ffn(l, a);
     if (l.post_ffn_norm.data) be.rms_norm(a.proj, l.post_ffn_norm, eps, a.proj);
     dump_("ffn_out", l.index, a.proj, be);
@@ -422,12 +445,14 @@ void Transformer::ffn_block(const Layer& l, const Layer* next, Activations& a) {
 
 // The residual stream of this pass, from one device to another, through the host.
 void Transformer::move_activations(Device& from, Device& to) {
-    for (auto [src, dst] : {std::pair{&from.act.x, &to.act.x}, std::pair{&from.act.ple, &to.act.ple}}) {
-        if (!src->data) continue;
-        crossing_.resize(static_cast<size_t>(src->rows * src->cols));
-        from.backend->download(*src, crossing_.data(), src->bytes());
-        to.backend->upload(*dst, crossing_.data(), dst->bytes());
-    }
+    for (auto [src, dst] : {std::pair{&from.act.x, &to.act.x}, std::pair{&from.act.ple, &to.act.ple}})
+        if (src->data) copy_rows(from, *src, to, *dst);
+}
+
+void Transformer::copy_rows(Device& from, const Tensor& src, Device& to, Tensor& dst) {
+    crossing_.resize(static_cast<size_t>(src.rows * src.cols));
+    from.backend->download(src, crossing_.data(), src.bytes());
+    to.backend->upload(dst, crossing_.data(), dst.bytes());
 }
 
 void Transformer::forward(const BatchInfo& batch, KvCache& kv, std::vector<float>& logits) {

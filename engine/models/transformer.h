@@ -32,7 +32,12 @@ public:
     // over once per pass (n_tokens x n_embd floats, and the per-layer inputs where the model
     // has them). A layer and the layer whose K/V it shares run on the same device
     // (split_supported); another split throws ember::Error.
-    Transformer(std::shared_ptr<const GgufFile> file, Backend& first, Backend& rest, int n_first_layers);
+    // With experts (a mixture-of-experts model), n_first_expert_layers >= 0 keeps only the
+    // first n_first_expert_layers layers' experts and routers on `first`; the others' live on
+    // `rest` and run there, their input and output crossing over (n_tokens x n_embd floats
+    // each way): the attention of every layer on the GPU, the experts in RAM.
+    Transformer(std::shared_ptr<const GgufFile> file, Backend& first, Backend& rest, int n_first_layers,
+                int n_first_expert_layers = -1);
     ~Transformer();
     Transformer(const Transformer&) = delete;
     Transformer& operator=(const Transformer&) = delete;
@@ -147,6 +152,7 @@ private:
     struct Layer {
         int index = 0;
         Device* device = nullptr;
+        Device* expert_device = nullptr;  // where the router and experts live and run
         LayerShape shape;
         int32_t kv_layer = 0;       // the KV cache layer it attends over
         bool stores_kv = true;      // false: it shares an earlier layer's K/V (no K/V of its own)
@@ -191,18 +197,17 @@ private:
                     &w_up,
                     &w_down,
                     &post_ffn_norm,
-                    &ffn_gate_inp,
-                    &ffn_gate_exps,
-                    &ffn_up_exps,
-                    &ffn_down_exps,
                     &pl_gate,
                     &pl_proj,
                     &pl_post_norm};
         }
+        // On expert_device (fit::is_expert_tensor counts the same tensors).
+        std::vector<Tensor*> expert_weights() { return {&ffn_gate_inp, &ffn_gate_exps, &ffn_up_exps, &ffn_down_exps}; }
     };
 
-    void load_weights(const std::vector<int>& layer_device);
-    Layer load_layer(int index, Device& device);
+    // Per layer, the index in devices_ of its device and of its experts' device.
+    void load_weights(const std::vector<int>& layer_device, const std::vector<int>& expert_device);
+    Layer load_layer(int index, Device& device, Device& expert_device);
     Tensor weight(Backend& be, const std::string& name, int64_t cols, int64_t rows, bool required = true);
     // A 3-D expert tensor [n_expert][rows][cols] (Backend::load_expert_weight).
     Tensor expert_weight(Backend& be, const std::string& name, int64_t cols, int64_t rows);
@@ -217,6 +222,9 @@ private:
     // The FFN proper, a.xn -> a.proj: dense (gate, up, down) or mixture of experts.
     void dense_ffn(const Layer& l, Activations& a);
     void moe_ffn(const Layer& l, Activations& a);
+    // moe_ffn on the experts' device: a.xn there and the result back into a.proj.
+    void remote_moe_ffn(const Layer& l, Activations& a);
+    void copy_rows(Device& from, const Tensor& src, Device& to, Tensor& dst);
     void move_activations(Device& from, Device& to);
     // ---- per-layer token embeddings (gemma4), engine/models/transformer_ple.cpp
     void load_per_layer_embeddings(Backend& first);

@@ -30,6 +30,9 @@ void check_options(const LoadOptions& o) {
     if (o.n_batch < 1) throw Error("batch size " + std::to_string(o.n_batch) + " must be at least 1");
     if (o.n_gpu_layers < -1 && o.n_gpu_layers != kAutoGpuLayers)
         throw Error("GPU layer count " + std::to_string(o.n_gpu_layers) + " must be -1 (all), auto or 0 or more");
+    if (o.n_gpu_expert_layers < -1)
+        throw Error("GPU expert layer count " + std::to_string(o.n_gpu_expert_layers) +
+                    " must be -1 (all) or 0 or more");
 }
 
 // A KV cache on the CPU larger than the machine's memory would be allocated lazily and the
@@ -60,13 +63,21 @@ std::unique_ptr<Model> Model::load(const LoadOptions& opts) {
     progress(opts, 0.2f);
     check_cancel(opts);
     m->choose_device(opts);
-    const int gpu_layers = m->device_ == "cpu" ? -1 : m->gpu_layers(opts);
-    if (m->device_ != "cpu" && gpu_layers >= 0 && gpu_layers < n_layers) {
-        // Partial offload: the first gpu_layers on the GPU, the rest (and the output head) on the CPU.
+    const GpuPlacement gpu = m->device_ == "cpu" ? GpuPlacement{} : m->gpu_placement(opts);
+    const int gpu_layers = gpu.layers >= 0 && gpu.layers < n_layers ? gpu.layers : n_layers;
+    const bool experts_apart = gpu.expert_layers >= 0 && gpu.expert_layers < gpu_layers;
+    if (m->device_ != "cpu" && (gpu_layers < n_layers || experts_apart)) {
+        // Partial offload: the first gpu_layers on the GPU, the rest (and the output head) on
+        // the CPU; and of those on the GPU, the experts past the first expert_layers in RAM.
         m->cpu_backend_ = make_cpu_backend(opts.n_threads);
-        m->transformer_ = std::make_unique<Transformer>(m->file_, *m->backend_, *m->cpu_backend_, gpu_layers);
-        m->device_reason_ += "; " + std::to_string(gpu_layers) + " of " + std::to_string(n_layers) +
-                             " layers on the GPU, the rest on the CPU";
+        m->transformer_ = std::make_unique<Transformer>(m->file_, *m->backend_, *m->cpu_backend_, gpu_layers,
+                                                        experts_apart ? gpu.expert_layers : -1);
+        if (gpu_layers < n_layers)
+            m->device_reason_ += "; " + std::to_string(gpu_layers) + " of " + std::to_string(n_layers) +
+                                 " layers on the GPU, the rest on the CPU";
+        if (experts_apart && m->transformer_->config().moe())
+            m->device_reason_ += "; the experts of " + std::to_string(gpu_layers - gpu.expert_layers) + " of " +
+                                 std::to_string(n_layers) + " layers in RAM, on the CPU";
     } else {
         m->transformer_ = std::make_unique<Transformer>(m->file_, *m->backend_);
     }
@@ -104,25 +115,27 @@ void Model::choose_device(const LoadOptions& opts) {
     log_info("device: " + device_ + " (" + device_reason_ + ")");
 }
 
-// opts.n_gpu_layers, or with kAutoGpuLayers what the fit planner chooses for the GPU's free
-// memory (measured now, with the context open) and the available RAM.
-int Model::gpu_layers(const LoadOptions& opts) {
-    if (opts.n_gpu_layers != kAutoGpuLayers) return opts.n_gpu_layers;
+// opts.n_gpu_layers and n_gpu_expert_layers, or with kAutoGpuLayers what the fit planner
+// chooses for the GPU's free memory (measured now, with the context open) and the available RAM.
+Model::GpuPlacement Model::gpu_placement(const LoadOptions& opts) {
+    if (opts.n_gpu_layers != kAutoGpuLayers) return {opts.n_gpu_layers, opts.n_gpu_expert_layers};
     fit::FitOptions fo{opts.n_ctx, opts.n_seqs, std::max(1, opts.n_batch), opts.kv_type};
     const fit::Budget budget{backend_->memory().device_free, fit::available_ram(), true};
     const fit::FitPlan p = fit::plan(fit::fit_model(*file_), fo, budget);
     log_info("gpu layers auto: " + p.reason);
     switch (p.placement) {
         case fit::Placement::Gpu:
-            return -1;
+            return {};
         case fit::Placement::Split:
-            return p.gpu_layers;
+            return {p.gpu_layers, -1};
+        case fit::Placement::ExpertsInRam:
+            return {-1, p.gpu_expert_layers};
         case fit::Placement::Cpu:
             // Not one layer fits: the whole model on the CPU, no GPU scratch.
             backend_ = make_cpu_backend(opts.n_threads);
             device_ = "cpu";
             device_reason_ += "; " + p.reason;
-            return -1;
+            return {};
         case fit::Placement::TooLarge:
             break;
     }

@@ -35,6 +35,10 @@ struct LoadOptions {
     // On a GPU: layers placed on it (-1 = all); the rest run on the CPU. kAutoGpuLayers: as
     // many as the fit planner (engine/fit) finds room for, or the CPU when none fit.
     int n_gpu_layers = -1;
+    // Mixture of experts on a GPU: of the layers there, how many keep their experts (and
+    // router) on it (-1 = all); the others' experts stay in RAM and run on the CPU. With
+    // kAutoGpuLayers the fit planner chooses this too.
+    int n_gpu_expert_layers = -1;
     int64_t n_ctx = 0;   // context per sequence; 0 = min(trained context, 4096); at most kMaxContext
     int32_t n_seqs = 1;  // sequences the KV cache holds at once
     DType kv_type = DType::F16;
@@ -76,7 +80,12 @@ public:
 private:
     Model() = default;
     void choose_device(const LoadOptions& opts);
-    int gpu_layers(const LoadOptions& opts);
+    // Where the layers go on a GPU: the first `layers` (-1 = all) and, of those, the first
+    // `expert_layers` with their experts (-1 = all).
+    struct GpuPlacement {
+        int layers = -1, expert_layers = -1;
+    };
+    GpuPlacement gpu_placement(const LoadOptions& opts);
     std::shared_ptr<const GgufFile> file_;
     ModelInfo info_;
     std::unique_ptr<Backend> backend_;

@@ -6,8 +6,10 @@
 
 #include "app/models/catalog.h"
 #include "app/models/row_list_model.h"
+#include "engine/models/model_config.h"
 #include "kernels/common/error.h"
 
+using namespace ember;
 using namespace ember::app;
 
 class TestCatalog : public QObject {
@@ -26,7 +28,8 @@ private slots:
     void builtinCatalogIsComplete() {
         const std::vector<CatalogEntry> c = builtin_catalog();
         QVERIFY2(c.size() >= 12, qPrintable(QString::number(c.size())));
-        const QSet<QString> engine_archs{"llama", "qwen2", "gemma3"};
+        QSet<QString> engine_archs;  // what the engine runs, from the one list that says so
+        for (const std::string& a : supported_architectures()) engine_archs.insert(QString::fromStdString(a));
         QSet<QString> repos;
         for (const CatalogEntry& e : c) {
             QVERIFY2(engine_archs.contains(e.architecture), qPrintable(e.name + ": " + e.architecture));
@@ -38,6 +41,7 @@ private slots:
         QVERIFY(repos.contains("bartowski/Meta-Llama-3.1-8B-Instruct-GGUF"));
         QVERIFY(repos.contains("Qwen/Qwen2.5-1.5B-Instruct-GGUF"));
         QVERIFY(repos.contains("unsloth/gemma-3-4b-it-GGUF"));
+        QVERIFY(repos.contains("Qwen/Qwen3-8B-GGUF"));
         const QVariantMap row = c.front().to_row();
         QCOMPARE(row.value("repo").toString(), c.front().repo);
         QCOMPARE(row.value("licence").toString(), c.front().licence);
@@ -58,6 +62,19 @@ private slots:
             R"({"models":[{"name":"A","repo":"a/b","parameters":"1B","architecture":"llama","licence":"mit","description":"d"},
                           {"name":"B","repo":"A/B","parameters":"1B","architecture":"llama","licence":"mit","description":"d"}]})";
         QVERIFY(error_of(twice).contains("listed twice"));
+        const QByteArray bad_active =
+            R"({"models":[{"name":"A","repo":"a/b","parameters":"30B","active":3,"architecture":"llama","licence":"mit","description":"d"}]})";
+        QVERIFY(error_of(bad_active).contains("\"active\" that is not a parameter count"));
+    }
+
+    // A mixture-of-experts entry shows what it reads per token beside its size.
+    void activeParametersAreShown() {
+        const QByteArray moe =
+            R"({"models":[{"name":"M","repo":"a/m-GGUF","parameters":"30.5B","active":"3.3B","architecture":"llama","licence":"mit","description":"d"},
+                          {"name":"D","repo":"a/d-GGUF","parameters":"8B","architecture":"llama","licence":"mit","description":"d"}]})";
+        const std::vector<CatalogEntry> c = parse_catalog(moe, QStringLiteral("test.json"));
+        QCOMPARE(c[0].to_row().value("sizeText").toString(), QStringLiteral("30.5B · 3.3B active"));
+        QCOMPARE(c[1].to_row().value("sizeText").toString(), QStringLiteral("8B"));
     }
 
     void rowModelUpdatesInPlace() {
