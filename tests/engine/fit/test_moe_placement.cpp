@@ -136,7 +136,7 @@ TEST_CASE("experts in RAM: each backend allocates what the plan counts, and the 
 
     auto one = make_cpu_backend(2);
     Transformer whole(file, *one);
-    KvCache whole_kv(whole.layer_backends(), whole.kv_config(n_ctx, 1));
+    KvCache whole_kv(whole.kv_backends(), whole.kv_config(n_ctx, 1));
     const std::vector<float> expected = last_logits(whole, whole_kv, n);
 
     for (int32_t e : {0, L - 1}) {
@@ -144,7 +144,7 @@ TEST_CASE("experts in RAM: each backend allocates what the plan counts, and the 
         auto first = make_cpu_backend(2), rest = make_cpu_backend(2);
         {
             Transformer tr(file, *first, *rest, L, e);
-            KvCache kv(tr.layer_backends(), tr.kv_config(n_ctx, 1));
+            KvCache kv(tr.kv_backends(), tr.kv_config(n_ctx, 1));
             const std::vector<float> got = last_logits(tr, kv, n);
             CHECK(got == expected);
             fit::FitOptions fo{n_ctx, 1, n, DType::F16};
