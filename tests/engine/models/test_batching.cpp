@@ -74,6 +74,9 @@ const test::TempDir& synthetic_models() {
         write_synthetic_model(d.file("gemma3.gguf"), synthetic_shape("tiny-gemma3"), "F16");
         write_synthetic_model(d.file("qwen2.gguf"), synthetic_shape("tiny-qwen2"), "F16");
         write_synthetic_model(d.file("qwen3.gguf"), synthetic_shape("tiny-qwen3"), "F16");
+        // Experts: a token's experts (and so each expert's group of rows) change with the batch.
+        write_synthetic_model(d.file("qwen3moe-Q4_K_M.gguf"), synthetic_shape("tiny-qwen3moe"), "Q4_K_M");
+        write_synthetic_model(d.file("qwen3moe-Q4_0.gguf"), synthetic_shape("tiny-qwen3moe"), "Q4_0");
         return true;
     }();
     (void)written;
@@ -93,6 +96,8 @@ TEST_CASE("batched equals separate") {
     rows.emplace_back("gemma3 (sliding window 4)", dir.file("gemma3.gguf"));
     rows.emplace_back("qwen2 (qkv bias)", dir.file("qwen2.gguf"));
     rows.emplace_back("qwen3 (QK-norm, head_dim 128 > n_embd / heads)", dir.file("qwen3.gguf"));
+    rows.emplace_back("qwen3moe Q4_K_M (16 experts, 4 per token)", dir.file("qwen3moe-Q4_K_M.gguf"));
+    rows.emplace_back("qwen3moe Q4_0 (experts in panels)", dir.file("qwen3moe-Q4_0.gguf"));
     std::string model;
     for (const auto& [name, path] : rows) SUBCASE(name.c_str()) {
             model = path;
