@@ -30,6 +30,13 @@ Tensor Tensor::slice_rows(int64_t first, int64_t n) const {
 }
 
 // Only for contiguous plain-float tensors: the per-head view of q/k activations.
+Tensor Tensor::slice_cols(int64_t first, int64_t n) const {
+    Tensor t = *this;
+    t.data = static_cast<uint8_t*>(data) + static_cast<size_t>(first) * sizeof(float);
+    t.cols = n;
+    return t;
+}
+
 Tensor Tensor::reshape(int64_t new_cols) const {
     Tensor t = *this;
     const int64_t total = cols * rows;
@@ -68,6 +75,14 @@ void require_activation(const Tensor& t, const char* op, const char* name) {
     if (!t.data) fail(op, std::string(name) + " has no data");
     if (t.type != DType::F32 || t.row_bytes != static_cast<size_t>(t.cols) * sizeof(float))
         fail(op, std::string(name) + " (" + shape(t) + ") must be contiguous F32 rows");
+}
+
+// F32 rows at least `cols` floats apart (a slice_cols view allowed).
+void require_f32_rows(const Tensor& t, const char* op, const char* name) {
+    if (!t.data) fail(op, std::string(name) + " has no data");
+    if (t.type != DType::F32 || t.row_bytes < static_cast<size_t>(t.cols) * sizeof(float) ||
+        t.row_bytes % sizeof(float))
+        fail(op, std::string(name) + " (" + shape(t) + ") must be F32 rows");
 }
 
 void require_rows(const Tensor& t, int64_t rows, const char* op, const char* name) {
@@ -201,8 +216,8 @@ void Backend::rope(Tensor& x, const RopeParams& p) {
 }
 
 void Backend::glu(const Tensor& gate, const Tensor& up, bool gelu, Tensor& out) {
-    require_activation(gate, "glu", "gate");
-    require_activation(up, "glu", "up");
+    require_f32_rows(gate, "glu", "gate");
+    require_f32_rows(up, "glu", "up");
     require_activation(out, "glu", "out");
     if (up.cols != gate.cols || up.rows != gate.rows)
         fail("glu", "gate (" + shape(gate) + ") and up (" + shape(up) + ") differ");

@@ -41,6 +41,10 @@ struct Tensor {
     Tensor slice_rows(int64_t first, int64_t n) const;
     // The same bytes seen as rows of `new_cols` (e.g. per-head view of q: cols=head_dim).
     Tensor reshape(int64_t new_cols) const;
+    // Columns [first, first + n) of every row: a view whose rows stay row_bytes apart, so not
+    // contiguous. Only glu() takes such views (gate and up, the halves of a fused gate+up
+    // expert result: gemma4's ffn_gate_up_exps).
+    Tensor slice_cols(int64_t first, int64_t n) const;
 };
 
 struct MemoryReport {
@@ -110,7 +114,8 @@ struct MatmulOut {
 //   out  = moe_combine(down, weights)      [T x n_embd]     (out[t] = sum_j w[t,j] down[t*k+j])
 // Expert weights are the file's 3-D tensor [n_expert][rows][cols], loaded with
 // load_expert_weight and seen as (n_expert*rows) x cols. A fused gate+up tensor (gemma4's
-// ffn_gate_up_exps) is one moe_matmul with rows = 2*n_ff.
+// ffn_gate_up_exps) is one moe_matmul with rows = 2*n_ff, then glu() of its two
+// slice_cols halves.
 enum class MoeGating : uint8_t {
     // softmax over all experts, then the k largest probabilities (qwen3moe, llama.cpp's
     // LLAMA_EXPERT_GATING_FUNC_TYPE_SOFTMAX)
@@ -214,7 +219,9 @@ public:
     void rms_norm(const Tensor& x, const Tensor& w, float eps, Tensor& y);
     // In place, positions from the batch: x is (n_tokens * p.n_heads) x p.head_dim.
     void rope(Tensor& x, const RopeParams& p);
-    // out = act(gate) * up, act = SiLU or GELU(tanh); out may be gate
+    // out = act(gate) * up, act = SiLU or GELU(tanh); out may be gate. gate and up may be
+    // slice_cols views (F32 rows further apart than their columns); out is contiguous and then
+    // must not overlap them.
     void glu(const Tensor& gate, const Tensor& up, bool gelu, Tensor& out);
     void add(Tensor& x, const Tensor& y);  // x += y
     void scale(Tensor& x, float s);        // x *= s (finite s)

@@ -59,7 +59,8 @@ uint64_t cuda_backend_scratch(const FitModel& m, const Part& p, bool tied_copy, 
             max_tile = std::max(max_tile, std::min(t.rows, std::max<int64_t>(64, kTileElems / t.cols)) * t.cols * 2);
         }
     }
-    const int64_t tq = std::min(T, kQuantMatvecMax);
+    // Expert matmuls (moe.cu) quantize every slot's row, T * n_expert_used of them, at any T.
+    const int64_t tq = std::max(std::min(T, kQuantMatvecMax), T * m.config.n_expert_used);
     uint64_t total = quant ? grown(static_cast<uint64_t>(tq * max_cols + tq * (max_cols / 32) * 8)) : 0;
     if (gemm) total += grown(static_cast<uint64_t>(T * max_cols * 2)) + grown(static_cast<uint64_t>(max_tile));
     const ModelConfig& c = m.config;

@@ -409,8 +409,11 @@ void Transformer::moe_ffn(const Layer& l, Activations& a) {
     be.moe_route(a.router, routing, a.expert_ids, a.expert_weights);
     be.moe_matmul(l.ffn_gate_exps, c.n_expert, a.xn, a.expert_ids, a.expert_gate);
     be.moe_matmul(l.ffn_up_exps, c.n_expert, a.xn, a.expert_ids, a.expert_up);
+    dump_("ffn_moe_gate", l.index, a.expert_gate, be);  // llama.cpp's names, the same [T*k x n] rows
+    dump_("ffn_moe_up", l.index, a.expert_up, be);
     be.glu(a.expert_gate, a.expert_up, c.gelu, a.expert_gate);
     be.moe_matmul(l.ffn_down_exps, c.n_expert, a.expert_gate, a.expert_ids, a.expert_down);
+    dump_("ffn_moe_down", l.index, a.expert_down, be);
     be.moe_combine(a.expert_down, a.expert_weights, a.proj);
 }
 

@@ -174,6 +174,16 @@ protected:
     }
 
     void do_glu(const Tensor& gate, const Tensor& up, bool gelu, Tensor& out) override {
+        const size_t packed = static_cast<size_t>(gate.cols) * sizeof(float);
+        if (gate.row_bytes != packed || up.row_bytes != packed) {  // halves of a fused gate+up result: row by row
+            pool_.parallel_for(gate.rows, [&](int64_t r0, int64_t r1, int) {
+                for (int64_t r = r0; r < r1; ++r) {
+                    if (gelu) cpu::ops::geglu(row(gate, r), row(up, r), row(out, r), gate.cols, nullptr);
+                    else cpu::ops::swiglu(row(gate, r), row(up, r), row(out, r), gate.cols, nullptr);
+                }
+            });
+            return;
+        }
         const int64_t n = gate.rows * gate.cols;
         if (gelu) cpu::ops::geglu(f32(gate), f32(up), f32(out), n, &pool_);
         else cpu::ops::swiglu(f32(gate), f32(up), f32(out), n, &pool_);

@@ -151,6 +151,19 @@ int64_t gemv_min_rows(const WeightMatrix& W) {
     return std::clamp<int64_t>(32768 / static_cast<int64_t>(std::max<size_t>(W.row_bytes, 1)), 4, 256);
 }
 
+// An untiled ActQ8's bytes (n_tokens, cols, kpad and G set): codes, then d, init, dsum.
+size_t row_act_bytes(const ActQ8& a) {
+    const size_t qs_bytes = static_cast<size_t>(a.n_tokens * a.kpad);
+    return qs_bytes + 3 * static_cast<size_t>(a.n_tokens * a.nb()) * 4 + 64;
+}
+void place_rows(ActQ8& a, uint8_t* p) {
+    const size_t qs_bytes = static_cast<size_t>(a.n_tokens * a.kpad);
+    a.qs = reinterpret_cast<int8_t*>(p);
+    a.d = reinterpret_cast<float*>(p + ((qs_bytes + 63) & ~size_t{63}));
+    a.init = reinterpret_cast<int32_t*>(a.d + a.n_tokens * a.nb());
+    a.dsum = reinterpret_cast<float*>(a.init + a.n_tokens * a.nb());
+}
+
 // Quantizes X once for the whole call, in the layout the chosen kernel reads (see ActQ8).
 ActQ8 quantize_activations(const KernelTable& k, const Int8Kind& kind, const float* X, int64_t n_tokens, int64_t cols,
                            int tile, ThreadPool& pool) {
@@ -166,13 +179,7 @@ ActQ8 quantize_activations(const KernelTable& k, const Int8Kind& kind, const flo
         a.tiled = buf.get(a.tile_bytes() * static_cast<size_t>(a.n_tiles()));
         units = a.n_tiles();
     } else {
-        const size_t qs_bytes = static_cast<size_t>(n_tokens * a.kpad);
-        const size_t arr_bytes = static_cast<size_t>(n_tokens * a.nb()) * 4;
-        uint8_t* p = buf.get(qs_bytes + 3 * arr_bytes + 64);
-        a.qs = reinterpret_cast<int8_t*>(p);
-        a.d = reinterpret_cast<float*>(p + ((qs_bytes + 63) & ~size_t{63}));
-        a.init = reinterpret_cast<int32_t*>(a.d + n_tokens * a.nb());
-        a.dsum = reinterpret_cast<float*>(a.init + n_tokens * a.nb());
+        place_rows(a, buf.get(row_act_bytes(a)));
     }
     const int64_t per_unit = tile > 0 ? tile : 1;
     auto run = [&](int64_t u0, int64_t u1, int) {
@@ -342,6 +349,61 @@ void matmul_shared(const SharedOut* outs, int n_outs, const float* X, int64_t n_
         return;
     }
     matmul_panels(k, outs, n_outs, kind, X, n_tokens, pool);
+}
+
+namespace {
+
+// Whether a group runs in matmul_grouped's shared decode job: rows-layout weights of one
+// int8 kind, few enough tokens for the gemv kernel.
+bool gemv_group(const KernelTable& k, const GroupedMatmul& g, DType type) {
+    Int8Kind kind;
+    return g.W.layout == WeightLayout::Rows && g.W.type == type && detail::int8_kind(type, &kind) && g.n_tokens > 0 &&
+           g.n_tokens <= k.gemv_max_tokens;
+}
+
+}  // namespace
+
+void matmul_grouped(const GroupedMatmul* groups, int n_groups, ThreadPool& pool) {
+    for (int i = 0; i < n_groups; ++i) validate(groups[i].W, groups[i].X, groups[i].n_tokens, groups[i].Y);
+    if (n_groups == 0) return;
+    const KernelTable& k = table();
+    const DType type = groups[0].W.type;
+    std::vector<const GroupedMatmul*> job;
+    for (int i = 0; i < n_groups; ++i) {
+        if (gemv_group(k, groups[i], type)) job.push_back(&groups[i]);
+        else matmul(groups[i].W, groups[i].X, groups[i].n_tokens, groups[i].Y, pool);
+    }
+    if (job.empty()) return;
+    Int8Kind kind;
+    detail::int8_kind(type, &kind);
+    // Each group's activations quantized as matmul() would (so the same bits), into one buffer.
+    std::vector<ActQ8> acts(job.size());
+    std::vector<size_t> offset(job.size() + 1, 0);
+    std::vector<int64_t> first(job.size() + 1, 0);  // first row of each group in the job's numbering
+    for (size_t i = 0; i < job.size(); ++i) {
+        ActQ8& a = acts[i];
+        a.n_tokens = job[i]->n_tokens;
+        a.cols = job[i]->W.cols;
+        a.kpad = (a.cols + detail::kChunk - 1) / detail::kChunk * detail::kChunk;
+        a.G = kind.G;
+        offset[i + 1] = offset[i] + (row_act_bytes(a) + 63) / 64 * 64;
+        first[i + 1] = first[i] + job[i]->W.rows;
+    }
+    thread_local AlignedBuffer buf;
+    uint8_t* base = buf.get(offset.back());
+    for (size_t i = 0; i < job.size(); ++i) {
+        place_rows(acts[i], base + offset[i]);
+        k.quantize_act(job[i]->X, 0, acts[i].n_tokens, kind, acts[i]);
+    }
+    pool.parallel_for_guided(first.back(), gemv_min_rows(job[0]->W), [&](int64_t r0, int64_t r1, int) {
+        for (size_t i = 0; i < job.size() && r0 < r1; ++i) {
+            if (r0 >= first[i + 1]) continue;
+            const int64_t e = std::min(r1, first[i + 1]);
+            detail::Scratch s = thread_scratch(k, job[i]->W, job[i]->n_tokens);
+            k.gemv_q8(job[i]->W, kind, acts[i], r0 - first[i], e - first[i], job[i]->Y, s);
+            r0 = e;
+        }
+    });
 }
 
 float vec_dot_f32(const float* a, const float* b, int64_t n) { return table().dot_f32(a, b, n); }

@@ -67,6 +67,18 @@ struct SharedOut {
 // holds matmul()'s bits.
 void matmul_shared(const SharedOut* outs, int n_outs, const float* X, int64_t n_tokens, ThreadPool& pool);
 
+// Several independent products Y = X * W^T (each its own W, X and token count): matmul() of
+// each, the same bits, but the groups that take the decode path (quantized rows-layout
+// weights of one type, at most a few tokens) share one pool dispatch over all their rows,
+// each group's X quantized once. The experts a decode step chose (moe.h) are one call.
+struct GroupedMatmul {
+    WeightMatrix W;
+    const float* X = nullptr;
+    int64_t n_tokens = 0;
+    float* Y = nullptr;
+};
+void matmul_grouped(const GroupedMatmul* groups, int n_groups, ThreadPool& pool);
+
 // sum a[i] * b[i] in f32 (vectorized; summation order differs from a serial loop).
 float vec_dot_f32(const float* a, const float* b, int64_t n);
 

@@ -59,24 +59,30 @@ void matmul(const WeightMatrix& W, int64_t n_expert, const float* X, bool x_per_
             int64_t n_slots, float* Y, const float* bias, ThreadPool& pool) {
     const Groups g = group_by_expert(ids, n_slots, n_expert);
     const int64_t rows = W.rows / n_expert, cols = W.cols;
-    thread_local std::vector<float> xg, yg;  // the group's gathered inputs and its results
+    // Every slot's X row gathered in expert order, the results likewise: group e's rows are
+    // [first[e], first[e + 1]) of both.
+    thread_local std::vector<float> xg, yg;
+    xg.resize(static_cast<size_t>(n_slots * cols));
+    yg.resize(static_cast<size_t>(n_slots * rows));
+    for (int64_t i = 0; i < n_slots; ++i) {
+        const int64_t s = g.slots[static_cast<size_t>(i)], xr = x_per_token ? s / k : s;
+        std::memcpy(xg.data() + i * cols, X + xr * cols, static_cast<size_t>(cols) * sizeof(float));
+    }
+    std::vector<GroupedMatmul> groups;
     for (int64_t e = 0; e < n_expert; ++e) {
         const int64_t b = g.first[static_cast<size_t>(e)], n = g.first[static_cast<size_t>(e) + 1] - b;
-        if (n == 0) continue;
-        xg.resize(static_cast<size_t>(n * cols));
-        yg.resize(static_cast<size_t>(n * rows));
-        for (int64_t i = 0; i < n; ++i) {
-            const int64_t s = g.slots[static_cast<size_t>(b + i)], xr = x_per_token ? s / k : s;
-            std::memcpy(xg.data() + i * cols, X + xr * cols, static_cast<size_t>(cols) * sizeof(float));
-        }
-        cpu::matmul(expert(W, n_expert, e), xg.data(), n, yg.data(), pool);
-        const float* be = bias ? bias + e * rows : nullptr;
-        for (int64_t i = 0; i < n; ++i) {
-            float* y = Y + g.slots[static_cast<size_t>(b + i)] * rows;
-            const float* src = yg.data() + i * rows;
-            if (be)
-                for (int64_t r = 0; r < rows; ++r) y[r] = src[r] + be[r];
-            else std::memcpy(y, src, static_cast<size_t>(rows) * sizeof(float));
+        if (n > 0) groups.push_back({expert(W, n_expert, e), xg.data() + b * cols, n, yg.data() + b * rows});
+    }
+    matmul_grouped(groups.data(), static_cast<int>(groups.size()), pool);
+    for (int64_t i = 0; i < n_slots; ++i) {
+        const int64_t s = g.slots[static_cast<size_t>(i)];
+        float* y = Y + s * rows;
+        const float* src = yg.data() + i * rows;
+        if (bias) {
+            const float* be = bias + static_cast<int64_t>(ids[s]) * rows;
+            for (int64_t r = 0; r < rows; ++r) y[r] = src[r] + be[r];
+        } else {
+            std::memcpy(y, src, static_cast<size_t>(rows) * sizeof(float));
         }
     }
 }

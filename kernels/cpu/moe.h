@@ -17,8 +17,9 @@ void route(const float* logits, int64_t n_tokens, int n_expert, int k, int gatin
 // expert's rows a matrix of its own in W.layout, see Backend::load_expert_weight); ids:
 // n_slots expert ids (slot s uses X row s / k when x_per_token, else row s); Y: n_slots x
 // (W.rows / n_expert). The slots are grouped by expert (a counting sort), each group's X rows
-// gathered and multiplied by its expert with one matmul(), so every chosen expert's weights
-// are streamed once per call however many tokens chose it. bias: null or W.rows floats.
+// gathered and multiplied by its expert (matmul_grouped: matmul()'s bits; the decode-sized
+// groups in one pool dispatch), so every chosen expert's weights are streamed once per call
+// however many tokens chose it. bias: null or W.rows floats.
 // Throws ember::Error for an id outside [0, n_expert).
 void matmul(const WeightMatrix& W, int64_t n_expert, const float* X, bool x_per_token, int k, const int32_t* ids,
             int64_t n_slots, float* Y, const float* bias, ThreadPool& pool);

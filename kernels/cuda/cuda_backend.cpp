@@ -299,6 +299,12 @@ protected:
     }
 
     void do_glu(const Tensor& gate, const Tensor& up, bool gelu, Tensor& out) override {
+        const auto ld = [](const Tensor& t) { return static_cast<int64_t>(t.row_bytes / sizeof(float)); };
+        if (ld(gate) != gate.cols || ld(up) != up.cols) {  // halves of a fused gate+up result
+            graphs_->launch<&cuda::glu_rows>(const_floats(gate), ld(gate), const_floats(up), ld(up), floats(out),
+                                             int64_t{gate.rows}, int64_t{gate.cols}, bool{gelu});
+            return;
+        }
         graphs_->launch<&cuda::glu>(const_floats(gate), const_floats(up), floats(out), gate.rows * gate.cols, gelu);
     }
 

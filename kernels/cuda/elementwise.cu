@@ -9,18 +9,28 @@ namespace {
 
 // out = act(gate) * up; 8 bytes read + 4 written per element. out may alias gate.
 // SiLU(g) = g / (1 + e^-g); GELU(tanh) = 0.5 g (1 + tanh(sqrt(2/pi) (g + 0.044715 g^3))).
+__device__ __forceinline__ float glu_act(float g, bool gelu) {
+    if (gelu) {
+        constexpr float kSqrt2OverPi = 0.7978845608028654f;
+        return 0.5f * g * (1.0f + tanhf(kSqrt2OverPi * (g + 0.044715f * g * g * g)));
+    }
+    return g / (1.0f + expf(-g));
+}
+
 __global__ void glu_kernel(const float* gate, const float* __restrict__ up, float* out, int64_t n, bool gelu) {
     const int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
     if (i >= n) return;
-    const float g = gate[i];
-    float a;
-    if (gelu) {
-        constexpr float kSqrt2OverPi = 0.7978845608028654f;
-        a = 0.5f * g * (1.0f + tanhf(kSqrt2OverPi * (g + 0.044715f * g * g * g)));
-    } else {
-        a = g / (1.0f + expf(-g));
-    }
-    out[i] = a * up[i];
+    out[i] = glu_act(gate[i], gelu) * up[i];
+}
+
+// The same on row views (gate and up of a fused gate+up result: rows gate_ld / up_ld floats
+// apart); out contiguous.
+__global__ void glu_rows_kernel(const float* gate, int64_t gate_ld, const float* __restrict__ up, int64_t up_ld,
+                                float* out, int64_t rows, int64_t cols, bool gelu) {
+    const int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+    if (i >= rows * cols) return;
+    const int64_t r = i / cols, c = i % cols;
+    out[i] = glu_act(gate[r * gate_ld + c], gelu) * up[r * up_ld + c];
 }
 
 // x += y; 8 bytes read + 4 written per element.
@@ -107,6 +117,13 @@ void glu(const float* gate, const float* up, float* out, int64_t n, bool gelu, c
     if (n == 0) return;
     glu_kernel<<<blocks_for(n, 256), 256, 0, stream>>>(gate, up, out, n, gelu);
     EMBER_CUDA_CHECK_LAUNCH("glu_kernel");
+}
+
+void glu_rows(const float* gate, int64_t gate_ld, const float* up, int64_t up_ld, float* out, int64_t rows,
+              int64_t cols, bool gelu, cudaStream_t stream) {
+    if (rows * cols == 0) return;
+    glu_rows_kernel<<<blocks_for(rows * cols, 256), 256, 0, stream>>>(gate, gate_ld, up, up_ld, out, rows, cols, gelu);
+    EMBER_CUDA_CHECK_LAUNCH("glu_rows_kernel");
 }
 
 void add(float* x, const float* y, int64_t n, cudaStream_t stream) {

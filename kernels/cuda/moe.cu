@@ -8,6 +8,7 @@
 // they fit (qwen3moe: one expert's gate rows are 768 x 1152 B = 0.9 MB in Q4_K). Grouping
 // the slots by expert on the device (a sort of the ids, then the GEMM path per group) is what
 // a long prefill needs; not done yet: this is the reference-grade path the emulator checks.
+#include <algorithm>
 #include <type_traits>
 
 #include "kernels/common/moe_route.h"
@@ -19,7 +20,8 @@
 namespace ember::cuda {
 namespace {
 
-constexpr int kWarps = 4;  // one weight row per warp
+constexpr int kWarps = 4;             // one weight row per warp
+constexpr int64_t kMaxGridY = 65535;  // slots per launch (grid.y's limit)
 
 __global__ void __launch_bounds__(128)
     moe_route_kernel(const float* __restrict__ logits, int n_tokens, int n_expert, int k, int gating, bool normalize,
@@ -41,10 +43,11 @@ template <int T>
 __global__ void __launch_bounds__(128)
     moe_matvec_q_kernel(const uint8_t* __restrict__ w, size_t row_bytes, int rows, int n_expert, int n_chunks,
                         const int8_t* __restrict__ xq, const float2* __restrict__ ds, int x_div,
-                        const int32_t* __restrict__ ids, float* __restrict__ y, const float* __restrict__ bias) {
+                        const int32_t* __restrict__ ids, int slot0, float* __restrict__ y,
+                        const float* __restrict__ bias) {
     const int lane = threadIdx.x & 31;
     const int row = blockIdx.x * kWarps + (threadIdx.x >> 5);
-    const int slot = blockIdx.y;
+    const int slot = slot0 + static_cast<int>(blockIdx.y);
     if (row >= rows) return;
     const int e = slot_expert(ids, slot, n_expert);
     float* out = y + static_cast<int64_t>(slot) * rows + row;
@@ -79,11 +82,11 @@ __device__ __forceinline__ float load_float(const uint8_t* row, int i) {
 template <int T>
 __global__ void __launch_bounds__(128)
     moe_matvec_f_kernel(const uint8_t* __restrict__ w, size_t row_bytes, int rows, int n_expert, int cols,
-                        const float* __restrict__ x, int x_div, const int32_t* __restrict__ ids, float* __restrict__ y,
-                        const float* __restrict__ bias) {
+                        const float* __restrict__ x, int x_div, const int32_t* __restrict__ ids, int slot0,
+                        float* __restrict__ y, const float* __restrict__ bias) {
     const int lane = threadIdx.x & 31;
     const int row = blockIdx.x * kWarps + (threadIdx.x >> 5);
-    const int slot = blockIdx.y;
+    const int slot = slot0 + static_cast<int>(blockIdx.y);
     if (row >= rows) return;
     const int e = slot_expert(ids, slot, n_expert);
     float* out = y + static_cast<int64_t>(slot) * rows + row;
@@ -164,33 +167,35 @@ void moe_route(const float* logits, int64_t n_tokens, int n_expert, int k, int g
 void moe_matvec_quant(int type, const void* w, size_t row_bytes, int64_t rows, int64_t n_expert, int64_t cols,
                       const int8_t* xq, const float2* ds, int x_div, const int32_t* ids, int64_t n_slots, float* y,
                       const float* bias, cudaStream_t stream) {
-    if (n_slots == 0) return;
-    const dim3 grid(blocks_for(rows, kWarps), static_cast<unsigned>(n_slots));
-    with_type(type, [&](auto tag) {
-        constexpr int T = decltype(tag)::value;
-        if constexpr (T != kF32 && T != kF16 && T != kBF16) {
-            moe_matvec_q_kernel<T><<<grid, 128, 0, stream>>>(static_cast<const uint8_t*>(w), row_bytes,
-                                                             static_cast<int>(rows), static_cast<int>(n_expert),
-                                                             static_cast<int>(cols / 32), xq, ds, x_div, ids, y, bias);
-            EMBER_CUDA_CHECK_LAUNCH("moe_matvec_q_kernel");
-        }
-    });
+    for (int64_t s0 = 0; s0 < n_slots; s0 += kMaxGridY) {
+        const dim3 grid(blocks_for(rows, kWarps), static_cast<unsigned>(std::min(kMaxGridY, n_slots - s0)));
+        with_type(type, [&](auto tag) {
+            constexpr int T = decltype(tag)::value;
+            if constexpr (T != kF32 && T != kF16 && T != kBF16) {
+                moe_matvec_q_kernel<T><<<grid, 128, 0, stream>>>(
+                    static_cast<const uint8_t*>(w), row_bytes, static_cast<int>(rows), static_cast<int>(n_expert),
+                    static_cast<int>(cols / 32), xq, ds, x_div, ids, static_cast<int>(s0), y, bias);
+                EMBER_CUDA_CHECK_LAUNCH("moe_matvec_q_kernel");
+            }
+        });
+    }
 }
 
 void moe_matvec_float(int type, const void* w, size_t row_bytes, int64_t rows, int64_t n_expert, int64_t cols,
                       const float* x, int x_div, const int32_t* ids, int64_t n_slots, float* y, const float* bias,
                       cudaStream_t stream) {
-    if (n_slots == 0) return;
-    const dim3 grid(blocks_for(rows, kWarps), static_cast<unsigned>(n_slots));
-    with_type(type, [&](auto tag) {
-        constexpr int T = decltype(tag)::value;
-        if constexpr (T == kF32 || T == kF16 || T == kBF16) {
-            moe_matvec_f_kernel<T><<<grid, 128, 0, stream>>>(static_cast<const uint8_t*>(w), row_bytes,
-                                                             static_cast<int>(rows), static_cast<int>(n_expert),
-                                                             static_cast<int>(cols), x, x_div, ids, y, bias);
-            EMBER_CUDA_CHECK_LAUNCH("moe_matvec_f_kernel");
-        }
-    });
+    for (int64_t s0 = 0; s0 < n_slots; s0 += kMaxGridY) {
+        const dim3 grid(blocks_for(rows, kWarps), static_cast<unsigned>(std::min(kMaxGridY, n_slots - s0)));
+        with_type(type, [&](auto tag) {
+            constexpr int T = decltype(tag)::value;
+            if constexpr (T == kF32 || T == kF16 || T == kBF16) {
+                moe_matvec_f_kernel<T><<<grid, 128, 0, stream>>>(
+                    static_cast<const uint8_t*>(w), row_bytes, static_cast<int>(rows), static_cast<int>(n_expert),
+                    static_cast<int>(cols), x, x_div, ids, static_cast<int>(s0), y, bias);
+                EMBER_CUDA_CHECK_LAUNCH("moe_matvec_f_kernel");
+            }
+        });
+    }
 }
 
 void moe_combine(const float* y, const float* weights, int64_t n_tokens, int k, int64_t cols, float* out,

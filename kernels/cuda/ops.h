@@ -47,6 +47,9 @@ void rope(float* x, int64_t n_tokens, int n_heads, int head_dim, int n_rot, bool
 
 // ---- elementwise.cu ----------------------------------------------------------------------------
 void glu(const float* gate, const float* up, float* out, int64_t n, bool gelu, cudaStream_t stream);
+// glu() of row views: row r of gate at gate + r * gate_ld (floats), of up likewise; out contiguous.
+void glu_rows(const float* gate, int64_t gate_ld, const float* up, int64_t up_ld, float* out, int64_t rows,
+              int64_t cols, bool gelu, cudaStream_t stream);
 void add(float* x, const float* y, int64_t n, cudaStream_t stream);
 void scale(float* x, float s, int64_t n, cudaStream_t stream);
 // x = cap * tanh(x / cap)

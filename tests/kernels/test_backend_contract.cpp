@@ -183,6 +183,25 @@ void check_contract(Backend& be) {
         Tensor u_ok = f.f32(D, T), o_small = f.f32(D / 2, T);
         expect_error([&] { be.glu(g, u_ok, true, o_small); }, {"glu", "out", "64 columns"});
         expect_error([&] { be.add(g, u); }, {"add", "differ"});
+        // The halves of a fused gate+up result (slice_cols views): glu's bits on copies.
+        Tensor fused = f.f32(2 * D, T), gc = f.f32(D, T), uc = f.f32(D, T), o1 = f.f32(D, T), o2 = f.f32(D, T);
+        const std::vector<float> fv = ktest::random_floats(size_t(2 * D * T), 52);
+        be.upload(fused, fv.data(), fused.bytes());
+        std::vector<float> gv, uv;
+        for (int64_t t = 0; t < T; ++t) {
+            gv.insert(gv.end(), fv.begin() + t * 2 * D, fv.begin() + t * 2 * D + D);
+            uv.insert(uv.end(), fv.begin() + t * 2 * D + D, fv.begin() + (t + 1) * 2 * D);
+        }
+        be.upload(gc, gv.data(), gc.bytes());
+        be.upload(uc, uv.data(), uc.bytes());
+        for (bool gelu : {false, true}) {
+            be.glu(fused.slice_cols(0, D), fused.slice_cols(D, D), gelu, o1);
+            be.glu(gc, uc, gelu, o2);
+            const std::vector<float> a = f.read(o1), b = f.read(o2);
+            REQUIRE(std::memcmp(a.data(), b.data(), a.size() * 4) == 0);
+        }
+        Tensor f16_rows = f.typed(DType::F16, D, T);
+        expect_error([&] { be.glu(f16_rows, uc, false, o1); }, {"glu", "gate", "F32 rows"});
     }
     SUBCASE("scale and softcap") {
         Tensor x = f.f32(D, T);

@@ -711,69 +711,71 @@ TEST_CASE("moe_route chooses llama.cpp's experts with its weights") {
 
 // moe_matmul = matmul() of each expert with the rows that chose it, in slot order: the same
 // bits, whatever the type and layout (Q4_0 / Q8_0 experts of 40 rows: panels per expert on
-// AVX-512, one partial). Plus a float64 check of the F32 path: 2 cols u sum|w x|.
+// AVX-512, one partial), on every ISA path. Plus a float64 check of the F32 path: 2 cols u sum|w x|.
 TEST_CASE("moe_matmul is each expert's matmul of the slots that chose it") {
     auto be = ember::make_cpu_backend(2);
     const int64_t n_expert = 6, cols = 256, T = 5, k = 3;
     const std::vector<int32_t> id_v = {0, 5, 2, 5, 1, 0, 2, 5, 3, 0, 4, 5, 5, 2, 0};  // T x k; expert 3 once
-    for (DType type : {DType::F32, DType::F16, DType::Q8_0, DType::Q4_0, DType::Q4_K, DType::Q6_K}) {
-        for (int64_t rows : {int64_t{40}, int64_t{64}}) {
-            for (bool per_slot : {false, true}) {
-                CAPTURE(ember::dtype_name(type));
-                CAPTURE(rows);
-                CAPTURE(per_slot);
-                const auto host = ktest::random_weights(type, n_expert * rows, cols, 90);
-                Tensor w = be->load_expert_weight(host.data(), type, cols, rows, n_expert, "exps");
-                const int64_t x_rows = per_slot ? T * k : T;
-                const auto xv = ktest::random_floats(size_t(x_rows * cols), 91);
-                const auto bv = ktest::random_floats(size_t(n_expert * rows), 92);
-                Tensor x = upload_f32(*be, xv, cols, x_rows), bias = upload_f32(*be, bv, rows, n_expert);
-                Tensor ids = be->alloc(MemoryKind::Activations, DType::I32, k, T, "ids");
-                be->upload(ids, id_v.data(), ids.bytes());
-                Tensor y = be->alloc(MemoryKind::Activations, DType::F32, rows, T * k, "y");
-                ember::opdata::poison(*be, y);
-                be->moe_matmul(w, n_expert, x, ids, y, &bias);
-                const std::vector<float> got = ember::opdata::get(*be, y);
-                const size_t rb = ember::opdata::type_row_bytes(type, cols);
-                for (int64_t e = 0; e < n_expert; ++e) {
-                    std::vector<int64_t> slots;
-                    for (int64_t s = 0; s < T * k; ++s)
-                        if (id_v[size_t(s)] == e) slots.push_back(s);
-                    std::vector<float> xg;
-                    for (int64_t s : slots) {
-                        const float* xr = xv.data() + (per_slot ? s : s / k) * cols;
-                        xg.insert(xg.end(), xr, xr + cols);
-                    }
-                    Tensor we = be->load_weight(host.data() + size_t(e * rows) * rb, type, cols, rows, "e");
-                    Tensor be_bias = upload_f32(
-                        *be, std::vector<float>(bv.begin() + e * rows, bv.begin() + (e + 1) * rows), rows, 1);
-                    Tensor xe = upload_f32(*be, xg, cols, int64_t(slots.size()));
-                    Tensor ye = be->alloc(MemoryKind::Activations, DType::F32, rows, int64_t(slots.size()), "ye");
-                    be->matmul(we, xe, ye, &be_bias);
-                    const std::vector<float> want = ember::opdata::get(*be, ye);
-                    for (size_t i = 0; i < slots.size(); ++i)
-                        REQUIRE(std::memcmp(got.data() + slots[i] * rows, want.data() + i * size_t(rows),
-                                            size_t(rows) * 4) == 0);
-                    for (Tensor* t : {&we, &be_bias, &xe, &ye}) be->free(*t);
-                }
-                if (type == DType::F32) {
-                    const auto wf = ktest::dequantize_matrix(type, host.data(), n_expert * rows, cols);
-                    for (int64_t s = 0; s < T * k; ++s)
-                        for (int64_t r = 0; r < rows; ++r) {
-                            const float* wr = wf.data() + (id_v[size_t(s)] * rows + r) * cols;
+    FOR_EACH_ISA(
+        CAPTURE(isa_name_); for (DType type
+                                 : {DType::F32, DType::F16, DType::Q8_0, DType::Q4_0, DType::Q4_K, DType::Q6_K}) {
+            for (int64_t rows : {int64_t{40}, int64_t{64}}) {
+                for (bool per_slot : {false, true}) {
+                    CAPTURE(ember::dtype_name(type));
+                    CAPTURE(rows);
+                    CAPTURE(per_slot);
+                    const auto host = ktest::random_weights(type, n_expert * rows, cols, 90);
+                    Tensor w = be->load_expert_weight(host.data(), type, cols, rows, n_expert, "exps");
+                    const int64_t x_rows = per_slot ? T * k : T;
+                    const auto xv = ktest::random_floats(size_t(x_rows * cols), 91);
+                    const auto bv = ktest::random_floats(size_t(n_expert * rows), 92);
+                    Tensor x = upload_f32(*be, xv, cols, x_rows), bias = upload_f32(*be, bv, rows, n_expert);
+                    Tensor ids = be->alloc(MemoryKind::Activations, DType::I32, k, T, "ids");
+                    be->upload(ids, id_v.data(), ids.bytes());
+                    Tensor y = be->alloc(MemoryKind::Activations, DType::F32, rows, T * k, "y");
+                    ember::opdata::poison(*be, y);
+                    be->moe_matmul(w, n_expert, x, ids, y, &bias);
+                    const std::vector<float> got = ember::opdata::get(*be, y);
+                    const size_t rb = ember::opdata::type_row_bytes(type, cols);
+                    for (int64_t e = 0; e < n_expert; ++e) {
+                        std::vector<int64_t> slots;
+                        for (int64_t s = 0; s < T * k; ++s)
+                            if (id_v[size_t(s)] == e) slots.push_back(s);
+                        std::vector<float> xg;
+                        for (int64_t s : slots) {
                             const float* xr = xv.data() + (per_slot ? s : s / k) * cols;
-                            double ref = bv[size_t(id_v[size_t(s)] * rows + r)], mag = std::fabs(ref);
-                            for (int64_t c = 0; c < cols; ++c) {
-                                ref += double(wr[c]) * xr[c];
-                                mag += std::fabs(double(wr[c]) * xr[c]);
-                            }
-                            CHECK(std::fabs(got[size_t(s * rows + r)] - ref) <= 2.0 * cols * 0x1p-24 * mag + 1e-30);
+                            xg.insert(xg.end(), xr, xr + cols);
                         }
+                        Tensor we = be->load_weight(host.data() + size_t(e * rows) * rb, type, cols, rows, "e");
+                        Tensor be_bias = upload_f32(
+                            *be, std::vector<float>(bv.begin() + e * rows, bv.begin() + (e + 1) * rows), rows, 1);
+                        Tensor xe = upload_f32(*be, xg, cols, int64_t(slots.size()));
+                        Tensor ye = be->alloc(MemoryKind::Activations, DType::F32, rows, int64_t(slots.size()), "ye");
+                        be->matmul(we, xe, ye, &be_bias);
+                        const std::vector<float> want = ember::opdata::get(*be, ye);
+                        for (size_t i = 0; i < slots.size(); ++i)
+                            REQUIRE(std::memcmp(got.data() + slots[i] * rows, want.data() + i * size_t(rows),
+                                                size_t(rows) * 4) == 0);
+                        for (Tensor* t : {&we, &be_bias, &xe, &ye}) be->free(*t);
+                    }
+                    if (type == DType::F32) {
+                        const auto wf = ktest::dequantize_matrix(type, host.data(), n_expert * rows, cols);
+                        for (int64_t s = 0; s < T * k; ++s)
+                            for (int64_t r = 0; r < rows; ++r) {
+                                const float* wr = wf.data() + (id_v[size_t(s)] * rows + r) * cols;
+                                const float* xr = xv.data() + (per_slot ? s : s / k) * cols;
+                                double ref = bv[size_t(id_v[size_t(s)] * rows + r)], mag = std::fabs(ref);
+                                for (int64_t c = 0; c < cols; ++c) {
+                                    ref += double(wr[c]) * xr[c];
+                                    mag += std::fabs(double(wr[c]) * xr[c]);
+                                }
+                                CHECK(std::fabs(got[size_t(s * rows + r)] - ref) <= 2.0 * cols * 0x1p-24 * mag + 1e-30);
+                            }
+                    }
+                    for (Tensor* t : {&w, &x, &bias, &ids, &y}) be->free(*t);
                 }
-                for (Tensor* t : {&w, &x, &bias, &ids, &y}) be->free(*t);
             }
-        }
-    }
+        })
 }
 
 // out[t] = sum_j w[t,j] y[t*k+j]: k - 1 additions, so |err| <= k u sum_j |w y|.

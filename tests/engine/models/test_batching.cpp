@@ -75,6 +75,9 @@ const test::TempDir& synthetic_models() {
         write_synthetic_model(d.file("qwen2.gguf"), synthetic_shape("tiny-qwen2"), "F16");
         write_synthetic_model(d.file("qwen3.gguf"), synthetic_shape("tiny-qwen3"), "F16");
         write_synthetic_model(d.file("gemma4.gguf"), synthetic_shape("tiny-gemma4"), "F16");
+        // Experts: a token's experts (and so each expert's group of rows) change with the batch.
+        write_synthetic_model(d.file("qwen3moe-Q4_K_M.gguf"), synthetic_shape("tiny-qwen3moe"), "Q4_K_M");
+        write_synthetic_model(d.file("qwen3moe-Q4_0.gguf"), synthetic_shape("tiny-qwen3moe"), "Q4_0");
         return true;
     }();
     (void)written;
@@ -95,6 +98,8 @@ TEST_CASE("batched equals separate") {
     rows.emplace_back("qwen2 (qkv bias)", dir.file("qwen2.gguf"));
     rows.emplace_back("qwen3 (QK-norm, head_dim 128 > n_embd / heads)", dir.file("qwen3.gguf"));
     rows.emplace_back("gemma4 (head dims 64/128, per-layer inputs, shared K/V)", dir.file("gemma4.gguf"));
+    rows.emplace_back("qwen3moe Q4_K_M (16 experts, 4 per token)", dir.file("qwen3moe-Q4_K_M.gguf"));
+    rows.emplace_back("qwen3moe Q4_0 (experts in panels)", dir.file("qwen3moe-Q4_0.gguf"));
     std::string model;
     for (const auto& [name, path] : rows) SUBCASE(name.c_str()) {
             model = path;

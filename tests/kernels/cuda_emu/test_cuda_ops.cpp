@@ -155,7 +155,7 @@ TEST_CASE("matmul: every weight type, matvec and GEMM paths, vs float64 with der
 // reorders them), weights within 1e-5 relative (expf differs in the last bits). moe_matmul:
 // matmul's derived bounds per slot (quantized matvec, FP32), against float64 of the slot's
 // expert. moe_combine: k - 1 rounded additions, k u sum|w y|.
-TEST_CASE("moe_route, moe_matmul (every weight type, bias, shared or per-slot x), moe_combine") {
+TEST_CASE("moe_route, moe_matmul (every weight type, bias, shared or per-slot x), moe_combine, glu of halves") {
     Backends be;
     const int64_t n_expert = 16, T = 9, k = 4, cols = 256;
     std::mt19937 rng(next_seed());
@@ -251,6 +251,26 @@ TEST_CASE("moe_route, moe_matmul (every weight type, bias, shared or per-slot x)
         }
     check_within("moe_combine", out, ref, bound);
     for (Tensor* t : {&yg, &og, &ids_g, &wts_g}) be.gpu->free(*t);
+
+    // glu of a fused gate+up result's halves (slice_cols): the contiguous kernel's bits.
+    const int64_t ff = 96, rows = T * k;
+    const auto gu = random_floats(static_cast<size_t>(rows * 2 * ff));
+    std::vector<float> gate_v, up_v;
+    for (int64_t r = 0; r < rows; ++r) {
+        gate_v.insert(gate_v.end(), gu.begin() + r * 2 * ff, gu.begin() + r * 2 * ff + ff);
+        up_v.insert(up_v.end(), gu.begin() + r * 2 * ff + ff, gu.begin() + (r + 1) * 2 * ff);
+    }
+    Tensor fused = put(*be.gpu, gu, 2 * ff, rows), gate = put(*be.gpu, gate_v, ff, rows),
+           up = put(*be.gpu, up_v, ff, rows);
+    Tensor o1 = be.gpu->alloc(MemoryKind::Activations, DType::F32, ff, rows, "o1");
+    Tensor o2 = be.gpu->alloc(MemoryKind::Activations, DType::F32, ff, rows, "o2");
+    for (bool gelu : {false, true}) {
+        be.gpu->glu(fused.slice_cols(0, ff), fused.slice_cols(ff, ff), gelu, o1);
+        be.gpu->glu(gate, up, gelu, o2);
+        const auto a = get(*be.gpu, o1), b = get(*be.gpu, o2);
+        CHECK(std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0);
+    }
+    for (Tensor* t : {&fused, &gate, &up, &o1, &o2}) be.gpu->free(*t);
 }
 
 // ---- embed ------------------------------------------------------------------------------------
