@@ -149,12 +149,18 @@ protected:
         spec.freq_base = p.freq_base;
         spec.freq_scale = p.freq_scale;
         spec.freq_factors = p.freq_factors;
+        spec.ext_factor = p.ext_factor;
+        spec.attn_factor = p.attn_factor;
+        spec.beta_fast = p.beta_fast;
+        spec.beta_slow = p.beta_slow;
+        spec.n_ctx_orig = p.n_ctx_orig;
         cpu::ops::rope(f32(x), x.rows / p.n_heads, p.n_heads, batch().positions.data(), spec, &pool_);
     }
 
-    void do_glu(const Tensor& gate, const Tensor& up, bool gelu, Tensor& out) override {
+    void do_glu(const Tensor& gate, const Tensor& up, GluAct act, Tensor& out) override {
         const int64_t n = gate.rows * gate.cols;
-        if (gelu) cpu::ops::geglu(f32(gate), f32(up), f32(out), n, &pool_);
+        if (act == GluAct::GeluTanh) cpu::ops::geglu(f32(gate), f32(up), f32(out), n, &pool_);
+        else if (act == GluAct::SwigluOai) cpu::ops::swiglu_oai(f32(gate), f32(up), f32(out), n, &pool_);
         else cpu::ops::swiglu(f32(gate), f32(up), f32(out), n, &pool_);
     }
 
@@ -181,6 +187,7 @@ protected:
         a.window = p.window;
         a.scale = p.scale;
         a.softcap = p.softcap;
+        a.sinks = p.sinks ? f32(*p.sinks) : nullptr;
         cpu::ops::attention(kv_view(layer), a, &pool_);
     }
 

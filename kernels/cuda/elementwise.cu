@@ -8,13 +8,20 @@ namespace ember::cuda {
 namespace {
 
 // out = act(gate) * up; 8 bytes read + 4 written per element. out may alias gate.
-// SiLU(g) = g / (1 + e^-g); GELU(tanh) = 0.5 g (1 + tanh(sqrt(2/pi) (g + 0.044715 g^3))).
-__global__ void glu_kernel(const float* gate, const float* __restrict__ up, float* out, int64_t n, bool gelu) {
+// SiLU(g) = g / (1 + e^-g); GELU(tanh) = 0.5 g (1 + tanh(sqrt(2/pi) (g + 0.044715 g^3)));
+// gpt-oss (act 2, ggml_swiglu_oai): x = min(g, 7), y = clamp(u, -7, 7), x / (1 + e^(-1.702 x)) (y + 1).
+__global__ void glu_kernel(const float* gate, const float* __restrict__ up, float* out, int64_t n, int act) {
     const int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
     if (i >= n) return;
     const float g = gate[i];
+    if (act == 2) {
+        constexpr float kAlpha = 1.702f, kLimit = 7.0f;
+        const float x = fminf(g, kLimit), y = fminf(kLimit, fmaxf(-kLimit, up[i]));
+        out[i] = x / (1.0f + expf(-kAlpha * x)) * (y + 1.0f);
+        return;
+    }
     float a;
-    if (gelu) {
+    if (act == 1) {
         constexpr float kSqrt2OverPi = 0.7978845608028654f;
         a = 0.5f * g * (1.0f + tanhf(kSqrt2OverPi * (g + 0.044715f * g * g * g)));
     } else {
@@ -91,9 +98,9 @@ void launch_embed_f(const void* table, size_t row_bytes, int64_t cols, const int
 
 }  // namespace
 
-void glu(const float* gate, const float* up, float* out, int64_t n, bool gelu, cudaStream_t stream) {
+void glu(const float* gate, const float* up, float* out, int64_t n, int act, cudaStream_t stream) {
     if (n == 0) return;
-    glu_kernel<<<blocks_for(n, 256), 256, 0, stream>>>(gate, up, out, n, gelu);
+    glu_kernel<<<blocks_for(n, 256), 256, 0, stream>>>(gate, up, out, n, act);
     EMBER_CUDA_CHECK_LAUNCH("glu_kernel");
 }
 
@@ -139,6 +146,8 @@ void embed(int type, const void* table, size_t row_bytes, int64_t cols, const in
             return launch_embed_q<kQ5_K>(table, row_bytes, cols, ids, n, scale, out, stream);
         case kQ6_K:
             return launch_embed_q<kQ6_K>(table, row_bytes, cols, ids, n, scale, out, stream);
+        case kMXFP4:
+            return launch_embed_q<kMXFP4>(table, row_bytes, cols, ids, n, scale, out, stream);
         default:
             return;
     }
