@@ -215,6 +215,55 @@ void Backend::glu(const Tensor& gate, const Tensor& up, GluAct act, Tensor& out)
     do_glu(gate, up, act, out);
 }
 
+void Backend::moe_route(const Tensor& logits, const MoeRouting& r, Tensor& ids, Tensor& weights) {
+    require_activation(logits, "moe_route", "logits");
+    require_activation(weights, "moe_route", "weights");
+    if (r.n_used < 1 || r.n_used > logits.cols)
+        fail("moe_route", "n_used = " + std::to_string(r.n_used) + " is outside 1.." + std::to_string(logits.cols) +
+                              " (the logits' experts)");
+    if (r.gating != MoeGating::Softmax && r.gating != MoeGating::SoftmaxTopK) fail("moe_route", "unknown gating");
+    if (!ids.data || ids.type != DType::I32 || ids.row_bytes != static_cast<size_t>(ids.cols) * sizeof(int32_t))
+        fail("moe_route", "ids (" + shape(ids) + ") must be contiguous I32 rows");
+    require_cols(ids, r.n_used, "moe_route", "ids", "n_used");
+    require_cols(weights, r.n_used, "moe_route", "weights", "n_used");
+    require_rows(ids, logits.rows, "moe_route", "ids");
+    require_rows(weights, logits.rows, "moe_route", "weights");
+    do_moe_route(logits, r, ids, weights);
+}
+
+void Backend::moe_matmul(const Tensor& w, int64_t n_expert, const Tensor& x, const Tensor& ids, Tensor& y,
+                         const Tensor* bias) {
+    require_activation(x, "moe_matmul", "x");
+    require_activation(y, "moe_matmul", "y");
+    if (!w.data) fail("moe_matmul", "W has no data");
+    if (n_expert < 1 || w.rows % n_expert != 0)
+        fail("moe_matmul", "W (" + shape(w) + ") is not " + std::to_string(n_expert) + " experts of equal rows");
+    if (!ids.data || ids.type != DType::I32 || ids.row_bytes != static_cast<size_t>(ids.cols) * sizeof(int32_t))
+        fail("moe_matmul", "ids (" + shape(ids) + ") must be contiguous I32 rows");
+    const int64_t rows = w.rows / n_expert, slots = ids.rows * ids.cols;
+    if (x.cols != w.cols || (x.rows != ids.rows && x.rows != slots) || y.cols != rows || y.rows < slots)
+        fail("moe_matmul", "shapes do not match: W " + shape(w) + " (" + std::to_string(n_expert) + " experts), x " +
+                               shape(x) + ", ids " + shape(ids) + ", y " + shape(y) +
+                               " (need x.cols = W.cols, x.rows = ids.rows or ids.rows*ids.cols, y.cols = W.rows / "
+                               "n_expert, y.rows >= ids.rows*ids.cols)");
+    if (bias && !bias->data) bias = nullptr;
+    if (bias && (bias->type != DType::F32 || bias->cols * bias->rows != w.rows))
+        fail("moe_matmul", "bias (" + shape(*bias) + ") must be " + std::to_string(w.rows) + " F32 values");
+    do_moe_matmul(w, n_expert, x, ids, y, bias);
+}
+
+void Backend::moe_combine(const Tensor& y, const Tensor& weights, Tensor& out) {
+    require_activation(y, "moe_combine", "y");
+    require_activation(weights, "moe_combine", "weights");
+    require_activation(out, "moe_combine", "out");
+    if (weights.cols < 1 || y.rows < weights.rows * weights.cols)
+        fail("moe_combine",
+             "y (" + shape(y) + ") must have weights.rows x weights.cols rows (weights " + shape(weights) + ")");
+    require_cols(out, y.cols, "moe_combine", "out", "y's");
+    require_rows(out, weights.rows, "moe_combine", "out");
+    do_moe_combine(y, weights, out);
+}
+
 void Backend::add(Tensor& x, const Tensor& y) {
     check_add(x, y, "add");
     do_add(x, y);

@@ -119,6 +119,33 @@ struct MatmulOut {
     const Tensor* bias = nullptr;
 };
 
+// ---- mixture of experts (Backend::moe_route, moe_matmul, moe_combine) ------------------
+// A MoE FFN of T tokens, k = n_used experts each (llama.cpp's build_moe_ffn):
+//   logits = x * router^T                  [T x n_expert]   (matmul)
+//   moe_route(logits) -> ids, weights      [T x k] each     (which experts, how much)
+//   gate = moe_matmul(gate_exps, x, ids)   [T*k x n_ff]     (row t*k+j: expert ids[t,j])
+//   up   = moe_matmul(up_exps, x, ids)
+//   glu(gate, up)                                            (SiLU: qwen3moe; GELU: gemma4)
+//   down = moe_matmul(down_exps, gate, ids) [T*k x n_embd]
+//   out  = moe_combine(down, weights)      [T x n_embd]     (out[t] = sum_j w[t,j] down[t*k+j])
+// Expert weights are the file's 3-D tensor [n_expert][rows][cols], loaded with
+// load_expert_weight and seen as (n_expert*rows) x cols. A fused gate+up tensor (gemma4's
+// ffn_gate_up_exps) is one moe_matmul with rows = 2*n_ff.
+enum class MoeGating : uint8_t {
+    // softmax over all experts, then the k largest probabilities (qwen3moe, llama.cpp's
+    // LLAMA_EXPERT_GATING_FUNC_TYPE_SOFTMAX)
+    Softmax = 0,
+    // the k largest logits, then softmax over those k (gpt-oss: SOFTMAX_WEIGHT)
+    SoftmaxTopK = 1,
+};
+struct MoeRouting {
+    int32_t n_used = 0;  // k, 1 <= k <= n_expert
+    MoeGating gating = MoeGating::Softmax;
+    // Divide the k weights by their sum (clamped below at 2^-14, as llama.cpp does).
+    bool normalize = false;
+    float scale = 1.0f;  // then multiply them by this
+};
+
 // ---- sampling support (Backend::top_k) -------------------------------------------------
 constexpr int32_t kMaxTopK = 1024;  // the most candidates top_k returns per row
 
@@ -178,6 +205,13 @@ public:
     // Makes a weight usable by this backend. `host` points into the model file map; the CPU
     // backend uses it in place, a GPU backend copies it to device memory.
     virtual Tensor load_weight(const void* host, DType type, int64_t cols, int64_t rows, const char* tag) = 0;
+    // A 3-D expert tensor [n_expert][rows][cols] as an (n_expert*rows) x cols weight for
+    // moe_matmul: like load_weight, but a backend that rearranges weights does it per expert
+    // (the CPU's 32-row panels), so each expert's rows stay a matrix of their own.
+    virtual Tensor load_expert_weight(const void* host, DType type, int64_t cols, int64_t rows_per_expert,
+                                      int64_t n_expert, const char* tag) {
+        return load_weight(host, type, cols, rows_per_expert * n_expert, tag);
+    }
     virtual MemoryReport memory() const = 0;
     // Copies n_bytes (<= the tensor's bytes) between host memory and the tensor.
     void upload(Tensor& dst, const void* src, size_t n_bytes);
@@ -209,6 +243,23 @@ public:
     // add(x, y), then rms_norm(x, w, eps, out): the residual add that ends a sublayer and the
     // next sublayer's norm, one pass over x where the backend fuses them (the same bits).
     void add_rms_norm(Tensor& x, const Tensor& y, const Tensor& w, float eps, Tensor& out);
+    // ---- mixture of experts (see MoeRouting above) --------------------------------------
+    // Per row t of logits [T x n_expert] (F32): the k = r.n_used chosen experts, best first,
+    // to ids[t] (I32, T x k) and their weights to weights[t] (F32, T x k). Selection is by
+    // value descending, ties to the lower expert id (ggml's argsort leaves ties unspecified;
+    // exact ties of float logits do not occur in practice). Softmax uses expf of x - max.
+    void moe_route(const Tensor& logits, const MoeRouting& r, Tensor& ids, Tensor& weights);
+    // y[s] = x_s * W_e^T (+ bias[e]) for every slot s < ids.rows*ids.cols, e = ids[s] (ids
+    // flattened, T x k). w: n_expert experts of rows(w)/n_expert rows each (load_expert_weight).
+    // x: T x cols, shared by a token's k slots (x_s = x[s / k]), or T*k x cols (x_s = x[s]).
+    // y: T*k x rows. bias: null or n_expert x rows F32 (gpt-oss). Each result equals
+    // matmul() of expert e's rows with x_s up to the activation quantization, which a
+    // backend does per expert group; the backend groups the slots by expert, so that each
+    // expert's weights are read once per call (prefill, batched decode).
+    void moe_matmul(const Tensor& w, int64_t n_expert, const Tensor& x, const Tensor& ids, Tensor& y,
+                    const Tensor* bias = nullptr);
+    // out[t] = sum_j weights[t,j] * y[t*k + j], j in order (k = weights.cols).
+    void moe_combine(const Tensor& y, const Tensor& weights, Tensor& out);
     // Writes this batch's K/V rows (n_tokens x n_kv_heads*head_dim) into the cache slots.
     void store_kv(KvLayer& layer, const Tensor& k, const Tensor& v);
     // Causal attention of every query row over its sequence's cache (including this batch).
@@ -253,6 +304,10 @@ protected:
         do_add(x, y);
         do_rms_norm(x, w, eps, out);
     }
+    virtual void do_moe_route(const Tensor& logits, const MoeRouting& r, Tensor& ids, Tensor& weights) = 0;
+    virtual void do_moe_matmul(const Tensor& w, int64_t n_expert, const Tensor& x, const Tensor& ids, Tensor& y,
+                               const Tensor* bias) = 0;  // bias: null or data
+    virtual void do_moe_combine(const Tensor& y, const Tensor& weights, Tensor& out) = 0;
     virtual void do_store_kv(KvLayer& layer, const Tensor& k, const Tensor& v) = 0;
     virtual void do_attention(const KvLayer& layer, const Tensor& q, const AttentionParams& p, Tensor& out) = 0;
     virtual void do_gather_output_rows(const Tensor& x, Tensor& out) = 0;

@@ -25,9 +25,11 @@ FitModel fit_model(const GgufFile& f) {
     m.n_params = info.n_params;
     m.file_bytes = f.file_size();
     m.quant = info.file_type;
-    for (const GgufTensor& t : f.tensors())
+    for (const GgufTensor& t : f.tensors()) {
+        const int64_t matrices = t.dims.size() > 2 ? static_cast<int64_t>(t.rows() / t.dims[1]) : 1;
         m.tensors.push_back({t.name, t.type, static_cast<int64_t>(t.dims[0]), static_cast<int64_t>(t.rows()), t.n_bytes,
-                             layer_of(t.name)});
+                             layer_of(t.name), matrices});
+    }
     return m;
 }
 

@@ -19,6 +19,7 @@ struct FitTensor {
     int64_t cols = 0, rows = 0;  // dims[0], product of the rest
     uint64_t bytes = 0;          // in the file; what a zero-copy backend maps
     int32_t layer = -1;          // "blk.<layer>." tensors; -1 outside the blocks
+    int64_t matrices = 1;        // dims[2..]: a 3-D expert tensor's experts, rows/matrices rows each
 };
 
 struct FitModel {

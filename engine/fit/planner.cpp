@@ -69,8 +69,10 @@ DeviceBytes device_bytes(const FitModel& m, const FitOptions& o, const DevicePro
     out.layers = p.end - p.first;
     for (const FitTensor& t : m.tensors) {
         if (!holds(t, p, tied_copy)) continue;
-        // The CPU backend maps weights in place unless its kernels want them rearranged.
-        const bool mapped = d.maps_weights && cpu::preferred_layout(t.type, t.rows, t.cols) == cpu::WeightLayout::Rows;
+        // The CPU backend maps weights in place unless its kernels want them rearranged (an
+        // expert tensor: each expert's matrix, Backend::load_expert_weight).
+        const bool mapped =
+            d.maps_weights && cpu::preferred_layout(t.type, t.rows / t.matrices, t.cols) == cpu::WeightLayout::Rows;
         if (mapped) out.mapped_weights += t.bytes;
         else out.weights += padded_alloc_bytes(t.bytes, d.alloc_align);
     }

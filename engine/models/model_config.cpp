@@ -13,7 +13,7 @@
 namespace ember {
 
 const std::vector<std::string>& supported_architectures() {
-    static const std::vector<std::string> archs = {"llama", "qwen2", "qwen3", "gemma3"};
+    static const std::vector<std::string> archs = {"llama", "qwen2", "qwen3", "qwen3moe", "gemma3"};
     return archs;
 }
 
@@ -94,13 +94,34 @@ void check_shape(const GgufFile& f, const std::string& name, int64_t cols, int64
                     std::to_string(rows));
 }
 
+// The expert hyperparameters (llama.cpp: qwen3moe's load_arch_hparams; the router picks
+// n_expert_used of n_expert, renormalised) and layer 0's expert tensors against them. A
+// 3-D tensor [n_expert][rows][cols] is checked as rows() = n_expert * rows.
+void read_experts(const GgufFile& f, ModelConfig& c) {
+    const std::string a = c.arch + ".";
+    c.n_expert = in_range(f, a + "expert_count", f.get_u64(a + "expert_count"), 1, 4096);
+    c.n_expert_used =
+        in_range(f, a + "expert_used_count", f.get_u64(a + "expert_used_count"), 1, static_cast<uint64_t>(c.n_expert));
+    c.n_ff_exp =
+        optional_dim(f, a + "expert_feed_forward_length", static_cast<uint64_t>(std::max(c.n_ff / c.n_expert_used, 1)));
+    c.n_ff_shexp = optional_dim(f, a + "expert_shared_feed_forward_length", 0, 0);
+    c.expert_weights_norm = true;
+    const double scale = f.opt_f64(a + "expert_weights_scale").value_or(0.0);
+    c.expert_weights_scale = scale != 0.0 ? static_cast<float>(scale) : 1.0f;  // llama.cpp: 0 means none
+    const int64_t e = c.n_expert;
+    check_shape(f, "blk.0.ffn_gate_inp.weight", c.n_embd, e);
+    check_shape(f, "blk.0.ffn_gate_exps.weight", c.n_embd, e * c.n_ff_exp);
+    check_shape(f, "blk.0.ffn_up_exps.weight", c.n_embd, e * c.n_ff_exp);
+    check_shape(f, "blk.0.ffn_down_exps.weight", c.n_ff_exp, e * c.n_embd);
+}
+
 void apply_arch_conventions(const GgufFile& f, ModelConfig& c) {
     const std::string a = c.arch + ".";
     c.layer_sliding.assign(static_cast<size_t>(c.n_layers), false);
     if (c.arch == "qwen2") {
         c.rope_neox = true;
         c.qkv_bias = true;
-    } else if (c.arch == "qwen3") {
+    } else if (c.arch == "qwen3" || c.arch == "qwen3moe") {
         c.rope_neox = true;
         c.qk_norm = true;  // RMSNorm per head on q and k, before RoPE; no biases
     } else if (c.arch == "gemma3") {
@@ -124,7 +145,8 @@ ModelConfig read_model_config(const GgufFile& f) {
     c.arch = f.architecture();
     const auto& archs = supported_architectures();
     if (std::find(archs.begin(), archs.end(), c.arch) == archs.end())
-        throw Error(f.path() + ": unsupported architecture '" + c.arch + "' (supported: llama, qwen2, qwen3, gemma3)");
+        throw Error(f.path() + ": unsupported architecture '" + c.arch +
+                    "' (supported: llama, qwen2, qwen3, qwen3moe, gemma3)");
     const std::string a = c.arch + ".";
     c.n_embd = required_dim(f, a + "embedding_length");
     c.n_layers = required_dim(f, a + "block_count");
@@ -161,7 +183,8 @@ ModelConfig read_model_config(const GgufFile& f) {
                     std::to_string(c.n_embd));
     check_shape(f, "blk.0.attn_q.weight", c.n_embd, q_dim);
     check_shape(f, "blk.0.attn_k.weight", c.n_embd, kv_dim);
-    check_shape(f, "blk.0.ffn_down.weight", c.n_ff, c.n_embd);
+    if (c.arch == "qwen3moe") read_experts(f, c);
+    else check_shape(f, "blk.0.ffn_down.weight", c.n_ff, c.n_embd);
     apply_arch_conventions(f, c);
     return c;
 }

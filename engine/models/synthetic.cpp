@@ -13,10 +13,32 @@
 
 namespace ember {
 
+namespace {
+
+// Qwen3-30B-A3B (config.json: 48 layers, hidden 2048, 32 heads of 128, 4 KV heads, 128
+// experts of 768, 8 used, intermediate 6144, vocabulary 151936, untied) and scaled copies.
+SyntheticShape qwen3moe_shape(const std::string& name) {
+    SyntheticShape s{name, 2048, 48, 32, 4, 6144, 151936, 40960, false, "qwen3moe", 128};
+    s.n_expert = 128;
+    s.n_expert_used = 8;
+    s.n_ff_exp = 768;
+    if (name == "qwen3-30b-a3b-mini") s.n_layers = 8;  // every layer as large, 3.5 GB in Q4_K_M
+    if (name == "tiny-qwen3moe") {  // 16 experts of 96 rows (3 panels each), down rows of 96: K-quant fallbacks
+        s = {name, 256, 2, 4, 2, 512, 1024, 2048, true, "qwen3moe", 64};
+        s.n_expert = 16;
+        s.n_expert_used = 4;
+        s.n_ff_exp = 96;
+    }
+    return s;
+}
+
+}  // namespace
+
 SyntheticShape synthetic_shape(const std::string& name) {
     if (name == "tiny") return {name, 256, 2, 8, 2, 512, 1024, 2048, true};
     if (name == "tiny-qwen2") return {name, 256, 2, 8, 2, 512, 1024, 2048, true, "qwen2"};
     if (name == "tiny-qwen3") return {name, 256, 2, 4, 2, 512, 1024, 2048, true, "qwen3", 128};
+    if (name == "tiny-qwen3moe" || name == "qwen3-30b-a3b" || name == "qwen3-30b-a3b-mini") return qwen3moe_shape(name);
     if (name == "tiny-gemma3") return {name, 256, 6, 4, 1, 512, 1024, 2048, true, "gemma3", 64, 4};
     if (name == "llama-3.2-1b") return {name, 2048, 16, 32, 8, 8192, 128256, 131072, true};
     if (name == "llama-3-8b") return {name, 4096, 32, 32, 8, 14336, 128256, 8192, false};
@@ -31,8 +53,9 @@ SyntheticShape synthetic_shape(const std::string& name) {
 }
 
 std::vector<std::string> synthetic_shape_names() {
-    return {"tiny",         "tiny-qwen2",  "tiny-qwen3",   "tiny-gemma3", "llama-3.2-1b", "llama-3-8b",
-            "smollm2-135m", "gemma3-270m", "qwen2.5-0.5b", "qwen3-0.6b",  "llama-3-70b"};
+    return {"tiny",         "tiny-qwen2",    "tiny-qwen3",         "tiny-qwen3moe", "tiny-gemma3",
+            "llama-3.2-1b", "llama-3-8b",    "smollm2-135m",       "gemma3-270m",   "qwen2.5-0.5b",
+            "qwen3-0.6b",   "qwen3-30b-a3b", "qwen3-30b-a3b-mini", "llama-3-70b"};
 }
 
 namespace {
@@ -139,7 +162,8 @@ GgufWriter synthetic_writer(const SyntheticShape& sh, const std::string& scheme_
     const QuantScheme scheme = quant_scheme(scheme_name);
     const QuantPlanner planner(scheme, sh.n_layers, sh.tied_embeddings);
     const int32_t head_dim = sh.head_dim > 0 ? sh.head_dim : sh.n_embd / sh.n_heads;
-    const bool gemma = sh.arch == "gemma3", qwen = sh.arch == "qwen2", qwen3 = sh.arch == "qwen3";
+    const bool gemma = sh.arch == "gemma3", qwen = sh.arch == "qwen2", moe = sh.arch == "qwen3moe",
+               qwen3 = sh.arch == "qwen3" || moe;
     if (sh.arch != "llama" && !gemma && !qwen && !qwen3)
         throw Error("synthetic models: unknown architecture '" + sh.arch + "'");
     const std::string a = sh.arch + ".";
@@ -160,15 +184,22 @@ GgufWriter synthetic_writer(const SyntheticShape& sh, const std::string& scheme_
     w.set(a + "rope.freq_base", GgufValue::f32(sh.arch == "llama" ? 500000.0f : 1000000.0f));
     w.set(a + "attention.layer_norm_rms_epsilon", GgufValue::f32(1e-6f));
     if (gemma) w.set(a + "attention.sliding_window", u32(sh.sliding_window));
+    if (moe) {
+        w.set(a + "expert_count", u32(sh.n_expert));
+        w.set(a + "expert_used_count", u32(sh.n_expert_used));
+        w.set(a + "expert_feed_forward_length", u32(sh.n_ff_exp));
+    }
     add_vocab(w, sh.n_vocab);
 
     uint64_t tensor_seed = seed;
     // Every matrix's type is the one `ember quantize` would choose for it (quant_plan.h).
-    auto add = [&](const std::string& name, int64_t cols, int64_t rows, float scale) {
-        const std::vector<uint64_t> dims{static_cast<uint64_t>(cols), static_cast<uint64_t>(rows)};
+    // n_mats > 1: a 3-D tensor of n_mats matrices (the experts).
+    auto add = [&](const std::string& name, int64_t cols, int64_t rows, float scale, int64_t n_mats = 1) {
+        std::vector<uint64_t> dims{static_cast<uint64_t>(cols), static_cast<uint64_t>(rows)};
+        if (n_mats > 1) dims.push_back(static_cast<uint64_t>(n_mats));
         const DType type = planner.choose({name, dims, DType::F32}).type;
         const uint64_t s = splitmix(tensor_seed);
-        w.add_tensor_lazy(name, type, {static_cast<uint64_t>(cols), static_cast<uint64_t>(rows)},
+        w.add_tensor_lazy(name, type, dims,
                           [type, s, scale](uint8_t* dst, size_t n) { fill_random(type, dst, n, s, scale); });
     };
     auto add_norm = [&](const std::string& name, int64_t n, float value = 1.0f) {
@@ -212,6 +243,14 @@ GgufWriter synthetic_writer(const SyntheticShape& sh, const std::string& scheme_
             add_norm(b + "post_ffw_norm.weight", d);
         }
         add_norm(b + "ffn_norm.weight", d);
+        if (moe) {
+            add(b + "ffn_gate_inp.weight", d, sh.n_expert, ws);
+            add(b + "ffn_gate_exps.weight", d, sh.n_ff_exp, ws, sh.n_expert);
+            add(b + "ffn_up_exps.weight", d, sh.n_ff_exp, ws, sh.n_expert);
+            add(b + "ffn_down_exps.weight", sh.n_ff_exp, d, 1.0f / std::sqrt(static_cast<float>(sh.n_ff_exp)),
+                sh.n_expert);
+            continue;
+        }
         add(b + "ffn_gate.weight", d, sh.n_ff, ws);
         add(b + "ffn_up.weight", d, sh.n_ff, ws);
         add(b + "ffn_down.weight", sh.n_ff, d, 1.0f / std::sqrt(static_cast<float>(sh.n_ff)));

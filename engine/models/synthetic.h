@@ -29,10 +29,15 @@ struct SyntheticShape {
     // embedding and FFN, so the next token mostly follows from the current one; above 1 the
     // positions before it decide.
     float attn_gain = 1.0f;
+    // Mixture of experts (arch "qwen3moe": every layer's FFN is n_expert experts of n_ff_exp,
+    // n_expert_used per token, routed by ffn_gate_inp; n_ff is then only the metadata's
+    // feed_forward_length).
+    int32_t n_expert = 0, n_expert_used = 0, n_ff_exp = 0;
 };
 
-// Named shapes: "tiny", "tiny-qwen2", "tiny-qwen3", "tiny-gemma3" (tests), "llama-3.2-1b",
-// "llama-3-8b", "llama-3-70b", "qwen3-0.6b",
+// Named shapes: "tiny", "tiny-qwen2", "tiny-qwen3", "tiny-qwen3moe", "tiny-gemma3" (tests),
+// "llama-3.2-1b", "llama-3-8b", "llama-3-70b", "qwen3-0.6b", "qwen3-30b-a3b" (48 layers of 128
+// experts, 8 used) and "qwen3-30b-a3b-mini" (its layers, 8 of them: 3.5 GB in Q4_K_M),
 // and the real test models' shapes "smollm2-135m", "gemma3-270m", "qwen2.5-0.5b" (for
 // machines the real files cannot be copied to, such as the GPU check's).
 SyntheticShape synthetic_shape(const std::string& name);

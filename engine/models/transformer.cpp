@@ -89,6 +89,13 @@ Transformer::Layer Transformer::load_layer(int index, Device& device) {
         l.post_ffn_norm = weight(be, b + "post_ffw_norm.weight", c.n_embd, 1);
     }
     l.ffn_norm = weight(be, b + "ffn_norm.weight", c.n_embd, 1);
+    if (c.moe()) {
+        l.ffn_gate_inp = weight(be, b + "ffn_gate_inp.weight", c.n_embd, c.n_expert);
+        l.ffn_gate_exps = expert_weight(be, b + "ffn_gate_exps.weight", c.n_embd, c.n_ff_exp);
+        l.ffn_up_exps = expert_weight(be, b + "ffn_up_exps.weight", c.n_embd, c.n_ff_exp);
+        l.ffn_down_exps = expert_weight(be, b + "ffn_down_exps.weight", c.n_ff_exp, c.n_embd);
+        return l;
+    }
     l.w_gate = weight(be, b + "ffn_gate.weight", c.n_embd, c.n_ff);
     l.w_up = weight(be, b + "ffn_up.weight", c.n_embd, c.n_ff);
     l.w_down = weight(be, b + "ffn_down.weight", c.n_ff, c.n_embd);
@@ -132,6 +139,23 @@ Tensor Transformer::weight(Backend& be, const std::string& name, int64_t cols, i
     }
 }
 
+Tensor Transformer::expert_weight(Backend& be, const std::string& name, int64_t cols, int64_t rows) {
+    const int64_t n = config_.n_expert;
+    const GgufTensor* t = file_->find_tensor(name);
+    if (!t) throw Error(file_->path() + ": missing tensor '" + name + "'");
+    if (t->dims.size() != 3 || t->dims[0] != static_cast<uint64_t>(cols) || t->dims[1] != static_cast<uint64_t>(rows) ||
+        t->dims[2] != static_cast<uint64_t>(n))
+        throw Error(file_->path() + ": tensor '" + name + "' is not " + std::to_string(n) + " experts of " +
+                    std::to_string(cols) + " x " + std::to_string(rows));
+    try {
+        Tensor w = be.load_expert_weight(t->data, t->type, cols, rows, n, name.c_str());
+        if (w.data != t->data) drop_mapped_pages(t->data, w.bytes());
+        return w;
+    } catch (const Error& e) {
+        throw Error(file_->path() + ": tensor '" + name + "': " + e.what());
+    }
+}
+
 KvCacheConfig Transformer::kv_config(int64_t n_ctx, int32_t n_seqs, DType kv_type) const {
     return kv_config(config_, n_ctx, n_seqs, kv_type);
 }
@@ -146,25 +170,27 @@ KvCacheConfig Transformer::kv_config(const ModelConfig& c, int64_t n_ctx, int32_
     return k;
 }
 
-std::array<Transformer::ScratchBuffer, Transformer::kScratchBuffers> Transformer::scratch_layout(const ModelConfig& c,
-                                                                                                 int64_t T, int64_t O) {
-    return {{{"x", c.n_embd, T},
-             {"xn", c.n_embd, T},
-             {"q", c.q_dim(), T},
-             {"k", c.kv_dim(), T},
-             {"v", c.kv_dim(), T},
-             {"attn", c.q_dim(), T},
-             {"proj", c.n_embd, T},
-             {"gate", c.n_ff, T},
-             {"up", c.n_ff, T},
-             {"out_x", c.n_embd, O},
-             {"logits", c.n_vocab, O}}};
+std::vector<Transformer::ScratchBuffer> Transformer::scratch_layout(const ModelConfig& c, int64_t T, int64_t O) {
+    const int64_t ff = c.moe() ? 0 : c.n_ff, slots = T * c.n_expert_used;
+    std::vector<ScratchBuffer> b = {{"x", c.n_embd, T},     {"xn", c.n_embd, T},     {"q", c.q_dim(), T},
+                                    {"k", c.kv_dim(), T},   {"v", c.kv_dim(), T},    {"attn", c.q_dim(), T},
+                                    {"proj", c.n_embd, T},  {"gate", ff, T},         {"up", ff, T},
+                                    {"out_x", c.n_embd, O}, {"logits", c.n_vocab, O}};
+    if (c.moe()) {
+        b.push_back({"router", c.n_expert, T});
+        b.push_back({"expert_ids", c.n_expert_used, T, DType::I32});
+        b.push_back({"expert_weights", c.n_expert_used, T});
+        b.push_back({"expert_gate", c.n_ff_exp, slots});
+        b.push_back({"expert_up", c.n_ff_exp, slots});
+        b.push_back({"expert_down", c.n_embd, slots});
+    }
+    return b;
 }
 
 uint64_t Transformer::scratch_bytes(const ModelConfig& c, int64_t n_tokens, int64_t n_outputs, size_t alloc_align) {
     uint64_t total = 0;
     for (const ScratchBuffer& b : scratch_layout(c, n_tokens, n_outputs))
-        total += padded_alloc_bytes(Tensor::shaped(DType::F32, b.cols, b.rows).bytes(), alloc_align);
+        total += padded_alloc_bytes(Tensor::shaped(b.type, b.cols, b.rows).bytes(), alloc_align);
     return total;
 }
 
@@ -186,7 +212,7 @@ void Transformer::ensure_scratch(Device& d, int64_t n_tokens, int64_t n_outputs)
     const auto buffers = s.buffers();
     for (size_t i = 0; i < layout.size(); ++i)
         *buffers[i] =
-            d.backend->alloc(MemoryKind::Activations, DType::F32, layout[i].cols, layout[i].rows, layout[i].tag);
+            d.backend->alloc(MemoryKind::Activations, layout[i].type, layout[i].cols, layout[i].rows, layout[i].tag);
     s.tokens = T;
     s.outputs = O;
 }
@@ -211,6 +237,15 @@ void Transformer::begin_pass(Device& d, const BatchInfo& batch) {
     a.up = s.up.slice_rows(0, T);
     a.out_x = s.out_x.slice_rows(0, O);
     a.logits = s.logits.slice_rows(0, O);
+    if (config_.moe()) {
+        const int64_t slots = T * config_.n_expert_used;
+        a.router = s.router.slice_rows(0, T);
+        a.expert_ids = s.expert_ids.slice_rows(0, T);
+        a.expert_weights = s.expert_weights.slice_rows(0, T);
+        a.expert_gate = s.expert_gate.slice_rows(0, slots);
+        a.expert_up = s.expert_up.slice_rows(0, slots);
+        a.expert_down = s.expert_down.slice_rows(0, slots);
+    }
     d.backend->set_batch(batch);
 }
 
@@ -237,9 +272,8 @@ void Transformer::attention_block(const Layer& l, KvLayer& cache, Activations& a
     dump_("ffn_norm", l.index, a.xn, be);
 }
 
-void Transformer::ffn_block(const Layer& l, const Layer* next, Activations& a) {
+void Transformer::dense_ffn(const Layer& l, Activations& a) {
     Backend& be = *l.device->backend;
-    const float eps = config_.norm_eps;
     const MatmulOut gate_up[] = {{&l.w_gate, &a.gate}, {&l.w_up, &a.up}};
     be.matmul_shared(a.xn, gate_up);
     dump_("ffn_gate", l.index, a.gate, be);
@@ -247,6 +281,29 @@ void Transformer::ffn_block(const Layer& l, const Layer* next, Activations& a) {
     be.glu(a.gate, a.up, config_.gelu, a.gate);
     dump_("ffn_glu", l.index, a.gate, be);
     be.matmul(l.w_down, a.gate, a.proj);
+}
+
+// llama.cpp's build_moe_ffn for qwen3moe: softmax router, top-k, renormalised weights, SwiGLU
+// experts, the weighted sum (kernels/backend.h, "mixture of experts").
+void Transformer::moe_ffn(const Layer& l, Activations& a) {
+    Backend& be = *l.device->backend;
+    const ModelConfig& c = config_;
+    be.matmul(l.ffn_gate_inp, a.xn, a.router);
+    dump_("ffn_moe_logits", l.index, a.router, be);
+    const MoeRouting routing{c.n_expert_used, MoeGating::Softmax, c.expert_weights_norm, c.expert_weights_scale};
+    be.moe_route(a.router, routing, a.expert_ids, a.expert_weights);
+    be.moe_matmul(l.ffn_gate_exps, c.n_expert, a.xn, a.expert_ids, a.expert_gate);
+    be.moe_matmul(l.ffn_up_exps, c.n_expert, a.xn, a.expert_ids, a.expert_up);
+    be.glu(a.expert_gate, a.expert_up, c.gelu, a.expert_gate);
+    be.moe_matmul(l.ffn_down_exps, c.n_expert, a.expert_gate, a.expert_ids, a.expert_down);
+    be.moe_combine(a.expert_down, a.expert_weights, a.proj);
+}
+
+void Transformer::ffn_block(const Layer& l, const Layer* next, Activations& a) {
+    Backend& be = *l.device->backend;
+    const float eps = config_.norm_eps;
+    if (l.ffn_gate_inp.data) moe_ffn(l, a);
+    else dense_ffn(l, a);
     if (l.post_ffn_norm.data) be.rms_norm(a.proj, l.post_ffn_norm, eps, a.proj);
     dump_("ffn_out", l.index, a.proj, be);
     if (next) be.add_rms_norm(a.x, a.proj, next->attn_norm, eps, a.xn);

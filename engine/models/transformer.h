@@ -1,4 +1,4 @@
-// The decoder-only transformer shared by llama, qwen2, qwen3 and gemma3: loads the weights onto a
+// The decoder-only transformer shared by llama, qwen2, qwen3, qwen3moe and gemma3: loads the weights onto a
 // backend and runs batched forward passes over a block KV cache. Architecture differences
 // are the flags in ModelConfig; there is one forward pass, not one per model family.
 #pragma once
@@ -47,13 +47,17 @@ public:
     struct ScratchBuffer {
         const char* tag;
         int64_t cols, rows;
+        DType type = DType::F32;  // I32: the experts' ids
     };
-    static constexpr int kScratchBuffers = 11;
+    static constexpr int kScratchBuffers = 11;    // a dense model's
+    static constexpr int kMoeScratchBuffers = 6;  // added for experts
     // The scratch one device holds for passes of up to `n_tokens` tokens and `n_outputs`
     // output rows (every device of a split holds all of it): x, xn, q, k, v, attn, proj,
-    // gate, up, out_x, logits.
-    static std::array<ScratchBuffer, kScratchBuffers> scratch_layout(const ModelConfig& c, int64_t n_tokens,
-                                                                     int64_t n_outputs);
+    // gate, up, out_x, logits; with experts (c.moe()) also router [T x n_expert], expert_ids
+    // and expert_weights [T x n_expert_used], and expert_gate, expert_up [T*n_expert_used x
+    // n_ff_exp], expert_down [T*n_expert_used x n_embd] (gate and up then have no columns:
+    // no layer is dense).
+    static std::vector<ScratchBuffer> scratch_layout(const ModelConfig& c, int64_t n_tokens, int64_t n_outputs);
     // Their bytes on a backend that rounds each allocation up to `alloc_align`.
     static uint64_t scratch_bytes(const ModelConfig& c, int64_t n_tokens, int64_t n_outputs, size_t alloc_align);
 
@@ -76,9 +80,12 @@ private:
     struct Scratch {
         int64_t tokens = 0, outputs = 0;
         Tensor x, xn, q, k, v, attn, proj, gate, up, out_x, logits;
-        // In scratch_layout's order.
-        std::array<Tensor*, kScratchBuffers> buffers() {
-            return {&x, &xn, &q, &k, &v, &attn, &proj, &gate, &up, &out_x, &logits};
+        Tensor router, expert_ids, expert_weights, expert_gate, expert_up, expert_down;
+        // In scratch_layout's order (the expert buffers last, where the model has them).
+        std::array<Tensor*, kScratchBuffers + kMoeScratchBuffers> buffers() {
+            return {&x,           &xn,        &q,          &k,      &v,      &attn,       &proj,
+                    &gate,        &up,        &out_x,      &logits, &router, &expert_ids, &expert_weights,
+                    &expert_gate, &expert_up, &expert_down};
         }
     };
     // One pass's activations on one device: the scratch buffers cut to the pass's T tokens
@@ -94,6 +101,9 @@ private:
         Tensor gate, up;  // [T x n_ff]
         Tensor out_x;     // [O x n_embd]   the output rows
         Tensor logits;    // [O x n_vocab]
+        // Experts (k = n_expert_used): router logits [T x n_expert], ids and weights [T x k],
+        // gate/up [T*k x n_ff_exp], down [T*k x n_embd].
+        Tensor router, expert_ids, expert_weights, expert_gate, expert_up, expert_down;
     };
     struct Device {
         Backend* backend = nullptr;
@@ -118,15 +128,39 @@ private:
         Tensor w_gate, w_up;    // [n_ff x n_embd]
         Tensor w_down;          // [n_embd x n_ff]
         Tensor post_ffn_norm;   // [n_embd]                           (gemma3)
+        // Experts (qwen3moe), each 3-D tensor as n_expert stacked matrices:
+        Tensor ffn_gate_inp;                // [n_expert x n_embd]  the router
+        Tensor ffn_gate_exps, ffn_up_exps;  // [n_expert*n_ff_exp x n_embd]
+        Tensor ffn_down_exps;               // [n_expert*n_embd x n_ff_exp]
         std::vector<Tensor*> weights() {
-            return {&attn_norm,      &wq,       &wk,     &wv,   &bq,     &bk,           &bv, &q_norm, &k_norm, &wo,
-                    &post_attn_norm, &ffn_norm, &w_gate, &w_up, &w_down, &post_ffn_norm};
+            return {&attn_norm,
+                    &wq,
+                    &wk,
+                    &wv,
+                    &bq,
+                    &bk,
+                    &bv,
+                    &q_norm,
+                    &k_norm,
+                    &wo,
+                    &post_attn_norm,
+                    &ffn_norm,
+                    &w_gate,
+                    &w_up,
+                    &w_down,
+                    &post_ffn_norm,
+                    &ffn_gate_inp,
+                    &ffn_gate_exps,
+                    &ffn_up_exps,
+                    &ffn_down_exps};
         }
     };
 
     void load_weights(const std::vector<int>& layer_device);
     Layer load_layer(int index, Device& device);
     Tensor weight(Backend& be, const std::string& name, int64_t cols, int64_t rows, bool required = true);
+    // A 3-D expert tensor [n_expert][rows][cols] (Backend::load_expert_weight).
+    Tensor expert_weight(Backend& be, const std::string& name, int64_t cols, int64_t rows);
     void ensure_scratch(Device& d, int64_t n_tokens, int64_t n_outputs);
     void free_scratch(Device& d);
     void begin_pass(Device& d, const BatchInfo& batch);
@@ -135,6 +169,9 @@ private:
     // layer where it runs on the same device; else only the add).
     void attention_block(const Layer& l, KvLayer& cache, Activations& a);
     void ffn_block(const Layer& l, const Layer* next, Activations& a);
+    // The FFN proper, a.xn -> a.proj: dense (gate, up, down) or mixture of experts.
+    void dense_ffn(const Layer& l, Activations& a);
+    void moe_ffn(const Layer& l, Activations& a);
     void move_activations(Device& from, Device& to);
 
     std::shared_ptr<const GgufFile> file_;

@@ -78,7 +78,10 @@ std::vector<std::string> quant_scheme_names() {
 }
 
 bool is_quantizable_weight(std::string_view name, size_t n_dims) {
-    return n_dims >= 2 && ends_with(name, ".weight") && name.find("norm") == std::string_view::npos;
+    // The experts' router stays as it is (llama.cpp's rule: it is small and its errors move
+    // every token's choice of experts).
+    return n_dims >= 2 && ends_with(name, ".weight") && name.find("norm") == std::string_view::npos &&
+           name.find("ffn_gate_inp") == std::string_view::npos;
 }
 
 QuantPlanner::QuantPlanner(QuantScheme scheme, int n_layers, bool tied_embeddings)
@@ -91,7 +94,10 @@ DType QuantPlanner::mix_type(const TensorPlanInput& t) const {
     if (name == "output.weight" || (tied_ && name == "token_embd.weight")) return DType::Q6_K;
     const int layer = layer_of(name);
     const bool more = layer >= 0 && more_bits(layer, n_layers_);
-    if (more && (ends_with(name, ".attn_v.weight") || ends_with(name, ".ffn_down.weight"))) return DType::Q6_K;
+    // ffn_down_exps like ffn_down (llama.cpp matches "ffn_down" in the name).
+    if (more && (ends_with(name, ".attn_v.weight") || ends_with(name, ".ffn_down.weight") ||
+                 ends_with(name, ".ffn_down_exps.weight")))
+        return DType::Q6_K;
     return scheme_.base;
 }
 

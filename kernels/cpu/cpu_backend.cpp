@@ -23,6 +23,7 @@
 #include "kernels/cpu/cpu_isa.h"
 #include "kernels/cpu/kv_layout.h"
 #include "kernels/cpu/matmul.h"
+#include "kernels/cpu/moe.h"
 #include "kernels/cpu/ops.h"
 #include "kernels/cpu/quant.h"
 #include "kernels/cpu/thread_pool.h"
@@ -100,6 +101,26 @@ public:
         return t;
     }
 
+    // Each expert rearranged on its own: an expert's rows then form a matrix of the layout
+    // whatever their count (whole-matrix panels would straddle experts of 32k + r rows).
+    Tensor load_expert_weight(const void* host, DType type, int64_t cols, int64_t rows_per_expert, int64_t n_expert,
+                              const char* tag) override {
+        const cpu::WeightLayout layout = cpu::preferred_layout(type, rows_per_expert, cols);
+        if (layout == cpu::WeightLayout::Rows || !cpu::matmul_supports(type))
+            return load_weight(host, type, cols, rows_per_expert * n_expert, tag);
+        Tensor t = alloc_uninitialized(MemoryKind::Weights, type, cols, rows_per_expert * n_expert, tag);
+        std::memset(static_cast<uint8_t*>(t.data) + t.bytes(), 0,
+                    padded_alloc_bytes(t.bytes(), kCpuAllocAlign) - t.bytes());
+        const size_t expert_bytes = static_cast<size_t>(rows_per_expert) * t.row_bytes;
+        for (int64_t e = 0; e < n_expert; ++e) {
+            const auto* src = static_cast<const uint8_t*>(host) + static_cast<size_t>(e) * expert_bytes;
+            cpu::repack_weight(cpu::make_weight_matrix(type, rows_per_expert, cols, src), layout,
+                               static_cast<uint8_t*>(t.data) + static_cast<size_t>(e) * expert_bytes, pool_);
+        }
+        t.layout = static_cast<uint8_t>(layout);
+        return t;
+    }
+
     MemoryReport memory() const override {
         std::lock_guard lock(mutex_);
         return report_;
@@ -167,6 +188,22 @@ protected:
     void do_add(Tensor& x, const Tensor& y) override { cpu::ops::add(f32(x), f32(y), f32(x), x.rows * x.cols, &pool_); }
     void do_add_rms_norm(Tensor& x, const Tensor& y, const Tensor& w, float eps, Tensor& out) override {
         cpu::ops::add_rms_norm(f32(x), f32(y), f32(w), f32(out), x.rows, x.cols, eps, &pool_);
+    }
+
+    void do_moe_route(const Tensor& logits, const MoeRouting& r, Tensor& ids, Tensor& weights) override {
+        cpu::moe::route(f32(logits), logits.rows, static_cast<int>(logits.cols), r.n_used, static_cast<int>(r.gating),
+                        r.normalize, r.scale, static_cast<int32_t*>(ids.data), f32(weights), pool_);
+    }
+
+    void do_moe_matmul(const Tensor& w, int64_t n_expert, const Tensor& x, const Tensor& ids, Tensor& y,
+                       const Tensor* bias) override {
+        const int64_t slots = ids.rows * ids.cols;
+        cpu::moe::matmul(weight_matrix(w), n_expert, f32(x), x.rows != slots, static_cast<int>(ids.cols),
+                         static_cast<const int32_t*>(ids.data), slots, f32(y), bias ? f32(*bias) : nullptr, pool_);
+    }
+
+    void do_moe_combine(const Tensor& y, const Tensor& weights, Tensor& out) override {
+        cpu::moe::combine(f32(y), f32(weights), weights.rows, static_cast<int>(weights.cols), y.cols, f32(out), pool_);
     }
 
     void do_store_kv(KvLayer& layer, const Tensor& k, const Tensor& v) override {

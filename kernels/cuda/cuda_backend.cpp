@@ -251,6 +251,44 @@ protected:
         if (bp) add_bias(floats(y), n, w.rows, bp, stream_);
     }
 
+    void do_moe_route(const Tensor& logits, const MoeRouting& r, Tensor& ids, Tensor& weights) override {
+        graphs_->launch<&cuda::moe_route>(const_floats(logits), int64_t{logits.rows}, static_cast<int>(logits.cols),
+                                          int{r.n_used}, static_cast<int>(r.gating), bool{r.normalize}, float{r.scale},
+                                          static_cast<int32_t*>(ids.data), floats(weights));
+    }
+
+    // Matrix-vector products per slot (moe.cu), x quantized once per row for quantized experts.
+    void do_moe_matmul(const Tensor& w, int64_t n_expert, const Tensor& x, const Tensor& ids, Tensor& y,
+                       const Tensor* bias) override {
+        if (!weight_type_supported(w.type))
+            throw Error("CUDA moe_matmul: weight type " + std::string(dtype_name(w.type)) + " is not supported");
+        const int64_t slots = ids.rows * ids.cols, rows = w.rows / n_expert;
+        const int x_div = x.rows == slots ? 1 : static_cast<int>(ids.cols);
+        const float* bp = bias ? static_cast<const float*>(bias->data) : nullptr;
+        const auto* idp = static_cast<const int32_t*>(ids.data);
+        const int type = static_cast<int>(w.type);
+        if (!is_block_type(type)) {
+            graphs_->launch<&moe_matvec_float>(type, const_bytes(w.data), w.row_bytes, rows, n_expert, int64_t{w.cols},
+                                               const_floats(x), x_div, idp, slots, floats(y), bp);
+            return;
+        }
+        const int64_t n = x.rows;
+        const size_t q_bytes = align_up(static_cast<size_t>(n * w.cols), kAlign);
+        auto* base = static_cast<uint8_t*>(
+            scratch(xq_, q_bytes + static_cast<size_t>(n * (w.cols / 32)) * sizeof(float2), "q8 activations"));
+        auto* xq = reinterpret_cast<int8_t*>(base);
+        auto* ds = reinterpret_cast<float2*>(base + q_bytes);
+        graphs_->launch<&quantize_q8>(const_floats(x), n, int64_t{w.cols}, xq, ds);
+        graphs_->launch<&moe_matvec_quant>(type, const_bytes(w.data), w.row_bytes, rows, n_expert, int64_t{w.cols},
+                                           const_int8(xq), static_cast<const float2*>(ds), x_div, idp, slots, floats(y),
+                                           bp);
+    }
+
+    void do_moe_combine(const Tensor& y, const Tensor& weights, Tensor& out) override {
+        graphs_->launch<&cuda::moe_combine>(const_floats(y), const_floats(weights), int64_t{weights.rows},
+                                            static_cast<int>(weights.cols), int64_t{y.cols}, floats(out));
+    }
+
     void do_rms_norm(const Tensor& x, const Tensor& w, float eps, Tensor& y) override {
         graphs_->launch<&cuda::rms_norm>(const_floats(x), const_floats(w), x.rows, x.cols, eps, floats(y));
     }

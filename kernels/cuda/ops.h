@@ -60,6 +60,23 @@ void embed(int type, const void* table, size_t row_bytes, int64_t cols, const in
 void store_kv(int kv_type, void* k_cache, void* v_cache, size_t row_bytes, int64_t kv_dim, const float* k,
               const float* v, const int32_t* slots, int64_t n, cudaStream_t stream);
 
+// ---- moe.cu: mixture of experts (Backend::moe_*; kernels/common/moe_route.h) ------------------
+// One thread per token: ids and weights (n_tokens x k) of n_expert logits per token.
+void moe_route(const float* logits, int64_t n_tokens, int n_expert, int k, int gating, bool normalize, float scale,
+               int32_t* ids, float* weights, cudaStream_t stream);
+// y[s] (rows floats) = expert ids[s]'s rows (rows x cols, the experts one after another)
+// times x row s / x_div (+ bias[ids[s] * rows ...]), for s < n_slots. Quantized: x as
+// quantize_q8 rows; float: F32 rows.
+void moe_matvec_quant(int type, const void* w, size_t row_bytes, int64_t rows, int64_t n_expert, int64_t cols,
+                      const int8_t* xq, const float2* ds, int x_div, const int32_t* ids, int64_t n_slots, float* y,
+                      const float* bias, cudaStream_t stream);
+void moe_matvec_float(int type, const void* w, size_t row_bytes, int64_t rows, int64_t n_expert, int64_t cols,
+                      const float* x, int x_div, const int32_t* ids, int64_t n_slots, float* y, const float* bias,
+                      cudaStream_t stream);
+// out[t] = sum_j weights[t*k + j] y[t*k + j] (cols floats per row).
+void moe_combine(const float* y, const float* weights, int64_t n_tokens, int k, int64_t cols, float* out,
+                 cudaStream_t stream);
+
 // ---- attention.cu ------------------------------------------------------------------------------
 // Query tiles: runs of at most kAttnTileTokens consecutive batch tokens of one sequence
 // (built once per batch, see build_attention_tiles).

@@ -236,6 +236,47 @@ void check_contract(Backend& be) {
         be.attention(layer, q4, ap, o4);  // valid
         for (float x : f.read(o4)) REQUIRE(std::isfinite(x));
     }
+    SUBCASE("moe_route, moe_matmul and moe_combine") {
+        const int64_t E = 4, K = 2, R = 8;
+        Tensor logits = f.f32(E, T), ids = f.typed(DType::I32, K, T), w = f.f32(K, T);
+        expect_error(
+            [&] {
+                be.moe_route(logits, {E + 1, MoeGating::Softmax, true, 1.0f}, ids, w);
+            },
+            {"moe_route", "n_used = 5", "1..4"});
+        Tensor ids_f32 = f.f32(K, T);
+        expect_error(
+            [&] {
+                be.moe_route(logits, {K, MoeGating::Softmax, true, 1.0f}, ids_f32, w);
+            },
+            {"moe_route", "ids", "I32"});
+        Tensor w_short = f.f32(K, T - 1);
+        expect_error(
+            [&] {
+                be.moe_route(logits, {K, MoeGating::Softmax, true, 1.0f}, ids, w_short);
+            },
+            {"moe_route", "weights", "fewer than the 3 rows"});
+        be.moe_route(logits, {K, MoeGating::SoftmaxTopK, false, 1.0f}, ids, w);  // valid
+
+        Tensor exps = f.f32(D, E * R), x = f.f32(D, T), y = f.f32(R, T * K, 7.0f);
+        expect_error([&] { be.moe_matmul(exps, 3, x, ids, y); }, {"moe_matmul", "3 experts of equal rows"});
+        Tensor y_narrow = f.f32(R * E, T * K, 7.0f);
+        expect_error([&] { be.moe_matmul(exps, E, x, ids, y_narrow); },
+                     {"moe_matmul", "shapes do not match", "y.cols = W.rows / n_expert"});
+        for (float v : f.read(y_narrow)) REQUIRE(v == 7.0f);  // untouched
+        Tensor x_odd = f.f32(D, T + 1);
+        expect_error([&] { be.moe_matmul(exps, E, x_odd, ids, y); }, {"moe_matmul", "x.rows = ids.rows"});
+        Tensor bias_bad = f.f32(R, 1);
+        expect_error([&] { be.moe_matmul(exps, E, x, ids, y, &bias_bad); }, {"moe_matmul", "bias", "32 F32 values"});
+        be.moe_matmul(exps, E, x, ids, y);  // valid
+        for (float v : f.read(y)) REQUIRE(v == 0.5f * 0.5f * float(D));
+
+        Tensor out = f.f32(R, T), out_bad = f.f32(R + 1, T), y_short = f.f32(R, T * K - 1);
+        expect_error([&] { be.moe_combine(y, w, out_bad); }, {"moe_combine", "out", "8 columns"});
+        expect_error([&] { be.moe_combine(y_short, w, out); }, {"moe_combine", "weights.rows x weights.cols rows"});
+        be.moe_combine(y, w, out);  // valid: the weights of each token sum to 1
+        for (float v : f.read(out)) REQUIRE(std::fabs(v - 0.5f * 0.5f * float(D)) <= 1e-4f);
+    }
     SUBCASE("gather_output_rows") {
         Tensor x = f.f32(D, 2), out = f.f32(D, 1);  // output row 2 is outside x
         expect_error([&] { be.gather_output_rows(x, out); }, {"gather_output_rows", "output row 2"});

@@ -16,6 +16,8 @@
 #include <random>
 
 #include "kernel_test_util.h"
+#include "kernels/backend.h"
+#include "tools/op_data/op_data.h"
 #include "kernels/common/fp16.h"
 #include "kernels/cpu/kv_layout.h"
 #include "kernels/common/rope_yarn.h"
@@ -718,4 +720,178 @@ TEST_CASE("store_kv round trip") {
                   std::ptrdiff_t(8 * head_bytes));
         }
     })
+}
+
+// ---- mixture of experts (Backend::moe_route, moe_matmul, moe_combine) -----------------------
+namespace {
+
+using ember::Backend;
+using ember::MemoryKind;
+using ember::MoeGating;
+using ember::MoeRouting;
+using ember::Tensor;
+
+Tensor upload_f32(Backend& be, const std::vector<float>& v, int64_t cols, int64_t rows) {
+    return ember::opdata::put(be, v, cols, rows);
+}
+
+// float64 routing of one row: the ranking (value descending, ties to the lower id) and weights.
+void route_ref(const float* l, int n, const MoeRouting& r, std::vector<int32_t>& ids, std::vector<double>& w) {
+    std::vector<double> p(l, l + n);
+    const double mx = *std::max_element(p.begin(), p.end());
+    if (r.gating == MoeGating::Softmax) {
+        double s = 0;
+        for (double& v : p) s += (v = std::exp(v - mx));
+        for (double& v : p) v /= s;
+    }
+    std::vector<int32_t> order(static_cast<size_t>(n));
+    std::iota(order.begin(), order.end(), 0);
+    std::stable_sort(order.begin(), order.end(), [&](int32_t a, int32_t b) { return p[size_t(a)] > p[size_t(b)]; });
+    ids.assign(order.begin(), order.begin() + r.n_used);
+    w.clear();
+    for (int32_t i : ids) w.push_back(p[size_t(i)]);
+    if (r.gating == MoeGating::SoftmaxTopK) {
+        const double top = w[0];
+        double s = 0;
+        for (double& v : w) s += (v = std::exp(v - top));
+        for (double& v : w) v /= s;
+    }
+    double s = 0;
+    for (double v : w) s += v;
+    for (double& v : w) v = (r.normalize ? v / s : v) * r.scale;
+}
+
+}  // namespace
+
+// Distinct logits a random permutation apart (gaps of 0.25: no float rounding reorders them),
+// plus a row with exact ties. Weights: softmax of floats, 2e-6 relative per exp and sum.
+TEST_CASE("moe_route chooses llama.cpp's experts with its weights") {
+    auto be = ember::make_cpu_backend(2);
+    const int n_expert = 128, T = 20;
+    std::mt19937 rng(7);
+    std::vector<float> logits(size_t(T * n_expert));
+    for (int t = 0; t < T; ++t) {
+        std::vector<int> perm(static_cast<size_t>(n_expert));
+        std::iota(perm.begin(), perm.end(), 0);
+        std::shuffle(perm.begin(), perm.end(), rng);
+        for (int i = 0; i < n_expert; ++i) logits[size_t(t * n_expert + i)] = 0.25f * float(perm[size_t(i)] - 64);
+    }
+    for (int i = 0; i < n_expert; ++i) logits[size_t(i)] = i % 3 == 0 ? 1.0f : -1.0f;  // row 0: ties
+    Tensor lg = upload_f32(*be, logits, n_expert, T);
+    const MoeRouting cases[] = {{8, MoeGating::Softmax, true, 1.0f},
+                                {8, MoeGating::Softmax, false, 2.5f},
+                                {4, MoeGating::SoftmaxTopK, false, 1.0f},
+                                {1, MoeGating::Softmax, true, 1.0f}};
+    for (const MoeRouting& r : cases) {
+        CAPTURE(r.n_used);
+        CAPTURE(int(r.gating));
+        Tensor ids = be->alloc(MemoryKind::Activations, DType::I32, r.n_used, T, "ids");
+        Tensor w = be->alloc(MemoryKind::Activations, DType::F32, r.n_used, T, "w");
+        be->moe_route(lg, r, ids, w);
+        std::vector<int32_t> got_ids(size_t(T * r.n_used));
+        be->download(ids, got_ids.data(), ids.bytes());
+        const std::vector<float> got_w = ember::opdata::get(*be, w);
+        for (int t = 0; t < T; ++t) {
+            std::vector<int32_t> ref_ids;
+            std::vector<double> ref_w;
+            route_ref(logits.data() + t * n_expert, n_expert, r, ref_ids, ref_w);
+            for (int j = 0; j < r.n_used; ++j) {
+                const size_t i = size_t(t * r.n_used + j);
+                REQUIRE(got_ids[i] == ref_ids[size_t(j)]);
+                CHECK(std::fabs(got_w[i] - ref_w[size_t(j)]) <= 1e-5 * std::fabs(ref_w[size_t(j)]) + 1e-9);
+            }
+        }
+        be->free(ids);
+        be->free(w);
+    }
+    be->free(lg);
+}
+
+// moe_matmul = matmul() of each expert with the rows that chose it, in slot order: the same
+// bits, whatever the type and layout (Q4_0 / Q8_0 experts of 40 rows: panels per expert on
+// AVX-512, one partial). Plus a float64 check of the F32 path: 2 cols u sum|w x|.
+TEST_CASE("moe_matmul is each expert's matmul of the slots that chose it") {
+    auto be = ember::make_cpu_backend(2);
+    const int64_t n_expert = 6, cols = 256, T = 5, k = 3;
+    const std::vector<int32_t> id_v = {0, 5, 2, 5, 1, 0, 2, 5, 3, 0, 4, 5, 5, 2, 0};  // T x k; expert 3 once
+    for (DType type : {DType::F32, DType::F16, DType::Q8_0, DType::Q4_0, DType::Q4_K, DType::Q6_K}) {
+        for (int64_t rows : {int64_t{40}, int64_t{64}}) {
+            for (bool per_slot : {false, true}) {
+                CAPTURE(ember::dtype_name(type));
+                CAPTURE(rows);
+                CAPTURE(per_slot);
+                const auto host = ktest::random_weights(type, n_expert * rows, cols, 90);
+                Tensor w = be->load_expert_weight(host.data(), type, cols, rows, n_expert, "exps");
+                const int64_t x_rows = per_slot ? T * k : T;
+                const auto xv = ktest::random_floats(size_t(x_rows * cols), 91);
+                const auto bv = ktest::random_floats(size_t(n_expert * rows), 92);
+                Tensor x = upload_f32(*be, xv, cols, x_rows), bias = upload_f32(*be, bv, rows, n_expert);
+                Tensor ids = be->alloc(MemoryKind::Activations, DType::I32, k, T, "ids");
+                be->upload(ids, id_v.data(), ids.bytes());
+                Tensor y = be->alloc(MemoryKind::Activations, DType::F32, rows, T * k, "y");
+                ember::opdata::poison(*be, y);
+                be->moe_matmul(w, n_expert, x, ids, y, &bias);
+                const std::vector<float> got = ember::opdata::get(*be, y);
+                const size_t rb = ember::opdata::type_row_bytes(type, cols);
+                for (int64_t e = 0; e < n_expert; ++e) {
+                    std::vector<int64_t> slots;
+                    for (int64_t s = 0; s < T * k; ++s)
+                        if (id_v[size_t(s)] == e) slots.push_back(s);
+                    std::vector<float> xg;
+                    for (int64_t s : slots) {
+                        const float* xr = xv.data() + (per_slot ? s : s / k) * cols;
+                        xg.insert(xg.end(), xr, xr + cols);
+                    }
+                    Tensor we = be->load_weight(host.data() + size_t(e * rows) * rb, type, cols, rows, "e");
+                    Tensor be_bias = upload_f32(
+                        *be, std::vector<float>(bv.begin() + e * rows, bv.begin() + (e + 1) * rows), rows, 1);
+                    Tensor xe = upload_f32(*be, xg, cols, int64_t(slots.size()));
+                    Tensor ye = be->alloc(MemoryKind::Activations, DType::F32, rows, int64_t(slots.size()), "ye");
+                    be->matmul(we, xe, ye, &be_bias);
+                    const std::vector<float> want = ember::opdata::get(*be, ye);
+                    for (size_t i = 0; i < slots.size(); ++i)
+                        REQUIRE(std::memcmp(got.data() + slots[i] * rows, want.data() + i * size_t(rows),
+                                            size_t(rows) * 4) == 0);
+                    for (Tensor* t : {&we, &be_bias, &xe, &ye}) be->free(*t);
+                }
+                if (type == DType::F32) {
+                    const auto wf = ktest::dequantize_matrix(type, host.data(), n_expert * rows, cols);
+                    for (int64_t s = 0; s < T * k; ++s)
+                        for (int64_t r = 0; r < rows; ++r) {
+                            const float* wr = wf.data() + (id_v[size_t(s)] * rows + r) * cols;
+                            const float* xr = xv.data() + (per_slot ? s : s / k) * cols;
+                            double ref = bv[size_t(id_v[size_t(s)] * rows + r)], mag = std::fabs(ref);
+                            for (int64_t c = 0; c < cols; ++c) {
+                                ref += double(wr[c]) * xr[c];
+                                mag += std::fabs(double(wr[c]) * xr[c]);
+                            }
+                            CHECK(std::fabs(got[size_t(s * rows + r)] - ref) <= 2.0 * cols * 0x1p-24 * mag + 1e-30);
+                        }
+                }
+                for (Tensor* t : {&w, &x, &bias, &ids, &y}) be->free(*t);
+            }
+        }
+    }
+}
+
+// out[t] = sum_j w[t,j] y[t*k+j]: k - 1 additions, so |err| <= k u sum_j |w y|.
+TEST_CASE("moe_combine sums each token's weighted expert outputs") {
+    auto be = ember::make_cpu_backend(2);
+    const int64_t T = 19, k = 8, cols = 100;
+    const auto yv = ktest::random_floats(size_t(T * k * cols), 93), wv = ktest::random_floats(size_t(T * k), 94);
+    Tensor y = upload_f32(*be, yv, cols, T * k), w = upload_f32(*be, wv, k, T);
+    Tensor out = be->alloc(MemoryKind::Activations, DType::F32, cols, T, "out");
+    be->moe_combine(y, w, out);
+    const std::vector<float> got = ember::opdata::get(*be, out);
+    for (int64_t t = 0; t < T; ++t)
+        for (int64_t c = 0; c < cols; ++c) {
+            double ref = 0, mag = 0;
+            for (int64_t j = 0; j < k; ++j) {
+                const double p = double(wv[size_t(t * k + j)]) * yv[size_t((t * k + j) * cols + c)];
+                ref += p;
+                mag += std::fabs(p);
+            }
+            CHECK(std::fabs(got[size_t(t * cols + c)] - ref) <= double(k) * 0x1p-24 * mag + 1e-30);
+        }
+    for (Tensor* t : {&y, &w, &out}) be->free(*t);
 }

@@ -5,9 +5,11 @@
 // split between two CPU backends checks the partial-offload placement (which tensors and KV
 // layers go to which side). The CUDA side's own buffers and context are estimates that need
 // a GPU to check (engine/fit/planner.h says which).
+#include <algorithm>
 #include <string>
 #include <vector>
 
+#include "engine/gguf/gguf.h"
 #include "engine/fit/planner.h"
 #include "engine/models/synthetic.h"
 #include "engine/runtime/model.h"
@@ -101,13 +103,58 @@ TEST_CASE("planned bytes match the engine's on the real models") {
 TEST_CASE("planned bytes match the engine's on synthetic shapes") {
     test::TempDir dir;
     const std::pair<const char*, const char*> models[] = {
-        {"tiny", "Q4_K_M"}, {"tiny-qwen2", "Q8_0"}, {"tiny-gemma3", "F16"}, {"tiny", "Q6_K"}, {"tiny", "Q4_0"}};
+        {"tiny", "Q4_K_M"}, {"tiny-qwen2", "Q8_0"},      {"tiny-gemma3", "F16"},   {"tiny", "Q6_K"},
+        {"tiny", "Q4_0"},   {"tiny-qwen3moe", "Q4_K_M"}, {"tiny-qwen3moe", "Q4_0"}};
     for (auto [shape, scheme] : models) {
         const std::string path = dir.path() + "/" + shape + "-" + scheme + ".gguf";
         write_synthetic_model(path, synthetic_shape(shape), scheme);
         for (int64_t ctx : {512, 2048, 8192}) check_model(path, ctx);
         check_model(path, 2048, DType::Q8_0);
     }
+}
+
+// The 3-D expert tensors of Qwen3-30B-A3B's layout, from the header alone: each is n_expert
+// matrices of whole rows, its bytes exactly rows x row bytes, and the tensor table adds up to
+// the file (data section = the tensors, each aligned) and to the model's 30.5 B parameters.
+TEST_CASE("expert tensors are counted byte-exactly (qwen3-30b-a3b header)") {
+    const SyntheticShape sh = synthetic_shape("qwen3-30b-a3b");
+    const SyntheticHeader h = synthetic_header(sh, "Q4_K_M");
+    GgufPrefix pre = GgufFile::parse_prefix(h.bytes.data(), h.bytes.size(), h.file_size, "qwen3-30b-a3b.gguf");
+    REQUIRE(pre.file);
+    const fit::FitModel m = fit::fit_model(*pre.file);
+    CHECK(m.config.n_expert == 128);
+    CHECK(m.config.n_expert_used == 8);
+    CHECK(m.config.n_ff_exp == 768);
+    CHECK(m.config.n_ff_shexp == 0);
+    uint64_t data_end = 0, expert_bytes = 0;
+    int n_experts_tensors = 0;
+    for (const GgufTensor& t : pre.file->tensors()) data_end = std::max(data_end, t.offset + t.n_bytes);
+    for (const fit::FitTensor& t : m.tensors) {
+        const uint64_t row = row_bytes(*dtype_info(static_cast<uint32_t>(t.type)), static_cast<uint64_t>(t.cols));
+        CHECK(t.bytes == row * static_cast<uint64_t>(t.rows));
+        if (t.name.find("_exps.") == std::string::npos) continue;
+        ++n_experts_tensors;
+        expert_bytes += t.bytes;
+        CHECK(t.matrices == 128);
+        CHECK(t.rows == 128 * (t.name.find("down") != std::string::npos ? 2048 : 768));
+    }
+    CHECK(n_experts_tensors == 3 * 48);
+    CHECK(pre.file->data_offset() + data_end == h.file_size);
+    // Every expert matrix whole: 144 B per 256 weights in Q4_K (gate, up, most downs), 210 B in
+    // Q6_K (the downs of llama.cpp's use_more_bits layers).
+    uint64_t want = 0;
+    for (const fit::FitTensor& t : m.tensors)
+        if (t.name.find("_exps.") != std::string::npos) {
+            CHECK((t.type == DType::Q4_K || (t.type == DType::Q6_K && t.name.find("down") != std::string::npos)));
+            want += static_cast<uint64_t>(t.matrices) * static_cast<uint64_t>(t.rows / t.matrices) *
+                    (static_cast<uint64_t>(t.cols) / 256) * (t.type == DType::Q6_K ? 210 : 144);
+        }
+    CHECK(expert_bytes == want);
+    CHECK(m.n_params > 30'400'000'000ull);
+    CHECK(m.n_params < 30'600'000'000ull);
+    test::info("qwen3-30b-a3b Q4_K_M: %llu parameters, %llu bytes of experts, file %llu bytes",
+               static_cast<unsigned long long>(m.n_params), static_cast<unsigned long long>(expert_bytes),
+               static_cast<unsigned long long>(h.file_size));
 }
 
 // Transformer's split: layers [0, n) and the embedding on the first backend, the rest and

@@ -150,6 +150,109 @@ TEST_CASE("matmul: every weight type, matvec and GEMM paths, vs float64 with der
     }
 }
 
+// ---- mixture of experts ---------------------------------------------------------------------------
+// moe_route: the CPU backend's experts exactly (logits drawn a permutation apart: no rounding
+// reorders them), weights within 1e-5 relative (expf differs in the last bits). moe_matmul:
+// matmul's derived bounds per slot (quantized matvec, FP32), against float64 of the slot's
+// expert. moe_combine: k - 1 rounded additions, k u sum|w y|.
+TEST_CASE("moe_route, moe_matmul (every weight type, bias, shared or per-slot x), moe_combine") {
+    Backends be;
+    const int64_t n_expert = 16, T = 9, k = 4, cols = 256;
+    std::mt19937 rng(next_seed());
+    std::vector<float> logits(static_cast<size_t>(T * n_expert));
+    for (int64_t t = 0; t < T; ++t) {
+        std::vector<int> perm(static_cast<size_t>(n_expert));
+        std::iota(perm.begin(), perm.end(), 0);
+        std::shuffle(perm.begin(), perm.end(), rng);
+        for (int64_t i = 0; i < n_expert; ++i)
+            logits[static_cast<size_t>(t * n_expert + i)] = 0.3f * float(perm[static_cast<size_t>(i)] - 8);
+    }
+    std::vector<int32_t> ids_cpu(static_cast<size_t>(T * k)), ids_gpu(ids_cpu.size());
+    std::vector<float> w_cpu, w_gpu;
+    Tensor ids_g = be.gpu->alloc(MemoryKind::Activations, DType::I32, k, T, "ids");
+    Tensor wts_g = be.gpu->alloc(MemoryKind::Activations, DType::F32, k, T, "w");
+    for (MoeGating gating : {MoeGating::SoftmaxTopK, MoeGating::Softmax}) {  // Softmax last: its ids are used below
+        const MoeRouting r{static_cast<int32_t>(k), gating, gating == MoeGating::Softmax, 1.5f};
+        Tensor lc = put(*be.cpu, logits, n_expert, T), lg = put(*be.gpu, logits, n_expert, T);
+        Tensor ids_c = be.cpu->alloc(MemoryKind::Activations, DType::I32, k, T, "ids");
+        Tensor wts_c = be.cpu->alloc(MemoryKind::Activations, DType::F32, k, T, "w");
+        be.cpu->moe_route(lc, r, ids_c, wts_c);
+        be.gpu->moe_route(lg, r, ids_g, wts_g);
+        be.cpu->download(ids_c, ids_cpu.data(), ids_c.bytes());
+        be.gpu->download(ids_g, ids_gpu.data(), ids_g.bytes());
+        CHECK(ids_cpu == ids_gpu);
+        w_cpu = get(*be.cpu, wts_c), w_gpu = get(*be.gpu, wts_g);
+        std::vector<double> bound(w_cpu.size());
+        for (size_t i = 0; i < bound.size(); ++i) bound[i] = 1e-5 * std::fabs(w_cpu[i]) + 1e-30;
+        check_within("moe_route gating " + std::to_string(int(gating)), w_gpu, w_cpu, bound);
+        for (Tensor* t : {&lc, &ids_c, &wts_c}) be.cpu->free(*t);
+        be.gpu->free(lg);
+    }
+    for (DType type : {DType::F32, DType::F16, DType::BF16, DType::Q4_0, DType::Q4_1, DType::Q5_0, DType::Q5_1,
+                       DType::Q8_0, DType::Q2_K, DType::Q3_K, DType::Q4_K, DType::Q5_K, DType::Q6_K}) {
+        const int64_t rows = 40;
+        const auto wbytes = random_weights(type, n_expert * rows, cols);
+        const std::vector<float> wf = dequantize_matrix(type, wbytes.data(), n_expert * rows, cols);
+        Tensor wg = be.gpu->load_expert_weight(wbytes.data(), type, cols, rows, n_expert, "exps");
+        for (bool per_slot : {false, true}) {
+            const int64_t x_rows = per_slot ? T * k : T;
+            const auto x = random_floats(static_cast<size_t>(x_rows * cols));
+            const auto bias = random_floats(static_cast<size_t>(n_expert * rows));
+            Tensor xg = put(*be.gpu, x, cols, x_rows), bg = put(*be.gpu, bias, rows, n_expert);
+            Tensor yg = be.gpu->alloc(MemoryKind::Activations, DType::F32, rows, T * k, "y");
+            poison(*be.gpu, yg);
+            be.gpu->moe_matmul(wg, n_expert, xg, ids_g, yg, per_slot ? &bg : nullptr);
+            const auto y = get(*be.gpu, yg);
+            std::vector<double> ref(y.size()), bound(y.size());
+            for (int64_t s = 0; s < T * k; ++s) {
+                const int64_t e = ids_cpu[static_cast<size_t>(s)];
+                const float* xr = x.data() + (per_slot ? s : s / k) * cols;
+                for (int64_t r = 0; r < rows; ++r) {
+                    const float* wr = wf.data() + (e * rows + r) * cols;
+                    double acc = per_slot ? bias[static_cast<size_t>(e * rows + r)] : 0.0, mag = std::fabs(acc),
+                           qerr = 0;
+                    for (int64_t c = 0; c < cols; ++c) {
+                        double dq = 0;  // d / 2 of x's 32-chunk
+                        for (int64_t i = c / 32 * 32; i < c / 32 * 32 + 32; ++i)
+                            dq = std::max(dq, std::fabs(double(xr[i])) / 127.0 / 2.0);
+                        acc += double(wr[c]) * xr[c];
+                        mag += std::fabs(double(wr[c]) * xr[c]);
+                        qerr += std::fabs(double(wr[c])) * dq;
+                    }
+                    const size_t i = static_cast<size_t>(s * rows + r);
+                    ref[i] = acc;
+                    bound[i] = (is_quant(type) ? qerr * 1.001 + 4e-6 * mag : 2.0 * cols * kU * mag) + 1e-30;
+                }
+            }
+            check_within("moe_matmul " + std::string(dtype_name(type)) + (per_slot ? " per slot" : " shared x"), y, ref,
+                         bound);
+            for (Tensor* t : {&xg, &bg, &yg}) be.gpu->free(*t);
+        }
+        be.gpu->free(wg);
+    }
+    const int64_t n = 100;
+    const auto yv = random_floats(static_cast<size_t>(T * k * n));
+    Tensor yg = put(*be.gpu, yv, n, T * k), og = be.gpu->alloc(MemoryKind::Activations, DType::F32, n, T, "out");
+    poison(*be.gpu, og);
+    be.gpu->moe_combine(yg, wts_g, og);
+    const auto out = get(*be.gpu, og);
+    std::vector<double> ref(out.size()), bound(out.size());
+    for (int64_t t = 0; t < T; ++t)
+        for (int64_t c = 0; c < n; ++c) {
+            double acc = 0, mag = 0;
+            for (int64_t j = 0; j < k; ++j) {
+                const double p =
+                    double(w_gpu[static_cast<size_t>(t * k + j)]) * yv[static_cast<size_t>((t * k + j) * n + c)];
+                acc += p;
+                mag += std::fabs(p);
+            }
+            ref[static_cast<size_t>(t * n + c)] = acc;
+            bound[static_cast<size_t>(t * n + c)] = double(k) * kU * mag + 1e-30;
+        }
+    check_within("moe_combine", out, ref, bound);
+    for (Tensor* t : {&yg, &og, &ids_g, &wts_g}) be.gpu->free(*t);
+}
+
 // ---- embed ------------------------------------------------------------------------------------
 TEST_CASE("embed: every table type vs the CPU backend") {
     Backends be;
