@@ -10,9 +10,10 @@
 
 namespace ember::test {
 
-inline std::string llama_tools_dir() {
-    const auto r = run_process({std::string(EMBER_SOURCE_DIR) + "/scripts/llama-cpp-tools.sh", "llama-perplexity"},
-                               3 * 3600 * 1000);
+// The folder holding `target` (built on first use; every target lands in the same folder).
+inline std::string llama_tools_dir(const char* target = "llama-perplexity") {
+    const auto r =
+        run_process({std::string(EMBER_SOURCE_DIR) + "/scripts/llama-cpp-tools.sh", target}, 3 * 3600 * 1000);
     REQUIRE_MESSAGE(r.ok(), "scripts/llama-cpp-tools.sh failed:\n", r.err);
     std::string out = r.out;
     while (!out.empty() && out.back() == '\n') out.pop_back();

@@ -13,7 +13,7 @@
 namespace ember {
 
 const std::vector<std::string>& supported_architectures() {
-    static const std::vector<std::string> archs = {"llama", "qwen2", "qwen3", "qwen3moe", "gemma3"};
+    static const std::vector<std::string> archs = {"llama", "qwen2", "qwen3", "qwen3moe", "gemma3", "gpt-oss"};
     return archs;
 }
 
@@ -115,6 +115,47 @@ void read_experts(const GgufFile& f, ModelConfig& c) {
     check_shape(f, "blk.0.ffn_down_exps.weight", c.n_ff_exp, e * c.n_embd);
 }
 
+// YaRN as llama.cpp's context sets it up for a "yarn" file: extrapolation mix 1, the
+// original context from rope.scaling.original_context_length (else the trained one), and
+// attn_factor = rope.scaling.attn_factor * mscale(factor) / (1 + 0.1 ln factor) with
+// mscale(s) = 1 + 0.1 ln s for s > 1, else 1: the file's attn_factor (1 for gpt-oss) when
+// factor >= 1. The kernels then multiply cos and sin by attn_factor (1 + 0.1 ln factor)
+// (kernels/common/rope_yarn.h).
+void read_yarn(const GgufFile& f, ModelConfig& c) {
+    const std::string a = c.arch + ".";
+    if (f.find(a + "rope.scaling.yarn_log_multiplier"))
+        throw Error(f.path() + ": " + a + "rope.scaling.yarn_log_multiplier is not supported");
+    c.rope_ext_factor = 1.0f;
+    const float factor = 1.0f / c.rope_scale;
+    const float mscale = factor <= 1.0f ? 1.0f : 0.1f * std::log(factor) + 1.0f;
+    c.rope_attn_factor =
+        mscale * (1.0f / (1.0f + 0.1f * std::log(factor))) * positive_float(f, a + "rope.scaling.attn_factor", 1.0);
+    c.n_ctx_orig = optional_dim(f, a + "rope.scaling.original_context_length", static_cast<uint64_t>(c.n_ctx_train));
+}
+
+// gpt-oss (llama.cpp's openai-moe): NeoX RoPE with YaRN on every layer, q/k/v/o biases,
+// attention sinks, even layers in a sliding window and odd ones global, the FFN's norm stored
+// as post_attention_norm, and experts (read_experts) with biases, chosen by the k largest
+// router logits and weighted by a softmax over those k (not renormalised), with the
+// clamped SwiGLU.
+void apply_gpt_oss(const GgufFile& f, ModelConfig& c) {
+    const std::string a = c.arch + ".";
+    c.rope_neox = true;
+    c.qkv_bias = c.out_bias = c.attn_sinks = true;
+    c.ffn_norm = "post_attention_norm";
+    c.swiglu_oai = true;
+    c.expert_weights_norm = false;
+    c.expert_softmax_top_k = c.expert_biases = true;
+    c.sliding_window = required_dim(f, a + "attention.sliding_window");
+    for (int32_t i = 0; i < c.n_layers; ++i) c.layer_sliding[static_cast<size_t>(i)] = i % 2 == 0;
+    c.rope_base_local = positive_float(f, a + "rope.freq_base_swa", c.rope_base);
+    c.rope_scale_local = true;
+    check_shape(f, "blk.0.attn_sinks.weight", c.n_heads, 1);
+    check_shape(f, "blk.0.ffn_gate_inp.bias", c.n_expert, 1);
+    check_shape(f, "blk.0.ffn_gate_exps.bias", c.n_ff_exp, c.n_expert);
+    check_shape(f, "blk.0.ffn_down_exps.bias", c.n_embd, c.n_expert);
+}
+
 void apply_arch_conventions(const GgufFile& f, ModelConfig& c) {
     const std::string a = c.arch + ".";
     c.layer_sliding.assign(static_cast<size_t>(c.n_layers), false);
@@ -135,6 +176,8 @@ void apply_arch_conventions(const GgufFile& f, ModelConfig& c) {
         // Five sliding-window layers, then one global layer, repeating.
         for (int32_t i = 0; i < c.n_layers; ++i)
             c.layer_sliding[static_cast<size_t>(i)] = c.sliding_window > 0 && i % 6 != 5;
+    } else if (c.arch == "gpt-oss") {
+        apply_gpt_oss(f, c);
     }
 }
 
@@ -146,14 +189,17 @@ ModelConfig read_model_config(const GgufFile& f) {
     const auto& archs = supported_architectures();
     if (std::find(archs.begin(), archs.end(), c.arch) == archs.end())
         throw Error(f.path() + ": unsupported architecture '" + c.arch +
-                    "' (supported: llama, qwen2, qwen3, qwen3moe, gemma3)");
+                    "' (supported: llama, qwen2, qwen3, qwen3moe, gemma3, gpt-oss)");
     const std::string a = c.arch + ".";
     c.n_embd = required_dim(f, a + "embedding_length");
     c.n_layers = required_dim(f, a + "block_count");
     check_layers_against_tensors(f, a + "block_count", c.n_layers);
     c.n_heads = required_dim(f, a + "attention.head_count");
     c.n_kv_heads = optional_dim(f, a + "attention.head_count_kv", static_cast<uint64_t>(c.n_heads));
-    c.n_ff = required_dim(f, a + "feed_forward_length");
+    // A mixture of experts may give only the experts' width.
+    c.n_ff = f.find(a + "expert_feed_forward_length") && !f.find(a + "feed_forward_length")
+                 ? required_dim(f, a + "expert_feed_forward_length")
+                 : required_dim(f, a + "feed_forward_length");
     c.n_ctx_train = optional_dim(f, a + "context_length", 2048);
     if (c.n_heads % c.n_kv_heads != 0)
         throw Error(f.path() + ": inconsistent attention shape (heads " + std::to_string(c.n_heads) + ", kv heads " +
@@ -169,8 +215,10 @@ ModelConfig read_model_config(const GgufFile& f) {
                     " do not fit");
     c.norm_eps = positive_float(f, a + "attention.layer_norm_rms_epsilon", 1e-5);
     c.rope_base = positive_float(f, a + "rope.freq_base", 10000.0);
-    if (auto type = f.opt_string(a + "rope.scaling.type"); type && *type == "linear")
+    const std::optional<std::string> scaling = f.opt_string(a + "rope.scaling.type");
+    if (scaling && (*scaling == "linear" || *scaling == "yarn"))
         c.rope_scale = 1.0f / positive_float(f, a + "rope.scaling.factor", 1.0);
+    if (scaling && *scaling == "yarn") read_yarn(f, c);
     c.attn_scale = 1.0f / std::sqrt(static_cast<float>(c.head_dim));
     const GgufTensor& embd = f.tensor("token_embd.weight");
     if (embd.rows() > kInt32Max)
@@ -183,7 +231,7 @@ ModelConfig read_model_config(const GgufFile& f) {
                     std::to_string(c.n_embd));
     check_shape(f, "blk.0.attn_q.weight", c.n_embd, q_dim);
     check_shape(f, "blk.0.attn_k.weight", c.n_embd, kv_dim);
-    if (c.arch == "qwen3moe") read_experts(f, c);
+    if (c.arch == "qwen3moe" || c.arch == "gpt-oss") read_experts(f, c);
     else check_shape(f, "blk.0.ffn_down.weight", c.n_ff, c.n_embd);
     apply_arch_conventions(f, c);
     return c;

@@ -53,14 +53,22 @@ Transformer::Layer Transformer::load_layer(int index, Device& device) {
     l.index = index;
     l.device = &device;
 
-    // Sliding-window layers (gemma3) use their own rope base, unscaled.
+    // Sliding-window layers use their own rope base, unscaled (gemma3) or scaled (gpt-oss).
     const bool sliding = c.layer_sliding[static_cast<size_t>(index)];
+    const bool scaled = !sliding || c.rope_scale_local;
     l.rope_q.n_heads = c.n_heads;
     l.rope_q.head_dim = c.head_dim;
     l.rope_q.n_rot = c.n_rot;
     l.rope_q.neox = c.rope_neox;
     l.rope_q.freq_base = sliding ? c.rope_base_local : c.rope_base;
-    l.rope_q.freq_scale = sliding ? 1.0f : c.rope_scale;
+    l.rope_q.freq_scale = scaled ? c.rope_scale : 1.0f;
+    if (scaled) {  // YaRN (gpt-oss); the defaults where a file has none
+        l.rope_q.ext_factor = c.rope_ext_factor;
+        l.rope_q.attn_factor = c.rope_attn_factor;
+        l.rope_q.beta_fast = c.yarn_beta_fast;
+        l.rope_q.beta_slow = c.yarn_beta_slow;
+        l.rope_q.n_ctx_orig = c.n_ctx_orig;
+    }
     l.rope_q.freq_factors = !sliding && !rope_freq_factors_.empty() ? rope_freq_factors_.data() : nullptr;
     l.rope_k = l.rope_q;
     l.rope_k.n_heads = c.n_kv_heads;
@@ -75,6 +83,8 @@ Transformer::Layer Transformer::load_layer(int index, Device& device) {
     l.wk = weight(be, b + "attn_k.weight", c.n_embd, c.kv_dim());
     l.wv = weight(be, b + "attn_v.weight", c.n_embd, c.kv_dim());
     l.wo = weight(be, b + "attn_output.weight", c.q_dim(), c.n_embd);
+    if (c.out_bias) l.bo = weight(be, b + "attn_output.bias", c.n_embd, 1);
+    if (c.attn_sinks) l.sinks = weight(be, b + "attn_sinks.weight", c.n_heads, 1);
     if (c.qkv_bias) {
         l.bq = weight(be, b + "attn_q.bias", c.q_dim(), 1);
         l.bk = weight(be, b + "attn_k.bias", c.kv_dim(), 1);
@@ -88,12 +98,18 @@ Transformer::Layer Transformer::load_layer(int index, Device& device) {
         l.post_attn_norm = weight(be, b + "post_attention_norm.weight", c.n_embd, 1);
         l.post_ffn_norm = weight(be, b + "post_ffw_norm.weight", c.n_embd, 1);
     }
-    l.ffn_norm = weight(be, b + "ffn_norm.weight", c.n_embd, 1);
+    l.ffn_norm = weight(be, b + c.ffn_norm + ".weight", c.n_embd, 1);
     if (c.moe()) {
         l.ffn_gate_inp = weight(be, b + "ffn_gate_inp.weight", c.n_embd, c.n_expert);
         l.ffn_gate_exps = expert_weight(be, b + "ffn_gate_exps.weight", c.n_embd, c.n_ff_exp);
         l.ffn_up_exps = expert_weight(be, b + "ffn_up_exps.weight", c.n_embd, c.n_ff_exp);
         l.ffn_down_exps = expert_weight(be, b + "ffn_down_exps.weight", c.n_ff_exp, c.n_embd);
+        if (c.expert_biases) {
+            l.ffn_gate_inp_b = weight(be, b + "ffn_gate_inp.bias", c.n_expert, 1);
+            l.ffn_gate_exps_b = weight(be, b + "ffn_gate_exps.bias", c.n_ff_exp, c.n_expert);
+            l.ffn_up_exps_b = weight(be, b + "ffn_up_exps.bias", c.n_ff_exp, c.n_expert);
+            l.ffn_down_exps_b = weight(be, b + "ffn_down_exps.bias", c.n_embd, c.n_expert);
+        }
         return l;
     }
     l.w_gate = weight(be, b + "ffn_gate.weight", c.n_embd, c.n_ff);
@@ -262,9 +278,11 @@ void Transformer::attention_block(const Layer& l, KvLayer& cache, Activations& a
     dump_("k", l.index, a.k, be);
     dump_("v", l.index, a.v, be);
     be.store_kv(cache, a.k, a.v);
-    be.attention(cache, a.q, l.attention, a.attn);
+    AttentionParams attention = l.attention;
+    attention.sinks = l.sinks.data ? &l.sinks : nullptr;  // not kept in l.attention: layers_ may move
+    be.attention(cache, a.q, attention, a.attn);
     dump_("kqv_out", l.index, a.attn, be);
-    be.matmul(l.wo, a.attn, a.proj);
+    be.matmul(l.wo, a.attn, a.proj, &l.bo);
     if (l.post_attn_norm.data) be.rms_norm(a.proj, l.post_attn_norm, eps, a.proj);
     dump_("attn_out", l.index, a.proj, be);
     be.add_rms_norm(a.x, a.proj, l.ffn_norm, eps, a.xn);
@@ -278,24 +296,26 @@ void Transformer::dense_ffn(const Layer& l, Activations& a) {
     be.matmul_shared(a.xn, gate_up);
     dump_("ffn_gate", l.index, a.gate, be);
     dump_("ffn_up", l.index, a.up, be);
-    be.glu(a.gate, a.up, config_.gelu, a.gate);
+    be.glu(a.gate, a.up, glu_act(), a.gate);
     dump_("ffn_glu", l.index, a.gate, be);
     be.matmul(l.w_down, a.gate, a.proj);
 }
 
 // llama.cpp's build_moe_ffn for qwen3moe: softmax router, top-k, renormalised weights, SwiGLU
-// experts, the weighted sum (kernels/backend.h, "mixture of experts").
+// experts, the weighted sum (kernels/backend.h, "mixture of experts"). gpt-oss: biases on the
+// router and the experts, softmax over the top-k logits, the clamped SwiGLU.
 void Transformer::moe_ffn(const Layer& l, Activations& a) {
     Backend& be = *l.device->backend;
     const ModelConfig& c = config_;
-    be.matmul(l.ffn_gate_inp, a.xn, a.router);
+    be.matmul(l.ffn_gate_inp, a.xn, a.router, &l.ffn_gate_inp_b);
     dump_("ffn_moe_logits", l.index, a.router, be);
-    const MoeRouting routing{c.n_expert_used, MoeGating::Softmax, c.expert_weights_norm, c.expert_weights_scale};
+    const MoeGating gating = c.expert_softmax_top_k ? MoeGating::SoftmaxTopK : MoeGating::Softmax;
+    const MoeRouting routing{c.n_expert_used, gating, c.expert_weights_norm, c.expert_weights_scale};
     be.moe_route(a.router, routing, a.expert_ids, a.expert_weights);
-    be.moe_matmul(l.ffn_gate_exps, c.n_expert, a.xn, a.expert_ids, a.expert_gate);
-    be.moe_matmul(l.ffn_up_exps, c.n_expert, a.xn, a.expert_ids, a.expert_up);
-    be.glu(a.expert_gate, a.expert_up, c.gelu, a.expert_gate);
-    be.moe_matmul(l.ffn_down_exps, c.n_expert, a.expert_gate, a.expert_ids, a.expert_down);
+    be.moe_matmul(l.ffn_gate_exps, c.n_expert, a.xn, a.expert_ids, a.expert_gate, &l.ffn_gate_exps_b);
+    be.moe_matmul(l.ffn_up_exps, c.n_expert, a.xn, a.expert_ids, a.expert_up, &l.ffn_up_exps_b);
+    be.glu(a.expert_gate, a.expert_up, glu_act(), a.expert_gate);
+    be.moe_matmul(l.ffn_down_exps, c.n_expert, a.expert_gate, a.expert_ids, a.expert_down, &l.ffn_down_exps_b);
     be.moe_combine(a.expert_down, a.expert_weights, a.proj);
 }
 

@@ -130,6 +130,7 @@ void with_type(int type, F&& fn) {
         case kQ4_K: return fn(TypeTag<kQ4_K>{});
         case kQ5_K: return fn(TypeTag<kQ5_K>{});
         case kQ6_K: return fn(TypeTag<kQ6_K>{});
+        case kMXFP4: return fn(TypeTag<kMXFP4>{});
         case kF32: return fn(TypeTag<kF32>{});
         case kF16: return fn(TypeTag<kF16>{});
         case kBF16: return fn(TypeTag<kBF16>{});

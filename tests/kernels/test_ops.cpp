@@ -814,7 +814,7 @@ TEST_CASE("moe_matmul is each expert's matmul of the slots that chose it") {
     auto be = ember::make_cpu_backend(2);
     const int64_t n_expert = 6, cols = 256, T = 5, k = 3;
     const std::vector<int32_t> id_v = {0, 5, 2, 5, 1, 0, 2, 5, 3, 0, 4, 5, 5, 2, 0};  // T x k; expert 3 once
-    for (DType type : {DType::F32, DType::F16, DType::Q8_0, DType::Q4_0, DType::Q4_K, DType::Q6_K}) {
+    for (DType type : {DType::F32, DType::F16, DType::Q8_0, DType::Q4_0, DType::Q4_K, DType::Q6_K, DType::MXFP4}) {
         for (int64_t rows : {int64_t{40}, int64_t{64}}) {
             for (bool per_slot : {false, true}) {
                 CAPTURE(ember::dtype_name(type));

@@ -3,7 +3,7 @@
 // synthetic Gemma 3-shaped model (head_dim 256, sliding window, soft-caps, QK norms; prompt
 // long enough for the GEMM path) the CPU backend's greedy tokens; CUDA graphs on and off give
 // bit-identical logits, and decode passes are replayed from graphs; a synthetic qwen3moe
-// (experts) the CPU backend's greedy tokens.
+// (experts) and a synthetic gpt-oss (MXFP4 experts, sinks, YaRN) the CPU backend's greedy tokens.
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -18,6 +18,7 @@
 #include "engine/gguf/gguf.h"
 #include "engine/kv/kv_cache.h"
 #include "engine/models/synthetic.h"
+#include "engine/quant/quantizer.h"
 #include "engine/models/transformer.h"
 #include "kernels/backend.h"
 #include "test_data.h"
@@ -165,6 +166,47 @@ TEST_CASE("synthetic qwen3moe: the CUDA backend generates the CPU backend's gree
     CHECK(rg.tokens == rc.tokens);
     // As for Gemma 3 above: the GPU's activation blocks differ from the CPU's; here they may
     // also move a token's router logits across a near-tie, which changes one expert of eight.
+    for (size_t i = 0; i < rg.logits.size(); ++i) {
+        double e = 0, r = 0;
+        for (size_t j = 0; j < rg.logits[i].size(); ++j) {
+            const double d = double(rg.logits[i][j]) - rc.logits[i][j];
+            e += d * d;
+            r += double(rc.logits[i][j]) * rc.logits[i][j];
+        }
+        INFO("step " << i << " logits rel_l2 " << std::sqrt(e / r));
+        CHECK(std::sqrt(e / r) < 0.05);
+    }
+    CHECK(gpu->graph_stats().failures == 0);
+    std::filesystem::remove(path);
+}
+
+TEST_CASE("synthetic gpt-oss: the CUDA backend generates the CPU backend's greedy tokens") {
+    // tiny-gpt-oss as real files are (MXFP4_MOE: MXFP4 experts, Q8_0 attention, router F32):
+    // q/k/v/o biases, sinks, YaRN, 8-token windows on even layers, 8 experts with biases, 2
+    // per token by the softmax over the top-2 logits, the clamped SwiGLU; a 40-token prompt
+    // (the prefill GEMM path, windows crossed), then decode steps replayed from CUDA graphs.
+    // Quantized by Ember's quantizer from the F32 file with test_arch_peer's gpt-oss gains
+    // (sinks, YaRN and windows matter there): random Q8_0 blocks would make the logits hot.
+    const std::string dir = std::filesystem::temp_directory_path().string();
+    const std::string f32 = dir + "/ember-test-cuda-gpt-oss-f32.gguf", path = dir + "/ember-test-cuda-gpt-oss.gguf";
+    SyntheticShape shape = synthetic_shape("tiny-gpt-oss");
+    shape.qk_gain = 1.0f, shape.attn_gain = 2.0f, shape.output_norm = 1.6f;
+    write_synthetic_model(f32, shape, "F32", 13);
+    QuantizeOptions qo;
+    qo.input = f32, qo.output = path, qo.type = "MXFP4_MOE", qo.n_threads = 2;
+    quantize_model(qo);
+    std::filesystem::remove(f32);
+    auto file = std::make_shared<const GgufFile>(GgufFile::open(path));
+    std::vector<int32_t> prompt;
+    for (int i = 0; i < 40; ++i) prompt.push_back(static_cast<int32_t>((i * 53 + 7) % 1000 + 3));
+    const int n_gen = 12;
+    auto cpu = make_cpu_backend(2);
+    const Run rc = greedy(file, *cpu, prompt, n_gen);
+    auto gpu = test::make_test_cuda_backend();
+    const Run rg = greedy(file, *gpu, prompt, n_gen);
+    CHECK(rg.tokens == rc.tokens);
+    // As for qwen3moe above: the GPU's FP16 GEMM and activation blocks differ from the CPU's,
+    // and may move a router logit across a near-tie (one expert of two for that token).
     for (size_t i = 0; i < rg.logits.size(); ++i) {
         double e = 0, r = 0;
         for (size_t j = 0; j < rg.logits[i].size(); ++j) {

@@ -189,7 +189,7 @@ TEST_CASE("moe_route, moe_matmul (every weight type, bias, shared or per-slot x)
         be.gpu->free(lg);
     }
     for (DType type : {DType::F32, DType::F16, DType::BF16, DType::Q4_0, DType::Q4_1, DType::Q5_0, DType::Q5_1,
-                       DType::Q8_0, DType::Q2_K, DType::Q3_K, DType::Q4_K, DType::Q5_K, DType::Q6_K}) {
+                       DType::Q8_0, DType::Q2_K, DType::Q3_K, DType::Q4_K, DType::Q5_K, DType::Q6_K, DType::MXFP4}) {
         const int64_t rows = 40;
         const auto wbytes = random_weights(type, n_expert * rows, cols);
         const std::vector<float> wf = dequantize_matrix(type, wbytes.data(), n_expert * rows, cols);
