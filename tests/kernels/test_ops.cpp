@@ -110,6 +110,35 @@ std::vector<double> attention_ref(const Cache& c, const float* q, int kv_head, c
     return out;
 }
 
+// rope's output x against x0 rotated in float64 by theta(token, pair) and scaled by mscale:
+// each pair within 1e-6 mscale (|a| + |b|) (cos/sin rounded from double), dims past n_rot
+// unchanged.
+struct RopeShape {
+    int n_heads, D, n_rot;
+    bool neox;
+};
+template <class Theta>
+void check_rotated(const std::vector<float>& x0, const std::vector<float>& x, RopeShape r, double mscale, Theta theta,
+                   const std::string& isa) {
+    const int64_t n = int64_t(x0.size()) / (int64_t{r.n_heads} * r.D);
+    for (int64_t t = 0; t < n; ++t) {
+        for (int h = 0; h < r.n_heads; ++h) {
+            const float* a = x0.data() + (t * r.n_heads + h) * r.D;
+            const float* g = x.data() + (t * r.n_heads + h) * r.D;
+            for (int i = 0; i < r.n_rot / 2; ++i) {
+                const double th = theta(t, i);
+                const int i0 = r.neox ? i : 2 * i, i1 = r.neox ? i + r.n_rot / 2 : 2 * i + 1;
+                const double r0 = (a[i0] * std::cos(th) - a[i1] * std::sin(th)) * mscale;
+                const double r1 = (a[i0] * std::sin(th) + a[i1] * std::cos(th)) * mscale;
+                const double tol = 1e-6 * mscale * (std::fabs(a[i0]) + std::fabs(a[i1]));
+                REQUIRE_MESSAGE((std::fabs(g[i0] - r0) <= tol && std::fabs(g[i1] - r1) <= tol), isa, " neox=", r.neox,
+                                " D=", r.D, " t=", t, " i=", i, ": ", g[i0], " ", g[i1], " vs ", r0, " ", r1);
+            }
+            for (int i = r.n_rot; i < r.D; ++i) REQUIRE(g[i] == a[i]);  // not rotated
+        }
+    }
+}
+
 }  // namespace
 
 TEST_CASE("elementwise ops are exact") {
@@ -244,23 +273,10 @@ TEST_CASE("rope") {
                 const auto x0 = ktest::random_floats(size_t(n * n_heads * D), 6);
                 std::vector<float> x = x0;
                 ops::rope(x.data(), n, n_heads, pos.data(), spec, &pool);
-                for (int64_t t = 0; t < n; ++t) {
-                    for (int h = 0; h < n_heads; ++h) {
-                        const float* a = x0.data() + (t * n_heads + h) * D;
-                        const float* g = x.data() + (t * n_heads + h) * D;
-                        for (int i = 0; i < n_rot / 2; ++i) {
-                            const double theta =
-                                pos[size_t(t)] * 0.5 * std::pow(500000.0, -2.0 * i / n_rot) / ff[size_t(i)];
-                            const int i0 = neox ? i : 2 * i, i1 = neox ? i + n_rot / 2 : 2 * i + 1;
-                            const double r0 = a[i0] * std::cos(theta) - a[i1] * std::sin(theta);
-                            const double r1 = a[i0] * std::sin(theta) + a[i1] * std::cos(theta);
-                            const double tol = 1e-6 * (std::fabs(a[i0]) + std::fabs(a[i1]));
-                            REQUIRE_MESSAGE((std::fabs(g[i0] - r0) <= tol && std::fabs(g[i1] - r1) <= tol), isa_name_,
-                                            " neox=", neox, " D=", D, " t=", t, " i=", i);
-                        }
-                        for (int i = n_rot; i < D; ++i) REQUIRE(g[i] == a[i]);  // not rotated
-                    }
-                }
+                const auto theta = [&](int64_t t, int i) {
+                    return pos[size_t(t)] * 0.5 * std::pow(500000.0, -2.0 * i / n_rot) / ff[size_t(i)];
+                };
+                check_rotated(x0, x, {n_heads, D, n_rot, neox}, 1.0, theta, isa_name_);
             }
         }
     })
@@ -297,25 +313,13 @@ TEST_CASE("rope with YaRN matches ggml's formulas in float64") {
         FOR_EACH_ISA({
             std::vector<float> x = x0;
             ops::rope(x.data(), n, n_heads, pos.data(), spec, &pool);
-            for (int64_t t = 0; t < n; ++t) {
-                for (int h = 0; h < n_heads; ++h) {
-                    const float* a = x0.data() + (t * n_heads + h) * D;
-                    const float* g = x.data() + (t * n_heads + h) * D;
-                    for (int i = 0; i < n_rot / 2; ++i) {
-                        const double extrap = pos[size_t(t)] * std::pow(base, -2.0 * i / n_rot);
-                        const double interp = extrap / factor;
-                        const double mix = 1.0 - std::min(1.0, std::max(0.0, (i - low) / (high - low)));
-                        const double theta = interp * (1 - mix) + extrap * mix;
-                        const int i0 = neox ? i : 2 * i, i1 = neox ? i + n_rot / 2 : 2 * i + 1;
-                        const double r0 = (a[i0] * std::cos(theta) - a[i1] * std::sin(theta)) * mscale;
-                        const double r1 = (a[i0] * std::sin(theta) + a[i1] * std::cos(theta)) * mscale;
-                        const double tol = 1e-6 * mscale * (std::fabs(a[i0]) + std::fabs(a[i1]));
-                        REQUIRE_MESSAGE((std::fabs(g[i0] - r0) <= tol && std::fabs(g[i1] - r1) <= tol), isa_name_,
-                                        " neox=", neox, " pos=", pos[size_t(t)], " i=", i, ": ", g[i0], " ", g[i1],
-                                        " vs ", r0, " ", r1);
-                    }
-                }
-            }
+            const auto theta = [&](int64_t t, int i) {
+                const double extrap = pos[size_t(t)] * std::pow(base, -2.0 * i / n_rot);
+                const double interp = extrap / factor;
+                const double mix = 1.0 - std::min(1.0, std::max(0.0, (i - low) / (high - low)));
+                return interp * (1 - mix) + extrap * mix;
+            };
+            check_rotated(x0, x, {n_heads, D, n_rot, neox}, mscale, theta, isa_name_);
         })
     }
 }
