@@ -1,5 +1,6 @@
 #include "kernels/backend.h"
 
+#include <cmath>
 #include <string>
 #include <vector>
 
@@ -267,6 +268,18 @@ void Backend::moe_combine(const Tensor& y, const Tensor& weights, Tensor& out) {
 void Backend::add(Tensor& x, const Tensor& y) {
     check_add(x, y, "add");
     do_add(x, y);
+}
+
+void Backend::scale(Tensor& x, float s) {
+    require_activation(x, "scale", "x");
+    if (!std::isfinite(s)) fail("scale", "the factor " + std::to_string(s) + " is not finite");
+    do_scale(x, s);
+}
+
+void Backend::softcap(Tensor& x, float cap) {
+    require_activation(x, "softcap", "x");
+    if (!(cap > 0.0f) || !std::isfinite(cap)) fail("softcap", "the cap " + std::to_string(cap) + " must be positive");
+    do_softcap(x, cap);
 }
 
 void Backend::add_rms_norm(Tensor& x, const Tensor& y, const Tensor& w, float eps, Tensor& out) {

@@ -240,6 +240,9 @@ public:
         glu(gate, up, gelu ? GluAct::GeluTanh : GluAct::Silu, out);
     }
     void add(Tensor& x, const Tensor& y);  // x += y
+    void scale(Tensor& x, float s);        // x *= s (finite s)
+    // x = cap * tanh(x / cap) elementwise, cap > 0: gemma's soft-capping of the final logits.
+    void softcap(Tensor& x, float cap);
     // add(x, y), then rms_norm(x, w, eps, out): the residual add that ends a sublayer and the
     // next sublayer's norm, one pass over x where the backend fuses them (the same bits).
     void add_rms_norm(Tensor& x, const Tensor& y, const Tensor& w, float eps, Tensor& out);
@@ -300,6 +303,8 @@ protected:
     virtual void do_rope(Tensor& x, const RopeParams& p) = 0;
     virtual void do_glu(const Tensor& gate, const Tensor& up, GluAct act, Tensor& out) = 0;
     virtual void do_add(Tensor& x, const Tensor& y) = 0;
+    virtual void do_scale(Tensor& x, float s) = 0;
+    virtual void do_softcap(Tensor& x, float cap) = 0;
     virtual void do_add_rms_norm(Tensor& x, const Tensor& y, const Tensor& w, float eps, Tensor& out) {
         do_add(x, y);
         do_rms_norm(x, w, eps, out);

@@ -3,6 +3,7 @@
 # libFuzzer + ASan + UBSan (clang, `fuzz` preset):
 #   fuzz_gguf       the GGUF parser (model files)
 #   fuzz_jinja      chat templates: lexer, parser, interpreter (templates come from model files)
+#   fuzz_tool_json  the tool definitions, tool-call arguments and extra variables a request hands a template
 #   fuzz_tokenizer  encode/decode of arbitrary bytes with every test vocabulary
 #   fuzz_gguf_prefix  the header-only parse of a file's first bytes, and the fit planner on it
 #   fuzz_hub        the model hub's JSON answers, Content-Range and remote file names
@@ -21,7 +22,7 @@ cd "$(dirname "$0")/.."
 seconds="${1:-60}"
 shift || true
 targets=("$@")
-[[ ${#targets[@]} -gt 0 ]] || targets=(fuzz_gguf fuzz_jinja fuzz_tokenizer fuzz_gguf_prefix fuzz_hub fuzz_logits_file fuzz_server_request fuzz_kv_block)
+[[ ${#targets[@]} -gt 0 ]] || targets=(fuzz_gguf fuzz_jinja fuzz_tool_json fuzz_tokenizer fuzz_gguf_prefix fuzz_hub fuzz_logits_file fuzz_server_request fuzz_kv_block)
 testdata="${EMBER_TESTDATA_DIR:-$(pwd)/../shared/testdata}"
 export EMBER_TESTDATA_DIR="$testdata"
 
@@ -49,6 +50,7 @@ for t in "${targets[@]}"; do
   case "$name" in
     gguf | gguf_prefix) args+=(-max_len=70000) ;;
     jinja) args+=(-max_len=16384 -dict=tests/fuzz/jinja.dict) ;;
+    tool_json) args+=(-max_len=4096 -dict=tests/fuzz/server_request.dict) ;;
     tokenizer) args+=(-max_len=4096) ;;
     hub) args+=(-max_len=8192) ;;
     logits_file) args+=(-max_len=8192) ;;

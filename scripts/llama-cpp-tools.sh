@@ -7,6 +7,9 @@
 #   scripts/llama-cpp-tools.sh llama-perplexity      # only these targets (CI: the peer test)
 #   scripts/llama-cpp-tools.sh llama-server          # the serving peer (scripts/bench-serve.sh)
 #   BIN="$(scripts/llama-cpp-tools.sh llama-quantize llama-perplexity | tail -1)"
+#   scripts/llama-cpp-tools.sh --src                 # builds nothing: prints the vendored
+#                                                    # llama.cpp tree (its models/templates and
+#                                                    # models/ggml-vocab-* test vectors)
 #
 # Why from llama-cpp-python's sdist: no git host is reachable from our machines, only the
 # package index; `pip download --no-binary :all:` fetches the sdist (a tarball) without building
@@ -29,6 +32,8 @@ VERSION="${LLAMA_CPP_PYTHON_VERSION:-0.3.36}"
 CACHE="${EMBER_LLAMA_TOOLS_DIR:-$HOME/.cache/ember/llama-tools}"
 JOBS="${EMBER_JOBS:-2}"
 PYTHON="${PYTHON:-python3}"
+SRC_ONLY=0
+[[ "${1:-}" == --src ]] && { SRC_ONLY=1; shift; }
 TARGETS=("$@")
 [[ ${#TARGETS[@]} -gt 0 ]] || TARGETS=(llama-quantize llama-perplexity)
 
@@ -42,9 +47,14 @@ BUILD="$CACHE/build-$VERSION"
 [[ "$NATIVE" == 1 ]] && BUILD="$CACHE/build-$VERSION-native-$(grep -m1 '^flags' /proc/cpuinfo | md5sum | cut -c1-12)"
 BIN="$BUILD/bin"
 
+tree="$SRC_ROOT/llama_cpp_python-$VERSION/vendor/llama.cpp"
 missing=()
 for t in "${TARGETS[@]}"; do [[ -x "$BIN/$t" ]] || missing+=("$t"); done
-if [[ ${#missing[@]} -eq 0 ]]; then
+if [[ "$SRC_ONLY" == 1 && -f "$tree/CMakeLists.txt" ]]; then
+  printf '%s\n' "$tree"
+  exit 0
+fi
+if [[ "$SRC_ONLY" == 0 && ${#missing[@]} -eq 0 ]]; then
   printf '%s\n' "$BIN"
   exit 0
 fi
@@ -54,7 +64,6 @@ mkdir -p "$CACHE"
 exec 9>"$CACHE/.lock"
 flock 9
 
-tree="$SRC_ROOT/llama_cpp_python-$VERSION/vendor/llama.cpp"
 if [[ ! -f "$tree/CMakeLists.txt" ]]; then
   sdist="$CACHE/llama_cpp_python-$VERSION.tar.gz"
   if [[ ! -f "$sdist" ]]; then
@@ -71,6 +80,10 @@ if [[ ! -f "$tree/CMakeLists.txt" ]]; then
   rm -rf "$SRC_ROOT" && mkdir -p "$SRC_ROOT"
   tar -xzf "$sdist" -C "$SRC_ROOT" || die "unpacking $sdist failed"
   [[ -f "$tree/CMakeLists.txt" ]] || die "$sdist has no vendor/llama.cpp"
+fi
+if [[ "$SRC_ONLY" == 1 ]]; then
+  printf '%s\n' "$tree"
+  exit 0
 fi
 
 ISA_FLAGS=(-DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_BMI2=ON)

@@ -69,11 +69,14 @@ ember_step "fetch-test-models"
 scripts/fetch-test-models.sh
 # The official openai Python client (pinned) for test_server_openai, in a cached venv.
 scripts/fetch-openai-client.sh
+# Python's jinja2 (pinned), the reference test_template_jinja2 renders the real chat templates with.
+scripts/fetch-jinja2.sh
 
-# llama.cpp's llama-perplexity, the peer that test_quant_peer runs on Ember's quantized files;
+# llama.cpp's llama-perplexity, the peer that test_quant_peer runs on Ember's quantized files, and
+# llama-tokenize, which test_tokenizer compares token ids with;
 # built once (minutes, cold) and cached in ~/.cache/ember/llama-tools, then this step is instant.
 ember_step "peer tools (llama.cpp)"
-scripts/llama-cpp-tools.sh llama-perplexity >/dev/null
+scripts/llama-cpp-tools.sh llama-perplexity llama-tokenize >/dev/null
 
 ember_step "check-format"
 scripts/check-format.sh

@@ -1,4 +1,5 @@
-// `ember info MODEL.gguf [--metadata]`: what a model file is, without loading weights.
+// `ember info MODEL.gguf [--metadata]`: what a model file is, and what it needs that Ember
+// lacks, without loading weights.
 #include <algorithm>
 #include <cstdio>
 #include <string>
@@ -9,6 +10,8 @@
 #include "engine/gguf/gguf.h"
 #include "engine/models/model_config.h"
 #include "engine/models/model_info.h"
+#include "engine/models/support_check.h"
+#include "engine/tokenizer/tokenizer.h"
 #include "kernels/backend_loader.h"
 
 namespace ember::cli {
@@ -32,11 +35,11 @@ void print_info(const GgufFile& f, const ModelInfo& m) {
     std::printf("heads:           %s (kv heads %s, head dim %s)\n", opt(m.n_heads).c_str(), opt(m.n_kv_heads).c_str(),
                 opt(m.head_dim).c_str());
     std::printf("vocab size:      %llu\n", static_cast<unsigned long long>(m.vocab_size));
+    std::string kind;
+    for (const auto& [name, what] : supported_tokenizer_models())
+        if (name == m.tokenizer_model) kind = " (" + std::string(what) + ")";
     std::printf("tokenizer:       %s%s%s\n", m.tokenizer_model.empty() ? "(none)" : m.tokenizer_model.c_str(),
-                m.tokenizer_model == "llama"  ? " (SentencePiece)"
-                : m.tokenizer_model == "gpt2" ? " (byte-level BPE)"
-                                              : "",
-                m.tokenizer_pre.empty() ? "" : (", pre-tokenizer " + m.tokenizer_pre).c_str());
+                kind.c_str(), m.tokenizer_pre.empty() ? "" : (", pre-tokenizer " + m.tokenizer_pre).c_str());
     std::printf("chat template:   %s\n", m.has_chat_template ? "present" : "absent");
     std::printf("weights type:    %s\n", m.file_type.c_str());
     std::printf("tensors:         %zu\n", f.tensors().size());
@@ -72,11 +75,12 @@ int cmd_info(int argc, char** argv) {
         throw Error("usage: ember info MODEL.gguf [--metadata] [--tensors] | ember info --devices");
     const GgufFile f = GgufFile::open(args.positional()[0]);
     print_info(f, describe_model(f));
-    // The same checks loading makes (hyperparameters against the tensor table), so a file
-    // that cannot run says why here too. An architecture Ember does not run is no error.
-    const auto& archs = supported_architectures();
-    if (std::find(archs.begin(), archs.end(), f.architecture()) == archs.end()) {
-        std::printf("runs here:       no (architecture '%s' is not supported)\n", f.architecture().c_str());
+    // What the file needs that Ember lacks, all of it in one block; then the same checks
+    // loading makes (hyperparameters against the tensor table). Lacking support is no error.
+    const std::vector<MissingSupport> missing = missing_support(f);
+    if (!missing.empty()) {
+        std::printf("runs here:       no, Ember lacks:\n");
+        for (const MissingSupport& m : missing) std::printf("  - %s (%s)\n", m.what.c_str(), m.detail.c_str());
     } else {
         read_model_config(f);  // throws ember::Error naming the problem: exit status 1
         std::printf("runs here:       yes (configuration matches the tensors)\n");

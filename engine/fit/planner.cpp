@@ -1,6 +1,7 @@
 #include "engine/fit/planner.h"
 
 #include <algorithm>
+#include <set>
 
 #include "engine/kv/kv_cache.h"
 #include "engine/models/transformer.h"
@@ -14,15 +15,17 @@ namespace {
 // Which tensors a device holds, as Transformer::load_weights places them: the layers in
 // [first, end), the embedding on the first layer's device, the output norm and head on the
 // last layer's (the embedding again when the head is tied to it and the devices differ).
-// rope_freqs stays a host vector.
+// rope_freqs stays a host vector; the per-layer token table stays in the file map (read on
+// the host per pass), its projection and norm go with the embedding.
 struct Part {
     int32_t first = 0, end = 0;
     bool embedding = false, head = false;
 };
 
-bool holds(const FitTensor& t, const Part& p, bool tied_copy) {
-    if (t.layer >= 0) return t.layer >= p.first && t.layer < p.end;
+bool holds(const ModelConfig& c, const FitTensor& t, const Part& p, bool tied_copy) {
+    if (t.layer >= 0) return t.layer >= p.first && t.layer < p.end && !Transformer::skips_tensor(c, t.layer, t.name);
     if (t.name == "token_embd.weight") return p.embedding || (p.head && tied_copy);
+    if (t.name == "per_layer_model_proj.weight" || t.name == "per_layer_proj_norm.weight") return p.embedding;
     if (t.name == "output_norm.weight" || t.name == "output.weight") return p.head;
     return false;
 }
@@ -43,7 +46,7 @@ uint64_t cuda_backend_scratch(const FitModel& m, const Part& p, bool tied_copy, 
     int64_t max_cols = 0, max_tile = 0;
     bool quant = false, gemm = false;
     for (const FitTensor& t : m.tensors) {
-        if (t.rows <= 1 || !holds(t, p, tied_copy)) continue;
+        if (t.rows <= 1 || !holds(m.config, t, p, tied_copy)) continue;
         const bool q = dtype_info(static_cast<uint32_t>(t.type))->block_elems > 1;
         quant |= q;
         max_cols = std::max(max_cols, t.cols);
@@ -57,8 +60,8 @@ uint64_t cuda_backend_scratch(const FitModel& m, const Part& p, bool tied_copy, 
     if (gemm) total += grown(static_cast<uint64_t>(T * max_cols * 2)) + grown(static_cast<uint64_t>(max_tile));
     const ModelConfig& c = m.config;
     const int64_t splits = 32;  // the most key-range splits a short pass uses, by assumption
-    total +=
-        grown(static_cast<uint64_t>(std::max<int64_t>(T, kFloatMatvecMax) * splits * c.n_heads * (c.head_dim + 2) * 4));
+    total += grown(static_cast<uint64_t>(std::max<int64_t>(T, kFloatMatvecMax) * splits * c.max_heads() *
+                                         (c.max_head_dim() + 2) * 4));
     return total;
 }
 
@@ -68,16 +71,32 @@ DeviceBytes device_bytes(const FitModel& m, const FitOptions& o, const DevicePro
     DeviceBytes out;
     out.layers = p.end - p.first;
     for (const FitTensor& t : m.tensors) {
-        if (!holds(t, p, tied_copy)) continue;
+        if (!holds(c, t, p, tied_copy)) continue;
+        // Loaded as `pieces` allocations of rows / pieces rows each (Transformer::load_pieces).
+        const int32_t pieces = Transformer::load_pieces(c, t.name);
+        const uint64_t bytes = t.bytes / static_cast<uint64_t>(pieces);
         // The CPU backend maps weights in place unless its kernels want them rearranged (an
         // expert tensor: each expert's matrix, Backend::load_expert_weight).
-        const bool mapped =
-            d.maps_weights && cpu::preferred_layout(t.type, t.rows / t.matrices, t.cols) == cpu::WeightLayout::Rows;
+        const bool mapped = d.maps_weights && cpu::preferred_layout(t.type, t.rows / pieces / t.matrices, t.cols) ==
+                                                  cpu::WeightLayout::Rows;
         if (mapped) out.mapped_weights += t.bytes;
-        else out.weights += padded_alloc_bytes(t.bytes, d.alloc_align);
+        else out.weights += static_cast<uint64_t>(pieces) * padded_alloc_bytes(bytes, d.alloc_align);
     }
+    // Transformer's Device::ones: a [head_dim] F32 weight per head size the V norms here use.
+    std::set<int32_t> ones;
+    for (int32_t i = p.first; i < p.end; ++i)
+        if (c.v_norm && c.owns_kv(i)) ones.insert(c.layers[static_cast<size_t>(i)].head_dim);
+    for (const int32_t dim : ones) {
+        const uint64_t bytes = static_cast<uint64_t>(dim) * sizeof(float);
+        if (d.maps_weights && cpu::preferred_layout(DType::F32, 1, dim) == cpu::WeightLayout::Rows)
+            out.mapped_weights += bytes;
+        else out.weights += padded_alloc_bytes(bytes, d.alloc_align);
+    }
+    // K and V pools of the layers here that keep K/V of their own, each at its layer's shape.
     const KvCacheConfig kv = Transformer::kv_config(c, o.n_ctx, o.n_seqs, o.kv_type);
-    out.kv_cache = 2 * static_cast<uint64_t>(out.layers) * padded_alloc_bytes(kv.layer_pool_bytes(), d.alloc_align);
+    for (int32_t i = p.first; i < p.end; ++i)
+        if (c.owns_kv(i))
+            out.kv_cache += 2 * padded_alloc_bytes(kv.layer_pool_bytes(Transformer::kv_layer_of(c, i)), d.alloc_align);
     const int64_t T = std::min<int64_t>(o.n_batch, o.n_ctx);
     out.scratch = Transformer::scratch_bytes(c, T, o.n_seqs, d.alloc_align);
     if (d.gpu) {
@@ -165,6 +184,7 @@ FitPlan plan(const FitModel& m, const FitOptions& o, const Budget& b) {
             return all;
         }
         for (int32_t n = L - 1; n >= 1; --n) {
+            if (!Transformer::split_supported(m.config, n)) continue;  // a layer apart from its K/V
             FitPlan p = plan_layers(m, o, b, n);
             if (!fits(p)) continue;
             p.reason = std::to_string(n) + " of " + std::to_string(L) + " layers on the GPU (" + gpu_line(p) +

@@ -14,12 +14,14 @@ int32_t KvCacheConfig::blocks_for(int64_t n_ctx, int32_t n_seqs, int32_t block_t
 
 uint64_t KvCacheConfig::bytes_per_block() const {
     const auto info = dtype_info(static_cast<uint32_t>(type));
-    const uint64_t row = row_bytes(*info, static_cast<uint64_t>(n_kv_heads) * head_dim);
-    return 2ull * static_cast<uint64_t>(n_layers) * static_cast<uint64_t>(block_tokens) * row;
+    uint64_t total = 0;
+    for (int32_t i = 0; i < n_layers; ++i)
+        total += 2ull * static_cast<uint64_t>(block_tokens) * row_bytes(*info, static_cast<uint64_t>(shape(i).cols()));
+    return total;
 }
 
-uint64_t KvCacheConfig::layer_pool_bytes() const {
-    return Tensor::shaped(type, int64_t{n_kv_heads} * head_dim, int64_t{n_blocks} * block_tokens).bytes();
+uint64_t KvCacheConfig::layer_pool_bytes(int32_t layer) const {
+    return Tensor::shaped(type, shape(layer).cols(), int64_t{n_blocks} * block_tokens).bytes();
 }
 
 KvCache::KvCache(Backend& backend, const KvCacheConfig& config)
@@ -32,15 +34,18 @@ KvCache::KvCache(const std::vector<Backend*>& layer_backends, const KvCacheConfi
     if (config.type != DType::F16 && config.type != DType::Q8_0)
         throw Error("KV cache type must be F16 or Q8_0, not " + std::string(dtype_name(config.type)));
     if (config.n_blocks <= 0 || config.block_tokens <= 0) throw Error("KV cache needs at least one block");
-    const int64_t cols = int64_t{config.n_kv_heads} * config.head_dim;
+    if (!config.shapes.empty() && config.shapes.size() != static_cast<size_t>(config.n_layers))
+        throw Error("KV cache: one shape per layer needed");
     const int64_t rows = int64_t{config.n_blocks} * config.block_tokens;
     try {
         for (int i = 0; i < config.n_layers; ++i) {
             Backend& backend = *layer_backend_[static_cast<size_t>(i)];
+            const KvLayerShape shape = config.shape(i);
+            const int64_t cols = shape.cols();
             KvLayer l;
             l.block_tokens = config.block_tokens;
-            l.n_kv_heads = config.n_kv_heads;
-            l.head_dim = config.head_dim;
+            l.n_kv_heads = shape.n_kv_heads;
+            l.head_dim = shape.head_dim;
             l.k = backend.alloc(MemoryKind::KvCache, config.type, cols, rows, "kv.k");
             layers_.push_back(l);
             layers_.back().v = backend.alloc(MemoryKind::KvCache, config.type, cols, rows, "kv.v");

@@ -31,20 +31,32 @@
 
 namespace ember {
 
+// One cache layer's rows: n_kv_heads x head_dim keys (and as many values) per token.
+struct KvLayerShape {
+    int32_t n_kv_heads = 0, head_dim = 0;
+    int64_t cols() const { return int64_t{n_kv_heads} * head_dim; }
+};
+
 struct KvCacheConfig {
-    int32_t n_layers = 0;
+    int32_t n_layers = 0;  // cache layers: the model's layers that keep K/V of their own
     int32_t n_kv_heads = 0;
     int32_t head_dim = 0;
+    // Per cache layer, where layers differ (gemma4's sliding and global layers); empty: every
+    // layer is n_kv_heads x head_dim.
+    std::vector<KvLayerShape> shapes;
     int32_t block_tokens = 16;
     int32_t n_blocks = 0;     // total blocks in the pool (shared by all sequences)
     DType type = DType::F16;  // F16 by default; Q8_0 halves the memory
 
     // Blocks needed to hold `n_seqs` sequences of `n_ctx` tokens each.
     static int32_t blocks_for(int64_t n_ctx, int32_t n_seqs, int32_t block_tokens);
+    KvLayerShape shape(int32_t layer) const {
+        return shapes.empty() ? KvLayerShape{n_kv_heads, head_dim} : shapes[static_cast<size_t>(layer)];
+    }
     uint64_t bytes_per_block() const;  // K + V over all layers
     // One layer's K (or V) pool as allocated: n_blocks * block_tokens rows (the fit planner
     // pads it with the backend's alignment, engine/fit).
-    uint64_t layer_pool_bytes() const;
+    uint64_t layer_pool_bytes(int32_t layer = 0) const;
     uint64_t total_bytes() const { return bytes_per_block() * static_cast<uint64_t>(n_blocks); }
 };
 
@@ -53,7 +65,7 @@ public:
     // Allocates every layer's pool on `backend`. Out of memory -> ember::Error that states
     // the sizes involved and how to shrink them.
     KvCache(Backend& backend, const KvCacheConfig& config);
-    // Partial offload: layer i's K/V live on layer_backends[i] (one entry per layer).
+    // Partial offload: cache layer i's K/V live on layer_backends[i] (one entry per cache layer).
     KvCache(const std::vector<Backend*>& layer_backends, const KvCacheConfig& config);
     ~KvCache();
     KvCache(const KvCache&) = delete;

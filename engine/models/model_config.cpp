@@ -13,7 +13,8 @@
 namespace ember {
 
 const std::vector<std::string>& supported_architectures() {
-    static const std::vector<std::string> archs = {"llama", "qwen2", "qwen3", "qwen3moe", "gemma3", "gpt-oss"};
+    static const std::vector<std::string> archs = {"llama",  "qwen2",  "qwen3",  "qwen3moe",
+                                                   "gemma3", "gemma4", "gpt-oss"};
     return archs;
 }
 
@@ -94,6 +95,72 @@ void check_shape(const GgufFile& f, const std::string& name, int64_t cols, int64
                     std::to_string(rows));
 }
 
+// A per-layer hyperparameter that a file stores either once or as one entry per layer
+// (gemma4: head_count_kv, feed_forward_length).
+std::vector<int32_t> dims_per_layer(const GgufFile& f, const std::string& key, int32_t n_layers, uint64_t fallback,
+                                    uint64_t lo = 1) {
+    const GgufValue* v = f.find(key);
+    if (!v || v->type != GgufType::ARRAY)  // fallback 0: the key is required
+        return std::vector<int32_t>(static_cast<size_t>(n_layers),
+                                    fallback == 0 ? required_dim(f, key, lo) : optional_dim(f, key, fallback, lo));
+    const auto& items = v->as_array().items;
+    if (items.size() != static_cast<size_t>(n_layers))
+        throw Error(f.path() + ": " + key + " has " + std::to_string(items.size()) + " entries for " +
+                    std::to_string(n_layers) + " layers");
+    std::vector<int32_t> out;
+    for (const GgufValue& x : items) out.push_back(in_range(f, key, x.as_u64(), lo));
+    return out;
+}
+
+// gemma4's layers: sliding-window and global layers with their own head sizes, KV head
+// counts, rope dimensions and bases; per-layer FFN widths; the last `shared_kv_layers`
+// layers attend over the K/V of the last earlier layer of their kind (llama.cpp's
+// llama_model_gemma4 and its KV-cache reuse, read for the keys' meaning).
+void read_gemma4(const GgufFile& f, ModelConfig& c) {
+    const std::string a = "gemma4.";
+    c.rope_neox = true;
+    c.qk_norm = true;
+    c.post_norms = true;
+    c.gelu = true;
+    c.v_norm = true;
+    c.attn_scale = 1.0f;  // q and k are RMS-normalized: no 1/sqrt(head_dim)
+    c.embed_scale = std::sqrt(static_cast<float>(c.n_embd));
+    c.sliding_window = optional_dim(f, a + "attention.sliding_window", 0, 0);
+    c.rope_base_local = positive_float(f, a + "rope.freq_base_swa", 10000.0);
+    c.n_embd_per_layer = optional_dim(f, a + "embedding_length_per_layer_input", 0, 0);
+    if (auto cap = f.opt_f64(a + "final_logit_softcapping"); cap && *cap != 0.0)
+        c.final_softcap = positive_float(f, a + "final_logit_softcapping", 0.0);
+    const std::string pattern_key = a + "attention.sliding_window_pattern";
+    const GgufValue* pattern = f.find(pattern_key);
+    if (!pattern || pattern->type != GgufType::ARRAY || pattern->as_array().items.size() != c.layers.size())
+        throw Error(f.path() + ": " + pattern_key + " must be an array of one flag per layer (" +
+                    std::to_string(c.layers.size()) + ")");
+    const int32_t head_swa = optional_dim(f, a + "attention.key_length_swa", static_cast<uint64_t>(c.head_dim));
+    if (optional_dim(f, a + "attention.value_length", static_cast<uint64_t>(c.head_dim)) != c.head_dim ||
+        optional_dim(f, a + "attention.value_length_swa", static_cast<uint64_t>(head_swa)) != head_swa)
+        throw Error(f.path() + ": gemma4 needs value_length == key_length (and the same for sliding layers)");
+    const int32_t rot_swa = optional_dim(f, a + "rope.dimension_count_swa", static_cast<uint64_t>(c.n_rot), 0);
+    for (size_t i = 0; i < c.layers.size(); ++i) {
+        LayerShape& l = c.layers[i];
+        l.sliding = pattern->as_array().items[i].as_bool();
+        if (l.sliding) l.head_dim = head_swa, l.n_rot = rot_swa;
+    }
+    const int32_t shared = optional_dim(f, a + "attention.shared_kv_layers", 0, 0);
+    const int32_t first_shared = c.n_layers - shared;
+    if (shared > 0 && first_shared < 2)
+        throw Error(f.path() + ": " + a + "attention.shared_kv_layers = " + std::to_string(shared) + " leaves " +
+                    std::to_string(std::max(first_shared, 0)) + " layers with K/V of their own (need 2)");
+    for (int32_t i = first_shared; i < c.n_layers; ++i) {
+        LayerShape& l = c.layers[static_cast<size_t>(i)];
+        int32_t src = first_shared - 1;
+        while (src >= 0 && c.layers[static_cast<size_t>(src)].sliding != l.sliding) --src;
+        if (src < 0)
+            throw Error(f.path() + ": layer " + std::to_string(i) + " shares the K/V of an earlier " +
+                        (l.sliding ? "sliding-window" : "global") + " layer, and there is none");
+        l.kv_source = src;
+    }
+}
+
 // The expert hyperparameters (llama.cpp: qwen3moe's load_arch_hparams; the router picks
 // n_expert_used of n_expert, renormalised) and layer 0's expert tensors against them. A
 // 3-D tensor [n_expert][rows][cols] is checked as rows() = n_expert * rows.
@@ -144,13 +211,18 @@ void apply_gpt_oss(const GgufFile& f, ModelConfig& c) {
     c.qkv_bias = c.out_bias = c.attn_sinks = true;
     c.ffn_norm = "post_attention_norm";
     c.swiglu_oai = true;
-    c.expert_weights_norm = false;
-    c.expert_softmax_top_k = c.expert_biases = true;
     c.sliding_window = required_dim(f, a + "attention.sliding_window");
     for (int32_t i = 0; i < c.n_layers; ++i) c.layer_sliding[static_cast<size_t>(i)] = i % 2 == 0;
     c.rope_base_local = positive_float(f, a + "rope.freq_base_swa", c.rope_base);
     c.rope_scale_local = true;
     check_shape(f, "blk.0.attn_sinks.weight", c.n_heads, 1);
+}
+
+// gpt-oss's experts past read_experts: softmax over the k chosen logits, not renormalised,
+// biases on the router and each expert matrix.
+void gpt_oss_experts(const GgufFile& f, ModelConfig& c) {
+    c.expert_weights_norm = false;
+    c.expert_softmax_top_k = c.expert_biases = true;
     check_shape(f, "blk.0.ffn_gate_inp.bias", c.n_expert, 1);
     check_shape(f, "blk.0.ffn_gate_exps.bias", c.n_ff_exp, c.n_expert);
     check_shape(f, "blk.0.ffn_down_exps.bias", c.n_embd, c.n_expert);
@@ -178,10 +250,84 @@ void apply_arch_conventions(const GgufFile& f, ModelConfig& c) {
             c.layer_sliding[static_cast<size_t>(i)] = c.sliding_window > 0 && i % 6 != 5;
     } else if (c.arch == "gpt-oss") {
         apply_gpt_oss(f, c);
+    } else if (c.arch == "gemma4") {
+        read_gemma4(f, c);
+        for (size_t i = 0; i < c.layers.size(); ++i) c.layer_sliding[i] = c.layers[i].sliding && c.sliding_window > 0;
+    }
+    for (size_t i = 0; i < c.layers.size(); ++i) c.layers[i].sliding = c.layer_sliding[i];
+}
+
+// A file with router tensors or experts of an architecture whose MoE layers do not run here
+// yet (all but qwen3moe and gpt-oss): refused by name.
+void refuse_moe(const GgufFile& f, const std::string& arch) {
+    if (arch == "qwen3moe" || arch == "gpt-oss") return;
+    bool moe = f.opt_u64(arch + ".expert_count").value_or(0) > 0;
+    for (const auto& t : f.tensors()) moe = moe || t.name.find(".ffn_gate_inp.") != std::string::npos;
+    if (moe) throw Error(f.path() + ": " + arch + " mixture-of-experts layers are not supported yet");
+}
+
+// One LayerShape per layer from the scalars, or from per-layer arrays where a file has them.
+void init_layers(const GgufFile& f, ModelConfig& c) {
+    const std::string a = c.arch + ".";
+    const auto heads = dims_per_layer(f, a + "attention.head_count", c.n_layers, 0);
+    const auto kv_heads = dims_per_layer(f, a + "attention.head_count_kv", c.n_layers,
+                                         static_cast<uint64_t>(*std::max_element(heads.begin(), heads.end())));
+    const auto ff = dims_per_layer(f, a + "feed_forward_length", c.n_layers, 0);
+    c.n_heads = *std::max_element(heads.begin(), heads.end());
+    c.n_kv_heads = *std::max_element(kv_heads.begin(), kv_heads.end());
+    c.n_ff = *std::max_element(ff.begin(), ff.end());
+    c.head_dim = optional_dim(f, a + "attention.key_length", static_cast<uint64_t>(c.n_embd / c.n_heads));
+    c.n_rot = optional_dim(f, a + "rope.dimension_count", static_cast<uint64_t>(c.head_dim), 0);
+    c.layers.resize(static_cast<size_t>(c.n_layers));
+    for (size_t i = 0; i < c.layers.size(); ++i) {
+        LayerShape& l = c.layers[i];
+        l.n_heads = heads[i], l.n_kv_heads = kv_heads[i], l.n_ff = ff[i];
+        l.head_dim = c.head_dim, l.n_rot = c.n_rot;
+        l.kv_source = static_cast<int32_t>(i);
     }
 }
 
+// Every layer's shape: whole heads, a rope that fits them, widths that fit an int32.
+void check_layers(const GgufFile& f, const ModelConfig& c) {
+    for (size_t i = 0; i < c.layers.size(); ++i) {
+        const LayerShape& l = c.layers[i];
+        const std::string where = "layer " + std::to_string(i) + ": ";
+        if (l.n_heads % l.n_kv_heads != 0)
+            throw Error(f.path() + ": " + where + "inconsistent attention shape (heads " + std::to_string(l.n_heads) +
+                        ", kv heads " + std::to_string(l.n_kv_heads) + ", layers " + std::to_string(c.n_layers) + ")");
+        if (l.head_dim % 2 || l.n_rot > l.head_dim || l.n_rot % 2)
+            throw Error(f.path() + ": " + where + "unsupported head/rope dimensions " + std::to_string(l.head_dim) +
+                        "/" + std::to_string(l.n_rot));
+        if (int64_t{l.n_heads} * l.head_dim > static_cast<int64_t>(kInt32Max))
+            throw Error(f.path() + ": " + where + std::to_string(l.n_heads) + " heads of " +
+                        std::to_string(l.head_dim) + " do not fit");
+    }
+}
+
+template <class F>
+int32_t max_over(const std::vector<LayerShape>& layers, F f) {
+    int32_t m = 0;
+    for (const LayerShape& l : layers) m = std::max(m, f(l));
+    return m;
+}
+
 }  // namespace
+
+int32_t ModelConfig::max_q_dim() const {
+    return std::max(q_dim(), max_over(layers, [](const LayerShape& l) { return l.q_dim(); }));
+}
+int32_t ModelConfig::max_kv_dim() const {
+    return std::max(kv_dim(), max_over(layers, [](const LayerShape& l) { return l.kv_dim(); }));
+}
+int32_t ModelConfig::max_ff() const {
+    return std::max(n_ff, max_over(layers, [](const LayerShape& l) { return l.n_ff; }));
+}
+int32_t ModelConfig::max_heads() const {
+    return std::max(n_heads, max_over(layers, [](const LayerShape& l) { return l.n_heads; }));
+}
+int32_t ModelConfig::max_head_dim() const {
+    return std::max(head_dim, max_over(layers, [](const LayerShape& l) { return l.head_dim; }));
+}
 
 ModelConfig read_model_config(const GgufFile& f) {
     ModelConfig c;
@@ -189,30 +335,14 @@ ModelConfig read_model_config(const GgufFile& f) {
     const auto& archs = supported_architectures();
     if (std::find(archs.begin(), archs.end(), c.arch) == archs.end())
         throw Error(f.path() + ": unsupported architecture '" + c.arch +
-                    "' (supported: llama, qwen2, qwen3, qwen3moe, gemma3, gpt-oss)");
+                    "' (supported: llama, qwen2, qwen3, qwen3moe, gemma3, gemma4, gpt-oss)");
     const std::string a = c.arch + ".";
     c.n_embd = required_dim(f, a + "embedding_length");
     c.n_layers = required_dim(f, a + "block_count");
     check_layers_against_tensors(f, a + "block_count", c.n_layers);
-    c.n_heads = required_dim(f, a + "attention.head_count");
-    c.n_kv_heads = optional_dim(f, a + "attention.head_count_kv", static_cast<uint64_t>(c.n_heads));
-    // A mixture of experts may give only the experts' width.
-    c.n_ff = f.find(a + "expert_feed_forward_length") && !f.find(a + "feed_forward_length")
-                 ? required_dim(f, a + "expert_feed_forward_length")
-                 : required_dim(f, a + "feed_forward_length");
+    refuse_moe(f, c.arch);
     c.n_ctx_train = optional_dim(f, a + "context_length", 2048);
-    if (c.n_heads % c.n_kv_heads != 0)
-        throw Error(f.path() + ": inconsistent attention shape (heads " + std::to_string(c.n_heads) + ", kv heads " +
-                    std::to_string(c.n_kv_heads) + ", layers " + std::to_string(c.n_layers) + ")");
-    c.head_dim = optional_dim(f, a + "attention.key_length", static_cast<uint64_t>(c.n_embd / c.n_heads));
-    c.n_rot = optional_dim(f, a + "rope.dimension_count", static_cast<uint64_t>(c.head_dim), 0);
-    if (c.head_dim % 2 || c.n_rot > c.head_dim || c.n_rot % 2)
-        throw Error(f.path() + ": unsupported head/rope dimensions " + std::to_string(c.head_dim) + "/" +
-                    std::to_string(c.n_rot));
-    const int64_t q_dim = int64_t{c.n_heads} * c.head_dim, kv_dim = int64_t{c.n_kv_heads} * c.head_dim;
-    if (q_dim > static_cast<int64_t>(kInt32Max))
-        throw Error(f.path() + ": " + std::to_string(c.n_heads) + " heads of " + std::to_string(c.head_dim) +
-                    " do not fit");
+    init_layers(f, c);
     c.norm_eps = positive_float(f, a + "attention.layer_norm_rms_epsilon", 1e-5);
     c.rope_base = positive_float(f, a + "rope.freq_base", 10000.0);
     const std::optional<std::string> scaling = f.opt_string(a + "rope.scaling.type");
@@ -229,11 +359,14 @@ ModelConfig read_model_config(const GgufFile& f) {
     if (embd.dims[0] != static_cast<uint64_t>(c.n_embd))
         throw Error(f.path() + ": token_embd.weight has rows of " + std::to_string(embd.dims[0]) + ", expected " +
                     std::to_string(c.n_embd));
-    check_shape(f, "blk.0.attn_q.weight", c.n_embd, q_dim);
-    check_shape(f, "blk.0.attn_k.weight", c.n_embd, kv_dim);
-    if (c.arch == "qwen3moe" || c.arch == "gpt-oss") read_experts(f, c);
-    else check_shape(f, "blk.0.ffn_down.weight", c.n_ff, c.n_embd);
     apply_arch_conventions(f, c);
+    check_layers(f, c);
+    const LayerShape& l0 = c.layers.front();
+    check_shape(f, "blk.0.attn_q.weight", c.n_embd, l0.q_dim());
+    check_shape(f, "blk.0.attn_k.weight", c.n_embd, l0.kv_dim());
+    if (c.arch == "qwen3moe" || c.arch == "gpt-oss") read_experts(f, c);
+    else check_shape(f, "blk.0.ffn_down.weight", l0.n_ff, c.n_embd);
+    if (c.arch == "gpt-oss") gpt_oss_experts(f, c);
     return c;
 }
 

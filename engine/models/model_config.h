@@ -10,8 +10,19 @@
 
 namespace ember {
 
+// One layer's attention and FFN shape. Most architectures repeat one shape; gemma4 gives its
+// sliding-window and global layers different heads, its FFNs different widths, and lets its
+// last layers attend over the K/V of an earlier layer instead of their own.
+struct LayerShape {
+    int32_t n_heads = 0, n_kv_heads = 0, head_dim = 0, n_rot = 0, n_ff = 0;
+    bool sliding = false;
+    int32_t kv_source = 0;  // the layer whose K/V this one attends over: itself, or an earlier one
+    int32_t q_dim() const { return n_heads * head_dim; }
+    int32_t kv_dim() const { return n_kv_heads * head_dim; }
+};
+
 struct ModelConfig {
-    std::string arch;  // "llama", "qwen2", "qwen3", "qwen3moe", "gemma3", "gpt-oss"
+    std::string arch;  // "llama", "qwen2", "qwen3", "qwen3moe", "gemma3", "gemma4", "gpt-oss"
     int32_t n_vocab = 0, n_embd = 0, n_layers = 0, n_heads = 0, n_kv_heads = 0, head_dim = 0, n_ff = 0;
     int32_t n_rot = 0;
     int64_t n_ctx_train = 0;
@@ -40,6 +51,11 @@ struct ModelConfig {
     std::string ffn_norm = "ffn_norm";  // gpt-oss: post_attention_norm
     bool swiglu_oai = false;
 
+    // gemma4
+    bool v_norm = false;             // V RMS-normalized per head, without a weight
+    float final_softcap = 0.0f;      // logits = cap * tanh(logits / cap) (0 = off)
+    int32_t n_embd_per_layer = 0;    // width of the per-layer token embeddings (0 = none)
+    std::vector<LayerShape> layers;  // per layer; the scalars above are the global layers'
     // Mixture of experts (qwen3moe: every layer's FFN; 0 experts = a dense model). GGUF keys
     // <arch>.expert_count, .expert_used_count, .expert_feed_forward_length,
     // .expert_shared_feed_forward_length, .expert_weights_scale.
@@ -55,8 +71,16 @@ struct ModelConfig {
 
     bool moe() const { return n_expert > 0; }
 
+    // The scalars' widths (every layer's where the layers share one shape).
     int32_t q_dim() const { return n_heads * head_dim; }
     int32_t kv_dim() const { return n_kv_heads * head_dim; }
+    // The widest layer's, for buffers every layer uses.
+    int32_t max_q_dim() const;
+    int32_t max_kv_dim() const;
+    int32_t max_ff() const;
+    int32_t max_heads() const;
+    int32_t max_head_dim() const;
+    bool owns_kv(int32_t layer) const { return layers[static_cast<size_t>(layer)].kv_source == layer; }
 };
 
 // Reads and checks the configuration. Throws ember::Error naming the file and the problem

@@ -20,6 +20,19 @@ std::string file_type_name(uint64_t ftype) {
     return it == names.end() ? "unknown (" + std::to_string(ftype) + ")" : it->second;
 }
 
+// A count stored once or per layer (gemma4's head_count_kv, feed_forward_length): the
+// largest; nullopt where absent or not a count.
+std::optional<uint64_t> largest_count(const GgufFile& f, const std::string& key) {
+    const GgufValue* v = f.find(key);
+    if (!v || v->type != GgufType::ARRAY) return f.opt_u64(key);
+    std::optional<uint64_t> out;
+    for (const GgufValue& x : v->as_array().items) {
+        if (x.type == GgufType::ARRAY || x.type == GgufType::STRING) return std::nullopt;
+        out = std::max(out.value_or(0), x.as_u64());
+    }
+    return out;
+}
+
 }  // namespace
 
 ModelInfo describe_model(const GgufFile& f) {
@@ -30,11 +43,11 @@ ModelInfo describe_model(const GgufFile& f) {
     const std::string a = m.architecture + ".";
     m.context_length = f.opt_u64(a + "context_length");
     m.n_layers = f.opt_u64(a + "block_count");
-    m.n_heads = f.opt_u64(a + "attention.head_count");
-    m.n_kv_heads = f.opt_u64(a + "attention.head_count_kv");
+    m.n_heads = largest_count(f, a + "attention.head_count");
+    m.n_kv_heads = largest_count(f, a + "attention.head_count_kv");
     if (!m.n_kv_heads) m.n_kv_heads = m.n_heads;
     m.embedding_length = f.opt_u64(a + "embedding_length");
-    m.ffn_length = f.opt_u64(a + "feed_forward_length");
+    m.ffn_length = largest_count(f, a + "feed_forward_length");
     m.head_dim = f.opt_u64(a + "attention.key_length");
     if (!m.head_dim && m.embedding_length && m.n_heads && *m.n_heads) m.head_dim = *m.embedding_length / *m.n_heads;
     if (const GgufValue* tokens = f.find("tokenizer.ggml.tokens"); tokens && tokens->type == GgufType::ARRAY)

@@ -15,6 +15,36 @@ namespace ember {
 
 namespace {
 
+// gemma4's shapes (the models' published text configs): E2B and E4B with per-layer
+// embeddings and KV sharing, 31B with 4 KV heads on its global layers and no V projection
+// there. tiny-gemma4 keeps every feature at test size: two head sizes and KV head counts,
+// wider FFNs on the sharing layers, its last own-KV layers a sliding one then a global one
+// (as in the real models, which llama.cpp's KV reuse assumes), and a soft-cap small enough
+// to bend logits of order 1.
+SyntheticShape gemma4_shape(const std::string& name) {
+    SyntheticShape s;
+    s.name = name, s.arch = "gemma4", s.tied_embeddings = true;
+    s.n_vocab = 262144, s.head_dim = 512, s.gemma4.head_dim_swa = 256;
+    if (name == "tiny-gemma4") {
+        s.n_embd = 256, s.n_layers = 9, s.n_heads = 4, s.n_kv_heads = 2, s.n_ff = 512, s.n_vocab = 1024;
+        s.n_ctx = 2048, s.head_dim = 128, s.sliding_window = 4;
+        s.gemma4 = {64, 1, 1024, 3, 3, 32, true, 3.0f};
+    } else if (name == "gemma4-e2b") {
+        s.n_embd = 1536, s.n_layers = 35, s.n_heads = 8, s.n_kv_heads = 1, s.n_ff = 6144, s.n_ctx = 131072;
+        s.sliding_window = 512;
+        s.gemma4 = {256, 1, 12288, 5, 20, 256, false, 30.0f};
+    } else if (name == "gemma4-e4b") {
+        s.n_embd = 2560, s.n_layers = 42, s.n_heads = 8, s.n_kv_heads = 2, s.n_ff = 10240, s.n_ctx = 131072;
+        s.sliding_window = 512;
+        s.gemma4 = {256, 2, 10240, 6, 18, 256, false, 30.0f};
+    } else {  // gemma4-31b
+        s.n_embd = 5376, s.n_layers = 60, s.n_heads = 32, s.n_kv_heads = 16, s.n_ff = 21504, s.n_ctx = 262144;
+        s.sliding_window = 1024;
+        s.gemma4 = {256, 4, 21504, 6, 0, 0, true, 30.0f};
+    }
+    return s;
+}
+
 // Qwen3-30B-A3B (config.json: 48 layers, hidden 2048, 32 heads of 128, 4 KV heads, 128
 // experts of 768, 8 used, intermediate 6144, vocabulary 151936, untied) and scaled copies.
 SyntheticShape qwen3moe_shape(const std::string& name) {
@@ -48,6 +78,8 @@ SyntheticShape gpt_oss_shape(const std::string& name) {
 }  // namespace
 
 SyntheticShape synthetic_shape(const std::string& name) {
+    if (name == "tiny-gemma4" || name == "gemma4-e2b" || name == "gemma4-e4b" || name == "gemma4-31b")
+        return gemma4_shape(name);
     if (name == "tiny") return {name, 256, 2, 8, 2, 512, 1024, 2048, true};
     if (name == "tiny-qwen2") return {name, 256, 2, 8, 2, 512, 1024, 2048, true, "qwen2"};
     if (name == "tiny-qwen3") return {name, 256, 2, 4, 2, 512, 1024, 2048, true, "qwen3", 128};
@@ -67,9 +99,10 @@ SyntheticShape synthetic_shape(const std::string& name) {
 }
 
 std::vector<std::string> synthetic_shape_names() {
-    return {"tiny",          "tiny-qwen2",         "tiny-qwen3",   "tiny-qwen3moe", "tiny-gemma3",  "tiny-gpt-oss",
-            "llama-3.2-1b",  "llama-3-8b",         "smollm2-135m", "gemma3-270m",   "qwen2.5-0.5b", "qwen3-0.6b",
-            "qwen3-30b-a3b", "qwen3-30b-a3b-mini", "gpt-oss-20b",  "llama-3-70b"};
+    return {"tiny",         "tiny-qwen2",   "tiny-qwen3",    "tiny-qwen3moe",      "tiny-gemma3",
+            "tiny-gemma4",  "llama-3.2-1b", "llama-3-8b",    "smollm2-135m",       "gemma3-270m",
+            "qwen2.5-0.5b", "qwen3-0.6b",   "qwen3-30b-a3b", "qwen3-30b-a3b-mini", "llama-3-70b",
+            "gemma4-e2b",   "gemma4-e4b",   "gemma4-31b",    "tiny-gpt-oss",       "gpt-oss-20b"};
 }
 
 namespace {
@@ -176,31 +209,180 @@ void add_vocab(GgufWriter& w, int32_t n_vocab) {
 
 namespace {
 
-GgufWriter synthetic_writer(const SyntheticShape& sh, const std::string& scheme_name, uint64_t seed) {
-    const QuantScheme scheme = quant_scheme(scheme_name);
-    const QuantPlanner planner(scheme, sh.n_layers, sh.tied_embeddings);
-    const int32_t head_dim = sh.head_dim > 0 ? sh.head_dim : sh.n_embd / sh.n_heads;
-    const bool gemma = sh.arch == "gemma3", qwen = sh.arch == "qwen2", moe = sh.arch == "qwen3moe",
-               qwen3 = sh.arch == "qwen3" || moe, oss = sh.arch == "gpt-oss";
-    if (sh.arch != "llama" && !gemma && !qwen && !qwen3 && !oss)
-        throw Error("synthetic models: unknown architecture '" + sh.arch + "'");
+// Adds a model's tensors to a writer: matrices of the type `ember quantize` would choose
+// (quant_plan.h) with random blocks, and F32 norm weights.
+struct TensorAdder {
+    GgufWriter& w;
+    const QuantPlanner& planner;
+    uint64_t seed;
+
+    // n_mats > 1: a 3-D tensor of n_mats matrices (the experts).
+    void add(const std::string& name, int64_t cols, int64_t rows, float scale, int64_t n_mats = 1) {
+        std::vector<uint64_t> dims{static_cast<uint64_t>(cols), static_cast<uint64_t>(rows)};
+        if (n_mats > 1) dims.push_back(static_cast<uint64_t>(n_mats));
+        const DType type = planner.choose({name, dims, DType::F32}).type;
+        const uint64_t s = splitmix(seed);
+        w.add_tensor_lazy(name, type, dims,
+                          [type, s, scale](uint8_t* dst, size_t n) { fill_random(type, dst, n, s, scale); });
+    }
+    // add(), with the rows of successive groups of `group_rows` (heads) at 0.3, 1 and 2.5
+    // times the scale in F32 files (other types: one scale): heads of unequal magnitude.
+    void add_uneven(const std::string& name, int64_t cols, int64_t rows, float scale, int64_t group_rows) {
+        const std::vector<uint64_t> dims{static_cast<uint64_t>(cols), static_cast<uint64_t>(rows)};
+        const DType type = planner.choose({name, dims, DType::F32}).type;
+        const uint64_t s = splitmix(seed);
+        w.add_tensor_lazy(name, type, dims, [=](uint8_t* dst, size_t n) {
+            fill_random(type, dst, n, s, scale);
+            if (type != DType::F32) return;
+            constexpr float kGains[] = {0.3f, 1.0f, 2.5f};
+            auto* v = reinterpret_cast<float*>(dst);
+            for (int64_t r = 0; r < rows; ++r)
+                for (int64_t c = 0; c < cols; ++c) v[r * cols + c] *= kGains[(r / group_rows) % 3];
+        });
+    }
+    void add_values(const std::string& name, const std::vector<float>& v) {
+        std::vector<uint8_t> bytes(v.size() * 4);
+        std::memcpy(bytes.data(), v.data(), bytes.size());
+        w.add_tensor(name, DType::F32, {static_cast<uint64_t>(v.size())}, std::move(bytes));
+    }
+    void add_norm(const std::string& name, int64_t n, float value = 1.0f) {
+        add_values(name, std::vector<float>(static_cast<size_t>(n), value));
+    }
+    // gain x (1 + a random value in [-0.25, 0.25)) per element.
+    void add_scaled_norm(const std::string& name, int64_t n, float gain) {
+        std::vector<float> v(static_cast<size_t>(n));
+        uint64_t s = splitmix(seed);
+        for (float& x : v) x = gain * (1.0f + (static_cast<float>(splitmix(s) >> 40) / 16777216.0f - 0.5f) * 0.5f);
+        add_values(name, v);
+    }
+};
+
+// The metadata every synthetic file has: names, sizes, the vocabulary.
+void add_common_keys(GgufWriter& w, const SyntheticShape& sh, const QuantScheme& scheme,
+                     const std::string& scheme_name) {
     const std::string a = sh.arch + ".";
     auto u32 = [](int64_t v) { return GgufValue::u32(static_cast<uint32_t>(v)); };
-    GgufWriter w;
     w.set("general.architecture", GgufValue::str(sh.arch));
     w.set("general.name", GgufValue::str("synthetic " + sh.name + " " + scheme_name));
     w.set("general.file_type", GgufValue::u32(scheme.file_type));
     w.set(a + "context_length", u32(sh.n_ctx));
     w.set(a + "embedding_length", u32(sh.n_embd));
     w.set(a + "block_count", u32(sh.n_layers));
-    w.set(a + "feed_forward_length", u32(sh.n_ff));
     w.set(a + "attention.head_count", u32(sh.n_heads));
+    w.set(a + "attention.layer_norm_rms_epsilon", GgufValue::f32(1e-6f));
+    add_vocab(w, sh.n_vocab);
+}
+
+// gemma4 (SyntheticShape::Gemma4), with the keys and tensor names llama.cpp reads.
+GgufWriter gemma4_writer(const SyntheticShape& sh, const std::string& scheme_name, uint64_t seed) {
+    const SyntheticShape::Gemma4& g = sh.gemma4;
+    const QuantScheme scheme = quant_scheme(scheme_name);
+    const QuantPlanner planner(scheme, sh.n_layers, sh.tied_embeddings);
+    const std::string a = "gemma4.";
+    auto u32 = [](int64_t v) { return GgufValue::u32(static_cast<uint32_t>(v)); };
+    const int32_t L = sh.n_layers, first_shared = L - g.shared_kv_layers;
+    auto global = [&](int32_t i) { return (i + 1) % g.global_period == 0; };
+    auto ff = [&](int32_t i) { return i >= first_shared ? g.n_ff_shared : sh.n_ff; };
+    auto kv_heads = [&](int32_t i) { return global(i) ? g.n_kv_heads_global : sh.n_kv_heads; };
+    auto per_layer = [&](auto value) {
+        std::vector<GgufValue> v;
+        for (int32_t i = 0; i < L; ++i) v.push_back(value(i));
+        return v;
+    };
+    GgufWriter w;
+    add_common_keys(w, sh, scheme, scheme_name);
+    if (g.n_ff_shared != sh.n_ff && g.shared_kv_layers > 0)
+        w.set(a + "feed_forward_length",
+              GgufValue::array(GgufType::U32, per_layer([&](int32_t i) { return u32(ff(i)); })));
+    else w.set(a + "feed_forward_length", u32(sh.n_ff));
+    if (g.n_kv_heads_global != sh.n_kv_heads)
+        w.set(a + "attention.head_count_kv",
+              GgufValue::array(GgufType::U32, per_layer([&](int32_t i) { return u32(kv_heads(i)); })));
+    else w.set(a + "attention.head_count_kv", u32(sh.n_kv_heads));
+    w.set(a + "attention.key_length", u32(sh.head_dim));
+    w.set(a + "attention.value_length", u32(sh.head_dim));
+    w.set(a + "attention.key_length_swa", u32(g.head_dim_swa));
+    w.set(a + "attention.value_length_swa", u32(g.head_dim_swa));
+    w.set(a + "rope.dimension_count", u32(sh.head_dim));
+    w.set(a + "rope.dimension_count_swa", u32(g.head_dim_swa));
+    w.set(a + "rope.freq_base", GgufValue::f32(1000000.0f));
+    w.set(a + "rope.freq_base_swa", GgufValue::f32(10000.0f));
+    w.set(a + "attention.sliding_window", u32(sh.sliding_window));
+    w.set(a + "attention.sliding_window_pattern",
+          GgufValue::array(GgufType::BOOL, per_layer([&](int32_t i) { return GgufValue::boolean(!global(i)); })));
+    w.set(a + "attention.shared_kv_layers", u32(g.shared_kv_layers));
+    w.set(a + "embedding_length_per_layer_input", u32(g.n_embd_per_layer));
+    w.set(a + "final_logit_softcapping", GgufValue::f32(g.final_softcap));
+
+    TensorAdder t{w, planner, seed};
+    const int64_t d = sh.n_embd, P = g.n_embd_per_layer;
+    const float ws = 1.0f / std::sqrt(static_cast<float>(d));
+    t.add("token_embd.weight", d, sh.n_vocab, 1.0f);
+    // Proportional RoPE on the global layers: a quarter of the pairs rotate, the rest are
+    // "divided by 1e30" (llama.cpp's converter writes the same factors).
+    std::vector<float> factors(static_cast<size_t>(sh.head_dim / 2), 1e30f);
+    std::fill(factors.begin(), factors.begin() + sh.head_dim / 8, 1.0f);
+    t.add_values("rope_freqs.weight", factors);
+    if (P > 0) {
+        t.add("per_layer_token_embd.weight", L * P, sh.n_vocab, 1.0f);
+        t.add("per_layer_model_proj.weight", d, L * P, ws);
+        t.add_scaled_norm("per_layer_proj_norm.weight", P, 1.0f);
+    }
+    for (int32_t i = 0; i < L; ++i) {
+        const std::string b = "blk." + std::to_string(i) + ".";
+        const int64_t hd = global(i) ? sh.head_dim : g.head_dim_swa;
+        const int64_t q = sh.n_heads * hd, kv = kv_heads(i) * hd;
+        t.add_norm(b + "attn_norm.weight", d);
+        t.add(b + "attn_q.weight", d, q, ws * sh.qk_gain);
+        t.add_scaled_norm(b + "attn_q_norm.weight", hd, sh.qk_gain);
+        if (i < first_shared) {  // the sharing layers have no K/V of their own
+            t.add(b + "attn_k.weight", d, kv, ws * sh.qk_gain);
+            // V heads of unequal size: V's norm (it has no weight) evens them out.
+            if (!(g.k_eq_v && global(i))) t.add_uneven(b + "attn_v.weight", d, kv, ws, hd);
+            t.add_scaled_norm(b + "attn_k_norm.weight", hd, sh.qk_gain);
+        }
+        t.add(b + "attn_output.weight", q, d, ws * sh.attn_gain);
+        t.add_scaled_norm(b + "post_attention_norm.weight", d, 1.0f);
+        t.add_norm(b + "ffn_norm.weight", d);
+        t.add(b + "ffn_gate.weight", d, ff(i), ws);
+        t.add(b + "ffn_up.weight", d, ff(i), ws);
+        t.add(b + "ffn_down.weight", ff(i), d, 1.0f / std::sqrt(static_cast<float>(ff(i))));
+        t.add_scaled_norm(b + "post_ffw_norm.weight", d, 1.0f);
+        if (P > 0) {
+            t.add(b + "inp_gate.weight", d, P, ws);
+            t.add(b + "proj.weight", P, d, 1.0f / std::sqrt(static_cast<float>(P)));
+            t.add_scaled_norm(b + "post_norm.weight", d, 1.0f);
+        }
+        t.add_values(b + "layer_output_scale.weight", {i % 2 ? 0.75f : 1.25f});
+    }
+    t.add_norm("output_norm.weight", d, sh.output_norm);
+    if (!sh.tied_embeddings) t.add("output.weight", d, sh.n_vocab, ws);
+    return w;
+}
+
+}  // namespace
+
+namespace {
+
+GgufWriter synthetic_writer(const SyntheticShape& sh, const std::string& scheme_name, uint64_t seed) {
+    const QuantScheme scheme = quant_scheme(scheme_name);
+    const QuantPlanner planner(scheme, sh.n_layers, sh.tied_embeddings);
+    const int32_t head_dim = sh.head_dim > 0 ? sh.head_dim : sh.n_embd / sh.n_heads;
+    const bool gemma = sh.arch == "gemma3", qwen = sh.arch == "qwen2", moe = sh.arch == "qwen3moe",
+               qwen3 = sh.arch == "qwen3" || moe, oss = sh.arch == "gpt-oss";
+    if (sh.arch == "gemma4") return gemma4_writer(sh, scheme_name, seed);
+    if (sh.arch != "llama" && !gemma && !qwen && !qwen3 && !oss)
+        throw Error("synthetic models: unknown architecture '" + sh.arch + "'");
+    const std::string a = sh.arch + ".";
+    auto u32 = [](int64_t v) { return GgufValue::u32(static_cast<uint32_t>(v)); };
+    GgufWriter w;
+    add_common_keys(w, sh, scheme, scheme_name);
+    w.set(a + "feed_forward_length", u32(sh.n_ff));
     w.set(a + "attention.head_count_kv", u32(sh.n_kv_heads));
     w.set(a + "attention.key_length", u32(head_dim));
     w.set(a + "attention.value_length", u32(head_dim));
     w.set(a + "rope.dimension_count", u32(head_dim));
     w.set(a + "rope.freq_base", GgufValue::f32(sh.arch == "llama" ? 500000.0f : oss ? 150000.0f : 1000000.0f));
-    w.set(a + "attention.layer_norm_rms_epsilon", GgufValue::f32(1e-6f));
     if (gemma || oss) w.set(a + "attention.sliding_window", u32(sh.sliding_window));
     if (oss) {  // gpt-oss-20b's YaRN: 32x over 4096 tokens
         w.set(a + "rope.scaling.type", GgufValue::str("yarn"));
@@ -212,34 +394,13 @@ GgufWriter synthetic_writer(const SyntheticShape& sh, const std::string& scheme_
         w.set(a + "expert_used_count", u32(sh.n_expert_used));
         w.set(a + "expert_feed_forward_length", u32(sh.n_ff_exp));
     }
-    add_vocab(w, sh.n_vocab);
 
-    uint64_t tensor_seed = seed;
-    // Every matrix's type is the one `ember quantize` would choose for it (quant_plan.h).
-    // n_mats > 1: a 3-D tensor of n_mats matrices (the experts).
+    TensorAdder t{w, planner, seed};
     auto add = [&](const std::string& name, int64_t cols, int64_t rows, float scale, int64_t n_mats = 1) {
-        std::vector<uint64_t> dims{static_cast<uint64_t>(cols), static_cast<uint64_t>(rows)};
-        if (n_mats > 1) dims.push_back(static_cast<uint64_t>(n_mats));
-        const DType type = planner.choose({name, dims, DType::F32}).type;
-        const uint64_t s = splitmix(tensor_seed);
-        w.add_tensor_lazy(name, type, dims,
-                          [type, s, scale](uint8_t* dst, size_t n) { fill_random(type, dst, n, s, scale); });
+        t.add(name, cols, rows, scale, n_mats);
     };
-    auto add_norm = [&](const std::string& name, int64_t n, float value = 1.0f) {
-        std::vector<uint8_t> bytes(static_cast<size_t>(n) * 4);
-        for (int64_t i = 0; i < n; ++i) std::memcpy(bytes.data() + i * 4, &value, 4);
-        w.add_tensor(name, DType::F32, {static_cast<uint64_t>(n)}, std::move(bytes));
-    };
-    // gain x (1 + a random value in [-0.25, 0.25)) per element.
-    auto add_scaled_norm = [&](const std::string& name, int64_t n, float gain) {
-        std::vector<uint8_t> bytes(static_cast<size_t>(n) * 4);
-        uint64_t s = splitmix(tensor_seed);
-        for (int64_t i = 0; i < n; ++i) {
-            const float v = gain * (1.0f + (static_cast<float>(splitmix(s) >> 40) / 16777216.0f - 0.5f) * 0.5f);
-            std::memcpy(bytes.data() + i * 4, &v, 4);
-        }
-        w.add_tensor(name, DType::F32, {static_cast<uint64_t>(n)}, std::move(bytes));
-    };
+    auto add_norm = [&](const std::string& name, int64_t n, float value = 1.0f) { t.add_norm(name, n, value); };
+    auto add_scaled_norm = [&](const std::string& name, int64_t n, float gain) { t.add_scaled_norm(name, n, gain); };
     const int64_t d = sh.n_embd, q = int64_t{sh.n_heads} * head_dim, kv = int64_t{sh.n_kv_heads} * head_dim;
     const float ws = 1.0f / std::sqrt(static_cast<float>(d));
     // gpt-oss's layer past q/k/v: output bias, sinks, the FFN norm (stored as

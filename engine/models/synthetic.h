@@ -16,10 +16,11 @@ struct SyntheticShape {
     int64_t n_ctx;
     bool tied_embeddings;
     // "llama", "qwen2" (q/k/v biases), "qwen3" (QK-norm), "gemma3" (QK-norm, post-norms),
-    // "qwen3moe" or "gpt-oss" (biases, sinks, YaRN, experts with biases)
+    // "qwen3moe", "gpt-oss" (biases, sinks, YaRN, experts with biases) or "gemma4" (the fields
+    // below)
     std::string arch = "llama";
-    int32_t head_dim = 0;        // 0: n_embd / n_heads
-    int32_t sliding_window = 0;  // gemma3, gpt-oss
+    int32_t head_dim = 0;        // 0: n_embd / n_heads (gemma4: the global layers')
+    int32_t sliding_window = 0;  // gemma3, gemma4, gpt-oss
     // The final norm's weights. Random weights make logits of order 10 (one token takes all
     // the probability); below 1 they soften, so a reference comparison sees every layer.
     float output_norm = 1.0f;
@@ -35,12 +36,24 @@ struct SyntheticShape {
     // n_expert_used per token, routed by ffn_gate_inp; n_ff is then only the metadata's
     // feed_forward_length).
     int32_t n_expert = 0, n_expert_used = 0, n_ff_exp = 0;
+    // gemma4: every `global_period`-th layer is global (head_dim, n_kv_heads_global, the
+    // proportional RoPE), the others slide (head_dim_swa, n_kv_heads); the last
+    // `shared_kv_layers` attend over an earlier layer's K/V and have FFNs n_ff_shared wide;
+    // n_embd_per_layer > 0 adds per-layer token embeddings; k_eq_v: global layers have no V
+    // projection (V is K's).
+    struct Gemma4 {
+        int32_t head_dim_swa = 0, n_kv_heads_global = 0, n_ff_shared = 0;
+        int32_t global_period = 6, shared_kv_layers = 0, n_embd_per_layer = 0;
+        bool k_eq_v = false;
+        float final_softcap = 30.0f;
+    } gemma4{};
 };
 
-// Named shapes: "tiny", "tiny-qwen2", "tiny-qwen3", "tiny-qwen3moe", "tiny-gemma3" (tests),
-// "llama-3.2-1b", "llama-3-8b", "llama-3-70b", "qwen3-0.6b", "qwen3-30b-a3b" (48 layers of 128
-// experts, 8 used) and "qwen3-30b-a3b-mini" (its layers, 8 of them: 3.5 GB in Q4_K_M),
-// "tiny-gpt-oss" (tests) and "gpt-oss-20b" (24 layers of 32 experts, 4 used),
+// Named shapes: "tiny", "tiny-qwen2", "tiny-qwen3", "tiny-qwen3moe", "tiny-gemma3", "tiny-gemma4"
+// (tests), "llama-3.2-1b", "llama-3-8b", "llama-3-70b", "qwen3-0.6b", "qwen3-30b-a3b" (48 layers
+// of 128 experts, 8 used), "qwen3-30b-a3b-mini" (its layers, 8 of them: 3.5 GB in Q4_K_M),
+// "gemma4-e2b", "gemma4-e4b", "gemma4-31b", "tiny-gpt-oss" (tests) and "gpt-oss-20b" (24 layers
+// of 32 experts, 4 used),
 // and the real test models' shapes "smollm2-135m", "gemma3-270m", "qwen2.5-0.5b" (for
 // machines the real files cannot be copied to, such as the GPU check's).
 SyntheticShape synthetic_shape(const std::string& name);

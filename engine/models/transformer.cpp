@@ -17,6 +17,10 @@ Transformer::Transformer(std::shared_ptr<const GgufFile> file, Backend& backend)
 
 Transformer::Transformer(std::shared_ptr<const GgufFile> file, Backend& first, Backend& rest, int n_first_layers)
     : file_(std::move(file)), config_(read_model_config(*file_)) {
+    if (!split_supported(config_, n_first_layers))
+        throw Error(file_->path() + ": " + std::to_string(n_first_layers) +
+                    " layers on the GPU would separate a layer from the layer whose K/V it shares; "
+                    "put fewer or more layers on the GPU");
     devices_.resize(2);
     devices_[0].backend = &first;
     devices_[1].backend = &rest;
@@ -41,6 +45,8 @@ void Transformer::load_weights(const std::vector<int>& layer_device) {
         const auto* p = reinterpret_cast<const float*>(rf->data);
         rope_freq_factors_.assign(p, p + c.n_rot / 2);
     }
+    ones_.assign(static_cast<size_t>(c.max_head_dim()), 1.0f);
+    if (c.n_embd_per_layer > 0) load_per_layer_embeddings(first);
     for (size_t i = 0; i < layer_device.size(); ++i)
         layers_.push_back(load_layer(static_cast<int>(i), devices_[static_cast<size_t>(layer_device[i])]));
 }
@@ -52,13 +58,17 @@ Transformer::Layer Transformer::load_layer(int index, Device& device) {
     Layer l;
     l.index = index;
     l.device = &device;
+    l.shape = c.layers[static_cast<size_t>(index)];
+    const LayerShape& s = l.shape;
+    l.kv_layer = kv_layer_of(c, index);
+    l.stores_kv = s.kv_source == index;
 
-    // Sliding-window layers use their own rope base, unscaled (gemma3) or scaled (gpt-oss).
+    // Sliding-window layers use their own rope base, unscaled (gemma3, gemma4) or scaled (gpt-oss).
     const bool sliding = c.layer_sliding[static_cast<size_t>(index)];
     const bool scaled = !sliding || c.rope_scale_local;
-    l.rope_q.n_heads = c.n_heads;
-    l.rope_q.head_dim = c.head_dim;
-    l.rope_q.n_rot = c.n_rot;
+    l.rope_q.n_heads = s.n_heads;
+    l.rope_q.head_dim = s.head_dim;
+    l.rope_q.n_rot = s.n_rot;
     l.rope_q.neox = c.rope_neox;
     l.rope_q.freq_base = sliding ? c.rope_base_local : c.rope_base;
     l.rope_q.freq_scale = scaled ? c.rope_scale : 1.0f;
@@ -71,34 +81,38 @@ Transformer::Layer Transformer::load_layer(int index, Device& device) {
     }
     l.rope_q.freq_factors = !sliding && !rope_freq_factors_.empty() ? rope_freq_factors_.data() : nullptr;
     l.rope_k = l.rope_q;
-    l.rope_k.n_heads = c.n_kv_heads;
-    l.attention.n_heads = c.n_heads;
-    l.attention.n_kv_heads = c.n_kv_heads;
-    l.attention.head_dim = c.head_dim;
+    l.rope_k.n_heads = s.n_kv_heads;
+    l.attention.n_heads = s.n_heads;
+    l.attention.n_kv_heads = s.n_kv_heads;
+    l.attention.head_dim = s.head_dim;
     l.attention.scale = c.attn_scale;
     l.attention.window = sliding ? c.sliding_window : 0;
 
     l.attn_norm = weight(be, b + "attn_norm.weight", c.n_embd, 1);
-    l.wq = weight(be, b + "attn_q.weight", c.n_embd, c.q_dim());
-    l.wk = weight(be, b + "attn_k.weight", c.n_embd, c.kv_dim());
-    l.wv = weight(be, b + "attn_v.weight", c.n_embd, c.kv_dim());
-    l.wo = weight(be, b + "attn_output.weight", c.q_dim(), c.n_embd);
+    l.wq = weight(be, b + "attn_q.weight", c.n_embd, s.q_dim());
+    if (l.stores_kv) {
+        l.wk = weight(be, b + "attn_k.weight", c.n_embd, s.kv_dim());
+        l.wv = weight(be, b + "attn_v.weight", c.n_embd, s.kv_dim(), !c.v_norm);  // gemma4: absent = K's
+    }
+    l.wo = weight(be, b + "attn_output.weight", s.q_dim(), c.n_embd);
     if (c.out_bias) l.bo = weight(be, b + "attn_output.bias", c.n_embd, 1);
-    if (c.attn_sinks) l.sinks = weight(be, b + "attn_sinks.weight", c.n_heads, 1);
+    if (c.attn_sinks) l.sinks = weight(be, b + "attn_sinks.weight", s.n_heads, 1);
     if (c.qkv_bias) {
-        l.bq = weight(be, b + "attn_q.bias", c.q_dim(), 1);
-        l.bk = weight(be, b + "attn_k.bias", c.kv_dim(), 1);
-        l.bv = weight(be, b + "attn_v.bias", c.kv_dim(), 1);
+        l.bq = weight(be, b + "attn_q.bias", s.q_dim(), 1);
+        l.bk = weight(be, b + "attn_k.bias", s.kv_dim(), 1);
+        l.bv = weight(be, b + "attn_v.bias", s.kv_dim(), 1);
     }
     if (c.qk_norm) {
-        l.q_norm = weight(be, b + "attn_q_norm.weight", c.head_dim, 1);
-        l.k_norm = weight(be, b + "attn_k_norm.weight", c.head_dim, 1);
+        l.q_norm = weight(be, b + "attn_q_norm.weight", s.head_dim, 1);
+        if (l.stores_kv) l.k_norm = weight(be, b + "attn_k_norm.weight", s.head_dim, 1);
     }
+    if (c.v_norm && l.stores_kv) l.v_norm = ones(device, s.head_dim);
     if (c.post_norms) {
         l.post_attn_norm = weight(be, b + "post_attention_norm.weight", c.n_embd, 1);
         l.post_ffn_norm = weight(be, b + "post_ffw_norm.weight", c.n_embd, 1);
     }
     l.ffn_norm = weight(be, b + c.ffn_norm + ".weight", c.n_embd, 1);
+    load_layer_tail(l, be, b);
     if (c.moe()) {
         l.ffn_gate_inp = weight(be, b + "ffn_gate_inp.weight", c.n_embd, c.n_expert);
         l.ffn_gate_exps = expert_weight(be, b + "ffn_gate_exps.weight", c.n_embd, c.n_ff_exp);
@@ -112,14 +126,45 @@ Transformer::Layer Transformer::load_layer(int index, Device& device) {
         }
         return l;
     }
-    l.w_gate = weight(be, b + "ffn_gate.weight", c.n_embd, c.n_ff);
-    l.w_up = weight(be, b + "ffn_up.weight", c.n_embd, c.n_ff);
-    l.w_down = weight(be, b + "ffn_down.weight", c.n_ff, c.n_embd);
+    l.w_gate = weight(be, b + "ffn_gate.weight", c.n_embd, s.n_ff);
+    l.w_up = weight(be, b + "ffn_up.weight", c.n_embd, s.n_ff);
+    l.w_down = weight(be, b + "ffn_down.weight", s.n_ff, c.n_embd);
     return l;
 }
 
+// A [head_dim] tensor of ones on the device, shared by its layers: RMS norm without a weight.
+const Tensor& Transformer::ones(Device& d, int head_dim) {
+    for (const auto& [dim, t] : d.ones)
+        if (dim == head_dim) return t;
+    d.ones.emplace_back(head_dim, d.backend->load_weight(ones_.data(), DType::F32, head_dim, 1, "ones"));
+    return d.ones.back().second;
+}
+
+int32_t Transformer::kv_layer_of(const ModelConfig& c, int32_t layer) {
+    const int32_t source = c.layers[static_cast<size_t>(layer)].kv_source;
+    int32_t n = 0;
+    for (int32_t i = 0; i < source; ++i) n += c.owns_kv(i) ? 1 : 0;
+    return n;
+}
+
+bool Transformer::split_supported(const ModelConfig& c, int32_t n_first_layers) {
+    for (int32_t i = 0; i < c.n_layers; ++i)
+        if ((i < n_first_layers) != (c.layers[static_cast<size_t>(i)].kv_source < n_first_layers)) return false;
+    return true;
+}
+
+bool Transformer::skips_tensor(const ModelConfig& c, int32_t layer, const std::string& name) {
+    if (layer < 0 || layer >= c.n_layers || c.owns_kv(layer)) return false;
+    for (const char* kv : {".attn_k.", ".attn_v.", ".attn_k_norm."})
+        if (name.find(kv) != std::string::npos) return true;
+    return false;
+}
+
 Transformer::~Transformer() {
-    for (Device& d : devices_) free_scratch(d);
+    for (Device& d : devices_) {
+        free_scratch(d);
+        for (auto& [dim, t] : d.ones) d.backend->free(t);
+    }
     for (Layer& l : layers_)
         for (Tensor* t : l.weights())
             if (t->data) l.device->backend->free(*t);
@@ -129,11 +174,20 @@ Transformer::~Transformer() {
     if (output_.data && output_.data != tok_embd_.data) last.free(output_);
     if (tok_embd_.data) first.free(tok_embd_);
     if (output_norm_.data) last.free(output_norm_);
+    for (Tensor& t : ple_model_proj_) first.free(t);
+    if (ple_proj_norm_.data) first.free(ple_proj_norm_);
 }
 
 std::vector<Backend*> Transformer::layer_backends() const {
     std::vector<Backend*> out;
     for (const Layer& l : layers_) out.push_back(l.device->backend);
+    return out;
+}
+
+std::vector<Backend*> Transformer::kv_backends() const {
+    std::vector<Backend*> out;
+    for (const Layer& l : layers_)
+        if (l.stores_kv) out.push_back(l.device->backend);
     return out;
 }
 
@@ -176,22 +230,32 @@ KvCacheConfig Transformer::kv_config(int64_t n_ctx, int32_t n_seqs, DType kv_typ
     return kv_config(config_, n_ctx, n_seqs, kv_type);
 }
 
+// One cache layer per layer that keeps K/V of its own, each at its own shape (listed only
+// where they differ).
 KvCacheConfig Transformer::kv_config(const ModelConfig& c, int64_t n_ctx, int32_t n_seqs, DType kv_type) {
     KvCacheConfig k;
-    k.n_layers = c.n_layers;
     k.n_kv_heads = c.n_kv_heads;
     k.head_dim = c.head_dim;
+    bool uniform = true;
+    for (int32_t i = 0; i < c.n_layers; ++i) {
+        const LayerShape& s = c.layers[static_cast<size_t>(i)];
+        if (!c.owns_kv(i)) continue;
+        k.shapes.push_back({s.n_kv_heads, s.head_dim});
+        uniform = uniform && s.n_kv_heads == c.n_kv_heads && s.head_dim == c.head_dim;
+    }
+    k.n_layers = static_cast<int32_t>(k.shapes.size());
+    if (uniform) k.shapes.clear();
     k.type = kv_type;
     k.n_blocks = KvCacheConfig::blocks_for(n_ctx, n_seqs, k.block_tokens);
     return k;
 }
 
 std::vector<Transformer::ScratchBuffer> Transformer::scratch_layout(const ModelConfig& c, int64_t T, int64_t O) {
-    const int64_t ff = c.moe() ? 0 : c.n_ff, slots = T * c.n_expert_used;
-    std::vector<ScratchBuffer> b = {{"x", c.n_embd, T},     {"xn", c.n_embd, T},     {"q", c.q_dim(), T},
-                                    {"k", c.kv_dim(), T},   {"v", c.kv_dim(), T},    {"attn", c.q_dim(), T},
-                                    {"proj", c.n_embd, T},  {"gate", ff, T},         {"up", ff, T},
-                                    {"out_x", c.n_embd, O}, {"logits", c.n_vocab, O}};
+    const int64_t ff = c.moe() ? 0 : c.max_ff(), slots = T * c.n_expert_used;
+    std::vector<ScratchBuffer> b = {{"x", c.n_embd, T},       {"xn", c.n_embd, T},      {"q", c.max_q_dim(), T},
+                                    {"k", c.max_kv_dim(), T}, {"v", c.max_kv_dim(), T}, {"attn", c.max_q_dim(), T},
+                                    {"proj", c.n_embd, T},    {"gate", ff, T},          {"up", ff, T},
+                                    {"out_x", c.n_embd, O},   {"logits", c.n_vocab, O}};
     if (c.moe()) {
         b.push_back({"router", c.n_expert, T});
         b.push_back({"expert_ids", c.n_expert_used, T, DType::I32});
@@ -199,6 +263,10 @@ std::vector<Transformer::ScratchBuffer> Transformer::scratch_layout(const ModelC
         b.push_back({"expert_gate", c.n_ff_exp, slots});
         b.push_back({"expert_up", c.n_ff_exp, slots});
         b.push_back({"expert_down", c.n_embd, slots});
+    }
+    if (c.n_embd_per_layer > 0) {
+        b.push_back({"ple", c.n_embd_per_layer, int64_t{c.n_layers} * T});
+        b.push_back({"ple_tmp", c.n_embd_per_layer, T});
     }
     return b;
 }
@@ -224,11 +292,13 @@ void Transformer::ensure_scratch(Device& d, int64_t n_tokens, int64_t n_outputs)
     if (n_tokens <= s.tokens && n_outputs <= s.outputs) return;
     const int64_t T = std::max(n_tokens, s.tokens), O = std::max(n_outputs, s.outputs);
     free_scratch(d);
-    const auto layout = scratch_layout(config_, T, O);
-    const auto buffers = s.buffers();
-    for (size_t i = 0; i < layout.size(); ++i)
-        *buffers[i] =
-            d.backend->alloc(MemoryKind::Activations, layout[i].type, layout[i].cols, layout[i].rows, layout[i].tag);
+    const auto buffers = s.buffers();  // those the layout does not name stay empty
+    for (const ScratchBuffer& b : scratch_layout(config_, T, O)) {
+        const auto tag = std::find_if(Scratch::kTags.begin(), Scratch::kTags.end(),
+                                      [&](const char* t) { return std::string_view(t) == b.tag; });
+        *buffers[static_cast<size_t>(tag - Scratch::kTags.begin())] =
+            d.backend->alloc(MemoryKind::Activations, b.type, b.cols, b.rows, b.tag);
+    }
     s.tokens = T;
     s.outputs = O;
 }
@@ -245,8 +315,6 @@ void Transformer::begin_pass(Device& d, const BatchInfo& batch) {
     a.q = s.q.slice_rows(0, T);
     a.k = s.k.slice_rows(0, T);
     a.v = s.v.slice_rows(0, T);
-    a.q_heads = a.q.reshape(config_.head_dim);
-    a.k_heads = a.k.reshape(config_.head_dim);
     a.attn = s.attn.slice_rows(0, T);
     a.proj = s.proj.slice_rows(0, T);
     a.gate = s.gate.slice_rows(0, T);
@@ -262,27 +330,60 @@ void Transformer::begin_pass(Device& d, const BatchInfo& batch) {
         a.expert_up = s.expert_up.slice_rows(0, slots);
         a.expert_down = s.expert_down.slice_rows(0, slots);
     }
+    if (s.ple.data) {
+        a.ple = s.ple.slice_rows(0, int64_t{config_.n_layers} * T);
+        a.ple_tmp = s.ple_tmp.slice_rows(0, T);
+    }
     d.backend->set_batch(batch);
 }
+
+namespace {
+
+// The first rows x cols floats of an activation buffer, as packed rows: a layer's view of a
+// buffer sized for the widest layer.
+Tensor rows_of(const Tensor& buf, int64_t cols, int64_t rows) {
+    Tensor t = buf;
+    t.cols = cols;
+    t.rows = rows;
+    t.row_bytes = static_cast<size_t>(cols) * sizeof(float);
+    return t;
+}
+
+}  // namespace
 
 void Transformer::attention_block(const Layer& l, KvLayer& cache, Activations& a) {
     Backend& be = *l.device->backend;
     const float eps = config_.norm_eps;
-    const MatmulOut qkv[] = {{&l.wq, &a.q, &l.bq}, {&l.wk, &a.k, &l.bk}, {&l.wv, &a.v, &l.bv}};
-    be.matmul_shared(a.xn, qkv);
-    if (l.q_norm.data) be.rms_norm(a.q_heads, l.q_norm, eps, a.q_heads);
-    if (l.k_norm.data) be.rms_norm(a.k_heads, l.k_norm, eps, a.k_heads);
-    be.rope(a.q_heads, l.rope_q);
-    be.rope(a.k_heads, l.rope_k);
-    dump_("q", l.index, a.q, be);
-    dump_("k", l.index, a.k, be);
-    dump_("v", l.index, a.v, be);
-    be.store_kv(cache, a.k, a.v);
+    const LayerShape& s = l.shape;
+    const int64_t T = a.x.rows;
+    Tensor q = rows_of(a.q, s.q_dim(), T), attn = rows_of(a.attn, s.q_dim(), T);
+    Tensor q_heads = q.reshape(s.head_dim);
+    if (l.stores_kv) {
+        Tensor k = rows_of(a.k, s.kv_dim(), T), v = rows_of(a.v, s.kv_dim(), T);
+        const Tensor& wv = l.wv.data ? l.wv : l.wk;  // no V projection: V is K's, before K's norm
+        const MatmulOut qkv[] = {{&l.wq, &q, &l.bq}, {&l.wk, &k, &l.bk}, {&wv, &v, &l.bv}};
+        be.matmul_shared(a.xn, qkv);
+        Tensor k_heads = k.reshape(s.head_dim), v_heads = v.reshape(s.head_dim);
+        if (l.q_norm.data) be.rms_norm(q_heads, l.q_norm, eps, q_heads);
+        if (l.k_norm.data) be.rms_norm(k_heads, l.k_norm, eps, k_heads);
+        if (l.v_norm.data) be.rms_norm(v_heads, l.v_norm, eps, v_heads);
+        be.rope(q_heads, l.rope_q);
+        be.rope(k_heads, l.rope_k);
+        dump_("q", l.index, q, be);
+        dump_("k", l.index, k, be);
+        dump_("v", l.index, v, be);
+        be.store_kv(cache, k, v);
+    } else {  // K/V shared with an earlier layer: only q is computed
+        be.matmul(l.wq, a.xn, q);
+        if (l.q_norm.data) be.rms_norm(q_heads, l.q_norm, eps, q_heads);
+        be.rope(q_heads, l.rope_q);
+        dump_("q", l.index, q, be);
+    }
     AttentionParams attention = l.attention;
     attention.sinks = l.sinks.data ? &l.sinks : nullptr;  // not kept in l.attention: layers_ may move
-    be.attention(cache, a.q, attention, a.attn);
-    dump_("kqv_out", l.index, a.attn, be);
-    be.matmul(l.wo, a.attn, a.proj, &l.bo);
+    be.attention(cache, q, attention, attn);
+    dump_("kqv_out", l.index, attn, be);
+    be.matmul(l.wo, attn, a.proj, &l.bo);
     if (l.post_attn_norm.data) be.rms_norm(a.proj, l.post_attn_norm, eps, a.proj);
     dump_("attn_out", l.index, a.proj, be);
     be.add_rms_norm(a.x, a.proj, l.ffn_norm, eps, a.xn);
@@ -292,13 +393,15 @@ void Transformer::attention_block(const Layer& l, KvLayer& cache, Activations& a
 
 void Transformer::dense_ffn(const Layer& l, Activations& a) {
     Backend& be = *l.device->backend;
-    const MatmulOut gate_up[] = {{&l.w_gate, &a.gate}, {&l.w_up, &a.up}};
+    const int64_t T = a.x.rows;
+    Tensor gate = rows_of(a.gate, l.shape.n_ff, T), up = rows_of(a.up, l.shape.n_ff, T);
+    const MatmulOut gate_up[] = {{&l.w_gate, &gate}, {&l.w_up, &up}};
     be.matmul_shared(a.xn, gate_up);
-    dump_("ffn_gate", l.index, a.gate, be);
-    dump_("ffn_up", l.index, a.up, be);
-    be.glu(a.gate, a.up, glu_act(), a.gate);
-    dump_("ffn_glu", l.index, a.gate, be);
-    be.matmul(l.w_down, a.gate, a.proj);
+    dump_("ffn_gate", l.index, gate, be);
+    dump_("ffn_up", l.index, up, be);
+    be.glu(gate, up, glu_act(), gate);
+    dump_("ffn_glu", l.index, gate, be);
+    be.matmul(l.w_down, gate, a.proj);
 }
 
 // llama.cpp's build_moe_ffn for qwen3moe: softmax router, top-k, renormalised weights, SwiGLU
@@ -326,17 +429,25 @@ void Transformer::ffn_block(const Layer& l, const Layer* next, Activations& a) {
     else dense_ffn(l, a);
     if (l.post_ffn_norm.data) be.rms_norm(a.proj, l.post_ffn_norm, eps, a.proj);
     dump_("ffn_out", l.index, a.proj, be);
-    if (next) be.add_rms_norm(a.x, a.proj, next->attn_norm, eps, a.xn);
-    else be.add(a.x, a.proj);
+    if (next && !l.has_tail()) {
+        be.add_rms_norm(a.x, a.proj, next->attn_norm, eps, a.xn);
+    } else {
+        be.add(a.x, a.proj);
+        if (l.has_tail()) layer_tail(l, a);
+        if (next) be.rms_norm(a.x, next->attn_norm, eps, a.xn);
+    }
     dump_("l_out", l.index, a.x, be);
     if (next) dump_("attn_norm", next->index, a.xn, be);
 }
 
 // The residual stream of this pass, from one device to another, through the host.
 void Transformer::move_activations(Device& from, Device& to) {
-    crossing_.resize(static_cast<size_t>(from.act.x.rows * from.act.x.cols));
-    from.backend->download(from.act.x, crossing_.data(), from.act.x.bytes());
-    to.backend->upload(to.act.x, crossing_.data(), to.act.x.bytes());
+    for (auto [src, dst] : {std::pair{&from.act.x, &to.act.x}, std::pair{&from.act.ple, &to.act.ple}}) {
+        if (!src->data) continue;
+        crossing_.resize(static_cast<size_t>(src->rows * src->cols));
+        from.backend->download(*src, crossing_.data(), src->bytes());
+        to.backend->upload(*dst, crossing_.data(), dst->bytes());
+    }
 }
 
 void Transformer::forward(const BatchInfo& batch, KvCache& kv, std::vector<float>& logits) {
@@ -359,6 +470,7 @@ Tensor Transformer::forward_device(const BatchInfo& batch, KvCache& kv) {
     Device* cur = layers_.front().device;
     cur->backend->embed(tok_embd_, config_.embed_scale, cur->act.x);
     dump_("inp_embd", -1, cur->act.x, *cur->backend);
+    if (ple_table_) per_layer_inputs(*cur, batch);
     for (size_t i = 0; i < layers_.size(); ++i) {
         const Layer& l = layers_[i];
         if (l.device != cur) {
@@ -371,7 +483,7 @@ Tensor Transformer::forward_device(const BatchInfo& batch, KvCache& kv) {
             dump_("attn_norm", l.index, cur->act.xn, *cur->backend);
         }
         const Layer* next = i + 1 < layers_.size() && layers_[i + 1].device == cur ? &layers_[i + 1] : nullptr;
-        attention_block(l, kv.layer(l.index), cur->act);
+        attention_block(l, kv.layer(l.kv_layer), cur->act);
         ffn_block(l, next, cur->act);
     }
 
@@ -385,6 +497,7 @@ Tensor Transformer::forward_device(const BatchInfo& batch, KvCache& kv) {
     be.rms_norm(a.out_x, output_norm_, config_.norm_eps, a.out_x);
     dump_("result_norm", -1, a.out_x, be);
     be.matmul(output_, a.out_x, a.logits);
+    if (config_.final_softcap > 0.0f) be.softcap(a.logits, config_.final_softcap);
     dump_("logits", -1, a.logits, be);
     return a.logits;
 }

@@ -1,10 +1,16 @@
-// The decoder-only transformer shared by llama, qwen2, qwen3, qwen3moe, gemma3 and gpt-oss: loads the weights onto a
-// backend and runs batched forward passes over a block KV cache. Architecture differences
-// are the flags in ModelConfig; there is one forward pass, not one per model family.
+// The decoder-only transformer shared by llama, qwen2, qwen3, qwen3moe, gemma3, gemma4, gpt-oss:
+// loads the weights onto a backend and runs batched forward passes over a block KV cache.
+// Architecture differences are the flags and per-layer shapes in ModelConfig; there is one
+// forward pass, not one per model family. Generic mechanisms it offers the families:
+// per-layer head and FFN shapes, layers that attend over an earlier layer's K/V (KV
+// sharing), mixture-of-experts FFNs, per-layer token embeddings added after each layer, a
+// per-layer output scale, soft-capped logits.
 #pragma once
 #include <algorithm>
 #include <array>
 #include <memory>
+#include <string>
+#include <utility>
 #include <vector>
 
 #include "engine/gguf/gguf.h"
@@ -23,7 +29,9 @@ public:
     Transformer(std::shared_ptr<const GgufFile> file, Backend& backend);
     // Partial offload: the embedding and layers [0, n_first_layers) run on `first` (the GPU),
     // the remaining layers and the output head on `rest` (the CPU). The activations cross
-    // over once per pass (n_tokens x n_embd floats).
+    // over once per pass (n_tokens x n_embd floats, and the per-layer inputs where the model
+    // has them). A layer and the layer whose K/V it shares run on the same device
+    // (split_supported); another split throws ember::Error.
     Transformer(std::shared_ptr<const GgufFile> file, Backend& first, Backend& rest, int n_first_layers);
     ~Transformer();
     Transformer(const Transformer&) = delete;
@@ -32,8 +40,10 @@ public:
     const ModelConfig& config() const { return config_; }
     const GgufFile& file() const { return *file_; }
     Backend& backend() { return *devices_.front().backend; }
-    // The backend each layer's weights and KV cache live on (for KvCache).
+    // The backend each layer's weights live on.
     std::vector<Backend*> layer_backends() const;
+    // The backend of each KV cache layer (the layers that keep K/V of their own), for KvCache.
+    std::vector<Backend*> kv_backends() const;
 
     // The KV cache layout this model needs for `n_ctx` tokens of `n_seqs` sequences.
     KvCacheConfig kv_config(int64_t n_ctx, int32_t n_seqs, DType kv_type = DType::F16) const;
@@ -43,6 +53,17 @@ public:
     static KvCacheConfig kv_config(const ModelConfig& c, int64_t n_ctx, int32_t n_seqs, DType kv_type);
     // The context a model is loaded with when none is asked for: its trained one, at most 4096.
     static int64_t default_context(const ModelConfig& c) { return std::min<int64_t>(c.n_ctx_train, 4096); }
+    // The KV cache layer that model layer `layer` reads (its own, or its KV source's).
+    static int32_t kv_layer_of(const ModelConfig& c, int32_t layer);
+    // Whether layers [0, n_first_layers) on one device and the rest on another keep every
+    // layer beside the layer whose K/V it shares.
+    static bool split_supported(const ModelConfig& c, int32_t n_first_layers);
+    // Tensors of a layer that the load skips: the K/V projections of a layer that shares an
+    // earlier layer's K/V.
+    static bool skips_tensor(const ModelConfig& c, int32_t layer, const std::string& name);
+    // How many weights a tensor is loaded as: per_layer_model_proj is cut into one
+    // [n_embd_per_layer x n_embd] matrix per layer (each output is a layer's input); 1 else.
+    static int32_t load_pieces(const ModelConfig& c, const std::string& name);
     // One activation buffer of the per-pass scratch: rows x cols F32.
     struct ScratchBuffer {
         const char* tag;
@@ -51,12 +72,14 @@ public:
     };
     static constexpr int kScratchBuffers = 11;    // a dense model's
     static constexpr int kMoeScratchBuffers = 6;  // added for experts
+    static constexpr int kPleScratchBuffers = 2;  // added for per-layer embeddings
     // The scratch one device holds for passes of up to `n_tokens` tokens and `n_outputs`
     // output rows (every device of a split holds all of it): x, xn, q, k, v, attn, proj,
-    // gate, up, out_x, logits; with experts (c.moe()) also router [T x n_expert], expert_ids
-    // and expert_weights [T x n_expert_used], and expert_gate, expert_up [T*n_expert_used x
-    // n_ff_exp], expert_down [T*n_expert_used x n_embd] (gate and up then have no columns:
-    // no layer is dense).
+    // gate, up, out_x, logits (widths: the widest layer's); with experts (c.moe()) also
+    // router [T x n_expert], expert_ids and expert_weights [T x n_expert_used], and
+    // expert_gate, expert_up [T*n_expert_used x n_ff_exp], expert_down [T*n_expert_used x
+    // n_embd] (gate and up then have no columns: no layer is dense); with per-layer
+    // embeddings ple [n_layers*T x n_embd_per_layer] and ple_tmp [T x n_embd_per_layer].
     static std::vector<ScratchBuffer> scratch_layout(const ModelConfig& c, int64_t n_tokens, int64_t n_outputs);
     // Their bytes on a backend that rounds each allocation up to `alloc_align`.
     static uint64_t scratch_bytes(const ModelConfig& c, int64_t n_tokens, int64_t n_outputs, size_t alloc_align);
@@ -81,21 +104,26 @@ private:
         int64_t tokens = 0, outputs = 0;
         Tensor x, xn, q, k, v, attn, proj, gate, up, out_x, logits;
         Tensor router, expert_ids, expert_weights, expert_gate, expert_up, expert_down;
-        // In scratch_layout's order (the expert buffers last, where the model has them).
-        std::array<Tensor*, kScratchBuffers + kMoeScratchBuffers> buffers() {
-            return {&x,           &xn,        &q,          &k,      &v,      &attn,       &proj,
-                    &gate,        &up,        &out_x,      &logits, &router, &expert_ids, &expert_weights,
-                    &expert_gate, &expert_up, &expert_down};
+        Tensor ple, ple_tmp;
+        static constexpr int kBuffers = kScratchBuffers + kMoeScratchBuffers + kPleScratchBuffers;
+        // Every buffer, and its scratch_layout tag, in the same order.
+        std::array<Tensor*, kBuffers> buffers() {
+            return {&x,           &xn,        &q,           &k,      &v,      &attn,       &proj,
+                    &gate,        &up,        &out_x,       &logits, &router, &expert_ids, &expert_weights,
+                    &expert_gate, &expert_up, &expert_down, &ple,    &ple_tmp};
         }
+        static constexpr std::array<const char*, kBuffers> kTags = {
+            "x",           "xn",        "q",           "k",      "v",      "attn",       "proj",
+            "gate",        "up",        "out_x",       "logits", "router", "expert_ids", "expert_weights",
+            "expert_gate", "expert_up", "expert_down", "ple",    "ple_tmp"};
     };
     // One pass's activations on one device: the scratch buffers cut to the pass's T tokens
-    // (O output rows), plus the per-head views of q and k.
+    // (O output rows). q, k, v, attn, gate, up have room for the widest layer; a layer
+    // views them at its own width (Layer::rows_of).
     struct Activations {
         Tensor x;         // [T x n_embd]   residual stream
         Tensor xn;        // [T x n_embd]   normed input of a block
         Tensor q, k, v;   // [T x q_dim], [T x kv_dim], [T x kv_dim]
-        Tensor q_heads;   // [T*n_heads x head_dim]     q seen per head
-        Tensor k_heads;   // [T*n_kv_heads x head_dim]  k seen per head
         Tensor attn;      // [T x q_dim]    attention output
         Tensor proj;      // [T x n_embd]   a block's output before the residual add
         Tensor gate, up;  // [T x n_ff]
@@ -104,11 +132,14 @@ private:
         // Experts (k = n_expert_used): router logits [T x n_expert], ids and weights [T x k],
         // gate/up [T*k x n_ff_exp], down [T*k x n_embd].
         Tensor router, expert_ids, expert_weights, expert_gate, expert_up, expert_down;
+        Tensor ple;      // [n_layers*T x n_embd_per_layer]  each layer's input, layer-major
+        Tensor ple_tmp;  // [T x n_embd_per_layer]
     };
     struct Device {
         Backend* backend = nullptr;
         Scratch scratch;
-        Activations act;  // this pass's
+        Activations act;                           // this pass's
+        std::vector<std::pair<int, Tensor>> ones;  // [head_dim] of 1.0f: norms without a weight
     };
     // One layer, everything resolved at load: where it runs, its rope and attention
     // parameters, its weights. Weight shapes are [rows x cols] as the matmul sees them
@@ -116,12 +147,17 @@ private:
     struct Layer {
         int index = 0;
         Device* device = nullptr;
+        LayerShape shape;
+        int32_t kv_layer = 0;       // the KV cache layer it attends over
+        bool stores_kv = true;      // false: it shares an earlier layer's K/V (no K/V of its own)
         RopeParams rope_q, rope_k;  // differ in n_heads only
         AttentionParams attention;
-        Tensor attn_norm;       // [n_embd]
-        Tensor wq, wk, wv;      // [q_dim x n_embd], [kv_dim x n_embd], [kv_dim x n_embd]
+        Tensor attn_norm;  // [n_embd]
+        Tensor wq, wk,
+            wv;  // [q_dim x n_embd], [kv_dim x n_embd], [kv_dim x n_embd] (wv absent: V = K's projection, gemma4)
         Tensor bq, bk, bv;      // [q_dim], [kv_dim], [kv_dim]        (qwen2)
         Tensor q_norm, k_norm;  // [head_dim], per head               (gemma3)
+        Tensor v_norm;          // [head_dim] of ones, per head       (gemma4; Device::ones)
         Tensor wo;              // [n_embd x q_dim]
         Tensor bo;              // [n_embd]                           (gpt-oss)
         Tensor sinks;           // [n_heads] attention sink logits    (gpt-oss)
@@ -136,6 +172,12 @@ private:
         Tensor ffn_down_exps;               // [n_expert*n_embd x n_ff_exp]
         // Their biases (gpt-oss): [n_expert], [n_expert x n_ff_exp] twice, [n_expert x n_embd].
         Tensor ffn_gate_inp_b, ffn_gate_exps_b, ffn_up_exps_b, ffn_down_exps_b;
+        // After the FFN's residual add (gemma4): the per-layer embedding block, then a scale.
+        Tensor pl_gate;          // [n_embd_per_layer x n_embd]
+        Tensor pl_proj;          // [n_embd x n_embd_per_layer]
+        Tensor pl_post_norm;     // [n_embd]
+        float out_scale = 1.0f;  // layer_output_scale
+        bool has_tail() const { return pl_gate.data || out_scale != 1.0f; }
         std::vector<Tensor*> weights() {
             return {&attn_norm,
                     &wq,
@@ -162,7 +204,10 @@ private:
                     &ffn_gate_inp_b,
                     &ffn_gate_exps_b,
                     &ffn_up_exps_b,
-                    &ffn_down_exps_b};
+                    &ffn_down_exps_b,
+                    &pl_gate,
+                    &pl_proj,
+                    &pl_post_norm};
         }
     };
 
@@ -186,6 +231,16 @@ private:
     void dense_ffn(const Layer& l, Activations& a);
     void moe_ffn(const Layer& l, Activations& a);
     void move_activations(Device& from, Device& to);
+    // ---- per-layer token embeddings (gemma4), engine/models/transformer_ple.cpp
+    void load_per_layer_embeddings(Backend& first);
+    // Every layer's input for this pass into a.ple: the batch's rows of the per-layer table
+    // (read on the host, where the table stays) plus a projection of the embedding.
+    void per_layer_inputs(Device& d, const BatchInfo& batch);
+    // After a layer's FFN: its per-layer embedding block and its output scale.
+    void layer_tail(const Layer& l, Activations& a);
+    // ---- per-layer shapes
+    void load_layer_tail(Layer& l, Backend& be, const std::string& prefix);
+    const Tensor& ones(Device& d, int head_dim);
 
     std::shared_ptr<const GgufFile> file_;
     ModelConfig config_;
@@ -196,7 +251,13 @@ private:
     Tensor output_;                         // [n_vocab x n_embd] (tok_embd_ when tied on one device)
     std::vector<float> rope_freq_factors_;  // [n_rot/2] or empty
     std::vector<Layer> layers_;
-    std::vector<float> crossing_;  // host buffer for activations moving between devices
+    std::vector<float> ones_;  // host 1.0f values behind Device::ones (the CPU uses them in place)
+    // Per-layer token embeddings (gemma4): the table stays in the file map, on the host.
+    const GgufTensor* ple_table_ = nullptr;  // [n_vocab x n_layers*n_embd_per_layer]
+    std::vector<Tensor> ple_model_proj_;     // per layer [n_embd_per_layer x n_embd], on the first device
+    Tensor ple_proj_norm_;                   // [n_embd_per_layer]
+    std::vector<float> ple_host_;            // this pass's table rows, [n_layers][T][n_embd_per_layer]
+    std::vector<float> crossing_;            // host buffer for activations moving between devices
     TensorDump dump_ = TensorDump::from_env();
 };
 

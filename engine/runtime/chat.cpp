@@ -1,5 +1,7 @@
 #include "engine/runtime/chat.h"
 
+#include <utility>
+
 namespace ember {
 
 namespace {
@@ -9,9 +11,16 @@ std::string token_text_or_empty(const Tokenizer& tok, int32_t id) {
 }  // namespace
 
 std::string render_chat(const Model& model, const std::vector<ChatMessage>& messages, bool add_generation_prompt) {
+    ChatRenderOptions options;
+    options.add_generation_prompt = add_generation_prompt;
+    return render_chat(model, messages, std::move(options));
+}
+
+std::string render_chat(const Model& model, const std::vector<ChatMessage>& messages, ChatRenderOptions options) {
     const Tokenizer& tok = model.tokenizer();
-    return model.chat_template().tmpl.render(messages, add_generation_prompt, token_text_or_empty(tok, tok.bos()),
-                                             token_text_or_empty(tok, tok.eos()));
+    options.bos_token = token_text_or_empty(tok, tok.bos());
+    options.eos_token = token_text_or_empty(tok, tok.eos());
+    return model.chat_template().tmpl.render(messages, options);
 }
 
 std::vector<int32_t> tokenize_prompt(const Model& model, const std::string& rendered) {

@@ -11,6 +11,9 @@
 namespace ember {
 
 std::string render_chat(const Model& model, const std::vector<ChatMessage>& messages, bool add_generation_prompt);
+// With the template variables a request sets (tools, enable_thinking, reasoning_effort…);
+// bos_token and eos_token are always the model's.
+std::string render_chat(const Model& model, const std::vector<ChatMessage>& messages, ChatRenderOptions options);
 std::vector<int32_t> tokenize_prompt(const Model& model, const std::string& rendered);
 std::vector<int32_t> chat_prompt_tokens(const Model& model, const std::vector<ChatMessage>& messages);
 

@@ -79,7 +79,7 @@ std::unique_ptr<Model> Model::load(const LoadOptions& opts) {
     m->n_batch_ = std::max(1, opts.n_batch);
     const KvCacheConfig kv = m->transformer_->kv_config(m->n_ctx_, opts.n_seqs, opts.kv_type);
     if (m->device_ == "cpu") check_host_memory(kv, m->n_ctx_, opts.n_seqs);
-    m->kv_ = std::make_unique<KvCache>(m->transformer_->layer_backends(), kv);
+    m->kv_ = std::make_unique<KvCache>(m->transformer_->kv_backends(), kv);
 
     log_info("loaded " + m->info_.name + " (" + c.arch + ", " + format_param_count(m->info_.n_params) + ", " +
              m->info_.file_type + ") on " + m->backend_->name() + ", context " + std::to_string(m->n_ctx_) +
@@ -158,6 +158,7 @@ uint64_t kv_identity(const GgufFile& f, const KvCacheConfig& c, const std::vecto
     for (const int64_t x : {int64_t{c.n_layers}, int64_t{c.n_kv_heads}, int64_t{c.head_dim}, int64_t{c.block_tokens},
                             static_cast<int64_t>(c.type)})
         add_u64(static_cast<uint64_t>(x));
+    for (const KvLayerShape& s : c.shapes) add_u64((uint64_t{static_cast<uint32_t>(s.n_kv_heads)} << 32) | s.head_dim);
     for (const Backend* b : layers) add_string(b->kv_layout());
     return h;
 }
@@ -166,7 +167,7 @@ uint64_t kv_identity(const GgufFile& f, const KvCacheConfig& c, const std::vecto
 
 void Model::open_disk_prefix_cache(const std::filesystem::path& root, uint64_t budget_bytes) {
     const KvCacheConfig& c = kv_->config();
-    const uint64_t id = kv_identity(*file_, c, transformer_->layer_backends());
+    const uint64_t id = kv_identity(*file_, c, transformer_->kv_backends());
     kv_->set_disk_cache(std::make_unique<DiskPrefixStore>(root, id, static_cast<uint32_t>(c.block_tokens),
                                                           c.bytes_per_block(), budget_bytes));
     const DiskPrefixStore& d = *kv_->disk_cache();

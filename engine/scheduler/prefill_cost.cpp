@@ -7,14 +7,16 @@ namespace ember {
 PrefillCost PrefillCost::of(const ModelConfig& c) {
     constexpr double kAttentionWeight = 4;
     PrefillCost p;
-    p.weights = static_cast<double>(c.n_layers) *
-                (static_cast<double>(c.n_embd) * (2.0 * c.q_dim() + 2.0 * c.kv_dim() + 3.0 * c.n_ff));
-    const auto sliding = static_cast<int64_t>(std::count(c.layer_sliding.begin(), c.layer_sliding.end(), true));
-    const int64_t windowed = c.sliding_window > 0 ? sliding : 0;
-    const double per_layer = kAttentionWeight * 2.0 * c.q_dim();  // q.k and p.v per key
-    p.attn_global = per_layer * static_cast<double>(c.n_layers - windowed);
-    p.attn_window = per_layer * static_cast<double>(windowed);
-    p.window = windowed > 0 ? c.sliding_window : 0;
+    // Per layer, at its own widths (gemma4's sliding and global layers differ); a layer that
+    // shares an earlier layer's K/V projects only q.
+    for (size_t i = 0; i < c.layers.size(); ++i) {
+        const LayerShape& l = c.layers[i];
+        const double kv = c.owns_kv(static_cast<int32_t>(i)) ? 2.0 * l.kv_dim() : 0.0;
+        p.weights += static_cast<double>(c.n_embd) * (2.0 * l.q_dim() + kv + 3.0 * l.n_ff);
+        const double attn = kAttentionWeight * 2.0 * l.q_dim();  // q.k and p.v per key
+        (c.sliding_window > 0 && c.layer_sliding[i] ? p.attn_window : p.attn_global) += attn;
+    }
+    p.window = p.attn_window > 0 ? c.sliding_window : 0;
     return p;
 }
 

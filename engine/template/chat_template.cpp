@@ -2,6 +2,7 @@
 
 #include "kernels/common/error.h"
 #include "engine/template/jinja_interpreter.h"
+#include "engine/template/jinja_json.h"
 #include "engine/template/jinja_parser.h"
 #include "engine/template/named_templates.h"
 
@@ -9,22 +10,81 @@ namespace ember {
 
 namespace {
 
-jinja::Value messages_value(const std::vector<ChatMessage>& msgs) {
+// Arguments that are a JSON object become a mapping; anything else (including the malformed
+// JSON a model may have produced) stays the text it is, so a past turn never breaks a chat.
+jinja::Value arguments_value(const std::string& text, const std::string& where) {
+    const size_t first = text.find_first_not_of(" \t\r\n");
+    if (first == std::string::npos || text[first] != '{') return jinja::Value(text);
+    try {
+        return jinja::parse_json(text, where);
+    } catch (const Error&) {
+        return jinja::Value(text);
+    }
+}
+
+jinja::Value tool_calls_value(const std::vector<ChatToolCall>& calls, size_t msg_index) {
     std::vector<jinja::Value> items;
-    items.reserve(msgs.size());
-    for (const ChatMessage& m : msgs) {
+    for (size_t i = 0; i < calls.size(); ++i) {
+        const ChatToolCall& c = calls[i];
+        const std::string where =
+            "messages[" + std::to_string(msg_index) + "].tool_calls[" + std::to_string(i) + "].arguments";
+        jinja::Dict fn;
+        fn.set("name", jinja::Value(c.name));
+        fn.set("arguments", arguments_value(c.arguments, where));
         jinja::Dict d;
-        d.set("role", jinja::Value(m.role));
-        d.set("content", jinja::Value(m.content));
+        if (!c.id.empty()) d.set("id", jinja::Value(c.id));
+        d.set("type", jinja::Value("function"));
+        d.set("function", jinja::Value(std::move(fn)));
         items.emplace_back(std::move(d));
     }
     return jinja::Value(std::move(items));
 }
 
-size_t content_bytes(const std::vector<ChatMessage>& msgs) {
-    size_t n = 0;
-    for (const ChatMessage& m : msgs) n += m.role.size() + m.content.size();
+jinja::Value message_value(const ChatMessage& m, size_t index) {
+    jinja::Dict d;
+    d.set("role", jinja::Value(m.role));
+    d.set("content", jinja::Value(m.content));
+    if (!m.reasoning_content.empty()) {
+        d.set("reasoning_content", jinja::Value(m.reasoning_content));
+        d.set("thinking", jinja::Value(m.reasoning_content));
+    }
+    if (!m.tool_calls.empty()) d.set("tool_calls", tool_calls_value(m.tool_calls, index));
+    if (!m.tool_call_id.empty()) d.set("tool_call_id", jinja::Value(m.tool_call_id));
+    if (!m.name.empty()) d.set("name", jinja::Value(m.name));
+    return jinja::Value(std::move(d));
+}
+
+jinja::Value messages_value(const std::vector<ChatMessage>& msgs) {
+    std::vector<jinja::Value> items;
+    items.reserve(msgs.size());
+    for (size_t i = 0; i < msgs.size(); ++i) items.push_back(message_value(msgs[i], i));
+    return jinja::Value(std::move(items));
+}
+
+size_t content_bytes(const std::vector<ChatMessage>& msgs, const ChatRenderOptions& opts) {
+    size_t n = opts.bos_token.size() + opts.eos_token.size() + opts.tools_json.size();
+    for (const ChatMessage& m : msgs) {
+        n += m.role.size() + m.content.size() + m.reasoning_content.size();
+        for (const ChatToolCall& c : m.tool_calls) n += c.name.size() + c.arguments.size();
+    }
+    for (const auto& [name, json] : opts.extra_vars) n += json.size();
     return n;
+}
+
+// The variables as transformers passes them: tools/documents are None when not used; the
+// options only when set (templates test them with `is defined`).
+jinja::Dict template_vars(const std::vector<ChatMessage>& msgs, const ChatRenderOptions& opts) {
+    jinja::Dict vars;
+    vars.set("messages", messages_value(msgs));
+    vars.set("add_generation_prompt", jinja::Value(opts.add_generation_prompt));
+    vars.set("bos_token", jinja::Value(opts.bos_token));
+    vars.set("eos_token", jinja::Value(opts.eos_token));
+    vars.set("tools", opts.tools_json.empty() ? jinja::Value::none() : jinja::parse_json(opts.tools_json, "tools"));
+    vars.set("documents", jinja::Value::none());
+    if (opts.enable_thinking) vars.set("enable_thinking", jinja::Value(*opts.enable_thinking));
+    if (!opts.reasoning_effort.empty()) vars.set("reasoning_effort", jinja::Value(opts.reasoning_effort));
+    for (const auto& [name, json] : opts.extra_vars) vars.set(name, jinja::parse_json(json, name));
+    return vars;
 }
 
 }  // namespace
@@ -65,18 +125,11 @@ std::string ChatTemplate::render(const std::vector<ChatMessage>& msgs, bool add_
 
 std::string ChatTemplate::render(const std::vector<ChatMessage>& msgs, const ChatRenderOptions& opts) const {
     if (!program_) throw Error("chat template: render() on an empty ChatTemplate");
-    const size_t input = content_bytes(msgs) + opts.bos_token.size() + opts.eos_token.size();
+    const size_t input = content_bytes(msgs, opts);
     jinja::RenderLimits limits;
     limits.max_output_bytes = opts.max_output_bytes ? opts.max_output_bytes : (size_t{1} << 20) + 4 * input;
     limits.max_work += 16 * static_cast<uint64_t>(input);  // long conversations are legitimate work
-    // Variables as transformers passes them: tools/documents are None when not used.
-    jinja::Dict vars;
-    vars.set("messages", messages_value(msgs));
-    vars.set("add_generation_prompt", jinja::Value(opts.add_generation_prompt));
-    vars.set("bos_token", jinja::Value(opts.bos_token));
-    vars.set("eos_token", jinja::Value(opts.eos_token));
-    vars.set("tools", jinja::Value::none());
-    vars.set("documents", jinja::Value::none());
+    const jinja::Dict vars = template_vars(msgs, opts);
     jinja::Interpreter interp(*program_, limits, opts.now);
     return interp.render(vars);
 }

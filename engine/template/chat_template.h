@@ -3,9 +3,11 @@
 // Models ship their template as Jinja source (GGUF key `tokenizer.chat_template`, from Hugging
 // Face's tokenizer_config.json). ChatTemplate compiles that source with Ember's own Jinja
 // interpreter (engine/template/jinja_*) and renders it the way transformers'
-// apply_chat_template does: variables `messages` (list of {role, content}),
-// `add_generation_prompt`, `bos_token`, `eos_token`, `tools` = none, `documents` = none, and
-// the globals raise_exception() and strftime_now().
+// apply_chat_template does: variables `messages` (see ChatMessage for each dict's keys),
+// `add_generation_prompt`, `bos_token`, `eos_token`, `tools` (the tool definitions, or none),
+// `documents` = none, the options the families read (`enable_thinking`, `reasoning_effort`,
+// any other through ChatRenderOptions::extra_vars) only when set, and the globals
+// raise_exception() and strftime_now().
 //
 // Supported Jinja: {{ }}, {% %}, {# #}, whitespace control (-/+) with trim_blocks and
 // lstrip_blocks on, raw blocks; if/elif/else, for/else (loop.index/index0/revindex/revindex0/
@@ -36,6 +38,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 namespace ember {
@@ -44,9 +47,27 @@ namespace jinja {
 struct Program;
 }
 
+// One tool call an assistant turn made (OpenAI's tool_calls[i]). The template sees
+// {"id": id (only when set), "type": "function", "function": {"name": name, "arguments": A}}
+// where A is the arguments parsed into a mapping when they are a JSON object (what
+// transformers passes, and what Qwen3, Gemma 4 and gpt-oss iterate or tojson), else the text
+// as it is (also when it is malformed JSON: a past turn must not break the chat).
+struct ChatToolCall {
+    std::string id;
+    std::string name;
+    std::string arguments;  // JSON text, as the API carries it
+};
+
+// One turn. The template's message dict has role and content, then only the fields that are
+// set: reasoning_content and thinking (both the same text: Qwen and Gemma read the first,
+// gpt-oss the second), tool_calls, tool_call_id, name.
 struct ChatMessage {
-    std::string role;  // "system", "user", "assistant", …
+    std::string role;  // "system", "user", "assistant", "tool", …
     std::string content;
+    std::string reasoning_content{};         // an assistant turn's reasoning, kept apart from content
+    std::vector<ChatToolCall> tool_calls{};  // an assistant turn's calls
+    std::string tool_call_id{};              // role "tool": the call this result answers
+    std::string name{};                      // role "tool": the function that produced it
 };
 
 struct ChatRenderOptions {
@@ -58,6 +79,17 @@ struct ChatRenderOptions {
     std::optional<std::time_t> now;
     // Output budget. 0: 1 MiB plus four times the size of the messages.
     size_t max_output_bytes = 0;
+    // Tool definitions, a JSON array as the API sends them ([{"type": "function", "function":
+    // {"name", "description", "parameters"}}]); empty: `tools` is none. Keys keep their order.
+    std::string tools_json{};
+    // Set: `enable_thinking` is defined (Qwen3, Qwen3.5, Gemma 4 switch reasoning with it).
+    std::optional<bool> enable_thinking{};
+    // Non-empty: `reasoning_effort` ("low", "medium", "high"; gpt-oss puts it in its system
+    // message and defaults to "medium").
+    std::string reasoning_effort{};
+    // Any other template variable: name -> JSON value text (e.g. {"builtin_tools",
+    // "[\"python\"]"}). Set after the ones above, so it can override them.
+    std::vector<std::pair<std::string, std::string>> extra_vars{};
 };
 
 class ChatTemplate {
@@ -70,7 +102,8 @@ public:
     static std::vector<std::string_view> named_templates();
 
     // Renders a conversation. Throws ember::Error (with the template location) on
-    // raise_exception(), runtime errors, or when a render budget is exceeded.
+    // raise_exception(), runtime errors, or when a render budget is exceeded; and, naming the
+    // field, when tools_json or an extra_vars value is not valid JSON.
     std::string render(const std::vector<ChatMessage>& msgs, bool add_generation_prompt, const std::string& bos_token,
                        const std::string& eos_token) const;
     std::string render(const std::vector<ChatMessage>& msgs, const ChatRenderOptions& opts) const;

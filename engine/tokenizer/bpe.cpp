@@ -5,8 +5,9 @@
 
 namespace ember {
 
-BpeModel::BpeModel(const Vocab& vocab, const std::vector<std::string>& merges, bool ignore_merges, int32_t unk)
-    : vocab_(vocab), ignore_merges_(ignore_merges), unk_(unk) {
+BpeModel::BpeModel(const Vocab& vocab, const std::vector<std::string>& merges, bool ignore_merges, int32_t unk,
+                   Alphabet alphabet)
+    : vocab_(vocab), ignore_merges_(ignore_merges), unk_(unk), alphabet_(alphabet) {
     ranks_.reserve(merges.size());
     for (size_t i = 0; i < merges.size(); ++i) ranks_.emplace(merges[i], int32_t(i));  // first wins
     for (int b = 0; b < 256; ++b) unicode::append_utf8(unicode::byte_to_cp(uint8_t(b)), byte_sym_[b]);
@@ -37,6 +38,10 @@ void BpeModel::emit(std::string_view symbol, std::vector<int32_t>& out) const {
         out.push_back(*id);
         return;
     }
+    if (alphabet_ == Alphabet::Utf8) {
+        emit_byte_tokens(symbol, out);
+        return;
+    }
     // Not a token (a vocab with gaps): fall back to one token per byte symbol; a byte the vocab
     // lacks (StarCoder has none for 0xF5..0xFF, which UTF-8 never uses) becomes the unknown
     // token, or nothing when there is none.
@@ -49,14 +54,34 @@ void BpeModel::emit(std::string_view symbol, std::vector<int32_t>& out) const {
     }
 }
 
+// <0xXX> per byte (SentencePiece's byte fallback); a byte without one is dropped, as llama.cpp
+// does.
+void BpeModel::emit_byte_tokens(std::string_view raw, std::vector<int32_t>& out) const {
+    static const char* const kHex = "0123456789ABCDEF";
+    for (unsigned char c : raw) {
+        const char name[6] = {'<', '0', 'x', kHex[c >> 4], kHex[c & 15], '>'};
+        if (auto id = vocab_.find(std::string_view(name, 6))) out.push_back(*id);
+    }
+}
+
 void BpeModel::encode_piece(std::string_view bytes, std::vector<int32_t>& out) const {
     if (bytes.empty()) return;
     std::string word;
     std::vector<MergeSymbol> sym;
     sym.reserve(bytes.size());
-    for (unsigned char c : bytes) {
-        sym.push_back({word.size(), byte_sym_[c].size(), 0, 0});
-        word += byte_sym_[c];
+    if (alphabet_ == Alphabet::Utf8) {
+        word.assign(bytes);
+        for (size_t pos = 0; pos < bytes.size();) {  // a character per symbol; an invalid byte alone
+            const auto st = unicode::decode_utf8(bytes, pos);
+            const size_t len = st.status == unicode::Utf8Step::Ok ? st.len : 1;
+            sym.push_back({pos, len, 0, 0});
+            pos += len;
+        }
+    } else {
+        for (unsigned char c : bytes) {
+            sym.push_back({word.size(), byte_sym_[c].size(), 0, 0});
+            word += byte_sym_[c];
+        }
     }
     if (ignore_merges_ && token_for(word)) {
         emit(word, out);

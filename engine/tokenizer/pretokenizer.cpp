@@ -174,6 +174,72 @@ size_t llama3_like(const Piece& p, size_t pos, size_t max_digits) {
 size_t llama3(const Piece& p, size_t pos) { return llama3_like(p, pos, 3); }
 size_t qwen2(const Piece& p, size_t pos) { return llama3_like(p, pos, 1); }
 
+// Qwen 3.5: Qwen 2's pattern with combining marks kept in words:
+// (?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?[\p{L}\p{M}]+|\p{N}| ?[^\s\p{L}\p{M}\p{N}]+[\r\n]*
+// |\s*[\r\n]+|\s+(?!\S)|\s+
+size_t qwen35(const Piece& p, size_t pos) {
+    if (size_t e = contraction(p, pos, true); e > pos) return e;
+    auto word = [&](size_t i) { return p.is(i, kLetter | kMark); };
+    if (word(pos)) return p.run(pos, word);
+    if (!p.crlf(pos) && !p.number(pos) && word(pos + 1)) return p.run(pos + 1, word);
+    if (p.number(pos)) return pos + 1;
+    auto other = [&](size_t i) { return i < p.end && !p.is(i, kWhitespace | kLetter | kMark | kNumber); };
+    const size_t q = p.cp(pos) == ' ' ? pos + 1 : pos;
+    if (other(q)) {
+        const size_t e = p.run(q, other);
+        return p.run(e, [&](size_t i) { return p.crlf(i); });
+    }
+    return whitespace(p, pos, true);
+}
+
+// GPT-4o (o200k; gpt-oss), as llama.cpp runs it: its std::regex form
+// [^\r\n\p{L}\p{N}]?((?=[\p{L}])([^a-z]))*((?=[\p{L}])([^A-Z]))+(contraction)?
+// |[^\r\n\p{L}\p{N}]?((?=[\p{L}])([^a-z]))+((?=[\p{L}])([^A-Z]))*(contraction)?
+// |\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n/]*|\s*[\r\n]+|\s+(?!\S)|\s+
+// "Upper" is a letter other than a-z, "lower" a letter other than A-Z (so a non-ASCII letter
+// is both, and marks are not letters), matched with the regex's backtracking order.
+bool gpt4o_upper(const Piece& p, size_t i) { return p.letter(i) && !(p.cp(i) >= 'a' && p.cp(i) <= 'z'); }
+bool gpt4o_lower(const Piece& p, size_t i) { return p.letter(i) && !(p.cp(i) >= 'A' && p.cp(i) <= 'Z'); }
+
+// The two letter alternatives at `q` (after the optional prefix); returns q when neither matches.
+size_t gpt4o_word(const Piece& p, size_t q) {
+    auto upper = [&](size_t i) { return gpt4o_upper(p, i); };
+    auto lower = [&](size_t i) { return gpt4o_lower(p, i); };
+    const size_t u = p.run(q, upper);
+    // upper* lower+: the longest run of uppers that still leaves at least one lower after it
+    for (size_t k = u + 1; k-- > q;)
+        if (lower(k)) {
+            const size_t e = p.run(k, lower);
+            return std::max(e, contraction(p, e, true));
+        }
+    if (u > q) {  // upper+ lower*
+        const size_t e = p.run(u, lower);
+        return std::max(e, contraction(p, e, true));
+    }
+    return q;
+}
+
+size_t gpt4o(const Piece& p, size_t pos) {
+    const bool prefix = pos < p.end && !p.crlf(pos) && !p.letter(pos) && !p.number(pos);
+    if (prefix)
+        if (size_t e = gpt4o_word(p, pos + 1); e > pos + 1) return e;
+    if (size_t e = gpt4o_word(p, pos); e > pos) return e;
+    if (p.number(pos)) return p.run_max(pos, 3, [&](size_t i) { return p.number(i); });
+    const size_t q = p.cp(pos) == ' ' ? pos + 1 : pos;
+    if (p.other(q)) {
+        const size_t e = p.run(q, [&](size_t i) { return p.other(i); });
+        return p.run(e, [&](size_t i) { return p.crlf(i) || p.cp(i) == '/'; });
+    }
+    return whitespace(p, pos, true);
+}
+
+// Gemma 4: [^\n]+|[\n]+ (its BPE runs on whole lines; newline runs are pieces of their own).
+size_t newline_runs(const Piece& p, size_t pos) {
+    if (pos >= p.end) return pos;
+    const bool nl = p.cp(pos) == '\n';
+    return p.run(pos, [&](size_t i) { return (p.cp(i) == '\n') == nl; });
+}
+
 size_t one_number(const Piece& p, size_t pos) { return p.number(pos) ? pos + 1 : pos; }  // \p{N}
 size_t numbers(const Piece& p, size_t pos) {                                             // \p{N}+
     return p.run(pos, [&](size_t i) { return p.number(i); });
@@ -337,6 +403,9 @@ const std::vector<PreTokenizerVariant>& variants() {
         {"llama3", {"llama3", "llama-v3", "llama-bpe", "falcon3", "falcon-h1", "pixtral"}, {search<llama3>}, true},
         {"llama3-merges", {"dbrx", "smaug-bpe"}, {search<llama3>}},
         {"qwen2", {"qwen2", "deepseek-r1-qwen", "stablelm2", "megrez"}, {search<qwen2>}},
+        {"qwen35", {"qwen35"}, {search<qwen35>}},
+        {"gpt-4o", {"gpt-4o", "llama4"}, {search<gpt4o>}},
+        {"gemma4", {"gemma4"}, {search<newline_runs>}},
         {"starcoder",
          {"starcoder", "refact", "smollm", "command-r", "codeshell", "exaone", "minerva-7b"},
          {search<one_number>, search<gpt2>}},

@@ -113,9 +113,12 @@ std::unique_ptr<Tokenizer> Tokenizer::from_gguf(const GgufFile& f) {
 namespace {
 
 void validate(const TokenizerData& d) {
-    if (d.model != "llama" && d.model != "gpt2")
-        throw Error("unsupported tokenizer model '" + d.model +
-                    "' (tokenizer.ggml.model; supported: llama = SentencePiece, gpt2 = byte-level BPE)");
+    if (!is_supported_tokenizer_model(d.model)) {
+        std::string known;
+        for (const auto& [name, what] : supported_tokenizer_models())
+            known += (known.empty() ? "" : ", ") + std::string(name) + " = " + std::string(what);
+        throw Error("unsupported tokenizer model '" + d.model + "' (tokenizer.ggml.model; supported: " + known + ")");
+    }
     const size_t n = d.tokens.size();
     if (n == 0 || n > size_t(INT32_MAX)) throw Error("tokenizer.ggml.tokens is empty or too large");
     if (!d.scores.empty() && d.scores.size() != n)
@@ -124,7 +127,7 @@ void validate(const TokenizerData& d) {
     if (!d.token_types.empty() && d.token_types.size() != n)
         throw Error("tokenizer.ggml.token_type has " + std::to_string(d.token_types.size()) + " entries for " +
                     std::to_string(n) + " tokens");
-    if (d.model == "gpt2" && d.merges.empty()) throw Error("byte-level BPE vocab without tokenizer.ggml.merges");
+    if (d.model != "llama" && d.merges.empty()) throw Error("BPE vocab without tokenizer.ggml.merges");
 }
 
 std::unique_ptr<Vocab> build_vocab(TokenizerData& d) {
@@ -144,11 +147,27 @@ std::unique_ptr<Vocab> build_vocab(TokenizerData& d) {
 
 }  // namespace
 
+const std::vector<std::pair<std::string_view, std::string_view>>& supported_tokenizer_models() {
+    static const std::vector<std::pair<std::string_view, std::string_view>> models = {
+        {"llama", "SentencePiece"}, {"gpt2", "byte-level BPE"}, {"gemma4", "SentencePiece-style BPE"}};
+    return models;
+}
+
+bool is_supported_tokenizer_model(std::string_view model) {
+    for (const auto& [name, what] : supported_tokenizer_models())
+        if (name == model) return true;
+    return false;
+}
+
 std::unique_ptr<Tokenizer> Tokenizer::from_data(TokenizerData d) {
     validate(d);
     const bool spm = d.model == "llama";
     std::unique_ptr<Tokenizer> t(new Tokenizer());
     t->vocab_ = build_vocab(d);
+    // Gemma 4's BPE always splits on newlines only, whatever tokenizer.ggml.pre says (llama.cpp
+    // sets the same), and marks spaces with U+2581 as SentencePiece does.
+    t->space_marks_ = d.model == "gemma4";
+    if (t->space_marks_) d.pre = "gemma4";
     if (!spm) t->pre_ = std::make_unique<PreTokenizer>(d.pre);
     t->kind_ = spm ? "spm" : "bpe/" + t->pre_->name();
     t->init_special_ids(d, spm);
@@ -157,7 +176,10 @@ std::unique_ptr<Tokenizer> Tokenizer::from_data(TokenizerData d) {
     // generation (StarCoder's unknown token is <|endoftext|>): then it is dropped.
     const int32_t unk = t->unk_ >= 0 && !t->is_eog(t->unk_) ? t->unk_ : -1;
     if (spm) t->spm_ = std::make_unique<SpmModel>(*t->vocab_, unk);
-    else t->bpe_ = std::make_unique<BpeModel>(*t->vocab_, d.merges, t->pre_->ignore_merges(), unk);
+    else
+        t->bpe_ =
+            std::make_unique<BpeModel>(*t->vocab_, d.merges, t->pre_->ignore_merges(), unk,
+                                       t->space_marks_ ? BpeModel::Alphabet::Utf8 : BpeModel::Alphabet::ByteLevel);
     t->specials_ = std::make_unique<SpecialTokenMatcher>(*t->vocab_, t->eog_);
     return t;
 }
@@ -183,7 +205,8 @@ void Tokenizer::init_special_ids(const TokenizerData& d, bool spm) {
     const int32_t eom = valid(d.eom, "eom");
 
     // llama.cpp's defaults: SPM adds BOS and a space prefix; Llama 3 style BPE adds BOS.
-    add_bos_ = d.add_bos.value_or(spm || (pre_ && pre_->variant() == "llama3")) && bos_ >= 0;
+    // Gemma 4 files that say add_bos = false are wrong about it: llama.cpp adds BOS regardless.
+    add_bos_ = (d.add_bos.value_or(spm || (pre_ && pre_->variant() == "llama3")) || space_marks_) && bos_ >= 0;
     add_eos_ = d.add_eos.value_or(false) && eos_ >= 0;
     add_space_prefix_ = spm && d.add_space_prefix.value_or(true);
 
@@ -231,9 +254,20 @@ void Tokenizer::encode_text(std::string_view text, bool space_prefix, std::vecto
         spm_->encode(escaped, out);
         return;
     }
+    std::string marked;
+    if (space_marks_) {
+        marked = replace_all(text, " ", kSpaceMark);
+        text = marked;
+    }
     // Repeated words are common in real text; remember each short word's ids for this call.
     StringMap<std::vector<int32_t>> cache;
     for (std::string_view piece : pre_->split(text)) {
+        // Gemma 4: a run of newlines that is a token is that token (no merges needed).
+        if (space_marks_ && piece.front() == '\n')
+            if (auto id = vocab_->find(piece)) {
+                out.push_back(*id);
+                continue;
+            }
         if (piece.size() > 64) {
             bpe_->encode_piece(piece, out);
             continue;
@@ -274,7 +308,7 @@ void Tokenizer::append_piece(int32_t id, bool skip_special, bool& at_text_start,
         default:
             break;
     }
-    if (spm_) {
+    if (spm_ || space_marks_) {
         std::string piece = replace_all(text, kSpaceMark, " ");
         const bool strip = add_space_prefix_ && at_text_start && !piece.empty() && piece[0] == ' ';
         out.append(piece, strip ? 1 : 0);

@@ -7,6 +7,11 @@
 //  - "bpe" (tokenizer.ggml.model = "gpt2"): byte-level BPE. A pre-tokenizer (chosen by
 //    tokenizer.ggml.pre) splits the text into words; each word's bytes are mapped to GPT-2's
 //    printable alphabet and merged in the order of tokenizer.ggml.merges.
+//  - "bpe/gemma4" (tokenizer.ggml.model = "gemma4"): SentencePiece-style BPE. Spaces become
+//    U+2581 (no space prefix), the text splits only into lines and newline runs (a newline
+//    run that is a token is taken whole), each line's UTF-8 characters merge by
+//    tokenizer.ggml.merges, and text with no token falls back to <0xXX> byte tokens. BOS is
+//    always added, as llama.cpp does for these files.
 //
 // Special tokens: control (and unknown) tokens are recognised in the input text only when
 // parse_special is true; user-defined tokens (GGUF type 4, HF "added tokens") are always
@@ -37,6 +42,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 namespace ember {
@@ -74,6 +80,11 @@ struct TokenizerData {
 // Reads tokenizer.ggml.* from a GGUF file (throws ember::Error when something required is
 // missing). Useful to inspect or adjust the data before Tokenizer::from_data.
 TokenizerData read_tokenizer_data(const GgufFile& file);
+
+// tokenizer.ggml.model values Ember can run, described ("llama (SentencePiece)", …); the
+// pre-tokenizer names are PreTokenizer::known_names().
+const std::vector<std::pair<std::string_view, std::string_view>>& supported_tokenizer_models();
+bool is_supported_tokenizer_model(std::string_view model);
 
 class Tokenizer {
 public:
@@ -139,6 +150,7 @@ private:
     std::string kind_;
     int32_t bos_ = -1, eos_ = -1, eot_ = -1, unk_ = -1, pad_ = -1;
     bool add_bos_ = false, add_eos_ = false, add_space_prefix_ = false;
+    bool space_marks_ = false;  // BPE over U+2581-marked spaces (gemma4)
     std::vector<int32_t> eog_;
 };
 

@@ -45,7 +45,7 @@ EMBER_MOE_HD void route_row(const float* logits, int n_expert, int k, int gating
         int best_i = -1;
         for (int i = 0; i < n_expert; ++i) {
             const float v = softmax_all ? expf(logits[i] - mx) * inv_sum : logits[i];
-            if (v != v) continue;                                         // NaN never ranks
+            if (v != v) continue;                                        // NaN never ranks
             if (j > 0 && !ranks_before(prev_v, prev_i, v, i)) continue;  // already chosen
             if (best_i < 0 || ranks_before(v, i, best_v, best_i)) {
                 best_v = v;

@@ -186,6 +186,8 @@ protected:
     }
 
     void do_add(Tensor& x, const Tensor& y) override { cpu::ops::add(f32(x), f32(y), f32(x), x.rows * x.cols, &pool_); }
+    void do_scale(Tensor& x, float s) override { cpu::ops::scale(f32(x), s, x.rows * x.cols, &pool_); }
+    void do_softcap(Tensor& x, float cap) override { cpu::ops::softcap(f32(x), cap, x.rows * x.cols, &pool_); }
     void do_add_rms_norm(Tensor& x, const Tensor& y, const Tensor& w, float eps, Tensor& out) override {
         cpu::ops::add_rms_norm(f32(x), f32(y), f32(w), f32(out), x.rows, x.cols, eps, &pool_);
     }

@@ -24,7 +24,6 @@ void matmul(const WeightMatrix& W, int64_t n_expert, const float* X, bool x_per_
             int64_t n_slots, float* Y, const float* bias, ThreadPool& pool);
 
 // out[t] = sum_j weights[t*k + j] * y[t*k + j] (cols floats per row), j ascending.
-void combine(const float* y, const float* weights, int64_t n_tokens, int k, int64_t cols, float* out,
-             ThreadPool& pool);
+void combine(const float* y, const float* weights, int64_t n_tokens, int k, int64_t cols, float* out, ThreadPool& pool);
 
 }  // namespace ember::cpu::moe

@@ -184,6 +184,13 @@ void scale(float* x, float s, int64_t n, ThreadPool* pool) {
     split_elems(pool, n, [&](int64_t o, int64_t len) { k.scale(x + o, s, len); });
 }
 
+void softcap(float* x, float cap, int64_t n, ThreadPool* pool) {
+    const float inv = 1.0f / cap;
+    split_elems(pool, n, [&](int64_t o, int64_t len) {
+        for (int64_t i = o; i < o + len; ++i) x[i] = cap * std::tanh(x[i] * inv);
+    });
+}
+
 void attention_head(const KvCacheView& kv, const AttentionHeadArgs& args) {
     check_kv(kv);
     table().attention_head(kv, args);

@@ -61,6 +61,8 @@ void swiglu_oai(const float* gate, const float* up, float* out, int64_t n, Threa
 void add(const float* a, const float* b, float* out, int64_t n, ThreadPool* pool);
 void mul(const float* a, const float* b, float* out, int64_t n, ThreadPool* pool);
 void scale(float* x, float s, int64_t n, ThreadPool* pool);
+// x = cap * tanh(x / cap)
+void softcap(float* x, float cap, int64_t n, ThreadPool* pool);
 
 // Attention of the query heads of one KV head (GQA group) for one query token, over the
 // keys/values at positions [kv_start, n_kv) of one sequence:

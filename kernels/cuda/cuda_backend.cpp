@@ -308,6 +308,10 @@ protected:
         graphs_->launch<&cuda::add>(floats(x), const_floats(y), x.rows * x.cols);
     }
 
+    void do_scale(Tensor& x, float s) override { graphs_->launch<&cuda::scale>(floats(x), s, x.rows * x.cols); }
+
+    void do_softcap(Tensor& x, float cap) override { graphs_->launch<&cuda::softcap>(floats(x), cap, x.rows * x.cols); }
+
     void do_add_rms_norm(Tensor& x, const Tensor& y, const Tensor& w, float eps, Tensor& out) override {
         graphs_->launch<&cuda::add_rms_norm>(floats(x), const_floats(y), const_floats(w), x.rows, x.cols, eps,
                                              floats(out));

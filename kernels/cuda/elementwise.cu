@@ -36,6 +36,18 @@ __global__ void add_kernel(float* __restrict__ x, const float* __restrict__ y, i
     if (i < n) x[i] += y[i];
 }
 
+// x *= s; 4 bytes read + 4 written per element.
+__global__ void scale_kernel(float* __restrict__ x, float s, int64_t n) {
+    const int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+    if (i < n) x[i] *= s;
+}
+
+// x = cap * tanh(x * (1 / cap)): the final logits of gemma models, 4 + 4 bytes per element.
+__global__ void softcap_kernel(float* __restrict__ x, float cap, float inv_cap, int64_t n) {
+    const int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+    if (i < n) x[i] = cap * tanhf(x[i] * inv_cap);
+}
+
 // out[i] = x[rows[i]]: one block per output row, 4 bytes in + 4 out per element.
 __global__ void gather_rows_kernel(const float* __restrict__ x, int64_t cols, const int32_t* __restrict__ rows,
                                    float* __restrict__ out) {
@@ -108,6 +120,18 @@ void add(float* x, const float* y, int64_t n, cudaStream_t stream) {
     if (n == 0) return;
     add_kernel<<<blocks_for(n, 256), 256, 0, stream>>>(x, y, n);
     EMBER_CUDA_CHECK_LAUNCH("add_kernel");
+}
+
+void scale(float* x, float s, int64_t n, cudaStream_t stream) {
+    if (n == 0) return;
+    scale_kernel<<<blocks_for(n, 256), 256, 0, stream>>>(x, s, n);
+    EMBER_CUDA_CHECK_LAUNCH("scale_kernel");
+}
+
+void softcap(float* x, float cap, int64_t n, cudaStream_t stream) {
+    if (n == 0) return;
+    softcap_kernel<<<blocks_for(n, 256), 256, 0, stream>>>(x, cap, 1.0f / cap, n);
+    EMBER_CUDA_CHECK_LAUNCH("softcap_kernel");
 }
 
 void gather_rows(const float* x, int64_t cols, const int32_t* rows, int64_t n, float* out, cudaStream_t stream) {

@@ -21,9 +21,9 @@ namespace {
 
 constexpr int kWarps = 4;  // one weight row per warp
 
-__global__ void __launch_bounds__(128) moe_route_kernel(const float* __restrict__ logits, int n_tokens, int n_expert,
-                                                        int k, int gating, bool normalize, float scale,
-                                                        int32_t* __restrict__ ids, float* __restrict__ weights) {
+__global__ void __launch_bounds__(128)
+    moe_route_kernel(const float* __restrict__ logits, int n_tokens, int n_expert, int k, int gating, bool normalize,
+                     float scale, int32_t* __restrict__ ids, float* __restrict__ weights) {
     const int t = blockIdx.x * blockDim.x + threadIdx.x;
     if (t >= n_tokens) return;
     moe::route_row(logits + static_cast<int64_t>(t) * n_expert, n_expert, k, gating, normalize, scale,
@@ -79,8 +79,8 @@ __device__ __forceinline__ float load_float(const uint8_t* row, int i) {
 template <int T>
 __global__ void __launch_bounds__(128)
     moe_matvec_f_kernel(const uint8_t* __restrict__ w, size_t row_bytes, int rows, int n_expert, int cols,
-                        const float* __restrict__ x, int x_div, const int32_t* __restrict__ ids,
-                        float* __restrict__ y, const float* __restrict__ bias) {
+                        const float* __restrict__ x, int x_div, const int32_t* __restrict__ ids, float* __restrict__ y,
+                        const float* __restrict__ bias) {
     const int lane = threadIdx.x & 31;
     const int row = blockIdx.x * kWarps + (threadIdx.x >> 5);
     const int slot = blockIdx.y;
@@ -100,9 +100,9 @@ __global__ void __launch_bounds__(128)
 }
 
 // out[t] = sum_j w[t, j] y[t*k + j], j ascending, explicitly rounded like the CPU's loop.
-__global__ void __launch_bounds__(256) moe_combine_kernel(const float* __restrict__ y, const float* __restrict__ wts,
-                                                          int64_t n_tokens, int k, int64_t cols,
-                                                          float* __restrict__ out) {
+__global__ void __launch_bounds__(256)
+    moe_combine_kernel(const float* __restrict__ y, const float* __restrict__ wts, int64_t n_tokens, int k,
+                       int64_t cols, float* __restrict__ out) {
     const int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
     if (i >= n_tokens * cols) return;
     const int64_t t = i / cols, c = i % cols;
@@ -120,21 +120,36 @@ using TypeTag = std::integral_constant<int, T>;
 template <class F>
 void with_type(int type, F&& fn) {
     switch (type) {
-        case kQ4_0: return fn(TypeTag<kQ4_0>{});
-        case kQ4_1: return fn(TypeTag<kQ4_1>{});
-        case kQ5_0: return fn(TypeTag<kQ5_0>{});
-        case kQ5_1: return fn(TypeTag<kQ5_1>{});
-        case kQ8_0: return fn(TypeTag<kQ8_0>{});
-        case kQ2_K: return fn(TypeTag<kQ2_K>{});
-        case kQ3_K: return fn(TypeTag<kQ3_K>{});
-        case kQ4_K: return fn(TypeTag<kQ4_K>{});
-        case kQ5_K: return fn(TypeTag<kQ5_K>{});
-        case kQ6_K: return fn(TypeTag<kQ6_K>{});
-        case kMXFP4: return fn(TypeTag<kMXFP4>{});
-        case kF32: return fn(TypeTag<kF32>{});
-        case kF16: return fn(TypeTag<kF16>{});
-        case kBF16: return fn(TypeTag<kBF16>{});
-        default: return;  // the backend checks types before calling
+        case kQ4_0:
+            return fn(TypeTag<kQ4_0>{});
+        case kQ4_1:
+            return fn(TypeTag<kQ4_1>{});
+        case kQ5_0:
+            return fn(TypeTag<kQ5_0>{});
+        case kQ5_1:
+            return fn(TypeTag<kQ5_1>{});
+        case kQ8_0:
+            return fn(TypeTag<kQ8_0>{});
+        case kQ2_K:
+            return fn(TypeTag<kQ2_K>{});
+        case kQ3_K:
+            return fn(TypeTag<kQ3_K>{});
+        case kQ4_K:
+            return fn(TypeTag<kQ4_K>{});
+        case kQ5_K:
+            return fn(TypeTag<kQ5_K>{});
+        case kQ6_K:
+            return fn(TypeTag<kQ6_K>{});
+        case kMXFP4:
+            return fn(TypeTag<kMXFP4>{});
+        case kF32:
+            return fn(TypeTag<kF32>{});
+        case kF16:
+            return fn(TypeTag<kF16>{});
+        case kBF16:
+            return fn(TypeTag<kBF16>{});
+        default:
+            return;  // the backend checks types before calling
     }
 }
 
@@ -144,7 +159,7 @@ void moe_route(const float* logits, int64_t n_tokens, int n_expert, int k, int g
                int32_t* ids, float* weights, cudaStream_t stream) {
     if (n_tokens == 0) return;
     moe_route_kernel<<<blocks_for(n_tokens, 128), 128, 0, stream>>>(logits, static_cast<int>(n_tokens), n_expert, k,
-                                                                     gating, normalize, scale, ids, weights);
+                                                                    gating, normalize, scale, ids, weights);
     EMBER_CUDA_CHECK_LAUNCH("moe_route_kernel");
 }
 
@@ -156,9 +171,9 @@ void moe_matvec_quant(int type, const void* w, size_t row_bytes, int64_t rows, i
     with_type(type, [&](auto tag) {
         constexpr int T = decltype(tag)::value;
         if constexpr (T != kF32 && T != kF16 && T != kBF16) {
-            moe_matvec_q_kernel<T><<<grid, 128, 0, stream>>>(
-                static_cast<const uint8_t*>(w), row_bytes, static_cast<int>(rows), static_cast<int>(n_expert),
-                static_cast<int>(cols / 32), xq, ds, x_div, ids, y, bias);
+            moe_matvec_q_kernel<T><<<grid, 128, 0, stream>>>(static_cast<const uint8_t*>(w), row_bytes,
+                                                             static_cast<int>(rows), static_cast<int>(n_expert),
+                                                             static_cast<int>(cols / 32), xq, ds, x_div, ids, y, bias);
             EMBER_CUDA_CHECK_LAUNCH("moe_matvec_q_kernel");
         }
     });

@@ -49,6 +49,9 @@ void rope(float* x, int64_t n_tokens, int n_heads, int head_dim, int n_rot, bool
 // act: GluAct's value (0 SiLU, 1 GELU-tanh, 2 gpt-oss's clamped SwiGLU).
 void glu(const float* gate, const float* up, float* out, int64_t n, int act, cudaStream_t stream);
 void add(float* x, const float* y, int64_t n, cudaStream_t stream);
+void scale(float* x, float s, int64_t n, cudaStream_t stream);
+// x = cap * tanh(x / cap)
+void softcap(float* x, float cap, int64_t n, cudaStream_t stream);
 // out[i] = x[rows[i]] (rows of `cols` floats)
 void gather_rows(const float* x, int64_t cols, const int32_t* rows, int64_t n, float* out, cudaStream_t stream);
 // out[t] = dequant(table[ids[t]]) * scale

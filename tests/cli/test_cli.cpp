@@ -15,6 +15,8 @@
 #include <vector>
 
 #include "engine/gguf/gguf_writer.h"
+#include "kernels/common/dtype.h"
+#include "kernels/cpu/matmul.h"
 #include "test_data.h"
 
 extern char** environ;
@@ -198,6 +200,59 @@ TEST_CASE("ember info checks the configuration against the tensors") {
     const Run good = run_ember({"info", stories()});
     CHECK(good.status == 0);
     CHECK(contains(good.out, "runs here:       yes"));
+}
+
+// A header of a file Ember cannot run: an architecture it lacks, MXFP4 and Q8_1 tensors, and
+// the given tokenizer. Tensors are tiny (one block); only the header matters to `ember info`.
+fs::path unsupported_file(const std::string& name, const std::string& tok_model, const std::string& pre) {
+    GgufWriter w;
+    w.set("general.architecture", GgufValue::str("future-arch"));
+    w.set("tokenizer.ggml.model", GgufValue::str(tok_model));
+    w.set("tokenizer.ggml.pre", GgufValue::str(pre));
+    w.set("tokenizer.ggml.tokens", GgufValue::array(ember::GgufType::STRING, {GgufValue::str("a")}));
+    auto add = [&](const std::string& tensor, ember::DType type) {
+        const auto info = ember::dtype_info(static_cast<uint32_t>(type));
+        REQUIRE(info);
+        w.add_tensor(tensor, type, {info->block_elems}, std::vector<uint8_t>(info->block_bytes));
+    };
+    for (int layer = 0; layer < 3; ++layer) {
+        add("blk." + std::to_string(layer) + ".ffn_down_exps.weight", ember::DType::MXFP4);
+        add("blk." + std::to_string(layer) + ".ffn_gate_exps.weight", ember::DType::MXFP4);
+    }
+    add("blk.0.attn_q.weight", ember::DType::Q8_1);
+    add("output_norm.weight", ember::DType::F32);
+    const fs::path path = temp(name);
+    w.write_file(path.string());
+    return path;
+}
+
+// The support lists come from the engine itself (supported_architectures, matmul_supports,
+// the tokenizer's names): the test names the types and names it made up, and checks each is
+// reported once, in one block, while `ember info` still succeeds.
+TEST_CASE("ember info names everything a file needs that Ember lacks") {
+    const fs::path f = unsupported_file("lacks.gguf", "gpt2", "made-up-pre");
+    const Run r = run_ember({"info", f.string()});
+    INFO(r.out, r.err);
+    CHECK(r.status == 0);
+    CHECK(contains(r.out, "runs here:       no, Ember lacks:\n"));
+    CHECK(contains(r.out, "  - architecture 'future-arch' (Ember runs llama, "));
+    if (!ember::cpu::matmul_supports(ember::DType::MXFP4))  // another engineer is adding it
+        CHECK(contains(r.out,
+                       "  - tensor type MXFP4 (6 tensors: blk.0.ffn_down_exps.weight, "
+                       "blk.0.ffn_gate_exps.weight, blk.1.ffn_down_exps.weight, "
+                       "blk.1.ffn_gate_exps.weight and 2 more)\n"));
+    CHECK(contains(r.out, "  - tensor type Q8_1 (1 tensor: blk.0.attn_q.weight)\n"));
+    CHECK(!contains(r.out, "tensor type F32"));
+    CHECK(contains(r.out, "  - pre-tokenizer 'made-up-pre' (tokenizer.ggml.pre; Ember has default, gpt-2, "));
+    fs::remove(f);
+
+    const fs::path g = unsupported_file("lacks-tok.gguf", "made-up-model", "x");
+    const Run t = run_ember({"info", g.string()});
+    INFO(t.out);
+    CHECK(t.status == 0);
+    CHECK(contains(t.out, "  - tokenizer model 'made-up-model' (tokenizer.ggml.model; Ember has llama"));
+    CHECK(!contains(t.out, "  - pre-tokenizer"));
+    fs::remove(g);
 }
 
 TEST_CASE("a FIFO as the model fails at once (info, run, chat)") {

@@ -4,6 +4,7 @@
 // backend too where one loads (a GPU machine): the checks are the same code for both.
 #include <cmath>
 #include <cstring>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -182,6 +183,12 @@ void check_contract(Backend& be) {
         Tensor u_ok = f.f32(D, T), o_small = f.f32(D / 2, T);
         expect_error([&] { be.glu(g, u_ok, true, o_small); }, {"glu", "out", "64 columns"});
         expect_error([&] { be.add(g, u); }, {"add", "differ"});
+    }
+    SUBCASE("scale and softcap") {
+        Tensor x = f.f32(D, T);
+        expect_error([&] { be.scale(x, std::numeric_limits<float>::infinity()); }, {"scale", "not finite"});
+        expect_error([&] { be.softcap(x, 0.0f); }, {"softcap", "must be positive"});
+        expect_error([&] { be.softcap(x, -30.0f); }, {"softcap", "must be positive"});
     }
     SUBCASE("add_rms_norm") {
         // Valid: the same bits as add() then rms_norm() on this backend.

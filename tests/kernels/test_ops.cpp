@@ -1,7 +1,7 @@
 // Transformer ops against float64 references on seeded random data, on every ISA path.
 //
 // Tolerances (per element, relative to the magnitude involved, stated at each check):
-//  * add/mul/scale: exact (one float operation each).
+//  * add/mul/scale: exact (one float operation each); softcap: exactly its formula.
 //  * rms_norm: 4 * cols * 2^-24 relative (f32 sum of squares) + 2^-22.
 //  * rope: 1e-6 * (|a| + |b|) of the rotated pair (cos/sin are rounded from double).
 //  * softmax, silu/gelu: 2e-6 relative + 1e-9 absolute (exp approximation < 2e-7 relative).
@@ -153,6 +153,9 @@ TEST_CASE("elementwise ops are exact") {
             for (int64_t i = 0; i < n; ++i) REQUIRE(out[size_t(i)] == a[size_t(i)] * b[size_t(i)]);
             ops::scale(x.data(), 0.37f, n, &pool);
             for (int64_t i = 0; i < n; ++i) REQUIRE(x[size_t(i)] == a[size_t(i)] * 0.37f);
+            x = a;
+            ops::softcap(x.data(), 3.0f, n, &pool);  // cap * tanh(x * (1 / cap)), as written
+            for (int64_t i = 0; i < n; ++i) REQUIRE(x[size_t(i)] == 3.0f * std::tanh(a[size_t(i)] * (1.0f / 3.0f)));
             x = a;  // in place: x += b
             ops::add(x.data(), b.data(), x.data(), n, &pool);
             for (int64_t i = 0; i < n; ++i) REQUIRE(x[size_t(i)] == a[size_t(i)] + b[size_t(i)]);

@@ -6,6 +6,7 @@
 // layers go to which side). The CUDA side's own buffers and context are estimates that need
 // a GPU to check (engine/fit/planner.h says which).
 #include <algorithm>
+#include <initializer_list>
 #include <string>
 #include <vector>
 
@@ -103,8 +104,9 @@ TEST_CASE("planned bytes match the engine's on the real models") {
 TEST_CASE("planned bytes match the engine's on synthetic shapes") {
     test::TempDir dir;
     const std::pair<const char*, const char*> models[] = {
-        {"tiny", "Q4_K_M"}, {"tiny-qwen2", "Q8_0"},      {"tiny-gemma3", "F16"},   {"tiny", "Q6_K"},
-        {"tiny", "Q4_0"},   {"tiny-qwen3moe", "Q4_K_M"}, {"tiny-qwen3moe", "Q4_0"}};
+        {"tiny", "Q4_K_M"},        {"tiny-qwen2", "Q8_0"}, {"tiny-gemma3", "F16"},
+        {"tiny", "Q6_K"},          {"tiny", "Q4_0"},       {"tiny-qwen3moe", "Q4_K_M"},
+        {"tiny-qwen3moe", "Q4_0"}, {"tiny-gemma4", "F16"}, {"tiny-gemma4", "Q4_K_M"}};
     for (auto [shape, scheme] : models) {
         const std::string path = dir.path() + "/" + shape + "-" + scheme + ".gguf";
         write_synthetic_model(path, synthetic_shape(shape), scheme);
@@ -159,17 +161,18 @@ TEST_CASE("expert tensors are counted byte-exactly (qwen3-30b-a3b header)") {
 
 // Transformer's split: layers [0, n) and the embedding on the first backend, the rest and
 // the output head (a mapped copy of the tied embedding) on the second, KV layers likewise.
-TEST_CASE("planned split matches the two backends' allocations") {
-    const std::string path = test::test_model(test::kSmolLM2);
+// tiny-gemma4: the per-layer embedding projection with the embedding, KV layers only where
+// a layer keeps K/V of its own.
+static void check_split(const std::string& path, std::initializer_list<int32_t> splits) {
     EMBER_REQUIRE_FILE(path);
     auto file = std::make_shared<const GgufFile>(GgufFile::open(path));
     const fit::FitModel fm = fit::fit_model(*file);
-    for (int32_t n : {0, 1, 17, 29}) {
+    for (int32_t n : splits) {
         INFO("first ", n, " layers on the first backend");
         auto first = make_cpu_backend(2), rest = make_cpu_backend(2);
         {
             Transformer tr(file, *first, *rest, n);
-            KvCache kv(tr.layer_backends(), tr.kv_config(2048, 1));
+            KvCache kv(tr.kv_backends(), tr.kv_config(2048, 1));
             prefill(tr, kv, 2048);
             fit::FitOptions fo{2048, 1, kBatch, DType::F16};
             const fit::FitPlan p = fit::plan_layers(fm, fo, fit::Budget{1, 0, false}, n, fit::cpu_profile());
@@ -177,6 +180,67 @@ TEST_CASE("planned split matches the two backends' allocations") {
             check_device(p.gpu, first->memory());
             check_device(p.cpu, rest->memory());
         }
+    }
+}
+
+TEST_CASE("planned split matches the two backends' allocations") {
+    check_split(test::test_model(test::kSmolLM2), {0, 1, 17, 29});
+    test::TempDir dir;
+    const std::string gemma4 = dir.file("tiny-gemma4.gguf");
+    write_synthetic_model(gemma4, synthetic_shape("tiny-gemma4"), "F16");
+    check_split(gemma4, {0, 2, 4});
+}
+
+namespace {
+
+fit::FitModel header_model(const std::string& shape, const std::string& scheme) {
+    const SyntheticHeader h = synthetic_header(synthetic_shape(shape), scheme);
+    const GgufPrefix p = GgufFile::parse_prefix(h.bytes.data(), h.bytes.size(), h.file_size, shape);
+    REQUIRE(p.file);
+    return fit::fit_model(*p.file);
+}
+
+uint64_t tensor_bytes(const fit::FitModel& m, const std::string& name) {
+    for (const fit::FitTensor& t : m.tensors)
+        if (t.name == name) return t.bytes;
+    FAIL("no tensor " << name);
+    return 0;
+}
+
+}  // namespace
+
+// The real models' shapes (synthetic headers: the planner reads only the tensor table).
+// KV cache, by hand: K and V (F16, 2 B) for 8,192 tokens, per layer with K/V of its own.
+//  - E4B: 24 of 42 layers keep K/V (18 share): 20 sliding of 2 x 256, 4 global of 2 x 512:
+//    2 x 8192 x (20 x 512 + 4 x 1024) x 2 B = 469,762,048 B (all 42 layers: 822 MiB).
+//  - 31B: 60 layers, 50 sliding of 16 x 256 and 10 global of 4 x 512:
+//    2 x 8192 x (50 x 4096 + 10 x 2048) x 2 B = 7,381,975,040 B.
+// The per-layer token table (E4B: 262,144 x 10,752) stays in the file map on the host: no
+// device holds it. A split never parts a layer from the layer whose K/V it shares.
+TEST_CASE("gemma4 E4B and 31B: the planner's KV cache, per-layer table and splits") {
+    const fit::FitOptions fo{8192, 1, 512, DType::F16};
+    const fit::Budget roomy{uint64_t{200} << 30, uint64_t{256} << 30, false};
+    const fit::FitModel e4b = header_model("gemma4-e4b", "Q4_K_M");
+    const fit::FitPlan pe = fit::plan_layers(e4b, fo, roomy, -1);
+    REQUIRE(pe.placement == fit::Placement::Gpu);
+    CHECK(pe.gpu.kv_cache == 469762048);
+    uint64_t all = 0;
+    for (const fit::FitTensor& t : e4b.tensors) all += t.bytes;
+    const uint64_t table = tensor_bytes(e4b, "per_layer_token_embd.weight");
+    MESSAGE("gemma4-e4b Q4_K_M: tensors ", all, " B, per-layer table ", table, " B, on the GPU ", pe.gpu.weights,
+            " B of weights, ", pe.gpu.total(), " B in all");
+    CHECK(pe.gpu.weights < all - table + (uint64_t{1} << 20));  // + padding and the V norms' ones
+    CHECK(pe.gpu.weights > all - table);
+
+    const fit::FitModel b31 = header_model("gemma4-31b", "Q4_K_M");
+    const fit::FitPlan p31 = fit::plan_layers(b31, fo, roomy, -1);
+    CHECK(p31.gpu.kv_cache == 7381975040ull);
+    MESSAGE("gemma4-31b Q4_K_M: ", p31.gpu.total(), " B on the GPU at 8192 tokens");
+
+    for (uint64_t gib : {2, 3, 4, 5}) {
+        const fit::FitPlan p = fit::plan(e4b, fo, fit::Budget{gib << 30, uint64_t{64} << 30, false});
+        INFO("E4B at ", gib, " GiB: ", p.reason);
+        if (p.placement == fit::Placement::Split) CHECK(Transformer::split_supported(e4b.config, p.gpu_layers));
     }
 }
 

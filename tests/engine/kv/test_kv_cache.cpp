@@ -33,6 +33,24 @@ TEST_CASE("sizes from config") {
     KvCache kv(*backend, c);
     REQUIRE_EQ(backend->memory().bytes[static_cast<int>(MemoryKind::KvCache)] >= c.total_bytes(), true);
 }
+
+// Layers of their own shapes (gemma4's sliding and global layers): each pool at its width.
+TEST_CASE("per-layer shapes size each layer's pool") {
+    KvCacheConfig c = small_config(10);
+    c.n_layers = 3;
+    c.shapes = {{2, 32}, {1, 64}, {4, 16}};
+    REQUIRE_EQ(c.bytes_per_block(), 2ull * 4 * (64 * 2) * 3);  // every layer's rows are 64 wide here
+    c.shapes[1] = {2, 64};
+    REQUIRE_EQ(c.bytes_per_block(), 2ull * 4 * 2 * (64 + 128 + 64));
+    REQUIRE_EQ(c.layer_pool_bytes(1), 10ull * 4 * 128 * 2);
+    auto backend = make_cpu_backend(1);
+    KvCache kv(*backend, c);
+    CHECK(kv.layer(1).k.cols == 128);
+    CHECK(kv.layer(1).head_dim == 64);
+    CHECK(kv.layer(2).n_kv_heads == 4);
+    c.shapes.pop_back();
+    CHECK_THROWS_WITH_AS(KvCache(*backend, c), doctest::Contains("one shape per layer"), Error);
+}
 TEST_CASE("slots follow block table") {
     auto backend = make_cpu_backend(1);
     KvCache kv(*backend, small_config(8));
@@ -228,7 +246,13 @@ void fill_block(Backend& be, KvCache& kv, int32_t b, uint8_t tag) {
 
 TEST_CASE("prefix reuse: a host cache keeps evicted published blocks and brings them back byte for byte") {
     auto backend = make_cpu_backend(1);
-    KvCache kv(*backend, small_config(4));
+    KvCacheConfig cfg = small_config(4);
+    SUBCASE("one shape") {}
+    SUBCASE("per-layer shapes") {
+        cfg.n_layers = 3;
+        cfg.shapes = {{2, 32}, {1, 128}, {2, 16}};
+    }
+    KvCache kv(*backend, cfg);
     const uint64_t per_block = kv.config().bytes_per_block();
     const std::vector<int32_t> tokens = iota_tokens(8);
     const auto publish_a = [&] {

@@ -74,6 +74,7 @@ const test::TempDir& synthetic_models() {
         write_synthetic_model(d.file("gemma3.gguf"), synthetic_shape("tiny-gemma3"), "F16");
         write_synthetic_model(d.file("qwen2.gguf"), synthetic_shape("tiny-qwen2"), "F16");
         write_synthetic_model(d.file("qwen3.gguf"), synthetic_shape("tiny-qwen3"), "F16");
+        write_synthetic_model(d.file("gemma4.gguf"), synthetic_shape("tiny-gemma4"), "F16");
         return true;
     }();
     (void)written;
@@ -93,6 +94,7 @@ TEST_CASE("batched equals separate") {
     rows.emplace_back("gemma3 (sliding window 4)", dir.file("gemma3.gguf"));
     rows.emplace_back("qwen2 (qkv bias)", dir.file("qwen2.gguf"));
     rows.emplace_back("qwen3 (QK-norm, head_dim 128 > n_embd / heads)", dir.file("qwen3.gguf"));
+    rows.emplace_back("gemma4 (head dims 64/128, per-layer inputs, shared K/V)", dir.file("gemma4.gguf"));
     std::string model;
     for (const auto& [name, path] : rows) SUBCASE(name.c_str()) {
             model = path;

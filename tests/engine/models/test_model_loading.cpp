@@ -114,7 +114,7 @@ TEST_CASE("split model loads as one") {
 }
 TEST_CASE("synthetic architectures run") {
     test::TempDir dir;
-    for (const char* shape : {"tiny-qwen2", "tiny-qwen3", "tiny-gemma3"}) {
+    for (const char* shape : {"tiny-qwen2", "tiny-qwen3", "tiny-gemma3", "tiny-gemma4"}) {
         const std::string path = dir.file(std::string(shape) + ".gguf");
         write_synthetic_model(path, synthetic_shape(shape), "Q4_K_M");
         LoadOptions o;
@@ -125,7 +125,7 @@ TEST_CASE("synthetic architectures run") {
         const ModelConfig& c = model->config();
         REQUIRE_EQ(c.arch, synthetic_shape(shape).arch);
         REQUIRE_EQ(c.qkv_bias, c.arch == "qwen2");
-        REQUIRE_EQ(c.qk_norm, c.arch == "gemma3" || c.arch == "qwen3");
+        REQUIRE_EQ(c.qk_norm, c.arch == "gemma3" || c.arch == "qwen3" || c.arch == "gemma4");
         if (c.arch == "qwen3") {
             REQUIRE_EQ(c.head_dim, 128);  // not n_embd / n_heads (64): attention.key_length
             REQUIRE(c.rope_neox);
@@ -135,10 +135,37 @@ TEST_CASE("synthetic architectures run") {
             REQUIRE_EQ(c.sliding_window, 4);
             REQUIRE_EQ(c.layer_sliding, (std::vector<bool>{true, true, true, true, true, false}));
         }
+        if (c.arch == "gemma4") {  // synthetic.cpp's tiny-gemma4, read back
+            REQUIRE_EQ(c.layer_sliding, (std::vector<bool>{true, true, false, true, true, false, true, true, false}));
+            for (int i = 0; i < c.n_layers; ++i) {
+                const LayerShape& l = c.layers[static_cast<size_t>(i)];
+                INFO("layer " << i);
+                CHECK(l.head_dim == (l.sliding ? 64 : 128));
+                CHECK(l.n_rot == l.head_dim);
+                CHECK(l.n_kv_heads == (l.sliding ? 2 : 1));
+                CHECK(l.n_ff == (i >= 6 ? 1024 : 512));
+                // Layers 6..8 share the K/V of the last sliding (4) and global (5) layer before them.
+                CHECK(l.kv_source == (i < 6 ? i : l.sliding ? 4 : 5));
+            }
+            CHECK(c.attn_scale == 1.0f);
+            CHECK(c.v_norm);
+            CHECK(c.final_softcap == 3.0f);
+            CHECK(c.n_embd_per_layer == 32);
+            CHECK(c.rope_base_local == 10000.0f);
+            CHECK(model->kv().config().n_layers == 6);
+        }
         Sequence seq(*model);
         const std::vector<int32_t> prompt = {1, 300, 301, 302, 303, 304, 305, 306};
         for (float l : seq.prefill(prompt)) REQUIRE_MESSAGE(std::isfinite(l), shape);
     }
+}
+TEST_CASE("gemma4 mixture-of-experts files are refused by name") {
+    test::TempDir dir;
+    const std::string src = dir.file("tiny-gemma4.gguf"), dst = dir.file("moe.gguf");
+    write_synthetic_model(src, synthetic_shape("tiny-gemma4"), "F16");
+    rewrite(src, dst, [](GgufWriter& w) { w.set("gemma4.expert_count", GgufValue::u32(128)); });
+    const std::string err = load_error(dst);
+    REQUIRE_MESSAGE(err.find("gemma4 mixture-of-experts layers are not supported yet") != std::string::npos, err);
 }
 TEST_CASE("unsupported architecture is named") {
     test::TempDir dir;

@@ -1,7 +1,9 @@
 // Partial offload: layers split between two backends (on a GPU machine: the first N layers
 // on the GPU, the rest on the CPU). Here both are CPU backends, which checks the mechanics —
 // weights and KV cache placed per layer, activations crossing over — exactly: the logits
-// must equal those of a single backend bit for bit.
+// must equal those of a single backend bit for bit. A synthetic gemma4 (per-layer inputs
+// crossing over beside the activations, layers that share an earlier layer's K/V) too, and
+// the splits that would part a layer from the K/V it shares are refused.
 #include <algorithm>
 #include <string>
 
@@ -10,6 +12,7 @@
 #include "engine/kv/kv_cache.h"
 #include "engine/models/synthetic.h"
 #include "engine/models/transformer.h"
+#include "kernels/common/error.h"
 #include "test_data.h"
 
 using namespace ember;
@@ -37,6 +40,17 @@ std::vector<float> run(Transformer& tr, KvCache& kv, const std::vector<int32_t>&
 
 }  // namespace
 
+// tiny-gemma4 at F32, once per test run.
+std::string tiny_gemma4() {
+    static test::TempDir dir;
+    static const std::string path = [] {
+        const std::string p = dir.file("tiny-gemma4.gguf");
+        write_synthetic_model(p, synthetic_shape("tiny-gemma4"), "F32");
+        return p;
+    }();
+    return path;
+}
+
 TEST_CASE("split equals single") {
     struct Row {
         const char* name;
@@ -50,6 +64,9 @@ TEST_CASE("split equals single") {
         {"stories260K, 5 of 5 (all on the first)", stories, 5},
         {"SmolLM2, 17 of 30", test::test_model(test::kSmolLM2), 17},
         {"Gemma 3, 9 of 18", test::test_model(test::kGemma3), 9},
+        {"tiny-gemma4, 4 of 9 (the KV-sharing layers and their sources second)", "gemma4", 4},
+        {"tiny-gemma4, 2 of 9", "gemma4", 2},
+        {"tiny-gemma4, 0 of 9", "gemma4", 0},
     };
     std::string model;
     int first_layers = -1;
@@ -58,6 +75,7 @@ TEST_CASE("split equals single") {
             first_layers = r.first_layers;
         }
     REQUIRE(!model.empty());
+    if (model == "gemma4") model = tiny_gemma4();
     EMBER_REQUIRE_FILE(model);
     auto file = std::make_shared<const GgufFile>(GgufFile::open(model));
     const std::vector<int32_t> prompt = {2, 40, 41, 42, 43, 44, 45, 46, 47, 48};
@@ -72,14 +90,27 @@ TEST_CASE("split equals single") {
     const auto placement = split.layer_backends();
     for (size_t i = 0; i < placement.size(); ++i)
         REQUIRE_EQ(placement[i], static_cast<int>(i) < first_layers ? first.get() : rest.get());
-    KvCache split_kv(placement, split.kv_config(64, 1));
-    // Each backend holds exactly its layers' share of the KV cache.
-    const uint64_t per_layer = split_kv.config().total_bytes() / static_cast<uint64_t>(placement.size());
-    const int n_first = std::min<int>(first_layers, static_cast<int>(placement.size()));
-    REQUIRE(first->memory().bytes[static_cast<int>(MemoryKind::KvCache)] >= per_layer * static_cast<uint64_t>(n_first));
-    REQUIRE(rest->memory().bytes[static_cast<int>(MemoryKind::KvCache)] >=
-            per_layer * static_cast<uint64_t>(placement.size() - static_cast<size_t>(n_first)));
+    const auto kv_placement = split.kv_backends();
+    KvCache split_kv(kv_placement, split.kv_config(64, 1));
+    // Each backend holds its cache layers' K and V pools.
+    uint64_t want_first = 0, want_rest = 0;
+    for (size_t i = 0; i < kv_placement.size(); ++i)
+        (kv_placement[i] == first.get() ? want_first : want_rest) +=
+            2 * split_kv.config().layer_pool_bytes(static_cast<int32_t>(i));
+    REQUIRE(first->memory().bytes[static_cast<int>(MemoryKind::KvCache)] >= want_first);
+    REQUIRE(rest->memory().bytes[static_cast<int>(MemoryKind::KvCache)] >= want_rest);
     const auto got = run(split, split_kv, prompt);
     REQUIRE_EQ(got.size(), expected.size());
     REQUIRE(got == expected);
+}
+
+// tiny-gemma4: layers 6..8 attend over the K/V of layers 4 and 5, so a split between 5 and 8
+// would put a layer on the other side of its K/V.
+TEST_CASE("a split that parts a layer from the K/V it shares is refused") {
+    auto file = std::make_shared<const GgufFile>(GgufFile::open(tiny_gemma4()));
+    const ModelConfig c = read_model_config(*file);
+    for (int n = 0; n <= c.n_layers; ++n) CHECK(Transformer::split_supported(c, n) == (n <= 4 || n == 9));
+    auto first = make_cpu_backend(1), rest = make_cpu_backend(1);
+    CHECK_THROWS_WITH_AS(Transformer(file, *first, *rest, 6),
+                         doctest::Contains("would separate a layer from the layer whose K/V it shares"), Error);
 }

@@ -20,6 +20,7 @@
 #include "engine/gguf/gguf.h"
 #include "engine/template/chat_template.h"
 #include "engine/template/jinja_interpreter.h"
+#include "engine/template/jinja_json.h"
 #include "engine/template/jinja_parser.h"
 #include "test_data.h"
 #include "test_json.h"
@@ -383,6 +384,83 @@ TEST_CASE("filters") {
     COMPARE_STR(run("{{ '7' | int + 1 }}{{ 3 | string ~ 'x' }}{{ 'a-b' | replace('-', '+') }}{{ {'b': 1, 'a': 2} | "
                     "dictsort | first }}"),
                 "83xa+b('a', 2)");
+}
+
+// ---- what the chat stack hands a template (ChatMessage, ChatRenderOptions) ----
+
+namespace {
+std::string render_with(const std::string& src, const std::vector<ChatMessage>& msgs, const ChatRenderOptions& o) {
+    return ChatTemplate::compile(src).render(msgs, o);
+}
+}  // namespace
+
+TEST_CASE("message fields are set only when present") {
+    ChatMessage user{"user", "hi"};
+    ChatMessage assistant{"assistant", "ok"};
+    assistant.reasoning_content = "think";
+    ChatMessage tool{"tool", "18C"};
+    tool.tool_call_id = "c1";
+    tool.name = "get_weather";
+    const std::string src = "{% for m in messages %}{{ m | tojson }}\n{% endfor %}";
+    COMPARE_STR(render_with(src, {user, assistant, tool}, {}),
+                "{\"role\": \"user\", \"content\": \"hi\"}\n"
+                "{\"role\": \"assistant\", \"content\": \"ok\", \"reasoning_content\": \"think\", \"thinking\": "
+                "\"think\"}\n"
+                "{\"role\": \"tool\", \"content\": \"18C\", \"tool_call_id\": \"c1\", \"name\": \"get_weather\"}\n");
+}
+
+TEST_CASE("tool call arguments become a mapping") {
+    ChatMessage a{"assistant", ""};
+    a.tool_calls.push_back({"call_1", "f", R"({"b": [1, 2.5, null], "a": "\u00e9\ud83d\ude00"})"});
+    a.tool_calls.push_back({"", "g", "not json"});
+    a.tool_calls.push_back({"", "h", "{broken"});
+    const std::string src =
+        "{% for c in messages[0].tool_calls %}{{ c | tojson }}|{{ c.function.arguments is mapping }}\n{% endfor %}";
+    COMPARE_STR(render_with(src, {a}, {}),
+                "{\"id\": \"call_1\", \"type\": \"function\", \"function\": {\"name\": \"f\", \"arguments\": "
+                "{\"b\": [1, 2.5, null], \"a\": \"é😀\"}}}|True\n"
+                "{\"type\": \"function\", \"function\": {\"name\": \"g\", \"arguments\": \"not json\"}}|False\n"
+                "{\"type\": \"function\", \"function\": {\"name\": \"h\", \"arguments\": \"{broken\"}}|False\n");
+}
+
+TEST_CASE("tools and options are template variables") {
+    const std::string src =
+        "{{ tools is none }}|{{ enable_thinking is defined }}|{{ reasoning_effort | default('medium') }}|"
+        "{{ builtin_tools | default('-') }}";
+    ChatRenderOptions o;
+    COMPARE_STR(render_with(src, {{"user", "x"}}, o), "True|False|medium|-");
+    o.tools_json = R"([{"type": "function", "function": {"name": "f", "parameters": {"z": 1, "a": 2}}}])";
+    o.enable_thinking = false;
+    o.reasoning_effort = "high";
+    o.extra_vars = {{"builtin_tools", R"(["python"])"}};
+    COMPARE_STR(render_with(src, {{"user", "x"}}, o), "False|True|high|['python']");
+    COMPARE_STR(render_with("{{ tools[0].function.parameters | tojson }}{{ enable_thinking }}", {{"user", "x"}}, o),
+                "{\"z\": 1, \"a\": 2}False");
+}
+
+TEST_CASE("bad tools JSON names the variable") {
+    ChatRenderOptions o;
+    o.tools_json = "[{\"type\": }]";
+    CHECK_THROWS_WITH_AS(render_with("x", {{"user", "x"}}, o), doctest::Contains("tools: invalid JSON at byte 10"),
+                         ember::Error);
+    o.tools_json.clear();
+    o.extra_vars = {{"flag", "tru"}};
+    CHECK_THROWS_WITH_AS(render_with("x", {{"user", "x"}}, o), doctest::Contains("flag: invalid JSON"), ember::Error);
+}
+
+TEST_CASE("json reader follows json.loads") {
+    using ember::jinja::parse_json;
+    using ember::jinja::to_output;
+    CHECK(to_output(parse_json(R"( {"a": 1, "b": -2.5e3, "c": [true, false, null], "a": 3} )", "t")) ==
+          "{'a': 3, 'b': -2500.0, 'c': [True, False, None]}");
+    CHECK(to_output(parse_json(R"("tab\t\"q\" \/ \ud83d\ude00 \ud800")", "t")) == "tab\t\"q\" / 😀 \xef\xbf\xbd");
+    CHECK(parse_json("9223372036854775807", "t").as_int() == INT64_MAX);
+    CHECK(parse_json("1.0", "t").is_float());
+    for (const char* bad : {"", "[1,]", "{\"a\" 1}", "01", "1.", "-", "\"\x01\"", "\"\\x\"", "[1] 2", "nul",
+                            "99999999999999999999", "{1: 2}", "\"abc"})
+        CHECK_THROWS_AS(parse_json(bad, "t"), ember::Error);
+    std::string deep(200, '[');
+    CHECK_THROWS_WITH_AS(parse_json(deep, "t"), doctest::Contains("nested deeper"), ember::Error);
 }
 
 TEST_CASE("methods and slicing") {

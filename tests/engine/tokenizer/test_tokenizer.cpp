@@ -6,15 +6,18 @@
 #include <chrono>
 #include <cstdio>
 #include <map>
+#include <random>
 #include <sstream>
 #include <stdexcept>
 
 #include "kernels/common/error.h"
 #include "engine/gguf/gguf.h"
+#include "engine/gguf/gguf_writer.h"
 #include "engine/tokenizer/detokenizer.h"
 #include "engine/tokenizer/pretokenizer.h"
 #include "engine/tokenizer/tokenizer.h"
 #include "engine/tokenizer/unicode.h"
+#include "llama_peer.h"
 #include "test_data.h"
 
 using namespace ember;
@@ -77,8 +80,8 @@ std::vector<std::string_view> split(std::string_view pre, std::string_view text)
     return PreTokenizer(pre).split(text);
 }
 
-// llama.cpp's .inp/.out vector files: inputs separated by "\n__ggml_vocab_test__\n" (the file
-// ends with one); line i of .out is the ids of input i.
+// llama.cpp's .inp/.out vector files: inputs separated by "\n__ggml_vocab_test__\n" (most
+// files end with one); line i of .out is the ids of input i.
 struct Vectors {
     std::vector<std::string> inputs;
     std::vector<Ids> outputs;
@@ -90,7 +93,10 @@ Vectors load_vectors(const std::string& gguf_path) {
     const std::string sep = "\n__ggml_vocab_test__\n";
     for (size_t pos = 0; pos < inp.size();) {
         size_t hit = inp.find(sep, pos);
-        if (hit == std::string::npos) break;
+        if (hit == std::string::npos) {  // Gemma 4's file does not end with a separator
+            v.inputs.push_back(inp.substr(pos));
+            break;
+        }
         v.inputs.push_back(inp.substr(pos, hit - pos));
         pos = hit + sep.size();
     }
@@ -297,6 +303,15 @@ TEST_CASE("pre tokenizers") {
         {"deepseek-llm", "deepseek-llm", "Hi, \u4f60\u597d 42  ", "[Hi] [,] [ ] [\u4f60\u597d] [ ] [42] [  ]"},
         {"default", "default", "x+=1234", "[x] [+=] [123] [4]"},
         {"falcon", "falcon", "a`b 12345", "[a] [`] [b] [ ] [123] [45]"},
+        // Qwen 3.5 keeps combining marks (U+0301) in words; Qwen 2 splits them off.
+        {"qwen35 marks", "qwen35", "cafe\u0301 x1", "[cafe\u0301] [ x] [1]"},
+        {"qwen2 marks", "qwen2", "cafe\u0301", "[cafe] [\u0301]"},
+        // gpt-4o: case changes split words, a non-ASCII letter is both cases, contractions
+        // stick to the word, numbers go by three, '/' joins a punctuation run.
+        {"gpt-4o case", "gpt-4o", "HelloWorld HELLOworld don'T", "[Hello] [World] [ HELLOworld] [ don'T]"},
+        {"gpt-4o upper tail", "gpt-4o", "\u00c9A \u00e9A", "[\u00c9] [A] [ \u00e9] [A]"},
+        {"gpt-4o numbers", "gpt-4o", "1234567 a//b\n", "[123] [456] [7] [ a] [//] [b] [\n]"},
+        {"gemma4 lines", "gemma4", "a b\n\nc\n", "[a b] [\n\n] [c] [\n]"},
     };
     for (const Row& r : rows) SUBCASE(r.name) {
             REQUIRE_EQ(show_pieces(split(r.pre, r.text)), std::string(r.expected));
@@ -445,13 +460,9 @@ TEST_CASE("streaming matches decode") {
 }
 
 // ---- llama.cpp vocab test vectors ----------------------------------------------------
-TEST_CASE("vectors") {
-    std::string name;
-    for (const char* n : {"llama-spm", "phi-3", "gpt-2", "qwen2", "starcoder", "refact", "deepseek-coder"}) SUBCASE(n) {
-            name = n;
-        }
-    REQUIRE(!name.empty());
-    const std::string path = test::testdata("tokenizer/ggml-vocab-" + name + ".gguf");
+// Encodes every vector of llama.cpp's file at `path` (.inp/.out beside it); all must match
+// and decode back.
+void check_vectors(const std::string& name, const std::string& path) {
     EMBER_REQUIRE_FILE(path);
     EMBER_REQUIRE_FILE(path + ".inp");
     EMBER_REQUIRE_FILE(path + ".out");
@@ -474,6 +485,27 @@ TEST_CASE("vectors") {
     if (!failures.empty()) test::warn("%s", join(failures, "\n").c_str());
     REQUIRE_EQ(pass, int(v.inputs.size()));
     REQUIRE_EQ(round_trip, int(v.inputs.size()));
+}
+
+TEST_CASE("vectors") {
+    std::string name;
+    for (const char* n : {"llama-spm", "phi-3", "gpt-2", "qwen2", "starcoder", "refact", "deepseek-coder"}) SUBCASE(n) {
+            name = n;
+        }
+    REQUIRE(!name.empty());
+    check_vectors(name, test::testdata("tokenizer/ggml-vocab-" + name + ".gguf"));
+}
+
+// Gemma 4 (tokenizer.ggml.model "gemma4") and Qwen 3.5 (pre "qwen35"): their vocabularies and
+// vectors ship in llama.cpp's tree (the cached llama-cpp-python source package), not in
+// ../shared/testdata.
+TEST_CASE("vectors from llama.cpp's tree") {
+    std::string name;
+    for (const char* n : {"gemma-4", "qwen35"}) SUBCASE(n) {
+            name = n;
+        }
+    REQUIRE(!name.empty());
+    check_vectors(name, test::llama_cpp_source_dir() + "/models/ggml-vocab-" + name + ".gguf");
 }
 
 // Arbitrary bytes never throw, decode back exactly, and stream as valid UTF-8.
@@ -652,6 +684,158 @@ TEST_CASE("llama cpp reference") {
     if (!failures.empty()) test::warn("%s", join(failures, "\n").c_str());
     REQUIRE(total > 1000);
     REQUIRE_EQ(pass, total);
+}
+
+// ---- llama-tokenize on text of our own -------------------------------------------------
+// The vocab files above come with llama.cpp's own vectors; these texts add what they lack
+// (many scripts, combining marks, CJK, emoji, numbers of every length, contractions in both
+// cases, code, whitespace runs), plus seeded random mixes of them. gpt-oss's pre-tokenizer
+// ("gpt-4o") has no vocab on hand: it runs on the GPT-2 vocab with tokenizer.ggml.pre
+// rewritten (a vocab-only GGUF written here), so only the pre-tokenization is new.
+namespace {
+
+std::vector<std::string> own_texts() {
+    std::vector<std::string> t = {
+        "Hello world",
+        "HELLO World hello WORLD",
+        "HelloWorld camelCase snake_case SCREAMING_CASE",
+        "I'm you're he's they'll we'd I've DON'T WE'LL She'S",
+        "'s 're'abc ' s",
+        "0 12 123 1234 12345 123456 1234567 12345678 3.14159 -42 1e-10 0x1F 1,000,000",
+        "Ωμέγα καλημέρα ΚΑΛΗΜΕΡΑ",
+        "Привет, мир! ПРИВЕТ",
+        "Grüße aus Köln, Øresund, Ærø, ÉCOLE été",
+        "e\u0301te\u0301 cafe\u0301 n\u0303 a\u0308\u0301",
+        "नमस्ते दुनिया हिन्दी",
+        "สวัสดีชาวโลก ภาษาไทย",
+        "مرحبا بالعالم ١٢٣",
+        "שלום עולם",
+        "你好，世界！我爱自然语言处理。",
+        "こんにちは世界、カタカナとひらがな",
+        "안녕하세요 세계",
+        "🙂🙃 👍🏽 👨‍👩‍👧‍👦 🇫🇷 ❤️ ✨ 🦙",
+        "Tab\there\n\nnew  lines\r\n\r\nand   spaces   ",
+        "    indented\n        more\n\t\tmixed \t \n",
+        "\n",
+        "\n\n\n",
+        " ",
+        "   ",
+        "\t",
+        "a\n\nb\n\n\nc",
+        "int main() {\n    return a->b[0] + c::d<e>(\"str\\n\");\n}\n",
+        "def f(x):\n    return {'k': [1, 2], \"s\": x ** 2}  # comment\n",
+        "path/to/file.txt // http://x.y/z?q=1&r=2",
+        "<html><body class=\"x\">Text &amp; more</body></html>",
+        "ǅungla ǈ ǋ ᾈ ﬁ ẞ",
+        "x²³ ½ ① Ⅻ ٣ ߁",
+        "MixedΑlphabetЛетters123abc",
+        "...!!!?? ?---___***",
+        "😀😀😀😀 aaaaaaaaaaaaaaaaaaaaaaaa ........",
+        "\u00a0nbsp\u2009thin\u3000ideographic\u200bzero",
+        "end with space ",
+        " start with space",
+    };
+    // Seeded mixes of fragments of the texts above, split at character boundaries.
+    std::mt19937 rng(35);
+    std::vector<std::string_view> chars;
+    for (const std::string& s : t)
+        for (size_t pos = 0; pos < s.size();) {
+            const auto st = ember::unicode::decode_utf8(s, pos);
+            chars.push_back(std::string_view(s).substr(pos, st.len));
+            pos += st.len;
+        }
+    std::vector<std::string> mixes;
+    for (int i = 0; i < 300; ++i) {
+        std::string m;
+        const int n = 10 + int(rng() % 60);
+        for (int k = 0; k < n; ++k) {
+            size_t start = rng() % chars.size();
+            for (int run = 1 + int(rng() % 6); run > 0 && start < chars.size(); --run) m += chars[start++];
+        }
+        mixes.push_back(m);
+    }
+    t.insert(t.end(), mixes.begin(), mixes.end());
+    return t;
+}
+
+// llama-tokenize parses special tokens unless told --no-parse-special.
+Ids llama_tokenize(const std::string& tool, const std::string& vocab, const std::string& text_file) {
+    const auto r = test::run_process(
+        {tool, "-m", vocab, "-f", text_file, "--ids", "--no-bos", "--no-escape", "--log-disable"}, 300 * 1000);
+    REQUIRE_MESSAGE(r.ok(), tool, " failed on ", vocab, ":\n", r.err);
+    const size_t open = r.out.rfind('['), close = r.out.rfind(']');
+    const bool found = open != std::string::npos && close != std::string::npos && close > open;
+    REQUIRE_MESSAGE(found, "no ids in llama-tokenize's output:\n", r.out);
+    std::string list = r.out.substr(open + 1, close - open - 1);
+    std::replace(list.begin(), list.end(), ',', ' ');
+    Ids ids;
+    std::istringstream in(list);
+    for (int32_t id; in >> id;) ids.push_back(id);
+    return ids;
+}
+
+// `ids` cut at each `sep`.
+std::vector<Ids> split_ids(const Ids& ids, int32_t sep) {
+    std::vector<Ids> parts(1);
+    for (int32_t id : ids) {
+        if (id == sep) parts.emplace_back();
+        else parts.back().push_back(id);
+    }
+    return parts;
+}
+
+}  // namespace
+
+// All texts go to one llama-tokenize run (a process per text would load the 262k-token Gemma
+// vocab dozens of times), joined by the vocab's EOS token and parsed with special tokens on:
+// a special token ends a fragment, and both tokenizers encode each fragment on its own.
+TEST_CASE("llama-tokenize agrees on our texts") {
+    const std::string tool = test::llama_tools_dir({"llama-tokenize"}) + "/llama-tokenize";
+    const std::string src = test::llama_cpp_source_dir() + "/models/";
+    test::TempDir dir;
+    // The GPT-2 vocab with tokenizer.ggml.pre = "gpt-4o".
+    const std::string gpt2 = test::testdata("tokenizer/ggml-vocab-gpt-2.gguf");
+    EMBER_REQUIRE_FILE(gpt2);
+    const std::string gpt4o = dir.path() + "/vocab-gpt-4o.gguf";
+    {
+        const GgufFile f = GgufFile::open(gpt2);
+        ember::GgufWriter w;
+        for (const std::string& key : f.metadata_order()) w.set(key, f.metadata().at(key));
+        w.set("tokenizer.ggml.pre", ember::GgufValue::str("gpt-4o"));
+        w.write_file(gpt4o);
+    }
+    std::string name, vocab;
+    SUBCASE("gpt-4o") { name = "gpt-4o", vocab = gpt4o; }
+    SUBCASE("gemma-4") { name = "gemma-4", vocab = src + "ggml-vocab-gemma-4.gguf"; }
+    SUBCASE("qwen35") { name = "qwen35", vocab = src + "ggml-vocab-qwen35.gguf"; }
+    EMBER_REQUIRE_FILE(vocab);
+    const auto t = load(vocab);
+    REQUIRE(t->eos() >= 0);
+    const std::vector<std::string> texts = own_texts();
+    const std::string file = dir.path() + "/texts.txt";
+    test::write_file(file, join(texts, t->token_text(t->eos())));
+    const std::vector<Ids> want = split_ids(llama_tokenize(tool, vocab, file), t->eos());
+    REQUIRE_EQ(want.size(), texts.size());
+    int pass = 0;
+    std::vector<std::string> failures;
+    for (size_t i = 0; i < texts.size(); ++i) {
+        const Ids got = t->encode(texts[i], false, false);
+        if (got == want[i]) ++pass;
+        else
+            failures.push_back("#" + std::to_string(i) + " " + texts[i].substr(0, 60) + "\n   want " + show(want[i]) +
+                               "\n   got  " + show(got));
+    }
+    test::info("%s: %d/%zu texts identical to llama-tokenize", name.c_str(), pass, texts.size());
+    if (name == "gpt-4o") {  // the rewritten pre really changed the split (else this proves nothing)
+        const auto plain = load(gpt2);
+        int differ = 0;
+        for (const std::string& text : texts)
+            differ += plain->encode(text, false, false) != t->encode(text, false, false);
+        test::info("gpt-4o: %d texts split differently from gpt-2's pre-tokenizer", differ);
+        CHECK(differ > 50);
+    }
+    if (!failures.empty()) test::warn("%s", join(failures, "\n").c_str());
+    REQUIRE_EQ(pass, int(texts.size()));
 }
 
 // ---- Speed ---------------------------------------------------------------------------

@@ -3,7 +3,10 @@
 // synthetic Gemma 3-shaped model (head_dim 256, sliding window, soft-caps, QK norms; prompt
 // long enough for the GEMM path) the CPU backend's greedy tokens; CUDA graphs on and off give
 // bit-identical logits, and decode passes are replayed from graphs; a synthetic qwen3moe
-// (experts) and a synthetic gpt-oss (MXFP4 experts, sinks, YaRN) the CPU backend's greedy tokens.
+// (experts) the CPU backend's greedy tokens; tiny-gemma4 (the file the llama.cpp peer test
+// checks: head dims 64 and 128, per-layer embeddings, KV sharing, soft-capped logits) the CPU
+// backend's logits; a synthetic gpt-oss (MXFP4 experts, sinks, YaRN) the CPU backend's greedy
+// tokens.
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -72,6 +75,17 @@ Run greedy(const std::shared_ptr<const GgufFile>& file, Backend& backend, const 
     return out;
 }
 
+// ||got - ref|| / ||ref|| over one logits row.
+double rel_l2(const std::vector<float>& got, const std::vector<float>& ref) {
+    double e = 0, r = 0;
+    for (size_t j = 0; j < ref.size(); ++j) {
+        const double d = double(got[j]) - ref[j];
+        e += d * d;
+        r += double(ref[j]) * ref[j];
+    }
+    return std::sqrt(e / r);
+}
+
 size_t bits_differ(const std::vector<float>& a, const std::vector<float>& b) {
     if (a.size() != b.size()) return std::max(a.size(), b.size());
     size_t n = 0;
@@ -128,14 +142,9 @@ TEST_CASE("synthetic Gemma 3 shape: the CUDA backend generates the CPU backend's
     // The logits themselves: the GPU's 8-bit activations (per 32, vs the CPU's per-32/16
     // blocks) and FP16 GEMM inputs move them a little, never the argmax here.
     for (size_t i = 0; i < on.logits.size(); ++i) {
-        double e = 0, r = 0;
-        for (size_t j = 0; j < on.logits[i].size(); ++j) {
-            const double d = double(on.logits[i][j]) - rc.logits[i][j];
-            e += d * d;
-            r += double(rc.logits[i][j]) * rc.logits[i][j];
-        }
-        INFO("step " << i << " logits rel_l2 " << std::sqrt(e / r));
-        CHECK(std::sqrt(e / r) < 0.05);
+        const double rel = rel_l2(on.logits[i], rc.logits[i]);
+        INFO("step " << i << " logits rel_l2 " << rel);
+        CHECK(rel < 0.05);
     }
     // Graphs off: the very same launches, eagerly: bit-identical logits.
     REQUIRE(gpu->set_graphs(false));
@@ -166,14 +175,9 @@ void check_experts_greedy(const std::string& path) {
     const Run rg = greedy(file, *gpu, prompt, n_gen);
     CHECK(rg.tokens == rc.tokens);
     for (size_t i = 0; i < rg.logits.size(); ++i) {
-        double e = 0, r = 0;
-        for (size_t j = 0; j < rg.logits[i].size(); ++j) {
-            const double d = double(rg.logits[i][j]) - rc.logits[i][j];
-            e += d * d;
-            r += double(rc.logits[i][j]) * rc.logits[i][j];
-        }
-        INFO("step " << i << " logits rel_l2 " << std::sqrt(e / r));
-        CHECK(std::sqrt(e / r) < 0.05);
+        const double rel = rel_l2(rg.logits[i], rc.logits[i]);
+        INFO("step " << i << " logits rel_l2 " << rel);
+        CHECK(rel < 0.05);
     }
     CHECK(gpu->graph_stats().failures == 0);
 }
@@ -207,5 +211,31 @@ TEST_CASE("synthetic gpt-oss: the CUDA backend generates the CPU backend's greed
     quantize_model(qo);
     std::filesystem::remove(f32);
     check_experts_greedy(path);
+    std::filesystem::remove(path);
+}
+
+// F32 weights: both backends compute in FP32 (no activation quantization, no FP16 GEMM for
+// float weights), so only the order of summation differs: relative errors of a few 1e-7 per
+// op, grown through 9 layers and attention (about 1e-7 here). 1e-4 relative L2 is far above that, and far
+// below what a wrong op gives (a missing per-layer input or soft-cap moves logits by >1e-2).
+TEST_CASE("synthetic Gemma 4 shape: the CUDA backend gives the CPU backend's logits") {
+    SyntheticShape shape = synthetic_shape("tiny-gemma4");
+    shape.output_norm = 0.1f, shape.qk_gain = 4.0f, shape.attn_gain = 8.0f;  // test_arch_peer's file
+    const std::string path = (std::filesystem::temp_directory_path() / "ember-test-cuda-gemma4-f32.gguf").string();
+    write_synthetic_model(path, shape, "F32", 3);
+    auto file = std::make_shared<const GgufFile>(GgufFile::open(path));
+    std::vector<int32_t> prompt;
+    for (int i = 0; i < 40; ++i) prompt.push_back(static_cast<int32_t>((i * 53 + 5) % 1000 + 3));
+    const int n_gen = 6;
+    auto cpu = make_cpu_backend(2);
+    const Run rc = greedy(file, *cpu, prompt, n_gen);
+    auto gpu = test::make_test_cuda_backend();
+    const Run rg = greedy(file, *gpu, prompt, n_gen);
+    CHECK(rg.tokens == rc.tokens);
+    for (size_t i = 0; i < rg.logits.size(); ++i) {
+        const double rel = rel_l2(rg.logits[i], rc.logits[i]);
+        MESSAGE("step " << i << " logits rel_l2 " << rel);
+        CHECK(rel < 1e-4);
+    }
     std::filesystem::remove(path);
 }

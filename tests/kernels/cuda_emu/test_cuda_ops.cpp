@@ -1,6 +1,6 @@
 // Every op of the CUDA backend against the CPU backend or a float64 reference, on fresh
 // random inputs (the seed is printed; EMBER_TEST_SEED replays one), several shapes each
-// (odd sizes, the real models' head dims 64/128/256). Built twice from this one source:
+// (odd sizes, the real models' head dims 64/128/256/512). Built twice from this one source:
 // test_cuda_emu runs the kernels under the host emulator (kernels/cuda/emu), test_cuda_gpu
 // on a real GPU (scripts/gpu-check.sh).
 //
@@ -500,6 +500,38 @@ TEST_CASE("glu (SiLU, GELU-tanh, gpt-oss clamped SwiGLU, in place), add, gather_
     }
 }
 
+// ---- scale, softcap -------------------------------------------------------------------------------
+// scale: one float multiply, the same on both sides: bit for bit the CPU backend. softcap:
+// cap * tanhf(x * (1 / cap)) against float64: 1 / cap and the two multiplies one rounding
+// each, tanhf within 2 ulp on the GPU (1 on the host; an ulp is up to 2 u of the value):
+// 8 u of |result| (x / cap near 0 too: tanh(y) ~ y).
+TEST_CASE("scale and softcap (gemma's logit soft-capping), vs the CPU backend and float64") {
+    Backends be;
+    for (int64_t n : {int64_t{1}, int64_t{257}, int64_t{3 * 65536 + 5}}) {
+        const auto x = random_floats(static_cast<size_t>(n), 40.0f);
+        Tensor xg = put(*be.gpu, x, n, 1), xc = put(*be.cpu, x, n, 1);
+        be.gpu->scale(xg, 0.0625f + 1e-3f);
+        be.cpu->scale(xc, 0.0625f + 1e-3f);
+        check_within("scale", get(*be.gpu, xg), get(*be.cpu, xc), std::vector<float>(x.size(), 0.0f));
+        be.gpu->free(xg);
+        be.cpu->free(xc);
+        for (float cap : {30.0f, 3.0f}) {
+            Tensor g = put(*be.gpu, x, n, 1), c = put(*be.cpu, x, n, 1);
+            be.gpu->softcap(g, cap);
+            be.cpu->softcap(c, cap);
+            std::vector<double> ref(x.size()), bound(x.size());
+            for (size_t i = 0; i < x.size(); ++i) {
+                ref[i] = cap * std::tanh(double(x[i]) / cap);
+                bound[i] = 8 * kU * std::fabs(ref[i]) + 1e-30;
+            }
+            check_within("softcap " + std::to_string(cap) + " gpu", get(*be.gpu, g), ref, bound);
+            check_within("softcap " + std::to_string(cap) + " cpu", get(*be.cpu, c), ref, bound);
+            be.gpu->free(g);
+            be.cpu->free(c);
+        }
+    }
+}
+
 // ---- store_kv + attention -----------------------------------------------------------------------
 // A paged cache shared by three sequences with shuffled 16-token blocks: a prefill batch of
 // all three (several query tiles), a decode batch (one token each), a mixed batch, then
@@ -524,6 +556,7 @@ TEST_CASE("store_kv + attention: prefill, decode, mixed and split-K decode, GQA,
         {6, 6, 80, DType::F16, 0, 30.0f},          // no GQA, head_dim not a multiple of 32
         {16, 2, 64, DType::F16, 128, 0.0f, true},  // gpt-oss: sinks, 128-token window
         {8, 2, 64, DType::Q8_0, 0, 0.0f, true},    // gpt-oss global layers: sinks, split-K combine
+        {8, 1, 512, DType::F16, 0, 0.0f},          // Gemma 4's global layers: head_dim 512
     };
     for (const Case& c : cases) {
         char nb[128];
