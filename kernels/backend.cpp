@@ -208,6 +208,9 @@ void Backend::rope(Tensor& x, const RopeParams& p) {
     if (p.n_heads <= 0 || p.head_dim <= 0 || p.n_rot < 0 || p.n_rot > p.head_dim || p.n_rot % 2)
         fail("rope", "n_heads " + std::to_string(p.n_heads) + ", head_dim " + std::to_string(p.head_dim) + ", n_rot " +
                          std::to_string(p.n_rot) + " (need n_heads > 0 and an even n_rot <= head_dim)");
+    if (p.ext_factor != 0.0f && (p.n_ctx_orig <= 0 || !(p.freq_scale > 0.0f) || !(p.freq_base > 1.0f)))
+        fail("rope", "YaRN (ext_factor " + std::to_string(p.ext_factor) + ") needs n_ctx_orig > 0 (got " +
+                         std::to_string(p.n_ctx_orig) + "), freq_scale > 0 and freq_base > 1");
     require_cols(x, p.head_dim, "rope", "x", "head_dim");
     if (x.rows % p.n_heads != 0 || x.rows / p.n_heads > batch_tokens())
         fail("rope", "x (" + shape(x) + ") is not n_tokens x " + std::to_string(p.n_heads) + " heads for a batch of " +
@@ -215,7 +218,7 @@ void Backend::rope(Tensor& x, const RopeParams& p) {
     do_rope(x, p);
 }
 
-void Backend::glu(const Tensor& gate, const Tensor& up, bool gelu, Tensor& out) {
+void Backend::glu(const Tensor& gate, const Tensor& up, GluAct act, Tensor& out) {
     require_f32_rows(gate, "glu", "gate");
     require_f32_rows(up, "glu", "up");
     require_activation(out, "glu", "out");
@@ -223,7 +226,9 @@ void Backend::glu(const Tensor& gate, const Tensor& up, bool gelu, Tensor& out) 
         fail("glu", "gate (" + shape(gate) + ") and up (" + shape(up) + ") differ");
     require_cols(out, gate.cols, "glu", "out", "gate's");
     require_rows(out, gate.rows, "glu", "out");
-    do_glu(gate, up, gelu, out);
+    if (act != GluAct::Silu && act != GluAct::GeluTanh && act != GluAct::SwigluOai)
+        fail("glu", "unknown activation " + std::to_string(static_cast<int>(act)));
+    do_glu(gate, up, act, out);
 }
 
 void Backend::moe_route(const Tensor& logits, const MoeRouting& r, Tensor& ids, Tensor& weights) {
@@ -338,6 +343,9 @@ void Backend::attention(const KvLayer& layer, const Tensor& q, const AttentionPa
              "q (" + shape(q) + ") must have one row per token of the batch (" + std::to_string(batch_tokens()) + ")");
     require_cols(out, q.cols, "attention", "out", "q's");
     require_rows(out, q.rows, "attention", "out");
+    if (p.sinks && (!p.sinks->data || p.sinks->type != DType::F32 || p.sinks->cols * p.sinks->rows != p.n_heads))
+        fail("attention", "sinks (" + shape(*p.sinks) + ") must be " + std::to_string(p.n_heads) +
+                              " F32 values, one per query head");
     do_attention(layer, q, p, out);
 }
 

@@ -87,6 +87,13 @@ struct RopeParams {
     float freq_base = 10000.0f;
     float freq_scale = 1.0f;              // linear scaling: positions multiplied by this
     const float* freq_factors = nullptr;  // [n_rot/2] Llama 3 style per-frequency divisors (host)
+    // YaRN (ggml_rope_ext's arguments; formulas in kernels/common/rope_yarn.h). ext_factor 0
+    // leaves plain scaling; attn_factor multiplies the rotated dims in every case.
+    float ext_factor = 0.0f;   // 1 for a "yarn" file: the extrapolation mix of the ramp
+    float attn_factor = 1.0f;  // llama.cpp's yarn_attn_factor
+    float beta_fast = 32.0f;   // ramp ends, in turns over n_ctx_orig
+    float beta_slow = 1.0f;
+    int32_t n_ctx_orig = 0;  // the training context YaRN extends (rope.scaling.original_context_length)
 };
 
 struct AttentionParams {
@@ -94,7 +101,20 @@ struct AttentionParams {
     float scale = 1.0f;    // applied to q.k
     int32_t window = 0;    // sliding window in tokens (0 = global causal)
     float softcap = 0.0f;  // tanh soft-capping of scores (0 = off)
+    // Attention sinks (gpt-oss): per query head a logit with no value, whose exp joins that
+    // head's softmax denominator (ggml_soft_max_add_sinks). F32, n_heads values, loaded
+    // like a weight (blk.N.attn_sinks.weight); null = none.
+    const Tensor* sinks = nullptr;
 };
+
+// The activation of a gated FFN: out = act(gate) * up, or gpt-oss's clamped form.
+enum class GluAct : uint8_t {
+    Silu = 0,       // silu(g) * u
+    GeluTanh = 1,   // gelu_tanh(g) * u
+    SwigluOai = 2,  // ggml_swiglu_oai: x = min(g, 7), y = clamp(u, -7, 7), x * sigmoid(1.702 x) * (y + 1)
+};
+constexpr float kSwigluOaiAlpha = 1.702f;  // llama.cpp's constants for gpt-oss
+constexpr float kSwigluOaiLimit = 7.0f;
 
 // One output of Backend::matmul_shared: y = x * w^T (+ bias if bias and bias->data).
 struct MatmulOut {
@@ -219,10 +239,13 @@ public:
     void rms_norm(const Tensor& x, const Tensor& w, float eps, Tensor& y);
     // In place, positions from the batch: x is (n_tokens * p.n_heads) x p.head_dim.
     void rope(Tensor& x, const RopeParams& p);
-    // out = act(gate) * up, act = SiLU or GELU(tanh); out may be gate. gate and up may be
-    // slice_cols views (F32 rows further apart than their columns); out is contiguous and then
-    // must not overlap them.
-    void glu(const Tensor& gate, const Tensor& up, bool gelu, Tensor& out);
+    // out = act(gate) * up (GluAct); out may be gate. gate and up may be slice_cols views (F32
+    // rows further apart than their columns); out is contiguous and then must not overlap
+    // them. The bool form: GELU(tanh) or SiLU.
+    void glu(const Tensor& gate, const Tensor& up, GluAct act, Tensor& out);
+    void glu(const Tensor& gate, const Tensor& up, bool gelu, Tensor& out) {
+        glu(gate, up, gelu ? GluAct::GeluTanh : GluAct::Silu, out);
+    }
     void add(Tensor& x, const Tensor& y);  // x += y
     void scale(Tensor& x, float s);        // x *= s (finite s)
     // x = cap * tanh(x / cap) elementwise, cap > 0: gemma's soft-capping of the final logits.
@@ -285,7 +308,7 @@ protected:
     }
     virtual void do_rms_norm(const Tensor& x, const Tensor& w, float eps, Tensor& y) = 0;
     virtual void do_rope(Tensor& x, const RopeParams& p) = 0;
-    virtual void do_glu(const Tensor& gate, const Tensor& up, bool gelu, Tensor& out) = 0;
+    virtual void do_glu(const Tensor& gate, const Tensor& up, GluAct act, Tensor& out) = 0;
     virtual void do_add(Tensor& x, const Tensor& y) = 0;
     virtual void do_scale(Tensor& x, float s) = 0;
     virtual void do_softcap(Tensor& x, float cap) = 0;

@@ -19,6 +19,7 @@ int quant_quality(const std::string& q) {
         {"Q3_K_M", 40},  {"Q3_K", 38},   {"Q3_K_S", 36}, {"IQ3_M", 34},  {"IQ3_S", 33},  {"IQ3_XS", 32},
         {"IQ3_XXS", 31}, {"Q2_K", 20},   {"Q2_K_S", 18}, {"IQ2_M", 16},  {"IQ2_S", 15},  {"IQ2_XS", 14},
         {"IQ2_XXS", 13}, {"IQ1_M", 11},  {"IQ1_S", 10}};
+    if (q == "MXFP4_MOE") return 58;  // gpt-oss: 4.25-bit experts, Q8_0 around them
     auto it = rank.find(q);
     return it == rank.end() ? 0 : it->second;
 }

@@ -13,7 +13,8 @@
 namespace ember {
 
 const std::vector<std::string>& supported_architectures() {
-    static const std::vector<std::string> archs = {"llama", "qwen2", "qwen3", "qwen3moe", "gemma3", "gemma4"};
+    static const std::vector<std::string> archs = {"llama",  "qwen2",  "qwen3",  "qwen3moe",
+                                                   "gemma3", "gemma4", "gpt-oss"};
     return archs;
 }
 
@@ -181,6 +182,52 @@ void read_experts(const GgufFile& f, ModelConfig& c) {
     check_shape(f, "blk.0.ffn_down_exps.weight", c.n_ff_exp, e * c.n_embd);
 }
 
+// YaRN as llama.cpp's context sets it up for a "yarn" file: extrapolation mix 1, the
+// original context from rope.scaling.original_context_length (else the trained one), and
+// attn_factor = rope.scaling.attn_factor * mscale(factor) / (1 + 0.1 ln factor) with
+// mscale(s) = 1 + 0.1 ln s for s > 1, else 1: the file's attn_factor (1 for gpt-oss) when
+// factor >= 1. The kernels then multiply cos and sin by attn_factor (1 + 0.1 ln factor)
+// (kernels/common/rope_yarn.h).
+void read_yarn(const GgufFile& f, ModelConfig& c) {
+    const std::string a = c.arch + ".";
+    if (f.find(a + "rope.scaling.yarn_log_multiplier"))
+        throw Error(f.path() + ": " + a + "rope.scaling.yarn_log_multiplier is not supported");
+    c.rope_ext_factor = 1.0f;
+    const float factor = 1.0f / c.rope_scale;
+    const float mscale = factor <= 1.0f ? 1.0f : 0.1f * std::log(factor) + 1.0f;
+    c.rope_attn_factor =
+        mscale * (1.0f / (1.0f + 0.1f * std::log(factor))) * positive_float(f, a + "rope.scaling.attn_factor", 1.0);
+    c.n_ctx_orig = optional_dim(f, a + "rope.scaling.original_context_length", static_cast<uint64_t>(c.n_ctx_train));
+}
+
+// gpt-oss (llama.cpp's openai-moe): NeoX RoPE with YaRN on every layer, q/k/v/o biases,
+// attention sinks, even layers in a sliding window and odd ones global, the FFN's norm stored
+// as post_attention_norm, and experts (read_experts) with biases, chosen by the k largest
+// router logits and weighted by a softmax over those k (not renormalised), with the
+// clamped SwiGLU.
+void apply_gpt_oss(const GgufFile& f, ModelConfig& c) {
+    const std::string a = c.arch + ".";
+    c.rope_neox = true;
+    c.qkv_bias = c.out_bias = c.attn_sinks = true;
+    c.ffn_norm = "post_attention_norm";
+    c.swiglu_oai = true;
+    c.sliding_window = required_dim(f, a + "attention.sliding_window");
+    for (int32_t i = 0; i < c.n_layers; ++i) c.layer_sliding[static_cast<size_t>(i)] = i % 2 == 0;
+    c.rope_base_local = positive_float(f, a + "rope.freq_base_swa", c.rope_base);
+    c.rope_scale_local = true;
+    check_shape(f, "blk.0.attn_sinks.weight", c.n_heads, 1);
+}
+
+// gpt-oss's experts past read_experts: softmax over the k chosen logits, not renormalised,
+// biases on the router and each expert matrix.
+void gpt_oss_experts(const GgufFile& f, ModelConfig& c) {
+    c.expert_weights_norm = false;
+    c.expert_softmax_top_k = c.expert_biases = true;
+    check_shape(f, "blk.0.ffn_gate_inp.bias", c.n_expert, 1);
+    check_shape(f, "blk.0.ffn_gate_exps.bias", c.n_ff_exp, c.n_expert);
+    check_shape(f, "blk.0.ffn_down_exps.bias", c.n_embd, c.n_expert);
+}
+
 void apply_arch_conventions(const GgufFile& f, ModelConfig& c) {
     const std::string a = c.arch + ".";
     c.layer_sliding.assign(static_cast<size_t>(c.n_layers), false);
@@ -201,6 +248,8 @@ void apply_arch_conventions(const GgufFile& f, ModelConfig& c) {
         // Five sliding-window layers, then one global layer, repeating.
         for (int32_t i = 0; i < c.n_layers; ++i)
             c.layer_sliding[static_cast<size_t>(i)] = c.sliding_window > 0 && i % 6 != 5;
+    } else if (c.arch == "gpt-oss") {
+        apply_gpt_oss(f, c);
     } else if (c.arch == "gemma4") {
         read_gemma4(f, c);
         for (size_t i = 0; i < c.layers.size(); ++i) c.layer_sliding[i] = c.layers[i].sliding && c.sliding_window > 0;
@@ -209,9 +258,9 @@ void apply_arch_conventions(const GgufFile& f, ModelConfig& c) {
 }
 
 // A file with router tensors or experts of an architecture whose MoE layers do not run here
-// yet (all but qwen3moe): refused by name.
+// yet (all but qwen3moe and gpt-oss): refused by name.
 void refuse_moe(const GgufFile& f, const std::string& arch) {
-    if (arch == "qwen3moe") return;
+    if (arch == "qwen3moe" || arch == "gpt-oss") return;
     bool moe = f.opt_u64(arch + ".expert_count").value_or(0) > 0;
     for (const auto& t : f.tensors()) moe = moe || t.name.find(".ffn_gate_inp.") != std::string::npos;
     if (moe) throw Error(f.path() + ": " + arch + " mixture-of-experts layers are not supported yet");
@@ -286,7 +335,7 @@ ModelConfig read_model_config(const GgufFile& f) {
     const auto& archs = supported_architectures();
     if (std::find(archs.begin(), archs.end(), c.arch) == archs.end())
         throw Error(f.path() + ": unsupported architecture '" + c.arch +
-                    "' (supported: llama, qwen2, qwen3, qwen3moe, gemma3, gemma4)");
+                    "' (supported: llama, qwen2, qwen3, qwen3moe, gemma3, gemma4, gpt-oss)");
     const std::string a = c.arch + ".";
     c.n_embd = required_dim(f, a + "embedding_length");
     c.n_layers = required_dim(f, a + "block_count");
@@ -296,8 +345,10 @@ ModelConfig read_model_config(const GgufFile& f) {
     init_layers(f, c);
     c.norm_eps = positive_float(f, a + "attention.layer_norm_rms_epsilon", 1e-5);
     c.rope_base = positive_float(f, a + "rope.freq_base", 10000.0);
-    if (auto type = f.opt_string(a + "rope.scaling.type"); type && *type == "linear")
+    const std::optional<std::string> scaling = f.opt_string(a + "rope.scaling.type");
+    if (scaling && (*scaling == "linear" || *scaling == "yarn"))
         c.rope_scale = 1.0f / positive_float(f, a + "rope.scaling.factor", 1.0);
+    if (scaling && *scaling == "yarn") read_yarn(f, c);
     c.attn_scale = 1.0f / std::sqrt(static_cast<float>(c.head_dim));
     const GgufTensor& embd = f.tensor("token_embd.weight");
     if (embd.rows() > kInt32Max)
@@ -313,8 +364,9 @@ ModelConfig read_model_config(const GgufFile& f) {
     const LayerShape& l0 = c.layers.front();
     check_shape(f, "blk.0.attn_q.weight", c.n_embd, l0.q_dim());
     check_shape(f, "blk.0.attn_k.weight", c.n_embd, l0.kv_dim());
-    if (c.arch == "qwen3moe") read_experts(f, c);
+    if (c.arch == "qwen3moe" || c.arch == "gpt-oss") read_experts(f, c);
     else check_shape(f, "blk.0.ffn_down.weight", l0.n_ff, c.n_embd);
+    if (c.arch == "gpt-oss") gpt_oss_experts(f, c);
     return c;
 }
 

@@ -22,7 +22,7 @@ struct LayerShape {
 };
 
 struct ModelConfig {
-    std::string arch;  // "llama", "qwen2", "qwen3", "qwen3moe", "gemma3", "gemma4"
+    std::string arch;  // "llama", "qwen2", "qwen3", "qwen3moe", "gemma3", "gemma4", "gpt-oss"
     int32_t n_vocab = 0, n_embd = 0, n_layers = 0, n_heads = 0, n_kv_heads = 0, head_dim = 0, n_ff = 0;
     int32_t n_rot = 0;
     int64_t n_ctx_train = 0;
@@ -33,12 +33,24 @@ struct ModelConfig {
     bool rope_neox = false;
     float attn_scale = 0.0f;   // multiplier of q.k
     float embed_scale = 1.0f;  // gemma: sqrt(n_embd)
-    bool qkv_bias = false;     // qwen2
+    bool qkv_bias = false;     // qwen2, gpt-oss
     bool qk_norm = false;      // gemma3, qwen3: RMSNorm per head on q and k
     bool post_norms = false;   // gemma3: norms after attention and FFN outputs
     bool gelu = false;         // GeGLU instead of SwiGLU
     int32_t sliding_window = 0;
     std::vector<bool> layer_sliding;  // per layer: uses the sliding window
+
+    // gpt-oss. YaRN ("yarn" scaling; RopeParams' fields, 0 = off) with the values llama.cpp's
+    // context uses, on the sliding-window layers too; the attention output's bias and sinks
+    // (blk.N.attn_sinks.weight, one logit per head); the FFN's input norm under another name;
+    // the clamped SwiGLU (GluAct::SwigluOai).
+    float rope_ext_factor = 0.0f, rope_attn_factor = 1.0f, yarn_beta_fast = 32.0f, yarn_beta_slow = 1.0f;
+    int32_t n_ctx_orig = 0;  // rope.scaling.original_context_length
+    bool rope_scale_local = false;
+    bool out_bias = false, attn_sinks = false;
+    std::string ffn_norm = "ffn_norm";  // gpt-oss: post_attention_norm
+    bool swiglu_oai = false;
+
     // gemma4
     bool v_norm = false;             // V RMS-normalized per head, without a weight
     float final_softcap = 0.0f;      // logits = cap * tanh(logits / cap) (0 = off)
@@ -52,6 +64,10 @@ struct ModelConfig {
     int32_t n_ff_shexp = 0;            // the shared expert's (0: none)
     bool expert_weights_norm = false;  // the chosen experts' weights renormalised to sum 1 (qwen3moe)
     float expert_weights_scale = 1.0f;
+    // gpt-oss: the k largest router logits, then softmax over them (MoeGating::SoftmaxTopK),
+    // and biases on the router and every expert matrix.
+    bool expert_softmax_top_k = false;
+    bool expert_biases = false;
 
     bool moe() const { return n_expert > 0; }
 

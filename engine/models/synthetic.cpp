@@ -62,6 +62,19 @@ SyntheticShape qwen3moe_shape(const std::string& name) {
     return s;
 }
 
+// gpt-oss-20b (config.json: 24 layers, hidden 2880, 64 heads of 64, 8 KV heads, 32 experts
+// of 2880, 4 used, sliding window 128, vocabulary 201088, untied) and a tiny copy whose q_dim
+// (8 x 64) differs from n_embd as the real one's does; every width a multiple of MXFP4's 32.
+SyntheticShape gpt_oss_shape(const std::string& name) {
+    SyntheticShape s{name, 2880, 24, 64, 8, 2880, 201088, 131072, false, "gpt-oss", 64, 128};
+    s.n_expert = 32, s.n_expert_used = 4, s.n_ff_exp = 2880;
+    if (name == "tiny-gpt-oss") {
+        s = {name, 256, 4, 8, 2, 128, 1024, 4096, false, "gpt-oss", 64, 8};
+        s.n_expert = 8, s.n_expert_used = 2, s.n_ff_exp = 128;
+    }
+    return s;
+}
+
 }  // namespace
 
 SyntheticShape synthetic_shape(const std::string& name) {
@@ -71,6 +84,7 @@ SyntheticShape synthetic_shape(const std::string& name) {
     if (name == "tiny-qwen2") return {name, 256, 2, 8, 2, 512, 1024, 2048, true, "qwen2"};
     if (name == "tiny-qwen3") return {name, 256, 2, 4, 2, 512, 1024, 2048, true, "qwen3", 128};
     if (name == "tiny-qwen3moe" || name == "qwen3-30b-a3b" || name == "qwen3-30b-a3b-mini") return qwen3moe_shape(name);
+    if (name == "tiny-gpt-oss" || name == "gpt-oss-20b") return gpt_oss_shape(name);
     if (name == "tiny-gemma3") return {name, 256, 6, 4, 1, 512, 1024, 2048, true, "gemma3", 64, 4};
     if (name == "llama-3.2-1b") return {name, 2048, 16, 32, 8, 8192, 128256, 131072, true};
     if (name == "llama-3-8b") return {name, 4096, 32, 32, 8, 14336, 128256, 8192, false};
@@ -85,9 +99,10 @@ SyntheticShape synthetic_shape(const std::string& name) {
 }
 
 std::vector<std::string> synthetic_shape_names() {
-    return {"tiny",          "tiny-qwen2",         "tiny-qwen3",   "tiny-qwen3moe", "tiny-gemma3",  "tiny-gemma4",
-            "llama-3.2-1b",  "llama-3-8b",         "smollm2-135m", "gemma3-270m",   "qwen2.5-0.5b", "qwen3-0.6b",
-            "qwen3-30b-a3b", "qwen3-30b-a3b-mini", "llama-3-70b",  "gemma4-e2b",    "gemma4-e4b",   "gemma4-31b"};
+    return {"tiny",         "tiny-qwen2",   "tiny-qwen3",    "tiny-qwen3moe",      "tiny-gemma3",
+            "tiny-gemma4",  "llama-3.2-1b", "llama-3-8b",    "smollm2-135m",       "gemma3-270m",
+            "qwen2.5-0.5b", "qwen3-0.6b",   "qwen3-30b-a3b", "qwen3-30b-a3b-mini", "llama-3-70b",
+            "gemma4-e2b",   "gemma4-e4b",   "gemma4-31b",    "tiny-gpt-oss",       "gpt-oss-20b"};
 }
 
 namespace {
@@ -148,6 +163,10 @@ void fill_random(DType type, uint8_t* dst, size_t n, uint64_t seed, float scale)
                 put_f16(dst + b, scale / 256);
                 put_f16(dst + b + 2, scale / 64);
             }
+            break;
+        case DType::MXFP4:  // random codes (mean |value| ~ 4.5 d): d = scale / 4 as a power of two
+            for (size_t b = 0; b < n; b += bb)
+                dst[b] = static_cast<uint8_t>(128 + static_cast<int>(std::lround(std::log2(scale / 4))));
             break;
         case DType::Q6_K:
             for (size_t b = 0; b < n; b += bb) {
@@ -350,9 +369,9 @@ GgufWriter synthetic_writer(const SyntheticShape& sh, const std::string& scheme_
     const QuantPlanner planner(scheme, sh.n_layers, sh.tied_embeddings);
     const int32_t head_dim = sh.head_dim > 0 ? sh.head_dim : sh.n_embd / sh.n_heads;
     const bool gemma = sh.arch == "gemma3", qwen = sh.arch == "qwen2", moe = sh.arch == "qwen3moe",
-               qwen3 = sh.arch == "qwen3" || moe;
+               qwen3 = sh.arch == "qwen3" || moe, oss = sh.arch == "gpt-oss";
     if (sh.arch == "gemma4") return gemma4_writer(sh, scheme_name, seed);
-    if (sh.arch != "llama" && !gemma && !qwen && !qwen3)
+    if (sh.arch != "llama" && !gemma && !qwen && !qwen3 && !oss)
         throw Error("synthetic models: unknown architecture '" + sh.arch + "'");
     const std::string a = sh.arch + ".";
     auto u32 = [](int64_t v) { return GgufValue::u32(static_cast<uint32_t>(v)); };
@@ -363,9 +382,14 @@ GgufWriter synthetic_writer(const SyntheticShape& sh, const std::string& scheme_
     w.set(a + "attention.key_length", u32(head_dim));
     w.set(a + "attention.value_length", u32(head_dim));
     w.set(a + "rope.dimension_count", u32(head_dim));
-    w.set(a + "rope.freq_base", GgufValue::f32(sh.arch == "llama" ? 500000.0f : 1000000.0f));
-    if (gemma) w.set(a + "attention.sliding_window", u32(sh.sliding_window));
-    if (moe) {
+    w.set(a + "rope.freq_base", GgufValue::f32(sh.arch == "llama" ? 500000.0f : oss ? 150000.0f : 1000000.0f));
+    if (gemma || oss) w.set(a + "attention.sliding_window", u32(sh.sliding_window));
+    if (oss) {  // gpt-oss-20b's YaRN: 32x over 4096 tokens
+        w.set(a + "rope.scaling.type", GgufValue::str("yarn"));
+        w.set(a + "rope.scaling.factor", GgufValue::f32(32.0f));
+        w.set(a + "rope.scaling.original_context_length", u32(4096));
+    }
+    if (moe || oss) {
         w.set(a + "expert_count", u32(sh.n_expert));
         w.set(a + "expert_used_count", u32(sh.n_expert_used));
         w.set(a + "expert_feed_forward_length", u32(sh.n_ff_exp));
@@ -379,6 +403,24 @@ GgufWriter synthetic_writer(const SyntheticShape& sh, const std::string& scheme_
     auto add_scaled_norm = [&](const std::string& name, int64_t n, float gain) { t.add_scaled_norm(name, n, gain); };
     const int64_t d = sh.n_embd, q = int64_t{sh.n_heads} * head_dim, kv = int64_t{sh.n_kv_heads} * head_dim;
     const float ws = 1.0f / std::sqrt(static_cast<float>(d));
+    // gpt-oss's layer past q/k/v: output bias, sinks, the FFN norm (stored as
+    // post_attention_norm), the router and the experts, each with biases.
+    auto add_gpt_oss_layer = [&](const std::string& b) {
+        const int64_t e = sh.n_expert, ff = sh.n_ff_exp;
+        add(b + "attn_output.bias", d, 1, 0.1f);
+        // Sinks near the largest scores (q.k grows as qk_gain^2), so that the share they take
+        // differs per head and position: ones far below them change nothing (measured).
+        add_scaled_norm(b + "attn_sinks.weight", sh.n_heads, 5.0f * sh.qk_gain * sh.qk_gain);
+        add_norm(b + "post_attention_norm.weight", d);
+        add(b + "ffn_gate_inp.weight", d, e, ws);
+        add(b + "ffn_gate_inp.bias", e, 1, 0.1f);
+        add(b + "ffn_gate_exps.weight", d, ff, ws, e);
+        add(b + "ffn_gate_exps.bias", ff, e, 0.1f);
+        add(b + "ffn_up_exps.weight", d, ff, ws, e);
+        add(b + "ffn_up_exps.bias", ff, e, 0.1f);
+        add(b + "ffn_down_exps.weight", ff, d, 1.0f / std::sqrt(static_cast<float>(ff)), e);
+        add(b + "ffn_down_exps.bias", d, e, 0.1f);
+    };
     add("token_embd.weight", d, sh.n_vocab, 1.0f);
     for (int i = 0; i < sh.n_layers; ++i) {
         const std::string b = "blk." + std::to_string(i) + ".";
@@ -387,7 +429,7 @@ GgufWriter synthetic_writer(const SyntheticShape& sh, const std::string& scheme_
         add(b + "attn_k.weight", d, kv, ws * sh.qk_gain);
         add(b + "attn_v.weight", d, kv, ws);
         add(b + "attn_output.weight", q, d, ws * sh.attn_gain);
-        if (qwen) {
+        if (qwen || oss) {
             add(b + "attn_q.bias", q, 1, 0.1f);
             add(b + "attn_k.bias", kv, 1, 0.1f);
             add(b + "attn_v.bias", kv, 1, 0.1f);
@@ -401,6 +443,10 @@ GgufWriter synthetic_writer(const SyntheticShape& sh, const std::string& scheme_
             add_norm(b + "attn_k_norm.weight", head_dim, sh.qk_gain);
             add_norm(b + "post_attention_norm.weight", d);
             add_norm(b + "post_ffw_norm.weight", d);
+        }
+        if (oss) {
+            add_gpt_oss_layer(b);
+            continue;
         }
         add_norm(b + "ffn_norm.weight", d);
         if (moe) {

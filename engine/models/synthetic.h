@@ -15,11 +15,12 @@ struct SyntheticShape {
     int32_t n_embd, n_layers, n_heads, n_kv_heads, n_ff, n_vocab;
     int64_t n_ctx;
     bool tied_embeddings;
-    // "llama", "qwen2" (q/k/v biases), "qwen3" (QK-norm), "gemma3" (QK-norm, post-norms) or
-    // "gemma4" (the fields below)
+    // "llama", "qwen2" (q/k/v biases), "qwen3" (QK-norm), "gemma3" (QK-norm, post-norms),
+    // "qwen3moe", "gpt-oss" (biases, sinks, YaRN, experts with biases) or "gemma4" (the fields
+    // below)
     std::string arch = "llama";
     int32_t head_dim = 0;        // 0: n_embd / n_heads (gemma4: the global layers')
-    int32_t sliding_window = 0;  // gemma3, gemma4
+    int32_t sliding_window = 0;  // gemma3, gemma4, gpt-oss
     // The final norm's weights. Random weights make logits of order 10 (one token takes all
     // the probability); below 1 they soften, so a reference comparison sees every layer.
     float output_norm = 1.0f;
@@ -51,16 +52,18 @@ struct SyntheticShape {
 // Named shapes: "tiny", "tiny-qwen2", "tiny-qwen3", "tiny-qwen3moe", "tiny-gemma3", "tiny-gemma4"
 // (tests), "llama-3.2-1b", "llama-3-8b", "llama-3-70b", "qwen3-0.6b", "qwen3-30b-a3b" (48 layers
 // of 128 experts, 8 used), "qwen3-30b-a3b-mini" (its layers, 8 of them: 3.5 GB in Q4_K_M),
-// "gemma4-e2b", "gemma4-e4b", "gemma4-31b",
+// "gemma4-e2b", "gemma4-e4b", "gemma4-31b", "tiny-gpt-oss" (tests) and "gpt-oss-20b" (24 layers
+// of 32 experts, 4 used),
 // and the real test models' shapes "smollm2-135m", "gemma3-270m", "qwen2.5-0.5b" (for
 // machines the real files cannot be copied to, such as the GPU check's).
 SyntheticShape synthetic_shape(const std::string& name);
 std::vector<std::string> synthetic_shape_names();
 
 // Writes a model of shape.arch. `scheme` is any name engine/quant/quant_plan.h knows (F32,
-// F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K, Q4_K_M, Q5_K_M); each matrix gets
-// the type `ember quantize` would give it (the mixes' per-tensor choices, the row-length
-// fallbacks). Deterministic for a given seed.
+// F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K, Q4_K_M, Q5_K_M, MXFP4_MOE); each
+// matrix gets the type `ember quantize` would give it (the mixes' per-tensor choices, the
+// row-length fallbacks; MXFP4_MOE: MXFP4 experts, Q8_0 elsewhere, as gpt-oss files have
+// them). Deterministic for a given seed.
 void write_synthetic_model(const std::string& path, const SyntheticShape& shape, const std::string& scheme,
                            uint64_t seed = 42);
 

@@ -71,14 +71,22 @@ Transformer::Layer Transformer::load_layer(int index, Device& device, Device& ex
     l.kv_layer = kv_layer_of(c, index);
     l.stores_kv = s.kv_source == index;
 
-    // Sliding-window layers (gemma3, gemma4) use their own rope base, unscaled.
+    // Sliding-window layers use their own rope base, unscaled (gemma3, gemma4) or scaled (gpt-oss).
     const bool sliding = c.layer_sliding[static_cast<size_t>(index)];
+    const bool scaled = !sliding || c.rope_scale_local;
     l.rope_q.n_heads = s.n_heads;
     l.rope_q.head_dim = s.head_dim;
     l.rope_q.n_rot = s.n_rot;
     l.rope_q.neox = c.rope_neox;
     l.rope_q.freq_base = sliding ? c.rope_base_local : c.rope_base;
-    l.rope_q.freq_scale = sliding ? 1.0f : c.rope_scale;
+    l.rope_q.freq_scale = scaled ? c.rope_scale : 1.0f;
+    if (scaled) {  // YaRN (gpt-oss); the defaults where a file has none
+        l.rope_q.ext_factor = c.rope_ext_factor;
+        l.rope_q.attn_factor = c.rope_attn_factor;
+        l.rope_q.beta_fast = c.yarn_beta_fast;
+        l.rope_q.beta_slow = c.yarn_beta_slow;
+        l.rope_q.n_ctx_orig = c.n_ctx_orig;
+    }
     l.rope_q.freq_factors = !sliding && !rope_freq_factors_.empty() ? rope_freq_factors_.data() : nullptr;
     l.rope_k = l.rope_q;
     l.rope_k.n_heads = s.n_kv_heads;
@@ -95,6 +103,8 @@ Transformer::Layer Transformer::load_layer(int index, Device& device, Device& ex
         l.wv = weight(be, b + "attn_v.weight", c.n_embd, s.kv_dim(), !c.v_norm);  // gemma4: absent = K's
     }
     l.wo = weight(be, b + "attn_output.weight", s.q_dim(), c.n_embd);
+    if (c.out_bias) l.bo = weight(be, b + "attn_output.bias", c.n_embd, 1);
+    if (c.attn_sinks) l.sinks = weight(be, b + "attn_sinks.weight", s.n_heads, 1);
     if (c.qkv_bias) {
         l.bq = weight(be, b + "attn_q.bias", s.q_dim(), 1);
         l.bk = weight(be, b + "attn_k.bias", s.kv_dim(), 1);
@@ -109,7 +119,7 @@ Transformer::Layer Transformer::load_layer(int index, Device& device, Device& ex
         l.post_attn_norm = weight(be, b + "post_attention_norm.weight", c.n_embd, 1);
         l.post_ffn_norm = weight(be, b + "post_ffw_norm.weight", c.n_embd, 1);
     }
-    l.ffn_norm = weight(be, b + "ffn_norm.weight", c.n_embd, 1);
+    l.ffn_norm = weight(be, b + c.ffn_norm + ".weight", c.n_embd, 1);
     load_layer_tail(l, be, b);
     if (c.moe()) {
         Backend& ebe = *expert_device.backend;
@@ -117,6 +127,12 @@ Transformer::Layer Transformer::load_layer(int index, Device& device, Device& ex
         l.ffn_gate_exps = expert_weight(ebe, b + "ffn_gate_exps.weight", c.n_embd, c.n_ff_exp);
         l.ffn_up_exps = expert_weight(ebe, b + "ffn_up_exps.weight", c.n_embd, c.n_ff_exp);
         l.ffn_down_exps = expert_weight(ebe, b + "ffn_down_exps.weight", c.n_ff_exp, c.n_embd);
+        if (c.expert_biases) {
+            l.ffn_gate_inp_b = weight(ebe, b + "ffn_gate_inp.bias", c.n_expert, 1);
+            l.ffn_gate_exps_b = weight(ebe, b + "ffn_gate_exps.bias", c.n_ff_exp, c.n_expert);
+            l.ffn_up_exps_b = weight(ebe, b + "ffn_up_exps.bias", c.n_ff_exp, c.n_expert);
+            l.ffn_down_exps_b = weight(ebe, b + "ffn_down_exps.bias", c.n_embd, c.n_expert);
+        }
         return l;
     }
     l.w_gate = weight(be, b + "ffn_gate.weight", c.n_embd, s.n_ff);
@@ -375,9 +391,11 @@ void Transformer::attention_block(const Layer& l, KvLayer& cache, Activations& a
         be.rope(q_heads, l.rope_q);
         dump_("q", l.index, q, be);
     }
-    be.attention(cache, q, l.attention, attn);
+    AttentionParams attention = l.attention;
+    attention.sinks = l.sinks.data ? &l.sinks : nullptr;  // not kept in l.attention: layers_ may move
+    be.attention(cache, q, attention, attn);
     dump_("kqv_out", l.index, attn, be);
-    be.matmul(l.wo, attn, a.proj);
+    be.matmul(l.wo, attn, a.proj, &l.bo);
     if (l.post_attn_norm.data) be.rms_norm(a.proj, l.post_attn_norm, eps, a.proj);
     dump_("attn_out", l.index, a.proj, be);
     be.add_rms_norm(a.x, a.proj, l.ffn_norm, eps, a.xn);
@@ -393,26 +411,28 @@ void Transformer::dense_ffn(const Layer& l, Activations& a) {
     be.matmul_shared(a.xn, gate_up);
     dump_("ffn_gate", l.index, gate, be);
     dump_("ffn_up", l.index, up, be);
-    be.glu(gate, up, config_.gelu, gate);
+    be.glu(gate, up, glu_act(), gate);
     dump_("ffn_glu", l.index, gate, be);
     be.matmul(l.w_down, gate, a.proj);
 }
 
 // llama.cpp's build_moe_ffn for qwen3moe: softmax router, top-k, renormalised weights, SwiGLU
-// experts, the weighted sum (kernels/backend.h, "mixture of experts").
+// experts, the weighted sum (kernels/backend.h, "mixture of experts"). gpt-oss: biases on the
+// router and the experts, softmax over the top-k logits, the clamped SwiGLU.
 void Transformer::moe_ffn(const Layer& l, Activations& a) {
     Backend& be = *l.expert_device->backend;
     const ModelConfig& c = config_;
-    be.matmul(l.ffn_gate_inp, a.xn, a.router);
+    be.matmul(l.ffn_gate_inp, a.xn, a.router, &l.ffn_gate_inp_b);
     dump_("ffn_moe_logits", l.index, a.router, be);
-    const MoeRouting routing{c.n_expert_used, MoeGating::Softmax, c.expert_weights_norm, c.expert_weights_scale};
+    const MoeGating gating = c.expert_softmax_top_k ? MoeGating::SoftmaxTopK : MoeGating::Softmax;
+    const MoeRouting routing{c.n_expert_used, gating, c.expert_weights_norm, c.expert_weights_scale};
     be.moe_route(a.router, routing, a.expert_ids, a.expert_weights);
-    be.moe_matmul(l.ffn_gate_exps, c.n_expert, a.xn, a.expert_ids, a.expert_gate);
-    be.moe_matmul(l.ffn_up_exps, c.n_expert, a.xn, a.expert_ids, a.expert_up);
+    be.moe_matmul(l.ffn_gate_exps, c.n_expert, a.xn, a.expert_ids, a.expert_gate, &l.ffn_gate_exps_b);
+    be.moe_matmul(l.ffn_up_exps, c.n_expert, a.xn, a.expert_ids, a.expert_up, &l.ffn_up_exps_b);
     dump_("ffn_moe_gate", l.index, a.expert_gate, be);  // llama.cpp's names, the same [T*k x n] rows
     dump_("ffn_moe_up", l.index, a.expert_up, be);
-    be.glu(a.expert_gate, a.expert_up, c.gelu, a.expert_gate);
-    be.moe_matmul(l.ffn_down_exps, c.n_expert, a.expert_gate, a.expert_ids, a.expert_down);
+    be.glu(a.expert_gate, a.expert_up, glu_act(), a.expert_gate);
+    be.moe_matmul(l.ffn_down_exps, c.n_expert, a.expert_gate, a.expert_ids, a.expert_down, &l.ffn_down_exps_b);
     dump_("ffn_moe_down", l.index, a.expert_down, be);
     be.moe_combine(a.expert_down, a.expert_weights, a.proj);
 }

@@ -1,4 +1,4 @@
-// The decoder-only transformer shared by llama, qwen2, qwen3, qwen3moe, gemma3 and gemma4:
+// The decoder-only transformer shared by llama, qwen2, qwen3, qwen3moe, gemma3, gemma4, gpt-oss:
 // loads the weights onto a backend and runs batched forward passes over a block KV cache.
 // Architecture differences are the flags and per-layer shapes in ModelConfig; there is one
 // forward pass, not one per model family. Generic mechanisms it offers the families:
@@ -165,6 +165,8 @@ private:
         Tensor q_norm, k_norm;  // [head_dim], per head               (gemma3)
         Tensor v_norm;          // [head_dim] of ones, per head       (gemma4; Device::ones)
         Tensor wo;              // [n_embd x q_dim]
+        Tensor bo;              // [n_embd]                           (gpt-oss)
+        Tensor sinks;           // [n_heads] attention sink logits    (gpt-oss)
         Tensor post_attn_norm;  // [n_embd]                           (gemma3)
         Tensor ffn_norm;        // [n_embd]
         Tensor w_gate, w_up;    // [n_ff x n_embd]
@@ -174,6 +176,8 @@ private:
         Tensor ffn_gate_inp;                // [n_expert x n_embd]  the router
         Tensor ffn_gate_exps, ffn_up_exps;  // [n_expert*n_ff_exp x n_embd]
         Tensor ffn_down_exps;               // [n_expert*n_embd x n_ff_exp]
+        // Their biases (gpt-oss): [n_expert], [n_expert x n_ff_exp] twice, [n_expert x n_embd].
+        Tensor ffn_gate_inp_b, ffn_gate_exps_b, ffn_up_exps_b, ffn_down_exps_b;
         // After the FFN's residual add (gemma4): the per-layer embedding block, then a scale.
         Tensor pl_gate;          // [n_embd_per_layer x n_embd]
         Tensor pl_proj;          // [n_embd x n_embd_per_layer]
@@ -197,12 +201,17 @@ private:
                     &w_up,
                     &w_down,
                     &post_ffn_norm,
+                    &bo,
+                    &sinks,
                     &pl_gate,
                     &pl_proj,
                     &pl_post_norm};
         }
         // On expert_device (fit::is_expert_tensor counts the same tensors).
-        std::vector<Tensor*> expert_weights() { return {&ffn_gate_inp, &ffn_gate_exps, &ffn_up_exps, &ffn_down_exps}; }
+        std::vector<Tensor*> expert_weights() {
+            return {&ffn_gate_inp,   &ffn_gate_exps,   &ffn_up_exps,   &ffn_down_exps,
+                    &ffn_gate_inp_b, &ffn_gate_exps_b, &ffn_up_exps_b, &ffn_down_exps_b};
+        }
     };
 
     // Per layer, the index in devices_ of its device and of its experts' device.
@@ -211,6 +220,9 @@ private:
     Tensor weight(Backend& be, const std::string& name, int64_t cols, int64_t rows, bool required = true);
     // A 3-D expert tensor [n_expert][rows][cols] (Backend::load_expert_weight).
     Tensor expert_weight(Backend& be, const std::string& name, int64_t cols, int64_t rows);
+    GluAct glu_act() const {
+        return config_.swiglu_oai ? GluAct::SwigluOai : config_.gelu ? GluAct::GeluTanh : GluAct::Silu;
+    }
     void ensure_scratch(Device& d, int64_t n_tokens, int64_t n_outputs);
     void free_scratch(Device& d);
     void begin_pass(Device& d, const BatchInfo& batch);

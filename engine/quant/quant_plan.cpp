@@ -23,7 +23,7 @@ const SchemeRow kSchemes[] = {
     {"Q5_0", DType::Q5_0, QuantMix::Pure, 8},  {"Q5_1", DType::Q5_1, QuantMix::Pure, 9},
     {"Q4_K", DType::Q4_K, QuantMix::Pure, 14}, {"Q5_K", DType::Q5_K, QuantMix::Pure, 16},
     {"Q6_K", DType::Q6_K, QuantMix::Pure, 18}, {"Q4_K_M", DType::Q4_K, QuantMix::KM, 15},
-    {"Q5_K_M", DType::Q5_K, QuantMix::KM, 17},
+    {"Q5_K_M", DType::Q5_K, QuantMix::KM, 17}, {"MXFP4_MOE", DType::MXFP4, QuantMix::MoeMxfp4, 38},
 };
 
 bool ends_with(std::string_view s, std::string_view suffix) {
@@ -87,7 +87,9 @@ bool is_quantizable_weight(std::string_view name, size_t n_dims) {
 QuantPlanner::QuantPlanner(QuantScheme scheme, int n_layers, bool tied_embeddings)
     : scheme_(std::move(scheme)), n_layers_(n_layers), tied_(tied_embeddings) {}
 
-DType QuantPlanner::mix_type(std::string_view name) const {
+DType QuantPlanner::mix_type(const TensorPlanInput& t) const {
+    const std::string_view name = t.name;
+    if (scheme_.mix == QuantMix::MoeMxfp4) return t.dims.size() >= 3 && t.dims[2] > 1 ? DType::MXFP4 : DType::Q8_0;
     if (scheme_.mix != QuantMix::KM) return scheme_.base;
     if (name == "output.weight" || (tied_ && name == "token_embd.weight")) return DType::Q6_K;
     const int layer = layer_of(name);
@@ -107,7 +109,7 @@ TensorChoice QuantPlanner::choose(const TensorPlanInput& t) const {
     if (!weight && !(scheme_.is_float() && quantized_source)) return {t.type, false, false};
     if (scheme_.is_float()) return {scheme_.base, true, false};
     const uint64_t cols = t.dims.empty() ? 0 : t.dims[0];
-    DType type = mix_type(t.name);
+    DType type = mix_type(t);
     const bool is_output = t.name == "output.weight" || (tied_ && t.name == "token_embd.weight");
     if (cols % block_of(type) == 0) return {type, true, false};
     // llama.cpp picks Q8_0 for an output matrix whose rows do not fit its type.

@@ -10,6 +10,9 @@
 //  - Q4_K_M / Q5_K_M: Q4_K / Q5_K, except Q6_K for the output matrix (or the token embedding
 //    when it doubles as the output), and for attn_v and ffn_down of the layers where
 //    more_bits(layer) holds (the first and last eighth, and every third layer between).
+//  - MXFP4_MOE (gpt-oss's layout): MXFP4 for the expert tensors (3-D, more than one expert:
+//    blk.N.ffn_{gate,up,down}_exps.weight), Q8_0 for every other weight matrix, the output
+//    included.
 //  - A row length that is not a multiple of the type's block falls back to a 32-block type
 //    (Q4_K -> Q5_0, Q5_K -> Q5_1, Q6_K -> Q8_0; the output rule picks Q8_0 directly), and to
 //    F16 when not even 32 divides it.
@@ -23,7 +26,7 @@
 
 namespace ember {
 
-enum class QuantMix { Pure, KM };  // KM: the Q4_K_M / Q5_K_M rules above
+enum class QuantMix { Pure, KM, MoeMxfp4 };  // KM: the Q4_K_M / Q5_K_M rules; MoeMxfp4: MXFP4_MOE
 
 struct QuantScheme {
     std::string name;    // "Q4_K_M"
@@ -58,7 +61,7 @@ public:
     const QuantScheme& scheme() const { return scheme_; }
 
 private:
-    DType mix_type(std::string_view name) const;
+    DType mix_type(const TensorPlanInput& t) const;
     QuantScheme scheme_;
     int n_layers_;
     bool tied_;

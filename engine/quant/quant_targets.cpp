@@ -35,6 +35,13 @@ bool readable(const GgufFile& in) {
     return true;
 }
 
+// Whether the file holds mixture-of-experts tensors (3-D, more than one expert).
+bool has_experts(const GgufFile& in) {
+    for (const GgufTensor& t : in.tensors())
+        if (t.dims.size() >= 3 && t.dims[2] > 1) return true;
+    return false;
+}
+
 }  // namespace
 
 QuantOffer quant_offer(const GgufFile& in) {
@@ -47,6 +54,7 @@ QuantOffer quant_offer(const GgufFile& in) {
     for (const std::string& name : quant_scheme_names()) {
         const QuantScheme s = quant_scheme(name);
         if (!cpu::can_quantize(s.base) || s.base == o.source) continue;
+        if (s.mix == QuantMix::MoeMxfp4 && !has_experts(in)) continue;  // all Q8_0 there: Q8_0's offer
         const double bits = bits_per_weight(s.base), source_bits = bits_per_weight(o.source);
         const uint64_t bytes = quantized_file_size(in, name);
         // From floats: fewer bits per weight (F32 -> F16/BF16, 16-bit -> quantized). From a

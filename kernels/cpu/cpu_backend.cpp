@@ -170,23 +170,32 @@ protected:
         spec.freq_base = p.freq_base;
         spec.freq_scale = p.freq_scale;
         spec.freq_factors = p.freq_factors;
+        spec.ext_factor = p.ext_factor;
+        spec.attn_factor = p.attn_factor;
+        spec.beta_fast = p.beta_fast;
+        spec.beta_slow = p.beta_slow;
+        spec.n_ctx_orig = p.n_ctx_orig;
         cpu::ops::rope(f32(x), x.rows / p.n_heads, p.n_heads, batch().positions.data(), spec, &pool_);
     }
 
-    void do_glu(const Tensor& gate, const Tensor& up, bool gelu, Tensor& out) override {
+    void do_glu(const Tensor& gate, const Tensor& up, GluAct act, Tensor& out) override {
         const size_t packed = static_cast<size_t>(gate.cols) * sizeof(float);
         if (gate.row_bytes != packed || up.row_bytes != packed) {  // halves of a fused gate+up result: row by row
             pool_.parallel_for(gate.rows, [&](int64_t r0, int64_t r1, int) {
-                for (int64_t r = r0; r < r1; ++r) {
-                    if (gelu) cpu::ops::geglu(row(gate, r), row(up, r), row(out, r), gate.cols, nullptr);
-                    else cpu::ops::swiglu(row(gate, r), row(up, r), row(out, r), gate.cols, nullptr);
-                }
+                for (int64_t r = r0; r < r1; ++r)
+                    glu_elems(row(gate, r), row(up, r), row(out, r), gate.cols, act, nullptr);
             });
             return;
         }
-        const int64_t n = gate.rows * gate.cols;
-        if (gelu) cpu::ops::geglu(f32(gate), f32(up), f32(out), n, &pool_);
-        else cpu::ops::swiglu(f32(gate), f32(up), f32(out), n, &pool_);
+        glu_elems(f32(gate), f32(up), f32(out), gate.rows * gate.cols, act, &pool_);
+    }
+
+    // n elements of act(gate) * up, on the pool or not.
+    static void glu_elems(const float* gate, const float* up, float* out, int64_t n, GluAct act,
+                          cpu::ThreadPool* pool) {
+        if (act == GluAct::GeluTanh) cpu::ops::geglu(gate, up, out, n, pool);
+        else if (act == GluAct::SwigluOai) cpu::ops::swiglu_oai(gate, up, out, n, pool);
+        else cpu::ops::swiglu(gate, up, out, n, pool);
     }
 
     void do_add(Tensor& x, const Tensor& y) override { cpu::ops::add(f32(x), f32(y), f32(x), x.rows * x.cols, &pool_); }
@@ -230,6 +239,7 @@ protected:
         a.window = p.window;
         a.scale = p.scale;
         a.softcap = p.softcap;
+        a.sinks = p.sinks ? f32(*p.sinks) : nullptr;
         cpu::ops::attention(kv_view(layer), a, &pool_);
     }
 

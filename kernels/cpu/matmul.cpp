@@ -51,6 +51,9 @@ bool int8_kind(DType type, Int8Kind* kind) {
         case DType::Q6_K:
             *kind = {.G = 16, .offset = 32, .has_min = false};
             return true;
+        case DType::MXFP4:  // codes kMxfp4Values + 12 (0..24), scale 2^(e - 128)
+            *kind = {.G = 32, .offset = 12, .has_min = false};
+            return true;
         default:
             return false;
     }

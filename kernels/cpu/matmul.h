@@ -40,7 +40,7 @@ void repack_weight(const WeightMatrix& W, WeightLayout layout, void* dst, Thread
 WeightMatrix make_weight_matrix(DType type, int64_t rows, int64_t cols, const void* data);
 
 // True if matmul accepts weights of this type. Supported: F32, F16, BF16, Q4_0, Q4_1, Q5_0,
-// Q5_1, Q8_0, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K.
+// Q5_1, Q8_0, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, MXFP4.
 bool matmul_supports(DType type);
 
 // Y[t][r] = sum_c W[r][c] * X[t][c] for t < n_tokens, r < W.rows.

@@ -202,6 +202,31 @@ struct AQ8_0 {
     }
 };
 
+// MXFP4: nibbles through a byte table to unsigned codes kMxfp4Values + 12 (Int8Kind offset
+// 12); scales are E8M0 bytes, 2^(e - 128), built as float bits (e < 2: the subnormals).
+inline __m256 e8m0_half_ps(__m256i e) {
+    const __m256i normal = _mm256_slli_epi32(_mm256_sub_epi32(e, _mm256_set1_epi32(1)), 23);
+    const __m256i sub = _mm256_sllv_epi32(_mm256_set1_epi32(0x00200000), e);
+    return _mm256_castsi256_ps(_mm256_blendv_epi8(normal, sub, _mm256_cmpgt_epi32(_mm256_set1_epi32(2), e)));
+}
+struct AMXFP4 {
+    static constexpr DType kType = DType::MXFP4;
+    static constexpr int kBE = 32, kBB = 17;
+    static __m256i codes(const uint8_t* p) {
+        const __m256i lut = _mm256_setr_epi8(12, 13, 14, 15, 16, 18, 20, 24, 12, 11, 10, 9, 8, 6, 4, 0, 12, 13, 14, 15,
+                                             16, 18, 20, 24, 12, 11, 10, 9, 8, 6, 4, 0);
+        return _mm256_shuffle_epi8(lut, nibbles_lo_hi(load16(p + 1)));
+    }
+    static void block(const uint8_t* p, uint8_t* q, float* s, float*) {
+        store32(q, codes(p));
+        s[0] = e8m0_half_to_f32(p[0]);
+    }
+    static float scale_at(const uint8_t* p) { return e8m0_half_to_f32(p[0]); }
+    static __m256 scales8(const uint8_t* p) {
+        return e8m0_half_ps(_mm256_setr_epi32(p[0], p[17], p[34], p[51], p[68], p[85], p[102], p[119]));
+    }
+};
+
 // 8 scales d * sc_j and mins -dmin * m_j of a Q4_K/Q5_K super-block (6-bit fields unpacked
 // four at a time with 32-bit masks).
 inline void k4_scales8(const uint8_t* b, float* s, float* m) {
@@ -358,6 +383,8 @@ inline UnpackChunkFn unpack_fn_avx2(DType type) {
             return unpack_chunk_avx2<AQ2_K>;
         case DType::Q3_K:
             return unpack_chunk_avx2<AQ3_K>;
+        case DType::MXFP4:
+            return unpack_chunk_avx2<AMXFP4>;
         default:
             return unpack_fn(type);
     }
@@ -467,6 +494,19 @@ inline __m256 halves8(const uint8_t* p) {
                                           static_cast<short>(h[6]), static_cast<short>(h[7])));
 }
 
+// The scale of one block, and of 8 consecutive blocks, of a 32-element type: half floats at
+// the block's start, or the type's own (MXFP4's E8M0 bytes).
+template <class A>
+inline float block_scale(const uint8_t* p) {
+    if constexpr (requires { A::scale_at(p); }) return A::scale_at(p);
+    else return half_at(p);
+}
+template <class A>
+inline __m256 block_scales8(const uint8_t* p) {
+    if constexpr (requires { A::scales8(p); }) return A::scales8(p);
+    else return halves8<A::kBB>(p);
+}
+
 // gemv for the legacy 32-element types without the L1 round trip: each group of 8 blocks
 // goes from the row into registers (codes, scales, mins) and is dotted with every token.
 // The blocks of a short row's last group past its end count as zeros.
@@ -487,14 +527,14 @@ void gemv_legacy_t(const WeightMatrix& W, const ActQ8& a, int64_t r0, int64_t r1
             __m256 sc, mn = _mm256_setzero_ps();
             if (b0 + 8 <= nb_data) {
                 for (int j = 0; j < 8; ++j) w[j] = A::codes(p + j * A::kBB);
-                sc = halves8<A::kBB>(p);
+                sc = block_scales8<A>(p);
                 if constexpr (kMin) mn = halves8<A::kBB>(p + 2);
             } else {  // the row's last blocks: the rest of the group is zeros
                 alignas(32) float s8[8] = {}, m8[8] = {};
                 for (int j = 0; j < 8; ++j) {
                     const bool in = b0 + j < nb_data;
                     w[j] = in ? A::codes(p + j * A::kBB) : _mm256_setzero_si256();
-                    if (in) s8[j] = half_at(p + j * A::kBB), m8[j] = kMin ? half_at(p + j * A::kBB + 2) : 0.0f;
+                    if (in) s8[j] = block_scale<A>(p + j * A::kBB), m8[j] = kMin ? half_at(p + j * A::kBB + 2) : 0.0f;
                 }
                 sc = _mm256_load_ps(s8);
                 mn = _mm256_load_ps(m8);
@@ -553,6 +593,8 @@ void gemv_q8_group(const WeightMatrix& W, const ActQ8& a, int64_t r0, int64_t r1
             return gemv_q8_n<AQ2_K, 16, true>(W, a, r0, r1, Y);
         case DType::Q3_K:
             return gemv_q8_n<AQ3_K, 16, false>(W, a, r0, r1, Y);
+        case DType::MXFP4:
+            return gemv_q8_n<AMXFP4, 32, false>(W, a, r0, r1, Y);
         default:
             return;
     }
@@ -656,6 +698,8 @@ inline int max_code(DType type) {
         case DType::Q5_1:
         case DType::Q5_K:
             return 31;
+        case DType::MXFP4:
+            return 24;
         case DType::Q6_K:
             return 63;
         default:
@@ -747,14 +791,12 @@ void gemm_q8_t(const WeightMatrix& W, const ActQ8& a, int64_t r0, int64_t r1, fl
 // Per type: block size, min term, sign trick, int16 steps (G / 4 steps cover a whole block).
 template <int G, bool kMin>
 void gemm_q8_steps(const WeightMatrix& W, const ActQ8& a, int64_t r0, int64_t r1, float* Y, Scratch& s) {
-    switch (std::min(int16_steps(max_code(W.type)), G / 4)) {
-        case 2:
-            return gemm_q8_t<G, kMin, false, 2>(W, a, r0, r1, Y, s);
-        case 4:
-            return gemm_q8_t<G, kMin, false, 4>(W, a, r0, r1, Y, s);
-        default:
-            return gemm_q8_t<G, kMin, false, G / 4>(W, a, r0, r1, Y, s);
-    }
+    // The largest compiled step count within the type's bound (MXFP4's 24: 5 allowed, 4 run).
+    const int steps = int16_steps(max_code(W.type));
+    if (steps >= G / 4) return gemm_q8_t<G, kMin, false, G / 4>(W, a, r0, r1, Y, s);
+    if (steps >= 4) return gemm_q8_t<G, kMin, false, 4>(W, a, r0, r1, Y, s);
+    if (steps >= 2) return gemm_q8_t<G, kMin, false, 2>(W, a, r0, r1, Y, s);
+    return gemm_q8_t<G, kMin, false, 1>(W, a, r0, r1, Y, s);
 }
 
 void gemm_q8(const WeightMatrix& W, const Int8Kind& kind, const ActQ8& a, int64_t r0, int64_t r1, float* Y,

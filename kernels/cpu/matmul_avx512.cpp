@@ -393,6 +393,28 @@ struct UQ8_0 {
     }
 };
 
+// MXFP4: nibbles through a byte table (vpshufb, per 128-bit lane) to unsigned codes
+// kMxfp4Values + 12 (Int8Kind offset 12); the 16 blocks' E8M0 bytes come with one gather
+// (dwords at 17-byte steps: the last reads 3 bytes into the chunk's last block) and become
+// 2^(e - 128) as float bits (e < 2: the subnormals).
+struct UMXFP4 {
+    static constexpr int kBE = 32, kBB = 17;
+    __attribute__((always_inline)) static void codes(const uint8_t* p, __m512i* w) {
+        const __m512i lut =
+            _mm512_broadcast_i32x4(_mm_setr_epi8(12, 13, 14, 15, 16, 18, 20, 24, 12, 11, 10, 9, 8, 6, 4, 0));
+        for (int j = 0; j < 8; ++j) w[j] = _mm512_shuffle_epi8(lut, nibbles_2x16(p + 34 * j + 1, p + 34 * j + 18));
+    }
+    __attribute__((always_inline)) static void scales(const uint8_t* p, __m512* s, __m512*) {
+        const __m512i idx = _mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
+                                               _mm512_set1_epi32(kBB));
+        const __m512i e = _mm512_and_si512(_mm512_i32gather_epi32(idx, p, 1), _mm512_set1_epi32(0xFF));
+        const __m512i normal = _mm512_slli_epi32(_mm512_sub_epi32(e, _mm512_set1_epi32(1)), 23);
+        const __m512i sub = _mm512_sllv_epi32(_mm512_set1_epi32(0x00200000), e);
+        s[0] =
+            _mm512_castsi512_ps(_mm512_mask_mov_epi32(normal, _mm512_cmplt_epi32_mask(e, _mm512_set1_epi32(2)), sub));
+    }
+};
+
 // Scales and mins of two consecutive Q4_K/Q5_K super-blocks (stride bytes apart), as 16
 // scales d * sc_j and 16 mins -dmin * m_j. The 12 bytes b[0..11] of 6-bit fields hold
 //   sc_j = b[j] & 63,                 m_j = b[j + 4] & 63              (j < 4)
@@ -794,6 +816,8 @@ void gemv_q8(const WeightMatrix& W, const Int8Kind&, const ActQ8& a, int64_t r0,
             return gemv_q8_n<UQ2_K, 16, true>(W, a, r0, r1, Y);
         case DType::Q3_K:
             return gemv_q8_n<UQ3_K, 16, false>(W, a, r0, r1, Y);
+        case DType::MXFP4:
+            return gemv_q8_n<UMXFP4, 32, false>(W, a, r0, r1, Y);
         default:
             return;
     }
@@ -1079,6 +1103,8 @@ void gemm_q8(const WeightMatrix& W, const Int8Kind&, const ActQ8& a, int64_t r0,
             return gemm_q8_t<UQ2_K, 16, true>(W, a, r0, r1, Y, s);
         case DType::Q3_K:
             return gemm_q8_t<UQ3_K, 16, false>(W, a, r0, r1, Y, s);
+        case DType::MXFP4:
+            return gemm_q8_t<UMXFP4, 32, false>(W, a, r0, r1, Y, s);
         default:
             return;
     }

@@ -6,6 +6,8 @@
 #include "kernels/common/error.h"
 #include <vector>
 
+#include "kernels/common/rope_yarn.h"
+
 #include "kernels/cpu/cpu_isa.h"
 #include "kernels/cpu/ops_internal.h"
 #include "kernels/cpu/quant.h"
@@ -79,7 +81,8 @@ void add_rms_norm(float* x, const float* b, const float* w, float* y, int64_t ro
     });
 }
 
-// cos / sin of every (token, pair) for rope, [token][cos x half, sin x half]. A decode step
+// cos / sin of every (token, pair) for rope, [token][cos x half, sin x half], times YaRN's
+// magnitude factor (1 without YaRN: the same bits). A decode step
 // rotates q and then k of every layer at the same positions with the same spec, so the last
 // tables are kept (per thread) and reused while spec and positions are unchanged: the per-pair
 // frequencies (pow) and the angles (double cos / sin: positions up to ~1e6 keep full float
@@ -88,6 +91,9 @@ const float* rope_tables(int64_t n_tokens, const int32_t* positions, const RopeS
     struct Tables {
         int n_rot = 0;
         float freq_base = 0, freq_scale = 0;
+        float yarn[4] = {};  // ext_factor, attn_factor, beta_fast, beta_slow
+        int32_t n_ctx_orig = 0;
+        double mscale = 1.0;
         std::vector<float> factors;  // a copy: the same address may later hold another model's
         std::vector<double> freq;
         std::vector<int32_t> pos;
@@ -100,17 +106,20 @@ const float* rope_tables(int64_t n_tokens, const int32_t* positions, const RopeS
         return t.factors.size() == static_cast<size_t>(half) &&
                std::equal(t.factors.begin(), t.factors.end(), spec.freq_factors);
     };
-    if (t.n_rot != spec.n_rot || t.freq_base != spec.freq_base || t.freq_scale != spec.freq_scale || !same_factors()) {
+    const float yarn[4] = {spec.ext_factor, spec.attn_factor, spec.beta_fast, spec.beta_slow};
+    if (t.n_rot != spec.n_rot || t.freq_base != spec.freq_base || t.freq_scale != spec.freq_scale || !same_factors() ||
+        !std::equal(yarn, yarn + 4, t.yarn) || t.n_ctx_orig != spec.n_ctx_orig) {
         t.n_rot = spec.n_rot;
         t.freq_base = spec.freq_base;
         t.freq_scale = spec.freq_scale;
+        std::copy(yarn, yarn + 4, t.yarn);
+        t.n_ctx_orig = spec.n_ctx_orig;
+        t.mscale = rope_magnitude(spec);
         if (spec.freq_factors) t.factors.assign(spec.freq_factors, spec.freq_factors + half);
         else t.factors.clear();
         t.freq.resize(static_cast<size_t>(half));
         for (int i = 0; i < half; ++i) {
-            const double ff = spec.freq_factors ? spec.freq_factors[i] : 1.0;
-            t.freq[static_cast<size_t>(i)] =
-                spec.freq_scale * std::pow(double(spec.freq_base), -2.0 * i / spec.n_rot) / ff;
+            t.freq[static_cast<size_t>(i)] = rope_pair_freq(spec, i, spec.freq_factors ? spec.freq_factors[i] : 1.0);
         }
         t.pos.clear();
     }
@@ -122,8 +131,8 @@ const float* rope_tables(int64_t n_tokens, const int32_t* positions, const RopeS
         float* c = t.cs.data() + tok * 2 * half;
         for (int i = 0; i < half; ++i) {
             const double theta = positions[tok] * t.freq[static_cast<size_t>(i)];
-            c[i] = static_cast<float>(std::cos(theta));
-            c[half + i] = static_cast<float>(std::sin(theta));
+            c[i] = static_cast<float>(std::cos(theta) * t.mscale);
+            c[half + i] = static_cast<float>(std::sin(theta) * t.mscale);
         }
     }
     return t.cs.data();
@@ -148,6 +157,11 @@ void softmax(float* x, int64_t rows, int64_t cols, ThreadPool* pool) {
 void swiglu(const float* gate, const float* up, float* out, int64_t n, ThreadPool* pool) {
     const OpsTable& k = table();
     split_elems(pool, n, [&](int64_t o, int64_t len) { k.swiglu(gate + o, up + o, out + o, len); });
+}
+
+void swiglu_oai(const float* gate, const float* up, float* out, int64_t n, ThreadPool* pool) {
+    const OpsTable& k = table();
+    split_elems(pool, n, [&](int64_t o, int64_t len) { k.swiglu_oai(gate + o, up + o, out + o, len); });
 }
 
 void geglu(const float* gate, const float* up, float* out, int64_t n, ThreadPool* pool) {
@@ -207,6 +221,7 @@ void attention_by_head(const OpsTable& k, const KvCacheView& kv, const Attention
             h_args.kv_start = visible_start(a, a.positions[t]);
             h_args.scale = a.scale;
             h_args.softcap = a.softcap;
+            h_args.sinks = a.sinks ? a.sinks + int64_t{h} * rep : nullptr;
             k.attention_head(kv, h_args);
         }
     };
@@ -299,6 +314,7 @@ void attention(const KvCacheView& kv, const AttentionBatchArgs& a, ThreadPool* p
             tile.block_table = a.block_table + int64_t{a.seq_of ? a.seq_of[t0] : 0} * a.max_blocks;
             tile.scale = a.scale;
             tile.softcap = a.softcap;
+            tile.sinks = a.sinks ? a.sinks + head0 : nullptr;
             for (int j = 0; j < n; ++j) {
                 tile.kv_end[j] = a.positions[t0 + j] + 1;
                 tile.kv_start[j] = visible_start(a, a.positions[t0 + j]);

@@ -36,6 +36,13 @@ struct RopeSpec {
     float freq_base = 10000.0f;
     float freq_scale = 1.0f;
     const float* freq_factors = nullptr;
+    // YaRN, as RopeParams (kernels/common/rope_yarn.h): the angle of each pair and a factor on
+    // cos and sin; the defaults leave the formula above.
+    float ext_factor = 0.0f;
+    float attn_factor = 1.0f;
+    float beta_fast = 32.0f;
+    float beta_slow = 1.0f;
+    int32_t n_ctx_orig = 0;
 };
 void rope(float* x, int64_t n_tokens, int32_t n_heads, const int32_t* positions, const RopeSpec& spec,
           ThreadPool* pool);
@@ -46,6 +53,9 @@ void softmax(float* x, int64_t rows, int64_t cols, ThreadPool* pool);
 // out = silu(gate) * up and out = gelu_tanh(gate) * up over n elements.
 void swiglu(const float* gate, const float* up, float* out, int64_t n, ThreadPool* pool);
 void geglu(const float* gate, const float* up, float* out, int64_t n, ThreadPool* pool);
+// gpt-oss's clamped SwiGLU (ggml_swiglu_oai, alpha 1.702, limit 7): x = min(gate, 7),
+// y = clamp(up, -7, 7), out = x / (1 + exp(-1.702 x)) * (y + 1).
+void swiglu_oai(const float* gate, const float* up, float* out, int64_t n, ThreadPool* pool);
 
 // out = a + b, out = a * b, x *= s over n elements.
 void add(const float* a, const float* b, float* out, int64_t n, ThreadPool* pool);
@@ -59,8 +69,10 @@ void softcap(float* x, float cap, int64_t n, ThreadPool* pool);
 //   out[r] = sum_j softmax_j(s_rj) v_j,  s_rj = softcap(scale * q[r] . k_j)
 // q, out: n_rep x head_dim (the query heads sharing kv_head). softcap(s) = cap * tanh(s /
 // cap), off when cap = 0. Causal masking is the caller's n_kv = position + 1; a sliding
-// window of W tokens is kv_start = max(0, position - W + 1). One pass: online softmax over
-// blocks of keys; keys/values are read once for all n_rep heads.
+// window of W tokens is kv_start = max(0, position - W + 1). With sinks (gpt-oss), head r's
+// softmax denominator also holds exp(sinks[r]), a logit with no value: the head may attend
+// to "nothing". One pass: online softmax over blocks of keys; keys/values are read once for
+// all n_rep heads.
 struct AttentionHeadArgs {
     const float* q = nullptr;
     int32_t n_rep = 1;
@@ -70,6 +82,7 @@ struct AttentionHeadArgs {
     int64_t kv_start = 0;
     float scale = 1.0f;
     float softcap = 0.0f;
+    const float* sinks = nullptr;  // n_rep sink logits of these heads, or nullptr
     float* out = nullptr;
 };
 void attention_head(const KvCacheView& kv, const AttentionHeadArgs& args);
@@ -91,6 +104,7 @@ struct AttentionBatchArgs {
     int32_t window = 0;  // 0: no sliding window
     float scale = 1.0f;
     float softcap = 0.0f;
+    const float* sinks = nullptr;  // [n_heads] sink logits (attention_head), or nullptr
 };
 void attention(const KvCacheView& kv, const AttentionBatchArgs& args, ThreadPool* pool);
 

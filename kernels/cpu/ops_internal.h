@@ -23,6 +23,7 @@ struct AttnTile {
     const int32_t* block_table = nullptr;
     float scale = 1.0f;
     float softcap = 0.0f;
+    const float* sinks = nullptr;  // the n_rep heads' sink logits, or nullptr
 };
 
 struct OpsTable {
@@ -32,6 +33,7 @@ struct OpsTable {
     void (*softmax_rows)(float* x, int64_t r0, int64_t r1, int64_t cols);
     void (*swiglu)(const float* g, const float* u, float* out, int64_t n);
     void (*geglu)(const float* g, const float* u, float* out, int64_t n);
+    void (*swiglu_oai)(const float* g, const float* u, float* out, int64_t n);
     void (*add)(const float* a, const float* b, float* out, int64_t n);
     void (*mul)(const float* a, const float* b, float* out, int64_t n);
     void (*scale)(float* x, float s, int64_t n);

@@ -68,6 +68,14 @@ void dq_q8_0(const BlockQ8_0& b, float* y) {
     for (int j = 0; j < 32; ++j) y[j] = static_cast<float>(b.qs[j]) * d;
 }
 
+void dq_mxfp4(const BlockMXFP4& b, float* y) {
+    const float d = e8m0_half_to_f32(b.e);
+    for (int j = 0; j < 16; ++j) {
+        y[j] = static_cast<float>(kMxfp4Values[b.qs[j] & 0xF]) * d;
+        y[j + 16] = static_cast<float>(kMxfp4Values[b.qs[j] >> 4]) * d;
+    }
+}
+
 void dq_q8_1(const BlockQ8_1& b, float* y) {
     const float d = h2f(b.d);
     for (int j = 0; j < 32; ++j) y[j] = static_cast<float>(b.qs[j]) * d;
@@ -249,6 +257,29 @@ void q_q5_1(const float* x, BlockQ5_1& b) {
     uint32_t qh;
     q_affine(x, b, 31, &qh);
     std::memcpy(b.qh, &qh, 4);
+}
+
+// The code whose value times d is nearest x; ties keep the lower code (ggml's search order).
+uint8_t nearest_mxfp4(float x, float d) {
+    uint8_t best = 0;
+    float best_err = std::fabs(static_cast<float>(kMxfp4Values[0]) * d - x);
+    for (uint8_t i = 1; i < 16; ++i) {
+        const float err = std::fabs(static_cast<float>(kMxfp4Values[i]) * d - x);
+        if (err < best_err) best = i, best_err = err;
+    }
+    return best;
+}
+
+// ggml's scale choice: the largest |x| lands in [4, 8) * d, so 12 * d (the largest code)
+// covers it. Exponents outside E8M0's range are clamped (ggml leaves them undefined).
+void q_mxfp4(const float* x, BlockMXFP4& b) {
+    float amax = 0.0f;
+    for (int j = 0; j < 32; ++j) amax = std::max(amax, std::fabs(x[j]));
+    const float e = amax > 0.0f ? std::floor(std::log2(amax)) - 2.0f + 127.0f : 0.0f;
+    b.e = static_cast<uint8_t>(std::clamp(e, 0.0f, 254.0f));
+    const float d = e8m0_half_to_f32(b.e);
+    for (int j = 0; j < 16; ++j)
+        b.qs[j] = static_cast<uint8_t>(nearest_mxfp4(x[j], d) | (nearest_mxfp4(x[j + 16], d) << 4));
 }
 
 void q_q8_0(const float* x, BlockQ8_0& b) {
@@ -652,6 +683,7 @@ bool can_dequantize(DType type) {
         case DType::Q5_K:
         case DType::Q6_K:
         case DType::Q8_K:
+        case DType::MXFP4:
             return true;
         default:
             return false;
@@ -673,6 +705,7 @@ bool can_quantize(DType type) {
         case DType::Q4_K:
         case DType::Q5_K:
         case DType::Q6_K:
+        case DType::MXFP4:
             return true;
         default:
             return false;
@@ -719,6 +752,8 @@ void dequantize_row(DType type, const void* src, float* dst, int64_t n) {
             return dq_blocks<BlockQ6_K, dq_q6_k>(src, dst, nb, kQK_K);
         case DType::Q8_K:
             return dq_blocks<BlockQ8_K, dq_q8_k>(src, dst, nb, kQK_K);
+        case DType::MXFP4:
+            return dq_blocks<BlockMXFP4, dq_mxfp4>(src, dst, nb, kQK);
         default:
             unsupported("dequantize_row", type);
     }
@@ -760,6 +795,8 @@ void quantize_row(DType type, const float* src, void* dst, int64_t n) {
             return q_blocks<BlockQ5_K, q_q5_k>(src, dst, nb, kQK_K);
         case DType::Q6_K:
             return q_blocks<BlockQ6_K, q_q6_k>(src, dst, nb, kQK_K);
+        case DType::MXFP4:
+            return q_blocks<BlockMXFP4, q_mxfp4>(src, dst, nb, kQK);
         default:
             unsupported("quantize_row", type);
     }

@@ -4,6 +4,7 @@
 // Every block type covers a fixed number of consecutive elements of one row:
 //   32-element blocks ("legacy" quants): Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q8_1
 //   256-element super-blocks ("K-quants"): Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, Q8_K
+//   32-element microscaling blocks: MXFP4 (OCP MX: E8M0 scale, E2M1 elements)
 // All multi-byte fields are little-endian; `uint16_t d` fields hold IEEE half floats.
 #pragma once
 #include <cstddef>
@@ -89,6 +90,23 @@ struct BlockQ6_K {
     int8_t scales[16];
     uint16_t d;
 };
+// OCP microscaling FP4 (gpt-oss experts): x[i] = kMxfp4Values[code i] * 2^(e - 128), codes
+// as Q4_0's nibbles. The table holds the E2M1 values doubled (integers), so the scale is
+// half of the E8M0 value 2^(e - 127): both exactly as ggml stores and reads them.
+struct BlockMXFP4 {
+    uint8_t e;
+    uint8_t qs[16];
+};
+inline constexpr int8_t kMxfp4Values[16] = {0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12};
+
+// 2^(e - 128) as a float, exact for every e (e < 2 gives the subnormals 2^-128, 2^-127).
+inline float e8m0_half_to_f32(uint8_t e) {
+    const uint32_t bits = e < 2 ? 0x00200000u << e : static_cast<uint32_t>(e - 1) << 23;
+    float f;
+    __builtin_memcpy(&f, &bits, 4);
+    return f;
+}
+
 // Activations for K-quant dot products: x = qs * d, bsums = sums of 16 consecutive qs.
 struct BlockQ8_K {
     float d;
@@ -100,6 +118,7 @@ static_assert(sizeof(BlockQ4_0) == 18 && sizeof(BlockQ4_1) == 20 && sizeof(Block
               sizeof(BlockQ5_1) == 24 && sizeof(BlockQ8_0) == 34 && sizeof(BlockQ8_1) == 36);
 static_assert(sizeof(BlockQ2_K) == 84 && sizeof(BlockQ3_K) == 110 && sizeof(BlockQ4_K) == 144 &&
               sizeof(BlockQ5_K) == 176 && sizeof(BlockQ6_K) == 210 && sizeof(BlockQ8_K) == 292);
+static_assert(sizeof(BlockMXFP4) == 17);
 
 // Unpacks the 6-bit scale and min of sub-block j (0..7) of a Q4_K/Q5_K scales[12] array.
 inline void unpack_scale_min_k4(const uint8_t* s, int j, uint8_t& sc, uint8_t& m) {
@@ -126,8 +145,9 @@ void dequantize_row(DType type, const void* src, float* dst, int64_t n);
 
 // Reference quantization of n elements (a multiple of the block size) into `type`.
 // Legacy types use ggml's reference rounding; K-quants search scales to minimise squared
-// error. Supported: F32, F16, BF16, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q8_1, Q8_K, Q4_K, Q5_K,
-// Q6_K. Throws ember::Error otherwise.
+// error; MXFP4 takes ggml's scale (2^(floor(log2 max|x|) - 2)) and nearest codes. Supported:
+// F32, F16, BF16, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q8_1, Q8_K, Q4_K, Q5_K, Q6_K, MXFP4. Throws
+// ember::Error otherwise.
 void quantize_row(DType type, const float* src, void* dst, int64_t n);
 
 }  // namespace ember::cpu

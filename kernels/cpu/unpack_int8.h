@@ -80,6 +80,14 @@ inline void ub_q8_0(const uint8_t* __restrict p, uint8_t* __restrict q, float* _
     s[0] = h2f(b.d);
 }
 
+// MXFP4: the table's signed values shifted by 12 into unsigned codes (Int8Kind offset 12).
+inline void ub_mxfp4(const uint8_t* __restrict p, uint8_t* __restrict q, float* __restrict s, float* __restrict) {
+    const auto& b = *reinterpret_cast<const BlockMXFP4*>(p);
+    nibbles32(b.qs, q);
+    for (int j = 0; j < 32; ++j) q[j] = static_cast<uint8_t>(kMxfp4Values[q[j]] + 12);
+    s[0] = e8m0_half_to_f32(b.e);
+}
+
 inline void ub_q2_k(const uint8_t* __restrict p, uint8_t* __restrict q, float* __restrict s, float* __restrict m) {
     const auto& b = *reinterpret_cast<const BlockQ2_K*>(p);
     const float d = h2f(b.d), dmin = h2f(b.dmin);
@@ -205,6 +213,8 @@ inline UnpackChunkFn unpack_fn(DType type) {
             return unpack_chunk<256, 176, 32, ub_q5_k>;
         case DType::Q6_K:
             return unpack_chunk<256, 210, 16, ub_q6_k>;
+        case DType::MXFP4:
+            return unpack_chunk<32, 17, 32, ub_mxfp4>;
         default:
             return nullptr;
     }

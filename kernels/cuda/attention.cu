@@ -15,7 +15,8 @@
 //     token per sequence) the key range is split; each split writes its (m, l, acc[D])
 //     partial and attention_combine_kernel merges them.
 // Masks: key j is visible to a query at position p iff first(p) <= j <= p, first(p) =
-// p - window + 1 (sliding window) or 0. Soft-capping: s = cap * tanh(s / cap).
+// p - window + 1 (sliding window) or 0. Soft-capping: s = cap * tanh(s / cap). Sinks: one
+// more term e^sink in a head's denominator, added where the splits are combined.
 //
 // Cost per (query, head): reads the visible K and V rows once per query tile: decode is
 // bound by KV bytes (2 * n_keys * D * 2 bytes for F16 per KV head, shared by G heads);
@@ -181,9 +182,10 @@ __global__ void __launch_bounds__(kWarps * 32) attention_kernel(const KernelArgs
 }
 
 // Merges the splits: out = sum_z e^(m_z - M) acc_z / sum_z e^(m_z - M) l_z. One block per
-// (token, head); reads n_splits * (D + 2) floats, writes D.
+// (token, head); reads n_splits * (D + 2) floats, writes D. A head's sink (gpt-oss) adds
+// e^(sink - M) to the denominator only: the softmax over its keys and the sink.
 __global__ void attention_combine_kernel(const float* __restrict__ partial, int n_splits, int64_t n_rows, int D,
-                                         float* __restrict__ out) {
+                                         const float* __restrict__ sinks, int n_heads, float* __restrict__ out) {
     const int64_t r = blockIdx.x;  // token * n_heads + head
     float M = -INFINITY;
     for (int z = 0; z < n_splits; ++z) M = fmaxf(M, partial[(z * n_rows + r) * (D + 2)]);
@@ -193,6 +195,7 @@ __global__ void attention_combine_kernel(const float* __restrict__ partial, int 
             const float* p = partial + (z * n_rows + r) * (D + 2);
             if (p[0] != -INFINITY) L += p[1] * expf(p[0] - M);
         }
+        if (sinks) L += expf(sinks[r % n_heads] - M);
     }
     const float inv = L > 0.0f ? 1.0f / L : 0.0f;
     for (int d = threadIdx.x; d < D; d += blockDim.x) {
@@ -322,7 +325,7 @@ void attention(const AttentionArgs& a, int n_splits, cudaStream_t stream) {
     else launch<16>(ka, n_splits, stream);  // gemma4's global layers: head_dim 512
     const int64_t n_rows = static_cast<int64_t>(a.n_tokens) * a.n_heads;
     attention_combine_kernel<<<static_cast<unsigned>(n_rows), a.head_dim >= 128 ? 128 : 32, 0, stream>>>(
-        a.partial, n_splits, n_rows, a.head_dim, a.out);
+        a.partial, n_splits, n_rows, a.head_dim, a.sinks, a.n_heads, a.out);
     EMBER_CUDA_CHECK_LAUNCH("attention_combine_kernel");
 }
 

@@ -38,6 +38,7 @@
 #include "kernels/common/alloc_size.h"
 #include "kernels/common/error.h"
 #include "kernels/common/format.h"
+#include "kernels/common/rope_yarn.h"
 #include "kernels/cuda/check.h"
 #include "kernels/cuda/graphs.h"
 #include "kernels/cuda/ops.h"
@@ -295,17 +296,18 @@ protected:
     void do_rope(Tensor& x, const RopeParams& p) override {
         const int64_t n_tokens = x.rows / p.n_heads;
         graphs_->launch<&cuda::rope>(floats(x), n_tokens, int{p.n_heads}, int{p.head_dim}, int{p.n_rot}, bool{p.neox},
-                                     d_positions_, rope_table(p));
+                                     d_positions_, rope_table(p), rope_magnitude(p));
     }
 
-    void do_glu(const Tensor& gate, const Tensor& up, bool gelu, Tensor& out) override {
+    void do_glu(const Tensor& gate, const Tensor& up, GluAct act, Tensor& out) override {
         const auto ld = [](const Tensor& t) { return static_cast<int64_t>(t.row_bytes / sizeof(float)); };
         if (ld(gate) != gate.cols || ld(up) != up.cols) {  // halves of a fused gate+up result
             graphs_->launch<&cuda::glu_rows>(const_floats(gate), ld(gate), const_floats(up), ld(up), floats(out),
-                                             int64_t{gate.rows}, int64_t{gate.cols}, bool{gelu});
+                                             int64_t{gate.rows}, int64_t{gate.cols}, static_cast<int>(act));
             return;
         }
-        graphs_->launch<&cuda::glu>(const_floats(gate), const_floats(up), floats(out), gate.rows * gate.cols, gelu);
+        graphs_->launch<&cuda::glu>(const_floats(gate), const_floats(up), floats(out), gate.rows * gate.cols,
+                                    static_cast<int>(act));
     }
 
     void do_add(Tensor& x, const Tensor& y) override {
@@ -348,6 +350,7 @@ protected:
         a.head_dim = p.head_dim;
         a.scale = p.scale;
         a.softcap = p.softcap;
+        a.sinks = p.sinks ? const_floats(*p.sinks) : nullptr;
         a.window = p.window;
         a.sm_count = props_.multiProcessorCount;
         a.smem_optin = props_.sharedMemPerBlockOptin;
@@ -410,6 +413,8 @@ private:
         int n_rot;
         float base, scale;
         std::vector<float> factors;
+        float yarn[4];  // ext_factor, attn_factor, beta_fast, beta_slow
+        int n_ctx_orig;
         double* dev;
     };
 
@@ -611,21 +616,24 @@ private:
         return p;
     }
 
-    // freq[i] = freq_scale * base^(-2i/n_rot) / factors[i] in double, exactly as the CPU
-    // (kernels/cpu/ops.cpp) computes it; cached per (n_rot, base, scale, factors).
+    // freq[i] = rope_pair_freq (freq_scale * base^(-2i/n_rot) / factors[i], or YaRN's blend) in
+    // double, exactly as the CPU (kernels/cpu/ops.cpp) computes it; cached per (n_rot, base,
+    // scale, factors, YaRN parameters).
     const double* rope_table(const RopeParams& p) {
         const int half = p.n_rot / 2;
         std::vector<float> factors;
         if (p.freq_factors) factors.assign(p.freq_factors, p.freq_factors + half);
+        const float yarn[4] = {p.ext_factor, p.attn_factor, p.beta_fast, p.beta_slow};
         for (const RopeTable& r : rope_tables_)
-            if (r.n_rot == p.n_rot && r.base == p.freq_base && r.scale == p.freq_scale && r.factors == factors)
+            if (r.n_rot == p.n_rot && r.base == p.freq_base && r.scale == p.freq_scale && r.factors == factors &&
+                std::equal(yarn, yarn + 4, r.yarn) && r.n_ctx_orig == p.n_ctx_orig)
                 return r.dev;
         std::vector<double> freq(static_cast<size_t>(std::max(half, 1)));
-        for (int i = 0; i < half; ++i) {
-            const double ff = factors.empty() ? 1.0 : factors[static_cast<size_t>(i)];
-            freq[static_cast<size_t>(i)] = p.freq_scale * std::pow(double(p.freq_base), -2.0 * i / p.n_rot) / ff;
-        }
-        RopeTable r{p.n_rot, p.freq_base, p.freq_scale, std::move(factors), nullptr};
+        for (int i = 0; i < half; ++i)
+            freq[static_cast<size_t>(i)] =
+                rope_pair_freq(p, i, factors.empty() ? 1.0 : factors[static_cast<size_t>(i)]);
+        RopeTable r{p.n_rot, p.freq_base, p.freq_scale, std::move(factors), {}, p.n_ctx_orig, nullptr};
+        std::copy(yarn, yarn + 4, r.yarn);
         r.dev = static_cast<double*>(
             device_alloc(MemoryKind::Activations, align_up(freq.size() * sizeof(double), kAlign), "rope table"));
         EMBER_CUDA_CHECK(

@@ -8,29 +8,35 @@ namespace ember::cuda {
 namespace {
 
 // out = act(gate) * up; 8 bytes read + 4 written per element. out may alias gate.
-// SiLU(g) = g / (1 + e^-g); GELU(tanh) = 0.5 g (1 + tanh(sqrt(2/pi) (g + 0.044715 g^3))).
-__device__ __forceinline__ float glu_act(float g, bool gelu) {
-    if (gelu) {
-        constexpr float kSqrt2OverPi = 0.7978845608028654f;
-        return 0.5f * g * (1.0f + tanhf(kSqrt2OverPi * (g + 0.044715f * g * g * g)));
+// SiLU(g) = g / (1 + e^-g); GELU(tanh) = 0.5 g (1 + tanh(sqrt(2/pi) (g + 0.044715 g^3)));
+// gpt-oss (act 2, ggml_swiglu_oai): x = min(g, 7), y = clamp(u, -7, 7), x / (1 + e^(-1.702 x)) (y + 1).
+__device__ __forceinline__ float glu_value(float g, float u, int act) {
+    if (act == 2) {
+        constexpr float kAlpha = 1.702f, kLimit = 7.0f;
+        const float x = fminf(g, kLimit), y = fminf(kLimit, fmaxf(-kLimit, u));
+        return x / (1.0f + expf(-kAlpha * x)) * (y + 1.0f);
     }
-    return g / (1.0f + expf(-g));
+    if (act == 1) {
+        constexpr float kSqrt2OverPi = 0.7978845608028654f;
+        return 0.5f * g * (1.0f + tanhf(kSqrt2OverPi * (g + 0.044715f * g * g * g))) * u;
+    }
+    return g / (1.0f + expf(-g)) * u;
 }
 
-__global__ void glu_kernel(const float* gate, const float* __restrict__ up, float* out, int64_t n, bool gelu) {
+__global__ void glu_kernel(const float* gate, const float* __restrict__ up, float* out, int64_t n, int act) {
     const int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
     if (i >= n) return;
-    out[i] = glu_act(gate[i], gelu) * up[i];
+    out[i] = glu_value(gate[i], up[i], act);
 }
 
 // The same on row views (gate and up of a fused gate+up result: rows gate_ld / up_ld floats
 // apart); out contiguous.
 __global__ void glu_rows_kernel(const float* gate, int64_t gate_ld, const float* __restrict__ up, int64_t up_ld,
-                                float* out, int64_t rows, int64_t cols, bool gelu) {
+                                float* out, int64_t rows, int64_t cols, int act) {
     const int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
     if (i >= rows * cols) return;
     const int64_t r = i / cols, c = i % cols;
-    out[i] = glu_act(gate[r * gate_ld + c], gelu) * up[r * up_ld + c];
+    out[i] = glu_value(gate[r * gate_ld + c], up[r * up_ld + c], act);
 }
 
 // x += y; 8 bytes read + 4 written per element.
@@ -113,16 +119,16 @@ void launch_embed_f(const void* table, size_t row_bytes, int64_t cols, const int
 
 }  // namespace
 
-void glu(const float* gate, const float* up, float* out, int64_t n, bool gelu, cudaStream_t stream) {
+void glu(const float* gate, const float* up, float* out, int64_t n, int act, cudaStream_t stream) {
     if (n == 0) return;
-    glu_kernel<<<blocks_for(n, 256), 256, 0, stream>>>(gate, up, out, n, gelu);
+    glu_kernel<<<blocks_for(n, 256), 256, 0, stream>>>(gate, up, out, n, act);
     EMBER_CUDA_CHECK_LAUNCH("glu_kernel");
 }
 
 void glu_rows(const float* gate, int64_t gate_ld, const float* up, int64_t up_ld, float* out, int64_t rows,
-              int64_t cols, bool gelu, cudaStream_t stream) {
+              int64_t cols, int act, cudaStream_t stream) {
     if (rows * cols == 0) return;
-    glu_rows_kernel<<<blocks_for(rows * cols, 256), 256, 0, stream>>>(gate, gate_ld, up, up_ld, out, rows, cols, gelu);
+    glu_rows_kernel<<<blocks_for(rows * cols, 256), 256, 0, stream>>>(gate, gate_ld, up, up_ld, out, rows, cols, act);
     EMBER_CUDA_CHECK_LAUNCH("glu_rows_kernel");
 }
 
@@ -180,6 +186,8 @@ void embed(int type, const void* table, size_t row_bytes, int64_t cols, const in
             return launch_embed_q<kQ5_K>(table, row_bytes, cols, ids, n, scale, out, stream);
         case kQ6_K:
             return launch_embed_q<kQ6_K>(table, row_bytes, cols, ids, n, scale, out, stream);
+        case kMXFP4:
+            return launch_embed_q<kMXFP4>(table, row_bytes, cols, ids, n, scale, out, stream);
         default:
             return;
     }

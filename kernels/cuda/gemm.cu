@@ -97,6 +97,8 @@ void dequant_f16(int type, const void* w, size_t row_bytes, int64_t rows, int64_
             return launch_dequant<kQ5_K>(w, row_bytes, rows, cols, out, stream);
         case kQ6_K:
             return launch_dequant<kQ6_K>(w, row_bytes, rows, cols, out, stream);
+        case kMXFP4:
+            return launch_dequant<kMXFP4>(w, row_bytes, rows, cols, out, stream);
         case kBF16:
             bf16_to_f16_kernel<<<blocks_for(rows * cols, 256), 256, 0, stream>>>(static_cast<const uint8_t*>(w),
                                                                                  row_bytes, rows, cols, out);

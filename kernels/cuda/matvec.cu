@@ -212,6 +212,7 @@ bool is_block_type(int type) {
         case kQ4_K:
         case kQ5_K:
         case kQ6_K:
+        case kMXFP4:
             return true;
         default:
             return false;
@@ -265,6 +266,9 @@ void matvec_quant(int type, const void* w, size_t row_bytes, int64_t rows, int64
                 break;
             case kQ6_K:
                 dispatch_q<kQ6_K>(w, row_bytes, rows, cols, xq_t, ds_t, nt, y_t, bias, stream);
+                break;
+            case kMXFP4:
+                dispatch_q<kMXFP4>(w, row_bytes, rows, cols, xq_t, ds_t, nt, y_t, bias, stream);
                 break;
             default:
                 break;  // the backend checks types before calling

@@ -143,6 +143,8 @@ void with_type(int type, F&& fn) {
             return fn(TypeTag<kQ5_K>{});
         case kQ6_K:
             return fn(TypeTag<kQ6_K>{});
+        case kMXFP4:
+            return fn(TypeTag<kMXFP4>{});
         case kF32:
             return fn(TypeTag<kF32>{});
         case kF16:

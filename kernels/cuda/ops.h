@@ -41,15 +41,16 @@ void add_rms_norm(float* x, const float* r, const float* w, int64_t rows, int64_
 
 // ---- rope.cu ---------------------------------------------------------------------------------
 // x: n_tokens * n_heads rows of head_dim; positions: [n_tokens]; freq: [n_rot / 2] doubles,
-// freq[i] = freq_scale * base^(-2i/n_rot) / freq_factors[i].
+// freq[i] = rope_pair_freq (kernels/common/rope_yarn.h); cos and sin are multiplied by mscale.
 void rope(float* x, int64_t n_tokens, int n_heads, int head_dim, int n_rot, bool neox, const int32_t* positions,
-          const double* freq, cudaStream_t stream);
+          const double* freq, double mscale, cudaStream_t stream);
 
 // ---- elementwise.cu ----------------------------------------------------------------------------
-void glu(const float* gate, const float* up, float* out, int64_t n, bool gelu, cudaStream_t stream);
+// act: GluAct's value (0 SiLU, 1 GELU-tanh, 2 gpt-oss's clamped SwiGLU).
+void glu(const float* gate, const float* up, float* out, int64_t n, int act, cudaStream_t stream);
 // glu() of row views: row r of gate at gate + r * gate_ld (floats), of up likewise; out contiguous.
 void glu_rows(const float* gate, int64_t gate_ld, const float* up, int64_t up_ld, float* out, int64_t rows,
-              int64_t cols, bool gelu, cudaStream_t stream);
+              int64_t cols, int act, cudaStream_t stream);
 void add(float* x, const float* y, int64_t n, cudaStream_t stream);
 void scale(float* x, float s, int64_t n, cudaStream_t stream);
 // x = cap * tanh(x / cap)
@@ -100,6 +101,7 @@ struct AttentionArgs {
     const int32_t* seq_of = nullptr;
     const int32_t* block_table = nullptr;
     const int2* tiles = nullptr;    // (first token, count)
+    const float* sinks = nullptr;   // [n_heads] sink logits (AttentionParams::sinks), or null
     size_t smem_optin = 48 * 1024;  // largest dynamic shared memory a block may use
     int kv_type = 1;                // F16 or Q8_0
     int block_tokens = 16;
@@ -110,7 +112,7 @@ struct AttentionArgs {
     int window = 0;
     int sm_count = 1;  // multiprocessors (chooses the split of long key ranges)
 };
-static_assert(sizeof(AttentionArgs) == 11 * 8 + 12 * 4, "AttentionArgs must have no padding");
+static_assert(sizeof(AttentionArgs) == 12 * 8 + 12 * 4, "AttentionArgs must have no padding");
 
 // The split-K factor for these arguments, given the largest position in the batch (the
 // kernels split each query tile's own key range, read from device memory); the scratch size.

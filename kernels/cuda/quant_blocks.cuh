@@ -37,6 +37,7 @@ enum QType : int {
     kQ5_K = 13,
     kQ6_K = 14,
     kBF16 = 30,
+    kMXFP4 = 39,
 };
 
 enum class Offset { None, PerChunk, PerHalf };  // which b[] terms a type has
@@ -91,6 +92,12 @@ struct QTraits<kQ5_K> {
 template <>
 struct QTraits<kQ6_K> {
     static constexpr int bytes = 210, chunks = 8;
+    static constexpr Offset off = Offset::None;
+};
+
+template <>
+struct QTraits<kMXFP4> {
+    static constexpr int bytes = 17, chunks = 1;
     static constexpr Offset off = Offset::None;
 };
 
@@ -272,6 +279,38 @@ EMBER_HD void decode_chunk<kQ6_K>(const uint8_t* row, int64_t c, Chunk& ch) {
         const uint32_t lo = (ld_u32_a2(ql + 4 * w) >> (4 * (r >> 1))) & 0x0F0F0F0Fu;
         const uint32_t hi = (ld_u32_a2(qh + 4 * w) >> (2 * r)) & 0x03030303u;
         ch.q[w] = vsub4(lo | (hi << 4), 0x20202020u);
+    }
+}
+
+// MXFP4 (17 B: e, qs[16]): element j = kMxfp4Values[nibble] * 2^(e - 128), nibbles as Q4_0.
+// The doubled E2M1 magnitudes 0, 1, 2, 3, 4, 6, 8, 12 are the bytes of one 64-bit constant
+// (no table in device memory); bit 3 of a code is the sign.
+EMBER_HD uint32_t mxfp4_byte(uint32_t code) {
+    const uint32_t mag = static_cast<uint32_t>((0x0C08060403020100ull >> (8 * (code & 7))) & 0xFF);
+    return (code & 8 ? 0u - mag : mag) & 0xFF;
+}
+
+EMBER_HD float e8m0_half(uint32_t e) {  // 2^(e - 128), exact (e < 2: the subnormals)
+    const uint32_t bits = e < 2 ? 0x00200000u << e : (e - 1) << 23;
+    float f;
+    memcpy(&f, &bits, 4);
+    return f;
+}
+
+template <>
+EMBER_HD void decode_chunk<kMXFP4>(const uint8_t* row, int64_t c, Chunk& ch) {
+    const uint8_t* b = row + c * 17;
+    ch.a[0] = ch.a[1] = e8m0_half(b[0]);
+    ch.b[0] = ch.b[1] = 0.0f;
+    for (int w = 0; w < 4; ++w) {
+        uint32_t lo = 0, hi = 0;
+        for (int i = 0; i < 4; ++i) {
+            const uint32_t q = b[1 + 4 * w + i];
+            lo |= mxfp4_byte(q & 0xF) << (8 * i);
+            hi |= mxfp4_byte(q >> 4) << (8 * i);
+        }
+        ch.q[w] = lo;
+        ch.q[w + 4] = hi;
     }
 }
 

@@ -2,7 +2,8 @@
 // ordering. As the CPU does (kernels/cpu/ops.cpp), the angle is formed in double so that
 // positions up to ~1e6 keep full float accuracy: freq[i] = freq_scale * base^(-2i/n_rot) /
 // freq_factors[i] is computed once on the host in double and cached on the device;
-// theta = pos * freq[i] and its sine/cosine are double, the rotation float.
+// theta = pos * freq[i] and its sine/cosine are double (times YaRN's magnitude factor
+// mscale, 1 without YaRN), the rotation float.
 // One thread per rotated pair: 16 bytes of x moved, one double sincos (cheap on sm_90; the
 // op is small next to the matmuls even at consumer GPUs' FP64 rate).
 #include "kernels/cuda/check.h"
@@ -13,7 +14,7 @@ namespace ember::cuda {
 namespace {
 
 __global__ void rope_kernel(float* __restrict__ x, int64_t total, int n_heads, int head_dim, int half, bool neox,
-                            const int32_t* __restrict__ positions, const double* __restrict__ freq) {
+                            const int32_t* __restrict__ positions, const double* __restrict__ freq, double mscale) {
     const int64_t idx = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
     if (idx >= total) return;
     const int64_t row = idx / half;  // token * n_heads + head
@@ -21,7 +22,7 @@ __global__ void rope_kernel(float* __restrict__ x, int64_t total, int n_heads, i
     const double theta = static_cast<double>(positions[row / n_heads]) * freq[i];
     double sd, cd;
     sincos(theta, &sd, &cd);
-    const float s = static_cast<float>(sd), c = static_cast<float>(cd);
+    const float s = static_cast<float>(sd * mscale), c = static_cast<float>(cd * mscale);
     float* v = x + row * head_dim;
     const int a = neox ? i : 2 * i, b = neox ? i + half : 2 * i + 1;
     const float x0 = v[a], x1 = v[b];
@@ -32,11 +33,12 @@ __global__ void rope_kernel(float* __restrict__ x, int64_t total, int n_heads, i
 }  // namespace
 
 void rope(float* x, int64_t n_tokens, int n_heads, int head_dim, int n_rot, bool neox, const int32_t* positions,
-          const double* freq, cudaStream_t stream) {
+          const double* freq, double mscale, cudaStream_t stream) {
     const int half = n_rot / 2;
     const int64_t total = n_tokens * n_heads * half;
     if (total == 0) return;
-    rope_kernel<<<blocks_for(total, 256), 256, 0, stream>>>(x, total, n_heads, head_dim, half, neox, positions, freq);
+    rope_kernel<<<blocks_for(total, 256), 256, 0, stream>>>(x, total, n_heads, head_dim, half, neox, positions, freq,
+                                                            mscale);
     EMBER_CUDA_CHECK_LAUNCH("rope_kernel");
 }
 

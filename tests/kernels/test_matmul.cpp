@@ -30,7 +30,7 @@ using namespace ember::cpu;
 namespace {
 
 const DType kAllTypes[] = {DType::F32,  DType::F16,  DType::BF16, DType::Q4_0, DType::Q4_1, DType::Q5_0, DType::Q5_1,
-                           DType::Q8_0, DType::Q2_K, DType::Q3_K, DType::Q4_K, DType::Q5_K, DType::Q6_K};
+                           DType::Q8_0, DType::Q2_K, DType::Q3_K, DType::Q4_K, DType::Q5_K, DType::Q6_K, DType::MXFP4};
 
 bool is_float(DType t) { return t == DType::F32 || t == DType::F16 || t == DType::BF16; }
 
@@ -223,6 +223,10 @@ TEST_CASE("extreme codes: integer partial sums do not overflow") {
                 const size_t bb = t == DType::Q2_K ? 84 : 110, lo = t == DType::Q2_K ? 16 : 0,
                              hi = lo + (t == DType::Q2_K ? 64 : 96);
                 for (size_t b = 0; b < wq.size(); b += bb) std::memset(&wq[b + lo], 0xFF, hi - lo);
+            } else if (t == DType::MXFP4) {
+                // Every element code 7 (value 12, the largest: unsigned code 24 in the kernels).
+                wq = ktest::random_weights(t, rows, cols, 9);
+                for (size_t b = 0; b < wq.size(); b += 17) std::memset(&wq[b + 1], 0x77, 16);
             } else {
                 // Per 16 elements: one at -1 (the block's minimum, code 0), the rest at +0.93:
                 // codes at or next to the type's largest.

@@ -20,6 +20,7 @@
 #include "tools/op_data/op_data.h"
 #include "kernels/common/fp16.h"
 #include "kernels/cpu/kv_layout.h"
+#include "kernels/common/rope_yarn.h"
 #include "kernels/cpu/ops.h"
 #include "kernels/cpu/quant.h"
 
@@ -81,9 +82,10 @@ Cache make_cache(DType type, int n_blocks, int B, int n_kv_heads, int D, uint32_
     return c;
 }
 
-// float64 attention of one query head over positions [start, n_kv) of a sequence.
+// float64 attention of one query head over positions [start, n_kv) of a sequence; with a
+// sink, exp(sink) joins the softmax denominator (a logit with no value).
 std::vector<double> attention_ref(const Cache& c, const float* q, int kv_head, const int32_t* table, int64_t start,
-                                  int64_t n_kv, double scale, double cap) {
+                                  int64_t n_kv, double scale, double cap, const float* sink = nullptr) {
     const int D = c.view.head_dim;
     const int64_t dim = int64_t{c.view.n_kv_heads} * D;
     std::vector<double> s;
@@ -97,7 +99,8 @@ std::vector<double> attention_ref(const Cache& c, const float* q, int kv_head, c
         s.push_back(dot);
         mx = std::max(mx, dot);
     }
-    double sum = 0;
+    if (sink) mx = std::max(mx, double(*sink));
+    double sum = sink ? std::exp(*sink - mx) : 0.0;
     for (double& x : s) sum += (x = std::exp(x - mx));
     std::vector<double> out(size_t(D), 0.0);
     for (int64_t j = start; j < n_kv; ++j) {
@@ -105,6 +108,35 @@ std::vector<double> attention_ref(const Cache& c, const float* q, int kv_head, c
         for (int i = 0; i < D; ++i) out[size_t(i)] += s[size_t(j - start)] / sum * v[i];
     }
     return out;
+}
+
+// rope's output x against x0 rotated in float64 by theta(token, pair) and scaled by mscale:
+// each pair within 1e-6 mscale (|a| + |b|) (cos/sin rounded from double), dims past n_rot
+// unchanged.
+struct RopeShape {
+    int n_heads, D, n_rot;
+    bool neox;
+};
+template <class Theta>
+void check_rotated(const std::vector<float>& x0, const std::vector<float>& x, RopeShape r, double mscale, Theta theta,
+                   const std::string& isa) {
+    const int64_t n = int64_t(x0.size()) / (int64_t{r.n_heads} * r.D);
+    for (int64_t t = 0; t < n; ++t) {
+        for (int h = 0; h < r.n_heads; ++h) {
+            const float* a = x0.data() + (t * r.n_heads + h) * r.D;
+            const float* g = x.data() + (t * r.n_heads + h) * r.D;
+            for (int i = 0; i < r.n_rot / 2; ++i) {
+                const double th = theta(t, i);
+                const int i0 = r.neox ? i : 2 * i, i1 = r.neox ? i + r.n_rot / 2 : 2 * i + 1;
+                const double r0 = (a[i0] * std::cos(th) - a[i1] * std::sin(th)) * mscale;
+                const double r1 = (a[i0] * std::sin(th) + a[i1] * std::cos(th)) * mscale;
+                const double tol = 1e-6 * mscale * (std::fabs(a[i0]) + std::fabs(a[i1]));
+                REQUIRE_MESSAGE((std::fabs(g[i0] - r0) <= tol && std::fabs(g[i1] - r1) <= tol), isa, " neox=", r.neox,
+                                " D=", r.D, " t=", t, " i=", i, ": ", g[i0], " ", g[i1], " vs ", r0, " ", r1);
+            }
+            for (int i = r.n_rot; i < r.D; ++i) REQUIRE(g[i] == a[i]);  // not rotated
+        }
+    }
 }
 
 }  // namespace
@@ -244,26 +276,55 @@ TEST_CASE("rope") {
                 const auto x0 = ktest::random_floats(size_t(n * n_heads * D), 6);
                 std::vector<float> x = x0;
                 ops::rope(x.data(), n, n_heads, pos.data(), spec, &pool);
-                for (int64_t t = 0; t < n; ++t) {
-                    for (int h = 0; h < n_heads; ++h) {
-                        const float* a = x0.data() + (t * n_heads + h) * D;
-                        const float* g = x.data() + (t * n_heads + h) * D;
-                        for (int i = 0; i < n_rot / 2; ++i) {
-                            const double theta =
-                                pos[size_t(t)] * 0.5 * std::pow(500000.0, -2.0 * i / n_rot) / ff[size_t(i)];
-                            const int i0 = neox ? i : 2 * i, i1 = neox ? i + n_rot / 2 : 2 * i + 1;
-                            const double r0 = a[i0] * std::cos(theta) - a[i1] * std::sin(theta);
-                            const double r1 = a[i0] * std::sin(theta) + a[i1] * std::cos(theta);
-                            const double tol = 1e-6 * (std::fabs(a[i0]) + std::fabs(a[i1]));
-                            REQUIRE_MESSAGE((std::fabs(g[i0] - r0) <= tol && std::fabs(g[i1] - r1) <= tol), isa_name_,
-                                            " neox=", neox, " D=", D, " t=", t, " i=", i);
-                        }
-                        for (int i = n_rot; i < D; ++i) REQUIRE(g[i] == a[i]);  // not rotated
-                    }
-                }
+                const auto theta = [&](int64_t t, int i) {
+                    return pos[size_t(t)] * 0.5 * std::pow(500000.0, -2.0 * i / n_rot) / ff[size_t(i)];
+                };
+                check_rotated(x0, x, {n_heads, D, n_rot, neox}, 1.0, theta, isa_name_);
             }
         }
     })
+}
+
+// YaRN (gpt-oss: base 150000, factor 32 over a 4096-token original context, beta 32 / 1),
+// against ggml's rope_yarn written out in float64 here: per pair the angle
+// theta = theta_interp (1 - mix) + theta_extrap mix with theta_extrap = pos base^(-2i/n),
+// theta_interp = theta_extrap / factor, mix = ext_factor (1 - clamp((i - low) / (high - low)));
+// low, high = floor / ceil of n ln(n_orig / (beta 2 pi)) / (2 ln base) (8.09 -> 8 and
+// 17.40 -> 18 here); cos and sin times attn_factor (1 + 0.1 ln factor).
+// Tolerance: 1e-6 (|a| + |b|) times that magnitude, as the plain rope's.
+TEST_CASE("rope with YaRN matches ggml's formulas in float64") {
+    ThreadPool pool(2);
+    const int D = 64, n_rot = 64, n_heads = 3, n_orig = 4096;
+    const double base = 150000, factor = 32, attn = 0.9;
+    const double low = 8, high = 18;  // hand-computed above
+    REQUIRE(std::floor(ember::yarn_corr_dim(n_rot, n_orig, 32.0, base)) == low);
+    REQUIRE(std::ceil(ember::yarn_corr_dim(n_rot, n_orig, 1.0, base)) == high);
+    const std::vector<int32_t> pos{0, 1, 7, 127, 4095, 4096, 30000, 131071};
+    const int64_t n = int64_t(pos.size());
+    for (bool neox : {false, true}) {
+        ops::RopeSpec spec;
+        spec.head_dim = D;
+        spec.n_rot = n_rot;
+        spec.neox = neox;
+        spec.freq_base = float(base);
+        spec.freq_scale = float(1.0 / factor);
+        spec.ext_factor = 1.0f;
+        spec.attn_factor = float(attn);
+        spec.n_ctx_orig = n_orig;
+        const double mscale = double(float(attn)) * (1.0 + 0.1 * std::log(1.0 / double(float(1.0 / factor))));
+        const auto x0 = ktest::random_floats(size_t(n * n_heads * D), 16);
+        FOR_EACH_ISA({
+            std::vector<float> x = x0;
+            ops::rope(x.data(), n, n_heads, pos.data(), spec, &pool);
+            const auto theta = [&](int64_t t, int i) {
+                const double extrap = pos[size_t(t)] * std::pow(base, -2.0 * i / n_rot);
+                const double interp = extrap / factor;
+                const double mix = 1.0 - std::min(1.0, std::max(0.0, (i - low) / (high - low)));
+                return interp * (1 - mix) + extrap * mix;
+            };
+            check_rotated(x0, x, {n_heads, D, n_rot, neox}, mscale, theta, isa_name_);
+        })
+    }
 }
 
 // rope keeps its cos/sin tables between calls with the same spec and positions (q, then
@@ -351,6 +412,32 @@ TEST_CASE("gated activations") {
     })
 }
 
+// gpt-oss's clamped SwiGLU (ggml_swiglu_oai) in float64: x = min(g, 7), y = clamp(u, -7, 7),
+// out = x sigmoid(alpha x) (y + 1), alpha = 1.702f as ggml has it in float. Gates and ups
+// span both clamps (|g|, |u| up to ~30). Tolerance as silu's: 2e-6 relative (exp
+// approximation, a few roundings) plus 1e-9 |y + 1|, plus |alpha x| 2^-24 relative: alpha x
+// is rounded to float before the exponential.
+TEST_CASE("gpt-oss clamped SwiGLU matches float64") {
+    ThreadPool pool(2);
+    const int64_t n = 70001;
+    auto g = ktest::random_floats(size_t(n), 18, 10.0f);
+    auto u = ktest::random_floats(size_t(n), 19, 10.0f);
+    g[0] = 120.0f, g[1] = -120.0f, g[2] = 7.0f, u[3] = 7.5f, u[4] = -7.5f, u[5] = -1.0f;
+    FOR_EACH_ISA({
+        std::vector<float> out(static_cast<size_t>(n));
+        ops::swiglu_oai(g.data(), u.data(), out.data(), n, &pool);
+        for (int64_t i = 0; i < n; ++i) {
+            const double x = std::min(double(g[size_t(i)]), 7.0), y = std::clamp(double(u[size_t(i)]), -7.0, 7.0);
+            const double alpha = double(1.702f);
+            const double ref = x / (1.0 + std::exp(-alpha * x)) * (y + 1.0);
+            const double tol =
+                (2e-6 + std::fabs(alpha * x) * std::ldexp(1.0, -24)) * std::fabs(ref) + 1e-9 * std::fabs(y + 1.0);
+            REQUIRE_MESSAGE(std::fabs(out[size_t(i)] - ref) <= tol, isa_name_, " g=", g[size_t(i)], " u=", u[size_t(i)],
+                            ": ", out[size_t(i)], " vs ", ref);
+        }
+    })
+}
+
 // GQA (e.g. 8 query heads on 2 KV heads), blocks handed out in shuffled order, lengths
 // that end mid-block, sliding window, soft-capping, F16 and Q8_0 caches, three sequences.
 // Head groups of 4 fill 16-row tiles with 4 tokens; 1 (MHA) with 16 tokens; 16 exceed an
@@ -361,7 +448,16 @@ struct AttentionCase {
     int head_dim, block, window;
     float softcap;
     int n_heads, n_kv_heads;
+    bool sinks = false;  // gpt-oss attention sinks, one logit per query head
 };
+
+// Sink logits spread over the range of the test's scores (so they matter without drowning
+// the keys: -1.5 .. 2.5).
+std::vector<float> test_sinks(int n_heads) {
+    std::vector<float> s(static_cast<size_t>(n_heads));
+    for (int h = 0; h < n_heads; ++h) s[size_t(h)] = float(h % 5) - 1.5f;
+    return s;
+}
 
 static void check_attention(const AttentionCase& ac) {
     const DType type = ac.type;
@@ -395,6 +491,7 @@ static void check_attention(const AttentionCase& ac) {
     const float scale = 1.0f / std::sqrt(float(D));
     double vmax = 0;
     for (float v : c.vf) vmax = std::max(vmax, double(std::fabs(v)));
+    const std::vector<float> sinks = test_sinks(n_heads);
     ThreadPool pool(3);
     FOR_EACH_ISA({
         std::vector<float> out(static_cast<size_t>(n * n_heads * D), NAN);
@@ -410,6 +507,7 @@ static void check_attention(const AttentionCase& ac) {
         a.window = window;
         a.scale = scale;
         a.softcap = softcap;
+        a.sinks = ac.sinks ? sinks.data() : nullptr;
         ops::attention(c.view, a, &pool);
         // Decode: each token alone (a tile of one token takes the decode kernel).
         std::vector<float> single(out.size(), NAN);
@@ -427,7 +525,7 @@ static void check_attention(const AttentionCase& ac) {
             for (int h = 0; h < n_heads; ++h) {
                 const auto ref = attention_ref(c, q.data() + (t * n_heads + h) * D, h / (n_heads / n_kv_heads),
                                                table.data() + seq[size_t(t)] * max_blocks, start, pos[size_t(t)] + 1,
-                                               scale, softcap);
+                                               scale, softcap, ac.sinks ? &sinks[size_t(h)] : nullptr);
                 for (int i = 0; i < D; ++i) {
                     for (const auto* res : {&out, &single}) {
                         const float got = (*res)[size_t((t * n_heads + h) * D + i)];
@@ -450,6 +548,9 @@ TEST_CASE("attention matches the reference") {
         {"f16 d80 b16", DType::F16, 80, 16, 0, 0.0f, 8, 2},
         {"f16 d72 b16 mha", DType::F16, 72, 16, 0, 0.0f, 3, 3},
         {"f16 d64 b32 group16 window", DType::F16, 64, 32, 9, 0.0f, 16, 1},
+        {"f16 d64 b16 window sinks", DType::F16, 64, 16, 20, 0.0f, 8, 2, true},
+        {"q8_0 d64 b16 sinks", DType::Q8_0, 64, 16, 0, 0.0f, 8, 2, true},
+        {"f16 d64 b32 group16 sinks", DType::F16, 64, 32, 0, 0.0f, 16, 1, true},
     };
     for (const AttentionCase& ac : cases) {
         SUBCASE(ac.name) { check_attention(ac); }
@@ -467,6 +568,7 @@ static void check_attention_invariance(const AttentionCase& ac) {
     std::shuffle(table.begin(), table.end(), std::mt19937(32));
     const int64_t row = int64_t{H} * D;
     const auto q = ktest::random_floats(size_t(n_seqs * len * row), 33);  // [seq][pos][H * D]
+    const std::vector<float> sinks = test_sinks(H);
     ThreadPool pool(3);
     // One pass over the (sequence, position) tokens; returns their outputs in order.
     auto pass = [&](const std::vector<std::pair<int32_t, int32_t>>& toks) {
@@ -490,6 +592,7 @@ static void check_attention_invariance(const AttentionCase& ac) {
         a.window = ac.window;
         a.scale = 1.0f / std::sqrt(float(D));
         a.softcap = ac.softcap;
+        a.sinks = ac.sinks ? sinks.data() : nullptr;
         ops::attention(c.view, a, &pool);
         return out;
     };
@@ -548,6 +651,8 @@ TEST_CASE("attention batch invariance") {
         // over the threads (ops.cpp head_split); in a crowd or a prompt they are not
         {"f16 d256 b16 one kv head", DType::F16, 256, 16, 0, 0.0f, 4, 1},
         {"q8_0 d64 b16 one kv head window", DType::Q8_0, 64, 16, 20, 0.0f, 8, 1},
+        {"f16 d64 b16 gqa8 window sinks", DType::F16, 64, 16, 20, 0.0f, 64, 8, true},
+        {"q8_0 d64 b16 sinks", DType::Q8_0, 64, 16, 0, 0.0f, 8, 2, true},
     };
     for (const AttentionCase& ac : cases) {
         SUBCASE(ac.name) { check_attention_invariance(ac); }
@@ -716,66 +821,66 @@ TEST_CASE("moe_matmul is each expert's matmul of the slots that chose it") {
     auto be = ember::make_cpu_backend(2);
     const int64_t n_expert = 6, cols = 256, T = 5, k = 3;
     const std::vector<int32_t> id_v = {0, 5, 2, 5, 1, 0, 2, 5, 3, 0, 4, 5, 5, 2, 0};  // T x k; expert 3 once
-    FOR_EACH_ISA(
-        CAPTURE(isa_name_); for (DType type
-                                 : {DType::F32, DType::F16, DType::Q8_0, DType::Q4_0, DType::Q4_K, DType::Q6_K}) {
-            for (int64_t rows : {int64_t{40}, int64_t{64}}) {
-                for (bool per_slot : {false, true}) {
-                    CAPTURE(ember::dtype_name(type));
-                    CAPTURE(rows);
-                    CAPTURE(per_slot);
-                    const auto host = ktest::random_weights(type, n_expert * rows, cols, 90);
-                    Tensor w = be->load_expert_weight(host.data(), type, cols, rows, n_expert, "exps");
-                    const int64_t x_rows = per_slot ? T * k : T;
-                    const auto xv = ktest::random_floats(size_t(x_rows * cols), 91);
-                    const auto bv = ktest::random_floats(size_t(n_expert * rows), 92);
-                    Tensor x = upload_f32(*be, xv, cols, x_rows), bias = upload_f32(*be, bv, rows, n_expert);
-                    Tensor ids = be->alloc(MemoryKind::Activations, DType::I32, k, T, "ids");
-                    be->upload(ids, id_v.data(), ids.bytes());
-                    Tensor y = be->alloc(MemoryKind::Activations, DType::F32, rows, T * k, "y");
-                    ember::opdata::poison(*be, y);
-                    be->moe_matmul(w, n_expert, x, ids, y, &bias);
-                    const std::vector<float> got = ember::opdata::get(*be, y);
-                    const size_t rb = ember::opdata::type_row_bytes(type, cols);
-                    for (int64_t e = 0; e < n_expert; ++e) {
-                        std::vector<int64_t> slots;
-                        for (int64_t s = 0; s < T * k; ++s)
-                            if (id_v[size_t(s)] == e) slots.push_back(s);
-                        std::vector<float> xg;
-                        for (int64_t s : slots) {
-                            const float* xr = xv.data() + (per_slot ? s : s / k) * cols;
-                            xg.insert(xg.end(), xr, xr + cols);
-                        }
-                        Tensor we = be->load_weight(host.data() + size_t(e * rows) * rb, type, cols, rows, "e");
-                        Tensor be_bias = upload_f32(
-                            *be, std::vector<float>(bv.begin() + e * rows, bv.begin() + (e + 1) * rows), rows, 1);
-                        Tensor xe = upload_f32(*be, xg, cols, int64_t(slots.size()));
-                        Tensor ye = be->alloc(MemoryKind::Activations, DType::F32, rows, int64_t(slots.size()), "ye");
-                        be->matmul(we, xe, ye, &be_bias);
-                        const std::vector<float> want = ember::opdata::get(*be, ye);
-                        for (size_t i = 0; i < slots.size(); ++i)
-                            REQUIRE(std::memcmp(got.data() + slots[i] * rows, want.data() + i * size_t(rows),
-                                                size_t(rows) * 4) == 0);
-                        for (Tensor* t : {&we, &be_bias, &xe, &ye}) be->free(*t);
+    FOR_EACH_ISA(CAPTURE(isa_name_); for (DType type
+                                          : {DType::F32, DType::F16, DType::Q8_0, DType::Q4_0, DType::Q4_K, DType::Q6_K,
+                                             DType::MXFP4}) {
+        for (int64_t rows : {int64_t{40}, int64_t{64}}) {
+            for (bool per_slot : {false, true}) {
+                CAPTURE(ember::dtype_name(type));
+                CAPTURE(rows);
+                CAPTURE(per_slot);
+                const auto host = ktest::random_weights(type, n_expert * rows, cols, 90);
+                Tensor w = be->load_expert_weight(host.data(), type, cols, rows, n_expert, "exps");
+                const int64_t x_rows = per_slot ? T * k : T;
+                const auto xv = ktest::random_floats(size_t(x_rows * cols), 91);
+                const auto bv = ktest::random_floats(size_t(n_expert * rows), 92);
+                Tensor x = upload_f32(*be, xv, cols, x_rows), bias = upload_f32(*be, bv, rows, n_expert);
+                Tensor ids = be->alloc(MemoryKind::Activations, DType::I32, k, T, "ids");
+                be->upload(ids, id_v.data(), ids.bytes());
+                Tensor y = be->alloc(MemoryKind::Activations, DType::F32, rows, T * k, "y");
+                ember::opdata::poison(*be, y);
+                be->moe_matmul(w, n_expert, x, ids, y, &bias);
+                const std::vector<float> got = ember::opdata::get(*be, y);
+                const size_t rb = ember::opdata::type_row_bytes(type, cols);
+                for (int64_t e = 0; e < n_expert; ++e) {
+                    std::vector<int64_t> slots;
+                    for (int64_t s = 0; s < T * k; ++s)
+                        if (id_v[size_t(s)] == e) slots.push_back(s);
+                    std::vector<float> xg;
+                    for (int64_t s : slots) {
+                        const float* xr = xv.data() + (per_slot ? s : s / k) * cols;
+                        xg.insert(xg.end(), xr, xr + cols);
                     }
-                    if (type == DType::F32) {
-                        const auto wf = ktest::dequantize_matrix(type, host.data(), n_expert * rows, cols);
-                        for (int64_t s = 0; s < T * k; ++s)
-                            for (int64_t r = 0; r < rows; ++r) {
-                                const float* wr = wf.data() + (id_v[size_t(s)] * rows + r) * cols;
-                                const float* xr = xv.data() + (per_slot ? s : s / k) * cols;
-                                double ref = bv[size_t(id_v[size_t(s)] * rows + r)], mag = std::fabs(ref);
-                                for (int64_t c = 0; c < cols; ++c) {
-                                    ref += double(wr[c]) * xr[c];
-                                    mag += std::fabs(double(wr[c]) * xr[c]);
-                                }
-                                CHECK(std::fabs(got[size_t(s * rows + r)] - ref) <= 2.0 * cols * 0x1p-24 * mag + 1e-30);
-                            }
-                    }
-                    for (Tensor* t : {&w, &x, &bias, &ids, &y}) be->free(*t);
+                    Tensor we = be->load_weight(host.data() + size_t(e * rows) * rb, type, cols, rows, "e");
+                    Tensor be_bias = upload_f32(
+                        *be, std::vector<float>(bv.begin() + e * rows, bv.begin() + (e + 1) * rows), rows, 1);
+                    Tensor xe = upload_f32(*be, xg, cols, int64_t(slots.size()));
+                    Tensor ye = be->alloc(MemoryKind::Activations, DType::F32, rows, int64_t(slots.size()), "ye");
+                    be->matmul(we, xe, ye, &be_bias);
+                    const std::vector<float> want = ember::opdata::get(*be, ye);
+                    for (size_t i = 0; i < slots.size(); ++i)
+                        REQUIRE(std::memcmp(got.data() + slots[i] * rows, want.data() + i * size_t(rows),
+                                            size_t(rows) * 4) == 0);
+                    for (Tensor* t : {&we, &be_bias, &xe, &ye}) be->free(*t);
                 }
+                if (type == DType::F32) {
+                    const auto wf = ktest::dequantize_matrix(type, host.data(), n_expert * rows, cols);
+                    for (int64_t s = 0; s < T * k; ++s)
+                        for (int64_t r = 0; r < rows; ++r) {
+                            const float* wr = wf.data() + (id_v[size_t(s)] * rows + r) * cols;
+                            const float* xr = xv.data() + (per_slot ? s : s / k) * cols;
+                            double ref = bv[size_t(id_v[size_t(s)] * rows + r)], mag = std::fabs(ref);
+                            for (int64_t c = 0; c < cols; ++c) {
+                                ref += double(wr[c]) * xr[c];
+                                mag += std::fabs(double(wr[c]) * xr[c]);
+                            }
+                            CHECK(std::fabs(got[size_t(s * rows + r)] - ref) <= 2.0 * cols * 0x1p-24 * mag + 1e-30);
+                        }
+                }
+                for (Tensor* t : {&w, &x, &bias, &ids, &y}) be->free(*t);
             }
-        })
+        }
+    })
 }
 
 // out[t] = sum_j w[t,j] y[t*k+j]: k - 1 additions, so |err| <= k u sum_j |w y|.

@@ -301,10 +301,11 @@ double rel_rms_error(const std::vector<float>& a, const std::vector<float>& b) {
 
 TEST_CASE("block sizes match the dtype table") {
     const std::pair<DType, size_t> sizes[] = {
-        {DType::Q4_0, sizeof(BlockQ4_0)}, {DType::Q4_1, sizeof(BlockQ4_1)}, {DType::Q5_0, sizeof(BlockQ5_0)},
-        {DType::Q5_1, sizeof(BlockQ5_1)}, {DType::Q8_0, sizeof(BlockQ8_0)}, {DType::Q8_1, sizeof(BlockQ8_1)},
-        {DType::Q2_K, sizeof(BlockQ2_K)}, {DType::Q3_K, sizeof(BlockQ3_K)}, {DType::Q4_K, sizeof(BlockQ4_K)},
-        {DType::Q5_K, sizeof(BlockQ5_K)}, {DType::Q6_K, sizeof(BlockQ6_K)}, {DType::Q8_K, sizeof(BlockQ8_K)}};
+        {DType::Q4_0, sizeof(BlockQ4_0)},  {DType::Q4_1, sizeof(BlockQ4_1)}, {DType::Q5_0, sizeof(BlockQ5_0)},
+        {DType::Q5_1, sizeof(BlockQ5_1)},  {DType::Q8_0, sizeof(BlockQ8_0)}, {DType::Q8_1, sizeof(BlockQ8_1)},
+        {DType::Q2_K, sizeof(BlockQ2_K)},  {DType::Q3_K, sizeof(BlockQ3_K)}, {DType::Q4_K, sizeof(BlockQ4_K)},
+        {DType::Q5_K, sizeof(BlockQ5_K)},  {DType::Q6_K, sizeof(BlockQ6_K)}, {DType::Q8_K, sizeof(BlockQ8_K)},
+        {DType::MXFP4, sizeof(BlockMXFP4)}};
     for (auto [t, size] : sizes) {
         const std::string type_name(ember::dtype_name(t));
         CAPTURE(type_name);
@@ -350,12 +351,12 @@ TEST_CASE("dequantize real tensors matches gguf") {
 // decades (with outliers, so per-256 scales suffer: Q8_K). Bounds are ~1.25x what the
 // implementation achieves (measured: F16 0.00021, BF16 0.0017, Q8_0/Q8_1 0.0065,
 // Q8_K 0.0153, Q4_0 0.107, Q4_1 0.083, Q5_0 0.052, Q5_1 0.040, Q4_K 0.076, Q5_K 0.037,
-// Q6_K 0.020), so a regression in rounding or scale search fails.
+// Q6_K 0.020, MXFP4 0.126), so a regression in rounding or scale search fails.
 TEST_CASE("quantize round trip") {
     const std::pair<DType, double> bounds[] = {
-        {DType::F16, 0.0003}, {DType::BF16, 0.0022}, {DType::Q8_0, 0.008}, {DType::Q8_1, 0.008},
-        {DType::Q8_K, 0.019}, {DType::Q4_0, 0.13},   {DType::Q4_1, 0.10},  {DType::Q5_0, 0.065},
-        {DType::Q5_1, 0.05},  {DType::Q4_K, 0.095},  {DType::Q5_K, 0.046}, {DType::Q6_K, 0.025},
+        {DType::F16, 0.0003}, {DType::BF16, 0.0022}, {DType::Q8_0, 0.008}, {DType::Q8_1, 0.008}, {DType::Q8_K, 0.019},
+        {DType::Q4_0, 0.13},  {DType::Q4_1, 0.10},   {DType::Q5_0, 0.065}, {DType::Q5_1, 0.05},  {DType::Q4_K, 0.095},
+        {DType::Q5_K, 0.046}, {DType::Q6_K, 0.025},  {DType::MXFP4, 0.16},
     };
     for (const auto& [t, bound] : bounds) {
         SUBCASE(std::string(ember::dtype_name(t)).c_str()) {
@@ -406,4 +407,60 @@ TEST_CASE("rejects bad input") {
     REQUIRE_THROWS_AS(quantize_row(DType::Q2_K, x, buf, 256), ember::Error);
     REQUIRE(can_dequantize(DType::Q3_K));
     REQUIRE(!can_quantize(DType::Q3_K));
+}
+
+// MXFP4 by hand (OCP MX: ggml's block_mxfp4): byte 0 is the E8M0 exponent e, the scale is
+// half its value, 2^(e - 128); nibble j of qs (low nibbles: elements 0..15, high: 16..31)
+// indexes the doubled E2M1 values 0 1 2 3 4 6 8 12 and their negatives (codes 8..15).
+TEST_CASE("MXFP4 dequantizes a hand-made block exactly") {
+    BlockMXFP4 b{};
+    b.e = 130;        // scale 2^2
+    b.qs[0] = 0x71;   // element 0: code 1 -> 1 * 4; element 16: code 7 -> 12 * 4
+    b.qs[1] = 0xF8;   // element 1: code 8 (-0) -> 0; element 17: code 15 -> -12 * 4
+    b.qs[2] = 0x5C;   // element 2: code 12 -> -4 * 4; element 18: code 5 -> 6 * 4
+    b.qs[15] = 0x3A;  // element 15: code 10 -> -2 * 4; element 31: code 3 -> 3 * 4
+    float y[32];
+    dequantize_row(DType::MXFP4, &b, y, 32);
+    const std::pair<int, float> want[] = {{0, 4.0f},   {16, 48.0f}, {1, 0.0f},   {17, -48.0f}, {2, -16.0f},
+                                          {18, 24.0f}, {15, -8.0f}, {31, 12.0f}, {3, 0.0f},    {30, 0.0f}};
+    for (auto [i, v] : want) {
+        CAPTURE(i);
+        REQUIRE(y[i] == v);
+    }
+    // The exponent's ends: e = 0 and 1 are the subnormal scales 2^-128, 2^-127; e = 254 is 2^126.
+    const std::pair<uint8_t, float> scales[] = {
+        {0, std::ldexp(1.0f, -128)}, {1, std::ldexp(1.0f, -127)}, {127, 0.5f}, {254, std::ldexp(1.0f, 126)}};
+    for (auto [e, scale] : scales) {
+        CAPTURE(int(e));
+        b.e = e;
+        dequantize_row(DType::MXFP4, &b, y, 32);
+        REQUIRE(y[0] == scale);           // code 1
+        REQUIRE(y[16] == 12.0f * scale);  // code 7
+    }
+}
+
+// ggml's quantizer: e = floor(log2 max|x|) - 2 + 127 and the nearest code per element, so a
+// block of values on the E2M1 grid with max |x| = 6 (scale 2^-1) comes back bit for bit.
+TEST_CASE("MXFP4 quantizes grid values exactly and rounds to the nearest code") {
+    const float grid[] = {0.0f, 0.5f, 1.0f, 1.5f, 2.0f, 3.0f, 4.0f, 6.0f};
+    float x[32];
+    for (int j = 0; j < 32; ++j) x[j] = grid[j % 8] * (j % 3 == 0 ? -1.0f : 1.0f);
+    x[5] = 6.0f;
+    BlockMXFP4 b{};
+    quantize_row(DType::MXFP4, x, &b, 32);
+    REQUIRE(int(b.e) == 127);
+    float y[32];
+    dequantize_row(DType::MXFP4, &b, y, 32);
+    for (int j = 0; j < 32; ++j) {
+        CAPTURE(j);
+        REQUIRE(y[j] == x[j]);
+    }
+    // Off the grid (scale still 2^-1): each value takes the nearest grid point.
+    x[0] = 1.2f;   // nearest 1.0 (code 2)
+    x[1] = -1.3f;  // nearest -1.5 (code 11)
+    x[2] = 5.1f;   // nearest 6.0 (code 7), not 4.0
+    quantize_row(DType::MXFP4, x, &b, 32);
+    REQUIRE((b.qs[0] & 0xF) == 2);
+    REQUIRE((b.qs[1] & 0xF) == 11);
+    REQUIRE((b.qs[2] & 0xF) == 7);
 }

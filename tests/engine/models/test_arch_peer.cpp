@@ -12,10 +12,13 @@
 #include <doctest/doctest.h>
 
 #include <cmath>
+#include <cstring>
 #include <string>
 
+#include "engine/gguf/gguf.h"
 #include "engine/models/synthetic.h"
 #include "engine/quant/perplexity.h"
+#include "engine/quant/quantizer.h"
 #include "engine/runtime/model.h"
 #include "llama_peer.h"
 #include "test_data.h"
@@ -52,11 +55,25 @@ Agreement compare(const std::string& bin, const std::string& model, const test::
     return a;
 }
 
+// gpt-oss's own gains. YaRN's magnitude (1.35 on q and k) and 64-dim heads make qk_gain 4's
+// scores so large that attention is one-hot and sinks (5 qk_gain^2) could not compete; with
+// attn_gain 8 the attention output dominates the residual, whose RMS norm then cancels the
+// share the sinks take. Its output matrix is untied (scale 1/sqrt(n_embd), not the
+// embedding's 1), so output_norm 1.6 brings the logits to the tied shapes' size. Measured
+// with these (Ember deliberately broken, llama.cpp not): sinks dropped KL 1.9e-5, windows of
+// 1 token 7.2e-5, YaRN replaced by plain 1/32 scaling 4.6e-5, against 1.3e-7 when right.
+void gpt_oss_gains(SyntheticShape& sh) {
+    sh.qk_gain = 1.0f;
+    sh.attn_gain = 2.0f;
+    sh.output_norm = 1.6f;
+}
+
 }  // namespace
 
 TEST_CASE("llama.cpp and Ember agree on synthetic files of every architecture") {
     const std::string bin = test::llama_tools_dir();
-    for (const char* shape : {"tiny", "tiny-qwen2", "tiny-qwen3", "tiny-gemma3", "tiny-qwen3moe", "tiny-gemma4"}) {
+    for (const char* shape :
+         {"tiny", "tiny-qwen2", "tiny-qwen3", "tiny-gemma3", "tiny-qwen3moe", "tiny-gemma4", "tiny-gpt-oss"}) {
         SUBCASE(shape) {
             test::TempDir dir;
             const std::string path = dir.file("model.gguf");
@@ -64,6 +81,7 @@ TEST_CASE("llama.cpp and Ember agree on synthetic files of every architecture") 
             sh.output_norm = 0.1f;  // logits of order 1: every layer's error shows in the KL
             sh.qk_gain = 4.0f;      // attention that picks positions: RoPE and windows matter
             sh.attn_gain = 8.0f;    // attention, not the token alone, decides the output
+            if (sh.arch == "gpt-oss") gpt_oss_gains(sh);
             write_synthetic_model(path, sh, "F32");
             const Agreement a = compare(bin, path, dir);
             MESSAGE(std::string(shape), ": llama.cpp PPL ", a.llama_ppl, ", Ember PPL ", a.ember_ppl, ", KL ", a.kl,
@@ -71,6 +89,7 @@ TEST_CASE("llama.cpp and Ember agree on synthetic files of every architecture") 
             // Measured: |KL| <= 5e-8 and PPL equal to 5 digits for the dense four, 1.9e-7 for
             // tiny-qwen3moe (its router's softmax and top-k in both); qwen3 with the wrong
             // RoPE pairing gave KL 7.8e-5 (PPL +0.09 %), without its QK-norm KL 1.3e-4.
+            // tiny-gpt-oss 1.3e-7 (its errors: gpt_oss_gains).
             // tiny-gemma4 (|KL| ~1e-7): without the logit soft-cap KL 0.57, without the
             // per-layer embeddings and output scale KL 7e-4, without V's norm KL 8e-6 (PPL
             // +0.15 %), sliding layers sharing the wrong layer's K/V KL 1.7e-6 (PPL -0.05 %).
@@ -114,4 +133,59 @@ TEST_CASE("llama.cpp and Ember agree on quantized qwen3moe files") {
             CHECK(a.same_top > c.same_top);
         }
     }
+}
+
+// gpt-oss with its experts in MXFP4 and the other matrices in Q8_0 (MXFP4_MOE, as the real
+// files): the F32 file of the test above (its gains: attention with sinks, YaRN and windows
+// decides), quantized by Ember's quantizer, so the weights are real values rounded, not
+// random blocks (random Q8_0 blocks are ~9x the F32 weights: the hot logits the header
+// warns of, KL 0.11 even without gains). ggml multiplies MXFP4 and Q8_0 weights with
+// activations rounded to 8 bits per 32 (q8_0, d = max|x| / 127), as Ember does, so the
+// integer dot products agree and, as for qwen3moe's Q4_0 above, what remains is float order
+// plus an occasional activation rounded to the next code. Measured KL 7.4e-7, top-1 1 (PPL
+// within 2e-5); bounds as Q4_0's: KL 1e-4, top-1 0.99.
+TEST_CASE("llama.cpp and Ember agree on a gpt-oss file with MXFP4 experts") {
+    const std::string bin = test::llama_tools_dir();
+    test::TempDir dir;
+    const std::string f32 = dir.file("f32.gguf"), path = dir.file("model.gguf");
+    SyntheticShape sh = synthetic_shape("tiny-gpt-oss");
+    gpt_oss_gains(sh);
+    write_synthetic_model(f32, sh, "F32");
+    QuantizeOptions o;
+    o.input = f32, o.output = path, o.type = "MXFP4_MOE", o.n_threads = 2;
+    quantize_model(o);
+    REQUIRE(GgufFile::open(path).tensor("blk.0.ffn_down_exps.weight").type == DType::MXFP4);
+    const Agreement a = compare(bin, path, dir);
+    MESSAGE("tiny-gpt-oss MXFP4_MOE: llama.cpp PPL ", a.llama_ppl, ", Ember PPL ", a.ember_ppl, ", KL ", a.kl,
+            ", top-1 agreement ", a.same_top);
+    CHECK(a.ember_ppl == doctest::Approx(a.llama_ppl).epsilon(1e-3));
+    CHECK(std::abs(a.kl) < 1e-4);
+    CHECK(a.same_top > 0.99);
+}
+
+// Ember's MXFP4 quantizer against llama-quantize's on the same F32 file: every tensor's type
+// and bytes identical (MXFP4 experts: E8M0 scales, nibble codes, ties; Q8_0 elsewhere).
+TEST_CASE("MXFP4_MOE: Ember's quantizer writes llama-quantize's bytes") {
+    const std::string bin = test::llama_tools_dir({"llama-quantize"});
+    test::TempDir dir;
+    const std::string src = dir.file("f32.gguf"), theirs = dir.file("llama.gguf"), ours = dir.file("ember.gguf");
+    write_synthetic_model(src, synthetic_shape("tiny-gpt-oss"), "F32");
+    const auto r = test::run_process({bin + "/llama-quantize", src, theirs, "MXFP4_MOE", "2"}, 600 * 1000);
+    INFO(r.err.substr(r.err.size() > 3000 ? r.err.size() - 3000 : 0));
+    REQUIRE(r.ok());
+    QuantizeOptions o;
+    o.input = src, o.output = ours, o.type = "MXFP4_MOE", o.n_threads = 2;
+    quantize_model(o);
+    const GgufFile a = GgufFile::open(theirs), b = GgufFile::open(ours);
+    int mxfp4 = 0;
+    for (const GgufTensor& t : a.tensors()) {
+        CAPTURE(t.name);
+        const GgufTensor* u = b.find_tensor(t.name);
+        REQUIRE(u);
+        CHECK(u->type == t.type);
+        REQUIRE(u->n_bytes == t.n_bytes);
+        CHECK(std::memcmp(u->data, t.data, t.n_bytes) == 0);
+        mxfp4 += t.type == DType::MXFP4;
+    }
+    CHECK(mxfp4 == 3 * 4);
 }

@@ -21,8 +21,8 @@ using namespace ember;
 
 namespace {
 
-const DType kTypes[] = {DType::Q4_0, DType::Q4_1, DType::Q5_0, DType::Q5_1, DType::Q8_0,
-                        DType::Q2_K, DType::Q3_K, DType::Q4_K, DType::Q5_K, DType::Q6_K};
+const DType kTypes[] = {DType::Q4_0, DType::Q4_1, DType::Q5_0, DType::Q5_1, DType::Q8_0, DType::Q2_K,
+                        DType::Q3_K, DType::Q4_K, DType::Q5_K, DType::Q6_K, DType::MXFP4};
 
 // Gaussian values whose scale changes every 32 elements over two decades, with outliers.
 std::vector<float> random_floats(size_t n, uint32_t seed) {
@@ -101,6 +101,8 @@ Fns fns(DType t) {
             return {dq<cuda::kQ5_K>, dot<cuda::kQ5_K>};
         case DType::Q6_K:
             return {dq<cuda::kQ6_K>, dot<cuda::kQ6_K>};
+        case DType::MXFP4:
+            return {dq<cuda::kMXFP4>, dot<cuda::kMXFP4>};
         default:
             return {nullptr, nullptr};
     }
@@ -165,6 +167,7 @@ TEST_CASE("type ids match DType") {
     REQUIRE(int(cuda::kQ2_K) == int(DType::Q2_K));
     REQUIRE(int(cuda::kQ6_K) == int(DType::Q6_K));
     REQUIRE(int(cuda::kBF16) == int(DType::BF16));
+    REQUIRE(int(cuda::kMXFP4) == int(DType::MXFP4));
     for (DType t : kTypes) {
         const auto info = *dtype_info(static_cast<uint32_t>(t));
         int bytes = 0;
@@ -198,6 +201,9 @@ TEST_CASE("type ids match DType") {
                 break;
             case DType::Q6_K:
                 bytes = cuda::QTraits<cuda::kQ6_K>::bytes;
+                break;
+            case DType::MXFP4:
+                bytes = cuda::QTraits<cuda::kMXFP4>::bytes;
                 break;
             default:
                 break;

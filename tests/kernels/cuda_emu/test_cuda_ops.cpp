@@ -87,7 +87,7 @@ bool is_quant(DType t) { return t != DType::F32 && t != DType::F16 && t != DType
 TEST_CASE("matmul: every weight type, matvec and GEMM paths, vs float64 with derived bounds") {
     Backends be;
     const DType types[] = {DType::F32,  DType::F16,  DType::BF16, DType::Q4_0, DType::Q4_1, DType::Q5_0, DType::Q5_1,
-                           DType::Q8_0, DType::Q2_K, DType::Q3_K, DType::Q4_K, DType::Q5_K, DType::Q6_K};
+                           DType::Q8_0, DType::Q2_K, DType::Q3_K, DType::Q4_K, DType::Q5_K, DType::Q6_K, DType::MXFP4};
     for (DType type : types) {
         const bool quant = is_quant(type);
         struct Shape {
@@ -189,7 +189,7 @@ TEST_CASE("moe_route, moe_matmul (every weight type, bias, shared or per-slot x)
         be.gpu->free(lg);
     }
     for (DType type : {DType::F32, DType::F16, DType::BF16, DType::Q4_0, DType::Q4_1, DType::Q5_0, DType::Q5_1,
-                       DType::Q8_0, DType::Q2_K, DType::Q3_K, DType::Q4_K, DType::Q5_K, DType::Q6_K}) {
+                       DType::Q8_0, DType::Q2_K, DType::Q3_K, DType::Q4_K, DType::Q5_K, DType::Q6_K, DType::MXFP4}) {
         const int64_t rows = 40;
         const auto wbytes = random_weights(type, n_expert * rows, cols);
         const std::vector<float> wf = dequantize_matrix(type, wbytes.data(), n_expert * rows, cols);
@@ -277,7 +277,7 @@ TEST_CASE("moe_route, moe_matmul (every weight type, bias, shared or per-slot x)
 TEST_CASE("embed: every table type vs the CPU backend") {
     Backends be;
     for (DType type : {DType::F32, DType::F16, DType::BF16, DType::Q4_0, DType::Q4_1, DType::Q5_0, DType::Q5_1,
-                       DType::Q8_0, DType::Q2_K, DType::Q3_K, DType::Q4_K, DType::Q5_K, DType::Q6_K}) {
+                       DType::Q8_0, DType::Q2_K, DType::Q3_K, DType::Q4_K, DType::Q5_K, DType::Q6_K, DType::MXFP4}) {
         const int64_t vocab = 300, cols = is_quant(type) ? 512 : 100, n = 17;
         const auto table = random_weights(type, vocab, cols);
         Tensor tc = be.cpu->load_weight(table.data(), type, cols, vocab, "tok_embd");
@@ -379,19 +379,21 @@ TEST_CASE("add_rms_norm: the same bits as add then rms_norm") {
 }
 
 // ---- rope -------------------------------------------------------------------------------------
-TEST_CASE("rope: normal/NeoX, partial rotation, scaling, freq factors, head dims 64/128/256, vs float64") {
+TEST_CASE("rope: normal/NeoX, partial rotation, scaling, freq factors, YaRN, head dims 64/128/256, vs float64") {
     Backends be;
     struct Case {
         int n_heads, head_dim, n_rot;
         bool neox;
         float base, scale;
         bool factors;
+        bool yarn = false;  // gpt-oss: ext_factor 1 over a 4096-token original context
     };
     for (const Case& c :
          {Case{8, 128, 128, false, 10000.0f, 1.0f, false}, Case{8, 128, 128, true, 1e6f, 1.0f, false},
           Case{4, 128, 64, false, 10000.0f, 0.25f, false}, Case{9, 64, 64, false, 500000.0f, 1.0f, true},
           Case{2, 256, 256, true, 10000.0f, 0.125f, true}, Case{3, 8, 8, false, 10000.0f, 1.0f, false},
-          Case{5, 80, 78, true, 10000.0f, 1.0f, false}}) {
+          Case{5, 80, 78, true, 10000.0f, 1.0f, false}, Case{8, 64, 64, true, 150000.0f, 1.0f / 32, false, true},
+          Case{3, 128, 96, false, 10000.0f, 0.25f, true, true}}) {
         const int64_t n = 37;
         const RopeInputs in = random_rope_inputs(n, c.n_rot);
         const std::vector<int32_t>& pos = in.pos;
@@ -399,8 +401,16 @@ TEST_CASE("rope: normal/NeoX, partial rotation, scaling, freq factors, head dims
         const auto x = random_floats(static_cast<size_t>(n * c.n_heads * c.head_dim));
         be.gpu->set_batch(simple_batch(n, pos).info());
         Tensor xg = put(*be.gpu, x, c.head_dim, n * c.n_heads);
-        const RopeParams rp =
+        RopeParams rp =
             rope_params(c.n_heads, c.head_dim, c.n_rot, c.neox, c.base, c.scale, c.factors ? factors.data() : nullptr);
+        if (c.yarn) rp.ext_factor = 1.0f, rp.attn_factor = 0.9f, rp.n_ctx_orig = 4096;
+        // YaRN in float64 (ggml's rope_yarn): the ramp between the correction dims blends the
+        // scaled and unscaled angle; cos and sin grow by attn_factor (1 + 0.1 ln(1 / scale)).
+        const auto corr = [&](double beta) {
+            return c.n_rot * std::log(4096 / (beta * 2 * M_PI)) / (2 * std::log(double(c.base)));
+        };
+        const double low = std::max(0.0, std::floor(corr(32))), high = std::min(c.n_rot - 1.0, std::ceil(corr(1)));
+        const double mscale = c.yarn ? 0.9 * (1 + 0.1 * std::log(1 / double(c.scale))) : 1.0;
         be.gpu->rope(xg, rp);
         const auto g = get(*be.gpu, xg);
         std::vector<double> ref(x.begin(), x.end()), bound(x.size(), 1e-30);
@@ -410,16 +420,19 @@ TEST_CASE("rope: normal/NeoX, partial rotation, scaling, freq factors, head dims
                 const size_t row = static_cast<size_t>((t * c.n_heads + h) * c.head_dim);
                 for (int i = 0; i < half; ++i) {
                     const double ff = c.factors ? factors[static_cast<size_t>(i)] : 1.0;
-                    const double f = c.scale * std::pow(double(c.base), -2.0 * i / c.n_rot) / ff;
-                    const double th = pos[static_cast<size_t>(t)] * f;
+                    const double extrap =
+                        pos[static_cast<size_t>(t)] * std::pow(double(c.base), -2.0 * i / c.n_rot) / ff;
+                    const double mix =
+                        c.yarn ? 1 - std::min(1.0, std::max(0.0, (i - low) / std::max(0.001, high - low))) : 0.0;
+                    const double th = extrap * c.scale * (1 - mix) + extrap * mix;
                     const size_t a = row + static_cast<size_t>(c.neox ? i : 2 * i);
                     const size_t b = row + static_cast<size_t>(c.neox ? i + half : 2 * i + 1);
                     const double x0 = x[a], x1 = x[b];
-                    ref[a] = x0 * std::cos(th) - x1 * std::sin(th);
-                    ref[b] = x0 * std::sin(th) + x1 * std::cos(th);
+                    ref[a] = (x0 * std::cos(th) - x1 * std::sin(th)) * mscale;
+                    ref[b] = (x0 * std::sin(th) + x1 * std::cos(th)) * mscale;
                     // sin/cos rounded to float (u each), two products and a sum (3 u), and
                     // the angle itself formed in double (exact enough: pos * f < 2^18).
-                    bound[a] = bound[b] = 6 * kU * (std::fabs(x0) + std::fabs(x1)) + 1e-30;
+                    bound[a] = bound[b] = 6 * kU * mscale * (std::fabs(x0) + std::fabs(x1)) + 1e-30;
                 }
             }
         }
@@ -432,19 +445,32 @@ TEST_CASE("rope: normal/NeoX, partial rotation, scaling, freq factors, head dims
 }
 
 // ---- glu, add, gather -------------------------------------------------------------------------
-TEST_CASE("glu (SiLU, GELU-tanh, in place), add, gather_output_rows") {
+TEST_CASE("glu (SiLU, GELU-tanh, gpt-oss clamped SwiGLU, in place), add, gather_output_rows") {
     Backends be;
     const int64_t n = 3 * 8192 + 7;
-    for (bool gelu : {false, true}) {
+    for (GluAct act : {GluAct::Silu, GluAct::GeluTanh, GluAct::SwigluOai}) {
+        const bool gelu = act == GluAct::GeluTanh, oai = act == GluAct::SwigluOai;
         for (bool in_place : {false, true}) {
-            const auto g = random_floats(static_cast<size_t>(n), 3.0f), u = random_floats(static_cast<size_t>(n));
+            // The clamped form's gates and ups reach past its limits (7) on both sides.
+            const auto g = random_floats(static_cast<size_t>(n), oai ? 10.0f : 3.0f),
+                       u = random_floats(static_cast<size_t>(n), oai ? 10.0f : 1.0f);
             Tensor gg = put(*be.gpu, g, n, 1), ug = put(*be.gpu, u, n, 1);
             Tensor og = in_place ? gg : be.gpu->alloc(MemoryKind::Activations, DType::F32, n, 1, "o");
             if (!in_place) poison(*be.gpu, og);
-            be.gpu->glu(gg, ug, gelu, og);
+            be.gpu->glu(gg, ug, act, og);
             const auto o = get(*be.gpu, og);
             std::vector<double> ref(static_cast<size_t>(n)), bound(ref.size());
             for (size_t i = 0; i < ref.size(); ++i) {
+                if (oai) {
+                    // ggml_swiglu_oai with its float alpha: expf within 2 ulp and a few float
+                    // operations (12 u), plus the rounding of alpha * x, which the exponential
+                    // turns into a relative error of |alpha x| u (large for very negative x).
+                    const double alpha = double(kSwigluOaiAlpha);
+                    const double x = std::min(double(g[i]), 7.0), y = std::clamp(double(u[i]), -7.0, 7.0);
+                    ref[i] = x / (1.0 + std::exp(-alpha * x)) * (y + 1.0);
+                    bound[i] = (12 + std::fabs(alpha * x)) * kU * std::fabs(ref[i]) + 1e-30;
+                    continue;
+                }
                 const double x = g[i];
                 const double a = gelu ? 0.5 * x * (1.0 + std::tanh(0.7978845608028654 * (x + 0.044715 * x * x * x)))
                                       : x / (1.0 + std::exp(-x));
@@ -454,7 +480,11 @@ TEST_CASE("glu (SiLU, GELU-tanh, in place), add, gather_output_rows") {
                 // by the tanh's own error times 0.5 |x u|.
                 bound[i] = 12 * kU * std::fabs(ref[i]) + (gelu ? 8 * kU * 0.5 * std::fabs(x * u[i]) : 0.0) + 1e-30;
             }
-            check_within(std::string(gelu ? "geglu" : "swiglu") + (in_place ? " in place" : ""), o, ref, bound);
+            check_within(std::string(oai    ? "swiglu_oai"
+                                     : gelu ? "geglu"
+                                            : "swiglu") +
+                             (in_place ? " in place" : ""),
+                         o, ref, bound);
             be.gpu->free(gg);
             be.gpu->free(ug);
             if (!in_place) be.gpu->free(og);
@@ -528,27 +558,30 @@ TEST_CASE("scale and softcap (gemma's logit soft-capping), vs the CPU backend an
 // sequence 0 grown past 1100 tokens (K/V written only) and decoded: the split-K
 // (flash-decoding) path with its combine kernel.
 
-TEST_CASE("store_kv + attention: prefill, decode, mixed and split-K decode, GQA, windows, soft-cap") {
+TEST_CASE("store_kv + attention: prefill, decode, mixed and split-K decode, GQA, windows, soft-cap, sinks") {
     Backends be;
     struct Case {
         int n_heads, n_kv_heads, head_dim;
         DType kv;
         int window;
         float softcap;
+        bool sinks = false;  // gpt-oss: one sink logit per query head in each softmax
     };
     const Case cases[] = {
-        {9, 3, 64, DType::F16, 0, 0.0f},      // SmolLM2 heads
-        {8, 2, 128, DType::Q8_0, 0, 0.0f},    // Llama head_dim, 8-bit cache
-        {4, 1, 256, DType::F16, 48, 50.0f},   // Gemma 3: head_dim 256, sliding window, soft-cap
-        {8, 4, 8, DType::F16, 0, 0.0f},       // tiny heads
-        {16, 2, 64, DType::Q8_0, 100, 0.0f},  // G = 8
-        {6, 6, 80, DType::F16, 0, 30.0f},     // no GQA, head_dim not a multiple of 32
-        {8, 1, 512, DType::F16, 0, 0.0f},     // Gemma 4's global layers: head_dim 512
+        {9, 3, 64, DType::F16, 0, 0.0f},           // SmolLM2 heads
+        {8, 2, 128, DType::Q8_0, 0, 0.0f},         // Llama head_dim, 8-bit cache
+        {4, 1, 256, DType::F16, 48, 50.0f},        // Gemma 3: head_dim 256, sliding window, soft-cap
+        {8, 4, 8, DType::F16, 0, 0.0f},            // tiny heads
+        {16, 2, 64, DType::Q8_0, 100, 0.0f},       // G = 8
+        {6, 6, 80, DType::F16, 0, 30.0f},          // no GQA, head_dim not a multiple of 32
+        {16, 2, 64, DType::F16, 128, 0.0f, true},  // gpt-oss: sinks, 128-token window
+        {8, 2, 64, DType::Q8_0, 0, 0.0f, true},    // gpt-oss global layers: sinks, split-K combine
+        {8, 1, 512, DType::F16, 0, 0.0f},          // Gemma 4's global layers: head_dim 512
     };
     for (const Case& c : cases) {
         char nb[128];
-        std::snprintf(nb, sizeof nb, "attn h%d kv%d d%d %s win%d cap%g", c.n_heads, c.n_kv_heads, c.head_dim,
-                      std::string(dtype_name(c.kv)).c_str(), c.window, double(c.softcap));
+        std::snprintf(nb, sizeof nb, "attn h%d kv%d d%d %s win%d cap%g%s", c.n_heads, c.n_kv_heads, c.head_dim,
+                      std::string(dtype_name(c.kv)).c_str(), c.window, double(c.softcap), c.sinks ? " sinks" : "");
         CAPTURE(nb);
         const int bt = 16, n_blocks = 90, max_blocks = 72;
         const int64_t kv_dim = int64_t{c.n_kv_heads} * c.head_dim, q_dim = int64_t{c.n_heads} * c.head_dim;
@@ -557,7 +590,14 @@ TEST_CASE("store_kv + attention: prefill, decode, mixed and split-K decode, GQA,
         // Sequence 0 gets 72 blocks (1152 tokens), 1 and 2 get 9 each.
         PagedSeqs seqs(n_blocks, max_blocks, bt, {0, 72, 81}, {72, 9, 9});
         std::vector<std::vector<float>> hk(3), hv(3);  // host history of each sequence's K/V rows
-        const AttentionParams ap = attention_params(c.n_heads, c.n_kv_heads, c.head_dim, c.window, c.softcap);
+        AttentionParams ap = attention_params(c.n_heads, c.n_kv_heads, c.head_dim, c.window, c.softcap);
+        // Sinks from -2 to 2: in the range of the scores, so they change every output.
+        std::vector<float> sinks(static_cast<size_t>(c.n_heads));
+        for (int h = 0; h < c.n_heads; ++h) sinks[static_cast<size_t>(h)] = -2.0f + 4.0f * float(h) / float(c.n_heads);
+        Tensor sink_c = be.cpu->load_weight(sinks.data(), DType::F32, c.n_heads, 1, "attn_sinks");
+        Tensor sink_g = be.gpu->load_weight(sinks.data(), DType::F32, c.n_heads, 1, "attn_sinks");
+        AttentionParams apc = ap, apg = ap;
+        if (c.sinks) apc.sinks = &sink_c, apg.sinks = &sink_g;
         struct Step {
             const char* label;
             std::vector<std::pair<int, int>> parts;
@@ -593,8 +633,8 @@ TEST_CASE("store_kv + attention: prefill, decode, mixed and split-K decode, GQA,
                 Tensor oc = be.cpu->alloc(MemoryKind::Activations, DType::F32, q_dim, n, "o");
                 Tensor og = be.gpu->alloc(MemoryKind::Activations, DType::F32, q_dim, n, "o");
                 poison(*be.gpu, og);
-                be.cpu->attention(lc, qc, ap, oc);
-                be.gpu->attention(lg, qg, ap, og);
+                be.cpu->attention(lc, qc, apc, oc);
+                be.gpu->attention(lg, qg, apg, og);
                 const auto go = get(*be.gpu, og), co = get(*be.cpu, oc);
                 std::vector<double> bound(go.size());
                 const int rep = c.n_heads / c.n_kv_heads;
@@ -622,7 +662,8 @@ TEST_CASE("store_kv + attention: prefill, decode, mixed and split-K decode, GQA,
                         const double kv_scale = c.kv == DType::F16 ? 1.001 : 1.01;
                         const double ds = (c.head_dim + 2) * kU * ap.scale * smax * kv_scale +
                                           (c.softcap > 0 ? 4 * kU * c.softcap : 0.0);
-                        const double bnd = 2 * 3 * vmax * kv_scale * (2 * ds + (p - first + 1 + 8) * kU) + 1e-30;
+                        const double bnd =
+                            2 * 3 * vmax * kv_scale * (2 * ds + (p - first + 1 + 8 + (c.sinks ? 1 : 0)) * kU) + 1e-30;
                         for (int d = 0; d < c.head_dim; ++d)
                             bound[static_cast<size_t>((t * c.n_heads + h) * c.head_dim + d)] = bnd;
                     }
@@ -647,8 +688,8 @@ TEST_CASE("store_kv + attention: prefill, decode, mixed and split-K decode, GQA,
             INFO(nb << (kvi ? " V" : " K") << " cache: " << diff << " of " << bc.size() << " bytes differ");
             CHECK(double(diff) <= (c.kv == DType::F16 ? 0.0 : 1e-3 * double(bc.size())));
         }
-        for (Tensor* t : {&lc.k, &lc.v}) be.cpu->free(*t);
-        for (Tensor* t : {&lg.k, &lg.v}) be.gpu->free(*t);
+        for (Tensor* t : {&lc.k, &lc.v, &sink_c}) be.cpu->free(*t);
+        for (Tensor* t : {&lg.k, &lg.v, &sink_g}) be.gpu->free(*t);
     }
 }
 
