@@ -1,13 +1,16 @@
 #include "app/cli/options.h"
 
 #include <cstdint>
+#include <fstream>
+#include <sstream>
 
 #include "kernels/common/error.h"
 
 namespace ember::cli {
 
 std::set<std::string> model_value_options() {
-    return {"--threads", "-t", "--ctx", "-c", "--kv-type", "--batch", "--device", "--gpu-layers"};
+    return {"--threads",           "-t", "--ctx", "-c", "--kv-type", "--batch", "--device", "--gpu-layers",
+            "--chat-template-file"};
 }
 
 std::set<std::string> sampling_value_options() {
@@ -59,6 +62,12 @@ LoadOptions load_options(const Args& args, const std::string& model_path) {
     if (kv == "f16" || kv == "F16") o.kv_type = DType::F16;
     else if (kv == "q8_0" || kv == "Q8_0") o.kv_type = DType::Q8_0;
     else throw Error("--kv-type must be f16 or q8_0");
+    if (const std::string file = args.get_or("--chat-template-file", ""); !file.empty()) {
+        std::ifstream in(file, std::ios::binary);
+        std::ostringstream text;
+        if (!(in && text << in.rdbuf())) throw Error("option --chat-template-file: cannot read '" + file + "'");
+        o.chat_template = text.str();
+    }
     return o;
 }
 
@@ -86,6 +95,7 @@ GenerateOptions generate_options(const Args& args, int32_t default_max_tokens) {
 std::string options_help() {
     return "  model:    --device auto|cpu|cuda  --gpu-layers N|auto (rest on the CPU)  --threads N  --ctx N  --kv-type "
            "f16|q8_0  --batch N\n"
+           "            --chat-template-file F (Jinja used instead of the model's own chat template)\n"
            "  sampling: -n N  --temp T (0 = greedy)  --seed S  --top-k K  --top-p P  --min-p P\n"
            "            --repeat-penalty R  --repeat-last-n N  --presence-penalty P  --frequency-penalty P  --stop "
            "TEXT\n";

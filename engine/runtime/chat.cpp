@@ -6,12 +6,21 @@ namespace {
 std::string token_text_or_empty(const Tokenizer& tok, int32_t id) {
     return id >= 0 ? tok.token_text(id) : std::string();
 }
+
+ChatRenderOptions render_options(const Model& model, bool add_generation_prompt, const TemplateKwargs& kwargs) {
+    const Tokenizer& tok = model.tokenizer();
+    ChatRenderOptions o;
+    o.add_generation_prompt = add_generation_prompt;
+    o.bos_token = token_text_or_empty(tok, tok.bos());
+    o.eos_token = token_text_or_empty(tok, tok.eos());
+    o.kwargs = kwargs;
+    return o;
+}
 }  // namespace
 
-std::string render_chat(const Model& model, const std::vector<ChatMessage>& messages, bool add_generation_prompt) {
-    const Tokenizer& tok = model.tokenizer();
-    return model.chat_template().tmpl.render(messages, add_generation_prompt, token_text_or_empty(tok, tok.bos()),
-                                             token_text_or_empty(tok, tok.eos()));
+std::string render_chat(const Model& model, const std::vector<ChatMessage>& messages, bool add_generation_prompt,
+                        const TemplateKwargs& kwargs) {
+    return model.chat_template().tmpl.render(messages, render_options(model, add_generation_prompt, kwargs));
 }
 
 std::vector<int32_t> tokenize_prompt(const Model& model, const std::string& rendered) {
@@ -22,8 +31,24 @@ std::vector<int32_t> tokenize_prompt(const Model& model, const std::string& rend
     return ids;
 }
 
-std::vector<int32_t> chat_prompt_tokens(const Model& model, const std::vector<ChatMessage>& messages) {
-    return tokenize_prompt(model, render_chat(model, messages, true));
+std::vector<int32_t> chat_prompt_tokens(const Model& model, const std::vector<ChatMessage>& messages,
+                                        const TemplateKwargs& kwargs) {
+    return tokenize_prompt(model, render_chat(model, messages, true, kwargs));
+}
+
+std::string chat_generation_prompt(const Model& model, const std::vector<ChatMessage>& messages,
+                                   const TemplateKwargs& kwargs) {
+    return model.chat_template().tmpl.generation_prompt(messages, render_options(model, true, kwargs));
+}
+
+ReasoningFormat reasoning_format(const Model& model) {
+    const Tokenizer& tok = model.tokenizer();
+    const bool think_tokens = tok.find_token("<think>") && tok.find_token("</think>");
+    return detect_reasoning_format(model.chat_template().tmpl.source(), think_tokens);
+}
+
+ReasoningControls reasoning_controls(const Model& model) {
+    return reasoning_controls(model.chat_template().tmpl.source());
 }
 
 }  // namespace ember

@@ -21,11 +21,12 @@ int64_t answer_room(int64_t n_ctx, int max_tokens) {
     return max_tokens > 0 ? std::min<int64_t>(max_tokens, quarter) : quarter;
 }
 
-FittedPrompt fit_prompt(const Model& model, std::vector<ChatMessage> turns, int64_t room) {
+FittedPrompt fit_prompt(const Model& model, std::vector<ChatMessage> turns, int64_t room,
+                        const TemplateKwargs& kwargs) {
     FittedPrompt f;
     const int64_t budget = model.n_ctx() - room;
     while (true) {
-        f.tokens = chat_prompt_tokens(model, turns);
+        f.tokens = chat_prompt_tokens(model, turns, kwargs);
         if (static_cast<int64_t>(f.tokens.size()) <= budget) return f;
         // Drop from the first non-system turn; drop a whole exchange (user + assistant) so
         // templates that insist on alternating roles still render.

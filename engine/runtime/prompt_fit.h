@@ -31,6 +31,7 @@ public:
 };
 
 // Throws ContextOverflow when even the newest message alone does not fit.
-FittedPrompt fit_prompt(const Model& model, std::vector<ChatMessage> turns, int64_t room);
+FittedPrompt fit_prompt(const Model& model, std::vector<ChatMessage> turns, int64_t room,
+                        const TemplateKwargs& kwargs = {});
 
 }  // namespace ember

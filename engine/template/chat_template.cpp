@@ -16,6 +16,10 @@ jinja::Value messages_value(const std::vector<ChatMessage>& msgs) {
         jinja::Dict d;
         d.set("role", jinja::Value(m.role));
         d.set("content", jinja::Value(m.content));
+        if (!m.reasoning_content.empty()) {
+            d.set("reasoning_content", jinja::Value(m.reasoning_content));
+            d.set("thinking", jinja::Value(m.reasoning_content));
+        }
         items.emplace_back(std::move(d));
     }
     return jinja::Value(std::move(items));
@@ -23,8 +27,12 @@ jinja::Value messages_value(const std::vector<ChatMessage>& msgs) {
 
 size_t content_bytes(const std::vector<ChatMessage>& msgs) {
     size_t n = 0;
-    for (const ChatMessage& m : msgs) n += m.role.size() + m.content.size();
+    for (const ChatMessage& m : msgs) n += m.role.size() + m.content.size() + m.reasoning_content.size();
     return n;
+}
+
+jinja::Value to_value(const TemplateArg& a) {
+    return std::visit([](const auto& v) { return jinja::Value(v); }, a);
 }
 
 }  // namespace
@@ -77,8 +85,20 @@ std::string ChatTemplate::render(const std::vector<ChatMessage>& msgs, const Cha
     vars.set("eos_token", jinja::Value(opts.eos_token));
     vars.set("tools", jinja::Value::none());
     vars.set("documents", jinja::Value::none());
+    for (const auto& [name, value] : opts.kwargs)
+        if (name != "messages") vars.set(name, to_value(value));
     jinja::Interpreter interp(*program_, limits, opts.now);
     return interp.render(vars);
+}
+
+std::string ChatTemplate::generation_prompt(const std::vector<ChatMessage>& msgs, ChatRenderOptions opts) const {
+    opts.add_generation_prompt = true;
+    const std::string with = render(msgs, opts);
+    opts.add_generation_prompt = false;
+    const std::string without = render(msgs, opts);
+    size_t n = 0;
+    while (n < with.size() && n < without.size() && with[n] == without[n]) ++n;
+    return with.substr(n);
 }
 
 namespace {

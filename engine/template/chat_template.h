@@ -36,6 +36,8 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
+#include <variant>
 #include <vector>
 
 namespace ember {
@@ -45,9 +47,21 @@ struct Program;
 }
 
 struct ChatMessage {
+    ChatMessage() = default;
+    ChatMessage(std::string r, std::string c, std::string reasoning = {})
+        : role(std::move(r)), content(std::move(c)), reasoning_content(std::move(reasoning)) {}
     std::string role;  // "system", "user", "assistant", …
     std::string content;
+    // An earlier answer's thinking (engine/template/reasoning.h), given to the template as the
+    // message's `reasoning_content` (and `thinking`, gpt-oss's name) when not empty: the
+    // template decides whether the model reads it again (Qwen3 drops old thinking).
+    std::string reasoning_content;
 };
+
+// A variable a caller adds to the template's globals (OpenAI-style `chat_template_kwargs`,
+// e.g. enable_thinking = false, reasoning_effort = "low"): a JSON scalar.
+using TemplateArg = std::variant<bool, int64_t, double, std::string>;
+using TemplateKwargs = std::vector<std::pair<std::string, TemplateArg>>;
 
 struct ChatRenderOptions {
     bool add_generation_prompt = true;
@@ -58,6 +72,9 @@ struct ChatRenderOptions {
     std::optional<std::time_t> now;
     // Output budget. 0: 1 MiB plus four times the size of the messages.
     size_t max_output_bytes = 0;
+    // Set after the standard variables, so they may replace them as the keyword arguments of
+    // transformers' apply_chat_template do (`messages` excepted).
+    TemplateKwargs kwargs;
 };
 
 class ChatTemplate {
@@ -74,6 +91,10 @@ public:
     std::string render(const std::vector<ChatMessage>& msgs, bool add_generation_prompt, const std::string& bos_token,
                        const std::string& eos_token) const;
     std::string render(const std::vector<ChatMessage>& msgs, const ChatRenderOptions& opts) const;
+    // What add_generation_prompt appends for this conversation (the text the model's answer
+    // continues: "<|im_start|>assistant\n", or "…<think>\n" when the template opens the
+    // thinking): the render with it, less the common prefix with the render without it.
+    std::string generation_prompt(const std::vector<ChatMessage>& msgs, ChatRenderOptions opts) const;
 
     const std::string& source() const { return *source_; }
 

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "engine/gguf/gguf.h"
+#include "engine/template/chat_template.h"
 #include "engine/template/reasoning.h"
 #include "engine/tokenizer/detokenizer.h"
 #include "engine/tokenizer/tokenizer.h"
@@ -220,4 +221,34 @@ TEST_CASE("formatAndControlsFromRealTemplates") {
     CHECK(detect_reasoning_format(qwen25, true) == ReasoningFormat::ThinkTags);  // the vocabulary says so
     CHECK(!reasoning_controls(qwen25).enable_thinking);
     CHECK(!reasoning_controls("{{ my_enable_thinking_flag }}").enable_thinking);  // a whole name only
+}
+
+TEST_CASE("qwen3TemplateReadsReasoningContentAndEnableThinking") {
+    const ChatTemplate t = ChatTemplate::compile(llama_cpp_template("Qwen-Qwen3-0.6B.jinja"));
+    const std::vector<ChatMessage> chat = {
+        {"user", "Hi"}, {"assistant", "Hello!", "The user greets me."}, {"user", "2+2?"}};
+    ChatRenderOptions o;
+    CHECK(t.generation_prompt(chat, o) == "<|im_start|>assistant\n");
+    o.kwargs = {{"enable_thinking", false}};
+    CHECK(t.generation_prompt(chat, o) == "<|im_start|>assistant\n<think>\n\n</think>\n\n");
+    // An earlier answer's thinking reaches the template, which drops it before a newer question...
+    const std::string prompt = t.render(chat, o);
+    CHECK(prompt.find("<|im_start|>assistant\nHello!<|im_end|>") != std::string::npos);
+    CHECK(prompt.find("The user greets me.") == std::string::npos);
+    // ...and keeps it in the turn after the last question (an answer being continued).
+    o.add_generation_prompt = false;
+    const std::string last = t.render({chat[0], chat[1]}, o);
+    CHECK(last.find("<|im_start|>assistant\n<think>\nThe user greets me.\n</think>\n\nHello!") != std::string::npos);
+}
+
+TEST_CASE("gptOssTemplateTakesTheEffortAndNoThinkingMarkersInContent") {
+    const ChatTemplate t = ChatTemplate::compile(llama_cpp_template("openai-gpt-oss-120b.jinja"));
+    ChatRenderOptions o;
+    o.now = 1700000000;
+    o.kwargs = {{"reasoning_effort", std::string("low")}};
+    const std::vector<ChatMessage> chat = {{"user", "Hi"}, {"assistant", "Hello!", "Greeting."}, {"user", "2+2?"}};
+    const std::string prompt = t.render(chat, o);
+    CHECK(prompt.find("Reasoning: low\n") != std::string::npos);
+    CHECK(prompt.find("Greeting.") == std::string::npos);  // gpt-oss drops earlier thinking
+    CHECK(t.generation_prompt(chat, o) == "<|start|>assistant");
 }
