@@ -75,8 +75,8 @@ public:
 private:
     enum class Section : uint8_t { Content, Reasoning, Header };
     void apply(Action a);
-    void write_out(std::string_view text, SplitText& out);
-    void flush_section() { trailing_ws_.clear(); }  // the section ends: its trailing whitespace goes
+    void write_out(std::string_view text, SplitText& out);  // not "emit": Qt defines that macro
+    void flush_section() { trailing_ws_.clear(); }          // the section ends: its trailing whitespace goes
     void enter(Section s);
     void drain(SplitText& out, bool at_end);
 
