@@ -208,6 +208,10 @@ void ReasoningSplitter::enter(Section s) {
 
 void ReasoningSplitter::write_out(std::string_view text, SplitText& out) {
     if (text.empty()) return;
+    if (format_ == ReasoningFormat::None) {  // no thinking: the text as it is, untrimmed
+        out.content += text;
+        return;
+    }
     if (section_ == Section::Header) {
         header_ += text;
         if (header_.size() <= kMaxHeader) return;

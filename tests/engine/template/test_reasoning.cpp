@@ -198,7 +198,8 @@ TEST_CASE("markersNeverReachTheAnswer") {
 TEST_CASE("noFormatPassesEverythingThrough") {
     ReasoningSplitter s(ReasoningFormat::None);
     s.prime("<|im_start|>assistant\n");
-    CHECK(s.feed("<think>x</think> y").content == "<think>x</think> y");
+    CHECK(s.feed("  <think>x</think> y\n").content == "  <think>x</think> y\n");  // untrimmed too
+    CHECK(s.finish().empty());
 }
 
 TEST_CASE("formatAndControlsFromRealTemplates") {
