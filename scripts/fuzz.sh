@@ -22,7 +22,7 @@ cd "$(dirname "$0")/.."
 seconds="${1:-60}"
 shift || true
 targets=("$@")
-[[ ${#targets[@]} -gt 0 ]] || targets=(fuzz_gguf fuzz_jinja fuzz_tool_json fuzz_tokenizer fuzz_gguf_prefix fuzz_hub fuzz_logits_file fuzz_server_request fuzz_kv_block)
+[[ ${#targets[@]} -gt 0 ]] || targets=(fuzz_gguf fuzz_jinja fuzz_tool_json fuzz_tokenizer fuzz_gguf_prefix fuzz_hub fuzz_logits_file fuzz_server_request fuzz_kv_block fuzz_reasoning)
 testdata="${EMBER_TESTDATA_DIR:-$(pwd)/../shared/testdata}"
 export EMBER_TESTDATA_DIR="$testdata"
 
@@ -55,6 +55,7 @@ for t in "${targets[@]}"; do
     hub) args+=(-max_len=8192) ;;
     logits_file) args+=(-max_len=8192) ;;
     kv_block) args+=(-max_len=4096) ;;
+    reasoning) args+=(-max_len=4096) ;;
     server_request) args+=(-max_len=16384 -dict=tests/fuzz/server_request.dict) ;;
   esac
   corpora=("$out/corpus-$name")

@@ -109,6 +109,7 @@ Item {
         }
 
         Rectangle { Layout.fillWidth: true; height: 1; color: Theme.border }
+        ReasoningControls { objectName: "reasoningControls"; Layout.fillWidth: true }
         ContextMeter { objectName: "contextMeter"; Layout.fillWidth: true }
         InputBox {
             id: input

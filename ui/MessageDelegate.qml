@@ -3,7 +3,8 @@
 // actions: copy, edit and resend (user), regenerate (last answer). An answer that failed
 // shows why in its place, with Retry and, for a message too long for the context, a longer
 // context; an answer whose prompt left out the oldest messages says so above it. Both are
-// stored with the message: they are there after a restart too.
+// stored with the message: they are there after a restart too. A reasoning model's thinking
+// sits above its answer, collapsed (ThinkingSection.qml); the answer text never holds it.
 import QtQuick
 import QtQuick.Controls
 import QtQuick.Layouts
@@ -20,11 +21,15 @@ Item {
     required property string error
     required property int neededContext
     required property int droppedMessages
+    required property string reasoning
+    required property real thinkingMs
+    required property var thinkingSince
 
     readonly property bool isUser: role === "user"
     readonly property bool isLast: index === ListView.view.count - 1
     readonly property bool streaming: messageState === "streaming"
     readonly property bool failed: error.length > 0
+    readonly property bool hasThinking: reasoning.length > 0
     function count(n) { return n.toLocaleString(Qt.locale(), "f", 0) }
     property bool editing: false
     function saveEdit() {
@@ -56,6 +61,17 @@ Item {
                     .arg(root.droppedMessages)
         }
 
+        ThinkingSection {
+            objectName: "thinkingSection"
+            visible: root.hasThinking
+            Layout.fillWidth: true
+            reasoning: root.reasoning
+            streaming: root.streaming
+            thinking: root.streaming && root.content.length === 0
+            thinkingMs: root.thinkingMs
+            thinkingSince: root.thinkingSince
+        }
+
         Rectangle {
             id: bubble
             objectName: "bubble"
@@ -68,7 +84,8 @@ Item {
                                    : Math.min(column.width, Math.max(body.implicitTextWidth + 28 + searchSlack, 60))
             // Search hits are drawn bold: room for them, so a short line does not wrap.
             readonly property int searchSlack: Chat.conversations.searchQuery.length > 0 ? 12 : 0
-            visible: !root.failed || root.content.length > 0
+            // No empty bubble under a thinking that has not answered (yet, or at all).
+            visible: (!root.failed || root.content.length > 0) && !(root.hasThinking && root.content.length === 0)
             implicitHeight: (root.editing ? editor.implicitHeight : body.height) + 20
             radius: Theme.radius
             color: root.isUser ? Theme.userBubble : Theme.assistantBubble

@@ -2,7 +2,9 @@
 // template. One user turn per line of standard input, so it also works in a pipe; the
 // conversation (and its KV cache) carries over from turn to turn. A turn that fails (a line
 // too long for the context, a model file changed underneath, ...) is reported on stderr and
-// the session goes on with the next line; the exit status is then 1.
+// the session goes on with the next line; the exit status is then 1. A model that thinks first
+// (engine/template/reasoning.h) has its thinking written to stderr and kept apart from the
+// reply on stdout; the next turn gives it back to the template as reasoning_content.
 #include <cstdio>
 #include <iostream>
 #include <string>
@@ -41,22 +43,34 @@ GenerateStats run_turn(Model& model, Sequence& seq, Conversation& conv, const st
         conv.reset();
         throw Error(what + "; the conversation so far was cleared, the next message starts a new one");
     }
-    std::string reply;
+    std::string reply, thinking;
+    ReasoningSplitter split(reasoning_format(model));
+    if (split.format() != ReasoningFormat::None) split.prime(chat_generation_prompt(model, messages));
+    bool thinking_line = false;  // stderr holds an unfinished line of thinking
+    auto show = [&](const SplitText& t) {
+        thinking += t.reasoning;
+        reply += t.content;
+        std::fwrite(t.reasoning.data(), 1, t.reasoning.size(), stderr);
+        thinking_line = thinking_line || !t.reasoning.empty();
+        if (thinking_line && !t.content.empty()) std::fputs("\n", stderr), thinking_line = false;
+        std::fwrite(t.content.data(), 1, t.content.size(), stdout);
+        std::fflush(stdout);
+    };
     GenerateStats st;
     try {
         st = seq.generate(prompt, gen, [&](std::string_view t) {
-            reply += t;
-            std::fwrite(t.data(), 1, t.size(), stdout);
-            std::fflush(stdout);
+            show(split.feed(t));
             return true;
         });
+        show(split.finish());
     } catch (...) {
         if (!reply.empty()) std::fputs("\n", stdout), std::fflush(stdout);
         throw;
     }
+    if (thinking_line) std::fputs("\n", stderr);
     std::fputs("\n", stdout);
     std::fflush(stdout);
-    messages.push_back({"assistant", reply});
+    messages.push_back({"assistant", reply, thinking});
     conv.messages = std::move(messages);
     return st;
 }

@@ -1,14 +1,24 @@
 #include "app/cli/options.h"
 
 #include <cstdint>
+#include <fstream>
+#include <sstream>
 
 #include "kernels/common/error.h"
 
 namespace ember::cli {
 
 std::set<std::string> model_value_options() {
-    return {"--threads",          "-t", "--ctx", "-c", "--kv-type", "--batch", "--device", "--gpu-layers",
-            "--gpu-expert-layers"};
+    return {"--threads",
+            "-t",
+            "--ctx",
+            "-c",
+            "--kv-type",
+            "--batch",
+            "--device",
+            "--gpu-layers",
+            "--gpu-expert-layers",
+            "--chat-template-file"};
 }
 
 std::set<std::string> sampling_value_options() {
@@ -61,6 +71,12 @@ LoadOptions load_options(const Args& args, const std::string& model_path) {
     if (kv == "f16" || kv == "F16") o.kv_type = DType::F16;
     else if (kv == "q8_0" || kv == "Q8_0") o.kv_type = DType::Q8_0;
     else throw Error("--kv-type must be f16 or q8_0");
+    if (const std::string file = args.get_or("--chat-template-file", ""); !file.empty()) {
+        std::ifstream in(file, std::ios::binary);
+        std::ostringstream text;
+        if (!(in && text << in.rdbuf())) throw Error("option --chat-template-file: cannot read '" + file + "'");
+        o.chat_template = text.str();
+    }
     return o;
 }
 
@@ -90,6 +106,7 @@ std::string options_help() {
            "f16|q8_0  --batch N\n"
            "            --gpu-expert-layers N (mixture of experts: the experts of the GPU's layers past the first N "
            "in RAM)\n"
+           "            --chat-template-file F (Jinja used instead of the model's own chat template)\n"
            "  sampling: -n N  --temp T (0 = greedy)  --seed S  --top-k K  --top-p P  --min-p P\n"
            "            --repeat-penalty R  --repeat-last-n N  --presence-penalty P  --frequency-penalty P  --stop "
            "TEXT\n";

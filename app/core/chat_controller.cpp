@@ -1,5 +1,6 @@
 #include "app/core/chat_controller.h"
 
+#include <QDateTime>
 #include <algorithm>
 #include <utility>
 
@@ -16,7 +17,8 @@ namespace {
 // A failed answer that wrote nothing: it stands in the transcript (its error, Retry), but the
 // model never sees it, nor the message it failed to answer, in later turns.
 bool failed_unanswered(const Message& m) {
-    return m.role == QLatin1String("assistant") && !m.stats.error.isEmpty() && m.content.isEmpty();
+    return m.role == QLatin1String("assistant") && !m.stats.error.isEmpty() && m.content.isEmpty() &&
+           m.reasoning.isEmpty();
 }
 
 // The turns the model reads: the stored messages less failed exchanges (the newest message
@@ -27,7 +29,7 @@ QVector<ChatTurn> turns_for_model(const std::vector<Message>& msgs) {
         const bool failed_question =
             msgs[i].role == QLatin1String("user") && i + 1 < msgs.size() && failed_unanswered(msgs[i + 1]);
         if (failed_question || failed_unanswered(msgs[i])) continue;
-        out.push_back({msgs[i].role, msgs[i].content});
+        out.push_back({msgs[i].role, msgs[i].content, msgs[i].reasoning});
     }
     return out;
 }
@@ -228,14 +230,15 @@ void ChatController::start_answer() {
     GenerationRequest req;
     req.id = host_.nextRequestId();
     req.conversation_id = current_;
-    if (!conv->system_prompt.trimmed().isEmpty()) req.turns.push_back({QStringLiteral("system"), conv->system_prompt});
+    if (!conv->system_prompt.trimmed().isEmpty())
+        req.turns.push_back({QStringLiteral("system"), conv->system_prompt, {}});
     req.turns += turns_for_model(store_.messages(current_));
     req.sampling = SamplingSettings::from_json(conv->sampling_json);
     store_.set_model(current_, models_.path());
 
     const Message answer = store_.add_message(current_, QStringLiteral("assistant"), {}, MessageState::Streaming);
     messages_->append(answer);
-    active_[req.id] = Active{current_, std::make_unique<StreamSaver>(store_, answer.id)};
+    active_[req.id] = Active{current_, std::make_unique<StreamSaver>(store_, answer.id), 0};
     host_.generate(req);
     update_generating();
     conversations_->refresh();  // this chat moves to the top
@@ -313,9 +316,14 @@ void ChatController::selectConversation(qint64 id) {
         for (const auto& [req, a] : active_) {
             if (a.conversation_id != id) continue;
             for (Message& m : msgs)
-                if (m.id == a.saver->message_id()) m.content = a.saver->content();
+                if (m.id == a.saver->message_id()) {
+                    m.content = a.saver->content();
+                    m.reasoning = a.saver->reasoning();
+                }
         }
         messages_->reset(std::move(msgs));
+        for (const auto& [req, a] : active_)
+            if (a.conversation_id == id) messages_->setThinkingSince(a.saver->message_id(), a.thinking_since);
         emit currentChanged();
         emit settingsChanged();
         emit generatingChanged();
@@ -375,12 +383,14 @@ void ChatController::purgeDeleted() {
     });
 }
 
-void ChatController::on_text(quint64 request_id, const QString& text, int pieces) {
+void ChatController::on_text(quint64 request_id, const QString& text, int pieces, const QString& reasoning) {
     guard([&] {
         auto it = active_.find(request_id);
         if (it == active_.end()) return;
-        it->second.saver->append(text, pieces);
-        if (it->second.conversation_id == current_) messages_->appendText(it->second.saver->message_id(), text);
+        Active& a = it->second;
+        if (!reasoning.isEmpty() && a.thinking_since == 0) a.thinking_since = QDateTime::currentMSecsSinceEpoch();
+        a.saver->append(text, pieces, reasoning);
+        if (a.conversation_id == current_) messages_->appendText(a.saver->message_id(), text, reasoning);
     });
 }
 
@@ -402,6 +412,7 @@ void ChatController::on_finished(quint64 request_id, const GenerationResult& r) 
         stats.model = r.model_name;
         stats.stop_reason = r.stop_reason;
         if (r.dropped_turns > 0) stats.dropped_messages = r.dropped_turns;  // shown beside the answer
+        if (r.thinking_ms > 0) stats.thinking_ms = r.thinking_ms;
         end_answer(it, MessageState::Complete, stats, to_string(r.stop_reason));
     });
 }
@@ -427,7 +438,7 @@ void ChatController::end_answer(std::map<quint64, Active>::iterator it, MessageS
     const int64_t msg = saver.message_id();
     // The answer leaves active_ whatever the store says, or it would look busy forever.
     guard([&] {
-        if (saver.content().isEmpty() && stats.error.isEmpty()) {
+        if (saver.content().isEmpty() && saver.reasoning().isEmpty() && stats.error.isEmpty()) {
             // Nothing was written (stopped before the first token): no empty bubble.
             store_.delete_from(msg);
             if (conv == current_) messages_->removeFrom(msg);

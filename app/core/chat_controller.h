@@ -109,6 +109,7 @@ private:
     struct Active {
         qint64 conversation_id = 0;
         std::unique_ptr<StreamSaver> saver;
+        qint64 thinking_since = 0;  // when its first thinking arrived (ms since the epoch; 0: none yet)
     };
 
     bool is_generating(qint64 conversation_id) const;
@@ -140,7 +141,7 @@ private:
     void cancel_conversation(qint64 id);
     void update_generating();
 
-    void on_text(quint64 request_id, const QString& text, int pieces);
+    void on_text(quint64 request_id, const QString& text, int pieces, const QString& reasoning);
     void on_finished(quint64 request_id, const GenerationResult& r);
     void on_failed(quint64 request_id, const QString& error, qint64 needed_ctx);
     void end_answer(std::map<quint64, Active>::iterator it, MessageState state, const MessageStats& stats,

@@ -14,6 +14,7 @@ namespace ember::app {
 struct ChatTurn {
     QString role;  // "system", "user", "assistant"
     QString content;
+    QString reasoning;  // an earlier answer's thinking: the chat template decides whether the model reads it
 };
 
 struct GenerationRequest {
@@ -27,7 +28,9 @@ struct GenerationResult {
     int prompt_tokens = 0;
     int reused_tokens = 0;  // prompt tokens already in the KV cache
     int generated_tokens = 0;
-    int dropped_turns = 0;  // oldest turns left out so the prompt fits the context
+    int dropped_turns = 0;     // oldest turns left out so the prompt fits the context
+    int reasoning_tokens = 0;  // of the generated ones, thinking
+    double thinking_ms = 0;    // from the first thinking text to the first answer text (or the end)
     double ttft_ms = 0;
     double prefill_tok_s = 0;
     double decode_tok_s = 0;
@@ -63,7 +66,10 @@ struct LoadedModelInfo {
     int n_seqs = 0;
     QString kv_size;           // "189.0 MiB"
     QString chat_template;     // which template is used and why
-    QString template_warning;  // set when the model's own template is not used as is
+    QString reasoning_format;  // how it writes its thinking (engine/template/reasoning.h): "none", "think", …
+    bool reads_enable_thinking = false;   // its template has a thinking switch
+    bool reads_reasoning_effort = false;  // its template takes an effort (gpt-oss)
+    QString template_warning;             // set when the model's own template is not used as is
     double load_ms = 0;
 };
 

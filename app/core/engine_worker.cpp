@@ -9,6 +9,7 @@
 #include "engine/core/log.h"
 #include "engine/fit/context_choice.h"
 #include "engine/fit/measured_budget.h"
+#include "engine/runtime/chat.h"
 #include "engine/runtime/prompt_fit.h"
 #include "engine/runtime/model.h"
 #include "engine/telemetry/energy.h"
@@ -36,6 +37,10 @@ LoadedModelInfo describe(const ember::Model& m, const QString& path, double load
     // The device and why it was chosen ("cuda:0 ...", or the CPU with the reason CUDA was not used).
     i.backend = q(m.backend().name()) + QStringLiteral(" — ") + q(m.device_reason());
     i.chat_template = q(m.chat_template().source_desc);
+    i.reasoning_format = q(std::string(ember::reasoning_format_name(ember::reasoning_format(m))));
+    const ember::ReasoningControls rc = ember::reasoning_controls(m);
+    i.reads_enable_thinking = rc.enable_thinking;
+    i.reads_reasoning_effort = rc.reasoning_effort;
     if (m.chat_template().warning) i.template_warning = q(*m.chat_template().warning);
     i.load_ms = load_ms;
     return i;
@@ -95,6 +100,7 @@ void fill_stats(GenerationResult& r, const ember::RequestStats& s) {
     r.prompt_tokens = s.prompt_tokens;
     r.reused_tokens = s.reused_tokens;
     r.generated_tokens = s.generated_tokens;
+    r.reasoning_tokens = s.reasoning_tokens;
     r.dropped_turns = s.dropped_turns;
     r.ttft_ms = s.ttft_ms;  // from the request's submission: what the user waited
     const double prefill_ms = s.ttft_ms - s.queue_wait_ms;
@@ -106,7 +112,9 @@ void fill_stats(GenerationResult& r, const ember::RequestStats& s) {
 ember::EngineRequest to_engine_request(const GenerationRequest& req, uint64_t fresh_seed) {
     ember::EngineRequest e;
     e.messages.reserve(static_cast<size_t>(req.turns.size()));
-    for (const ChatTurn& t : req.turns) e.messages.push_back({t.role.toStdString(), t.content.toStdString()});
+    for (const ChatTurn& t : req.turns)
+        e.messages.push_back({t.role.toStdString(), t.content.toStdString(), t.reasoning.toStdString()});
+    e.template_options = req.sampling.template_options();
     e.fit_context = true;  // the oldest turns make way (the answer says how many)
     e.sampling = req.sampling.to_params(fresh_seed);
     e.max_tokens = req.sampling.max_tokens;
@@ -129,6 +137,8 @@ struct EngineWorker::Answer {
     TextBatcher batch;
     bool started = false;  // admitted into the running batch
     bool got_text = false;
+    // How long it thought: from its first thinking text to its first answer text.
+    std::chrono::steady_clock::time_point thinking_from{}, thinking_to{};
 };
 
 EngineWorker::EngineWorker() {
@@ -288,9 +298,25 @@ void EngineWorker::generate(const GenerationRequest& req) {
 
 void EngineWorker::flush_text(Answer& a) {
     if (a.batch.empty()) return;
+    QString reasoning = a.batch.take_reasoning();
     auto [s, n] = a.batch.take();
-    emit textReady(a.id, s, n);
+    emit textReady(a.id, s, n, reasoning);
 }
+
+namespace {
+void time_thinking(std::chrono::steady_clock::time_point& from, std::chrono::steady_clock::time_point& to,
+                   const ember::EngineEvent& e) {
+    using Clock = std::chrono::steady_clock;
+    if (!e.reasoning.empty() && from == Clock::time_point{}) from = Clock::now();
+    if (!e.text.empty() && from != Clock::time_point{} && to == Clock::time_point{}) to = Clock::now();
+}
+double thinking_ms(std::chrono::steady_clock::time_point from, std::chrono::steady_clock::time_point to) {
+    using Clock = std::chrono::steady_clock;
+    if (from == Clock::time_point{}) return 0;
+    if (to == Clock::time_point{}) to = Clock::now();  // never answered: thought to the end
+    return std::chrono::duration<double, std::milli>(to - from).count();
+}
+}  // namespace
 
 void EngineWorker::on_event(Answer& a, ember::EngineEvent&& e) {
     using Kind = ember::EngineEvent::Kind;
@@ -309,7 +335,8 @@ void EngineWorker::on_event(Answer& a, ember::EngineEvent&& e) {
                 std::lock_guard lock(energy_mutex_);
                 ledger_.first_token(a.id, energy_->sample());
             }
-            if (a.batch.add(e.text.data(), e.text.size())) flush_text(a);
+            time_thinking(a.thinking_from, a.thinking_to, e);
+            if (a.batch.add(e.text.data(), e.text.size(), e.reasoning)) flush_text(a);
             return;
         case Kind::Finished: {
             flush_text(a);
@@ -321,6 +348,7 @@ void EngineWorker::on_event(Answer& a, ember::EngineEvent&& e) {
                 fill_stats(r, e.stats);
             }
             r.model_name = a.model_name;
+            r.thinking_ms = thinking_ms(a.thinking_from, a.thinking_to);
             a.ended = true;
             emit generationFinished(a.id, r);
             return;

@@ -82,8 +82,9 @@ signals:
     void modelUnloaded();
     // From the scheduler's thread (queued to the GUI): admitted into the running batch.
     void generationStarted(quint64 request_id);
-    // Text batched at <= ~60 Hz per answer; `pieces` counts the engine events it came from.
-    void textReady(quint64 request_id, const QString& text, int pieces);
+    // Text batched at <= ~60 Hz per answer; `pieces` counts the engine events it came from;
+    // `reasoning`: a reasoning model's thinking that came with it (never part of `text`).
+    void textReady(quint64 request_id, const QString& text, int pieces, const QString& reasoning);
     void generationFinished(quint64 request_id, const ember::app::GenerationResult& result);
     // `needed_ctx`: the message alone did not fit the context; the context that would hold it
     // (0 for any other failure).

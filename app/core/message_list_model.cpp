@@ -1,5 +1,7 @@
 #include "app/core/message_list_model.h"
 
+#include <QDateTime>
+
 #include "app/core/stats_format.h"
 
 namespace ember::app {
@@ -29,6 +31,12 @@ QVariant MessageListModel::data(const QModelIndex& index, int role) const {
             return m->stats.needed_ctx.value_or(0);
         case DroppedMessagesRole:
             return m->stats.dropped_messages.value_or(0);
+        case ReasoningRole:
+            return m->reasoning;
+        case ThinkingMsRole:
+            return m->stats.thinking_ms.value_or(0.0);
+        case ThinkingSinceRole:
+            return QVariant::fromValue<qint64>(thinking_since_.value(m->id, 0));
         default:
             return {};
     }
@@ -43,12 +51,16 @@ QHash<int, QByteArray> MessageListModel::roleNames() const {
             {CreatedRole, "createdAt"},
             {ErrorRole, "error"},
             {NeededContextRole, "neededContext"},
-            {DroppedMessagesRole, "droppedMessages"}};
+            {DroppedMessagesRole, "droppedMessages"},
+            {ReasoningRole, "reasoning"},
+            {ThinkingMsRole, "thinkingMs"},
+            {ThinkingSinceRole, "thinkingSince"}};
 }
 
 void MessageListModel::reset(std::vector<Message> messages) {
     beginResetModel();
     rows_ = std::move(messages);
+    thinking_since_.clear();
     endResetModel();
     emit countChanged();
 }
@@ -61,11 +73,26 @@ void MessageListModel::append(const Message& m) {
     emit countChanged();
 }
 
-void MessageListModel::appendText(int64_t message_id, const QString& text) {
+void MessageListModel::appendText(int64_t message_id, const QString& text, const QString& reasoning) {
     const int row = rowOf(message_id);
     if (row < 0) return;
-    rows_[static_cast<size_t>(row)].content += text;
-    emit dataChanged(index(row), index(row), {ContentRole});
+    Message& m = rows_[static_cast<size_t>(row)];
+    m.content += text;
+    m.reasoning += reasoning;
+    QList<int> roles{ContentRole};
+    if (!reasoning.isEmpty()) roles << ReasoningRole;
+    if (!reasoning.isEmpty() && !thinking_since_.contains(message_id)) {
+        thinking_since_.insert(message_id, QDateTime::currentMSecsSinceEpoch());
+        roles << ThinkingSinceRole;
+    }
+    emit dataChanged(index(row), index(row), roles);
+}
+
+void MessageListModel::setThinkingSince(int64_t message_id, qint64 ms_since_epoch) {
+    const int row = rowOf(message_id);
+    if (row < 0 || ms_since_epoch <= 0) return;
+    thinking_since_.insert(message_id, ms_since_epoch);
+    emit dataChanged(index(row), index(row), {ThinkingSinceRole});
 }
 
 void MessageListModel::update(const Message& m) {
@@ -73,7 +100,8 @@ void MessageListModel::update(const Message& m) {
     if (row < 0) return;
     rows_[static_cast<size_t>(row)] = m;
     emit dataChanged(index(row), index(row),
-                     {ContentRole, StateRole, StatsRole, ErrorRole, NeededContextRole, DroppedMessagesRole});
+                     {ContentRole, StateRole, StatsRole, ErrorRole, NeededContextRole, DroppedMessagesRole,
+                      ReasoningRole, ThinkingMsRole});
 }
 
 void MessageListModel::removeFrom(int64_t message_id) {

@@ -22,6 +22,9 @@ public:
         ErrorRole,            // why the answer failed ("": it did not)
         NeededContextRole,    // the context a message too long would need (0: not that)
         DroppedMessagesRole,  // oldest messages left out of the answer's prompt (0: none)
+        ReasoningRole,        // a reasoning model's thinking ("": none), never part of the content
+        ThinkingMsRole,       // how long it thought (0: unknown, or still thinking)
+        ThinkingSinceRole,    // still streaming: when its thinking began (ms since the epoch; 0: not begun)
     };
 
     using QAbstractListModel::QAbstractListModel;
@@ -33,7 +36,9 @@ public:
 
     void reset(std::vector<Message> messages);
     void append(const Message& m);
-    void appendText(int64_t message_id, const QString& text);
+    void appendText(int64_t message_id, const QString& text, const QString& reasoning = {});
+    // When the streaming answer's thinking began (kept across reset(): see ChatController).
+    void setThinkingSince(int64_t message_id, qint64 ms_since_epoch);
     void update(const Message& m);        // content, state, stats of an existing row
     void removeFrom(int64_t message_id);  // this message and every later one
     int rowOf(int64_t message_id) const;
@@ -47,6 +52,7 @@ signals:
 
 private:
     std::vector<Message> rows_;
+    QHash<int64_t, qint64> thinking_since_;
 };
 
 }  // namespace ember::app

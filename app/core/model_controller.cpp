@@ -93,6 +93,9 @@ QVariantMap ModelController::details() const {
             {"cachedChats", info_.n_seqs},
             {"kvSize", info_.kv_size},
             {"chatTemplate", info_.chat_template},
+            {"reasoningFormat", info_.reasoning_format},
+            {"readsEnableThinking", info_.reads_enable_thinking},
+            {"readsReasoningEffort", info_.reads_reasoning_effort},
             {"templateWarning", info_.template_warning},
             {"templateNotice", template_notice(info_.template_warning)},
             {"loadMs", info_.load_ms}};

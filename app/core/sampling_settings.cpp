@@ -37,6 +37,10 @@ SamplingSettings from_map(const QVariantMap& m) {
     bool ok = false;
     const qint64 seed = m.value(QStringLiteral("seed")).toLongLong(&ok);
     if (ok) s.seed = seed;
+    if (const QVariant t = m.value(QStringLiteral("thinking")); t.isValid()) s.thinking = t.toBool();
+    const QString effort = m.value(QStringLiteral("reasoning_effort")).toString();
+    if (effort == QLatin1String("low") || effort == QLatin1String("medium") || effort == QLatin1String("high"))
+        s.reasoning_effort = effort;
     return s;
 }
 
@@ -53,6 +57,8 @@ QVariantMap SamplingSettings::to_variant() const {
     for (const Field& f : kFields)
         m.insert(QLatin1String(f.key), f.real ? QVariant(this->*f.real) : QVariant(this->*f.integer));
     m.insert(QStringLiteral("seed"), seed);
+    m.insert(QStringLiteral("thinking"), thinking);
+    m.insert(QStringLiteral("reasoning_effort"), reasoning_effort);
     return m;
 }
 
@@ -69,6 +75,14 @@ ember::SamplingParams SamplingSettings::to_params(uint64_t fresh_seed) const {
     p.repeat_penalty = static_cast<float>(repeat_penalty);
     p.seed = seed >= 0 ? static_cast<uint64_t>(seed) : fresh_seed;
     return p;
+}
+
+// Both always: a template that does not read a variable ignores it.
+ember::ChatRenderOptions SamplingSettings::template_options() const {
+    ember::ChatRenderOptions o;
+    o.enable_thinking = thinking;
+    o.reasoning_effort = reasoning_effort.toStdString();
+    return o;
 }
 
 }  // namespace ember::app

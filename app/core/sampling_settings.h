@@ -6,6 +6,7 @@
 #include <QVariantMap>
 
 #include "engine/sampling/sampler.h"
+#include "engine/template/chat_template.h"
 
 namespace ember::app {
 
@@ -17,6 +18,10 @@ struct SamplingSettings {
     double repeat_penalty = 1.1;
     int max_tokens = 1024;  // < 0: until the model stops or the context is full
     qint64 seed = -1;       // < 0: a new seed for every answer
+    // Reasoning models, given to templates that read them (engine/template/reasoning.h):
+    // `enable_thinking` (Qwen3, Gemma 4) and `reasoning_effort` (gpt-oss: low, medium, high).
+    bool thinking = true;
+    QString reasoning_effort = QStringLiteral("medium");
 
     static SamplingSettings from_json(const QString& json);
     static SamplingSettings from_variant(const QVariantMap& map);  // from QML
@@ -24,6 +29,8 @@ struct SamplingSettings {
     QVariantMap to_variant() const;
     // `fresh_seed` is used when seed < 0.
     ember::SamplingParams to_params(uint64_t fresh_seed) const;
+    // The template variables for EngineRequest::template_options.
+    ember::ChatRenderOptions template_options() const;
     bool operator==(const SamplingSettings&) const = default;
 };
 

@@ -4,6 +4,8 @@
 #pragma once
 #include <QElapsedTimer>
 #include <QString>
+#include <string_view>
+#include <utility>
 
 namespace ember::app {
 
@@ -11,13 +13,17 @@ class TextBatcher {
 public:
     explicit TextBatcher(int interval_ms = 16) : interval_ms_(interval_ms) { timer_.start(); }
 
-    // Adds a piece; returns true when the batch should be sent now.
-    bool add(const char* data, size_t size) {
+    // Adds a piece (answer text, and a reasoning model's thinking); returns true when the
+    // batch should be sent now.
+    bool add(const char* data, size_t size, std::string_view reasoning = {}) {
         pending_ += QString::fromUtf8(data, static_cast<qsizetype>(size));
+        reasoning_ += QString::fromUtf8(reasoning.data(), static_cast<qsizetype>(reasoning.size()));
         ++pieces_;
         return timer_.elapsed() >= interval_ms_;
     }
-    bool empty() const { return pending_.isEmpty() && pieces_ == 0; }
+    bool empty() const { return pending_.isEmpty() && reasoning_.isEmpty() && pieces_ == 0; }
+    // The batch's thinking; take() then hands over the rest.
+    QString take_reasoning() { return std::exchange(reasoning_, QString()); }
     // Hands over the batch (text, pieces) and starts a new interval.
     std::pair<QString, int> take() {
         std::pair<QString, int> out{std::move(pending_), pieces_};
@@ -30,6 +36,7 @@ public:
 private:
     int interval_ms_;
     QString pending_;
+    QString reasoning_;
     int pieces_ = 0;
     QElapsedTimer timer_;
 };

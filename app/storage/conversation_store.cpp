@@ -37,7 +37,7 @@ Conversation read_conversation(const Stmt& s) {
 
 constexpr const char* kMessageColumns =
     "id, conversation_id, role, content, created_at, state, ttft_ms, tok_s, n_tokens, model, stop_reason, "
-    "prompt_tokens, reused_tokens, energy_j, error, needed_ctx, dropped_messages";
+    "prompt_tokens, reused_tokens, energy_j, error, needed_ctx, dropped_messages, reasoning, thinking_ms";
 
 Message read_message(const Stmt& s) {
     Message m;
@@ -58,6 +58,8 @@ Message read_message(const Stmt& s) {
     m.stats.error = s.text(14);
     if (!s.is_null(15)) m.stats.needed_ctx = static_cast<int>(s.int64(15));
     if (!s.is_null(16)) m.stats.dropped_messages = static_cast<int>(s.int64(16));
+    m.reasoning = s.text(17);
+    if (!s.is_null(18)) m.stats.thinking_ms = s.real(18);
     return m;
 }
 
@@ -391,11 +393,12 @@ void ConversationStore::touch(Db& db, int64_t conversation_id) {
 }
 
 Message ConversationStore::add_message(int64_t conversation_id, const QString& role, const QString& content,
-                                       MessageState state, const MessageStats& stats) {
+                                       MessageState state, const MessageStats& stats, const QString& reasoning) {
     Message m;
     m.conversation_id = conversation_id;
     m.role = role;
     m.content = content;
+    m.reasoning = reasoning;
     m.created_at = now_ms();
     m.state = state;
     m.stats = stats;
@@ -405,7 +408,8 @@ Message ConversationStore::add_message(int64_t conversation_id, const QString& r
         db.prepare(
               "INSERT INTO messages (conversation_id, role, content, created_at, state, ttft_ms, tok_s, n_tokens, "
               "model, stop_reason, writer, prompt_tokens, reused_tokens, energy_j, error, needed_ctx, "
-              "dropped_messages) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")
+              "dropped_messages, reasoning, thinking_ms) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, "
+              "?)")
             .bind(1, conversation_id)
             .bind(2, role)
             .bind(3, content)
@@ -423,6 +427,8 @@ Message ConversationStore::add_message(int64_t conversation_id, const QString& r
             .bind(15, stats.error)
             .bind(16, stats.needed_ctx)
             .bind(17, stats.dropped_messages)
+            .bind(18, reasoning)
+            .bind(19, stats.thinking_ms)
             .run();
         const int64_t id = db.last_insert_id();
         touch(db, conversation_id);
@@ -458,14 +464,26 @@ void ConversationStore::update_content(int64_t message_id, const QString& conten
     });
 }
 
+void ConversationStore::update_answer(int64_t message_id, const QString& content, const QString& reasoning,
+                                      MessageState state) {
+    write([&](Db& db) {
+        db.prepare("UPDATE messages SET content = ?, reasoning = ?, state = ? WHERE id = ?")
+            .bind(1, content)
+            .bind(2, reasoning)
+            .bind(3, to_string(state))
+            .bind(4, message_id)
+            .run();
+    });
+}
+
 void ConversationStore::finish_message(int64_t message_id, const QString& content, MessageState state,
-                                       const MessageStats& stats) {
+                                       const MessageStats& stats, const QString& reasoning) {
     write([&](Db& db) {
         Transaction tx(db);
         db.prepare(
               "UPDATE messages SET content = ?, state = ?, ttft_ms = ?, tok_s = ?, n_tokens = ?, model = ?, "
               "stop_reason = ?, prompt_tokens = ?, reused_tokens = ?, energy_j = ?, error = ?, needed_ctx = ?, "
-              "dropped_messages = ?, writer = '' WHERE id = ?")
+              "dropped_messages = ?, reasoning = ?, thinking_ms = ?, writer = '' WHERE id = ?")
             .bind(1, content)
             .bind(2, to_string(state))
             .bind(3, stats.ttft_ms)
@@ -479,7 +497,9 @@ void ConversationStore::finish_message(int64_t message_id, const QString& conten
             .bind(11, stats.error)
             .bind(12, stats.needed_ctx)
             .bind(13, stats.dropped_messages)
-            .bind(14, message_id)
+            .bind(14, reasoning)
+            .bind(15, stats.thinking_ms)
+            .bind(16, message_id)
             .run();
         db.prepare(
               "UPDATE conversations SET updated_at = ? WHERE id = (SELECT conversation_id FROM messages WHERE id = ?)")

@@ -49,12 +49,16 @@ public:
     int purge_deleted();
 
     Message add_message(int64_t conversation_id, const QString& role, const QString& content,
-                        MessageState state = MessageState::Complete, const MessageStats& stats = {});
+                        MessageState state = MessageState::Complete, const MessageStats& stats = {},
+                        const QString& reasoning = {});
     std::optional<Message> message(int64_t id);
     std::vector<Message> messages(int64_t conversation_id);
     // Saves a streaming answer's text so far (cheap enough to call every ~500 ms).
     void update_content(int64_t message_id, const QString& content, MessageState state);
-    void finish_message(int64_t message_id, const QString& content, MessageState state, const MessageStats& stats);
+    // The same with the answer's thinking so far (a reasoning model's).
+    void update_answer(int64_t message_id, const QString& content, const QString& reasoning, MessageState state);
+    void finish_message(int64_t message_id, const QString& content, MessageState state, const MessageStats& stats,
+                        const QString& reasoning = {});
     void set_message_content(int64_t message_id, const QString& content);  // user edits
     // Deletes this message and every later one in its conversation (regenerate / edit).
     void delete_from(int64_t message_id);

@@ -30,13 +30,15 @@ struct MessageStats {
     QString error;                              // why the answer failed ("": it did not)
     std::optional<int> needed_ctx;              // a message too long for the context: the context it needs
     std::optional<int> dropped_messages;        // oldest messages left out of its prompt to fit the context
+    std::optional<double> thinking_ms;          // how long a reasoning model thought before answering
 };
 
 struct Message {
     int64_t id = 0;
     int64_t conversation_id = 0;
-    QString role;  // "system", "user", "assistant"
-    QString content;
+    QString role;       // "system", "user", "assistant"
+    QString content;    // the answer alone: never a thinking marker nor the thinking
+    QString reasoning;  // a reasoning model's thinking ("": none)
     int64_t created_at = 0;
     MessageState state = MessageState::Complete;
     MessageStats stats;

@@ -87,8 +87,17 @@ ALTER TABLE messages ADD COLUMN needed_ctx INTEGER;
 ALTER TABLE messages ADD COLUMN dropped_messages INTEGER;
 )sql";
 
+// A reasoning model's thinking, kept apart from the answer (the answer's `content` never holds
+// it, so search, copy and later prompts see the answer alone; the template decides whether
+// the model reads the thinking again), and the time it thought (NULL: it did not, or a row
+// from before v6). Not in the search index: thoughts are drafts, not what was said.
+constexpr const char* kV6 = R"sql(
+ALTER TABLE messages ADD COLUMN reasoning TEXT NOT NULL DEFAULT '';
+ALTER TABLE messages ADD COLUMN thinking_ms REAL;
+)sql";
+
 // kSteps[v] upgrades v -> v + 1 (each step is one or two scripts).
-constexpr const char* kSteps[][2] = {{kV1, ""}, {kV2, kFts}, {kV3, ""}, {kV4, ""}, {kV5, ""}};
+constexpr const char* kSteps[][2] = {{kV1, ""}, {kV2, kFts}, {kV3, ""}, {kV4, ""}, {kV5, ""}, {kV6, ""}};
 static_assert(std::size(kSteps) == kSchemaVersion);
 
 constexpr const char* kDropFts = R"sql(

@@ -6,6 +6,9 @@
 //   v2: per-conversation sampling settings, per-message generation stats, soft delete
 //       (undo), and FTS5 full-text search over message content.
 //   v3: the writer (process + store instance) of each streaming answer.
+//   v4: per-answer prompt, reused tokens and energy.
+//   v5: a failed answer's error and needed context; messages left out of its prompt.
+//   v6: an answer's thinking (reasoning models), apart from its text, and how long it took.
 #pragma once
 #include <stdexcept>
 
@@ -19,7 +22,7 @@ public:
     using std::runtime_error::runtime_error;
 };
 
-inline constexpr int kSchemaVersion = 5;
+inline constexpr int kSchemaVersion = 6;
 
 int schema_version(Db& db);
 // Upgrades `db` to `target` (default: the newest). Throws SqliteError on failure and

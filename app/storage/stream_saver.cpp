@@ -7,8 +7,9 @@ StreamSaver::StreamSaver(ConversationStore& store, int64_t message_id, int inter
     since_save_.start();
 }
 
-bool StreamSaver::append(const QString& text, int tokens) {
+bool StreamSaver::append(const QString& text, int tokens, const QString& reasoning) {
     content_ += text;
+    reasoning_ += reasoning;
     unsaved_tokens_ += tokens;
     dirty_ = true;
     if (unsaved_tokens_ >= every_tokens_ || since_save_.elapsed() >= interval_ms_) {
@@ -19,7 +20,7 @@ bool StreamSaver::append(const QString& text, int tokens) {
 }
 
 void StreamSaver::save() {
-    if (dirty_) store_.update_content(message_id_, content_, MessageState::Streaming);
+    if (dirty_) store_.update_answer(message_id_, content_, reasoning_, MessageState::Streaming);
     dirty_ = false;
     unsaved_tokens_ = 0;
     ++saves_;
@@ -27,7 +28,7 @@ void StreamSaver::save() {
 }
 
 void StreamSaver::finish(MessageState state, const MessageStats& stats) {
-    store_.finish_message(message_id_, content_, state, stats);
+    store_.finish_message(message_id_, content_, state, stats, reasoning_);
     dirty_ = false;
 }
 

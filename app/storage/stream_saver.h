@@ -14,12 +14,13 @@ class StreamSaver {
 public:
     StreamSaver(ConversationStore& store, int64_t message_id, int interval_ms = 500, int every_tokens = 64);
 
-    // Adds text (carrying `tokens` tokens); returns true when this call saved.
-    bool append(const QString& text, int tokens);
+    // Adds answer text and thinking (carrying `tokens` tokens); returns true when this call saved.
+    bool append(const QString& text, int tokens, const QString& reasoning = {});
     void save();  // save now, still streaming
     void finish(MessageState state, const MessageStats& stats);
 
     const QString& content() const { return content_; }
+    const QString& reasoning() const { return reasoning_; }
     int64_t message_id() const { return message_id_; }
     int saves() const { return saves_; }
 
@@ -29,6 +30,7 @@ private:
     int interval_ms_;
     int every_tokens_;
     QString content_;
+    QString reasoning_;
     int unsaved_tokens_ = 0;
     bool dirty_ = false;
     int saves_ = 0;

@@ -1,12 +1,15 @@
 // Chat turns -> prompt tokens: render the model's own template, then tokenize the result
 // once, with special tokens parsed (the template writes them as text) and BOS added only
-// if the template did not already write it (no double BOS).
+// if the template did not already write it (no double BOS). Also what the answer's text
+// continues (the generation prompt) and how the model writes its thinking, for the
+// reasoning splitter (engine/template/reasoning.h).
 #pragma once
 #include <cstdint>
 #include <string>
 #include <vector>
 
 #include "engine/runtime/model.h"
+#include "engine/template/reasoning.h"
 
 namespace ember {
 
@@ -19,5 +22,14 @@ std::vector<int32_t> tokenize_prompt(const Model& model, const std::string& rend
 // carries the request's template variables (tools, enable_thinking, reasoning_effort, …).
 std::vector<int32_t> chat_prompt_tokens(const Model& model, const std::vector<ChatMessage>& messages,
                                         const ChatRenderOptions& options = {});
+// The text the answer continues (ChatTemplate::generation_prompt) under the same options, so
+// the splitter knows whether the template already opened the thinking.
+std::string chat_generation_prompt(const Model& model, const std::vector<ChatMessage>& messages,
+                                   const ChatRenderOptions& options = {});
+
+// How the model writes its thinking: from its chat template, else its vocabulary.
+ReasoningFormat reasoning_format(const Model& model);
+// The template variables its chat template reads (a chat offers those switches only).
+ReasoningControls reasoning_controls(const Model& model);
 
 }  // namespace ember

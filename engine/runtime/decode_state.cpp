@@ -32,6 +32,25 @@ DecodeState::DecodeState(const Tokenizer& tok, const SamplingParams& sampling, D
     detok_.continue_text();  // the reply continues the prompt: keep its first token's space
 }
 
+void DecodeState::split_reasoning(const ReasoningSetup& setup) {
+    if (setup.format == ReasoningFormat::None) return;
+    split_ = std::make_unique<ReasoningSplitter>(setup.format);
+    split_->prime(setup.generation_prompt);
+    std::vector<int32_t> markers;
+    for (const std::string& m : reasoning_marker_tokens(setup.format))
+        if (auto id = tok_.find_token(m)) markers.push_back(*id);
+    detok_.write_always(std::move(markers));
+    budget_ = setup.budget;
+    if (budget_ >= 0) close_tokens_ = tok_.encode(std::string(reasoning_close_text(setup.format)), false, true);
+}
+
+std::optional<int32_t> DecodeState::forced_token() {
+    if (forced_.empty()) return std::nullopt;
+    const int32_t t = forced_.front();
+    forced_.pop_front();
+    return t;
+}
+
 void DecodeState::prefill_done() { st_.prefill_ms = ms_between(t0_, Clock::now()); }
 
 DecodeState::Step DecodeState::accept(int32_t token, int64_t cached) {
@@ -51,17 +70,39 @@ DecodeState::Step DecodeState::accept(int32_t token, int64_t cached) {
     }
     StopMatcher::Result r = stops_.feed(detok_.push(token));
     s.text = std::move(r.text);
+    if (split_) split(s);
     if (r.stopped) s.stop = StopReason::StopString;
     else if (limits_.max_tokens >= 0 && st_.generated_tokens >= limits_.max_tokens) s.stop = StopReason::Length;
     else if (cached + 1 > limits_.n_ctx) s.stop = StopReason::Context;
     return s;
 }
 
-std::string DecodeState::finish(StopReason reason) {
+// The thinking so far is counted by token; at the budget, the closing marker is queued.
+void DecodeState::split(Step& s) {
+    const bool thinking = split_->in_reasoning();
+    SplitText t = split_->feed(s.text);
+    s.text = std::move(t.content);
+    s.reasoning = std::move(t.reasoning);
+    if (!thinking && !split_->in_reasoning()) return;
+    ++st_.reasoning_tokens;
+    if (budget_ >= 0 && split_->in_reasoning() && forced_.empty() && st_.reasoning_tokens >= budget_) {
+        forced_.assign(close_tokens_.begin(), close_tokens_.end());
+        budget_ = -1;  // once
+    }
+}
+
+DecodeState::Step DecodeState::finish(StopReason reason) {
     st_.stop_reason = reason;
     if (st_.generated_tokens > 0) st_.decode_ms = ms_between(t_first_, Clock::now());
-    if (reason == StopReason::StopString || reason == StopReason::Cancelled) return {};
-    return stops_.feed(detok_.flush()).text + stops_.flush();
+    Step s;
+    if (reason != StopReason::StopString && reason != StopReason::Cancelled)
+        s.text = stops_.feed(detok_.flush()).text + stops_.flush();
+    if (!split_) return s;
+    SplitText t = split_->feed(s.text);
+    const SplitText end = split_->finish();
+    s.text = std::move(t.content) + end.content;
+    s.reasoning = std::move(t.reasoning) + end.reasoning;
+    return s;
 }
 
 }  // namespace ember

@@ -6,6 +6,9 @@
 #pragma once
 #include <chrono>
 #include <cstdint>
+#include <deque>
+#include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -13,6 +16,7 @@
 #include "engine/runtime/stop_reason.h"
 #include "engine/sampling/sampler.h"
 #include "engine/sampling/stop_strings.h"
+#include "engine/template/reasoning.h"
 #include "engine/tokenizer/detokenizer.h"
 
 namespace ember {
@@ -24,7 +28,8 @@ struct GenerateStats {
     int32_t prompt_tokens = 0;  // tokens in the prompt
     int32_t reused_tokens = 0;  // of which were already in the cache
     int32_t generated_tokens = 0;
-    double ttft_ms = 0;  // prompt processing + first token
+    int32_t reasoning_tokens = 0;  // of the generated ones, written while thinking
+    double ttft_ms = 0;            // prompt processing + first token
     double prefill_ms = 0;
     double decode_ms = 0;  // after the first token
     StopReason stop_reason = StopReason::None;
@@ -37,6 +42,15 @@ struct DecodeLimits {
     std::vector<std::string> stop;
     bool ignore_eog = false;
     int64_t n_ctx = 0;  // tokens the sequence may hold
+};
+
+// How a request's output splits into thinking and answer (engine/template/reasoning.h).
+struct ReasoningSetup {
+    ReasoningFormat format = ReasoningFormat::None;
+    std::string generation_prompt;  // primes the splitter (the prompt may have opened the thinking)
+    // Thinking tokens allowed; then the engine writes the format's closing marker in the
+    // model's place (llama-server's reasoning budget) and the model goes on to answer. -1: no limit.
+    int32_t budget = -1;
 };
 
 // Tokens a sequence holding `cached` can keep when it is to process `prompt` next: the
@@ -55,8 +69,14 @@ public:
     // The prompt is in the cache: prefill time ends here.
     void prefill_done();
 
+    // Splits the output into thinking and answer from now on (before the first token).
+    void split_reasoning(const ReasoningSetup& setup);
+    // The token to feed next instead of sampling one (a thinking budget closing the thinking).
+    std::optional<int32_t> forced_token();
+
     struct Step {
-        std::string text;                    // new text to show (may be empty)
+        std::string text;                    // new answer text to show (may be empty)
+        std::string reasoning;               // new thinking text (split_reasoning only)
         StopReason stop = StopReason::None;  // None: feed the token and go on
     };
     // A token was sampled; `cached` is how many tokens the sequence holds before it is fed.
@@ -65,13 +85,14 @@ public:
     Step accept(int32_t token, int64_t cached);
     // The request ends for `reason` (stats().stop_reason is set): the text still held back,
     // unless a stop string or a cancel ended it (nothing more is shown then).
-    std::string finish(StopReason reason);
+    Step finish(StopReason reason);
 
     GenerateStats& stats() { return st_; }
     const GenerateStats& stats() const { return st_; }
 
 private:
     using Clock = std::chrono::steady_clock;
+    void split(Step& s);
     Sampler sampler_;
     StreamingDetokenizer detok_;
     StopMatcher stops_;
@@ -80,6 +101,10 @@ private:
     Telemetry* tel_;
     uint64_t id_;
     GenerateStats st_;
+    std::unique_ptr<ReasoningSplitter> split_;
+    int32_t budget_ = -1;
+    std::vector<int32_t> close_tokens_;  // forced when the budget runs out
+    std::deque<int32_t> forced_;
     Clock::time_point t0_, t_first_, t_prev_;
 };
 

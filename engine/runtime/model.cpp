@@ -54,6 +54,13 @@ std::unique_ptr<Model> Model::load(const LoadOptions& opts) {
     std::unique_ptr<Model> m(new Model());
     progress(opts, 0.0f);
     m->file_ = std::make_shared<const GgufFile>(GgufFile::open(opts.path, /*huge_pages=*/true));
+    if (opts.chat_template) {
+        try {
+            m->template_override_ = ChatTemplate::compile(*opts.chat_template);
+        } catch (const Error& e) {
+            throw Error(std::string("the chat template given for ") + opts.path + " cannot be used: " + e.what());
+        }
+    }
     // Checked against the tensor table before anything is sized by it (also names an
     // unsupported architecture).
     const int32_t n_layers = read_model_config(*m->file_).n_layers;
@@ -200,6 +207,10 @@ std::vector<DeviceMemory> Model::memory_use() const {
 
 const ResolvedTemplate& Model::chat_template() const {
     std::call_once(template_once_, [this] {
+        if (template_override_) {
+            template_ = {*template_override_, "the chat template given at load (--chat-template-file)", std::nullopt};
+            return;
+        }
         std::vector<std::string> specials;
         for (const char* t : {"<|im_start|>", "<start_of_turn>", "<|start_header_id|>", "[INST]", "<|user|>"})
             if (tokenizer_->find_token(t)) specials.emplace_back(t);

@@ -45,6 +45,9 @@ struct LoadOptions {
     int32_t n_batch = 512;                      // prompt tokens per forward pass
     std::function<void(float)> on_progress;     // 0..1, called from the loading thread
     const std::atomic<bool>* cancel = nullptr;  // set to abort loading (throws ember::Error)
+    // Jinja source used instead of the file's tokenizer.chat_template (`--chat-template-file`);
+    // an error in it fails the load.
+    std::optional<std::string> chat_template;
 };
 
 class Model {
@@ -95,6 +98,7 @@ private:
     std::unique_ptr<Tokenizer> tokenizer_;
     mutable std::once_flag template_once_;
     mutable ResolvedTemplate template_;
+    std::optional<ChatTemplate> template_override_;
     std::unique_ptr<KvCache> kv_;
     int64_t n_ctx_ = 0;
     int32_t n_batch_ = 512;

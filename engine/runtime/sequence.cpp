@@ -117,7 +117,7 @@ GenerateStats Sequence::generate(std::span<const int32_t> prompt, const Generate
             feed(one, true, !on_device);
         }
     }
-    emit(ds.finish(reason));
+    emit(ds.finish(reason).text);
     return st;
 }
 

@@ -49,6 +49,10 @@ struct EngineRequest {
     // leave this request's blocks for later ones (the engine's prefix cache). False: prefill
     // the whole prompt and keep nothing (benchmarks of prefill).
     bool reuse_prefix = true;
+
+    // Thinking tokens allowed before the engine closes the thinking in the model's place and
+    // lets it answer (llama-server's reasoning_budget_tokens); -1: no limit.
+    int32_t reasoning_budget = -1;
 };
 
 // One of the most likely tokens at a position (TokenLogprob::top).
@@ -73,24 +77,27 @@ struct RequestStats {
     int32_t prompt_tokens = 0;  // the prompt as the model saw it
     int32_t reused_tokens = 0;  // of which were already in the KV cache
     int32_t generated_tokens = 0;
-    int32_t dropped_turns = 0;  // fit_context: oldest turns left out
-    int32_t preemptions = 0;    // times its KV blocks were taken back and recomputed
-    double queue_wait_ms = 0;   // submitted -> first scheduled
-    double ttft_ms = 0;         // submitted -> first token
-    double decode_ms = 0;       // first token -> last
+    int32_t reasoning_tokens = 0;  // of those, written while thinking
+    int32_t dropped_turns = 0;     // fit_context: oldest turns left out
+    int32_t preemptions = 0;       // times its KV blocks were taken back and recomputed
+    double queue_wait_ms = 0;      // submitted -> first scheduled
+    double ttft_ms = 0;            // submitted -> first token
+    double decode_ms = 0;          // first token -> last
     StopReason stop_reason = StopReason::None;
 };
 
 struct EngineEvent {
     enum class Kind {
         Started,   // admitted into the running batch (after the queue)
-        Text,      // new text (valid UTF-8, stop strings removed) and the tokens behind it
+        Text,      // new text (valid UTF-8, stop strings removed) and the tokens behind it;
+                   // a model that thinks first: its thinking in `reasoning`, the answer in `text`
         Finished,  // the last event of a request that ran: stats (stop_reason says why)
         Failed,    // the last event of a request that could not run: error says why
     };
     Kind kind = Kind::Text;
     uint64_t request_id = 0;
-    std::string text;                  // Text
+    std::string text;                  // Text: the answer (never a thinking marker)
+    std::string reasoning;             // Text: thinking (engine/template/reasoning.h)
     std::vector<TokenLogprob> tokens;  // Text, when top_logprobs >= 0: one per token
     RequestStats stats;                // Finished
     std::string error;                 // Failed

@@ -67,6 +67,7 @@ struct Scheduler::Job {
     uint64_t id = 0;
     EngineRequest req;  // prompt fields cleared: the tokens are below
     std::vector<int32_t> prompt;
+    ReasoningSetup reasoning;  // how its output splits into thinking and answer
     int32_t dropped_turns = 0;
     EventSink sink;
     Clock::time_point submitted = Clock::now();
@@ -133,10 +134,18 @@ uint64_t Scheduler::submit(EngineRequest request, EventSink sink) {
     if (request.top_logprobs < -1 || request.top_logprobs > kMaxTopLogprobs)
         throw Error("top_logprobs must be between 0 and " + std::to_string(kMaxTopLogprobs) + " (-1: none)");
     Sampler check(request.sampling);  // throws on invalid sampling parameters
+    if (request.reasoning_budget < -1)
+        throw Error("reasoning budget must be -1 (no limit) or a number of tokens, not " +
+                    std::to_string(request.reasoning_budget));
     auto job = std::make_shared<Job>();
     const int64_t n_ctx = model_.n_ctx();
     const Tokenizer& tok = model_.tokenizer();
     if (!request.messages.empty()) {
+        job->reasoning.format = reasoning_format(model_);
+        if (job->reasoning.format != ReasoningFormat::None)
+            job->reasoning.generation_prompt =
+                chat_generation_prompt(model_, request.messages, request.template_options);
+        job->reasoning.budget = request.reasoning_budget;
         if (request.fit_context) {
             FittedPrompt f = fit_prompt(model_, std::move(request.messages), answer_room(n_ctx, request.max_tokens),
                                         request.template_options);
@@ -405,6 +414,7 @@ void Scheduler::admit_one(std::shared_ptr<Job> job) {
         job->decode = std::make_unique<DecodeState>(model_.tokenizer(), q.sampling,
                                                     DecodeLimits{q.max_tokens, q.stop, q.ignore_eog, model_.n_ctx()},
                                                     &telemetry_, job->id);
+        job->decode->split_reasoning(job->reasoning);
         GenerateStats& st = job->decode->stats();
         st.prompt_tokens = static_cast<int32_t>(job->prompt.size());
         st.reused_tokens = job->reused_tokens;
@@ -641,7 +651,12 @@ void Scheduler::sample(const std::vector<Planned>& plan, bool host, int32_t k, S
         Sampler& sampler = job.decode->sampler();
         int32_t token = 0;
         try {
-            if (host) {
+            if (const auto forced = job.decode->forced_token()) {  // a thinking budget closes the thinking
+                token = *forced;
+                if (host && job.req.top_logprobs >= 0)
+                    job.logprobs.push_back(logprob_of(std::span<const float>(logits_.data() + row * V, V), token,
+                                                      job.req.top_logprobs, model_.tokenizer()));
+            } else if (host) {
                 const std::span<float> logits(logits_.data() + row * V, V);
                 std::vector<float> raw;
                 if (job.req.top_logprobs >= 0) raw.assign(logits.begin(), logits.end());
@@ -671,10 +686,11 @@ void Scheduler::accept(Running& r, int32_t token) {
     job.generated.store(ds.stats().generated_tokens);
     job.state.store(kDecode);
     if (step.stop == StopReason::EndOfText && !job.logprobs.empty()) job.logprobs.pop_back();  // no text, no entry
-    if (!step.text.empty()) {
+    if (!step.text.empty() || !step.reasoning.empty()) {
         EngineEvent e;
         e.kind = EngineEvent::Kind::Text;
         e.text = std::move(step.text);
+        e.reasoning = std::move(step.reasoning);
         e.tokens = std::move(job.logprobs);
         job.logprobs.clear();
         job.emit(std::move(e));
@@ -727,11 +743,12 @@ void Scheduler::end_job(Job& job, StopReason reason) {
     s.stop_reason = reason;
     if (job.decode) {
         DecodeState& ds = *job.decode;
-        std::string text = ds.finish(reason);
-        if (!text.empty()) {
+        DecodeState::Step last = ds.finish(reason);
+        if (!last.text.empty() || !last.reasoning.empty()) {
             EngineEvent e;
             e.kind = EngineEvent::Kind::Text;
-            e.text = std::move(text);
+            e.text = std::move(last.text);
+            e.reasoning = std::move(last.reasoning);
             e.tokens = std::move(job.logprobs);
             job.emit(std::move(e));
         }
@@ -739,6 +756,7 @@ void Scheduler::end_job(Job& job, StopReason reason) {
         telemetry_.request_finished(job.id, st.generated_tokens, st.decode_tok_s());
         s.reused_tokens = job.reused_tokens;
         s.generated_tokens = st.generated_tokens;
+        s.reasoning_tokens = st.reasoning_tokens;
         s.queue_wait_ms = job.queue_wait_ms;
         s.ttft_ms = st.generated_tokens > 0 ? job.queue_wait_ms + st.ttft_ms : 0;
         s.decode_ms = st.decode_ms;

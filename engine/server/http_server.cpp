@@ -228,7 +228,7 @@ void HttpServer::Impl::generate(Endpoint endpoint, const Request& req, Response&
 // Collects the whole answer, then writes it. A client that hangs up meanwhile gets its request
 // cancelled (the engine's Finished event then ends the wait; the write goes nowhere).
 void HttpServer::Impl::answer_whole(Answer& a, const ConnectionProbe& client, Response& res) {
-    std::string text;
+    std::string text, reasoning;
     std::vector<TokenLogprob> tokens;
     Clock::time_point stop_seen{};
     bool client_gone = false;
@@ -236,10 +236,11 @@ void HttpServer::Impl::answer_whole(Answer& a, const ConnectionProbe& client, Re
         for (EngineEvent& e : a.events->take(kPoll)) {
             if (e.kind == EngineEvent::Kind::Text) {
                 text += e.text;
+                reasoning += e.reasoning;
                 for (auto& t : e.tokens) tokens.push_back(std::move(t));
             } else if (e.kind == EngineEvent::Kind::Finished) {
                 untrack(a.id);
-                return res.set_content(response_json(a.meta, text, tokens, e.stats), "application/json");
+                return res.set_content(response_json(a.meta, text, tokens, e.stats, reasoning), "application/json");
             } else if (e.kind == EngineEvent::Kind::Failed) {
                 untrack(a.id);
                 return send_error(res,
@@ -296,8 +297,8 @@ bool HttpServer::Impl::write_event(Answer& a, EngineEvent& e, httplib::DataSink&
         case EngineEvent::Kind::Started:
             return true;
         case EngineEvent::Kind::Text: {
-            if (e.text.empty() && e.tokens.empty()) return true;
-            const std::string chunk = text_chunk(a.meta, e.text, e.tokens, a.text_offset);
+            if (e.text.empty() && e.reasoning.empty() && e.tokens.empty()) return true;
+            const std::string chunk = text_chunk(a.meta, e.text, e.tokens, a.text_offset, e.reasoning);
             a.text_offset += e.text.size();
             return write(sink, chunk);
         }

@@ -191,6 +191,16 @@ ChatMessage parse_message(const json& m, size_t index, PromptBudget& budget) {
         msg.content = message_content(*content, param + ".content");
     }
     budget.take(param + ".content", msg.content.size());
+    // An earlier answer's thinking, as llama-server and vLLM return it (vLLM's newer name too).
+    for (const char* key : {"reasoning_content", "reasoning"}) {
+        const auto r = m.find(key);
+        if (r == m.end() || r->is_null()) continue;
+        if (!r->is_string())
+            invalid(param + "." + key, std::string("'") + key + "' must be a string, not " + type_of(*r));
+        msg.reasoning_content = r->get<std::string>();
+        budget.take(param + "." + key, msg.reasoning_content.size());
+        break;
+    }
     return msg;
 }
 
@@ -305,6 +315,45 @@ void parse_logprobs(const Fields& f, ApiRequest& a) {
     }
 }
 
+// A chat_template_kwargs value: the template reads JSON scalars (tools come only through
+// the API's own 'tools', which this server refuses).
+void check_template_arg(const json& v, const std::string& param) {
+    if (!v.is_boolean() && !v.is_number() && !v.is_string())
+        unsupported(param, "a chat_template_kwargs value that is not a string, number or boolean");
+}
+
+// One chat_template_kwargs entry onto the template options: the two variables they name
+// take their typed fields; any other (or one of another type) is an extra variable, set after
+// those, so what chat_template_kwargs says wins over the request's reasoning_effort.
+void add_template_arg(const std::string& name, const json& v, ChatRenderOptions& o) {
+    if (name == "enable_thinking" && v.is_boolean()) o.enable_thinking = v.get<bool>();
+    else if (name == "reasoning_effort" && v.is_string()) o.reasoning_effort = v.get<std::string>();
+    else o.extra_vars.emplace_back(name, v.dump());
+}
+
+// Reasoning: the effort gpt-oss reads, the chat template's own switches (enable_thinking),
+// and a thinking budget; the names llama-server and vLLM take.
+void parse_reasoning(const Fields& f, EngineRequest& r) {
+    if (auto effort = f.string("reasoning_effort")) {
+        if (*effort != "none" && *effort != "minimal" && *effort != "low" && *effort != "medium" && *effort != "high")
+            invalid("reasoning_effort",
+                    "'reasoning_effort' must be none, minimal, low, medium or high; got '" + *effort + "'");
+        r.template_options.reasoning_effort = *effort;
+    }
+    if (const json* kw = f.get("chat_template_kwargs"); kw && !kw->is_null()) {
+        if (!kw->is_object())
+            invalid("chat_template_kwargs", "'chat_template_kwargs' must be an object, not " + type_of(*kw));
+        for (const auto& [name, value] : kw->items()) {
+            const std::string param = "chat_template_kwargs." + name;
+            if (name == "messages") invalid(param, "the messages are the request's own 'messages'");
+            check_template_arg(value, param);
+            add_template_arg(name, value, r.template_options);
+        }
+    }
+    const char* key = f.get("thinking_budget_tokens") ? "thinking_budget_tokens" : "reasoning_budget_tokens";
+    if (auto n = f.integer(key, -1, std::numeric_limits<int32_t>::max())) r.reasoning_budget = static_cast<int32_t>(*n);
+}
+
 // Fields that would change the answer in ways the engine cannot: refused, never ignored.
 void refuse_unsupported(const Fields& f, Endpoint endpoint) {
     if (auto n = f.integer("n", 1, std::numeric_limits<int32_t>::max()); n && *n != 1)
@@ -335,8 +384,12 @@ ApiRequest parse_object(Endpoint endpoint, const json& body, const ServerLimits&
     a.endpoint = endpoint;
     a.engine.model = f.string("model").value_or("");
     refuse_unsupported(f, endpoint);
-    if (endpoint == Endpoint::Chat) parse_messages(f, a.engine, limits);
-    else parse_prompt(f, a.engine, limits);
+    if (endpoint == Endpoint::Chat) {
+        parse_messages(f, a.engine, limits);
+        parse_reasoning(f, a.engine);
+    } else {
+        parse_prompt(f, a.engine, limits);
+    }
     a.stream = f.boolean("stream").value_or(false);
     if (const json* o = f.get("stream_options")) {
         if (!o->is_object()) invalid("stream_options", "'stream_options' must be an object, not " + type_of(*o));

@@ -89,10 +89,12 @@ std::string finish_reason(StopReason r) {
 }
 
 json usage_json(const RequestStats& s) {
-    return {{"prompt_tokens", s.prompt_tokens},
-            {"completion_tokens", s.generated_tokens},
-            {"total_tokens", s.prompt_tokens + s.generated_tokens},
-            {"prompt_tokens_details", {{"cached_tokens", s.reused_tokens}}}};
+    json u = {{"prompt_tokens", s.prompt_tokens},
+              {"completion_tokens", s.generated_tokens},
+              {"total_tokens", s.prompt_tokens + s.generated_tokens},
+              {"prompt_tokens_details", {{"cached_tokens", s.reused_tokens}}}};
+    if (s.reasoning_tokens > 0) u["completion_tokens_details"] = {{"reasoning_tokens", s.reasoning_tokens}};
+    return u;
 }
 
 json logprobs_json(Endpoint endpoint, const std::vector<TokenLogprob>& tokens, size_t text_offset) {
@@ -100,12 +102,16 @@ json logprobs_json(Endpoint endpoint, const std::vector<TokenLogprob>& tokens, s
 }
 
 std::string response_json(const ResponseMeta& meta, const std::string& text, const std::vector<TokenLogprob>& tokens,
-                          const RequestStats& stats) {
+                          const RequestStats& stats, const std::string& reasoning) {
     json choice = {{"index", 0},
                    {"logprobs", meta.logprobs ? logprobs_json(meta.endpoint, tokens, 0) : json()},
                    {"finish_reason", finish_reason(stats.stop_reason)}};
-    if (meta.endpoint == Endpoint::Chat) choice["message"] = {{"role", "assistant"}, {"content", text}};
-    else choice["text"] = text;
+    if (meta.endpoint == Endpoint::Chat) {
+        choice["message"] = {{"role", "assistant"}, {"content", text}};
+        if (!reasoning.empty()) choice["message"]["reasoning_content"] = reasoning;
+    } else {
+        choice["text"] = text;
+    }
     json j = envelope(meta, false);
     j["choices"] = json::array({choice});
     j["usage"] = usage_json(stats);
@@ -118,8 +124,12 @@ std::string first_chunk(const ResponseMeta& meta) {
 }
 
 std::string text_chunk(const ResponseMeta& meta, const std::string& text, const std::vector<TokenLogprob>& tokens,
-                       size_t text_offset) {
-    const json body = meta.endpoint == Endpoint::Chat ? json{{"content", text}} : json(text);
+                       size_t text_offset, const std::string& reasoning) {
+    json body = meta.endpoint == Endpoint::Chat ? json::object() : json(text);
+    if (meta.endpoint == Endpoint::Chat) {
+        if (!text.empty() || reasoning.empty()) body["content"] = text;
+        if (!reasoning.empty()) body["reasoning_content"] = reasoning;
+    }
     const json lp = meta.logprobs ? logprobs_json(meta.endpoint, tokens, text_offset) : json();
     return chunk(meta, chunk_choice(meta, body, lp, nullptr));
 }

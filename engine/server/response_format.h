@@ -41,14 +41,16 @@ nlohmann::json usage_json(const RequestStats& stats);
 // text starts in the whole answer (completions report each token's offset).
 nlohmann::json logprobs_json(Endpoint endpoint, const std::vector<TokenLogprob>& tokens, size_t text_offset);
 
-// The whole answer of a request that was not streamed.
+// The whole answer of a request that was not streamed. A model's thinking (chat only) is the
+// message's "reasoning_content", as llama-server and vLLM write it, never part of "content".
 std::string response_json(const ResponseMeta& meta, const std::string& text, const std::vector<TokenLogprob>& tokens,
-                          const RequestStats& stats);
+                          const RequestStats& stats, const std::string& reasoning = {});
 
 // Streamed chunks (SSE events, ready to write).
 std::string first_chunk(const ResponseMeta& meta);  // "" for completions
+// A chat delta carries "content", "reasoning_content" (thinking), or both: only what it has.
 std::string text_chunk(const ResponseMeta& meta, const std::string& text, const std::vector<TokenLogprob>& tokens,
-                       size_t text_offset);
+                       size_t text_offset, const std::string& reasoning = {});
 std::string finish_chunk(const ResponseMeta& meta, StopReason reason);
 std::string usage_chunk(const ResponseMeta& meta, const RequestStats& stats);
 std::string error_event(const ApiError& e);

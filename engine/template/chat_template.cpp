@@ -134,6 +134,16 @@ std::string ChatTemplate::render(const std::vector<ChatMessage>& msgs, const Cha
     return interp.render(vars);
 }
 
+std::string ChatTemplate::generation_prompt(const std::vector<ChatMessage>& msgs, ChatRenderOptions opts) const {
+    opts.add_generation_prompt = true;
+    const std::string with = render(msgs, opts);
+    opts.add_generation_prompt = false;
+    const std::string without = render(msgs, opts);
+    size_t n = 0;
+    while (n < with.size() && n < without.size() && with[n] == without[n]) ++n;
+    return with.substr(n);
+}
+
 namespace {
 
 // The conversation a template must handle before Ember trusts it.

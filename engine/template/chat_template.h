@@ -64,7 +64,10 @@ struct ChatToolCall {
 struct ChatMessage {
     std::string role;  // "system", "user", "assistant", "tool", …
     std::string content;
-    std::string reasoning_content{};         // an assistant turn's reasoning, kept apart from content
+    // An assistant turn's reasoning (engine/template/reasoning.h splits it from the answer),
+    // kept apart from content: the template decides whether the model reads it again (Qwen3
+    // drops old thinking).
+    std::string reasoning_content{};
     std::vector<ChatToolCall> tool_calls{};  // an assistant turn's calls
     std::string tool_call_id{};              // role "tool": the call this result answers
     std::string name{};                      // role "tool": the function that produced it
@@ -107,6 +110,10 @@ public:
     std::string render(const std::vector<ChatMessage>& msgs, bool add_generation_prompt, const std::string& bos_token,
                        const std::string& eos_token) const;
     std::string render(const std::vector<ChatMessage>& msgs, const ChatRenderOptions& opts) const;
+    // What add_generation_prompt appends for this conversation (the text the model's answer
+    // continues: "<|im_start|>assistant\n", or "…<think>\n" when the template opens the
+    // thinking): the render with it, less the common prefix with the render without it.
+    std::string generation_prompt(const std::vector<ChatMessage>& msgs, ChatRenderOptions opts) const;
 
     const std::string& source() const { return *source_; }
 

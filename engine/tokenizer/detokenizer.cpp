@@ -1,5 +1,7 @@
 #include "engine/tokenizer/detokenizer.h"
 
+#include <algorithm>
+
 #include "engine/tokenizer/tokenizer.h"
 #include "engine/tokenizer/unicode.h"
 
@@ -8,8 +10,14 @@ namespace ember {
 StreamingDetokenizer::StreamingDetokenizer(const Tokenizer& tok, bool skip_special)
     : tok_(tok), skip_special_(skip_special) {}
 
+void StreamingDetokenizer::write_always(std::vector<int32_t> ids) {
+    std::sort(ids.begin(), ids.end());
+    always_ = std::move(ids);
+}
+
 std::string StreamingDetokenizer::push(int32_t id) {
-    tok_.append_piece(id, skip_special_, at_text_start_, pending_);
+    const bool skip = skip_special_ && !std::binary_search(always_.begin(), always_.end(), id);
+    tok_.append_piece(id, skip, at_text_start_, pending_);
     std::string out;
     pending_.erase(0, unicode::append_complete_utf8(pending_, out));
     return out;

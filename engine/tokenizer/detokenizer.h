@@ -10,6 +10,7 @@
 #pragma once
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace ember {
 
@@ -28,6 +29,9 @@ public:
     // The ids continue text that came before (generated tokens after a prompt): an SPM
     // token's leading space is then kept, not taken for the encoder's space prefix.
     void continue_text() { at_text_start_ = false; }
+    // Control tokens whose text is written even with skip_special: the markers
+    // a reasoning splitter reads (engine/template/reasoning.h), e.g. gpt-oss's <|channel|>.
+    void write_always(std::vector<int32_t> ids);
 
     size_t pending_bytes() const { return pending_.size(); }
 
@@ -36,6 +40,7 @@ private:
     bool skip_special_;
     bool at_text_start_ = true;
     std::string pending_;
+    std::vector<int32_t> always_;
 };
 
 }  // namespace ember

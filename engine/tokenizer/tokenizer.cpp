@@ -225,6 +225,13 @@ void Tokenizer::init_special_ids(const TokenizerData& d, bool spm) {
         }
     for (std::string_view s : kEndOfGenerationTexts)
         if (auto id = special_text(s)) eog_.push_back(*id);
+    // gpt-oss (harmony): <|end|> closes one message (the thinking on the analysis channel), not
+    // the answer, which ends with <|return|> (or <|call|>); llama.cpp drops it from EOG likewise.
+    const auto end = special_text("<|end|>"), ret = special_text("<|return|>");
+    if (end && ret && special_text("<|call|>")) {
+        if (eot_ == *end) eot_ = *ret;
+        if (eos_ != *end) eog_.erase(std::remove(eog_.begin(), eog_.end(), *end), eog_.end());
+    }
     std::sort(eog_.begin(), eog_.end());
     eog_.erase(std::unique(eog_.begin(), eog_.end()), eog_.end());
 }

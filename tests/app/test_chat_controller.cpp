@@ -3,7 +3,9 @@
 // SmolLM2-135M-Instruct (a real chat model). Send, stream, stop (within one engine step),
 // regenerate, edit and resend, switch conversations while generating, two chats answering
 // at once through the scheduler (each equal to its answer alone, each stoppable on its own),
-// delete with undo, context overflow, load failures and cancellation, KV reuse and eviction.
+// delete with undo, context overflow, load failures and cancellation, KV reuse and eviction,
+// and a model made to think (its thinking stored apart and given back in the next turn).
+#include <QFile>
 #include <QSignalSpy>
 #include <QtTest>
 #include <condition_variable>
@@ -15,6 +17,7 @@
 #include "app/core/model_list_model.h"
 #include "app/core/text_batcher.h"
 #include "app_harness.h"
+#include "model_with_template.h"
 #include "engine/runtime/chat.h"
 #include "engine/runtime/model.h"
 #include "test_paths.h"
@@ -768,6 +771,50 @@ private slots:
         QCOMPARE(done.last().at(0).toLongLong(), b);
         QVERIFY(!h.chat.busy());
         QCOMPARE(h.store.store->messages(b)[1].content, h.chat.messages()->get(1).value("content").toString());
+    }
+
+    // SmolLM2 made to think (its chat template opens <think>: tests/model_with_template.h): the
+    // answer's thinking is stored apart from its (here empty) text, timed, and given back to
+    // the template in the next turn as the message's reasoning_content.
+    void anEarlierAnswersThinkingIsGivenBackToTheTemplate() {
+        EMBER_REQUIRE_FILE(kSmolPath);
+        QFile tmpl(QStringLiteral(EMBER_SOURCE_DIR "/tests/fixtures/think-chatml.jinja"));
+        QVERIFY(tmpl.open(QIODevice::ReadOnly));
+        QTemporaryDir files;
+        const std::string think = files.filePath(QStringLiteral("think.gguf")).toStdString();
+        ember::test::write_model_with_template(kSmolPath, think, tmpl.readAll().toStdString());
+        AppHarness h;
+        QVERIFY(h.load(think));
+        QCOMPARE(h.models.details().value("reasoningFormat").toString(), QStringLiteral("think"));
+        QVERIFY(h.models.details().value("readsEnableThinking").toBool());
+        h.chat.setSystemPrompt({});
+        h.set_sampling(12);
+        QSignalSpy done(&h.chat, &ChatController::answerFinished);
+        QVERIFY(h.chat.send(QStringLiteral("Hi")));
+        QCOMPARE(wait_answer(done), QStringLiteral("length"));  // still thinking at the limit
+        const qint64 conv = h.chat.currentConversationId();
+        const Message first = h.store.store->messages(conv).back();
+        QVERIFY(!first.reasoning.isEmpty());
+        QVERIFY(first.content.isEmpty());
+        QVERIFY(first.stats.thinking_ms.value_or(0) > 0);
+        QCOMPARE(h.chat.messages()->get(1).value("reasoning").toString(), first.reasoning);
+
+        QVERIFY(h.chat.send(QStringLiteral("And then?")));
+        QCOMPARE(wait_answer(done), QStringLiteral("length"));
+        const Message second = h.store.store->messages(conv).back();
+        // The prompt the engine read: the template's render with the first thinking written back.
+        ember::LoadOptions o;
+        o.path = think;
+        o.device = ember::BackendPreference::Cpu;
+        o.n_ctx = 256;
+        const auto model = ember::Model::load(o);
+        const std::vector<ember::ChatMessage> turns = {
+            {"user", "Hi"}, {"assistant", "", first.reasoning.toStdString()}, {"user", "And then?"}};
+        ember::ChatRenderOptions thinking_on;
+        thinking_on.enable_thinking = true;
+        const auto with = ember::chat_prompt_tokens(*model, turns, thinking_on);
+        QCOMPARE(*second.stats.prompt_tokens, static_cast<int>(with.size()));
+        QVERIFY(ember::render_chat(*model, turns, true).find(first.reasoning.toStdString()) != std::string::npos);
     }
 };
 

@@ -2,7 +2,8 @@
 // conversation with SmolLM2, grabbed offscreen (QQuickWindow::grabWindow) into
 // <build>/screenshots/: empty-state.png, main-window.png, main-window-dark.png,
 // chat-settings.png, settings.png, long-message.png (+ -dark, -720), context-full.png
-// (+ -dark), context-settings.png, search-in-chat.png.
+// (+ -dark), context-settings.png, search-in-chat.png, reasoning-collapsed-720.png and
+// reasoning-expanded-720.png (+ -dark): a stored answer with its thinking above it.
 // Each image is checked to be the window's size and to have real content (not blank).
 #include <QApplication>
 #include <QDir>
@@ -241,6 +242,60 @@ private slots:
         QTRY_VERIFY(hits() >= 1);
         QVERIFY(shoot(QStringLiteral("search-in-chat.png")) > 20);
         convs->setFilter(QString());
+    }
+
+    // A reasoning model's stored answer (as a restart finds it): its thinking collapsed to one
+    // line above the answer, then opened; light and dark, 720 px wide.
+    void reasoningAnswerCollapsedAndExpanded() {
+        const QString thoughts = QStringLiteral(
+            "The user asks why the sky is blue. Sunlight holds every colour; air molecules are much "
+            "smaller than its wavelengths, so they scatter short (blue) waves far more than long (red) ones "
+            "— Rayleigh scattering, about 1/λ⁴. So blue light reaches the eye from all over the sky. "
+            "I should say that simply, and mention sunsets.");
+        const QString answer = QStringLiteral(
+            "Sunlight is scattered by the air's molecules, and blue light far more than red "
+            "(**Rayleigh scattering**). Blue reaches your eyes from every direction, so the sky looks blue; "
+            "at sunset the light crosses more air and the blue is scattered away, leaving red and orange.");
+        ConversationStore& store = *ctx_->store.store;
+        const qint64 id = store.create_conversation(QStringLiteral("Why is the sky blue?")).id;
+        store.add_message(id, QStringLiteral("user"), QStringLiteral("Why is the sky blue?"));
+        MessageStats st;
+        st.thinking_ms = 12'400;
+        st.n_tokens = 143;
+        st.model = QStringLiteral("Qwen3-0.6B-Q4_K_M");
+        st.stop_reason = ember::StopReason::EndOfText;
+        store.add_message(id, QStringLiteral("assistant"), answer, MessageState::Complete, st, thoughts);
+        ctx_->chat.conversations()->refresh();
+        ctx_->chat.selectConversation(id);
+        window_->resize(720, 800);
+        QTRY_COMPARE(window_->contentItem()->width(), qreal(720));
+        QTRY_VERIFY(find(QStringLiteral("thinkingSection")));
+        QQuickItem* label = find(QStringLiteral("thinkingLabel"));
+        QVERIFY(label);
+        QCOMPARE(label->property("text").toString(), QStringLiteral("Thought for 12 s"));
+        QVERIFY(!find(QStringLiteral("thinkingText")));  // collapsed
+        QQuickItem* text = find(QStringLiteral("messageText"));
+        QVERIFY(text);
+        for (const char* theme : {"light", "dark"}) {
+            ctx_->settings.setTheme(QString::fromLatin1(theme));
+            const QString dark =
+                QString::fromLatin1(theme) == QLatin1String("dark") ? QStringLiteral("-dark") : QString();
+            QVERIFY(shoot(QStringLiteral("reasoning-collapsed-720%1.png").arg(dark)) > 20);
+        }
+        QQuickItem* header = find(QStringLiteral("thinkingHeader"));
+        QVERIFY(header);
+        QVERIFY(QMetaObject::invokeMethod(header, "clicked"));
+        QTRY_VERIFY(find(QStringLiteral("thinkingText")));
+        QCOMPARE(find(QStringLiteral("thinkingText"))->property("text").toString(), thoughts);
+        for (const char* theme : {"light", "dark"}) {
+            ctx_->settings.setTheme(QString::fromLatin1(theme));
+            const QString dark =
+                QString::fromLatin1(theme) == QLatin1String("dark") ? QStringLiteral("-dark") : QString();
+            QVERIFY(shoot(QStringLiteral("reasoning-expanded-720%1.png").arg(dark)) > 20);
+        }
+        ctx_->settings.setTheme(QStringLiteral("light"));
+        window_->resize(1180, 760);
+        QTRY_COMPARE(window_->contentItem()->width(), qreal(1180));
     }
 
     void cleanupTestCase() {

@@ -103,6 +103,69 @@ private slots:
         QVERIFY(stop_reason_from(QStringLiteral("something else")) == ember::StopReason::None);
     }
 
+    // Every value a v5 build wrote reads back the same after the v6 migration (one quote()d
+    // text per row, so NULLs, reals and texts are told apart); the thinking is empty, and the
+    // new columns take a reasoning answer.
+    void migratesV5DataLosslessly() {
+        QTemporaryDir dir;
+        const char* rows =
+            "SELECT group_concat(row, char(10)) FROM (SELECT quote(id) || '|' || quote(conversation_id) "
+            "|| '|' || quote(role) || '|' || quote(content) || '|' || quote(created_at) || '|' || "
+            "quote(state) || '|' || quote(ttft_ms) || '|' || quote(tok_s) || '|' || quote(n_tokens) || "
+            "'|' || quote(model) || '|' || quote(stop_reason) || '|' || quote(writer) || '|' || "
+            "quote(prompt_tokens) || '|' || quote(reused_tokens) || '|' || quote(energy_j) || '|' || "
+            "quote(error) || '|' || quote(needed_ctx) || '|' || quote(dropped_messages) AS row "
+            "FROM messages ORDER BY id)";
+        QString before;
+        {
+            Db db = Db::open(db_path(dir));
+            migrate(db, 5);
+            QCOMPARE(schema_version(db), 5);
+            db.exec(
+                "INSERT INTO conversations (id, title, created_at, updated_at, system_prompt, sampling_json, model) "
+                "VALUES (3, 'Think <b>', 1000, 2000, 'Be brief.', '{\"temperature\":0.2}', '/m/q.gguf')");
+            db.exec(
+                "INSERT INTO messages (conversation_id, role, content, created_at, state, ttft_ms, tok_s, n_tokens, "
+                "model, stop_reason, writer, prompt_tokens, reused_tokens, energy_j, error, needed_ctx, "
+                "dropped_messages) VALUES "
+                "(3, 'user', 'Why is the sky blue? ☀', 1100, 'complete', NULL, NULL, NULL, '', '', '', NULL, NULL, "
+                "NULL, '', NULL, NULL),"
+                "(3, 'assistant', 'Rayleigh scattering.', 1200, 'complete', 12.5, 80.25, 42, 'q', 'eog', '', 300, "
+                "250, 1.5, '', NULL, 2),"
+                "(3, 'assistant', '', 1300, 'interrupted', NULL, NULL, NULL, 'q', '', '', NULL, NULL, NULL, "
+                "'too long', 5100, NULL)");
+            before = db.scalar_text(rows);
+        }
+        OpenedStore s = open_conversation_store(dir.path());
+        QVERIFY2(s.notice.isEmpty(), qPrintable(s.notice));
+        QCOMPARE(schema_version(s.store->db()), kSchemaVersion);
+        QCOMPARE(s.store->db().scalar_text(rows), before);
+        for (const Message& m : s.store->messages(3)) {
+            QVERIFY(m.reasoning.isEmpty());
+            QVERIFY(!m.stats.thinking_ms);
+        }
+        QCOMPARE(s.store->messages(3)[1].stats.dropped_messages.value_or(0), 2);
+        QCOMPARE(s.store->conversation(3)->sampling_json, QStringLiteral("{\"temperature\":0.2}"));
+        QCOMPARE(s.store->search(QStringLiteral("Rayleigh")).size(), size_t(1));
+
+        // A reasoning answer, streamed then finished: the thinking apart from the text.
+        const Message a = s.store->add_message(3, QStringLiteral("assistant"), {}, MessageState::Streaming);
+        StreamSaver saver(*s.store, a.id, 60'000, 2);
+        saver.append({}, 1, QStringLiteral("The user asks about color. "));
+        QVERIFY(saver.append({}, 1, QStringLiteral("Light scatters.")));  // 2 tokens: saved
+        QCOMPARE(s.store->message(a.id)->reasoning, QStringLiteral("The user asks about color. Light scatters."));
+        QVERIFY(s.store->message(a.id)->content.isEmpty());
+        saver.append(QStringLiteral("Blue light scatters most."), 1);
+        MessageStats st;
+        st.thinking_ms = 1234.5;
+        saver.finish(MessageState::Complete, st);
+        const auto done = s.store->message(a.id);
+        QCOMPARE(done->content, QStringLiteral("Blue light scatters most."));
+        QCOMPARE(done->reasoning, QStringLiteral("The user asks about color. Light scatters."));
+        QCOMPARE(*done->stats.thinking_ms, 1234.5);
+        QCOMPARE(s.store->search(QStringLiteral("scatters")).size(), size_t(1));  // the answer, not the thinking
+    }
+
     void migrationIsIdempotent() {
         QTemporaryDir dir;
         { open_conversation_store(dir.path()).store->create_conversation(QStringLiteral("a")); }

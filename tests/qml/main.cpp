@@ -2,6 +2,7 @@
 // (AppContext on a temporary data folder, the Ember.Core singletons, the Ember.Ui module)
 // inside a QApplication, then the tst_*.qml files click through it offscreen.
 #include <QApplication>
+#include <QFile>
 #include <QQmlEngine>
 #include <QQmlExtensionPlugin>
 #include <QQuickStyle>
@@ -12,6 +13,7 @@
 #include <memory>
 
 #include "app/desktop/app_context.h"
+#include "model_with_template.h"
 
 Q_IMPORT_QML_PLUGIN(Ember_UiPlugin)
 
@@ -38,11 +40,21 @@ public:
     }
 };
 
+// Files the tests make: `thinkingModelPath`, SmolLM2 with tests/fixtures/think-chatml.jinja as
+// its chat template (a model that thinks: tests/model_with_template.h).
+class TestFiles : public QObject {
+    Q_OBJECT
+    Q_PROPERTY(QString thinkingModelPath MEMBER thinking_model_path CONSTANT)
+public:
+    QString thinking_model_path;
+};
+
 class Setup : public QObject {
     Q_OBJECT
     QTemporaryDir dir_;
     std::unique_ptr<ember::app::AppContext> ctx_;
     WindowKeys keys_;
+    TestFiles files_;
 
 public slots:
     void applicationAvailable() {
@@ -56,6 +68,12 @@ public slots:
         ctx_->settings.setThreads(1);
         ctx_->register_qml();
         qmlRegisterSingletonInstance("Ember.Test", 1, 0, "WindowKeys", &keys_);
+        QFile tmpl(QStringLiteral(EMBER_SOURCE_DIR "/tests/fixtures/think-chatml.jinja"));
+        if (!tmpl.open(QIODevice::ReadOnly)) qFatal("missing test resource %s", qPrintable(tmpl.fileName()));
+        files_.thinking_model_path = dir_.filePath(QStringLiteral("SmolLM2-thinking.gguf"));
+        ember::test::write_model_with_template(builtin.toStdString(), files_.thinking_model_path.toStdString(),
+                                               tmpl.readAll().toStdString());
+        qmlRegisterSingletonInstance("Ember.Test", 1, 0, "TestFiles", &files_);
         QQuickStyle::setStyle(QStringLiteral("Fusion"));
     }
     void qmlEngineAvailable(QQmlEngine* engine) { engine->addImportPath(QStringLiteral("qrc:/")); }

@@ -2,7 +2,8 @@
 // real built-in model (SmolLM2-135M-Instruct): empty state -> load the built-in model,
 // Enter / Shift+Enter / Esc, regenerate, edit and resend, Ctrl+N / Ctrl+F / Ctrl+L, search,
 // rename, delete with undo, switching chats while an answer streams, a 1 MB paste, the
-// settings page and theme, and a model that fails to load.
+// settings page and theme, a model that fails to load, and a model that thinks (its thinking
+// streamed above the answer, the thinking switch).
 // The app window is its own top-level window (as in ember-app); key events reach it
 // through WindowKeys (see main.cpp), mouse events through TestCase as usual.
 import QtQuick
@@ -415,5 +416,61 @@ TestCase {
         waitIdle()
         compare(Chat.messages.count, 2)
         verify(Chat.messages.get(1).content.length > 0)
+    }
+
+    // A model that thinks (SmolLM2 given a template whose generation prompt opens <think>, so
+    // its real output is thinking: TestFiles.thinkingModelPath): the thinking streams into a
+    // collapsed "Thinking… N s" above the answer, opens to be read live, closes when the
+    // answer ends, is there when the chat is opened again, and the answer text never holds it.
+    // The switch (the template reads enable_thinking) turns it off for the next answer.
+    function test_17_reasoningStreamsAsThinkingAboveTheAnswer() {
+        Models.load(TestFiles.thinkingModelPath)
+        tryCompare(Models, "ready", true, 120000)
+        compare(Models.details.reasoningFormat, "think")
+        verify(item("thinkingSwitch").visible, "the template reads enable_thinking: the switch is shown")
+        verify(!item("effortChoice").visible, "the template does not read reasoning_effort")
+        shortcut("Ctrl+N")
+        setSampling(400, 0.8)
+        sendByKeyboard("Think step by step: write a long story about a dragon who learns to bake bread.")
+        var list = item("messageList")
+        tryVerify(function() { return Chat.messages.count === 2 && Chat.messages.get(1).reasoning.length > 0 },
+                  60000, "no thinking streamed")
+        var label = inRow(list, 1, "thinkingLabel")
+        verify(Chat.generating)
+        verify(label.text.indexOf("Thinking… ") === 0, label.text)
+        compare(Chat.messages.get(1).content, "")     // the thinking is not the answer
+        verify(!inRow(list, 1, "bubble").visible)       // no empty bubble under it
+        mouseClick(inRow(list, 1, "thinkingHeader"))    // open it: the thoughts, live
+        var thoughts = inRow(list, 1, "thinkingText")
+        tryVerify(function() { return thoughts.visible && thoughts.text.length > 0 }, 5000)
+        var seen = thoughts.text.length
+        tryVerify(function() { return thoughts.text.length > seen }, 30000, "the open thinking did not grow")
+        tryVerify(function() { return /^Thinking… [1-9]/.test(label.text) }, 30000, "the seconds do not count: " + label.text)
+        press(Qt.Key_Escape)
+        tryCompare(Chat, "generating", false, 5000)
+        var row = Chat.messages.get(1)
+        verify(row.reasoning.length > 0 && row.content === "")
+        verify(row.reasoning.indexOf("<think>") < 0 && row.reasoning.indexOf("</think>") < 0, row.reasoning)
+        verify(!inRow(list, 1, "thinkingText").visible, "closed once the answer ended")
+        verify(/^Thought for [1-9][0-9]* s$/.test(inRow(list, 1, "thinkingLabel").text), inRow(list, 1, "thinkingLabel").text)
+        var id = Chat.currentConversationId
+        shortcut("Ctrl+N")
+        Chat.selectConversation(id)  // as after a restart: read back from the store
+        tryCompare(Chat.messages, "count", 2)
+        compare(Chat.messages.get(1).reasoning, row.reasoning)
+        verify(Chat.messages.get(1).thinkingMs > 0)
+        verify(inRow(list, 1, "thinkingSection").visible)
+
+        shortcut("Ctrl+N")  // a new chat, thinking off: the template writes an empty thinking
+        mouseClick(item("thinkingSwitch"))
+        compare(Chat.sampling.thinking, false)
+        setSampling(24)
+        sendByKeyboard("What is the capital of France?")
+        waitIdle()
+        compare(Chat.messages.count, 2)
+        compare(Chat.messages.get(1).reasoning, "")
+        verify(Chat.messages.get(1).content.length > 0)
+        verify(!inRow(list, 1, "thinkingSection").visible)
+        verify(inRow(list, 1, "bubble").visible)
     }
 }

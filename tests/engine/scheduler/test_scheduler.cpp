@@ -45,6 +45,7 @@ std::unique_ptr<Model> stories(int64_t n_ctx = 256, int32_t n_seqs = 16) {
 struct Outcome {
     std::vector<EngineEvent::Kind> kinds;
     std::string text;
+    std::string reasoning;
     std::vector<int32_t> ids;  // from the logprobs entries (top_logprobs >= 0)
     std::vector<TokenLogprob> logprobs;
     RequestStats stats;
@@ -60,6 +61,7 @@ public:
             Outcome& o = out_[key];
             o.kinds.push_back(e.kind);
             o.text += e.text;
+            o.reasoning += e.reasoning;
             for (TokenLogprob& t : e.tokens) {
                 o.ids.push_back(t.id);
                 o.logprobs.push_back(std::move(t));
@@ -985,4 +987,57 @@ TEST_CASE("status and telemetry describe the running batch") {
     CHECK(t.steps == s.stats().steps);
     CHECK(t.running == 0);
     CHECK(t.queued == 0);
+}
+
+// A model made to think honestly: SmolLM2 with a ChatML template whose generation prompt opens
+// <think> (tests/fixtures/think-chatml.jinja), so what it writes is thinking; after the budget
+// the engine writes </think> in its place and the model, reading that, answers.
+TEST_CASE("a thinking budget closes the thinking, and the answer comes apart from it") {
+    const std::string path = test::test_model(test::kSmolLM2);
+    EMBER_REQUIRE_FILE(path);
+    LoadOptions lo;
+    lo.path = path;
+    lo.device = BackendPreference::Cpu;
+    lo.n_threads = 2;
+    lo.n_ctx = 512;
+    lo.chat_template = test::read_file(std::string(EMBER_SOURCE_DIR) + "/tests/fixtures/think-chatml.jinja");
+    auto model = Model::load(lo);
+    CHECK(reasoning_format(*model) == ReasoningFormat::ThinkTags);
+    CHECK(reasoning_controls(*model).enable_thinking);
+    Scheduler s(*model, {});
+    Results res;
+    EngineRequest r;
+    r.messages = {{"user", "What is the capital of France?"}};
+    r.max_tokens = 48;
+    r.sampling = SamplingParams::greedy();
+    r.top_logprobs = 0;
+    r.reasoning_budget = 5;
+    s.submit(r, res.sink(0));
+    r.template_options.enable_thinking = false;  // the same question, thinking off
+    s.submit(r, res.sink(1));
+    res.wait(2);
+
+    const Outcome think = res.get(0);
+    const std::vector<int32_t> close = model->tokenizer().encode("</think>\n\n", false, true);
+    REQUIRE(think.ids.size() > 5 + close.size());
+    // The 5 thinking tokens are the model's own; then exactly the forced close.
+    CHECK(std::vector<int32_t>(think.ids.begin() + 5, think.ids.begin() + 5 + static_cast<long>(close.size())) ==
+          close);
+    CHECK(think.stats.reasoning_tokens >= 5);
+    CHECK(think.stats.reasoning_tokens < think.stats.generated_tokens);
+    const std::string thought =
+        model->tokenizer().decode(std::vector<int32_t>(think.ids.begin(), think.ids.begin() + 5));
+    CHECK(!think.reasoning.empty());
+    CHECK(thought.find(think.reasoning) != std::string::npos);  // its thinking, trimmed
+    CHECK(!think.text.empty());
+    for (const std::string& t : {think.text, think.reasoning}) {
+        CHECK(t.find("<think>") == std::string::npos);
+        CHECK(t.find("</think>") == std::string::npos);
+    }
+    MESSAGE("reasoning: ", think.reasoning, "\nanswer: ", think.text);
+
+    const Outcome off = res.get(1);  // an empty thinking in the prompt: all answer
+    CHECK(off.reasoning.empty());
+    CHECK(off.stats.reasoning_tokens == 0);
+    CHECK(!off.text.empty());
 }

@@ -447,3 +447,63 @@ TEST_CASE("prometheusTextHasCountersHistogramsAndGauges") {
     has("ember_kv_host_cache_bytes 65536");
     has("ember_kv_disk_cache_bytes 131072");
 }
+
+TEST_CASE("reasoningRequestFieldsBecomeTemplateVariablesAndABudget") {
+    const json assistant = {{"role", "assistant"}, {"content", "Hi!"}, {"reasoning_content", "They greet me."}};
+    const ApiRequest a = ok(Endpoint::Chat, {{"messages", {kHello, assistant, kHello}},
+                                             {"reasoning_effort", "low"},
+                                             {"chat_template_kwargs", {{"enable_thinking", false}, {"depth", 2}}},
+                                             {"reasoning_budget_tokens", 64}});
+    CHECK(a.engine.messages[1].content == "Hi!");
+    CHECK(a.engine.messages[1].reasoning_content == "They greet me.");
+    // The variables the template options name take their fields; others are JSON text.
+    const ember::ChatRenderOptions& o = a.engine.template_options;
+    CHECK(o.reasoning_effort == "low");
+    CHECK(o.enable_thinking == false);
+    CHECK(o.extra_vars == std::vector<std::pair<std::string, std::string>>{{"depth", "2"}});
+    CHECK(a.engine.reasoning_budget == 64);
+    // chat_template_kwargs win over reasoning_effort (extra variables are set after it)
+    const ApiRequest effort = ok(Endpoint::Chat, {{"messages", {kHello}},
+                                                  {"reasoning_effort", "low"},
+                                                  {"chat_template_kwargs", {{"reasoning_effort", "high"}}}});
+    CHECK(effort.engine.template_options.reasoning_effort == "high");
+    const ApiRequest none = ok(Endpoint::Chat, {{"messages", {kHello}}});
+    CHECK(!none.engine.template_options.enable_thinking.has_value());
+    CHECK(none.engine.template_options.reasoning_effort.empty());
+    CHECK(none.engine.template_options.extra_vars.empty());
+    CHECK(none.engine.reasoning_budget == -1);
+    // vLLM's newer name for an earlier answer's thinking
+    const json vllm = {{"role", "assistant"}, {"content", "Hi!"}, {"reasoning", "Hmm."}};
+    CHECK(ok(Endpoint::Chat, {{"messages", {kHello, vllm, kHello}}}).engine.messages[1].reasoning_content == "Hmm.");
+
+    CHECK(refused(Endpoint::Chat, {{"messages", {kHello}}, {"reasoning_effort", "max"}}).param == "reasoning_effort");
+    CHECK(refused(Endpoint::Chat, {{"messages", {kHello}}, {"chat_template_kwargs", "x"}}).param ==
+          "chat_template_kwargs");
+    CHECK(
+        refused(Endpoint::Chat, {{"messages", {kHello}}, {"chat_template_kwargs", {{"tools", json::array()}}}}).param ==
+        "chat_template_kwargs.tools");
+    CHECK(refused(Endpoint::Chat, {{"messages", {kHello}}, {"reasoning_budget_tokens", -2}}).param ==
+          "reasoning_budget_tokens");
+    const json bad = {{"role", "assistant"}, {"content", "x"}, {"reasoning_content", 3}};
+    CHECK(refused(Endpoint::Chat, {{"messages", {kHello, bad}}}).param == "messages[1].reasoning_content");
+}
+
+TEST_CASE("reasoningContentIsApartFromContentWholeAndStreamed") {
+    ResponseMeta meta{Endpoint::Chat, "chatcmpl-3", 9, "m", false, false};
+    RequestStats st;
+    st.prompt_tokens = 10;
+    st.generated_tokens = 20;
+    st.reasoning_tokens = 12;
+    st.stop_reason = ember::StopReason::EndOfText;
+    const json whole = json::parse(response_json(meta, "Paris.", {}, st, "The capital: Paris."));
+    CHECK(whole["choices"][0]["message"] ==
+          json{{"role", "assistant"}, {"content", "Paris."}, {"reasoning_content", "The capital: Paris."}});
+    CHECK(whole["usage"]["completion_tokens_details"]["reasoning_tokens"] == 12);
+    const json plain = json::parse(response_json(meta, "Paris.", {}, stats(10, 2, ember::StopReason::EndOfText)));
+    CHECK_FALSE(plain["choices"][0]["message"].contains("reasoning_content"));
+    CHECK_FALSE(plain["usage"].contains("completion_tokens_details"));
+    CHECK(sse_data(text_chunk(meta, "", {}, 0, "The "))["choices"][0]["delta"] == json{{"reasoning_content", "The "}});
+    CHECK(sse_data(text_chunk(meta, "Paris", {}, 0, "."))["choices"][0]["delta"] ==
+          json{{"content", "Paris"}, {"reasoning_content", "."}});
+    CHECK(sse_data(text_chunk(meta, "Paris", {}, 0))["choices"][0]["delta"] == json{{"content", "Paris"}});
+}

@@ -433,6 +433,26 @@ TEST_CASE("special tokens") {
     REQUIRE_EQ(t->decode(parsed, false), text);
 }
 
+// gpt-oss's harmony vocabulary: <|end|> closes the thinking's message, so generation must go
+// on to the answer, which ends with <|return|> or <|call|>. A vocabulary with <|end|> alone
+// (Phi-3) keeps it as its end of turn.
+TEST_CASE("harmony: <|end|> ends a message, <|return|> and <|call|> the generation") {
+    TokenizerData d = tiny_bpe();
+    for (const char* t : {"<|end|>", "<|return|>", "<|call|>", "<|channel|>"}) {
+        d.tokens.push_back(t);
+        d.token_types.push_back(3);
+    }
+    auto t = Tokenizer::from_data(d);
+    CHECK(!t->is_eog(id_of(*t, "<|end|>")));
+    CHECK(t->is_eog(id_of(*t, "<|return|>")));
+    CHECK(t->is_eog(id_of(*t, "<|call|>")));
+    CHECK(t->eot() == id_of(*t, "<|return|>"));
+    d.tokens.resize(d.tokens.size() - 3);  // <|end|> alone
+    d.token_types.resize(d.tokens.size());
+    auto phi = Tokenizer::from_data(d);
+    CHECK(phi->is_eog(id_of(*phi, "<|end|>")));
+}
+
 TEST_CASE("bad data throws") {
     TokenizerData d = tiny_bpe();
     d.model = "bert";
