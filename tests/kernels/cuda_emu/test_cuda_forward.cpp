@@ -71,6 +71,21 @@ Run greedy(const std::shared_ptr<const GgufFile>& file, Backend& backend, const 
     return out;
 }
 
+// Every step's GPU logits within 5 % (relative L2) of the CPU's.
+void check_logits_close(const Run& gpu, const Run& cpu) {
+    REQUIRE(gpu.logits.size() == cpu.logits.size());
+    for (size_t i = 0; i < gpu.logits.size(); ++i) {
+        double e = 0, r = 0;
+        for (size_t j = 0; j < gpu.logits[i].size(); ++j) {
+            const double d = double(gpu.logits[i][j]) - cpu.logits[i][j];
+            e += d * d;
+            r += double(cpu.logits[i][j]) * cpu.logits[i][j];
+        }
+        INFO("step " << i << " logits rel_l2 " << std::sqrt(e / r));
+        CHECK(std::sqrt(e / r) < 0.05);
+    }
+}
+
 size_t bits_differ(const std::vector<float>& a, const std::vector<float>& b) {
     if (a.size() != b.size()) return std::max(a.size(), b.size());
     size_t n = 0;
@@ -126,16 +141,7 @@ TEST_CASE("synthetic Gemma 3 shape: the CUDA backend generates the CPU backend's
     CHECK(on.tokens == rc.tokens);
     // The logits themselves: the GPU's 8-bit activations (per 32, vs the CPU's per-32/16
     // blocks) and FP16 GEMM inputs move them a little, never the argmax here.
-    for (size_t i = 0; i < on.logits.size(); ++i) {
-        double e = 0, r = 0;
-        for (size_t j = 0; j < on.logits[i].size(); ++j) {
-            const double d = double(on.logits[i][j]) - rc.logits[i][j];
-            e += d * d;
-            r += double(rc.logits[i][j]) * rc.logits[i][j];
-        }
-        INFO("step " << i << " logits rel_l2 " << std::sqrt(e / r));
-        CHECK(std::sqrt(e / r) < 0.05);
-    }
+    check_logits_close(on, rc);
     // Graphs off: the very same launches, eagerly: bit-identical logits.
     REQUIRE(gpu->set_graphs(false));
     const Run off = greedy(file, *gpu, prompt, n_gen);
@@ -165,16 +171,7 @@ TEST_CASE("synthetic qwen3moe: the CUDA backend generates the CPU backend's gree
     CHECK(rg.tokens == rc.tokens);
     // As for Gemma 3 above: the GPU's activation blocks differ from the CPU's; here they may
     // also move a token's router logits across a near-tie, which changes one expert of eight.
-    for (size_t i = 0; i < rg.logits.size(); ++i) {
-        double e = 0, r = 0;
-        for (size_t j = 0; j < rg.logits[i].size(); ++j) {
-            const double d = double(rg.logits[i][j]) - rc.logits[i][j];
-            e += d * d;
-            r += double(rc.logits[i][j]) * rc.logits[i][j];
-        }
-        INFO("step " << i << " logits rel_l2 " << std::sqrt(e / r));
-        CHECK(std::sqrt(e / r) < 0.05);
-    }
+    check_logits_close(rg, rc);
     CHECK(gpu->graph_stats().failures == 0);
     std::filesystem::remove(path);
 }
