@@ -53,3 +53,24 @@ ember_cmake_args() {
   EMBER_CMAKE_ARGS+=("-DEMBER_TEST_MODELS_DIR=${EMBER_TEST_MODELS_DIR:-$HOME/.cache/ember/test-models}")
   EMBER_CMAKE_ARGS+=("-DEMBER_TESTDATA_DIR=${EMBER_TESTDATA_DIR:-$EMBER_ROOT/../shared/testdata}")
 }
+
+# Benchmarks on shared cores (scripts/bench-cpu.sh, scripts/bench-moe.sh):
+cpu_jiffies() {  # prints "busy steal" in clock ticks since boot
+  local _cpu u n s _idle _iow irq sirq st _rest
+  read -r _cpu u n s _idle _iow irq sirq st _rest </proc/stat
+  echo "$((u + n + s + irq + sirq)) $st"
+}
+# wait_quiet: waits up to EMBER_BENCH_WAIT_QUIET seconds (default 60; 0 = never) for a
+# 2-second window in which other processes use under 10 % of the cores (this script is idle
+# meanwhile), so that a measurement starts on a quiet machine when one comes.
+wait_quiet() {
+  local limit="${EMBER_BENCH_WAIT_QUIET:-60}" t0=$SECONDS b0 b1 pct ncpu hz
+  (( limit > 0 )) || return 0
+  ncpu=$(nproc); hz=$(getconf CLK_TCK)
+  while :; do
+    read -r b0 _ < <(cpu_jiffies); sleep 2; read -r b1 _ < <(cpu_jiffies)
+    pct=$(( 100 * (b1 - b0) / (2 * hz * ncpu) ))
+    if (( pct < 10 )); then return 0; fi
+    if (( SECONDS - t0 >= limit )); then ember_log "still ${pct}% busy after ${limit}s: measuring anyway"; return 0; fi
+  done
+}

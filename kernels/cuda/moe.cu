@@ -32,10 +32,24 @@ __global__ void __launch_bounds__(128)
                    ids + static_cast<int64_t>(t) * k, weights + static_cast<int64_t>(t) * k);
 }
 
-// The slot's expert, or -1 for an id outside [0, n_expert) (its row is then NaN: visible).
-__device__ __forceinline__ int slot_expert(const int32_t* ids, int slot, int n_expert) {
-    const int e = ids[slot];
-    return e >= 0 && e < n_expert ? e : -1;
+// This warp's output: row `row` of slot `slot` (grid: x = row groups, y = slots from slot0).
+struct SlotRow {
+    int lane, row, slot, expert;  // expert -1: no work (past the rows, or a bad id)
+    float* out;
+};
+// An expert id outside [0, n_expert) makes the row NaN (visible) and the warp idle.
+__device__ __forceinline__ SlotRow slot_row(const int32_t* ids, int slot0, int rows, int n_expert, float* y) {
+    SlotRow s;
+    s.lane = threadIdx.x & 31;
+    s.row = blockIdx.x * kWarps + (threadIdx.x >> 5);
+    s.slot = slot0 + static_cast<int>(blockIdx.y);
+    s.expert = -1;
+    s.out = y + static_cast<int64_t>(s.slot) * rows + s.row;
+    if (s.row >= rows) return s;
+    const int e = ids[s.slot];
+    if (e >= 0 && e < n_expert) s.expert = e;
+    else if (s.lane == 0) *s.out = NAN;
+    return s;
 }
 
 // Quantized experts: warp per row of the slot's expert; x quantized per row (quantize_q8).
@@ -45,16 +59,10 @@ __global__ void __launch_bounds__(128)
                         const int8_t* __restrict__ xq, const float2* __restrict__ ds, int x_div,
                         const int32_t* __restrict__ ids, int slot0, float* __restrict__ y,
                         const float* __restrict__ bias) {
-    const int lane = threadIdx.x & 31;
-    const int row = blockIdx.x * kWarps + (threadIdx.x >> 5);
-    const int slot = slot0 + static_cast<int>(blockIdx.y);
-    if (row >= rows) return;
-    const int e = slot_expert(ids, slot, n_expert);
-    float* out = y + static_cast<int64_t>(slot) * rows + row;
-    if (e < 0) {
-        if (lane == 0) *out = NAN;
-        return;
-    }
+    const SlotRow sr = slot_row(ids, slot0, rows, n_expert, y);
+    if (sr.expert < 0) return;
+    const int lane = sr.lane, row = sr.row, slot = sr.slot, e = sr.expert;
+    float* out = sr.out;
     const int64_t xr = slot / x_div, cols = static_cast<int64_t>(n_chunks) * 32;
     const uint8_t* wr = w + (static_cast<size_t>(e) * rows + row) * row_bytes;
     float acc = 0.0f;
@@ -84,16 +92,10 @@ __global__ void __launch_bounds__(128)
     moe_matvec_f_kernel(const uint8_t* __restrict__ w, size_t row_bytes, int rows, int n_expert, int cols,
                         const float* __restrict__ x, int x_div, const int32_t* __restrict__ ids, int slot0,
                         float* __restrict__ y, const float* __restrict__ bias) {
-    const int lane = threadIdx.x & 31;
-    const int row = blockIdx.x * kWarps + (threadIdx.x >> 5);
-    const int slot = slot0 + static_cast<int>(blockIdx.y);
-    if (row >= rows) return;
-    const int e = slot_expert(ids, slot, n_expert);
-    float* out = y + static_cast<int64_t>(slot) * rows + row;
-    if (e < 0) {
-        if (lane == 0) *out = NAN;
-        return;
-    }
+    const SlotRow sr = slot_row(ids, slot0, rows, n_expert, y);
+    if (sr.expert < 0) return;
+    const int lane = sr.lane, row = sr.row, slot = sr.slot, e = sr.expert;
+    float* out = sr.out;
     const float* xr = x + static_cast<int64_t>(slot / x_div) * cols;
     const uint8_t* wr = w + (static_cast<size_t>(e) * rows + row) * row_bytes;
     float acc = 0.0f;

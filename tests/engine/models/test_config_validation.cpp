@@ -13,6 +13,7 @@
 #include "engine/core/log.h"
 #include "engine/gguf/gguf_writer.h"
 #include "engine/models/model_config.h"
+#include "engine/models/synthetic.h"
 #include "engine/runtime/model.h"
 #include "engine/tokenizer/tokenizer.h"
 #include "kernels/backend_loader.h"
@@ -255,4 +256,35 @@ TEST_CASE("special ids that are no token are ignored with a warning, BOS as EOS"
     set_log_sink({});
     CHECK(said.empty());
     std::filesystem::remove(none);
+}
+
+// Expert hyperparameters (qwen3moe): the used count within the experts, and the experts'
+// tensors as wide as the metadata says, named before any expert is loaded.
+TEST_CASE("expert counts that disagree with the experts' tensors are named") {
+    const std::string src = (std::filesystem::temp_directory_path() / "ember-config-qwen3moe.gguf").string();
+    write_synthetic_model(src, synthetic_shape("tiny-qwen3moe"), "F32");
+    const auto edited = [&](const std::string& name, uint32_t experts, uint32_t used) {
+        const GgufFile f = GgufFile::open(src);
+        GgufWriter w;
+        for (const auto& k : f.metadata_order()) w.set(k, f.metadata().at(k));
+        w.set("qwen3moe.expert_count", GgufValue::u32(experts));
+        w.set("qwen3moe.expert_used_count", GgufValue::u32(used));
+        for (const auto& t : f.tensors())
+            w.add_tensor(t.name, t.type, t.dims, std::vector<uint8_t>(t.data, t.data + t.n_bytes));
+        const std::string dst = (std::filesystem::temp_directory_path() / ("ember-config-" + name + ".gguf")).string();
+        w.write_file(dst);
+        return dst;
+    };
+    const ModelConfig ok = read_model_config(GgufFile::open(edited("moe-ok", 16, 4)));
+    CHECK(ok.n_expert == 16);
+    CHECK(ok.n_expert_used == 4);
+    CHECK(ok.n_ff_exp == 96);
+    CHECK(ok.n_ff_shexp == 0);
+    CHECK(ok.expert_weights_norm);
+    const std::string too_many = config_error(edited("moe-used", 16, 17));
+    CHECK(too_many.find("qwen3moe.expert_used_count = 17 is out of range (1..16)") != std::string::npos);
+    const std::string wrong = config_error(edited("moe-count", 32, 4));
+    CHECK(wrong.find("blk.0.ffn_gate_inp.weight") != std::string::npos);
+    CHECK(wrong.find("256 x 32") != std::string::npos);
+    std::filesystem::remove(src);
 }

@@ -174,6 +174,8 @@ void check_experts_greedy(const std::string& path) {
     auto gpu = test::make_test_cuda_backend();
     const Run rg = greedy(file, *gpu, prompt, n_gen);
     CHECK(rg.tokens == rc.tokens);
+    // As for Gemma 3 above: the GPU's activation blocks differ from the CPU's; here they may
+    // also move a token's router logits across a near-tie, which changes one expert of eight.
     for (size_t i = 0; i < rg.logits.size(); ++i) {
         const double rel = rel_l2(rg.logits[i], rc.logits[i]);
         INFO("step " << i << " logits rel_l2 " << rel);
