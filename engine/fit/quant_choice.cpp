@@ -127,22 +127,25 @@ private:
     }
 
     // A mixture-of-experts file with every layer's attention on the GPU and some experts in
-    // RAM: the best quality of those (experts are read a few per token, so RAM holds them at
-    // a speed whole layers on the CPU would not reach), before any layer split.
+    // RAM, before any layer split: the experts in RAM are read at RAM speed, as a model on the
+    // CPU is, so the smallest file of the wanted quality wins (fewer bytes per token there).
     std::optional<Option> experts_in_ram(bool good, int min_q, std::string& reason) {
         if (b_.vram == 0) return std::nullopt;
+        std::optional<Option> best;
         for (size_t i : order_) {
             if (!eligible(i, good, min_q)) continue;
             FitPlan p = target_plan(i);
             if (p.placement != Placement::ExpertsInRam) continue;
-            const int32_t in_ram = p.n_layers - p.gpu_expert_layers;
-            reason = model(i).quant + ": all " + std::to_string(p.n_layers) + " layers on your " + vram() +
-                     " GPU, the experts of " + std::to_string(in_ram) + " in RAM (" + format_bytes(p.cpu.total()) +
-                     "), with " + ctx_words(p.n_ctx) + "; no " + (good ? o_.min_quant + " or better " : "") +
-                     "file fits the GPU entirely";
-            return Option{i, p};
+            if (!best || c_[i].size < c_[best->index].size) best = Option{i, p};
         }
-        return std::nullopt;
+        if (!best) return std::nullopt;
+        const FitPlan& p = best->plan;
+        reason = model(best->index).quant + ": all " + std::to_string(p.n_layers) + " layers on your " + vram() +
+                 " GPU, the experts of " + std::to_string(p.n_layers - p.gpu_expert_layers) + " in RAM (" +
+                 format_bytes(p.cpu.total()) + "), with " + ctx_words(p.n_ctx) + "; no " +
+                 (good ? o_.min_quant + " or better " : "") +
+                 "file fits the GPU entirely, and the smallest one reads the fewest bytes from RAM per token";
+        return best;
     }
 
     std::optional<Option> split(bool good, int min_q, std::string& reason) {

@@ -17,6 +17,7 @@
 
 #include "engine/fit/fit_model.h"
 #include "engine/fit/planner.h"
+#include "engine/fit/quant_choice.h"
 #include "engine/kv/kv_cache.h"
 #include "engine/models/synthetic.h"
 #include "engine/models/transformer.h"
@@ -124,6 +125,53 @@ TEST_CASE("a mixture of experts keeps its attention on the GPU and its experts i
     const fit::FitModel dense = header_model("llama-3-8b", "Q4_K_M");
     CHECK_FALSE(fit::has_experts(dense));
     CHECK(fit::plan(dense, o, fit::Budget{4 * GiB, 64 * GiB, false}).placement == fit::Placement::Split);
+}
+
+// gpt-oss-20b as shipped (MXFP4 experts, Q8_0 elsewhere: 12.1 GB), the same cards.
+TEST_CASE("gpt-oss-20b on 8, 12, 24 and 80 GiB") {
+    const fit::FitModel m = header_model("gpt-oss-20b", "MXFP4_MOE");
+    fit::FitOptions o;
+    o.n_ctx = 8192;
+    for (const uint64_t vram : {80, 24, 12, 8}) {
+        const fit::FitPlan p = fit::plan(m, o, fit::Budget{vram * GiB, 64 * GiB, false});
+        test::info("gpt-oss-20b MXFP4_MOE, %llu GiB: %s: %s", static_cast<unsigned long long>(vram),
+                   fit::placement_name(p.placement), p.reason.c_str());
+        CHECK(fits(p));
+        CHECK(p.gpu_layers == m.config.n_layers);  // never a layer split: the experts go first
+        CHECK(p.placement == (vram >= 24 ? fit::Placement::Gpu : fit::Placement::ExpertsInRam));
+    }
+}
+
+// The automatic quantization choice on a Qwen3-30B-A3B repository (headers of each file): the
+// best file that fits the GPU whole (Q8_0 on 80 GiB, Q4_K_M on 24); on 12 and 8 GiB none of
+// Q4_K_M or better does, and the smallest of them (Q4_K_M) goes with some experts in RAM:
+// those are read at RAM speed, like a model on the CPU, so fewer bytes beat more bits. Never
+// a layer split, never Q4_0's lower quality.
+TEST_CASE("the quantization choice keeps quality and puts experts in RAM") {
+    std::vector<fit::Candidate> candidates;
+    for (const char* scheme : {"Q8_0", "Q6_K", "Q4_K_M", "Q4_0"}) {
+        fit::FitModel m = header_model("qwen3-30b-a3b", scheme);
+        const uint64_t size = m.file_bytes;
+        candidates.push_back({std::string("qwen3-30b-a3b-") + scheme + ".gguf", size, std::move(m), ""});
+    }
+    fit::ChoiceOptions o;
+    o.fit.n_ctx = 8192;
+    struct Row {
+        uint64_t vram_gib;
+        const char* quant;
+        fit::Placement placement;
+    };
+    for (const Row& r :
+         {Row{80, "Q8_0", fit::Placement::Gpu}, Row{24, "Q4_K_M", fit::Placement::Gpu},
+          Row{12, "Q4_K_M", fit::Placement::ExpertsInRam}, Row{8, "Q4_K_M", fit::Placement::ExpertsInRam}}) {
+        const fit::QuantChoice c = fit::choose_quant(candidates, fit::Budget{r.vram_gib * GiB, 64 * GiB, false}, o);
+        test::info("qwen3-30b-a3b repository, %llu GiB: %s", static_cast<unsigned long long>(r.vram_gib),
+                   c.reason.c_str());
+        INFO(r.vram_gib, " GiB: ", c.reason);
+        REQUIRE(c.chosen);
+        CHECK(c.ranked[*c.chosen].quant == r.quant);
+        CHECK(c.plan->placement == r.placement);
+    }
 }
 
 TEST_CASE("experts in RAM: each backend allocates what the plan counts, and the logits do not change") {
