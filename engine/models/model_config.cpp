@@ -333,9 +333,11 @@ ModelConfig read_model_config(const GgufFile& f) {
     ModelConfig c;
     c.arch = f.architecture();
     const auto& archs = supported_architectures();
-    if (std::find(archs.begin(), archs.end(), c.arch) == archs.end())
-        throw Error(f.path() + ": unsupported architecture '" + c.arch +
-                    "' (supported: llama, qwen2, qwen3, qwen3moe, gemma3, gemma4, gpt-oss)");
+    if (std::find(archs.begin(), archs.end(), c.arch) == archs.end()) {
+        std::string known;
+        for (const std::string& a : archs) known += (known.empty() ? "" : ", ") + a;
+        throw Error(f.path() + ": unsupported architecture '" + c.arch + "' (supported: " + known + ")");
+    }
     const std::string a = c.arch + ".";
     c.n_embd = required_dim(f, a + "embedding_length");
     c.n_layers = required_dim(f, a + "block_count");
