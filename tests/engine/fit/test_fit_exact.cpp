@@ -23,8 +23,9 @@ namespace {
 
 constexpr int32_t kBatch = 32;  // the pass size planned and run (small: the tests stay fast)
 
-// One prefill of min(kBatch, n_ctx) tokens: the pass that sizes the scratch.
-void prefill(Transformer& tr, KvCache& kv, int64_t n_ctx) {
+// One prefill of min(kBatch, n_ctx) tokens: the pass that sizes the scratch. Returns the
+// last token's logits.
+std::vector<float> prefill(Transformer& tr, KvCache& kv, int64_t n_ctx) {
     const int32_t n = static_cast<int32_t>(std::min<int64_t>(kBatch, n_ctx));
     const int32_t seq = kv.new_sequence();
     std::vector<int32_t> toks, pos, seq_of(static_cast<size_t>(n), 0);
@@ -47,6 +48,7 @@ void prefill(Transformer& tr, KvCache& kv, int64_t n_ctx) {
     std::vector<float> logits;
     tr.forward(b, kv, logits);
     kv.free_sequence(seq);
+    return logits;
 }
 
 void check_close(const char* what, uint64_t planned, uint64_t allocated) {
@@ -189,6 +191,38 @@ TEST_CASE("planned split matches the two backends' allocations") {
     const std::string gemma4 = dir.file("tiny-gemma4.gguf");
     write_synthetic_model(gemma4, synthetic_shape("tiny-gemma4"), "F16");
     check_split(gemma4, {0, 2, 4});
+}
+
+// A mixture of experts with every layer on the first backend but the experts (and routers)
+// of the layers past the first e on the second (fit::Placement::ExpertsInRam): each backend
+// allocates what the plan counts, and the logits are bitwise those of one backend (the same
+// CPU kernels run the experts on either side).
+TEST_CASE("planned experts in RAM match the two backends' allocations, and change no logit") {
+    test::TempDir dir;
+    const std::string path = dir.file("tiny-qwen3moe.gguf");
+    write_synthetic_model(path, synthetic_shape("tiny-qwen3moe"), "Q8_0");
+    auto file = std::make_shared<const GgufFile>(GgufFile::open(path));
+    const fit::FitModel fm = fit::fit_model(*file);
+    const int32_t L = fm.config.n_layers;
+    auto one = make_cpu_backend(2);
+    Transformer whole(file, *one);
+    KvCache whole_kv(whole.kv_backends(), whole.kv_config(2048, 1));
+    const std::vector<float> expected = prefill(whole, whole_kv, 2048);
+    for (int32_t e : {0, L - 1}) {
+        INFO("experts of the first ", e, " of ", L, " layers on the first backend");
+        auto first = make_cpu_backend(2), rest = make_cpu_backend(2);
+        {
+            Transformer tr(file, *first, *rest, L, e);
+            KvCache kv(tr.kv_backends(), tr.kv_config(2048, 1));
+            CHECK(prefill(tr, kv, 2048) == expected);
+            fit::FitOptions fo{2048, 1, kBatch, DType::F16};
+            const fit::FitPlan p = fit::plan_layers(fm, fo, fit::Budget{1, 0, false}, -1, fit::cpu_profile(), e);
+            REQUIRE(p.placement == fit::Placement::ExpertsInRam);
+            CHECK(p.gpu_expert_layers == e);
+            check_device(p.gpu, first->memory());
+            check_device(p.cpu, rest->memory());
+        }
+    }
 }
 
 namespace {
