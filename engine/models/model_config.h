@@ -52,6 +52,11 @@ struct ModelConfig {
     int32_t n_ff_shexp = 0;            // the shared expert's (0: none)
     bool expert_weights_norm = false;  // the chosen experts' weights renormalised to sum 1 (qwen3moe)
     float expert_weights_scale = 1.0f;
+    // gemma4 (26B-A4B): every layer's dense FFN runs beside its experts (its own norms), the
+    // router reads the scaled RMS norm of the attention output; the experts' gate and up may
+    // be one fused tensor (ffn_gate_up_exps, gate rows first).
+    bool shared_ffn = false;
+    bool expert_gate_up = false;
 
     bool moe() const { return n_expert > 0; }
 

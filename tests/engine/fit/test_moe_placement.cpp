@@ -127,32 +127,36 @@ TEST_CASE("a mixture of experts keeps its attention on the GPU and its experts i
 }
 
 TEST_CASE("experts in RAM: each backend allocates what the plan counts, and the logits do not change") {
-    test::TempDir dir;
-    const std::string path = dir.file("tiny-qwen3moe.gguf");
-    write_synthetic_model(path, synthetic_shape("tiny-qwen3moe"), "Q8_0");
-    auto file = std::make_shared<const GgufFile>(GgufFile::open(path));
-    const fit::FitModel fm = fit::fit_model(*file);
-    const int32_t L = fm.config.n_layers, n_ctx = 256, n = 24;
+    // qwen3moe, and gemma4's experts beside a dense FFN (their router scale, per-expert
+    // scales and branch norms on the experts' backend, the attention output crossing over).
+    for (const char* shape : {"tiny-qwen3moe", "tiny-gemma4moe"}) {
+        SUBCASE(shape) {
+            test::TempDir dir;
+            const std::string path = dir.file(std::string(shape) + ".gguf");
+            write_synthetic_model(path, synthetic_shape(shape), "Q8_0");
+            auto file = std::make_shared<const GgufFile>(GgufFile::open(path));
+            const fit::FitModel fm = fit::fit_model(*file);
+            const int32_t L = fm.config.n_layers, n_ctx = 256, n = 24;
 
-    auto one = make_cpu_backend(2);
-    Transformer whole(file, *one);
-    KvCache whole_kv(whole.kv_backends(), whole.kv_config(n_ctx, 1));
-    const std::vector<float> expected = last_logits(whole, whole_kv, n);
+            auto one = make_cpu_backend(2);
+            Transformer whole(file, *one);
+            KvCache whole_kv(whole.kv_backends(), whole.kv_config(n_ctx, 1));
+            const std::vector<float> expected = last_logits(whole, whole_kv, n);
 
-    for (int32_t e : {0, L - 1}) {
-        INFO("experts of the first ", e, " of ", L, " layers on the first backend");
-        auto first = make_cpu_backend(2), rest = make_cpu_backend(2);
-        {
-            Transformer tr(file, *first, *rest, L, e);
-            KvCache kv(tr.kv_backends(), tr.kv_config(n_ctx, 1));
-            const std::vector<float> got = last_logits(tr, kv, n);
-            CHECK(got == expected);
-            fit::FitOptions fo{n_ctx, 1, n, DType::F16};
-            const fit::FitPlan p = fit::plan_layers(fm, fo, fit::Budget{1, 0, false}, -1, fit::cpu_profile(), e);
-            REQUIRE(p.placement == fit::Placement::ExpertsInRam);
-            CHECK(p.gpu_expert_layers == e);
-            check_device(p.gpu, first->memory());
-            check_device(p.cpu, rest->memory());
+            for (int32_t e : {0, L - 1}) {
+                INFO("experts of the first ", e, " of ", L, " layers on the first backend");
+                auto first = make_cpu_backend(2), rest = make_cpu_backend(2);
+                Transformer tr(file, *first, *rest, L, e);
+                KvCache kv(tr.kv_backends(), tr.kv_config(n_ctx, 1));
+                const std::vector<float> got = last_logits(tr, kv, n);
+                CHECK(got == expected);
+                fit::FitOptions fo{n_ctx, 1, n, DType::F16};
+                const fit::FitPlan p = fit::plan_layers(fm, fo, fit::Budget{1, 0, false}, -1, fit::cpu_profile(), e);
+                REQUIRE(p.placement == fit::Placement::ExpertsInRam);
+                CHECK(p.gpu_expert_layers == e);
+                check_device(p.gpu, first->memory());
+                check_device(p.cpu, rest->memory());
+            }
         }
     }
 }
