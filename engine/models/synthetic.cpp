@@ -279,7 +279,12 @@ void add_gemma4_experts(TensorAdder& t, const SyntheticShape& sh, const std::str
     t.add(b + "ffn_gate_inp.weight", d, E, 1.0f);          // its input is scaled by 1/sqrt(d) already
     t.add_scaled_norm(b + "ffn_gate_inp.scale", d, 4.0f);  // logits of order 1: routing matters
     t.add_scaled_norm(b + "pre_ffw_norm_2.weight", d, 1.0f);
-    t.add(b + "ffn_gate_up_exps.weight", d, 2 * ff, ws, E);
+    if (sh.gemma4.split_gate_up) {
+        t.add(b + "ffn_gate_exps.weight", d, ff, ws, E);
+        t.add(b + "ffn_up_exps.weight", d, ff, ws, E);
+    } else {
+        t.add(b + "ffn_gate_up_exps.weight", d, 2 * ff, ws, E);
+    }
     t.add(b + "ffn_down_exps.weight", ff, d, 1.0f / std::sqrt(static_cast<float>(ff)), E);
     // Per-expert scales 1/4 .. 4: post_ffw_norm_2 undoes a common factor, so only their
     // spread between a token's experts shows.

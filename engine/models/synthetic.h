@@ -46,6 +46,7 @@ struct SyntheticShape {
         int32_t global_period = 6, shared_kv_layers = 0, n_embd_per_layer = 0;
         bool k_eq_v = false;
         float final_softcap = 30.0f;
+        bool split_gate_up = false;  // experts: ffn_gate_exps and ffn_up_exps, not one fused tensor
     } gemma4{};
 };
 

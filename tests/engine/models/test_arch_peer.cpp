@@ -85,6 +85,24 @@ TEST_CASE("llama.cpp and Ember agree on synthetic files of every architecture") 
     }
 }
 
+// gemma4's experts with separate gate and up tensors (llama.cpp's other load path; the real
+// files fuse them): the same bound as above.
+TEST_CASE("llama.cpp and Ember agree on gemma4 experts with separate gate and up tensors") {
+    const std::string bin = test::llama_tools_dir();
+    test::TempDir dir;
+    const std::string path = dir.file("model.gguf");
+    SyntheticShape sh = synthetic_shape("tiny-gemma4moe");
+    sh.output_norm = 0.1f, sh.qk_gain = 4.0f, sh.attn_gain = 8.0f;
+    sh.gemma4.split_gate_up = true;
+    write_synthetic_model(path, sh, "F32");
+    const Agreement a = compare(bin, path, dir);
+    MESSAGE("tiny-gemma4moe, split gate/up: llama.cpp PPL ", a.llama_ppl, ", Ember PPL ", a.ember_ppl, ", KL ", a.kl,
+            ", top-1 agreement ", a.same_top);
+    CHECK(a.ember_ppl == doctest::Approx(a.llama_ppl).epsilon(1e-4));
+    CHECK(std::abs(a.kl) < 1e-5);
+    CHECK(a.same_top > 0.99);
+}
+
 // Quantized experts: tiny-qwen3moe in Q4_0 and Q4_K_M (logits kept moderate by output_norm
 // 0.1; no gains: the check is of the expert path, not of attention).
 //  * Q4_0: both engines quantize activations to 8 bits per 32 with d = max|x| / 127 (ggml's
