@@ -231,7 +231,8 @@ void Backend::glu(const Tensor& gate, const Tensor& up, GluAct act, Tensor& out)
     do_glu(gate, up, act, out);
 }
 
-void Backend::moe_route(const Tensor& logits, const MoeRouting& r, Tensor& ids, Tensor& weights) {
+void Backend::moe_route(const Tensor& logits, const MoeRouting& r, Tensor& ids, Tensor& weights,
+                        const Tensor* expert_scale) {
     require_activation(logits, "moe_route", "logits");
     require_activation(weights, "moe_route", "weights");
     if (r.n_used < 1 || r.n_used > logits.cols)
@@ -244,7 +245,13 @@ void Backend::moe_route(const Tensor& logits, const MoeRouting& r, Tensor& ids, 
     require_cols(weights, r.n_used, "moe_route", "weights", "n_used");
     require_rows(ids, logits.rows, "moe_route", "ids");
     require_rows(weights, logits.rows, "moe_route", "weights");
-    do_moe_route(logits, r, ids, weights);
+    if (expert_scale) {
+        require_f32_rows(*expert_scale, "moe_route", "expert_scale");
+        if (expert_scale->rows * expert_scale->cols != logits.cols)
+            fail("moe_route", "expert_scale (" + shape(*expert_scale) + ") must hold one factor per expert (" +
+                                  std::to_string(logits.cols) + ")");
+    }
+    do_moe_route(logits, r, ids, weights, expert_scale);
 }
 
 void Backend::moe_matmul(const Tensor& w, int64_t n_expert, const Tensor& x, const Tensor& ids, Tensor& y,

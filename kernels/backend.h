@@ -258,7 +258,10 @@ public:
     // to ids[t] (I32, T x k) and their weights to weights[t] (F32, T x k). Selection is by
     // value descending, ties to the lower expert id (ggml's argsort leaves ties unspecified;
     // exact ties of float logits do not occur in practice). Softmax uses expf of x - max.
-    void moe_route(const Tensor& logits, const MoeRouting& r, Tensor& ids, Tensor& weights);
+    // expert_scale: null, or n_expert F32 factors (gemma4's ffn_down_exps.scale), each chosen
+    // weight multiplied by its expert's last: the expert's output scaled, as moe_combine sums.
+    void moe_route(const Tensor& logits, const MoeRouting& r, Tensor& ids, Tensor& weights,
+                   const Tensor* expert_scale = nullptr);
     // y[s] = x_s * W_e^T (+ bias[e]) for every slot s < ids.rows*ids.cols, e = ids[s] (ids
     // flattened, T x k). w: n_expert experts of rows(w)/n_expert rows each (load_expert_weight).
     // x: T x cols, shared by a token's k slots (x_s = x[s / k]), or T*k x cols (x_s = x[s]).
@@ -316,7 +319,8 @@ protected:
         do_add(x, y);
         do_rms_norm(x, w, eps, out);
     }
-    virtual void do_moe_route(const Tensor& logits, const MoeRouting& r, Tensor& ids, Tensor& weights) = 0;
+    virtual void do_moe_route(const Tensor& logits, const MoeRouting& r, Tensor& ids, Tensor& weights,
+                              const Tensor* expert_scale) = 0;
     virtual void do_moe_matmul(const Tensor& w, int64_t n_expert, const Tensor& x, const Tensor& ids, Tensor& y,
                                const Tensor* bias) = 0;  // bias: null or data
     virtual void do_moe_combine(const Tensor& y, const Tensor& weights, Tensor& out) = 0;

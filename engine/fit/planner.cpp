@@ -137,10 +137,13 @@ const char* placement_name(Placement p) {
     return "too large";
 }
 
-// The experts and their router: where the experts run, the router does (Transformer).
+// The experts and their router: where the experts run, the router does (Transformer), and
+// with them gemma4's router scale (ffn_gate_inp.scale), per-expert scales (_exps.scale) and
+// the expert branch's norms (pre_ffw_norm_2, post_ffw_norm_2).
 bool is_expert_tensor(const std::string& name) {
     return name.rfind("blk.", 0) == 0 &&
-           (name.find("_exps.") != std::string::npos || name.find(".ffn_gate_inp.") != std::string::npos);
+           (name.find("_exps.") != std::string::npos || name.find(".ffn_gate_inp.") != std::string::npos ||
+            name.find("_ffw_norm_2.") != std::string::npos);
 }
 
 bool has_experts(const FitModel& m) {

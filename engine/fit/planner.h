@@ -98,7 +98,8 @@ FitPlan plan(const FitModel& m, const FitOptions& o, const Budget& b);
 // "an 8192-token context", "a 4096-token context": for the one-line reasons.
 std::string context_words(int64_t n_ctx);
 // Whether the model has expert tensors ("blk.N.ffn_*_exps.*"; with their router,
-// "blk.N.ffn_gate_inp.*", they are a layer's experts).
+// "blk.N.ffn_gate_inp.*", and gemma4's "blk.N.{pre,post}_ffw_norm_2.*", they are a layer's
+// experts, on the experts' device).
 bool has_experts(const FitModel& m);
 bool is_expert_tensor(const std::string& name);
 // Whether a plan's two sides are within its budget.

@@ -177,9 +177,32 @@ void read_experts(const GgufFile& f, ModelConfig& c) {
     c.expert_weights_scale = scale != 0.0 ? static_cast<float>(scale) : 1.0f;  // llama.cpp: 0 means none
     const int64_t e = c.n_expert;
     check_shape(f, "blk.0.ffn_gate_inp.weight", c.n_embd, e);
-    check_shape(f, "blk.0.ffn_gate_exps.weight", c.n_embd, e * c.n_ff_exp);
-    check_shape(f, "blk.0.ffn_up_exps.weight", c.n_embd, e * c.n_ff_exp);
+    c.expert_gate_up = f.find_tensor("blk.0.ffn_gate_up_exps.weight") != nullptr;
+    if (c.expert_gate_up) {
+        check_shape(f, "blk.0.ffn_gate_up_exps.weight", c.n_embd, e * 2 * c.n_ff_exp);
+    } else {
+        check_shape(f, "blk.0.ffn_gate_exps.weight", c.n_embd, e * c.n_ff_exp);
+        check_shape(f, "blk.0.ffn_up_exps.weight", c.n_embd, e * c.n_ff_exp);
+    }
     check_shape(f, "blk.0.ffn_down_exps.weight", c.n_ff_exp, e * c.n_embd);
+    // Scales of the experts' gate or up outputs (llama.cpp's ffn_{gate,up}_exps.scale) are not
+    // applied here: refused by name rather than run without them.
+    for (const auto& t : f.tensors())
+        if (t.name.find("_exps.scale") != std::string::npos && t.name.find("ffn_down_exps.scale") == std::string::npos)
+            throw Error(f.path() + ": tensor '" + t.name + "' (a scale of the experts' gate or up) is not supported");
+}
+
+// gemma4 with experts (26B-A4B): every layer has a router, experts and the dense FFN beside
+// them (llama.cpp's gemma4 graph: a layer is MoE when it has ffn_gate_inp; here all or none).
+void read_gemma4_experts(const GgufFile& f, ModelConfig& c) {
+    for (int32_t i = 0; i < c.n_layers; ++i)
+        if (!f.find_tensor("blk." + std::to_string(i) + ".ffn_gate_inp.weight"))
+            throw Error(f.path() + ": layer " + std::to_string(i) +
+                        " has no router (blk.N.ffn_gate_inp.weight): gemma4 files with both dense and "
+                        "mixture-of-experts layers are not supported");
+    read_experts(f, c);
+    c.shared_ffn = true;
+    c.expert_weights_scale = 1.0f;  // llama.cpp's gemma4 graph passes 1 whatever the file says
 }
 
 // YaRN as llama.cpp's context sets it up for a "yarn" file: extrapolation mix 1, the
@@ -258,9 +281,9 @@ void apply_arch_conventions(const GgufFile& f, ModelConfig& c) {
 }
 
 // A file with router tensors or experts of an architecture whose MoE layers do not run here
-// yet (all but qwen3moe and gpt-oss): refused by name.
+// yet (all but qwen3moe, gpt-oss and gemma4): refused by name.
 void refuse_moe(const GgufFile& f, const std::string& arch) {
-    if (arch == "qwen3moe" || arch == "gpt-oss") return;
+    if (arch == "qwen3moe" || arch == "gpt-oss" || arch == "gemma4") return;
     bool moe = f.opt_u64(arch + ".expert_count").value_or(0) > 0;
     for (const auto& t : f.tensors()) moe = moe || t.name.find(".ffn_gate_inp.") != std::string::npos;
     if (moe) throw Error(f.path() + ": " + arch + " mixture-of-experts layers are not supported yet");
@@ -366,8 +389,11 @@ ModelConfig read_model_config(const GgufFile& f) {
     const LayerShape& l0 = c.layers.front();
     check_shape(f, "blk.0.attn_q.weight", c.n_embd, l0.q_dim());
     check_shape(f, "blk.0.attn_k.weight", c.n_embd, l0.kv_dim());
+    const bool gemma4_moe = c.arch == "gemma4" && (f.opt_u64("gemma4.expert_count").value_or(0) > 0 ||
+                                                   f.find_tensor("blk.0.ffn_gate_inp.weight"));
     if (c.arch == "qwen3moe" || c.arch == "gpt-oss") read_experts(f, c);
-    else check_shape(f, "blk.0.ffn_down.weight", l0.n_ff, c.n_embd);
+    else if (gemma4_moe) read_gemma4_experts(f, c);
+    if (!c.moe() || c.shared_ffn) check_shape(f, "blk.0.ffn_down.weight", l0.n_ff, c.n_embd);
     if (c.arch == "gpt-oss") gpt_oss_experts(f, c);
     return c;
 }

@@ -68,6 +68,11 @@ struct ModelConfig {
     // and biases on the router and every expert matrix.
     bool expert_softmax_top_k = false;
     bool expert_biases = false;
+    // gemma4 (26B-A4B): every layer's dense FFN runs beside its experts (its own norms), the
+    // router reads the scaled RMS norm of the attention output; the experts' gate and up may
+    // be one fused tensor (ffn_gate_up_exps, gate rows first).
+    bool shared_ffn = false;
+    bool expert_gate_up = false;
 
     bool moe() const { return n_expert > 0; }
 

@@ -37,6 +37,20 @@ SyntheticShape gemma4_shape(const std::string& name) {
         s.n_embd = 2560, s.n_layers = 42, s.n_heads = 8, s.n_kv_heads = 2, s.n_ff = 10240, s.n_ctx = 131072;
         s.sliding_window = 512;
         s.gemma4 = {256, 2, 10240, 6, 18, 256, false, 30.0f};
+    } else if (name == "tiny-gemma4moe") {  // 16 experts of 96 (fused gate+up rows 192), 4 used
+        s.n_embd = 256, s.n_layers = 6, s.n_heads = 4, s.n_kv_heads = 2, s.n_ff = 512, s.n_vocab = 1024;
+        s.n_ctx = 2048, s.head_dim = 128, s.sliding_window = 4;
+        s.gemma4 = {64, 1, 512, 6, 0, 0, true, 3.0f};
+        s.n_expert = 16, s.n_expert_used = 4, s.n_ff_exp = 96;
+    } else if (name == "gemma4-26b-a4b" || name == "gemma4-26b-a4b-mini") {
+        // google/gemma-4-26B-A4B's text config: hidden 2816, 30 layers (25 sliding of 16
+        // heads x 256 with 8 KV heads, 5 global of 16 x 512 with 2 KV heads and K = V),
+        // window 1024, dense FFN 2112, 128 experts of 704, 8 used, no per-layer embeddings,
+        // no KV sharing (the parameter count checks it: 25.2B total, 3.8B active).
+        s.n_embd = 2816, s.n_layers = name == "gemma4-26b-a4b" ? 30 : 6, s.n_heads = 16, s.n_kv_heads = 8;
+        s.n_ff = 2112, s.n_ctx = 262144, s.sliding_window = 1024;
+        s.gemma4 = {256, 2, 2112, 6, 0, 0, true, 30.0f};
+        s.n_expert = 128, s.n_expert_used = 8, s.n_ff_exp = 704;
     } else {  // gemma4-31b
         s.n_embd = 5376, s.n_layers = 60, s.n_heads = 32, s.n_kv_heads = 16, s.n_ff = 21504, s.n_ctx = 262144;
         s.sliding_window = 1024;
@@ -78,7 +92,8 @@ SyntheticShape gpt_oss_shape(const std::string& name) {
 }  // namespace
 
 SyntheticShape synthetic_shape(const std::string& name) {
-    if (name == "tiny-gemma4" || name == "gemma4-e2b" || name == "gemma4-e4b" || name == "gemma4-31b")
+    if (name == "tiny-gemma4" || name == "gemma4-e2b" || name == "gemma4-e4b" || name == "gemma4-31b" ||
+        name == "tiny-gemma4moe" || name == "gemma4-26b-a4b" || name == "gemma4-26b-a4b-mini")
         return gemma4_shape(name);
     if (name == "tiny") return {name, 256, 2, 8, 2, 512, 1024, 2048, true};
     if (name == "tiny-qwen2") return {name, 256, 2, 8, 2, 512, 1024, 2048, true, "qwen2"};
@@ -99,10 +114,11 @@ SyntheticShape synthetic_shape(const std::string& name) {
 }
 
 std::vector<std::string> synthetic_shape_names() {
-    return {"tiny",         "tiny-qwen2",   "tiny-qwen3",    "tiny-qwen3moe",      "tiny-gemma3",
-            "tiny-gemma4",  "llama-3.2-1b", "llama-3-8b",    "smollm2-135m",       "gemma3-270m",
-            "qwen2.5-0.5b", "qwen3-0.6b",   "qwen3-30b-a3b", "qwen3-30b-a3b-mini", "llama-3-70b",
-            "gemma4-e2b",   "gemma4-e4b",   "gemma4-31b",    "tiny-gpt-oss",       "gpt-oss-20b"};
+    return {"tiny",           "tiny-qwen2",     "tiny-qwen3",         "tiny-qwen3moe",      "tiny-gemma3",
+            "tiny-gemma4",    "llama-3.2-1b",   "llama-3-8b",         "smollm2-135m",       "gemma3-270m",
+            "qwen2.5-0.5b",   "qwen3-0.6b",     "qwen3-30b-a3b",      "qwen3-30b-a3b-mini", "llama-3-70b",
+            "gemma4-e2b",     "gemma4-e4b",     "gemma4-31b",         "tiny-gpt-oss",       "gpt-oss-20b",
+            "tiny-gemma4moe", "gemma4-26b-a4b", "gemma4-26b-a4b-mini"};
 }
 
 namespace {
@@ -273,6 +289,30 @@ void add_common_keys(GgufWriter& w, const SyntheticShape& sh, const QuantScheme&
     add_vocab(w, sh.n_vocab);
 }
 
+// gemma4's expert branch of one layer (llama.cpp's tensor names): the router and its input
+// scale, the experts (gate and up fused), each expert's output scale, the branch's norms.
+void add_gemma4_experts(TensorAdder& t, const SyntheticShape& sh, const std::string& b) {
+    const int64_t d = sh.n_embd, E = sh.n_expert, ff = sh.n_ff_exp;
+    const float ws = 1.0f / std::sqrt(static_cast<float>(d));
+    t.add(b + "ffn_gate_inp.weight", d, E, 1.0f);          // its input is scaled by 1/sqrt(d) already
+    t.add_scaled_norm(b + "ffn_gate_inp.scale", d, 4.0f);  // logits of order 1: routing matters
+    t.add_scaled_norm(b + "pre_ffw_norm_2.weight", d, 1.0f);
+    if (sh.gemma4.split_gate_up) {
+        t.add(b + "ffn_gate_exps.weight", d, ff, ws, E);
+        t.add(b + "ffn_up_exps.weight", d, ff, ws, E);
+    } else {
+        t.add(b + "ffn_gate_up_exps.weight", d, 2 * ff, ws, E);
+    }
+    t.add(b + "ffn_down_exps.weight", ff, d, 1.0f / std::sqrt(static_cast<float>(ff)), E);
+    // Per-expert scales 1/4 .. 4: post_ffw_norm_2 undoes a common factor, so only their
+    // spread between a token's experts shows.
+    std::vector<float> scales(static_cast<size_t>(E));
+    for (int64_t e = 0; e < E; ++e) scales[static_cast<size_t>(e)] = 0.25f * static_cast<float>(1 << ((e * 3) % 5));
+    t.add_values(b + "ffn_down_exps.scale", scales);
+    t.add_scaled_norm(b + "post_ffw_norm_1.weight", d, 1.0f);
+    t.add_scaled_norm(b + "post_ffw_norm_2.weight", d, 1.0f);
+}
+
 // gemma4 (SyntheticShape::Gemma4), with the keys and tensor names llama.cpp reads.
 GgufWriter gemma4_writer(const SyntheticShape& sh, const std::string& scheme_name, uint64_t seed) {
     const SyntheticShape::Gemma4& g = sh.gemma4;
@@ -313,6 +353,11 @@ GgufWriter gemma4_writer(const SyntheticShape& sh, const std::string& scheme_nam
     w.set(a + "attention.shared_kv_layers", u32(g.shared_kv_layers));
     w.set(a + "embedding_length_per_layer_input", u32(g.n_embd_per_layer));
     w.set(a + "final_logit_softcapping", GgufValue::f32(g.final_softcap));
+    if (sh.n_expert > 0) {
+        w.set(a + "expert_count", u32(sh.n_expert));
+        w.set(a + "expert_used_count", u32(sh.n_expert_used));
+        w.set(a + "expert_feed_forward_length", u32(sh.n_ff_exp));
+    }
 
     TensorAdder t{w, planner, seed};
     const int64_t d = sh.n_embd, P = g.n_embd_per_layer;
@@ -348,6 +393,7 @@ GgufWriter gemma4_writer(const SyntheticShape& sh, const std::string& scheme_nam
         t.add(b + "ffn_up.weight", d, ff(i), ws);
         t.add(b + "ffn_down.weight", ff(i), d, 1.0f / std::sqrt(static_cast<float>(ff(i))));
         t.add_scaled_norm(b + "post_ffw_norm.weight", d, 1.0f);
+        if (sh.n_expert > 0) add_gemma4_experts(t, sh, b);
         if (P > 0) {
             t.add(b + "inp_gate.weight", d, P, ws);
             t.add(b + "proj.weight", P, d, 1.0f / std::sqrt(static_cast<float>(P)));

@@ -34,7 +34,8 @@ struct SyntheticShape {
     float attn_gain = 1.0f;
     // Mixture of experts (arch "qwen3moe": every layer's FFN is n_expert experts of n_ff_exp,
     // n_expert_used per token, routed by ffn_gate_inp; n_ff is then only the metadata's
-    // feed_forward_length).
+    // feed_forward_length. "gemma4": the experts beside every layer's dense FFN of n_ff, their
+    // gate and up one fused ffn_gate_up_exps, a per-expert ffn_down_exps.scale).
     int32_t n_expert = 0, n_expert_used = 0, n_ff_exp = 0;
     // gemma4: every `global_period`-th layer is global (head_dim, n_kv_heads_global, the
     // proportional RoPE), the others slide (head_dim_swa, n_kv_heads); the last
@@ -46,14 +47,17 @@ struct SyntheticShape {
         int32_t global_period = 6, shared_kv_layers = 0, n_embd_per_layer = 0;
         bool k_eq_v = false;
         float final_softcap = 30.0f;
+        bool split_gate_up = false;  // experts: ffn_gate_exps and ffn_up_exps, not one fused tensor
     } gemma4{};
 };
 
 // Named shapes: "tiny", "tiny-qwen2", "tiny-qwen3", "tiny-qwen3moe", "tiny-gemma3", "tiny-gemma4"
 // (tests), "llama-3.2-1b", "llama-3-8b", "llama-3-70b", "qwen3-0.6b", "qwen3-30b-a3b" (48 layers
 // of 128 experts, 8 used), "qwen3-30b-a3b-mini" (its layers, 8 of them: 3.5 GB in Q4_K_M),
-// "gemma4-e2b", "gemma4-e4b", "gemma4-31b", "tiny-gpt-oss" (tests) and "gpt-oss-20b" (24 layers
-// of 32 experts, 4 used),
+// "gemma4-e2b", "gemma4-e4b", "gemma4-31b", "tiny-gpt-oss" (tests), "gpt-oss-20b" (24 layers
+// of 32 experts, 4 used), "tiny-gemma4moe" (tests), "gemma4-26b-a4b" (30 layers, 128 experts
+// of 704, 8 used, beside a dense FFN of 2112), "gemma4-26b-a4b-mini" (its layers, 6 of them:
+// one sliding/global period),
 // and the real test models' shapes "smollm2-135m", "gemma3-270m", "qwen2.5-0.5b" (for
 // machines the real files cannot be copied to, such as the GPU check's).
 SyntheticShape synthetic_shape(const std::string& name);

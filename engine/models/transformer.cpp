@@ -1,6 +1,7 @@
 #include "engine/models/transformer.h"
 
 #include <algorithm>
+#include <cmath>
 
 #include "engine/core/mapped_file.h"
 #include "kernels/common/alloc_size.h"
@@ -122,23 +123,39 @@ Transformer::Layer Transformer::load_layer(int index, Device& device, Device& ex
     l.ffn_norm = weight(be, b + c.ffn_norm + ".weight", c.n_embd, 1);
     load_layer_tail(l, be, b);
     if (c.moe()) {
-        Backend& ebe = *expert_device.backend;
-        l.ffn_gate_inp = weight(ebe, b + "ffn_gate_inp.weight", c.n_embd, c.n_expert);
-        l.ffn_gate_exps = expert_weight(ebe, b + "ffn_gate_exps.weight", c.n_embd, c.n_ff_exp);
-        l.ffn_up_exps = expert_weight(ebe, b + "ffn_up_exps.weight", c.n_embd, c.n_ff_exp);
-        l.ffn_down_exps = expert_weight(ebe, b + "ffn_down_exps.weight", c.n_ff_exp, c.n_embd);
-        if (c.expert_biases) {
-            l.ffn_gate_inp_b = weight(ebe, b + "ffn_gate_inp.bias", c.n_expert, 1);
-            l.ffn_gate_exps_b = weight(ebe, b + "ffn_gate_exps.bias", c.n_ff_exp, c.n_expert);
-            l.ffn_up_exps_b = weight(ebe, b + "ffn_up_exps.bias", c.n_ff_exp, c.n_expert);
-            l.ffn_down_exps_b = weight(ebe, b + "ffn_down_exps.bias", c.n_embd, c.n_expert);
-        }
-        return l;
+        load_experts(l, *expert_device.backend, b);
+        if (!c.shared_ffn) return l;
+        l.post_ffn_norm_1 = weight(be, b + "post_ffw_norm_1.weight", c.n_embd, 1);
     }
     l.w_gate = weight(be, b + "ffn_gate.weight", c.n_embd, s.n_ff);
     l.w_up = weight(be, b + "ffn_up.weight", c.n_embd, s.n_ff);
     l.w_down = weight(be, b + "ffn_down.weight", s.n_ff, c.n_embd);
     return l;
+}
+
+// The router and experts, on `be` (the experts' device; fit::is_expert_tensor names the
+// same tensors, so the planner counts them there).
+void Transformer::load_experts(Layer& l, Backend& be, const std::string& b) {
+    const ModelConfig& c = config_;
+    l.ffn_gate_inp = weight(be, b + "ffn_gate_inp.weight", c.n_embd, c.n_expert);
+    if (c.expert_gate_up) {
+        l.ffn_gate_up_exps = expert_weight(be, b + "ffn_gate_up_exps.weight", c.n_embd, 2 * int64_t{c.n_ff_exp});
+    } else {
+        l.ffn_gate_exps = expert_weight(be, b + "ffn_gate_exps.weight", c.n_embd, c.n_ff_exp);
+        l.ffn_up_exps = expert_weight(be, b + "ffn_up_exps.weight", c.n_embd, c.n_ff_exp);
+    }
+    l.ffn_down_exps = expert_weight(be, b + "ffn_down_exps.weight", c.n_ff_exp, c.n_embd);
+    if (c.expert_biases) {  // gpt-oss
+        l.ffn_gate_inp_b = weight(be, b + "ffn_gate_inp.bias", c.n_expert, 1);
+        l.ffn_gate_exps_b = weight(be, b + "ffn_gate_exps.bias", c.n_ff_exp, c.n_expert);
+        l.ffn_up_exps_b = weight(be, b + "ffn_up_exps.bias", c.n_ff_exp, c.n_expert);
+        l.ffn_down_exps_b = weight(be, b + "ffn_down_exps.bias", c.n_embd, c.n_expert);
+    }
+    if (!c.shared_ffn) return;
+    l.ffn_gate_inp_scale = weight(be, b + "ffn_gate_inp.scale", c.n_embd, 1);
+    l.ffn_down_exps_scale = weight(be, b + "ffn_down_exps.scale", c.n_expert, 1, false);
+    l.pre_ffn_norm_2 = weight(be, b + "pre_ffw_norm_2.weight", c.n_embd, 1);
+    l.post_ffn_norm_2 = weight(be, b + "post_ffw_norm_2.weight", c.n_embd, 1);
 }
 
 // A [head_dim] tensor of ones on the device, shared by its layers: RMS norm without a weight.
@@ -263,7 +280,8 @@ KvCacheConfig Transformer::kv_config(const ModelConfig& c, int64_t n_ctx, int32_
 }
 
 std::vector<Transformer::ScratchBuffer> Transformer::scratch_layout(const ModelConfig& c, int64_t T, int64_t O) {
-    const int64_t ff = c.moe() ? 0 : c.max_ff(), slots = T * c.n_expert_used;
+    const int64_t ff = c.moe() && !c.shared_ffn ? 0 : c.max_ff(), slots = T * c.n_expert_used;
+    const int64_t gate_cols = c.expert_gate_up ? 2 * int64_t{c.n_ff_exp} : c.n_ff_exp;  // fused: gate | up
     std::vector<ScratchBuffer> b = {{"x", c.n_embd, T},       {"xn", c.n_embd, T},      {"q", c.max_q_dim(), T},
                                     {"k", c.max_kv_dim(), T}, {"v", c.max_kv_dim(), T}, {"attn", c.max_q_dim(), T},
                                     {"proj", c.n_embd, T},    {"gate", ff, T},          {"up", ff, T},
@@ -272,7 +290,7 @@ std::vector<Transformer::ScratchBuffer> Transformer::scratch_layout(const ModelC
         b.push_back({"router", c.n_expert, T});
         b.push_back({"expert_ids", c.n_expert_used, T, DType::I32});
         b.push_back({"expert_weights", c.n_expert_used, T});
-        b.push_back({"expert_gate", c.n_ff_exp, slots});
+        b.push_back({"expert_gate", gate_cols, slots});
         b.push_back({"expert_up", c.n_ff_exp, slots});
         b.push_back({"expert_down", c.n_embd, slots});
     }
@@ -403,7 +421,7 @@ void Transformer::attention_block(const Layer& l, KvLayer& cache, Activations& a
     dump_("ffn_norm", l.index, a.xn, be);
 }
 
-void Transformer::dense_ffn(const Layer& l, Activations& a) {
+void Transformer::dense_ffn(const Layer& l, Activations& a, Tensor& out) {
     Backend& be = *l.device->backend;
     const int64_t T = a.x.rows;
     Tensor gate = rows_of(a.gate, l.shape.n_ff, T), up = rows_of(a.up, l.shape.n_ff, T);
@@ -413,7 +431,7 @@ void Transformer::dense_ffn(const Layer& l, Activations& a) {
     dump_("ffn_up", l.index, up, be);
     be.glu(gate, up, glu_act(), gate);
     dump_("ffn_glu", l.index, gate, be);
-    be.matmul(l.w_down, gate, a.proj);
+    be.matmul(l.w_down, gate, out);
 }
 
 // llama.cpp's build_moe_ffn for qwen3moe: softmax router, top-k, renormalised weights, SwiGLU
@@ -421,20 +439,74 @@ void Transformer::dense_ffn(const Layer& l, Activations& a) {
 // router and the experts, softmax over the top-k logits, the clamped SwiGLU.
 void Transformer::moe_ffn(const Layer& l, Activations& a) {
     Backend& be = *l.expert_device->backend;
-    const ModelConfig& c = config_;
     be.matmul(l.ffn_gate_inp, a.xn, a.router, &l.ffn_gate_inp_b);
     dump_("ffn_moe_logits", l.index, a.router, be);
+    run_experts(l, a, a.xn, a.proj);
+}
+
+// out may be x's buffer: x is read by the gate/up products, out written by the last step.
+void Transformer::run_experts(const Layer& l, Activations& a, const Tensor& x, Tensor& out) {
+    Backend& be = *l.expert_device->backend;
+    const ModelConfig& c = config_;
     const MoeGating gating = c.expert_softmax_top_k ? MoeGating::SoftmaxTopK : MoeGating::Softmax;
     const MoeRouting routing{c.n_expert_used, gating, c.expert_weights_norm, c.expert_weights_scale};
-    be.moe_route(a.router, routing, a.expert_ids, a.expert_weights);
-    be.moe_matmul(l.ffn_gate_exps, c.n_expert, a.xn, a.expert_ids, a.expert_gate, &l.ffn_gate_exps_b);
-    be.moe_matmul(l.ffn_up_exps, c.n_expert, a.xn, a.expert_ids, a.expert_up, &l.ffn_up_exps_b);
-    dump_("ffn_moe_gate", l.index, a.expert_gate, be);  // llama.cpp's names, the same [T*k x n] rows
-    dump_("ffn_moe_up", l.index, a.expert_up, be);
-    be.glu(a.expert_gate, a.expert_up, glu_act(), a.expert_gate);
-    be.moe_matmul(l.ffn_down_exps, c.n_expert, a.expert_gate, a.expert_ids, a.expert_down, &l.ffn_down_exps_b);
+    // gemma4's per-expert output scale, folded into the weights moe_combine applies.
+    const Tensor* down_scale = l.ffn_down_exps_scale.data ? &l.ffn_down_exps_scale : nullptr;
+    be.moe_route(a.router, routing, a.expert_ids, a.expert_weights, down_scale);
+    Tensor* act = &a.expert_gate;   // the glu's result, down's input
+    if (l.ffn_gate_up_exps.data) {  // one product, then the glu of its halves into expert_up
+        be.moe_matmul(l.ffn_gate_up_exps, c.n_expert, x, a.expert_ids, a.expert_gate);
+        const Tensor gate = a.expert_gate.slice_cols(0, c.n_ff_exp),
+                     up = a.expert_gate.slice_cols(c.n_ff_exp, c.n_ff_exp);
+        dump_("ffn_moe_gate_up", l.index, a.expert_gate, be);
+        be.glu(gate, up, glu_act(), a.expert_up);
+        act = &a.expert_up;
+    } else {
+        be.moe_matmul(l.ffn_gate_exps, c.n_expert, x, a.expert_ids, a.expert_gate, &l.ffn_gate_exps_b);
+        be.moe_matmul(l.ffn_up_exps, c.n_expert, x, a.expert_ids, a.expert_up, &l.ffn_up_exps_b);
+        dump_("ffn_moe_gate", l.index, a.expert_gate, be);  // llama.cpp's names, the same [T*k x n] rows
+        dump_("ffn_moe_up", l.index, a.expert_up, be);
+        be.glu(a.expert_gate, a.expert_up, glu_act(), a.expert_gate);
+    }
+    be.moe_matmul(l.ffn_down_exps, c.n_expert, *act, a.expert_ids, a.expert_down, &l.ffn_down_exps_b);
     dump_("ffn_moe_down", l.index, a.expert_down, be);
-    be.moe_combine(a.expert_down, a.expert_weights, a.proj);
+    be.moe_combine(a.expert_down, a.expert_weights, out);
+}
+
+// llama.cpp's gemma4 graph for a layer with experts: the dense FFN (ffn_norm, GELU, its
+// post-norm 1) and the experts (pre-norm 2, routed by the scaled norm of the attention output,
+// post-norm 2), summed; ffn_block then applies the layer's FFN post-norm and the residual.
+// The experts run first, into a.proj (on their device where that is another); the dense FFN's
+// down product then goes to a.xn, whose normed input its gate/up products have already read.
+void Transformer::gemma4_moe_ffn(const Layer& l, Activations& a) {
+    Device& here = *l.device;
+    Device& there = *l.expert_device;
+    if (&here == &there) {
+        gemma4_experts(l, a, a.x);
+    } else {  // the attention output there, the experts' result back
+        copy_rows(here, a.x, there, there.act.xn);
+        gemma4_experts(l, there.act, there.act.xn);
+        copy_rows(there, there.act.proj, here, a.proj);
+    }
+    Backend& be = *here.backend;
+    dense_ffn(l, a, a.xn);
+    be.rms_norm(a.xn, l.post_ffn_norm_1, config_.norm_eps, a.xn);
+    dump_("ffn_mlp", l.index, a.xn, be);
+    be.add(a.proj, a.xn);
+}
+
+void Transformer::gemma4_experts(const Layer& l, Activations& e, const Tensor& attn_out) {
+    Backend& be = *l.expert_device->backend;
+    const float eps = config_.norm_eps;
+    be.rms_norm(attn_out, l.ffn_gate_inp_scale, eps, e.proj);  // the router's input
+    be.scale(e.proj, 1.0f / std::sqrt(static_cast<float>(config_.n_embd)));
+    be.matmul(l.ffn_gate_inp, e.proj, e.router);
+    dump_("ffn_moe_logits", l.index, e.router, be);
+    be.rms_norm(attn_out, l.pre_ffn_norm_2, eps, e.proj);
+    dump_("ffn_norm_2", l.index, e.proj, be);
+    run_experts(l, e, e.proj, e.proj);
+    be.rms_norm(e.proj, l.post_ffn_norm_2, eps, e.proj);
+    dump_("ffn_moe", l.index, e.proj, be);
 }
 
 // The experts in another device's memory (the CPU's, the attention on the GPU): the normed
@@ -450,9 +522,10 @@ void Transformer::remote_moe_ffn(const Layer& l, Activations& a) {
 void Transformer::ffn_block(const Layer& l, const Layer* next, Activations& a) {
     Backend& be = *l.device->backend;
     const float eps = config_.norm_eps;
-    if (l.ffn_gate_inp.data && l.expert_device != l.device) remote_moe_ffn(l, a);
+    if (l.ffn_gate_inp.data && config_.shared_ffn) gemma4_moe_ffn(l, a);
+    else if (l.ffn_gate_inp.data && l.expert_device != l.device) remote_moe_ffn(l, a);
     else if (l.ffn_gate_inp.data) moe_ffn(l, a);
-    else dense_ffn(l, a);
+    else dense_ffn(l, a, a.proj);
     if (l.post_ffn_norm.data) be.rms_norm(a.proj, l.post_ffn_norm, eps, a.proj);
     dump_("ffn_out", l.index, a.proj, be);
     if (next && !l.has_tail()) {

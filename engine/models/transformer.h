@@ -172,12 +172,19 @@ private:
         Tensor w_gate, w_up;    // [n_ff x n_embd]
         Tensor w_down;          // [n_embd x n_ff]
         Tensor post_ffn_norm;   // [n_embd]                           (gemma3)
-        // Experts (qwen3moe), each 3-D tensor as n_expert stacked matrices:
+        // Experts (qwen3moe, gemma4), each 3-D tensor as n_expert stacked matrices:
         Tensor ffn_gate_inp;                // [n_expert x n_embd]  the router
         Tensor ffn_gate_exps, ffn_up_exps;  // [n_expert*n_ff_exp x n_embd]
+        Tensor ffn_gate_up_exps;            // [n_expert*2*n_ff_exp x n_embd]  fused (gemma4), else absent
         Tensor ffn_down_exps;               // [n_expert*n_embd x n_ff_exp]
         // Their biases (gpt-oss): [n_expert], [n_expert x n_ff_exp] twice, [n_expert x n_embd].
         Tensor ffn_gate_inp_b, ffn_gate_exps_b, ffn_up_exps_b, ffn_down_exps_b;
+        // gemma4's expert branch beside the dense FFN (ModelConfig::shared_ffn):
+        Tensor ffn_gate_inp_scale;   // [n_embd]    the router's input: rms_norm(x) * this / sqrt(n_embd)
+        Tensor ffn_down_exps_scale;  // [n_expert]  each expert's output scale (absent: 1)
+        Tensor pre_ffn_norm_2;       // [n_embd]    the experts' input norm
+        Tensor post_ffn_norm_2;      // [n_embd]    the experts' output norm
+        Tensor post_ffn_norm_1;      // [n_embd]    the dense FFN's output norm (on `device`)
         // After the FFN's residual add (gemma4): the per-layer embedding block, then a scale.
         Tensor pl_gate;          // [n_embd_per_layer x n_embd]
         Tensor pl_proj;          // [n_embd x n_embd_per_layer]
@@ -203,20 +210,23 @@ private:
                     &post_ffn_norm,
                     &bo,
                     &sinks,
+                    &post_ffn_norm_1,
                     &pl_gate,
                     &pl_proj,
                     &pl_post_norm};
         }
         // On expert_device (fit::is_expert_tensor counts the same tensors).
         std::vector<Tensor*> expert_weights() {
-            return {&ffn_gate_inp,   &ffn_gate_exps,   &ffn_up_exps,   &ffn_down_exps,
-                    &ffn_gate_inp_b, &ffn_gate_exps_b, &ffn_up_exps_b, &ffn_down_exps_b};
+            return {&ffn_gate_inp,       &ffn_gate_exps,       &ffn_up_exps,    &ffn_gate_up_exps, &ffn_down_exps,
+                    &ffn_gate_inp_scale, &ffn_down_exps_scale, &pre_ffn_norm_2, &post_ffn_norm_2,  &ffn_gate_inp_b,
+                    &ffn_gate_exps_b,    &ffn_up_exps_b,       &ffn_down_exps_b};
         }
     };
 
     // Per layer, the index in devices_ of its device and of its experts' device.
     void load_weights(const std::vector<int>& layer_device, const std::vector<int>& expert_device);
     Layer load_layer(int index, Device& device, Device& expert_device);
+    void load_experts(Layer& l, Backend& be, const std::string& prefix);
     Tensor weight(Backend& be, const std::string& name, int64_t cols, int64_t rows, bool required = true);
     // A 3-D expert tensor [n_expert][rows][cols] (Backend::load_expert_weight).
     Tensor expert_weight(Backend& be, const std::string& name, int64_t cols, int64_t rows);
@@ -232,8 +242,16 @@ private:
     void attention_block(const Layer& l, KvLayer& cache, Activations& a);
     void ffn_block(const Layer& l, const Layer* next, Activations& a);
     // The FFN proper, a.xn -> a.proj: dense (gate, up, down) or mixture of experts.
-    void dense_ffn(const Layer& l, Activations& a);
+    void dense_ffn(const Layer& l, Activations& a, Tensor& out);
     void moe_ffn(const Layer& l, Activations& a);
+    // The experts of a routed batch (a.router holds the router's logits; a on the experts'
+    // device): route, gate/up (fused or not), glu, down, the weighted sum of x's rows to out.
+    void run_experts(const Layer& l, Activations& a, const Tensor& x, Tensor& out);
+    // gemma4 (ModelConfig::shared_ffn): the experts, from the attention output a.x, into
+    // a.proj, then the dense FFN of a.xn beside them, summed into a.proj.
+    void gemma4_moe_ffn(const Layer& l, Activations& a);
+    // The expert branch on the experts' device: attn_out (not e.proj) -> e.proj.
+    void gemma4_experts(const Layer& l, Activations& e, const Tensor& attn_out);
     // moe_ffn on the experts' device: a.xn there and the result back into a.proj.
     void remote_moe_ffn(const Layer& l, Activations& a);
     void copy_rows(Device& from, const Tensor& src, Device& to, Tensor& dst);

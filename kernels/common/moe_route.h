@@ -25,9 +25,11 @@ constexpr float kMinWeightSum = 6.103515625e-5f;
 EMBER_MOE_HD bool ranks_before(float v, int i, float pv, int pi) { return v > pv || (v == pv && i < pi); }
 
 // gating 0 = MoeGating::Softmax (top-k of softmax(logits)), 1 = SoftmaxTopK (softmax of the
-// top-k logits). Writes k ids, best first, and their weights.
+// top-k logits). Writes k ids, best first, and their weights; expert_scale (null or
+// n_expert floats) then multiplies each weight by its expert's factor (gemma4's per-expert
+// output scale, which llama.cpp applies to the expert's output: the same product).
 EMBER_MOE_HD void route_row(const float* logits, int n_expert, int k, int gating, bool normalize, float scale,
-                            int32_t* ids, float* weights) {
+                            const float* expert_scale, int32_t* ids, float* weights) {
     float mx = logits[0];
     for (int i = 1; i < n_expert; ++i) mx = logits[i] > mx ? logits[i] : mx;
     const bool softmax_all = gating == 0;
@@ -74,6 +76,8 @@ EMBER_MOE_HD void route_row(const float* logits, int n_expert, int k, int gating
     }
     if (scale != 1.0f)
         for (int j = 0; j < k; ++j) weights[j] *= scale;
+    if (expert_scale)
+        for (int j = 0; j < k; ++j) weights[j] *= expert_scale[ids[j]];
 }
 
 }  // namespace ember::moe

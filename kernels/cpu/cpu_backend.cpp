@@ -205,9 +205,11 @@ protected:
         cpu::ops::add_rms_norm(f32(x), f32(y), f32(w), f32(out), x.rows, x.cols, eps, &pool_);
     }
 
-    void do_moe_route(const Tensor& logits, const MoeRouting& r, Tensor& ids, Tensor& weights) override {
+    void do_moe_route(const Tensor& logits, const MoeRouting& r, Tensor& ids, Tensor& weights,
+                      const Tensor* expert_scale) override {
         cpu::moe::route(f32(logits), logits.rows, static_cast<int>(logits.cols), r.n_used, static_cast<int>(r.gating),
-                        r.normalize, r.scale, static_cast<int32_t*>(ids.data), f32(weights), pool_);
+                        r.normalize, r.scale, expert_scale ? f32(*expert_scale) : nullptr,
+                        static_cast<int32_t*>(ids.data), f32(weights), pool_);
     }
 
     void do_moe_matmul(const Tensor& w, int64_t n_expert, const Tensor& x, const Tensor& ids, Tensor& y,

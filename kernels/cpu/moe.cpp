@@ -11,11 +11,11 @@
 namespace ember::cpu::moe {
 
 void route(const float* logits, int64_t n_tokens, int n_expert, int k, int gating, bool normalize, float scale,
-           int32_t* ids, float* weights, ThreadPool& pool) {
+           const float* expert_scale, int32_t* ids, float* weights, ThreadPool& pool) {
     auto run = [&](int64_t t0, int64_t t1, int) {
         for (int64_t t = t0; t < t1; ++t)
-            ember::moe::route_row(logits + t * n_expert, n_expert, k, gating, normalize, scale, ids + t * k,
-                                  weights + t * k);
+            ember::moe::route_row(logits + t * n_expert, n_expert, k, gating, normalize, scale, expert_scale,
+                                  ids + t * k, weights + t * k);
     };
     if (n_tokens >= 16) pool.parallel_for(n_tokens, run);
     else run(0, n_tokens, 0);  // a decode step: waking the pool costs more than routing

@@ -9,9 +9,9 @@
 namespace ember::cpu::moe {
 
 // Routes n_tokens rows of n_expert logits (kernels/common/moe_route.h), tokens split over
-// the pool. ids and weights: n_tokens x k.
+// the pool. ids and weights: n_tokens x k; expert_scale: null or n_expert factors.
 void route(const float* logits, int64_t n_tokens, int n_expert, int k, int gating, bool normalize, float scale,
-           int32_t* ids, float* weights, ThreadPool& pool);
+           const float* expert_scale, int32_t* ids, float* weights, ThreadPool& pool);
 
 // One call of Backend::moe_matmul. W: the n_expert experts' rows, one after another (each
 // expert's rows a matrix of its own in W.layout, see Backend::load_expert_weight); ids:

@@ -251,10 +251,12 @@ protected:
         if (bp) add_bias(floats(y), n, w.rows, bp, stream_);
     }
 
-    void do_moe_route(const Tensor& logits, const MoeRouting& r, Tensor& ids, Tensor& weights) override {
+    void do_moe_route(const Tensor& logits, const MoeRouting& r, Tensor& ids, Tensor& weights,
+                      const Tensor* expert_scale) override {
+        const float* es = expert_scale ? const_floats(*expert_scale) : nullptr;
         graphs_->launch<&cuda::moe_route>(const_floats(logits), int64_t{logits.rows}, static_cast<int>(logits.cols),
                                           int{r.n_used}, static_cast<int>(r.gating), bool{r.normalize}, float{r.scale},
-                                          static_cast<int32_t*>(ids.data), floats(weights));
+                                          es, static_cast<int32_t*>(ids.data), floats(weights));
     }
 
     // Matrix-vector products per slot (moe.cu), x quantized once per row for quantized experts.

@@ -25,10 +25,11 @@ constexpr int64_t kMaxGridY = 65535;  // slots per launch (grid.y's limit)
 
 __global__ void __launch_bounds__(128)
     moe_route_kernel(const float* __restrict__ logits, int n_tokens, int n_expert, int k, int gating, bool normalize,
-                     float scale, int32_t* __restrict__ ids, float* __restrict__ weights) {
+                     float scale, const float* __restrict__ expert_scale, int32_t* __restrict__ ids,
+                     float* __restrict__ weights) {
     const int t = blockIdx.x * blockDim.x + threadIdx.x;
     if (t >= n_tokens) return;
-    moe::route_row(logits + static_cast<int64_t>(t) * n_expert, n_expert, k, gating, normalize, scale,
+    moe::route_row(logits + static_cast<int64_t>(t) * n_expert, n_expert, k, gating, normalize, scale, expert_scale,
                    ids + static_cast<int64_t>(t) * k, weights + static_cast<int64_t>(t) * k);
 }
 
@@ -161,10 +162,10 @@ void with_type(int type, F&& fn) {
 }  // namespace
 
 void moe_route(const float* logits, int64_t n_tokens, int n_expert, int k, int gating, bool normalize, float scale,
-               int32_t* ids, float* weights, cudaStream_t stream) {
+               const float* expert_scale, int32_t* ids, float* weights, cudaStream_t stream) {
     if (n_tokens == 0) return;
-    moe_route_kernel<<<blocks_for(n_tokens, 128), 128, 0, stream>>>(logits, static_cast<int>(n_tokens), n_expert, k,
-                                                                    gating, normalize, scale, ids, weights);
+    moe_route_kernel<<<blocks_for(n_tokens, 128), 128, 0, stream>>>(
+        logits, static_cast<int>(n_tokens), n_expert, k, gating, normalize, scale, expert_scale, ids, weights);
     EMBER_CUDA_CHECK_LAUNCH("moe_route_kernel");
 }
 

@@ -67,9 +67,10 @@ void store_kv(int kv_type, void* k_cache, void* v_cache, size_t row_bytes, int64
               const float* v, const int32_t* slots, int64_t n, cudaStream_t stream);
 
 // ---- moe.cu: mixture of experts (Backend::moe_*; kernels/common/moe_route.h) ------------------
-// One thread per token: ids and weights (n_tokens x k) of n_expert logits per token.
+// One thread per token: ids and weights (n_tokens x k) of n_expert logits per token;
+// expert_scale: null or n_expert per-expert factors on the weights.
 void moe_route(const float* logits, int64_t n_tokens, int n_expert, int k, int gating, bool normalize, float scale,
-               int32_t* ids, float* weights, cudaStream_t stream);
+               const float* expert_scale, int32_t* ids, float* weights, cudaStream_t stream);
 // y[s] (rows floats) = expert ids[s]'s rows (rows x cols, the experts one after another)
 // times x row s / x_div (+ bias[ids[s] * rows ...]), for s < n_slots. Quantized: x as
 // quantize_q8 rows; float: F32 rows.

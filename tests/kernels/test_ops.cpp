@@ -814,6 +814,33 @@ TEST_CASE("moe_route chooses llama.cpp's experts with its weights") {
     be->free(lg);
 }
 
+// gemma4's ffn_down_exps.scale: each chosen weight times its expert's factor (one rounded
+// product after the routing's own weights), the ids unchanged; a wrong count is refused.
+TEST_CASE("moe_route's per-expert scale multiplies each chosen weight by its expert's factor") {
+    auto be = ember::make_cpu_backend(2);
+    const int n_expert = 16, T = 5, k = 4;
+    std::vector<float> logits(static_cast<size_t>(T * n_expert)), factors(static_cast<size_t>(n_expert));
+    for (int i = 0; i < T * n_expert; ++i) logits[size_t(i)] = 0.25f * float((i * 7) % n_expert) - 1.0f;
+    for (int e = 0; e < n_expert; ++e) factors[size_t(e)] = 0.5f + 0.125f * float(e);
+    Tensor lg = upload_f32(*be, logits, n_expert, T), sc = upload_f32(*be, factors, n_expert, 1);
+    const MoeRouting r{k, MoeGating::Softmax, true, 1.0f};
+    Tensor ids = be->alloc(MemoryKind::Activations, DType::I32, k, T, "ids");
+    Tensor w = be->alloc(MemoryKind::Activations, DType::F32, k, T, "w");
+    Tensor ids0 = be->alloc(MemoryKind::Activations, DType::I32, k, T, "ids");
+    Tensor w0 = be->alloc(MemoryKind::Activations, DType::F32, k, T, "w");
+    be->moe_route(lg, r, ids0, w0);
+    be->moe_route(lg, r, ids, w, &sc);
+    std::vector<int32_t> got_ids(size_t(T * k)), plain_ids(got_ids.size());
+    be->download(ids, got_ids.data(), ids.bytes());
+    be->download(ids0, plain_ids.data(), ids0.bytes());
+    CHECK(got_ids == plain_ids);
+    const std::vector<float> got = ember::opdata::get(*be, w), plain = ember::opdata::get(*be, w0);
+    for (size_t i = 0; i < got.size(); ++i) CHECK(got[i] == plain[i] * factors[size_t(got_ids[i])]);
+    Tensor bad = upload_f32(*be, std::vector<float>(size_t(n_expert - 1), 1.0f), n_expert - 1, 1);
+    CHECK_THROWS_WITH(be->moe_route(lg, r, ids, w, &bad), doctest::Contains("one factor per expert"));
+    for (Tensor* t : {&lg, &sc, &ids, &w, &ids0, &w0, &bad}) be->free(*t);
+}
+
 // moe_matmul = matmul() of each expert with the rows that chose it, in slot order: the same
 // bits, whatever the type and layout (Q4_0 / Q8_0 experts of 40 rows: panels per expert on
 // AVX-512, one partial), on every ISA path. Plus a float64 check of the F32 path: 2 cols u sum|w x|.

@@ -106,9 +106,9 @@ TEST_CASE("planned bytes match the engine's on the real models") {
 TEST_CASE("planned bytes match the engine's on synthetic shapes") {
     test::TempDir dir;
     const std::pair<const char*, const char*> models[] = {
-        {"tiny", "Q4_K_M"},        {"tiny-qwen2", "Q8_0"}, {"tiny-gemma3", "F16"},
-        {"tiny", "Q6_K"},          {"tiny", "Q4_0"},       {"tiny-qwen3moe", "Q4_K_M"},
-        {"tiny-qwen3moe", "Q4_0"}, {"tiny-gemma4", "F16"}, {"tiny-gemma4", "Q4_K_M"}};
+        {"tiny", "Q4_K_M"},        {"tiny-qwen2", "Q8_0"},      {"tiny-gemma3", "F16"},    {"tiny", "Q6_K"},
+        {"tiny", "Q4_0"},          {"tiny-qwen3moe", "Q4_K_M"}, {"tiny-qwen3moe", "Q4_0"}, {"tiny-gemma4", "F16"},
+        {"tiny-gemma4", "Q4_K_M"}, {"tiny-gemma4moe", "Q4_K_M"}};
     for (auto [shape, scheme] : models) {
         const std::string path = dir.path() + "/" + shape + "-" + scheme + ".gguf";
         write_synthetic_model(path, synthetic_shape(shape), scheme);
@@ -198,29 +198,33 @@ TEST_CASE("planned split matches the two backends' allocations") {
 // allocates what the plan counts, and the logits are bitwise those of one backend (the same
 // CPU kernels run the experts on either side).
 TEST_CASE("planned experts in RAM match the two backends' allocations, and change no logit") {
-    test::TempDir dir;
-    const std::string path = dir.file("tiny-qwen3moe.gguf");
-    write_synthetic_model(path, synthetic_shape("tiny-qwen3moe"), "Q8_0");
-    auto file = std::make_shared<const GgufFile>(GgufFile::open(path));
-    const fit::FitModel fm = fit::fit_model(*file);
-    const int32_t L = fm.config.n_layers;
-    auto one = make_cpu_backend(2);
-    Transformer whole(file, *one);
-    KvCache whole_kv(whole.kv_backends(), whole.kv_config(2048, 1));
-    const std::vector<float> expected = prefill(whole, whole_kv, 2048);
-    for (int32_t e : {0, L - 1}) {
-        INFO("experts of the first ", e, " of ", L, " layers on the first backend");
-        auto first = make_cpu_backend(2), rest = make_cpu_backend(2);
-        {
-            Transformer tr(file, *first, *rest, L, e);
-            KvCache kv(tr.kv_backends(), tr.kv_config(2048, 1));
-            CHECK(prefill(tr, kv, 2048) == expected);
-            fit::FitOptions fo{2048, 1, kBatch, DType::F16};
-            const fit::FitPlan p = fit::plan_layers(fm, fo, fit::Budget{1, 0, false}, -1, fit::cpu_profile(), e);
-            REQUIRE(p.placement == fit::Placement::ExpertsInRam);
-            CHECK(p.gpu_expert_layers == e);
-            check_device(p.gpu, first->memory());
-            check_device(p.cpu, rest->memory());
+    // qwen3moe, and gemma4's experts beside a dense FFN (their router scale, per-expert scales
+    // and branch norms on the experts' backend, the attention output crossing over).
+    for (const char* shape : {"tiny-qwen3moe", "tiny-gemma4moe"}) {
+        SUBCASE(shape) {
+            test::TempDir dir;
+            const std::string path = dir.file(std::string(shape) + ".gguf");
+            write_synthetic_model(path, synthetic_shape(shape), "Q8_0");
+            auto file = std::make_shared<const GgufFile>(GgufFile::open(path));
+            const fit::FitModel fm = fit::fit_model(*file);
+            const int32_t L = fm.config.n_layers;
+            auto one = make_cpu_backend(2);
+            Transformer whole(file, *one);
+            KvCache whole_kv(whole.kv_backends(), whole.kv_config(2048, 1));
+            const std::vector<float> expected = prefill(whole, whole_kv, 2048);
+            for (int32_t e : {0, L - 1}) {
+                INFO("experts of the first ", e, " of ", L, " layers on the first backend");
+                auto first = make_cpu_backend(2), rest = make_cpu_backend(2);
+                Transformer tr(file, *first, *rest, L, e);
+                KvCache kv(tr.kv_backends(), tr.kv_config(2048, 1));
+                CHECK(prefill(tr, kv, 2048) == expected);
+                fit::FitOptions fo{2048, 1, kBatch, DType::F16};
+                const fit::FitPlan p = fit::plan_layers(fm, fo, fit::Budget{1, 0, false}, -1, fit::cpu_profile(), e);
+                REQUIRE(p.placement == fit::Placement::ExpertsInRam);
+                CHECK(p.gpu_expert_layers == e);
+                check_device(p.gpu, first->memory());
+                check_device(p.cpu, rest->memory());
+            }
         }
     }
 }

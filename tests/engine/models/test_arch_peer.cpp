@@ -72,8 +72,8 @@ void gpt_oss_gains(SyntheticShape& sh) {
 
 TEST_CASE("llama.cpp and Ember agree on synthetic files of every architecture") {
     const std::string bin = test::llama_tools_dir();
-    for (const char* shape :
-         {"tiny", "tiny-qwen2", "tiny-qwen3", "tiny-gemma3", "tiny-qwen3moe", "tiny-gemma4", "tiny-gpt-oss"}) {
+    for (const char* shape : {"tiny", "tiny-qwen2", "tiny-qwen3", "tiny-gemma3", "tiny-qwen3moe", "tiny-gemma4",
+                              "tiny-gemma4moe", "tiny-gpt-oss"}) {
         SUBCASE(shape) {
             test::TempDir dir;
             const std::string path = dir.file("model.gguf");
@@ -93,11 +93,32 @@ TEST_CASE("llama.cpp and Ember agree on synthetic files of every architecture") 
             // tiny-gemma4 (|KL| ~1e-7): without the logit soft-cap KL 0.57, without the
             // per-layer embeddings and output scale KL 7e-4, without V's norm KL 8e-6 (PPL
             // +0.15 %), sliding layers sharing the wrong layer's K/V KL 1.7e-6 (PPL -0.05 %).
+            // tiny-gemma4moe (KL -1.7e-7, PPL equal to 6 digits): without the per-expert down
+            // scales KL 6.9e-6 but PPL +0.04 %, the router input unscaled by 1/sqrt(n_embd) KL
+            // 2.2e-5 (PPL +0.3 %).
             CHECK(a.ember_ppl == doctest::Approx(a.llama_ppl).epsilon(1e-4));
             CHECK(std::abs(a.kl) < 1e-5);
             CHECK(a.same_top > 0.99);
         }
     }
+}
+
+// gemma4's experts with separate gate and up tensors (llama.cpp's other load path; the real
+// files fuse them): the same bound as above.
+TEST_CASE("llama.cpp and Ember agree on gemma4 experts with separate gate and up tensors") {
+    const std::string bin = test::llama_tools_dir();
+    test::TempDir dir;
+    const std::string path = dir.file("model.gguf");
+    SyntheticShape sh = synthetic_shape("tiny-gemma4moe");
+    sh.output_norm = 0.1f, sh.qk_gain = 4.0f, sh.attn_gain = 8.0f;
+    sh.gemma4.split_gate_up = true;
+    write_synthetic_model(path, sh, "F32");
+    const Agreement a = compare(bin, path, dir);
+    MESSAGE("tiny-gemma4moe, split gate/up: llama.cpp PPL ", a.llama_ppl, ", Ember PPL ", a.ember_ppl, ", KL ", a.kl,
+            ", top-1 agreement ", a.same_top);
+    CHECK(a.ember_ppl == doctest::Approx(a.llama_ppl).epsilon(1e-4));
+    CHECK(std::abs(a.kl) < 1e-5);
+    CHECK(a.same_top > 0.99);
 }
 
 // Quantized experts: tiny-qwen3moe in Q4_0 and Q4_K_M (logits kept moderate by output_norm

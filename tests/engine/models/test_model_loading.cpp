@@ -159,13 +159,46 @@ TEST_CASE("synthetic architectures run") {
         for (float l : seq.prefill(prompt)) REQUIRE_MESSAGE(std::isfinite(l), shape);
     }
 }
-TEST_CASE("gemma4 mixture-of-experts files are refused by name") {
+TEST_CASE("gemma4 with experts (26B-A4B's layout): the config, every shape, and the separate-scale refusal") {
+    test::TempDir dir;
+    const std::string path = dir.file("tiny-gemma4moe.gguf");
+    write_synthetic_model(path, synthetic_shape("tiny-gemma4moe"), "F16");
+    const ModelConfig c = read_model_config(GgufFile::open(path));
+    CHECK(c.moe());
+    CHECK(c.shared_ffn);
+    CHECK(c.expert_gate_up);
+    CHECK(c.n_expert == 16);
+    CHECK(c.n_expert_used == 4);
+    CHECK(c.n_ff_exp == 96);
+    CHECK(c.n_ff == 512);
+    CHECK(c.expert_weights_norm);
+    CHECK(c.n_embd_per_layer == 0);
+    // The real shape's header: 30 layers, 128 experts of 704, 8 used.
+    const SyntheticShape real = synthetic_shape("gemma4-26b-a4b");
+    CHECK(real.n_layers == 30);
+    CHECK(real.n_expert == 128);
+    CHECK(real.n_expert_used == 8);
+    auto model = Model::load([&] {
+        LoadOptions lo;
+        lo.path = path, lo.device = BackendPreference::Cpu, lo.n_threads = 2, lo.n_ctx = 256;
+        return lo;
+    }());
+    Sequence seq(*model);
+    const std::vector<int32_t> prompt = {1, 300, 301, 302, 303, 304, 305, 306};
+    for (float l : seq.prefill(prompt)) REQUIRE(std::isfinite(l));
+    const std::string dst = dir.file("gate-scale.gguf");
+    rewrite(path, dst, [](GgufWriter& w) {
+        w.add_tensor("blk.0.ffn_gate_exps.scale", DType::F32, {16}, std::vector<uint8_t>(64, 0));
+    });
+    CHECK(load_error(dst).find("blk.0.ffn_gate_exps.scale") != std::string::npos);
+}
+TEST_CASE("gemma4 files with an expert count but dense layers are refused by name") {
     test::TempDir dir;
     const std::string src = dir.file("tiny-gemma4.gguf"), dst = dir.file("moe.gguf");
     write_synthetic_model(src, synthetic_shape("tiny-gemma4"), "F16");
     rewrite(src, dst, [](GgufWriter& w) { w.set("gemma4.expert_count", GgufValue::u32(128)); });
     const std::string err = load_error(dst);
-    REQUIRE_MESSAGE(err.find("gemma4 mixture-of-experts layers are not supported yet") != std::string::npos, err);
+    REQUIRE_MESSAGE(err.find("layer 0 has no router") != std::string::npos, err);
 }
 TEST_CASE("unsupported architecture is named") {
     test::TempDir dir;

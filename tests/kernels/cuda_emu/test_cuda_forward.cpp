@@ -4,9 +4,9 @@
 // long enough for the GEMM path) the CPU backend's greedy tokens; CUDA graphs on and off give
 // bit-identical logits, and decode passes are replayed from graphs; a synthetic qwen3moe
 // (experts) the CPU backend's greedy tokens; tiny-gemma4 (the file the llama.cpp peer test
-// checks: head dims 64 and 128, per-layer embeddings, KV sharing, soft-capped logits) the CPU
-// backend's logits; a synthetic gpt-oss (MXFP4 experts, sinks, YaRN) the CPU backend's greedy
-// tokens.
+// checks: head dims 64 and 128, per-layer embeddings, KV sharing, soft-capped logits) and
+// tiny-gemma4moe (experts beside the dense FFN) the CPU backend's logits; a synthetic gpt-oss
+// (MXFP4 experts, sinks, YaRN) the CPU backend's greedy tokens.
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -224,6 +224,33 @@ TEST_CASE("synthetic Gemma 4 shape: the CUDA backend gives the CPU backend's log
     SyntheticShape shape = synthetic_shape("tiny-gemma4");
     shape.output_norm = 0.1f, shape.qk_gain = 4.0f, shape.attn_gain = 8.0f;  // test_arch_peer's file
     const std::string path = (std::filesystem::temp_directory_path() / "ember-test-cuda-gemma4-f32.gguf").string();
+    write_synthetic_model(path, shape, "F32", 3);
+    auto file = std::make_shared<const GgufFile>(GgufFile::open(path));
+    std::vector<int32_t> prompt;
+    for (int i = 0; i < 40; ++i) prompt.push_back(static_cast<int32_t>((i * 53 + 5) % 1000 + 3));
+    const int n_gen = 6;
+    auto cpu = make_cpu_backend(2);
+    const Run rc = greedy(file, *cpu, prompt, n_gen);
+    auto gpu = test::make_test_cuda_backend();
+    const Run rg = greedy(file, *gpu, prompt, n_gen);
+    CHECK(rg.tokens == rc.tokens);
+    for (size_t i = 0; i < rg.logits.size(); ++i) {
+        const double rel = rel_l2(rg.logits[i], rc.logits[i]);
+        MESSAGE("step " << i << " logits rel_l2 " << rel);
+        CHECK(rel < 1e-4);
+    }
+    std::filesystem::remove(path);
+}
+
+// tiny-gemma4moe in F32 (test_arch_peer's file): the experts beside each layer's dense FFN,
+// the router on the scaled norm of the attention output, fused gate+up experts, per-expert
+// output scales. As above, FP32 on both sides: only the order of summation differs, unless a
+// token's router logits sit at a near-tie (then one expert of four changes and the logits
+// move by ~1e-2; the file's routing gain keeps the logits' gaps far wider than 1e-6).
+TEST_CASE("synthetic Gemma 4 MoE shape: the CUDA backend gives the CPU backend's logits") {
+    SyntheticShape shape = synthetic_shape("tiny-gemma4moe");
+    shape.output_norm = 0.1f, shape.qk_gain = 4.0f, shape.attn_gain = 8.0f;  // test_arch_peer's file
+    const std::string path = (std::filesystem::temp_directory_path() / "ember-test-cuda-gemma4moe-f32.gguf").string();
     write_synthetic_model(path, shape, "F32", 3);
     auto file = std::make_shared<const GgufFile>(GgufFile::open(path));
     std::vector<int32_t> prompt;

@@ -188,6 +188,29 @@ TEST_CASE("moe_route, moe_matmul (every weight type, bias, shared or per-slot x)
         for (Tensor* t : {&lc, &ids_c, &wts_c}) be.cpu->free(*t);
         be.gpu->free(lg);
     }
+    {  // gemma4's per-expert output scale on the weights: the CPU's product exactly
+        std::vector<float> factors(static_cast<size_t>(n_expert));
+        for (int64_t e = 0; e < n_expert; ++e) factors[static_cast<size_t>(e)] = 0.5f + 0.125f * float(e);
+        const MoeRouting r{static_cast<int32_t>(k), MoeGating::Softmax, true, 1.0f};
+        Tensor lc = put(*be.cpu, logits, n_expert, T), lg = put(*be.gpu, logits, n_expert, T);
+        Tensor sc = put(*be.cpu, factors, n_expert, 1), sg = put(*be.gpu, factors, n_expert, 1);
+        Tensor ids_c = be.cpu->alloc(MemoryKind::Activations, DType::I32, k, T, "ids");
+        Tensor wts_c = be.cpu->alloc(MemoryKind::Activations, DType::F32, k, T, "w");
+        Tensor ids_s = be.gpu->alloc(MemoryKind::Activations, DType::I32, k, T, "ids");
+        Tensor wts_s = be.gpu->alloc(MemoryKind::Activations, DType::F32, k, T, "w");
+        be.cpu->moe_route(lc, r, ids_c, wts_c, &sc);
+        be.gpu->moe_route(lg, r, ids_s, wts_s, &sg);
+        std::vector<int32_t> ic(static_cast<size_t>(T * k)), ig(ic.size());
+        be.cpu->download(ids_c, ic.data(), ids_c.bytes());
+        be.gpu->download(ids_s, ig.data(), ids_s.bytes());
+        CHECK(ic == ig);
+        const std::vector<float> wc = get(*be.cpu, wts_c), wg = get(*be.gpu, wts_s);
+        std::vector<double> bound(wc.size());
+        for (size_t i = 0; i < bound.size(); ++i) bound[i] = 1e-5 * std::fabs(wc[i]) + 1e-30;
+        check_within("moe_route expert_scale", wg, wc, bound);
+        for (Tensor* t : {&lc, &sc, &ids_c, &wts_c}) be.cpu->free(*t);
+        for (Tensor* t : {&lg, &sg, &ids_s, &wts_s}) be.gpu->free(*t);
+    }
     for (DType type : {DType::F32, DType::F16, DType::BF16, DType::Q4_0, DType::Q4_1, DType::Q5_0, DType::Q5_1,
                        DType::Q8_0, DType::Q2_K, DType::Q3_K, DType::Q4_K, DType::Q5_K, DType::Q6_K, DType::MXFP4}) {
         const int64_t rows = 40;
