@@ -82,18 +82,22 @@ TEST_CASE("a mixture of experts keeps its attention on the GPU and its experts i
     CHECK(fit::plan(dense, o, fit::Budget{4 * GiB, 64 * GiB, false}).placement == fit::Placement::Split);
 }
 
-// gpt-oss-20b as shipped (MXFP4 experts, Q8_0 elsewhere: 12.1 GB), the same cards.
-TEST_CASE("gpt-oss-20b on 8, 12, 24 and 80 GiB") {
-    const fit::FitModel m = header_model("gpt-oss-20b", "MXFP4_MOE");
-    fit::FitOptions o;
-    o.n_ctx = 8192;
-    for (const uint64_t vram : {80, 24, 12, 8}) {
-        const fit::FitPlan p = fit::plan(m, o, fit::Budget{vram * GiB, 64 * GiB, false});
-        test::info("gpt-oss-20b MXFP4_MOE, %llu GiB: %s: %s", static_cast<unsigned long long>(vram),
-                   fit::placement_name(p.placement), p.reason.c_str());
-        CHECK(fits(p));
-        CHECK(p.gpu_layers == m.config.n_layers);  // never a layer split: the experts go first
-        CHECK(p.placement == (vram >= 24 ? fit::Placement::Gpu : fit::Placement::ExpertsInRam));
+// gpt-oss-20b as shipped (MXFP4 experts, Q8_0 elsewhere: 12.1 GB) and Gemma 4 26B-A4B in
+// Q4_K_M, the same cards: whole on 24 and 80 GiB, experts partly in RAM on 12 and 8.
+TEST_CASE("gpt-oss-20b and Gemma 4 26B-A4B on 8, 12, 24 and 80 GiB") {
+    for (auto [shape, scheme] : {std::pair{"gpt-oss-20b", "MXFP4_MOE"}, std::pair{"gemma4-26b-a4b", "Q4_K_M"}}) {
+        const fit::FitModel m = header_model(shape, scheme);
+        fit::FitOptions o;
+        o.n_ctx = 8192;
+        for (const uint64_t vram : {80, 24, 12, 8}) {
+            const fit::FitPlan p = fit::plan(m, o, fit::Budget{vram * GiB, 64 * GiB, false});
+            test::info("%s %s, %llu GiB: %s: %s", shape, scheme, static_cast<unsigned long long>(vram),
+                       fit::placement_name(p.placement), p.reason.c_str());
+            INFO(shape, " at ", vram, " GiB: ", p.reason);
+            CHECK(fits(p));
+            CHECK(p.gpu_layers == m.config.n_layers);  // never a layer split: the experts go first
+            CHECK(p.placement == (vram >= 24 ? fit::Placement::Gpu : fit::Placement::ExpertsInRam));
+        }
     }
 }
 
