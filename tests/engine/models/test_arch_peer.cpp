@@ -5,9 +5,10 @@
 // F32 weights: neither engine rounds activations, so what remains is summation order. The
 // files are shaped so that attention decides the output (SyntheticShape's gains: random
 // weights alone make every position's output follow from its own token, and an error in
-// attention would hardly show). (Quantized synthetic files are no test of the architecture:
-// their random blocks make logits of order 1e2, where 8-bit activation rounding alone moves KL
-// by 0.1; the quantized kernels are checked against llama.cpp on a real model, test_quant_peer.)
+// attention would hardly show). Quantized synthetic files check the quantized weight paths
+// only (their random blocks need the output norm kept small, and attention's gains off, or
+// 8-bit activation rounding alone moves KL by 0.1); the quantized kernels are also checked
+// against llama.cpp on a real model, test_quant_peer.
 // The peer is real, not a mock; a missing peer fails the test.
 #include <doctest/doctest.h>
 
