@@ -245,6 +245,9 @@ TEST_CASE("synthetic Gemma 4 shape: the CUDA backend gives the CPU backend's log
     check_f32_logits("tiny-gemma4");
 }
 
+// tiny-qwen3 in F32: per-head Q/K RMS norms before RoPE, as above.
+TEST_CASE("synthetic Qwen3 shape: the CUDA backend gives the CPU backend's logits") { check_f32_logits("tiny-qwen3"); }
+
 // tiny-gemma4moe in F32 (test_arch_peer's file): the experts beside each layer's dense FFN,
 // the router on the scaled norm of the attention output, fused gate+up experts, per-expert
 // output scales. As above, FP32 on both sides: only the order of summation differs, unless a
@@ -254,11 +257,11 @@ TEST_CASE("synthetic Gemma 4 MoE shape: the CUDA backend gives the CPU backend's
     check_f32_logits("tiny-gemma4moe");
 }
 
-// Gemma 4 quantized as the real files are (Q4_K_M; the per-layer embedding table too): the
-// dense shape and the MoE one, the same greedy tokens on both backends, logits as
+// Qwen3 and Gemma 4 quantized as the real files are (Q4_K_M; Gemma 4's per-layer embedding
+// table too): the dense shapes and Gemma 4's MoE one, the same greedy tokens on both backends, logits as
 // check_experts_greedy bounds them (the GPU's activation blocks and FP16 GEMM).
-TEST_CASE("synthetic Gemma 4 shapes in Q4_K_M: the CUDA backend generates the CPU backend's greedy tokens") {
-    for (const char* name : {"tiny-gemma4", "tiny-gemma4moe"}) {
+TEST_CASE("synthetic Qwen3 and Gemma 4 shapes in Q4_K_M: the CUDA backend generates the CPU's greedy tokens") {
+    for (const char* name : {"tiny-qwen3", "tiny-gemma4", "tiny-gemma4moe"}) {
         SUBCASE(name) {
             const std::string path =
                 (std::filesystem::temp_directory_path() / ("ember-test-cuda-" + std::string(name) + "-q4km.gguf"))
