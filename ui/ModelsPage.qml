@@ -40,12 +40,13 @@ Rectangle {
             Layout.fillWidth: true
             Layout.leftMargin: 14
             Layout.rightMargin: 14
-            TabButton { text: qsTr("Discover") }
-            TabButton {
+            background: Rectangle { color: Theme.sidebar }
+            PageTab { text: qsTr("Discover") }
+            PageTab {
                 objectName: "downloadsTab"
                 text: Hub.activeDownloads > 0 ? qsTr("Downloads (%1)").arg(Hub.activeDownloads) : qsTr("Downloads")
             }
-            TabButton { text: Library.models.count > 0 ? qsTr("Library (%1)").arg(Library.models.count) : qsTr("Library") }
+            PageTab { text: Library.models.count > 0 ? qsTr("Library (%1)").arg(Library.models.count) : qsTr("Library") }
         }
         Rectangle { Layout.fillWidth: true; height: 1; color: Theme.border }
         StackLayout {

@@ -23,30 +23,6 @@ Window {
     property alias tabs: tabs
     property bool restored: false  // until then, changes are the restore itself, not the user's
 
-    // A tab that shows which one is open in either theme (Fusion's differ by a shade in the
-    // dark one): the page's colour and an accent line under the open tab.
-    component MonitorTab: TabButton {
-        id: tab
-        topPadding: 9
-        bottomPadding: 9
-        contentItem: Label {
-            text: tab.text
-            horizontalAlignment: Text.AlignHCenter
-            color: tab.checked ? Theme.text : Theme.muted
-            font.bold: tab.checked
-        }
-        background: Rectangle {
-            color: tab.checked ? Theme.window : tab.hovered ? Theme.selected : Theme.sidebar
-            Rectangle {
-                visible: tab.checked
-                anchors.bottom: parent.bottom
-                width: parent.width
-                height: 2
-                color: Theme.accent
-            }
-        }
-    }
-
     // As Main.qml's: what Fusion draws the tab bar, buttons and inputs with.
     palette {
         window: Theme.window
@@ -118,8 +94,8 @@ Window {
                 color: Theme.sidebar
                 Rectangle { anchors.bottom: parent.bottom; width: parent.width; height: 1; color: Theme.border }
             }
-            MonitorTab { text: qsTr("Live") }
-            MonitorTab { text: qsTr("Cost") }
+            PageTab { text: qsTr("Live") }
+            PageTab { text: qsTr("Cost") }
         }
         StackLayout {
             Layout.fillWidth: true
