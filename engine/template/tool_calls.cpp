@@ -469,8 +469,8 @@ void ToolCallParser::release(std::string_view payload, std::string_view raw, Too
                                 " call(s) allowed (parallel_tool_calls)");
             continue;
         }
-        out.calls.push_back({next_index_, id_prefix_ + std::to_string(next_index_), std::move(c.name),
-                             std::move(c.arguments)});
+        out.calls.push_back(
+            {next_index_, id_prefix_ + std::to_string(next_index_), std::move(c.name), std::move(c.arguments)});
         ++next_index_;
     }
 }

@@ -111,9 +111,9 @@ TEST_CASE("malformedJsonComesBackAsContentWithAReason") {
     check_streams(ToolCallFormat::Hermes, text, text, {});
 
     // valid JSON that is no call: no name, arguments not an object
-    for (const std::string bad : {"<tool_call>{\"arguments\": {}}</tool_call>",
-                                  "<tool_call>{\"name\": \"f\", \"arguments\": 5}</tool_call>",
-                                  "<tool_call>[]</tool_call>", "<tool_call>\"f\"</tool_call>"}) {
+    for (const std::string bad :
+         {"<tool_call>{\"arguments\": {}}</tool_call>", "<tool_call>{\"name\": \"f\", \"arguments\": 5}</tool_call>",
+          "<tool_call>[]</tool_call>", "<tool_call>\"f\"</tool_call>"}) {
         CAPTURE(bad);
         const Parsed q = parse_whole(ToolCallFormat::Hermes, bad);
         CHECK(q.calls.empty());
@@ -147,8 +147,8 @@ TEST_CASE("parallelToolCallsFalseKeepsTheFirstCall") {
 }
 
 TEST_CASE("llama3BareJsonAndPythonTag") {
-    check_streams(ToolCallFormat::Llama3, "\n{\"name\": \"get_weather\", \"parameters\": {\"city\": \"Oslo\"}}",
-                  "", {{"get_weather", R"({"city":"Oslo"})"}});
+    check_streams(ToolCallFormat::Llama3, "\n{\"name\": \"get_weather\", \"parameters\": {\"city\": \"Oslo\"}}", "",
+                  {{"get_weather", R"({"city":"Oslo"})"}});
     check_streams(ToolCallFormat::Llama3, "<|python_tag|>{\"name\": \"f\", \"parameters\": {}}", "", {{"f", "{}"}});
     // JSON that is no call, and JSON after text, stay the answer
     check_streams(ToolCallFormat::Llama3, "{\"answer\": 42}", "{\"answer\": 42}", {});
@@ -163,8 +163,8 @@ TEST_CASE("mistralArrayAndArgsForms") {
                   "[TOOL_CALLS][{\"name\": \"a\", \"arguments\": {\"x\": 1}, \"id\": \"abcdefghi\"}, "
                   "{\"name\": \"b\", \"arguments\": {}}]",
                   "", {{"a", R"({"x":1})"}, {"b", "{}"}});
-    check_streams(ToolCallFormat::Mistral, "[TOOL_CALLS]get_weather[ARGS]{\"city\": \"Rome\"}[TOOL_CALLS]f[ARGS]{}",
-                  "", {{"get_weather", R"({"city":"Rome"})"}, {"f", "{}"}});
+    check_streams(ToolCallFormat::Mistral, "[TOOL_CALLS]get_weather[ARGS]{\"city\": \"Rome\"}[TOOL_CALLS]f[ARGS]{}", "",
+                  {{"get_weather", R"({"city":"Rome"})"}, {"f", "{}"}});
 }
 
 TEST_CASE("harmonyCommentaryCall") {
@@ -180,7 +180,8 @@ TEST_CASE("gemma4CallNotation") {
     check_streams(ToolCallFormat::Gemma4,
                   "<|tool_call>call:get_weather{city:<|\"|>Paris, \"FR\"<|\"|>,days:3,opts:{metric:true,"
                   "tags:[<|\"|>a<|\"|>,null]}}<tool_call|>",
-                  "", {{"get_weather", R"({"city":"Paris, \"FR\"","days":3,"opts":{"metric":true,"tags":["a",null]}})"}});
+                  "",
+                  {{"get_weather", R"({"city":"Paris, \"FR\"","days":3,"opts":{"metric":true,"tags":["a",null]}})"}});
 }
 
 TEST_CASE("formatFromRealTemplates") {
