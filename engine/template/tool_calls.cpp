@@ -191,6 +191,15 @@ std::string gemma4_arguments(std::string_view s) {
             continue;
         }
         const char c = s[i];
+        if (c == '"') {  // a JSON string (a constrained call writes JSON): copied whole
+            size_t end = i + 1;
+            while (end < s.size() && s[end] != '"') end += s[end] == '\\' ? 2 : 1;
+            if (end >= s.size()) throw BadCall{"an unterminated string"};
+            out.append(s.substr(i, end + 1 - i));
+            i = end + 1;
+            expect_key = false;
+            continue;
+        }
         if (expect_key && is_word(c)) {  // a bare key, up to its ':'
             const size_t colon = s.find(':', i);
             if (colon == std::string_view::npos) throw BadCall{"a key without ':'"};
@@ -350,6 +359,72 @@ std::vector<ChatMessage> with_generic_tools(const std::vector<ChatMessage>& msgs
         last_was_result = false;
     }
     return out;
+}
+
+// ---- forced calls -------------------------------------------------------------------------
+
+namespace {
+
+// A GBNF string literal.
+std::string gbnf_literal(std::string_view s) {
+    std::string out = "\"";
+    for (char c : s) {
+        if (c == '"' || c == '\\') out += '\\', out += c;
+        else if (c == '\n') out += "\\n";
+        else if (c == '\r') out += "\\r";
+        else if (c == '\t') out += "\\t";
+        else out += c;
+    }
+    return out + "\"";
+}
+
+bool valid_tool_name(std::string_view n) {
+    return !n.empty() && std::all_of(n.begin(), n.end(), [](char c) { return is_word(c) || c == '-'; });
+}
+
+// One call to `t` in form f: GBNF sequence.
+std::string one_call(ToolCallFormat f, const ToolGrammarTool& t) {
+    const std::string json_name = "\"" + t.name + "\"";
+    switch (f) {
+        case ToolCallFormat::Hermes:
+        case ToolCallFormat::Generic:
+            return gbnf_literal("<tool_call>\n{\"name\": " + json_name + ", \"arguments\": ") + " " + t.args_rule +
+                   " " + gbnf_literal("}\n</tool_call>");
+        case ToolCallFormat::Llama3:
+            return gbnf_literal("{\"name\": " + json_name + ", \"parameters\": ") + " " + t.args_rule + " " +
+                   gbnf_literal("}");
+        case ToolCallFormat::Mistral:
+            return gbnf_literal("{\"name\": " + json_name + ", \"arguments\": ") + " " + t.args_rule + " " +
+                   gbnf_literal("}");
+        case ToolCallFormat::Harmony:
+            return gbnf_literal("<|channel|>commentary to=functions." + t.name + " <|constrain|>json<|message|>") +
+                   " " + t.args_rule;
+        case ToolCallFormat::Gemma4:
+            return gbnf_literal("<|tool_call>call:" + t.name) + " " + t.args_rule + " " + gbnf_literal("<tool_call|>");
+        case ToolCallFormat::None:
+            break;
+    }
+    throw Error("tool calls: this model's call form is not known, so a call cannot be forced");
+}
+
+}  // namespace
+
+std::string tool_call_grammar(ToolCallFormat f, const std::vector<ToolGrammarTool>& tools, bool parallel) {
+    if (tools.empty()) throw Error("tool calls: a forced call needs at least one tool");
+    std::string g = "tool-call ::= ";
+    for (size_t i = 0; i < tools.size(); ++i) {
+        if (!valid_tool_name(tools[i].name)) throw Error("tool calls: bad function name '" + tools[i].name + "'");
+        g += (i ? " | " : "") + std::string("tool-call-") + std::to_string(i);
+    }
+    g += "\n";
+    for (size_t i = 0; i < tools.size(); ++i)
+        g += "tool-call-" + std::to_string(i) + " ::= " + one_call(f, tools[i]) + "\n";
+    const bool many = parallel && f != ToolCallFormat::Llama3 && f != ToolCallFormat::Harmony;
+    if (f == ToolCallFormat::Mistral)
+        return g + "root ::= \"[TOOL_CALLS][\" tool-call" + (many ? " (\", \" tool-call)*" : "") + " \"]\"\n";
+    if (f == ToolCallFormat::Hermes || f == ToolCallFormat::Generic)
+        return g + "root ::= tool-call" + (many ? " (\"\\n\" tool-call)*" : "") + "\n";
+    return g + "root ::= tool-call" + (many ? " tool-call*" : "") + "\n";
 }
 
 // ---- the parser ---------------------------------------------------------------------------

@@ -56,6 +56,20 @@ std::vector<ChatMessage> with_generic_tools(const std::vector<ChatMessage>& msgs
 // A call as the generic (and Hermes) form writes it: <tool_call>\n{"name":…}\n</tool_call>.
 std::string hermes_call_text(const ChatToolCall& call);
 
+// ---- forced calls -------------------------------------------------------------------------
+// A tool a forced call may name, and the GBNF rule its arguments must match (defined by the
+// caller, e.g. grammar::json_schema_rules(parameters, "args-0")).
+struct ToolGrammarTool {
+    std::string name;  // [A-Za-z0-9_-]+ (the API's rule for function names)
+    std::string args_rule;
+};
+// GBNF (llama.cpp's notation) for what the model writes when it must call: `root` is one call
+// in form `f` to one of `tools` or, with `parallel`, one or more calls (Llama 3 and harmony
+// write one call per turn). Arguments are JSON in every form (Gemma 4's parser takes JSON
+// besides its own notation). Defines root and rules named tool-call…; throws ember::Error
+// for ToolCallFormat::None, no tools, or a name outside [A-Za-z0-9_-].
+std::string tool_call_grammar(ToolCallFormat f, const std::vector<ToolGrammarTool>& tools, bool parallel);
+
 // ---- parsing ------------------------------------------------------------------------------
 
 // Part of a call. The first delta of a call carries its id and name (and may carry all of its

@@ -250,3 +250,30 @@ TEST_CASE("genericFallbackRendersAnAgentLoopThroughGemma3sTemplate") {
     REQUIRE(s.size() == 2);
     CHECK(s[0].content == "Be brief.\n\n" + generic_tool_prompt(kWeatherTools));
 }
+
+TEST_CASE("forcedCallGrammarText") {
+    const std::vector<ToolGrammarTool> tools = {{"get_weather", "args-0"}, {"now", "args-1"}};
+    CHECK(tool_call_grammar(ToolCallFormat::Generic, tools, true) ==
+          "tool-call ::= tool-call-0 | tool-call-1\n"
+          "tool-call-0 ::= \"<tool_call>\\n{\\\"name\\\": \\\"get_weather\\\", \\\"arguments\\\": \" args-0 "
+          "\"}\\n</tool_call>\"\n"
+          "tool-call-1 ::= \"<tool_call>\\n{\\\"name\\\": \\\"now\\\", \\\"arguments\\\": \" args-1 "
+          "\"}\\n</tool_call>\"\n"
+          "root ::= tool-call (\"\\n\" tool-call)*\n");
+    CHECK(tool_call_grammar(ToolCallFormat::Hermes, {tools[0]}, false).find("root ::= tool-call\n") !=
+          std::string::npos);
+    CHECK(tool_call_grammar(ToolCallFormat::Mistral, tools, true)
+              .find("root ::= \"[TOOL_CALLS][\" tool-call (\", \" "
+                    "tool-call)* \"]\"\n") != std::string::npos);
+    CHECK(tool_call_grammar(ToolCallFormat::Llama3, tools, true).find("root ::= tool-call\n") != std::string::npos);
+    CHECK_THROWS_WITH(tool_call_grammar(ToolCallFormat::None, tools, true), doctest::Contains("not known"));
+    CHECK_THROWS_WITH(tool_call_grammar(ToolCallFormat::Hermes, {{"a\"b", "x"}}, true),
+                      doctest::Contains("bad function name"));
+    CHECK_THROWS(tool_call_grammar(ToolCallFormat::Hermes, {}, true));
+}
+
+// What a constrained Gemma 4 call writes (JSON arguments in its own markers) parses too.
+TEST_CASE("gemma4CallWithJsonArguments") {
+    check_streams(ToolCallFormat::Gemma4, R"(<|tool_call>call:f{"q": "a, b:{c}", "n": [1, {"k": "v"}]}<tool_call|>)",
+                  "", {{"f", R"({"q":"a, b:{c}","n":[1,{"k":"v"}]})"}});
+}
