@@ -9,6 +9,7 @@
 
 #include "engine/gguf/gguf.h"
 #include "engine/template/chat_template.h"
+#include "engine/template/reasoning.h"
 #include "engine/template/tool_calls.h"
 #include "test_data.h"
 
@@ -276,4 +277,34 @@ TEST_CASE("forcedCallGrammarText") {
 TEST_CASE("gemma4CallWithJsonArguments") {
     check_streams(ToolCallFormat::Gemma4, R"(<|tool_call>call:f{"q": "a, b:{c}", "n": [1, {"k": "v"}]}<tool_call|>)",
                   "", {{"f", R"({"q":"a, b:{c}","n":[1,{"k":"v"}]})"}});
+}
+
+// gpt-oss: the reasoning splitter runs first (the engine splits thinking from the answer) and
+// hands a call's head through; the parser then finds the call in the answer.
+TEST_CASE("harmonyCallThroughTheReasoningSplitter") {
+    const std::string out =
+        "<|channel|>analysis<|message|>Need weather.<|end|><|start|>assistant<|channel|>commentary "
+        "to=functions.get_weather <|constrain|>json<|message|>{\"city\": \"Oslo\"}<|call|>";
+    for (size_t cut = 0; cut <= out.size(); ++cut) {
+        CAPTURE(cut);
+        ReasoningSplitter split(ReasoningFormat::Harmony);
+        split.prime("<|start|>assistant");
+        ToolCallParser parser(ToolCallFormat::Harmony, "call_", SIZE_MAX);
+        Parsed p;
+        std::string reasoning;
+        for (const std::string& piece : {out.substr(0, cut), out.substr(cut)}) {
+            const SplitText t = split.feed(piece);
+            reasoning += t.reasoning;
+            add(p, parser.feed(t.content));
+        }
+        const SplitText t = split.finish();
+        reasoning += t.reasoning;
+        add(p, parser.feed(t.content));
+        add(p, parser.finish());
+        CHECK(reasoning == "Need weather.");
+        CHECK(p.content.empty());
+        REQUIRE(p.calls.size() == 1);
+        CHECK(p.calls[0].name == "get_weather");
+        CHECK(p.calls[0].arguments == R"({"city":"Oslo"})");
+    }
 }
