@@ -65,8 +65,8 @@ private:
     size_t pos_ = 0;
     std::vector<std::string> names_;
     std::vector<std::optional<Alts>> rules_;
-    std::vector<std::string> bodies_;   // defining text, for "defined twice"
-    std::vector<size_t> first_use_;     // where an undefined rule was first named
+    std::vector<std::string> bodies_;  // defining text, for "defined twice"
+    std::vector<size_t> first_use_;    // where an undefined rule was first named
     std::map<std::string, uint32_t, std::less<>> ids_;
     std::vector<CharSet> sets_;
     int generated_ = 0;
@@ -139,19 +139,39 @@ uint32_t GrammarBuilder::read_escape() {
     ++pos_;
     int hex = 0;
     switch (c) {
-    case 'n': return '\n';
-    case 'r': return '\r';
-    case 't': return '\t';
-    case '\\': case '"': case '\'': case ']': case '[': case '-': case '^': return static_cast<uint8_t>(c);
-    case 'x': hex = 2; break;
-    case 'u': hex = 4; break;
-    case 'U': hex = 8; break;
-    default: fail(std::string("unknown escape \\") + c, at);
+        case 'n':
+            return '\n';
+        case 'r':
+            return '\r';
+        case 't':
+            return '\t';
+        case '\\':
+        case '"':
+        case '\'':
+        case ']':
+        case '[':
+        case '-':
+        case '^':
+            return static_cast<uint8_t>(c);
+        case 'x':
+            hex = 2;
+            break;
+        case 'u':
+            hex = 4;
+            break;
+        case 'U':
+            hex = 8;
+            break;
+        default:
+            fail(std::string("unknown escape \\") + c, at);
     }
     uint32_t v = 0;
     for (int i = 0; i < hex; ++i, ++pos_) {
         const char h = peek();
-        const int d = h >= '0' && h <= '9' ? h - '0' : h >= 'a' && h <= 'f' ? h - 'a' + 10 : h >= 'A' && h <= 'F' ? h - 'A' + 10 : -1;
+        const int d = h >= '0' && h <= '9'   ? h - '0'
+                      : h >= 'a' && h <= 'f' ? h - 'a' + 10
+                      : h >= 'A' && h <= 'F' ? h - 'A' + 10
+                                             : -1;
         if (d < 0) fail("expected a hex digit in an escape");
         v = v * 16 + static_cast<uint32_t>(d);
     }
@@ -179,7 +199,8 @@ uint32_t GrammarBuilder::rule_id(const std::string& name, size_t at) {
 
 uint32_t GrammarBuilder::new_rule(Alts alts) {
     if (names_.size() >= limits_.max_rules)
-        throw GrammarError("grammar: more than " + std::to_string(limits_.max_rules) + " rules after expanding repetitions");
+        throw GrammarError("grammar: more than " + std::to_string(limits_.max_rules) +
+                           " rules after expanding repetitions");
     const uint32_t id = rule_id("_gen" + std::to_string(generated_++), pos_);
     rules_[id] = std::move(alts);
     return id;
@@ -352,7 +373,8 @@ std::shared_ptr<const Grammar> GrammarBuilder::build() {
     if (!ids_.count("root")) throw GrammarError("grammar: no rule named 'root'");
     check_defined();
     if (names_.size() > limits_.max_rules)
-        throw GrammarError("grammar: " + std::to_string(names_.size()) + " rules after expanding repetitions, more than the limit of " +
+        throw GrammarError("grammar: " + std::to_string(names_.size()) +
+                           " rules after expanding repetitions, more than the limit of " +
                            std::to_string(limits_.max_rules));
     check_left_recursion();
     check_productive();
@@ -436,7 +458,8 @@ void GrammarBuilder::check_productive() const {
         if (!done[r] && names_[r].rfind("_gen", 0) != 0)
             throw GrammarError("grammar: rule '" + names_[r] + "' can never finish (it recurses with no way out)");
     for (size_t r = 0; r < rules_.size(); ++r)
-        if (!done[r]) throw GrammarError("grammar: a group or repetition can never finish (it recurses with no way out)");
+        if (!done[r])
+            throw GrammarError("grammar: a group or repetition can never finish (it recurses with no way out)");
 }
 
 std::shared_ptr<Grammar> GrammarBuilder::layout() const {

@@ -86,9 +86,9 @@ class GrammarState {
 public:
     explicit GrammarState(std::shared_ptr<const Grammar>);
 
-    bool accept_bytes(std::string_view);  // false (state unchanged) when not allowed
-    bool accept_byte(uint8_t);            // the same for one byte
-    bool can_end() const;                 // the root rule may finish here
+    bool accept_bytes(std::string_view);         // false (state unchanged) when not allowed
+    bool accept_byte(uint8_t);                   // the same for one byte
+    bool can_end() const;                        // the root rule may finish here
     bool dead() const { return ends_.empty(); }  // nothing more can be accepted, not even the end
     const Grammar& grammar() const { return *g_; }
 
@@ -107,9 +107,9 @@ private:
     // (the root rule has finished).
     std::vector<uint32_t> data_;
     std::vector<uint32_t> ends_;
-    uint32_t cp_ = 0;     // the code point being read
-    uint8_t need_ = 0;    // its continuation bytes still to come
-    uint8_t bytes_ = 0;   // its bytes so far
+    uint32_t cp_ = 0;    // the code point being read
+    uint8_t need_ = 0;   // its continuation bytes still to come
+    uint8_t bytes_ = 0;  // its bytes so far
     std::vector<uint32_t> scratch_data_, scratch_ends_;
 };
 

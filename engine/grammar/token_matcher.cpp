@@ -19,7 +19,8 @@ std::shared_ptr<const TokenVocab> TokenVocab::build(const std::vector<std::strin
     v->eog_ = std::move(eog);
     std::vector<int32_t> ids;
     for (size_t i = 0; i < pieces.size(); ++i)
-        if (usable[i] && !pieces[i].empty() && !v->is_eog(static_cast<int32_t>(i))) ids.push_back(static_cast<int32_t>(i));
+        if (usable[i] && !pieces[i].empty() && !v->is_eog(static_cast<int32_t>(i)))
+            ids.push_back(static_cast<int32_t>(i));
     std::sort(ids.begin(), ids.end(), [&](int32_t a, int32_t b) {
         const std::string &pa = pieces[static_cast<size_t>(a)], &pb = pieces[static_cast<size_t>(b)];
         return pa != pb ? pa < pb : a < b;

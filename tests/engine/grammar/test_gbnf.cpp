@@ -128,8 +128,8 @@ TEST_CASE("limitsRefuseHugeGrammars") {
     small.max_rules = 10;
     CHECK_THROWS_AS(Grammar::parse("root ::= \"a\"{0,50}", small), GrammarError);
     small.max_text_bytes = 8;
-    CHECK_THROWS_WITH_AS(Grammar::parse("root ::= \"abc\"", small),
-                         "grammar: 14 bytes, more than the limit of 8", GrammarError);
+    CHECK_THROWS_WITH_AS(Grammar::parse("root ::= \"abc\"", small), "grammar: 14 bytes, more than the limit of 8",
+                         GrammarError);
     CHECK(error_of("root ::= \"a\"{5000}").find("repetition count above 1000") != std::string::npos);
 }
 
