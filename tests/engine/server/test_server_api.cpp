@@ -9,6 +9,7 @@
 #include "engine/server/request_parser.h"
 #include "engine/server/response_format.h"
 #include "engine/server/server_metrics.h"
+#include "engine/server/tool_grammar.h"
 
 using namespace ember;
 using namespace ember::server;
@@ -672,4 +673,73 @@ TEST_CASE("toolCallsInWholeAndStreamedAnswers") {
     CHECK(args["choices"][0]["delta"] ==
           json::parse(R"({"tool_calls":[{"index":0,"function":{"arguments":"{\"city\":\"Paris\"}"}}]})"));
     CHECK(sse_data(finish_chunk(meta, StopReason::EndOfText, true))["choices"][0]["finish_reason"] == "tool_calls");
+}
+
+namespace {
+// Feeds `text` to a fresh state of `g`: accepted whole and able to end there.
+bool admits(const std::shared_ptr<const grammar::Grammar>& g, const std::string& text) {
+    grammar::GrammarState s(g);
+    return s.accept_bytes(text) && s.can_end();
+}
+std::shared_ptr<const grammar::Grammar> forced(const json& body, ToolCallFormat f) {
+    const auto r = forced_call_grammar(ok(Endpoint::Chat, body).tools, f);
+    REQUIRE(std::holds_alternative<std::shared_ptr<const grammar::Grammar>>(r));
+    return std::get<std::shared_ptr<const grammar::Grammar>>(r);
+}
+}  // namespace
+
+TEST_CASE("forcedCallsGetAGrammarOfTheCallFormAndTheToolsSchemas") {
+    CHECK(forced(with_tools(), ToolCallFormat::Generic) == nullptr);  // auto: free
+    CHECK(forced(with_tools({{"tool_choice", "none"}}), ToolCallFormat::Generic) == nullptr);
+
+    json time_tool = kWeatherTool;
+    time_tool["function"]["name"] = "get_time";
+    time_tool["function"]["parameters"] = {
+        {"type", "object"}, {"properties", {{"zone", {{"enum", {"UTC", "CET"}}}}}}, {"required", {"zone"}}};
+    json body = with_tools({{"tool_choice", "required"}});
+    body["tools"].push_back(time_tool);
+    const auto g = forced(body, ToolCallFormat::Generic);
+    const std::string paris =
+        "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}}\n</tool_call>";
+    const std::string utc = "<tool_call>\n{\"name\": \"get_time\", \"arguments\": {\"zone\": \"UTC\"}}\n</tool_call>";
+    CHECK(admits(g, paris));
+    CHECK(admits(g, utc));
+    CHECK(admits(g, paris + "\n" + utc));  // parallel calls
+    CHECK(!admits(g, "Sure! " + paris));
+    CHECK(!admits(g, "<tool_call>\n{\"name\": \"get_time\", \"arguments\": {\"zone\": \"PST\"}}\n</tool_call>"));
+    CHECK(!admits(g, "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {}}\n</tool_call>"));  // city required
+    CHECK(!admits(g, "<tool_call>\n{\"name\": \"launch\", \"arguments\": {}}\n</tool_call>"));
+    // what the grammar admits, the parser reads as the same call
+    ToolCallParser p(ToolCallFormat::Generic);
+    ToolCallChunk c = p.feed(paris);
+    const ToolCallChunk end = p.finish();
+    c.calls.insert(c.calls.end(), end.calls.begin(), end.calls.end());
+    REQUIRE(c.calls.size() == 1);
+    CHECK(c.calls[0].arguments == R"({"city":"Paris"})");
+
+    // named: only that function; parallel_tool_calls false: one call
+    json named = body;
+    named["tool_choice"] = {{"type", "function"}, {"function", {{"name", "get_time"}}}};
+    named["parallel_tool_calls"] = false;
+    const auto n = forced(named, ToolCallFormat::Hermes);
+    CHECK(admits(n, utc));
+    CHECK(!admits(n, paris));
+    CHECK(!admits(n, utc + "\n" + utc));
+    // other families' forms
+    CHECK(admits(forced(body, ToolCallFormat::Llama3), R"({"name": "get_weather", "parameters": {"city": "Oslo"}})"));
+    CHECK(admits(
+        forced(body, ToolCallFormat::Mistral),
+        R"([TOOL_CALLS][{"name": "get_time", "arguments": {"zone": "CET"}}, {"name": "get_weather", "arguments": {"city": "Oslo"}}])"));
+}
+
+TEST_CASE("forcedCallsWithSchemasTheGrammarRefusesAre400s") {
+    json body = with_tools({{"tool_choice", "required"}});
+    body["tools"][0]["function"]["parameters"] = {{"type", "object"}, {"not", {{"type", "string"}}}};
+    auto r = forced_call_grammar(ok(Endpoint::Chat, body).tools, ToolCallFormat::Generic);
+    REQUIRE(std::holds_alternative<ApiError>(r));
+    CHECK(std::get<ApiError>(r).param == "tools[0].function.parameters");
+    CHECK(std::get<ApiError>(r).message.find("not") != std::string::npos);
+    r = forced_call_grammar(ok(Endpoint::Chat, with_tools({{"tool_choice", "required"}})).tools, ToolCallFormat::None);
+    REQUIRE(std::holds_alternative<ApiError>(r));
+    CHECK(std::get<ApiError>(r).param == "tool_choice");
 }
