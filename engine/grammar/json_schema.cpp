@@ -44,14 +44,31 @@ const std::map<std::string, std::string, std::less<>> kFormats = {
     {"email", R"(email ::= [a-zA-Z0-9] [a-zA-Z0-9._+-]{0,30} "@" [a-zA-Z0-9]{1,20} ( "." [a-zA-Z]{2,10} ){1,2})"},
 };
 
-const std::set<std::string, std::less<>> kAnnotations = {"description", "title",    "default", "examples",
-                                                         "$schema",     "$id",      "$comment", "deprecated",
-                                                         "readOnly",    "writeOnly"};
-const std::set<std::string, std::less<>> kKeywords = {
-    "type",     "properties", "required",  "additionalProperties", "items",   "prefixItems",      "minItems",
-    "maxItems", "enum",       "const",     "minLength",            "maxLength", "format",          "minimum",
-    "maximum",  "exclusiveMinimum", "exclusiveMaximum", "anyOf",   "oneOf",   "allOf",            "$ref",
-    "$defs",    "definitions"};
+const std::set<std::string, std::less<>> kAnnotations = {
+    "description", "title", "default", "examples", "$schema", "$id", "$comment", "deprecated", "readOnly", "writeOnly"};
+const std::set<std::string, std::less<>> kKeywords = {"type",
+                                                      "properties",
+                                                      "required",
+                                                      "additionalProperties",
+                                                      "items",
+                                                      "prefixItems",
+                                                      "minItems",
+                                                      "maxItems",
+                                                      "enum",
+                                                      "const",
+                                                      "minLength",
+                                                      "maxLength",
+                                                      "format",
+                                                      "minimum",
+                                                      "maximum",
+                                                      "exclusiveMinimum",
+                                                      "exclusiveMaximum",
+                                                      "anyOf",
+                                                      "oneOf",
+                                                      "allOf",
+                                                      "$ref",
+                                                      "$defs",
+                                                      "definitions"};
 
 constexpr int64_t kMaxMagnitude = 9'999'999'999'999'999;  // 16 digits, as `integral`
 
@@ -82,7 +99,9 @@ void fixed_range(const std::string& lo, const std::string& hi, std::string prefi
     }
     const size_t n = lo.size() - 1;
     const std::string rest_lo = lo.substr(1), rest_hi = hi.substr(1);
-    auto digits = [](char a, char b) { return a == b ? std::string("\"") + a + "\"" : std::string("[") + a + "-" + b + "]"; };
+    auto digits = [](char a, char b) {
+        return a == b ? std::string("\"") + a + "\"" : std::string("[") + a + "-" + b + "]";
+    };
     auto any = [&](size_t k) { return k == 0 ? std::string() : " [0-9]{" + std::to_string(k) + "}"; };
     if (lo[0] == hi[0]) {
         fixed_range(rest_lo, rest_hi, prefix + digits(lo[0], lo[0]) + " ", out);
@@ -172,13 +191,15 @@ std::string SchemaCompiler::define(const std::string& name, const std::string& b
 
 void SchemaCompiler::check_keywords(const json& s) const {
     for (const auto& [key, v] : s.items())
-        if (!kKeywords.count(key) && !kAnnotations.count(key)) refuse(key, "the keyword '" + key + "' is not supported");
+        if (!kKeywords.count(key) && !kAnnotations.count(key))
+            refuse(key, "the keyword '" + key + "' is not supported");
 }
 
 int64_t SchemaCompiler::count(const json& s, const char* key, int64_t fallback) const {
     if (!s.contains(key)) return fallback;
     const json& v = s[key];
-    if (!v.is_number_integer() || v.get<int64_t>() < 0) refuse(key, std::string(key) + " must be a non-negative integer");
+    if (!v.is_number_integer() || v.get<int64_t>() < 0)
+        refuse(key, std::string(key) + " must be a non-negative integer");
     return v.get<int64_t>();
 }
 
@@ -251,7 +272,8 @@ std::string SchemaCompiler::string_rule(const json& s) {
     if (s.contains("format")) {
         if (!s["format"].is_string()) refuse("format", "format must be a string");
         const std::string f = s["format"];
-        if (!kFormats.count(f)) refuse("format", "the string format '" + f + "' is not supported (date, time, date-time, uuid, email)");
+        if (!kFormats.count(f))
+            refuse("format", "the string format '" + f + "' is not supported (date, time, date-time, uuid, email)");
         if (s.contains("minLength") || s.contains("maxLength"))
             refuse("format", "minLength/maxLength together with a format are not supported");
         formats_.insert(f);
@@ -286,8 +308,9 @@ std::string SchemaCompiler::number_rule(const json& s, bool integer) {
     lo = std::max(lo, -static_cast<double>(kMaxMagnitude));
     hi = std::min(hi, static_cast<double>(kMaxMagnitude));
     if (lo > hi)
-        refuse("minimum", integer ? "no integer lies within minimum/maximum"
-                                  : "no integer lies within minimum/maximum (a bounded number is generated as an integer)");
+        refuse("minimum", integer
+                              ? "no integer lies within minimum/maximum"
+                              : "no integer lies within minimum/maximum (a bounded number is generated as an integer)");
     return integer_range(static_cast<int64_t>(lo), static_cast<int64_t>(hi));
 }
 
@@ -313,8 +336,9 @@ json SchemaCompiler::merge_all_of(const json& s) const {
             } else if (key == "additionalProperties") {
                 merged[key] = v;
             } else if (!kAnnotations.count(key)) {
-                refuse("allOf", "allOf is supported only over objects with properties/required/additionalProperties (found '" +
-                                    key + "')");
+                refuse("allOf",
+                       "allOf is supported only over objects with properties/required/additionalProperties (found '" +
+                           key + "')");
             }
         }
     }
@@ -351,7 +375,10 @@ std::string SchemaCompiler::object_rule(const json& s, const std::string& name, 
         const json& ap = s["additionalProperties"];
         if (!(ap.is_boolean() && !ap.get<bool>())) {
             const std::string rule = fresh(name + "-additional");
-            define(rule, "string ws \":\" ws " + (ap.is_boolean() ? std::string("value") : visit(ap, rule + "-value", depth + 1, "additionalProperties")) + " ws");
+            define(rule, "string ws \":\" ws " +
+                             (ap.is_boolean() ? std::string("value")
+                                              : visit(ap, rule + "-value", depth + 1, "additionalProperties")) +
+                             " ws");
             extra = rule;
         }
     }
@@ -382,7 +409,8 @@ std::string SchemaCompiler::object_rule(const json& s, const std::string& name, 
 std::string SchemaCompiler::array_rule(const json& s, const std::string& name, size_t depth) {
     const int64_t min = count(s, "minItems", 0), max = count(s, "maxItems", -1);
     if (max >= 0 && max < min) refuse("maxItems", "maxItems is below minItems");
-    if (min > 1000 || max > 1000) refuse(min > 1000 ? "minItems" : "maxItems", "item counts above 1000 are not supported");
+    if (min > 1000 || max > 1000)
+        refuse(min > 1000 ? "minItems" : "maxItems", "item counts above 1000 are not supported");
     std::vector<std::string> fixed;  // prefixItems, all generated
     if (s.contains("prefixItems")) {
         if (!s["prefixItems"].is_array()) refuse("prefixItems", "prefixItems must be an array");
@@ -408,8 +436,9 @@ std::string SchemaCompiler::array_rule(const json& s, const std::string& name, s
     if (!item.empty() && extra_max != 0) {
         const std::string next = "\",\" ws " + item + " ws";
         if (k > 0) {  // every extra item follows a comma
-            const std::string reps = extra_max < 0 ? "{" + std::to_string(extra_min) + ",}"
-                                                   : "{" + std::to_string(extra_min) + "," + std::to_string(extra_max) + "}";
+            const std::string reps = extra_max < 0
+                                         ? "{" + std::to_string(extra_min) + ",}"
+                                         : "{" + std::to_string(extra_min) + "," + std::to_string(extra_max) + "}";
             seq += " ( " + next + " )" + reps;
         } else {
             const std::string more = extra_max < 0 ? "{" + std::to_string(std::max<int64_t>(0, extra_min - 1)) + ",}"
@@ -502,7 +531,8 @@ std::string json_schema_to_gbnf(const nlohmann::json& schema, const Limits& limi
     try {
         Grammar::parse(gbnf, limits);  // a $ref recursion with no way out, too many rules
     } catch (const GrammarError& e) {
-        throw GrammarError(std::string("json schema: ") + e.what(), schema.dump().find("$ref") != std::string::npos ? "$ref" : "");
+        throw GrammarError(std::string("json schema: ") + e.what(),
+                           schema.dump().find("$ref") != std::string::npos ? "$ref" : "");
     }
     return gbnf;
 }

@@ -37,7 +37,7 @@ TEST_CASE("objectsRequiredFirstOptionalInKeyOrder") {
     CHECK(matches(g, R"({"name":"Ann"})"));
     CHECK(matches(g, R"({ "name": "Ann", "age": 41, "tags": ["a", "b"] })"));
     CHECK(matches(g, "{\n  \"name\": \"x\",\n  \"tags\": []\n}"));
-    CHECK_FALSE(matches(g, R"({"age":41})"));               // name is required
+    CHECK_FALSE(matches(g, R"({"age":41})"));                // name is required
     CHECK_FALSE(matches(g, R"({"name":"Ann","extra":1})"));  // no additional properties
     CHECK_FALSE(matches(g, R"({"name":"Ann","age":4.5})"));
     CHECK_FALSE(matches(g, R"({"name":"Ann",})"));
@@ -49,7 +49,8 @@ TEST_CASE("objectsRequiredFirstOptionalInKeyOrder") {
 }
 
 TEST_CASE("additionalPropertiesTrueOrSchema") {
-    auto any = compile(R"({"type":"object","properties":{"a":{"type":"integer"}},"required":["a"],"additionalProperties":true})");
+    auto any = compile(
+        R"({"type":"object","properties":{"a":{"type":"integer"}},"required":["a"],"additionalProperties":true})");
     CHECK(matches(any, R"({"a":1,"b":[null]})"));
     auto ints = compile(R"({"type":"object","additionalProperties":{"type":"integer"}})");
     CHECK(matches(ints, R"({"x":1,"y":-2})"));
@@ -82,7 +83,8 @@ TEST_CASE("integerBoundsAreExact") {
     CHECK_FALSE(matches(g, "007"));
     CHECK_FALSE(matches(g, "-0"));
     auto big = compile(R"({"type":"integer","exclusiveMinimum":999,"maximum":100000})");
-    for (int v : {999, 1000, 1001, 9999, 10000, 99999, 100000, 100001}) CHECK(matches(big, std::to_string(v)) == (v > 999 && v <= 100000));
+    for (int v : {999, 1000, 1001, 9999, 10000, 99999, 100000, 100001})
+        CHECK(matches(big, std::to_string(v)) == (v > 999 && v <= 100000));
     auto low = compile(R"({"type":"integer","minimum":3})");
     CHECK(matches(low, "3"));
     CHECK(matches(low, "123456789"));
@@ -175,7 +177,8 @@ TEST_CASE("hostileSchemasAreRefused") {
     for (int i = 0; i < 100000; ++i) huge_enum["enum"].push_back(i);
     CHECK(refused_keyword(huge_enum) == "enum");
     // $ref cycles with no base case: bare, and through a required property.
-    CHECK(refused_keyword(json::parse(R"({"$ref":"#/$defs/a","$defs":{"a":{"$ref":"#/$defs/b"},"b":{"$ref":"#/$defs/a"}}})")) == "$ref");
+    CHECK(refused_keyword(json::parse(
+              R"({"$ref":"#/$defs/a","$defs":{"a":{"$ref":"#/$defs/b"},"b":{"$ref":"#/$defs/a"}}})")) == "$ref");
     CHECK(refused_keyword(json::parse(R"({"$ref":"#"})")) == "$ref");
     CHECK(refused_keyword(json::parse(R"({"$ref":"#/$defs/n","$defs":{"n":{"type":"object",
         "properties":{"next":{"$ref":"#/$defs/n"}},"required":["next"]}}})")) == "$ref");
@@ -183,14 +186,16 @@ TEST_CASE("hostileSchemasAreRefused") {
     few.max_rules = 20;
     json wide = {{"type", "object"}, {"properties", json::object()}};
     for (int i = 0; i < 50; ++i) {
-        const std::string key = std::string(1, 'p').append(std::to_string(i));  // GCC 12's -Wrestrict misfires on "p" + s
+        const std::string key =
+            std::string(1, 'p').append(std::to_string(i));  // GCC 12's -Wrestrict misfires on "p" + s
         wide["properties"][key] = {{"type", "string"}};
     }
     CHECK(refused_keyword(wide, few).find("20") != std::string::npos);
 }
 
 TEST_CASE("rulesEmbedInALargerGrammar") {
-    const std::string a = json_schema_rules(json::parse(R"({"type":"object","properties":{"x":{"type":"integer"}},"required":["x"]})"), "call-a");
+    const std::string a = json_schema_rules(
+        json::parse(R"({"type":"object","properties":{"x":{"type":"integer"}},"required":["x"]})"), "call-a");
     const std::string b = json_schema_rules(json::parse(R"({"type":"array","items":{"type":"string"}})"), "call-b");
     auto g = Grammar::parse("root ::= \"A\" call-a | \"B\" call-b\n" + a + b);
     CHECK(matches(g, R"(A{"x":1})"));
