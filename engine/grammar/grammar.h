@@ -90,6 +90,7 @@ public:
     bool accept_byte(uint8_t);                   // the same for one byte
     bool can_end() const;                        // the root rule may finish here
     bool dead() const { return ends_.empty(); }  // nothing more can be accepted, not even the end
+    bool must_end() const;                       // the root has finished and nothing may follow
     const Grammar& grammar() const { return *g_; }
 
     // Above this many parallel parses (a hostile, highly ambiguous grammar) text is refused.
@@ -97,7 +98,7 @@ public:
 
 private:
     bool accept_code_point(uint32_t cp);
-    bool partial_possible(uint32_t lo, uint32_t hi) const;
+    bool partial_possible(uint32_t lo, uint32_t hi, int length) const;
     void expand(std::vector<uint32_t>& stack);  // pushes the stacks `stack` expands to
     void add_stack(const uint32_t* b, const uint32_t* e);
 

@@ -101,7 +101,13 @@ bool GrammarState::accept_code_point(uint32_t cp) {
 }
 
 // Some stack may match a code point in [lo, hi] (the bytes of a character read so far).
-bool GrammarState::partial_possible(uint32_t lo, uint32_t hi) const {
+// `length`: the character's bytes in all; its shortest form sets the least code point (an
+// overlong encoding is never valid UTF-8).
+bool GrammarState::partial_possible(uint32_t lo, uint32_t hi, int length) const {
+    static constexpr uint32_t kLeast[5] = {0, 0, 0x80, 0x800, 0x10000};
+    lo = std::max(lo, kLeast[length]);
+    hi = std::min<uint32_t>(hi, 0x10FFFF);
+    if (lo > hi) return false;
     const std::vector<Elem>& el = g_->elems();
     uint32_t prev = 0;
     for (uint32_t end : ends_) {
@@ -118,7 +124,7 @@ bool GrammarState::accept_byte(uint8_t b) {
         if (n < 0) return false;  // a continuation byte or 0xF8.. without a lead
         const uint32_t cp = b & (0x3Fu >> n);
         const uint32_t shift = 6u * static_cast<uint32_t>(n);
-        if (!partial_possible(cp << shift, (cp << shift) | ((1u << shift) - 1))) return false;
+        if (!partial_possible(cp << shift, (cp << shift) | ((1u << shift) - 1), n + 1)) return false;
         cp_ = cp;
         need_ = static_cast<uint8_t>(n);
         bytes_ = 1;
@@ -134,7 +140,7 @@ bool GrammarState::accept_byte(uint8_t b) {
         return true;
     }
     const uint32_t shift = 6u * (need_ - 1u);
-    if (!partial_possible(cp << shift, (cp << shift) | ((1u << shift) - 1))) return false;
+    if (!partial_possible(cp << shift, (cp << shift) | ((1u << shift) - 1), bytes_ + need_)) return false;
     cp_ = cp;
     --need_;
     ++bytes_;
@@ -148,6 +154,11 @@ bool GrammarState::accept_bytes(std::string_view text) {
         if (!next.accept_byte(static_cast<uint8_t>(c))) return false;
     *this = std::move(next);
     return true;
+}
+
+bool GrammarState::must_end() const {
+    if (need_ != 0 || ends_.empty()) return false;
+    return std::all_of(ends_.begin(), ends_.end(), [](uint32_t e) { return e == 0; });
 }
 
 bool GrammarState::can_end() const {

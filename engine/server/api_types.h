@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "engine/grammar/grammar.h"
 #include "engine/scheduler/inference_engine.h"
 
 namespace ember::server {
@@ -33,6 +34,7 @@ struct ServerLimits {
     size_t max_json_depth = 64;                 // nesting of the body (real requests need ~5)
     size_t max_tools = 128;                     // tool definitions per request
     size_t max_tool_bytes = size_t(64) << 10;   // one tool definition, as JSON text
+    grammar::Limits grammar;                    // response_format / json_schema / grammar / forced calls
 };
 
 // OpenAI's tool_choice. None: the tools are still shown to the model (as OpenAI and
@@ -48,8 +50,11 @@ struct ToolSpec {
 struct ToolRequest {
     std::vector<ToolSpec> tools;  // empty: no tools
     ToolChoice choice = ToolChoice::Auto;
-    std::string named;     // choice Named: the function that must be called
-    bool parallel = true;  // parallel_tool_calls: false allows one call
+    std::string named;  // choice Named: the function that must be called
+    // parallel_tool_calls: false allows one call. Not given: what the model's form allows
+    // (parallel_calls_by_default; llama-server likewise follows its template's capability).
+    bool parallel = true;
+    bool parallel_given = false;
     bool parse() const { return !tools.empty() && choice != ToolChoice::None; }
 };
 

@@ -29,6 +29,7 @@
 #include "engine/server/request_parser.h"
 #include "engine/server/response_format.h"
 #include "engine/server/server_metrics.h"
+#include "engine/server/tool_grammar.h"
 #include "engine/core/log.h"
 #include "kernels/common/error.h"
 
@@ -241,6 +242,15 @@ void HttpServer::Impl::generate(Endpoint endpoint, const Request& req, Response&
     ApiRequest& r = std::get<ApiRequest>(parsed);
     const EngineStatus status = engine.status();
     const std::string& model = status.model;
+    if (!r.tools.parallel_given) r.tools.parallel = parallel_calls_by_default(status.tool_call_format);
+    auto forced = forced_call_grammar(r.tools, status.tool_call_format, options.limits.grammar);
+    if (const ApiError* e = std::get_if<ApiError>(&forced)) return send_error(res, *e);
+    if (auto& g = std::get<std::shared_ptr<const grammar::Grammar>>(forced)) {
+        if (r.engine.grammar)
+            return send_error(res, {400, "a forced tool call cannot be combined with response_format or a grammar",
+                                    "invalid_request_error", "tool_choice", ""});
+        r.engine.grammar = std::move(g);
+    }
     if (!r.engine.model.empty() && r.engine.model != model)
         return send_error(res,
                           {404, "the model '" + r.engine.model + "' does not exist; this server has '" + model + "'",

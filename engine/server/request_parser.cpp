@@ -4,10 +4,13 @@
 
 #include <cctype>
 #include <cmath>
+#include <functional>
 #include <limits>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
+
+#include "engine/grammar/json_schema.h"
 
 namespace ember::server {
 namespace {
@@ -369,7 +372,9 @@ void parse_tools(const Fields& f, ApiRequest& a, PromptBudget& budget, const Ser
         if (!t.tools.empty()) a.engine.template_options.tools_json = text + "]";
     }
     parse_tool_choice(f.get("tool_choice"), t);
-    t.parallel = f.boolean("parallel_tool_calls").value_or(true);
+    const auto parallel = f.boolean("parallel_tool_calls");
+    t.parallel = parallel.value_or(true);
+    t.parallel_given = parallel.has_value();
 }
 
 std::vector<int32_t> token_ids(const json& a, const std::string& param, const ServerLimits& limits) {
@@ -525,10 +530,6 @@ void refuse_unsupported(const Fields& f, Endpoint endpoint) {
     if (endpoint == Endpoint::Completion)
         for (const char* key : {"tools", "tool_choice"})
             if (f.get(key)) unsupported(key, "tool calling in /v1/completions (use /v1/chat/completions)");
-    if (const json* v = f.get("response_format")) {
-        const bool text = v->is_object() && v->contains("type") && (*v)["type"] == "text";
-        if (!text) unsupported("response_format", "a response format other than text (JSON mode, schemas)");
-    }
     if (const json* v = f.get("logit_bias"); v && !(v->is_object() && v->empty()))
         unsupported("logit_bias", "logit_bias (token ids are the local engine's business)");
     if (f.boolean("echo").value_or(false)) unsupported("echo", "echo");
@@ -536,6 +537,68 @@ void refuse_unsupported(const Fields& f, Endpoint endpoint) {
     if (endpoint == Endpoint::Chat)
         if (const json* v = f.get("modalities"); v && !(v->is_array() && v->size() == 1 && (*v)[0] == "text"))
             unsupported("modalities", "output other than text");
+}
+
+// A grammar for the request, compiled here so that a bad or too-large one is a 400 before
+// anything is queued. `param` names the field at fault in the error.
+std::shared_ptr<const grammar::Grammar> compile(const std::string& param, const ServerLimits& limits,
+                                                const std::function<std::string()>& gbnf) {
+    try {
+        return grammar::Grammar::parse(gbnf(), limits.grammar);
+    } catch (const grammar::GrammarError& e) {
+        const std::string kw = e.keyword();
+        invalid(param, std::string(e.what()) + (kw.empty() ? "" : " (keyword '" + kw + "')"),
+                kw.empty() ? "invalid_grammar" : "unsupported_schema");
+    }
+}
+
+// OpenAI's response_format ({"type": "text" | "json_object" | "json_schema"}) and
+// llama-server's top-level "json_schema" (a schema) and "grammar" (GBNF); at most one.
+void parse_response_format(const Fields& f, EngineRequest& r, const ServerLimits& limits) {
+    const json* rf = f.get("response_format");
+    const json* schema = f.get("json_schema");
+    const json* gbnf = f.get("grammar");
+    if ((rf != nullptr) + (schema != nullptr) + (gbnf != nullptr) > 1)
+        invalid(rf ? "response_format" : "json_schema",
+                "give only one of 'response_format', 'json_schema' and 'grammar'");
+    if (gbnf) {
+        if (!gbnf->is_string()) invalid("grammar", "'grammar' must be a string (GBNF), not " + type_of(*gbnf));
+        if (!gbnf->get<std::string>().empty())
+            r.grammar = compile("grammar", limits, [&] { return gbnf->get<std::string>(); });
+        return;
+    }
+    if (schema) {
+        if (!schema->is_object() && !schema->is_boolean())
+            invalid("json_schema", "'json_schema' must be a JSON schema object, not " + type_of(*schema));
+        r.grammar =
+            compile("json_schema", limits, [&] { return grammar::json_schema_to_gbnf(*schema, limits.grammar); });
+        return;
+    }
+    if (!rf) return;
+    if (!rf->is_object()) invalid("response_format", "'response_format' must be an object, not " + type_of(*rf));
+    const Fields format(*rf);
+    const std::string type = format.string("type").value_or("");
+    if (type == "text") return;
+    if (type == "json_object") {
+        const json* s = format.get("schema");  // llama-server's extension
+        r.grammar = compile("response_format", limits, [&] {
+            return s ? grammar::json_schema_to_gbnf(*s, limits.grammar) : grammar::any_json_object_gbnf();
+        });
+        return;
+    }
+    if (type != "json_schema")
+        invalid("response_format",
+                "'response_format.type' must be 'text', 'json_object' or 'json_schema', not '" + type + "'");
+    const json* js = format.get("json_schema");
+    if (!js || !js->is_object())
+        invalid("response_format", "'response_format.json_schema' must be an object with a 'schema'");
+    const Fields spec(*js);
+    (void)spec.string("name");
+    (void)spec.string("description");
+    (void)spec.boolean("strict");  // the output always follows the schema
+    const json* s = spec.get("schema");
+    if (!s) invalid("response_format", "'response_format.json_schema.schema' is missing");
+    r.grammar = compile("response_format", limits, [&] { return grammar::json_schema_to_gbnf(*s, limits.grammar); });
 }
 
 ApiRequest parse_object(Endpoint endpoint, const json& body, const ServerLimits& limits) {
@@ -564,6 +627,7 @@ ApiRequest parse_object(Endpoint endpoint, const json& body, const ServerLimits&
     a.engine.reuse_prefix = f.boolean("cache_prompt").value_or(true);  // llama-server's name
     parse_sampling(f, a);
     parse_logprobs(f, a);
+    parse_response_format(f, a.engine, limits);
     (void)f.string("user");  // accepted and unused; a wrong type is still an error
     return a;
 }

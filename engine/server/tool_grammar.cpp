@@ -23,7 +23,8 @@ ApiError schema_error(size_t tool, const grammar::GrammarError& e) {
 }  // namespace
 
 std::variant<std::shared_ptr<const grammar::Grammar>, ApiError> forced_call_grammar(const ToolRequest& t,
-                                                                                     ToolCallFormat format) {
+                                                                                    ToolCallFormat format,
+                                                                                    const grammar::Limits& limits) {
     if (t.choice != ToolChoice::Required && t.choice != ToolChoice::Named) return nullptr;
     if (format == ToolCallFormat::None)
         return ApiError{400,
@@ -36,14 +37,14 @@ std::variant<std::shared_ptr<const grammar::Grammar>, ApiError> forced_call_gram
         if (t.choice == ToolChoice::Named && t.tools[i].name != t.named) continue;
         const std::string rule = "args-" + std::to_string(i);
         try {
-            rules += grammar::json_schema_rules(arguments_schema(t.tools[i].parameters), rule) + "\n";
+            rules += grammar::json_schema_rules(arguments_schema(t.tools[i].parameters), rule, limits) + "\n";
         } catch (const grammar::GrammarError& e) {
             return schema_error(i, e);
         }
         tools.push_back({t.tools[i].name, rule});
     }
     try {
-        return grammar::Grammar::parse(tool_call_grammar(format, tools, t.parallel) + rules);
+        return grammar::Grammar::parse(tool_call_grammar(format, tools, t.parallel) + rules, limits);
     } catch (const grammar::GrammarError& e) {
         return ApiError{400, std::string("the tools' schemas make too large a grammar: ") + e.what(),
                         "invalid_request_error", "tools", "unsupported_schema"};

@@ -16,6 +16,7 @@ namespace ember::server {
 // unsupported keyword, too deep, too large) is a 400 naming the tool's parameters; a model whose
 // call form Ember does not know is a 400 naming tool_choice.
 std::variant<std::shared_ptr<const grammar::Grammar>, ApiError> forced_call_grammar(const ToolRequest& tools,
-                                                                                     ToolCallFormat format);
+                                                                                    ToolCallFormat format,
+                                                                                    const grammar::Limits& limits = {});
 
 }  // namespace ember::server

@@ -280,6 +280,10 @@ std::string_view tool_call_format_name(ToolCallFormat f) {
     return "none";
 }
 
+bool parallel_calls_by_default(ToolCallFormat f) {
+    return f == ToolCallFormat::Hermes || f == ToolCallFormat::Mistral || f == ToolCallFormat::Gemma4;
+}
+
 bool template_reads_tools(std::string_view source) { return mentions(source, "tools"); }
 
 ToolCallFormat detect_tool_call_format(std::string_view s) {

@@ -39,6 +39,12 @@ bool template_reads_tools(std::string_view template_source);
 // in a form Ember does not know: tools are rendered, calls are not parsed.
 ToolCallFormat detect_tool_call_format(std::string_view template_source);
 
+// Whether answers in this form make several calls unless told otherwise: the forms whose
+// templates render several calls in one turn (Hermes, Mistral, Gemma 4). Llama 3 and harmony
+// make one call per turn; the generic fallback serves small models without tool training, for
+// which one forced call is what an agent loop needs (a second would loop on the same call).
+bool parallel_calls_by_default(ToolCallFormat f);
+
 // The markers of a format that are single (often control) tokens in its models'
 // vocabularies: the detokenizer must write them out for the parser (cf.
 // reasoning_marker_tokens).

@@ -87,6 +87,8 @@ TEST_CASE("characterClassesNegationEscapesAndUtf8") {
     GrammarState ascii(Grammar::parse(R"(root ::= [a-z])"));
     CHECK_FALSE(ascii.accept_bytes("\xC3"));  // no two-byte character can follow
     CHECK_FALSE(ascii.accept_bytes("\xFF"));  // never UTF-8
+    CHECK_FALSE(ascii.accept_bytes("\xE0"));  // would be an overlong form of an ASCII letter
+    CHECK_FALSE(ascii.accept_bytes("\xC1"));
 }
 
 TEST_CASE("refusedTextLeavesTheStateUnchanged") {

