@@ -6,28 +6,20 @@
 #include <algorithm>
 
 #include "engine/template/jinja_json.h"
+#include "engine/template/template_text.h"
 #include "kernels/common/error.h"
 
 namespace ember {
 namespace {
 
-bool is_space(char c) { return c == ' ' || c == '\n' || c == '\t' || c == '\r'; }
-bool is_word(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_'; }
+using template_text::is_space;
+using template_text::is_word;
+using template_text::mentions;
 
 std::string_view trim(std::string_view s) {
     while (!s.empty() && is_space(s.front())) s.remove_prefix(1);
     while (!s.empty() && is_space(s.back())) s.remove_suffix(1);
     return s;
-}
-
-// `word` occurs in `s` as a whole identifier (not inside a longer name).
-bool mentions(std::string_view s, std::string_view word) {
-    for (size_t at = s.find(word); at != std::string_view::npos; at = s.find(word, at + 1)) {
-        const bool before = at > 0 && is_word(s[at - 1]);
-        const bool after = at + word.size() < s.size() && is_word(s[at + word.size()]);
-        if (!before && !after) return true;
-    }
-    return false;
 }
 
 bool has(std::string_view s, std::string_view part) { return s.find(part) != std::string_view::npos; }

@@ -11,9 +11,11 @@
 #include "engine/template/chat_template.h"
 #include "engine/template/reasoning.h"
 #include "engine/template/tool_calls.h"
+#include "llama_cpp_templates.h"
 #include "test_data.h"
 
 using namespace ember;
+using ember::test::llama_cpp_template;
 
 namespace {
 
@@ -65,17 +67,6 @@ void check_streams(ToolCallFormat f, const std::string& text, const std::string&
     std::vector<std::string> bytes;
     for (char c : text) bytes.emplace_back(1, c);
     check_same(parse_chunks(f, bytes), content, calls);
-}
-
-std::string llama_cpp_template(const std::string& name) {
-    const char* home = std::getenv("HOME");
-    REQUIRE(home);
-    const std::string path = std::string(home) +
-                             "/.cache/ember/llama-tools/src-0.3.36/llama_cpp_python-0.3.36/vendor/llama.cpp/"
-                             "models/templates/" +
-                             name;
-    EMBER_REQUIRE_FILE(path);
-    return test::read_file(path);
 }
 
 const char* kWeatherTools =
