@@ -250,6 +250,46 @@ size_t json_call_end(ToolCallFormat f, std::string_view body) {
     return json_extent(body, 0);
 }
 
+// The head of a call written as a JSON object, up to its arguments' opening brace:
+// {"name": "N", "arguments": {   (Llama 3: "parameters"), whitespace anywhere JSON allows it.
+struct Head {
+    enum State { Incomplete, NoMatch, Match } state = Incomplete;
+    std::string name;
+    size_t args_at = 0;  // the arguments' '{'
+};
+
+Head match_head(std::string_view s) {
+    size_t i = 0;
+    auto ws = [&] {
+        while (i < s.size() && is_space(s[i])) ++i;
+    };
+    // Each step: Match to go on, Incomplete when s ends inside it, NoMatch otherwise.
+    auto lit = [&](std::string_view l) {
+        ws();
+        const std::string_view have = s.substr(i, l.size());
+        if (have != l.substr(0, have.size())) return Head::NoMatch;
+        if (have.size() < l.size()) return Head::Incomplete;
+        i += l.size();
+        return Head::Match;
+    };
+    Head h;
+    for (std::string_view l : {"{", "\"name\"", ":", "\""})
+        if (const auto r = lit(l); r != Head::Match) return {r, {}, 0};
+    const size_t name_end = s.find('"', i);
+    if (name_end == std::string_view::npos) return {Head::Incomplete, {}, 0};
+    h.name = std::string(s.substr(i, name_end - i));
+    if (h.name.empty() || h.name.find('\\') != std::string::npos) return {Head::NoMatch, {}, 0};
+    i = name_end + 1;
+    if (const auto r = lit(","); r != Head::Match) return {r, {}, 0};
+    ws();
+    const bool params = s.substr(i, 3) == "\"pa";
+    for (std::string_view l : {params ? "\"parameters\"" : "\"arguments\"", ":", "{"})
+        if (const auto r = lit(l); r != Head::Match) return {r, {}, 0};
+    h.state = Head::Match;
+    h.args_at = i - 1;
+    return h;
+}
+
 }  // namespace
 
 std::string_view tool_call_format_name(ToolCallFormat f) {
@@ -495,6 +535,16 @@ void ToolCallParser::scan_text(ToolCallChunk& out, bool at_end) {
 
 // Reads the call in pending_; true when it ended (released as calls or given back as text).
 bool ToolCallParser::scan_call(ToolCallChunk& out, bool at_end) {
+    if (streams() && !stream_.active) {
+        const Head h = match_head(pending_);
+        if (h.state == Head::Incomplete && !at_end && pending_.size() <= kMaxCallBytes) return false;
+        if (h.state == Head::Match) {
+            held_ws_.clear();
+            out.calls.push_back({next_index_, id_prefix_ + std::to_string(next_index_), h.name, ""});
+            stream_ = {true, h.args_at};
+        }
+    }
+    if (stream_.active) return stream_call(out, at_end);
     const std::string_view close = closer(format_);
     size_t payload = kIncomplete, consumed = 0;
     if (!close.empty()) {
@@ -520,6 +570,54 @@ bool ToolCallParser::scan_call(ToolCallChunk& out, bool at_end) {
     pending_.erase(0, consumed);
     in_call_ = false;
     return true;
+}
+
+bool ToolCallParser::streams() const {
+    const bool form =
+        format_ == ToolCallFormat::Hermes || format_ == ToolCallFormat::Generic || format_ == ToolCallFormat::Llama3;
+    return stream_arguments_ && form && next_index_ < max_calls_;
+}
+
+// Releases the arguments written so far, then waits for the call's end (its closing marker,
+// or for Llama 3 the object's closing brace).
+bool ToolCallParser::stream_call(ToolCallChunk& out, bool at_end) {
+    Streamed& st = stream_;
+    size_t i = st.pos;
+    for (; i < pending_.size() && !st.done; ++i) {
+        const char c = pending_[i];
+        if (st.in_string) {
+            if (st.escaped) st.escaped = false;
+            else if (c == '\\') st.escaped = true;
+            else if (c == '"') st.in_string = false;
+        } else if (c == '"') {
+            st.in_string = true;
+        } else if (c == '{' || c == '[') {
+            ++st.depth;
+        } else if ((c == '}' || c == ']') && --st.depth == 0) {
+            st.done = true;
+        }
+    }
+    if (i > st.pos) out.calls.push_back({next_index_, "", "", pending_.substr(st.pos, i - st.pos)});
+    st.pos = i;
+    const std::string_view close = format_ == ToolCallFormat::Llama3 ? "}" : closer(format_);
+    const size_t end = st.done ? pending_.find(close, st.pos) : std::string::npos;
+    if (end != std::string::npos) {
+        end_call(end + close.size());
+        return true;
+    }
+    if (!at_end) return false;
+    if (!st.done) problems_.push_back("a streamed tool call's arguments were cut short");
+    end_call(pending_.size());
+    return true;
+}
+
+void ToolCallParser::end_call(size_t consumed) {
+    pending_.erase(0, consumed);
+    stream_ = {};
+    in_call_ = false;
+    ++next_index_;
+    ++seen_calls_;
+    after_call_ = true;
 }
 
 void ToolCallParser::release(std::string_view payload, std::string_view raw, ToolCallChunk& out) {

@@ -94,7 +94,7 @@ def collect_stream(stream):
     return text, [calls[i] for i in sorted(calls)], finish
 
 
-def agent_loop(client, model_id, stream):
+def agent_loop(client, model_id, stream, whole_call=None):
     how = "streamed" if stream else "whole"
     if stream:
         _, calls, finish = collect_stream(ask(client, model_id, tool_choice="required", stream=True))
@@ -102,6 +102,8 @@ def agent_loop(client, model_id, stream):
         call = calls[0]
         check(call["name"] == "get_weather" and set(json.loads(call["arguments"])) == {"city"},
               f"{how} step 1: a valid call {call}")
+        check(whole_call is None or call["arguments"] == whole_call["function"]["arguments"],
+              f"{how} step 1: the same arguments as the whole answer's")
         assistant = {"role": "assistant", "content": None, "tool_calls": [
             {"id": call["id"], "type": "function", "function": {"name": call["name"], "arguments": call["arguments"]}}]}
         call_id = call["id"]
@@ -222,7 +224,7 @@ def main():
     try:
         client = openai.OpenAI(base_url=server.url + "/v1", api_key="unused", max_retries=0, timeout=120)
         assistant = agent_loop(client, model_id, stream=False)
-        agent_loop(client, model_id, stream=True)
+        agent_loop(client, model_id, stream=True, whole_call=assistant["tool_calls"][0])
         forced(client, model_id)
         none_choice(client, model_id)
         hostile(server.url, assistant)
