@@ -12,8 +12,9 @@ namespace ember {
 namespace {
 
 [[noreturn]] void fail_none_allowed() {
-    throw Error("grammar: no token of the vocabulary can continue the output here (the grammar needs text "
-                "no token spells)");
+    throw Error(
+        "grammar: no token of the vocabulary can continue the output here (the grammar needs text "
+        "no token spells)");
 }
 
 }  // namespace

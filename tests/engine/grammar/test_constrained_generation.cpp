@@ -112,7 +112,7 @@ TEST_CASE("schedulerBatchOfConstrainedAndFreeRequests") {
         r.max_tokens = 200;
         r.sampling = i == 0 ? SamplingParams::greedy() : SamplingParams{};
         r.sampling.seed = static_cast<uint64_t>(i);
-        if (i == 3) r.top_logprobs = 2;  // the full-row path
+        if (i == 3) r.top_logprobs = 2;            // the full-row path
         if (i != 2) r.grammar = schema_grammar();  // request 2 is free text beside them
         s.submit(r, [&, i](EngineEvent&& e) {
             std::lock_guard lock(mu);
