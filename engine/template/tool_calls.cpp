@@ -616,7 +616,6 @@ void ToolCallParser::end_call(size_t consumed) {
     stream_ = {};
     in_call_ = false;
     ++next_index_;
-    ++seen_calls_;
     after_call_ = true;
 }
 
@@ -632,7 +631,6 @@ void ToolCallParser::release(std::string_view payload, std::string_view raw, Too
     held_ws_.clear();  // whitespace between text and a call belongs to neither
     after_call_ = true;
     for (Call& c : calls) {
-        ++seen_calls_;
         if (next_index_ >= max_calls_) {
             problems_.push_back("tool call '" + c.name + "' dropped: only " + std::to_string(max_calls_) +
                                 " call(s) allowed (parallel_tool_calls)");

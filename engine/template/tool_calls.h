@@ -12,9 +12,10 @@
 // The format is told by the chat template (detect_tool_call_format).
 //
 // Streaming: text that may be the start of a call marker is held back until it is known; a
-// call is released when it is complete and its JSON is valid. A call whose JSON is malformed
-// (or never ends) comes back as content, whole, with the reason in problems(): a model's
-// mistake never breaks a response.
+// call is released when it is complete and its JSON is valid (or, for calls decoded under
+// their grammar, piece by piece: stream_arguments). A call whose JSON is malformed (or never
+// ends) comes back as content, whole, with the reason in problems(): a model's mistake never
+// breaks a response. Whitespace between text and calls belongs to neither.
 #pragma once
 #include <cstddef>
 #include <cstdint>
@@ -154,7 +155,6 @@ private:
     bool after_call_ = false;    // nothing but whitespace since the last call
     bool written_text_ = false;  // some non-whitespace content was written
     size_t next_index_ = 0;      // calls released
-    size_t seen_calls_ = 0;      // calls decoded, dropped ones included
     bool stream_arguments_ = false;
     Streamed stream_;
     std::vector<std::string> problems_;
