@@ -259,8 +259,10 @@ void HttpServer::Impl::generate(Endpoint endpoint, const Request& req, Response&
     auto a = std::make_shared<Answer>();
     a->meta = {endpoint, new_id(endpoint), unix_now(), model, r.logprobs, r.stream && r.include_usage};
     a->tool_calls = tool_call_parser(r.tools, status.tool_call_format);
-    // a call decoded under its grammar is well-formed: its arguments may stream as written
-    if (a->tool_calls && r.tools.choice != ToolChoice::Auto) a->tool_calls->stream_arguments(true);
+    // A call decoded under its grammar is well-formed: streamed, its arguments go out as they
+    // are written (only max_tokens can cut one, as with OpenAI). A whole answer still checks
+    // each call, so a cut one comes back as text.
+    if (a->tool_calls && r.stream && r.tools.choice != ToolChoice::Auto) a->tool_calls->stream_arguments(true);
     try {
         a->id = engine.submit(std::move(r.engine), sink_for(a->events));
     } catch (const EngineBusy& e) {  // may run later: nothing was queued

@@ -564,6 +564,12 @@ bool ToolCallParser::scan_call(ToolCallChunk& out, bool at_end) {
         if (!at_end && pending_.size() <= kMaxCallBytes) return false;
         if (!at_end) problems_.push_back("a tool call longer than " + std::to_string(kMaxCallBytes) + " bytes");
         payload = consumed = pending_.size();
+        // the output ended inside the closing marker (max_tokens): the call before it may be whole
+        for (size_t n = std::min(close.size() - (close.empty() ? 0 : 1), payload); n > 0 && at_end; --n)
+            if (close.substr(0, n) == std::string_view(pending_).substr(payload - n)) {
+                payload -= n;
+                break;
+            }
     }
     const std::string raw = opener_ + pending_.substr(0, consumed);
     release(std::string_view(pending_).substr(0, payload), raw, out);

@@ -120,6 +120,9 @@ TEST_CASE("anUnclosedCallIsACallWhenItsJsonIsWholeElseText") {
                   {{"f", R"({"x":true})"}});
     const std::string cut = "<tool_call>\n{\"name\": \"f\", \"argum";  // max_tokens cut it
     check_streams(ToolCallFormat::Hermes, cut, cut, {});
+    // cut inside the closing marker: the call is whole
+    check_streams(ToolCallFormat::Hermes, "<tool_call>\n{\"name\": \"f\", \"arguments\": {}}\n</tool_c", "",
+                  {{"f", "{}"}});
 }
 
 TEST_CASE("argumentsWrittenAsAJsonStringAreUnwrapped") {
