@@ -28,12 +28,9 @@ SIGTERM        with 8 slowloris connections open (default 10 s deadline) the ser
 
 Standard library only. Exits non-zero on the first failed check."""
 import argparse
-import json
 import sys
 import threading
 import time
-import urllib.error
-import urllib.request
 
 from attackers import HealthProbe, Slowloris, connect, flood, rss_bytes, status_of, threads_of
 from ember_serve import EmberServe
@@ -206,24 +203,14 @@ def tool_bodies():
     ]
 
 
-def post_json(port, body):
-    req = urllib.request.Request(f"http://127.0.0.1:{port}/v1/chat/completions", data=json.dumps(body).encode(),
-                                 headers={"Content-Type": "application/json"})
-    try:
-        with urllib.request.urlopen(req, timeout=60) as r:
-            return r.status, json.loads(r.read())
-    except urllib.error.HTTPError as e:
-        return e.code, json.loads(e.read())
-
-
-def tool_flood_round(port, bodies):
+def tool_flood_round(server, port, bodies):
     """16 clients send every body once; returns the answers and the seconds taken, with /health
     probed meanwhile."""
     answers, lock = [], threading.Lock()
 
     def client():
         for body in bodies:
-            status, reply = post_json(port, {**body, "max_tokens": body.get("max_tokens", 8)})
+            status, reply = server.post_json("/v1/chat/completions", {**body, "max_tokens": body.get("max_tokens", 8)}, 60)
             with lock:
                 answers.append((status, reply))
 
@@ -251,7 +238,7 @@ def tool_floods(server, port):
     before = rss_bytes(server.pid)
     after = []
     for _ in range(2):
-        tool_flood_round(port, bodies)
+        tool_flood_round(server, port, bodies)
         server.wait_idle()
         after.append(rss_bytes(server.pid))
     print(f"tool floods: resident memory {before / 2**20:.0f} MiB before, after each round "

@@ -23,7 +23,6 @@ import argparse
 import json
 import os
 import sys
-import urllib.error
 import urllib.request
 
 import openai
@@ -161,22 +160,13 @@ def none_choice(client, model_id):
           f"tool_choice none: text {m.content!r}")
 
 
-def post(url, body):
-    req = urllib.request.Request(url + "/v1/chat/completions", data=json.dumps(body).encode(),
-                                 headers={"Content-Type": "application/json"})
-    try:
-        with urllib.request.urlopen(req, timeout=120) as r:
-            return r.status, json.loads(r.read())
-    except urllib.error.HTTPError as e:
-        return e.code, json.loads(e.read())
-
-
 def healthy(url):
     with urllib.request.urlopen(url + "/health", timeout=10) as r:
         return r.status == 200
 
 
-def hostile(url, assistant):
+def hostile(server, assistant):
+    url = server.url
     base = {"messages": QUESTION, "max_tokens": 16}
     deep = {"type": "object", "properties": {"x": {"type": "array"}}}  # 40 schemas deep, 45 JSON levels
     node = deep["properties"]["x"]
@@ -201,14 +191,14 @@ def hostile(url, assistant):
              {"id": "c", "type": "function", "function": {"name": "f", "arguments": 5}}]}]}),
     ]
     for what, extra in cases:
-        status, body = post(url, {**base, **extra})
+        status, body = server.post_json("/v1/chat/completions", {**base, **extra})
         check(status in (400, 413) and "message" in body.get("error", {}),
               f"hostile: {what} -> {status} {body.get('error', {}).get('message', '')[:100]!r}")
         check(healthy(url), "hostile: /health answers")
     # malformed arguments in an earlier call are the conversation's text, never an error
     bad = dict(assistant)
     bad["tool_calls"] = [dict(bad["tool_calls"][0], function={"name": "get_weather", "arguments": "{{{not json"})]
-    status, body = post(url, {**base, "tools": [WEATHER], "messages": QUESTION + [
+    status, body = server.post_json("/v1/chat/completions", {**base, "tools": [WEATHER], "messages": QUESTION + [
         bad, {"role": "tool", "tool_call_id": bad["tool_calls"][0]["id"], "content": "\u0000\ud7ff"}]})
     check(status == 200 and isinstance(body["choices"][0]["message"].get("content"), str),
           f"hostile: malformed arguments in history -> {status}")
@@ -231,7 +221,7 @@ def main():
         agent_loop(client, model_id, stream=True, whole_call=assistant["tool_calls"][0])
         forced(client, model_id)
         none_choice(client, model_id)
-        hostile(server.url, assistant)
+        hostile(server, assistant)
     finally:
         status = server.stop()
     check(status == 0, "ember serve exits 0 on SIGTERM")
