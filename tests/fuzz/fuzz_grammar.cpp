@@ -44,7 +44,6 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
             gbnf = json_schema_to_gbnf(schema, limits);
         }
         feed(Grammar::parse(gbnf, limits), bytes);
-    } catch (const GrammarError&) {
-    }
+    } catch (const GrammarError&) {}
     return 0;
 }
