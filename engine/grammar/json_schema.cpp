@@ -42,7 +42,7 @@ const std::map<std::string, std::string, std::less<>> kFormats = {
      R"(time ::= ( [01] [0-9] | "2" [0-3] ) ":" [0-5] [0-9] ":" [0-5] [0-9] ( "." [0-9]{1,6} )? ( "Z" | [+-] ( [01] [0-9] | "2" [0-3] ) ":" [0-5] [0-9] ))"},
     {"date-time", R"(date-time ::= date "T" time)"},
     {"uuid", R"(uuid ::= [0-9a-f]{8} "-" [0-9a-f]{4} "-" [0-9a-f]{4} "-" [0-9a-f]{4} "-" [0-9a-f]{12})"},
-    {"email", R"(email ::= [a-zA-Z0-9] [a-zA-Z0-9._+-]{0,30} "@" [a-zA-Z0-9]{1,20} ( "." [a-zA-Z]{2,10} ){1,2})"},
+    {"email", R"(email ::= [a-zA-Z0-9] [a-zA-Z0-9._+-]{0,15} "@" [a-zA-Z0-9]{1,15} ( "." [a-zA-Z]{2,6} ){1,2})"},
 };
 
 const std::set<std::string, std::less<>> kAnnotations = {

@@ -52,7 +52,8 @@ double decode_tok_s(Model& m, const std::vector<int32_t>& prompt, int32_t tokens
 // The full mask at every position of a text the schema accepts.
 void mask_cost(const Model& m, const std::shared_ptr<const grammar::Grammar>& g, Row& row) {
     std::string text = "{\"items\": [";
-    for (int i = 0; i < 16; ++i) text += std::string(i ? ", " : "") + "\"the quick brown fox " + std::to_string(i) + "\"";
+    for (int i = 0; i < 16; ++i)
+        text += std::string(i ? ", " : "") + "\"the quick brown fox " + std::to_string(i) + "\"";
     text += "]}";
     grammar::TokenMatcher matcher(g, m.grammar_vocab());
     std::vector<double> us;
@@ -81,7 +82,8 @@ Row bench(const std::string& path, int32_t tokens, int reps, int threads) {
     r.vocab = m->tokenizer().n_vocab();
     const auto g = grammar::Grammar::parse(grammar::json_schema_to_gbnf(nlohmann::json::parse(kSchema)));
     m->grammar_vocab();  // built once per model, not part of a request's cost
-    const std::vector<int32_t> prompt = m->tokenizer().encode("Write a list of sixteen short phrases as JSON:", true, false);
+    const std::vector<int32_t> prompt =
+        m->tokenizer().encode("Write a list of sixteen short phrases as JSON:", true, false);
     for (int i = 0; i < reps; ++i) {  // interleaved, so drift on a shared machine hits both alike
         r.free_tok_s = std::max(r.free_tok_s, decode_tok_s(*m, prompt, tokens, nullptr, nullptr));
         r.schema_tok_s = std::max(r.schema_tok_s, decode_tok_s(*m, prompt, tokens, g, &r.schema_tokens));
@@ -105,12 +107,14 @@ int main(int argc, char** argv) {
         else if (!std::strcmp(argv[i], "--threads") && more) threads = std::atoi(argv[++i]);
         else if (argv[i][0] != '-') models.push_back(argv[i]);
         else {
-            std::fprintf(stderr, "usage: ember-bench-grammar MODEL... [--tokens N] [--reps N] [--threads N] [--json FILE]\n");
+            std::fprintf(stderr,
+                         "usage: ember-bench-grammar MODEL... [--tokens N] [--reps N] [--threads N] [--json FILE]\n");
             return 2;
         }
     }
     if (models.empty() || tokens < 2 || reps < 1) {
-        std::fprintf(stderr, "usage: ember-bench-grammar MODEL... [--tokens N] [--reps N] [--threads N] [--json FILE]\n");
+        std::fprintf(stderr,
+                     "usage: ember-bench-grammar MODEL... [--tokens N] [--reps N] [--threads N] [--json FILE]\n");
         return 2;
     }
     std::vector<Row> rows;
