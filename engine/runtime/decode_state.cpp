@@ -33,13 +33,15 @@ DecodeState::DecodeState(const Tokenizer& tok, const SamplingParams& sampling, D
 }
 
 void DecodeState::split_reasoning(const ReasoningSetup& setup) {
+    std::vector<std::string> texts = reasoning_marker_tokens(setup.format);
+    texts.insert(texts.end(), setup.write_tokens.begin(), setup.write_tokens.end());
+    std::vector<int32_t> markers;
+    for (const std::string& m : texts)
+        if (auto id = tok_.find_token(m)) markers.push_back(*id);
+    detok_.write_always(std::move(markers));
     if (setup.format == ReasoningFormat::None) return;
     split_ = std::make_unique<ReasoningSplitter>(setup.format);
     split_->prime(setup.generation_prompt);
-    std::vector<int32_t> markers;
-    for (const std::string& m : reasoning_marker_tokens(setup.format))
-        if (auto id = tok_.find_token(m)) markers.push_back(*id);
-    detok_.write_always(std::move(markers));
     budget_ = setup.budget;
     if (budget_ >= 0) close_tokens_ = tok_.encode(std::string(reasoning_close_text(setup.format)), false, true);
 }
@@ -49,6 +51,11 @@ std::optional<int32_t> DecodeState::forced_token() {
     const int32_t t = forced_.front();
     forced_.pop_front();
     return t;
+}
+
+void DecodeState::constrain(std::shared_ptr<const grammar::Grammar> g,
+                            std::shared_ptr<const grammar::TokenVocab> vocab) {
+    matcher_.emplace(std::move(g), std::move(vocab));
 }
 
 void DecodeState::prefill_done() { st_.prefill_ms = ms_between(t0_, Clock::now()); }
@@ -68,10 +75,12 @@ DecodeState::Step DecodeState::accept(int32_t token, int64_t cached) {
         s.stop = StopReason::EndOfText;
         return s;
     }
+    if (matcher_) matcher_->accept(token);
     StopMatcher::Result r = stops_.feed(detok_.push(token));
     s.text = std::move(r.text);
     if (split_) split(s);
     if (r.stopped) s.stop = StopReason::StopString;
+    else if (matcher_ && matcher_->state().must_end()) s.stop = StopReason::EndOfText;
     else if (limits_.max_tokens >= 0 && st_.generated_tokens >= limits_.max_tokens) s.stop = StopReason::Length;
     else if (cached + 1 > limits_.n_ctx) s.stop = StopReason::Context;
     return s;

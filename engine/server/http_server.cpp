@@ -4,6 +4,7 @@
 #include "engine/server/http_server.h"
 
 #include <httplib.h>
+#include <malloc.h>
 #include <signal.h>
 #include <sys/socket.h>
 
@@ -14,6 +15,8 @@
 #include <condition_variable>
 #include <cstring>
 #include <deque>
+#include <limits>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <random>
@@ -27,6 +30,8 @@
 #include "engine/server/request_parser.h"
 #include "engine/server/response_format.h"
 #include "engine/server/server_metrics.h"
+#include "engine/server/tool_grammar.h"
+#include "engine/core/log.h"
 #include "kernels/common/error.h"
 
 namespace ember::server {
@@ -77,6 +82,22 @@ struct Answer {
     bool done = false;       // the final event was answered
     size_t text_offset = 0;  // bytes of text so far (completions' logprobs offsets)
     Clock::time_point last_write = Clock::now();
+    std::unique_ptr<ToolCallParser> tool_calls;  // chat with tools: calls parsed out of the text
+    bool made_calls = false;                     // finish_reason "tool_calls"
+
+    // The text through the tool-call parser (when there is one).
+    ToolCallChunk parse(std::string_view text, bool at_end) {
+        if (!tool_calls) return {std::string(text), {}};
+        ToolCallChunk c = tool_calls->feed(text);
+        if (at_end) {
+            ToolCallChunk last = tool_calls->finish();
+            c.content += last.content;
+            for (ToolCallDelta& d : last.calls) c.calls.push_back(std::move(d));
+            for (const std::string& p : tool_calls->problems()) log_warn("tool calls in " + meta.id + ": " + p);
+        }
+        made_calls = made_calls || !c.calls.empty();
+        return c;
+    }
 };
 
 // Compares every byte whatever the first difference, so the time taken does not tell how much
@@ -164,12 +185,16 @@ struct HttpServer::Impl {
     bool write_event(Answer& a, EngineEvent& e, httplib::DataSink& sink);
     EventSink sink_for(std::shared_ptr<EventQueue> events) const;
 
-    std::string new_id(Endpoint endpoint) {
+    std::string random_hex() {
         std::lock_guard lock(mutex);
         char hex[17];
         std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(rng()));
-        return (endpoint == Endpoint::Chat ? "chatcmpl-" : "cmpl-") + std::string(hex);
+        return hex;
     }
+    std::string new_id(Endpoint endpoint) {
+        return (endpoint == Endpoint::Chat ? "chatcmpl-" : "cmpl-") + random_hex();
+    }
+    std::unique_ptr<ToolCallParser> tool_call_parser(const ToolRequest& t, ToolCallFormat format);
     uint64_t new_seed() {
         std::lock_guard lock(mutex);
         return rng();
@@ -199,11 +224,56 @@ EventSink HttpServer::Impl::sink_for(std::shared_ptr<EventQueue> events) const {
     };
 }
 
+// Tools offered and not refused with tool_choice "none": the output is parsed for calls in
+// the model's form (ids "call_<16 hex>N", unique per answer). A template whose form Ember does
+// not know shows the tools, and the answer stays text.
+std::unique_ptr<ToolCallParser> HttpServer::Impl::tool_call_parser(const ToolRequest& t, ToolCallFormat format) {
+    if (!t.parse()) return nullptr;
+    if (format == ToolCallFormat::None) {
+        log_warn("tool calls: the model's chat template shows tools in a form Ember does not parse; answering text");
+        return nullptr;
+    }
+    const size_t max_calls = t.parallel ? std::numeric_limits<size_t>::max() : 1;
+    return std::make_unique<ToolCallParser>(format, "call_" + random_hex(), max_calls);
+}
+
+// Gives the allocator's free pages back after a large body: its parse (up to max_body_bytes of
+// JSON, tens of MiB of nodes) runs on a connection thread, and glibc keeps what each thread's
+// arena held, so concurrent large bodies left hundreds of MiB resident for good (16 clients
+// sending 2 MB of tools: 22 -> 620 MiB). One trim runs at a time (it walks every arena); a body
+// that finds one running leaves a request for it, which the running one takes up before it ends.
+struct TrimAfterLargeBody {
+    size_t bytes;
+    ~TrimAfterLargeBody() {
+        static std::mutex trimming;
+        static std::atomic<bool> wanted{false};
+        if (bytes < kLargeBody) return;
+        wanted = true;
+        do {
+            if (!trimming.try_lock()) return;
+            while (wanted.exchange(false)) malloc_trim(0);
+            trimming.unlock();
+        } while (wanted.load());
+    }
+    static constexpr size_t kLargeBody = size_t(256) << 10;
+};
+
 void HttpServer::Impl::generate(Endpoint endpoint, const Request& req, Response& res) {
+    const TrimAfterLargeBody trim{req.body.size()};
     auto parsed = parse_request(endpoint, req.body, options.limits);
     if (const ApiError* e = std::get_if<ApiError>(&parsed)) return send_error(res, *e);
     ApiRequest& r = std::get<ApiRequest>(parsed);
-    const std::string model = engine.status().model;
+    const EngineStatus status = engine.status();
+    const std::string& model = status.model;
+    if (!r.tools.parallel_given) r.tools.parallel = parallel_calls_by_default(status.tool_call_format);
+    auto forced = forced_call_grammar(r.tools, status.tool_call_format, options.limits.grammar);
+    if (const ApiError* e = std::get_if<ApiError>(&forced)) return send_error(res, *e);
+    if (auto& g = std::get<std::shared_ptr<const grammar::Grammar>>(forced)) {
+        if (r.engine.grammar)
+            return send_error(res, {400, "a forced tool call cannot be combined with response_format or a grammar",
+                                    "invalid_request_error", "tool_choice", ""});
+        r.engine.grammar = std::move(g);
+    }
     if (!r.engine.model.empty() && r.engine.model != model)
         return send_error(res,
                           {404, "the model '" + r.engine.model + "' does not exist; this server has '" + model + "'",
@@ -211,6 +281,11 @@ void HttpServer::Impl::generate(Endpoint endpoint, const Request& req, Response&
     if (!r.seed_given) r.engine.sampling.seed = new_seed();
     auto a = std::make_shared<Answer>();
     a->meta = {endpoint, new_id(endpoint), unix_now(), model, r.logprobs, r.stream && r.include_usage};
+    a->tool_calls = tool_call_parser(r.tools, status.tool_call_format);
+    // A call decoded under its grammar is well-formed: streamed, its arguments go out as they
+    // are written (only max_tokens can cut one, as with OpenAI). A whole answer still checks
+    // each call, so a cut one comes back as text.
+    if (a->tool_calls && r.stream && r.tools.choice != ToolChoice::Auto) a->tool_calls->stream_arguments(true);
     try {
         a->id = engine.submit(std::move(r.engine), sink_for(a->events));
     } catch (const EngineBusy& e) {  // may run later: nothing was queued
@@ -240,7 +315,9 @@ void HttpServer::Impl::answer_whole(Answer& a, const ConnectionProbe& client, Re
                 for (auto& t : e.tokens) tokens.push_back(std::move(t));
             } else if (e.kind == EngineEvent::Kind::Finished) {
                 untrack(a.id);
-                return res.set_content(response_json(a.meta, text, tokens, e.stats, reasoning), "application/json");
+                const ToolCallChunk answer = a.parse(text, true);
+                return res.set_content(response_json(a.meta, answer.content, tokens, e.stats, reasoning, answer.calls),
+                                       "application/json");
             } else if (e.kind == EngineEvent::Kind::Failed) {
                 untrack(a.id);
                 return send_error(res,
@@ -297,16 +374,22 @@ bool HttpServer::Impl::write_event(Answer& a, EngineEvent& e, httplib::DataSink&
         case EngineEvent::Kind::Started:
             return true;
         case EngineEvent::Kind::Text: {
-            if (e.text.empty() && e.reasoning.empty() && e.tokens.empty()) return true;
-            const std::string chunk = text_chunk(a.meta, e.text, e.tokens, a.text_offset, e.reasoning);
+            const ToolCallChunk c = a.parse(e.text, false);
+            if (c.content.empty() && e.reasoning.empty() && e.tokens.empty())
+                return write(sink, tool_call_chunks(a.meta, c.calls));
+            const std::string chunk = text_chunk(a.meta, c.content, e.tokens, a.text_offset, e.reasoning);
             a.text_offset += e.text.size();
-            return write(sink, chunk);
+            return write(sink, chunk) && write(sink, tool_call_chunks(a.meta, c.calls));
         }
-        case EngineEvent::Kind::Finished:
+        case EngineEvent::Kind::Finished: {
             a.done = true;
-            return write(sink, finish_chunk(a.meta, e.stats.stop_reason)) &&
+            const ToolCallChunk c = a.tool_calls ? a.parse("", true) : ToolCallChunk{};
+            if (!c.content.empty() && !write(sink, text_chunk(a.meta, c.content, {}, a.text_offset))) return false;
+            return write(sink, tool_call_chunks(a.meta, c.calls)) &&
+                   write(sink, finish_chunk(a.meta, e.stats.stop_reason, a.made_calls)) &&
                    (!a.meta.include_usage || write(sink, usage_chunk(a.meta, e.stats))) &&
                    write(sink, std::string(kSseDone));
+        }
         case EngineEvent::Kind::Failed:
             a.done = true;
             return write(sink, error_event({500, "the engine could not run the request: " + e.error, "server_error", "",
