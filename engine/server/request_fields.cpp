@@ -60,10 +60,10 @@ size_t json_depth(std::string_view text) {
 
 json parse_body(std::string_view body, const ServerLimits& limits) {
     if (body.size() > limits.max_body_bytes)
-        invalid("",
-                "the request body is larger than this server accepts (" + std::to_string(limits.max_body_bytes) +
-                    " bytes)",
-                "request_too_large", 413);
+        invalid(
+            "",
+            "the request body is larger than this server accepts (" + std::to_string(limits.max_body_bytes) + " bytes)",
+            "request_too_large", 413);
     if (json_depth(body) > limits.max_json_depth)
         invalid("", "the request body nests deeper than " + std::to_string(limits.max_json_depth) + " levels");
     try {

@@ -146,6 +146,18 @@ std::string usage_chunk(const ResponseMeta& meta, const RequestStats& stats) {
     return sse_event(j);
 }
 
+std::string OpenAiAnswer::text(const EngineEvent& e) {
+    if (e.text.empty() && e.reasoning.empty() && e.tokens.empty()) return {};
+    std::string chunk = text_chunk(meta_, e.text, e.tokens, text_offset_, e.reasoning);
+    text_offset_ += e.text.size();
+    return chunk;
+}
+
+std::string OpenAiAnswer::finished(const RequestStats& stats) {
+    return finish_chunk(meta_, stats.stop_reason) + (meta_.include_usage ? usage_chunk(meta_, stats) : "") +
+           std::string(kSseDone);
+}
+
 json models_json(const std::string& model, int64_t created) {
     return {{"object", "list"},
             {"data", json::array({{{"id", model}, {"object", "model"}, {"created", created}, {"owned_by", "ember"}}})}};
