@@ -147,7 +147,7 @@ struct HttpServer::Impl {
     std::mutex mutex;           // guards the three below
     std::set<uint64_t> active;  // requests being answered (cancelled by stop())
     std::mt19937_64 rng{std::random_device{}()};
-    std::optional<ServedModel> served;  // read from the model's file when first asked for
+    std::optional<ServedModel> served;  // the facts of the model last asked about, by its path
 
     Impl(InferenceEngine& e, ServerOptions o) : engine(e), options(std::move(o)), http(guard_options()) {}
 
@@ -170,7 +170,7 @@ struct HttpServer::Impl {
     void generate(Endpoint endpoint, const Request& req, Response& res);
     void ollama_generate(OllamaEndpoint endpoint, const Request& req, Response& res);
     void run(EngineRequest&& r, bool stream, std::unique_ptr<AnswerFormat> format, const Request& req, Response& res);
-    const ServedModel& served_model();
+    std::optional<ServedModel> served_model(const EngineStatus& status);
     void answer_whole(Answer& a, const ConnectionProbe& client, Response& res);
     void answer_stream(std::shared_ptr<Answer> a, Response& res);
     bool pump(Answer& a, httplib::DataSink& sink);
@@ -274,11 +274,12 @@ void HttpServer::Impl::ollama_generate(OllamaEndpoint endpoint, const Request& r
     run(std::move(r.engine), r.stream, std::make_unique<OllamaAnswer>(std::move(meta)), req, res);
 }
 
-const ServedModel& HttpServer::Impl::served_model() {
-    const EngineStatus s = engine.status();
+// Read from the file once per model: the app's engine may load another, or none (then nothing).
+std::optional<ServedModel> HttpServer::Impl::served_model(const EngineStatus& status) {
+    if (status.model_path.empty()) return std::nullopt;
     std::lock_guard lock(mutex);
-    if (!served) served = describe_served_model(s.model, s.model_path);
-    return *served;
+    if (!served || served->path != status.model_path) served = describe_served_model(status.model, status.model_path);
+    return served;
 }
 
 // Ollama's API beside OpenAI's (ollama_parser.h, ollama_format.h), so that programs that speak
@@ -290,21 +291,24 @@ void HttpServer::Impl::ollama_routes() {
     http.Get("/api/version",
              [](const Request&, Response& res) { res.set_content(dump(ollama_version_json()), "application/json"); });
     http.Get("/api/tags", [this](const Request&, Response& res) {
-        res.set_content(dump(ollama_tags_json(served_model())), "application/json");
+        res.set_content(dump(ollama_tags_json(served_model(engine.status()))), "application/json");
     });
     http.Get("/api/ps", [this](const Request&, Response& res) {
-        res.set_content(dump(ollama_ps_json(served_model(), engine.status())), "application/json");
+        const EngineStatus status = engine.status();
+        res.set_content(dump(ollama_ps_json(served_model(status), status)), "application/json");
     });
     http.Post("/api/show", [this](const Request& req, Response& res) {
         const auto asked = parse_show_request(req.body, options.limits);
         if (const ApiError* e = std::get_if<ApiError>(&asked)) return send_error(req, res, *e);
         const std::string& name = std::get<std::string>(asked);
-        const ServedModel& m = served_model();
-        if (!model_name_matches(name, engine.status().model))
-            return send_error(req, res,
-                              {404, "model '" + name + "' not found; this server has '" + m.name + "'",
-                               "not_found_error", "model", "model_not_found"});
-        res.set_content(dump(ollama_show_json(m, engine.status())), "application/json");
+        const EngineStatus status = engine.status();
+        const auto m = served_model(status);
+        if (!m || !model_name_matches(name, status.model))
+            return send_error(
+                req, res,
+                {404, "model '" + name + "' not found; this server has " + (m ? "'" + m->name + "'" : "none"),
+                 "not_found_error", "model", "model_not_found"});
+        res.set_content(dump(ollama_show_json(*m, status)), "application/json");
     });
     http.Post("/api/chat",
               [this](const Request& req, Response& res) { ollama_generate(OllamaEndpoint::Chat, req, res); });

@@ -73,9 +73,8 @@ std::string default_parameters() {
 std::string ollama_time(std::chrono::system_clock::time_point t) {
     const auto since = t.time_since_epoch();
     const std::time_t secs = std::chrono::duration_cast<std::chrono::seconds>(since).count();
-    const long nanos = static_cast<long>((std::chrono::duration_cast<std::chrono::nanoseconds>(since) %
-                                          std::chrono::seconds(1))
-                                             .count());
+    const long nanos = static_cast<long>(
+        (std::chrono::duration_cast<std::chrono::nanoseconds>(since) % std::chrono::seconds(1)).count());
     std::tm tm{};
     gmtime_r(&secs, &tm);
     char date[32], out[48];
@@ -129,13 +128,14 @@ std::string OllamaAnswer::whole(const std::string& text, const std::string& reas
     return dump(ollama_final_json(meta_, text, reasoning, tokens, stats, elapsed()));
 }
 
-json ollama_tags_json(const ServedModel& m) {
-    return {{"models", json::array({{{"name", m.name},
-                                     {"model", m.name},
-                                     {"modified_at", m.modified_at},
-                                     {"size", m.size},
-                                     {"digest", m.digest},
-                                     {"details", m.details}}})}};
+json ollama_tags_json(const std::optional<ServedModel>& m) {
+    if (!m) return {{"models", json::array()}};
+    return {{"models", json::array({{{"name", m->name},
+                                     {"model", m->name},
+                                     {"modified_at", m->modified_at},
+                                     {"size", m->size},
+                                     {"digest", m->digest},
+                                     {"details", m->details}}})}};
 }
 
 json ollama_show_json(const ServedModel& m, const EngineStatus& status) {
@@ -147,23 +147,20 @@ json ollama_show_json(const ServedModel& m, const EngineStatus& status) {
         modelfile += "PARAMETER " + params.substr(at, end - at) + "\n";
         at = end == std::string::npos ? params.size() : end + 1;
     }
-    return {{"modelfile", modelfile},
-            {"parameters", params},
-            {"template", m.chat_template},
-            {"details", m.details},
-            {"model_info", m.model_info},
-            {"capabilities", json::array({"completion"})},
+    return {{"modelfile", modelfile},      {"parameters", params},       {"template", m.chat_template},
+            {"details", m.details},        {"model_info", m.model_info}, {"capabilities", json::array({"completion"})},
             {"modified_at", m.modified_at}};
 }
 
-json ollama_ps_json(const ServedModel& m, const EngineStatus& status) {
+json ollama_ps_json(const std::optional<ServedModel>& m, const EngineStatus& status) {
+    if (!m) return {{"models", json::array()}};
     const auto [all, gpu] = held_bytes(status);
-    return {{"models", json::array({{{"name", m.name},
-                                     {"model", m.name},
+    return {{"models", json::array({{{"name", m->name},
+                                     {"model", m->name},
                                      {"size", all},
                                      {"size_vram", gpu},
-                                     {"digest", m.digest},
-                                     {"details", m.details},
+                                     {"digest", m->digest},
+                                     {"details", m->details},
                                      // `ember serve` keeps its model until it stops
                                      {"expires_at", "9999-12-31T23:59:59Z"},
                                      {"context_length", status.n_ctx}}})}};

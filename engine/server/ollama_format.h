@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cstdint>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -59,10 +60,11 @@ private:
     std::chrono::steady_clock::time_point started_ = std::chrono::steady_clock::now();
 };
 
-// The model endpoints. `status` gives what is loaded where (/api/ps) and the context.
-nlohmann::json ollama_tags_json(const ServedModel& m);
+// The model endpoints. `status` gives what is loaded where (/api/ps) and the context. No model
+// (the app's engine between loads): empty lists.
+nlohmann::json ollama_tags_json(const std::optional<ServedModel>& m);
 nlohmann::json ollama_show_json(const ServedModel& m, const EngineStatus& status);
-nlohmann::json ollama_ps_json(const ServedModel& m, const EngineStatus& status);
+nlohmann::json ollama_ps_json(const std::optional<ServedModel>& m, const EngineStatus& status);
 nlohmann::json ollama_version_json();
 
 }  // namespace ember::server

@@ -40,8 +40,9 @@ std::string header_digest(const GgufFile& f) {
         throw Error(f.path() + ": cannot read the file's header");
     const uint64_t size = f.file_size();
     char hex[17];
-    std::snprintf(hex, sizeof hex, "%016llx",
-                  static_cast<unsigned long long>(checksum64(head.data(), head.size(), checksum64(&size, sizeof size))));
+    std::snprintf(
+        hex, sizeof hex, "%016llx",
+        static_cast<unsigned long long>(checksum64(head.data(), head.size(), checksum64(&size, sizeof size))));
     return hex;
 }
 
@@ -81,6 +82,7 @@ ServedModel describe_served_model(const std::string& model, const std::string& p
     const ModelInfo info = describe_model(f);
     ServedModel m;
     m.name = model + ":latest";
+    m.path = path;
     m.size = std::filesystem::file_size(path);
     m.modified_at = modified_at(path);
     m.digest = header_digest(f);

@@ -11,6 +11,7 @@ namespace ember::server {
 
 struct ServedModel {
     std::string name;         // "<file stem>:latest", the way Ollama names models
+    std::string path;         // the file
     uint64_t size = 0;        // bytes of the file
     std::string modified_at;  // the file's modification time (RFC 3339)
     // Ollama's digest is the SHA-256 of the whole file; hashing gigabytes would stall the first

@@ -75,14 +75,15 @@ void parse_generate(const Fields& f, OllamaRequest& r, PromptBudget& budget) {
 // ---- options -----------------------------------------------------------------------------
 
 // Options the engine cannot honour at request time: set once by `ember serve`.
-constexpr const char* kLoadTimeOptions[] = {"numa",     "num_batch", "num_gpu",   "main_gpu",       "low_vram",
-                                            "f16_kv",   "logits_all", "vocab_only", "use_mmap",      "use_mlock",
-                                            "num_thread", "embedding_only", "num_keep", "tfs_z",        "penalize_newline",
-                                            "mirostat_tau", "mirostat_eta"};
-constexpr const char* kSamplingOptions[] = {"temperature",      "top_k",         "top_p",   "min_p",
-                                            "repeat_penalty",   "repeat_last_n", "presence_penalty",
-                                            "frequency_penalty", "seed",         "num_predict",
-                                            "stop",             "num_ctx",       "mirostat", "typical_p"};
+constexpr const char* kLoadTimeOptions[] = {
+    "numa",       "num_batch",  "num_gpu",          "main_gpu",     "low_vram",    "f16_kv",
+    "logits_all", "vocab_only", "use_mmap",         "use_mlock",    "num_thread",  "embedding_only",
+    "num_keep",   "tfs_z",      "penalize_newline", "mirostat_tau", "mirostat_eta"};
+constexpr const char* kSamplingOptions[] = {
+    "temperature",       "top_k", "top_p",       "min_p", "repeat_penalty", "repeat_last_n", "presence_penalty",
+    "frequency_penalty", "seed",  "num_predict", "stop",  "num_ctx",        "mirostat",      "typical_p"};
+
+constexpr size_t kMaxIgnoredListed = 16;
 
 template <size_t N>
 bool listed(const std::string& key, const char* const (&names)[N]) {
@@ -139,10 +140,15 @@ void parse_options(const Fields& f, OllamaRequest& r, const ServerLimits& limits
     if (auto n = o.integer("num_ctx", 1, std::numeric_limits<int32_t>::max()))
         r.ignored.push_back("options.num_ctx=" + std::to_string(*n) + " (the context is set by `ember serve --ctx`)");
     if (!options) return;
+    size_t unlisted = 0;  // a body of 100,000 made-up keys must not make a log line of them all
     for (const auto& [key, value] : options->items()) {
         if (listed(key, kSamplingOptions)) continue;
-        r.ignored.push_back("options." + key + (listed(key, kLoadTimeOptions) ? " (a load-time option)" : " (unknown)"));
+        if (++unlisted > kMaxIgnoredListed) continue;
+        r.ignored.push_back("options." + key.substr(0, 64) +
+                            (listed(key, kLoadTimeOptions) ? " (a load-time option)" : " (unknown)"));
     }
+    if (unlisted > kMaxIgnoredListed)
+        r.ignored.push_back("and " + std::to_string(unlisted - kMaxIgnoredListed) + " more options");
 }
 
 // ---- the rest ----------------------------------------------------------------------------
@@ -177,8 +183,7 @@ void parse_logprobs(const Fields& f, OllamaRequest& r) {
 }
 
 void refuse_unsupported(const Fields& f) {
-    if (const json* v = f.get("format"); !absent_or_empty(v))
-        unsupported("format", "'format' (JSON output)");
+    if (const json* v = f.get("format"); !absent_or_empty(v)) unsupported("format", "'format' (JSON output)");
     if (const json* v = f.get("tools"); !absent_or_empty(v)) unsupported("tools", "tool calling");
 }
 

@@ -46,9 +46,9 @@ struct OllamaRequest {
     bool stream = true;
     bool load_only = false;  // no messages / empty prompt: answer done_reason "load", generate nothing
     bool seed_given = false;
-    bool logprobs = false;                    // then engine.top_logprobs >= 0
-    std::optional<double> keep_alive_s;       // seconds; negative: for ever
-    std::vector<std::string> ignored;         // what was accepted without effect, for the log
+    bool logprobs = false;               // then engine.top_logprobs >= 0
+    std::optional<double> keep_alive_s;  // seconds; negative: for ever
+    std::vector<std::string> ignored;    // what was accepted without effect, for the log
 };
 
 // Never throws: a body that is not a valid request gives the error to send (400, 413).

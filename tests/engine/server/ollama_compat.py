@@ -4,13 +4,14 @@
 /api/chat and /api/generate streamed and not, options honoured (greedy with a seed gives the
 same text as the OpenAI route for the same prompt; num_predict; stop), the counts checked
 against `ember tokenize`, list/show/ps/version, the "Ollama is running" probe, errors as Ollama
-sends them, and thinking (SmolLM2 made to think by tests/fixtures/think-chatml.jinja).
+sends them, a client that hangs up mid-stream, and thinking (SmolLM2 made to think by tests/fixtures/think-chatml.jinja).
 Run by ctest as test_server_ollama; exits non-zero on the first failed check."""
 import argparse
 import json
 import os
 import subprocess
 import sys
+import time
 import urllib.request
 
 import ollama
@@ -110,6 +111,18 @@ def test_generate(client, name, chat_text):
     check(load.done and load.done_reason == "load", "generate with no prompt: the load answer")
 
 
+def test_hang_up(client, server, name):
+    """A client that stops reading a stream: its request is cancelled, not run to num_predict."""
+    parts = client.generate(model=name, prompt="Write a long story about a dragon.", stream=True,
+                            options={"num_predict": 400, "temperature": 0})
+    first = [next(parts) for _ in range(2)]
+    parts.close()  # the client closes the connection
+    t0 = time.monotonic()
+    server.wait_idle(timeout=5, key=KEY)
+    check(len(first) == 2, f"hang-up: the request ended {time.monotonic() - t0:.2f} s after the client left "
+                           "(400 tokens would take far longer)")
+
+
 def test_errors(client, url, name):
     expect_error(404, "unknown model", lambda: client.chat(model="llama3.2", messages=MESSAGES))
     expect_error(400, "images", lambda: client.chat(model=name, messages=[{"role": "user", "content": "?",
@@ -159,6 +172,7 @@ def main():
         test_models(client, name)
         text = test_chat(client, server.url, name, count_tokens(args.ember, args.model, RENDERED))
         test_generate(client, name, text)
+        test_hang_up(client, server, name)
         test_errors(client, server.url, name)
         del os.environ["OLLAMA_API_KEY"]
     finally:

@@ -87,10 +87,9 @@ TEST_CASE("ollamaOptionsMapOntoSamplingAndLimits") {
 
 TEST_CASE("ollamaSpecialValues") {
     // seed -1: a fresh one; num_predict -1 / -2: up to the server's limit; top_p 0: greedy
-    const auto r = ok(Generate, {{"model", "m"},
-                                 {"prompt", "Hi"},
-                                 {"options", {{"seed", -1}, {"num_predict", -2}, {"top_p", 0}}}},
-                      ServerLimits{.max_tokens = 77});
+    const auto r =
+        ok(Generate, {{"model", "m"}, {"prompt", "Hi"}, {"options", {{"seed", -1}, {"num_predict", -2}, {"top_p", 0}}}},
+           ServerLimits{.max_tokens = 77});
     CHECK_FALSE(r.seed_given);
     CHECK(r.engine.max_tokens == 77);
     CHECK(r.engine.sampling.temperature == 0.0f);
@@ -105,6 +104,11 @@ TEST_CASE("ollamaIgnoresUnknownAndLoadTimeOptionsButListsThem") {
     CHECK(all.find("options.num_ctx=4096") != std::string::npos);
     CHECK(all.find("options.num_gpu (a load-time option)") != std::string::npos);
     CHECK(all.find("options.my_own_knob (unknown)") != std::string::npos);
+    json many = json::object();
+    for (int i = 0; i < 1000; ++i) many[std::string("k").append(std::to_string(i))] = i;
+    const auto flood = ok(Chat, {{"model", "m"}, {"messages", {kHello}}, {"options", many}});
+    REQUIRE(flood.ignored.size() == 17);  // 16 named, then a count
+    CHECK(flood.ignored.back() == "and 984 more options");
 }
 
 TEST_CASE("ollamaGenerateRendersSystemAndPromptOrSendsRaw") {
@@ -138,8 +142,9 @@ TEST_CASE("ollamaThinkAndEarlierThinking") {
                               {"think", true}});
     CHECK(on.engine.template_options.enable_thinking == true);
     CHECK(on.engine.messages[0].reasoning_content == "2+2");
-    CHECK(ok(Chat, {{"model", "m"}, {"messages", {kHello}}, {"think", false}}).engine.template_options.enable_thinking ==
-          false);
+    CHECK(
+        ok(Chat, {{"model", "m"}, {"messages", {kHello}}, {"think", false}}).engine.template_options.enable_thinking ==
+        false);
     const auto high = ok(Chat, {{"model", "m"}, {"messages", {kHello}}, {"think", "high"}});
     CHECK(high.engine.template_options.reasoning_effort == "high");
     CHECK(refused(Chat, {{"model", "m"}, {"messages", {kHello}}, {"think", "very"}}).param == "think");
@@ -306,5 +311,7 @@ TEST_CASE("ollamaModelEndpointsDescribeTheRealFile") {
     CHECK(show["modelfile"].get<std::string>().find("FROM " + path) != std::string::npos);
     CHECK(show["parameters"].get<std::string>().find("temperature 0.8") != std::string::npos);
     CHECK(ollama_version_json()["version"].is_string());
+    CHECK(ollama_tags_json(std::nullopt) == json{{"models", json::array()}});  // no model loaded
+    CHECK(ollama_ps_json(std::nullopt, status) == json{{"models", json::array()}});
     CHECK(ollama_time(std::chrono::system_clock::time_point{}) == "1970-01-01T00:00:00.000000000Z");
 }
