@@ -9,14 +9,13 @@ Run by ctest as test_server_ollama; exits non-zero on the first failed check."""
 import argparse
 import json
 import os
-import subprocess
 import sys
 import time
 import urllib.request
 
 import ollama
 
-from ember_serve import EmberServe
+from ember_serve import EmberServe, check, count_tokens
 
 KEY = "sk-ember-test-key"
 SYSTEM = "You are a helpful assistant."
@@ -25,18 +24,6 @@ MESSAGES = [{"role": "system", "content": SYSTEM}, {"role": "user", "content": U
 # SmolLM2-135M-Instruct's chat template for a system and a user message, with the generation prompt.
 RENDERED = f"<|im_start|>system\n{SYSTEM}<|im_end|>\n<|im_start|>user\n{USER}<|im_end|>\n<|im_start|>assistant\n"
 GREEDY = {"temperature": 0, "seed": 7, "num_predict": 16}
-
-
-def check(cond, what):
-    if not cond:
-        raise AssertionError(what)
-    print(f"ok: {what}")
-
-
-def count_tokens(ember, model, text):
-    out = subprocess.run([ember, "tokenize", model, "--ids", "--add-special", "--parse-special", text],
-                         check=True, capture_output=True, text=True).stdout
-    return len(out.split())
 
 
 def openai_route(url, body):
