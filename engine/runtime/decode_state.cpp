@@ -51,6 +51,11 @@ std::optional<int32_t> DecodeState::forced_token() {
     return t;
 }
 
+void DecodeState::constrain(std::shared_ptr<const grammar::Grammar> g,
+                            std::shared_ptr<const grammar::TokenVocab> vocab) {
+    matcher_.emplace(std::move(g), std::move(vocab));
+}
+
 void DecodeState::prefill_done() { st_.prefill_ms = ms_between(t0_, Clock::now()); }
 
 DecodeState::Step DecodeState::accept(int32_t token, int64_t cached) {
@@ -68,10 +73,12 @@ DecodeState::Step DecodeState::accept(int32_t token, int64_t cached) {
         s.stop = StopReason::EndOfText;
         return s;
     }
+    if (matcher_) matcher_->accept(token);
     StopMatcher::Result r = stops_.feed(detok_.push(token));
     s.text = std::move(r.text);
     if (split_) split(s);
     if (r.stopped) s.stop = StopReason::StopString;
+    else if (matcher_ && matcher_->state().must_end()) s.stop = StopReason::EndOfText;
     else if (limits_.max_tokens >= 0 && st_.generated_tokens >= limits_.max_tokens) s.stop = StopReason::Length;
     else if (cached + 1 > limits_.n_ctx) s.stop = StopReason::Context;
     return s;

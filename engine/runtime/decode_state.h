@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "engine/grammar/token_matcher.h"
 #include "engine/runtime/stop_reason.h"
 #include "engine/sampling/sampler.h"
 #include "engine/sampling/stop_strings.h"
@@ -74,6 +75,12 @@ public:
     // The token to feed next instead of sampling one (a thinking budget closing the thinking).
     std::optional<int32_t> forced_token();
 
+    // Constrains the output to `g` (before the first token): sampling must then pick only
+    // tokens matcher()->allows(), and accept() advances it. `vocab`: the model's
+    // (Model::grammar_vocab()).
+    void constrain(std::shared_ptr<const grammar::Grammar> g, std::shared_ptr<const grammar::TokenVocab> vocab);
+    grammar::TokenMatcher* matcher() { return matcher_ ? &*matcher_ : nullptr; }
+
     struct Step {
         std::string text;                    // new answer text to show (may be empty)
         std::string reasoning;               // new thinking text (split_reasoning only)
@@ -81,7 +88,9 @@ public:
     };
     // A token was sampled; `cached` is how many tokens the sequence holds before it is fed.
     // EOG: nothing shown, EndOfText. Else its text (stop strings held back), then the stop
-    // string, max_tokens and context checks in that order.
+    // string, max_tokens and context checks in that order. Under a grammar the token
+    // advances it (ember::Error when it is not allowed), and a grammar that can only end
+    // ends the request (EndOfText) without waiting for the model's end token.
     Step accept(int32_t token, int64_t cached);
     // The request ends for `reason` (stats().stop_reason is set): the text still held back,
     // unless a stop string or a cancel ended it (nothing more is shown then).
@@ -105,6 +114,7 @@ private:
     int32_t budget_ = -1;
     std::vector<int32_t> close_tokens_;  // forced when the budget runs out
     std::deque<int32_t> forced_;
+    std::optional<grammar::TokenMatcher> matcher_;
     Clock::time_point t0_, t_first_, t_prev_;
 };
 

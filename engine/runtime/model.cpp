@@ -1,5 +1,7 @@
 #include "engine/runtime/model.h"
 
+#include "engine/sampling/constrained.h"
+
 #include <unistd.h>
 
 #include <algorithm>
@@ -203,6 +205,11 @@ std::vector<DeviceMemory> Model::memory_use() const {
     std::vector<DeviceMemory> out{device_memory(*backend_, device_, layers_on(backend_.get()))};
     if (cpu_backend_) out.push_back(device_memory(*cpu_backend_, "cpu", layers_on(cpu_backend_.get())));
     return out;
+}
+
+const std::shared_ptr<const grammar::TokenVocab>& Model::grammar_vocab() const {
+    std::call_once(vocab_once_, [&] { grammar_vocab_ = ember::grammar_vocab(*tokenizer_); });
+    return grammar_vocab_;
 }
 
 const ResolvedTemplate& Model::chat_template() const {

@@ -10,6 +10,7 @@
 #include <string>
 
 #include "engine/gguf/gguf.h"
+#include "engine/grammar/token_matcher.h"
 #include "engine/kv/kv_cache.h"
 #include "engine/models/model_info.h"
 #include "engine/models/transformer.h"
@@ -61,6 +62,8 @@ public:
     const ModelConfig& config() const { return transformer_->config(); }
     Transformer& transformer() { return *transformer_; }
     const Tokenizer& tokenizer() const { return *tokenizer_; }
+    // The vocabulary as grammars see it (engine/sampling/constrained.h), built on first use.
+    const std::shared_ptr<const grammar::TokenVocab>& grammar_vocab() const;
     // Resolved on first use (a raw completion never needs it, nor its fallback warning).
     const ResolvedTemplate& chat_template() const;
     KvCache& kv() { return *kv_; }
@@ -96,7 +99,8 @@ private:
     std::string device_, device_reason_;
     std::unique_ptr<Transformer> transformer_;
     std::unique_ptr<Tokenizer> tokenizer_;
-    mutable std::once_flag template_once_;
+    mutable std::once_flag template_once_, vocab_once_;
+    mutable std::shared_ptr<const grammar::TokenVocab> grammar_vocab_;
     mutable ResolvedTemplate template_;
     std::optional<ChatTemplate> template_override_;
     std::unique_ptr<KvCache> kv_;

@@ -4,6 +4,7 @@
 
 #include "kernels/common/error.h"
 #include "engine/kv/kv_batch.h"
+#include "engine/sampling/constrained.h"
 #include "engine/telemetry/telemetry.h"
 
 namespace ember {
@@ -46,15 +47,26 @@ void Sequence::feed(std::span<const int32_t> tokens, bool want_logits, bool down
 }
 
 // From the backend's top-k candidates when the sampler allows (only k (id, logit) pairs
-// leave the device), else from the downloaded row.
-int32_t Sequence::sample_next(Sampler& sampler) {
+// leave the device), else from the downloaded row. Under a grammar: the best allowed
+// candidate, and only when none is, the whole row (adjusted in place by top_k) and the
+// full mask.
+int32_t Sequence::sample_next(DecodeState& ds) {
+    Sampler& sampler = ds.sampler();
+    const grammar::TokenMatcher* m = ds.matcher();
     const int32_t k = sampler.top_k_candidates();
-    if (k == 0) return sampler.sample(logits_, tokens_);
+    if (k == 0) return m ? sample_row_allowed(sampler, *m, logits_, tokens_) : sampler.sample(logits_, tokens_);
+    const int32_t asked = m ? std::max(k, kGrammarCandidates) : k;
     const TopKRow row = sampler.adjustments(tokens_);
-    top_.resize(static_cast<size_t>(k));
+    top_.resize(static_cast<size_t>(asked));
     int32_t count = 0;
-    model_.transformer().output_backend().top_k(logits_dev_, k, std::span(&row, 1), top_, std::span(&count, 1));
-    return sampler.sample_top(std::span(top_).first(static_cast<size_t>(count)));
+    Backend& out = model_.transformer().output_backend();
+    out.top_k(logits_dev_, asked, std::span(&row, 1), top_, std::span(&count, 1));
+    const auto top = std::span(top_).first(static_cast<size_t>(count));
+    if (!m) return sampler.sample_top(top);
+    if (const auto t = sample_top_allowed(sampler, *m, top)) return *t;
+    row_.resize(static_cast<size_t>(logits_dev_.cols));
+    out.download(logits_dev_, row_.data(), row_.size() * sizeof(float));
+    return sample_adjusted_allowed(sampler, *m, row_);
 }
 
 const std::vector<float>& Sequence::prefill(std::span<const int32_t> tokens) {
@@ -75,6 +87,7 @@ GenerateStats Sequence::generate(std::span<const int32_t> prompt, const Generate
     Telemetry* tel = opts.telemetry;
     DecodeState ds(model_.tokenizer(), opts.sampling, {opts.max_tokens, opts.stop, opts.ignore_eog, n_ctx}, tel,
                    opts.request_id);
+    if (opts.grammar) ds.constrain(opts.grammar, model_.grammar_vocab());
     GenerateStats& st = ds.stats();
     st.prompt_tokens = static_cast<int32_t>(prompt.size());
     const bool on_device = ds.sampler().top_k_candidates() > 0;
@@ -108,7 +121,7 @@ GenerateStats Sequence::generate(std::span<const int32_t> prompt, const Generate
             reason = StopReason::Cancelled;
             break;
         }
-        const int32_t next = sample_next(ds.sampler());
+        const int32_t next = sample_next(ds);
         const DecodeState::Step step = ds.accept(next, static_cast<int64_t>(tokens_.size()));
         if (!emit(step.text)) reason = StopReason::Cancelled;
         else if (step.stop != StopReason::None) reason = step.stop;

@@ -21,12 +21,13 @@ class Telemetry;
 
 struct GenerateOptions {
     SamplingParams sampling;
-    int32_t max_tokens = 256;        // < 0: until end of generation or context; 0: prefill only
-    std::vector<std::string> stop;   // stop strings (never shown)
-    bool ignore_eog = false;         // benchmarks: keep going past end-of-generation tokens
-    Telemetry* telemetry = nullptr;  // when set, records this request's timings (engine/telemetry)
-    uint64_t request_id = 0;         // the request's id in the telemetry
-    double queue_wait_ms = 0;        // how long the request waited before generate() (telemetry)
+    int32_t max_tokens = 256;                         // < 0: until end of generation or context; 0: prefill only
+    std::vector<std::string> stop;                    // stop strings (never shown)
+    bool ignore_eog = false;                          // benchmarks: keep going past end-of-generation tokens
+    Telemetry* telemetry = nullptr;                   // when set, records this request's timings (engine/telemetry)
+    uint64_t request_id = 0;                          // the request's id in the telemetry
+    double queue_wait_ms = 0;                         // how long the request waited before generate() (telemetry)
+    std::shared_ptr<const grammar::Grammar> grammar;  // constrain sampling; null = free text
 };
 
 // Receives each piece of text as it becomes valid UTF-8 (stop strings already removed),
@@ -53,7 +54,7 @@ private:
     // download = false: the last token's logits stay on the backend (logits_dev_), for
     // sampling from Backend::top_k candidates.
     void feed(std::span<const int32_t> tokens, bool want_logits, bool download = true);
-    int32_t sample_next(Sampler& sampler);
+    int32_t sample_next(DecodeState& ds);
 
     Model& model_;
     int32_t seq_ = -1;
@@ -61,6 +62,7 @@ private:
     std::vector<float> logits_;
     Tensor logits_dev_;  // valid after feed(..., download = false)
     std::vector<TopKCandidate> top_;
+    std::vector<float> row_;  // a grammar's fallback: the whole adjusted row
 };
 
 }  // namespace ember

@@ -10,9 +10,11 @@
 #pragma once
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
+#include "engine/grammar/grammar.h"
 #include "engine/runtime/stop_reason.h"
 #include "engine/sampling/sampler.h"
 #include "engine/telemetry/telemetry.h"
@@ -56,6 +58,11 @@ struct EngineRequest {
     // Thinking tokens allowed before the engine closes the thinking in the model's place and
     // lets it answer (llama-server's reasoning_budget_tokens); -1: no limit.
     int32_t reasoning_budget = -1;
+
+    // Grammar-constrained output (engine/grammar: a JSON schema or GBNF compiled by the
+    // caller): only tokens the grammar allows are sampled, end of generation only where it
+    // can end, and the request ends as soon as the grammar is complete.
+    std::shared_ptr<const grammar::Grammar> grammar;  // constrain sampling; null = free text
 };
 
 // One of the most likely tokens at a position (TokenLogprob::top).

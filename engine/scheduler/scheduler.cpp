@@ -9,6 +9,7 @@
 
 #include "engine/core/log.h"
 #include "engine/kv/kv_batch.h"
+#include "engine/sampling/constrained.h"
 #include "engine/runtime/chat.h"
 #include "engine/runtime/decode_state.h"
 #include "engine/runtime/prompt_fit.h"
@@ -415,6 +416,7 @@ void Scheduler::admit_one(std::shared_ptr<Job> job) {
                                                     DecodeLimits{q.max_tokens, q.stop, q.ignore_eog, model_.n_ctx()},
                                                     &telemetry_, job->id);
         job->decode->split_reasoning(job->reasoning);
+        if (q.grammar) job->decode->constrain(q.grammar, model_.grammar_vocab());
         GenerateStats& st = job->decode->stats();
         st.prompt_tokens = static_cast<int32_t>(job->prompt.size());
         st.reused_tokens = job->reused_tokens;
@@ -602,7 +604,8 @@ void Scheduler::run_pass(const std::vector<Planned>& plan, StepInfo& info) {
         pass.add(r.seq, input, p.kv_slots, static_cast<int32_t>(start), output);
         info.batch.push_back({r.job->id, p.n, r.decoding(), false});
         if (!output) continue;
-        const int32_t kk = r.job->decode->sampler().top_k_candidates();
+        int32_t kk = r.job->decode->sampler().top_k_candidates();
+        if (kk > 0 && r.job->decode->matcher()) kk = std::max(kk, kGrammarCandidates);
         host = host || kk == 0 || r.job->req.top_logprobs >= 0;
         k = std::max(k, kk);
     }
@@ -660,21 +663,36 @@ void Scheduler::sample(const std::vector<Planned>& plan, bool host, int32_t k, S
                 const std::span<float> logits(logits_.data() + row * V, V);
                 std::vector<float> raw;
                 if (job.req.top_logprobs >= 0) raw.assign(logits.begin(), logits.end());
-                token = sampler.sample(logits, r.tokens);
+                const grammar::TokenMatcher* m = job.decode->matcher();
+                token = m ? sample_row_allowed(sampler, *m, logits, r.tokens) : sampler.sample(logits, r.tokens);
                 if (!raw.empty())
                     job.logprobs.push_back(logprob_of(raw, token, job.req.top_logprobs, model_.tokenizer()));
             } else {
-                token = sampler.sample_top(
-                    std::span(top_).subspan(row * static_cast<size_t>(k), static_cast<size_t>(counts[row])));
+                token = sample_candidates(
+                    job, row, std::span(top_).subspan(row * static_cast<size_t>(k), static_cast<size_t>(counts[row])));
             }
+            for (StepEntry& e : info.batch)
+                if (e.request_id == job.id) e.sampled = true;
+            accept(r, token);  // throws when a forced token breaks the request's grammar
         } catch (const std::exception& e) {
             r.error = e.what();
-            continue;
         }
-        for (StepEntry& e : info.batch)
-            if (e.request_id == job.id) e.sampled = true;
-        accept(r, token);
     }
+}
+
+// The candidates path: the sampler's pick of the backend's best; under a grammar the best
+// allowed one, or when none is, from the whole row (top_k adjusted it in place on the
+// device) under the full mask.
+int32_t Scheduler::sample_candidates(Job& job, size_t row, std::span<const TopKCandidate> top) {
+    Sampler& sampler = job.decode->sampler();
+    const grammar::TokenMatcher* m = job.decode->matcher();
+    if (!m) return sampler.sample_top(top);
+    if (const auto t = sample_top_allowed(sampler, *m, top)) return *t;
+    const size_t stride = logits_dev_.row_bytes / sizeof(float);
+    row_.resize((row + 1) * stride);
+    model_.transformer().output_backend().download(logits_dev_, row_.data(), (row + 1) * logits_dev_.row_bytes);
+    return sample_adjusted_allowed(
+        sampler, *m, std::span<const float>(row_).subspan(row * stride, static_cast<size_t>(logits_dev_.cols)));
 }
 
 void Scheduler::accept(Running& r, int32_t token) {

@@ -122,6 +122,7 @@ private:
     void preempt(size_t i);
     void run_pass(const std::vector<Planned>& plan, StepInfo& info);
     void sample(const std::vector<Planned>& plan, bool host, int32_t k, StepInfo& info);
+    int32_t sample_candidates(Job& job, size_t row, std::span<const TopKCandidate> top);
     void accept(Running& r, int32_t token);
     void sweep();
     void release(Running& r, bool keep);
@@ -156,6 +157,7 @@ private:
     std::vector<float> logits_;     // host logits of the last pass's output rows
     Tensor logits_dev_;             // or where they were computed
     std::vector<TopKCandidate> top_;
+    std::vector<float> row_;       // a grammar's fallback: rows of logits_dev_ downloaded
     int32_t max_pass_tokens_ = 0;  // largest pass so far (scratch grows with it)
     // For max_stall_ms: the prefill work of a run of tokens, from the model's shape, then the
     // recent passes' cost as running means: seconds per unit of that work, of a decode-only pass.

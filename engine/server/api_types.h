@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <string>
 
+#include "engine/grammar/grammar.h"
 #include "engine/scheduler/inference_engine.h"
 
 namespace ember::server {
@@ -29,6 +30,7 @@ struct ServerLimits {
     int32_t max_tokens = 4096;                  // per request; also the default when none is asked
     size_t max_stop = 16;                       // stop strings per request
     size_t max_json_depth = 64;                 // nesting of the body (real requests need ~5)
+    grammar::Limits grammar;                    // response_format / json_schema / grammar size
 };
 
 // A request as the parser understood it: the engine's part and how to answer.

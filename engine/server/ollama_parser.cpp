@@ -7,6 +7,7 @@
 #include <limits>
 #include <nlohmann/json.hpp>
 
+#include "engine/grammar/json_schema.h"
 #include "engine/server/request_fields.h"
 
 namespace ember::server {
@@ -182,8 +183,20 @@ void parse_logprobs(const Fields& f, OllamaRequest& r) {
     if (r.logprobs) r.engine.top_logprobs = static_cast<int32_t>(top.value_or(0));
 }
 
+// "format": "json" (any JSON object, as Ollama's json grammar) or a JSON schema, compiled to the
+// grammar that constrains sampling (engine/grammar); "" or absent: free text.
+void parse_format(const Fields& f, EngineRequest& e, const ServerLimits& limits) {
+    const json* v = f.get("format");
+    if (absent_or_empty(v)) return;
+    if (v->is_string() && *v == "json") {
+        e.grammar = compile_grammar("format", limits, [] { return grammar::any_json_object_gbnf(); });
+        return;
+    }
+    if (!v->is_object()) invalid("format", "'format' must be \"json\" or a JSON schema object; got " + v->dump());
+    e.grammar = compile_grammar("format", limits, [&] { return grammar::json_schema_to_gbnf(*v, limits.grammar); });
+}
+
 void refuse_unsupported(const Fields& f) {
-    if (const json* v = f.get("format"); !absent_or_empty(v)) unsupported("format", "'format' (JSON output)");
     if (const json* v = f.get("tools"); !absent_or_empty(v)) unsupported("tools", "tool calling");
 }
 
@@ -204,6 +217,7 @@ OllamaRequest parse_object(OllamaEndpoint endpoint, const json& body, const Serv
     parse_options(f, r, limits);
     parse_keep_alive_field(f, r);
     parse_logprobs(f, r);
+    parse_format(f, r.engine, limits);
     return r;
 }
 

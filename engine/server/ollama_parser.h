@@ -23,9 +23,11 @@
 //     negative for ever; checked and reported, but `ember serve` keeps its one model loaded for
 //     its whole life whatever it says.
 //   - logprobs, top_logprobs (0..20).
+//   - format: "json" (any JSON object) or a JSON schema: grammar-constrained sampling
+//     (EngineRequest::grammar); a schema keyword the compiler does not know is a 400 naming it.
 //   Refused with a 400 naming the field: images, template (Ember renders the model's own),
 //   context (send the conversation as /api/chat messages), suffix, image generation
-//   (width/height/steps), format and tools (not supported yet), system with raw.
+//   (width/height/steps), tools (not supported yet), system with raw.
 #pragma once
 #include <optional>
 #include <string>

@@ -158,4 +158,15 @@ std::vector<std::string> parse_stop(const Fields& f, const ServerLimits& limits)
     return out;
 }
 
+std::shared_ptr<const grammar::Grammar> compile_grammar(const std::string& param, const ServerLimits& limits,
+                                                        const std::function<std::string()>& gbnf) {
+    try {
+        return grammar::Grammar::parse(gbnf(), limits.grammar);
+    } catch (const grammar::GrammarError& e) {
+        const std::string kw = e.keyword();
+        invalid(param, std::string(e.what()) + (kw.empty() ? "" : " (keyword '" + kw + "')"),
+                kw.empty() ? "invalid_grammar" : "unsupported_schema");
+    }
+}
+
 }  // namespace ember::server

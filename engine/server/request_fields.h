@@ -1,10 +1,12 @@
 // What both APIs' request parsers (request_parser for OpenAI's, ollama_parser for Ollama's)
 // share: the body's size and nesting checked before it is parsed, typed access to its fields,
-// the prompt budget and the stop strings. A failed check throws Invalid (the ApiError to
+// the prompt budget, the stop strings and grammars. A failed check throws Invalid (the ApiError to
 // send); each parser's entry point is the one place that turns it into a return value.
 #pragma once
 #include <cstddef>
 #include <cstdint>
+#include <functional>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
@@ -59,6 +61,11 @@ public:
 private:
     size_t left_, used_ = 0;
 };
+
+// A grammar for the request (a JSON schema or GBNF made by `gbnf`), compiled here so that a bad
+// or too-large one is a 400 naming `param` before anything is queued.
+std::shared_ptr<const grammar::Grammar> compile_grammar(const std::string& param, const ServerLimits& limits,
+                                                        const std::function<std::string()>& gbnf);
 
 // "stop": a string or an array of non-empty strings, at most limits.max_stop of them.
 std::vector<std::string> parse_stop(const Fields& f, const ServerLimits& limits);

@@ -7,6 +7,7 @@
 #include <optional>
 #include <string>
 
+#include "engine/grammar/json_schema.h"
 #include "engine/server/request_fields.h"
 
 namespace ember::server {
@@ -209,10 +210,6 @@ void refuse_unsupported(const Fields& f, Endpoint endpoint) {
         if (const json* v = f.get(key); v && !(v->is_array() && v->empty())) unsupported(key, "tool calling");
     if (const json* v = f.get("tool_choice"); v && !(v->is_string() && (*v == "none" || *v == "auto")))
         unsupported("tool_choice", "tool calling");
-    if (const json* v = f.get("response_format")) {
-        const bool text = v->is_object() && v->contains("type") && (*v)["type"] == "text";
-        if (!text) unsupported("response_format", "a response format other than text (JSON mode, schemas)");
-    }
     if (const json* v = f.get("logit_bias"); v && !(v->is_object() && v->empty()))
         unsupported("logit_bias", "logit_bias (token ids are the local engine's business)");
     if (f.boolean("echo").value_or(false)) unsupported("echo", "echo");
@@ -220,6 +217,56 @@ void refuse_unsupported(const Fields& f, Endpoint endpoint) {
     if (endpoint == Endpoint::Chat)
         if (const json* v = f.get("modalities"); v && !(v->is_array() && v->size() == 1 && (*v)[0] == "text"))
             unsupported("modalities", "output other than text");
+}
+
+// OpenAI's response_format ({"type": "text" | "json_object" | "json_schema"}) and
+// llama-server's top-level "json_schema" (a schema) and "grammar" (GBNF); at most one.
+void parse_response_format(const Fields& f, EngineRequest& r, const ServerLimits& limits) {
+    const json* rf = f.get("response_format");
+    const json* schema = f.get("json_schema");
+    const json* gbnf = f.get("grammar");
+    if ((rf != nullptr) + (schema != nullptr) + (gbnf != nullptr) > 1)
+        invalid(rf ? "response_format" : "json_schema",
+                "give only one of 'response_format', 'json_schema' and 'grammar'");
+    if (gbnf) {
+        if (!gbnf->is_string()) invalid("grammar", "'grammar' must be a string (GBNF), not " + type_of(*gbnf));
+        if (!gbnf->get<std::string>().empty())
+            r.grammar = compile_grammar("grammar", limits, [&] { return gbnf->get<std::string>(); });
+        return;
+    }
+    if (schema) {
+        if (!schema->is_object() && !schema->is_boolean())
+            invalid("json_schema", "'json_schema' must be a JSON schema object, not " + type_of(*schema));
+        r.grammar = compile_grammar("json_schema", limits,
+                                    [&] { return grammar::json_schema_to_gbnf(*schema, limits.grammar); });
+        return;
+    }
+    if (!rf) return;
+    if (!rf->is_object()) invalid("response_format", "'response_format' must be an object, not " + type_of(*rf));
+    const Fields format(*rf);
+    const std::string type = format.string("type").value_or("");
+    if (type == "text") return;
+    if (type == "json_object") {
+        const json* s = format.get("schema");  // llama-server's extension
+        r.grammar = compile_grammar("response_format", limits, [&] {
+            return s ? grammar::json_schema_to_gbnf(*s, limits.grammar) : grammar::any_json_object_gbnf();
+        });
+        return;
+    }
+    if (type != "json_schema")
+        invalid("response_format",
+                "'response_format.type' must be 'text', 'json_object' or 'json_schema', not '" + type + "'");
+    const json* js = format.get("json_schema");
+    if (!js || !js->is_object())
+        invalid("response_format", "'response_format.json_schema' must be an object with a 'schema'");
+    const Fields spec(*js);
+    (void)spec.string("name");
+    (void)spec.string("description");
+    (void)spec.boolean("strict");  // the output always follows the schema
+    const json* s = spec.get("schema");
+    if (!s) invalid("response_format", "'response_format.json_schema.schema' is missing");
+    r.grammar =
+        compile_grammar("response_format", limits, [&] { return grammar::json_schema_to_gbnf(*s, limits.grammar); });
 }
 
 ApiRequest parse_object(Endpoint endpoint, const json& body, const ServerLimits& limits) {
@@ -246,6 +293,7 @@ ApiRequest parse_object(Endpoint endpoint, const json& body, const ServerLimits&
     a.engine.reuse_prefix = f.boolean("cache_prompt").value_or(true);  // llama-server's name
     parse_sampling(f, a);
     parse_logprobs(f, a);
+    parse_response_format(f, a.engine, limits);
     (void)f.string("user");  // accepted and unused; a wrong type is still an error
     return a;
 }

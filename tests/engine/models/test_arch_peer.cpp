@@ -5,9 +5,10 @@
 // F32 weights: neither engine rounds activations, so what remains is summation order. The
 // files are shaped so that attention decides the output (SyntheticShape's gains: random
 // weights alone make every position's output follow from its own token, and an error in
-// attention would hardly show). (Quantized synthetic files are no test of the architecture:
-// their random blocks make logits of order 1e2, where 8-bit activation rounding alone moves KL
-// by 0.1; the quantized kernels are checked against llama.cpp on a real model, test_quant_peer.)
+// attention would hardly show). Quantized synthetic files check the quantized weight paths
+// only (their random blocks need the output norm kept small, and attention's gains off, or
+// 8-bit activation rounding alone moves KL by 0.1); the quantized kernels are also checked
+// against llama.cpp on a real model, test_quant_peer.
 // The peer is real, not a mock; a missing peer fails the test.
 #include <doctest/doctest.h>
 
@@ -121,37 +122,42 @@ TEST_CASE("llama.cpp and Ember agree on gemma4 experts with separate gate and up
     CHECK(a.same_top > 0.99);
 }
 
-// Quantized experts: tiny-qwen3moe in Q4_0 and Q4_K_M (logits kept moderate by output_norm
-// 0.1; no gains: the check is of the expert path, not of attention).
+// Quantized files of the new architectures (logits kept moderate by output_norm 0.1; no gains:
+// the check is of the quantized weight paths, experts and per-layer embeddings included, not of
+// attention, which the F32 files above check).
 //  * Q4_0: both engines quantize activations to 8 bits per 32 with d = max|x| / 127 (ggml's
 //    q8_0), so the integer dot products agree and the float scaling and summation order
 //    differ as in F32; on top of that, a 1-ulp difference in an activation occasionally
 //    rounds it to the next code (an error of d, 0.4 % of its block's largest value), which
-//    F32 has not. Measured KL 4.4e-6, top-1 agreement 1: bound 1e-4, 20 times that.
+//    F32 has not. Measured KL 4.4e-6 (qwen3moe), 7.8e-6 (qwen3), 6.3e-6 (gemma4, gemma4moe),
+//    top-1 agreement >= 0.989: bound 1e-4.
 //  * Q4_K_M: ggml rounds activations per 256 (q8_K, one d for 256 values), Ember per 32, so
 //    the two differ by up to d_256 / 2 per element, and these random files amplify it (see
-//    above). Measured KL 0.0097, top-1 0.92; the dense shapes differ as much at Q4_K_M
-//    (tiny: KL 0.018, tiny-qwen3: 7.7e-4), so this is the activation rounding, not the
-//    experts. Bound KL 0.05: a wrong expert, weight or gating gives KL of order 1.
-TEST_CASE("llama.cpp and Ember agree on quantized qwen3moe files") {
+//    above). Measured KL 0.0097 (qwen3moe, top-1 0.92), 7.7e-4 (qwen3, 0.95), 0.0044
+//    (gemma4, 1), 5.1e-5 (gemma4moe, 1); the dense llama shape differs as much (tiny: KL
+//    0.018), so this is the activation rounding. Bound KL 0.05: a wrong expert, weight or
+//    gating gives KL of order 1.
+TEST_CASE("llama.cpp and Ember agree on quantized files of the new architectures") {
     const std::string bin = test::llama_tools_dir();
-    struct Case {
-        const char* scheme;
+    struct Scheme {
+        const char* name;
         double kl, same_top, ppl_eps;
     };
-    for (const Case& c : {Case{"Q4_0", 1e-4, 0.99, 1e-3}, Case{"Q4_K_M", 0.05, 0.85, 0.05}}) {
-        SUBCASE(c.scheme) {
-            test::TempDir dir;
-            const std::string path = dir.file("model.gguf");
-            SyntheticShape sh = synthetic_shape("tiny-qwen3moe");
-            sh.output_norm = 0.1f;
-            write_synthetic_model(path, sh, c.scheme);
-            const Agreement a = compare(bin, path, dir);
-            MESSAGE("tiny-qwen3moe ", std::string(c.scheme), ": llama.cpp PPL ", a.llama_ppl, ", Ember PPL ",
-                    a.ember_ppl, ", KL ", a.kl, ", top-1 agreement ", a.same_top);
-            CHECK(a.ember_ppl == doctest::Approx(a.llama_ppl).epsilon(c.ppl_eps));
-            CHECK(std::abs(a.kl) < c.kl);
-            CHECK(a.same_top > c.same_top);
+    for (const char* shape : {"tiny-qwen3", "tiny-qwen3moe", "tiny-gemma4", "tiny-gemma4moe"}) {
+        for (const Scheme& c : {Scheme{"Q4_0", 1e-4, 0.98, 1e-3}, Scheme{"Q4_K_M", 0.05, 0.85, 0.05}}) {
+            SUBCASE((std::string(shape) + " " + c.name).c_str()) {
+                test::TempDir dir;
+                const std::string path = dir.file("model.gguf");
+                SyntheticShape sh = synthetic_shape(shape);
+                sh.output_norm = 0.1f;
+                write_synthetic_model(path, sh, c.name);
+                const Agreement a = compare(bin, path, dir);
+                MESSAGE(std::string(shape), " ", std::string(c.name), ": llama.cpp PPL ", a.llama_ppl, ", Ember PPL ",
+                        a.ember_ppl, ", KL ", a.kl, ", top-1 agreement ", a.same_top);
+                CHECK(a.ember_ppl == doctest::Approx(a.llama_ppl).epsilon(c.ppl_eps));
+                CHECK(std::abs(a.kl) < c.kl);
+                CHECK(a.same_top > c.same_top);
+            }
         }
     }
 }

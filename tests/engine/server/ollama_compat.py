@@ -2,7 +2,8 @@
 """The official `ollama` Python client (pinned, scripts/fetch-ollama-client.sh) against
 `ember serve` on a real model, pointed at it the way users do (OLLAMA_HOST, OLLAMA_API_KEY):
 /api/chat and /api/generate streamed and not, options honoured (greedy with a seed gives the
-same text as the OpenAI route for the same prompt; num_predict; stop), the counts checked
+same text as the OpenAI route for the same prompt; num_predict; stop), format ("json" and a
+JSON schema, the output checked), the counts checked
 against `ember tokenize`, list/show/ps/version, the "Ollama is running" probe, errors as Ollama
 sends them, a client that hangs up mid-stream, and thinking (SmolLM2 made to think by tests/fixtures/think-chatml.jinja).
 Run by ctest as test_server_ollama; exits non-zero on the first failed check."""
@@ -98,6 +99,26 @@ def test_generate(client, name, chat_text):
     check(load.done and load.done_reason == "load", "generate with no prompt: the load answer")
 
 
+def test_format(client, name):
+    """format: "json" and a JSON schema constrain the output (grammar-constrained sampling)."""
+    r = client.chat(model=name, messages=[{"role": "user", "content": "Describe Paris as JSON."}], format="json",
+                    options={"temperature": 0, "num_predict": 64})
+    check(isinstance(json.loads(r.message.content), dict), f"format json: a JSON object {r.message.content!r}")
+    schema = {"type": "object", "properties": {"city": {"type": "string"}, "population": {"type": "integer"},
+                                               "capital": {"type": "boolean"}},
+              "required": ["city", "population", "capital"], "additionalProperties": False}
+    for seed in (1, 2, 3):
+        parts = list(client.generate(model=name, prompt="Give facts about Paris.", format=schema, stream=True,
+                                     options={"temperature": 0.8, "seed": seed, "num_predict": 96}))
+        text = "".join(p.response for p in parts)
+        obj = json.loads(text)
+        check(set(obj) == {"city", "population", "capital"} and isinstance(obj["city"], str)
+              and isinstance(obj["population"], int) and isinstance(obj["capital"], bool)
+              and parts[-1].done_reason == "stop", f"format schema, seed {seed}, streamed: {text!r}")
+    expect_error(400, "a schema keyword the compiler does not know",
+                 lambda: client.chat(model=name, messages=MESSAGES, format={"type": "object", "$ref": "#/x"}))
+
+
 def test_hang_up(client, server, name):
     """A client that stops reading a stream: its request is cancelled, not run to num_predict."""
     parts = client.generate(model=name, prompt="Write a long story about a dragon.", stream=True,
@@ -159,6 +180,7 @@ def main():
         test_models(client, name)
         text = test_chat(client, server.url, name, count_tokens(args.ember, args.model, RENDERED))
         test_generate(client, name, text)
+        test_format(client, name)
         test_hang_up(client, server, name)
         test_errors(client, server.url, name)
         del os.environ["OLLAMA_API_KEY"]

@@ -87,9 +87,11 @@ TEST_CASE("ollamaOptionsMapOntoSamplingAndLimits") {
 
 TEST_CASE("ollamaSpecialValues") {
     // seed -1: a fresh one; num_predict -1 / -2: up to the server's limit; top_p 0: greedy
+    ServerLimits limits;
+    limits.max_tokens = 77;
     const auto r =
         ok(Generate, {{"model", "m"}, {"prompt", "Hi"}, {"options", {{"seed", -1}, {"num_predict", -2}, {"top_p", 0}}}},
-           ServerLimits{.max_tokens = 77});
+           limits);
     CHECK_FALSE(r.seed_given);
     CHECK(r.engine.max_tokens == 77);
     CHECK(r.engine.sampling.temperature == 0.0f);
@@ -180,8 +182,8 @@ TEST_CASE("ollamaRefusesWhatItCannotHonourNamingTheField") {
     CHECK(param(Chat, {{"messages", {{{"role", "tool"}, {"content", "42"}}}}}) == "messages[0]");
     CHECK(param(Chat, {{"messages", {{{"role", "robot"}, {"content", "?"}}}}}) == "messages[0].role");
     CHECK(param(Chat, {{"messages", {{{"content", "?"}}}}}) == "messages[0].role");
-    CHECK(param(Chat, {{"format", "json"}}) == "format");
-    CHECK(param(Chat, {{"format", {{"type", "object"}}}}) == "format");
+    CHECK(param(Chat, {{"format", "yaml"}}) == "format");
+    CHECK(param(Chat, {{"format", {{"type", "object"}, {"patternProperties", json::object()}}}}) == "format");
     CHECK(param(Chat, {{"tools", {{{"type", "function"}}}}}) == "tools");
     CHECK(param(Generate, {{"template", "{{ .Prompt }}"}}) == "template");
     CHECK(param(Generate, {{"context", {1, 2, 3}}}) == "context");
@@ -200,6 +202,30 @@ TEST_CASE("ollamaRefusesWhatItCannotHonourNamingTheField") {
     CHECK(refused(Chat, {{"messages", msgs}}).message == "model is required");
     // what the Python client always sends is no refusal: empty tools, empty format
     CHECK(ok(Chat, {{"model", "m"}, {"messages", msgs}, {"tools", json::array()}, {"format", ""}}).stream);
+}
+
+TEST_CASE("ollamaFormatIsAGrammar") {
+    CHECK(ok(Chat, {{"model", "m"}, {"messages", {kHello}}}).engine.grammar == nullptr);
+    CHECK(ok(Chat, {{"model", "m"}, {"messages", {kHello}}, {"format", ""}}).engine.grammar == nullptr);
+    const auto json_mode = ok(Chat, {{"model", "m"}, {"messages", {kHello}}, {"format", "json"}});
+    REQUIRE(json_mode.engine.grammar);
+    grammar::GrammarState any(json_mode.engine.grammar);
+    CHECK(any.accept_bytes(R"({"a": [1, 2]})"));
+    CHECK(any.can_end());
+    const json schema = {{"type", "object"},
+                         {"properties", {{"city", {{"type", "string"}}}, {"population", {{"type", "integer"}}}}},
+                         {"required", {"city", "population"}}};
+    const auto with_schema = ok(Generate, {{"model", "m"}, {"prompt", "Paris?"}, {"format", schema}});
+    REQUIRE(with_schema.engine.grammar);
+    grammar::GrammarState s(with_schema.engine.grammar);
+    CHECK(s.accept_bytes(R"({"city": "Paris", "population": 2100000})"));
+    CHECK(s.can_end());
+    grammar::GrammarState wrong(with_schema.engine.grammar);
+    CHECK_FALSE(wrong.accept_bytes(R"({"city": 7)"));
+    const ApiError e =
+        refused(Chat, {{"model", "m"}, {"messages", {kHello}}, {"format", {{"type", "object"}, {"$ref", "#/x"}}}});
+    CHECK(e.param == "format");
+    CHECK(e.message.find("$ref") != std::string::npos);
 }
 
 TEST_CASE("ollamaBodyLimitsAndBadJson") {

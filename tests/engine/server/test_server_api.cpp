@@ -202,7 +202,6 @@ TEST_CASE("fieldsThatWouldChangeTheAnswerAreRefusedNotIgnored") {
         {"tools", {{{"type", "function"}, {"function", {{"name", "f"}}}}}},
         {"functions", {{{"name", "f"}}}},
         {"tool_choice", "required"},
-        {"response_format", {{"type", "json_object"}}},
         {"logit_bias", {{"50256", -100}}},
         {"modalities", {"text", "audio"}},
     };
@@ -234,6 +233,78 @@ TEST_CASE("fieldsThatWouldChangeTheAnswerAreRefusedNotIgnored") {
     CHECK(refused(Endpoint::Completion, {{"prompt", "a"}, {"echo", true}}).param == "echo");
     CHECK(refused(Endpoint::Completion, {{"prompt", "a"}, {"suffix", "z"}}).param == "suffix");
     CHECK(refused(Endpoint::Completion, {{"prompt", "a"}, {"best_of", 3}}).param == "best_of");
+}
+
+// response_format, llama-server's json_schema and grammar: compiled in the parser (the engine
+// gets a Grammar), and a schema it cannot honour is a 400 naming the field and the keyword.
+TEST_CASE("responseFormatBecomesAGrammarOrA400") {
+    const json base = {{"messages", {kHello}}};
+    const json schema = {{"type", "object"}, {"properties", {{"a", {{"type", "integer"}}}}}, {"required", {"a"}}};
+    auto grammar_of = [&](const char* key, const json& value) {
+        json body = base;
+        body[key] = value;
+        return ok(Endpoint::Chat, body).engine.grammar;
+    };
+    auto accepts = [](const std::shared_ptr<const grammar::Grammar>& g, std::string_view text) {
+        grammar::GrammarState st(g);
+        return st.accept_bytes(text) && st.can_end();
+    };
+    CHECK(grammar_of("response_format", {{"type", "text"}}) == nullptr);
+    CHECK(ok(Endpoint::Chat, base).engine.grammar == nullptr);
+    const auto any = grammar_of("response_format", {{"type", "json_object"}});
+    REQUIRE(any);
+    CHECK(accepts(any, R"({"x": [1, "y"]})"));
+    CHECK_FALSE(accepts(any, "[1]"));
+    const auto typed =
+        grammar_of("response_format",
+                   {{"type", "json_schema"}, {"json_schema", {{"name", "n"}, {"strict", true}, {"schema", schema}}}});
+    REQUIRE(typed);
+    CHECK(accepts(typed, R"({"a": 5})"));
+    CHECK_FALSE(accepts(typed, R"({"a": "5"})"));
+    CHECK(accepts(grammar_of("json_schema", schema), R"({"a":1})"));
+    CHECK(accepts(grammar_of("grammar", "root ::= \"yes\" | \"no\""), "no"));
+    // Completions take them too.
+    CHECK(ok(Endpoint::Completion, {{"prompt", "a"}, {"response_format", {{"type", "json_object"}}}}).engine.grammar);
+
+    struct Bad {
+        const char* key;
+        json value;
+        const char* param;
+        const char* in_message;
+    };
+    const Bad bad[] = {
+        {"response_format",
+         json::parse(R"({"type":"json_schema","json_schema":{"schema":{"type":"string","pattern":"^a"}}})"),
+         "response_format", "keyword 'pattern'"},
+        {"response_format", json::parse(R"({"type":"json_schema","json_schema":{"schema":{"not":{}}}})"),
+         "response_format", "keyword 'not'"},
+        {"response_format", json::parse(R"({"type":"json_schema","json_schema":{"schema":{"$ref":"#"}}})"),
+         "response_format", "keyword '$ref'"},
+        {"response_format", json::parse(R"({"type":"json_schema"})"), "response_format", "json_schema"},
+        {"response_format", json::parse(R"({"type":"xml"})"), "response_format", "'xml'"},
+        {"json_schema", json::parse(R"({"type":"object","minProperties":1})"), "json_schema",
+         "keyword 'minProperties'"},
+        {"grammar", "root ::= (\"a\"", "grammar", "line 1"},
+    };
+    for (const Bad& b : bad) {
+        CAPTURE(b.value.dump());
+        json body = base;
+        body[b.key] = b.value;
+        const ApiError e = refused(Endpoint::Chat, body);
+        CHECK(e.status == 400);
+        CHECK(e.param == b.param);
+        CHECK(e.message.find(b.in_message) != std::string::npos);
+    }
+    json both = base;
+    both["grammar"] = "root ::= \"a\"";
+    both["json_schema"] = schema;
+    CHECK(refused(Endpoint::Chat, both).status == 400);
+    // The limits come from ServerLimits.
+    ServerLimits small;
+    small.grammar.max_enum = 3;
+    json big_enum = base;
+    big_enum["json_schema"] = json::parse(R"({"enum":[1,2,3,4]})");
+    CHECK(refused(Endpoint::Chat, big_enum, small).message.find("keyword 'enum'") != std::string::npos);
 }
 
 TEST_CASE("limitsOnBodyPromptAndDepth") {

@@ -165,7 +165,7 @@ TEST_CASE("synthetic Gemma 3 shape: the CUDA backend generates the CPU backend's
 
 namespace {
 
-// A mixture-of-experts file: a 40-token prompt (every expert chosen by several tokens), then
+// A quantized file (mixture of experts: every expert chosen by several tokens): a 40-token prompt, then
 // 12 decode steps replayed from CUDA graphs, on the CPU and the CUDA backend: the same greedy
 // tokens. As for Gemma 3 above, the GPU's activation blocks (and FP16 GEMM) differ from the
 // CPU's, and may also move a token's router logits across a near-tie, which changes one of
@@ -252,4 +252,22 @@ TEST_CASE("synthetic Gemma 4 shape: the CUDA backend gives the CPU backend's log
 // move by ~1e-2; the file's routing gain keeps the logits' gaps far wider than 1e-6).
 TEST_CASE("synthetic Gemma 4 MoE shape: the CUDA backend gives the CPU backend's logits") {
     check_f32_logits("tiny-gemma4moe");
+}
+
+// Gemma 4 quantized as the real files are (Q4_K_M; the per-layer embedding table too): the
+// dense shape and the MoE one, the same greedy tokens on both backends, logits as
+// check_experts_greedy bounds them (the GPU's activation blocks and FP16 GEMM).
+TEST_CASE("synthetic Gemma 4 shapes in Q4_K_M: the CUDA backend generates the CPU backend's greedy tokens") {
+    for (const char* name : {"tiny-gemma4", "tiny-gemma4moe"}) {
+        SUBCASE(name) {
+            const std::string path =
+                (std::filesystem::temp_directory_path() / ("ember-test-cuda-" + std::string(name) + "-q4km.gguf"))
+                    .string();
+            SyntheticShape shape = synthetic_shape(name);
+            shape.output_norm = 0.1f;  // moderate logits: the argmax is decided by the whole pass
+            write_synthetic_model(path, shape, "Q4_K_M", 17);
+            check_experts_greedy(path);
+            std::filesystem::remove(path);
+        }
+    }
 }

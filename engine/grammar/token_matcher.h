@@ -1,0 +1,76 @@
+// Grammar-constrained decoding, the token level. TokenVocab is built once per tokenizer (a
+// byte trie of every token's decoded bytes); TokenMatcher is one sequence's grammar
+// position over it: whether a token may come next (one token: cheap, for the sampler's
+// pick or the backend's top candidates) and the full set of allowed tokens (a walk of the
+// trie with the grammar state that prunes every subtree the grammar refuses at its first
+// byte: what sampling falls back to when no candidate is allowed).
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "engine/grammar/grammar.h"
+
+namespace ember::grammar {
+
+class TokenVocab {
+public:
+    // pieces[id]: token id's exact bytes. usable[id] false: never allowed inside a grammar
+    // (control / special tokens). eog: end-of-generation ids, allowed only where the
+    // grammar can end.
+    static std::shared_ptr<const TokenVocab> build(const std::vector<std::string>& pieces,
+                                                   const std::vector<bool>& usable, std::vector<int32_t> eog);
+
+    int32_t n_vocab() const { return n_vocab_; }
+    bool is_eog(int32_t id) const;
+    bool usable(int32_t id) const { return id >= 0 && id < n_vocab_ && usable_[static_cast<size_t>(id)]; }
+    const std::string& piece(int32_t id) const { return pieces_[static_cast<size_t>(id)]; }
+
+    struct Node {
+        uint32_t edge_begin, edge_end;  // children: edge_byte_/edge_node_ [begin, end)
+        uint32_t tok_begin, tok_end;    // tokens whose bytes end here: tok_ [begin, end)
+    };
+    const std::vector<Node>& nodes() const { return nodes_; }
+    const std::vector<uint8_t>& edge_bytes() const { return edge_byte_; }
+    const std::vector<uint32_t>& edge_nodes() const { return edge_node_; }
+    const std::vector<int32_t>& node_tokens() const { return tok_; }
+
+private:
+    int32_t n_vocab_ = 0;
+    std::vector<std::string> pieces_;
+    std::vector<bool> usable_;
+    std::vector<int32_t> eog_;
+    std::vector<Node> nodes_;  // nodes_[0]: the root (the empty prefix)
+    std::vector<uint8_t> edge_byte_;
+    std::vector<uint32_t> edge_node_;
+    std::vector<int32_t> tok_;
+};
+
+class TokenMatcher {
+public:
+    TokenMatcher(std::shared_ptr<const Grammar> grammar, std::shared_ptr<const TokenVocab> vocab);
+
+    // Token `id` may come next: its bytes are accepted, or it ends generation here.
+    bool allows(int32_t id) const;
+    // Every token that may come next, ascending ids (the full mask, by a trie walk).
+    void allowed_tokens(std::vector<int32_t>& out) const;
+    // Advances past `id` (an end-of-generation id leaves the state as it is). Throws
+    // ember::Error when the grammar does not allow it.
+    void accept(int32_t id);
+    // Text already generated (a forced prefix): false, state unchanged, when not allowed.
+    bool accept_bytes(std::string_view text) { return state_.accept_bytes(text); }
+    bool can_end() const { return state_.can_end(); }
+    const GrammarState& state() const { return state_; }
+    const TokenVocab& vocab() const { return *vocab_; }
+
+private:
+    void walk(uint32_t node, size_t depth, std::vector<int32_t>& out) const;
+
+    std::shared_ptr<const TokenVocab> vocab_;
+    GrammarState state_;
+    mutable std::vector<GrammarState> levels_;  // walk scratch: the state at each trie depth
+};
+
+}  // namespace ember::grammar
