@@ -10,6 +10,7 @@
 #   fuzz_logits_file  saved base runs of `ember perplexity --kl-divergence` (llama.cpp's format)
 #   fuzz_server_request  the HTTP server's request bodies, OpenAI's and Ollama's (JSON -> EngineRequest)
 #   fuzz_kv_block   the prefix cache's block files on disk, parsed and read back through the store
+#   fuzz_tool_calls the tool-call parser on model output (every family's form)
 # Usage: scripts/fuzz.sh [SECONDS] [TARGET...]   (default: 60 s each, every target)
 #
 # Seeds: the head of stories260K and a vocab GGUF; the upstream chat templates and
@@ -22,7 +23,7 @@ cd "$(dirname "$0")/.."
 seconds="${1:-60}"
 shift || true
 targets=("$@")
-[[ ${#targets[@]} -gt 0 ]] || targets=(fuzz_gguf fuzz_jinja fuzz_tool_json fuzz_tokenizer fuzz_gguf_prefix fuzz_hub fuzz_logits_file fuzz_server_request fuzz_kv_block fuzz_reasoning)
+[[ ${#targets[@]} -gt 0 ]] || targets=(fuzz_gguf fuzz_jinja fuzz_tool_json fuzz_tokenizer fuzz_gguf_prefix fuzz_hub fuzz_logits_file fuzz_server_request fuzz_kv_block fuzz_reasoning fuzz_tool_calls)
 testdata="${EMBER_TESTDATA_DIR:-$(pwd)/../shared/testdata}"
 export EMBER_TESTDATA_DIR="$testdata"
 

@@ -16,6 +16,26 @@ ChatRenderOptions with_model_tokens(const Model& model, ChatRenderOptions option
     options.eos_token = token_text_or_empty(tok, tok.eos());
     return options;
 }
+
+bool has_tool_turns(const std::vector<ChatMessage>& messages) {
+    for (const ChatMessage& m : messages)
+        if (m.role == "tool" || !m.tool_calls.empty()) return true;
+    return false;
+}
+
+// The template renders the conversation as it is, or, when it cannot show tools and the
+// request has some (or earlier turns used them), the generic fallback's rewrite of it.
+template <typename Render>
+auto with_tools(const Model& model, const std::vector<ChatMessage>& messages, ChatRenderOptions options,
+                Render render) {
+    const ChatTemplate& t = model.chat_template().tmpl;
+    options = with_model_tokens(model, std::move(options));
+    if (template_reads_tools(t.source()) || (options.tools_json.empty() && !has_tool_turns(messages)))
+        return render(t, messages, options);
+    const std::vector<ChatMessage> rewritten = with_generic_tools(messages, options.tools_json);
+    options.tools_json.clear();
+    return render(t, rewritten, options);
+}
 }  // namespace
 
 std::string render_chat(const Model& model, const std::vector<ChatMessage>& messages, bool add_generation_prompt) {
@@ -25,7 +45,10 @@ std::string render_chat(const Model& model, const std::vector<ChatMessage>& mess
 }
 
 std::string render_chat(const Model& model, const std::vector<ChatMessage>& messages, ChatRenderOptions options) {
-    return model.chat_template().tmpl.render(messages, with_model_tokens(model, std::move(options)));
+    return with_tools(model, messages, std::move(options),
+                      [](const ChatTemplate& t, const std::vector<ChatMessage>& m, const ChatRenderOptions& o) {
+                          return t.render(m, o);
+                      });
 }
 
 std::vector<int32_t> tokenize_prompt(const Model& model, const std::string& rendered) {
@@ -45,13 +68,20 @@ std::vector<int32_t> chat_prompt_tokens(const Model& model, const std::vector<Ch
 
 std::string chat_generation_prompt(const Model& model, const std::vector<ChatMessage>& messages,
                                    const ChatRenderOptions& options) {
-    return model.chat_template().tmpl.generation_prompt(messages, with_model_tokens(model, options));
+    return with_tools(model, messages, options,
+                      [](const ChatTemplate& t, const std::vector<ChatMessage>& m, const ChatRenderOptions& o) {
+                          return t.generation_prompt(m, o);
+                      });
 }
 
 ReasoningFormat reasoning_format(const Model& model) {
     const Tokenizer& tok = model.tokenizer();
     const bool think_tokens = tok.find_token("<think>") && tok.find_token("</think>");
     return detect_reasoning_format(model.chat_template().tmpl.source(), think_tokens);
+}
+
+ToolCallFormat tool_call_format(const Model& model) {
+    return detect_tool_call_format(model.chat_template().tmpl.source());
 }
 
 ReasoningControls reasoning_controls(const Model& model) {

@@ -10,12 +10,15 @@
 
 #include "engine/runtime/model.h"
 #include "engine/template/reasoning.h"
+#include "engine/template/tool_calls.h"
 
 namespace ember {
 
 std::string render_chat(const Model& model, const std::vector<ChatMessage>& messages, bool add_generation_prompt);
 // With the template variables a request sets (tools, enable_thinking, reasoning_effort…);
-// bos_token and eos_token are always the model's.
+// bos_token and eos_token are always the model's. A template that cannot show tools (it does
+// not read `tools`) renders the generic fallback's rewrite of a conversation with tools or
+// tool turns (with_generic_tools in engine/template/tool_calls.h); so do the functions below.
 std::string render_chat(const Model& model, const std::vector<ChatMessage>& messages, ChatRenderOptions options);
 std::vector<int32_t> tokenize_prompt(const Model& model, const std::string& rendered);
 // The prompt for the assistant's next turn (add_generation_prompt is set here): `options`
@@ -29,6 +32,8 @@ std::string chat_generation_prompt(const Model& model, const std::vector<ChatMes
 
 // How the model writes its thinking: from its chat template, else its vocabulary.
 ReasoningFormat reasoning_format(const Model& model);
+// How the model writes tool calls: from its chat template (Generic when it cannot show tools).
+ToolCallFormat tool_call_format(const Model& model);
 // The template variables its chat template reads (a chat offers those switches only).
 ReasoningControls reasoning_controls(const Model& model);
 

@@ -33,13 +33,15 @@ DecodeState::DecodeState(const Tokenizer& tok, const SamplingParams& sampling, D
 }
 
 void DecodeState::split_reasoning(const ReasoningSetup& setup) {
+    std::vector<std::string> texts = reasoning_marker_tokens(setup.format);
+    texts.insert(texts.end(), setup.write_tokens.begin(), setup.write_tokens.end());
+    std::vector<int32_t> markers;
+    for (const std::string& m : texts)
+        if (auto id = tok_.find_token(m)) markers.push_back(*id);
+    detok_.write_always(std::move(markers));
     if (setup.format == ReasoningFormat::None) return;
     split_ = std::make_unique<ReasoningSplitter>(setup.format);
     split_->prime(setup.generation_prompt);
-    std::vector<int32_t> markers;
-    for (const std::string& m : reasoning_marker_tokens(setup.format))
-        if (auto id = tok_.find_token(m)) markers.push_back(*id);
-    detok_.write_always(std::move(markers));
     budget_ = setup.budget;
     if (budget_ >= 0) close_tokens_ = tok_.encode(std::string(reasoning_close_text(setup.format)), false, true);
 }

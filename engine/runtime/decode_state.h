@@ -52,6 +52,9 @@ struct ReasoningSetup {
     // Thinking tokens allowed; then the engine writes the format's closing marker in the
     // model's place (llama-server's reasoning budget) and the model goes on to answer. -1: no limit.
     int32_t budget = -1;
+    // Control tokens that other readers of the output need written out (tool-call markers:
+    // tool_call_marker_tokens); the detokenizer skips them otherwise.
+    std::vector<std::string> write_tokens{};
 };
 
 // Tokens a sequence holding `cached` can keep when it is to process `prompt` next: the
@@ -70,7 +73,8 @@ public:
     // The prompt is in the cache: prefill time ends here.
     void prefill_done();
 
-    // Splits the output into thinking and answer from now on (before the first token).
+    // Splits the output into thinking and answer from now on (before the first token), and
+    // writes setup.write_tokens out.
     void split_reasoning(const ReasoningSetup& setup);
     // The token to feed next instead of sampling one (a thinking budget closing the thinking).
     std::optional<int32_t> forced_token();

@@ -19,6 +19,7 @@
 #include "engine/sampling/sampler.h"
 #include "engine/telemetry/telemetry.h"
 #include "engine/template/chat_template.h"
+#include "engine/template/tool_calls.h"
 #include "kernels/common/error.h"
 
 namespace ember {
@@ -38,7 +39,9 @@ struct EngineRequest {
     bool fit_context = false;
     // messages only: the template variables beyond the conversation (tools_json,
     // enable_thinking, reasoning_effort, extra_vars); the engine sets add_generation_prompt and
-    // the model's bos/eos tokens itself.
+    // the model's bos/eos tokens itself. With tools_json set, the detokenizer also writes the
+    // model's tool-call marker tokens (EngineStatus::tool_call_format) for a ToolCallParser;
+    // the engine itself does not parse calls.
     ChatRenderOptions template_options;
 
     SamplingParams sampling;
@@ -127,8 +130,10 @@ struct EngineStatus {
     std::string model;  // the name clients use (the file name without .gguf)
     std::string model_path;
     std::string device, device_reason;  // "cpu" / "cuda:0", and why
-    int64_t n_ctx = 0;                  // tokens per sequence
-    int32_t max_batch = 0;              // sequences in one pass at most
+    // How the model writes tool calls (its chat template's form; Generic: Ember's fallback).
+    ToolCallFormat tool_call_format = ToolCallFormat::None;
+    int64_t n_ctx = 0;      // tokens per sequence
+    int32_t max_batch = 0;  // sequences in one pass at most
     int32_t kv_blocks_total = 0, kv_blocks_used = 0;
     int32_t kv_blocks_cached = 0;         // of the unused ones, published prefix blocks kept for reuse
     uint64_t kv_host_cache_bytes = 0;     // evicted prefix blocks kept in host RAM (KvCache::set_host_cache)

@@ -147,6 +147,8 @@ uint64_t Scheduler::submit(EngineRequest request, EventSink sink) {
             job->reasoning.generation_prompt =
                 chat_generation_prompt(model_, request.messages, request.template_options);
         job->reasoning.budget = request.reasoning_budget;
+        if (!request.template_options.tools_json.empty())
+            job->reasoning.write_tokens = tool_call_marker_tokens(tool_call_format(model_));
         if (request.fit_context) {
             FittedPrompt f = fit_prompt(model_, std::move(request.messages), answer_room(n_ctx, request.max_tokens),
                                         request.template_options);
@@ -217,6 +219,7 @@ EngineStatus Scheduler::status() const {
     EngineStatus s;
     s.model = model_name_;
     s.model_path = model_.file().path();
+    s.tool_call_format = tool_call_format(model_);
     s.device = model_.device();
     s.device_reason = model_.device_reason();
     s.n_ctx = model_.n_ctx();

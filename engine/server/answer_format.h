@@ -3,13 +3,35 @@
 // (OllamaAnswer, ollama_format.h). http_server moves engine events to the socket through one of
 // these; there is one per request, so a format may keep state (offsets, clocks).
 #pragma once
+#include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "engine/scheduler/inference_engine.h"
 #include "engine/server/api_types.h"
+#include "engine/template/tool_calls.h"
 
 namespace ember::server {
+
+// The answer's text through a tool-call parser (engine/template/tool_calls.h) when the request
+// offered tools; without one, the text as it is. Shared by both APIs' formats.
+class ToolCallText {
+public:
+    ToolCallText() = default;
+    ToolCallText(std::unique_ptr<ToolCallParser> parser, std::string tag)
+        : parser_(std::move(parser)), tag_(std::move(tag)) {}
+
+    bool parsing() const { return parser_ != nullptr; }
+    bool made_calls() const { return made_calls_; }  // finish_reason "tool_calls"
+    // New text; at_end: the output is over (held text is released, problems are logged).
+    ToolCallChunk feed(std::string_view text, bool at_end);
+
+private:
+    std::unique_ptr<ToolCallParser> parser_;
+    std::string tag_;  // names the answer in the log
+    bool made_calls_ = false;
+};
 
 class AnswerFormat {
 public:

@@ -4,7 +4,9 @@
 #pragma once
 #include <cstddef>
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <string>
+#include <vector>
 
 #include "engine/grammar/grammar.h"
 #include "engine/scheduler/inference_engine.h"
@@ -30,7 +32,30 @@ struct ServerLimits {
     int32_t max_tokens = 4096;                  // per request; also the default when none is asked
     size_t max_stop = 16;                       // stop strings per request
     size_t max_json_depth = 64;                 // nesting of the body (real requests need ~5)
-    grammar::Limits grammar;                    // response_format / json_schema / grammar size
+    size_t max_tools = 128;                     // tool definitions per request
+    size_t max_tool_bytes = size_t(64) << 10;   // one tool definition, as JSON text
+    grammar::Limits grammar;                    // response_format / json_schema / grammar / forced calls
+};
+
+// OpenAI's tool_choice. None: the tools are still shown to the model (as OpenAI and
+// llama-server do) but its output is not parsed for calls.
+enum class ToolChoice { Auto, None, Required, Named };
+
+// The tools a chat request offers (ApiRequest::tools); their JSON text for the template is
+// EngineRequest::template_options.tools_json.
+struct ToolSpec {
+    std::string name;
+    nlohmann::json parameters;  // the JSON schema of its arguments ({} when none was given)
+};
+struct ToolRequest {
+    std::vector<ToolSpec> tools;  // empty: no tools
+    ToolChoice choice = ToolChoice::Auto;
+    std::string named;  // choice Named: the function that must be called
+    // parallel_tool_calls: false allows one call. Not given: what the model's form allows
+    // (parallel_calls_by_default; llama-server likewise follows its template's capability).
+    bool parallel = true;
+    bool parallel_given = false;
+    bool parse() const { return !tools.empty() && choice != ToolChoice::None; }
 };
 
 // A request as the parser understood it: the engine's part and how to answer.
@@ -41,6 +66,7 @@ struct ApiRequest {
     bool include_usage = false;  // stream_options.include_usage: a last chunk with usage
     bool logprobs = false;       // report logprobs (then engine.top_logprobs >= 0)
     bool seed_given = false;     // else the server draws a fresh seed (OpenAI: not reproducible)
+    ToolRequest tools;           // chat: tools, tool_choice, parallel_tool_calls
 };
 
 }  // namespace ember::server

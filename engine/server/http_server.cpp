@@ -14,6 +14,8 @@
 #include <condition_variable>
 #include <cstring>
 #include <deque>
+#include <limits>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <random>
@@ -28,6 +30,7 @@
 #include "engine/server/request_parser.h"
 #include "engine/server/response_format.h"
 #include "engine/server/server_metrics.h"
+#include "engine/server/tool_grammar.h"
 #include "engine/core/log.h"
 #include "kernels/common/error.h"
 
@@ -177,12 +180,16 @@ struct HttpServer::Impl {
     bool write_event(Answer& a, EngineEvent& e, httplib::DataSink& sink);
     EventSink sink_for(std::shared_ptr<EventQueue> events) const;
 
-    std::string new_id(Endpoint endpoint) {
+    std::string random_hex() {
         std::lock_guard lock(mutex);
         char hex[17];
         std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(rng()));
-        return (endpoint == Endpoint::Chat ? "chatcmpl-" : "cmpl-") + std::string(hex);
+        return hex;
     }
+    std::string new_id(Endpoint endpoint) {
+        return (endpoint == Endpoint::Chat ? "chatcmpl-" : "cmpl-") + random_hex();
+    }
+    ToolCallText tool_call_parser(const ToolRequest& t, ToolCallFormat format, std::string tag);
     uint64_t new_seed() {
         std::lock_guard lock(mutex);
         return rng();
@@ -212,11 +219,35 @@ EventSink HttpServer::Impl::sink_for(std::shared_ptr<EventQueue> events) const {
     };
 }
 
+// Tools offered and not refused with tool_choice "none": the output is parsed for calls in
+// the model's form (ids "call_<16 hex>N", unique per answer). A template whose form Ember does
+// not know shows the tools, and the answer stays text. `tag` names the answer in the log.
+ToolCallText HttpServer::Impl::tool_call_parser(const ToolRequest& t, ToolCallFormat format, std::string tag) {
+    if (!t.parse()) return {};
+    if (format == ToolCallFormat::None) {
+        log_warn("tool calls: the model's chat template shows tools in a form Ember does not parse; answering text");
+        return {};
+    }
+    const size_t max_calls = t.parallel ? std::numeric_limits<size_t>::max() : 1;
+    return ToolCallText(std::make_unique<ToolCallParser>(format, "call_" + random_hex(), max_calls), std::move(tag));
+}
+
 void HttpServer::Impl::generate(Endpoint endpoint, const Request& req, Response& res) {
     auto parsed = parse_request(endpoint, req.body, options.limits);
     if (const ApiError* e = std::get_if<ApiError>(&parsed)) return send_error(req, res, *e);
     ApiRequest& r = std::get<ApiRequest>(parsed);
-    const std::string model = engine.status().model;
+    const EngineStatus status = engine.status();
+    const std::string& model = status.model;
+    if (!r.tools.parallel_given) r.tools.parallel = parallel_calls_by_default(status.tool_call_format);
+    auto forced = forced_call_grammar(r.tools, status.tool_call_format, options.limits.grammar);
+    if (const ApiError* e = std::get_if<ApiError>(&forced)) return send_error(req, res, *e);
+    if (auto& g = std::get<std::shared_ptr<const grammar::Grammar>>(forced)) {
+        if (r.engine.grammar)
+            return send_error(req, res,
+                              {400, "a forced tool call cannot be combined with response_format or a grammar",
+                               "invalid_request_error", "tool_choice", ""});
+        r.engine.grammar = std::move(g);
+    }
     // "name:latest" too: clients that list models through Ollama's /api/tags send that here
     if (!r.engine.model.empty() && !model_name_matches(r.engine.model, model))
         return send_error(req, res,
@@ -225,7 +256,8 @@ void HttpServer::Impl::generate(Endpoint endpoint, const Request& req, Response&
     r.engine.model = model;
     if (!r.seed_given) r.engine.sampling.seed = new_seed();
     ResponseMeta meta{endpoint, new_id(endpoint), unix_now(), model, r.logprobs, r.stream && r.include_usage};
-    run(std::move(r.engine), r.stream, std::make_unique<OpenAiAnswer>(std::move(meta)), req, res);
+    auto calls = tool_call_parser(r.tools, status.tool_call_format, meta.id);
+    run(std::move(r.engine), r.stream, std::make_unique<OpenAiAnswer>(std::move(meta), std::move(calls)), req, res);
 }
 
 // Submits a parsed request and answers it in `format`, streamed or whole.

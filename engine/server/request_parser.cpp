@@ -2,6 +2,7 @@
 // parse_request is the one place that turns it into a return value.
 #include "engine/server/request_parser.h"
 
+#include <cctype>
 #include <limits>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -36,6 +37,53 @@ std::string message_content(const json& content, const std::string& param) {
     return text;
 }
 
+// OpenAI's function names: letters, digits, '_' and '-', at most 64 (llama-server and
+// Ollama accept the same). Anything else would have to be escaped in every call format.
+bool valid_function_name(const std::string& n) {
+    if (n.empty() || n.size() > 64) return false;
+    for (char c : n)
+        if (!std::isalnum(static_cast<unsigned char>(c)) && c != '_' && c != '-') return false;
+    return true;
+}
+
+// An assistant turn's tool_calls[i]: {"id", "type": "function", "function": {"name",
+// "arguments": JSON text}} (arguments given as an object are taken as their JSON text).
+ChatToolCall parse_tool_call(const json& c, const std::string& param) {
+    if (!c.is_object()) invalid(param, "a tool call must be an object, not " + type_of(c));
+    const Fields f(c);
+    ChatToolCall call;
+    call.id = f.string("id").value_or("");
+    if (auto type = f.string("type"); type && *type != "function")
+        unsupported(param + ".type", "a tool call of type '" + *type + "' (only function)");
+    const json* fn = f.get("function");
+    if (!fn || !fn->is_object()) invalid(param + ".function", "a tool call needs a 'function' object");
+    const Fields ff(*fn);
+    auto name = ff.string("name");
+    if (!name || name->empty()) invalid(param + ".function.name", "a tool call needs a function 'name'");
+    call.name = *name;
+    if (const json* args = ff.get("arguments")) {
+        if (args->is_string()) call.arguments = args->get<std::string>();
+        else if (args->is_object()) call.arguments = args->dump();
+        else invalid(param + ".function.arguments", "'arguments' must be a JSON string, not " + type_of(*args));
+    }
+    return call;
+}
+
+std::vector<ChatToolCall> parse_tool_calls(const json& calls, const std::string& param) {
+    if (calls.is_null()) return {};
+    if (!calls.is_array()) invalid(param, "'tool_calls' must be an array, not " + type_of(calls));
+    std::vector<ChatToolCall> out;
+    for (size_t i = 0; i < calls.size(); ++i)
+        out.push_back(parse_tool_call(calls[i], param + "[" + std::to_string(i) + "]"));
+    return out;
+}
+
+size_t tool_calls_bytes(const std::vector<ChatToolCall>& calls) {
+    size_t n = 0;
+    for (const ChatToolCall& c : calls) n += c.id.size() + c.name.size() + c.arguments.size();
+    return n;
+}
+
 ChatMessage parse_message(const json& m, size_t index, PromptBudget& budget) {
     const std::string param = "messages[" + std::to_string(index) + "]";
     if (!m.is_object()) invalid(param, "a message must be an object with 'role' and 'content', not " + type_of(m));
@@ -44,19 +92,26 @@ ChatMessage parse_message(const json& m, size_t index, PromptBudget& budget) {
     ChatMessage msg;
     msg.role = role->get<std::string>();
     if (msg.role == "developer") msg.role = "system";  // OpenAI's newer name for the system prompt
-    if (msg.role == "tool" || msg.role == "function") unsupported(param + ".role", "tool calling");
-    if (msg.role != "system" && msg.role != "user" && msg.role != "assistant")
-        invalid(param + ".role", "unknown role " + role->dump() + " (system, developer, user or assistant)");
-    const auto calls = m.find("tool_calls");
-    if (calls != m.end() && !calls->is_null() && !(calls->is_array() && calls->empty()))
-        unsupported(param + ".tool_calls", "tool calling");
+    if (msg.role == "function") unsupported(param + ".role", "the 'function' role (deprecated: use 'tool')");
+    if (msg.role != "system" && msg.role != "user" && msg.role != "assistant" && msg.role != "tool")
+        invalid(param + ".role", "unknown role " + role->dump() + " (system, developer, user, assistant or tool)");
+    const Fields f(m);
+    if (const auto calls = m.find("tool_calls"); calls != m.end()) {
+        if (msg.role != "assistant" && !calls->is_null())
+            invalid(param + ".tool_calls", "only an assistant message has 'tool_calls'");
+        msg.tool_calls = parse_tool_calls(*calls, param + ".tool_calls");
+    }
+    if (msg.role == "tool") {
+        msg.tool_call_id = f.string("tool_call_id").value_or("");
+        msg.name = f.string("name").value_or("");
+    }
     const auto content = m.find("content");
     if (content == m.end() || content->is_null()) {
         if (msg.role != "assistant") invalid(param + ".content", "a " + msg.role + " message needs 'content'");
     } else {
         msg.content = message_content(*content, param + ".content");
     }
-    budget.take(param + ".content", msg.content.size());
+    budget.take(param + ".content", msg.content.size() + tool_calls_bytes(msg.tool_calls));
     // An earlier answer's thinking, as llama-server and vLLM return it (vLLM's newer name too).
     for (const char* key : {"reasoning_content", "reasoning"}) {
         const auto r = m.find(key);
@@ -70,13 +125,119 @@ ChatMessage parse_message(const json& m, size_t index, PromptBudget& budget) {
     return msg;
 }
 
-void parse_messages(const Fields& f, EngineRequest& r, const ServerLimits& limits) {
+// A tool result without its function's name gets it from the call it answers (Gemma 4's
+// template and the generic fallback show the name).
+void name_tool_results(std::vector<ChatMessage>& msgs) {
+    for (size_t i = 0; i < msgs.size(); ++i) {
+        if (msgs[i].role != "tool" || !msgs[i].name.empty() || msgs[i].tool_call_id.empty()) continue;
+        for (size_t j = i; j-- > 0 && msgs[i].name.empty();)
+            for (const ChatToolCall& c : msgs[j].tool_calls)
+                if (c.id == msgs[i].tool_call_id) msgs[i].name = c.name;
+    }
+}
+
+void parse_messages(const Fields& f, EngineRequest& r, PromptBudget& budget) {
     const json* messages = f.get("messages");
     if (!messages) invalid("messages", "'messages' is required");
     if (!messages->is_array()) invalid("messages", "'messages' must be an array, not " + type_of(*messages));
     if (messages->empty()) invalid("messages", "'messages' must not be empty");
-    PromptBudget budget(limits.max_prompt_bytes);
     for (size_t i = 0; i < messages->size(); ++i) r.messages.push_back(parse_message((*messages)[i], i, budget));
+    name_tool_results(r.messages);
+}
+
+// ---- tools -------------------------------------------------------------------------------
+
+// One tools[i]: {"type": "function", "function": {"name", "description"?, "parameters"?,
+// "strict"?}}. Returns its JSON text for the template, keys in OpenAI's documented order
+// (the schema inside keeps nlohmann's sorted keys).
+std::string parse_tool(const json& t, const std::string& param, ToolSpec& spec, const ServerLimits& limits) {
+    if (!t.is_object()) invalid(param, "a tool must be an object, not " + type_of(t));
+    const Fields f(t);
+    const auto type = f.string("type");
+    if (!type) invalid(param + ".type", "a tool needs a 'type' (\"function\")");
+    if (*type != "function") unsupported(param + ".type", "a tool of type '" + *type + "' (only function)");
+    const json* fn = f.get("function");
+    if (!fn || !fn->is_object()) invalid(param + ".function", "a function tool needs a 'function' object");
+    const Fields ff(*fn);
+    const auto name = ff.string("name");
+    if (!name) invalid(param + ".function.name", "a function needs a 'name'");
+    if (!valid_function_name(*name))
+        invalid(param + ".function.name",
+                "a function name must be 1 to 64 letters, digits, '_' or '-'; got " + json(*name).dump());
+    const auto description = ff.string("description");
+    (void)ff.boolean("strict");  // accepted: constrained calls follow the schema anyway
+    spec.name = *name;
+    spec.parameters = json::object();
+    if (const json* p = ff.get("parameters")) {
+        if (!p->is_object())
+            invalid(param + ".function.parameters", "'parameters' must be a JSON schema object, not " + type_of(*p));
+        spec.parameters = *p;
+    }
+    std::string text = R"({"type": "function", "function": {"name": )" + json(*name).dump();
+    if (description) text += R"(, "description": )" + json(*description).dump();
+    text += R"(, "parameters": )" + spec.parameters.dump() + "}}";
+    if (text.size() > limits.max_tool_bytes)
+        invalid(param,
+                "a tool definition is larger than this server accepts (" + std::to_string(limits.max_tool_bytes) +
+                    " bytes of JSON)",
+                "tool_too_large");
+    return text;
+}
+
+void parse_tool_choice(const json* c, ToolRequest& t) {
+    if (!c) return;
+    if (c->is_string()) {
+        const std::string s = c->get<std::string>();
+        if (s == "auto") t.choice = ToolChoice::Auto;
+        else if (s == "none") t.choice = ToolChoice::None;
+        else if (s == "required") t.choice = ToolChoice::Required;
+        else invalid("tool_choice", "'tool_choice' must be none, auto, required or a function; got '" + s + "'");
+    } else if (c->is_object()) {
+        const Fields f(*c);
+        if (auto type = f.string("type"); type != "function")
+            invalid("tool_choice",
+                    R"('tool_choice' as an object must be {"type": "function", "function": {"name": …}})");
+        const json* fn = f.get("function");
+        const auto name = fn && fn->is_object() ? Fields(*fn).string("name") : std::nullopt;
+        if (!name) invalid("tool_choice.function.name", "'tool_choice' names no function");
+        t.choice = ToolChoice::Named;
+        t.named = *name;
+    } else {
+        invalid("tool_choice", "'tool_choice' must be a string or an object, not " + type_of(*c));
+    }
+    if (t.choice == ToolChoice::Required && t.tools.empty())
+        invalid("tool_choice", "'tool_choice' is required but the request has no 'tools'");
+    if (t.choice != ToolChoice::Named) return;
+    for (const ToolSpec& s : t.tools)
+        if (s.name == t.named) return;
+    invalid("tool_choice", "'tool_choice' names the function '" + t.named + "', which is not among the request's tools",
+            "unknown_tool");
+}
+
+void parse_tools(const Fields& f, ApiRequest& a, PromptBudget& budget, const ServerLimits& limits) {
+    ToolRequest& t = a.tools;
+    if (const json* tools = f.get("tools")) {
+        if (!tools->is_array()) invalid("tools", "'tools' must be an array, not " + type_of(*tools));
+        if (tools->size() > limits.max_tools)
+            invalid("tools", "at most " + std::to_string(limits.max_tools) + " tools per request; got " +
+                                 std::to_string(tools->size()));
+        std::string text = "[";
+        for (size_t i = 0; i < tools->size(); ++i) {
+            ToolSpec spec;
+            const std::string one = parse_tool((*tools)[i], "tools[" + std::to_string(i) + "]", spec, limits);
+            for (const ToolSpec& s : t.tools)
+                if (s.name == spec.name)
+                    invalid("tools[" + std::to_string(i) + "].function.name", "two tools named '" + spec.name + "'");
+            text += (i ? ", " : "") + one;
+            t.tools.push_back(std::move(spec));
+        }
+        budget.take("tools", text.size());
+        if (!t.tools.empty()) a.engine.template_options.tools_json = text + "]";
+    }
+    parse_tool_choice(f.get("tool_choice"), t);
+    const auto parallel = f.boolean("parallel_tool_calls");
+    t.parallel = parallel.value_or(true);
+    t.parallel_given = parallel.has_value();
 }
 
 std::vector<int32_t> token_ids(const json& a, const std::string& param, const ServerLimits& limits) {
@@ -162,7 +323,7 @@ void parse_logprobs(const Fields& f, ApiRequest& a) {
 }
 
 // A chat_template_kwargs value: the template reads JSON scalars (tools come only through
-// the API's own 'tools', which this server refuses).
+// the API's own 'tools').
 void check_template_arg(const json& v, const std::string& param) {
     if (!v.is_boolean() && !v.is_number() && !v.is_string())
         unsupported(param, "a chat_template_kwargs value that is not a string, number or boolean");
@@ -206,10 +367,12 @@ void refuse_unsupported(const Fields& f, Endpoint endpoint) {
         unsupported("n", "more than one choice per request (n > 1)");
     if (auto n = f.integer("best_of", 1, std::numeric_limits<int32_t>::max()); n && *n != 1)
         unsupported("best_of", "best_of > 1");
-    for (const char* key : {"tools", "functions"})
-        if (const json* v = f.get(key); v && !(v->is_array() && v->empty())) unsupported(key, "tool calling");
-    if (const json* v = f.get("tool_choice"); v && !(v->is_string() && (*v == "none" || *v == "auto")))
-        unsupported("tool_choice", "tool calling");
+    if (const json* v = f.get("functions"); v && !(v->is_array() && v->empty()))
+        unsupported("functions", "'functions' (deprecated: use 'tools')");
+    if (f.get("function_call")) unsupported("function_call", "'function_call' (deprecated: use 'tool_choice')");
+    if (endpoint == Endpoint::Completion)
+        for (const char* key : {"tools", "tool_choice"})
+            if (f.get(key)) unsupported(key, "tool calling in /v1/completions (use /v1/chat/completions)");
     if (const json* v = f.get("logit_bias"); v && !(v->is_object() && v->empty()))
         unsupported("logit_bias", "logit_bias (token ids are the local engine's business)");
     if (f.boolean("echo").value_or(false)) unsupported("echo", "echo");
@@ -277,7 +440,9 @@ ApiRequest parse_object(Endpoint endpoint, const json& body, const ServerLimits&
     a.engine.model = f.string("model").value_or("");
     refuse_unsupported(f, endpoint);
     if (endpoint == Endpoint::Chat) {
-        parse_messages(f, a.engine, limits);
+        PromptBudget budget(limits.max_prompt_bytes);
+        parse_messages(f, a.engine, budget);
+        parse_tools(f, a, budget, limits);
         parse_reasoning(f, a.engine);
     } else {
         parse_prompt(f, a.engine, limits);

@@ -3,8 +3,10 @@
 // reach all of it without a server.
 //
 // What it accepts is OpenAI's API for /v1/chat/completions and /v1/completions, plus
-// llama-server's `top_k`, `min_p` and `ignore_eos`. Fields that would change the answer and
-// that the engine cannot honour (n > 1, tools, images, JSON mode, echo, logit_bias) are
+// llama-server's `top_k`, `min_p` and `ignore_eos`; chat takes tools (ApiRequest::tools:
+// `tools` of type function, `tool_choice`, `parallel_tool_calls`, assistant `tool_calls` and
+// `tool` messages). Fields that would change the answer and that the engine cannot honour
+// (n > 1, images, JSON mode, echo, logit_bias, the deprecated `functions`) are
 // refused with a 400 naming the field, never silently ignored; fields that change nothing
 // (user, metadata, store) are ignored, as are unknown ones (clients add their own).
 // Sampling fields left out take the engine's defaults (SamplingParams), like llama-server.

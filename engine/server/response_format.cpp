@@ -78,14 +78,29 @@ std::string chunk(const ResponseMeta& meta, json choice) {
     return sse_event(j);
 }
 
+// A whole answer's calls; deltas of one index are joined (the first has id and name).
+json tool_calls_json(const std::vector<ToolCallDelta>& calls) {
+    json out = json::array();
+    for (const ToolCallDelta& c : calls) {
+        if (c.index >= out.size())
+            out.push_back({{"id", c.id}, {"type", "function"}, {"function", {{"name", c.name}, {"arguments", ""}}}});
+        if (c.index < out.size()) {
+            std::string args = out[c.index]["function"]["arguments"].get<std::string>() + c.arguments;
+            out[c.index]["function"]["arguments"] = std::move(args);
+        }
+    }
+    return out;
+}
+
 }  // namespace
 
 std::string error_json(const ApiError& e) { return dump(error_object(e)); }
 
 std::string error_event(const ApiError& e) { return sse_event(error_object(e)); }
 
-std::string finish_reason(StopReason r) {
-    return r == StopReason::Length || r == StopReason::Context ? "length" : "stop";
+std::string finish_reason(StopReason r, bool tool_calls) {
+    if (r == StopReason::Length || r == StopReason::Context) return "length";
+    return tool_calls ? "tool_calls" : "stop";
 }
 
 json usage_json(const RequestStats& s) {
@@ -102,13 +117,15 @@ json logprobs_json(Endpoint endpoint, const std::vector<TokenLogprob>& tokens, s
 }
 
 std::string response_json(const ResponseMeta& meta, const std::string& text, const std::vector<TokenLogprob>& tokens,
-                          const RequestStats& stats, const std::string& reasoning) {
+                          const RequestStats& stats, const std::string& reasoning,
+                          const std::vector<ToolCallDelta>& calls) {
     json choice = {{"index", 0},
                    {"logprobs", meta.logprobs ? logprobs_json(meta.endpoint, tokens, 0) : json()},
-                   {"finish_reason", finish_reason(stats.stop_reason)}};
+                   {"finish_reason", finish_reason(stats.stop_reason, !calls.empty())}};
     if (meta.endpoint == Endpoint::Chat) {
-        choice["message"] = {{"role", "assistant"}, {"content", text}};
+        choice["message"] = {{"role", "assistant"}, {"content", text.empty() && !calls.empty() ? json() : json(text)}};
         if (!reasoning.empty()) choice["message"]["reasoning_content"] = reasoning;
+        if (!calls.empty()) choice["message"]["tool_calls"] = tool_calls_json(calls);
     } else {
         choice["text"] = text;
     }
@@ -134,9 +151,26 @@ std::string text_chunk(const ResponseMeta& meta, const std::string& text, const 
     return chunk(meta, chunk_choice(meta, body, lp, nullptr));
 }
 
-std::string finish_chunk(const ResponseMeta& meta, StopReason reason) {
+std::string tool_call_chunks(const ResponseMeta& meta, const std::vector<ToolCallDelta>& calls) {
+    std::string out;
+    for (const ToolCallDelta& c : calls) {
+        if (!c.id.empty()) {
+            const json head = {{"index", c.index},
+                               {"id", c.id},
+                               {"type", "function"},
+                               {"function", {{"name", c.name}, {"arguments", ""}}}};
+            out += chunk(meta, chunk_choice(meta, {{"tool_calls", json::array({head})}}, nullptr, nullptr));
+        }
+        if (c.arguments.empty()) continue;
+        const json part = {{"index", c.index}, {"function", {{"arguments", c.arguments}}}};
+        out += chunk(meta, chunk_choice(meta, {{"tool_calls", json::array({part})}}, nullptr, nullptr));
+    }
+    return out;
+}
+
+std::string finish_chunk(const ResponseMeta& meta, StopReason reason, bool tool_calls) {
     const json body = meta.endpoint == Endpoint::Chat ? json::object() : json("");
-    return chunk(meta, chunk_choice(meta, body, nullptr, finish_reason(reason)));
+    return chunk(meta, chunk_choice(meta, body, nullptr, finish_reason(reason, tool_calls)));
 }
 
 std::string usage_chunk(const ResponseMeta& meta, const RequestStats& stats) {
@@ -146,16 +180,31 @@ std::string usage_chunk(const ResponseMeta& meta, const RequestStats& stats) {
     return sse_event(j);
 }
 
+// With tools, the text goes through the parser first: what it holds back (a possible call)
+// comes later, as content or as tool_calls deltas.
 std::string OpenAiAnswer::text(const EngineEvent& e) {
-    if (e.text.empty() && e.reasoning.empty() && e.tokens.empty()) return {};
-    std::string chunk = text_chunk(meta_, e.text, e.tokens, text_offset_, e.reasoning);
+    const ToolCallChunk c = calls_.feed(e.text, false);
+    if (c.content.empty() && e.reasoning.empty() && e.tokens.empty()) return tool_call_chunks(meta_, c.calls);
+    std::string chunk = text_chunk(meta_, c.content, e.tokens, text_offset_, e.reasoning);
     text_offset_ += e.text.size();
-    return chunk;
+    return chunk + tool_call_chunks(meta_, c.calls);
 }
 
 std::string OpenAiAnswer::finished(const RequestStats& stats) {
-    return finish_chunk(meta_, stats.stop_reason) + (meta_.include_usage ? usage_chunk(meta_, stats) : "") +
-           std::string(kSseDone);
+    std::string out;
+    if (calls_.parsing()) {
+        const ToolCallChunk c = calls_.feed("", true);
+        if (!c.content.empty()) out += text_chunk(meta_, c.content, {}, text_offset_);
+        out += tool_call_chunks(meta_, c.calls);
+    }
+    return out + finish_chunk(meta_, stats.stop_reason, calls_.made_calls()) +
+           (meta_.include_usage ? usage_chunk(meta_, stats) : "") + std::string(kSseDone);
+}
+
+std::string OpenAiAnswer::whole(const std::string& text, const std::string& reasoning,
+                                const std::vector<TokenLogprob>& tokens, const RequestStats& stats) {
+    const ToolCallChunk answer = calls_.feed(text, true);
+    return response_json(meta_, answer.content, tokens, stats, reasoning, answer.calls);
 }
 
 json models_json(const std::string& model, int64_t created) {

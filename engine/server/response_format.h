@@ -3,8 +3,9 @@
 // character) instead of throwing.
 //
 // A streamed answer is: first_chunk (chat only: the assistant role), one text_chunk per Text
-// event, finish_chunk, usage_chunk when stream_options.include_usage was asked, then
-// kSseDone. Each chunk is one SSE event: "data: <json>\n\n".
+// event (and tool_call_chunks for the calls parsed out of it), finish_chunk, usage_chunk when
+// stream_options.include_usage was asked, then kSseDone. Each chunk is one SSE event:
+// "data: <json>\n\n".
 #pragma once
 #include <cstdint>
 #include <nlohmann/json.hpp>
@@ -35,8 +36,8 @@ std::string sse_event(const nlohmann::json& data);
 std::string error_json(const ApiError& e);
 
 // OpenAI's finish_reason: "stop" (end of generation, a stop string, cancelled) or "length"
-// (max_tokens or the context).
-std::string finish_reason(StopReason r);
+// (max_tokens or the context); "tool_calls" instead of "stop" when the answer made calls.
+std::string finish_reason(StopReason r, bool tool_calls = false);
 nlohmann::json usage_json(const RequestStats& stats);
 
 // Logprobs of `tokens` as the endpoint reports them. `text_offset`: where the first token's
@@ -45,22 +46,30 @@ nlohmann::json logprobs_json(Endpoint endpoint, const std::vector<TokenLogprob>&
 
 // The whole answer of a request that was not streamed. A model's thinking (chat only) is the
 // message's "reasoning_content", as llama-server and vLLM write it, never part of "content".
+// Calls (chat only) are the message's "tool_calls" ([{"id", "type": "function", "function":
+// {"name", "arguments"}}], the deltas of one index joined); with calls and no text, "content"
+// is null, as OpenAI writes it.
 std::string response_json(const ResponseMeta& meta, const std::string& text, const std::vector<TokenLogprob>& tokens,
-                          const RequestStats& stats, const std::string& reasoning = {});
+                          const RequestStats& stats, const std::string& reasoning = {},
+                          const std::vector<ToolCallDelta>& calls = {});
 
 // Streamed chunks (SSE events, ready to write).
 std::string first_chunk(const ResponseMeta& meta);  // "" for completions
 // A chat delta carries "content", "reasoning_content" (thinking), or both: only what it has.
 std::string text_chunk(const ResponseMeta& meta, const std::string& text, const std::vector<TokenLogprob>& tokens,
                        size_t text_offset, const std::string& reasoning = {});
-std::string finish_chunk(const ResponseMeta& meta, StopReason reason);
+// Calls as OpenAI streams them: a call's first chunk has index, id, type, function.name and
+// empty arguments; its arguments follow in chunks that carry the index only.
+std::string tool_call_chunks(const ResponseMeta& meta, const std::vector<ToolCallDelta>& calls);
+std::string finish_chunk(const ResponseMeta& meta, StopReason reason, bool tool_calls = false);
 std::string usage_chunk(const ResponseMeta& meta, const RequestStats& stats);
 std::string error_event(const ApiError& e);
 
 // The chunks and objects above as the server writes them for one request.
 class OpenAiAnswer : public AnswerFormat {
 public:
-    explicit OpenAiAnswer(ResponseMeta meta) : meta_(std::move(meta)) {}
+    explicit OpenAiAnswer(ResponseMeta meta, ToolCallText calls = {})
+        : meta_(std::move(meta)), calls_(std::move(calls)) {}
     const char* stream_type() const override { return "text/event-stream"; }
     std::string begin() override { return first_chunk(meta_); }
     std::string text(const EngineEvent& e) override;
@@ -68,13 +77,12 @@ public:
     std::string failed(const ApiError& e) override { return error_event(e) + std::string(kSseDone); }
     std::string keepalive() const override { return ": waiting\n\n"; }  // an SSE comment
     std::string whole(const std::string& text, const std::string& reasoning, const std::vector<TokenLogprob>& tokens,
-                      const RequestStats& stats) override {
-        return response_json(meta_, text, tokens, stats, reasoning);
-    }
+                      const RequestStats& stats) override;
     std::string error(const ApiError& e) const override { return error_json(e); }
 
 private:
     ResponseMeta meta_;
+    ToolCallText calls_;
     size_t text_offset_ = 0;  // bytes of text so far (completions' logprobs offsets)
 };
 

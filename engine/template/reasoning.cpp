@@ -1,6 +1,7 @@
 #include "engine/template/reasoning.h"
 
 #include <algorithm>
+#include <utility>
 
 namespace ember {
 namespace {
@@ -54,6 +55,17 @@ std::string_view channel_name(std::string_view header) {
     size_t e = b;
     while (e < header.size() && !is_space(header[e]) && header[e] != '<') ++e;
     return header.substr(b, e - b);
+}
+
+// A harmony header addressed to a function ("commentary to=functions.get_weather json"): the
+// call's head as the tool-call parser reads it ("to=functions.get_weather<|message|>"), else "".
+std::string function_call_header(std::string_view header) {
+    constexpr std::string_view kTo = "to=functions.";
+    const size_t at = header.find(kTo);
+    if (at == std::string_view::npos) return {};
+    size_t end = at + kTo.size();
+    while (end < header.size() && !is_space(header[end]) && header[end] != '<') ++end;
+    return std::string(header.substr(at, end - at)) + "<|message|>";
 }
 
 // A header longer than this was no header: the model wrote text outside the channel format.
@@ -166,6 +178,7 @@ void ReasoningSplitter::drain(SplitText& out, bool at_end) {
         if (!whole) continue;
         write_out(std::string_view(pending_).substr(from, p - from), out);
         apply(whole->action);
+        if (!call_header_.empty()) write_out(std::exchange(call_header_, {}), out);
         from = p + whole->text.size();
         p = from - 1;
     }
@@ -194,6 +207,7 @@ void ReasoningSplitter::apply(Action a) {
             return;
         case Action::Message:
             if (section_ != Section::Header) return;  // a stray one: not part of the answer either
+            call_header_ = function_call_header(header_);
             enter(after_channel_ && channel_name(header_) == "analysis" ? Section::Reasoning : Section::Content);
             return;
     }

@@ -6,6 +6,9 @@
 //   - Gemma 4's thought channel: <|channel>thought\n…<channel|>answer
 //   - gpt-oss's harmony channels: <|channel|>analysis<|message|>…<|end|>
 //     <|start|>assistant<|channel|>final<|message|>answer
+// A harmony message addressed to a function (a tool call, header `… to=functions.NAME …`) is
+// answer text, written as `to=functions.NAME<|message|>ARGUMENTS` for the tool-call parser
+// (engine/template/tool_calls.h); the one marker kept in the answer, and only for calls.
 // The format is told by the model's chat template (and its vocabulary). Like llama-server,
 // the splitter is first fed the generation prompt (what the template appends for
 // add_generation_prompt), so an output that starts inside the thinking because the prompt
@@ -88,6 +91,7 @@ private:
     bool section_start_ = true;   // nothing but whitespace in this section yet
     std::string header_;          // harmony: the header being read (channel name)
     bool after_channel_ = false;  // harmony: header_ is what follows <|channel|>
+    std::string call_header_;     // harmony: the head of a function call, written next
 };
 
 }  // namespace ember

@@ -9,6 +9,7 @@
 #include "engine/server/request_parser.h"
 #include "engine/server/response_format.h"
 #include "engine/server/server_metrics.h"
+#include "engine/server/tool_grammar.h"
 
 using namespace ember;
 using namespace ember::server;
@@ -199,9 +200,8 @@ TEST_CASE("fieldsThatWouldChangeTheAnswerAreRefusedNotIgnored") {
     const json base = {{"messages", {kHello}}};
     const std::pair<const char*, json> cases[] = {
         {"n", 2},
-        {"tools", {{{"type", "function"}, {"function", {{"name", "f"}}}}}},
         {"functions", {{{"name", "f"}}}},
-        {"tool_choice", "required"},
+        {"function_call", "auto"},
         {"logit_bias", {{"50256", -100}}},
         {"modalities", {"text", "audio"}},
     };
@@ -222,12 +222,13 @@ TEST_CASE("fieldsThatWouldChangeTheAnswerAreRefusedNotIgnored") {
     harmless["response_format"] = {{"type", "text"}};
     harmless["logit_bias"] = json::object();
     ok(Endpoint::Chat, harmless);
-    // images and tool messages
+    // images
     CHECK(refused(Endpoint::Chat,
                   {{"messages",
                     {{{"role", "user"}, {"content", {{{"type", "image_url"}, {"image_url", {{"url", "x"}}}}}}}}}})
               .code == "unsupported_parameter");
-    CHECK(refused(Endpoint::Chat, {{"messages", {{{"role", "tool"}, {"content", "42"}}}}}).param == "messages[0].role");
+    CHECK(refused(Endpoint::Chat, {{"messages", {{{"role", "function"}, {"content", "42"}}}}}).param ==
+          "messages[0].role");
     // completions' own
     CHECK(refused(Endpoint::Completion, {{"prompt", {"a", "b"}}}).code == "unsupported_parameter");
     CHECK(refused(Endpoint::Completion, {{"prompt", "a"}, {"echo", true}}).param == "echo");
@@ -577,4 +578,239 @@ TEST_CASE("reasoningContentIsApartFromContentWholeAndStreamed") {
     CHECK(sse_data(text_chunk(meta, "Paris", {}, 0, "."))["choices"][0]["delta"] ==
           json{{"content", "Paris"}, {"reasoning_content", "."}});
     CHECK(sse_data(text_chunk(meta, "Paris", {}, 0))["choices"][0]["delta"] == json{{"content", "Paris"}});
+}
+
+// ---- tools (issue #37) -------------------------------------------------------------------
+
+namespace {
+const json kWeatherTool = {
+    {"type", "function"},
+    {"function",
+     {{"name", "get_weather"},
+      {"description", "Weather in a city"},
+      {"parameters", {{"type", "object"}, {"properties", {{"city", {{"type", "string"}}}}}, {"required", {"city"}}}}}}};
+
+json with_tools(json extra = json::object()) {
+    json body = {{"messages", {kHello}}, {"tools", {kWeatherTool}}};
+    for (auto& [k, v] : extra.items()) body[k] = v;
+    return body;
+}
+}  // namespace
+
+TEST_CASE("toolsToolChoiceAndParallelCallsAreParsed") {
+    const ApiRequest a = ok(Endpoint::Chat, with_tools());
+    REQUIRE(a.tools.tools.size() == 1);
+    CHECK(a.tools.tools[0].name == "get_weather");
+    CHECK(a.tools.tools[0].parameters["required"] == json{"city"});
+    CHECK(a.tools.choice == ToolChoice::Auto);
+    CHECK(a.tools.parallel);
+    CHECK(a.tools.parse());
+    // the template's tools: OpenAI's key order outside the schema
+    CHECK(a.engine.template_options.tools_json ==
+          R"([{"type": "function", "function": {"name": "get_weather", "description": "Weather in a city", )"
+          R"("parameters": {"properties":{"city":{"type":"string"}},"required":["city"],"type":"object"}}}])");
+
+    CHECK(ok(Endpoint::Chat, with_tools({{"tool_choice", "required"}})).tools.choice == ToolChoice::Required);
+    const ApiRequest none = ok(Endpoint::Chat, with_tools({{"tool_choice", "none"}}));
+    CHECK(none.tools.choice == ToolChoice::None);
+    CHECK(!none.tools.parse());  // shown to the model, not parsed
+    CHECK(!none.engine.template_options.tools_json.empty());
+    const ApiRequest named =
+        ok(Endpoint::Chat, with_tools({{"tool_choice", {{"type", "function"}, {"function", {{"name", "get_weather"}}}}},
+                                       {"parallel_tool_calls", false}}));
+    CHECK(named.tools.choice == ToolChoice::Named);
+    CHECK(named.tools.named == "get_weather");
+    CHECK(!named.tools.parallel);
+    // a tool without parameters gets an empty schema
+    const ApiRequest bare = ok(
+        Endpoint::Chat, {{"messages", {kHello}}, {"tools", {{{"type", "function"}, {"function", {{"name", "now"}}}}}}});
+    CHECK(bare.tools.tools[0].parameters == json::object());
+}
+
+TEST_CASE("toolTurnsInTheConversation") {
+    const json msgs = {kHello,
+                       {{"role", "assistant"},
+                        {"content", nullptr},
+                        {"tool_calls",
+                         {{{"id", "call_1"},
+                           {"type", "function"},
+                           {"function", {{"name", "get_weather"}, {"arguments", "{\"city\": \"Paris\"}"}}}}}}},
+                       {{"role", "tool"}, {"tool_call_id", "call_1"}, {"content", "18C"}}};
+    const ApiRequest a = ok(Endpoint::Chat, with_tools({{"messages", msgs}}));
+    REQUIRE(a.engine.messages.size() == 3);
+    const ChatMessage& call = a.engine.messages[1];
+    CHECK(call.content.empty());
+    REQUIRE(call.tool_calls.size() == 1);
+    CHECK(call.tool_calls[0].id == "call_1");
+    CHECK(call.tool_calls[0].name == "get_weather");
+    CHECK(call.tool_calls[0].arguments == "{\"city\": \"Paris\"}");
+    const ChatMessage& result = a.engine.messages[2];
+    CHECK(result.role == "tool");
+    CHECK(result.tool_call_id == "call_1");
+    CHECK(result.name == "get_weather");  // from the call it answers
+    CHECK(result.content == "18C");
+    // arguments sent as an object are taken as their JSON text
+    json obj = msgs;
+    obj[1]["tool_calls"][0]["function"]["arguments"] = {{"city", "Rome"}};
+    CHECK(ok(Endpoint::Chat, with_tools({{"messages", obj}})).engine.messages[1].tool_calls[0].arguments ==
+          R"({"city":"Rome"})");
+}
+
+TEST_CASE("badToolRequestsGetA400NamingTheField") {
+    struct Case {
+        json body;
+        std::string param, code;
+    };
+    json two = with_tools();
+    two["tools"].push_back(kWeatherTool);
+    json bad_msg = {
+        kHello, {{"role", "assistant"}, {"tool_calls", {{{"type", "function"}, {"function", {{"arguments", "{}"}}}}}}}};
+    const Case cases[] = {
+        {with_tools({{"tool_choice", {{"type", "function"}, {"function", {{"name", "launch"}}}}}}), "tool_choice",
+         "unknown_tool"},
+        {with_tools({{"tool_choice", "always"}}), "tool_choice", ""},
+        {with_tools({{"tool_choice", 1}}), "tool_choice", ""},
+        {{{"messages", {kHello}}, {"tool_choice", "required"}}, "tool_choice", ""},
+        {with_tools({{"tools", {{{"type", "retrieval"}}}}}), "tools[0].type", "unsupported_parameter"},
+        {with_tools({{"tools", {{{"type", "function"}}}}}), "tools[0].function", ""},
+        {with_tools({{"tools", {{{"type", "function"}, {"function", {{"name", "rm -rf"}}}}}}}),
+         "tools[0].function.name", ""},
+        {with_tools({{"tools", {{{"type", "function"}, {"function", {{"name", "f"}, {"parameters", "x"}}}}}}}),
+         "tools[0].function.parameters", ""},
+        {with_tools({{"tools", "get_weather"}}), "tools", ""},
+        {two, "tools[1].function.name", ""},
+        {with_tools({{"parallel_tool_calls", "yes"}}), "parallel_tool_calls", ""},
+        {with_tools({{"messages", bad_msg}}), "messages[1].tool_calls[0].function.name", ""},
+        {with_tools({{"messages", {{{"role", "user"}, {"content", "x"}, {"tool_calls", json::array({1})}}}}}),
+         "messages[0].tool_calls", ""},
+        {{{"prompt", "x"}, {"tools", {kWeatherTool}}}, "tools", "unsupported_parameter"},
+    };
+    for (const Case& c : cases) {
+        CAPTURE(c.body.dump());
+        const bool completion = c.body.contains("prompt");
+        const ApiError e = refused(completion ? Endpoint::Completion : Endpoint::Chat, c.body);
+        CHECK(e.status == 400);
+        CHECK(e.param == c.param);
+        if (!c.code.empty()) CHECK(e.code == c.code);
+    }
+}
+
+TEST_CASE("tooManyOrTooLargeToolsAgainstTheLimits") {
+    ServerLimits limits;
+    limits.max_tools = 2;
+    limits.max_tool_bytes = 300;
+    json three = with_tools();
+    for (const char* n : {"a", "b"}) {
+        json t = kWeatherTool;
+        t["function"]["name"] = n;
+        three["tools"].push_back(t);
+    }
+    CHECK(refused(Endpoint::Chat, three, limits).param == "tools");
+    json big = with_tools();
+    big["tools"][0]["function"]["description"] = std::string(400, 'x');
+    const ApiError e = refused(Endpoint::Chat, big, limits);
+    CHECK(e.param == "tools[0]");
+    CHECK(e.code == "tool_too_large");
+    limits = {};
+    limits.max_prompt_bytes = 100;  // tools count against the prompt's bytes
+    CHECK(refused(Endpoint::Chat, with_tools(), limits).status == 413);
+}
+
+TEST_CASE("toolCallsInWholeAndStreamedAnswers") {
+    ResponseMeta meta{Endpoint::Chat, "chatcmpl-4", 9, "m", false, false};
+    const std::vector<ToolCallDelta> calls = {{0, "call_a0", "get_weather", R"({"city":"Paris"})"},
+                                              {1, "call_a1", "now", "{}"}};
+    const json whole = json::parse(response_json(meta, "", {}, stats(5, 9, StopReason::EndOfText), "", calls));
+    const json& msg = whole["choices"][0]["message"];
+    CHECK(msg["content"].is_null());
+    CHECK(
+        msg["tool_calls"] ==
+        json::parse(
+            R"([{"id":"call_a0","type":"function","function":{"name":"get_weather","arguments":"{\"city\":\"Paris\"}"}},
+                          {"id":"call_a1","type":"function","function":{"name":"now","arguments":"{}"}}])"));
+    CHECK(whole["choices"][0]["finish_reason"] == "tool_calls");
+    // a call cut by max_tokens is still "length"
+    CHECK(finish_reason(StopReason::Length, true) == "length");
+    CHECK(json::parse(response_json(meta, "hi", {}, stats(5, 1, StopReason::EndOfText)))["choices"][0]["message"]
+              .contains("tool_calls") == false);
+
+    // streamed: the head (index, id, type, name, empty arguments), then the arguments by index
+    const std::string sse = tool_call_chunks(meta, {calls[0]});
+    const size_t cut = sse.find("\n\n") + 2;
+    const json head = sse_data(sse.substr(0, cut));
+    CHECK(head["choices"][0]["delta"] == json::parse(R"({"tool_calls":[{"index":0,"id":"call_a0","type":"function",
+                          "function":{"name":"get_weather","arguments":""}}]})"));
+    const json args = sse_data(sse.substr(cut));
+    CHECK(args["choices"][0]["delta"] ==
+          json::parse(R"({"tool_calls":[{"index":0,"function":{"arguments":"{\"city\":\"Paris\"}"}}]})"));
+    CHECK(sse_data(finish_chunk(meta, StopReason::EndOfText, true))["choices"][0]["finish_reason"] == "tool_calls");
+}
+
+namespace {
+// Feeds `text` to a fresh state of `g`: accepted whole and able to end there.
+bool admits(const std::shared_ptr<const grammar::Grammar>& g, const std::string& text) {
+    grammar::GrammarState s(g);
+    return s.accept_bytes(text) && s.can_end();
+}
+std::shared_ptr<const grammar::Grammar> forced(const json& body, ToolCallFormat f) {
+    const auto r = forced_call_grammar(ok(Endpoint::Chat, body).tools, f);
+    REQUIRE(std::holds_alternative<std::shared_ptr<const grammar::Grammar>>(r));
+    return std::get<std::shared_ptr<const grammar::Grammar>>(r);
+}
+}  // namespace
+
+TEST_CASE("forcedCallsGetAGrammarOfTheCallFormAndTheToolsSchemas") {
+    CHECK(forced(with_tools(), ToolCallFormat::Generic) == nullptr);  // auto: free
+    CHECK(forced(with_tools({{"tool_choice", "none"}}), ToolCallFormat::Generic) == nullptr);
+
+    json time_tool = kWeatherTool;
+    time_tool["function"]["name"] = "get_time";
+    time_tool["function"]["parameters"] = {
+        {"type", "object"}, {"properties", {{"zone", {{"enum", {"UTC", "CET"}}}}}}, {"required", {"zone"}}};
+    json body = with_tools({{"tool_choice", "required"}});
+    body["tools"].push_back(time_tool);
+    const auto g = forced(body, ToolCallFormat::Generic);
+    const std::string paris =
+        "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}}\n</tool_call>";
+    const std::string utc = "<tool_call>\n{\"name\": \"get_time\", \"arguments\": {\"zone\": \"UTC\"}}\n</tool_call>";
+    CHECK(admits(g, paris));
+    CHECK(admits(g, utc));
+    CHECK(admits(g, paris + "\n" + utc));  // parallel calls
+    CHECK(!admits(g, "Sure! " + paris));
+    CHECK(!admits(g, "<tool_call>\n{\"name\": \"get_time\", \"arguments\": {\"zone\": \"PST\"}}\n</tool_call>"));
+    CHECK(!admits(g, "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {}}\n</tool_call>"));  // city required
+    CHECK(!admits(g, "<tool_call>\n{\"name\": \"launch\", \"arguments\": {}}\n</tool_call>"));
+    // what the grammar admits, the parser reads as the same call
+    ToolCallParser p(ToolCallFormat::Generic);
+    ToolCallChunk c = p.feed(paris);
+    const ToolCallChunk end = p.finish();
+    c.calls.insert(c.calls.end(), end.calls.begin(), end.calls.end());
+    REQUIRE(c.calls.size() == 1);
+    CHECK(c.calls[0].arguments == R"({"city":"Paris"})");
+
+    // named: only that function; parallel_tool_calls false: one call
+    json named = body;
+    named["tool_choice"] = {{"type", "function"}, {"function", {{"name", "get_time"}}}};
+    named["parallel_tool_calls"] = false;
+    const auto n = forced(named, ToolCallFormat::Hermes);
+    CHECK(admits(n, utc));
+    CHECK(!admits(n, paris));
+    CHECK(!admits(n, utc + "\n" + utc));
+    // other families' forms
+    CHECK(admits(forced(body, ToolCallFormat::Llama3), R"({"name": "get_weather", "parameters": {"city": "Oslo"}})"));
+    CHECK(admits(
+        forced(body, ToolCallFormat::Mistral),
+        R"([TOOL_CALLS][{"name": "get_time", "arguments": {"zone": "CET"}}, {"name": "get_weather", "arguments": {"city": "Oslo"}}])"));
+}
+
+TEST_CASE("forcedCallsWithSchemasTheGrammarRefusesAre400s") {
+    json body = with_tools({{"tool_choice", "required"}});
+    body["tools"][0]["function"]["parameters"] = {{"type", "object"}, {"not", {{"type", "string"}}}};
+    auto r = forced_call_grammar(ok(Endpoint::Chat, body).tools, ToolCallFormat::Generic);
+    REQUIRE(std::holds_alternative<ApiError>(r));
+    CHECK(std::get<ApiError>(r).param == "tools[0].function.parameters");
+    CHECK(std::get<ApiError>(r).message.find("not") != std::string::npos);
+    r = forced_call_grammar(ok(Endpoint::Chat, with_tools({{"tool_choice", "required"}})).tools, ToolCallFormat::None);
+    REQUIRE(std::holds_alternative<ApiError>(r));
+    CHECK(std::get<ApiError>(r).param == "tool_choice");
 }
