@@ -190,6 +190,7 @@ struct HttpServer::Impl {
         return (endpoint == Endpoint::Chat ? "chatcmpl-" : "cmpl-") + random_hex();
     }
     ToolCallText tool_call_parser(const ToolRequest& t, ToolCallFormat format, std::string tag);
+    std::optional<ApiError> force_tool_call(const ToolRequest& t, ToolCallFormat format, EngineRequest& r) const;
     uint64_t new_seed() {
         std::lock_guard lock(mutex);
         return rng();
@@ -219,6 +220,20 @@ EventSink HttpServer::Impl::sink_for(std::shared_ptr<EventQueue> events) const {
     };
 }
 
+// tool_choice "required" or a named function: the request decodes under the call's grammar.
+std::optional<ApiError> HttpServer::Impl::force_tool_call(const ToolRequest& t, ToolCallFormat format,
+                                                          EngineRequest& r) const {
+    auto forced = forced_call_grammar(t, format, options.limits.grammar);
+    if (const ApiError* e = std::get_if<ApiError>(&forced)) return *e;
+    auto& g = std::get<std::shared_ptr<const grammar::Grammar>>(forced);
+    if (!g) return std::nullopt;
+    if (r.grammar)
+        return ApiError{400, "a forced tool call cannot be combined with response_format or a grammar",
+                        "invalid_request_error", "tool_choice", ""};
+    r.grammar = std::move(g);
+    return std::nullopt;
+}
+
 // Tools offered and not refused with tool_choice "none": the output is parsed for calls in
 // the model's form (ids "call_<16 hex>N", unique per answer). A template whose form Ember does
 // not know shows the tools, and the answer stays text. `tag` names the answer in the log.
@@ -239,15 +254,7 @@ void HttpServer::Impl::generate(Endpoint endpoint, const Request& req, Response&
     const EngineStatus status = engine.status();
     const std::string& model = status.model;
     if (!r.tools.parallel_given) r.tools.parallel = parallel_calls_by_default(status.tool_call_format);
-    auto forced = forced_call_grammar(r.tools, status.tool_call_format, options.limits.grammar);
-    if (const ApiError* e = std::get_if<ApiError>(&forced)) return send_error(req, res, *e);
-    if (auto& g = std::get<std::shared_ptr<const grammar::Grammar>>(forced)) {
-        if (r.engine.grammar)
-            return send_error(req, res,
-                              {400, "a forced tool call cannot be combined with response_format or a grammar",
-                               "invalid_request_error", "tool_choice", ""});
-        r.engine.grammar = std::move(g);
-    }
+    if (const auto e = force_tool_call(r.tools, status.tool_call_format, r.engine)) return send_error(req, res, *e);
     // "name:latest" too: clients that list models through Ollama's /api/tags send that here
     if (!r.engine.model.empty() && !model_name_matches(r.engine.model, model))
         return send_error(req, res,
@@ -290,7 +297,8 @@ void HttpServer::Impl::ollama_generate(OllamaEndpoint endpoint, const Request& r
     auto parsed = parse_ollama_request(endpoint, req.body, options.limits);
     if (const ApiError* e = std::get_if<ApiError>(&parsed)) return send_error(req, res, *e);
     OllamaRequest& r = std::get<OllamaRequest>(parsed);
-    const std::string model = engine.status().model;
+    const EngineStatus status = engine.status();
+    const std::string& model = status.model;
     if (!model_name_matches(r.model, model))
         return send_error(req, res,
                           {404, "model '" + r.model + "' not found; this server has '" + model + "'", "not_found_error",
@@ -303,7 +311,10 @@ void HttpServer::Impl::ollama_generate(OllamaEndpoint endpoint, const Request& r
     OllamaMeta meta{endpoint, r.model, r.logprobs};
     if (r.load_only) return res.set_content(dump(ollama_load_json(meta)), "application/json");
     if (!r.seed_given) r.engine.sampling.seed = new_seed();
-    run(std::move(r.engine), r.stream, std::make_unique<OllamaAnswer>(std::move(meta)), req, res);
+    r.tools.parallel = parallel_calls_by_default(status.tool_call_format);
+    if (const auto e = force_tool_call(r.tools, status.tool_call_format, r.engine)) return send_error(req, res, *e);
+    auto calls = tool_call_parser(r.tools, status.tool_call_format, req.path);
+    run(std::move(r.engine), r.stream, std::make_unique<OllamaAnswer>(std::move(meta), std::move(calls)), req, res);
 }
 
 // Read from the file once per model: the app's engine may load another, or none (then nothing).

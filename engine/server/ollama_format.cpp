@@ -30,12 +30,14 @@ json logprobs_json(const std::vector<TokenLogprob>& tokens) {
     return out;
 }
 
-// What every answer object starts with, and its text where this endpoint puts it.
-json answer_object(const OllamaMeta& meta, const std::string& text, const std::string& reasoning, bool done) {
+// What every answer object starts with, and its text (and calls) where this endpoint puts it.
+json answer_object(const OllamaMeta& meta, const std::string& text, const std::string& reasoning, bool done,
+                   const std::vector<ToolCallDelta>& calls = {}) {
     json j = {{"model", meta.model}, {"created_at", ollama_time(std::chrono::system_clock::now())}};
     if (meta.endpoint == OllamaEndpoint::Chat) {
         j["message"] = {{"role", "assistant"}, {"content", text}};
         if (!reasoning.empty()) j["message"]["thinking"] = reasoning;
+        if (!calls.empty()) j["message"]["tool_calls"] = ollama_tool_calls_json(calls);
     } else {
         j["response"] = text;
         if (!reasoning.empty()) j["thinking"] = reasoning;
@@ -93,16 +95,28 @@ json ollama_load_json(const OllamaMeta& meta) {
     return j;
 }
 
+json ollama_tool_calls_json(const std::vector<ToolCallDelta>& calls) {
+    json out = json::array();
+    for (const ToolCallDelta& c : calls) {
+        // The parser releases a call whole, its arguments valid JSON object text.
+        json args = json::parse(c.arguments, nullptr, false);
+        if (!args.is_object()) args = json::object();
+        out.push_back({{"id", c.id}, {"function", {{"index", c.index}, {"name", c.name}, {"arguments", args}}}});
+    }
+    return out;
+}
+
 json ollama_chunk_json(const OllamaMeta& meta, const std::string& text, const std::string& reasoning,
-                       const std::vector<TokenLogprob>& tokens) {
-    json j = answer_object(meta, text, reasoning, false);
+                       const std::vector<TokenLogprob>& tokens, const std::vector<ToolCallDelta>& calls) {
+    json j = answer_object(meta, text, reasoning, false, calls);
     if (meta.logprobs) j["logprobs"] = logprobs_json(tokens);
     return j;
 }
 
 json ollama_final_json(const OllamaMeta& meta, const std::string& text, const std::string& reasoning,
-                       const std::vector<TokenLogprob>& tokens, const RequestStats& s, std::chrono::nanoseconds total) {
-    json j = answer_object(meta, text, reasoning, true);
+                       const std::vector<TokenLogprob>& tokens, const RequestStats& s, std::chrono::nanoseconds total,
+                       const std::vector<ToolCallDelta>& calls) {
+    json j = answer_object(meta, text, reasoning, true, calls);
     if (meta.logprobs && !tokens.empty()) j["logprobs"] = logprobs_json(tokens);
     j["done_reason"] = finish_reason(s.stop_reason);
     j["total_duration"] = static_cast<int64_t>(total.count());
@@ -114,18 +128,26 @@ json ollama_final_json(const OllamaMeta& meta, const std::string& text, const st
     return j;
 }
 
+// With tools, the text goes through the parser first: a call comes whole, in the chunk where
+// it became complete (Ollama streams calls so).
 std::string OllamaAnswer::text(const EngineEvent& e) {
-    if (e.text.empty() && e.reasoning.empty() && e.tokens.empty()) return {};
-    return ndjson(ollama_chunk_json(meta_, e.text, e.reasoning, e.tokens));
+    const ToolCallChunk c = calls_.feed(e.text, false);
+    if (c.empty() && e.reasoning.empty() && e.tokens.empty()) return {};
+    return ndjson(ollama_chunk_json(meta_, c.content, e.reasoning, e.tokens, c.calls));
 }
 
 std::string OllamaAnswer::finished(const RequestStats& stats) {
-    return ndjson(ollama_final_json(meta_, "", "", {}, stats, elapsed()));
+    std::string held;  // what the parser held back until the end
+    if (calls_.parsing())
+        if (const ToolCallChunk c = calls_.feed("", true); !c.empty())
+            held = ndjson(ollama_chunk_json(meta_, c.content, "", {}, c.calls));
+    return held + ndjson(ollama_final_json(meta_, "", "", {}, stats, elapsed()));
 }
 
 std::string OllamaAnswer::whole(const std::string& text, const std::string& reasoning,
                                 const std::vector<TokenLogprob>& tokens, const RequestStats& stats) {
-    return dump(ollama_final_json(meta_, text, reasoning, tokens, stats, elapsed()));
+    const ToolCallChunk answer = calls_.feed(text, true);
+    return dump(ollama_final_json(meta_, answer.content, reasoning, tokens, stats, elapsed(), answer.calls));
 }
 
 json ollama_tags_json(const std::optional<ServedModel>& m) {

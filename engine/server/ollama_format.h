@@ -30,20 +30,24 @@ std::string ollama_error_json(const ApiError& e);
 
 // The answer to a request with nothing to generate (load_only): done, done_reason "load".
 nlohmann::json ollama_load_json(const OllamaMeta& meta);
-// One streamed piece: message (chat) or response (generate) with the text, and its thinking.
+// Calls as Ollama writes them: [{"id", "function": {"index", "name", "arguments": an object}}].
+nlohmann::json ollama_tool_calls_json(const std::vector<ToolCallDelta>& calls);
+// One streamed piece: message (chat) or response (generate) with the text, its thinking, and
+// the calls (chat) that became complete in it.
 nlohmann::json ollama_chunk_json(const OllamaMeta& meta, const std::string& text, const std::string& reasoning,
-                                 const std::vector<TokenLogprob>& tokens);
+                                 const std::vector<TokenLogprob>& tokens, const std::vector<ToolCallDelta>& calls = {});
 // The last object: done, done_reason ("stop" or "length") and the timings (nanoseconds):
 // total_duration from `total` (the request's wall time in the server), prompt_eval_duration the
 // prefill (first token less the queue wait), eval_duration the decode, load_duration 0 (the
 // model is loaded when the server starts). Streamed, text is "" (it went in the chunks).
 nlohmann::json ollama_final_json(const OllamaMeta& meta, const std::string& text, const std::string& reasoning,
                                  const std::vector<TokenLogprob>& tokens, const RequestStats& stats,
-                                 std::chrono::nanoseconds total);
+                                 std::chrono::nanoseconds total, const std::vector<ToolCallDelta>& calls = {});
 
 class OllamaAnswer : public AnswerFormat {
 public:
-    explicit OllamaAnswer(OllamaMeta meta) : meta_(std::move(meta)) {}
+    explicit OllamaAnswer(OllamaMeta meta, ToolCallText calls = {})
+        : meta_(std::move(meta)), calls_(std::move(calls)) {}
     const char* stream_type() const override { return "application/x-ndjson"; }
     std::string begin() override { return {}; }
     std::string text(const EngineEvent& e) override;
@@ -57,6 +61,7 @@ public:
 private:
     std::chrono::nanoseconds elapsed() const { return std::chrono::steady_clock::now() - started_; }
     OllamaMeta meta_;
+    ToolCallText calls_;
     std::chrono::steady_clock::time_point started_ = std::chrono::steady_clock::now();
 };
 

@@ -9,6 +9,7 @@
 
 #include "engine/grammar/json_schema.h"
 #include "engine/server/request_fields.h"
+#include "engine/server/request_parser.h"
 
 namespace ember::server {
 namespace {
@@ -25,28 +26,68 @@ bool absent_or_empty(const json* v) {
 
 // ---- messages and prompt -----------------------------------------------------------------
 
+size_t calls_bytes(const std::vector<ChatToolCall>& calls) {
+    size_t n = 0;
+    for (const ChatToolCall& c : calls) n += c.id.size() + c.name.size() + c.arguments.size();
+    return n;
+}
+
+// One message: role system, user, assistant (with an earlier answer's thinking and tool_calls,
+// arguments as an object) or tool (a result; tool_name names its function).
 ChatMessage parse_message(const json& m, size_t index, PromptBudget& budget) {
     const std::string param = "messages[" + std::to_string(index) + "]";
     if (!m.is_object()) invalid(param, "a message must be an object with 'role' and 'content', not " + type_of(m));
     const Fields f(m);
     ChatMessage msg;
     msg.role = f.string("role").value_or("");
-    if (msg.role == "tool" || !absent_or_empty(f.get("tool_calls"))) unsupported(param, "tool calling");
-    if (msg.role != "system" && msg.role != "user" && msg.role != "assistant")
-        invalid(param + ".role", "a message needs a 'role': system, user or assistant");
+    if (msg.role != "system" && msg.role != "user" && msg.role != "assistant" && msg.role != "tool")
+        invalid(param + ".role", "a message needs a 'role': system, user, assistant or tool");
     if (!absent_or_empty(f.get("images")))
         refuse(param + ".images", "images are not supported: the models this server runs read text only");
+    if (const json* calls = f.get("tool_calls")) {
+        if (msg.role != "assistant") invalid(param + ".tool_calls", "only an assistant message has 'tool_calls'");
+        msg.tool_calls = parse_message_tool_calls(*calls, param + ".tool_calls");
+    }
+    if (msg.role == "tool") {
+        msg.name = f.string("tool_name").value_or("");
+        msg.tool_call_id = f.string("tool_call_id").value_or("");
+    }
     msg.content = f.string("content").value_or("");
     msg.reasoning_content = f.string("thinking").value_or("");
-    budget.take(param + ".content", msg.content.size() + msg.reasoning_content.size());
+    budget.take(param + ".content", msg.content.size() + msg.reasoning_content.size() + calls_bytes(msg.tool_calls));
     return msg;
 }
 
-void parse_chat(const Fields& f, OllamaRequest& r, PromptBudget& budget) {
+// Ollama's tool results often carry neither tool_name nor an id: the k-th result after an
+// assistant turn answers its k-th call, so it gets that call's name (and id) for the template.
+void name_tool_results(std::vector<ChatMessage>& msgs) {
+    name_tool_results_by_call_id(msgs);
+    const ChatMessage* caller = nullptr;
+    size_t k = 0;
+    for (ChatMessage& m : msgs) {
+        if (m.role == "assistant") caller = &m, k = 0;
+        if (m.role != "tool") continue;
+        if (caller && k < caller->tool_calls.size()) {
+            const ChatToolCall& c = caller->tool_calls[k];
+            if (m.name.empty()) m.name = c.name;
+            if (m.tool_call_id.empty()) m.tool_call_id = c.id;
+        }
+        ++k;
+    }
+}
+
+void parse_chat(const Fields& f, OllamaRequest& r, PromptBudget& budget, const ServerLimits& limits) {
     const json* messages = f.get("messages");
-    if (!messages) return;
-    if (!messages->is_array()) invalid("messages", "'messages' must be an array, not " + type_of(*messages));
-    for (size_t i = 0; i < messages->size(); ++i) r.engine.messages.push_back(parse_message((*messages)[i], i, budget));
+    if (messages) {
+        if (!messages->is_array()) invalid("messages", "'messages' must be an array, not " + type_of(*messages));
+        for (size_t i = 0; i < messages->size(); ++i)
+            r.engine.messages.push_back(parse_message((*messages)[i], i, budget));
+        name_tool_results(r.engine.messages);
+    }
+    if (const json* tools = f.get("tools")) parse_tools_array(*tools, r.tools, r.engine, budget, limits);
+    // Ollama has no tool_choice (offered tools may be called: OpenAI's "auto"); Ember takes
+    // OpenAI's here too, so that a client can force a call (decoded under its grammar).
+    parse_tool_choice_field(f.get("tool_choice"), r.tools);
 }
 
 void parse_generate(const Fields& f, OllamaRequest& r, PromptBudget& budget) {
@@ -55,6 +96,7 @@ void parse_generate(const Fields& f, OllamaRequest& r, PromptBudget& budget) {
     if (!absent_or_empty(f.get("context")))
         refuse("context", "'context' is not supported: send the conversation as /api/chat messages instead");
     if (!absent_or_empty(f.get("suffix"))) unsupported("suffix", "'suffix' (fill in the middle)");
+    if (!absent_or_empty(f.get("tools"))) invalid("tools", "/api/generate takes no 'tools': use /api/chat");
     if (!absent_or_empty(f.get("images")))
         refuse("images", "images are not supported: the models this server runs read text only");
     for (const char* key : {"width", "height", "steps"})
@@ -196,10 +238,6 @@ void parse_format(const Fields& f, EngineRequest& e, const ServerLimits& limits)
     e.grammar = compile_grammar("format", limits, [&] { return grammar::json_schema_to_gbnf(*v, limits.grammar); });
 }
 
-void refuse_unsupported(const Fields& f) {
-    if (const json* v = f.get("tools"); !absent_or_empty(v)) unsupported("tools", "tool calling");
-}
-
 OllamaRequest parse_object(OllamaEndpoint endpoint, const json& body, const ServerLimits& limits) {
     if (!body.is_object()) invalid("", "the request body must be a JSON object, not " + type_of(body));
     const Fields f(body);
@@ -207,9 +245,8 @@ OllamaRequest parse_object(OllamaEndpoint endpoint, const json& body, const Serv
     r.endpoint = endpoint;
     r.model = f.string("model").value_or("");
     if (r.model.empty()) invalid("model", "model is required");
-    refuse_unsupported(f);
     PromptBudget budget(limits.max_prompt_bytes);
-    if (endpoint == OllamaEndpoint::Chat) parse_chat(f, r, budget);
+    if (endpoint == OllamaEndpoint::Chat) parse_chat(f, r, budget, limits);
     else parse_generate(f, r, budget);
     r.load_only = r.engine.messages.empty() && r.engine.prompt.empty();
     r.stream = f.boolean("stream").value_or(true);

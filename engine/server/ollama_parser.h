@@ -4,7 +4,7 @@
 //
 // What it honours and what it refuses:
 //   - stream: true unless the body says false (Ollama's default, unlike OpenAI's).
-//   - messages (role system, user, assistant; content; an earlier answer's thinking), the
+//   - messages (role system, user, assistant, tool; content; an earlier answer's thinking), the
 //     generate prompt with `system` rendered through the model's own chat template, or with
 //     raw: true sent as it is (its special tokens written as text, "<|im_start|>", are those
 //     tokens, as in Ollama). No messages / an empty prompt: Ollama's "load the model" call,
@@ -23,11 +23,15 @@
 //     negative for ever; checked and reported, but `ember serve` keeps its one model loaded for
 //     its whole life whatever it says.
 //   - logprobs, top_logprobs (0..20).
+//   - tools (/api/chat; OpenAI's shape; Ollama has no tool_choice, so "auto", but Ember also
+//     takes OpenAI's tool_choice there to force a call, decoded under its grammar), assistant
+//     tool_calls (arguments as an object) and role "tool" results (tool_name, else the name of
+//     the call they answer in order); the answer's calls are message.tool_calls.
 //   - format: "json" (any JSON object) or a JSON schema: grammar-constrained sampling
 //     (EngineRequest::grammar); a schema keyword the compiler does not know is a 400 naming it.
 //   Refused with a 400 naming the field: images, template (Ember renders the model's own),
 //   context (send the conversation as /api/chat messages), suffix, image generation
-//   (width/height/steps), tools (not supported yet), system with raw.
+//   (width/height/steps), system with raw.
 #pragma once
 #include <optional>
 #include <string>
@@ -51,6 +55,7 @@ struct OllamaRequest {
     bool logprobs = false;               // then engine.top_logprobs >= 0
     std::optional<double> keep_alive_s;  // seconds; negative: for ever
     std::vector<std::string> ignored;    // what was accepted without effect, for the log
+    ToolRequest tools;                   // chat: the tools offered (choice: Auto unless tool_choice)
 };
 
 // Never throws: a body that is not a valid request gives the error to send (400, 413).

@@ -214,26 +214,29 @@ void parse_tool_choice(const json* c, ToolRequest& t) {
             "unknown_tool");
 }
 
+void parse_tool_array(const json& tools, ToolRequest& t, EngineRequest& e, PromptBudget& budget,
+                      const ServerLimits& limits) {
+    if (!tools.is_array()) invalid("tools", "'tools' must be an array, not " + type_of(tools));
+    if (tools.size() > limits.max_tools)
+        invalid("tools", "at most " + std::to_string(limits.max_tools) + " tools per request; got " +
+                             std::to_string(tools.size()));
+    std::string text = "[";
+    for (size_t i = 0; i < tools.size(); ++i) {
+        ToolSpec spec;
+        const std::string one = parse_tool(tools[i], "tools[" + std::to_string(i) + "]", spec, limits);
+        for (const ToolSpec& s : t.tools)
+            if (s.name == spec.name)
+                invalid("tools[" + std::to_string(i) + "].function.name", "two tools named '" + spec.name + "'");
+        text += (i ? ", " : "") + one;
+        t.tools.push_back(std::move(spec));
+    }
+    budget.take("tools", text.size());
+    if (!t.tools.empty()) e.template_options.tools_json = text + "]";
+}
+
 void parse_tools(const Fields& f, ApiRequest& a, PromptBudget& budget, const ServerLimits& limits) {
     ToolRequest& t = a.tools;
-    if (const json* tools = f.get("tools")) {
-        if (!tools->is_array()) invalid("tools", "'tools' must be an array, not " + type_of(*tools));
-        if (tools->size() > limits.max_tools)
-            invalid("tools", "at most " + std::to_string(limits.max_tools) + " tools per request; got " +
-                                 std::to_string(tools->size()));
-        std::string text = "[";
-        for (size_t i = 0; i < tools->size(); ++i) {
-            ToolSpec spec;
-            const std::string one = parse_tool((*tools)[i], "tools[" + std::to_string(i) + "]", spec, limits);
-            for (const ToolSpec& s : t.tools)
-                if (s.name == spec.name)
-                    invalid("tools[" + std::to_string(i) + "].function.name", "two tools named '" + spec.name + "'");
-            text += (i ? ", " : "") + one;
-            t.tools.push_back(std::move(spec));
-        }
-        budget.take("tools", text.size());
-        if (!t.tools.empty()) a.engine.template_options.tools_json = text + "]";
-    }
+    if (const json* tools = f.get("tools")) parse_tool_array(*tools, t, a.engine, budget, limits);
     parse_tool_choice(f.get("tool_choice"), t);
     const auto parallel = f.boolean("parallel_tool_calls");
     t.parallel = parallel.value_or(true);
@@ -464,6 +467,19 @@ ApiRequest parse_object(Endpoint endpoint, const json& body, const ServerLimits&
 }
 
 }  // namespace
+
+std::vector<ChatToolCall> parse_message_tool_calls(const json& calls, const std::string& param) {
+    return parse_tool_calls(calls, param);
+}
+
+void name_tool_results_by_call_id(std::vector<ChatMessage>& msgs) { name_tool_results(msgs); }
+
+void parse_tool_choice_field(const json* choice, ToolRequest& t) { parse_tool_choice(choice, t); }
+
+void parse_tools_array(const json& tools, ToolRequest& t, EngineRequest& e, PromptBudget& budget,
+                       const ServerLimits& limits) {
+    parse_tool_array(tools, t, e, budget, limits);
+}
 
 std::variant<ApiRequest, ApiError> parse_request(Endpoint endpoint, std::string_view body, const ServerLimits& limits) {
     try {

@@ -3,7 +3,7 @@
 `ember serve` on a real model, pointed at it the way users do (OLLAMA_HOST, OLLAMA_API_KEY):
 /api/chat and /api/generate streamed and not, options honoured (greedy with a seed gives the
 same text as the OpenAI route for the same prompt; num_predict; stop), format ("json" and a
-JSON schema, the output checked), the counts checked
+JSON schema, the output checked), tools (a two-step agent loop), the counts checked
 against `ember tokenize`, list/show/ps/version, the "Ollama is running" probe, errors as Ollama
 sends them, a client that hangs up mid-stream, and thinking (SmolLM2 made to think by tests/fixtures/think-chatml.jinja).
 Run by ctest as test_server_ollama; exits non-zero on the first failed check."""
@@ -119,6 +119,63 @@ def test_format(client, name):
                  lambda: client.chat(model=name, messages=MESSAGES, format={"type": "object", "$ref": "#/x"}))
 
 
+WEATHER = {"type": "function", "function": {
+    "name": "get_weather", "description": "Get the current weather in a city",
+    "parameters": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}}}
+QUESTION = [{"role": "user", "content": "What is the weather in Paris?"}]
+
+
+def get_weather(city: str) -> str:
+    """
+    Get the current weather in a city
+
+    Args:
+      city: The city
+
+    Returns:
+      str: The weather
+    """
+    return f"18 degrees and sunny in {city}"
+
+
+def post_ndjson(url, path, body):
+    """Ollama's answer lines, over plain HTTP (for Ember's tool_choice, which the client cannot send)."""
+    req = urllib.request.Request(url + path, data=json.dumps(body).encode(),
+                                 headers={"Content-Type": "application/json", "Authorization": "Bearer " + KEY})
+    with urllib.request.urlopen(req, timeout=120) as r:
+        return [json.loads(line) for line in r.read().decode().splitlines() if line]
+
+
+def test_tools(client, url, name, result_tokens):
+    """A two-step agent loop: the model calls get_weather (forced with Ember's tool_choice, since
+    SmolLM2 answers text when free to), gets its result, answers; streamed and not."""
+    base = {"model": name, "messages": QUESTION, "tools": [WEATHER], "tool_choice": "required",
+            "options": {"temperature": 0, "num_predict": 64}}
+    whole = post_ndjson(url, "/api/chat", {**base, "stream": False})[0]
+    calls = whole["message"].get("tool_calls") or []
+    check(len(calls) == 1 and calls[0]["function"]["name"] == "get_weather"
+          and isinstance(calls[0]["function"]["arguments"].get("city"), str),
+          f"tools step 1: one call with an object of arguments {calls}")
+    lines = post_ndjson(url, "/api/chat", {**base, "stream": True})
+    streamed = [c for line in lines for c in line["message"].get("tool_calls") or []]
+    fns = [c["function"] for c in streamed]  # ids are fresh per answer
+    check(fns == [calls[0]["function"]] and lines[-1]["done"], "tools step 1 streamed: the same call, whole")
+    call = calls[0]["function"]
+    result = get_weather(**call["arguments"])
+    history = QUESTION + [{"role": "assistant", "content": "", "tool_calls": [{"function": call}]},
+                          {"role": "tool", "content": result, "tool_name": "get_weather"}]
+    r = client.chat(model=name, messages=history, tools=[WEATHER], options=GREEDY)
+    check(r.message.content and not r.message.tool_calls, f"tools step 2 (client): an answer {r.message.content!r}")
+    check(r.prompt_eval_count > whole["prompt_eval_count"] + result_tokens,
+          f"tools step 2: the call and its result are in the prompt ({whole['prompt_eval_count']} -> "
+          f"{r.prompt_eval_count} tokens)")
+    parts = list(client.chat(model=name, messages=history, tools=[WEATHER], options=GREEDY, stream=True))
+    check("".join(p.message.content for p in parts) == r.message.content, "tools step 2 streamed: the same answer")
+    free = client.chat(model=name, messages=QUESTION, tools=[get_weather], options=GREEDY)
+    check(free.done and (free.message.content or free.message.tool_calls),
+          "tools offered as a Python function, no tool_choice: answered")
+
+
 def test_hang_up(client, server, name):
     """A client that stops reading a stream: its request is cancelled, not run to num_predict."""
     parts = client.generate(model=name, prompt="Write a long story about a dragon.", stream=True,
@@ -181,6 +238,7 @@ def main():
         text = test_chat(client, server.url, name, count_tokens(args.ember, args.model, RENDERED))
         test_generate(client, name, text)
         test_format(client, name)
+        test_tools(client, server.url, name, count_tokens(args.ember, args.model, get_weather("Paris")))
         test_hang_up(client, server, name)
         test_errors(client, server.url, name)
         del os.environ["OLLAMA_API_KEY"]

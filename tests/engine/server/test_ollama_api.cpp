@@ -179,12 +179,15 @@ TEST_CASE("ollamaRefusesWhatItCannotHonourNamingTheField") {
     };
     CHECK(param(Chat, {{"messages", {{{"role", "user"}, {"content", "?"}, {"images", {"aGk="}}}}}}) ==
           "messages[0].images");
-    CHECK(param(Chat, {{"messages", {{{"role", "tool"}, {"content", "42"}}}}}) == "messages[0]");
+    CHECK(param(Chat, {{"messages", {{{"role", "user"}, {"content", "?"}, {"tool_calls", json::array()}}}}}) ==
+          "messages[0].tool_calls");
     CHECK(param(Chat, {{"messages", {{{"role", "robot"}, {"content", "?"}}}}}) == "messages[0].role");
     CHECK(param(Chat, {{"messages", {{{"content", "?"}}}}}) == "messages[0].role");
     CHECK(param(Chat, {{"format", "yaml"}}) == "format");
     CHECK(param(Chat, {{"format", {{"type", "object"}, {"patternProperties", json::object()}}}}) == "format");
-    CHECK(param(Chat, {{"tools", {{{"type", "function"}}}}}) == "tools");
+    CHECK(param(Chat, {{"tools", {{{"type", "function"}}}}}) == "tools[0].function");
+    CHECK(param(Chat, {{"tools", "all"}}) == "tools");
+    CHECK(param(Generate, {{"tools", {{{"type", "function"}}}}}) == "tools");
     CHECK(param(Generate, {{"template", "{{ .Prompt }}"}}) == "template");
     CHECK(param(Generate, {{"context", {1, 2, 3}}}) == "context");
     CHECK(param(Generate, {{"suffix", "end"}}) == "suffix");
@@ -226,6 +229,77 @@ TEST_CASE("ollamaFormatIsAGrammar") {
         refused(Chat, {{"model", "m"}, {"messages", {kHello}}, {"format", {{"type", "object"}, {"$ref", "#/x"}}}});
     CHECK(e.param == "format");
     CHECK(e.message.find("$ref") != std::string::npos);
+}
+
+TEST_CASE("ollamaToolsCallsAndResults") {
+    const json weather = json::parse(R"({"type": "function", "function": {"name": "get_weather",
+        "description": "Weather in a city", "parameters": {"type": "object",
+        "properties": {"city": {"type": "string"}}, "required": ["city"]}}})");
+    const json call = {{"function", {{"name", "get_weather"}, {"arguments", {{"city", "Paris"}}}}}};
+    const OllamaRequest r = ok(Chat, {{"model", "m"},
+                                      {"tools", {weather}},
+                                      {"messages",
+                                       {kHello,
+                                        {{"role", "assistant"}, {"content", ""}, {"tool_calls", {call}}},
+                                        {{"role", "tool"}, {"content", "18 C"}}}}});
+    REQUIRE(r.tools.tools.size() == 1);
+    CHECK(r.tools.tools[0].name == "get_weather");
+    CHECK(r.tools.choice == ToolChoice::Auto);
+    CHECK(r.tools.parse());
+    CHECK(json::parse(r.engine.template_options.tools_json)[0]["function"]["name"] == "get_weather");
+    REQUIRE(r.engine.messages.size() == 3);
+    REQUIRE(r.engine.messages[1].tool_calls.size() == 1);
+    CHECK(r.engine.messages[1].tool_calls[0].name == "get_weather");
+    CHECK(json::parse(r.engine.messages[1].tool_calls[0].arguments) == json{{"city", "Paris"}});
+    CHECK(r.engine.messages[2].role == "tool");
+    CHECK(r.engine.messages[2].name == "get_weather");  // the call it answers, by order
+    const auto named =
+        ok(Chat, {{"model", "m"}, {"messages", {{{"role", "tool"}, {"content", "1"}, {"tool_name", "other"}}}}});
+    CHECK(named.engine.messages[0].name == "other");
+    CHECK_FALSE(ok(Chat, {{"model", "m"}, {"messages", {kHello}}, {"tools", json::array()}}).tools.parse());
+}
+
+TEST_CASE("ollamaToolCallsComeWholeWithObjectArguments") {
+    const ToolCallDelta d{0, "call_1", "get_weather", R"({"city": "Paris"})"};
+    const json calls = ollama_tool_calls_json({d});
+    CHECK(calls ==
+          json::array({{{"id", "call_1"},
+                        {"function", {{"index", 0}, {"name", "get_weather"}, {"arguments", {{"city", "Paris"}}}}}}}));
+    // A streamed chat whose text is a call in the Hermes form: no marker in the content, the
+    // call in the chunk where it became complete.
+    OllamaAnswer chat({Chat, "m", false},
+                      ToolCallText(std::make_unique<ToolCallParser>(ToolCallFormat::Hermes, "call_"), "test"));
+    std::string out;
+    for (const char* piece :
+         {"<tool_", "call>\n{\"name\": \"get_weather\", ", "\"arguments\": {\"city\": \"Paris\"}}\n", "</tool_call>"}) {
+        EngineEvent e;
+        e.text = piece;
+        out += chat.text(e);
+    }
+    out += chat.finished(RequestStats{});
+    json got_calls = json::array();
+    std::string content;
+    for (size_t at = 0; at < out.size();) {
+        const size_t end = out.find('\n', at);
+        const json line = json::parse(out.substr(at, end - at));
+        content += line["message"]["content"].get<std::string>();
+        if (line["message"].contains("tool_calls"))
+            for (const json& c : line["message"]["tool_calls"]) got_calls.push_back(c);
+        at = end + 1;
+    }
+    CHECK(content.empty());
+    REQUIRE(got_calls.size() == 1);
+    CHECK(got_calls[0]["function"]["name"] == "get_weather");
+    CHECK(got_calls[0]["function"]["arguments"] == json{{"city", "Paris"}});
+
+    OllamaAnswer whole({Chat, "m", false},
+                       ToolCallText(std::make_unique<ToolCallParser>(ToolCallFormat::Hermes, "call_"), "test"));
+    const json j = json::parse(whole.whole(
+        "Let me look.\n<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Rome\"}}\n</tool_call>", "",
+        {}, RequestStats{}));
+    CHECK(j["message"]["content"] == "Let me look.");
+    CHECK(j["message"]["tool_calls"][0]["function"]["arguments"]["city"] == "Rome");
+    CHECK(j["done_reason"] == "stop");
 }
 
 TEST_CASE("ollamaBodyLimitsAndBadJson") {
