@@ -62,6 +62,14 @@ std::string short_number(double v) {
     return buf;
 }
 
+// What Ollama's clients look for before they offer a feature: "tools" where Ember parses the
+// model's calls (its template's form, or the generic fallback).
+json capabilities(const EngineStatus& status) {
+    json c = json::array({"completion"});
+    if (status.tool_call_format != ToolCallFormat::None) c.push_back("tools");
+    return c;
+}
+
 // The engine's sampling defaults, which a request without options gets, as Modelfile lines.
 std::string default_parameters() {
     const SamplingParams d;
@@ -170,7 +178,7 @@ json ollama_show_json(const ServedModel& m, const EngineStatus& status) {
         at = end == std::string::npos ? params.size() : end + 1;
     }
     return {{"modelfile", modelfile},      {"parameters", params},       {"template", m.chat_template},
-            {"details", m.details},        {"model_info", m.model_info}, {"capabilities", json::array({"completion"})},
+            {"details", m.details},        {"model_info", m.model_info}, {"capabilities", capabilities(status)},
             {"modified_at", m.modified_at}};
 }
 

@@ -53,6 +53,7 @@ def test_models(client, name):
     check(show.modelinfo["general.architecture"] == "llama" and show.modelinfo["llama.context_length"] == 8192,
           "show(): model_info from the GGUF")
     check("<|im_start|>" in show.template and "temperature 0.8" in show.parameters, "show(): template, parameters")
+    check(show.capabilities == ["completion", "tools"], f"show(): capabilities {show.capabilities}")
     ps = client.ps().models
     check(len(ps) == 1 and ps[0].model == name and ps[0].size > 0 and ps[0].size_vram == 0,
           f"ps(): loaded on the CPU, {ps[0].size} bytes")

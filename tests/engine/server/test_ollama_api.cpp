@@ -408,6 +408,9 @@ TEST_CASE("ollamaModelEndpointsDescribeTheRealFile") {
     CHECK(tags["digest"] == m.digest);
     const json show = ollama_show_json(m, status);
     CHECK(show["template"] == m.chat_template);
+    CHECK(show["capabilities"] == json::array({"completion"}));
+    status.tool_call_format = ToolCallFormat::Generic;
+    CHECK(ollama_show_json(m, status)["capabilities"] == json::array({"completion", "tools"}));
     CHECK(show["modelfile"].get<std::string>().find("FROM " + path) != std::string::npos);
     CHECK(show["parameters"].get<std::string>().find("temperature 0.8") != std::string::npos);
     CHECK(ollama_version_json()["version"].is_string());
