@@ -1,20 +1,69 @@
 // `ember run MODEL -p TEXT [options]`: raw completion, streamed to stdout; timing to stderr.
+// --json-schema FILE / --grammar FILE constrain the output (engine/grammar).
 #include <cstdio>
+#include <fstream>
+#include <sstream>
 
 #include "app/cli/commands.h"
 #include "app/cli/options.h"
+#include "engine/grammar/grammar.h"
 #include "kernels/common/error.h"
+#ifdef EMBER_HAVE_JSON_SCHEMA
+#include "engine/grammar/json_schema.h"
+#endif
 
 namespace ember::cli {
 
+namespace {
+
+std::string read_text(const std::string& path) {
+    std::ifstream in(path, std::ios::binary);
+    if (!in) throw Error("cannot read " + path);
+    std::ostringstream ss;
+    ss << in.rdbuf();
+    return ss.str();
+}
+
+// The grammar --json-schema FILE or --grammar FILE (GBNF) asks for; null when neither.
+std::shared_ptr<const grammar::Grammar> grammar_option(const Args& args) {
+    const auto schema = args.get("--json-schema");
+    const auto gbnf = args.get("--grammar");
+    if (schema && gbnf) throw Error("give --json-schema or --grammar, not both");
+    const std::string path = schema ? *schema : gbnf ? *gbnf : "";
+    if (path.empty()) return nullptr;
+    try {
+        if (gbnf) return grammar::Grammar::parse(read_text(path));
+#ifdef EMBER_HAVE_JSON_SCHEMA
+        nlohmann::json j;
+        try {
+            j = nlohmann::json::parse(read_text(path));
+        } catch (const nlohmann::json::exception& e) {
+            throw Error(path + ": not valid JSON: " + e.what());
+        }
+        return grammar::Grammar::parse(grammar::json_schema_to_gbnf(j));
+#else
+        throw Error("--json-schema: this build has no JSON schema support (nlohmann-json was not found)");
+#endif
+    } catch (const grammar::GrammarError& e) {
+        throw Error(path + ": " + e.what());
+    }
+}
+
+}  // namespace
+
 int cmd_run(int argc, char** argv) {
-    Args args(argc, argv, 0, merge(merge(model_value_options(), sampling_value_options()), {"-p", "--prompt"}),
-              {"--no-bos", "--parse-special", "--quiet"});
-    if (args.positional().size() != 1) throw Error("usage: ember run MODEL -p TEXT [options]\n" + options_help());
+    Args args(
+        argc, argv, 0,
+        merge(merge(model_value_options(), sampling_value_options()), {"-p", "--prompt", "--json-schema", "--grammar"}),
+        {"--no-bos", "--parse-special", "--quiet"});
+    if (args.positional().size() != 1)
+        throw Error("usage: ember run MODEL -p TEXT [--json-schema FILE | --grammar FILE] [options]\n" +
+                    options_help());
     const std::string prompt = args.get_or("-p", args.get_or("--prompt", ""));
     if (prompt.empty()) throw Error("ember run needs a prompt (-p TEXT)");
     const LoadOptions lo = load_options(args, args.positional()[0]);
-    const GenerateOptions gen = generate_options(args, 128);  // every option checked before loading
+    GenerateOptions gen = generate_options(args, 128);  // every option checked before loading
+    gen.grammar = grammar_option(args);
     auto model = Model::load(lo);
     const Tokenizer& tok = model->tokenizer();
     std::vector<int32_t> ids = tok.encode(prompt, false, args.flag("--parse-special"));

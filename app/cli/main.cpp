@@ -20,7 +20,7 @@ struct Command {
 const Command kCommands[] = {
     {"info", ember::cli::cmd_info, "MODEL.gguf [--metadata] [--tensors] | --devices   describe a model file / devices"},
     {"tokenize", ember::cli::cmd_tokenize, "MODEL [--ids] [--add-special] [--parse-special] (TEXT | --file F)"},
-    {"run", ember::cli::cmd_run, "MODEL -p TEXT [-n N] [--temp T] [--seed S] ...   raw completion"},
+    {"run", ember::cli::cmd_run, "MODEL -p TEXT [-n N] [--json-schema FILE] ...   raw completion"},
     {"chat", ember::cli::cmd_chat, "MODEL [--system TEXT] [options]   chat (one user turn per input line)"},
     {"bench", ember::cli::cmd_bench, "MODEL [--pp 512] [--tg 128] [-r 3] [--parallel N] [--json]   speed"},
     {"synth", ember::cli::cmd_synth, "--shape S --type T -o FILE   random-weight model for benchmarks"},

@@ -92,6 +92,8 @@ public:
     bool dead() const { return ends_.empty(); }  // nothing more can be accepted, not even the end
     bool must_end() const;                       // the root has finished and nothing may follow
     const Grammar& grammar() const { return *g_; }
+    // Equal for equal positions (the stacks and a partly read character): a cache key.
+    std::string key() const;
 
     // Above this many parallel parses (a hostile, highly ambiguous grammar) text is refused.
     static constexpr size_t kMaxStacks = 1024;
@@ -108,10 +110,10 @@ private:
     // (the root rule has finished).
     std::vector<uint32_t> data_;
     std::vector<uint32_t> ends_;
-    uint32_t cp_ = 0;    // the code point being read
-    uint8_t need_ = 0;   // its continuation bytes still to come
-    uint8_t bytes_ = 0;  // its bytes so far
-    std::vector<uint32_t> scratch_data_, scratch_ends_;
+    uint32_t cp_ = 0;                                                    // the code point being read
+    uint8_t need_ = 0;                                                   // its continuation bytes still to come
+    uint8_t bytes_ = 0;                                                  // its bytes so far
+    std::vector<uint32_t> scratch_data_, scratch_ends_, scratch_stack_;  // reused by accept_code_point
 };
 
 }  // namespace ember::grammar

@@ -76,7 +76,7 @@ bool GrammarState::accept_code_point(uint32_t cp) {
     const std::vector<CharSet>& sets = g_->char_sets();
     scratch_data_.clear();
     scratch_ends_.clear();
-    std::vector<uint32_t> stack;
+    std::vector<uint32_t>& stack = scratch_stack_;  // reused: no allocation per character
     uint32_t prev = 0;
     for (uint32_t end : ends_) {
         const uint32_t b = prev;
@@ -88,6 +88,7 @@ bool GrammarState::accept_code_point(uint32_t cp) {
         if (!sequence_over(el[top + 1])) stack.push_back(top + 1);
         expand(stack);
     }
+    stack.clear();
     if (scratch_ends_.empty() || scratch_ends_.size() >= kMaxStacks) {
         scratch_data_.clear();
         scratch_ends_.clear();
@@ -169,6 +170,22 @@ bool GrammarState::can_end() const {
         prev = end;
     }
     return false;
+}
+
+}  // namespace ember::grammar
+
+namespace ember::grammar {
+
+std::string GrammarState::key() const {
+    std::string k;
+    k.reserve(4 * (data_.size() + ends_.size()) + 8);
+    auto put = [&](uint32_t v) { k.append(reinterpret_cast<const char*>(&v), sizeof v); };
+    put(static_cast<uint32_t>(ends_.size()));
+    for (uint32_t e : ends_) put(e);
+    for (uint32_t d : data_) put(d);
+    put(cp_);
+    put(static_cast<uint32_t>(need_) << 8 | bytes_);
+    return k;
 }
 
 }  // namespace ember::grammar

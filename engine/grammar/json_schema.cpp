@@ -12,6 +12,7 @@
 //  - oneOf is generated like anyOf; formats date, time, date-time, uuid, email.
 #include "engine/grammar/json_schema.h"
 
+#include <cctype>
 #include <cmath>
 #include <map>
 #include <set>
@@ -41,7 +42,7 @@ const std::map<std::string, std::string, std::less<>> kFormats = {
      R"(time ::= ( [01] [0-9] | "2" [0-3] ) ":" [0-5] [0-9] ":" [0-5] [0-9] ( "." [0-9]{1,6} )? ( "Z" | [+-] ( [01] [0-9] | "2" [0-3] ) ":" [0-5] [0-9] ))"},
     {"date-time", R"(date-time ::= date "T" time)"},
     {"uuid", R"(uuid ::= [0-9a-f]{8} "-" [0-9a-f]{4} "-" [0-9a-f]{4} "-" [0-9a-f]{4} "-" [0-9a-f]{12})"},
-    {"email", R"(email ::= [a-zA-Z0-9] [a-zA-Z0-9._+-]{0,30} "@" [a-zA-Z0-9]{1,20} ( "." [a-zA-Z]{2,10} ){1,2})"},
+    {"email", R"(email ::= [a-zA-Z0-9] [a-zA-Z0-9._+-]{0,15} "@" [a-zA-Z0-9]{1,15} ( "." [a-zA-Z]{2,6} ){1,2})"},
 };
 
 const std::set<std::string, std::less<>> kAnnotations = {
@@ -87,6 +88,13 @@ std::string literal(std::string_view bytes) {
         else out += ch;
     }
     return out + "\"";
+}
+
+// A property or definition name as part of a rule name ([a-zA-Z0-9-]).
+std::string rule_safe(std::string_view name) {
+    std::string out;
+    for (char c : name) out += std::isalnum(static_cast<unsigned char>(c)) ? c : '-';
+    return out.empty() ? std::string("p") : out;
 }
 
 // ---- integer ranges as digit patterns ----------------------------------------------
@@ -224,10 +232,7 @@ std::string SchemaCompiler::ref(const json& s, size_t depth) {
         if (key != "$ref" && !kAnnotations.count(key) && key != "$defs" && key != "definitions")
             refuse(key, "'" + key + "' beside $ref is not supported");
     if (auto it = ref_rules_.find(pointer); it != ref_rules_.end()) return it->second;
-    std::string base = "ref";
-    for (char c : pointer.substr(pointer.rfind('/') + 1))
-        base += (std::isalnum(static_cast<unsigned char>(c)) ? c : '-');
-    const std::string rule = fresh(prefix_ + "-" + base);
+    const std::string rule = fresh(prefix_ + "-ref-" + rule_safe(pointer.substr(pointer.rfind('/') + 1)));
     ref_rules_[pointer] = rule;
     const json& target = resolve(pointer);
     // A chain of bare $refs back to this one would never produce a character.
@@ -361,11 +366,7 @@ std::string SchemaCompiler::object_rule(const json& s, const std::string& name, 
     }
     std::vector<std::string> req_kv, opt_kv;
     for (const auto& [key, ps] : props.items()) {
-        const std::string rule = fresh(name + "-" + [&] {
-            std::string k;
-            for (char c : key) k += std::isalnum(static_cast<unsigned char>(c)) ? c : '-';
-            return k.empty() ? std::string("p") : k;
-        }());
+        const std::string rule = fresh(name + "-" + rule_safe(key));
         const std::string value = visit(ps, rule, depth + 1, "properties");
         define(rule, literal(json(key).dump()) + " ws \":\" ws " + value + " ws");
         (required.count(key) ? req_kv : opt_kv).push_back(rule);

@@ -60,35 +60,61 @@ TokenMatcher::TokenMatcher(std::shared_ptr<const Grammar> grammar, std::shared_p
     if (!vocab_) throw Error("token matcher: no vocabulary");
 }
 
+namespace {
+constexpr int32_t kUnknown = -2, kRefused = -1;
+constexpr size_t kMaxCachedStates = 4096;  // 4 MiB of transitions; then the cache starts again
+}  // namespace
+
+int32_t TokenMatcher::intern(const GrammarState& s) const {
+    auto [it, fresh] = ids_.try_emplace(s.key(), static_cast<int32_t>(states_.size()));
+    if (fresh) {
+        states_.push_back(s);
+        next_.resize(states_.size() * 256, kUnknown);
+    }
+    return it->second;
+}
+
+int32_t TokenMatcher::step(int32_t state, uint8_t byte) const {
+    int32_t& to = next_[static_cast<size_t>(state) * 256 + byte];
+    if (to != kUnknown) return to;
+    GrammarState s = states_[static_cast<size_t>(state)];
+    const int32_t result = s.accept_byte(byte) ? intern(s) : kRefused;
+    next_[static_cast<size_t>(state) * 256 + byte] = result;  // `to` may dangle: intern grew next_
+    return result;
+}
+
+void TokenMatcher::reset_cache_if_full() const {
+    if (states_.size() < kMaxCachedStates) return;
+    states_.clear();
+    ids_.clear();
+    next_.clear();
+}
+
 bool TokenMatcher::allows(int32_t id) const {
     if (vocab_->is_eog(id)) return state_.can_end();
     if (!vocab_->usable(id) || vocab_->piece(id).empty()) return false;
-    GrammarState s = state_;
-    return s.accept_bytes(vocab_->piece(id));
+    reset_cache_if_full();
+    int32_t s = intern(state_);
+    for (char c : vocab_->piece(id))
+        if ((s = step(s, static_cast<uint8_t>(c))) == kRefused) return false;
+    return true;
 }
 
-void TokenMatcher::walk(uint32_t node, size_t depth, std::vector<int32_t>& out) const {
+void TokenMatcher::walk(uint32_t node, int32_t state, std::vector<int32_t>& out) const {
     const TokenVocab::Node& n = vocab_->nodes()[node];
     const std::vector<int32_t>& toks = vocab_->node_tokens();
-    if (depth > 0) out.insert(out.end(), toks.begin() + n.tok_begin, toks.begin() + n.tok_end);
-    if (n.edge_begin == n.edge_end) return;
-    if (levels_.size() <= depth + 1) levels_.resize(depth + 2, state_);
+    if (node != 0) out.insert(out.end(), toks.begin() + n.tok_begin, toks.begin() + n.tok_end);
     for (uint32_t e = n.edge_begin; e < n.edge_end; ++e) {
-        GrammarState& next = levels_[depth + 1];
-        next = levels_[depth];
-        if (next.accept_byte(vocab_->edge_bytes()[e])) walk(vocab_->edge_nodes()[e], depth + 1, out);
+        const int32_t next = step(state, vocab_->edge_bytes()[e]);
+        if (next != kRefused) walk(vocab_->edge_nodes()[e], next, out);
     }
 }
 
 void TokenMatcher::allowed_tokens(std::vector<int32_t>& out) const {
     out.clear();
-    if (levels_.empty()) levels_.push_back(state_);
-    else levels_[0] = state_;
-    walk(0, 0, out);
-    if (state_.can_end())
-        for (int32_t id = 0; id < vocab_->n_vocab(); ++id)
-            if (vocab_->is_eog(id)) out.push_back(id);
-    std::sort(out.begin(), out.end());
+    reset_cache_if_full();
+    walk(0, intern(state_), out);
+    if (state_.can_end()) out.insert(out.end(), vocab_->eog_ids().begin(), vocab_->eog_ids().end());
 }
 
 void TokenMatcher::accept(int32_t id) {

@@ -9,6 +9,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <vector>
 
 #include "engine/grammar/grammar.h"
@@ -25,6 +26,7 @@ public:
 
     int32_t n_vocab() const { return n_vocab_; }
     bool is_eog(int32_t id) const;
+    const std::vector<int32_t>& eog_ids() const { return eog_; }  // ascending
     bool usable(int32_t id) const { return id >= 0 && id < n_vocab_ && usable_[static_cast<size_t>(id)]; }
     const std::string& piece(int32_t id) const { return pieces_[static_cast<size_t>(id)]; }
 
@@ -54,7 +56,8 @@ public:
 
     // Token `id` may come next: its bytes are accepted, or it ends generation here.
     bool allows(int32_t id) const;
-    // Every token that may come next, ascending ids (the full mask, by a trie walk).
+    // Every token that may come next, in trie order (the full mask, by a trie walk; sorting
+    // the ids would cost more than the walk).
     void allowed_tokens(std::vector<int32_t>& out) const;
     // Advances past `id` (an end-of-generation id leaves the state as it is). Throws
     // ember::Error when the grammar does not allow it.
@@ -66,11 +69,19 @@ public:
     const TokenVocab& vocab() const { return *vocab_; }
 
 private:
-    void walk(uint32_t node, size_t depth, std::vector<int32_t>& out) const;
+    void walk(uint32_t node, int32_t state, std::vector<int32_t>& out) const;
+    // Positions met so far, numbered, with their transitions by byte (memoised: a trie walk
+    // meets the same few positions at thousands of nodes, inside a string nearly always the
+    // same one). -1: the byte is refused.
+    int32_t intern(const GrammarState& s) const;
+    int32_t step(int32_t state, uint8_t byte) const;
+    void reset_cache_if_full() const;
 
     std::shared_ptr<const TokenVocab> vocab_;
     GrammarState state_;
-    mutable std::vector<GrammarState> levels_;  // walk scratch: the state at each trie depth
+    mutable std::vector<GrammarState> states_;
+    mutable std::unordered_map<std::string, int32_t> ids_;
+    mutable std::vector<int32_t> next_;  // next_[state * 256 + byte]: -2 not known yet
 };
 
 }  // namespace ember::grammar
