@@ -23,6 +23,10 @@ public:
         : parser_(std::move(parser)), tag_(std::move(tag)) {}
 
     bool parsing() const { return parser_ != nullptr; }
+    // ToolCallParser::stream_arguments: a forced call's arguments released as they are written.
+    void stream_arguments(bool on) {
+        if (parser_) parser_->stream_arguments(on);
+    }
     bool made_calls() const { return made_calls_; }  // finish_reason "tool_calls"
     // New text; at_end: the output is over (held text is released, problems are logged).
     ToolCallChunk feed(std::string_view text, bool at_end);

@@ -4,6 +4,7 @@
 #include "engine/server/http_server.h"
 
 #include <httplib.h>
+#include <malloc.h>
 #include <signal.h>
 #include <sys/socket.h>
 
@@ -247,7 +248,29 @@ ToolCallText HttpServer::Impl::tool_call_parser(const ToolRequest& t, ToolCallFo
     return ToolCallText(std::make_unique<ToolCallParser>(format, "call_" + random_hex(), max_calls), std::move(tag));
 }
 
+// Gives the allocator's free pages back after a large body: its parse (up to max_body_bytes of
+// JSON, tens of MiB of nodes) runs on a connection thread, and glibc keeps what each thread's
+// arena held, so concurrent large bodies left hundreds of MiB resident for good (16 clients
+// sending 2 MB of tools: 22 -> 620 MiB). One trim runs at a time (it walks every arena); a body
+// that finds one running leaves a request for it, which the running one takes up before it ends.
+struct TrimAfterLargeBody {
+    size_t bytes;
+    ~TrimAfterLargeBody() {
+        static std::mutex trimming;
+        static std::atomic<bool> wanted{false};
+        if (bytes < kLargeBody) return;
+        wanted = true;
+        do {
+            if (!trimming.try_lock()) return;
+            while (wanted.exchange(false)) malloc_trim(0);
+            trimming.unlock();
+        } while (wanted.load());
+    }
+    static constexpr size_t kLargeBody = size_t(256) << 10;
+};
+
 void HttpServer::Impl::generate(Endpoint endpoint, const Request& req, Response& res) {
+    const TrimAfterLargeBody trim{req.body.size()};
     auto parsed = parse_request(endpoint, req.body, options.limits);
     if (const ApiError* e = std::get_if<ApiError>(&parsed)) return send_error(req, res, *e);
     ApiRequest& r = std::get<ApiRequest>(parsed);
@@ -264,6 +287,10 @@ void HttpServer::Impl::generate(Endpoint endpoint, const Request& req, Response&
     if (!r.seed_given) r.engine.sampling.seed = new_seed();
     ResponseMeta meta{endpoint, new_id(endpoint), unix_now(), model, r.logprobs, r.stream && r.include_usage};
     auto calls = tool_call_parser(r.tools, status.tool_call_format, meta.id);
+    // A call decoded under its grammar is well-formed: streamed, its arguments go out as they
+    // are written (only max_tokens can cut one, as with OpenAI). A whole answer still checks
+    // each call, so a cut one comes back as text.
+    if (r.stream && r.tools.choice != ToolChoice::Auto) calls.stream_arguments(true);
     run(std::move(r.engine), r.stream, std::make_unique<OpenAiAnswer>(std::move(meta), std::move(calls)), req, res);
 }
 
@@ -294,6 +321,7 @@ void HttpServer::Impl::run(EngineRequest&& r, bool stream, std::unique_ptr<Answe
 }
 
 void HttpServer::Impl::ollama_generate(OllamaEndpoint endpoint, const Request& req, Response& res) {
+    const TrimAfterLargeBody trim{req.body.size()};
     auto parsed = parse_ollama_request(endpoint, req.body, options.limits);
     if (const ApiError* e = std::get_if<ApiError>(&parsed)) return send_error(req, res, *e);
     OllamaRequest& r = std::get<OllamaRequest>(parsed);
@@ -313,7 +341,7 @@ void HttpServer::Impl::ollama_generate(OllamaEndpoint endpoint, const Request& r
     if (!r.seed_given) r.engine.sampling.seed = new_seed();
     r.tools.parallel = parallel_calls_by_default(status.tool_call_format);
     if (const auto e = force_tool_call(r.tools, status.tool_call_format, r.engine)) return send_error(req, res, *e);
-    auto calls = tool_call_parser(r.tools, status.tool_call_format, req.path);
+    auto calls = tool_call_parser(r.tools, status.tool_call_format, req.path);  // whole calls: arguments are an object
     run(std::move(r.engine), r.stream, std::make_unique<OllamaAnswer>(std::move(meta), std::move(calls)), req, res);
 }
 

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <utility>
 
+#include "engine/template/template_text.h"
+
 namespace ember {
 namespace {
 
@@ -35,18 +37,8 @@ const std::vector<Marker>& markers_of(ReasoningFormat f) {
     return kNone;
 }
 
-bool is_space(char c) { return c == ' ' || c == '\n' || c == '\t' || c == '\r'; }
-bool is_word(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_'; }
-
-// `word` occurs in `s` as a whole identifier (not inside a longer name).
-bool mentions(std::string_view s, std::string_view word) {
-    for (size_t at = s.find(word); at != std::string_view::npos; at = s.find(word, at + 1)) {
-        const bool before = at > 0 && is_word(s[at - 1]);
-        const bool after = at + word.size() < s.size() && is_word(s[at + word.size()]);
-        if (!before && !after) return true;
-    }
-    return false;
-}
+using template_text::is_space;
+using template_text::mentions;
 
 // A harmony header's channel: the first word after <|channel|> ("analysis to=…" -> "analysis").
 std::string_view channel_name(std::string_view header) {

@@ -6,28 +6,20 @@
 #include <algorithm>
 
 #include "engine/template/jinja_json.h"
+#include "engine/template/template_text.h"
 #include "kernels/common/error.h"
 
 namespace ember {
 namespace {
 
-bool is_space(char c) { return c == ' ' || c == '\n' || c == '\t' || c == '\r'; }
-bool is_word(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_'; }
+using template_text::is_space;
+using template_text::is_word;
+using template_text::mentions;
 
 std::string_view trim(std::string_view s) {
     while (!s.empty() && is_space(s.front())) s.remove_prefix(1);
     while (!s.empty() && is_space(s.back())) s.remove_suffix(1);
     return s;
-}
-
-// `word` occurs in `s` as a whole identifier (not inside a longer name).
-bool mentions(std::string_view s, std::string_view word) {
-    for (size_t at = s.find(word); at != std::string_view::npos; at = s.find(word, at + 1)) {
-        const bool before = at > 0 && is_word(s[at - 1]);
-        const bool after = at + word.size() < s.size() && is_word(s[at + word.size()]);
-        if (!before && !after) return true;
-    }
-    return false;
 }
 
 bool has(std::string_view s, std::string_view part) { return s.find(part) != std::string_view::npos; }
@@ -256,6 +248,46 @@ size_t json_call_end(ToolCallFormat f, std::string_view body) {
         }
     }
     return json_extent(body, 0);
+}
+
+// The head of a call written as a JSON object, up to its arguments' opening brace:
+// {"name": "N", "arguments": {   (Llama 3: "parameters"), whitespace anywhere JSON allows it.
+struct Head {
+    enum State { Incomplete, NoMatch, Match } state = Incomplete;
+    std::string name;
+    size_t args_at = 0;  // the arguments' '{'
+};
+
+Head match_head(std::string_view s) {
+    size_t i = 0;
+    auto ws = [&] {
+        while (i < s.size() && is_space(s[i])) ++i;
+    };
+    // Each step: Match to go on, Incomplete when s ends inside it, NoMatch otherwise.
+    auto lit = [&](std::string_view l) {
+        ws();
+        const std::string_view have = s.substr(i, l.size());
+        if (have != l.substr(0, have.size())) return Head::NoMatch;
+        if (have.size() < l.size()) return Head::Incomplete;
+        i += l.size();
+        return Head::Match;
+    };
+    Head h;
+    for (std::string_view l : {"{", "\"name\"", ":", "\""})
+        if (const auto r = lit(l); r != Head::Match) return {r, {}, 0};
+    const size_t name_end = s.find('"', i);
+    if (name_end == std::string_view::npos) return {Head::Incomplete, {}, 0};
+    h.name = std::string(s.substr(i, name_end - i));
+    if (h.name.empty() || h.name.find('\\') != std::string::npos) return {Head::NoMatch, {}, 0};
+    i = name_end + 1;
+    if (const auto r = lit(","); r != Head::Match) return {r, {}, 0};
+    ws();
+    const bool params = s.substr(i, 3) == "\"pa";
+    for (std::string_view l : {params ? "\"parameters\"" : "\"arguments\"", ":", "{"})
+        if (const auto r = lit(l); r != Head::Match) return {r, {}, 0};
+    h.state = Head::Match;
+    h.args_at = i - 1;
+    return h;
 }
 
 }  // namespace
@@ -503,6 +535,16 @@ void ToolCallParser::scan_text(ToolCallChunk& out, bool at_end) {
 
 // Reads the call in pending_; true when it ended (released as calls or given back as text).
 bool ToolCallParser::scan_call(ToolCallChunk& out, bool at_end) {
+    if (streams() && !stream_.active) {
+        const Head h = match_head(pending_);
+        if (h.state == Head::Incomplete && !at_end && pending_.size() <= kMaxCallBytes) return false;
+        if (h.state == Head::Match) {
+            held_ws_.clear();
+            out.calls.push_back({next_index_, id_prefix_ + std::to_string(next_index_), h.name, ""});
+            stream_ = {true, h.args_at};
+        }
+    }
+    if (stream_.active) return stream_call(out, at_end);
     const std::string_view close = closer(format_);
     size_t payload = kIncomplete, consumed = 0;
     if (!close.empty()) {
@@ -522,12 +564,65 @@ bool ToolCallParser::scan_call(ToolCallChunk& out, bool at_end) {
         if (!at_end && pending_.size() <= kMaxCallBytes) return false;
         if (!at_end) problems_.push_back("a tool call longer than " + std::to_string(kMaxCallBytes) + " bytes");
         payload = consumed = pending_.size();
+        // the output ended inside the closing marker (max_tokens): the call before it may be whole
+        for (size_t n = std::min(close.size() - (close.empty() ? 0 : 1), payload); n > 0 && at_end; --n)
+            if (close.substr(0, n) == std::string_view(pending_).substr(payload - n)) {
+                payload -= n;
+                break;
+            }
     }
     const std::string raw = opener_ + pending_.substr(0, consumed);
     release(std::string_view(pending_).substr(0, payload), raw, out);
     pending_.erase(0, consumed);
     in_call_ = false;
     return true;
+}
+
+bool ToolCallParser::streams() const {
+    const bool form =
+        format_ == ToolCallFormat::Hermes || format_ == ToolCallFormat::Generic || format_ == ToolCallFormat::Llama3;
+    return stream_arguments_ && form && next_index_ < max_calls_;
+}
+
+// Releases the arguments written so far, then waits for the call's end (its closing marker,
+// or for Llama 3 the object's closing brace).
+bool ToolCallParser::stream_call(ToolCallChunk& out, bool at_end) {
+    Streamed& st = stream_;
+    size_t i = st.pos;
+    for (; i < pending_.size() && !st.done; ++i) {
+        const char c = pending_[i];
+        if (st.in_string) {
+            if (st.escaped) st.escaped = false;
+            else if (c == '\\') st.escaped = true;
+            else if (c == '"') st.in_string = false;
+        } else if (c == '"') {
+            st.in_string = true;
+        } else if (c == '{' || c == '[') {
+            ++st.depth;
+        } else if ((c == '}' || c == ']') && --st.depth == 0) {
+            st.done = true;
+        }
+    }
+    if (i > st.pos) out.calls.push_back({next_index_, "", "", pending_.substr(st.pos, i - st.pos)});
+    st.pos = i;
+    const std::string_view close = format_ == ToolCallFormat::Llama3 ? "}" : closer(format_);
+    const size_t end = st.done ? pending_.find(close, st.pos) : std::string::npos;
+    if (end != std::string::npos) {
+        end_call(end + close.size());
+        return true;
+    }
+    if (!at_end) return false;
+    if (!st.done) problems_.push_back("a streamed tool call's arguments were cut short");
+    end_call(pending_.size());
+    return true;
+}
+
+void ToolCallParser::end_call(size_t consumed) {
+    pending_.erase(0, consumed);
+    stream_ = {};
+    in_call_ = false;
+    ++next_index_;
+    after_call_ = true;
 }
 
 void ToolCallParser::release(std::string_view payload, std::string_view raw, ToolCallChunk& out) {
@@ -542,7 +637,6 @@ void ToolCallParser::release(std::string_view payload, std::string_view raw, Too
     held_ws_.clear();  // whitespace between text and a call belongs to neither
     after_call_ = true;
     for (Call& c : calls) {
-        ++seen_calls_;
         if (next_index_ >= max_calls_) {
             problems_.push_back("tool call '" + c.name + "' dropped: only " + std::to_string(max_calls_) +
                                 " call(s) allowed (parallel_tool_calls)");

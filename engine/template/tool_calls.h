@@ -12,9 +12,10 @@
 // The format is told by the chat template (detect_tool_call_format).
 //
 // Streaming: text that may be the start of a call marker is held back until it is known; a
-// call is released when it is complete and its JSON is valid. A call whose JSON is malformed
-// (or never ends) comes back as content, whole, with the reason in problems(): a model's
-// mistake never breaks a response.
+// call is released when it is complete and its JSON is valid (or, for calls decoded under
+// their grammar, piece by piece: stream_arguments). A call whose JSON is malformed (or never
+// ends) comes back as content, whole, with the reason in problems(): a model's mistake never
+// breaks a response. Whitespace between text and calls belongs to neither.
 #pragma once
 #include <cstddef>
 #include <cstdint>
@@ -106,6 +107,12 @@ public:
     // is (a model may stop before its closing marker), else returned as content.
     ToolCallChunk finish();
 
+    // For calls known to be well-formed (decoded under tool_call_grammar's grammar): in the
+    // Hermes, generic and Llama 3 forms a call's head (id, name) is released as soon as its name
+    // is read and its arguments as they are written (the model's own JSON text, not
+    // re-serialised). Off: a call is released whole once its JSON has been checked.
+    void stream_arguments(bool on) { stream_arguments_ = on; }
+
     size_t calls() const { return next_index_; }  // calls released so far
     ToolCallFormat format() const { return format_; }
     // Why text that looked like a call came back as content (or a call was dropped): one line
@@ -126,6 +133,17 @@ private:
     bool scan_call(ToolCallChunk& out, bool at_end);
     void write_text(std::string_view text, ToolCallChunk& out);
     void release(std::string_view payload, std::string_view raw, ToolCallChunk& out);
+    bool streams() const;
+    bool stream_call(ToolCallChunk& out, bool at_end);
+    void end_call(size_t consumed);
+
+    // The call whose arguments are being streamed (stream_arguments).
+    struct Streamed {
+        bool active = false;
+        size_t pos = 0;  // in pending_: the next byte of the arguments not yet released
+        int depth = 0;
+        bool in_string = false, escaped = false, done = false;
+    };
 
     ToolCallFormat format_;
     std::string id_prefix_;
@@ -137,7 +155,8 @@ private:
     bool after_call_ = false;    // nothing but whitespace since the last call
     bool written_text_ = false;  // some non-whitespace content was written
     size_t next_index_ = 0;      // calls released
-    size_t seen_calls_ = 0;      // calls decoded, dropped ones included
+    bool stream_arguments_ = false;
+    Streamed stream_;
     std::vector<std::string> problems_;
 };
 

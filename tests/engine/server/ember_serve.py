@@ -8,6 +8,7 @@ import signal
 import subprocess
 import threading
 import time
+import urllib.error
 import urllib.request
 
 
@@ -38,6 +39,16 @@ class EmberServe:
             req.add_header("Authorization", "Bearer " + key)
         with urllib.request.urlopen(req, timeout=30) as r:
             return json.loads(r.read())
+
+    def post_json(self, path, body, timeout=120):
+        """POSTs `body` as JSON; returns (status, the JSON answer), errors included."""
+        req = urllib.request.Request(self.url + path, data=json.dumps(body).encode(),
+                                     headers={"Content-Type": "application/json"})
+        try:
+            with urllib.request.urlopen(req, timeout=timeout) as r:
+                return r.status, json.loads(r.read())
+        except urllib.error.HTTPError as e:
+            return e.code, json.loads(e.read())
 
     def rss_bytes(self):
         """Resident memory of the server process (/proc/PID/status VmRSS)."""

@@ -2,9 +2,10 @@
 """Tool calling through the official `openai` client (pinned, scripts/fetch-openai-client.sh)
 against `ember serve` on a real model (SmolLM2-135M-Instruct, Gemma 3 270M: templates with no
 tools support, so Ember's generic fallback prompt shows the tools and the model answers in the
-<tool_call> form; engine/template/tool_calls.h). Checked:
+<tool_call> form; engine/template/tool_calls.h), or with --template a chat template that shows
+tools itself (Qwen2.5's: the Hermes form, several calls by default). Checked:
 
-agent loop     step 1 with tool_choice "required": a call to get_weather whose arguments are
+agent loop     step 1 with tool_choice "required" (one call at a time): a call to get_weather whose arguments are
                JSON matching the schema (a string "city"), finish_reason "tool_calls", content
                null; the call and its result sent back (assistant tool_calls + a tool message,
                both in the prompt); step 2 (tool_choice "none") answers in text. Whole and streamed (deltas: a head with index, id, type,
@@ -22,7 +23,6 @@ import argparse
 import json
 import os
 import sys
-import urllib.error
 import urllib.request
 
 import openai
@@ -94,19 +94,22 @@ def collect_stream(stream):
     return text, [calls[i] for i in sorted(calls)], finish
 
 
-def agent_loop(client, model_id, stream):
+def agent_loop(client, model_id, stream, whole_call=None):
     how = "streamed" if stream else "whole"
     if stream:
-        _, calls, finish = collect_stream(ask(client, model_id, tool_choice="required", stream=True))
+        _, calls, finish = collect_stream(ask(client, model_id, tool_choice="required", parallel_tool_calls=False,
+                                              stream=True))
         check(finish == "tool_calls" and len(calls) >= 1, f"{how} step 1: finish_reason tool_calls, {len(calls)} call(s)")
         call = calls[0]
         check(call["name"] == "get_weather" and set(json.loads(call["arguments"])) == {"city"},
               f"{how} step 1: a valid call {call}")
+        check(whole_call is None or json.loads(call["arguments"]) == json.loads(whole_call["function"]["arguments"]),
+              f"{how} step 1: the same arguments as the whole answer's (streamed as written, whole re-serialised)")
         assistant = {"role": "assistant", "content": None, "tool_calls": [
             {"id": call["id"], "type": "function", "function": {"name": call["name"], "arguments": call["arguments"]}}]}
         call_id = call["id"]
     else:
-        r = ask(client, model_id, tool_choice="required")
+        r = ask(client, model_id, tool_choice="required", parallel_tool_calls=False)
         m = r.choices[0].message
         check(r.choices[0].finish_reason == "tool_calls", f"{how} step 1: finish_reason tool_calls")
         check(m.content is None and m.tool_calls and valid_weather_call(m.tool_calls[0]),
@@ -157,22 +160,13 @@ def none_choice(client, model_id):
           f"tool_choice none: text {m.content!r}")
 
 
-def post(url, body):
-    req = urllib.request.Request(url + "/v1/chat/completions", data=json.dumps(body).encode(),
-                                 headers={"Content-Type": "application/json"})
-    try:
-        with urllib.request.urlopen(req, timeout=120) as r:
-            return r.status, json.loads(r.read())
-    except urllib.error.HTTPError as e:
-        return e.code, json.loads(e.read())
-
-
 def healthy(url):
     with urllib.request.urlopen(url + "/health", timeout=10) as r:
         return r.status == 200
 
 
-def hostile(url, assistant):
+def hostile(server, assistant):
+    url = server.url
     base = {"messages": QUESTION, "max_tokens": 16}
     deep = {"type": "object", "properties": {"x": {"type": "array"}}}  # 40 schemas deep, 45 JSON levels
     node = deep["properties"]["x"]
@@ -197,14 +191,14 @@ def hostile(url, assistant):
              {"id": "c", "type": "function", "function": {"name": "f", "arguments": 5}}]}]}),
     ]
     for what, extra in cases:
-        status, body = post(url, {**base, **extra})
+        status, body = server.post_json("/v1/chat/completions", {**base, **extra})
         check(status in (400, 413) and "message" in body.get("error", {}),
               f"hostile: {what} -> {status} {body.get('error', {}).get('message', '')[:100]!r}")
         check(healthy(url), "hostile: /health answers")
     # malformed arguments in an earlier call are the conversation's text, never an error
     bad = dict(assistant)
     bad["tool_calls"] = [dict(bad["tool_calls"][0], function={"name": "get_weather", "arguments": "{{{not json"})]
-    status, body = post(url, {**base, "tools": [WEATHER], "messages": QUESTION + [
+    status, body = server.post_json("/v1/chat/completions", {**base, "tools": [WEATHER], "messages": QUESTION + [
         bad, {"role": "tool", "tool_call_id": bad["tool_calls"][0]["id"], "content": "\u0000\ud7ff"}]})
     check(status == 200 and isinstance(body["choices"][0]["message"].get("content"), str),
           f"hostile: malformed arguments in history -> {status}")
@@ -215,17 +209,19 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--ember", required=True)
     ap.add_argument("--model", required=True)
+    ap.add_argument("--template", help="a chat template file to serve the model with (--chat-template-file)")
     args = ap.parse_args()
     print(f"openai {openai.__version__}")
     model_id = os.path.basename(args.model)[: -len(".gguf")]
-    server = EmberServe(args.ember, args.model, "--ctx", "2048", "--device", "cpu")
+    extra = ["--chat-template-file", args.template] if args.template else []
+    server = EmberServe(args.ember, args.model, "--ctx", "2048", "--device", "cpu", *extra)
     try:
         client = openai.OpenAI(base_url=server.url + "/v1", api_key="unused", max_retries=0, timeout=120)
         assistant = agent_loop(client, model_id, stream=False)
-        agent_loop(client, model_id, stream=True)
+        agent_loop(client, model_id, stream=True, whole_call=assistant["tool_calls"][0])
         forced(client, model_id)
         none_choice(client, model_id)
-        hostile(server.url, assistant)
+        hostile(server, assistant)
     finally:
         status = server.stop()
     check(status == 0, "ember serve exits 0 on SIGTERM")

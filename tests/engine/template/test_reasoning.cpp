@@ -14,9 +14,11 @@
 #include "engine/template/reasoning.h"
 #include "engine/tokenizer/detokenizer.h"
 #include "engine/tokenizer/tokenizer.h"
+#include "llama_cpp_templates.h"
 #include "test_data.h"
 
 using namespace ember;
+using ember::test::llama_cpp_template;
 
 namespace {
 
@@ -79,17 +81,6 @@ void same_at_every_cut(ReasoningFormat f, const std::string& prompt, const std::
     const SplitText t = s.finish();
     CHECK(got.reasoning + t.reasoning == want.reasoning);
     CHECK(got.content + t.content == want.content);
-}
-
-std::string llama_cpp_template(const std::string& name) {
-    const char* home = std::getenv("HOME");
-    REQUIRE(home);
-    const std::string path = std::string(home) +
-                             "/.cache/ember/llama-tools/src-0.3.36/llama_cpp_python-0.3.36/vendor/llama.cpp/"
-                             "models/templates/" +
-                             name;
-    EMBER_REQUIRE_FILE(path);
-    return test::read_file(path);
 }
 
 }  // namespace

@@ -11,9 +11,11 @@
 #include "engine/template/chat_template.h"
 #include "engine/template/reasoning.h"
 #include "engine/template/tool_calls.h"
+#include "llama_cpp_templates.h"
 #include "test_data.h"
 
 using namespace ember;
+using ember::test::llama_cpp_template;
 
 namespace {
 
@@ -67,17 +69,6 @@ void check_streams(ToolCallFormat f, const std::string& text, const std::string&
     check_same(parse_chunks(f, bytes), content, calls);
 }
 
-std::string llama_cpp_template(const std::string& name) {
-    const char* home = std::getenv("HOME");
-    REQUIRE(home);
-    const std::string path = std::string(home) +
-                             "/.cache/ember/llama-tools/src-0.3.36/llama_cpp_python-0.3.36/vendor/llama.cpp/"
-                             "models/templates/" +
-                             name;
-    EMBER_REQUIRE_FILE(path);
-    return test::read_file(path);
-}
-
 const char* kWeatherTools =
     R"([{"type": "function", "function": {"name": "get_weather", "description": "Weather in a city",)"
     R"( "parameters": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}}}])";
@@ -129,6 +120,9 @@ TEST_CASE("anUnclosedCallIsACallWhenItsJsonIsWholeElseText") {
                   {{"f", R"({"x":true})"}});
     const std::string cut = "<tool_call>\n{\"name\": \"f\", \"argum";  // max_tokens cut it
     check_streams(ToolCallFormat::Hermes, cut, cut, {});
+    // cut inside the closing marker: the call is whole
+    check_streams(ToolCallFormat::Hermes, "<tool_call>\n{\"name\": \"f\", \"arguments\": {}}\n</tool_c", "",
+                  {{"f", "{}"}});
 }
 
 TEST_CASE("argumentsWrittenAsAJsonStringAreUnwrapped") {
@@ -307,4 +301,61 @@ TEST_CASE("harmonyCallThroughTheReasoningSplitter") {
         CHECK(p.calls[0].name == "get_weather");
         CHECK(p.calls[0].arguments == R"({"city":"Oslo"})");
     }
+}
+
+namespace {
+// Deltas joined per call: {name, arguments}; checks each call's head comes first.
+std::vector<Want> joined(const std::vector<ToolCallDelta>& deltas) {
+    std::vector<Want> calls;
+    for (const ToolCallDelta& d : deltas) {
+        if (!d.id.empty()) {
+            CHECK(d.index == calls.size());
+            CHECK(d.arguments.empty());
+            calls.push_back({d.name, ""});
+            continue;
+        }
+        REQUIRE(d.index + 1 == calls.size());
+        calls.back().arguments += d.arguments;
+    }
+    return calls;
+}
+}  // namespace
+
+// Forced calls (decoded under their grammar) stream their arguments as they are written.
+TEST_CASE("streamedArgumentsOfForcedCallsArriveAsWritten") {
+    const std::string text =
+        "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris {x}\", \"n\": [1]}}\n</tool_call>\n"
+        "<tool_call>\n{\"name\": \"now\", \"arguments\": {}}\n</tool_call>";
+    for (size_t cut = 0; cut <= text.size(); ++cut) {
+        CAPTURE(cut);
+        ToolCallParser p(ToolCallFormat::Generic, "call_x");
+        p.stream_arguments(true);
+        ToolCallChunk all;
+        for (const std::string& piece : {text.substr(0, cut), text.substr(cut)}) {
+            ToolCallChunk c = p.feed(piece);
+            all.content += c.content;
+            all.calls.insert(all.calls.end(), c.calls.begin(), c.calls.end());
+        }
+        ToolCallChunk c = p.finish();
+        all.calls.insert(all.calls.end(), c.calls.begin(), c.calls.end());
+        CHECK(all.content + c.content == "");
+        const std::vector<Want> calls = joined(all.calls);
+        REQUIRE(calls.size() == 2);
+        CHECK(calls[0].name == "get_weather");
+        CHECK(calls[0].arguments == R"({"city": "Paris {x}", "n": [1]})");
+        CHECK(calls[1].name == "now");
+        CHECK(calls[1].arguments == "{}");
+        CHECK(p.problems().empty());
+    }
+    // one byte at a time: the head as soon as the name is read, then the arguments piece by piece
+    ToolCallParser p(ToolCallFormat::Llama3, "call_x");
+    p.stream_arguments(true);
+    std::vector<ToolCallDelta> deltas;
+    const std::string llama = "{\"name\": \"f\", \"parameters\": {\"q\": \"}\"}}";
+    for (char ch : llama)
+        for (ToolCallDelta& d : p.feed(std::string(1, ch)).calls) deltas.push_back(d);
+    for (ToolCallDelta& d : p.finish().calls) deltas.push_back(d);
+    REQUIRE(deltas.size() == 1 + std::string(R"({"q": "}"})").size());
+    CHECK(deltas[0].name == "f");
+    CHECK(joined(deltas)[0].arguments == R"({"q": "}"})");
 }
