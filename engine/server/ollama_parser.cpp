@@ -26,12 +26,6 @@ bool absent_or_empty(const json* v) {
 
 // ---- messages and prompt -----------------------------------------------------------------
 
-size_t calls_bytes(const std::vector<ChatToolCall>& calls) {
-    size_t n = 0;
-    for (const ChatToolCall& c : calls) n += c.id.size() + c.name.size() + c.arguments.size();
-    return n;
-}
-
 // One message: role system, user, assistant (with an earlier answer's thinking and tool_calls,
 // arguments as an object) or tool (a result; tool_name names its function).
 ChatMessage parse_message(const json& m, size_t index, PromptBudget& budget) {
@@ -54,7 +48,8 @@ ChatMessage parse_message(const json& m, size_t index, PromptBudget& budget) {
     }
     msg.content = f.string("content").value_or("");
     msg.reasoning_content = f.string("thinking").value_or("");
-    budget.take(param + ".content", msg.content.size() + msg.reasoning_content.size() + calls_bytes(msg.tool_calls));
+    budget.take(param + ".content",
+                msg.content.size() + msg.reasoning_content.size() + tool_calls_bytes(msg.tool_calls));
     return msg;
 }
 

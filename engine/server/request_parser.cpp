@@ -78,12 +78,6 @@ std::vector<ChatToolCall> parse_tool_calls(const json& calls, const std::string&
     return out;
 }
 
-size_t tool_calls_bytes(const std::vector<ChatToolCall>& calls) {
-    size_t n = 0;
-    for (const ChatToolCall& c : calls) n += c.id.size() + c.name.size() + c.arguments.size();
-    return n;
-}
-
 ChatMessage parse_message(const json& m, size_t index, PromptBudget& budget) {
     const std::string param = "messages[" + std::to_string(index) + "]";
     if (!m.is_object()) invalid(param, "a message must be an object with 'role' and 'content', not " + type_of(m));
@@ -470,6 +464,12 @@ ApiRequest parse_object(Endpoint endpoint, const json& body, const ServerLimits&
 
 std::vector<ChatToolCall> parse_message_tool_calls(const json& calls, const std::string& param) {
     return parse_tool_calls(calls, param);
+}
+
+size_t tool_calls_bytes(const std::vector<ChatToolCall>& calls) {
+    size_t n = 0;
+    for (const ChatToolCall& c : calls) n += c.id.size() + c.name.size() + c.arguments.size();
+    return n;
 }
 
 void name_tool_results_by_call_id(std::vector<ChatMessage>& msgs) { name_tool_results(msgs); }

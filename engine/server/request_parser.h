@@ -30,6 +30,8 @@ std::variant<ApiRequest, ApiError> parse_request(Endpoint endpoint, std::string_
 // turn's calls have OpenAI's shape. Each throws Invalid (request_fields.h) naming the field.
 // An assistant turn's tool_calls (arguments as JSON text or an object).
 std::vector<ChatToolCall> parse_message_tool_calls(const nlohmann::json& calls, const std::string& param);
+// Bytes of an assistant turn's calls, counted against the prompt's limit.
+size_t tool_calls_bytes(const std::vector<ChatToolCall>& calls);
 // A tool result without its function's name gets it from the call whose id it answers.
 void name_tool_results_by_call_id(std::vector<ChatMessage>& msgs);
 // OpenAI's tool_choice (none, auto, required, a named function) onto `t`, whose tools are parsed.
