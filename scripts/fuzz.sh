@@ -8,7 +8,7 @@
 #   fuzz_gguf_prefix  the header-only parse of a file's first bytes, and the fit planner on it
 #   fuzz_hub        the model hub's JSON answers, Content-Range and remote file names
 #   fuzz_logits_file  saved base runs of `ember perplexity --kl-divergence` (llama.cpp's format)
-#   fuzz_server_request  the HTTP server's request bodies (JSON -> EngineRequest)
+#   fuzz_server_request  the HTTP server's request bodies, OpenAI's and Ollama's (JSON -> EngineRequest)
 #   fuzz_kv_block   the prefix cache's block files on disk, parsed and read back through the store
 #   fuzz_tool_calls the tool-call parser on model output (every family's form)
 # Usage: scripts/fuzz.sh [SECONDS] [TARGET...]   (default: 60 s each, every target)

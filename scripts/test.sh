@@ -71,6 +71,8 @@ scripts/fetch-test-models.sh
 scripts/fetch-openai-client.sh
 # The same client and jsonschema (pinned) for test_structured_output, in a venv of their own.
 scripts/fetch-structured-client.sh
+# The official ollama Python client (pinned) for test_server_ollama, in a cached venv.
+scripts/fetch-ollama-client.sh
 # Python's jinja2 (pinned), the reference test_template_jinja2 renders the real chat templates with.
 scripts/fetch-jinja2.sh
 

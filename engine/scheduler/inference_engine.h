@@ -30,6 +30,9 @@ struct EngineRequest {
     std::vector<ChatMessage> messages;   // rendered with the model's own chat template
     std::string prompt;                  // raw text, tokenized as the model wants (BOS etc.)
     std::vector<int32_t> prompt_tokens;  // already tokenized for this model
+    // prompt only: special tokens written in the text ("<|im_start|>") are those tokens, not
+    // their characters (Ollama's raw mode, whose prompts are already templated).
+    bool prompt_parse_special = false;
     // messages only: when the conversation does not fit the context (less the room kept for
     // the answer), leave out the oldest exchanges and report how many (EngineEvent::
     // dropped_turns) instead of failing. The system prompt and the newest message stay.

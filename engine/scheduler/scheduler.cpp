@@ -158,7 +158,7 @@ uint64_t Scheduler::submit(EngineRequest request, EventSink sink) {
             job->prompt = chat_prompt_tokens(model_, request.messages, request.template_options);
         }
     } else if (!request.prompt.empty()) {
-        job->prompt = tok.encode(request.prompt, false, false);
+        job->prompt = tok.encode(request.prompt, false, request.prompt_parse_special);
         if (tok.add_bos() && tok.bos() >= 0) job->prompt.insert(job->prompt.begin(), tok.bos());
     } else {
         for (int32_t id : request.prompt_tokens)

@@ -27,6 +27,7 @@
 
 #include "engine/server/connection_guard.h"
 #include "engine/server/connection_probe.h"
+#include "engine/server/ollama_format.h"
 #include "engine/server/request_parser.h"
 #include "engine/server/response_format.h"
 #include "engine/server/server_metrics.h"
@@ -73,31 +74,16 @@ private:
     std::deque<EngineEvent> events_;
 };
 
-// One generation being answered.
+// One generation being answered, in the shape of the API that asked (answer_format.h).
 struct Answer {
-    ResponseMeta meta;
+    explicit Answer(std::unique_ptr<AnswerFormat> f) : format(std::move(f)) {}
+    std::unique_ptr<AnswerFormat> format;
     uint64_t id = 0;
     std::shared_ptr<EventQueue> events = std::make_shared<EventQueue>();
-    bool started = false;    // streamed: the first chunk is written
-    bool done = false;       // the final event was answered
-    size_t text_offset = 0;  // bytes of text so far (completions' logprobs offsets)
+    bool started = false;  // streamed: the first chunk is written
+    bool done = false;     // the final event was answered
     Clock::time_point last_write = Clock::now();
-    std::unique_ptr<ToolCallParser> tool_calls;  // chat with tools: calls parsed out of the text
-    bool made_calls = false;                     // finish_reason "tool_calls"
-
-    // The text through the tool-call parser (when there is one).
-    ToolCallChunk parse(std::string_view text, bool at_end) {
-        if (!tool_calls) return {std::string(text), {}};
-        ToolCallChunk c = tool_calls->feed(text);
-        if (at_end) {
-            ToolCallChunk last = tool_calls->finish();
-            c.content += last.content;
-            for (ToolCallDelta& d : last.calls) c.calls.push_back(std::move(d));
-            for (const std::string& p : tool_calls->problems()) log_warn("tool calls in " + meta.id + ": " + p);
-        }
-        made_calls = made_calls || !c.calls.empty();
-        return c;
-    }
+    std::optional<ConnectionProbe> client;  // streamed in a format with no keepalive: polled instead
 };
 
 // Compares every byte whatever the first difference, so the time taken does not tell how much
@@ -125,14 +111,19 @@ std::optional<std::string_view> bearer_token(std::string_view auth) {
 // The label /metrics counts a request under (never the raw path: that would let clients make
 // unbounded label sets).
 std::string endpoint_label(const std::string& path) {
-    for (const char* p : {"/health", "/metrics", "/v1/models", "/v1/status", "/v1/chat/completions", "/v1/completions"})
+    for (const char* p : {"/health", "/metrics", "/v1/models", "/v1/status", "/v1/chat/completions", "/v1/completions",
+                          "/", "/api/chat", "/api/generate", "/api/tags", "/api/show", "/api/ps", "/api/version"})
         if (path == p) return p;
     return "other";
 }
 
-void send_error(Response& res, const ApiError& e) {
+bool ollama_path(const std::string& path) { return path.rfind("/api/", 0) == 0; }
+
+// An error as the API of the request's path writes it: Ollama's {"error": "..."} under /api/,
+// OpenAI's error object everywhere else.
+void send_error(const Request& req, Response& res, const ApiError& e) {
     res.status = e.status;
-    res.set_content(error_json(e), "application/json");
+    res.set_content(ollama_path(req.path) ? ollama_error_json(e) : error_json(e), "application/json");
 }
 
 bool write(httplib::DataSink& sink, const std::string& s) { return s.empty() || sink.write(s.data(), s.size()); }
@@ -157,9 +148,10 @@ struct HttpServer::Impl {
     Clock::time_point started = Clock::now();
     int64_t created = unix_now();
 
-    std::mutex mutex;           // guards the two below
+    std::mutex mutex;           // guards the three below
     std::set<uint64_t> active;  // requests being answered (cancelled by stop())
     std::mt19937_64 rng{std::random_device{}()};
+    std::optional<ServedModel> served;  // the facts of the model last asked about, by its path
 
     Impl(InferenceEngine& e, ServerOptions o) : engine(e), options(std::move(o)), http(guard_options()) {}
 
@@ -177,8 +169,12 @@ struct HttpServer::Impl {
     }
 
     void routes();
+    void ollama_routes();
     httplib::Server::HandlerResponse check_key(const Request& req, Response& res) const;
     void generate(Endpoint endpoint, const Request& req, Response& res);
+    void ollama_generate(OllamaEndpoint endpoint, const Request& req, Response& res);
+    void run(EngineRequest&& r, bool stream, std::unique_ptr<AnswerFormat> format, const Request& req, Response& res);
+    std::optional<ServedModel> served_model(const EngineStatus& status);
     void answer_whole(Answer& a, const ConnectionProbe& client, Response& res);
     void answer_stream(std::shared_ptr<Answer> a, Response& res);
     bool pump(Answer& a, httplib::DataSink& sink);
@@ -194,7 +190,8 @@ struct HttpServer::Impl {
     std::string new_id(Endpoint endpoint) {
         return (endpoint == Endpoint::Chat ? "chatcmpl-" : "cmpl-") + random_hex();
     }
-    std::unique_ptr<ToolCallParser> tool_call_parser(const ToolRequest& t, ToolCallFormat format);
+    ToolCallText tool_call_parser(const ToolRequest& t, ToolCallFormat format, std::string tag);
+    std::optional<ApiError> force_tool_call(const ToolRequest& t, ToolCallFormat format, EngineRequest& r) const;
     uint64_t new_seed() {
         std::lock_guard lock(mutex);
         return rng();
@@ -224,17 +221,31 @@ EventSink HttpServer::Impl::sink_for(std::shared_ptr<EventQueue> events) const {
     };
 }
 
+// tool_choice "required" or a named function: the request decodes under the call's grammar.
+std::optional<ApiError> HttpServer::Impl::force_tool_call(const ToolRequest& t, ToolCallFormat format,
+                                                          EngineRequest& r) const {
+    auto forced = forced_call_grammar(t, format, options.limits.grammar);
+    if (const ApiError* e = std::get_if<ApiError>(&forced)) return *e;
+    auto& g = std::get<std::shared_ptr<const grammar::Grammar>>(forced);
+    if (!g) return std::nullopt;
+    if (r.grammar)
+        return ApiError{400, "a forced tool call cannot be combined with response_format or a grammar",
+                        "invalid_request_error", "tool_choice", ""};
+    r.grammar = std::move(g);
+    return std::nullopt;
+}
+
 // Tools offered and not refused with tool_choice "none": the output is parsed for calls in
 // the model's form (ids "call_<16 hex>N", unique per answer). A template whose form Ember does
-// not know shows the tools, and the answer stays text.
-std::unique_ptr<ToolCallParser> HttpServer::Impl::tool_call_parser(const ToolRequest& t, ToolCallFormat format) {
-    if (!t.parse()) return nullptr;
+// not know shows the tools, and the answer stays text. `tag` names the answer in the log.
+ToolCallText HttpServer::Impl::tool_call_parser(const ToolRequest& t, ToolCallFormat format, std::string tag) {
+    if (!t.parse()) return {};
     if (format == ToolCallFormat::None) {
         log_warn("tool calls: the model's chat template shows tools in a form Ember does not parse; answering text");
-        return nullptr;
+        return {};
     }
     const size_t max_calls = t.parallel ? std::numeric_limits<size_t>::max() : 1;
-    return std::make_unique<ToolCallParser>(format, "call_" + random_hex(), max_calls);
+    return ToolCallText(std::make_unique<ToolCallParser>(format, "call_" + random_hex(), max_calls), std::move(tag));
 }
 
 // Gives the allocator's free pages back after a large body: its parse (up to max_body_bytes of
@@ -261,43 +272,119 @@ struct TrimAfterLargeBody {
 void HttpServer::Impl::generate(Endpoint endpoint, const Request& req, Response& res) {
     const TrimAfterLargeBody trim{req.body.size()};
     auto parsed = parse_request(endpoint, req.body, options.limits);
-    if (const ApiError* e = std::get_if<ApiError>(&parsed)) return send_error(res, *e);
+    if (const ApiError* e = std::get_if<ApiError>(&parsed)) return send_error(req, res, *e);
     ApiRequest& r = std::get<ApiRequest>(parsed);
     const EngineStatus status = engine.status();
     const std::string& model = status.model;
     if (!r.tools.parallel_given) r.tools.parallel = parallel_calls_by_default(status.tool_call_format);
-    auto forced = forced_call_grammar(r.tools, status.tool_call_format, options.limits.grammar);
-    if (const ApiError* e = std::get_if<ApiError>(&forced)) return send_error(res, *e);
-    if (auto& g = std::get<std::shared_ptr<const grammar::Grammar>>(forced)) {
-        if (r.engine.grammar)
-            return send_error(res, {400, "a forced tool call cannot be combined with response_format or a grammar",
-                                    "invalid_request_error", "tool_choice", ""});
-        r.engine.grammar = std::move(g);
-    }
-    if (!r.engine.model.empty() && r.engine.model != model)
-        return send_error(res,
+    if (const auto e = force_tool_call(r.tools, status.tool_call_format, r.engine)) return send_error(req, res, *e);
+    // "name:latest" too: clients that list models through Ollama's /api/tags send that here
+    if (!r.engine.model.empty() && !model_name_matches(r.engine.model, model))
+        return send_error(req, res,
                           {404, "the model '" + r.engine.model + "' does not exist; this server has '" + model + "'",
                            "invalid_request_error", "model", "model_not_found"});
+    r.engine.model = model;
     if (!r.seed_given) r.engine.sampling.seed = new_seed();
-    auto a = std::make_shared<Answer>();
-    a->meta = {endpoint, new_id(endpoint), unix_now(), model, r.logprobs, r.stream && r.include_usage};
-    a->tool_calls = tool_call_parser(r.tools, status.tool_call_format);
+    ResponseMeta meta{endpoint, new_id(endpoint), unix_now(), model, r.logprobs, r.stream && r.include_usage};
+    auto calls = tool_call_parser(r.tools, status.tool_call_format, meta.id);
     // A call decoded under its grammar is well-formed: streamed, its arguments go out as they
     // are written (only max_tokens can cut one, as with OpenAI). A whole answer still checks
     // each call, so a cut one comes back as text.
-    if (a->tool_calls && r.stream && r.tools.choice != ToolChoice::Auto) a->tool_calls->stream_arguments(true);
+    if (r.stream && r.tools.choice != ToolChoice::Auto) calls.stream_arguments(true);
+    run(std::move(r.engine), r.stream, std::make_unique<OpenAiAnswer>(std::move(meta), std::move(calls)), req, res);
+}
+
+// Submits a parsed request and answers it in `format`, streamed or whole.
+void HttpServer::Impl::run(EngineRequest&& r, bool stream, std::unique_ptr<AnswerFormat> format, const Request& req,
+                           Response& res) {
+    auto a = std::make_shared<Answer>(std::move(format));
+    const auto fail = [&](const ApiError& e) {
+        res.status = e.status;
+        res.set_content(a->format->error(e), "application/json");
+    };
     try {
-        a->id = engine.submit(std::move(r.engine), sink_for(a->events));
+        a->id = engine.submit(std::move(r), sink_for(a->events));
     } catch (const EngineBusy& e) {  // may run later: nothing was queued
         res.set_header("Retry-After", "1");
-        return send_error(res, {503, e.what(), "server_error", "", "queue_full"});
+        return fail({503, e.what(), "server_error", "", "queue_full"});
     } catch (const Error& e) {  // a request that can never run: nothing was queued
-        return send_error(res, {400, e.what(), "invalid_request_error", "", ""});
+        return fail({400, e.what(), "invalid_request_error", "", ""});
     }
     track(a->id);
     if (stopping) engine.cancel(a->id);  // stop() ran between submit and track
-    if (r.stream) answer_stream(std::move(a), res);
-    else answer_whole(*a, ConnectionProbe(req.local_addr, req.local_port, req.remote_addr, req.remote_port), res);
+    const auto client = [&req] {
+        return ConnectionProbe(req.local_addr, req.local_port, req.remote_addr, req.remote_port);
+    };
+    if (!stream) return answer_whole(*a, client(), res);
+    if (a->format->keepalive().empty()) a->client.emplace(client());
+    answer_stream(std::move(a), res);
+}
+
+void HttpServer::Impl::ollama_generate(OllamaEndpoint endpoint, const Request& req, Response& res) {
+    const TrimAfterLargeBody trim{req.body.size()};
+    auto parsed = parse_ollama_request(endpoint, req.body, options.limits);
+    if (const ApiError* e = std::get_if<ApiError>(&parsed)) return send_error(req, res, *e);
+    OllamaRequest& r = std::get<OllamaRequest>(parsed);
+    const EngineStatus status = engine.status();
+    const std::string& model = status.model;
+    if (!model_name_matches(r.model, model))
+        return send_error(req, res,
+                          {404, "model '" + r.model + "' not found; this server has '" + model + "'", "not_found_error",
+                           "model", "model_not_found"});
+    if (!r.ignored.empty()) {  // Ollama ignores them too; Open WebUI sends num_ctx every time
+        std::string line = req.path + ": ignored";
+        for (const std::string& what : r.ignored) line += " " + what + ";";
+        log_info(line);
+    }
+    OllamaMeta meta{endpoint, r.model, r.logprobs};
+    if (r.load_only) return res.set_content(dump(ollama_load_json(meta)), "application/json");
+    if (!r.seed_given) r.engine.sampling.seed = new_seed();
+    r.tools.parallel = parallel_calls_by_default(status.tool_call_format);
+    if (const auto e = force_tool_call(r.tools, status.tool_call_format, r.engine)) return send_error(req, res, *e);
+    auto calls = tool_call_parser(r.tools, status.tool_call_format, req.path);  // whole calls: arguments are an object
+    run(std::move(r.engine), r.stream, std::make_unique<OllamaAnswer>(std::move(meta), std::move(calls)), req, res);
+}
+
+// Read from the file once per model: the app's engine may load another, or none (then nothing).
+std::optional<ServedModel> HttpServer::Impl::served_model(const EngineStatus& status) {
+    if (status.model_path.empty()) return std::nullopt;
+    std::lock_guard lock(mutex);
+    if (!served || served->path != status.model_path) served = describe_served_model(status.model, status.model_path);
+    return served;
+}
+
+// Ollama's API beside OpenAI's (ollama_parser.h, ollama_format.h), so that programs that speak
+// only Ollama's (its clients, editors, Open WebUI) can use this server: point them at it with
+// OLLAMA_HOST=http://HOST:PORT.
+void HttpServer::Impl::ollama_routes() {
+    const auto running = [](const Request&, Response& res) { res.set_content("Ollama is running", "text/plain"); };
+    http.Get("/", running);
+    http.Get("/api/version",
+             [](const Request&, Response& res) { res.set_content(dump(ollama_version_json()), "application/json"); });
+    http.Get("/api/tags", [this](const Request&, Response& res) {
+        res.set_content(dump(ollama_tags_json(served_model(engine.status()))), "application/json");
+    });
+    http.Get("/api/ps", [this](const Request&, Response& res) {
+        const EngineStatus status = engine.status();
+        res.set_content(dump(ollama_ps_json(served_model(status), status)), "application/json");
+    });
+    http.Post("/api/show", [this](const Request& req, Response& res) {
+        const auto asked = parse_show_request(req.body, options.limits);
+        if (const ApiError* e = std::get_if<ApiError>(&asked)) return send_error(req, res, *e);
+        const std::string& name = std::get<std::string>(asked);
+        const EngineStatus status = engine.status();
+        const auto m = served_model(status);
+        if (!m || !model_name_matches(name, status.model))
+            return send_error(
+                req, res,
+                {404, "model '" + name + "' not found; this server has " + (m ? "'" + m->name + "'" : "none"),
+                 "not_found_error", "model", "model_not_found"});
+        res.set_content(dump(ollama_show_json(*m, status)), "application/json");
+    });
+    http.Post("/api/chat",
+              [this](const Request& req, Response& res) { ollama_generate(OllamaEndpoint::Chat, req, res); });
+    http.Post("/api/generate",
+              [this](const Request& req, Response& res) { ollama_generate(OllamaEndpoint::Generate, req, res); });
 }
 
 // Collects the whole answer, then writes it. A client that hangs up meanwhile gets its request
@@ -315,13 +402,13 @@ void HttpServer::Impl::answer_whole(Answer& a, const ConnectionProbe& client, Re
                 for (auto& t : e.tokens) tokens.push_back(std::move(t));
             } else if (e.kind == EngineEvent::Kind::Finished) {
                 untrack(a.id);
-                const ToolCallChunk answer = a.parse(text, true);
-                return res.set_content(response_json(a.meta, answer.content, tokens, e.stats, reasoning, answer.calls),
-                                       "application/json");
+                return res.set_content(a.format->whole(text, reasoning, tokens, e.stats), "application/json");
             } else if (e.kind == EngineEvent::Kind::Failed) {
                 untrack(a.id);
-                return send_error(res,
-                                  {500, "the engine could not run the request: " + e.error, "server_error", "", ""});
+                res.status = 500;
+                return res.set_content(
+                    a.format->error({500, "the engine could not run the request: " + e.error, "server_error", "", ""}),
+                    "application/json");
             }
         }
         if (!client_gone && !client.connected()) client_gone = true, engine.cancel(a.id);
@@ -329,15 +416,18 @@ void HttpServer::Impl::answer_whole(Answer& a, const ConnectionProbe& client, Re
         if (stop_seen == Clock::time_point{}) stop_seen = Clock::now(), engine.cancel(a.id);
         if (Clock::now() - stop_seen > kStopGrace) {
             untrack(a.id);
-            return send_error(res, {503, "the server is shutting down", "server_error", "", ""});
+            res.status = 503;
+            return res.set_content(a.format->error({503, "the server is shutting down", "server_error", "", ""}),
+                                   "application/json");
         }
     }
 }
 
 void HttpServer::Impl::answer_stream(std::shared_ptr<Answer> a, Response& res) {
     res.set_header("Cache-Control", "no-cache");
+    const std::string type = a->format->stream_type();
     res.set_chunked_content_provider(
-        "text/event-stream", [this, a](size_t, httplib::DataSink& sink) { return pump(*a, sink); },
+        type, [this, a](size_t, httplib::DataSink& sink) { return pump(*a, sink); },
         // Runs when the response is over, written or not: a client that went away (or a
         // server that stops) must not leave its request generating.
         [this, a](bool) {
@@ -351,7 +441,7 @@ void HttpServer::Impl::answer_stream(std::shared_ptr<Answer> a, Response& res) {
 bool HttpServer::Impl::pump(Answer& a, httplib::DataSink& sink) {
     if (!a.started) {
         a.started = true;
-        if (!write(sink, first_chunk(a.meta))) return false;
+        if (!write(sink, a.format->begin())) return false;
     }
     for (EngineEvent& e : a.events->take(kPoll)) {
         if (!write_event(a, e, sink)) return false;
@@ -364,7 +454,8 @@ bool HttpServer::Impl::pump(Answer& a, httplib::DataSink& sink) {
     if (stopping) return false;
     if (Clock::now() - a.last_write > kHeartbeat) {
         a.last_write = Clock::now();
-        return write(sink, ": waiting\n\n");
+        if (a.client) return a.client->connected();
+        return write(sink, a.format->keepalive());
     }
     return true;
 }
@@ -373,38 +464,26 @@ bool HttpServer::Impl::write_event(Answer& a, EngineEvent& e, httplib::DataSink&
     switch (e.kind) {
         case EngineEvent::Kind::Started:
             return true;
-        case EngineEvent::Kind::Text: {
-            const ToolCallChunk c = a.parse(e.text, false);
-            if (c.content.empty() && e.reasoning.empty() && e.tokens.empty())
-                return write(sink, tool_call_chunks(a.meta, c.calls));
-            const std::string chunk = text_chunk(a.meta, c.content, e.tokens, a.text_offset, e.reasoning);
-            a.text_offset += e.text.size();
-            return write(sink, chunk) && write(sink, tool_call_chunks(a.meta, c.calls));
-        }
-        case EngineEvent::Kind::Finished: {
+        case EngineEvent::Kind::Text:
+            return write(sink, a.format->text(e));
+        case EngineEvent::Kind::Finished:
             a.done = true;
-            const ToolCallChunk c = a.tool_calls ? a.parse("", true) : ToolCallChunk{};
-            if (!c.content.empty() && !write(sink, text_chunk(a.meta, c.content, {}, a.text_offset))) return false;
-            return write(sink, tool_call_chunks(a.meta, c.calls)) &&
-                   write(sink, finish_chunk(a.meta, e.stats.stop_reason, a.made_calls)) &&
-                   (!a.meta.include_usage || write(sink, usage_chunk(a.meta, e.stats))) &&
-                   write(sink, std::string(kSseDone));
-        }
+            return write(sink, a.format->finished(e.stats));
         case EngineEvent::Kind::Failed:
             a.done = true;
-            return write(sink, error_event({500, "the engine could not run the request: " + e.error, "server_error", "",
-                                            ""})) &&
-                   write(sink, std::string(kSseDone));
+            return write(sink, a.format->failed(
+                                   {500, "the engine could not run the request: " + e.error, "server_error", "", ""}));
     }
     return true;
 }
 
 httplib::Server::HandlerResponse HttpServer::Impl::check_key(const Request& req, Response& res) const {
     using HR = httplib::Server::HandlerResponse;
-    if (options.api_key.empty() || req.path == "/health") return HR::Unhandled;
+    // "/" too: Ollama's clients probe it ("Ollama is running") before they send the key.
+    if (options.api_key.empty() || req.path == "/health" || req.path == "/") return HR::Unhandled;
     const std::string auth = req.get_header_value("Authorization");
     if (const auto key = bearer_token(auth); key && same_key(*key, options.api_key)) return HR::Unhandled;
-    send_error(res,
+    send_error(req, res,
                {401, auth.empty() ? "no API key: send it as 'Authorization: Bearer KEY'" : "the API key is not valid",
                 "invalid_request_error", "", "invalid_api_key"});
     return HR::Handled;
@@ -429,6 +508,7 @@ void HttpServer::Impl::routes() {
               [this](const Request& req, Response& res) { generate(Endpoint::Chat, req, res); });
     http.Post("/v1/completions",
               [this](const Request& req, Response& res) { generate(Endpoint::Completion, req, res); });
+    ollama_routes();
 
     // Errors httplib answers itself (no route, a body over the limit, a malformed request)
     // get the same error object as ours; a response that has a body already keeps it.
@@ -438,7 +518,7 @@ void HttpServer::Impl::routes() {
         if (const RequestFault f = GuardedServer::current_fault(); f != RequestFault::None) {
             res.status = GuardedServer::fault_status(f);
             res.set_header("Connection", "close");
-            send_error(res,
+            send_error(req, res,
                        {res.status, http.fault_message(f), "invalid_request_error", "", GuardedServer::fault_code(f)});
             return httplib::Server::HandlerResponse::Handled;
         }
@@ -448,17 +528,17 @@ void HttpServer::Impl::routes() {
             e.message = "the request body is larger than this server accepts (" +
                         std::to_string(options.limits.max_body_bytes) + " bytes)",
             e.code = "request_too_large";
-        send_error(res, e);
+        send_error(req, res, e);
         return httplib::Server::HandlerResponse::Handled;
     }));
-    http.set_exception_handler([](const Request&, Response& res, std::exception_ptr ep) {
+    http.set_exception_handler([](const Request& req, Response& res, std::exception_ptr ep) {
         std::string what = "unknown error";
         try {
             std::rethrow_exception(ep);
         } catch (const std::exception& e) {
             what = e.what();
         } catch (...) {}
-        send_error(res, {500, "internal error: " + what, "server_error", "", ""});
+        send_error(req, res, {500, "internal error: " + what, "server_error", "", ""});
     });
     http.set_logger([this](const Request& req, const Response& res) {
         metrics->count_request(endpoint_label(req.path), res.status);

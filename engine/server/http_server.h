@@ -1,4 +1,4 @@
-// The local OpenAI-compatible HTTP server (cpp-httplib) over any InferenceEngine: the
+// The local HTTP server, OpenAI-compatible (cpp-httplib), over any InferenceEngine: the
 // Scheduler in `ember serve` and in the desktop app, or a remote engine later.
 //
 //   GET  /health                 {"status":"ok"} (no API key needed: for supervisors)
@@ -7,6 +7,10 @@
 //   POST /v1/completions         a raw prompt (text or token ids); SSE when streamed
 //   GET  /v1/status              what is loaded, where, memory by kind, KV blocks, requests (`ember ps`)
 //   GET  /metrics                Prometheus text (server_metrics.h)
+// and Ollama's API beside it (ollama_parser.h, ollama_format.h; clients find it by OLLAMA_HOST):
+//   GET  /                       "Ollama is running" (no API key needed: clients probe it)
+//   POST /api/chat, /api/generate  NDJSON when streamed (Ollama streams unless told not to)
+//   GET  /api/tags, /api/ps, /api/version; POST /api/show
 //
 // Each HTTP request runs on one of the server's threads, which submits it to the engine and
 // waits for its events (the engine's sink only queues them). A streamed answer is written
@@ -29,7 +33,7 @@ namespace ember::server {
 struct ServerOptions {
     std::string host = "127.0.0.1";  // loopback unless asked: nothing else on the network sees it
     int port = 0;                    // 0: a free port chosen by the system (see port())
-    std::string api_key;             // "": none; else every endpoint but /health needs "Bearer KEY"
+    std::string api_key;             // "": none; else every endpoint but /health and / needs "Bearer KEY"
     ServerLimits limits;
     // Connections (connection_guard.h): each served one holds a thread (a streamed answer too).
     int threads = 32;                            // threads kept ready

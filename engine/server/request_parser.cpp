@@ -3,155 +3,18 @@
 #include "engine/server/request_parser.h"
 
 #include <cctype>
-#include <cmath>
-#include <functional>
 #include <limits>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 
 #include "engine/grammar/json_schema.h"
+#include "engine/server/request_fields.h"
 
 namespace ember::server {
 namespace {
 
 using json = nlohmann::json;
-
-struct Invalid {
-    ApiError error;
-};
-
-[[noreturn]] void invalid(std::string param, std::string message, std::string code = "", int status = 400) {
-    throw Invalid{ApiError{status, std::move(message), "invalid_request_error", std::move(param), std::move(code)}};
-}
-
-[[noreturn]] void unsupported(const std::string& param, const std::string& what) {
-    invalid(param, what + " is not supported by this server", "unsupported_parameter");
-}
-
-std::string type_of(const json& v) {
-    switch (v.type()) {
-        case json::value_t::null:
-            return "null";
-        case json::value_t::boolean:
-            return "a boolean";
-        case json::value_t::string:
-            return "a string";
-        case json::value_t::array:
-            return "an array";
-        case json::value_t::object:
-            return "an object";
-        default:
-            return v.is_number() ? "a number" : "a value of another type";
-    }
-}
-
-std::string number_text(double v) {
-    json j = v;
-    return j.dump();
-}
-
-// Nesting depth of a JSON text (brackets outside strings), checked before parsing so that a
-// body of a million '[' is refused in linear time with no deep recursion anywhere.
-size_t json_depth(std::string_view text) {
-    size_t depth = 0, deepest = 0;
-    bool in_string = false, escaped = false;
-    for (char c : text) {
-        if (in_string) {
-            if (escaped) escaped = false;
-            else if (c == '\\') escaped = true;
-            else if (c == '"') in_string = false;
-        } else if (c == '"') {
-            in_string = true;
-        } else if (c == '[' || c == '{') {
-            deepest = std::max(deepest, ++depth);
-        } else if ((c == ']' || c == '}') && depth > 0) {
-            --depth;
-        }
-    }
-    return deepest;
-}
-
-// Typed access to the fields of the request object. A field that is absent or null is "not
-// given" (std::nullopt); one of the wrong type or out of range is a 400 naming it.
-class Fields {
-public:
-    explicit Fields(const json& body) : body_(body) {}
-
-    const json* get(const char* key) const {
-        const auto it = body_.find(key);
-        return it == body_.end() || it->is_null() ? nullptr : &*it;
-    }
-    std::optional<bool> boolean(const char* key) const {
-        const json* v = get(key);
-        if (!v) return std::nullopt;
-        if (!v->is_boolean()) invalid(key, std::string("'") + key + "' must be a boolean, not " + type_of(*v));
-        return v->get<bool>();
-    }
-    std::optional<std::string> string(const char* key) const {
-        const json* v = get(key);
-        if (!v) return std::nullopt;
-        if (!v->is_string()) invalid(key, std::string("'") + key + "' must be a string, not " + type_of(*v));
-        return v->get<std::string>();
-    }
-    std::optional<double> number(const char* key, double lo, double hi) const {
-        const json* v = get(key);
-        if (!v) return std::nullopt;
-        if (!v->is_number()) invalid(key, std::string("'") + key + "' must be a number, not " + type_of(*v));
-        const double x = v->get<double>();
-        if (!(x >= lo && x <= hi))
-            invalid(key, std::string("'") + key + "' must be between " + number_text(lo) + " and " + number_text(hi) +
-                             "; got " + v->dump());
-        return x;
-    }
-    std::optional<int64_t> integer(const char* key, int64_t lo, int64_t hi) const {
-        const json* v = get(key);
-        if (!v) return std::nullopt;
-        const auto x = as_integer(*v);
-        if (!x) invalid(key, std::string("'") + key + "' must be an integer, not " + type_of(*v));
-        if (*x < lo || *x > hi)
-            invalid(key, std::string("'") + key + "' must be between " + std::to_string(lo) + " and " +
-                             std::to_string(hi) + "; got " + v->dump());
-        return *x;
-    }
-    // Integers as JSON writes them: 7, -3, also 7.0; out of int64's range: nullopt.
-    static std::optional<int64_t> as_integer(const json& v) {
-        if (v.is_number_unsigned()) {
-            const uint64_t u = v.get<uint64_t>();
-            if (u > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) return std::nullopt;
-            return static_cast<int64_t>(u);
-        }
-        if (v.is_number_integer()) return v.get<int64_t>();
-        if (v.is_number_float()) {
-            const double d = v.get<double>();
-            if (std::isfinite(d) && d == std::floor(d) && std::fabs(d) < 9.0e15) return static_cast<int64_t>(d);
-        }
-        return std::nullopt;
-    }
-
-private:
-    const json& body_;
-};
-
-// ---- the prompt --------------------------------------------------------------------------
-
-class PromptBudget {  // message contents / prompt text together, against the limit
-public:
-    explicit PromptBudget(size_t limit) : left_(limit) {}
-    void take(const std::string& param, size_t bytes) {
-        if (bytes > left_)
-            invalid(param,
-                    "the prompt is larger than this server accepts (" + std::to_string(limit_bytes()) +
-                        " bytes of text at most)",
-                    "prompt_too_long", 413);
-        left_ -= bytes;
-        used_ += bytes;
-    }
-
-private:
-    size_t limit_bytes() const { return left_ + used_; }
-    size_t left_, used_ = 0;
-};
 
 // A message's content: a string, or OpenAI's array of parts of which only text ones are
 // supported (joined in order).
@@ -213,12 +76,6 @@ std::vector<ChatToolCall> parse_tool_calls(const json& calls, const std::string&
     for (size_t i = 0; i < calls.size(); ++i)
         out.push_back(parse_tool_call(calls[i], param + "[" + std::to_string(i) + "]"));
     return out;
-}
-
-size_t tool_calls_bytes(const std::vector<ChatToolCall>& calls) {
-    size_t n = 0;
-    for (const ChatToolCall& c : calls) n += c.id.size() + c.name.size() + c.arguments.size();
-    return n;
 }
 
 ChatMessage parse_message(const json& m, size_t index, PromptBudget& budget) {
@@ -351,26 +208,29 @@ void parse_tool_choice(const json* c, ToolRequest& t) {
             "unknown_tool");
 }
 
+void parse_tool_array(const json& tools, ToolRequest& t, EngineRequest& e, PromptBudget& budget,
+                      const ServerLimits& limits) {
+    if (!tools.is_array()) invalid("tools", "'tools' must be an array, not " + type_of(tools));
+    if (tools.size() > limits.max_tools)
+        invalid("tools", "at most " + std::to_string(limits.max_tools) + " tools per request; got " +
+                             std::to_string(tools.size()));
+    std::string text = "[";
+    for (size_t i = 0; i < tools.size(); ++i) {
+        ToolSpec spec;
+        const std::string one = parse_tool(tools[i], "tools[" + std::to_string(i) + "]", spec, limits);
+        for (const ToolSpec& s : t.tools)
+            if (s.name == spec.name)
+                invalid("tools[" + std::to_string(i) + "].function.name", "two tools named '" + spec.name + "'");
+        text += (i ? ", " : "") + one;
+        t.tools.push_back(std::move(spec));
+    }
+    budget.take("tools", text.size());
+    if (!t.tools.empty()) e.template_options.tools_json = text + "]";
+}
+
 void parse_tools(const Fields& f, ApiRequest& a, PromptBudget& budget, const ServerLimits& limits) {
     ToolRequest& t = a.tools;
-    if (const json* tools = f.get("tools")) {
-        if (!tools->is_array()) invalid("tools", "'tools' must be an array, not " + type_of(*tools));
-        if (tools->size() > limits.max_tools)
-            invalid("tools", "at most " + std::to_string(limits.max_tools) + " tools per request; got " +
-                                 std::to_string(tools->size()));
-        std::string text = "[";
-        for (size_t i = 0; i < tools->size(); ++i) {
-            ToolSpec spec;
-            const std::string one = parse_tool((*tools)[i], "tools[" + std::to_string(i) + "]", spec, limits);
-            for (const ToolSpec& s : t.tools)
-                if (s.name == spec.name)
-                    invalid("tools[" + std::to_string(i) + "].function.name", "two tools named '" + spec.name + "'");
-            text += (i ? ", " : "") + one;
-            t.tools.push_back(std::move(spec));
-        }
-        budget.take("tools", text.size());
-        if (!t.tools.empty()) a.engine.template_options.tools_json = text + "]";
-    }
+    if (const json* tools = f.get("tools")) parse_tool_array(*tools, t, a.engine, budget, limits);
     parse_tool_choice(f.get("tool_choice"), t);
     const auto parallel = f.boolean("parallel_tool_calls");
     t.parallel = parallel.value_or(true);
@@ -414,26 +274,6 @@ void parse_prompt(const Fields& f, EngineRequest& r, const ServerLimits& limits)
 }
 
 // ---- generation and sampling -------------------------------------------------------------
-
-std::vector<std::string> parse_stop(const Fields& f, const ServerLimits& limits) {
-    const json* s = f.get("stop");
-    if (!s) return {};
-    if (s->is_string()) {
-        if (s->get<std::string>().empty()) invalid("stop", "a stop string must not be empty");
-        return {s->get<std::string>()};
-    }
-    if (!s->is_array()) invalid("stop", "'stop' must be a string or an array of strings, not " + type_of(*s));
-    if (s->size() > limits.max_stop)
-        invalid("stop",
-                "at most " + std::to_string(limits.max_stop) + " stop strings; got " + std::to_string(s->size()));
-    std::vector<std::string> out;
-    for (const json& e : *s) {
-        if (!e.is_string() || e.get<std::string>().empty())
-            invalid("stop", "every stop string must be a non-empty string; got " + e.dump());
-        out.push_back(e.get<std::string>());
-    }
-    return out;
-}
 
 void parse_sampling(const Fields& f, ApiRequest& a) {
     SamplingParams& s = a.engine.sampling;
@@ -539,19 +379,6 @@ void refuse_unsupported(const Fields& f, Endpoint endpoint) {
             unsupported("modalities", "output other than text");
 }
 
-// A grammar for the request, compiled here so that a bad or too-large one is a 400 before
-// anything is queued. `param` names the field at fault in the error.
-std::shared_ptr<const grammar::Grammar> compile(const std::string& param, const ServerLimits& limits,
-                                                const std::function<std::string()>& gbnf) {
-    try {
-        return grammar::Grammar::parse(gbnf(), limits.grammar);
-    } catch (const grammar::GrammarError& e) {
-        const std::string kw = e.keyword();
-        invalid(param, std::string(e.what()) + (kw.empty() ? "" : " (keyword '" + kw + "')"),
-                kw.empty() ? "invalid_grammar" : "unsupported_schema");
-    }
-}
-
 // OpenAI's response_format ({"type": "text" | "json_object" | "json_schema"}) and
 // llama-server's top-level "json_schema" (a schema) and "grammar" (GBNF); at most one.
 void parse_response_format(const Fields& f, EngineRequest& r, const ServerLimits& limits) {
@@ -564,14 +391,14 @@ void parse_response_format(const Fields& f, EngineRequest& r, const ServerLimits
     if (gbnf) {
         if (!gbnf->is_string()) invalid("grammar", "'grammar' must be a string (GBNF), not " + type_of(*gbnf));
         if (!gbnf->get<std::string>().empty())
-            r.grammar = compile("grammar", limits, [&] { return gbnf->get<std::string>(); });
+            r.grammar = compile_grammar("grammar", limits, [&] { return gbnf->get<std::string>(); });
         return;
     }
     if (schema) {
         if (!schema->is_object() && !schema->is_boolean())
             invalid("json_schema", "'json_schema' must be a JSON schema object, not " + type_of(*schema));
-        r.grammar =
-            compile("json_schema", limits, [&] { return grammar::json_schema_to_gbnf(*schema, limits.grammar); });
+        r.grammar = compile_grammar("json_schema", limits,
+                                    [&] { return grammar::json_schema_to_gbnf(*schema, limits.grammar); });
         return;
     }
     if (!rf) return;
@@ -581,7 +408,7 @@ void parse_response_format(const Fields& f, EngineRequest& r, const ServerLimits
     if (type == "text") return;
     if (type == "json_object") {
         const json* s = format.get("schema");  // llama-server's extension
-        r.grammar = compile("response_format", limits, [&] {
+        r.grammar = compile_grammar("response_format", limits, [&] {
             return s ? grammar::json_schema_to_gbnf(*s, limits.grammar) : grammar::any_json_object_gbnf();
         });
         return;
@@ -598,7 +425,8 @@ void parse_response_format(const Fields& f, EngineRequest& r, const ServerLimits
     (void)spec.boolean("strict");  // the output always follows the schema
     const json* s = spec.get("schema");
     if (!s) invalid("response_format", "'response_format.json_schema.schema' is missing");
-    r.grammar = compile("response_format", limits, [&] { return grammar::json_schema_to_gbnf(*s, limits.grammar); });
+    r.grammar =
+        compile_grammar("response_format", limits, [&] { return grammar::json_schema_to_gbnf(*s, limits.grammar); });
 }
 
 ApiRequest parse_object(Endpoint endpoint, const json& body, const ServerLimits& limits) {
@@ -634,21 +462,28 @@ ApiRequest parse_object(Endpoint endpoint, const json& body, const ServerLimits&
 
 }  // namespace
 
+std::vector<ChatToolCall> parse_message_tool_calls(const json& calls, const std::string& param) {
+    return parse_tool_calls(calls, param);
+}
+
+size_t tool_calls_bytes(const std::vector<ChatToolCall>& calls) {
+    size_t n = 0;
+    for (const ChatToolCall& c : calls) n += c.id.size() + c.name.size() + c.arguments.size();
+    return n;
+}
+
+void name_tool_results_by_call_id(std::vector<ChatMessage>& msgs) { name_tool_results(msgs); }
+
+void parse_tool_choice_field(const json* choice, ToolRequest& t) { parse_tool_choice(choice, t); }
+
+void parse_tools_array(const json& tools, ToolRequest& t, EngineRequest& e, PromptBudget& budget,
+                       const ServerLimits& limits) {
+    parse_tool_array(tools, t, e, budget, limits);
+}
+
 std::variant<ApiRequest, ApiError> parse_request(Endpoint endpoint, std::string_view body, const ServerLimits& limits) {
     try {
-        if (body.size() > limits.max_body_bytes)
-            invalid("",
-                    "the request body is larger than this server accepts (" + std::to_string(limits.max_body_bytes) +
-                        " bytes)",
-                    "request_too_large", 413);
-        if (json_depth(body) > limits.max_json_depth)
-            invalid("", "the request body nests deeper than " + std::to_string(limits.max_json_depth) + " levels");
-        json parsed;
-        try {
-            parsed = json::parse(body);
-        } catch (const json::exception& e) {
-            invalid("", std::string("the request body is not valid JSON: ") + e.what(), "invalid_json");
-        }
+        const json parsed = parse_body(body, limits);
         return parse_object(endpoint, parsed, limits);
     } catch (const Invalid& e) {
         return e.error;

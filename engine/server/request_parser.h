@@ -11,15 +11,33 @@
 // (user, metadata, store) are ignored, as are unknown ones (clients add their own).
 // Sampling fields left out take the engine's defaults (SamplingParams), like llama-server.
 #pragma once
+#include <nlohmann/json.hpp>
+#include <string>
 #include <string_view>
+#include <vector>
 #include <variant>
 
 #include "engine/server/api_types.h"
+#include "engine/server/request_fields.h"
 
 namespace ember::server {
 
 // Never throws: a body that is not a valid request for `endpoint` gives the ApiError to send
 // (400 for bad JSON, wrong types and values out of range; 413 for a prompt over the limits).
 std::variant<ApiRequest, ApiError> parse_request(Endpoint endpoint, std::string_view body, const ServerLimits& limits);
+
+// What Ollama's parser (ollama_parser.cpp) shares with this one: its tools and an assistant
+// turn's calls have OpenAI's shape. Each throws Invalid (request_fields.h) naming the field.
+// An assistant turn's tool_calls (arguments as JSON text or an object).
+std::vector<ChatToolCall> parse_message_tool_calls(const nlohmann::json& calls, const std::string& param);
+// Bytes of an assistant turn's calls, counted against the prompt's limit.
+size_t tool_calls_bytes(const std::vector<ChatToolCall>& calls);
+// A tool result without its function's name gets it from the call whose id it answers.
+void name_tool_results_by_call_id(std::vector<ChatMessage>& msgs);
+// OpenAI's tool_choice (none, auto, required, a named function) onto `t`, whose tools are parsed.
+void parse_tool_choice_field(const nlohmann::json* choice, ToolRequest& t);
+// The `tools` array: ToolRequest::tools, and its JSON text as the template's tools_json.
+void parse_tools_array(const nlohmann::json& tools, ToolRequest& t, EngineRequest& e, PromptBudget& budget,
+                       const ServerLimits& limits);
 
 }  // namespace ember::server

@@ -180,6 +180,33 @@ std::string usage_chunk(const ResponseMeta& meta, const RequestStats& stats) {
     return sse_event(j);
 }
 
+// With tools, the text goes through the parser first: what it holds back (a possible call)
+// comes later, as content or as tool_calls deltas.
+std::string OpenAiAnswer::text(const EngineEvent& e) {
+    const ToolCallChunk c = calls_.feed(e.text, false);
+    if (c.content.empty() && e.reasoning.empty() && e.tokens.empty()) return tool_call_chunks(meta_, c.calls);
+    std::string chunk = text_chunk(meta_, c.content, e.tokens, text_offset_, e.reasoning);
+    text_offset_ += e.text.size();
+    return chunk + tool_call_chunks(meta_, c.calls);
+}
+
+std::string OpenAiAnswer::finished(const RequestStats& stats) {
+    std::string out;
+    if (calls_.parsing()) {
+        const ToolCallChunk c = calls_.feed("", true);
+        if (!c.content.empty()) out += text_chunk(meta_, c.content, {}, text_offset_);
+        out += tool_call_chunks(meta_, c.calls);
+    }
+    return out + finish_chunk(meta_, stats.stop_reason, calls_.made_calls()) +
+           (meta_.include_usage ? usage_chunk(meta_, stats) : "") + std::string(kSseDone);
+}
+
+std::string OpenAiAnswer::whole(const std::string& text, const std::string& reasoning,
+                                const std::vector<TokenLogprob>& tokens, const RequestStats& stats) {
+    const ToolCallChunk answer = calls_.feed(text, true);
+    return response_json(meta_, answer.content, tokens, stats, reasoning, answer.calls);
+}
+
 json models_json(const std::string& model, int64_t created) {
     return {{"object", "list"},
             {"data", json::array({{{"id", model}, {"object", "model"}, {"created", created}, {"owned_by", "ember"}}})}};

@@ -10,9 +10,11 @@
 #include <cstdint>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <utility>
 #include <string_view>
 #include <vector>
 
+#include "engine/server/answer_format.h"
 #include "engine/server/api_types.h"
 
 namespace ember::server {
@@ -62,6 +64,27 @@ std::string tool_call_chunks(const ResponseMeta& meta, const std::vector<ToolCal
 std::string finish_chunk(const ResponseMeta& meta, StopReason reason, bool tool_calls = false);
 std::string usage_chunk(const ResponseMeta& meta, const RequestStats& stats);
 std::string error_event(const ApiError& e);
+
+// The chunks and objects above as the server writes them for one request.
+class OpenAiAnswer : public AnswerFormat {
+public:
+    explicit OpenAiAnswer(ResponseMeta meta, ToolCallText calls = {})
+        : meta_(std::move(meta)), calls_(std::move(calls)) {}
+    const char* stream_type() const override { return "text/event-stream"; }
+    std::string begin() override { return first_chunk(meta_); }
+    std::string text(const EngineEvent& e) override;
+    std::string finished(const RequestStats& stats) override;
+    std::string failed(const ApiError& e) override { return error_event(e) + std::string(kSseDone); }
+    std::string keepalive() const override { return ": waiting\n\n"; }  // an SSE comment
+    std::string whole(const std::string& text, const std::string& reasoning, const std::vector<TokenLogprob>& tokens,
+                      const RequestStats& stats) override;
+    std::string error(const ApiError& e) const override { return error_json(e); }
+
+private:
+    ResponseMeta meta_;
+    ToolCallText calls_;
+    size_t text_offset_ = 0;  // bytes of text so far (completions' logprobs offsets)
+};
 
 // GET /v1/models and the status endpoint (what `ember ps` reads).
 nlohmann::json models_json(const std::string& model, int64_t created);

@@ -1,6 +1,7 @@
 """`ember serve` as a child process for the server's Python tests (openai_compat.py,
-load_test.py): started on a free port, its URL read from the first line it prints, stopped
-with SIGTERM (a clean shutdown must exit 0). Standard library only."""
+ollama_compat.py, load_test.py): started on a free port, its URL read from the first line it
+prints, stopped with SIGTERM (a clean shutdown must exit 0); and the checks the client tests
+share. Standard library only."""
 import json
 import re
 import signal
@@ -79,3 +80,17 @@ class EmberServe:
                 self.proc.wait()
                 raise AssertionError(f"ember serve did not stop within {timeout} s of SIGTERM")
         return self.proc.returncode
+
+
+def check(cond, what):
+    """One check of a client test: raises on failure, prints what passed."""
+    if not cond:
+        raise AssertionError(what)
+    print(f"ok: {what}")
+
+
+def count_tokens(ember, model, text):
+    """Tokens of `text` as the model reads a rendered prompt (`ember tokenize`, specials parsed)."""
+    out = subprocess.run([ember, "tokenize", model, "--ids", "--add-special", "--parse-special", text],
+                         check=True, capture_output=True, text=True).stdout
+    return len(out.split())

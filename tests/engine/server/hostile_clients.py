@@ -17,6 +17,12 @@ header flood   300 MB of 1 KiB header lines on one GET /health (as found: read i
                of its level before. Also 431: 200 short header lines; one 100 KiB header.
 keep-alive     the deadline starts again for each request of a kept-alive connection: three
                requests 1 s apart on one connection (deadline 1.5 s) are all answered.
+ollama bodies  hostile bodies on Ollama's routes (/api/chat, /api/generate, /api/show): a million
+               '[', a body over the limit, bytes that are not JSON, invalid UTF-8 in the model's
+               name (echoed in the error), 100,000 made-up option keys, a 1 MiB keep_alive,
+               wrong types, a streamed answer whose client hangs up at once: each gets its 4xx
+               as {"error": "..."} (or its answer), and the server then still answers
+               /api/generate and goes idle.
 tool floods    16 clients at once send 4 requests each whose tools are as large as the limits
                allow or beyond them (128 tools, enums of 100 values in 20 properties, forced
                calls whose grammar must be compiled; a 40-deep schema; malformed arguments in
@@ -28,6 +34,7 @@ SIGTERM        with 8 slowloris connections open (default 10 s deadline) the ser
 
 Standard library only. Exits non-zero on the first failed check."""
 import argparse
+import json
 import sys
 import threading
 import time
@@ -181,6 +188,58 @@ def keep_alive_requests_each_get_the_deadline(port):
     s.close()
 
 
+def post(port, path, body, timeout=30):
+    head = (f"POST {path} HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+            f"Content-Length: {len(body)}\r\nConnection: close\r\n\r\n").encode()
+    return raw(port, head + body, timeout=timeout)
+
+
+def ollama_error(reply):
+    """The status and the error text of Ollama's {"error": "..."} answer."""
+    body = reply.partition(b"\r\n\r\n")[2]
+    return status_of(reply), json.loads(body)["error"]
+
+
+def hostile_ollama_bodies(server, port):
+    deep = b'{"model":"m","messages":' + b"[" * 1_000_000
+    cases = [
+        ("/api/chat", deep, 400),
+        ("/api/generate", b'{"model":"m","prompt":"' + b"x" * (5 << 20) + b'"}', 413),
+        ("/api/generate", b"\x00\xff not json", 400),
+        ("/api/chat", b'{"model":"\xff\xfe\xc3","messages":[{"role":"user","content":"hi"}]}', 400),
+        ("/api/show", b'{"model":' + b"[" * 100_000 + b"]" * 100_000 + b"}", 400),
+        ("/api/show", b'{"name":"' + b"n" * (1 << 20) + b'"}', 404),
+        ("/api/generate", json.dumps({"model": "m", "prompt": "hi", "keep_alive": "1" * (1 << 20) + "s"}).encode(), 400),
+        ("/api/chat", json.dumps({"model": "m", "messages": "hi"}).encode(), 400),
+        ("/api/chat", json.dumps({"model": 7, "messages": []}).encode(), 400),
+        ("/api/generate", json.dumps({"model": "m", "prompt": ["a"]}).encode(), 400),
+        ("/api/generate", json.dumps({"model": "m", "prompt": "hi", "options": [1, 2]}).encode(), 400),
+        ("/api/generate", json.dumps({"model": "m", "prompt": "hi", "options": {"num_predict": 1e300}}).encode(), 400),
+    ]
+    for path, body, want in cases:
+        status, message = ollama_error(post(port, path, body))
+        check(status == want and isinstance(message, str) and message,
+              f"{path} with {body[:40]!r}…: {status} {message[:80]!r}, expected {want}")
+    many = {f"k{i}": i for i in range(100_000)}
+    model = server.get_json("/v1/status")["model"]
+    reply = post(port, "/api/generate", json.dumps({"model": model, "prompt": "Once", "raw": True, "stream": False,
+                                                    "options": {"num_predict": 4, **many}}).encode())
+    check(status_of(reply) == 200, f"100,000 made-up option keys are ignored: {reply[:200]!r}")
+    # A streamed answer whose client is gone before it reads a byte.
+    for _ in range(8):
+        s = connect(port)
+        body = json.dumps({"model": model, "prompt": "Once upon a time", "raw": True,
+                           "options": {"num_predict": 400}}).encode()
+        s.sendall(f"POST /api/generate HTTP/1.1\r\nHost: x\r\nContent-Length: {len(body)}\r\n\r\n".encode() + body)
+        s.close()
+    server.wait_idle()
+    reply = post(port, "/api/generate", json.dumps({"model": model, "prompt": "Once upon a time", "raw": True,
+                                                    "stream": False, "options": {"num_predict": 8}}).encode())
+    answer = json.loads(reply.partition(b"\r\n\r\n")[2])
+    check(status_of(reply) == 200 and answer["done"] and answer["eval_count"] > 0,
+          f"after the hostile bodies /api/generate still answers: {answer.get('response')!r}")
+    print(f"ollama bodies: {len(cases)} hostile bodies refused as Ollama does, 100,000 option keys ignored, "
+          "8 abandoned streams; the server answers and goes idle")
 def tool_bodies():
     props = {f"p{j}": {"type": "string", "enum": [f"v{k}" for k in range(100)]} for j in range(20)}
     tools = [{"type": "function", "function": {"name": f"f{i}", "parameters": {
@@ -257,6 +316,7 @@ def main():
         slowloris_from_the_same_address(port)
         header_flood(server, port)
         keep_alive_requests_each_get_the_deadline(port)
+        hostile_ollama_bodies(server, port)
         tool_floods(server, port)
         print(f"server threads after the attacks: {threads_of(server.pid)}")
     finally:

@@ -15,7 +15,7 @@ import tempfile
 
 import openai
 
-from ember_serve import EmberServe
+from ember_serve import EmberServe, check, count_tokens
 
 KEY = "sk-ember-test-key"
 SYSTEM = "You are a helpful assistant."
@@ -23,18 +23,6 @@ USER = "What is the capital of France?"
 # SmolLM2-135M-Instruct's chat template for a system and a user message, with the generation prompt.
 RENDERED = f"<|im_start|>system\n{SYSTEM}<|im_end|>\n<|im_start|>user\n{USER}<|im_end|>\n<|im_start|>assistant\n"
 COMPLETION_PROMPT = "The three primary colors are"
-
-
-def check(cond, what):
-    if not cond:
-        raise AssertionError(what)
-    print(f"ok: {what}")
-
-
-def count_tokens(ember, model, text):
-    out = subprocess.run([ember, "tokenize", model, "--ids", "--add-special", "--parse-special", text],
-                         check=True, capture_output=True, text=True).stdout
-    return len(out.split())
 
 
 def test_models(client, model_id):
