@@ -22,6 +22,9 @@ class AppSettings : public QObject {
     Q_PROPERTY(int threads READ threads WRITE setThreads NOTIFY changed)  // 0: one per core
     // The KV cache's disk tier (prompts' KV kept across restarts), GiB; 0: off.
     Q_PROPERTY(int kvDiskCacheGiB READ kvDiskCacheGiB WRITE setKvDiskCacheGiB NOTIFY changed)
+    // The KV cache's element type: "f16" or "q8_0" (17/32 of the memory per token). A change
+    // applies from the next load (ModelController::setCacheType reloads at once).
+    Q_PROPERTY(QString kvCacheType READ kvCacheType WRITE setKvCacheType NOTIFY changed)
     Q_PROPERTY(QString defaultSystemPrompt READ defaultSystemPrompt WRITE setDefaultSystemPrompt NOTIFY changed)
     Q_PROPERTY(QVariantMap defaultSampling READ defaultSampling WRITE setDefaultSampling NOTIFY changed)
     Q_PROPERTY(QString lastModelPath READ lastModelPath WRITE setLastModelPath NOTIFY changed)
@@ -69,6 +72,8 @@ public:
     void setThreads(int v);
     int kvDiskCacheGiB() const;
     void setKvDiskCacheGiB(int v);
+    QString kvCacheType() const;
+    void setKvCacheType(const QString& v);  // anything but "q8_0" is "f16"
     QString defaultSystemPrompt() const;
     void setDefaultSystemPrompt(const QString& v);
     QVariantMap defaultSampling() const;

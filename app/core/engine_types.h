@@ -65,6 +65,8 @@ struct LoadedModelInfo {
     QString ctx_reason;         // why this context, in plain words
     int n_seqs = 0;
     QString kv_size;           // "189.0 MiB"
+    QString kv_type;           // "F16", "Q8_0"
+    QString kv_per_token;      // "22.5 KiB": every layer's K and V for one token
     QString chat_template;     // which template is used and why
     QString reasoning_format;  // how it writes its thinking (engine/template/reasoning.h): "none", "think", …
     bool reads_enable_thinking = false;   // its template has a thinking switch

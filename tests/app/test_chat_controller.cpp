@@ -557,6 +557,28 @@ private slots:
         QCOMPARE(h.chat.longerContextFor(9000), 0);
     }
 
+    // The KV cache type is a setting kept across starts; changing it reloads the model with a
+    // cache of that type, at 17/32 of the bytes per token (SmolLM2: 30 layers x K and V x 192
+    // values; F16 23040 B, Q8_0 12240 B).
+    void cacheTypeSettingReloadsTheModel() {
+        AppHarness h(2048);
+        const std::string smol = ember::test::test_model(ember::test::kSmolLM2);
+        EMBER_REQUIRE_FILE(smol);
+        QVERIFY(h.load(smol));
+        QCOMPARE(h.models.details().value("kvType").toString(), QStringLiteral("F16"));
+        QCOMPARE(h.models.details().value("kvPerToken").toString(), QStringLiteral("22.5 KiB"));
+        QCOMPARE(h.models.details().value("kvSize").toString(), QStringLiteral("180.0 MiB"));  // 4 chats x 2048
+        h.models.setCacheType(QStringLiteral("q8_0"));
+        QTRY_VERIFY_WITH_TIMEOUT(h.models.ready() && h.models.details().value("kvType").toString() == "Q8_0", 120'000);
+        QCOMPARE(h.models.details().value("kvPerToken").toString(), QStringLiteral("12.0 KiB"));
+        QCOMPARE(h.models.details().value("kvSize").toString(), QStringLiteral("95.6 MiB"));
+        QCOMPARE(h.models.details().value("context").toLongLong(), qint64(2048));
+        AppSettings next_start(h.settings.settingsFile());
+        QCOMPARE(next_start.kvCacheType(), QStringLiteral("q8_0"));
+        h.settings.setKvCacheType(QStringLiteral("q4"));  // not a cache type: the default
+        QCOMPARE(h.settings.kvCacheType(), QStringLiteral("f16"));
+    }
+
     // The "no chat template" notice speaks plainly, keeps the technical reason as details,
     // and once dismissed for a model file it stays dismissed (next start included).
     void templateNoticeIsPlainAndDismissedForGood() {
