@@ -4,6 +4,7 @@
 #pragma once
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <string>
 
 #include "engine/scheduler/inference_engine.h"
@@ -39,6 +40,9 @@ struct ApiRequest {
     bool include_usage = false;  // stream_options.include_usage: a last chunk with usage
     bool logprobs = false;       // report logprobs (then engine.top_logprobs >= 0)
     bool seed_given = false;     // else the server draws a fresh seed (OpenAI: not reproducible)
+    // Chat: the request's "context_overflow" ("stop" | "truncate" | "roll"); absent: the server's
+    // default (ServerOptions::context_overflow).
+    std::optional<OverflowPolicy> context_overflow;
 };
 
 }  // namespace ember::server

@@ -209,6 +209,7 @@ void HttpServer::Impl::generate(Endpoint endpoint, const Request& req, Response&
                           {404, "the model '" + r.engine.model + "' does not exist; this server has '" + model + "'",
                            "invalid_request_error", "model", "model_not_found"});
     if (!r.seed_given) r.engine.sampling.seed = new_seed();
+    r.engine.context_overflow = r.context_overflow.value_or(options.context_overflow);
     auto a = std::make_shared<Answer>();
     a->meta = {endpoint, new_id(endpoint), unix_now(), model, r.logprobs, r.stream && r.include_usage};
     try {
