@@ -87,6 +87,22 @@ Rectangle {
                     }
                 }
                 Row2 {
+                    Key { text: qsTr("When a chat outgrows the context") }
+                    ComboBox {
+                        objectName: "contextOverflowBox"
+                        implicitContentWidthPolicy: ComboBox.WidestText
+                        textRole: "text"
+                        valueRole: "value"
+                        model: [{ value: "truncate", text: qsTr("Leave out the oldest messages") },
+                                { value: "roll", text: qsTr("Leave them out, keep the rest's cache (roll)") },
+                                { value: "stop", text: qsTr("Stop and say so") }]
+                        Component.onCompleted: currentIndex = indexOfValue(Settings.contextOverflow)
+                        onActivated: Settings.contextOverflow = currentValue
+                        ToolTip.visible: hovered
+                        ToolTip.text: qsTr("Roll moves the kept messages in the cache instead of reading them again: faster, but they were read with the older ones in view. Not every model allows it.")
+                    }
+                }
+                Row2 {
                     Key { text: qsTr("Chats kept in the KV cache (and answers written at once)") }
                     SpinBox { from: 1; to: 64; editable: true; value: Settings.cachedChats
                               onValueModified: Settings.cachedChats = value }

@@ -52,6 +52,14 @@ QString AppSettings::kvCacheType() const {
 void AppSettings::setKvCacheType(const QString& v) {
     set("engine/kv_cache_type", v == QLatin1String("q8_0") ? QStringLiteral("q8_0") : QStringLiteral("f16"));
 }
+QString AppSettings::contextOverflow() const {
+    const QString v = settings_->value("chat/context_overflow").toString();
+    return v == QLatin1String("roll") || v == QLatin1String("stop") ? v : QStringLiteral("truncate");
+}
+void AppSettings::setContextOverflow(const QString& v) {
+    set("chat/context_overflow",
+        v == QLatin1String("roll") || v == QLatin1String("stop") ? v : QStringLiteral("truncate"));
+}
 QString AppSettings::defaultSystemPrompt() const {
     return settings_->value("chat/system_prompt", QLatin1String(kDefaultSystemPrompt)).toString();
 }

@@ -7,6 +7,7 @@
 #include <cstdint>
 
 #include "app/core/sampling_settings.h"
+#include "engine/runtime/prompt_fit.h"
 #include "engine/runtime/stop_reason.h"
 
 namespace ember::app {
@@ -22,6 +23,8 @@ struct GenerationRequest {
     qint64 conversation_id = 0;  // its cache_key: the KV-cache sequence reused across turns
     QVector<ChatTurn> turns;     // the whole conversation so far, system prompt first
     SamplingSettings sampling;
+    // When it does not fit the context (AppSettings::contextOverflow).
+    ember::OverflowPolicy context_overflow = ember::OverflowPolicy::Truncate;
 };
 
 struct GenerationResult {

@@ -119,7 +119,7 @@ ember::EngineRequest to_engine_request(const GenerationRequest& req, uint64_t fr
     for (const ChatTurn& t : req.turns)
         e.messages.push_back({t.role.toStdString(), t.content.toStdString(), t.reasoning.toStdString()});
     e.template_options = req.sampling.template_options();
-    e.context_overflow = ember::OverflowPolicy::Truncate;  // the oldest turns make way (the answer says how many)
+    e.context_overflow = req.context_overflow;  // truncate, roll: the answer says how many turns made way
     e.sampling = req.sampling.to_params(fresh_seed);
     e.max_tokens = req.sampling.max_tokens;
     e.cache_key = conversation_cache_key(req.conversation_id);

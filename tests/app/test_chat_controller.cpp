@@ -500,6 +500,9 @@ private slots:
             dropped = h.chat.messages()->get(h.chat.messages()->count() - 1).value("droppedMessages").toInt();
         }
         QVERIFY(dropped > 0);
+        // The chat's divider: on the first message the answer read, none elsewhere.
+        for (int row = 0; row < h.chat.messages()->count(); ++row)
+            QCOMPARE(h.chat.messages()->get(row).value("droppedAbove").toInt(), row == dropped ? dropped : 0);
         QVERIFY(h.chat.contextUsed() > 0 && h.chat.contextUsed() <= 128);
         QCOMPARE(h.chat.contextLimit(), 128);
         const qint64 conv = h.chat.currentConversationId();
@@ -526,6 +529,37 @@ private slots:
         const QVariantMap next = h.chat.messages()->get(h.chat.messages()->count() - 1);
         QVERIFY(next.value("error").toString().isEmpty());
         QVERIFY(!next.value("content").toString().isEmpty());
+    }
+
+    // The overflow policy is a setting: stop refuses the answer that would not fit, saying by
+    // how much and what to do; roll leaves out the same messages as truncate, and the rest of
+    // the chat's cache is moved instead of computed again.
+    void contextOverflowPolicyIsASetting() {
+        AppHarness h(128);
+        QVERIFY(h.load(kStoriesPath));
+        h.chat.setSystemPrompt(QString());
+        h.set_sampling(8);
+        QCOMPARE(h.settings.contextOverflow(), QStringLiteral("truncate"));
+        h.settings.setContextOverflow(QStringLiteral("stop"));
+        QSignalSpy done(&h.chat, &ChatController::answerFinished);
+        const QString chunk = QStringLiteral("Tom and Sue went to the park and played with a big red ball. ");
+        QString error;
+        for (int i = 0; i < 8 && error.isEmpty(); ++i) {
+            QVERIFY(h.chat.send(chunk));
+            QTRY_VERIFY_WITH_TIMEOUT(!h.chat.busy(), 60'000);
+            error = h.chat.messages()->get(h.chat.messages()->count() - 1).value("error").toString();
+        }
+        QVERIFY2(error.contains(QStringLiteral("tokens more than the context of 128 holds")), qPrintable(error));
+        QVERIFY(error.contains(QStringLiteral("truncate or roll")));
+
+        h.settings.setContextOverflow(QStringLiteral("roll"));
+        QVERIFY(h.chat.send(chunk));
+        QVERIFY(!wait_answer(done).isEmpty());
+        const QVariantMap answer = h.chat.messages()->get(h.chat.messages()->count() - 1);
+        QVERIFY(answer.value("error").toString().isEmpty());
+        QVERIFY(answer.value("droppedMessages").toInt() > 0);
+        h.settings.setContextOverflow(QStringLiteral("sideways"));  // not a policy: the default
+        QCOMPARE(h.settings.contextOverflow(), QStringLiteral("truncate"));
     }
 
     // Issue: every model was loaded at 4,096 tokens whatever the file and the machine allowed.
