@@ -224,8 +224,11 @@ void ChatController::start_answer() {
         req.turns.push_back({QStringLiteral("system"), conv->system_prompt, {}});
     req.turns += turns_for_model(store_.messages(current_));
     req.sampling = SamplingSettings::from_json(conv->sampling_json);
-    req.context_overflow = ember::parse_overflow_policy(settings_.contextOverflow().toStdString())
-                               .value_or(ember::OverflowPolicy::Truncate);
+    // This chat's own policy, else the one in Settings.
+    const QString overflow =
+        req.sampling.context_overflow.isEmpty() ? settings_.contextOverflow() : req.sampling.context_overflow;
+    req.context_overflow =
+        ember::parse_overflow_policy(overflow.toStdString()).value_or(ember::OverflowPolicy::Truncate);
     store_.set_model(current_, models_.path());
 
     const Message answer = store_.add_message(current_, QStringLiteral("assistant"), {}, MessageState::Streaming);

@@ -177,6 +177,11 @@ private slots:
         QCOMPARE(s.top_p, SamplingSettings{}.top_p);  // missing -> default
         QCOMPARE(SamplingSettings::from_json(s.to_json()), s);
         QCOMPARE(SamplingSettings::from_json(QStringLiteral("not json")), SamplingSettings{});
+        // A chat's own overflow policy: one of the three, else none (Settings' applies).
+        QCOMPARE(SamplingSettings::from_json(QStringLiteral("{\"context_overflow\": \"roll\"}")).context_overflow,
+                 QStringLiteral("roll"));
+        QVERIFY(
+            SamplingSettings::from_json(QStringLiteral("{\"context_overflow\": \"x\"}")).context_overflow.isEmpty());
         s.seed = 5;
         QCOMPARE(s.to_params(99).seed, uint64_t(5));
         s.seed = -1;
@@ -560,6 +565,15 @@ private slots:
         QVERIFY(answer.value("droppedMessages").toInt() > 0);
         h.settings.setContextOverflow(QStringLiteral("sideways"));  // not a policy: the default
         QCOMPARE(h.settings.contextOverflow(), QStringLiteral("truncate"));
+
+        // This chat's own policy comes first: stop, while Settings says truncate.
+        QVariantMap sampling = h.chat.sampling();
+        sampling[QStringLiteral("context_overflow")] = QStringLiteral("stop");
+        h.chat.setSampling(sampling);
+        QVERIFY(h.chat.send(chunk));
+        QTRY_VERIFY_WITH_TIMEOUT(!h.chat.busy(), 60'000);
+        error = h.chat.messages()->get(h.chat.messages()->count() - 1).value("error").toString();
+        QVERIFY2(error.contains(QStringLiteral("tokens more than the context of 128 holds")), qPrintable(error));
     }
 
     // Issue: every model was loaded at 4,096 tokens whatever the file and the machine allowed.
