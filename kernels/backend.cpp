@@ -310,24 +310,35 @@ void Backend::add_rms_norm(Tensor& x, const Tensor& y, const Tensor& w, float ep
     do_add_rms_norm(x, y, w, eps, out);
 }
 
-void Backend::store_kv(KvLayer& layer, const Tensor& k, const Tensor& v) {
-    require_activation(k, "store_kv", "k");
-    require_activation(v, "store_kv", "v");
+// store_kv's and load_kv's checks: a cache layer of a KV type, rows of its width, one per
+// token of the batch at most, every slot inside the cache.
+void Backend::check_kv_rows(const KvLayer& layer, const Tensor& k, const Tensor& v, const char* op) const {
+    require_activation(k, op, "k");
+    require_activation(v, op, "v");
     if (!is_kv_type(layer.k.type) || layer.v.type != layer.k.type || !layer.k.data || !layer.v.data)
-        fail("store_kv", "the KV cache must be F16 or Q8_0 (K " + shape(layer.k) + ", V " + shape(layer.v) + ")");
+        fail(op, "the KV cache must be F16 or Q8_0 (K " + shape(layer.k) + ", V " + shape(layer.v) + ")");
     if (layer.k.cols != int64_t{layer.n_kv_heads} * layer.head_dim || layer.v.cols != layer.k.cols)
-        fail("store_kv", "the cache rows are not n_kv_heads x head_dim = " + std::to_string(layer.n_kv_heads) + " x " +
-                             std::to_string(layer.head_dim));
-    require_cols(k, layer.k.cols, "store_kv", "k", "n_kv_heads x head_dim");
-    require_cols(v, layer.v.cols, "store_kv", "v", "n_kv_heads x head_dim");
+        fail(op, "the cache rows are not n_kv_heads x head_dim = " + std::to_string(layer.n_kv_heads) + " x " +
+                     std::to_string(layer.head_dim));
+    require_cols(k, layer.k.cols, op, "k", "n_kv_heads x head_dim");
+    require_cols(v, layer.v.cols, op, "v", "n_kv_heads x head_dim");
     if (k.rows != v.rows || k.rows > batch_tokens())
-        fail("store_kv", "k (" + shape(k) + ") and v (" + shape(v) + ") must have one row per token of the batch (" +
-                             std::to_string(batch_tokens()) + ")");
+        fail(op, "k (" + shape(k) + ") and v (" + shape(v) + ") must have one row per token of the batch (" +
+                     std::to_string(batch_tokens()) + ")");
     for (int64_t t = 0; t < k.rows; ++t)
         if (batch_.kv_slot[static_cast<size_t>(t)] >= layer.k.rows)
-            fail("store_kv", "KV slot " + std::to_string(batch_.kv_slot[static_cast<size_t>(t)]) +
-                                 " outside the cache's " + std::to_string(layer.k.rows) + " slots");
+            fail(op, "KV slot " + std::to_string(batch_.kv_slot[static_cast<size_t>(t)]) + " outside the cache's " +
+                         std::to_string(layer.k.rows) + " slots");
+}
+
+void Backend::store_kv(KvLayer& layer, const Tensor& k, const Tensor& v) {
+    check_kv_rows(layer, k, v, "store_kv");
     do_store_kv(layer, k, v);
+}
+
+void Backend::load_kv(const KvLayer& layer, Tensor& k, Tensor& v) {
+    check_kv_rows(layer, k, v, "load_kv");
+    do_load_kv(layer, k, v);
 }
 
 void Backend::attention(const KvLayer& layer, const Tensor& q, const AttentionParams& p, Tensor& out) {

@@ -94,6 +94,9 @@ struct RopeParams {
     float beta_fast = 32.0f;   // ramp ends, in turns over n_ctx_orig
     float beta_slow = 1.0f;
     int32_t n_ctx_orig = 0;  // the training context YaRN extends (rope.scaling.original_context_length)
+    // Rotate by minus each position's angle: keys rotated at p, turned back by d, are keys at
+    // p - d (every angle is linear in the position). Moves cached keys (Transformer::roll_kv).
+    bool reverse = false;
 };
 
 struct AttentionParams {
@@ -275,6 +278,10 @@ public:
     void moe_combine(const Tensor& y, const Tensor& weights, Tensor& out);
     // Writes this batch's K/V rows (n_tokens x n_kv_heads*head_dim) into the cache slots.
     void store_kv(KvLayer& layer, const Tensor& k, const Tensor& v);
+    // The inverse: the K/V rows of this batch's cache slots back into F32 (n_tokens x
+    // n_kv_heads*head_dim), exactly the values the cache holds. With rope() and store_kv() it
+    // moves cached keys to other positions (a rolled context: engine/models/kv_roll.cpp).
+    void load_kv(const KvLayer& layer, Tensor& k, Tensor& v);
     // Causal attention of every query row over its sequence's cache (including this batch).
     void attention(const KvLayer& layer, const Tensor& q, const AttentionParams& p, Tensor& out);
     // out[i] = x[batch.output_rows[i]]
@@ -325,12 +332,14 @@ protected:
                                const Tensor* bias) = 0;  // bias: null or data
     virtual void do_moe_combine(const Tensor& y, const Tensor& weights, Tensor& out) = 0;
     virtual void do_store_kv(KvLayer& layer, const Tensor& k, const Tensor& v) = 0;
+    virtual void do_load_kv(const KvLayer& layer, Tensor& k, Tensor& v) = 0;
     virtual void do_attention(const KvLayer& layer, const Tensor& q, const AttentionParams& p, Tensor& out) = 0;
     virtual void do_gather_output_rows(const Tensor& x, Tensor& out) = 0;
     virtual void do_top_k(Tensor& logits, int32_t k, std::span<const TopKRow> rows, std::span<TopKCandidate> out,
                           std::span<int32_t> counts) = 0;
 
 private:
+    void check_kv_rows(const KvLayer& layer, const Tensor& k, const Tensor& v, const char* op) const;
     BatchInfo batch_;  // the last set_batch (spans owned by the caller)
 };
 

@@ -62,6 +62,16 @@ Drawer {
                 SpinBox { from: -1; to: 2147483647; editable: true; value: root.values.seed ?? -1
                           onValueModified: root.set("seed", value) }
             }
+            Label { text: qsTr("When this chat outgrows the context"); color: Theme.muted }
+            ComboBox {
+                objectName: "chatOverflowChoice"
+                Layout.fillWidth: true
+                model: [qsTr("As in Settings"), qsTr("Leave out the oldest messages"),
+                        qsTr("Leave them out, keep the rest's cache (roll)"), qsTr("Stop and say so")]
+                readonly property var policies: ["", "truncate", "roll", "stop"]
+                currentIndex: Math.max(0, policies.indexOf(root.values.context_overflow ?? ""))
+                onActivated: (i) => root.set("context_overflow", policies[i])
+            }
         }
     }
 }

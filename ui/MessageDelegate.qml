@@ -3,7 +3,9 @@
 // actions: copy, edit and resend (user), regenerate (last answer). An answer that failed
 // shows why in its place, with Retry and, for a message too long for the context, a longer
 // context; an answer whose prompt left out the oldest messages says so above it. Both are
-// stored with the message: they are there after a restart too. A reasoning model's thinking
+// stored with the message: they are there after a restart too. Where the latest answer began
+// reading, after older messages that no longer fit, a divider across the chat says how many
+// messages above it the model no longer reads (they stay in the chat and the history). A reasoning model's thinking
 // sits above its answer, collapsed (ThinkingSection.qml); the answer text never holds it.
 import QtQuick
 import QtQuick.Controls
@@ -24,6 +26,7 @@ Item {
     required property string reasoning
     required property real thinkingMs
     required property var thinkingSince
+    required property int droppedAbove
 
     readonly property bool isUser: role === "user"
     readonly property bool isLast: index === ListView.view.count - 1
@@ -39,14 +42,34 @@ Item {
     }
 
     width: ListView.view ? ListView.view.width : 400
-    implicitHeight: column.implicitHeight + 14
+    implicitHeight: column.implicitHeight + 14 + (divider.visible ? divider.height : 0)
+
+    RowLayout {
+        id: divider
+        objectName: "overflowDivider"
+        visible: root.droppedAbove > 0
+        x: 24
+        width: root.width - 48
+        height: 28
+        spacing: 10
+        Rectangle { Layout.fillWidth: true; height: 1; color: Theme.warning }
+        Label {
+            color: Theme.warning
+            font.pixelSize: 12
+            text: root.droppedAbove === 1
+                  ? qsTr("The message above no longer fits the context: the model reads from here on")
+                  : qsTr("The %1 messages above no longer fit the context: the model reads from here on")
+                    .arg(root.droppedAbove)
+        }
+        Rectangle { Layout.fillWidth: true; height: 1; color: Theme.warning }
+    }
 
     ColumnLayout {
         id: column
         spacing: 4
         width: Math.min(root.width - 48, 780)
         x: root.isUser ? root.width - width - 24 : 24
-        y: 7
+        y: 7 + (divider.visible ? divider.height : 0)
 
         Label {
             objectName: "droppedNote"

@@ -72,6 +72,37 @@ Rectangle {
                     }
                 }
                 Row2 {
+                    Key { text: qsTr("KV cache type (the model reloads)") }
+                    ComboBox {
+                        objectName: "cacheTypeBox"
+                        implicitContentWidthPolicy: ComboBox.WidestText
+                        textRole: "text"
+                        valueRole: "value"
+                        model: [{ value: "f16", text: qsTr("F16 (exact)") },
+                                { value: "q8_0", text: qsTr("Q8_0 (about half the memory per token)") }]
+                        Component.onCompleted: currentIndex = indexOfValue(Settings.kvCacheType)
+                        onActivated: Models.setCacheType(currentValue)
+                        ToolTip.visible: hovered
+                        ToolTip.text: qsTr("Q8_0 holds a longer conversation in the same memory, at a tiny cost in accuracy")
+                    }
+                }
+                Row2 {
+                    Key { text: qsTr("When a chat outgrows the context") }
+                    ComboBox {
+                        objectName: "contextOverflowBox"
+                        implicitContentWidthPolicy: ComboBox.WidestText
+                        textRole: "text"
+                        valueRole: "value"
+                        model: [{ value: "truncate", text: qsTr("Leave out the oldest messages") },
+                                { value: "roll", text: qsTr("Leave them out, keep the rest's cache (roll)") },
+                                { value: "stop", text: qsTr("Stop and say so") }]
+                        Component.onCompleted: currentIndex = indexOfValue(Settings.contextOverflow)
+                        onActivated: Settings.contextOverflow = currentValue
+                        ToolTip.visible: hovered
+                        ToolTip.text: qsTr("Roll moves the kept messages in the cache instead of reading them again: faster, but they were read with the older ones in view. Not every model allows it.")
+                    }
+                }
+                Row2 {
                     Key { text: qsTr("Chats kept in the KV cache (and answers written at once)") }
                     SpinBox { from: 1; to: 64; editable: true; value: Settings.cachedChats
                               onValueModified: Settings.cachedChats = value }
@@ -184,6 +215,8 @@ Rectangle {
                         [qsTr("Runs on, in detail"), Models.details.backend],
                         [qsTr("Context"), Models.details.context + qsTr(" tokens × ") + Models.details.cachedChats
                                           + qsTr(" chats, KV cache ") + Models.details.kvSize
+                                          + " (" + Models.details.kvType + ", " + Models.details.kvPerToken
+                                          + qsTr(" per token)")
                                           + " (" + Models.details.contextReason + ")"],
                         [qsTr("Chat template"), Models.details.chatTemplate],
                         [qsTr("Loaded in"), Math.round(Models.details.loadMs) + " ms"]

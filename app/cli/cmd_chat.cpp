@@ -1,12 +1,16 @@
-// `ember chat MODEL [--system TEXT] [options]`: interactive chat through the model's own chat
-// template. One user turn per line of standard input, so it also works in a pipe; the
-// conversation (and its KV cache) carries over from turn to turn. A turn that fails (a line
-// too long for the context, a model file changed underneath, ...) is reported on stderr and
-// the session goes on with the next line; the exit status is then 1. A model that thinks first
+// `ember chat MODEL [--system TEXT] [--context-overflow truncate|stop] [options]`: interactive
+// chat through the model's own chat template. One user turn per line of standard input, so it
+// also works in a pipe; the conversation (and its KV cache) carries over from turn to turn.
+// When it outgrows the context, truncate (the default) leaves its oldest exchanges out of the
+// prompt (the system prompt stays, and its KV is reused) and says how many on stderr; stop
+// refuses the turn, clears the conversation and says so. A turn that fails (a line too long
+// for the context, a model file changed underneath, ...) is reported on stderr and the session
+// goes on with the next line; the exit status is then 1. A model that thinks first
 // (engine/template/reasoning.h) has its thinking written to stderr and kept apart from the
 // reply on stdout; the next turn gives it back to the template as reasoning_content.
 #include <cstdio>
 #include <iostream>
+#include <optional>
 #include <string>
 #include <unistd.h>
 
@@ -16,6 +20,7 @@
 #include "app/cli/options.h"
 #include "kernels/common/error.h"
 #include "engine/runtime/chat.h"
+#include "engine/runtime/prompt_fit.h"
 
 namespace ember::cli {
 namespace {
@@ -28,21 +33,39 @@ struct Conversation {
     void reset() { messages.resize(n_fixed); }
 };
 
+// The prompt of a turn under the overflow policy. Stop: an ember::Error when it does not fit,
+// the conversation cleared (and the error says so) when it has a history to let go.
+std::vector<int32_t> turn_prompt(Model& model, Conversation& conv, const std::vector<ChatMessage>& messages,
+                                 OverflowPolicy policy, const GenerateOptions& gen) {
+    if (policy == OverflowPolicy::Truncate) {
+        FittedPrompt f;
+        try {
+            f = fit_prompt(model, messages, answer_room(model.n_ctx(), gen.max_tokens));
+        } catch (const ContextOverflow& e) {  // the newest message alone
+            throw Error(std::string(e.what()) + " (send a shorter message, or raise --ctx)");
+        }
+        if (f.dropped_turns > 0)
+            std::fprintf(stderr, "[%d earlier messages left out to fit the context of %lld tokens]\n", f.dropped_turns,
+                         static_cast<long long>(model.n_ctx()));
+        return std::move(f.tokens);
+    }
+    std::vector<int32_t> prompt = chat_prompt_tokens(model, messages);
+    if (static_cast<int64_t>(prompt.size()) < model.n_ctx()) return prompt;
+    const std::string what = "this turn makes a prompt of " + std::to_string(prompt.size()) +
+                             " tokens, which does not fit the context of " + std::to_string(model.n_ctx()) + " tokens";
+    if (!conv.has_history()) throw Error(what + " (send a shorter message, or raise --ctx)");
+    conv.reset();
+    throw Error(what + "; the conversation so far was cleared, the next message starts a new one " +
+                "(--context-overflow truncate leaves out the oldest messages instead)");
+}
+
 // One turn: the reply streamed to stdout. Throws ember::Error with the conversation as it
-// was before the turn, or cleared (and the error says so) when it no longer fits.
-GenerateStats run_turn(Model& model, Sequence& seq, Conversation& conv, const std::string& line,
+// was before the turn, or cleared (stop, and the error says so) when it no longer fits.
+GenerateStats run_turn(Model& model, Sequence& seq, Conversation& conv, const std::string& line, OverflowPolicy policy,
                        const GenerateOptions& gen) {
     std::vector<ChatMessage> messages = conv.messages;
     messages.push_back({"user", line});
-    const std::vector<int32_t> prompt = chat_prompt_tokens(model, messages);
-    if (static_cast<int64_t>(prompt.size()) >= model.n_ctx()) {
-        const std::string what = "this turn makes a prompt of " + std::to_string(prompt.size()) +
-                                 " tokens, which does not fit the context of " + std::to_string(model.n_ctx()) +
-                                 " tokens";
-        if (!conv.has_history()) throw Error(what + " (send a shorter message, or raise --ctx)");
-        conv.reset();
-        throw Error(what + "; the conversation so far was cleared, the next message starts a new one");
-    }
+    const std::vector<int32_t> prompt = turn_prompt(model, conv, messages, policy, gen);
     std::string reply, thinking;
     ReasoningSplitter split(reasoning_format(model));
     if (split.format() != ReasoningFormat::None) split.prime(chat_generation_prompt(model, messages));
@@ -78,10 +101,16 @@ GenerateStats run_turn(Model& model, Sequence& seq, Conversation& conv, const st
 }  // namespace
 
 int cmd_chat(int argc, char** argv) {
-    Args args(argc, argv, 0, merge(merge(model_value_options(), sampling_value_options()), {"--system"}),
+    Args args(argc, argv, 0,
+              merge(merge(model_value_options(), sampling_value_options()), {"--system", "--context-overflow"}),
               {"--verbose"});
     if (args.positional().size() != 1)
-        throw Error("usage: ember chat MODEL [--system TEXT] [options]\n" + options_help());
+        throw Error("usage: ember chat MODEL [--system TEXT] [--context-overflow truncate|stop] [options]\n" +
+                    options_help());
+    const std::string overflow = args.get_or("--context-overflow", "truncate");
+    const std::optional<OverflowPolicy> policy = parse_overflow_policy(overflow);
+    if (!policy || *policy == OverflowPolicy::Roll)  // roll: the scheduler's (ember serve, the app)
+        throw Error("option --context-overflow: '" + overflow + "' is not a policy of ember chat (truncate or stop)");
     const LoadOptions lo = load_options(args, args.positional()[0]);
     const GenerateOptions gen = generate_options(args, -1);
     auto model = Model::load(lo);
@@ -102,8 +131,8 @@ int cmd_chat(int argc, char** argv) {
         // One bad turn (too long, a broken model file, ...) is reported and the session
         // goes on with the next line.
         try {
-            const GenerateStats st = run_turn(*model, seq, conv, line, gen);
-            if (static_cast<int64_t>(seq.tokens().size()) + 1 >= model->n_ctx()) {
+            const GenerateStats st = run_turn(*model, seq, conv, line, *policy, gen);
+            if (*policy == OverflowPolicy::Stop && static_cast<int64_t>(seq.tokens().size()) + 1 >= model->n_ctx()) {
                 std::fprintf(stderr, "ember chat: the context of %lld tokens is full; the conversation was cleared\n",
                              static_cast<long long>(model->n_ctx()));
                 conv.reset();

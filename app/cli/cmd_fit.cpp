@@ -16,6 +16,7 @@
 #include "engine/fit/measured_budget.h"
 #include "engine/fit/quant_choice.h"
 #include "engine/models/model_info.h"
+#include "engine/models/transformer.h"
 #ifdef EMBER_HAVE_HUB
 #include "engine/hub/pull.h"
 #endif
@@ -65,6 +66,13 @@ void print_plan(const fit::FitPlan& p) {
     std::printf("\n%s: %s\n", fit::placement_name(p.placement), p.reason.c_str());
     if (p.placement == fit::Placement::Split || p.placement == fit::Placement::ExpertsInRam)
         std::printf("load with:%s --ctx %lld\n", load_flags(p).c_str(), static_cast<long long>(p.n_ctx));
+}
+
+// Every cache layer's K and V for one token, in the cache's type (Q8_0: 34 bytes per 32
+// values, F16: 64).
+uint64_t kv_bytes_per_token(const fit::FitModel& m, const fit::FitOptions& fo) {
+    const KvCacheConfig kv = Transformer::kv_config(m.config, 1, 1, fo.kv_type);
+    return kv.bytes_per_block() / static_cast<uint64_t>(kv.block_tokens);
 }
 
 std::vector<uint8_t> read_prefix(const std::string& path, uint64_t n) {
@@ -127,6 +135,8 @@ int cmd_fit(int argc, char** argv) {
                     m.quant.c_str(), format_param_count(m.n_params).c_str(), m.config.n_layers,
                     static_cast<long long>(p.n_ctx), fo.n_batch, std::string(dtype_name(fo.kv_type)).c_str());
         print_plan(p);
+        std::printf("KV cache per token: %s (%s)\n", format_bytes(kv_bytes_per_token(m, fo)).c_str(),
+                    std::string(dtype_name(fo.kv_type)).c_str());
         return p.placement == fit::Placement::TooLarge ? 1 : 0;
     }
     return rank_files(files, b, choice_options_from_args(a));

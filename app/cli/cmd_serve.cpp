@@ -1,6 +1,7 @@
 // `ember serve MODEL [--host H] [--port P] [--api-key K] [--parallel N] [--max-stall-ms N]
 // [--cache-ram SIZE] [--cache-disk SIZE] [--cache-dir DIR] [--no-prefix-cache] [--read-deadline-ms N]
-// [--max-connections N] [--max-client-connections N] [model options]`: the
+// [--max-connections N] [--max-client-connections N] [--context-overflow stop|truncate|roll]
+// [model options]`: the
 // OpenAI-compatible HTTP server (engine/server) over a Scheduler on one loaded model, until
 // SIGINT or SIGTERM.
 //
@@ -12,6 +13,7 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <optional>
 
 #include "app/cli/commands.h"
 #include "app/cli/options.h"
@@ -37,24 +39,29 @@ server::ServerOptions server_options(const Args& args) {
     o.max_connections = static_cast<int>(args.get_int("--max-connections", o.max_connections, 2, 65536));
     o.max_connections_per_client =
         static_cast<int>(args.get_int("--max-client-connections", o.max_connections_per_client, 1, o.max_connections));
+    const std::string overflow = args.get_or("--context-overflow", "stop");
+    const std::optional<OverflowPolicy> policy = parse_overflow_policy(overflow);
+    if (!policy) throw Error("option --context-overflow: '" + overflow + "' is not a policy (stop, truncate or roll)");
+    o.context_overflow = *policy;
     return o;
 }
 
 }  // namespace
 
 int cmd_serve(int argc, char** argv) {
-    Args args(argc, argv, 0,
-              merge(model_value_options(), {"--host", "--port", "--api-key", "--parallel", "--max-tokens",
-                                            "--max-stall-ms", "--cache-ram", "--cache-disk", "--cache-dir",
-                                            "--read-deadline-ms", "--max-connections", "--max-client-connections"}),
-              {"--no-prefix-cache"});
+    Args args(
+        argc, argv, 0,
+        merge(model_value_options(), {"--host", "--port", "--api-key", "--parallel", "--max-tokens", "--max-stall-ms",
+                                      "--cache-ram", "--cache-disk", "--cache-dir", "--read-deadline-ms",
+                                      "--max-connections", "--max-client-connections", "--context-overflow"}),
+        {"--no-prefix-cache"});
     if (args.positional().size() != 1)
         throw Error(
             "usage: ember serve MODEL [--host H] [--port P (0: any free port)] [--api-key K] [--parallel N] "
             "[--max-tokens N] [--max-stall-ms N (250; 0: off)] [--cache-ram SIZE (4GiB; 0: off)] [--cache-disk SIZE "
             "(0: off)] [--cache-dir DIR] "
             "[--no-prefix-cache] [--read-deadline-ms N (10000)] [--max-connections N (512)] "
-            "[--max-client-connections N (64)]\n" +
+            "[--max-client-connections N (64)] [--context-overflow stop|truncate|roll (stop)]\n" +
             options_help());
     const server::ServerOptions so = server_options(args);
     const int32_t parallel = static_cast<int32_t>(args.get_int("--parallel", 4, 1, 256));

@@ -3,22 +3,13 @@
 
 #include <cstdio>
 
+#include "app/cli/options.h"
 #include "engine/fit/byte_size.h"
 #include "engine/fit/measured_budget.h"
 #include "kernels/common/error.h"
 #include "kernels/common/format.h"
 
 namespace ember::cli {
-namespace {
-
-DType cache_type(const std::string& t) {
-    if (t == "f16" || t == "F16") return DType::F16;
-    if (t == "q8_0" || t == "Q8_0") return DType::Q8_0;
-    throw Error("--cache-type must be f16 or q8_0, not '" + t + "'");
-}
-
-}  // namespace
-
 std::string bytes_or_dash(uint64_t n) { return n ? format_bytes(n) : "-"; }
 
 std::set<std::string> fit_value_options() {
@@ -45,7 +36,7 @@ fit::FitOptions fit_options_from_args(const Args& a) {
     fo.n_ctx = a.get_int("--ctx", a.get_int("-c", 0, 0, int64_t{1} << 30), 0, int64_t{1} << 30);
     fo.n_batch = static_cast<int32_t>(a.get_int("--batch", 512, 1, 65536));
     fo.n_seqs = static_cast<int32_t>(a.get_int("--seqs", 1, 1, 4096));
-    fo.kv_type = cache_type(a.get_or("--cache-type", "f16"));
+    fo.kv_type = parse_cache_type(a.get_or("--cache-type", "f16"));
     return fo;
 }
 

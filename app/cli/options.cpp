@@ -9,15 +9,8 @@
 namespace ember::cli {
 
 std::set<std::string> model_value_options() {
-    return {"--threads",
-            "-t",
-            "--ctx",
-            "-c",
-            "--kv-type",
-            "--batch",
-            "--device",
-            "--gpu-layers",
-            "--gpu-expert-layers",
+    return {"--threads",           "-t",      "--ctx",    "-c",           "--cache-type",
+            "--kv-type",           "--batch", "--device", "--gpu-layers", "--gpu-expert-layers",
             "--chat-template-file"};
 }
 
@@ -49,6 +42,12 @@ constexpr long long kMaxBatch = 65536;
 
 }  // namespace
 
+DType parse_cache_type(const std::string& name) {
+    if (name == "f16" || name == "F16") return DType::F16;
+    if (name == "q8_0" || name == "Q8_0") return DType::Q8_0;
+    throw Error("option --cache-type: '" + name + "' is not a KV cache type (f16 or q8_0)");
+}
+
 BackendPreference parse_device(const std::string& name) {
     if (name == "auto") return BackendPreference::Auto;
     if (name == "cpu") return BackendPreference::Cpu;
@@ -67,10 +66,7 @@ LoadOptions load_options(const Args& args, const std::string& model_path) {
                          ? kAutoGpuLayers
                          : static_cast<int>(args.get_int("--gpu-layers", -1, -1, kInt32Max));
     o.n_gpu_expert_layers = static_cast<int>(args.get_int("--gpu-expert-layers", -1, -1, kInt32Max));
-    const std::string kv = args.get_or("--kv-type", "f16");
-    if (kv == "f16" || kv == "F16") o.kv_type = DType::F16;
-    else if (kv == "q8_0" || kv == "Q8_0") o.kv_type = DType::Q8_0;
-    else throw Error("--kv-type must be f16 or q8_0");
+    o.kv_type = parse_cache_type(args.get_or("--cache-type", args.get_or("--kv-type", "f16")));
     if (const std::string file = args.get_or("--chat-template-file", ""); !file.empty()) {
         std::ifstream in(file, std::ios::binary);
         std::ostringstream text;
@@ -102,8 +98,9 @@ GenerateOptions generate_options(const Args& args, int32_t default_max_tokens) {
 }
 
 std::string options_help() {
-    return "  model:    --device auto|cpu|cuda  --gpu-layers N|auto (rest on the CPU)  --threads N  --ctx N  --kv-type "
-           "f16|q8_0  --batch N\n"
+    return "  model:    --device auto|cpu|cuda  --gpu-layers N|auto (rest on the CPU)  --threads N  --ctx N  --batch "
+           "N\n"
+           "            --cache-type f16|q8_0 (the KV cache's type; q8_0 takes 17/32 of f16's memory)\n"
            "            --gpu-expert-layers N (mixture of experts: the experts of the GPU's layers past the first N "
            "in RAM)\n"
            "            --chat-template-file F (Jinja used instead of the model's own chat template)\n"

@@ -45,6 +45,21 @@ int AppSettings::threads() const { return settings_->value("engine/threads", 0).
 void AppSettings::setThreads(int v) { set("engine/threads", qMax(0, v)); }
 int AppSettings::kvDiskCacheGiB() const { return settings_->value("engine/kv_disk_cache_gib", 4).toInt(); }
 void AppSettings::setKvDiskCacheGiB(int v) { set("engine/kv_disk_cache_gib", qBound(0, v, 1024)); }
+QString AppSettings::kvCacheType() const {
+    return settings_->value("engine/kv_cache_type").toString() == QLatin1String("q8_0") ? QStringLiteral("q8_0")
+                                                                                        : QStringLiteral("f16");
+}
+void AppSettings::setKvCacheType(const QString& v) {
+    set("engine/kv_cache_type", v == QLatin1String("q8_0") ? QStringLiteral("q8_0") : QStringLiteral("f16"));
+}
+QString AppSettings::contextOverflow() const {
+    const QString v = settings_->value("chat/context_overflow").toString();
+    return v == QLatin1String("roll") || v == QLatin1String("stop") ? v : QStringLiteral("truncate");
+}
+void AppSettings::setContextOverflow(const QString& v) {
+    set("chat/context_overflow",
+        v == QLatin1String("roll") || v == QLatin1String("stop") ? v : QStringLiteral("truncate"));
+}
 QString AppSettings::defaultSystemPrompt() const {
     return settings_->value("chat/system_prompt", QLatin1String(kDefaultSystemPrompt)).toString();
 }

@@ -22,6 +22,13 @@ class AppSettings : public QObject {
     Q_PROPERTY(int threads READ threads WRITE setThreads NOTIFY changed)  // 0: one per core
     // The KV cache's disk tier (prompts' KV kept across restarts), GiB; 0: off.
     Q_PROPERTY(int kvDiskCacheGiB READ kvDiskCacheGiB WRITE setKvDiskCacheGiB NOTIFY changed)
+    // The KV cache's element type: "f16" or "q8_0" (17/32 of the memory per token). A change
+    // applies from the next load (ModelController::setCacheType reloads at once).
+    Q_PROPERTY(QString kvCacheType READ kvCacheType WRITE setKvCacheType NOTIFY changed)
+    // What a chat longer than the model's context does (engine/runtime/prompt_fit.h):
+    // "truncate" (the default: the oldest messages left out), "roll" (the same, the rest moved
+    // in the KV cache instead of computed again) or "stop" (the answer refused, saying why).
+    Q_PROPERTY(QString contextOverflow READ contextOverflow WRITE setContextOverflow NOTIFY changed)
     Q_PROPERTY(QString defaultSystemPrompt READ defaultSystemPrompt WRITE setDefaultSystemPrompt NOTIFY changed)
     Q_PROPERTY(QVariantMap defaultSampling READ defaultSampling WRITE setDefaultSampling NOTIFY changed)
     Q_PROPERTY(QString lastModelPath READ lastModelPath WRITE setLastModelPath NOTIFY changed)
@@ -69,6 +76,10 @@ public:
     void setThreads(int v);
     int kvDiskCacheGiB() const;
     void setKvDiskCacheGiB(int v);
+    QString kvCacheType() const;
+    void setKvCacheType(const QString& v);  // anything but "q8_0" is "f16"
+    QString contextOverflow() const;
+    void setContextOverflow(const QString& v);  // anything but "roll" or "stop" is "truncate"
     QString defaultSystemPrompt() const;
     void setDefaultSystemPrompt(const QString& v);
     QVariantMap defaultSampling() const;

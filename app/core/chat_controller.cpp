@@ -14,23 +14,13 @@
 namespace ember::app {
 namespace {
 
-// A failed answer that wrote nothing: it stands in the transcript (its error, Retry), but the
-// model never sees it, nor the message it failed to answer, in later turns.
-bool failed_unanswered(const Message& m) {
-    return m.role == QLatin1String("assistant") && !m.stats.error.isEmpty() && m.content.isEmpty() &&
-           m.reasoning.isEmpty();
-}
-
 // The turns the model reads: the stored messages less failed exchanges (the newest message
 // always stays: it is the one being answered, or retried).
 QVector<ChatTurn> turns_for_model(const std::vector<Message>& msgs) {
     QVector<ChatTurn> out;
-    for (size_t i = 0; i < msgs.size(); ++i) {
-        const bool failed_question =
-            msgs[i].role == QLatin1String("user") && i + 1 < msgs.size() && failed_unanswered(msgs[i + 1]);
-        if (failed_question || failed_unanswered(msgs[i])) continue;
-        out.push_back({msgs[i].role, msgs[i].content, msgs[i].reasoning});
-    }
+    const std::vector<bool> read = read_by_model(msgs);
+    for (size_t i = 0; i < msgs.size(); ++i)
+        if (read[i]) out.push_back({msgs[i].role, msgs[i].content, msgs[i].reasoning});
     return out;
 }
 
@@ -234,6 +224,11 @@ void ChatController::start_answer() {
         req.turns.push_back({QStringLiteral("system"), conv->system_prompt, {}});
     req.turns += turns_for_model(store_.messages(current_));
     req.sampling = SamplingSettings::from_json(conv->sampling_json);
+    // This chat's own policy, else the one in Settings.
+    const QString overflow =
+        req.sampling.context_overflow.isEmpty() ? settings_.contextOverflow() : req.sampling.context_overflow;
+    req.context_overflow =
+        ember::parse_overflow_policy(overflow.toStdString()).value_or(ember::OverflowPolicy::Truncate);
     store_.set_model(current_, models_.path());
 
     const Message answer = store_.add_message(current_, QStringLiteral("assistant"), {}, MessageState::Streaming);

@@ -7,6 +7,7 @@
 #include <cstdint>
 
 #include "app/core/sampling_settings.h"
+#include "engine/runtime/prompt_fit.h"
 #include "engine/runtime/stop_reason.h"
 
 namespace ember::app {
@@ -22,6 +23,8 @@ struct GenerationRequest {
     qint64 conversation_id = 0;  // its cache_key: the KV-cache sequence reused across turns
     QVector<ChatTurn> turns;     // the whole conversation so far, system prompt first
     SamplingSettings sampling;
+    // When it does not fit the context (AppSettings::contextOverflow).
+    ember::OverflowPolicy context_overflow = ember::OverflowPolicy::Truncate;
 };
 
 struct GenerationResult {
@@ -65,6 +68,8 @@ struct LoadedModelInfo {
     QString ctx_reason;         // why this context, in plain words
     int n_seqs = 0;
     QString kv_size;           // "189.0 MiB"
+    QString kv_type;           // "F16", "Q8_0"
+    QString kv_per_token;      // "22.5 KiB": every layer's K and V for one token
     QString chat_template;     // which template is used and why
     QString reasoning_format;  // how it writes its thinking (engine/template/reasoning.h): "none", "think", …
     bool reads_enable_thinking = false;   // its template has a thinking switch

@@ -33,7 +33,10 @@ LoadedModelInfo describe(const ember::Model& m, const QString& path, double load
     i.file_size = q(ember::format_bytes(mi.file_size));
     i.n_ctx = m.n_ctx();
     i.n_seqs = n_seqs;
-    i.kv_size = q(ember::format_bytes(const_cast<ember::Model&>(m).kv().config().total_bytes()));
+    const ember::KvCacheConfig& kv = const_cast<ember::Model&>(m).kv().config();
+    i.kv_size = q(ember::format_bytes(kv.total_bytes()));
+    i.kv_type = q(std::string(ember::dtype_name(kv.type)));
+    i.kv_per_token = q(ember::format_bytes(kv.bytes_per_block() / static_cast<uint64_t>(kv.block_tokens)));
     // The device and why it was chosen ("cuda:0 ...", or the CPU with the reason CUDA was not used).
     i.backend = q(m.backend().name()) + QStringLiteral(" — ") + q(m.device_reason());
     i.chat_template = q(m.chat_template().source_desc);
@@ -55,12 +58,13 @@ struct ContextPick {
     int64_t fits_up_to = 0;
     std::string reason;
 };
-ContextPick pick_context(const std::string& path, int64_t wanted, int n_seqs) {
+ContextPick pick_context(const std::string& path, int64_t wanted, int n_seqs, ember::DType kv_type) {
     ContextPick p;
     try {
         const ember::fit::FitModel m = ember::fit::fit_model(ember::GgufFile::open(path));
         ember::fit::ContextOptions o;
         o.n_seqs = n_seqs;
+        o.kv_type = kv_type;
         const ember::fit::ContextChoice c = ember::fit::choose_context(m, ember::fit::measured_budget(), o);
         p.trained = c.trained;
         p.fits_up_to = c.fits_up_to;
@@ -115,7 +119,7 @@ ember::EngineRequest to_engine_request(const GenerationRequest& req, uint64_t fr
     for (const ChatTurn& t : req.turns)
         e.messages.push_back({t.role.toStdString(), t.content.toStdString(), t.reasoning.toStdString()});
     e.template_options = req.sampling.template_options();
-    e.fit_context = true;  // the oldest turns make way (the answer says how many)
+    e.context_overflow = req.context_overflow;  // truncate, roll: the answer says how many turns made way
     e.sampling = req.sampling.to_params(fresh_seed);
     e.max_tokens = req.sampling.max_tokens;
     e.cache_key = conversation_cache_key(req.conversation_id);
@@ -213,7 +217,8 @@ void EngineWorker::loadModel(const LoadRequest& req) {
     ember::LoadOptions o;
     o.path = req.path.toStdString();
     o.n_seqs = std::max(1, req.n_seqs);
-    const ContextPick ctx = pick_context(o.path, req.n_ctx, o.n_seqs);
+    o.kv_type = req.kv_type;
+    const ContextPick ctx = pick_context(o.path, req.n_ctx, o.n_seqs, o.kv_type);
     o.n_ctx = ctx.n_ctx;
     o.n_threads = req.n_threads;
     o.cancel = &cancel_load_;

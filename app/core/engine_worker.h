@@ -31,6 +31,7 @@
 #include "app/core/energy_ledger.h"
 #include "app/core/engine_slot.h"
 #include "app/core/engine_types.h"
+#include "kernels/common/dtype.h"
 
 namespace ember {
 class EnergyMeter;
@@ -41,9 +42,10 @@ namespace ember::app {
 struct LoadRequest {
     quint64 id = 0;  // set by EngineHost
     QString path;
-    qint64 n_ctx = 0;   // 0: chosen by the fit planner (engine/fit/context_choice.h)
-    int n_seqs = 4;     // chats whose KV cache is kept, and answers that run at once
-    int n_threads = 0;  // 0: one per core
+    qint64 n_ctx = 0;                          // 0: chosen by the fit planner (engine/fit/context_choice.h)
+    int n_seqs = 4;                            // chats whose KV cache is kept, and answers that run at once
+    int n_threads = 0;                         // 0: one per core
+    ember::DType kv_type = ember::DType::F16;  // the KV cache's element type (F16 or Q8_0)
     // The prefix cache's disk tier (engine/kv/disk_prefix_store.h): chats' KV blocks kept on
     // disk, so a chat continued after a restart is not computed again. Empty folder or 0: off.
     QString kv_disk_folder;

@@ -6,6 +6,43 @@
 
 namespace ember::app {
 
+namespace {
+
+bool failed_unanswered(const Message& m) {
+    return m.role == QLatin1String("assistant") && !m.stats.error.isEmpty() && m.content.isEmpty() &&
+           m.reasoning.isEmpty();
+}
+
+}  // namespace
+
+std::vector<bool> read_by_model(const std::vector<Message>& msgs) {
+    std::vector<bool> out(msgs.size());
+    for (size_t i = 0; i < msgs.size(); ++i) {
+        const bool failed_question =
+            msgs[i].role == QLatin1String("user") && i + 1 < msgs.size() && failed_unanswered(msgs[i + 1]);
+        out[i] = !failed_question && !failed_unanswered(msgs[i]);
+    }
+    return out;
+}
+
+// The latest finished answer left out its first N read messages: the divider goes on the
+// (N+1)th message it read.
+int MessageListModel::dropped_above(int row) const {
+    int last = count() - 1;
+    while (last >= 0 && (rows_[static_cast<size_t>(last)].role != QLatin1String("assistant") ||
+                         rows_[static_cast<size_t>(last)].state == MessageState::Streaming))
+        --last;
+    const int n = last >= 0 ? rows_[static_cast<size_t>(last)].stats.dropped_messages.value_or(0) : 0;
+    if (n <= 0 || row >= last) return 0;
+    const std::vector<bool> read = read_by_model(rows_);
+    int seen = 0;
+    for (int i = 0; i < last; ++i) {
+        if (!read[static_cast<size_t>(i)]) continue;
+        if (seen++ == n) return i == row ? n : 0;
+    }
+    return 0;
+}
+
 int MessageListModel::rowCount(const QModelIndex& parent) const { return parent.isValid() ? 0 : count(); }
 
 QVariant MessageListModel::data(const QModelIndex& index, int role) const {
@@ -37,6 +74,8 @@ QVariant MessageListModel::data(const QModelIndex& index, int role) const {
             return m->stats.thinking_ms.value_or(0.0);
         case ThinkingSinceRole:
             return QVariant::fromValue<qint64>(thinking_since_.value(m->id, 0));
+        case DroppedAboveRole:
+            return dropped_above(index.row());
         default:
             return {};
     }
@@ -54,7 +93,8 @@ QHash<int, QByteArray> MessageListModel::roleNames() const {
             {DroppedMessagesRole, "droppedMessages"},
             {ReasoningRole, "reasoning"},
             {ThinkingMsRole, "thinkingMs"},
-            {ThinkingSinceRole, "thinkingSince"}};
+            {ThinkingSinceRole, "thinkingSince"},
+            {DroppedAboveRole, "droppedAbove"}};
 }
 
 void MessageListModel::reset(std::vector<Message> messages) {
@@ -102,6 +142,7 @@ void MessageListModel::update(const Message& m) {
     emit dataChanged(index(row), index(row),
                      {ContentRole, StateRole, StatsRole, ErrorRole, NeededContextRole, DroppedMessagesRole,
                       ReasoningRole, ThinkingMsRole});
+    emit dataChanged(index(0), index(count() - 1), {DroppedAboveRole});  // the divider may move
 }
 
 void MessageListModel::removeFrom(int64_t message_id) {

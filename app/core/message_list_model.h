@@ -8,6 +8,11 @@
 
 namespace ember::app {
 
+// Per stored message: whether the model reads it in later turns. A failed answer that wrote
+// nothing stays in the transcript (its error, Retry) but is not sent, nor the message it
+// failed to answer (the newest message always is: it is being answered, or retried).
+std::vector<bool> read_by_model(const std::vector<Message>& msgs);
+
 class MessageListModel : public QAbstractListModel {
     Q_OBJECT
     Q_PROPERTY(int count READ count NOTIFY countChanged)
@@ -25,6 +30,9 @@ public:
         ReasoningRole,        // a reasoning model's thinking ("": none), never part of the content
         ThinkingMsRole,       // how long it thought (0: unknown, or still thinking)
         ThinkingSinceRole,    // still streaming: when its thinking began (ms since the epoch; 0: not begun)
+        // The first message the latest answer read after leaving older ones out: how many it
+        // left out above (the chat draws a divider there); 0 on every other row.
+        DroppedAboveRole,
     };
 
     using QAbstractListModel::QAbstractListModel;
@@ -51,6 +59,7 @@ signals:
     void countChanged();
 
 private:
+    int dropped_above(int row) const;
     std::vector<Message> rows_;
     QHash<int64_t, qint64> thinking_since_;
 };

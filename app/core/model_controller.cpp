@@ -92,6 +92,8 @@ QVariantMap ModelController::details() const {
             {"contextReason", context_reason(info_, own_context)},
             {"cachedChats", info_.n_seqs},
             {"kvSize", info_.kv_size},
+            {"kvType", info_.kv_type},
+            {"kvPerToken", info_.kv_per_token},
             {"chatTemplate", info_.chat_template},
             {"reasoningFormat", info_.reasoning_format},
             {"readsEnableThinking", info_.reads_enable_thinking},
@@ -120,6 +122,7 @@ void ModelController::load(const QString& path) {
     r.n_ctx = settings_.contextFor(path);
     r.n_seqs = settings_.cachedChats();
     r.n_threads = settings_.threads();
+    r.kv_type = settings_.kvCacheType() == QLatin1String("q8_0") ? DType::Q8_0 : DType::F16;
     r.kv_disk_folder = kv_disk_folder_;
     r.kv_disk_bytes = static_cast<quint64>(settings_.kvDiskCacheGiB()) << 30;
     load_id_ = host_.load(r);
@@ -129,6 +132,12 @@ void ModelController::setContext(int n_ctx) {
     if (path_.isEmpty()) return;
     settings_.setModelContext(path_, n_ctx);
     load(path_);
+}
+
+void ModelController::setCacheType(const QString& type) {
+    const QString before = settings_.kvCacheType();
+    settings_.setKvCacheType(type);
+    if (!path_.isEmpty() && settings_.kvCacheType() != before) load(path_);
 }
 
 void ModelController::cancelLoad() {

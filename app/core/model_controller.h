@@ -47,6 +47,9 @@ public:
     Q_INVOKABLE void cancelLoad();
     // This model's own context (0: automatic again), saved for it and applied by reloading it.
     Q_INVOKABLE void setContext(int n_ctx);
+    // The KV cache's type for every model ("f16" or "q8_0"), saved and applied by reloading
+    // the model loaded now.
+    Q_INVOKABLE void setCacheType(const QString& type);
     Q_INVOKABLE void unload();
 
 signals:

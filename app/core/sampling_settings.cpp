@@ -41,6 +41,9 @@ SamplingSettings from_map(const QVariantMap& m) {
     const QString effort = m.value(QStringLiteral("reasoning_effort")).toString();
     if (effort == QLatin1String("low") || effort == QLatin1String("medium") || effort == QLatin1String("high"))
         s.reasoning_effort = effort;
+    const QString overflow = m.value(QStringLiteral("context_overflow")).toString();
+    if (overflow == QLatin1String("truncate") || overflow == QLatin1String("roll") || overflow == QLatin1String("stop"))
+        s.context_overflow = overflow;
     return s;
 }
 
@@ -59,6 +62,7 @@ QVariantMap SamplingSettings::to_variant() const {
     m.insert(QStringLiteral("seed"), seed);
     m.insert(QStringLiteral("thinking"), thinking);
     m.insert(QStringLiteral("reasoning_effort"), reasoning_effort);
+    m.insert(QStringLiteral("context_overflow"), context_overflow);
     return m;
 }
 

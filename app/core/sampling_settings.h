@@ -22,6 +22,9 @@ struct SamplingSettings {
     // `enable_thinking` (Qwen3, Gemma 4) and `reasoning_effort` (gpt-oss: low, medium, high).
     bool thinking = true;
     QString reasoning_effort = QStringLiteral("medium");
+    // This chat's own context overflow policy ("truncate", "roll", "stop"); empty: the one in
+    // Settings (AppSettings::contextOverflow).
+    QString context_overflow;
 
     static SamplingSettings from_json(const QString& json);
     static SamplingSettings from_variant(const QVariantMap& map);  // from QML

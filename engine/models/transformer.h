@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <array>
 #include <memory>
+#include <span>
 #include <string>
 #include <utility>
 #include <vector>
@@ -98,6 +99,18 @@ public:
     Tensor forward_device(const BatchInfo& batch, KvCache& kv);
     // The backend of the output head (the last layer's).
     Backend& output_backend() { return *layers_.back().device->backend; }
+
+    // ---- a rolled context (engine/models/kv_roll.cpp) ------------------------------------
+    // Why this model's cached keys are not moved to other positions (empty: they are): layers
+    // that share another layer's K/V, or that attend over a sliding window.
+    std::string roll_refusal() const;
+    // Drops positions [at, at + by) of sequence `seq` and moves [at + by, end) down by `by`:
+    // each key turned back by `by` positions (RoPE's angles are linear in the position), each
+    // value copied; the sequence then holds end - by tokens. Throws ember::Error with
+    // roll_refusal() where it is not empty. The moved rows hold keys and values computed with
+    // the dropped tokens in view, which no pass over the shorter sequence computes: they must
+    // not be published to the prefix cache.
+    void roll_kv(KvCache& kv, int32_t seq, int32_t at, int32_t by, int32_t end);
 
     // Where the named intermediates of each pass go (engine/models/dump.h); by default from
     // $EMBER_DUMP, read when the model is loaded.
@@ -255,6 +268,9 @@ private:
     // moe_ffn on the experts' device: a.xn there and the result back into a.proj.
     void remote_moe_ffn(const Layer& l, Activations& a);
     void copy_rows(Device& from, const Tensor& src, Device& to, Tensor& dst);
+    // Every cache layer's rows at src[i] to dst[i], keys turned back by back[i] positions.
+    void move_kv(KvCache& kv, std::span<const int32_t> src, std::span<const int32_t> dst,
+                 std::span<const int32_t> back);
     void move_activations(Device& from, Device& to);
     // ---- per-layer token embeddings (gemma4), engine/models/transformer_ple.cpp
     void load_per_layer_embeddings(Backend& first);

@@ -37,6 +37,15 @@ void check_options(const LoadOptions& o) {
                     " must be -1 (all) or 0 or more");
 }
 
+// A Q8_0 cache stores each head's values in whole 32-value blocks (kernels/cpu/kv_layout.h).
+void check_cache_type(const KvCacheConfig& kv, const std::string& path) {
+    if (kv.type != DType::Q8_0) return;
+    for (int32_t i = 0; i < kv.n_layers; ++i)
+        if (kv.shape(i).head_dim % 32 != 0)
+            throw Error(path + ": a Q8_0 KV cache needs attention heads of a multiple of 32 values; this model's are " +
+                        std::to_string(kv.shape(i).head_dim) + " (use the F16 cache: --cache-type f16)");
+}
+
 // A KV cache on the CPU larger than the machine's memory would be allocated lazily and the
 // process killed when it fills; say so up front instead.
 void check_host_memory(const KvCacheConfig& kv, int64_t n_ctx, int32_t n_seqs) {
@@ -98,6 +107,7 @@ std::unique_ptr<Model> Model::load(const LoadOptions& opts) {
     m->n_ctx_ = opts.n_ctx > 0 ? opts.n_ctx : Transformer::default_context(c);
     m->n_batch_ = std::max(1, opts.n_batch);
     const KvCacheConfig kv = m->transformer_->kv_config(m->n_ctx_, opts.n_seqs, opts.kv_type);
+    check_cache_type(kv, opts.path);
     if (m->device_ == "cpu") check_host_memory(kv, m->n_ctx_, opts.n_seqs);
     m->kv_ = std::make_unique<KvCache>(m->transformer_->kv_backends(), kv);
 

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "engine/grammar/grammar.h"
+#include "engine/runtime/prompt_fit.h"
 #include "engine/runtime/stop_reason.h"
 #include "engine/sampling/sampler.h"
 #include "engine/telemetry/telemetry.h"
@@ -33,10 +34,15 @@ struct EngineRequest {
     // prompt only: special tokens written in the text ("<|im_start|>") are those tokens, not
     // their characters (Ollama's raw mode, whose prompts are already templated).
     bool prompt_parse_special = false;
-    // messages only: when the conversation does not fit the context (less the room kept for
-    // the answer), leave out the oldest exchanges and report how many (EngineEvent::
-    // dropped_turns) instead of failing. The system prompt and the newest message stay.
-    bool fit_context = false;
+    // messages only: what a conversation that does not fit the context does. Stop: submit()
+    // throws ContextOverflow (engine/runtime/prompt_fit.h) saying how far over it is. Truncate:
+    // the oldest exchanges are left out (the system prompt and the newest message stay; the room
+    // kept for the answer is answer_room()) and RequestStats::dropped_turns says how many.
+    // Roll: the same turns left out, and where the conversation's KV is cached (its
+    // cache_key's sequence, or the prefix cache) the turns after them are moved down in it
+    // instead of computed again (RequestStats::rolled_tokens); submit() throws for a model
+    // whose cache cannot be rolled (Transformer::roll_refusal), saying why.
+    OverflowPolicy context_overflow = OverflowPolicy::Stop;
     // messages only: the template variables beyond the conversation (tools_json,
     // enable_thinking, reasoning_effort, extra_vars); the engine sets add_generation_prompt and
     // the model's bos/eos tokens itself. With tools_json set, the detokenizer also writes the
@@ -91,7 +97,8 @@ struct RequestStats {
     int32_t reused_tokens = 0;  // of which were already in the KV cache
     int32_t generated_tokens = 0;
     int32_t reasoning_tokens = 0;  // of those, written while thinking
-    int32_t dropped_turns = 0;     // fit_context: oldest turns left out
+    int32_t dropped_turns = 0;     // context_overflow truncate or roll: oldest turns (messages) left out
+    int32_t rolled_tokens = 0;     // roll: of reused_tokens, those moved down in the cache (not computed)
     int32_t preemptions = 0;       // times its KV blocks were taken back and recomputed
     double queue_wait_ms = 0;      // submitted -> first scheduled
     double ttft_ms = 0;            // submitted -> first token

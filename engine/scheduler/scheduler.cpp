@@ -70,6 +70,8 @@ struct Scheduler::Job {
     std::vector<int32_t> prompt;
     ReasoningSetup reasoning;  // how its output splits into thinking and answer
     int32_t dropped_turns = 0;
+    std::optional<DroppedSpan> roll;  // context overflow roll: where the dropped turns were
+    int32_t rolled_tokens = 0;
     EventSink sink;
     Clock::time_point submitted = Clock::now();
     std::atomic<bool> cancelled{false};
@@ -97,6 +99,7 @@ struct Scheduler::Running {
     std::shared_ptr<Job> job;
     int32_t seq = -1;
     std::vector<int32_t> tokens;         // in the KV cache: a prefix of job->prompt + job->output
+    bool rolled = false;                 // holds moved rows (Transformer::roll_kv): never published
     StopReason done = StopReason::None;  // ended this step, for this reason
     std::string error;                   // or failed
     int32_t remaining() const { return job->total() - static_cast<int32_t>(tokens.size()); }
@@ -149,13 +152,25 @@ uint64_t Scheduler::submit(EngineRequest request, EventSink sink) {
         job->reasoning.budget = request.reasoning_budget;
         if (!request.template_options.tools_json.empty())
             job->reasoning.write_tokens = tool_call_marker_tokens(tool_call_format(model_));
-        if (request.fit_context) {
+        if (request.context_overflow == OverflowPolicy::Roll) {
+            if (const std::string why = model_.transformer().roll_refusal(); !why.empty())
+                throw Error("context overflow roll is not available for this model: " + why +
+                            " (truncate leaves out the same turns and computes the rest again)");
+        }
+        if (request.context_overflow != OverflowPolicy::Stop) {
+            std::vector<int32_t> full;
+            if (request.context_overflow == OverflowPolicy::Roll)
+                full = chat_prompt_tokens(model_, request.messages, request.template_options);
             FittedPrompt f = fit_prompt(model_, std::move(request.messages), answer_room(n_ctx, request.max_tokens),
                                         request.template_options);
             job->prompt = std::move(f.tokens);
             job->dropped_turns = f.dropped_turns;
+            if (f.dropped_turns > 0 && !full.empty()) job->roll = dropped_span(full, job->prompt);
         } else {
             job->prompt = chat_prompt_tokens(model_, request.messages, request.template_options);
+            // Stop: refused here, before anything is computed; room for one answer token.
+            if (static_cast<int64_t>(job->prompt.size()) >= n_ctx)
+                throw ContextOverflow::conversation(static_cast<int64_t>(job->prompt.size()), 1, n_ctx);
         }
     } else if (!request.prompt.empty()) {
         job->prompt = tok.encode(request.prompt, false, request.prompt_parse_special);
@@ -401,12 +416,17 @@ void Scheduler::admit_one(std::shared_ptr<Job> job) {
     });
     if (hit != cached_.end()) {
         r.seq = hit->seq;
-        const auto n = static_cast<int32_t>(reusable_prefix(hit->tokens, target));
-        r.tokens.assign(target.begin(), target.begin() + kv.truncate(r.seq, n));
+        r.rolled = hit->rolled;
+        const std::vector<int32_t> cached = std::move(hit->tokens);
         cached_.erase(hit);
+        if (!rolls(*job) || !attach_rolled(r, *job, target, &cached)) {
+            const auto n = static_cast<int32_t>(reusable_prefix(cached, target));
+            r.tokens.assign(target.begin(), target.begin() + kv.truncate(r.seq, n));
+        }
     } else {
         r.seq = kv.new_sequence();
-        if (uses_prefix_cache(*job) && !target.empty()) {  // the last token is computed, for logits
+        const bool rolled = rolls(*job) && uses_prefix_cache(*job) && attach_rolled(r, *job, target, nullptr);
+        if (!rolled && uses_prefix_cache(*job) && !target.empty()) {  // the last token is computed, for logits
             const int32_t n = kv.attach_prefix(r.seq, std::span(target).first(target.size() - 1));
             r.tokens.assign(target.begin(), target.begin() + n);
         }
@@ -433,6 +453,49 @@ void Scheduler::admit_one(std::shared_ptr<Job> job) {
     const auto at = std::upper_bound(running_.begin(), running_.end(), job->id,
                                      [](uint64_t id, const Running& x) { return id < x.job->id; });
     running_.insert(at, std::move(r));
+}
+
+bool Scheduler::attach_rolled(Running& r, Job& job, const std::vector<int32_t>& target,
+                              const std::vector<int32_t>* cached) {
+    KvCache& kv = model_.kv();
+    int32_t at = 0, by = 0, end = 0;  // roll_kv's: drop [at, at + by), keep up to end
+    if (cached) {                     // the chat's own sequence, whatever it dropped before
+        const CachedDrop d = find_drop(*cached, target);
+        // The target's last token is computed, for logits.
+        const int32_t kept = std::min(d.kept, static_cast<int32_t>(target.size()) - 1 - d.at);
+        if (kept <= 0) return false;
+        at = d.at, by = d.by;
+        end = kv.truncate(r.seq, at + by + kept);
+    } else {  // the whole conversation's published blocks
+        if (!job.roll) return false;
+        const std::vector<int32_t> full = with_dropped(target, *job.roll);
+        at = job.roll->at, by = static_cast<int32_t>(job.roll->dropped.size());
+        end = kv.attach_prefix(r.seq, std::span(full).first(full.size() - 1));
+        if (end <= at + by) {
+            kv.truncate(r.seq, 0);
+            return false;
+        }
+    }
+    if (end > at + by) {
+        try {
+            model_.transformer().roll_kv(kv, r.seq, at, by, end);
+            r.tokens.assign(target.begin(), target.begin() + (end - by));
+            r.rolled = true;
+            job.rolled_tokens = end - by - at;
+            return true;
+        } catch (const std::exception& e) {  // rows may be half moved: nothing of them is kept
+            log_warn(std::string("scheduler: context roll failed, computing the prompt again: ") + e.what());
+            kv.truncate(r.seq, 0);
+            r.tokens.clear();
+            return true;
+        }
+    }
+    r.tokens.assign(target.begin(), target.begin() + kv.truncate(r.seq, std::min(kv.length(r.seq), at)));
+    return true;
+}
+
+bool Scheduler::rolls(const Job& job) const {
+    return job.req.context_overflow == OverflowPolicy::Roll && job.dropped_turns > 0;
 }
 
 bool Scheduler::uses_prefix_cache(const Job& job) const { return opts_.prefix_cache && job.req.reuse_prefix; }
@@ -629,7 +692,7 @@ void Scheduler::run_pass(const std::vector<Planned>& plan, StepInfo& info) {
         Running& r = running_[p.index];
         const size_t start = r.tokens.size();
         for (int32_t j = 0; j < p.n; ++j) r.tokens.push_back(r.job->token_at(start + static_cast<size_t>(j)));
-        if (uses_prefix_cache(*r.job)) kv.publish(r.seq, r.tokens);
+        if (uses_prefix_cache(*r.job) && !r.rolled) kv.publish(r.seq, r.tokens);
     }
     sample(plan, host, k, info);
 }
@@ -742,7 +805,7 @@ void Scheduler::release(Running& r, bool keep) {
         return;
     }
     drop_cached(key);  // a concurrent request with the same key: the newest turn wins
-    cached_.push_front({key, r.seq, std::move(r.tokens)});
+    cached_.push_front({key, r.seq, std::move(r.tokens), r.rolled});
     while (cached_.size() > static_cast<size_t>(opts_.max_cached)) {
         kv.free_sequence(cached_.back().seq);
         cached_.pop_back();
@@ -760,6 +823,7 @@ void Scheduler::end_job(Job& job, StopReason reason) {
     RequestStats s;
     s.prompt_tokens = static_cast<int32_t>(job.prompt.size());
     s.dropped_turns = job.dropped_turns;
+    s.rolled_tokens = job.rolled_tokens;
     s.preemptions = job.preemptions;
     s.stop_reason = reason;
     if (job.decode) {

@@ -91,6 +91,7 @@ private:
         std::string key;
         int32_t seq = -1;
         std::vector<int32_t> tokens;  // in the KV cache
+        bool rolled = false;          // holds moved rows (Transformer::roll_kv): never published
     };
     struct Planned {                    // one sequence's part of a pass
         size_t index = 0;               // in running_
@@ -105,6 +106,12 @@ private:
     void admit();
     bool fits(const Job& job) const;
     void admit_one(std::shared_ptr<Job> job);
+    // Context overflow roll: r.seq, holding `cached` (a chat's kept sequence) or empty (null:
+    // the whole conversation's published blocks are attached, Job::roll), gets the turns after
+    // the dropped ones moved down instead of computed again, and r.tokens what it then holds.
+    // False: nothing after the dropped turns is cached (r.seq as it was, or empty); the caller
+    // reuses what it can as truncate does.
+    bool attach_rolled(Running& r, Job& job, const std::vector<int32_t>& target, const std::vector<int32_t>* cached);
     std::vector<Planned> plan_step();
     // max_stall_ms's cost model: a pass costs a decode-only pass's seconds plus seconds per
     // unit of prefill work (cost_, from the model's shape).
@@ -116,6 +123,7 @@ private:
     PassShape pass_shape(const std::vector<Planned>& plan) const;
     void learn_step_cost(const PassShape& shape, double seconds);
     bool uses_prefix_cache(const Job& job) const;  // attaches and publishes prefix blocks
+    bool rolls(const Job& job) const;              // context overflow roll, and turns were dropped
     int32_t blocks_for(int32_t seq, int32_t more) const;
     int32_t evict_cached(int32_t blocks_wanted);
     void drop_cached(const std::string& key);

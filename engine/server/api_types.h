@@ -5,6 +5,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -67,6 +68,9 @@ struct ApiRequest {
     bool logprobs = false;       // report logprobs (then engine.top_logprobs >= 0)
     bool seed_given = false;     // else the server draws a fresh seed (OpenAI: not reproducible)
     ToolRequest tools;           // chat: tools, tool_choice, parallel_tool_calls
+    // Chat: the request's "context_overflow" ("stop" | "truncate" | "roll"); absent: the server's
+    // default (ServerOptions::context_overflow).
+    std::optional<OverflowPolicy> context_overflow;
 };
 
 }  // namespace ember::server

@@ -285,6 +285,7 @@ void HttpServer::Impl::generate(Endpoint endpoint, const Request& req, Response&
                            "invalid_request_error", "model", "model_not_found"});
     r.engine.model = model;
     if (!r.seed_given) r.engine.sampling.seed = new_seed();
+    r.engine.context_overflow = r.context_overflow.value_or(options.context_overflow);
     ResponseMeta meta{endpoint, new_id(endpoint), unix_now(), model, r.logprobs, r.stream && r.include_usage};
     auto calls = tool_call_parser(r.tools, status.tool_call_format, meta.id);
     // A call decoded under its grammar is well-formed: streamed, its arguments go out as they
@@ -342,6 +343,7 @@ void HttpServer::Impl::ollama_generate(OllamaEndpoint endpoint, const Request& r
     r.tools.parallel = parallel_calls_by_default(status.tool_call_format);
     if (const auto e = force_tool_call(r.tools, status.tool_call_format, r.engine)) return send_error(req, res, *e);
     auto calls = tool_call_parser(r.tools, status.tool_call_format, req.path);  // whole calls: arguments are an object
+    r.engine.context_overflow = options.context_overflow;  // the server's policy (--context-overflow)
     run(std::move(r.engine), r.stream, std::make_unique<OllamaAnswer>(std::move(meta), std::move(calls)), req, res);
 }
 

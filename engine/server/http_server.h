@@ -35,6 +35,9 @@ struct ServerOptions {
     int port = 0;                    // 0: a free port chosen by the system (see port())
     std::string api_key;             // "": none; else every endpoint but /health and / needs "Bearer KEY"
     ServerLimits limits;
+    // What a chat longer than the context does unless the request says (its "context_overflow"):
+    // stop answers 400 with how far over it is and what to do.
+    OverflowPolicy context_overflow = OverflowPolicy::Stop;
     // Connections (connection_guard.h): each served one holds a thread (a streamed answer too).
     int threads = 32;                            // threads kept ready
     int max_connections = 512;                   // served at once; more wait for a thread

@@ -358,6 +358,15 @@ void parse_reasoning(const Fields& f, EngineRequest& r) {
     if (auto n = f.integer(key, -1, std::numeric_limits<int32_t>::max())) r.reasoning_budget = static_cast<int32_t>(*n);
 }
 
+// Ember's own field: what a conversation longer than the context does (prompt_fit.h).
+void parse_context_overflow(const Fields& f, ApiRequest& a) {
+    const auto name = f.string("context_overflow");
+    if (!name) return;
+    a.context_overflow = parse_overflow_policy(*name);
+    if (!a.context_overflow)
+        invalid("context_overflow", "'context_overflow' must be stop, truncate or roll; got '" + *name + "'");
+}
+
 // Fields that would change the answer in ways the engine cannot: refused, never ignored.
 void refuse_unsupported(const Fields& f, Endpoint endpoint) {
     if (auto n = f.integer("n", 1, std::numeric_limits<int32_t>::max()); n && *n != 1)
@@ -441,6 +450,7 @@ ApiRequest parse_object(Endpoint endpoint, const json& body, const ServerLimits&
         parse_messages(f, a.engine, budget);
         parse_tools(f, a, budget, limits);
         parse_reasoning(f, a.engine);
+        parse_context_overflow(f, a);
     } else {
         parse_prompt(f, a.engine, limits);
     }

@@ -169,6 +169,7 @@ protected:
         spec.neox = p.neox;
         spec.freq_base = p.freq_base;
         spec.freq_scale = p.freq_scale;
+        spec.reverse = p.reverse;
         spec.freq_factors = p.freq_factors;
         spec.ext_factor = p.ext_factor;
         spec.attn_factor = p.attn_factor;
@@ -226,6 +227,10 @@ protected:
     void do_store_kv(KvLayer& layer, const Tensor& k, const Tensor& v) override {
         cpu::ops::store_kv(kv_view(layer), layer.k.data, layer.v.data, f32(k), f32(v), batch().kv_slot.data(), k.rows,
                            &pool_);
+    }
+
+    void do_load_kv(const KvLayer& layer, Tensor& k, Tensor& v) override {
+        cpu::ops::load_kv(kv_view(layer), f32(k), f32(v), batch().kv_slot.data(), k.rows, &pool_);
     }
 
     void do_attention(const KvLayer& layer, const Tensor& q, const AttentionParams& p, Tensor& out) override {

@@ -6,6 +6,7 @@
 #include "kernels/common/error.h"
 #include <vector>
 
+#include "kernels/common/fp16.h"
 #include "kernels/common/rope_yarn.h"
 
 #include "kernels/cpu/cpu_isa.h"
@@ -93,6 +94,7 @@ const float* rope_tables(int64_t n_tokens, const int32_t* positions, const RopeS
         float freq_base = 0, freq_scale = 0;
         float yarn[4] = {};  // ext_factor, attn_factor, beta_fast, beta_slow
         int32_t n_ctx_orig = 0;
+        bool reverse = false;
         double mscale = 1.0;
         std::vector<float> factors;  // a copy: the same address may later hold another model's
         std::vector<double> freq;
@@ -108,18 +110,20 @@ const float* rope_tables(int64_t n_tokens, const int32_t* positions, const RopeS
     };
     const float yarn[4] = {spec.ext_factor, spec.attn_factor, spec.beta_fast, spec.beta_slow};
     if (t.n_rot != spec.n_rot || t.freq_base != spec.freq_base || t.freq_scale != spec.freq_scale || !same_factors() ||
-        !std::equal(yarn, yarn + 4, t.yarn) || t.n_ctx_orig != spec.n_ctx_orig) {
+        !std::equal(yarn, yarn + 4, t.yarn) || t.n_ctx_orig != spec.n_ctx_orig || t.reverse != spec.reverse) {
         t.n_rot = spec.n_rot;
         t.freq_base = spec.freq_base;
         t.freq_scale = spec.freq_scale;
         std::copy(yarn, yarn + 4, t.yarn);
         t.n_ctx_orig = spec.n_ctx_orig;
+        t.reverse = spec.reverse;
         t.mscale = rope_magnitude(spec);
         if (spec.freq_factors) t.factors.assign(spec.freq_factors, spec.freq_factors + half);
         else t.factors.clear();
         t.freq.resize(static_cast<size_t>(half));
         for (int i = 0; i < half; ++i) {
-            t.freq[static_cast<size_t>(i)] = rope_pair_freq(spec, i, spec.freq_factors ? spec.freq_factors[i] : 1.0);
+            t.freq[static_cast<size_t>(i)] =
+                rope_pair_freq(spec, i, spec.freq_factors ? spec.freq_factors[i] : 1.0) * (spec.reverse ? -1.0 : 1.0);
         }
         t.pos.clear();
     }
@@ -359,6 +363,29 @@ void store_kv(const KvCacheView& kv, void* k_pool, void* v_pool, const float* k,
             if (kv.type == DType::F16) store_key_f16(k + t * dim, slots[t]);
             else store(k + t * dim, k_pool, slots[t]);
             store(v + t * dim, v_pool, slots[t]);
+        }
+    });
+}
+
+void load_kv(const KvCacheView& kv, float* k, float* v, const int32_t* slots, int64_t n_tokens, ThreadPool* pool) {
+    const int64_t dim = int64_t{kv.n_kv_heads} * kv.head_dim, D = kv.head_dim;
+    const auto load = [&](const void* pool_bytes, float* x, int64_t slot) {
+        for (int32_t head = 0; head < kv.n_kv_heads; ++head)
+            dequantize_row(kv.type, static_cast<const uint8_t*>(pool_bytes) + head_row_offset(kv, slot, head),
+                           x + head * D, D);
+    };
+    const auto load_key_f16 = [&](float* x, int64_t slot) {
+        const int64_t B = kv.block_tokens;
+        for (int32_t head = 0; head < kv.n_kv_heads; ++head) {
+            const uint16_t* src = key_f16(kv, slot, head);
+            for (int64_t d = 0; d < D; ++d) x[head * D + d] = fp16_to_f32(src[d * B]);
+        }
+    };
+    split(pool, n_tokens, 4 * dim, [&](int64_t b, int64_t e) {
+        for (int64_t t = b; t < e; ++t) {
+            if (kv.type == DType::F16) load_key_f16(k + t * dim, slots[t]);
+            else load(kv.k, k + t * dim, slots[t]);
+            load(kv.v, v + t * dim, slots[t]);
         }
     });
 }

@@ -43,6 +43,7 @@ struct RopeSpec {
     float beta_fast = 32.0f;
     float beta_slow = 1.0f;
     int32_t n_ctx_orig = 0;
+    bool reverse = false;  // rotate by minus the angle (RopeParams::reverse)
 };
 void rope(float* x, int64_t n_tokens, int32_t n_heads, const int32_t* positions, const RopeSpec& spec,
           ThreadPool* pool);
@@ -112,5 +113,8 @@ void attention(const KvCacheView& kv, const AttentionBatchArgs& args, ThreadPool
 // converting to the cache type.
 void store_kv(const KvCacheView& kv, void* k_pool, void* v_pool, const float* k, const float* v, const int32_t* slots,
               int64_t n_tokens, ThreadPool* pool);
+// The inverse: n_tokens rows of keys and values read from their slots into f32 (exact: every
+// F16 and Q8_0 value is a float).
+void load_kv(const KvCacheView& kv, float* k, float* v, const int32_t* slots, int64_t n_tokens, ThreadPool* pool);
 
 }  // namespace ember::cpu::ops

@@ -331,6 +331,11 @@ protected:
                                          const_floats(k), const_floats(v), d_kv_slot_, k.rows);
     }
 
+    void do_load_kv(const KvLayer& layer, Tensor& k, Tensor& v) override {
+        graphs_->launch<&cuda::load_kv>(static_cast<int>(layer.k.type), layer.k.data, layer.v.data, layer.k.row_bytes,
+                                        k.cols, floats(k), floats(v), d_kv_slot_, k.rows);
+    }
+
     void do_attention(const KvLayer& layer, const Tensor& q, const AttentionParams& p, Tensor& out) override {
         AttentionArgs a = AttentionArgs();  // value-initialized: no stray bytes (graphs compare bytes)
         a.k = static_cast<const uint8_t*>(layer.k.data);
@@ -417,6 +422,7 @@ private:
         std::vector<float> factors;
         float yarn[4];  // ext_factor, attn_factor, beta_fast, beta_slow
         int n_ctx_orig;
+        bool reverse;
         double* dev;
     };
 
@@ -628,13 +634,14 @@ private:
         const float yarn[4] = {p.ext_factor, p.attn_factor, p.beta_fast, p.beta_slow};
         for (const RopeTable& r : rope_tables_)
             if (r.n_rot == p.n_rot && r.base == p.freq_base && r.scale == p.freq_scale && r.factors == factors &&
-                std::equal(yarn, yarn + 4, r.yarn) && r.n_ctx_orig == p.n_ctx_orig)
+                std::equal(yarn, yarn + 4, r.yarn) && r.n_ctx_orig == p.n_ctx_orig && r.reverse == p.reverse)
                 return r.dev;
         std::vector<double> freq(static_cast<size_t>(std::max(half, 1)));
         for (int i = 0; i < half; ++i)
             freq[static_cast<size_t>(i)] =
-                rope_pair_freq(p, i, factors.empty() ? 1.0 : factors[static_cast<size_t>(i)]);
-        RopeTable r{p.n_rot, p.freq_base, p.freq_scale, std::move(factors), {}, p.n_ctx_orig, nullptr};
+                rope_pair_freq(p, i, factors.empty() ? 1.0 : factors[static_cast<size_t>(i)]) *
+                (p.reverse ? -1.0 : 1.0);
+        RopeTable r{p.n_rot, p.freq_base, p.freq_scale, std::move(factors), {}, p.n_ctx_orig, p.reverse, nullptr};
         std::copy(yarn, yarn + 4, r.yarn);
         r.dev = static_cast<double*>(
             device_alloc(MemoryKind::Activations, align_up(freq.size() * sizeof(double), kAlign), "rope table"));

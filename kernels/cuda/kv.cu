@@ -2,7 +2,9 @@
 // kernels/cpu/attention.h), converting F32 to the cache type exactly as the CPU does:
 //   F16 : round to nearest even;
 //   Q8_0: per 32 values d = max|x|/127 stored as half, q = round(x / d) (half away from 0).
-// Bytes: 4 read per element, 2 (F16) or 34/32 (Q8_0) written.
+// Bytes: 4 read per element, 2 (F16) or 34/32 (Q8_0) written. And back (load_kv): the same
+// bytes read, 4 per element written, every value exact (q * d is a float product of an 8-bit
+// integer and a half).
 #include "kernels/cuda/check.h"
 #include "kernels/cuda/device_util.cuh"
 #include "kernels/cuda/ops.h"
@@ -42,7 +44,47 @@ __global__ void __launch_bounds__(128)
     if (lane == 0) *reinterpret_cast<__half*>(dst) = __float2half_rn(d);
 }
 
+// grid.y: 0 = K, 1 = V. One thread per element.
+__global__ void load_kv_f16_kernel(const uint8_t* __restrict__ kc, const uint8_t* __restrict__ vc, size_t row_bytes,
+                                   int64_t kv_dim, float* __restrict__ k, float* __restrict__ v,
+                                   const int32_t* __restrict__ slots, int64_t total) {
+    const int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+    if (i >= total) return;
+    const int64_t t = i / kv_dim, e = i % kv_dim;
+    const uint8_t* src = (blockIdx.y == 0 ? kc : vc) + static_cast<size_t>(slots[t]) * row_bytes;
+    (blockIdx.y == 0 ? k : v)[i] = __half2float(reinterpret_cast<const __half*>(src)[e]);
+}
+
+// One thread per element: q * d of its 32-element block.
+__global__ void load_kv_q8_kernel(const uint8_t* __restrict__ kc, const uint8_t* __restrict__ vc, size_t row_bytes,
+                                  int64_t kv_dim, float* __restrict__ k, float* __restrict__ v,
+                                  const int32_t* __restrict__ slots, int64_t total) {
+    const int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+    if (i >= total) return;
+    const int64_t t = i / kv_dim, e = i % kv_dim;
+    const uint8_t* block = (blockIdx.y == 0 ? kc : vc) + static_cast<size_t>(slots[t]) * row_bytes + (e / 32) * 34;
+    const float d = __half2float(*reinterpret_cast<const __half*>(block));
+    (blockIdx.y == 0 ? k : v)[i] = static_cast<float>(static_cast<int8_t>(block[2 + e % 32])) * d;
+}
+
 }  // namespace
+
+void load_kv(int kv_type, const void* k_cache, const void* v_cache, size_t row_bytes, int64_t kv_dim, float* k,
+             float* v, const int32_t* slots, int64_t n, cudaStream_t stream) {
+    if (n == 0) return;
+    const auto* kc = static_cast<const uint8_t*>(k_cache);
+    const auto* vc = static_cast<const uint8_t*>(v_cache);
+    const int64_t total = n * kv_dim;
+    if (kv_type == kQ8_0) {
+        load_kv_q8_kernel<<<dim3(blocks_for(total, 256), 2), 256, 0, stream>>>(kc, vc, row_bytes, kv_dim, k, v, slots,
+                                                                               total);
+        EMBER_CUDA_CHECK_LAUNCH("load_kv_q8_kernel");
+    } else {
+        load_kv_f16_kernel<<<dim3(blocks_for(total, 256), 2), 256, 0, stream>>>(kc, vc, row_bytes, kv_dim, k, v, slots,
+                                                                                total);
+        EMBER_CUDA_CHECK_LAUNCH("load_kv_f16_kernel");
+    }
+}
 
 void store_kv(int kv_type, void* k_cache, void* v_cache, size_t row_bytes, int64_t kv_dim, const float* k,
               const float* v, const int32_t* slots, int64_t n, cudaStream_t stream) {

@@ -65,6 +65,9 @@ void embed(int type, const void* table, size_t row_bytes, int64_t cols, const in
 // Row t of k and v (kv_dim floats each) into cache slot slots[t]; kv_type F16 or Q8_0.
 void store_kv(int kv_type, void* k_cache, void* v_cache, size_t row_bytes, int64_t kv_dim, const float* k,
               const float* v, const int32_t* slots, int64_t n, cudaStream_t stream);
+// The inverse: cache slot slots[t] into rows t of k and v (exact: F16 and Q8_0 values are floats).
+void load_kv(int kv_type, const void* k_cache, const void* v_cache, size_t row_bytes, int64_t kv_dim, float* k,
+             float* v, const int32_t* slots, int64_t n, cudaStream_t stream);
 
 // ---- moe.cu: mixture of experts (Backend::moe_*; kernels/common/moe_route.h) ------------------
 // One thread per token: ids and weights (n_tokens x k) of n_expert logits per token;

@@ -3,7 +3,8 @@
 // positions up to ~1e6 keep full float accuracy: freq[i] = freq_scale * base^(-2i/n_rot) /
 // freq_factors[i] is computed once on the host in double and cached on the device;
 // theta = pos * freq[i] and its sine/cosine are double (times YaRN's magnitude factor
-// mscale, 1 without YaRN), the rotation float.
+// mscale, 1 without YaRN), the rotation float. A reverse rotation (RopeParams::reverse) is
+// the same kernel over a table of negated frequencies.
 // One thread per rotated pair: 16 bytes of x moved, one double sincos (cheap on sm_90; the
 // op is small next to the matmuls even at consumer GPUs' FP64 rate).
 #include "kernels/cuda/check.h"

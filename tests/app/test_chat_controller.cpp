@@ -177,6 +177,11 @@ private slots:
         QCOMPARE(s.top_p, SamplingSettings{}.top_p);  // missing -> default
         QCOMPARE(SamplingSettings::from_json(s.to_json()), s);
         QCOMPARE(SamplingSettings::from_json(QStringLiteral("not json")), SamplingSettings{});
+        // A chat's own overflow policy: one of the three, else none (Settings' applies).
+        QCOMPARE(SamplingSettings::from_json(QStringLiteral("{\"context_overflow\": \"roll\"}")).context_overflow,
+                 QStringLiteral("roll"));
+        QVERIFY(
+            SamplingSettings::from_json(QStringLiteral("{\"context_overflow\": \"x\"}")).context_overflow.isEmpty());
         s.seed = 5;
         QCOMPARE(s.to_params(99).seed, uint64_t(5));
         s.seed = -1;
@@ -500,6 +505,9 @@ private slots:
             dropped = h.chat.messages()->get(h.chat.messages()->count() - 1).value("droppedMessages").toInt();
         }
         QVERIFY(dropped > 0);
+        // The chat's divider: on the first message the answer read, none elsewhere.
+        for (int row = 0; row < h.chat.messages()->count(); ++row)
+            QCOMPARE(h.chat.messages()->get(row).value("droppedAbove").toInt(), row == dropped ? dropped : 0);
         QVERIFY(h.chat.contextUsed() > 0 && h.chat.contextUsed() <= 128);
         QCOMPARE(h.chat.contextLimit(), 128);
         const qint64 conv = h.chat.currentConversationId();
@@ -526,6 +534,46 @@ private slots:
         const QVariantMap next = h.chat.messages()->get(h.chat.messages()->count() - 1);
         QVERIFY(next.value("error").toString().isEmpty());
         QVERIFY(!next.value("content").toString().isEmpty());
+    }
+
+    // The overflow policy is a setting: stop refuses the answer that would not fit, saying by
+    // how much and what to do; roll leaves out the same messages as truncate, and the rest of
+    // the chat's cache is moved instead of computed again.
+    void contextOverflowPolicyIsASetting() {
+        AppHarness h(128);
+        QVERIFY(h.load(kStoriesPath));
+        h.chat.setSystemPrompt(QString());
+        h.set_sampling(8);
+        QCOMPARE(h.settings.contextOverflow(), QStringLiteral("truncate"));
+        h.settings.setContextOverflow(QStringLiteral("stop"));
+        QSignalSpy done(&h.chat, &ChatController::answerFinished);
+        const QString chunk = QStringLiteral("Tom and Sue went to the park and played with a big red ball. ");
+        QString error;
+        for (int i = 0; i < 8 && error.isEmpty(); ++i) {
+            QVERIFY(h.chat.send(chunk));
+            QTRY_VERIFY_WITH_TIMEOUT(!h.chat.busy(), 60'000);
+            error = h.chat.messages()->get(h.chat.messages()->count() - 1).value("error").toString();
+        }
+        QVERIFY2(error.contains(QStringLiteral("tokens more than the context of 128 holds")), qPrintable(error));
+        QVERIFY(error.contains(QStringLiteral("truncate or roll")));
+
+        h.settings.setContextOverflow(QStringLiteral("roll"));
+        QVERIFY(h.chat.send(chunk));
+        QVERIFY(!wait_answer(done).isEmpty());
+        const QVariantMap answer = h.chat.messages()->get(h.chat.messages()->count() - 1);
+        QVERIFY(answer.value("error").toString().isEmpty());
+        QVERIFY(answer.value("droppedMessages").toInt() > 0);
+        h.settings.setContextOverflow(QStringLiteral("sideways"));  // not a policy: the default
+        QCOMPARE(h.settings.contextOverflow(), QStringLiteral("truncate"));
+
+        // This chat's own policy comes first: stop, while Settings says truncate.
+        QVariantMap sampling = h.chat.sampling();
+        sampling[QStringLiteral("context_overflow")] = QStringLiteral("stop");
+        h.chat.setSampling(sampling);
+        QVERIFY(h.chat.send(chunk));
+        QTRY_VERIFY_WITH_TIMEOUT(!h.chat.busy(), 60'000);
+        error = h.chat.messages()->get(h.chat.messages()->count() - 1).value("error").toString();
+        QVERIFY2(error.contains(QStringLiteral("tokens more than the context of 128 holds")), qPrintable(error));
     }
 
     // Issue: every model was loaded at 4,096 tokens whatever the file and the machine allowed.
@@ -555,6 +603,28 @@ private slots:
         QCOMPARE(h.chat.longerContextFor(3000), 4096);
         QCOMPARE(h.chat.longerContextFor(8192), 8192);
         QCOMPARE(h.chat.longerContextFor(9000), 0);
+    }
+
+    // The KV cache type is a setting kept across starts; changing it reloads the model with a
+    // cache of that type, at 17/32 of the bytes per token (SmolLM2: 30 layers x K and V x 192
+    // values; F16 23040 B, Q8_0 12240 B).
+    void cacheTypeSettingReloadsTheModel() {
+        AppHarness h(2048);
+        const std::string smol = ember::test::test_model(ember::test::kSmolLM2);
+        EMBER_REQUIRE_FILE(smol);
+        QVERIFY(h.load(smol));
+        QCOMPARE(h.models.details().value("kvType").toString(), QStringLiteral("F16"));
+        QCOMPARE(h.models.details().value("kvPerToken").toString(), QStringLiteral("22.5 KiB"));
+        QCOMPARE(h.models.details().value("kvSize").toString(), QStringLiteral("180.0 MiB"));  // 4 chats x 2048
+        h.models.setCacheType(QStringLiteral("q8_0"));
+        QTRY_VERIFY_WITH_TIMEOUT(h.models.ready() && h.models.details().value("kvType").toString() == "Q8_0", 120'000);
+        QCOMPARE(h.models.details().value("kvPerToken").toString(), QStringLiteral("12.0 KiB"));
+        QCOMPARE(h.models.details().value("kvSize").toString(), QStringLiteral("95.6 MiB"));
+        QCOMPARE(h.models.details().value("context").toLongLong(), qint64(2048));
+        AppSettings next_start(h.settings.settingsFile());
+        QCOMPARE(next_start.kvCacheType(), QStringLiteral("q8_0"));
+        h.settings.setKvCacheType(QStringLiteral("q4"));  // not a cache type: the default
+        QCOMPARE(h.settings.kvCacheType(), QStringLiteral("f16"));
     }
 
     // The "no chat template" notice speaks plainly, keeps the technical reason as details,

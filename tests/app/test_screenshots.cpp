@@ -188,6 +188,42 @@ private slots:
         QTRY_COMPARE(window_->contentItem()->width(), qreal(1180));
     }
 
+    // Issue #39: where the latest answer began reading, after older messages that no longer
+    // fit the context, a divider across the chat says how many messages above it the model
+    // no longer reads; the chat keeps them all.
+    void overflowDividerMarksWhereTheModelReads() {
+        ConversationStore& store = *ctx_->store.store;
+        const qint64 id = store.create_conversation(QStringLiteral("A long chat")).id;
+        for (int i = 0; i < 4; ++i) {
+            store.add_message(id, QStringLiteral("user"),
+                              QStringLiteral("Tell me something about the number %1.").arg(i));
+            store.add_message(id, QStringLiteral("assistant"),
+                              QStringLiteral("The number %1 is a fine number to think about.").arg(i),
+                              MessageState::Complete, {});
+        }
+        store.add_message(id, QStringLiteral("user"), QStringLiteral("Which number did we talk about last?"));
+        MessageStats st;
+        st.prompt_tokens = 120;
+        st.n_tokens = 12;
+        st.dropped_messages = 4;  // the first two exchanges
+        st.model = QStringLiteral("SmolLM2-135M-Instruct.Q4_1");
+        store.add_message(id, QStringLiteral("assistant"), QStringLiteral("We talked about the number 3 last."),
+                          MessageState::Complete, st);
+        ctx_->chat.conversations()->refresh();
+        ctx_->chat.selectConversation(id);
+        MessageListModel* m = ctx_->chat.messages();
+        QCOMPARE(m->count(), 10);
+        for (int row = 0; row < m->count(); ++row)
+            QCOMPARE(m->get(row).value("droppedAbove").toInt(), row == 4 ? 4 : 0);  // above "...number 2."
+        QTRY_VERIFY(find(QStringLiteral("overflowDivider")));
+        QList<QQuickItem*> dividers;
+        named(window_->contentItem(), QStringLiteral("overflowDivider"), dividers);
+        QCOMPARE(dividers.size(), 1);
+        QQuickItem* delegate = dividers.first()->parentItem();
+        QCOMPARE(delegate->property("content").toString(), QStringLiteral("Tell me something about the number 2."));
+        QVERIFY(shoot(QStringLiteral("overflow.png")) > 20);
+    }
+
     // A message too long for the context: marked in place, with what can be done.
     void failedSendIsMarkedInline() {
         MessageStats st;

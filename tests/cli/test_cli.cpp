@@ -276,17 +276,19 @@ TEST_CASE("ember chat reports a 1 MB line as that turn's error and answers the n
     const Run r = run_ember({"chat", stories(), "--temp", "0", "-n", "8", "--verbose"}, huge + "\nOnce upon a time\n");
     INFO(r.err);
     CHECK(r.status == 1);  // a turn failed
-    CHECK(count(r.err, "ember chat: error: this turn makes a prompt of ") == 1);
-    CHECK(contains(r.err, "which does not fit the context of 2048 tokens (send a shorter message, or raise --ctx)"));
+    CHECK(count(r.err, "ember chat: error: the message is ") == 1);
+    CHECK(contains(r.err, "and the model is loaded with 2048 (send a shorter message, or raise --ctx)"));
     CHECK(count(r.err, " generated; TTFT ") == 1);  // the second line was answered
     CHECK(r.err.find("ember chat: error") < r.err.find(" generated; TTFT "));
     CHECK(r.out.size() > 1);
 }
 
-TEST_CASE("ember chat: a conversation outgrowing --ctx 64 reports that turn and goes on") {
+TEST_CASE("ember chat --context-overflow stop: a conversation outgrowing --ctx 64 reports that turn and goes on") {
     std::string lines;
     for (int i = 0; i < 6; ++i) lines += "Once upon a time there was a little girl\n";
-    const Run r = run_ember({"chat", stories(), "--ctx", "64", "--temp", "0", "-n", "12", "--verbose"}, lines);
+    const Run r = run_ember(
+        {"chat", stories(), "--ctx", "64", "--temp", "0", "-n", "12", "--verbose", "--context-overflow", "stop"},
+        lines);
     INFO(r.err);
     const size_t failed = count(r.err, "ember chat: error: ");
     const size_t answered = count(r.err, " generated; TTFT ");
@@ -295,6 +297,20 @@ TEST_CASE("ember chat: a conversation outgrowing --ctx 64 reports that turn and 
     CHECK(answered + failed == 6);
     CHECK(r.err.rfind(" generated; TTFT ") > r.err.find("ember chat: error: "));  // answered after the error
     CHECK(r.status == 1);
+}
+
+TEST_CASE("ember chat (truncate, the default): a conversation outgrowing --ctx 64 leaves out its oldest turns") {
+    std::string lines;
+    for (int i = 0; i < 6; ++i) lines += "Once upon a time there was a little girl\n";
+    const Run r = run_ember({"chat", stories(), "--ctx", "64", "--temp", "0", "-n", "12", "--verbose"}, lines);
+    INFO(r.err);
+    CHECK(r.status == 0);
+    CHECK(count(r.err, " generated; TTFT ") == 6);  // every turn answered
+    CHECK(count(r.err, "ember chat: error: ") == 0);
+    CHECK(contains(r.err, " earlier messages left out to fit the context of 64 tokens]"));
+    const Run bad = run_ember({"chat", stories(), "--context-overflow", "roll"}, "");
+    CHECK(bad.status != 0);
+    CHECK(contains(bad.err, "'roll' is not a policy of ember chat (truncate or stop)"));
 }
 
 // --- issue #15: `ember --version` (app/build_info) ------------------------------------------

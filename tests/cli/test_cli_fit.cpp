@@ -39,6 +39,23 @@ TEST_CASE("ember fit prints the breakdown and the placement") {
     CHECK(has(r.out, "too large: does not fit"));
 }
 
+TEST_CASE("ember fit with a Q8_0 cache: the KV cache and its bytes per token at 17/32 of F16's") {
+    const std::string smol = test::test_model(test::kSmolLM2);
+    EMBER_REQUIRE_FILE(smol);
+    // Per token: 30 layers x (K + V) x 192 values; F16 2 B each (23040 B), Q8_0 34 B per 32
+    // (6 blocks: 204 B a row, 12240 B).
+    auto r = ember_fit({smol, "--ctx", "8192", "--vram", "24GiB", "--ram", "32GiB"});
+    INFO(r.out, r.err);
+    CHECK(has(r.out, "KV cache per token: 22.5 KiB (F16)"));
+    r = ember_fit({smol, "--ctx", "8192", "--vram", "24GiB", "--ram", "32GiB", "--cache-type", "q8_0"});
+    CHECK(r.ok());
+    CHECK(has(r.out, "KV cache                   95.6 MiB"));  // 12240 B x 8192
+    CHECK(has(r.out, "KV cache per token: 12.0 KiB (Q8_0)"));
+    r = ember_fit({smol, "--cache-type", "q4"});
+    CHECK(r.exit_code == 1);
+    CHECK(has(r.err, "option --cache-type: 'q4' is not a KV cache type (f16 or q8_0)"));
+}
+
 TEST_CASE("ember fit ranks a folder of quant files and names the one to use") {
     test::TempDir dir;
     for (const char* scheme : {"Q8_0", "Q4_K_M", "F16"})

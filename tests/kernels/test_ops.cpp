@@ -257,30 +257,33 @@ TEST_CASE("rope") {
     std::uniform_int_distribution<int> posd(0, 100000);
     FOR_EACH_ISA({
         for (bool neox : {false, true}) {
-            for (auto [D, n_rot] : {std::pair{64, 64}, std::pair{128, 128}, std::pair{64, 32}}) {
-                const int n_heads = 3;
-                const int64_t n = 21;
-                std::vector<int32_t> pos(static_cast<size_t>(n));
-                for (auto& p : pos) p = posd(rng);
-                pos[0] = 0;
-                std::vector<float> ff(static_cast<size_t>(n_rot / 2));
-                for (int i = 0; i < n_rot / 2; ++i)
-                    ff[size_t(i)] = 1.0f + 0.25f * float(i % 5);  // Llama-3-like divisors
-                ops::RopeSpec spec;
-                spec.head_dim = D;
-                spec.n_rot = n_rot;
-                spec.neox = neox;
-                spec.freq_base = 500000.0f;
-                spec.freq_scale = 0.5f;
-                spec.freq_factors = ff.data();
-                const auto x0 = ktest::random_floats(size_t(n * n_heads * D), 6);
-                std::vector<float> x = x0;
-                ops::rope(x.data(), n, n_heads, pos.data(), spec, &pool);
-                const auto theta = [&](int64_t t, int i) {
-                    return pos[size_t(t)] * 0.5 * std::pow(500000.0, -2.0 * i / n_rot) / ff[size_t(i)];
-                };
-                check_rotated(x0, x, {n_heads, D, n_rot, neox}, 1.0, theta, isa_name_);
-            }
+            for (auto [D, n_rot] : {std::pair{64, 64}, std::pair{128, 128}, std::pair{64, 32}})
+                for (const bool reverse : {false, true}) {  // reverse: by minus the angle
+                    const int n_heads = 3;
+                    const int64_t n = 21;
+                    std::vector<int32_t> pos(static_cast<size_t>(n));
+                    for (auto& p : pos) p = posd(rng);
+                    pos[0] = 0;
+                    std::vector<float> ff(static_cast<size_t>(n_rot / 2));
+                    for (int i = 0; i < n_rot / 2; ++i)
+                        ff[size_t(i)] = 1.0f + 0.25f * float(i % 5);  // Llama-3-like divisors
+                    ops::RopeSpec spec;
+                    spec.head_dim = D;
+                    spec.n_rot = n_rot;
+                    spec.neox = neox;
+                    spec.freq_base = 500000.0f;
+                    spec.freq_scale = 0.5f;
+                    spec.freq_factors = ff.data();
+                    spec.reverse = reverse;
+                    const auto x0 = ktest::random_floats(size_t(n * n_heads * D), 6);
+                    std::vector<float> x = x0;
+                    ops::rope(x.data(), n, n_heads, pos.data(), spec, &pool);
+                    const auto theta = [&](int64_t t, int i) {
+                        return pos[size_t(t)] * 0.5 * std::pow(500000.0, -2.0 * i / n_rot) / ff[size_t(i)] *
+                               (reverse ? -1 : 1);
+                    };
+                    check_rotated(x0, x, {n_heads, D, n_rot, neox}, 1.0, theta, isa_name_);
+                }
         }
     })
 }
@@ -726,6 +729,48 @@ TEST_CASE("store_kv round trip") {
             CHECK(head_row(kv, vp.data(), slot_ids[i], 1) - head_row(kv, vp.data(), slot_ids[i], 0) ==
                   std::ptrdiff_t(8 * head_bytes));
         }
+    })
+}
+
+// load_kv reads back exactly what store_kv wrote (the cache type's rounding of the input, as
+// dequantize_row gives it), and storing what it read gives the same bytes: moving cached rows
+// (a rolled context) adds no rounding of its own.
+TEST_CASE("load_kv reads back the stored values, and storing them again changes no byte") {
+    FOR_EACH_ISA(for (DType t
+                      : {DType::F16, DType::Q8_0}) {
+        CAPTURE(isa_name_);
+        KvCacheView kv;
+        kv.type = t;
+        kv.n_kv_heads = 2;
+        kv.head_dim = 64;
+        kv.row_bytes = kv_row_bytes(t, 128);
+        kv.block_tokens = 8;
+        std::vector<uint8_t> kp(kv.row_bytes * 16), vp(kv.row_bytes * 16);
+        const auto k = ktest::random_floats(5 * 128, 40), v = ktest::random_floats(5 * 128, 41);
+        const int32_t slots[] = {5, 0, 7, 12, 9};  // two blocks, out of order
+        ops::store_kv(kv, kp.data(), vp.data(), k.data(), v.data(), slots, 5, nullptr);
+        kv.k = kp.data();
+        kv.v = vp.data();
+        std::vector<float> kr(k.size()), vr(v.size());
+        ops::load_kv(kv, kr.data(), vr.data(), slots, 5, nullptr);
+        std::vector<uint8_t> row(kv.row_bytes);
+        std::vector<float> expect(128);
+        for (int i = 0; i < 5; ++i)
+            for (const auto& [in, out] : {std::pair{&k, &kr}, std::pair{&v, &vr}}) {
+                quantize_row(t, in->data() + i * 128, row.data(), 128);
+                dequantize_row(t, row.data(), expect.data(), 128);
+                for (int e = 0; e < 128; ++e) REQUIRE(out->at(size_t(i * 128 + e)) == expect[size_t(e)]);
+            }
+        std::vector<uint8_t> kp2(kp.size()), vp2(vp.size());
+        ops::store_kv(kv, kp2.data(), vp2.data(), kr.data(), vr.data(), slots, 5, nullptr);
+        for (const int32_t slot : slots)
+            for (int h = 0; h < 2; ++h) {
+                const size_t hb = kv_row_bytes(t, 64);
+                CHECK(std::memcmp(head_row(kv, vp.data(), slot, h), head_row(kv, vp2.data(), slot, h), hb) == 0);
+                if (t == DType::Q8_0)
+                    CHECK(std::memcmp(head_row(kv, kp.data(), slot, h), head_row(kv, kp2.data(), slot, h), hb) == 0);
+            }
+        if (t == DType::F16) CHECK(kp == kp2);  // every slot written, the rest zero in both
     })
 }
 

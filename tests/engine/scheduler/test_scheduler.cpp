@@ -18,9 +18,11 @@
 #include "engine/runtime/sequence.h"
 #include "engine/scheduler/scheduler.h"
 #include "kernels/common/error.h"
+#include "long_chat.h"
 #include "test_data.h"
 
 using namespace ember;
+using ember::test::long_chat;
 
 namespace {
 
@@ -869,7 +871,7 @@ TEST_CASE("a chat's second turn reuses the first turn's tokens under its cache_k
     CHECK(res.get(3).text == b.text);
 }
 
-TEST_CASE("fit_context leaves out the oldest exchanges and says how many") {
+TEST_CASE("context overflow truncate leaves out the oldest exchanges and says how many") {
     auto model = load(test::test_model(test::kSmolLM2), 160, 1);
     Scheduler s(*model, {});
     Results res;
@@ -881,8 +883,8 @@ TEST_CASE("fit_context leaves out the oldest exchanges and says how many") {
         r.messages.push_back({"assistant", "The number " + std::to_string(i) + " is a fine number to think about."});
     }
     r.messages.push_back({"user", "Thanks!"});
-    CHECK_THROWS_AS(s.submit(r, nullptr), Error);  // without fit_context it does not fit
-    r.fit_context = true;
+    CHECK_THROWS_AS(s.submit(r, nullptr), ContextOverflow);  // stop (the default): it does not fit
+    r.context_overflow = OverflowPolicy::Truncate;
     s.submit(r, res.sink(0));
     res.wait(1);
     const Outcome o = res.get(0);
@@ -892,12 +894,84 @@ TEST_CASE("fit_context leaves out the oldest exchanges and says how many") {
     CHECK(o.stats.prompt_tokens <= 160 - 8);
 }
 
+size_t common_prefix(const std::vector<int32_t>& a, const std::vector<int32_t>& b) {
+    return static_cast<size_t>(std::mismatch(a.begin(), a.end(), b.begin(), b.end()).first - a.begin());
+}
+
+TEST_CASE("stop refuses an overlong chat with how far over it is; truncate equals a fresh run on what it kept") {
+    auto model = load(test::test_model(test::kSmolLM2), 256, 1);
+    const std::vector<ChatMessage> chat = long_chat(8);
+    const int64_t full = static_cast<int64_t>(chat_prompt_tokens(*model, chat).size());
+    REQUIRE(full > 256);
+    EngineRequest r;
+    r.messages = chat;
+    r.sampling = SamplingParams::greedy();
+    r.max_tokens = 12;
+    r.top_logprobs = 0;
+    r.cache_key = "chat";
+    Scheduler s(*model, {});
+    try {  // stop, the default: refused at submit, nothing computed
+        s.submit(r, nullptr);
+        FAIL("no error");
+    } catch (const ContextOverflow& e) {
+        const std::string what = e.what();
+        CHECK(what.find("the conversation is " + std::to_string(full) + " tokens") != std::string::npos);
+        CHECK(what.find(std::to_string(full + 1 - 256) + " tokens more than the context of 256") != std::string::npos);
+        CHECK(what.find("truncate") != std::string::npos);
+    }
+    CHECK(s.status().kv_blocks_used == 0);
+
+    // An earlier turn of the same chat that fitted: its KV sequence is kept under the key.
+    EngineRequest early = r;
+    early.messages = long_chat(2);
+    Results res;
+    s.submit(early, res.sink(0));
+    res.wait(1);
+    const Outcome first = res.get(0);
+    REQUIRE(first.error.empty());
+    std::vector<int32_t> cached = chat_prompt_tokens(*model, early.messages);
+    cached.insert(cached.end(), first.ids.begin(), first.ids.end());
+
+    r.context_overflow = OverflowPolicy::Truncate;
+    s.submit(r, res.sink(1));
+    res.wait(2);
+    const Outcome cut = res.get(1);
+    REQUIRE(cut.error.empty());
+    // The oldest whole exchanges went, as few as leave room for the answer (12 tokens): the
+    // system prompt and the newest turns stay.
+    const int dropped = cut.stats.dropped_turns;
+    REQUIRE(dropped > 0);
+    CHECK(dropped % 2 == 0);
+    std::vector<ChatMessage> kept{chat[0]};
+    kept.insert(kept.end(), chat.begin() + 1 + dropped, chat.end());
+    const std::vector<int32_t> kept_tokens = chat_prompt_tokens(*model, kept);
+    CHECK(cut.stats.prompt_tokens == static_cast<int32_t>(kept_tokens.size()));
+    CHECK(static_cast<int64_t>(kept_tokens.size()) <= 256 - 12);
+    std::vector<ChatMessage> one_more{chat[0]};
+    one_more.insert(one_more.end(), chat.begin() + 1 + dropped - 2, chat.end());
+    CHECK(static_cast<int64_t>(chat_prompt_tokens(*model, one_more).size()) > 256 - 12);
+    // The kept prefix (the system prompt and what follows it alike) came from the chat's cache.
+    CHECK(cut.stats.reused_tokens == static_cast<int32_t>(common_prefix(cached, kept_tokens)));
+    CHECK(cut.stats.reused_tokens > 16);
+
+    // Greedy: the same tokens as a fresh run on the kept history alone.
+    EngineRequest fresh = r;
+    fresh.messages = kept;
+    fresh.cache_key.clear();
+    fresh.context_overflow = OverflowPolicy::Stop;
+    auto other = load(test::test_model(test::kSmolLM2), 256, 1);
+    const Outcome ref = alone(*other, {fresh})[0];
+    CHECK(ref.stats.reused_tokens == 0);
+    CHECK(cut.ids == ref.ids);
+    CHECK(cut.text == ref.text);
+}
+
 TEST_CASE("a newest message too long for the context is a ContextOverflow with the numbers") {
     auto model = load(test::test_model(test::kSmolLM2), 160, 1);
     Scheduler s(*model, {});
     EngineRequest r;
     r.max_tokens = 8;
-    r.fit_context = true;
+    r.context_overflow = OverflowPolicy::Truncate;
     r.messages.push_back({"user", "Hello there."});
     r.messages.push_back({"assistant", "Hello!"});
     std::string long_text;

@@ -306,6 +306,41 @@ TEST_CASE("chatUsesTheModelsTemplateAndCountsExactly") {
     CHECK(streamed_tokens == lp.size());
 }
 
+// A chat longer than the context (1024): stop, the server's default, is a 400 that says how
+// far over it is and what to do; the request's own "context_overflow" or the server's
+// --context-overflow truncate answer it with the oldest exchanges left out.
+TEST_CASE("contextOverflowStopIs400AndTruncateAnswers") {
+    Served& s = smollm2();
+    json messages = json::array({{{"role", "system"}, {"content", "You are a helpful assistant."}}});
+    for (int i = 0; i < 40; ++i) {
+        messages.push_back({{"role", "user"}, {"content", "Tell me a fact about the number " + std::to_string(i)}});
+        messages.push_back({{"role", "assistant"}, {"content", "The number " + std::to_string(i) + " is a number."}});
+    }
+    messages.push_back({{"role", "user"}, {"content", "Which number came last?"}});
+    json body = {{"messages", messages}, {"max_tokens", 8}, {"temperature", 0}};
+    const json refused = post_json(s.client(), "/v1/chat/completions", body, 400);
+    const std::string message = refused["error"]["message"];
+    CHECK(message.find("tokens more than the context of 1024 holds") != std::string::npos);
+    CHECK(message.find("truncate") != std::string::npos);
+    CHECK(refused["error"]["type"] == "invalid_request_error");
+
+    body["context_overflow"] = "truncate";
+    const json cut = post_json(s.client(), "/v1/chat/completions", body);
+    CHECK(cut["usage"]["prompt_tokens"].get<int>() <= 1024 - 8);
+    CHECK_FALSE(cut["choices"][0]["message"]["content"].get<std::string>().empty());
+
+    server::ServerOptions o;
+    o.context_overflow = OverflowPolicy::Truncate;
+    httplib::Client& truncating = s.add_server(o);
+    body.erase("context_overflow");
+    CHECK(post_json(truncating, "/v1/chat/completions", body)["usage"]["prompt_tokens"] ==
+          cut["usage"]["prompt_tokens"]);
+    body["context_overflow"] = "stop";  // the request's choice wins over the server's
+    post_json(truncating, "/v1/chat/completions", body, 400);
+    body["context_overflow"] = "shorten";
+    CHECK(post_json(truncating, "/v1/chat/completions", body, 400)["error"]["param"] == "context_overflow");
+}
+
 TEST_CASE("badRequestsGetOpenAIErrorObjects") {
     Served& s = stories();
     auto& c = s.client();

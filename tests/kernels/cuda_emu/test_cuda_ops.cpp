@@ -33,6 +33,7 @@
 #include "kernels/backend.h"
 #include "kernels/common/dtype.h"
 #include "kernels/cpu/kv_layout.h"
+#include "kernels/cpu/quant.h"
 #include "tests/kernels/cuda_emu/cuda_test_backend.h"
 #include "tools/op_data/op_data.h"
 
@@ -402,7 +403,8 @@ TEST_CASE("add_rms_norm: the same bits as add then rms_norm") {
 }
 
 // ---- rope -------------------------------------------------------------------------------------
-TEST_CASE("rope: normal/NeoX, partial rotation, scaling, freq factors, YaRN, head dims 64/128/256, vs float64") {
+TEST_CASE(
+    "rope: normal/NeoX, partial rotation, scaling, freq factors, YaRN, reverse, head dims 64/128/256, vs float64") {
     Backends be;
     struct Case {
         int n_heads, head_dim, n_rot;
@@ -416,55 +418,57 @@ TEST_CASE("rope: normal/NeoX, partial rotation, scaling, freq factors, YaRN, hea
           Case{4, 128, 64, false, 10000.0f, 0.25f, false}, Case{9, 64, 64, false, 500000.0f, 1.0f, true},
           Case{2, 256, 256, true, 10000.0f, 0.125f, true}, Case{3, 8, 8, false, 10000.0f, 1.0f, false},
           Case{5, 80, 78, true, 10000.0f, 1.0f, false}, Case{8, 64, 64, true, 150000.0f, 1.0f / 32, false, true},
-          Case{3, 128, 96, false, 10000.0f, 0.25f, true, true}}) {
-        const int64_t n = 37;
-        const RopeInputs in = random_rope_inputs(n, c.n_rot);
-        const std::vector<int32_t>& pos = in.pos;
-        const std::vector<float>& factors = in.factors;
-        const auto x = random_floats(static_cast<size_t>(n * c.n_heads * c.head_dim));
-        be.gpu->set_batch(simple_batch(n, pos).info());
-        Tensor xg = put(*be.gpu, x, c.head_dim, n * c.n_heads);
-        RopeParams rp =
-            rope_params(c.n_heads, c.head_dim, c.n_rot, c.neox, c.base, c.scale, c.factors ? factors.data() : nullptr);
-        if (c.yarn) rp.ext_factor = 1.0f, rp.attn_factor = 0.9f, rp.n_ctx_orig = 4096;
-        // YaRN in float64 (ggml's rope_yarn): the ramp between the correction dims blends the
-        // scaled and unscaled angle; cos and sin grow by attn_factor (1 + 0.1 ln(1 / scale)).
-        const auto corr = [&](double beta) {
-            return c.n_rot * std::log(4096 / (beta * 2 * M_PI)) / (2 * std::log(double(c.base)));
-        };
-        const double low = std::max(0.0, std::floor(corr(32))), high = std::min(c.n_rot - 1.0, std::ceil(corr(1)));
-        const double mscale = c.yarn ? 0.9 * (1 + 0.1 * std::log(1 / double(c.scale))) : 1.0;
-        be.gpu->rope(xg, rp);
-        const auto g = get(*be.gpu, xg);
-        std::vector<double> ref(x.begin(), x.end()), bound(x.size(), 1e-30);
-        const int half = c.n_rot / 2;
-        for (int64_t t = 0; t < n; ++t) {
-            for (int h = 0; h < c.n_heads; ++h) {
-                const size_t row = static_cast<size_t>((t * c.n_heads + h) * c.head_dim);
-                for (int i = 0; i < half; ++i) {
-                    const double ff = c.factors ? factors[static_cast<size_t>(i)] : 1.0;
-                    const double extrap =
-                        pos[static_cast<size_t>(t)] * std::pow(double(c.base), -2.0 * i / c.n_rot) / ff;
-                    const double mix =
-                        c.yarn ? 1 - std::min(1.0, std::max(0.0, (i - low) / std::max(0.001, high - low))) : 0.0;
-                    const double th = extrap * c.scale * (1 - mix) + extrap * mix;
-                    const size_t a = row + static_cast<size_t>(c.neox ? i : 2 * i);
-                    const size_t b = row + static_cast<size_t>(c.neox ? i + half : 2 * i + 1);
-                    const double x0 = x[a], x1 = x[b];
-                    ref[a] = (x0 * std::cos(th) - x1 * std::sin(th)) * mscale;
-                    ref[b] = (x0 * std::sin(th) + x1 * std::cos(th)) * mscale;
-                    // sin/cos rounded to float (u each), two products and a sum (3 u), and
-                    // the angle itself formed in double (exact enough: pos * f < 2^18).
-                    bound[a] = bound[b] = 6 * kU * mscale * (std::fabs(x0) + std::fabs(x1)) + 1e-30;
+          Case{3, 128, 96, false, 10000.0f, 0.25f, true, true}})
+        for (const bool reverse : {false, true}) {
+            const int64_t n = 37;
+            const RopeInputs in = random_rope_inputs(n, c.n_rot);
+            const std::vector<int32_t>& pos = in.pos;
+            const std::vector<float>& factors = in.factors;
+            const auto x = random_floats(static_cast<size_t>(n * c.n_heads * c.head_dim));
+            be.gpu->set_batch(simple_batch(n, pos).info());
+            Tensor xg = put(*be.gpu, x, c.head_dim, n * c.n_heads);
+            RopeParams rp = rope_params(c.n_heads, c.head_dim, c.n_rot, c.neox, c.base, c.scale,
+                                        c.factors ? factors.data() : nullptr);
+            if (c.yarn) rp.ext_factor = 1.0f, rp.attn_factor = 0.9f, rp.n_ctx_orig = 4096;
+            rp.reverse = reverse;  // by minus the angle (moving cached keys back)
+            // YaRN in float64 (ggml's rope_yarn): the ramp between the correction dims blends the
+            // scaled and unscaled angle; cos and sin grow by attn_factor (1 + 0.1 ln(1 / scale)).
+            const auto corr = [&](double beta) {
+                return c.n_rot * std::log(4096 / (beta * 2 * M_PI)) / (2 * std::log(double(c.base)));
+            };
+            const double low = std::max(0.0, std::floor(corr(32))), high = std::min(c.n_rot - 1.0, std::ceil(corr(1)));
+            const double mscale = c.yarn ? 0.9 * (1 + 0.1 * std::log(1 / double(c.scale))) : 1.0;
+            be.gpu->rope(xg, rp);
+            const auto g = get(*be.gpu, xg);
+            std::vector<double> ref(x.begin(), x.end()), bound(x.size(), 1e-30);
+            const int half = c.n_rot / 2;
+            for (int64_t t = 0; t < n; ++t) {
+                for (int h = 0; h < c.n_heads; ++h) {
+                    const size_t row = static_cast<size_t>((t * c.n_heads + h) * c.head_dim);
+                    for (int i = 0; i < half; ++i) {
+                        const double ff = c.factors ? factors[static_cast<size_t>(i)] : 1.0;
+                        const double extrap =
+                            pos[static_cast<size_t>(t)] * std::pow(double(c.base), -2.0 * i / c.n_rot) / ff;
+                        const double mix =
+                            c.yarn ? 1 - std::min(1.0, std::max(0.0, (i - low) / std::max(0.001, high - low))) : 0.0;
+                        const double th = (extrap * c.scale * (1 - mix) + extrap * mix) * (reverse ? -1 : 1);
+                        const size_t a = row + static_cast<size_t>(c.neox ? i : 2 * i);
+                        const size_t b = row + static_cast<size_t>(c.neox ? i + half : 2 * i + 1);
+                        const double x0 = x[a], x1 = x[b];
+                        ref[a] = (x0 * std::cos(th) - x1 * std::sin(th)) * mscale;
+                        ref[b] = (x0 * std::sin(th) + x1 * std::cos(th)) * mscale;
+                        // sin/cos rounded to float (u each), two products and a sum (3 u), and
+                        // the angle itself formed in double (exact enough: pos * f < 2^18).
+                        bound[a] = bound[b] = 6 * kU * mscale * (std::fabs(x0) + std::fabs(x1)) + 1e-30;
+                    }
                 }
             }
+            char name[96];
+            std::snprintf(name, sizeof name, "rope h%d d%d rot%d %s%s", c.n_heads, c.head_dim, c.n_rot,
+                          c.neox ? "neox" : "normal", reverse ? " reverse" : "");
+            check_within(name, g, ref, bound);
+            be.gpu->free(xg);
         }
-        char name[96];
-        std::snprintf(name, sizeof name, "rope h%d d%d rot%d %s", c.n_heads, c.head_dim, c.n_rot,
-                      c.neox ? "neox" : "normal");
-        check_within(name, g, ref, bound);
-        be.gpu->free(xg);
-    }
 }
 
 // ---- glu, add, gather -------------------------------------------------------------------------
@@ -713,6 +717,61 @@ TEST_CASE("store_kv + attention: prefill, decode, mixed and split-K decode, GQA,
         }
         for (Tensor* t : {&lc.k, &lc.v, &sink_c}) be.cpu->free(*t);
         for (Tensor* t : {&lg.k, &lg.v, &sink_g}) be.gpu->free(*t);
+    }
+}
+
+// ---- load_kv ----------------------------------------------------------------------------------------
+// Rows stored at shuffled slots of an eight-block pool, read back by both backends:
+// each equals the host's dequantization of its own cache bytes exactly (F16 and Q8_0 values
+// are floats), whatever its layout.
+TEST_CASE("load_kv: each backend reads back its cache's values exactly") {
+    Backends be;
+    struct Case {
+        int n_kv_heads, head_dim;
+        DType kv;
+    };
+    for (const Case c :
+         {Case{3, 64, DType::F16}, Case{2, 128, DType::Q8_0}, Case{1, 256, DType::F16}, Case{4, 64, DType::Q8_0}}) {
+        CAPTURE(c.head_dim);
+        CAPTURE(std::string(dtype_name(c.kv)));
+        const int bt = 16, n_blocks = 8, n = 50;
+        const int64_t kv_dim = int64_t{c.n_kv_heads} * c.head_dim;
+        KvLayer lc = alloc_kv_layer(*be.cpu, c.kv, c.n_kv_heads, c.head_dim, bt, n_blocks);
+        KvLayer lg = alloc_kv_layer(*be.gpu, c.kv, c.n_kv_heads, c.head_dim, bt, n_blocks);
+        Batch b = simple_batch(n);
+        std::vector<int32_t> slots(bt * n_blocks);
+        std::iota(slots.begin(), slots.end(), 0);
+        const auto keys = random_floats(slots.size());  // a shuffle drawn from the seed stream
+        std::sort(slots.begin(), slots.end(), [&](int32_t x, int32_t y) { return keys[size_t(x)] < keys[size_t(y)]; });
+        b.kv_slot.assign(slots.begin(), slots.begin() + n);
+        be.cpu->set_batch(b.info());
+        be.gpu->set_batch(b.info());
+        const auto k = random_floats(size_t(n * kv_dim)), v = random_floats(size_t(n * kv_dim));
+        Tensor kc = put(*be.cpu, k, kv_dim, n), vc = put(*be.cpu, v, kv_dim, n);
+        Tensor kg = put(*be.gpu, k, kv_dim, n), vg = put(*be.gpu, v, kv_dim, n);
+        be.cpu->store_kv(lc, kc, vc);
+        be.gpu->store_kv(lg, kg, vg);
+        poison(*be.gpu, kg);
+        poison(*be.gpu, vg);
+        be.cpu->load_kv(lc, kc, vc);
+        be.gpu->load_kv(lg, kg, vg);
+        for (int kvi = 0; kvi < 2; ++kvi) {
+            const Tensor &tc = kvi ? lc.v : lc.k, &tg = kvi ? lg.v : lg.k;
+            std::vector<uint8_t> bc(tc.bytes()), bg(tg.bytes());
+            be.cpu->download(tc, bc.data(), bc.size());
+            be.gpu->download(tg, bg.data(), bg.size());
+            bc = opdata::cpu_cache_as_rows(lc, bc, kvi == 0);
+            std::vector<float> want_c(size_t(n * kv_dim)), want_g(want_c.size());
+            for (int t = 0; t < n; ++t) {
+                const size_t at = size_t(b.kv_slot[size_t(t)]) * tc.row_bytes;
+                cpu::dequantize_row(c.kv, bc.data() + at, want_c.data() + t * kv_dim, kv_dim);
+                cpu::dequantize_row(c.kv, bg.data() + at, want_g.data() + t * kv_dim, kv_dim);
+            }
+            CHECK(get(*be.cpu, kvi ? vc : kc) == want_c);
+            CHECK(get(*be.gpu, kvi ? vg : kg) == want_g);
+        }
+        for (Tensor* t : {&kc, &vc, &lc.k, &lc.v}) be.cpu->free(*t);
+        for (Tensor* t : {&kg, &vg, &lg.k, &lg.v}) be.gpu->free(*t);
     }
 }
 

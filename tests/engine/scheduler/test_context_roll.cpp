@@ -1,0 +1,217 @@
+// Context overflow roll on a real model (SmolLM2, a small context): the cached keys of the
+// turns after the dropped ones are moved down (Transformer::roll_kv) instead of computed again.
+//  - roll_kv itself: layer 0's keys and values depend on the token and its position only, so
+//    after a roll they must equal a fresh pass's over the shorter sequence within the cache
+//    type's rounding; deeper layers saw the dropped turns and differ, as a roll means;
+//  - the scheduler: the turns dropped are truncate's, the kept turns come from the chat's
+//    cache (rolled_tokens), a second overflow rolls again, moved blocks are never published;
+//  - models whose cache cannot be rolled are refused with the reason (gemma3: sliding window).
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <future>
+#include <string>
+#include <vector>
+
+#include "engine/kv/kv_batch.h"
+#include "engine/runtime/chat.h"
+#include "engine/runtime/model.h"
+#include "engine/runtime/prompt_fit.h"
+#include "engine/scheduler/scheduler.h"
+#include "kernels/common/error.h"
+#include "long_chat.h"
+#include "test_data.h"
+
+using namespace ember;
+using ember::test::long_chat;
+
+namespace {
+
+std::unique_ptr<Model> load(const std::string& path, int64_t n_ctx, int32_t n_seqs, DType kv_type = DType::F16) {
+    EMBER_REQUIRE_FILE(path);
+    LoadOptions o;
+    o.path = path, o.device = BackendPreference::Cpu, o.n_threads = 2, o.n_ctx = n_ctx, o.n_seqs = n_seqs;
+    o.kv_type = kv_type;
+    return Model::load(o);
+}
+
+// `tokens` into a new sequence of `m`'s cache, in one pass.
+int32_t prefill(Model& m, std::span<const int32_t> tokens) {
+    const int32_t seq = m.kv().new_sequence();
+    const std::vector<int32_t> slots = m.kv().append(seq, static_cast<int32_t>(tokens.size()));
+    KvBatch pass;
+    pass.add(seq, tokens, slots, 0, true);
+    std::vector<float> logits;
+    m.transformer().forward(pass.info(m.kv()), m.kv(), logits);
+    return seq;
+}
+
+// Cache layer `layer`'s K (or V) rows of a sequence's first n tokens, as F32.
+std::vector<float> cached_rows(Model& m, int32_t seq, int32_t layer, bool keys, int32_t n) {
+    KvCache& kv = m.kv();
+    const int32_t B = kv.config().block_tokens;
+    const std::vector<int32_t>& table = kv.block_table(seq);
+    std::vector<int32_t> slots, zeros(static_cast<size_t>(n), 0), pos(static_cast<size_t>(n), 0);
+    for (int32_t p = 0; p < n; ++p) slots.push_back(table[static_cast<size_t>(p / B)] * B + p % B);
+    BatchInfo b;
+    b.tokens = b.seq_of = zeros;
+    b.positions = pos;
+    b.kv_slot = slots;
+    b.n_seqs = 1;
+    Backend& be = m.backend();
+    be.set_batch(b);
+    const KvLayer& l = kv.layer(layer);
+    Tensor k = be.alloc(MemoryKind::Activations, DType::F32, l.k.cols, n, "k");
+    Tensor v = be.alloc(MemoryKind::Activations, DType::F32, l.k.cols, n, "v");
+    be.load_kv(l, k, v);
+    std::vector<float> out(static_cast<size_t>(l.k.cols * n));
+    be.download(keys ? k : v, out.data(), out.size() * sizeof(float));
+    be.free(k);
+    be.free(v);
+    return out;
+}
+
+// The largest |a - b| over the largest |b|.
+double relative_gap(const std::vector<float>& a, const std::vector<float>& b) {
+    double gap = 0, scale = 0;
+    for (size_t i = 0; i < a.size(); ++i) {
+        gap = std::max(gap, std::fabs(double(a[i]) - b[i]));
+        scale = std::max(scale, std::fabs(double(b[i])));
+    }
+    return gap / scale;
+}
+
+RequestStats answer(Scheduler& s, const EngineRequest& r, std::string* text = nullptr) {
+    std::promise<RequestStats> done;
+    std::string out;
+    s.submit(r, [&](EngineEvent&& e) {
+        out += e.text;
+        if (e.kind == EngineEvent::Kind::Finished) done.set_value(e.stats);
+        if (e.kind == EngineEvent::Kind::Failed) done.set_exception(std::make_exception_ptr(Error(e.error)));
+    });
+    RequestStats st = done.get_future().get();
+    if (text) *text = out;
+    return st;
+}
+
+}  // namespace
+
+TEST_CASE("roll_kv: layer 0's keys and values equal a fresh pass's at the new positions") {
+    for (const DType type : {DType::F16, DType::Q8_0}) {
+        CAPTURE(std::string(dtype_name(type)));
+        auto model = load(test::test_model(test::kSmolLM2), 512, 2, type);
+        const std::vector<ChatMessage> chat = long_chat(6);
+        const std::vector<int32_t> full = chat_prompt_tokens(*model, chat);
+        std::vector<ChatMessage> kept{chat[0]};
+        kept.insert(kept.end(), chat.begin() + 5, chat.end());  // two exchanges dropped
+        const std::vector<int32_t> fitted = chat_prompt_tokens(*model, kept);
+        const std::optional<DroppedSpan> d = dropped_span(full, fitted);
+        REQUIRE(d);  // ChatML renders each turn on its own
+        const auto at = d->at, by = static_cast<int32_t>(d->dropped.size()), n = static_cast<int32_t>(fitted.size());
+        REQUIRE(at > 16);
+        REQUIRE(by > 16);
+        const int32_t rolled = prefill(*model, full);
+        model->transformer().roll_kv(model->kv(), rolled, at, by, static_cast<int32_t>(full.size()));
+        REQUIRE(model->kv().length(rolled) == n);
+        const int32_t fresh = prefill(*model, fitted);
+        // Each side rounds its rows to the cache type (F16: 2^-11 of a value; Q8_0: half a step,
+        // 1/254 of its block's largest); the moved keys are turned back in float (a few u) and
+        // rounded again. Two roundings on one side, one on the other: 3 of them.
+        const double bound = type == DType::F16 ? 3 * 0x1p-11 : 3.0 / 254;
+        const std::vector<float> k_rolled = cached_rows(*model, rolled, 0, true, n);
+        const std::vector<float> k_fresh = cached_rows(*model, fresh, 0, true, n);
+        CHECK(relative_gap(k_rolled, k_fresh) < bound);
+        CHECK(relative_gap(cached_rows(*model, rolled, 0, false, n), cached_rows(*model, fresh, 0, false, n)) < bound);
+        // Not turned back, the moved keys would be far off: the check above sees positions.
+        const int32_t unmoved = prefill(*model, full);
+        std::vector<float> k_full = cached_rows(*model, unmoved, 0, true, static_cast<int32_t>(full.size()));
+        const auto cols = static_cast<std::ptrdiff_t>(k_full.size() / full.size());
+        k_full.erase(k_full.begin() + at * cols, k_full.begin() + (at + by) * cols);
+        CHECK(relative_gap(k_full, k_fresh) > 0.1);
+        // A deeper layer saw the dropped turns: its moved rows differ from the fresh pass's.
+        const int32_t last = model->kv().config().n_layers - 1;
+        CHECK(relative_gap(cached_rows(*model, rolled, last, false, n), cached_rows(*model, fresh, last, false, n)) >
+              bound);
+        for (const int32_t s : {rolled, fresh, unmoved}) model->kv().free_sequence(s);
+    }
+}
+
+TEST_CASE("roll: the turns truncate drops, the rest moved from the chat's cache, again on the next overflow") {
+    auto model = load(test::test_model(test::kSmolLM2), 256, 2);
+    Scheduler s(*model, {});
+    EngineRequest r;
+    r.sampling = SamplingParams::greedy();
+    r.max_tokens = 12;
+    r.cache_key = "chat";
+    r.context_overflow = OverflowPolicy::Roll;
+    r.messages = long_chat(4);  // fits: nothing dropped, nothing rolled
+    RequestStats st = answer(s, r);
+    CHECK(st.dropped_turns == 0);
+    CHECK(st.rolled_tokens == 0);
+
+    r.messages = long_chat(8);
+    REQUIRE(static_cast<int64_t>(chat_prompt_tokens(*model, r.messages).size()) > 256);
+    EngineRequest truncated = r;
+    truncated.context_overflow = OverflowPolicy::Truncate;
+    truncated.cache_key.clear();
+    std::string rolled_text, truncated_text;
+    st = answer(s, r, &rolled_text);
+    const RequestStats cut = answer(s, truncated, &truncated_text);
+    CHECK(st.dropped_turns == cut.dropped_turns);  // the same turns left out
+    CHECK(st.prompt_tokens == cut.prompt_tokens);
+    REQUIRE(st.dropped_turns > 0);
+    // The kept turns that the first answer cached (exchanges 2 and 3 at least) were moved.
+    CHECK(st.rolled_tokens > 32);
+    CHECK(st.reused_tokens > st.rolled_tokens);  // and the system prompt before them kept
+    MESSAGE("rolled: \"", rolled_text, "\"; truncated: \"", truncated_text, "\"");
+    CHECK_FALSE(rolled_text.empty());
+
+    // The moved blocks were not published: the truncate request (no key, the same prompt) found
+    // only the whole blocks before the dropped turns, which the first answer published.
+    std::vector<ChatMessage> kept{r.messages[0]};
+    kept.insert(kept.end(), r.messages.begin() + 1 + cut.dropped_turns, r.messages.end());
+    const std::vector<int32_t> first = chat_prompt_tokens(*model, long_chat(4)),
+                               fitted = chat_prompt_tokens(*model, kept);
+    const auto at = std::mismatch(first.begin(), first.end(), fitted.begin(), fitted.end()).first - first.begin();
+    CHECK(cut.reused_tokens == at / 16 * 16);
+
+    // The next overflow drops further turns of what the chat's sequence holds: rolled again.
+    r.messages = long_chat(10);
+    st = answer(s, r);
+    CHECK(st.dropped_turns > cut.dropped_turns);
+    CHECK(st.rolled_tokens > 32);
+}
+
+TEST_CASE("roll is refused for a model whose cache cannot be rolled, with the reason") {
+    auto model = load(test::test_model(test::kGemma3), 256, 1);
+    CHECK(model->transformer().roll_refusal().find("sliding window") != std::string::npos);
+    Scheduler s(*model, {});
+    EngineRequest r;
+    r.messages = long_chat(1);
+    r.context_overflow = OverflowPolicy::Roll;
+    try {
+        s.submit(r, nullptr);
+        FAIL("no error");
+    } catch (const Error& e) {
+        const std::string what = e.what();
+        CHECK(what.find("context overflow roll is not available for this model") != std::string::npos);
+        CHECK(what.find("sliding window") != std::string::npos);
+        CHECK(what.find("truncate") != std::string::npos);
+    }
+}
+
+TEST_CASE("find_drop finds the run a chat dropped, and dropped_span where the turns went") {
+    const std::vector<int32_t> cached{1, 2, 3, 4, 5, 6, 7, 8, 9};
+    const CachedDrop d = find_drop(cached, std::vector<int32_t>{1, 2, 6, 7, 8, 10});
+    CHECK(d.at == 2);
+    CHECK(d.by == 3);
+    CHECK(d.kept == 3);
+    CHECK(find_drop(cached, std::vector<int32_t>{1, 2, 11}).kept == 0);
+    const auto s = dropped_span(std::vector<int32_t>{1, 2, 3, 4, 5, 6}, std::vector<int32_t>{1, 2, 5, 6});
+    REQUIRE(s);
+    CHECK(s->at == 2);
+    CHECK(s->dropped == std::vector<int32_t>{3, 4});
+    CHECK(with_dropped(std::vector<int32_t>{1, 2, 5, 6}, *s) == std::vector<int32_t>{1, 2, 3, 4, 5, 6});
+    CHECK_FALSE(dropped_span(std::vector<int32_t>{1, 2, 3, 4}, std::vector<int32_t>{1, 9, 4}));
+}
