@@ -8,12 +8,12 @@
 //     moves, per slot, its expert's rows * row_bytes; slots that share an expert re-read them.
 //   - grouped by expert (prefill, large scheduler batches): moe_group_kernel (one block)
 //     counts the slots of each expert, prefix-sums the counts into n_expert + 1 offsets,
-//     scatters the slot indices into expert order (stable: slot order within an expert) and
-//     lists the work tiles (expert, first sorted slot) of kGroupSlots = 16 slots. Then one
-//     launch over (tile x row block) reads the tile's x rows by index (no gathered copy) and
-//     writes each result to its slot's row of y, so each expert's weights are read once per
-//     16 of its slots: Qwen3-30B-A3B, T = 512, k = 8 (4096 slots, 32 per expert on average):
-//     2 reads of each expert's 0.9 MB of Q4_K gate rows instead of 32. The GEMM is
+//     scatters the slot indices into expert order (shared-memory atomics: the order within
+//     an expert is arbitrary, no result depends on it) and lists the work tiles (expert,
+//     first sorted slot) of kGroupSlots = 16 slots. Then one launch over (tile x row block)
+//     reads the tile's x rows by index (no gathered copy) and writes each result to its
+//     slot's row of y, so each expert's weights are read once per 16 of its slots: Qwen3-30B-A3B, T = 512, k = 8 (4096
+//     slots, 32 per expert on average): 2 reads of each expert's 0.9 MB of Q4_K gate rows instead of 32. The GEMM is
 //       * on tensor cores (moe_grouped_tc_kernel: wmma 16x16x16, FP16 x FP16 -> FP32, the
 //         dense prefill GEMM's arithmetic; 64 rows x 16 slots per block) when the tiles are
 //         full on average (n_slots >= 16 * n_expert) and the weights are not F32;
@@ -29,7 +29,7 @@
 //     rather than an expert x slot-tile grid keeps the grid small: sized for the worst case
 //     (one expert taking every slot) such a grid would be n_expert times larger, almost all
 //     of it blocks with nothing to do.
-// Slots whose expert id lies outside [0, n_expert) get NaN rows on both paths (visible).
+// Slots whose expert id lies outside [0, n_expert) get NaN rows on every path (visible).
 #include <mma.h>  // nvcuda::wmma; in emulated builds kernels/cuda/emu/include/mma.h
 
 #include <algorithm>
@@ -130,9 +130,11 @@ __global__ void __launch_bounds__(128)
 }
 
 // ---- grouped by expert --------------------------------------------------------------------
-constexpr int kGroupSlots = 16;      // slots per tile: an expert's weights are read once per 16 slots
-constexpr int kGroupThreads = 256;   // moe_group_kernel's one block
-constexpr int kGroupIdChunk = 2048;  // ids staged in shared memory per pass
+constexpr int kGroupSlots = 16;     // slots per tile: an expert's weights are read once per 16 slots
+constexpr int kGroupThreads = 256;  // moe_group_kernel's one block
+
+// An expert id, or n_expert (the group of bad ids) when it lies outside [0, n_expert).
+__device__ __forceinline__ int expert_or_bad(int e, int n_expert) { return e >= 0 && e < n_expert ? e : n_expert; }
 
 // The grouping buffer (moe_group_bytes): order[n_slots], offsets[n_expert + 1], the tile
 // count, tiles[max_tiles] as (expert, first sorted slot). Group n_expert (after offsets[n_expert])
@@ -151,36 +153,18 @@ GroupLayout group_layout(int64_t n_slots, int64_t n_expert) {
     return L;
 }
 
-// Stages ids[s0, s0 + m) in shared memory, a bad id as n_expert (barriers on both sides).
-__device__ __forceinline__ void stage_ids(const int32_t* ids, int s0, int m, int n_expert, int32_t* sid) {
-    __syncthreads();
-    for (int i = threadIdx.x; i < m; i += blockDim.x) {
-        const int e = ids[s0 + i];
-        sid[i] = e >= 0 && e < n_expert ? e : n_expert;
-    }
-    __syncthreads();
-}
-
-// One block: counts per expert (a thread per expert scanning the staged ids: no atomics, so
-// the order is stable and the result deterministic), offsets and tiles (thread 0, n_expert
-// steps), then the scatter in slot order. Costs 2 * n_slots * (n_expert + 1) / kGroupThreads
-// shared-memory reads per thread: ~4 k for 4096 slots and 128 experts.
+// One block: a histogram of the ids (shared-memory atomics, n_slots / 256 per thread), the
+// offsets and tiles (thread 0, n_expert + 1 steps), then the scatter (an atomic per slot on
+// its expert's next position). Within an expert the slots' order thus varies from run to
+// run on a GPU; no result depends on it (each (slot, row) is computed from that slot's x
+// alone on every path), only which tile a slot lands in.
 __global__ void __launch_bounds__(kGroupThreads)
     moe_group_kernel(const int32_t* __restrict__ ids, int n_slots, int n_expert, int32_t* __restrict__ order,
                      int32_t* __restrict__ offsets, int32_t* __restrict__ n_tiles, int2* __restrict__ tiles) {
-    extern __shared__ int32_t group_smem[];  // kGroupIdChunk staged ids, then n_expert + 1 counters
-    int32_t* sid = group_smem;
-    int32_t* cnt = group_smem + kGroupIdChunk;
+    extern __shared__ int32_t cnt[];  // n_expert + 1 counters: slots per expert, then next positions
     for (int e = threadIdx.x; e <= n_expert; e += blockDim.x) cnt[e] = 0;
-    for (int s0 = 0; s0 < n_slots; s0 += kGroupIdChunk) {
-        const int m = min(kGroupIdChunk, n_slots - s0);
-        stage_ids(ids, s0, m, n_expert, sid);
-        for (int e = threadIdx.x; e <= n_expert; e += blockDim.x) {
-            int c = 0;
-            for (int i = 0; i < m; ++i) c += sid[i] == e;
-            cnt[e] += c;
-        }
-    }
+    __syncthreads();
+    for (int s = threadIdx.x; s < n_slots; s += blockDim.x) atomicAdd(&cnt[expert_or_bad(ids[s], n_expert)], 1);
     __syncthreads();
     if (threadIdx.x == 0) {
         int at = 0, nt = 0;
@@ -194,16 +178,8 @@ __global__ void __launch_bounds__(kGroupThreads)
         *n_tiles = nt;
     }
     __syncthreads();
-    for (int s0 = 0; s0 < n_slots; s0 += kGroupIdChunk) {
-        const int m = min(kGroupIdChunk, n_slots - s0);
-        stage_ids(ids, s0, m, n_expert, sid);
-        for (int e = threadIdx.x; e <= n_expert; e += blockDim.x) {
-            int at = cnt[e];
-            for (int i = 0; i < m; ++i)
-                if (sid[i] == e) order[at++] = s0 + i;
-            cnt[e] = at;
-        }
-    }
+    for (int s = threadIdx.x; s < n_slots; s += blockDim.x)
+        order[atomicAdd(&cnt[expert_or_bad(ids[s], n_expert)], 1)] = s;
 }
 
 // This warp's share of a grouped launch (grid: x = tiles, y = row blocks from row0): one
@@ -317,7 +293,7 @@ __global__ void __launch_bounds__(128)
 
 // ---- grouped by expert, tensor cores ------------------------------------------------------
 constexpr int kTcRows = 64;  // weight rows per block: 4 warps x 16
-constexpr int kTcK = 32;     // columns per step: one 32-element chunk
+constexpr int kTcK = 64;     // columns per step: two 32-element chunks (past cols: zeros)
 
 // Row chunk c (32 elements) as FP16 into dst: quantized blocks decoded as gemm.cu's
 // dequant_f16 does (float, then rounded to FP16), F16 as is, BF16 rounded to FP16.
@@ -337,9 +313,10 @@ __device__ __forceinline__ void stage_weight_chunk(const uint8_t* wr, int c, __h
 
 // A tile's 16 slots x 64 rows of the expert as FP16 x FP16 -> FP32 products on tensor cores
 // (wmma 16x16x16), the prefill GEMM's arithmetic (cuBLAS FP16 in cuda_backend.cpp): per
-// 32-column step, 64 threads decode a chunk of one row each into shared memory and all 128
-// convert the slots' x values (F32, gathered by index) to FP16; each warp multiplies its 16
-// rows by the 16 slots. Grid: x = tiles, y = 64-row blocks from row0.
+// 64-column step, each of the 128 threads decodes one 32-element chunk of a row into shared
+// memory and converts 8 of the slots' x values (F32, read by index) to FP16; each warp then
+// multiplies its 16 rows by the 16 slots (4 mma). Grid: x = tiles, y = 64-row blocks from
+// row0; 128 threads.
 template <int T>
 __global__ void __launch_bounds__(128)
     moe_grouped_tc_kernel(const uint8_t* __restrict__ w, size_t row_bytes, int rows, int n_expert, int cols,
@@ -371,15 +348,17 @@ __global__ void __launch_bounds__(128)
     wmma::fill_fragment(acc, 0.0f);
     for (int k0 = 0; k0 < cols; k0 += kTcK) {
         __syncthreads();  // the previous step's tiles have been read
-        if (tid < kTcRows) {
-            __half* dst = ws + tid * kTcK;
-            if (r0 + tid < rows) stage_weight_chunk<T>(we + static_cast<size_t>(r0 + tid) * row_bytes, k0 / kTcK, dst);
+        {
+            const int r = tid % kTcRows, part = tid / kTcRows, c = k0 / 32 + part;  // 128 = 64 rows x 2 chunks
+            __half* dst = ws + r * kTcK + 32 * part;
+            if (r0 + r < rows && 32 * c < cols)
+                stage_weight_chunk<T>(we + static_cast<size_t>(r0 + r) * row_bytes, c, dst);
             else
-                for (int i = 0; i < kTcK; ++i) dst[i] = __float2half_rn(0.0f);
+                for (int i = 0; i < 32; ++i) dst[i] = __float2half_rn(0.0f);
         }
         for (int i = tid; i < kGroupSlots * kTcK; i += blockDim.x) {
-            const int j = i / kTcK;
-            const float v = j < ns ? x[static_cast<int64_t>(slot_s[j] / x_div) * cols + k0 + i % kTcK] : 0.0f;
+            const int j = i / kTcK, col = k0 + i % kTcK;
+            const float v = j < ns && col < cols ? x[static_cast<int64_t>(slot_s[j] / x_div) * cols + col] : 0.0f;
             xs[i] = __float2half_rn(v);
         }
         __syncthreads();
@@ -517,7 +496,7 @@ Groups group_slots(const int32_t* ids, int64_t n_slots, int64_t n_expert, void* 
     auto* offsets = reinterpret_cast<int32_t*>(base + L.offsets);
     auto* n_tiles = reinterpret_cast<int32_t*>(base + L.n_tiles);
     auto* tiles = reinterpret_cast<int2*>(base + L.tiles);
-    const size_t smem = static_cast<size_t>(kGroupIdChunk + n_expert + 1) * sizeof(int32_t);
+    const size_t smem = static_cast<size_t>(n_expert + 1) * sizeof(int32_t);
     moe_group_kernel<<<1, kGroupThreads, smem, stream>>>(ids, static_cast<int>(n_slots), static_cast<int>(n_expert),
                                                          order, offsets, n_tiles, tiles);
     EMBER_CUDA_CHECK_LAUNCH("moe_group_kernel");
@@ -555,7 +534,7 @@ void moe_grouped_quant(int type, const void* w, size_t row_bytes, int64_t rows, 
 }
 
 bool moe_grouped_tensor_cores(int type, int64_t cols, int64_t n_slots, int64_t n_expert) {
-    return type != kF32 && cols % kTcK == 0 && n_slots >= kGroupSlots * n_expert;
+    return type != kF32 && cols % 32 == 0 && n_slots >= kGroupSlots * n_expert;
 }
 
 void moe_grouped_tc(int type, const void* w, size_t row_bytes, int64_t rows, int64_t n_expert, int64_t cols,

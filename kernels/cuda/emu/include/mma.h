@@ -42,8 +42,7 @@ public:
 template <class Use, class Layout>
 inline void load_matrix_sync(fragment<Use, 16, 16, 16, __half, Layout>& f, const __half* p, unsigned ldm) {
     for (int r = 0; r < 16; ++r)
-        for (int c = 0; c < 16; ++c)
-            f.v[r][c] = std::is_same_v<Layout, row_major> ? p[r * ldm + c] : p[c * ldm + r];
+        for (int c = 0; c < 16; ++c) f.v[r][c] = std::is_same_v<Layout, row_major> ? p[r * ldm + c] : p[c * ldm + r];
 }
 
 inline void fill_fragment(fragment<accumulator, 16, 16, 16, float, void>& f, float value) {
