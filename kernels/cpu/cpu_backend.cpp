@@ -94,6 +94,11 @@ public:
             t.layout = static_cast<uint8_t>(layout);
             return t;
         }
+        return map_rows(host, type, cols, rows);
+    }
+
+    // Weights used in place, in rows.
+    Tensor map_rows(const void* host, DType type, int64_t cols, int64_t rows) {
         Tensor t = Tensor::shaped(type, cols, rows);
         t.data = const_cast<void*>(host);  // read-only: no op writes to weights
         std::lock_guard lock(mutex_);
@@ -106,8 +111,10 @@ public:
     Tensor load_expert_weight(const void* host, DType type, int64_t cols, int64_t rows_per_expert, int64_t n_expert,
                               const char* tag) override {
         const cpu::WeightLayout layout = cpu::preferred_layout(type, rows_per_expert, cols);
-        if (layout == cpu::WeightLayout::Rows || !cpu::matmul_supports(type))
-            return load_weight(host, type, cols, rows_per_expert * n_expert, tag);
+        if (!cpu::matmul_supports(type)) return load_weight(host, type, cols, rows_per_expert * n_expert, tag);
+        // Experts of < 32 rows stay in rows: load_weight would pack the whole matrix's panels
+        // across the experts' boundaries.
+        if (layout == cpu::WeightLayout::Rows) return map_rows(host, type, cols, rows_per_expert * n_expert);
         Tensor t = alloc_uninitialized(MemoryKind::Weights, type, cols, rows_per_expert * n_expert, tag);
         std::memset(static_cast<uint8_t*>(t.data) + t.bytes(), 0,
                     padded_alloc_bytes(t.bytes(), kCpuAllocAlign) - t.bytes());

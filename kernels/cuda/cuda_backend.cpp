@@ -52,7 +52,14 @@ constexpr int64_t kWeightTileElems = int64_t{32} << 20;  // FP16 weight tile: 64
 // Quantized weights: up to this many tokens the matrix-vector kernels (re-reading the
 // weights once per 8 tokens) beat dequantize-to-FP16 + GEMM; float weights switch above 8.
 constexpr int64_t kQuantMatvecMaxTokens = 32;
-constexpr int64_t kGraphMaxTokens = 8;     // batches recorded for CUDA graphs (decode)
+constexpr int64_t kGraphMaxTokens = 8;  // batches recorded for CUDA graphs (decode)
+// moe_matmul: up to this many slots (tokens x experts per token) the per-slot matvec, above
+// it the slots grouped by expert (moe.cu). A decode step has at most kGraphMaxTokens tokens x
+// k <= 8 experts = 64 slots, which with 32-128 experts rarely share one: grouping would add
+// a launch (the sort) for next to no reuse. Prefill chunks average T * k / n_expert slots per
+// expert (Qwen3-30B-A3B, T = 512: 32), and reading each expert once per 16 of them is what
+// pays there.
+constexpr int64_t kMoeMatvecMaxSlots = 64;
 constexpr int32_t kBlockTableStride = 64;  // block table rows padded to a multiple of this
 
 bool graphs_from_env() {
@@ -96,7 +103,7 @@ public:
         graphs_.reset();
         if (stream_) cudaStreamSynchronize(stream_);
         for (auto& [ptr, a] : allocations_) cudaFree(ptr);
-        for (Scratch* s : {&xq_, &xh_, &wtile_, &partial_, &batch_dev_, &topk_dev_})
+        for (Scratch* s : {&xq_, &xh_, &wtile_, &partial_, &batch_dev_, &topk_dev_, &moe_groups_})
             if (s->ptr) cudaFree(s->ptr);
         if (staging_host_) cudaFreeHost(staging_host_);
         if (topk_host_) cudaFreeHost(topk_host_);
@@ -259,7 +266,10 @@ protected:
                                           es, static_cast<int32_t*>(ids.data), floats(weights));
     }
 
-    // Matrix-vector products per slot (moe.cu), x quantized once per row for quantized experts.
+    // Per-slot matrix-vector products for a few slots, grouped by expert above
+    // kMoeMatvecMaxSlots (moe.cu): on tensor cores when the expert tiles are full on average
+    // (moe_grouped_tensor_cores), else with the matvec arithmetic; x quantized once per row
+    // for quantized experts off the tensor cores.
     void do_moe_matmul(const Tensor& w, int64_t n_expert, const Tensor& x, const Tensor& ids, Tensor& y,
                        const Tensor* bias) override {
         if (!weight_type_supported(w.type))
@@ -269,9 +279,21 @@ protected:
         const float* bp = bias ? static_cast<const float*>(bias->data) : nullptr;
         const auto* idp = static_cast<const int32_t*>(ids.data);
         const int type = static_cast<int>(w.type);
+        const bool grouped = slots > kMoeMatvecMaxSlots && n_expert <= kMoeGroupMaxExperts;
+        void* groups = grouped ? scratch(moe_groups_, moe_group_bytes(slots, n_expert), "expert groups") : nullptr;
+        const auto* wp = const_bytes(w.data);
+        if (grouped && moe_grouped_tensor_cores(type, w.cols, slots, n_expert)) {
+            graphs_->launch<&moe_grouped_tc>(type, wp, w.row_bytes, rows, n_expert, int64_t{w.cols}, const_floats(x),
+                                             x_div, idp, slots, floats(y), bp, groups);
+            return;
+        }
         if (!is_block_type(type)) {
-            graphs_->launch<&moe_matvec_float>(type, const_bytes(w.data), w.row_bytes, rows, n_expert, int64_t{w.cols},
-                                               const_floats(x), x_div, idp, slots, floats(y), bp);
+            if (grouped)
+                graphs_->launch<&moe_grouped_float>(type, wp, w.row_bytes, rows, n_expert, int64_t{w.cols},
+                                                    const_floats(x), x_div, idp, slots, floats(y), bp, groups);
+            else
+                graphs_->launch<&moe_matvec_float>(type, wp, w.row_bytes, rows, n_expert, int64_t{w.cols},
+                                                   const_floats(x), x_div, idp, slots, floats(y), bp);
             return;
         }
         const int64_t n = x.rows;
@@ -281,9 +303,13 @@ protected:
         auto* xq = reinterpret_cast<int8_t*>(base);
         auto* ds = reinterpret_cast<float2*>(base + q_bytes);
         graphs_->launch<&quantize_q8>(const_floats(x), n, int64_t{w.cols}, xq, ds);
-        graphs_->launch<&moe_matvec_quant>(type, const_bytes(w.data), w.row_bytes, rows, n_expert, int64_t{w.cols},
-                                           const_int8(xq), static_cast<const float2*>(ds), x_div, idp, slots, floats(y),
-                                           bp);
+        if (grouped)
+            graphs_->launch<&moe_grouped_quant>(type, wp, w.row_bytes, rows, n_expert, int64_t{w.cols}, const_int8(xq),
+                                                static_cast<const float2*>(ds), x_div, idp, slots, floats(y), bp,
+                                                groups);
+        else
+            graphs_->launch<&moe_matvec_quant>(type, wp, w.row_bytes, rows, n_expert, int64_t{w.cols}, const_int8(xq),
+                                               static_cast<const float2*>(ds), x_div, idp, slots, floats(y), bp);
     }
 
     void do_moe_combine(const Tensor& y, const Tensor& weights, Tensor& out) override {
@@ -713,6 +739,7 @@ private:
     const int2* d_tiles_ = nullptr;
 
     Scratch xq_, xh_, wtile_, partial_, topk_dev_;
+    Scratch moe_groups_;  // the grouped moe_matmul's sort of the slots (moe_group_bytes)
     void* topk_host_ = nullptr;
     size_t topk_host_bytes_ = 0;
     std::unique_ptr<GraphRunner> graphs_;

@@ -83,6 +83,26 @@ void moe_matvec_quant(int type, const void* w, size_t row_bytes, int64_t rows, i
 void moe_matvec_float(int type, const void* w, size_t row_bytes, int64_t rows, int64_t n_expert, int64_t cols,
                       const float* x, int x_div, const int32_t* ids, int64_t n_slots, float* y, const float* bias,
                       cudaStream_t stream);
+// The same products grouped by expert (prefill; moe.cu's top comment): the slots sorted by
+// expert on the device into `groups` (moe_group_bytes(n_slots, n_expert) bytes of device
+// scratch), then each expert's weights read once per 16 of its slots. Bit-identical to the
+// per-slot launchers. n_expert <= kMoeGroupMaxExperts (shared-memory counters).
+constexpr int64_t kMoeGroupMaxExperts = 4096;
+size_t moe_group_bytes(int64_t n_slots, int64_t n_expert);
+void moe_grouped_quant(int type, const void* w, size_t row_bytes, int64_t rows, int64_t n_expert, int64_t cols,
+                       const int8_t* xq, const float2* ds, int x_div, const int32_t* ids, int64_t n_slots, float* y,
+                       const float* bias, void* groups, cudaStream_t stream);
+void moe_grouped_float(int type, const void* w, size_t row_bytes, int64_t rows, int64_t n_expert, int64_t cols,
+                       const float* x, int x_div, const int32_t* ids, int64_t n_slots, float* y, const float* bias,
+                       void* groups, cudaStream_t stream);
+// Grouped on tensor cores (FP16 x FP16 -> FP32, the prefill GEMM's arithmetic; x as F32
+// rows): when moe_grouped_tensor_cores() says so, i.e. the tiles are full on average
+// (n_slots >= 16 * n_expert) and the weights are not F32 (true FP32 there, as the dense
+// GEMM). Below that, moe_grouped_quant / _float (8-bit dp4a / FP32 FMA, bandwidth-bound).
+bool moe_grouped_tensor_cores(int type, int64_t cols, int64_t n_slots, int64_t n_expert);
+void moe_grouped_tc(int type, const void* w, size_t row_bytes, int64_t rows, int64_t n_expert, int64_t cols,
+                    const float* x, int x_div, const int32_t* ids, int64_t n_slots, float* y, const float* bias,
+                    void* groups, cudaStream_t stream);
 // out[t] = sum_j weights[t*k + j] y[t*k + j] (cols floats per row).
 void moe_combine(const float* y, const float* weights, int64_t n_tokens, int k, int64_t cols, float* out,
                  cudaStream_t stream);

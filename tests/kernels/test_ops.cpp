@@ -896,7 +896,7 @@ TEST_CASE("moe_matmul is each expert's matmul of the slots that chose it") {
     FOR_EACH_ISA(CAPTURE(isa_name_); for (DType type
                                           : {DType::F32, DType::F16, DType::Q8_0, DType::Q4_0, DType::Q4_K, DType::Q6_K,
                                              DType::MXFP4}) {
-        for (int64_t rows : {int64_t{40}, int64_t{64}}) {
+        for (int64_t rows : {int64_t{13}, int64_t{40}, int64_t{64}}) {  // 13: below one 32-row panel
             for (bool per_slot : {false, true}) {
                 CAPTURE(ember::dtype_name(type));
                 CAPTURE(rows);

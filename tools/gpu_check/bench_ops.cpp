@@ -5,9 +5,12 @@
 // decode and prefill rows of bench.cpp cannot say: which op holds the step back.
 // Weights rotate over copies totalling >= 256 MiB so that repeated calls are not served
 // from the 60 MB L2; every input is random (never zeros).
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <functional>
+#include <numeric>
+#include <random>
 
 #include "tools/gpu_check/check.h"
 #include "tools/op_data/op_data.h"
@@ -56,6 +59,57 @@ void bench_matmul(Backend& gpu, DType type, int64_t rows, int64_t cols, const st
         gpu.free(x);
         gpu.free(y);
     }
+    for (Tensor& t : ws) gpu.free(t);
+}
+
+// Qwen3-30B-A3B's experts (128 of them, 8 per token) over a T-token prefill: the grouped
+// moe_matmul (one call, T*k slots sorted by expert on the device) against the per-slot path
+// a prefill would otherwise take (the same slots as calls of 8 tokens = 64 slots each, so
+// each slot re-reads its expert). Rates against what the call must do at least: the chosen
+// experts' weights once (GB/s; every expert is chosen at T = 512) and 2 * slots * rows * cols
+// FLOPs (TFLOP/s; tensor cores at these sizes). Weights rotate over copies as above.
+// x_per_slot: x holds a row per slot (the down projection of the GLU output), else per token.
+void bench_moe_matmul(Backend& gpu, DType type, int64_t rows, int64_t cols, int64_t T, bool x_per_slot) {
+    const int64_t n_expert = 128, k = 8, slots = T * k;
+    const std::vector<uint8_t> w = random_weights(type, n_expert * rows, cols);
+    const size_t copies = std::max<size_t>(1, (kRotateBytes + w.size() - 1) / w.size());
+    std::vector<Tensor> ws;
+    for (size_t i = 0; i < copies; ++i) ws.push_back(gpu.load_expert_weight(w.data(), type, cols, rows, n_expert, "w"));
+    std::mt19937 rng(35);
+    std::vector<int32_t> ids, perm(static_cast<size_t>(n_expert));
+    std::iota(perm.begin(), perm.end(), 0);
+    for (int64_t t = 0; t < T; ++t) {  // k distinct experts per token, as routing gives
+        std::shuffle(perm.begin(), perm.end(), rng);
+        ids.insert(ids.end(), perm.begin(), perm.begin() + k);
+    }
+    std::vector<int32_t> used(ids);
+    std::sort(used.begin(), used.end());
+    const double experts_used = double(std::unique(used.begin(), used.end()) - used.begin());
+    const int64_t x_rows = x_per_slot ? slots : T;
+    Tensor x = put(gpu, random_floats(static_cast<size_t>(x_rows * cols)), cols, x_rows);
+    Tensor y = gpu.alloc(MemoryKind::Activations, DType::F32, rows, slots, "y");
+    Tensor id = gpu.alloc(MemoryKind::Activations, DType::I32, k, T, "ids");
+    gpu.upload(id, ids.data(), ids.size() * sizeof(int32_t));
+    const int64_t piece = 8;  // tokens per per-slot call: 64 slots, the grouping threshold
+    const double grouped =
+        seconds_per_call(gpu, 20, [&](int i) { gpu.moe_matmul(ws[i % ws.size()], n_expert, x, id, y, nullptr); });
+    const double per_slot = seconds_per_call(gpu, 5, [&](int i) {
+        for (int64_t t0 = 0; t0 < T; t0 += piece) {
+            const int64_t m = std::min(piece, T - t0);
+            const Tensor xs = x_per_slot ? x.slice_rows(t0 * k, m * k) : x.slice_rows(t0, m), is = id.slice_rows(t0, m);
+            Tensor ys = y.slice_rows(t0 * k, m * k);
+            gpu.moe_matmul(ws[i % ws.size()], n_expert, xs, is, ys, nullptr);
+        }
+    });
+    const double bytes = double(w.size()) * experts_used / double(n_expert), flops = 2.0 * slots * rows * cols;
+    char what[128], note[160];
+    std::snprintf(what, sizeof what, "moe_matmul %s 128x%lldx%lld T=%lld k=8 grouped",
+                  std::string(dtype_name(type)).c_str(), static_cast<long long>(rows), static_cast<long long>(cols),
+                  static_cast<long long>(T));
+    std::snprintf(note, sizeof note, "%.1f us/call, %.2f TFLOP/s; %.0f MB weights once; per-slot path %.1f us (x%.1f)",
+                  grouped * 1e6, flops / grouped / 1e12, bytes / 1e6, per_slot * 1e6, per_slot / grouped);
+    bench_row(what, bytes / grouped / 1e9, "GB/s", note);
+    for (Tensor* t : {&x, &y, &id}) gpu.free(*t);
     for (Tensor& t : ws) gpu.free(t);
 }
 
@@ -164,6 +218,12 @@ void bench_ops(Backend& gpu) {
         for (int ctx : {512, 4096}) bench_attention_decode(gpu, 16, ctx);
         for (int ctx : {512, 4096}) bench_attention_decode(gpu, 1, ctx);
         bench_attention_prefill(gpu, 2048);
+        // Qwen3-30B-A3B's expert FFN at a 512-token prefill: gate (and up) 768 x 2048, down
+        // 2048 x 768 per expert; Q4_K (Q4_K_M files) and MXFP4 (gpt-oss's expert type).
+        for (DType t : {DType::Q4_K, DType::MXFP4}) {
+            bench_moe_matmul(gpu, t, 768, 2048, 512, false);
+            bench_moe_matmul(gpu, t, 2048, 768, 512, true);
+        }
     } catch (const std::exception& e) {
         fail("bench", "single ops", e.what());
     }

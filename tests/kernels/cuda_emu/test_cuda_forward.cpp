@@ -165,15 +165,16 @@ TEST_CASE("synthetic Gemma 3 shape: the CUDA backend generates the CPU backend's
 
 namespace {
 
-// A quantized file (mixture of experts: every expert chosen by several tokens): a 40-token prompt, then
-// 12 decode steps replayed from CUDA graphs, on the CPU and the CUDA backend: the same greedy
-// tokens. As for Gemma 3 above, the GPU's activation blocks (and FP16 GEMM) differ from the
-// CPU's, and may also move a token's router logits across a near-tie, which changes one of
-// its experts: logits within 5 % (relative L2) per step.
+// A quantized file (mixture of experts: every expert chosen by several tokens): a 72-token
+// prompt (with experts, 72 x k slots: moe_matmul's grouped-by-expert path), then 12 decode
+// steps replayed from CUDA graphs (a few slots: the per-slot path), on the CPU and the CUDA
+// backend: the same greedy tokens. As for Gemma 3 above, the GPU's activation blocks (and
+// FP16 GEMM) differ from the CPU's, and may also move a token's router logits across a
+// near-tie, which changes one of its experts: logits within 5 % (relative L2) per step.
 void check_experts_greedy(const std::string& path) {
     auto file = std::make_shared<const GgufFile>(GgufFile::open(path));
     std::vector<int32_t> prompt;
-    for (int i = 0; i < 40; ++i) prompt.push_back(static_cast<int32_t>((i * 53 + 7) % 1000 + 3));
+    for (int i = 0; i < 72; ++i) prompt.push_back(static_cast<int32_t>((i * 53 + 7) % 1000 + 3));
     const int n_gen = 12;
     auto cpu = make_cpu_backend(2);
     const Run rc = greedy(file, *cpu, prompt, n_gen);
@@ -216,9 +217,9 @@ TEST_CASE("synthetic gpt-oss: the CUDA backend generates the CPU backend's greed
     std::filesystem::remove(path);
 }
 
-// test_arch_peer's F32 file of `name` on both backends, 40 prompt tokens and 6 greedy steps:
-// the same tokens, logits within 1e-4 relative L2 (FP32 on both sides).
-static void check_f32_logits(const char* name) {
+// test_arch_peer's F32 file of `name` on both backends, n_prompt prompt tokens and 6 greedy
+// steps: the same tokens, logits within 1e-4 relative L2 (FP32 on both sides).
+static void check_f32_logits(const char* name, int n_prompt = 40) {
     SyntheticShape shape = synthetic_shape(name);
     shape.output_norm = 0.1f, shape.qk_gain = 4.0f, shape.attn_gain = 8.0f;  // test_arch_peer's file
     const std::string path =
@@ -226,7 +227,7 @@ static void check_f32_logits(const char* name) {
     write_synthetic_model(path, shape, "F32", 3);
     auto file = std::make_shared<const GgufFile>(GgufFile::open(path));
     std::vector<int32_t> prompt;
-    for (int i = 0; i < 40; ++i) prompt.push_back(static_cast<int32_t>((i * 53 + 5) % 1000 + 3));
+    for (int i = 0; i < n_prompt; ++i) prompt.push_back(static_cast<int32_t>((i * 53 + 5) % 1000 + 3));
     const int n_gen = 6;
     auto cpu = make_cpu_backend(2);
     const Run rc = greedy(file, *cpu, prompt, n_gen);
@@ -252,9 +253,10 @@ TEST_CASE("synthetic Qwen3 shape: the CUDA backend gives the CPU backend's logit
 // the router on the scaled norm of the attention output, fused gate+up experts, per-expert
 // output scales. As above, FP32 on both sides: only the order of summation differs, unless a
 // token's router logits sit at a near-tie (then one expert of four changes and the logits
-// move by ~1e-2; the file's routing gain keeps the logits' gaps far wider than 1e-6).
+// move by ~1e-2; the file's routing gain keeps the logits' gaps far wider than 1e-6). A
+// 72-token prompt: its experts take the grouped-by-expert path.
 TEST_CASE("synthetic Gemma 4 MoE shape: the CUDA backend gives the CPU backend's logits") {
-    check_f32_logits("tiny-gemma4moe");
+    check_f32_logits("tiny-gemma4moe", 72);
 }
 
 // Qwen3 and Gemma 4 quantized as the real files are (Q4_K_M; Gemma 4's per-layer embedding

@@ -297,6 +297,198 @@ TEST_CASE("moe_route, moe_matmul (every weight type, bias, shared or per-slot x)
     for (Tensor* t : {&fused, &gate, &up, &o1, &o2}) be.gpu->free(*t);
 }
 
+// ---- moe_matmul grouped by expert ------------------------------------------------------------
+// Above 64 slots the CUDA backend sorts the slots by expert on the device and reads each
+// expert's weights once per 16 slots (moe.cu), on one of two paths:
+//  - tensor cores when the tiles are full on average (slots >= 16 n_expert, weights not F32):
+//    FP16 x FP16 -> FP32 like the prefill GEMM. Against the exact product: x and the
+//    (dequantized) weights rounded to FP16, 2^-11 relative each (F16 weights exact), FP32
+//    accumulation in any order, cols u, all times sum|w x|; plus 2^-25 (|w| + |x|) per
+//    column for values in FP16's subnormal range.
+//  - otherwise the per-slot path's arithmetic in the same order: bit for bit the per-slot
+//    path's result (reached by calling moe_matmul on pieces of <= 64 slots), and against the
+//    exact product sum_c |w_c| (dx_c / 2) for its 8-bit activation blocks of 32 + 4e-6
+//    sum|w x| (quantized), 2 cols u sum|w x| (float).
+// Against the CPU backend's moe_matmul (its own grouping; 8-bit activation blocks of 32, or 16
+// for Q2_K/Q3_K/Q6_K; FP32 FMA for float weights): the GPU's bound plus the CPU's, per element.
+namespace {
+
+struct MoeCase {
+    int64_t T, k, n_expert, rows, cols;  // cols not a multiple of 256: types of 32-element blocks only
+    int pattern;  // 0: experts e % 3 == 1 never chosen, 1: every slot the last expert, 2: any expert
+    bool per_slot, bias;
+};
+
+// ids (T x k): distinct experts per token where the pattern allows, as routing gives.
+std::vector<int32_t> moe_case_ids(const MoeCase& c, std::mt19937& rng) {
+    std::vector<int32_t> allowed;
+    for (int32_t e = 0; e < c.n_expert; ++e)
+        if (c.pattern == 2 || (c.pattern == 0 && e % 3 != 1) || (c.pattern == 1 && e == c.n_expert - 1))
+            allowed.push_back(e);
+    std::vector<int32_t> ids;
+    for (int64_t t = 0; t < c.T; ++t) {
+        std::shuffle(allowed.begin(), allowed.end(), rng);
+        for (int64_t j = 0; j < c.k; ++j) ids.push_back(allowed[static_cast<size_t>(j) % allowed.size()]);
+    }
+    return ids;
+}
+
+Tensor put_ids(Backend& b, const std::vector<int32_t>& ids, int64_t k) {
+    const int64_t T = static_cast<int64_t>(ids.size()) / k;
+    Tensor t = b.alloc(MemoryKind::Activations, DType::I32, k, T, "ids");
+    b.upload(t, ids.data(), ids.size() * sizeof(int32_t));
+    return t;
+}
+
+// The per-slot path's result: moe_matmul on pieces of <= 64 slots (whole tokens).
+std::vector<float> moe_per_slot(Backend& gpu, const Tensor& w, const MoeCase& c, const std::vector<float>& x,
+                                int64_t cols, const std::vector<int32_t>& ids, const Tensor* bias) {
+    std::vector<float> out;
+    const int64_t piece = 64 / c.k;
+    for (int64_t t0 = 0; t0 < c.T; t0 += piece) {
+        const int64_t m = std::min(piece, c.T - t0), xr0 = c.per_slot ? t0 * c.k : t0, xn = c.per_slot ? m * c.k : m;
+        const std::vector<float> xs(x.begin() + xr0 * cols, x.begin() + (xr0 + xn) * cols);
+        const std::vector<int32_t> is(ids.begin() + t0 * c.k, ids.begin() + (t0 + m) * c.k);
+        Tensor xg = put(gpu, xs, cols, xn), ig = put_ids(gpu, is, c.k);
+        Tensor yg = gpu.alloc(MemoryKind::Activations, DType::F32, c.rows, m * c.k, "y");
+        gpu.moe_matmul(w, c.n_expert, xg, ig, yg, bias);
+        const auto y = get(gpu, yg);
+        out.insert(out.end(), y.begin(), y.end());
+        for (Tensor* t : {&xg, &ig, &yg}) gpu.free(*t);
+    }
+    return out;
+}
+
+// Whether the CUDA backend takes the tensor-core path (moe.cu's moe_grouped_tensor_cores,
+// which the GPU flavour of this test cannot link: it lives in the module).
+bool moe_tensor_cores(DType type, int64_t cols, int64_t slots, int64_t n_expert) {
+    return type != DType::F32 && cols % 32 == 0 && slots >= 16 * n_expert;
+}
+
+// Per element of y: the CPU-vs-GPU bound described above.
+std::vector<double> moe_cpu_bound(DType type, const MoeCase& c, const std::vector<float>& wf,
+                                  const std::vector<float>& x, int64_t cols, const std::vector<int32_t>& ids,
+                                  const std::vector<float>& bias, bool tc) {
+    const bool quant = is_quant(type), w_rounded = quant || type == DType::BF16;
+    const int64_t g_cpu = type == DType::Q2_K || type == DType::Q3_K || type == DType::Q6_K ? 16 : 32;
+    std::vector<double> bound(static_cast<size_t>(c.T * c.k * c.rows));
+    for (int64_t s = 0; s < c.T * c.k; ++s) {
+        const float* xr = x.data() + (c.per_slot ? s : s / c.k) * cols;
+        std::vector<double> dg(static_cast<size_t>(cols / 16), 0.0);  // max|x| per 16 elements
+        for (int64_t i = 0; i < cols; ++i)
+            dg[static_cast<size_t>(i / 16)] = std::max(dg[static_cast<size_t>(i / 16)], std::fabs(double(xr[i])));
+        const int64_t e = ids[static_cast<size_t>(s)];
+        for (int64_t r = 0; r < c.rows; ++r) {
+            const float* wr = wf.data() + (e * c.rows + r) * cols;
+            double mag = c.bias ? std::fabs(double(bias[static_cast<size_t>(e * c.rows + r)])) : 0.0;
+            double q_gpu = 0, q_cpu = 0, sub = 0;
+            for (int64_t i = 0; i < cols; ++i) {
+                const double d32 =
+                    std::max(dg[static_cast<size_t>(i / 32 * 2)], dg[static_cast<size_t>(i / 32 * 2 + 1)]);
+                const double dc = g_cpu == 16 ? dg[static_cast<size_t>(i / 16)] : d32;
+                mag += std::fabs(double(wr[i]) * xr[i]);
+                q_gpu += std::fabs(double(wr[i])) * d32 / 127.0 / 2.0;
+                q_cpu += std::fabs(double(wr[i])) * dc / 127.0 / 2.0;
+                sub += (std::fabs(double(wr[i])) + std::fabs(double(xr[i]))) * std::ldexp(1.0, -25);
+            }
+            const double gpu = tc      ? ((std::ldexp(1.0, -11) * (w_rounded ? 2 : 1) + cols * kU) * mag + sub) * 1.01
+                               : quant ? q_gpu * 1.001 + 4e-6 * mag
+                                       : 2.0 * cols * kU * mag;
+            const double cpu = quant ? q_cpu * 1.001 + 4e-6 * mag : 2.0 * cols * kU * mag;
+            bound[static_cast<size_t>(s * c.rows + r)] = gpu + cpu + 1e-30;
+        }
+    }
+    return bound;
+}
+
+void check_moe_grouped(Backends& be, DType type, const MoeCase& c, std::mt19937& rng) {
+    const int64_t cols = c.cols;
+    const auto wbytes = random_weights(type, c.n_expert * c.rows, cols);
+    const std::vector<float> wf = dequantize_matrix(type, wbytes.data(), c.n_expert * c.rows, cols);
+    const std::vector<int32_t> ids = moe_case_ids(c, rng);
+    const int64_t slots = c.T * c.k, x_rows = c.per_slot ? slots : c.T;
+    const auto x = random_floats(static_cast<size_t>(x_rows * cols));
+    const auto bias = random_floats(static_cast<size_t>(c.n_expert * c.rows));
+    Tensor wg = be.gpu->load_expert_weight(wbytes.data(), type, cols, c.rows, c.n_expert, "exps");
+    Tensor xg = put(*be.gpu, x, cols, x_rows), ig = put_ids(*be.gpu, ids, c.k);
+    Tensor bg = put(*be.gpu, bias, c.rows, c.n_expert);
+    Tensor yg = be.gpu->alloc(MemoryKind::Activations, DType::F32, c.rows, slots, "y");
+    poison(*be.gpu, yg);
+    be.gpu->moe_matmul(wg, c.n_expert, xg, ig, yg, c.bias ? &bg : nullptr);
+    const auto y = get(*be.gpu, yg);
+    const auto y_slot = moe_per_slot(*be.gpu, wg, c, x, cols, ids, c.bias ? &bg : nullptr);
+
+    Tensor wc = be.cpu->load_expert_weight(wbytes.data(), type, cols, c.rows, c.n_expert, "exps");
+    Tensor xc = put(*be.cpu, x, cols, x_rows), ic = put_ids(*be.cpu, ids, c.k);
+    Tensor bc = put(*be.cpu, bias, c.rows, c.n_expert);
+    Tensor yc = be.cpu->alloc(MemoryKind::Activations, DType::F32, c.rows, slots, "y");
+    be.cpu->moe_matmul(wc, c.n_expert, xc, ic, yc, c.bias ? &bc : nullptr);
+    const auto y_cpu = get(*be.cpu, yc);
+
+    const bool tc = moe_tensor_cores(type, cols, slots, c.n_expert);
+    const std::string what = std::string(tc ? "tensor cores " : "") + std::string(dtype_name(type)) +
+                             " T=" + std::to_string(c.T) + " k=" + std::to_string(c.k) +
+                             " experts=" + std::to_string(c.n_expert) + " rows=" + std::to_string(c.rows) +
+                             " pattern " + std::to_string(c.pattern) + (c.per_slot ? " x per slot" : " x per token") +
+                             (c.bias ? " bias" : "");
+    INFO("moe_matmul grouped " << what);
+    REQUIRE(y_slot.size() == y.size());
+    if (!tc) CHECK(std::memcmp(y.data(), y_slot.data(), y.size() * sizeof(float)) == 0);
+    check_within("moe_matmul grouped vs CPU " + what, y, y_cpu, moe_cpu_bound(type, c, wf, x, cols, ids, bias, tc));
+    for (Tensor* t : {&wg, &xg, &ig, &bg, &yg}) be.gpu->free(*t);
+    for (Tensor* t : {&wc, &xc, &ic, &bc, &yc}) be.cpu->free(*t);
+}
+
+}  // namespace
+
+TEST_CASE("moe_matmul grouped by expert: the per-slot path's bits or the FP16 bound, the CPU's within bounds") {
+    Backends be;
+    std::mt19937 rng(next_seed());
+    // rows 42 / 37 / 13: not multiples of the 4- or 64-row blocks; slot counts not multiples
+    // of 16. Tensor cores (>= 16 slots per expert on average) in the first three, else the
+    // per-slot arithmetic (and always for F32).
+    const MoeCase cases[] = {
+        {64, 2, 8, 42, 256, 0, false, false},    // experts 1, 4, 7 with no slots; 128 slots
+        {100, 8, 32, 13, 256, 1, false, true},   // one expert takes all 800 slots (13 rows: < one CPU panel)
+        {72, 8, 16, 42, 256, 0, true, false},    // 576 slots, 11 of 16 experts, x per slot
+        {200, 4, 128, 37, 256, 2, true, true},   // 800 slots over 128 experts (~6 each), x per slot, bias
+        {130, 4, 64, 42, 256, 0, false, false},  // 520 slots, 43 of 64 experts
+        {40, 8, 128, 13, 256, 1, false, true},   // one expert takes all 320 slots
+        {64, 4, 8, 42, 96, 2, true, true},       // 96 columns: the tensor cores' last step half zeros
+    };
+    for (DType type : {DType::F32, DType::F16, DType::BF16, DType::Q4_0, DType::Q4_1, DType::Q5_0, DType::Q5_1,
+                       DType::Q8_0, DType::Q2_K, DType::Q3_K, DType::Q4_K, DType::Q5_K, DType::Q6_K, DType::MXFP4})
+        for (const MoeCase& c : cases)
+            if (c.cols % dtype_info(static_cast<uint32_t>(type))->block_elems == 0) check_moe_grouped(be, type, c, rng);
+}
+
+// A slot whose expert id is out of range gets a NaN row on both grouped paths too (the
+// per-slot path's behaviour; the CPU backend throws), the other slots their values.
+TEST_CASE("moe_matmul grouped by expert: a bad expert id gives a NaN row") {
+    Backends be;
+    const int64_t n_expert = 8, rows = 6, cols = 64, k = 2;
+    const auto wbytes = random_weights(DType::Q8_0, n_expert * rows, cols);
+    Tensor wg = be.gpu->load_expert_weight(wbytes.data(), DType::Q8_0, cols, rows, n_expert, "exps");
+    for (int64_t T : {40, 80}) {  // 80 slots: 8-bit path; 160: tensor cores
+        std::vector<int32_t> ids(static_cast<size_t>(T * k));
+        for (size_t s = 0; s < ids.size(); ++s) ids[s] = static_cast<int32_t>(s % n_expert);
+        ids[5] = -1;
+        ids[70] = 8;
+        const auto x = random_floats(static_cast<size_t>(T * cols));
+        Tensor xg = put(*be.gpu, x, cols, T), ig = put_ids(*be.gpu, ids, k);
+        Tensor yg = be.gpu->alloc(MemoryKind::Activations, DType::F32, rows, T * k, "y");
+        be.gpu->moe_matmul(wg, n_expert, xg, ig, yg);
+        const auto y = get(*be.gpu, yg);
+        for (int64_t s = 0; s < T * k; ++s)
+            for (int64_t r = 0; r < rows; ++r) {
+                const bool bad = s == 5 || s == 70;
+                CHECK(std::isnan(y[static_cast<size_t>(s * rows + r)]) == bad);
+            }
+        for (Tensor* t : {&xg, &ig, &yg}) be.gpu->free(*t);
+    }
+    be.gpu->free(wg);
+}
+
 // ---- embed ------------------------------------------------------------------------------------
 TEST_CASE("embed: every table type vs the CPU backend") {
     Backends be;
