@@ -325,6 +325,23 @@ protected:
                                              floats(out));
     }
 
+    void do_copy(const Tensor& src, Tensor& dst) override {
+        graphs_->launch<&cuda::copy_rows>(const_floats(src), static_cast<int64_t>(src.row_bytes / sizeof(float)),
+                                          floats(dst), int64_t{dst.rows}, int64_t{dst.cols});
+    }
+
+    // Linear attention (qwen35) has CPU kernels only so far: refused by name, not run wrong.
+    [[noreturn]] static void no_linear_attention(const char* op) {
+        throw Error(std::string(op) + " (linear attention, qwen35) is not yet on CUDA: run this model on the CPU");
+    }
+    void do_ssm_conv(RecurrentLayer&, const Tensor&, const Tensor&, Tensor&) override {
+        no_linear_attention("ssm_conv");
+    }
+    void do_gated_delta_rule(RecurrentLayer&, const Tensor&, const Tensor&, const Tensor&, const Tensor&, const Tensor&,
+                             const DeltaRuleParams&, Tensor&) override {
+        no_linear_attention("gated_delta_rule");
+    }
+
     void do_store_kv(KvLayer& layer, const Tensor& k, const Tensor& v) override {
         const DType kt = layer.k.type;
         graphs_->launch<&cuda::store_kv>(static_cast<int>(kt), layer.k.data, layer.v.data, layer.k.row_bytes, k.cols,

@@ -543,6 +543,44 @@ TEST_CASE("glu (SiLU, GELU-tanh, gpt-oss clamped SwiGLU, in place), add, gather_
     }
 }
 
+// ---- qwen35: the sigmoid gate, copy of a column view; linear attention not yet on CUDA ------------
+// sigmoid(g) * u: expf within 2 ulp and three float operations: 12 u of |result|. copy: exact.
+TEST_CASE("qwen35: sigmoid gate and column copy; linear attention refused by name") {
+    Backends be;
+    const int64_t rows = 37, D = 64;
+    const auto both = random_floats(static_cast<size_t>(rows * 2 * D), 3.0f), u = random_floats(size_t(rows * D));
+    Tensor bg = put(*be.gpu, both, 2 * D, rows), ug = put(*be.gpu, u, D, rows);
+    Tensor gate = be.gpu->alloc(MemoryKind::Activations, DType::F32, D, rows, "gate");
+    poison(*be.gpu, gate);
+    be.gpu->copy(bg.slice_cols(D, D), gate);
+    const auto g = get(*be.gpu, gate);
+    std::vector<float> want;
+    for (int64_t r = 0; r < rows; ++r)
+        want.insert(want.end(), both.begin() + (2 * r + 1) * D, both.begin() + (2 * r + 2) * D);
+    check_within("copy", g, want, std::vector<float>(want.size(), 0.0f));
+    be.gpu->glu(gate, ug, GluAct::Sigmoid, gate);
+    const auto o = get(*be.gpu, gate);
+    std::vector<double> ref(o.size()), bound(o.size());
+    for (size_t i = 0; i < o.size(); ++i) {
+        ref[i] = double(u[i]) / (1.0 + std::exp(-double(g[i])));
+        bound[i] = 12 * kU * std::fabs(ref[i]) + 1e-30;
+    }
+    check_within("sigmoid gate", o, ref, bound);
+    RecurrentLayer st;
+    st.n_slots = 1, st.conv_kernel = 4, st.conv_channels = int32_t(D), st.n_k_heads = 1, st.n_v_heads = 1;
+    st.head_dim = 8;
+    st.conv = be.gpu->alloc(MemoryKind::KvCache, DType::F32, D, 3, "conv");
+    st.delta = be.gpu->alloc(MemoryKind::KvCache, DType::F32, 8, 8, "delta");
+    Batch b = simple_batch(rows);
+    const std::vector<int32_t> slot = {0};
+    BatchInfo info = b.info();
+    info.state_slot = slot;
+    be.gpu->set_batch(info);
+    Tensor w = put(*be.gpu, random_floats(size_t(D * 4)), 4, D);
+    CHECK_THROWS_WITH(be.gpu->ssm_conv(st, ug, w, gate), doctest::Contains("not yet on CUDA"));
+    for (Tensor* t : {&bg, &ug, &gate, &st.conv, &st.delta, &w}) be.gpu->free(*t);
+}
+
 // ---- scale, softcap -------------------------------------------------------------------------------
 // scale: one float multiply, the same on both sides: bit for bit the CPU backend. softcap:
 // cap * tanhf(x * (1 / cap)) against float64: 1 / cap and the two multiplies one rounding
