@@ -97,7 +97,7 @@ std::unique_ptr<Model> Model::load(const LoadOptions& opts) {
     m->n_batch_ = std::max(1, opts.n_batch);
     const KvCacheConfig kv = m->transformer_->kv_config(m->n_ctx_, opts.n_seqs, opts.kv_type);
     if (m->device_ == "cpu") check_host_memory(kv, m->n_ctx_, opts.n_seqs);
-    m->kv_ = std::make_unique<KvCache>(m->transformer_->kv_backends(), kv);
+    m->kv_ = std::make_unique<KvCache>(m->transformer_->kv_backends(), kv, m->transformer_->recurrent_backends());
 
     log_info("loaded " + m->info_.name + " (" + c.arch + ", " + format_param_count(m->info_.n_params) + ", " +
              m->info_.file_type + ") on " + m->backend_->name() + ", context " + std::to_string(m->n_ctx_) +
