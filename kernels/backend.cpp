@@ -294,6 +294,14 @@ void Backend::moe_combine(const Tensor& y, const Tensor& weights, Tensor& out) {
     do_moe_combine(y, weights, out);
 }
 
+void Backend::sigmoid_scale_rows(Tensor& x, const Tensor& s) {
+    require_activation(x, "sigmoid_scale_rows", "x");
+    require_activation(s, "sigmoid_scale_rows", "s");
+    if (s.cols != 1 || s.rows != x.rows)
+        fail("sigmoid_scale_rows", "s (" + shape(s) + ") must be one value per row of x (" + shape(x) + ")");
+    do_sigmoid_scale_rows(x, s);
+}
+
 void Backend::add(Tensor& x, const Tensor& y) {
     check_add(x, y, "add");
     do_add(x, y);

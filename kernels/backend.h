@@ -300,6 +300,9 @@ public:
                     const Tensor* bias = nullptr);
     // out[t] = sum_j weights[t,j] * y[t*k + j], j in order (k = weights.cols).
     void moe_combine(const Tensor& y, const Tensor& weights, Tensor& out);
+    // x[t] *= sigmoid(s[t]) for every row t of x, s: x.rows x 1 (qwen35moe's gate on its shared
+    // expert's output: one logit per token).
+    void sigmoid_scale_rows(Tensor& x, const Tensor& s);
     // dst = src, row by row: src may be a slice_cols view (F32 rows further apart than their
     // columns), dst is contiguous with src's shape. qwen35 separates q from its gate with it.
     void copy(const Tensor& src, Tensor& dst);
@@ -369,6 +372,7 @@ protected:
     virtual void do_moe_matmul(const Tensor& w, int64_t n_expert, const Tensor& x, const Tensor& ids, Tensor& y,
                                const Tensor* bias) = 0;  // bias: null or data
     virtual void do_moe_combine(const Tensor& y, const Tensor& weights, Tensor& out) = 0;
+    virtual void do_sigmoid_scale_rows(Tensor& x, const Tensor& s) = 0;
     virtual void do_copy(const Tensor& src, Tensor& dst) = 0;
     virtual void do_ssm_conv(RecurrentLayer& state, const Tensor& x, const Tensor& w, Tensor& out) = 0;
     virtual void do_gated_delta_rule(RecurrentLayer& state, const Tensor& q, const Tensor& k, const Tensor& v,

@@ -13,8 +13,8 @@
 namespace ember {
 
 const std::vector<std::string>& supported_architectures() {
-    static const std::vector<std::string> archs = {"llama",  "qwen2",  "qwen3",   "qwen3moe",
-                                                   "gemma3", "gemma4", "gpt-oss", "qwen35"};
+    static const std::vector<std::string> archs = {"llama",  "qwen2",   "qwen3",  "qwen3moe", "gemma3",
+                                                   "gemma4", "gpt-oss", "qwen35", "qwen35moe"};
     return archs;
 }
 
@@ -321,7 +321,7 @@ void apply_arch_conventions(const GgufFile& f, ModelConfig& c) {
             c.layer_sliding[static_cast<size_t>(i)] = c.sliding_window > 0 && i % 6 != 5;
     } else if (c.arch == "gpt-oss") {
         apply_gpt_oss(f, c);
-    } else if (c.arch == "qwen35") {
+    } else if (c.arch == "qwen35" || c.arch == "qwen35moe") {
         read_qwen35(f, c);
     } else if (c.arch == "gemma4") {
         read_gemma4(f, c);
@@ -333,7 +333,7 @@ void apply_arch_conventions(const GgufFile& f, ModelConfig& c) {
 // A file with router tensors or experts of an architecture whose MoE layers do not run here
 // yet (all but qwen3moe, gpt-oss and gemma4): refused by name.
 void refuse_moe(const GgufFile& f, const std::string& arch) {
-    if (arch == "qwen3moe" || arch == "gpt-oss" || arch == "gemma4") return;
+    if (arch == "qwen3moe" || arch == "gpt-oss" || arch == "gemma4" || arch == "qwen35moe") return;
     bool moe = f.opt_u64(arch + ".expert_count").value_or(0) > 0;
     for (const auto& t : f.tensors()) moe = moe || t.name.find(".ffn_gate_inp.") != std::string::npos;
     if (moe) throw Error(f.path() + ": " + arch + " mixture-of-experts layers are not supported yet");
@@ -454,8 +454,11 @@ ModelConfig read_model_config(const GgufFile& f) {
     check_attention_shapes(f, c);
     const bool gemma4_moe = c.arch == "gemma4" && (f.opt_u64("gemma4.expert_count").value_or(0) > 0 ||
                                                    f.find_tensor("blk.0.ffn_gate_inp.weight"));
-    if (c.arch == "qwen3moe" || c.arch == "gpt-oss") read_experts(f, c);
-    else if (gemma4_moe) read_gemma4_experts(f, c);
+    if (c.arch == "qwen3moe" || c.arch == "gpt-oss" || c.arch == "qwen35moe") read_experts(f, c);
+    if (c.arch == "qwen35moe" && c.n_ff_shexp > 0) {
+        c.shared_expert = true;
+        check_shape(f, "blk.0.ffn_up_shexp.weight", c.n_embd, c.n_ff_shexp);
+    } else if (gemma4_moe) read_gemma4_experts(f, c);
     if (!c.moe() || c.shared_ffn) check_shape(f, "blk.0.ffn_down.weight", l0.n_ff, c.n_embd);
     if (c.arch == "gpt-oss") gpt_oss_experts(f, c);
     return c;

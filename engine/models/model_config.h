@@ -23,7 +23,8 @@ struct LayerShape {
 };
 
 struct ModelConfig {
-    std::string arch;  // "llama", "qwen2", "qwen3", "qwen3moe", "gemma3", "gemma4", "gpt-oss", "qwen35"
+    std::string arch;  // "llama", "qwen2", "qwen3", "qwen3moe", "gemma3", "gemma4", "gpt-oss", "qwen35", "qwen35moe",
+                       // "qwen35moe"
     int32_t n_vocab = 0, n_embd = 0, n_layers = 0, n_heads = 0, n_kv_heads = 0, head_dim = 0, n_ff = 0;
     int32_t n_rot = 0;
     int64_t n_ctx_train = 0;
@@ -74,6 +75,9 @@ struct ModelConfig {
     // be one fused tensor (ffn_gate_up_exps, gate rows first).
     bool shared_ffn = false;
     bool expert_gate_up = false;
+    // qwen35moe: a shared expert (SwiGLU of n_ff_shexp) beside the routed ones, its output
+    // scaled by sigmoid(x . ffn_gate_inp_shexp) per token.
+    bool shared_expert = false;
 
     // qwen35 (llama.cpp's llama_model_qwen35): three of every four layers (full_attention_interval)
     // are linear attention (LayerShape::recurrent) with these shapes, GGUF <arch>.ssm.*: a

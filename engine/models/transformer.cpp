@@ -107,6 +107,12 @@ Transformer::Layer Transformer::load_layer(int index, Device& device, Device& ex
     load_layer_tail(l, be, b);
     if (c.moe()) {
         load_experts(l, *expert_device.backend, b);
+        if (c.shared_expert) {
+            l.ffn_gate_inp_shexp = weight(be, b + "ffn_gate_inp_shexp.weight", c.n_embd, 1);
+            l.ffn_gate_shexp = weight(be, b + "ffn_gate_shexp.weight", c.n_embd, c.n_ff_shexp);
+            l.ffn_up_shexp = weight(be, b + "ffn_up_shexp.weight", c.n_embd, c.n_ff_shexp);
+            l.ffn_down_shexp = weight(be, b + "ffn_down_shexp.weight", c.n_ff_shexp, c.n_embd);
+        }
         if (!c.shared_ffn) return l;
         l.post_ffn_norm_1 = weight(be, b + "post_ffw_norm_1.weight", c.n_embd, 1);
     }
@@ -310,7 +316,8 @@ KvCacheConfig Transformer::kv_config(const ModelConfig& c, int64_t n_ctx, int32_
 }
 
 std::vector<Transformer::ScratchBuffer> Transformer::scratch_layout(const ModelConfig& c, int64_t T, int64_t O) {
-    const int64_t ff = c.moe() && !c.shared_ffn ? 0 : c.max_ff(), slots = T * c.n_expert_used;
+    const int64_t ff = c.moe() && !c.shared_ffn ? (c.shared_expert ? c.n_ff_shexp : 0) : c.max_ff(),
+                  slots = T * c.n_expert_used;
     const int64_t gate_cols = c.expert_gate_up ? 2 * int64_t{c.n_ff_exp} : c.n_ff_exp;  // fused: gate | up
     std::vector<ScratchBuffer> b = {{"x", c.n_embd, T},       {"xn", c.n_embd, T},      {"q", c.max_q_dim(), T},
                                     {"k", c.max_kv_dim(), T}, {"v", c.max_kv_dim(), T}, {"attn", c.max_q_dim(), T},
@@ -578,6 +585,7 @@ void Transformer::ffn_block(const Layer& l, const Layer* next, Activations& a) {
     else if (l.ffn_gate_inp.data && l.expert_device != l.device) remote_moe_ffn(l, a);
     else if (l.ffn_gate_inp.data) moe_ffn(l, a);
     else dense_ffn(l, a, a.proj);
+    if (l.ffn_up_shexp.data) shared_expert_ffn(l, a);
     if (l.post_ffn_norm.data) be.rms_norm(a.proj, l.post_ffn_norm, eps, a.proj);
     dump_("ffn_out", l.index, a.proj, be);
     if (next && !l.has_tail()) {
@@ -589,6 +597,21 @@ void Transformer::ffn_block(const Layer& l, const Layer* next, Activations& a) {
     }
     dump_("l_out", l.index, a.x, be);
     if (next) dump_("attn_norm", next->index, a.xn, be);
+}
+
+// llama.cpp's qwen35moe: ffn_out = experts + sigmoid(x . gate_inp_shexp) * shared(x). a.xn
+// (the FFN's input) is read by the shared expert's products, then holds its output.
+void Transformer::shared_expert_ffn(const Layer& l, Activations& a) {
+    Backend& be = *l.device->backend;
+    const int64_t T = a.x.rows, ff = config_.n_ff_shexp;
+    Tensor gate = rows_of(a.gate, ff, T), up = rows_of(a.up, ff, T), logit = rows_of(a.router, 1, T);
+    const MatmulOut in[] = {{&l.ffn_gate_shexp, &gate}, {&l.ffn_up_shexp, &up}, {&l.ffn_gate_inp_shexp, &logit}};
+    be.matmul_shared(a.xn, in);
+    be.glu(gate, up, GluAct::Silu, gate);
+    be.matmul(l.ffn_down_shexp, gate, a.xn);
+    be.sigmoid_scale_rows(a.xn, logit);
+    dump_("ffn_shexp_gated", l.index, a.xn, be);
+    be.add(a.proj, a.xn);
 }
 
 // The residual stream of this pass, from one device to another, through the host.

@@ -200,6 +200,10 @@ private:
         Tensor pre_ffn_norm_2;       // [n_embd]    the experts' input norm
         Tensor post_ffn_norm_2;      // [n_embd]    the experts' output norm
         Tensor post_ffn_norm_1;      // [n_embd]    the dense FFN's output norm (on `device`)
+        // qwen35moe's shared expert (ModelConfig::shared_expert), on `device`:
+        Tensor ffn_gate_inp_shexp;            // [1 x n_embd]  its gate's logit
+        Tensor ffn_gate_shexp, ffn_up_shexp;  // [n_ff_shexp x n_embd]
+        Tensor ffn_down_shexp;                // [n_embd x n_ff_shexp]
         // After the FFN's residual add (gemma4): the per-layer embedding block, then a scale.
         Tensor pl_gate;          // [n_embd_per_layer x n_embd]
         Tensor pl_proj;          // [n_embd x n_embd_per_layer]
@@ -249,7 +253,11 @@ private:
                     &ssm_dt,
                     &ssm_a,
                     &ssm_norm,
-                    &ssm_out};
+                    &ssm_out,
+                    &ffn_gate_inp_shexp,
+                    &ffn_gate_shexp,
+                    &ffn_up_shexp,
+                    &ffn_down_shexp};
         }
         // On expert_device (fit::is_expert_tensor counts the same tensors).
         std::vector<Tensor*> expert_weights() {
@@ -290,6 +298,8 @@ private:
     // The FFN proper, a.xn -> a.proj: dense (gate, up, down) or mixture of experts.
     void dense_ffn(const Layer& l, Activations& a, Tensor& out);
     void moe_ffn(const Layer& l, Activations& a);
+    // qwen35moe: the shared expert of a.xn, gated by sigmoid(a.xn . w), added to a.proj.
+    void shared_expert_ffn(const Layer& l, Activations& a);
     // The experts of a routed batch (a.router holds the router's logits; a on the experts'
     // device): route, gate/up (fused or not), glu, down, the weighted sum of x's rows to out.
     void run_experts(const Layer& l, Activations& a, const Tensor& x, Tensor& out);

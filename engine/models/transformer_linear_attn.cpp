@@ -33,7 +33,8 @@ void Transformer::linear_attention_block(const Layer& l, RecurrentLayer& state, 
     const int64_t T = a.x.rows, key = c.ssm_key_dim(), value = c.ssm_value_dim();
     Tensor mix = rows_of(a.lin_mix, c.ssm_conv_channels(), T), conv = rows_of(a.lin_conv, c.ssm_conv_channels(), T);
     Tensor z = rows_of(a.lin_z, value, T), out = rows_of(a.lin_out, value, T);
-    const MatmulOut in[] = {{&l.ssm_in, &mix}, {&l.ssm_z, &z}, {&l.ssm_alpha, &a.lin_alpha}, {&l.ssm_beta, &a.lin_beta}};
+    const MatmulOut in[] = {
+        {&l.ssm_in, &mix}, {&l.ssm_z, &z}, {&l.ssm_alpha, &a.lin_alpha}, {&l.ssm_beta, &a.lin_beta}};
     be.matmul_shared(a.xn, in);
     dump_("linear_attn_qkv_mixed", l.index, mix, be);
     be.ssm_conv(state, mix, l.ssm_conv1d, conv);

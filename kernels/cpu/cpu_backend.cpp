@@ -250,6 +250,10 @@ protected:
         cpu::linear_attn::gated_delta_rule(seq_tokens(), a, pool_);
     }
 
+    void do_sigmoid_scale_rows(Tensor& x, const Tensor& s) override {
+        cpu::moe::sigmoid_scale_rows(f32(x), f32(s), x.rows, x.cols, pool_);
+    }
+
     void do_store_kv(KvLayer& layer, const Tensor& k, const Tensor& v) override {
         cpu::ops::store_kv(kv_view(layer), layer.k.data, layer.v.data, f32(k), f32(v), batch().kv_slot.data(), k.rows,
                            &pool_);

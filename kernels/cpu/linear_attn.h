@@ -24,14 +24,14 @@ void conv_silu(const SeqTokens& b, const float* x, const float* w, int32_t kerne
                float* out, ThreadPool& pool);
 
 struct DeltaRuleArgs {
-    const float *q, *k, *v;                   // rows q_stride / k_stride / v_stride floats apart
+    const float *q, *k, *v;  // rows q_stride / k_stride / v_stride floats apart
     int64_t q_stride, k_stride, v_stride;
-    const float *alpha, *beta;                // n_tokens x n_v_heads
-    const float *dt_bias, *a;                 // n_v_heads
+    const float *alpha, *beta;  // n_tokens x n_v_heads
+    const float *dt_bias, *a;   // n_v_heads
     float l2_eps;
     int32_t n_k_heads, n_v_heads, head_dim;
-    float* state;                             // per slot n_v_heads x head_dim x head_dim
-    float* out;                               // n_tokens x n_v_heads * head_dim
+    float* state;  // per slot n_v_heads x head_dim x head_dim
+    float* out;    // n_tokens x n_v_heads * head_dim
 };
 void gated_delta_rule(const SeqTokens& b, const DeltaRuleArgs& a, ThreadPool& pool);
 

@@ -325,6 +325,10 @@ protected:
                                              floats(out));
     }
 
+    void do_sigmoid_scale_rows(Tensor& x, const Tensor& s) override {
+        graphs_->launch<&cuda::sigmoid_scale_rows>(floats(x), const_floats(s), int64_t{x.rows}, int64_t{x.cols});
+    }
+
     void do_copy(const Tensor& src, Tensor& dst) override {
         graphs_->launch<&cuda::copy_rows>(const_floats(src), static_cast<int64_t>(src.row_bytes / sizeof(float)),
                                           floats(dst), int64_t{dst.rows}, int64_t{dst.cols});

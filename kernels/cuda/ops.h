@@ -48,6 +48,8 @@ void rope(float* x, int64_t n_tokens, int n_heads, int head_dim, int n_rot, bool
 // ---- elementwise.cu ----------------------------------------------------------------------------
 // act: GluAct's value (0 SiLU, 1 GELU-tanh, 2 gpt-oss's clamped SwiGLU).
 void glu(const float* gate, const float* up, float* out, int64_t n, int act, cudaStream_t stream);
+// x[t] *= sigmoid(s[t]) over rows x cols (Backend::sigmoid_scale_rows).
+void sigmoid_scale_rows(float* x, const float* s, int64_t rows, int64_t cols, cudaStream_t stream);
 // dst (rows x cols, contiguous) = the rows of src, src_ld floats apart (Backend::copy).
 void copy_rows(const float* src, int64_t src_ld, float* dst, int64_t rows, int64_t cols, cudaStream_t stream);
 // glu() of row views: row r of gate at gate + r * gate_ld (floats), of up likewise; out contiguous.

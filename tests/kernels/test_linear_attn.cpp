@@ -149,7 +149,8 @@ TEST_CASE("ssm_conv: causal convolution with each sequence's rolling state, then
     RecurrentLayer st = make_state(*be, 11);
     const std::vector<float> state0 = get(*be, st.conv), xv = ktest::random_floats(size_t(T * C), 13),
                              wv = ktest::random_floats(size_t(C * kKernel), 14);
-    Tensor x = put(*be, xv, C, T), w = put(*be, wv, kKernel, C), out = put(*be, std::vector<float>(size_t(T * C)), C, T);
+    Tensor x = put(*be, xv, C, T), w = put(*be, wv, kKernel, C),
+           out = put(*be, std::vector<float>(size_t(T * C)), C, T);
     opdata::poison(*be, out);
     be->ssm_conv(st, x, w, out);
     const std::vector<float> got = get(*be, out), state1 = get(*be, st.conv);
@@ -250,7 +251,8 @@ TEST_CASE("linear attention over several passes equals one pass, bitwise") {
 TEST_CASE("copy of a column view, and the sigmoid gate") {
     auto be = make_cpu_backend(2);
     const int64_t rows = 6, D = 8;
-    const std::vector<float> qg = ktest::random_floats(size_t(rows * 2 * D), 61), up = ktest::random_floats(size_t(rows * D), 62);
+    const std::vector<float> qg = ktest::random_floats(size_t(rows * 2 * D), 61),
+                             up = ktest::random_floats(size_t(rows * D), 62);
     Tensor both = put(*be, qg, 2 * D, rows), gate = put(*be, std::vector<float>(size_t(rows * D)), D, rows),
            u = put(*be, up, D, rows);
     be->set_batch(opdata::simple_batch(rows).info());

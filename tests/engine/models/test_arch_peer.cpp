@@ -75,7 +75,7 @@ void gpt_oss_gains(SyntheticShape& sh) {
 TEST_CASE("llama.cpp and Ember agree on synthetic files of every architecture") {
     const std::string bin = test::llama_tools_dir();
     for (const char* shape : {"tiny", "tiny-qwen2", "tiny-qwen3", "tiny-gemma3", "tiny-qwen3moe", "tiny-gemma4",
-                              "tiny-gemma4moe", "tiny-gpt-oss", "tiny-qwen35"}) {
+                              "tiny-gemma4moe", "tiny-gpt-oss", "tiny-qwen35", "tiny-qwen35moe"}) {
         SUBCASE(shape) {
             test::TempDir dir;
             const std::string path = dir.file("model.gguf");
@@ -87,7 +87,7 @@ TEST_CASE("llama.cpp and Ember agree on synthetic files of every architecture") 
             write_synthetic_model(path, sh, "F32");
             // qwen35's recurrent state must carry from one pass to the next: chunks of 128
             // tokens in passes of 40, 40, 40 and 8 (llama.cpp runs each chunk in one pass).
-            const Agreement a = compare(bin, path, dir, sh.arch == "qwen35" ? 40 : 512);
+            const Agreement a = compare(bin, path, dir, sh.arch.rfind("qwen35", 0) == 0 ? 40 : 512);
             MESSAGE(std::string(shape), ": llama.cpp PPL ", a.llama_ppl, ", Ember PPL ", a.ember_ppl, ", KL ", a.kl,
                     ", top-1 agreement ", a.same_top);
             // Measured: |KL| <= 5e-8 and PPL equal to 5 digits for the dense four, 1.9e-7 for
@@ -104,6 +104,8 @@ TEST_CASE("llama.cpp and Ember agree on synthetic files of every architecture") 
             // state dropped between passes KL 0.069 (PPL +2.8 %), the convolution's state
             // dropped KL 0.077 (+1.7 %), value heads paired with key head h / 2 instead of
             // h % 2 KL 0.069, full attention without its sigmoid gate KL 0.017.
+            // tiny-qwen35moe (KL 5.6e-8, PPL 1431.73 both): the shared expert's sigmoid gate
+            // left out KL 0.013, the shared expert left out KL 0.050.
             CHECK(a.ember_ppl == doctest::Approx(a.llama_ppl).epsilon(1e-4));
             CHECK(std::abs(a.kl) < 1e-5);
             CHECK(a.same_top > 0.99);

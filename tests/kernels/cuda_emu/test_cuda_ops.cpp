@@ -545,7 +545,7 @@ TEST_CASE("glu (SiLU, GELU-tanh, gpt-oss clamped SwiGLU, in place), add, gather_
 
 // ---- qwen35: the sigmoid gate, copy of a column view; linear attention not yet on CUDA ------------
 // sigmoid(g) * u: expf within 2 ulp and three float operations: 12 u of |result|. copy: exact.
-TEST_CASE("qwen35: sigmoid gate and column copy; linear attention refused by name") {
+TEST_CASE("qwen35: sigmoid gates and column copy; linear attention refused by name") {
     Backends be;
     const int64_t rows = 37, D = 64;
     const auto both = random_floats(static_cast<size_t>(rows * 2 * D), 3.0f), u = random_floats(size_t(rows * D));
@@ -566,6 +566,19 @@ TEST_CASE("qwen35: sigmoid gate and column copy; linear attention refused by nam
         bound[i] = 12 * kU * std::fabs(ref[i]) + 1e-30;
     }
     check_within("sigmoid gate", o, ref, bound);
+    {  // the shared expert's gate (qwen35moe): one sigmoid per row, the same 12 u
+        const auto sv = random_floats(static_cast<size_t>(rows), 4.0f);
+        Tensor sg = put(*be.gpu, sv, 1, rows), xg = put(*be.gpu, u, D, rows);
+        be.gpu->sigmoid_scale_rows(xg, sg);
+        const auto x = get(*be.gpu, xg);
+        for (size_t i = 0; i < x.size(); ++i) {
+            ref[i] = double(u[i]) / (1.0 + std::exp(-double(sv[i / size_t(D)])));
+            bound[i] = 12 * kU * std::fabs(ref[i]) + 1e-30;
+        }
+        check_within("sigmoid_scale_rows", x, ref, bound);
+        be.gpu->free(sg);
+        be.gpu->free(xg);
+    }
     RecurrentLayer st;
     st.n_slots = 1, st.conv_kernel = 4, st.conv_channels = int32_t(D), st.n_k_heads = 1, st.n_v_heads = 1;
     st.head_dim = 8;
