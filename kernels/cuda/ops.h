@@ -93,6 +93,35 @@ void moe_combine(const float* y, const float* weights, int64_t n_tokens, int k, 
 // (built once per batch, see build_attention_tiles).
 constexpr int kAttnTileTokens = 32;
 
+// ---- linear attention (qwen35; linear_attn.cu) ----------------------------------------------
+// Laid out without padding, like AttentionArgs below.
+struct ConvArgs {                          // Backend::ssm_conv
+    const float* x = nullptr;              // n_tokens x channels
+    const float* w = nullptr;              // channels x kernel
+    float* state = nullptr;                // per slot (kernel - 1) x channels
+    float* out = nullptr;                  // n_tokens x channels
+    const int32_t* seq_of = nullptr;       // [n_tokens]
+    const int32_t* slot_of_seq = nullptr;  // [n_seqs]
+    int64_t n_tokens = 0, channels = 0;
+    int kernel = 0, n_seqs = 0;
+};
+static_assert(sizeof(ConvArgs) == 8 * 8 + 2 * 4, "ConvArgs must have no padding");
+void ssm_conv(ConvArgs a, cudaStream_t stream);
+
+struct DeltaArgs {                                         // Backend::gated_delta_rule
+    const float *q = nullptr, *k = nullptr, *v = nullptr;  // rows q_ld / k_ld / v_ld floats apart
+    const float *alpha = nullptr, *beta = nullptr;         // n_tokens x n_v_heads
+    const float *dt_bias = nullptr, *a = nullptr;          // [n_v_heads]
+    float* state = nullptr;                                // per slot n_v_heads x head_dim x head_dim
+    float* out = nullptr;                                  // n_tokens x n_v_heads*head_dim
+    const int32_t *seq_of = nullptr, *slot_of_seq = nullptr;
+    int64_t q_ld = 0, k_ld = 0, v_ld = 0, n_tokens = 0;
+    float l2_eps = 0.0f;
+    int n_k_heads = 0, n_v_heads = 0, head_dim = 0, n_seqs = 0, pad = 0;
+};
+static_assert(sizeof(DeltaArgs) == 15 * 8 + 6 * 4, "DeltaArgs must have no padding");
+void gated_delta_rule(DeltaArgs a, cudaStream_t stream);
+
 // Laid out without padding (8-byte members, then 4-byte ones): the CUDA graph runner
 // (graphs.h) compares launch arguments as bytes.
 struct AttentionArgs {
