@@ -199,6 +199,42 @@ TEST_CASE("llama.cpp and Ember agree on a gpt-oss file with MXFP4 experts") {
     CHECK(a.same_top > 0.99);
 }
 
+// qwen35 and qwen35moe quantized by Ember's quantizer from test_arch_peer's F32 files (its
+// gains: the states and attention decide), the convolution kept F32 as llama.cpp keeps it.
+// Random quantized blocks (the test above) are a poor check here: the linear-attention layers
+// carry every earlier token's rounding in their state and random blocks' large weights make it
+// grow (tiny-qwen35 Q4_K_M with random blocks: KL 0.21). Real values rounded, as in the MXFP4
+// test below. Measured KL: Q8_0 4.0e-6 (tiny-qwen35), Q4_K_M 1.4e-5 (tiny-qwen35), 8.3e-5
+// (tiny-qwen35moe), Q5_K 2.2e-5, top-1 >= 0.9947; bound 5e-4, PPL within 1e-3, top-1 > 0.98.
+// NOT covered, an open difference: Q4_0 and Q4_1 files give KL 0.009 and 0.013 (PPL -1.3 %,
+// +0.16 %); with ssm_alpha and ssm_beta (4 x 256: each head's decay and update strength)
+// kept F32 the Q4_0 file gives 1.5e-4, so the two engines' 4-bit products of those 4-row
+// matrices differ more than rounding order explains (which one is off is not known yet).
+TEST_CASE("llama.cpp and Ember agree on quantized qwen35 files") {
+    const std::string bin = test::llama_tools_dir();
+    for (const char* shape : {"tiny-qwen35", "tiny-qwen35moe"}) {
+        for (const char* type : {"Q8_0", "Q4_K_M"}) {
+            SUBCASE((std::string(shape) + " " + type).c_str()) {
+                test::TempDir dir;
+                const std::string f32 = dir.file("f32.gguf"), path = dir.file("model.gguf");
+                SyntheticShape sh = synthetic_shape(shape);
+                sh.output_norm = 0.1f, sh.qk_gain = 4.0f, sh.attn_gain = 8.0f;
+                write_synthetic_model(f32, sh, "F32");
+                QuantizeOptions o;
+                o.input = f32, o.output = path, o.type = type, o.n_threads = 2;
+                quantize_model(o);
+                REQUIRE(GgufFile::open(path).tensor("blk.0.ssm_conv1d.weight").type == DType::F32);
+                const Agreement a = compare(bin, path, dir, 40);
+                MESSAGE(std::string(shape), " ", std::string(type), " (Ember's quantizer): llama.cpp PPL ", a.llama_ppl,
+                        ", Ember PPL ", a.ember_ppl, ", KL ", a.kl, ", top-1 agreement ", a.same_top);
+                CHECK(a.ember_ppl == doctest::Approx(a.llama_ppl).epsilon(1e-3));
+                CHECK(std::abs(a.kl) < 5e-4);
+                CHECK(a.same_top > 0.98);
+            }
+        }
+    }
+}
+
 // Ember's MXFP4 quantizer against llama-quantize's on the same F32 file: every tensor's type
 // and bytes identical (MXFP4 experts: E8M0 scales, nibble codes, ties; Q8_0 elsewhere).
 TEST_CASE("MXFP4_MOE: Ember's quantizer writes llama-quantize's bytes") {
