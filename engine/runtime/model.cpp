@@ -101,7 +101,8 @@ std::unique_ptr<Model> Model::load(const LoadOptions& opts) {
 
     log_info("loaded " + m->info_.name + " (" + c.arch + ", " + format_param_count(m->info_.n_params) + ", " +
              m->info_.file_type + ") on " + m->backend_->name() + ", context " + std::to_string(m->n_ctx_) +
-             ", KV cache " + format_bytes(m->kv_->config().total_bytes()));
+             ", KV cache " + format_bytes(m->kv_->config().total_bytes()) +
+             (kv.n_recurrent_layers > 0 ? ", recurrent state " + format_bytes(kv.state_bytes()) : std::string()));
     progress(opts, 1.0f);
     return m;
 }
