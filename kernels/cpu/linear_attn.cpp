@@ -1,5 +1,7 @@
 #include "kernels/cpu/linear_attn.h"
 
+#include "kernels/cpu/ops.h"
+
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -66,25 +68,7 @@ void delta_head(const std::vector<int64_t>& toks, const DeltaRuleArgs& a, int32_
         const float decay = std::exp(softplus(a.alpha[gi] + a.dt_bias[h]) * a.a[h]);
         const float beta = sigmoid(a.beta[gi]);
         float* o = a.out + t * int64_t{a.n_v_heads} * D + int64_t{h} * D;
-        const float* kp = k.data();
-        const float* qp = q.data();
-        for (int32_t j = 0; j < D; ++j) {  // row j, two passes: decay and S k, then the update and S q
-            float* s = S + int64_t{j} * D;
-            float sk = 0.0f;
-#pragma omp simd reduction(+ : sk)
-            for (int32_t i = 0; i < D; ++i) {
-                s[i] *= decay;
-                sk += s[i] * kp[i];
-            }
-            const float d = (v[j] - sk) * beta;
-            float sq = 0.0f;
-#pragma omp simd reduction(+ : sq)
-            for (int32_t i = 0; i < D; ++i) {
-                s[i] += d * kp[i];
-                sq += s[i] * qp[i];
-            }
-            o[j] = sq * q_scale;
-        }
+        ops::delta_rule_token(S, D, k.data(), q.data(), v, decay, beta, q_scale, o);  // per ISA (ops_kernels.inc)
     }
 }
 

@@ -17,6 +17,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <string>
 #include <vector>
 
 #include "kernel_test_util.h"
@@ -172,14 +173,13 @@ TEST_CASE("ssm_conv: causal convolution with each sequence's rolling state, then
     free_state(*be, st);
 }
 
-// Short sequences (12 and 5 tokens) and long ones (100 and 70: the error carried over more
-// tokens), against the recurrence in float64.
-TEST_CASE("gated_delta_rule: the recurrent form matches float64, key heads shared in llama.cpp's order") {
+namespace {
+
+// One run of gated_delta_rule on two sequences of n0 and n1 tokens against float64.
+void check_delta_rule(cpu::Isa isa, int n0, int n1) {
     auto be = make_cpu_backend(2);
-    int n0 = 0, n1 = 0;
-    SUBCASE("short") { n0 = 12, n1 = 5; }
-    SUBCASE("long") { n0 = 100, n1 = 70; }
     const int T = n0 + n1;
+
     std::vector<int32_t> slots;
     const opdata::Batch b = two_seqs(n0, n1, slots);
     be->set_batch(with_slots(b, slots));
@@ -213,10 +213,24 @@ TEST_CASE("gated_delta_rule: the recurrent form matches float64, key heads share
     double worst = 0;
     for (size_t i = 0; i < ref.size(); ++i)
         worst = std::max(worst, std::fabs(got[i] - ref[i]) / (std::fabs(ref[i]) + vmax));
-    MESSAGE(n0, "+", n1, " tokens: worst output error ", worst, " x (|ref| + max|v|)");
+    MESSAGE(std::string(cpu::isa_name(isa)), ", ", n0, "+", n1, " tokens: worst output error ", worst,
+            " x (|ref| + max|v|)");
     for (size_t i = 0; i < ref.size(); ++i) REQUIRE(std::fabs(got[i] - ref[i]) <= 2e-5 * (std::fabs(ref[i]) + vmax));
     for (Tensor* t : {&q, &k, &v, &alpha, &beta, &dt, &a, &out}) be->free(*t);
     free_state(*be, st);
+}
+
+}  // namespace
+
+// Short sequences (12 and 5 tokens) and long ones (100 and 70: the error carried over more
+// tokens), against the recurrence in float64, on every ISA path.
+TEST_CASE("gated_delta_rule: the recurrent form matches float64, key heads shared in llama.cpp's order") {
+    for (cpu::Isa isa : ktest::available_isas())  // the state rows' kernel is built per ISA
+        for (auto [n0, n1] : {std::pair{12, 5}, std::pair{100, 70}}) {
+            const ktest::ForceIsa force{isa};
+            REQUIRE(force.ok);
+            check_delta_rule(isa, n0, n1);
+        }
 }
 
 TEST_CASE("linear attention over several passes equals one pass, bitwise") {
