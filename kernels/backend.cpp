@@ -2,6 +2,8 @@
 
 #include <cmath>
 #include <string>
+#include <tuple>
+#include <utility>
 #include <vector>
 
 #include "kernels/common/error.h"
@@ -151,6 +153,11 @@ void Backend::set_batch(const BatchInfo& b) {
         if (r < 0 || static_cast<size_t>(r) >= n)
             fail("set_batch",
                  "output row " + std::to_string(r) + " outside the batch's " + std::to_string(n) + " tokens");
+    if (!b.state_slot.empty() && b.state_slot.size() != static_cast<size_t>(b.n_seqs))
+        fail("set_batch", "state_slot has " + std::to_string(b.state_slot.size()) + " entries for " +
+                              std::to_string(b.n_seqs) + " sequences");
+    for (int32_t s : b.state_slot)
+        if (s < 0) fail("set_batch", "a negative state slot");
     batch_ = b;
     do_set_batch(b);
 }
@@ -226,7 +233,7 @@ void Backend::glu(const Tensor& gate, const Tensor& up, GluAct act, Tensor& out)
         fail("glu", "gate (" + shape(gate) + ") and up (" + shape(up) + ") differ");
     require_cols(out, gate.cols, "glu", "out", "gate's");
     require_rows(out, gate.rows, "glu", "out");
-    if (act != GluAct::Silu && act != GluAct::GeluTanh && act != GluAct::SwigluOai)
+    if (act != GluAct::Silu && act != GluAct::GeluTanh && act != GluAct::SwigluOai && act != GluAct::Sigmoid)
         fail("glu", "unknown activation " + std::to_string(static_cast<int>(act)));
     do_glu(gate, up, act, out);
 }
@@ -287,6 +294,14 @@ void Backend::moe_combine(const Tensor& y, const Tensor& weights, Tensor& out) {
     do_moe_combine(y, weights, out);
 }
 
+void Backend::sigmoid_scale_rows(Tensor& x, const Tensor& s) {
+    require_activation(x, "sigmoid_scale_rows", "x");
+    require_activation(s, "sigmoid_scale_rows", "s");
+    if (s.cols != 1 || s.rows != x.rows)
+        fail("sigmoid_scale_rows", "s (" + shape(s) + ") must be one value per row of x (" + shape(x) + ")");
+    do_sigmoid_scale_rows(x, s);
+}
+
 void Backend::add(Tensor& x, const Tensor& y) {
     check_add(x, y, "add");
     do_add(x, y);
@@ -308,6 +323,80 @@ void Backend::add_rms_norm(Tensor& x, const Tensor& y, const Tensor& w, float ep
     check_add(x, y, "add_rms_norm");
     check_rms_norm(x, w, out, "add_rms_norm", "out");
     do_add_rms_norm(x, y, w, eps, out);
+}
+
+void Backend::copy(const Tensor& src, Tensor& dst) {
+    require_f32_rows(src, "copy", "src");
+    require_activation(dst, "copy", "dst");
+    if (dst.cols != src.cols || dst.rows != src.rows)
+        fail("copy", "src (" + shape(src) + ") and dst (" + shape(dst) + ") differ");
+    do_copy(src, dst);
+}
+
+namespace {
+
+// The recurrent state's tensors are F32 with the shape its fields give, and the batch's
+// sequences name slots it has.
+void check_recurrent(const RecurrentLayer& s, const BatchInfo& b, const char* op) {
+    const bool ok = s.n_slots > 0 && s.conv_kernel > 1 && s.conv_channels > 0 && s.n_k_heads > 0 &&
+                    s.n_v_heads % s.n_k_heads == 0 && s.head_dim > 0 && s.conv.data && s.delta.data &&
+                    s.conv.type == DType::F32 && s.delta.type == DType::F32 && s.conv.cols == s.conv_channels &&
+                    s.conv.rows == int64_t{s.n_slots} * (s.conv_kernel - 1) && s.delta.cols == s.head_dim &&
+                    s.delta.rows == int64_t{s.n_slots} * s.n_v_heads * s.head_dim;
+    if (!ok)
+        fail(op, "the recurrent state (conv " + shape(s.conv) + ", delta " + shape(s.delta) + ") does not match " +
+                     std::to_string(s.n_slots) + " slots of kernel " + std::to_string(s.conv_kernel) + ", " +
+                     std::to_string(s.conv_channels) + " channels, " + std::to_string(s.n_k_heads) + "/" +
+                     std::to_string(s.n_v_heads) + " heads of " + std::to_string(s.head_dim));
+    if (b.state_slot.size() != static_cast<size_t>(b.n_seqs))
+        fail(op, "the batch names no state slot for its sequences (BatchInfo::state_slot)");
+    for (int32_t slot : b.state_slot)
+        if (slot >= s.n_slots)
+            fail(op, "state slot " + std::to_string(slot) + " outside the state's " + std::to_string(s.n_slots));
+}
+
+}  // namespace
+
+void Backend::ssm_conv(RecurrentLayer& state, const Tensor& x, const Tensor& w, Tensor& out) {
+    check_recurrent(state, batch_, "ssm_conv");
+    require_activation(x, "ssm_conv", "x");
+    require_activation(out, "ssm_conv", "out");
+    require_cols(x, state.conv_channels, "ssm_conv", "x", "conv_channels");
+    require_cols(out, x.cols, "ssm_conv", "out", "x's");
+    if (x.rows != batch_tokens())
+        fail("ssm_conv",
+             "x (" + shape(x) + ") must have one row per token of the batch (" + std::to_string(batch_tokens()) + ")");
+    require_rows(out, x.rows, "ssm_conv", "out");
+    if (!w.data || w.type != DType::F32 || w.layout != 0 || w.cols != state.conv_kernel || w.rows != x.cols)
+        fail("ssm_conv", "w (" + shape(w) + ") must be F32 rows of conv_channels x conv_kernel (" +
+                             std::to_string(x.cols) + " x " + std::to_string(state.conv_kernel) + ")");
+    do_ssm_conv(state, x, w, out);
+}
+
+void Backend::gated_delta_rule(RecurrentLayer& state, const Tensor& q, const Tensor& k, const Tensor& v,
+                               const Tensor& alpha, const Tensor& beta, const DeltaRuleParams& p, Tensor& out) {
+    const char* op = "gated_delta_rule";
+    check_recurrent(state, batch_, op);
+    const int64_t T = batch_tokens(), kd = int64_t{state.n_k_heads} * state.head_dim,
+                  vd = int64_t{state.n_v_heads} * state.head_dim;
+    for (auto [t, name, cols] : {std::tuple{&q, "q", kd}, std::tuple{&k, "k", kd}, std::tuple{&v, "v", vd}}) {
+        require_f32_rows(*t, op, name);
+        require_cols(*t, cols, op, name, "heads x head_dim");
+        if (t->rows != T) fail(op, std::string(name) + " (" + shape(*t) + ") must have one row per token");
+    }
+    for (auto [t, name] : {std::pair{&alpha, "alpha"}, std::pair{&beta, "beta"}}) {
+        require_activation(*t, op, name);
+        require_cols(*t, state.n_v_heads, op, name, "n_v_heads");
+        require_rows(*t, T, op, name);
+    }
+    require_activation(out, op, "out");
+    require_cols(out, vd, op, "out", "n_v_heads x head_dim");
+    require_rows(out, T, op, "out");
+    for (auto [t, name] : {std::pair{p.dt_bias, "dt_bias"}, std::pair{p.a, "a"}})
+        if (!t || !t->data || t->type != DType::F32 || t->cols * t->rows != state.n_v_heads)
+            fail(op, std::string(name) + " must be " + std::to_string(state.n_v_heads) + " F32 values");
+    if (!(p.l2_eps >= 0.0f)) fail(op, "l2_eps must be >= 0");
+    do_gated_delta_rule(state, q, k, v, alpha, beta, p, out);
 }
 
 // store_kv's and load_kv's checks: a cache layer of a KV type, rows of its width, one per

@@ -21,7 +21,7 @@ namespace ember {
 
 // What a buffer holds, so a backend can report exactly where every byte goes.
 enum class MemoryKind : uint8_t { Weights = 0, KvCache = 1, Activations = 2 };
-constexpr int kMemoryKinds = 3;
+constexpr int kMemoryKinds = 3;  // recurrent state (RecurrentLayer) counts as KvCache: per-sequence memory
 
 struct Tensor {
     void* data = nullptr;  // device memory of the backend that made it (host memory on CPU)
@@ -66,6 +66,9 @@ struct BatchInfo {
     int32_t n_seqs = 0;
     int32_t max_blocks = 0;                // row stride of block_table
     std::span<const int32_t> output_rows;  // rows whose logits are wanted (gather before LM head)
+    // Models with recurrent layers (RecurrentLayer): the state slot of each sequence [n_seqs].
+    // A sequence's tokens are read in batch order, which must be their order in the sequence.
+    std::span<const int32_t> state_slot;
 };
 
 // KV cache storage for one layer: `n_blocks` blocks of `block_tokens` tokens, each token
@@ -77,6 +80,29 @@ struct KvLayer {
     int32_t block_tokens = 16;
     int32_t n_kv_heads = 0;
     int32_t head_dim = 0;
+};
+
+// The recurrent state of one linear-attention layer (Gated DeltaNet: qwen35), for n_slots
+// sequences: what replaces a growing KV cache in those layers, fixed in size per sequence.
+// F32, allocated as MemoryKind::KvCache; a slot's rows are zero for a fresh sequence.
+struct RecurrentLayer {
+    // Per slot, the causal convolution's last conv_kernel - 1 inputs, oldest first:
+    // rows = n_slots * (conv_kernel - 1), cols = conv_channels.
+    Tensor conv;
+    // Per slot and value head h, the delta rule's matrix S (head_dim x head_dim), row j the
+    // value index and column i the key index (o = S q): rows = n_slots * n_v_heads * head_dim,
+    // cols = head_dim.
+    Tensor delta;
+    int32_t n_slots = 0, conv_kernel = 0, conv_channels = 0;
+    int32_t n_k_heads = 0, n_v_heads = 0, head_dim = 0;  // key and value heads share head_dim
+    uint64_t bytes() const { return conv.bytes() + delta.bytes(); }
+};
+
+// The gated delta rule's inputs besides q, k, v (Backend::gated_delta_rule).
+struct DeltaRuleParams {
+    float l2_eps = 1e-6f;             // q and k are L2-normalized first: x / sqrt(sum x^2 + l2_eps)
+    const Tensor* dt_bias = nullptr;  // [n_v_heads] F32, added to alpha before the softplus
+    const Tensor* a = nullptr;        // [n_v_heads] F32, -exp(A_log): the decay's rate (negative)
 };
 
 struct RopeParams {
@@ -115,6 +141,7 @@ enum class GluAct : uint8_t {
     Silu = 0,       // silu(g) * u
     GeluTanh = 1,   // gelu_tanh(g) * u
     SwigluOai = 2,  // ggml_swiglu_oai: x = min(g, 7), y = clamp(u, -7, 7), x * sigmoid(1.702 x) * (y + 1)
+    Sigmoid = 3,    // sigmoid(g) * u: qwen35's output gate of full attention
 };
 constexpr float kSwigluOaiAlpha = 1.702f;  // llama.cpp's constants for gpt-oss
 constexpr float kSwigluOaiLimit = 7.0f;
@@ -276,6 +303,27 @@ public:
                     const Tensor* bias = nullptr);
     // out[t] = sum_j weights[t,j] * y[t*k + j], j in order (k = weights.cols).
     void moe_combine(const Tensor& y, const Tensor& weights, Tensor& out);
+    // x[t] *= sigmoid(s[t]) for every row t of x, s: x.rows x 1 (qwen35moe's gate on its shared
+    // expert's output: one logit per token).
+    void sigmoid_scale_rows(Tensor& x, const Tensor& s);
+    // dst = src, row by row: src may be a slice_cols view (F32 rows further apart than their
+    // columns), dst is contiguous with src's shape. qwen35 separates q from its gate with it.
+    void copy(const Tensor& src, Tensor& dst);
+    // ---- linear attention (Gated DeltaNet, qwen35; RecurrentLayer above) --------------------
+    // Causal depthwise convolution over each sequence's inputs with its rolling state, then
+    // SiLU: for token t of a sequence, window = [the last conv_kernel-1 inputs, x_t] and
+    // out_t[c] = silu(sum_k window[k][c] * w[c][k]); the state then holds the window's last
+    // conv_kernel-1 inputs (state slots: batch.state_slot). x, out: T x conv_channels;
+    // w: conv_channels x conv_kernel F32 (the file's ssm_conv1d.weight).
+    void ssm_conv(RecurrentLayer& state, const Tensor& x, const Tensor& w, Tensor& out);
+    // The gated delta rule, recurrent form, token by token per sequence and value head h
+    // (key head h % n_k_heads, llama.cpp's order), with S the head's state:
+    //   q, k L2-normalized (p.l2_eps); g = softplus(alpha + dt_bias[h]) * a[h]; b = sigmoid(beta)
+    //   S = exp(g) S;  S += b (v - S k) k^T;  out = S q / sqrt(head_dim)
+    // q, k: T x n_k_heads*head_dim, v and out: T x n_v_heads*head_dim, alpha, beta: T x
+    // n_v_heads. q, k, v may be slice_cols views (F32 rows: the convolution's output).
+    void gated_delta_rule(RecurrentLayer& state, const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& alpha,
+                          const Tensor& beta, const DeltaRuleParams& p, Tensor& out);
     // Writes this batch's K/V rows (n_tokens x n_kv_heads*head_dim) into the cache slots.
     void store_kv(KvLayer& layer, const Tensor& k, const Tensor& v);
     // The inverse: the K/V rows of this batch's cache slots back into F32 (n_tokens x
@@ -331,6 +379,12 @@ protected:
     virtual void do_moe_matmul(const Tensor& w, int64_t n_expert, const Tensor& x, const Tensor& ids, Tensor& y,
                                const Tensor* bias) = 0;  // bias: null or data
     virtual void do_moe_combine(const Tensor& y, const Tensor& weights, Tensor& out) = 0;
+    virtual void do_sigmoid_scale_rows(Tensor& x, const Tensor& s) = 0;
+    virtual void do_copy(const Tensor& src, Tensor& dst) = 0;
+    virtual void do_ssm_conv(RecurrentLayer& state, const Tensor& x, const Tensor& w, Tensor& out) = 0;
+    virtual void do_gated_delta_rule(RecurrentLayer& state, const Tensor& q, const Tensor& k, const Tensor& v,
+                                     const Tensor& alpha, const Tensor& beta, const DeltaRuleParams& p,
+                                     Tensor& out) = 0;
     virtual void do_store_kv(KvLayer& layer, const Tensor& k, const Tensor& v) = 0;
     virtual void do_load_kv(const KvLayer& layer, Tensor& k, Tensor& v) = 0;
     virtual void do_attention(const KvLayer& layer, const Tensor& q, const AttentionParams& p, Tensor& out) = 0;

@@ -34,6 +34,10 @@ BatchInfo KvBatch::info(const KvCache& kv) {
     b.n_seqs = static_cast<int32_t>(seqs_.size());
     b.max_blocks = static_cast<int32_t>(max_blocks);
     b.output_rows = rows_;
+    state_slots_.clear();
+    if (kv.has_recurrent())
+        for (int32_t s : seqs_) state_slots_.push_back(kv.state_slot(s));
+    b.state_slot = state_slots_;
     return b;
 }
 

@@ -21,7 +21,7 @@ public:
     int32_t n_seqs() const { return static_cast<int32_t>(seqs_.size()); }
 
 private:
-    std::vector<int32_t> tokens_, positions_, seq_of_, slots_, table_, rows_, seqs_;
+    std::vector<int32_t> tokens_, positions_, seq_of_, slots_, table_, rows_, seqs_, state_slots_;
 };
 
 }  // namespace ember

@@ -27,8 +27,9 @@ uint64_t KvCacheConfig::layer_pool_bytes(int32_t layer) const {
 KvCache::KvCache(Backend& backend, const KvCacheConfig& config)
     : KvCache(std::vector<Backend*>(static_cast<size_t>(std::max(config.n_layers, 0)), &backend), config) {}
 
-KvCache::KvCache(const std::vector<Backend*>& layer_backends, const KvCacheConfig& config)
-    : layer_backend_(layer_backends), config_(config) {
+KvCache::KvCache(const std::vector<Backend*>& layer_backends, const KvCacheConfig& config,
+                 const std::vector<Backend*>& recurrent_backends)
+    : layer_backend_(layer_backends), config_(config), recurrent_backend_(recurrent_backends) {
     if (layer_backend_.size() != static_cast<size_t>(config.n_layers))
         throw Error("KV cache: one backend per layer needed");
     if (config.type != DType::F16 && config.type != DType::Q8_0)
@@ -57,6 +58,20 @@ KvCache::KvCache(const std::vector<Backend*>& layer_backends, const KvCacheConfi
                     std::string(dtype_name(config.type)) + "); reduce the context length or use a Q8_0 cache (" +
                     e.what() + ")");
     }
+    if (config.n_recurrent_layers > 0) {
+        if (recurrent_backend_.empty() && !layer_backend_.empty())
+            recurrent_backend_.assign(static_cast<size_t>(config.n_recurrent_layers), layer_backend_.front());
+        if (recurrent_backend_.size() != static_cast<size_t>(config.n_recurrent_layers))
+            throw Error("KV cache: one backend per recurrent layer needed");
+        try {
+            alloc_state(std::max(config.state_slots, 1));
+        } catch (const Error& e) {
+            release_layers();
+            throw Error("cannot allocate the recurrent state: " + format_bytes(config.state_bytes()) + " for " +
+                        std::to_string(config.state_slots) + " sequences; run fewer sequences at once (" + e.what() +
+                        ")");
+        }
+    }
     refcount_.assign(static_cast<size_t>(config.n_blocks), 0);
     published_.resize(static_cast<size_t>(config.n_blocks));
     for (int32_t b = config.n_blocks - 1; b >= 0; --b) free_.push_back(b);
@@ -72,16 +87,72 @@ void KvCache::release_layers() {
         layer_backend_[i]->free(layers_[i].v);
     }
     layers_.clear();
+    for (size_t i = 0; i < recurrent_.size(); ++i) {
+        recurrent_backend_[i]->free(recurrent_[i].conv);
+        recurrent_backend_[i]->free(recurrent_[i].delta);
+    }
+    recurrent_.clear();
+}
+
+// (Re)allocates every recurrent layer with n_slots slots; the existing slots' contents move
+// over through the host (between passes only: a sequence is being added).
+void KvCache::alloc_state(int32_t n_slots) {
+    const RecurrentShape& r = config_.recurrent;
+    const int32_t old = recurrent_.empty() ? 0 : recurrent_.front().n_slots;
+    for (int32_t i = 0; i < config_.n_recurrent_layers; ++i) {
+        Backend& be = *recurrent_backend_[static_cast<size_t>(i)];
+        RecurrentLayer l;
+        l.n_slots = n_slots, l.conv_kernel = r.conv_kernel, l.conv_channels = r.conv_channels;
+        l.n_k_heads = r.n_k_heads, l.n_v_heads = r.n_v_heads, l.head_dim = r.head_dim;
+        l.conv = be.alloc(MemoryKind::KvCache, DType::F32, r.conv_channels, int64_t{n_slots} * (r.conv_kernel - 1),
+                          "state.conv");
+        l.delta = be.alloc(MemoryKind::KvCache, DType::F32, r.head_dim, int64_t{n_slots} * r.n_v_heads * r.head_dim,
+                           "state.delta");
+        if (static_cast<size_t>(i) < recurrent_.size()) {
+            RecurrentLayer& from = recurrent_[static_cast<size_t>(i)];
+            for (auto [src, dst] : {std::pair{&from.conv, &l.conv}, std::pair{&from.delta, &l.delta}}) {
+                std::vector<uint8_t> host(src->bytes());
+                be.download(*src, host.data(), host.size());
+                be.upload(*dst, host.data(), host.size());
+                be.free(*src);
+            }
+            from = l;
+        } else {
+            recurrent_.push_back(l);
+        }
+    }
+    for (int32_t s = n_slots - 1; s >= old; --s) free_slots_.insert(free_slots_.begin(), s);
+    config_.state_slots = n_slots;
+}
+
+int32_t KvCache::take_state_slot() {
+    if (free_slots_.empty()) alloc_state(2 * recurrent_.front().n_slots);
+    const int32_t slot = free_slots_.back();
+    free_slots_.pop_back();
+    zero_state(slot);
+    return slot;
+}
+
+void KvCache::zero_state(int32_t slot) {
+    for (size_t i = 0; i < recurrent_.size(); ++i) {
+        RecurrentLayer& l = recurrent_[i];
+        const int64_t conv_rows = l.conv_kernel - 1, delta_rows = int64_t{l.n_v_heads} * l.head_dim;
+        for (auto [t, rows] : {std::pair{&l.conv, conv_rows}, std::pair{&l.delta, delta_rows}}) {
+            Tensor part = t->slice_rows(slot * rows, rows);
+            const std::vector<uint8_t> zeros(part.bytes(), 0);
+            recurrent_backend_[i]->upload(part, zeros.data(), zeros.size());
+        }
+    }
 }
 
 int32_t KvCache::new_sequence() {
     for (size_t i = 0; i < seqs_.size(); ++i) {
         if (!seqs_[i].live) {
-            seqs_[i] = Sequence{true, 0, {}, {}};
+            seqs_[i] = Sequence{true, 0, has_recurrent() ? take_state_slot() : -1, {}, {}};
             return static_cast<int32_t>(i);
         }
     }
-    seqs_.push_back(Sequence{true, 0, {}, {}});
+    seqs_.push_back(Sequence{true, 0, has_recurrent() ? take_state_slot() : -1, {}, {}});
     return static_cast<int32_t>(seqs_.size() - 1);
 }
 
@@ -95,7 +166,10 @@ const KvCache::Sequence& KvCache::seq_ref(int32_t seq) const { return const_cast
 
 void KvCache::free_sequence(int32_t seq) {
     truncate(seq, 0);
-    seq_ref(seq).live = false;
+    Sequence& s = seq_ref(seq);
+    if (s.state_slot >= 0) free_slots_.push_back(s.state_slot);
+    s.state_slot = -1;
+    s.live = false;
 }
 
 int32_t KvCache::length(int32_t seq) const { return seq_ref(seq).length; }
@@ -155,6 +229,10 @@ void KvCache::unpublish(int32_t b) {
 int32_t KvCache::truncate(int32_t seq, int32_t new_length) {
     Sequence& s = seq_ref(seq);
     if (new_length < 0 || new_length > s.length) throw Error("KV cache: bad truncation length");
+    if (has_recurrent() && new_length < s.length) {  // the state cannot go back: start over
+        new_length = 0;
+        zero_state(s.state_slot);
+    }
     const int32_t B = config_.block_tokens;
     if (new_length % B != 0) {  // the block holding the new end will be written
         const int32_t b = s.blocks[static_cast<size_t>(new_length / B)];
@@ -193,6 +271,7 @@ uint64_t KvCache::chain_hash(uint64_t parent, std::span<const int32_t> block) co
 int32_t KvCache::attach_prefix(int32_t seq, std::span<const int32_t> tokens) {
     Sequence& s = seq_ref(seq);
     if (s.length != 0) throw Error("KV cache: a prefix attaches to an empty sequence only");
+    if (has_recurrent()) return 0;  // blocks hold no recurrent state: nothing to resume from
     const size_t B = static_cast<size_t>(config_.block_tokens);
     uint64_t parent = seed_;
     for (size_t i = 0; (i + 1) * B <= tokens.size(); ++i) {
@@ -220,6 +299,7 @@ int32_t KvCache::attach_prefix(int32_t seq, std::span<const int32_t> tokens) {
 void KvCache::publish(int32_t seq, std::span<const int32_t> tokens) {
     Sequence& s = seq_ref(seq);
     if (tokens.size() != static_cast<size_t>(s.length)) throw Error("KV cache: publish needs the sequence's tokens");
+    if (has_recurrent()) return;  // see attach_prefix
     const size_t B = static_cast<size_t>(config_.block_tokens);
     for (size_t i = s.chain.size(); (i + 1) * B <= tokens.size(); ++i) {
         const uint64_t parent = i == 0 ? seed_ : s.chain[i - 1];

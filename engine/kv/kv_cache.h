@@ -15,6 +15,13 @@
 // disk cache (set_disk_cache), every published block is also written to disk as it is
 // published, and read back when neither the pool nor host RAM has it: after a restart too
 // (disk_prefix_store.h).
+//
+// Recurrent state (models with linear-attention layers: qwen35): beside the blocks, each
+// live sequence owns a state slot, one RecurrentLayer slot per such layer (a fixed size per
+// sequence, whatever its length), zeroed when the sequence starts or is truncated to 0. A
+// state cannot be rolled back to an earlier position yet, so for these models truncation
+// to a shorter non-zero length keeps nothing (the caller recomputes from the start) and no
+// prefix is published or attached: prefix reuse is off.
 #pragma once
 #include <cstdint>
 #include <list>
@@ -35,6 +42,20 @@ namespace ember {
 struct KvLayerShape {
     int32_t n_kv_heads = 0, head_dim = 0;
     int64_t cols() const { return int64_t{n_kv_heads} * head_dim; }
+};
+
+// The recurrent state of one linear-attention layer per sequence (RecurrentLayer's fields).
+struct RecurrentShape {
+    int32_t conv_kernel = 0, conv_channels = 0, n_k_heads = 0, n_v_heads = 0, head_dim = 0;
+    // One layer's two tensors for `slots` sequences (RecurrentLayer::conv, ::delta), F32:
+    // the convolution's last conv_kernel - 1 inputs and n_v_heads head_dim^2 matrices each.
+    uint64_t conv_bytes(int32_t slots) const {
+        return 4ull * uint64_t(slots) * uint64_t(conv_kernel - 1) * uint64_t(conv_channels);
+    }
+    uint64_t delta_bytes(int32_t slots) const {
+        return 4ull * uint64_t(slots) * uint64_t(n_v_heads) * uint64_t(head_dim) * uint64_t(head_dim);
+    }
+    uint64_t bytes_per_slot() const { return conv_bytes(1) + delta_bytes(1); }
 };
 
 struct KvCacheConfig {
@@ -58,6 +79,17 @@ struct KvCacheConfig {
     // pads it with the backend's alignment, engine/fit).
     uint64_t layer_pool_bytes(int32_t layer = 0) const;
     uint64_t total_bytes() const { return bytes_per_block() * static_cast<uint64_t>(n_blocks); }
+
+    // Linear-attention layers (0: none) and the sequences whose state is allocated up front;
+    // more are added (doubling) when more sequences live at once.
+    int32_t n_recurrent_layers = 0;
+    RecurrentShape recurrent;
+    int32_t state_slots = 0;
+    // The recurrent state's bytes, all layers and slots: what the fit planner adds to the KV
+    // cache's total_bytes() (each layer's two tensors are allocations of their own).
+    uint64_t state_bytes() const {
+        return uint64_t(n_recurrent_layers) * uint64_t(state_slots) * recurrent.bytes_per_slot();
+    }
 };
 
 class KvCache {
@@ -65,8 +97,11 @@ public:
     // Allocates every layer's pool on `backend`. Out of memory -> ember::Error that states
     // the sizes involved and how to shrink them.
     KvCache(Backend& backend, const KvCacheConfig& config);
-    // Partial offload: cache layer i's K/V live on layer_backends[i] (one entry per cache layer).
-    KvCache(const std::vector<Backend*>& layer_backends, const KvCacheConfig& config);
+    // Partial offload: cache layer i's K/V live on layer_backends[i] (one entry per cache layer),
+    // recurrent layer i's state on recurrent_backends[i] (one per recurrent layer; none: all on
+    // layer_backends[0]).
+    KvCache(const std::vector<Backend*>& layer_backends, const KvCacheConfig& config,
+            const std::vector<Backend*>& recurrent_backends = {});
     ~KvCache();
     KvCache(const KvCache&) = delete;
     KvCache& operator=(const KvCache&) = delete;
@@ -74,6 +109,11 @@ public:
     const KvCacheConfig& config() const { return config_; }
     KvLayer& layer(int i) { return layers_[static_cast<size_t>(i)]; }
     const KvLayer& layer(int i) const { return layers_[static_cast<size_t>(i)]; }
+    // Recurrent layer i's state (every sequence's slot), and whether there are any.
+    RecurrentLayer& recurrent(int i) { return recurrent_[static_cast<size_t>(i)]; }
+    bool has_recurrent() const { return !recurrent_.empty(); }
+    // The state slot of a sequence (BatchInfo::state_slot); -1 without recurrent layers.
+    int32_t state_slot(int32_t seq) const { return seq_ref(seq).state_slot; }
 
     // ---- sequences -------------------------------------------------------------------
     int32_t new_sequence();  // returns a sequence id
@@ -84,7 +124,8 @@ public:
     std::vector<int32_t> append(int32_t seq, int32_t n);
     // Forgets tokens from `new_length` on (edit, regenerate); frees whole blocks. Returns the
     // length kept: `new_length`, or less when it falls inside a block that another sequence
-    // shares (that block is let go too, down to its first token, since it must not be written).
+    // shares (that block is let go too, down to its first token, since it must not be written),
+    // or 0 with recurrent layers when new_length < length (their state starts over).
     int32_t truncate(int32_t seq, int32_t new_length);
     const std::vector<int32_t>& block_table(int32_t seq) const;
     // Blocks an append can take: never used, or idle published ones.
@@ -115,6 +156,7 @@ private:
     struct Sequence {
         bool live = false;
         int32_t length = 0;
+        int32_t state_slot = -1;
         std::vector<int32_t> blocks;
         std::vector<uint64_t> chain;  // hash of each block from the first, as far as known
     };
@@ -135,10 +177,17 @@ private:
     void unpublish(int32_t b);
     uint64_t chain_hash(uint64_t parent, std::span<const int32_t> block) const;
     void release_layers();
+    // ---- recurrent state
+    void alloc_state(int32_t n_slots);  // every recurrent layer at n_slots, contents kept
+    int32_t take_state_slot();
+    void zero_state(int32_t slot);
 
     std::vector<Backend*> layer_backend_;
     KvCacheConfig config_;
     std::vector<KvLayer> layers_;
+    std::vector<Backend*> recurrent_backend_;
+    std::vector<RecurrentLayer> recurrent_;
+    std::vector<int32_t> free_slots_;  // state slots no sequence holds
     std::vector<int32_t> refcount_;
     std::vector<int32_t> free_;  // stack of never-published free block ids
     std::vector<Sequence> seqs_;

@@ -17,6 +17,9 @@ namespace ember {
 
 std::string Transformer::roll_refusal() const {
     for (const Layer& l : layers_) {
+        if (l.state_layer >= 0)
+            return "layer " + std::to_string(l.index) +
+                   " is linear attention, whose recurrent state has read every token and cannot drop some";
         if (!l.stores_kv)
             return "layer " + std::to_string(l.index) +
                    " attends over an earlier layer's keys and values (shared KV), which rolling is not "

@@ -13,8 +13,8 @@
 namespace ember {
 
 const std::vector<std::string>& supported_architectures() {
-    static const std::vector<std::string> archs = {"llama",  "qwen2",  "qwen3",  "qwen3moe",
-                                                   "gemma3", "gemma4", "gpt-oss"};
+    static const std::vector<std::string> archs = {"llama",  "qwen2",   "qwen3",  "qwen3moe", "gemma3",
+                                                   "gemma4", "gpt-oss", "qwen35", "qwen35moe"};
     return archs;
 }
 
@@ -251,6 +251,54 @@ void gpt_oss_experts(const GgufFile& f, ModelConfig& c) {
     check_shape(f, "blk.0.ffn_down_exps.bias", c.n_embd, c.n_expert);
 }
 
+// llama.cpp's IMROPE (ggml_mrope_cache_init) gives pair i the position of section
+// (i % sum) chosen by i % 3; text positions are the same in the first three sections and 0 in
+// the fourth, so the rope is plain NeoX over n_rot dims when no pair falls in the fourth.
+void check_text_mrope(const GgufFile& f, const ModelConfig& c) {
+    const std::string key = c.arch + ".rope.dimension_sections";
+    const GgufValue* v = f.find(key);
+    if (!v || v->type != GgufType::ARRAY || v->as_array().items.size() < 3)
+        throw Error(f.path() + ": " + key + " must be an array of 4 section sizes");
+    int64_t sec[4] = {};
+    for (size_t i = 0; i < std::min<size_t>(4, v->as_array().items.size()); ++i)
+        sec[i] = static_cast<int64_t>(v->as_array().items[i].as_u64());
+    const int64_t total = sec[0] + sec[1] + sec[2] + sec[3];
+    for (int64_t i = 0; i < c.n_rot / 2; ++i) {
+        const int64_t s = total > 0 ? i % total : 0, which = s % 3;
+        if (total == 0 || s >= 3 * sec[which])
+            throw Error(f.path() + ": " + key + " gives rope pair " + std::to_string(i) +
+                        " a section other than text's (only text positions are supported)");
+    }
+}
+
+// qwen35: linear-attention layers (ssm.* keys; attention.recurrent_layers, else every layer
+// but each full_attention_interval-th) beside gated full-attention layers with QK-norm, and
+// the FFN's norm stored as post_attention_norm.
+void read_qwen35(const GgufFile& f, ModelConfig& c) {
+    const std::string a = c.arch + ".";
+    c.rope_neox = c.qk_norm = c.attn_gate = true;
+    c.ffn_norm = "post_attention_norm";
+    check_text_mrope(f, c);
+    c.ssm_conv_kernel = in_range(f, a + "ssm.conv_kernel", f.get_u64(a + "ssm.conv_kernel"), 2, 64);
+    c.ssm_head_dim = required_dim(f, a + "ssm.state_size");
+    c.ssm_n_k_heads = required_dim(f, a + "ssm.group_count");
+    c.ssm_n_v_heads = required_dim(f, a + "ssm.time_step_rank");
+    const int32_t inner = required_dim(f, a + "ssm.inner_size");
+    if (c.ssm_n_v_heads % c.ssm_n_k_heads || int64_t{c.ssm_n_v_heads} * c.ssm_head_dim != inner)
+        throw Error(f.path() + ": " + a + "ssm.* describe " + std::to_string(c.ssm_n_k_heads) + " key heads, " +
+                    std::to_string(c.ssm_n_v_heads) + " value heads of " + std::to_string(c.ssm_head_dim) +
+                    " and inner size " + std::to_string(inner) +
+                    " (need value heads a multiple of key heads, inner = value heads x state size)");
+    const GgufValue* rec = f.find(a + "attention.recurrent_layers");
+    const int32_t interval = optional_dim(f, a + "full_attention_interval", 4);
+    for (int32_t i = 0; i < c.n_layers; ++i) {
+        const bool r = rec && rec->type == GgufType::ARRAY && static_cast<size_t>(i) < rec->as_array().items.size()
+                           ? rec->as_array().items[static_cast<size_t>(i)].as_bool()
+                           : (i + 1) % interval != 0;
+        c.layers[static_cast<size_t>(i)].recurrent = r;
+    }
+}
+
 void apply_arch_conventions(const GgufFile& f, ModelConfig& c) {
     const std::string a = c.arch + ".";
     c.layer_sliding.assign(static_cast<size_t>(c.n_layers), false);
@@ -273,6 +321,8 @@ void apply_arch_conventions(const GgufFile& f, ModelConfig& c) {
             c.layer_sliding[static_cast<size_t>(i)] = c.sliding_window > 0 && i % 6 != 5;
     } else if (c.arch == "gpt-oss") {
         apply_gpt_oss(f, c);
+    } else if (c.arch == "qwen35" || c.arch == "qwen35moe") {
+        read_qwen35(f, c);
     } else if (c.arch == "gemma4") {
         read_gemma4(f, c);
         for (size_t i = 0; i < c.layers.size(); ++i) c.layer_sliding[i] = c.layers[i].sliding && c.sliding_window > 0;
@@ -283,7 +333,7 @@ void apply_arch_conventions(const GgufFile& f, ModelConfig& c) {
 // A file with router tensors or experts of an architecture whose MoE layers do not run here
 // yet (all but qwen3moe, gpt-oss and gemma4): refused by name.
 void refuse_moe(const GgufFile& f, const std::string& arch) {
-    if (arch == "qwen3moe" || arch == "gpt-oss" || arch == "gemma4") return;
+    if (arch == "qwen3moe" || arch == "gpt-oss" || arch == "gemma4" || arch == "qwen35moe") return;
     bool moe = f.opt_u64(arch + ".expert_count").value_or(0) > 0;
     for (const auto& t : f.tensors()) moe = moe || t.name.find(".ffn_gate_inp.") != std::string::npos;
     if (moe) throw Error(f.path() + ": " + arch + " mixture-of-experts layers are not supported yet");
@@ -325,6 +375,20 @@ void check_layers(const GgufFile& f, const ModelConfig& c) {
             throw Error(f.path() + ": " + where + std::to_string(l.n_heads) + " heads of " +
                         std::to_string(l.head_dim) + " do not fit");
     }
+}
+
+// The first attention layer's projections (qwen35's q holds each head's gate too); the
+// first linear-attention layer's input projection.
+void check_attention_shapes(const GgufFile& f, const ModelConfig& c) {
+    int32_t i = 0;
+    while (i < c.n_layers && c.layers[static_cast<size_t>(i)].recurrent) ++i;
+    if (i == c.n_layers) throw Error(f.path() + ": no layer has attention");
+    const LayerShape& l = c.layers[static_cast<size_t>(i)];
+    const std::string b = "blk." + std::to_string(i) + ".";
+    check_shape(f, b + "attn_q.weight", c.n_embd, int64_t{l.q_dim()} * (c.attn_gate ? 2 : 1));
+    check_shape(f, b + "attn_k.weight", c.n_embd, l.kv_dim());
+    if (c.recurrent() && c.layers.front().recurrent)
+        check_shape(f, "blk.0.attn_qkv.weight", c.n_embd, c.ssm_conv_channels());
 }
 
 template <class F>
@@ -387,12 +451,14 @@ ModelConfig read_model_config(const GgufFile& f) {
     apply_arch_conventions(f, c);
     check_layers(f, c);
     const LayerShape& l0 = c.layers.front();
-    check_shape(f, "blk.0.attn_q.weight", c.n_embd, l0.q_dim());
-    check_shape(f, "blk.0.attn_k.weight", c.n_embd, l0.kv_dim());
+    check_attention_shapes(f, c);
     const bool gemma4_moe = c.arch == "gemma4" && (f.opt_u64("gemma4.expert_count").value_or(0) > 0 ||
                                                    f.find_tensor("blk.0.ffn_gate_inp.weight"));
-    if (c.arch == "qwen3moe" || c.arch == "gpt-oss") read_experts(f, c);
-    else if (gemma4_moe) read_gemma4_experts(f, c);
+    if (c.arch == "qwen3moe" || c.arch == "gpt-oss" || c.arch == "qwen35moe") read_experts(f, c);
+    if (c.arch == "qwen35moe" && c.n_ff_shexp > 0) {
+        c.shared_expert = true;
+        check_shape(f, "blk.0.ffn_up_shexp.weight", c.n_embd, c.n_ff_shexp);
+    } else if (gemma4_moe) read_gemma4_experts(f, c);
     if (!c.moe() || c.shared_ffn) check_shape(f, "blk.0.ffn_down.weight", l0.n_ff, c.n_embd);
     if (c.arch == "gpt-oss") gpt_oss_experts(f, c);
     return c;

@@ -16,13 +16,15 @@ namespace ember {
 struct LayerShape {
     int32_t n_heads = 0, n_kv_heads = 0, head_dim = 0, n_rot = 0, n_ff = 0;
     bool sliding = false;
-    int32_t kv_source = 0;  // the layer whose K/V this one attends over: itself, or an earlier one
+    bool recurrent = false;  // linear attention (qwen35's Gated DeltaNet): a recurrent state, no K/V
+    int32_t kv_source = 0;   // the layer whose K/V this one attends over: itself, or an earlier one
     int32_t q_dim() const { return n_heads * head_dim; }
     int32_t kv_dim() const { return n_kv_heads * head_dim; }
 };
 
 struct ModelConfig {
-    std::string arch;  // "llama", "qwen2", "qwen3", "qwen3moe", "gemma3", "gemma4", "gpt-oss"
+    std::string arch;  // "llama", "qwen2", "qwen3", "qwen3moe", "gemma3", "gemma4", "gpt-oss", "qwen35", "qwen35moe",
+                       // "qwen35moe"
     int32_t n_vocab = 0, n_embd = 0, n_layers = 0, n_heads = 0, n_kv_heads = 0, head_dim = 0, n_ff = 0;
     int32_t n_rot = 0;
     int64_t n_ctx_train = 0;
@@ -73,6 +75,22 @@ struct ModelConfig {
     // be one fused tensor (ffn_gate_up_exps, gate rows first).
     bool shared_ffn = false;
     bool expert_gate_up = false;
+    // qwen35moe: a shared expert (SwiGLU of n_ff_shexp) beside the routed ones, its output
+    // scaled by sigmoid(x . ffn_gate_inp_shexp) per token.
+    bool shared_expert = false;
+
+    // qwen35 (llama.cpp's llama_model_qwen35): three of every four layers (full_attention_interval)
+    // are linear attention (LayerShape::recurrent) with these shapes, GGUF <arch>.ssm.*: a
+    // causal convolution of ssm_conv_kernel over conv_channels() inputs, ssm_n_k_heads key
+    // heads and ssm_n_v_heads value heads of ssm_head_dim. The other layers' q projection
+    // holds each head's q and then its output gate (attn_gate); their RoPE is llama.cpp's
+    // IMROPE, which for text equals NeoX over n_rot dims (checked at load).
+    int32_t ssm_conv_kernel = 0, ssm_n_k_heads = 0, ssm_n_v_heads = 0, ssm_head_dim = 0;
+    bool attn_gate = false;
+    int32_t ssm_key_dim() const { return ssm_n_k_heads * ssm_head_dim; }
+    int32_t ssm_value_dim() const { return ssm_n_v_heads * ssm_head_dim; }
+    int32_t ssm_conv_channels() const { return 2 * ssm_key_dim() + ssm_value_dim(); }
+    bool recurrent() const { return ssm_n_v_heads > 0; }
 
     bool moe() const { return n_expert > 0; }
 
@@ -85,7 +103,10 @@ struct ModelConfig {
     int32_t max_ff() const;
     int32_t max_heads() const;
     int32_t max_head_dim() const;
-    bool owns_kv(int32_t layer) const { return layers[static_cast<size_t>(layer)].kv_source == layer; }
+    bool owns_kv(int32_t layer) const {
+        const LayerShape& l = layers[static_cast<size_t>(layer)];
+        return l.kv_source == layer && !l.recurrent;
+    }
 };
 
 // Reads and checks the configuration. Throws ember::Error naming the file and the problem

@@ -89,9 +89,25 @@ SyntheticShape gpt_oss_shape(const std::string& name) {
     return s;
 }
 
+// tiny-qwen35: Qwen3.5's layout at test size. Its full-attention heads rotate a quarter of
+// their dims (as the real 256-dim heads rotate 64); more value than key heads in the linear
+// layers (as the real models' 16 key and 32 value heads, 0.8B to 9B).
+// tiny-qwen35moe: the same with 16 experts of 96, 4 used, and a shared expert of 128 (the
+// real 35B-A3B: 256 experts of 512, 8 used, a shared one of 512).
+SyntheticShape qwen35_shape(const std::string& name) {
+    SyntheticShape s{name, 256, 8, 4, 2, 512, 1024, 4096, true, "qwen35", 64};
+    s.qwen35 = {2, 4, 32, 4, 4, 16};
+    if (name == "tiny-qwen35moe") {
+        s.arch = "qwen35moe";
+        s.n_expert = 16, s.n_expert_used = 4, s.n_ff_exp = 96, s.qwen35.n_ff_shexp = 128;
+    }
+    return s;
+}
+
 }  // namespace
 
 SyntheticShape synthetic_shape(const std::string& name) {
+    if (name == "tiny-qwen35" || name == "tiny-qwen35moe") return qwen35_shape(name);
     if (name == "tiny-gemma4" || name == "gemma4-e2b" || name == "gemma4-e4b" || name == "gemma4-31b" ||
         name == "tiny-gemma4moe" || name == "gemma4-26b-a4b" || name == "gemma4-26b-a4b-mini")
         return gemma4_shape(name);
@@ -114,11 +130,11 @@ SyntheticShape synthetic_shape(const std::string& name) {
 }
 
 std::vector<std::string> synthetic_shape_names() {
-    return {"tiny",           "tiny-qwen2",     "tiny-qwen3",         "tiny-qwen3moe",      "tiny-gemma3",
-            "tiny-gemma4",    "llama-3.2-1b",   "llama-3-8b",         "smollm2-135m",       "gemma3-270m",
-            "qwen2.5-0.5b",   "qwen3-0.6b",     "qwen3-30b-a3b",      "qwen3-30b-a3b-mini", "llama-3-70b",
-            "gemma4-e2b",     "gemma4-e4b",     "gemma4-31b",         "tiny-gpt-oss",       "gpt-oss-20b",
-            "tiny-gemma4moe", "gemma4-26b-a4b", "gemma4-26b-a4b-mini"};
+    return {"tiny",           "tiny-qwen2",     "tiny-qwen3",          "tiny-qwen3moe",      "tiny-gemma3",
+            "tiny-gemma4",    "llama-3.2-1b",   "llama-3-8b",          "smollm2-135m",       "gemma3-270m",
+            "qwen2.5-0.5b",   "qwen3-0.6b",     "qwen3-30b-a3b",       "qwen3-30b-a3b-mini", "llama-3-70b",
+            "gemma4-e2b",     "gemma4-e4b",     "gemma4-31b",          "tiny-gpt-oss",       "gpt-oss-20b",
+            "tiny-gemma4moe", "gemma4-26b-a4b", "gemma4-26b-a4b-mini", "tiny-qwen35",        "tiny-qwen35moe"};
 }
 
 namespace {
@@ -260,6 +276,17 @@ struct TensorAdder {
         std::vector<uint8_t> bytes(v.size() * 4);
         std::memcpy(bytes.data(), v.data(), bytes.size());
         w.add_tensor(name, DType::F32, {static_cast<uint64_t>(v.size())}, std::move(bytes));
+    }
+    // F32 values in [lo, hi) whatever the scheme (llama.cpp keeps these tensors F32).
+    void add_uniform(const std::string& name, std::vector<uint64_t> dims, float lo, float hi) {
+        uint64_t n = 1, s = splitmix(seed);
+        for (uint64_t d : dims) n *= d;
+        std::vector<uint8_t> bytes(n * 4);
+        for (uint64_t i = 0; i < n; ++i) {
+            const float v = lo + (hi - lo) * static_cast<float>(splitmix(s) >> 40) / 16777216.0f;
+            std::memcpy(&bytes[i * 4], &v, 4);
+        }
+        w.add_tensor(name, DType::F32, std::move(dims), std::move(bytes));
     }
     void add_norm(const std::string& name, int64_t n, float value = 1.0f) {
         add_values(name, std::vector<float>(static_cast<size_t>(n), value));
@@ -406,6 +433,98 @@ GgufWriter gemma4_writer(const SyntheticShape& sh, const std::string& scheme_nam
     return w;
 }
 
+// qwen35moe's FFN: the router, the routed experts, the shared expert and its gate (logits
+// x . w of order 1: its sigmoid varies per token).
+void add_qwen35_experts(TensorAdder& t, const SyntheticShape& sh, const std::string& b) {
+    const int64_t d = sh.n_embd, E = sh.n_expert, ff = sh.n_ff_exp, sff = sh.qwen35.n_ff_shexp;
+    const float ws = 1.0f / std::sqrt(static_cast<float>(d));
+    t.add(b + "ffn_gate_inp.weight", d, E, ws);
+    t.add(b + "ffn_gate_exps.weight", d, ff, ws, E);
+    t.add(b + "ffn_up_exps.weight", d, ff, ws, E);
+    t.add(b + "ffn_down_exps.weight", ff, d, 1.0f / std::sqrt(static_cast<float>(ff)), E);
+    t.add_uniform(b + "ffn_gate_inp_shexp.weight", {static_cast<uint64_t>(d)}, -2 * ws, 2 * ws);
+    t.add(b + "ffn_gate_shexp.weight", d, sff, ws);
+    t.add(b + "ffn_up_shexp.weight", d, sff, ws);
+    t.add(b + "ffn_down_shexp.weight", sff, d, 1.0f / std::sqrt(static_cast<float>(sff)));
+}
+
+// qwen35 (SyntheticShape::Qwen35) with llama.cpp's keys and tensor names. The decays are
+// slow (exp(softplus(alpha + dt_bias) * a) near 0.9 per token), so that the recurrent state
+// carries tokens far back, and the convolution's weights are of order 1: both states matter.
+GgufWriter qwen35_writer(const SyntheticShape& sh, const std::string& scheme_name, uint64_t seed) {
+    const SyntheticShape::Qwen35& r = sh.qwen35;
+    const QuantScheme scheme = quant_scheme(scheme_name);
+    const QuantPlanner planner(scheme, sh.n_layers, sh.tied_embeddings);
+    const std::string a = sh.arch + ".";
+    const bool moe = sh.arch == "qwen35moe";
+    auto u32 = [](int64_t v) { return GgufValue::u32(static_cast<uint32_t>(v)); };
+    GgufWriter w;
+    add_common_keys(w, sh, scheme, scheme_name);
+    const int64_t d = sh.n_embd, hd = sh.head_dim, q = int64_t{sh.n_heads} * hd, kv = int64_t{sh.n_kv_heads} * hd;
+    const int64_t key = int64_t{r.n_k_heads} * r.ssm_head_dim, value = int64_t{r.n_v_heads} * r.ssm_head_dim;
+    const int64_t conv = 2 * key + value;
+    w.set(a + "feed_forward_length", u32(sh.n_ff));
+    w.set(a + "attention.head_count_kv", u32(sh.n_kv_heads));
+    w.set(a + "attention.key_length", u32(hd));
+    w.set(a + "attention.value_length", u32(hd));
+    w.set(a + "rope.dimension_count", u32(r.n_rot));
+    w.set(a + "rope.freq_base", GgufValue::f32(10000000.0f));
+    // Qwen3.5's [11, 11, 10, 0] of 32 pairs, scaled to n_rot / 2 (text uses the first three alike).
+    const int32_t pairs = r.n_rot / 2, s0 = (pairs + 2) / 3, s2 = pairs - 2 * s0;
+    w.set(a + "rope.dimension_sections", GgufValue::array(GgufType::I32, {GgufValue::i32(s0), GgufValue::i32(s0),
+                                                                          GgufValue::i32(s2), GgufValue::i32(0)}));
+    w.set(a + "full_attention_interval", u32(r.full_attention_interval));
+    w.set(a + "ssm.conv_kernel", u32(r.conv_kernel));
+    w.set(a + "ssm.state_size", u32(r.ssm_head_dim));
+    w.set(a + "ssm.group_count", u32(r.n_k_heads));
+    w.set(a + "ssm.time_step_rank", u32(r.n_v_heads));
+    w.set(a + "ssm.inner_size", u32(value));
+    if (moe) {
+        w.set(a + "expert_count", u32(sh.n_expert));
+        w.set(a + "expert_used_count", u32(sh.n_expert_used));
+        w.set(a + "expert_feed_forward_length", u32(sh.n_ff_exp));
+        w.set(a + "expert_shared_feed_forward_length", u32(r.n_ff_shexp));
+    }
+
+    TensorAdder t{w, planner, seed};
+    const float ws = 1.0f / std::sqrt(static_cast<float>(d));
+    t.add("token_embd.weight", d, sh.n_vocab, 1.0f);
+    for (int32_t i = 0; i < sh.n_layers; ++i) {
+        const std::string b = "blk." + std::to_string(i) + ".";
+        t.add_norm(b + "attn_norm.weight", d);
+        if ((i + 1) % r.full_attention_interval == 0) {  // q and its gate, per head
+            t.add(b + "attn_q.weight", d, 2 * q, ws * sh.qk_gain);
+            t.add(b + "attn_k.weight", d, kv, ws * sh.qk_gain);
+            t.add(b + "attn_v.weight", d, kv, ws);
+            t.add_scaled_norm(b + "attn_q_norm.weight", hd, sh.qk_gain);
+            t.add_scaled_norm(b + "attn_k_norm.weight", hd, sh.qk_gain);
+            t.add(b + "attn_output.weight", q, d, ws * sh.attn_gain);
+        } else {
+            t.add(b + "attn_qkv.weight", d, conv, ws);
+            t.add(b + "attn_gate.weight", d, value, ws);
+            t.add_uniform(b + "ssm_conv1d.weight", {static_cast<uint64_t>(r.conv_kernel), static_cast<uint64_t>(conv)},
+                          -1.0f, 1.0f);
+            t.add_uniform(b + "ssm_dt.bias", {static_cast<uint64_t>(r.n_v_heads)}, -3.0f, -2.0f);
+            t.add_uniform(b + "ssm_a", {static_cast<uint64_t>(r.n_v_heads)}, -0.3f, -0.05f);
+            t.add(b + "ssm_beta.weight", d, r.n_v_heads, ws);
+            t.add(b + "ssm_alpha.weight", d, r.n_v_heads, ws);
+            t.add_scaled_norm(b + "ssm_norm.weight", r.ssm_head_dim, 1.0f);
+            t.add(b + "ssm_out.weight", value, d, ws * sh.attn_gain);
+        }
+        t.add_norm(b + "post_attention_norm.weight", d);
+        if (moe) {
+            add_qwen35_experts(t, sh, b);
+            continue;
+        }
+        t.add(b + "ffn_gate.weight", d, sh.n_ff, ws);
+        t.add(b + "ffn_up.weight", d, sh.n_ff, ws);
+        t.add(b + "ffn_down.weight", sh.n_ff, d, 1.0f / std::sqrt(static_cast<float>(sh.n_ff)));
+    }
+    t.add_norm("output_norm.weight", d, sh.output_norm);
+    if (!sh.tied_embeddings) t.add("output.weight", d, sh.n_vocab, ws);
+    return w;
+}
+
 }  // namespace
 
 namespace {
@@ -417,6 +536,7 @@ GgufWriter synthetic_writer(const SyntheticShape& sh, const std::string& scheme_
     const bool gemma = sh.arch == "gemma3", qwen = sh.arch == "qwen2", moe = sh.arch == "qwen3moe",
                qwen3 = sh.arch == "qwen3" || moe, oss = sh.arch == "gpt-oss";
     if (sh.arch == "gemma4") return gemma4_writer(sh, scheme_name, seed);
+    if (sh.arch == "qwen35" || sh.arch == "qwen35moe") return qwen35_writer(sh, scheme_name, seed);
     if (sh.arch != "llama" && !gemma && !qwen && !qwen3 && !oss)
         throw Error("synthetic models: unknown architecture '" + sh.arch + "'");
     const std::string a = sh.arch + ".";

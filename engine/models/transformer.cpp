@@ -70,7 +70,7 @@ Transformer::Layer Transformer::load_layer(int index, Device& device, Device& ex
     l.shape = c.layers[static_cast<size_t>(index)];
     const LayerShape& s = l.shape;
     l.kv_layer = kv_layer_of(c, index);
-    l.stores_kv = s.kv_source == index;
+    l.stores_kv = c.owns_kv(index);
 
     // Sliding-window layers use their own rope base, unscaled (gemma3, gemma4) or scaled (gpt-oss).
     const bool sliding = c.layer_sliding[static_cast<size_t>(index)];
@@ -98,7 +98,36 @@ Transformer::Layer Transformer::load_layer(int index, Device& device, Device& ex
     l.attention.window = sliding ? c.sliding_window : 0;
 
     l.attn_norm = weight(be, b + "attn_norm.weight", c.n_embd, 1);
-    l.wq = weight(be, b + "attn_q.weight", c.n_embd, s.q_dim());
+    if (s.recurrent) {
+        load_linear_attention(l, be, b);
+    } else {
+        load_attention(l, device, b);
+    }
+    l.ffn_norm = weight(be, b + c.ffn_norm + ".weight", c.n_embd, 1);
+    load_layer_tail(l, be, b);
+    if (c.moe()) {
+        load_experts(l, *expert_device.backend, b);
+        if (c.shared_expert) {
+            l.ffn_gate_inp_shexp = weight(be, b + "ffn_gate_inp_shexp.weight", c.n_embd, 1);
+            l.ffn_gate_shexp = weight(be, b + "ffn_gate_shexp.weight", c.n_embd, c.n_ff_shexp);
+            l.ffn_up_shexp = weight(be, b + "ffn_up_shexp.weight", c.n_embd, c.n_ff_shexp);
+            l.ffn_down_shexp = weight(be, b + "ffn_down_shexp.weight", c.n_ff_shexp, c.n_embd);
+        }
+        if (!c.shared_ffn) return l;
+        l.post_ffn_norm_1 = weight(be, b + "post_ffw_norm_1.weight", c.n_embd, 1);
+    }
+    l.w_gate = weight(be, b + "ffn_gate.weight", c.n_embd, s.n_ff);
+    l.w_up = weight(be, b + "ffn_up.weight", c.n_embd, s.n_ff);
+    l.w_down = weight(be, b + "ffn_down.weight", s.n_ff, c.n_embd);
+    return l;
+}
+
+// The attention sublayer's weights (qwen35: q's rows hold each head's q and then its gate).
+void Transformer::load_attention(Layer& l, Device& device, const std::string& b) {
+    const ModelConfig& c = config_;
+    Backend& be = *device.backend;
+    const LayerShape& s = l.shape;
+    l.wq = weight(be, b + "attn_q.weight", c.n_embd, int64_t{s.q_dim()} * (c.attn_gate ? 2 : 1));
     if (l.stores_kv) {
         l.wk = weight(be, b + "attn_k.weight", c.n_embd, s.kv_dim());
         l.wv = weight(be, b + "attn_v.weight", c.n_embd, s.kv_dim(), !c.v_norm);  // gemma4: absent = K's
@@ -120,17 +149,6 @@ Transformer::Layer Transformer::load_layer(int index, Device& device, Device& ex
         l.post_attn_norm = weight(be, b + "post_attention_norm.weight", c.n_embd, 1);
         l.post_ffn_norm = weight(be, b + "post_ffw_norm.weight", c.n_embd, 1);
     }
-    l.ffn_norm = weight(be, b + c.ffn_norm + ".weight", c.n_embd, 1);
-    load_layer_tail(l, be, b);
-    if (c.moe()) {
-        load_experts(l, *expert_device.backend, b);
-        if (!c.shared_ffn) return l;
-        l.post_ffn_norm_1 = weight(be, b + "post_ffw_norm_1.weight", c.n_embd, 1);
-    }
-    l.w_gate = weight(be, b + "ffn_gate.weight", c.n_embd, s.n_ff);
-    l.w_up = weight(be, b + "ffn_up.weight", c.n_embd, s.n_ff);
-    l.w_down = weight(be, b + "ffn_down.weight", s.n_ff, c.n_embd);
-    return l;
 }
 
 // The router and experts, on `be` (the experts' device; fit::is_expert_tensor names the
@@ -173,6 +191,12 @@ int32_t Transformer::kv_layer_of(const ModelConfig& c, int32_t layer) {
     return n;
 }
 
+int32_t Transformer::recurrent_layer_of(const ModelConfig& c, int32_t layer) {
+    int32_t n = 0;
+    for (int32_t i = 0; i < layer; ++i) n += c.layers[static_cast<size_t>(i)].recurrent ? 1 : 0;
+    return n;
+}
+
 bool Transformer::split_supported(const ModelConfig& c, int32_t n_first_layers) {
     for (int32_t i = 0; i < c.n_layers; ++i)
         if ((i < n_first_layers) != (c.layers[static_cast<size_t>(i)].kv_source < n_first_layers)) return false;
@@ -210,6 +234,13 @@ Transformer::~Transformer() {
 std::vector<Backend*> Transformer::layer_backends() const {
     std::vector<Backend*> out;
     for (const Layer& l : layers_) out.push_back(l.device->backend);
+    return out;
+}
+
+std::vector<Backend*> Transformer::recurrent_backends() const {
+    std::vector<Backend*> out;
+    for (const Layer& l : layers_)
+        if (l.shape.recurrent) out.push_back(l.device->backend);
     return out;
 }
 
@@ -274,13 +305,19 @@ KvCacheConfig Transformer::kv_config(const ModelConfig& c, int64_t n_ctx, int32_
     }
     k.n_layers = static_cast<int32_t>(k.shapes.size());
     if (uniform) k.shapes.clear();
+    if (c.recurrent()) {  // one state per sequence in each linear-attention layer
+        for (const LayerShape& s : c.layers) k.n_recurrent_layers += s.recurrent ? 1 : 0;
+        k.recurrent = {c.ssm_conv_kernel, c.ssm_conv_channels(), c.ssm_n_k_heads, c.ssm_n_v_heads, c.ssm_head_dim};
+        k.state_slots = n_seqs;
+    }
     k.type = kv_type;
     k.n_blocks = KvCacheConfig::blocks_for(n_ctx, n_seqs, k.block_tokens);
     return k;
 }
 
 std::vector<Transformer::ScratchBuffer> Transformer::scratch_layout(const ModelConfig& c, int64_t T, int64_t O) {
-    const int64_t ff = c.moe() && !c.shared_ffn ? 0 : c.max_ff(), slots = T * c.n_expert_used;
+    const int64_t ff = c.moe() && !c.shared_ffn ? (c.shared_expert ? c.n_ff_shexp : 0) : c.max_ff(),
+                  slots = T * c.n_expert_used;
     const int64_t gate_cols = c.expert_gate_up ? 2 * int64_t{c.n_ff_exp} : c.n_ff_exp;  // fused: gate | up
     std::vector<ScratchBuffer> b = {{"x", c.n_embd, T},       {"xn", c.n_embd, T},      {"q", c.max_q_dim(), T},
                                     {"k", c.max_kv_dim(), T}, {"v", c.max_kv_dim(), T}, {"attn", c.max_q_dim(), T},
@@ -297,6 +334,14 @@ std::vector<Transformer::ScratchBuffer> Transformer::scratch_layout(const ModelC
     if (c.n_embd_per_layer > 0) {
         b.push_back({"ple", c.n_embd_per_layer, int64_t{c.n_layers} * T});
         b.push_back({"ple_tmp", c.n_embd_per_layer, T});
+    }
+    if (c.recurrent()) {
+        b.push_back({"lin_mix", std::max(c.ssm_conv_channels(), 2 * c.max_q_dim()), T});
+        b.push_back({"lin_conv", c.ssm_conv_channels(), T});
+        b.push_back({"lin_z", std::max(c.ssm_value_dim(), c.max_q_dim()), T});
+        b.push_back({"lin_alpha", c.ssm_n_v_heads, T});
+        b.push_back({"lin_beta", c.ssm_n_v_heads, T});
+        b.push_back({"lin_out", c.ssm_value_dim(), T});
     }
     return b;
 }
@@ -364,22 +409,24 @@ void Transformer::begin_pass(Device& d, const BatchInfo& batch) {
         a.ple = s.ple.slice_rows(0, int64_t{config_.n_layers} * T);
         a.ple_tmp = s.ple_tmp.slice_rows(0, T);
     }
+    if (s.lin_mix.data) {
+        a.lin_mix = s.lin_mix.slice_rows(0, T);
+        a.lin_conv = s.lin_conv.slice_rows(0, T);
+        a.lin_z = s.lin_z.slice_rows(0, T);
+        a.lin_alpha = s.lin_alpha.slice_rows(0, T);
+        a.lin_beta = s.lin_beta.slice_rows(0, T);
+        a.lin_out = s.lin_out.slice_rows(0, T);
+    }
     d.backend->set_batch(batch);
 }
 
-namespace {
-
-// The first rows x cols floats of an activation buffer, as packed rows: a layer's view of a
-// buffer sized for the widest layer.
-Tensor rows_of(const Tensor& buf, int64_t cols, int64_t rows) {
+Tensor Transformer::rows_of(const Tensor& buf, int64_t cols, int64_t rows) {
     Tensor t = buf;
     t.cols = cols;
     t.rows = rows;
     t.row_bytes = static_cast<size_t>(cols) * sizeof(float);
     return t;
 }
-
-}  // namespace
 
 void Transformer::attention_block(const Layer& l, KvLayer& cache, Activations& a) {
     Backend& be = *l.device->backend;
@@ -391,8 +438,15 @@ void Transformer::attention_block(const Layer& l, KvLayer& cache, Activations& a
     if (l.stores_kv) {
         Tensor k = rows_of(a.k, s.kv_dim(), T), v = rows_of(a.v, s.kv_dim(), T);
         const Tensor& wv = l.wv.data ? l.wv : l.wk;  // no V projection: V is K's, before K's norm
-        const MatmulOut qkv[] = {{&l.wq, &q, &l.bq}, {&l.wk, &k, &l.bk}, {&wv, &v, &l.bv}};
-        be.matmul_shared(a.xn, qkv);
+        if (config_.attn_gate) {
+            Tensor qg = rows_of(a.lin_mix, 2 * int64_t{s.q_dim()}, T);
+            const MatmulOut qkv[] = {{&l.wq, &qg, &l.bq}, {&l.wk, &k, &l.bk}, {&wv, &v, &l.bv}};
+            be.matmul_shared(a.xn, qkv);
+            project_gated_q(l, a, q);
+        } else {
+            const MatmulOut qkv[] = {{&l.wq, &q, &l.bq}, {&l.wk, &k, &l.bk}, {&wv, &v, &l.bv}};
+            be.matmul_shared(a.xn, qkv);
+        }
         Tensor k_heads = k.reshape(s.head_dim), v_heads = v.reshape(s.head_dim);
         if (l.q_norm.data) be.rms_norm(q_heads, l.q_norm, eps, q_heads);
         if (l.k_norm.data) be.rms_norm(k_heads, l.k_norm, eps, k_heads);
@@ -413,6 +467,11 @@ void Transformer::attention_block(const Layer& l, KvLayer& cache, Activations& a
     attention.sinks = l.sinks.data ? &l.sinks : nullptr;  // not kept in l.attention: layers_ may move
     be.attention(cache, q, attention, attn);
     dump_("kqv_out", l.index, attn, be);
+    if (config_.attn_gate) {  // attn * sigmoid(gate), into the gate's buffer
+        Tensor gate = rows_of(a.lin_z, s.q_dim(), T);
+        be.glu(gate, attn, GluAct::Sigmoid, gate);
+        attn = gate;
+    }
     be.matmul(l.wo, attn, a.proj, &l.bo);
     if (l.post_attn_norm.data) be.rms_norm(a.proj, l.post_attn_norm, eps, a.proj);
     dump_("attn_out", l.index, a.proj, be);
@@ -526,6 +585,7 @@ void Transformer::ffn_block(const Layer& l, const Layer* next, Activations& a) {
     else if (l.ffn_gate_inp.data && l.expert_device != l.device) remote_moe_ffn(l, a);
     else if (l.ffn_gate_inp.data) moe_ffn(l, a);
     else dense_ffn(l, a, a.proj);
+    if (l.ffn_up_shexp.data) shared_expert_ffn(l, a);
     if (l.post_ffn_norm.data) be.rms_norm(a.proj, l.post_ffn_norm, eps, a.proj);
     dump_("ffn_out", l.index, a.proj, be);
     if (next && !l.has_tail()) {
@@ -537,6 +597,21 @@ void Transformer::ffn_block(const Layer& l, const Layer* next, Activations& a) {
     }
     dump_("l_out", l.index, a.x, be);
     if (next) dump_("attn_norm", next->index, a.xn, be);
+}
+
+// llama.cpp's qwen35moe: ffn_out = experts + sigmoid(x . gate_inp_shexp) * shared(x). a.xn
+// (the FFN's input) is read by the shared expert's products, then holds its output.
+void Transformer::shared_expert_ffn(const Layer& l, Activations& a) {
+    Backend& be = *l.device->backend;
+    const int64_t T = a.x.rows, ff = config_.n_ff_shexp;
+    Tensor gate = rows_of(a.gate, ff, T), up = rows_of(a.up, ff, T), logit = rows_of(a.router, 1, T);
+    const MatmulOut in[] = {{&l.ffn_gate_shexp, &gate}, {&l.ffn_up_shexp, &up}, {&l.ffn_gate_inp_shexp, &logit}};
+    be.matmul_shared(a.xn, in);
+    be.glu(gate, up, GluAct::Silu, gate);
+    be.matmul(l.ffn_down_shexp, gate, a.xn);
+    be.sigmoid_scale_rows(a.xn, logit);
+    dump_("ffn_shexp_gated", l.index, a.xn, be);
+    be.add(a.proj, a.xn);
 }
 
 // The residual stream of this pass, from one device to another, through the host.
@@ -584,7 +659,8 @@ Tensor Transformer::forward_device(const BatchInfo& batch, KvCache& kv) {
             dump_("attn_norm", l.index, cur->act.xn, *cur->backend);
         }
         const Layer* next = i + 1 < layers_.size() && layers_[i + 1].device == cur ? &layers_[i + 1] : nullptr;
-        attention_block(l, kv.layer(l.kv_layer), cur->act);
+        if (l.shape.recurrent) linear_attention_block(l, kv.recurrent(l.state_layer), cur->act);
+        else attention_block(l, kv.layer(l.kv_layer), cur->act);
         ffn_block(l, next, cur->act);
     }
 

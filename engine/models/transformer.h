@@ -50,6 +50,8 @@ public:
     std::vector<Backend*> layer_backends() const;
     // The backend of each KV cache layer (the layers that keep K/V of their own), for KvCache.
     std::vector<Backend*> kv_backends() const;
+    // The backend of each recurrent layer's state (linear attention: qwen35), for KvCache.
+    std::vector<Backend*> recurrent_backends() const;
 
     // The KV cache layout this model needs for `n_ctx` tokens of `n_seqs` sequences.
     KvCacheConfig kv_config(int64_t n_ctx, int32_t n_seqs, DType kv_type = DType::F16) const;
@@ -61,6 +63,8 @@ public:
     static int64_t default_context(const ModelConfig& c) { return std::min<int64_t>(c.n_ctx_train, 4096); }
     // The KV cache layer that model layer `layer` reads (its own, or its KV source's).
     static int32_t kv_layer_of(const ModelConfig& c, int32_t layer);
+    // The recurrent state layer (KvCache::recurrent) of a linear-attention layer.
+    static int32_t recurrent_layer_of(const ModelConfig& c, int32_t layer);
     // Whether layers [0, n_first_layers) on one device and the rest on another keep every
     // layer beside the layer whose K/V it shares.
     static bool split_supported(const ModelConfig& c, int32_t n_first_layers);
@@ -76,16 +80,21 @@ public:
         int64_t cols, rows;
         DType type = DType::F32;  // I32: the experts' ids
     };
-    static constexpr int kScratchBuffers = 11;    // a dense model's
-    static constexpr int kMoeScratchBuffers = 6;  // added for experts
-    static constexpr int kPleScratchBuffers = 2;  // added for per-layer embeddings
+    static constexpr int kScratchBuffers = 11;       // a dense model's
+    static constexpr int kMoeScratchBuffers = 6;     // added for experts
+    static constexpr int kPleScratchBuffers = 2;     // added for per-layer embeddings
+    static constexpr int kLinearScratchBuffers = 6;  // added for linear attention
     // The scratch one device holds for passes of up to `n_tokens` tokens and `n_outputs`
     // output rows (every device of a split holds all of it): x, xn, q, k, v, attn, proj,
     // gate, up, out_x, logits (widths: the widest layer's); with experts (c.moe()) also
     // router [T x n_expert], expert_ids and expert_weights [T x n_expert_used], and
     // expert_gate, expert_up [T*n_expert_used x n_ff_exp], expert_down [T*n_expert_used x
     // n_embd] (gate and up then have no columns: no layer is dense); with per-layer
-    // embeddings ple [n_layers*T x n_embd_per_layer] and ple_tmp [T x n_embd_per_layer].
+    // embeddings ple [n_layers*T x n_embd_per_layer] and ple_tmp [T x n_embd_per_layer]; with
+    // linear attention (c.recurrent()) lin_mix [T x max(conv_channels, 2*q_dim)] (the input
+    // projection; full attention's q and gate), lin_conv [T x conv_channels], lin_z [T x
+    // max(value_dim, q_dim)] (the output gates), lin_alpha, lin_beta [T x n_v_heads], lin_out
+    // [T x value_dim].
     static std::vector<ScratchBuffer> scratch_layout(const ModelConfig& c, int64_t n_tokens, int64_t n_outputs);
     // Their bytes on a backend that rounds each allocation up to `alloc_align`.
     static uint64_t scratch_bytes(const ModelConfig& c, int64_t n_tokens, int64_t n_outputs, size_t alloc_align);
@@ -123,17 +132,21 @@ private:
         Tensor x, xn, q, k, v, attn, proj, gate, up, out_x, logits;
         Tensor router, expert_ids, expert_weights, expert_gate, expert_up, expert_down;
         Tensor ple, ple_tmp;
-        static constexpr int kBuffers = kScratchBuffers + kMoeScratchBuffers + kPleScratchBuffers;
+        Tensor lin_mix, lin_conv, lin_z, lin_alpha, lin_beta, lin_out;
+        static constexpr int kBuffers =
+            kScratchBuffers + kMoeScratchBuffers + kPleScratchBuffers + kLinearScratchBuffers;
         // Every buffer, and its scratch_layout tag, in the same order.
         std::array<Tensor*, kBuffers> buffers() {
-            return {&x,           &xn,        &q,           &k,      &v,      &attn,       &proj,
-                    &gate,        &up,        &out_x,       &logits, &router, &expert_ids, &expert_weights,
-                    &expert_gate, &expert_up, &expert_down, &ple,    &ple_tmp};
+            return {&x,           &xn,        &q,           &k,      &v,       &attn,       &proj,
+                    &gate,        &up,        &out_x,       &logits, &router,  &expert_ids, &expert_weights,
+                    &expert_gate, &expert_up, &expert_down, &ple,    &ple_tmp, &lin_mix,    &lin_conv,
+                    &lin_z,       &lin_alpha, &lin_beta,    &lin_out};
         }
         static constexpr std::array<const char*, kBuffers> kTags = {
-            "x",           "xn",        "q",           "k",      "v",      "attn",       "proj",
-            "gate",        "up",        "out_x",       "logits", "router", "expert_ids", "expert_weights",
-            "expert_gate", "expert_up", "expert_down", "ple",    "ple_tmp"};
+            "x",           "xn",        "q",           "k",      "v",       "attn",       "proj",
+            "gate",        "up",        "out_x",       "logits", "router",  "expert_ids", "expert_weights",
+            "expert_gate", "expert_up", "expert_down", "ple",    "ple_tmp", "lin_mix",    "lin_conv",
+            "lin_z",       "lin_alpha", "lin_beta",    "lin_out"};
     };
     // One pass's activations on one device: the scratch buffers cut to the pass's T tokens
     // (O output rows). q, k, v, attn, gate, up have room for the widest layer; a layer
@@ -152,6 +165,8 @@ private:
         Tensor router, expert_ids, expert_weights, expert_gate, expert_up, expert_down;
         Tensor ple;      // [n_layers*T x n_embd_per_layer]  each layer's input, layer-major
         Tensor ple_tmp;  // [T x n_embd_per_layer]
+        // Linear attention and gated attention (qwen35; widths in scratch_layout).
+        Tensor lin_mix, lin_conv, lin_z, lin_alpha, lin_beta, lin_out;
     };
     struct Device {
         Backend* backend = nullptr;
@@ -198,12 +213,28 @@ private:
         Tensor pre_ffn_norm_2;       // [n_embd]    the experts' input norm
         Tensor post_ffn_norm_2;      // [n_embd]    the experts' output norm
         Tensor post_ffn_norm_1;      // [n_embd]    the dense FFN's output norm (on `device`)
+        // qwen35moe's shared expert (ModelConfig::shared_expert), on `device`:
+        Tensor ffn_gate_inp_shexp;            // [1 x n_embd]  its gate's logit
+        Tensor ffn_gate_shexp, ffn_up_shexp;  // [n_ff_shexp x n_embd]
+        Tensor ffn_down_shexp;                // [n_embd x n_ff_shexp]
         // After the FFN's residual add (gemma4): the per-layer embedding block, then a scale.
         Tensor pl_gate;          // [n_embd_per_layer x n_embd]
         Tensor pl_proj;          // [n_embd x n_embd_per_layer]
         Tensor pl_post_norm;     // [n_embd]
         float out_scale = 1.0f;  // layer_output_scale
         bool has_tail() const { return pl_gate.data || out_scale != 1.0f; }
+        // Linear attention (qwen35, LayerShape::recurrent; widths: ModelConfig::ssm_*), its state
+        // KvCache::recurrent(state_layer):
+        int32_t state_layer = -1;
+        Tensor ssm_in;      // [conv_channels x n_embd]  attn_qkv: q, k, v before the convolution
+        Tensor ssm_z;       // [value_dim x n_embd]      attn_gate: the output gate
+        Tensor ssm_alpha;   // [n_v_heads x n_embd]      the decay's input
+        Tensor ssm_beta;    // [n_v_heads x n_embd]      the update's strength
+        Tensor ssm_conv1d;  // [conv_channels x conv_kernel] F32
+        Tensor ssm_dt;      // [n_v_heads]  bias of alpha
+        Tensor ssm_a;       // [n_v_heads]  -exp(A_log)
+        Tensor ssm_norm;    // [head_dim]   the output's RMS norm, per head
+        Tensor ssm_out;     // [n_embd x value_dim]
         std::vector<Tensor*> weights() {
             return {&attn_norm,
                     &wq,
@@ -226,7 +257,20 @@ private:
                     &post_ffn_norm_1,
                     &pl_gate,
                     &pl_proj,
-                    &pl_post_norm};
+                    &pl_post_norm,
+                    &ssm_in,
+                    &ssm_z,
+                    &ssm_alpha,
+                    &ssm_beta,
+                    &ssm_conv1d,
+                    &ssm_dt,
+                    &ssm_a,
+                    &ssm_norm,
+                    &ssm_out,
+                    &ffn_gate_inp_shexp,
+                    &ffn_gate_shexp,
+                    &ffn_up_shexp,
+                    &ffn_down_shexp};
         }
         // On expert_device (fit::is_expert_tensor counts the same tensors).
         std::vector<Tensor*> expert_weights() {
@@ -236,9 +280,13 @@ private:
         }
     };
 
+    // The first rows x cols floats of an activation buffer, as packed rows: a layer's view of
+    // a buffer sized for the widest layer.
+    static Tensor rows_of(const Tensor& buf, int64_t cols, int64_t rows);
     // Per layer, the index in devices_ of its device and of its experts' device.
     void load_weights(const std::vector<int>& layer_device, const std::vector<int>& expert_device);
     Layer load_layer(int index, Device& device, Device& expert_device);
+    void load_attention(Layer& l, Device& device, const std::string& prefix);
     void load_experts(Layer& l, Backend& be, const std::string& prefix);
     Tensor weight(Backend& be, const std::string& name, int64_t cols, int64_t rows, bool required = true);
     // A 3-D expert tensor [n_expert][rows][cols] (Backend::load_expert_weight).
@@ -253,10 +301,18 @@ private:
     // with the residual add fused with the norm of the sublayer that follows (next: the next
     // layer where it runs on the same device; else only the add).
     void attention_block(const Layer& l, KvLayer& cache, Activations& a);
+    // ---- linear attention (qwen35), engine/models/transformer_linear_attn.cpp
+    void load_linear_attention(Layer& l, Backend& be, const std::string& prefix);
+    // The recurrent layer's sublayer, a.xn -> the residual add and FFN norm, as attention_block.
+    void linear_attention_block(const Layer& l, RecurrentLayer& state, Activations& a);
+    // Gated attention's q projection: each head's q and its gate, into q and a.lin_z.
+    void project_gated_q(const Layer& l, Activations& a, Tensor& q);
     void ffn_block(const Layer& l, const Layer* next, Activations& a);
     // The FFN proper, a.xn -> a.proj: dense (gate, up, down) or mixture of experts.
     void dense_ffn(const Layer& l, Activations& a, Tensor& out);
     void moe_ffn(const Layer& l, Activations& a);
+    // qwen35moe: the shared expert of a.xn, gated by sigmoid(a.xn . w), added to a.proj.
+    void shared_expert_ffn(const Layer& l, Activations& a);
     // The experts of a routed batch (a.router holds the router's logits; a on the experts'
     // device): route, gate/up (fused or not), glu, down, the weighted sum of x's rows to out.
     void run_experts(const Layer& l, Activations& a, const Tensor& x, Tensor& out);

@@ -50,6 +50,8 @@ void eval_chunk(Model& m, int32_t seq, std::span<const int32_t> chunk, int32_t f
         b.n_seqs = 1;
         b.max_blocks = static_cast<int32_t>(table.size());
         b.output_rows = rows;
+        const int32_t state_slot = m.kv().state_slot(seq);
+        if (m.kv().has_recurrent()) b.state_slot = std::span(&state_slot, 1);
         m.transformer().forward(b, m.kv(), logits);
         m.file().check_unchanged();
         out.insert(out.end(), logits.begin(), logits.begin() + static_cast<ptrdiff_t>(rows.size() * n_vocab));

@@ -79,9 +79,10 @@ std::vector<std::string> quant_scheme_names() {
 
 bool is_quantizable_weight(std::string_view name, size_t n_dims) {
     // The experts' router stays as it is (llama.cpp's rule: it is small and its errors move
-    // every token's choice of experts).
+    // every token's choice of experts); so does a linear-attention layer's convolution
+    // (qwen35's ssm_conv1d: a few taps per channel, and llama.cpp's ssm_conv reads F32 only).
     return n_dims >= 2 && ends_with(name, ".weight") && name.find("norm") == std::string_view::npos &&
-           name.find("ffn_gate_inp") == std::string_view::npos;
+           name.find("ffn_gate_inp") == std::string_view::npos && name.find("ssm_conv1d") == std::string_view::npos;
 }
 
 QuantPlanner::QuantPlanner(QuantScheme scheme, int n_layers, bool tied_embeddings)

@@ -109,11 +109,12 @@ std::unique_ptr<Model> Model::load(const LoadOptions& opts) {
     const KvCacheConfig kv = m->transformer_->kv_config(m->n_ctx_, opts.n_seqs, opts.kv_type);
     check_cache_type(kv, opts.path);
     if (m->device_ == "cpu") check_host_memory(kv, m->n_ctx_, opts.n_seqs);
-    m->kv_ = std::make_unique<KvCache>(m->transformer_->kv_backends(), kv);
+    m->kv_ = std::make_unique<KvCache>(m->transformer_->kv_backends(), kv, m->transformer_->recurrent_backends());
 
     log_info("loaded " + m->info_.name + " (" + c.arch + ", " + format_param_count(m->info_.n_params) + ", " +
              m->info_.file_type + ") on " + m->backend_->name() + ", context " + std::to_string(m->n_ctx_) +
-             ", KV cache " + format_bytes(m->kv_->config().total_bytes()));
+             ", KV cache " + format_bytes(m->kv_->config().total_bytes()) +
+             (kv.n_recurrent_layers > 0 ? ", recurrent state " + format_bytes(kv.state_bytes()) : std::string()));
     progress(opts, 1.0f);
     return m;
 }

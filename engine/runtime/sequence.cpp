@@ -19,8 +19,7 @@ void Sequence::reset() {
 
 void Sequence::keep_common_prefix(std::span<const int32_t> prompt) {
     const size_t n = reusable_prefix(tokens_, prompt);
-    model_.kv().truncate(seq_, static_cast<int32_t>(n));
-    tokens_.resize(n);
+    tokens_.resize(static_cast<size_t>(model_.kv().truncate(seq_, static_cast<int32_t>(n))));  // may keep less
 }
 
 // Runs `tokens` through the model in chunks of n_batch, appending them to the cache.

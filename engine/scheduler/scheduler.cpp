@@ -115,6 +115,11 @@ Scheduler::Scheduler(Model& model, SchedulerOptions options)
         throw Error("scheduler: max_step_tokens (" + std::to_string(opts_.max_step_tokens) +
                     ") must be at least max_batch (" + std::to_string(opts_.max_batch) + ")");
     if (opts_.max_queue < 0 || opts_.max_cached < 0) throw Error("scheduler: max_queue and max_cached must be >= 0");
+    if (opts_.prefix_cache && model_.kv().has_recurrent()) {
+        opts_.prefix_cache = false;
+        log_info("prefix reuse is off for " + model_.config().arch +
+                 ": its linear-attention layers keep a recurrent state that cannot be rolled back yet");
+    }
     running_.reserve(static_cast<size_t>(opts_.max_batch));
     thread_ = std::thread([this] { run(); });
 }

@@ -22,6 +22,7 @@
 #include "kernels/common/topk.h"
 #include "kernels/cpu/cpu_isa.h"
 #include "kernels/cpu/kv_layout.h"
+#include "kernels/cpu/linear_attn.h"
 #include "kernels/cpu/matmul.h"
 #include "kernels/cpu/moe.h"
 #include "kernels/cpu/ops.h"
@@ -202,6 +203,7 @@ protected:
     static void glu_elems(const float* gate, const float* up, float* out, int64_t n, GluAct act,
                           cpu::ThreadPool* pool) {
         if (act == GluAct::GeluTanh) cpu::ops::geglu(gate, up, out, n, pool);
+        else if (act == GluAct::Sigmoid) cpu::linear_attn::sigmoid_gate(gate, up, out, n, pool);
         else if (act == GluAct::SwigluOai) cpu::ops::swiglu_oai(gate, up, out, n, pool);
         else cpu::ops::swiglu(gate, up, out, n, pool);
     }
@@ -229,6 +231,35 @@ protected:
 
     void do_moe_combine(const Tensor& y, const Tensor& weights, Tensor& out) override {
         cpu::moe::combine(f32(y), f32(weights), weights.rows, static_cast<int>(weights.cols), y.cols, f32(out), pool_);
+    }
+
+    void do_copy(const Tensor& src, Tensor& dst) override {
+        pool_.parallel_for(src.rows, [&](int64_t r0, int64_t r1, int) {
+            for (int64_t r = r0; r < r1; ++r) std::memcpy(row(dst, r), row(src, r), dst.row_bytes);
+        });
+    }
+
+    cpu::linear_attn::SeqTokens seq_tokens() const {
+        return {batch().seq_of.data(), batch().state_slot.data(), batch_tokens(), batch().n_seqs};
+    }
+
+    void do_ssm_conv(RecurrentLayer& state, const Tensor& x, const Tensor& w, Tensor& out) override {
+        cpu::linear_attn::conv_silu(seq_tokens(), f32(x), f32(w), state.conv_kernel, state.conv_channels,
+                                    f32(state.conv), f32(out), pool_);
+    }
+
+    void do_gated_delta_rule(RecurrentLayer& state, const Tensor& q, const Tensor& k, const Tensor& v,
+                             const Tensor& alpha, const Tensor& beta, const DeltaRuleParams& p, Tensor& out) override {
+        const auto stride = [](const Tensor& t) { return static_cast<int64_t>(t.row_bytes / sizeof(float)); };
+        const cpu::linear_attn::DeltaRuleArgs a{f32(q),          f32(k),         f32(v),           stride(q),
+                                                stride(k),       stride(v),      f32(alpha),       f32(beta),
+                                                f32(*p.dt_bias), f32(*p.a),      p.l2_eps,         state.n_k_heads,
+                                                state.n_v_heads, state.head_dim, f32(state.delta), f32(out)};
+        cpu::linear_attn::gated_delta_rule(seq_tokens(), a, pool_);
+    }
+
+    void do_sigmoid_scale_rows(Tensor& x, const Tensor& s) override {
+        cpu::moe::sigmoid_scale_rows(f32(x), f32(s), x.rows, x.cols, pool_);
     }
 
     void do_store_kv(KvLayer& layer, const Tensor& k, const Tensor& v) override {

@@ -1,6 +1,7 @@
 // The CPU backend's mixture-of-experts kernels (moe.h).
 #include "kernels/cpu/moe.h"
 
+#include <cmath>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -85,6 +86,17 @@ void matmul(const WeightMatrix& W, int64_t n_expert, const float* X, bool x_per_
             std::memcpy(y, src, static_cast<size_t>(rows) * sizeof(float));
         }
     }
+}
+
+void sigmoid_scale_rows(float* x, const float* s, int64_t n_tokens, int64_t cols, ThreadPool& pool) {
+    auto run = [&](int64_t t0, int64_t t1, int) {
+        for (int64_t t = t0; t < t1; ++t) {
+            const float g = 1.0f / (1.0f + std::exp(-s[t]));
+            for (int64_t c = 0; c < cols; ++c) x[t * cols + c] *= g;
+        }
+    };
+    if (n_tokens >= 16) pool.parallel_for(n_tokens, run);
+    else run(0, n_tokens, 0);
 }
 
 void combine(const float* y, const float* weights, int64_t n_tokens, int k, int64_t cols, float* out,

@@ -27,4 +27,7 @@ void matmul(const WeightMatrix& W, int64_t n_expert, const float* X, bool x_per_
 // out[t] = sum_j weights[t*k + j] * y[t*k + j] (cols floats per row), j ascending.
 void combine(const float* y, const float* weights, int64_t n_tokens, int k, int64_t cols, float* out, ThreadPool& pool);
 
+// x[t] *= sigmoid(s[t]) over n_tokens rows of cols (the shared expert's gate).
+void sigmoid_scale_rows(float* x, const float* s, int64_t n_tokens, int64_t cols, ThreadPool& pool);
+
 }  // namespace ember::cpu::moe

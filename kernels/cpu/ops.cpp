@@ -153,6 +153,11 @@ void rope(float* x, int64_t n_tokens, int32_t n_heads, const int32_t* positions,
           [&](int64_t b, int64_t e) { k.rope_tokens(x, b, e, n_heads, spec, csp); });
 }
 
+void delta_rule_token(float* S, int32_t D, const float* k, const float* q, const float* v, float decay, float beta,
+                      float q_scale, float* o) {
+    table().delta_token(S, D, k, q, v, decay, beta, q_scale, o);
+}
+
 void softmax(float* x, int64_t rows, int64_t cols, ThreadPool* pool) {
     const OpsTable& k = table();
     split(pool, rows, cols, [&](int64_t b, int64_t e) { k.softmax_rows(x, b, e, cols); });

@@ -48,6 +48,12 @@ struct RopeSpec {
 void rope(float* x, int64_t n_tokens, int32_t n_heads, const int32_t* positions, const RopeSpec& spec,
           ThreadPool* pool);
 
+// One token of the gated delta rule (kernels/backend.h) on one head's D x D state S (row j:
+// value j), in place, the caller's thread only: S = decay S; S += beta (v - S k) k^T;
+// o = S q * q_scale (k and q already normalized).
+void delta_rule_token(float* S, int32_t D, const float* k, const float* q, const float* v, float decay, float beta,
+                      float q_scale, float* o);
+
 // Numerically stable softmax of each of `rows` rows of `cols`, in place.
 void softmax(float* x, int64_t rows, int64_t cols, ThreadPool* pool);
 

@@ -45,6 +45,9 @@ struct OpsTable {
     // float -> IEEE half, round to nearest even (the F16 KV cache store): f32_to_fp16's bits
     // for every non-NaN value.
     void (*f32_to_f16)(const float* x, uint16_t* out, int64_t n);
+    // One token of the gated delta rule on one head's state (ops.h delta_rule_token).
+    void (*delta_token)(float* S, int32_t D, const float* k, const float* q, const float* v, float decay, float beta,
+                        float q_scale, float* o);
 };
 
 const OpsTable* ops_table_scalar();

@@ -351,6 +351,38 @@ protected:
                                              floats(out));
     }
 
+    void do_sigmoid_scale_rows(Tensor& x, const Tensor& s) override {
+        graphs_->launch<&cuda::sigmoid_scale_rows>(floats(x), const_floats(s), int64_t{x.rows}, int64_t{x.cols});
+    }
+
+    void do_copy(const Tensor& src, Tensor& dst) override {
+        graphs_->launch<&cuda::copy_rows>(const_floats(src), static_cast<int64_t>(src.row_bytes / sizeof(float)),
+                                          floats(dst), int64_t{dst.rows}, int64_t{dst.cols});
+    }
+
+    // Linear attention (qwen35): kernels/cuda/linear_attn.cu.
+    void do_ssm_conv(RecurrentLayer& state, const Tensor& x, const Tensor& w, Tensor& out) override {
+        if (state.conv_kernel > 16) throw Error("CUDA ssm_conv: a kernel of more than 16 taps is not supported");
+        cuda::ConvArgs a;
+        a.x = const_floats(x), a.w = const_floats(w), a.state = floats(state.conv), a.out = floats(out);
+        a.seq_of = d_seq_of_, a.slot_of_seq = d_state_slot_;
+        a.n_tokens = n_tokens_, a.channels = x.cols, a.kernel = state.conv_kernel, a.n_seqs = n_seqs_;
+        graphs_->launch<&cuda::ssm_conv>(a);
+    }
+    void do_gated_delta_rule(RecurrentLayer& state, const Tensor& q, const Tensor& k, const Tensor& v,
+                             const Tensor& alpha, const Tensor& beta, const DeltaRuleParams& p, Tensor& out) override {
+        if (state.head_dim > 1024) throw Error("CUDA gated_delta_rule: head_dim above 1024 is not supported");
+        const auto ld = [](const Tensor& t) { return static_cast<int64_t>(t.row_bytes / sizeof(float)); };
+        cuda::DeltaArgs a;
+        a.q = const_floats(q), a.k = const_floats(k), a.v = const_floats(v);
+        a.alpha = const_floats(alpha), a.beta = const_floats(beta);
+        a.dt_bias = const_floats(*p.dt_bias), a.a = const_floats(*p.a);
+        a.state = floats(state.delta), a.out = floats(out), a.seq_of = d_seq_of_, a.slot_of_seq = d_state_slot_;
+        a.q_ld = ld(q), a.k_ld = ld(k), a.v_ld = ld(v), a.n_tokens = n_tokens_, a.l2_eps = p.l2_eps;
+        a.n_k_heads = state.n_k_heads, a.n_v_heads = state.n_v_heads, a.head_dim = state.head_dim, a.n_seqs = n_seqs_;
+        graphs_->launch<&cuda::gated_delta_rule>(a);
+    }
+
     void do_store_kv(KvLayer& layer, const Tensor& k, const Tensor& v) override {
         const DType kt = layer.k.type;
         graphs_->launch<&cuda::store_kv>(static_cast<int>(kt), layer.k.data, layer.v.data, layer.k.row_bytes, k.cols,
@@ -484,7 +516,7 @@ private:
             size_t bytes;
             size_t offset;
         };
-        Part parts[7] = {
+        Part parts[8] = {
             {b.tokens.data(), b.tokens.size_bytes(), 0},
             {b.positions.data(), b.positions.size_bytes(), 0},
             {b.seq_of.data(), b.seq_of.size_bytes(), 0},
@@ -492,6 +524,7 @@ private:
             {nullptr, table_bytes, 0},  // filled row by row below
             {b.output_rows.data(), b.output_rows.size_bytes(), 0},
             {tiles_.data(), tiles_.size() * sizeof(int2), 0},
+            {b.state_slot.data(), b.state_slot.size_bytes(), 0},
         };
         size_t total = 0;
         for (Part& p : parts) {
@@ -519,6 +552,7 @@ private:
         d_block_table_ = reinterpret_cast<const int32_t*>(dev + parts[4].offset);
         d_output_rows_ = reinterpret_cast<const int32_t*>(dev + parts[5].offset);
         d_tiles_ = reinterpret_cast<const int2*>(dev + parts[6].offset);
+        d_state_slot_ = reinterpret_cast<const int32_t*>(dev + parts[7].offset);
     }
 
     // Byte offsets of the top_k buffers: [rows | penalties | biases | out | counts] mirrored
@@ -734,6 +768,7 @@ private:
     void* staging_host_ = nullptr;
     size_t staging_bytes_ = 0;
     Scratch batch_dev_;
+    const int32_t* d_state_slot_ = nullptr;  // [n_seqs] (models with linear attention)
     const int32_t *d_tokens_ = nullptr, *d_positions_ = nullptr, *d_seq_of_ = nullptr, *d_kv_slot_ = nullptr,
                   *d_block_table_ = nullptr, *d_output_rows_ = nullptr;
     const int2* d_tiles_ = nullptr;

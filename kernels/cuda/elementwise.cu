@@ -16,6 +16,7 @@ __device__ __forceinline__ float glu_value(float g, float u, int act) {
         const float x = fminf(g, kLimit), y = fminf(kLimit, fmaxf(-kLimit, u));
         return x / (1.0f + expf(-kAlpha * x)) * (y + 1.0f);
     }
+    if (act == 3) return u / (1.0f + expf(-g));  // sigmoid(g) * u: qwen35's attention gate
     if (act == 1) {
         constexpr float kSqrt2OverPi = 0.7978845608028654f;
         return 0.5f * g * (1.0f + tanhf(kSqrt2OverPi * (g + 0.044715f * g * g * g))) * u;
@@ -117,7 +118,34 @@ void launch_embed_f(const void* table, size_t row_bytes, int64_t cols, const int
     EMBER_CUDA_CHECK_LAUNCH("embed_f_kernel");
 }
 
+// dst (rows x cols, contiguous) = src's rows, src_ld floats apart.
+__global__ void copy_rows_kernel(const float* __restrict__ src, int64_t src_ld, float* __restrict__ dst, int64_t rows,
+                                 int64_t cols) {
+    const int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+    if (i >= rows * cols) return;
+    dst[i] = src[i / cols * src_ld + i % cols];
+}
+
+// x[r][c] *= sigmoid(s[r]): 8 bytes moved per element (s read once per row from cache).
+__global__ void sigmoid_scale_rows_kernel(float* x, const float* __restrict__ s, int64_t rows, int64_t cols) {
+    const int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+    if (i >= rows * cols) return;
+    x[i] *= 1.0f / (1.0f + expf(-s[i / cols]));
+}
+
 }  // namespace
+
+void sigmoid_scale_rows(float* x, const float* s, int64_t rows, int64_t cols, cudaStream_t stream) {
+    if (rows * cols == 0) return;
+    sigmoid_scale_rows_kernel<<<blocks_for(rows * cols, 256), 256, 0, stream>>>(x, s, rows, cols);
+    EMBER_CUDA_CHECK_LAUNCH("sigmoid_scale_rows_kernel");
+}
+
+void copy_rows(const float* src, int64_t src_ld, float* dst, int64_t rows, int64_t cols, cudaStream_t stream) {
+    if (rows * cols == 0) return;
+    copy_rows_kernel<<<blocks_for(rows * cols, 256), 256, 0, stream>>>(src, src_ld, dst, rows, cols);
+    EMBER_CUDA_CHECK_LAUNCH("copy_rows_kernel");
+}
 
 void glu(const float* gate, const float* up, float* out, int64_t n, int act, cudaStream_t stream) {
     if (n == 0) return;

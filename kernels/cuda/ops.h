@@ -48,6 +48,10 @@ void rope(float* x, int64_t n_tokens, int n_heads, int head_dim, int n_rot, bool
 // ---- elementwise.cu ----------------------------------------------------------------------------
 // act: GluAct's value (0 SiLU, 1 GELU-tanh, 2 gpt-oss's clamped SwiGLU).
 void glu(const float* gate, const float* up, float* out, int64_t n, int act, cudaStream_t stream);
+// x[t] *= sigmoid(s[t]) over rows x cols (Backend::sigmoid_scale_rows).
+void sigmoid_scale_rows(float* x, const float* s, int64_t rows, int64_t cols, cudaStream_t stream);
+// dst (rows x cols, contiguous) = the rows of src, src_ld floats apart (Backend::copy).
+void copy_rows(const float* src, int64_t src_ld, float* dst, int64_t rows, int64_t cols, cudaStream_t stream);
 // glu() of row views: row r of gate at gate + r * gate_ld (floats), of up likewise; out contiguous.
 void glu_rows(const float* gate, int64_t gate_ld, const float* up, int64_t up_ld, float* out, int64_t rows,
               int64_t cols, int act, cudaStream_t stream);
@@ -111,6 +115,35 @@ void moe_combine(const float* y, const float* weights, int64_t n_tokens, int k, 
 // Query tiles: runs of at most kAttnTileTokens consecutive batch tokens of one sequence
 // (built once per batch, see build_attention_tiles).
 constexpr int kAttnTileTokens = 32;
+
+// ---- linear attention (qwen35; linear_attn.cu) ----------------------------------------------
+// Laid out without padding, like AttentionArgs below.
+struct ConvArgs {                          // Backend::ssm_conv
+    const float* x = nullptr;              // n_tokens x channels
+    const float* w = nullptr;              // channels x kernel
+    float* state = nullptr;                // per slot (kernel - 1) x channels
+    float* out = nullptr;                  // n_tokens x channels
+    const int32_t* seq_of = nullptr;       // [n_tokens]
+    const int32_t* slot_of_seq = nullptr;  // [n_seqs]
+    int64_t n_tokens = 0, channels = 0;
+    int kernel = 0, n_seqs = 0;
+};
+static_assert(sizeof(ConvArgs) == 8 * 8 + 2 * 4, "ConvArgs must have no padding");
+void ssm_conv(ConvArgs a, cudaStream_t stream);
+
+struct DeltaArgs {                                         // Backend::gated_delta_rule
+    const float *q = nullptr, *k = nullptr, *v = nullptr;  // rows q_ld / k_ld / v_ld floats apart
+    const float *alpha = nullptr, *beta = nullptr;         // n_tokens x n_v_heads
+    const float *dt_bias = nullptr, *a = nullptr;          // [n_v_heads]
+    float* state = nullptr;                                // per slot n_v_heads x head_dim x head_dim
+    float* out = nullptr;                                  // n_tokens x n_v_heads*head_dim
+    const int32_t *seq_of = nullptr, *slot_of_seq = nullptr;
+    int64_t q_ld = 0, k_ld = 0, v_ld = 0, n_tokens = 0;
+    float l2_eps = 0.0f;
+    int n_k_heads = 0, n_v_heads = 0, head_dim = 0, n_seqs = 0, pad = 0;
+};
+static_assert(sizeof(DeltaArgs) == 15 * 8 + 6 * 4, "DeltaArgs must have no padding");
+void gated_delta_rule(DeltaArgs a, cudaStream_t stream);
 
 // Laid out without padding (8-byte members, then 4-byte ones): the CUDA graph runner
 // (graphs.h) compares launch arguments as bytes.

@@ -976,3 +976,22 @@ TEST_CASE("moe_combine sums each token's weighted expert outputs") {
         }
     for (Tensor* t : {&y, &w, &out}) be->free(*t);
 }
+
+// qwen35moe's shared-expert gate: one float sigmoid (expf within 1 ulp on the host, three
+// operations) and one multiply per element: 8 u of |result|.
+TEST_CASE("sigmoid_scale_rows gates each row by the sigmoid of its logit") {
+    auto be = ember::make_cpu_backend(2);
+    for (int64_t T : {3, 40}) {
+        const int64_t cols = 72;
+        const auto xv = ktest::random_floats(size_t(T * cols), 95), sv = ktest::random_floats(size_t(T), 96, 4.0f);
+        Tensor x = upload_f32(*be, xv, cols, T), s = upload_f32(*be, sv, 1, T);
+        be->sigmoid_scale_rows(x, s);
+        const std::vector<float> got = ember::opdata::get(*be, x);
+        for (int64_t t = 0; t < T; ++t)
+            for (int64_t c = 0; c < cols; ++c) {
+                const double ref = double(xv[size_t(t * cols + c)]) / (1 + std::exp(-double(sv[size_t(t)])));
+                CHECK(std::fabs(got[size_t(t * cols + c)] - ref) <= 8 * 0x1p-24 * std::fabs(ref) + 1e-30);
+            }
+        for (Tensor* t : {&x, &s}) be->free(*t);
+    }
+}

@@ -45,6 +45,8 @@ std::vector<float> prefill(Transformer& tr, KvCache& kv, int64_t n_ctx) {
     b.n_seqs = 1;
     b.max_blocks = static_cast<int32_t>(table.size());
     b.output_rows = std::span<const int32_t>(&out, 1);
+    const int32_t state_slot = kv.state_slot(seq);  // qwen35's linear-attention layers
+    if (kv.has_recurrent()) b.state_slot = std::span<const int32_t>(&state_slot, 1);
     std::vector<float> logits;
     tr.forward(b, kv, logits);
     kv.free_sequence(seq);
@@ -106,9 +108,9 @@ TEST_CASE("planned bytes match the engine's on the real models") {
 TEST_CASE("planned bytes match the engine's on synthetic shapes") {
     test::TempDir dir;
     const std::pair<const char*, const char*> models[] = {
-        {"tiny", "Q4_K_M"},        {"tiny-qwen2", "Q8_0"},      {"tiny-gemma3", "F16"},    {"tiny", "Q6_K"},
-        {"tiny", "Q4_0"},          {"tiny-qwen3moe", "Q4_K_M"}, {"tiny-qwen3moe", "Q4_0"}, {"tiny-gemma4", "F16"},
-        {"tiny-gemma4", "Q4_K_M"}, {"tiny-gemma4moe", "Q4_K_M"}};
+        {"tiny", "Q4_K_M"},        {"tiny-qwen2", "Q8_0"},       {"tiny-gemma3", "F16"},    {"tiny", "Q6_K"},
+        {"tiny", "Q4_0"},          {"tiny-qwen3moe", "Q4_K_M"},  {"tiny-qwen3moe", "Q4_0"}, {"tiny-gemma4", "F16"},
+        {"tiny-gemma4", "Q4_K_M"}, {"tiny-gemma4moe", "Q4_K_M"}, {"tiny-qwen35", "Q4_K_M"}, {"tiny-qwen35moe", "Q8_0"}};
     for (auto [shape, scheme] : models) {
         const std::string path = dir.path() + "/" + shape + "-" + scheme + ".gguf";
         write_synthetic_model(path, synthetic_shape(shape), scheme);

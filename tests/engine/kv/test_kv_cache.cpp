@@ -350,3 +350,44 @@ TEST_CASE("prefix reuse: a disk cache brings published blocks back byte for byte
         REQUIRE_EQ(kv.attach_prefix(kv.new_sequence(), tokens), 0);
     }
 }
+
+// Linear-attention layers (qwen35): a zeroed state slot per live sequence, more slots when
+// more sequences live than planned (contents kept), no prefix reuse, and truncation that
+// keeps nothing unless it keeps everything.
+TEST_CASE("recurrent state: a zeroed slot per sequence, no rollback, no prefix reuse") {
+    KvCacheConfig c = small_config(10);
+    c.n_recurrent_layers = 2;
+    c.recurrent = {4, 24, 1, 2, 8};
+    c.state_slots = 1;
+    REQUIRE_EQ(c.state_bytes(), 2ull * 1 * 4 * (3 * 24 + 2 * 8 * 8));
+    auto backend = make_cpu_backend(1);
+    KvCache kv(*backend, c);
+    REQUIRE(kv.has_recurrent());
+    const int32_t a = kv.new_sequence();
+    RecurrentLayer& l0 = kv.recurrent(0);
+    const std::vector<float> ones(static_cast<size_t>(l0.delta.cols * l0.delta.rows), 1.0f);
+    backend->upload(kv.recurrent(0).delta, ones.data(), ones.size() * sizeof(float));  // slot a's state in use
+    const int32_t b = kv.new_sequence();  // a second slot: the pool doubles, a's state moves along
+    REQUIRE(kv.state_slot(a) != kv.state_slot(b));
+    REQUIRE_EQ(kv.recurrent(0).n_slots, 2);
+    std::vector<float> got(static_cast<size_t>(kv.recurrent(0).delta.cols * kv.recurrent(0).delta.rows));
+    backend->download(kv.recurrent(0).delta, got.data(), got.size() * sizeof(float));
+    const size_t slot_floats = got.size() / 2;
+    for (size_t i = 0; i < slot_floats; ++i) {
+        REQUIRE_EQ(got[static_cast<size_t>(kv.state_slot(a)) * slot_floats + i], 1.0f);
+        REQUIRE_EQ(got[static_cast<size_t>(kv.state_slot(b)) * slot_floats + i], 0.0f);  // zeroed for b
+    }
+    kv.append(a, 10);
+    REQUIRE_EQ(kv.truncate(a, 10), 10);  // everything kept: the state stays
+    REQUIRE_EQ(kv.truncate(a, 6), 0);    // the state cannot go back to token 6: start over
+    backend->download(kv.recurrent(0).delta, got.data(), got.size() * sizeof(float));
+    for (size_t i = 0; i < slot_floats; ++i)
+        REQUIRE_EQ(got[static_cast<size_t>(kv.state_slot(a)) * slot_floats + i], 0.0f);
+    const std::vector<int32_t> tokens(8, 7);
+    kv.append(a, 8);
+    kv.publish(a, tokens);
+    REQUIRE_EQ(kv.published_blocks(), 0);
+    REQUIRE_EQ(kv.attach_prefix(b, tokens), 0);
+    kv.free_sequence(a);
+    REQUIRE_EQ(kv.state_slot(kv.new_sequence()), 0);  // a's slot, freed, is taken again
+}

@@ -32,8 +32,9 @@ struct Agreement {
     double llama_ppl = 0, ember_ppl = 0, kl = 0, same_top = 0;
 };
 
-// llama.cpp's and Ember's distributions over the same text on the same file.
-Agreement compare(const std::string& bin, const std::string& model, const test::TempDir& dir) {
+// llama.cpp's and Ember's distributions over the same text on the same file; Ember feeds
+// each 128-token chunk in passes of n_batch tokens.
+Agreement compare(const std::string& bin, const std::string& model, const test::TempDir& dir, int32_t n_batch = 512) {
     const std::string text = "/usr/share/common-licenses/GPL-3", base = dir.file("base.kld");
     EMBER_REQUIRE_FILE(text);
     const auto r = test::run_process({bin + "/llama-perplexity", "-m", model, "-f", text, "-c", "128", "--chunks", "3",
@@ -45,7 +46,7 @@ Agreement compare(const std::string& bin, const std::string& model, const test::
     // writes its log from a thread of its own, and the last lines were sometimes missing.
     Agreement a;
     LoadOptions lo;
-    lo.path = model, lo.device = BackendPreference::Cpu, lo.n_threads = 2, lo.n_ctx = 128;
+    lo.path = model, lo.device = BackendPreference::Cpu, lo.n_threads = 2, lo.n_ctx = 128, lo.n_batch = n_batch;
     auto loaded = Model::load(lo);
     PerplexityOptions po;
     po.kl_divergence = base;
@@ -74,7 +75,7 @@ void gpt_oss_gains(SyntheticShape& sh) {
 TEST_CASE("llama.cpp and Ember agree on synthetic files of every architecture") {
     const std::string bin = test::llama_tools_dir();
     for (const char* shape : {"tiny", "tiny-qwen2", "tiny-qwen3", "tiny-gemma3", "tiny-qwen3moe", "tiny-gemma4",
-                              "tiny-gemma4moe", "tiny-gpt-oss"}) {
+                              "tiny-gemma4moe", "tiny-gpt-oss", "tiny-qwen35", "tiny-qwen35moe"}) {
         SUBCASE(shape) {
             test::TempDir dir;
             const std::string path = dir.file("model.gguf");
@@ -84,7 +85,9 @@ TEST_CASE("llama.cpp and Ember agree on synthetic files of every architecture") 
             sh.attn_gain = 8.0f;    // attention, not the token alone, decides the output
             if (sh.arch == "gpt-oss") gpt_oss_gains(sh);
             write_synthetic_model(path, sh, "F32");
-            const Agreement a = compare(bin, path, dir);
+            // qwen35's recurrent state must carry from one pass to the next: chunks of 128
+            // tokens in passes of 40, 40, 40 and 8 (llama.cpp runs each chunk in one pass).
+            const Agreement a = compare(bin, path, dir, sh.arch.rfind("qwen35", 0) == 0 ? 40 : 512);
             MESSAGE(std::string(shape), ": llama.cpp PPL ", a.llama_ppl, ", Ember PPL ", a.ember_ppl, ", KL ", a.kl,
                     ", top-1 agreement ", a.same_top);
             // Measured: |KL| <= 5e-8 and PPL equal to 5 digits for the dense four, 1.9e-7 for
@@ -97,6 +100,12 @@ TEST_CASE("llama.cpp and Ember agree on synthetic files of every architecture") 
             // tiny-gemma4moe (KL -1.7e-7, PPL equal to 6 digits): without the per-expert down
             // scales KL 6.9e-6 but PPL +0.04 %, the router input unscaled by 1/sqrt(n_embd) KL
             // 2.2e-5 (PPL +0.3 %).
+            // tiny-qwen35 (KL 1.3e-7, PPL 1374.04 both; passes of 40 tokens): the delta rule's
+            // state dropped between passes KL 0.069 (PPL +2.8 %), the convolution's state
+            // dropped KL 0.077 (+1.7 %), value heads paired with key head h / 2 instead of
+            // h % 2 KL 0.069, full attention without its sigmoid gate KL 0.017.
+            // tiny-qwen35moe (KL 5.6e-8, PPL 1431.73 both): the shared expert's sigmoid gate
+            // left out KL 0.013, the shared expert left out KL 0.050.
             CHECK(a.ember_ppl == doctest::Approx(a.llama_ppl).epsilon(1e-4));
             CHECK(std::abs(a.kl) < 1e-5);
             CHECK(a.same_top > 0.99);
@@ -188,6 +197,42 @@ TEST_CASE("llama.cpp and Ember agree on a gpt-oss file with MXFP4 experts") {
     CHECK(a.ember_ppl == doctest::Approx(a.llama_ppl).epsilon(1e-3));
     CHECK(std::abs(a.kl) < 1e-4);
     CHECK(a.same_top > 0.99);
+}
+
+// qwen35 and qwen35moe quantized by Ember's quantizer from test_arch_peer's F32 files (its
+// gains: the states and attention decide), the convolution kept F32 as llama.cpp keeps it.
+// Random quantized blocks (the test above) are a poor check here: the linear-attention layers
+// carry every earlier token's rounding in their state and random blocks' large weights make it
+// grow (tiny-qwen35 Q4_K_M with random blocks: KL 0.21). Real values rounded, as in the MXFP4
+// test below. Measured KL: Q8_0 4.0e-6 (tiny-qwen35), Q4_K_M 1.4e-5 (tiny-qwen35), 8.3e-5
+// (tiny-qwen35moe), Q5_K 2.2e-5, top-1 >= 0.9947; bound 5e-4, PPL within 1e-3, top-1 > 0.98.
+// NOT covered, an open difference: Q4_0 and Q4_1 files give KL 0.009 and 0.013 (PPL -1.3 %,
+// +0.16 %); with ssm_alpha and ssm_beta (4 x 256: each head's decay and update strength)
+// kept F32 the Q4_0 file gives 1.5e-4, so the two engines' 4-bit products of those 4-row
+// matrices differ more than rounding order explains (which one is off is not known yet).
+TEST_CASE("llama.cpp and Ember agree on quantized qwen35 files") {
+    const std::string bin = test::llama_tools_dir();
+    for (const char* shape : {"tiny-qwen35", "tiny-qwen35moe"}) {
+        for (const char* type : {"Q8_0", "Q4_K_M"}) {
+            SUBCASE((std::string(shape) + " " + type).c_str()) {
+                test::TempDir dir;
+                const std::string f32 = dir.file("f32.gguf"), path = dir.file("model.gguf");
+                SyntheticShape sh = synthetic_shape(shape);
+                sh.output_norm = 0.1f, sh.qk_gain = 4.0f, sh.attn_gain = 8.0f;
+                write_synthetic_model(f32, sh, "F32");
+                QuantizeOptions o;
+                o.input = f32, o.output = path, o.type = type, o.n_threads = 2;
+                quantize_model(o);
+                REQUIRE(GgufFile::open(path).tensor("blk.0.ssm_conv1d.weight").type == DType::F32);
+                const Agreement a = compare(bin, path, dir, 40);
+                MESSAGE(std::string(shape), " ", std::string(type), " (Ember's quantizer): llama.cpp PPL ", a.llama_ppl,
+                        ", Ember PPL ", a.ember_ppl, ", KL ", a.kl, ", top-1 agreement ", a.same_top);
+                CHECK(a.ember_ppl == doctest::Approx(a.llama_ppl).epsilon(1e-3));
+                CHECK(std::abs(a.kl) < 5e-4);
+                CHECK(a.same_top > 0.98);
+            }
+        }
+    }
 }
 
 // Ember's MXFP4 quantizer against llama-quantize's on the same F32 file: every tensor's type

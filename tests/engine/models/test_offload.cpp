@@ -51,6 +51,17 @@ std::string tiny_gemma4() {
     return path;
 }
 
+// tiny-qwen35 at F32 (linear-attention layers with their recurrent state), once per run.
+std::string tiny_qwen35() {
+    static test::TempDir dir;
+    static const std::string path = [] {
+        const std::string p = dir.file("tiny-qwen35.gguf");
+        write_synthetic_model(p, synthetic_shape("tiny-qwen35"), "F32");
+        return p;
+    }();
+    return path;
+}
+
 TEST_CASE("split equals single") {
     struct Row {
         const char* name;
@@ -67,6 +78,8 @@ TEST_CASE("split equals single") {
         {"tiny-gemma4, 4 of 9 (the KV-sharing layers and their sources second)", "gemma4", 4},
         {"tiny-gemma4, 2 of 9", "gemma4", 2},
         {"tiny-gemma4, 0 of 9", "gemma4", 0},
+        {"tiny-qwen35, 3 of 8 (linear-attention states on both sides)", "qwen35", 3},
+        {"tiny-qwen35, 5 of 8", "qwen35", 5},
     };
     std::string model;
     int first_layers = -1;
@@ -76,6 +89,7 @@ TEST_CASE("split equals single") {
         }
     REQUIRE(!model.empty());
     if (model == "gemma4") model = tiny_gemma4();
+    if (model == "qwen35") model = tiny_qwen35();
     EMBER_REQUIRE_FILE(model);
     auto file = std::make_shared<const GgufFile>(GgufFile::open(model));
     const std::vector<int32_t> prompt = {2, 40, 41, 42, 43, 44, 45, 46, 47, 48};
@@ -91,12 +105,15 @@ TEST_CASE("split equals single") {
     for (size_t i = 0; i < placement.size(); ++i)
         REQUIRE_EQ(placement[i], static_cast<int>(i) < first_layers ? first.get() : rest.get());
     const auto kv_placement = split.kv_backends();
-    KvCache split_kv(kv_placement, split.kv_config(64, 1));
-    // Each backend holds its cache layers' K and V pools.
+    const auto state_placement = split.recurrent_backends();
+    KvCache split_kv(kv_placement, split.kv_config(64, 1), state_placement);
+    // Each backend holds its cache layers' K and V pools, and its linear-attention layers' states.
     uint64_t want_first = 0, want_rest = 0;
     for (size_t i = 0; i < kv_placement.size(); ++i)
         (kv_placement[i] == first.get() ? want_first : want_rest) +=
             2 * split_kv.config().layer_pool_bytes(static_cast<int32_t>(i));
+    for (Backend* b : state_placement)
+        (b == first.get() ? want_first : want_rest) += split_kv.config().recurrent.bytes_per_slot();
     REQUIRE(first->memory().bytes[static_cast<int>(MemoryKind::KvCache)] >= want_first);
     REQUIRE(rest->memory().bytes[static_cast<int>(MemoryKind::KvCache)] >= want_rest);
     const auto got = run(split, split_kv, prompt);

@@ -5,7 +5,8 @@
 //    type's rounding; deeper layers saw the dropped turns and differ, as a roll means;
 //  - the scheduler: the turns dropped are truncate's, the kept turns come from the chat's
 //    cache (rolled_tokens), a second overflow rolls again, moved blocks are never published;
-//  - models whose cache cannot be rolled are refused with the reason (gemma3: sliding window).
+//  - models whose cache cannot be rolled are refused with the reason (gemma3: sliding window;
+//    qwen35: linear attention).
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -15,6 +16,7 @@
 #include <vector>
 
 #include "engine/kv/kv_batch.h"
+#include "engine/models/synthetic.h"
 #include "engine/runtime/chat.h"
 #include "engine/runtime/model.h"
 #include "engine/runtime/prompt_fit.h"
@@ -214,4 +216,14 @@ TEST_CASE("find_drop finds the run a chat dropped, and dropped_span where the tu
     CHECK(s->dropped == std::vector<int32_t>{3, 4});
     CHECK(with_dropped(std::vector<int32_t>{1, 2, 5, 6}, *s) == std::vector<int32_t>{1, 2, 3, 4, 5, 6});
     CHECK_FALSE(dropped_span(std::vector<int32_t>{1, 2, 3, 4}, std::vector<int32_t>{1, 9, 4}));
+}
+
+// qwen35's linear-attention layers keep a recurrent state that has read every token: no
+// turn can be taken out of it (a synthetic file: the refusal depends on the layout only).
+TEST_CASE("roll is refused for a model with linear-attention layers") {
+    test::TempDir dir;
+    const std::string path = dir.file("qwen35.gguf");
+    write_synthetic_model(path, synthetic_shape("tiny-qwen35"), "F32");
+    auto model = load(path, 256, 1);
+    CHECK(model->transformer().roll_refusal().find("linear attention") != std::string::npos);
 }

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "engine/models/synthetic.h"
 #include "engine/runtime/chat.h"
 #include "engine/runtime/model.h"
 #include "engine/runtime/prompt_fit.h"
@@ -20,6 +21,7 @@
 #include "kernels/common/error.h"
 #include "long_chat.h"
 #include "test_data.h"
+#include "test_util.h"
 
 using namespace ember;
 using ember::test::long_chat;
@@ -1114,4 +1116,51 @@ TEST_CASE("a thinking budget closes the thinking, and the answer comes apart fro
     CHECK(off.reasoning.empty());
     CHECK(off.stats.reasoning_tokens == 0);
     CHECK(!off.text.empty());
+}
+
+// qwen35 (a synthetic tiny-qwen35 file): each sequence's recurrent state (KvCache state slots)
+// through the scheduler. 8 requests sharing a 40-token prefix join a batch of 8 two per step
+// and are prefilled in chunks of 24 tokens beside the others' decodes; the prefix cache is asked
+// for but stays off (the state cannot be rolled back), so every token is computed: each
+// request's greedy ids equal its ids alone.
+TEST_CASE("qwen35: greedy outputs are the same alone and batched, with prefix reuse off") {
+    test::TempDir dir;
+    const std::string path = dir.file("qwen35.gguf");
+    SyntheticShape sh = synthetic_shape("tiny-qwen35");
+    sh.qk_gain = 4.0f, sh.attn_gain = 8.0f;  // test_arch_peer's gains: attention and states decide
+    write_synthetic_model(path, sh, "F32");
+    auto model = load(path, 256, 8, 1);
+    std::vector<EngineRequest> reqs;
+    for (int i = 0; i < 8; ++i) {
+        EngineRequest r = long_request(40, 10 + i);
+        r.top_logprobs = 0;  // the ids, from the logprobs entries
+        for (int k = 0; k <= i; ++k) r.prompt_tokens.push_back(500 + 37 * i + k);
+        reqs.push_back(r);
+    }
+    const std::vector<Outcome> ref = alone(*model, reqs);
+    Results res;
+    SchedulerOptions o;
+    o.max_batch = 8;
+    o.max_step_tokens = 24;
+    int32_t widest = 0;
+    size_t next = 2;
+    Scheduler* self = nullptr;
+    o.on_step = [&](const StepInfo& info) {
+        widest = std::max(widest, static_cast<int32_t>(info.batch.size()));
+        for (int k = 0; k < 2 && next < reqs.size(); ++k, ++next)
+            self->submit(reqs[next], res.sink(static_cast<int>(next)));
+    };
+    Scheduler s(*model, o);
+    self = &s;
+    for (size_t i = 0; i < 2; ++i) s.submit(reqs[i], res.sink(static_cast<int>(i)));
+    res.wait(static_cast<int>(reqs.size()));
+    CHECK(widest >= 4);
+    for (size_t i = 0; i < reqs.size(); ++i) {
+        CAPTURE(i);
+        const Outcome got = res.get(static_cast<int>(i));
+        REQUIRE(got.error.empty());
+        REQUIRE(!ref[i].ids.empty());
+        CHECK(got.ids == ref[i].ids);
+        CHECK(got.stats.reused_tokens == 0);
+    }
 }

@@ -15,6 +15,7 @@
 #include <filesystem>
 #include <fstream>
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -64,6 +65,8 @@ Run greedy(const std::shared_ptr<const GgufFile>& file, Backend& backend, const 
         b.n_seqs = 1;
         b.max_blocks = static_cast<int32_t>(table.size());
         b.output_rows = output_rows;
+        const int32_t state_slot = kv.state_slot(seq);  // linear-attention layers' state (qwen35)
+        if (kv.has_recurrent()) b.state_slot = std::span(&state_slot, 1);
         tr.forward(b, kv, logits);
     };
     step(prompt);
@@ -257,6 +260,15 @@ TEST_CASE("synthetic Qwen3 shape: the CUDA backend gives the CPU backend's logit
 // 72-token prompt: its experts take the grouped-by-expert path.
 TEST_CASE("synthetic Gemma 4 MoE shape: the CUDA backend gives the CPU backend's logits") {
     check_f32_logits("tiny-gemma4moe", 72);
+}
+
+// tiny-qwen35 and tiny-qwen35moe in F32 (test_arch_peer's files): the linear-attention layers'
+// convolution and delta rule (linear_attn.cu) carrying their states from the 40-token prefill
+// through the decode steps, the gated attention layers, qwen35moe's shared expert. FP32 on both
+// sides, as above.
+TEST_CASE("synthetic Qwen3.5 shapes: the CUDA backend gives the CPU backend's logits") {
+    check_f32_logits("tiny-qwen35");
+    check_f32_logits("tiny-qwen35moe");
 }
 
 // Qwen3 and Gemma 4 quantized as the real files are (Q4_K_M; Gemma 4's per-layer embedding

@@ -1,0 +1,68 @@
+// qwen35's layers besides the shared blocks (llama.cpp's llama_model_qwen35, read for the
+// math): the linear-attention sublayer (Gated DeltaNet) that three of every four layers run
+// instead of attention, and the gated q projection of the others.
+//
+// A linear-attention sublayer, for the batch's T tokens (widths: ModelConfig::ssm_*):
+//   mix = x W_in                     [T x conv]   q | k | v, before the convolution
+//   z = x W_z, alpha = x W_alpha, beta = x W_beta
+//   c = silu(causal_conv(mix))       the convolution's last inputs kept per sequence
+//   o = gated_delta_rule(c's q, k, v, alpha, beta)   the per-head state kept per sequence
+//   o = rms_norm(o per head) * silu(z);  out = o W_out
+#include "engine/models/transformer.h"
+
+namespace ember {
+
+void Transformer::load_linear_attention(Layer& l, Backend& be, const std::string& b) {
+    const ModelConfig& c = config_;
+    l.state_layer = recurrent_layer_of(c, l.index);
+    l.ssm_in = weight(be, b + "attn_qkv.weight", c.n_embd, c.ssm_conv_channels());
+    l.ssm_z = weight(be, b + "attn_gate.weight", c.n_embd, c.ssm_value_dim());
+    l.ssm_alpha = weight(be, b + "ssm_alpha.weight", c.n_embd, c.ssm_n_v_heads);
+    l.ssm_beta = weight(be, b + "ssm_beta.weight", c.n_embd, c.ssm_n_v_heads);
+    l.ssm_conv1d = weight(be, b + "ssm_conv1d.weight", c.ssm_conv_kernel, c.ssm_conv_channels());
+    l.ssm_dt = weight(be, b + "ssm_dt.bias", c.ssm_n_v_heads, 1);
+    l.ssm_a = weight(be, b + "ssm_a", c.ssm_n_v_heads, 1);
+    l.ssm_norm = weight(be, b + "ssm_norm.weight", c.ssm_head_dim, 1);
+    l.ssm_out = weight(be, b + "ssm_out.weight", c.ssm_value_dim(), c.n_embd);
+}
+
+void Transformer::linear_attention_block(const Layer& l, RecurrentLayer& state, Activations& a) {
+    Backend& be = *l.device->backend;
+    const ModelConfig& c = config_;
+    const float eps = c.norm_eps;
+    const int64_t T = a.x.rows, key = c.ssm_key_dim(), value = c.ssm_value_dim();
+    Tensor mix = rows_of(a.lin_mix, c.ssm_conv_channels(), T), conv = rows_of(a.lin_conv, c.ssm_conv_channels(), T);
+    Tensor z = rows_of(a.lin_z, value, T), out = rows_of(a.lin_out, value, T);
+    const MatmulOut in[] = {
+        {&l.ssm_in, &mix}, {&l.ssm_z, &z}, {&l.ssm_alpha, &a.lin_alpha}, {&l.ssm_beta, &a.lin_beta}};
+    be.matmul_shared(a.xn, in);
+    dump_("linear_attn_qkv_mixed", l.index, mix, be);
+    be.ssm_conv(state, mix, l.ssm_conv1d, conv);
+    dump_("conv_output_silu", l.index, conv, be);
+    const DeltaRuleParams p{eps, &l.ssm_dt, &l.ssm_a};
+    be.gated_delta_rule(state, conv.slice_cols(0, key), conv.slice_cols(key, key), conv.slice_cols(2 * key, value),
+                        a.lin_alpha, a.lin_beta, p, out);
+    dump_("attn_output", l.index, out, be);
+    Tensor out_heads = out.reshape(c.ssm_head_dim), z_heads = z.reshape(c.ssm_head_dim);
+    be.rms_norm(out_heads, l.ssm_norm, eps, out_heads);
+    be.glu(z_heads, out_heads, GluAct::Silu, z_heads);  // norm(o) * silu(z), into z
+    be.matmul(l.ssm_out, z, a.proj);
+    dump_("linear_attn_out", l.index, a.proj, be);
+    be.add_rms_norm(a.x, a.proj, l.ffn_norm, eps, a.xn);
+    dump_("ffn_inp", l.index, a.x, be);
+    dump_("ffn_norm", l.index, a.xn, be);
+}
+
+// a.lin_mix holds [q_h | gate_h] per head h (2 head_dim each): q's halves to q, the gates'
+// to a.lin_z (attention_block multiplies its output by their sigmoid).
+void Transformer::project_gated_q(const Layer& l, Activations& a, Tensor& q) {
+    Backend& be = *l.device->backend;
+    const LayerShape& s = l.shape;
+    const int64_t T = a.x.rows, D = s.head_dim;
+    const Tensor both = rows_of(a.lin_mix, 2 * int64_t{s.q_dim()}, T).reshape(2 * D);
+    Tensor q_heads = q.reshape(D), gate = rows_of(a.lin_z, s.q_dim(), T).reshape(D);
+    be.copy(both.slice_cols(0, D), q_heads);
+    be.copy(both.slice_cols(D, D), gate);
+}
+
+}  // namespace ember
