@@ -493,6 +493,14 @@ bool CharSet::matches(uint32_t cp) const {
     return in != negated;
 }
 
+bool CharSet::covers(uint32_t lo, uint32_t hi) const {
+    for (const auto& [a, b] : ranges) {
+        if (!negated && a <= lo && b >= hi) return true;
+        if (negated && a <= hi && b >= lo) return false;
+    }
+    return negated;
+}
+
 bool CharSet::may_match(uint32_t lo, uint32_t hi) const {
     for (const auto& [a, b] : ranges) {
         if (!negated && a <= hi && b >= lo) return true;

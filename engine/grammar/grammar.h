@@ -55,6 +55,7 @@ struct CharSet {
     uint64_t ascii[2] = {0, 0};  // bit c: c matches (c < 128), negation applied
     bool matches(uint32_t cp) const;
     bool may_match(uint32_t lo, uint32_t hi) const;  // some code point in [lo, hi] may match
+    bool covers(uint32_t lo, uint32_t hi) const;     // every code point in [lo, hi] matches (when sure)
 };
 
 // A compiled grammar: immutable, shared by requests (std::shared_ptr<const Grammar>).
@@ -99,7 +100,8 @@ public:
     static constexpr size_t kMaxStacks = 1024;
 
 private:
-    bool accept_code_point(uint32_t cp);
+    bool accept_code_point(uint32_t cp, bool any = false);
+    void settle_partial(uint32_t lo, uint32_t hi, int length);
     bool partial_possible(uint32_t lo, uint32_t hi, int length) const;
     void expand(std::vector<uint32_t>& stack);  // pushes the stacks `stack` expands to
     void add_stack(const uint32_t* b, const uint32_t* e);
@@ -110,9 +112,10 @@ private:
     // (the root rule has finished).
     std::vector<uint32_t> data_;
     std::vector<uint32_t> ends_;
-    uint32_t cp_ = 0;                                                    // the code point being read
-    uint8_t need_ = 0;                                                   // its continuation bytes still to come
-    uint8_t bytes_ = 0;                                                  // its bytes so far
+    uint32_t cp_ = 0;    // the code point being read
+    uint8_t need_ = 0;   // its continuation bytes still to come
+    uint8_t bytes_ = 0;  // its bytes so far
+    bool any_ = false;   // every stack takes it whatever its last bytes (cp_ forgotten)
     std::vector<uint32_t> scratch_data_, scratch_ends_, scratch_stack_;  // reused by accept_code_point
 };
 

@@ -71,7 +71,8 @@ void GrammarState::expand(std::vector<uint32_t>& stack) {
     stack.push_back(top);
 }
 
-bool GrammarState::accept_code_point(uint32_t cp) {
+// any: the character is known to match every stack (settle_partial), whatever its value.
+bool GrammarState::accept_code_point(uint32_t cp, bool any) {
     const std::vector<Elem>& el = g_->elems();
     const std::vector<CharSet>& sets = g_->char_sets();
     scratch_data_.clear();
@@ -83,7 +84,7 @@ bool GrammarState::accept_code_point(uint32_t cp) {
         prev = end;
         if (end == b) continue;  // finished: nothing more to match
         const uint32_t top = data_[end - 1];
-        if (!sets[el[top].value].matches(cp)) continue;
+        if (!any && !sets[el[top].value].matches(cp)) continue;
         stack.assign(data_.begin() + b, data_.begin() + end - 1);
         if (!sequence_over(el[top + 1])) stack.push_back(top + 1);
         expand(stack);
@@ -129,9 +130,17 @@ bool GrammarState::accept_byte(uint8_t b) {
         cp_ = cp;
         need_ = static_cast<uint8_t>(n);
         bytes_ = 1;
+        if (n == 1) settle_partial(cp << shift, (cp << shift) | ((1u << shift) - 1), 2);
         return true;
     }
     if ((b & 0xC0) != 0x80) return false;
+    if (any_) {  // every stack takes the character whatever its last bytes are
+        ++bytes_;
+        if (--need_ > 0) return true;
+        bytes_ = 0;
+        any_ = false;
+        return accept_code_point(0, true) || (need_ = 1, bytes_ = 1, any_ = true, false);
+    }
     const uint32_t cp = (cp_ << 6) | (b & 0x3F);
     if (need_ == 1) {
         const uint32_t min = bytes_ == 1 ? 0x80 : bytes_ == 2 ? 0x800 : 0x10000;  // no overlong forms
@@ -141,11 +150,48 @@ bool GrammarState::accept_byte(uint8_t b) {
         return true;
     }
     const uint32_t shift = 6u * (need_ - 1u);
-    if (!partial_possible(cp << shift, (cp << shift) | ((1u << shift) - 1), bytes_ + need_)) return false;
+    const uint32_t lo = cp << shift, hi = lo | ((1u << shift) - 1);
+    if (!partial_possible(lo, hi, bytes_ + need_)) return false;
     cp_ = cp;
     --need_;
     ++bytes_;
+    settle_partial(lo, hi, bytes_ + need_);
     return true;
+}
+
+// A character whose last bytes cannot change which stacks take it (every completion is valid
+// UTF-8 and each stack's set holds all of [lo, hi] or none of it): the stacks that refuse it
+// go now and its value is forgotten, so the many partial characters a vocabulary's tokens
+// end in reach a few positions instead of one per prefix (TokenMatcher caches positions).
+void GrammarState::settle_partial(uint32_t lo, uint32_t hi, int length) {
+    static constexpr uint32_t kLeast[5] = {0, 0, 0x80, 0x800, 0x10000};
+    if (lo < kLeast[length] || hi > 0x10FFFF || (lo <= 0xDFFF && hi >= 0xD800)) return;
+    const std::vector<Elem>& el = g_->elems();
+    const std::vector<CharSet>& sets = g_->char_sets();
+    scratch_data_.clear();
+    scratch_ends_.clear();
+    uint32_t prev = 0;
+    for (uint32_t end : ends_) {
+        const uint32_t b = prev;
+        prev = end;
+        if (end == b) continue;  // a finished stack takes no character
+        const CharSet& set = sets[el[data_[end - 1]].value];
+        if (set.covers(lo, hi)) {
+            scratch_data_.insert(scratch_data_.end(), data_.begin() + b, data_.begin() + end);
+            scratch_ends_.push_back(static_cast<uint32_t>(scratch_data_.size()));
+        } else if (set.may_match(lo, hi)) {
+            scratch_data_.clear();  // this stack depends on the exact character
+            scratch_ends_.clear();
+            return;
+        }
+    }
+    if (scratch_ends_.empty()) return;
+    std::swap(data_, scratch_data_);
+    std::swap(ends_, scratch_ends_);
+    scratch_data_.clear();
+    scratch_ends_.clear();
+    cp_ = 0;
+    any_ = true;
 }
 
 bool GrammarState::accept_bytes(std::string_view text) {
@@ -184,7 +230,7 @@ std::string GrammarState::key() const {
     for (uint32_t e : ends_) put(e);
     for (uint32_t d : data_) put(d);
     put(cp_);
-    put(static_cast<uint32_t>(need_) << 8 | bytes_);
+    put(static_cast<uint32_t>(any_) << 16 | static_cast<uint32_t>(need_) << 8 | bytes_);
     return k;
 }
 

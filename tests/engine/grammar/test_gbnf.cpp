@@ -91,6 +91,31 @@ TEST_CASE("characterClassesNegationEscapesAndUtf8") {
     CHECK_FALSE(ascii.accept_bytes("\xC1"));
 }
 
+// Multi-byte characters fed a byte at a time decide exactly as whole ones, whether a class
+// takes every completion of a prefix (the matcher then forgets the value) or only some.
+TEST_CASE("multiByteCharactersByteByByte") {
+    auto g = Grammar::parse(R"(root ::= [^a] [\u4e00-\u9fff] [^\u4e00-\u4e01] ([\U0001F600-\U0001F64F] | "\u00e9"))");
+    auto by_bytes = [&](std::string_view text) {
+        GrammarState s(g);
+        for (char c : text)
+            if (!s.accept_byte(static_cast<uint8_t>(c))) return false;
+        return s.can_end();
+    };
+    const std::string ok =
+        "\xC3\xA9"           // é, any but a
+        "\xE4\xB8\x80"       // U+4E00
+        "\xE4\xB8\x82"       // U+4E02, not 4E00-4E01
+        "\xF0\x9F\x98\x80";  // U+1F600
+    CHECK(by_bytes(ok));
+    CHECK(matches(g, ok));
+    CHECK_FALSE(by_bytes("\xC3\xA9\xE4\xB8\x80\xE4\xB8\x81\xF0\x9F\x98\x80"));  // U+4E01 refused
+    CHECK_FALSE(by_bytes("\xC3\xA9\xE3\x80\x80\xE4\xB8\x82\xF0\x9F\x98\x80"));  // U+3000 not CJK
+    CHECK_FALSE(by_bytes("\xC3\xA9\xE4\xB8\x80\xE4\xB8\x82\xF0\x9F\x99\x90"));  // U+1F650 past the range
+    CHECK(by_bytes("\xC3\xA9\xE4\xB8\x80\xE4\xB8\x82\xC3\xA9"));
+    CHECK_FALSE(by_bytes("\xC3\xA9\xE4\xB8\x80\xED\xA0\x80\xC3\xA9"));  // a surrogate is never UTF-8
+    CHECK_FALSE(by_bytes("\xC3\xA9\xE4\xB8\x80\xE0\x80\x80\xC3\xA9"));  // nor an overlong form
+}
+
 TEST_CASE("refusedTextLeavesTheStateUnchanged") {
     GrammarState s(Grammar::parse(R"(root ::= "abc" | "abd")"));
     CHECK(s.accept_bytes("ab"));

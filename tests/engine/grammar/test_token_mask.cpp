@@ -28,10 +28,19 @@ const char* kSchema = R"({"type":"object","properties":{
 // required properties come in key order).
 const char* kText = R"({ "age": 42, "name": "Zoé \"x\"", "ok": true, "tags": ["a b", "é€"], "when": "2024-02-28"})";
 
+// Every token on its own through a copy of the state (no trie, no cached transitions).
 std::vector<int32_t> brute_force(const TokenMatcher& m) {
     std::vector<int32_t> ids;
-    for (int32_t id = 0; id < m.vocab().n_vocab(); ++id)
-        if (m.allows(id)) ids.push_back(id);
+    int disagree = 0;  // allows() (the cached transitions) against the plain state
+    for (int32_t id = 0; id < m.vocab().n_vocab(); ++id) {
+        GrammarState s = m.state();
+        const bool ok = m.vocab().is_eog(id) ? s.can_end()
+                                             : m.vocab().usable(id) && !m.vocab().piece(id).empty() &&
+                                                   s.accept_bytes(m.vocab().piece(id));
+        if (ok) ids.push_back(id);
+        disagree += ok != m.allows(id);
+    }
+    CHECK(disagree == 0);
     return ids;
 }
 
