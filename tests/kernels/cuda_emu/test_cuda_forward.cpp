@@ -225,6 +225,7 @@ TEST_CASE("synthetic gpt-oss: the CUDA backend generates the CPU backend's greed
 static void check_f32_logits(const char* name, int n_prompt = 40) {
     SyntheticShape shape = synthetic_shape(name);
     shape.output_norm = 0.1f, shape.qk_gain = 4.0f, shape.attn_gain = 8.0f;  // test_arch_peer's file
+    if (shape.arch == "gpt-oss") shape.qk_gain = 1.0f, shape.attn_gain = 2.0f, shape.output_norm = 1.6f;  // its own
     const std::string path =
         (std::filesystem::temp_directory_path() / ("ember-test-cuda-" + std::string(name) + "-f32.gguf")).string();
     write_synthetic_model(path, shape, "F32", 3);
@@ -247,6 +248,12 @@ static void check_f32_logits(const char* name, int n_prompt = 40) {
 // below what a wrong op gives (a missing per-layer input or soft-cap moves logits by >1e-2).
 TEST_CASE("synthetic Gemma 4 shape: the CUDA backend gives the CPU backend's logits") {
     check_f32_logits("tiny-gemma4");
+}
+
+// tiny-gpt-oss in F32 (test_arch_peer's file, its own gains): sinks, YaRN, windows, biases,
+// the clamped SwiGLU and its float experts (the MXFP4 file is checked above), as above.
+TEST_CASE("synthetic gpt-oss shape in F32: the CUDA backend gives the CPU backend's logits") {
+    check_f32_logits("tiny-gpt-oss");
 }
 
 // tiny-qwen3 in F32: per-head Q/K RMS norms before RoPE, as above.
