@@ -11,6 +11,7 @@
 #   fuzz_server_request  the HTTP server's request bodies, OpenAI's and Ollama's (JSON -> EngineRequest)
 #   fuzz_kv_block   the prefix cache's block files on disk, parsed and read back through the store
 #   fuzz_tool_calls the tool-call parser on model output (every family's form)
+#   fuzz_grammar    GBNF grammars and JSON schemas from requests, then bytes through the matcher
 # Usage: scripts/fuzz.sh [SECONDS] [TARGET...]   (default: 60 s each, every target)
 #
 # Seeds: the head of stories260K and a vocab GGUF; the upstream chat templates and
@@ -23,7 +24,7 @@ cd "$(dirname "$0")/.."
 seconds="${1:-60}"
 shift || true
 targets=("$@")
-[[ ${#targets[@]} -gt 0 ]] || targets=(fuzz_gguf fuzz_jinja fuzz_tool_json fuzz_tokenizer fuzz_gguf_prefix fuzz_hub fuzz_logits_file fuzz_server_request fuzz_kv_block fuzz_reasoning fuzz_tool_calls)
+[[ ${#targets[@]} -gt 0 ]] || targets=(fuzz_gguf fuzz_jinja fuzz_tool_json fuzz_tokenizer fuzz_gguf_prefix fuzz_hub fuzz_logits_file fuzz_server_request fuzz_kv_block fuzz_reasoning fuzz_tool_calls fuzz_grammar)
 testdata="${EMBER_TESTDATA_DIR:-$(pwd)/../shared/testdata}"
 export EMBER_TESTDATA_DIR="$testdata"
 
@@ -57,6 +58,7 @@ for t in "${targets[@]}"; do
     logits_file) args+=(-max_len=8192) ;;
     kv_block) args+=(-max_len=4096) ;;
     reasoning) args+=(-max_len=4096) ;;
+    grammar) args+=(-max_len=8192) ;;
     server_request) args+=(-max_len=16384 -dict=tests/fuzz/server_request.dict) ;;
   esac
   corpora=("$out/corpus-$name")
