@@ -98,16 +98,28 @@ TEST_CASE("a Q8_0 cache keeps perplexity within 0.5 % of an F16 cache's") {
     const std::string text = test::read_file(text_path);
     test::TempDir dir;
     PerplexityOptions po;
-    po.n_ctx = 512, po.n_chunks = 4, po.save_logits = dir.file("f16.kld");
+    // Release: 8 chunks of 512 (measured +0.20 %; 4 chunks +0.26 %, 16 +0.11 %). Debug and the
+    // sanitizer builds (-O1) round activations differently (F16 PPL 18.236 there against
+    // 18.277 at 4 chunks) and run 10x slower: they run the path on 2 chunks for memory errors,
+    // and the quality bound is the Release build's.
+#if defined(NDEBUG)
+    const int32_t chunks = 8;
+#else
+    const int32_t chunks = 2;
+#endif
+    po.n_ctx = 512, po.n_chunks = chunks, po.save_logits = dir.file("f16.kld");
     const PerplexityResult f16 = perplexity(*smol(DType::F16, 512), text, po);
     PerplexityOptions kl;
-    kl.kl_divergence = po.save_logits, kl.n_chunks = 4;
+    kl.kl_divergence = po.save_logits, kl.n_chunks = chunks;
     const PerplexityResult q8 = perplexity(*smol(DType::Q8_0, 512), text, kl);
     REQUIRE(q8.kl);
     MESSAGE("PPL F16 cache ", f16.ppl, ", Q8_0 cache ", q8.ppl, "; KL ", q8.kl->kld.mean, ", same top ",
             q8.kl->same_top.mean);
     CHECK(q8.n_scored == f16.n_scored);
+#if defined(NDEBUG)
     // The bound: a cache type users can pick without a visible loss.
     CHECK(std::fabs(q8.ppl / f16.ppl - 1) < 0.005);
-    CHECK(q8.ppl != f16.ppl);  // the Q8_0 cache was really used
+#endif
+    CHECK(q8.kl->kld.mean < 0.02);  // measured 0.005: a broken Q8_0 cache is far above it
+    CHECK(q8.ppl != f16.ppl);       // the Q8_0 cache was really used
 }
