@@ -18,8 +18,8 @@
 #   EMBER_SKIP_SANITIZERS=1      skip the sanitizer step (fuzzers + ASan/UBSan tests)
 #   EMBER_FUZZ_SECONDS=20        time budget of each fuzzer in the sanitizer step (7 fuzzers)
 #   EMBER_ASAN_EXCLUDE=REGEX     asan tests the sanitizer step leaves out (ctest -E); default
-#                                '^(test_inference|gpu_check_cpu_as_gpu|test_quant_peer|test_server_openai|test_server_load)$' (end-to-end
-#                                decoding, the check-table tool and llama.cpp's peer run, too slow
+#                                '^(test_inference|gpu_check_cpu_as_gpu|test_quant_peer|test_server_openai|test_server_load|test_structured_output)$' (end-to-end
+#                                decoding (250 schema-constrained answers among them), the check-table tool and llama.cpp's peer run, too slow
 #                                under ASan; the Python scripts driving `ember serve`, not targets
 #                                of this build; the ci preset runs them all); '' runs them all
 #   EMBER_ASAN_TIMEOUT=900       per-test timeout (s) of the asan tests that set none
@@ -104,7 +104,7 @@ if [[ "${EMBER_SKIP_SANITIZERS:-0}" != 1 ]]; then
   cmake --preset asan "${EMBER_CMAKE_ARGS[@]}" -DEMBER_BUILD_CUDA=OFF
   # test_server_openai, test_server_load: Python scripts driving `ember serve` (not targets of
   # this build); the load test's RSS bound means nothing under ASan's quarantine.
-  exclude="${EMBER_ASAN_EXCLUDE-^(test_inference|gpu_check_cpu_as_gpu|test_quant_peer|test_server_openai|test_server_load)\$}"
+  exclude="${EMBER_ASAN_EXCLUDE-^(test_inference|gpu_check_cpu_as_gpu|test_quant_peer|test_server_openai|test_server_load|test_structured_output)\$}"
   # Only the tests this step runs (and what they need): not the tools, the benchmarks or the
   # tests it leaves out, which the ci build already built and runs.
   mapfile -t asan_targets < <(asan_test_targets build/asan "$exclude")
