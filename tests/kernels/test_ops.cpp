@@ -682,16 +682,22 @@ TEST_CASE("attention_head with a single key") {
         for (int i = 0; i < 64; ++i) REQUIRE(out[size_t(r * 64 + i)] == v[i]);
 }
 
+// A cache view of 2 heads of 64 in blocks of 8 tokens (store_kv's and load_kv's tests).
+static KvCacheView two_head_view(DType t) {
+    KvCacheView kv;
+    kv.type = t;
+    kv.n_kv_heads = 2;
+    kv.head_dim = 64;
+    kv.row_bytes = kv_row_bytes(t, 128);
+    kv.block_tokens = 8;
+    return kv;
+}
+
 TEST_CASE("store_kv round trip") {
     FOR_EACH_ISA(for (DType t
                       : {DType::F16, DType::Q8_0}) {
         CAPTURE(isa_name_);
-        KvCacheView kv;
-        kv.type = t;
-        kv.n_kv_heads = 2;
-        kv.head_dim = 64;
-        kv.row_bytes = kv_row_bytes(t, 128);
-        kv.block_tokens = 8;  // a pool of one block
+        KvCacheView kv = two_head_view(t);  // a pool of one block
         std::vector<uint8_t> kp(kv.row_bytes * 8), vp(kv.row_bytes * 8);
         const size_t head_bytes = kv_row_bytes(t, 64);
         auto k = ktest::random_floats(3 * 128, 30);
@@ -739,12 +745,7 @@ TEST_CASE("load_kv reads back the stored values, and storing them again changes 
     FOR_EACH_ISA(for (DType t
                       : {DType::F16, DType::Q8_0}) {
         CAPTURE(isa_name_);
-        KvCacheView kv;
-        kv.type = t;
-        kv.n_kv_heads = 2;
-        kv.head_dim = 64;
-        kv.row_bytes = kv_row_bytes(t, 128);
-        kv.block_tokens = 8;
+        KvCacheView kv = two_head_view(t);
         std::vector<uint8_t> kp(kv.row_bytes * 16), vp(kv.row_bytes * 16);
         const auto k = ktest::random_floats(5 * 128, 40), v = ktest::random_floats(5 * 128, 41);
         const int32_t slots[] = {5, 0, 7, 12, 9};  // two blocks, out of order
