@@ -11,6 +11,9 @@ Item {
     function focusInput() { input.forceInputFocus() }
     property alias input: input
     property alias messageList: messageList
+    // The height of the composer (the line above the switches down to the window's bottom):
+    // the snackbar sits above it, never over the message box.
+    readonly property real composerHeight: height - composerTop.y
 
     ColumnLayout {
         anchors.fill: parent
@@ -108,7 +111,7 @@ Item {
             }
         }
 
-        Rectangle { Layout.fillWidth: true; height: 1; color: Theme.border }
+        Rectangle { id: composerTop; Layout.fillWidth: true; height: 1; color: Theme.border }
         ReasoningControls { objectName: "reasoningControls"; Layout.fillWidth: true }
         ContextMeter { objectName: "contextMeter"; Layout.fillWidth: true }
         InputBox {

@@ -76,7 +76,11 @@ ApplicationWindow {
         }
     }
 
-    Snackbar { id: snackbar; onAction: Chat.undoDelete() }
+    Snackbar {
+        id: snackbar
+        lift: (window.settingsOpen || window.modelsOpen ? 0 : chatPage.composerHeight) + 24
+        onAction: Chat.undoDelete()
+    }
     AboutDialog { id: aboutDialog }
 
     // The live monitor, in its own window; whether it was open is restored at start.
@@ -94,7 +98,7 @@ ApplicationWindow {
     }
     Connections {
         target: Models
-        function onLoadFailed(error) { snackbar.show(error, "", 8000) }
+        function onLoadFailed(error) { snackbar.show(error, "", 8000, "load") }
     }
 
     Connections {
@@ -109,7 +113,10 @@ ApplicationWindow {
     }
     Connections {
         target: Models
-        function onLoaded(name) { window.modelsOpen = false }  // loaded from the library: chat with it
+        function onLoaded(name) {
+            window.modelsOpen = false  // loaded from the library: chat with it
+            snackbar.settle("load")    // an earlier load's error is stale now
+        }
     }
 
     Shortcut { sequence: "Ctrl+N"; context: Qt.ApplicationShortcut; onActivated: window.newChat() }

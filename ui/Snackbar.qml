@@ -11,22 +11,27 @@ Popup {
     property string text
     property string actionText
     property int timeout: 5000
+    property real lift: 24  // from the window's bottom: the window sets it above the composer
+    property string topic  // what it is about ("load"): closed when that is settled
     signal action()
 
-    function show(message, action, ms) {
+    function show(message, action, ms, about) {
         root.text = message
         root.actionText = action || ""
         root.timeout = ms || 5000
+        root.topic = about || ""
         open()
         hideTimer.restart()
     }
 
     x: (parent.width - width) / 2
-    y: parent.height - height - 24
+    y: parent.height - height - lift
     width: Math.min(parent.width - 48, Math.max(row.implicitWidth + 32, 320))
     padding: 12
     closePolicy: Popup.NoAutoClose
     background: Rectangle { color: Theme.dark ? "#e8e8ea" : "#2a2b2f"; radius: 8 }
+
+    function settle(about) { if (opened && topic === about) close() }
 
     Timer { id: hideTimer; interval: root.timeout; onTriggered: root.close() }
 

@@ -303,6 +303,14 @@ TestCase {
         var banner = item("modelErrorBanner")
         verify(banner.visible)
         verify(Models.error.indexOf("broken.gguf") >= 0, Models.error)
+        // The error's snackbar sits above the composer: the message box stays clickable.
+        var snack = win.snackbar
+        tryCompare(snack, "opened", true)
+        var composer = item("inputBox")
+        var snackBottom = snack.contentItem.mapToItem(null, 0, snack.contentItem.height + snack.bottomPadding).y
+        verify(snackBottom <= composer.mapToItem(null, 0, 0).y,
+               "the snackbar covers the message box: " + snackBottom + " > " + composer.mapToItem(null, 0, 0).y)
+        focusInput()
         // Everything else still works: browse chats, search, then load a good model.
         var list = item("conversationList")
         mouseClick(inRow(list, 0))
@@ -313,6 +321,7 @@ TestCase {
         mouseClick(button)
         tryCompare(Models, "ready", true, 120000)
         verify(!banner.visible)
+        tryCompare(snack, "visible", false, 1000)  // the error it showed is stale now
     }
 
     // ---- Long messages, the context, failures in the transcript (issue: the chat app's polish).
