@@ -39,6 +39,18 @@ ember_times() {
 #  - EMBER_TEST_MODELS_DIR / EMBER_TESTDATA_DIR are always passed, resolved exactly as
 #    scripts/fetch-test-models.sh resolves them (environment, else the defaults), so CMake
 #    looks where the fetch put things even if an earlier configure used other values.
+# ember_use_ccache: compiles go through ccache when it is there (install-deps.sh installs it, so
+# call this after it); CMake reads these variables on a build folder's first configure. The base
+# folder keeps the cache's keys independent of where the checkout lies (CI's clean clone, a
+# worktree). EMBER_CCACHE=0 turns it off.
+ember_use_ccache() {
+  [[ "${EMBER_CCACHE:-1}" != 0 ]] && command -v ccache >/dev/null 2>&1 || return 0
+  export CMAKE_C_COMPILER_LAUNCHER="${CMAKE_C_COMPILER_LAUNCHER-ccache}"
+  export CMAKE_CXX_COMPILER_LAUNCHER="${CMAKE_CXX_COMPILER_LAUNCHER-ccache}"
+  export CMAKE_CUDA_COMPILER_LAUNCHER="${CMAKE_CUDA_COMPILER_LAUNCHER-ccache}"
+  export CCACHE_BASEDIR="${CCACHE_BASEDIR:-$EMBER_ROOT}"
+}
+
 ember_cmake_args() {
   local cuda="${EMBER_BUILD_CUDA:-}"
   if [[ -z "$cuda" ]]; then

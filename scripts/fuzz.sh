@@ -12,7 +12,8 @@
 #   fuzz_kv_block   the prefix cache's block files on disk, parsed and read back through the store
 #   fuzz_tool_calls the tool-call parser on model output (every family's form)
 #   fuzz_grammar    GBNF grammars and JSON schemas from requests, then bytes through the matcher
-# Usage: scripts/fuzz.sh [SECONDS] [TARGET...]   (default: 60 s each, every target)
+# Usage: scripts/fuzz.sh [SECONDS] [TARGET...]   (default: 60 s each, every target; EMBER_JOBS
+# targets at a time, default: one per core)
 #
 # Seeds: the head of stories260K and a vocab GGUF; the upstream chat templates and
 # jinja_cases.json; the vocab test texts (tests/fuzz/make_seeds.py). Inputs kept under
@@ -44,11 +45,11 @@ mkdir -p "$out/seeds/logits_file"
 python3 -c 'import struct,sys; sys.stdout.buffer.write(b"_logits_" + struct.pack("<3i4i2f4H", 4, 3, 1, 1, 2, 0, 1, 0.0002, -16.5, 65535, 100, 0, 0))' \
   > "$out/seeds/logits_file/small.kld"
 
-failed=()
-for t in "${targets[@]}"; do
-  name="${t#fuzz_}"
-  args=(-max_total_time="$seconds" -rss_limit_mb=2048 -timeout=20 -print_final_stats=1
-        -artifact_prefix="$out/artifacts/$t-")
+# fuzz_one TARGET: one target for $seconds; prints its summary line, or its log's end on a failure.
+fuzz_one() {
+  local t="$1" name="${1#fuzz_}"
+  local args=(-max_total_time="$seconds" -rss_limit_mb=2048 -timeout=20 -print_final_stats=1
+              -artifact_prefix="$out/artifacts/$t-")
   case "$name" in
     gguf | gguf_prefix) args+=(-max_len=70000) ;;
     jinja) args+=(-max_len=16384 -dict=tests/fuzz/jinja.dict) ;;
@@ -61,22 +62,37 @@ for t in "${targets[@]}"; do
     grammar) args+=(-max_len=8192) ;;
     server_request) args+=(-max_len=16384 -dict=tests/fuzz/server_request.dict) ;;
   esac
-  corpora=("$out/corpus-$name")
+  local corpora=("$out/corpus-$name")
   # Generated seeds and the kept corpus, where the target has them (fuzz_hub: corpus only).
   [[ -d "$out/seeds/$name" ]] && corpora+=("$out/seeds/$name")
   [[ -d "tests/fuzz/corpus/$name" ]] && corpora+=("tests/fuzz/corpus/$name")
   mkdir -p "$out/corpus-$name"
-  log="$out/logs/$t.log"
-  echo "==> $t for ${seconds}s (log: $log)"
+  local log="$out/logs/$t.log"
   if "$out/tests/fuzz/$t" "${args[@]}" "${corpora[@]}" >"$log" 2>&1; then
-    { grep -E '^(stat::number_of_executed_units|stat::peak_rss_mb|#[0-9]+ +DONE)' "$log" || true; } | tr '\n' ' '
-    echo
+    echo "==> $t: ${seconds}s: $({ grep -E '^(stat::number_of_executed_units|stat::peak_rss_mb|#[0-9]+ +DONE)' "$log" || true; } | tr '\n' ' ')"
   else
-    echo "FAILED: $t (exit $?); the end of its log:"
+    echo "FAILED: $t (exit $?); the end of its log ($log):"
     tail -n 60 "$log"
-    failed+=("$t")
+    return 1
   fi
+}
+
+# EMBER_JOBS targets at a time (each fuzzer is one process on one core).
+jobs="${EMBER_JOBS:-$(nproc)}"
+echo "==> ${#targets[@]} targets, ${seconds}s each, $jobs at a time (logs: $out/logs)"
+failed=()
+declare -A running=()  # pid -> target
+reap() {  # waits for one running target; records it when it failed
+  local pid
+  wait -n -p pid "${!running[@]}" || failed+=("${running[$pid]}")
+  unset "running[$pid]"
+}
+for t in "${targets[@]}"; do
+  while [[ ${#running[@]} -ge $jobs ]]; do reap; done
+  fuzz_one "$t" &
+  running[$!]="$t"
 done
+while [[ ${#running[@]} -gt 0 ]]; do reap; done
 if [[ ${#failed[@]} -gt 0 ]]; then
   echo "fuzzing found problems in: ${failed[*]} (inputs in $out/artifacts)" >&2
   exit 1

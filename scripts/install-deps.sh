@@ -12,6 +12,8 @@ die() { printf '[install-deps] ERROR: %s\n' "$*" >&2; exit 1; }
 PACKAGES=(
   # toolchain (clang is for the libFuzzer preset)
   build-essential cmake ninja-build clang
+  # compiler cache: the three builds of scripts/test.sh recompile only what changed between runs
+  ccache
   # formatting check (scripts/check-format.sh, run by scripts/test.sh)
   clang-format
   # engine and kernel tests (header-only: doctest here, nlohmann-json3-dev under libraries)

@@ -27,6 +27,7 @@ if [[ "${EMBER_SKIP_DEPS:-0}" != 1 ]]; then
   ember_step "install-deps"
   scripts/install-deps.sh
 fi
+ember_use_ccache
 
 ember_step "fetch-test-models"
 scripts/fetch-test-models.sh

@@ -15,8 +15,10 @@
 #   EMBER_TEST_MODELS_DIR, EMBER_TESTDATA_DIR   where the models / shared test data live
 #   EMBER_TEST_TIMEOUT=300       default per-test timeout (s) for tests that set none
 #   EMBER_SKIP_DEPS=1            do not run scripts/install-deps.sh (e.g. no root, no apt)
+#   EMBER_CCACHE=0               compile without ccache (used by default when installed)
 #   EMBER_SKIP_SANITIZERS=1      skip the sanitizer step (fuzzers + ASan/UBSan tests)
-#   EMBER_FUZZ_SECONDS=20        time budget of each fuzzer in the sanitizer step (7 fuzzers)
+#   EMBER_FUZZ_SECONDS=20        time budget of each fuzzer in the sanitizer step (12 fuzzers,
+#                                EMBER_JOBS at a time)
 #   EMBER_ASAN_EXCLUDE=REGEX     asan tests the sanitizer step leaves out (ctest -E); default
 #                                '^(test_inference|gpu_check_cpu_as_gpu|test_quant_peer|test_server_openai|test_server_load|test_structured_output)$' (end-to-end
 #                                decoding (250 schema-constrained answers among them), the check-table tool and llama.cpp's peer run, too slow
@@ -64,6 +66,7 @@ if [[ "${EMBER_SKIP_DEPS:-0}" != 1 ]]; then
   ember_step "install-deps"
   scripts/install-deps.sh
 fi
+ember_use_ccache
 
 ember_step "fetch-test-models"
 scripts/fetch-test-models.sh
