@@ -67,6 +67,7 @@ ApplicationWindow {
         }
         Rectangle { Layout.fillHeight: true; width: 1; color: Theme.border }
         StackLayout {
+            id: pages
             Layout.fillWidth: true
             Layout.fillHeight: true
             currentIndex: window.settingsOpen ? 1 : window.modelsOpen ? 2 : 0
@@ -79,6 +80,8 @@ ApplicationWindow {
     Snackbar {
         id: snackbar
         lift: (window.settingsOpen || window.modelsOpen ? 0 : chatPage.composerHeight) + 24
+        areaX: pages.x
+        areaWidth: pages.width
         onAction: Chat.undoDelete()
     }
     AboutDialog { id: aboutDialog }

@@ -12,6 +12,9 @@ Popup {
     property string actionText
     property int timeout: 5000
     property real lift: 24  // from the window's bottom: the window sets it above the composer
+    // The part of the window it centres in (the window sets the page beside the sidebar).
+    property real areaX: 0
+    property real areaWidth: parent ? parent.width : 0
     property string topic  // what it is about ("load"): closed when that is settled
     signal action()
 
@@ -24,9 +27,9 @@ Popup {
         hideTimer.restart()
     }
 
-    x: (parent.width - width) / 2
+    x: areaX + (areaWidth - width) / 2
     y: parent.height - height - lift
-    width: Math.min(parent.width - 48, Math.max(row.implicitWidth + 32, 320))
+    width: Math.min(areaWidth - 48, Math.max(row.implicitWidth + 32, 320))
     padding: 12
     closePolicy: Popup.NoAutoClose
     background: Rectangle { color: Theme.dark ? "#e8e8ea" : "#2a2b2f"; radius: 8 }
@@ -50,6 +53,14 @@ Popup {
             visible: root.actionText.length > 0
             text: root.actionText
             flat: true
+            // The snackbar's colours are the other theme's: so is the action's accent.
+            contentItem: Label {
+                text: parent.text
+                font.bold: true
+                color: Theme.dark ? "#d9480f" : "#ff8a3d"
+                horizontalAlignment: Text.AlignHCenter
+                verticalAlignment: Text.AlignVCenter
+            }
             onClicked: { root.close(); root.action() }
         }
     }

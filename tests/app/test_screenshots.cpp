@@ -3,9 +3,11 @@
 // <build>/screenshots/: empty-state.png, main-window.png, main-window-dark.png,
 // chat-settings.png, settings.png, long-message.png (+ -dark, -720), context-full.png
 // (+ -dark), context-settings.png, search-in-chat.png, reasoning-collapsed-720.png and
-// reasoning-expanded-720.png (+ -dark): a stored answer with its thinking above it.
+// reasoning-expanded-720.png (+ -dark): a stored answer with its thinking above it;
+// snackbar-720.png (+ -dark): a deleted chat's Undo notice, above the message box.
 // Each image is checked to be the window's size and to have real content (not blank).
 #include <QApplication>
+#include <cmath>
 #include <QDir>
 #include <QImage>
 #include <QQmlApplicationEngine>
@@ -330,6 +332,50 @@ private slots:
             QVERIFY(shoot(QStringLiteral("reasoning-expanded-720%1.png").arg(dark)) > 20);
         }
         ctx_->settings.setTheme(QStringLiteral("light"));
+        window_->resize(1180, 760);
+        QTRY_COMPARE(window_->contentItem()->width(), qreal(1180));
+    }
+
+    // A notice (here: a deleted chat's Undo) sits above the composer at 720 px, never over the
+    // message box, in both themes.
+    void snackbarAboveTheComposer() {
+        MessageStats st;
+        st.n_tokens = 12;
+        const qint64 gone = stored_chat(QStringLiteral("Old shopping list"), QStringLiteral("Milk?"),
+                                        QStringLiteral("Yes, and eggs."), st);
+        stored_chat(QStringLiteral("Trip to Lisbon"), QStringLiteral("What should I see in Lisbon in two days?"),
+                    QStringLiteral("Day one: Alfama and the castle, then Baixa. Day two: Belém (the tower, the "
+                                   "monastery, the pastries) and LX Factory."),
+                    st);
+        window_->resize(720, 800);
+        QTRY_COMPARE(window_->contentItem()->width(), qreal(720));
+        ctx_->chat.deleteConversation(gone);
+        auto* notice = window_->property("snackbar").value<QObject*>();
+        QVERIFY(notice);
+        QTRY_VERIFY(notice->property("opened").toBool());
+        QQuickItem* composer = find(QStringLiteral("inputBox"));
+        QVERIFY(composer);
+        const qreal notice_bottom = notice->property("y").toReal() + notice->property("height").toReal();
+        QVERIFY2(notice_bottom <= composer->mapToScene(QPointF(0, 0)).y(),
+                 qPrintable(QStringLiteral("the notice ends at %1, the composer starts at %2")
+                                .arg(notice_bottom)
+                                .arg(composer->mapToScene(QPointF(0, 0)).y())));
+        QQuickItem* page = find(QStringLiteral("messageList"));  // centred over the chat, not the sidebar
+        QVERIFY(page);
+        const qreal page_mid = page->mapToScene(QPointF(page->width() / 2, 0)).x();
+        const qreal notice_mid = notice->property("x").toReal() + notice->property("width").toReal() / 2;
+        QVERIFY2(std::abs(page_mid - notice_mid) < 2,
+                 qPrintable(QStringLiteral("%1 vs %2").arg(notice_mid).arg(page_mid)));
+        for (const char* theme : {"light", "dark"}) {
+            ctx_->settings.setTheme(QString::fromLatin1(theme));
+            const QString dark =
+                QString::fromLatin1(theme) == QLatin1String("dark") ? QStringLiteral("-dark") : QString();
+            QVERIFY(shoot(QStringLiteral("snackbar-720%1.png").arg(dark)) > 20);
+        }
+        ctx_->settings.setTheme(QStringLiteral("light"));
+        ctx_->chat.undoDelete();
+        QVERIFY(QMetaObject::invokeMethod(notice, "close"));
+        QTRY_VERIFY(!notice->property("visible").toBool());
         window_->resize(1180, 760);
         QTRY_COMPARE(window_->contentItem()->width(), qreal(1180));
     }
