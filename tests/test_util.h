@@ -155,4 +155,47 @@ inline ProcessResult run_process(const std::vector<std::string>& argv, int timeo
     return r;
 }
 
+// A child process that runs beside the test (a server): stdout and stderr go to `log_path`,
+// stdin is /dev/null. The destructor sends SIGTERM, then SIGKILL after two seconds, and reaps
+// it. Throws when it cannot start.
+class ChildProcess {
+public:
+    ChildProcess(const std::vector<std::string>& argv, const std::string& log_path) : log_path_(log_path) {
+        if (argv.empty()) throw std::runtime_error("ChildProcess: no command");
+        posix_spawn_file_actions_t fa;
+        posix_spawn_file_actions_init(&fa);
+        posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+        posix_spawn_file_actions_addopen(&fa, 1, log_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+        posix_spawn_file_actions_adddup2(&fa, 1, 2);
+        std::vector<char*> args;
+        for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+        args.push_back(nullptr);
+        const int rc = posix_spawn(&pid_, argv[0].c_str(), &fa, nullptr, args.data(), environ);
+        posix_spawn_file_actions_destroy(&fa);
+        if (rc != 0) throw std::runtime_error("cannot start " + argv[0] + ": " + std::strerror(rc));
+    }
+    ~ChildProcess() { stop(SIGTERM); }
+    ChildProcess(const ChildProcess&) = delete;
+    ChildProcess& operator=(const ChildProcess&) = delete;
+
+    // Ends it with `sig` (SIGKILL: a server killed mid-answer) and reaps it.
+    void stop(int sig) {
+        if (pid_ <= 0) return;
+        kill(pid_, sig);
+        int status = 0;
+        for (int i = 0; i < 200 && waitpid(pid_, &status, WNOHANG) == 0; ++i) usleep(10000);
+        if (waitpid(pid_, &status, WNOHANG) == 0) kill(pid_, SIGKILL), waitpid(pid_, &status, 0);
+        pid_ = -1;
+    }
+    bool running() const { return pid_ > 0 && waitpid(pid_, nullptr, WNOHANG) == 0; }
+    std::string log() const {
+        std::ifstream in(log_path_, std::ios::binary);
+        return std::string(std::istreambuf_iterator<char>(in), {});
+    }
+
+private:
+    pid_t pid_ = -1;
+    std::string log_path_;
+};
+
 }  // namespace ember::test

@@ -101,6 +101,9 @@ GenerateStats run_turn(Model& model, Sequence& seq, Conversation& conv, const st
 }  // namespace
 
 int cmd_chat(int argc, char** argv) {
+#ifdef EMBER_HAVE_REMOTE
+    if (wants_remote(argc, argv)) return cmd_chat_remote(argc, argv);
+#endif
     Args args(argc, argv, 0,
               merge(merge(model_value_options(), sampling_value_options()), {"--system", "--context-overflow"}),
               {"--verbose"});

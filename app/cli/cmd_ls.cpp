@@ -11,6 +11,9 @@
 namespace ember::cli {
 
 int cmd_ls(int argc, char** argv) {
+#ifdef EMBER_HAVE_REMOTE
+    if (wants_remote(argc, argv)) return cmd_ls_remote(argc, argv);
+#endif
     Args args(argc, argv, 0, {"--models-dir"}, {"--paths"});
     if (!args.positional().empty()) throw Error("usage: ember ls [--models-dir DIR] [--paths]");
     const library::Library lib(args.get("--models-dir") ? std::filesystem::path(*args.get("--models-dir"))

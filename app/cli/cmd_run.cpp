@@ -52,6 +52,9 @@ std::shared_ptr<const grammar::Grammar> grammar_option(const Args& args) {
 }  // namespace
 
 int cmd_run(int argc, char** argv) {
+#ifdef EMBER_HAVE_REMOTE
+    if (wants_remote(argc, argv)) return cmd_run_remote(argc, argv);
+#endif
     Args args(
         argc, argv, 0,
         merge(merge(model_value_options(), sampling_value_options()), {"-p", "--prompt", "--json-schema", "--grammar"}),

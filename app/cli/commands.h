@@ -23,4 +23,11 @@ int cmd_fit(int argc, char** argv);
 int cmd_serve(int argc, char** argv);
 int cmd_ps(int argc, char** argv);
 
+// Remote engines (built where libcurl and nlohmann-json are: EMBER_HAVE_REMOTE): ls, run and
+// chat hand their arguments to these when they hold --remote (cmd_remote.cpp).
+bool wants_remote(int argc, char** argv);
+int cmd_ls_remote(int argc, char** argv);
+int cmd_run_remote(int argc, char** argv);
+int cmd_chat_remote(int argc, char** argv);
+
 }  // namespace ember::cli

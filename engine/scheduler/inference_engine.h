@@ -1,7 +1,7 @@
 // The one interface every client of an inference engine uses: the desktop app's chats, the
 // local HTTP server (engine/server), the CLI. The local Scheduler (engine/scheduler) is one
-// implementation; a remote OpenAI-compatible engine (vLLM, llama-server, another Ember) can
-// stand in for it later behind the same calls. That is why a prompt travels as messages or
+// implementation; RemoteEngine (engine/remote: vLLM, llama-server, another Ember behind an
+// OpenAI-compatible API) is the other, behind the same calls. That is why a prompt travels as messages or
 // text, and token ids stay the local engine's business (prompt_tokens is a fast path).
 //
 // Threads: submit(), cancel(), forget() and status() are safe from any thread and never wait
@@ -112,14 +112,20 @@ struct EngineEvent {
         Text,      // new text (valid UTF-8, stop strings removed) and the tokens behind it;
                    // a model that thinks first: its thinking in `reasoning`, the answer in `text`
         Finished,  // the last event of a request that ran: stats (stop_reason says why)
-        Failed,    // the last event of a request that could not run: error says why
+        Failed,    // the last event of a request that could not run: error says why. A remote
+                   // engine's answer cut off mid-stream (the server died, sent garbage) ends
+                   // with Failed after its Text events: the text so far stands, stats hold
+                   // what was counted, and error says that the answer is partial.
     };
     Kind kind = Kind::Text;
     uint64_t request_id = 0;
-    std::string text;                  // Text: the answer (never a thinking marker)
-    std::string reasoning;             // Text: thinking (engine/template/reasoning.h)
+    std::string text;       // Text: the answer (never a thinking marker)
+    std::string reasoning;  // Text: thinking (engine/template/reasoning.h)
+    // Text: tool calls a remote engine's server parsed itself (engine/remote), whole, in one
+    // event before Finished. The local engine leaves it empty (its text carries the markers).
+    std::vector<ChatToolCall> tool_calls;
     std::vector<TokenLogprob> tokens;  // Text, when top_logprobs >= 0: one per token
-    RequestStats stats;                // Finished
+    RequestStats stats;                // Finished (and a remote engine's Failed: as far as it got)
     std::string error;                 // Failed
 };
 using EventSink = std::function<void(EngineEvent&&)>;
