@@ -20,8 +20,8 @@
 #   EMBER_FUZZ_SECONDS=20        time budget of each fuzzer in the sanitizer step (12 fuzzers,
 #                                EMBER_JOBS at a time)
 #   EMBER_ASAN_EXCLUDE=REGEX     asan tests the sanitizer step leaves out (ctest -E); default
-#                                '^(test_inference|gpu_check_cpu_as_gpu|test_quant_peer|test_server_openai|test_server_load|test_structured_output|test_server_openai_tools_gemma3)$' (end-to-end
-#                                decoding (250 schema-constrained answers among them), the check-table tool and llama.cpp's peer run, too slow
+#                                '^(test_inference|gpu_check_cpu_as_gpu|test_quant_peer|test_server_openai|test_server_load|test_structured_output|test_server_openai_tools_gemma3|test_remote_llama)$' (end-to-end
+#                                decoding (250 schema-constrained answers among them), the check-table tool and llama.cpp's peers run, too slow
 #                                under ASan; the Python scripts driving `ember serve`, not targets
 #                                of this build; the ci preset runs them all); '' runs them all
 #   EMBER_ASAN_TIMEOUT=900       per-test timeout (s) of the asan tests that set none
@@ -90,6 +90,9 @@ scripts/fetch-jinja2.sh
 # built once (minutes, cold) and cached in ~/.cache/ember/llama-tools, then this step is instant.
 ember_step "peer tools (llama.cpp)"
 scripts/llama-cpp-tools.sh llama-perplexity llama-tokenize >/dev/null
+# llama-server, which test_remote_llama points Ember's remote engine at: the build for this CPU,
+# as scripts/bench-serve.sh uses it (its own cache folder, keyed by the CPU's flags).
+EMBER_LLAMA_NATIVE=1 scripts/llama-cpp-tools.sh llama-server >/dev/null
 
 ember_step "check-format"
 scripts/check-format.sh
@@ -115,7 +118,7 @@ if [[ "${EMBER_SKIP_SANITIZERS:-0}" != 1 ]]; then
   # this build); the load test's RSS bound means nothing under ASan's quarantine.
   # test_server_openai_tools_gemma3: the same generic tool-call path as the smollm2 run, on a
   # model 2x its size (90 s under ASan); the ci build runs it.
-  exclude="${EMBER_ASAN_EXCLUDE-^(test_inference|gpu_check_cpu_as_gpu|test_quant_peer|test_server_openai|test_server_load|test_structured_output|test_server_openai_tools_gemma3)\$}"
+  exclude="${EMBER_ASAN_EXCLUDE-^(test_inference|gpu_check_cpu_as_gpu|test_quant_peer|test_server_openai|test_server_load|test_structured_output|test_server_openai_tools_gemma3|test_remote_llama)\$}"
   # Only the tests this step runs (and what they need): not the tools, the benchmarks or the
   # tests it leaves out, which the ci build already built and runs.
   mapfile -t asan_targets < <(asan_test_targets build/asan "$exclude")

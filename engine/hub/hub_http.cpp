@@ -6,11 +6,10 @@
 #include <curl/curl.h>
 
 #include <algorithm>
-#include <cctype>
-#include <mutex>
 #include <thread>
 
 #include "engine/core/log.h"
+#include "engine/net/curl_common.h"
 
 namespace ember::hub::http {
 
@@ -20,15 +19,7 @@ constexpr size_t kMaxApiBody = 64u << 20;  // a file listing of a huge repositor
 constexpr size_t kMaxErrorBody = 4096;     // enough for the server's {"error": "..."} message
 }  // namespace
 
-static void global_init() {
-    static std::once_flag once;
-    std::call_once(once, [] { curl_global_init(CURL_GLOBAL_DEFAULT); });
-}
-
-static std::string lower(std::string s) {
-    for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-    return s;
-}
+using net::lower_ascii;
 
 // scheme://host:port of a URL (default ports filled in), or "" when it does not parse.
 std::string origin_of(const std::string& url) {
@@ -39,7 +30,7 @@ std::string origin_of(const std::string& url) {
         if (curl_url_get(u, CURLUPART_SCHEME, &scheme, 0) == CURLUE_OK &&
             curl_url_get(u, CURLUPART_HOST, &host, 0) == CURLUE_OK &&
             curl_url_get(u, CURLUPART_PORT, &port, CURLU_DEFAULT_PORT) == CURLUE_OK)
-            out = lower(scheme) + "://" + lower(host) + ":" + port;
+            out = lower_ascii(scheme) + "://" + lower_ascii(host) + ":" + port;
         curl_free(scheme), curl_free(host), curl_free(port);
     }
     curl_url_cleanup(u);
@@ -81,15 +72,7 @@ struct Exchange {
 
 static size_t on_header(char* data, size_t size, size_t n, void* user) {
     auto* x = static_cast<Exchange*>(user);
-    std::string line(data, size * n);
-    while (!line.empty() && (line.back() == '\r' || line.back() == '\n')) line.pop_back();
-    if (line.rfind("HTTP/", 0) == 0) x->r->headers.clear();  // a new response (redirect, 100)
-    const size_t colon = line.find(':');
-    if (colon != std::string::npos) {
-        size_t v = colon + 1;
-        while (v < line.size() && line[v] == ' ') ++v;
-        x->r->headers[lower(line.substr(0, colon))] = line.substr(v);
-    }
+    net::add_header_line(std::string_view(data, size * n), x->r->headers);  // a redirect, a 100: cleared
     return size * n;
 }
 
@@ -137,7 +120,7 @@ static int on_progress(void* user, curl_off_t, curl_off_t now, curl_off_t, curl_
 // One request to one URL, no redirects followed.
 static void perform_once(const HubConfig& cfg, const Request& req, const std::string& url, bool send_token,
                          Response& r) {
-    global_init();
+    net::curl_init_once();
     CURL* easy = curl_easy_init();
     if (!easy) throw HubError(HubErrorKind::Network, "cannot start an HTTP transfer (libcurl)");
     Exchange x{easy, &r, &req};
@@ -165,13 +148,7 @@ static void perform_once(const HubConfig& cfg, const Request& req, const std::st
     if (!req.range.empty()) curl_easy_setopt(easy, CURLOPT_RANGE, req.range.c_str() + 6);  // after "bytes="
     if (!req.sink && req.stall_timeout.count() > 0)
         curl_easy_setopt(easy, CURLOPT_TIMEOUT_MS, static_cast<long>(req.stall_timeout.count()));
-    curl_easy_setopt(easy, CURLOPT_HEADERFUNCTION, on_header);
-    curl_easy_setopt(easy, CURLOPT_HEADERDATA, &x);
-    curl_easy_setopt(easy, CURLOPT_WRITEFUNCTION, on_body);
-    curl_easy_setopt(easy, CURLOPT_WRITEDATA, &x);
-    curl_easy_setopt(easy, CURLOPT_NOPROGRESS, 0L);
-    curl_easy_setopt(easy, CURLOPT_XFERINFOFUNCTION, on_progress);
-    curl_easy_setopt(easy, CURLOPT_XFERINFODATA, &x);
+    net::set_callbacks(easy, on_header, on_body, on_progress, &x);
     r.code = curl_easy_perform(easy);
     r.too_slow = r.code == CURLE_OPERATION_TIMEDOUT && !req.sink && !r.stalled;
     curl_easy_getinfo(easy, CURLINFO_RESPONSE_CODE, &r.status);
@@ -204,11 +181,6 @@ Response fetch(const HubConfig& cfg, const Request& req) {
     throw HubError(HubErrorKind::Protocol, "too many redirects from " + printable_url(req.url));
 }
 
-static bool is_tls_error(CURLcode c) {
-    return c == CURLE_PEER_FAILED_VERIFICATION || c == CURLE_SSL_CONNECT_ERROR || c == CURLE_SSL_CACERT_BADFILE ||
-           c == CURLE_SSL_CERTPROBLEM || c == CURLE_SSL_ISSUER_ERROR || c == CURLE_SSL_PINNEDPUBKEYNOTMATCH;
-}
-
 // The server's own words, when its error body is {"error": "..."} or short text.
 static std::string server_says(const Response& r) {
     std::string s = r.body.substr(0, 300);
@@ -230,7 +202,7 @@ void check(const HubConfig& cfg, const Response& r, const std::string& what) {
         throw HubError(HubErrorKind::Protocol, what + ": the answer from " + printable_url(r.url) + " is larger than " +
                                                    std::to_string(kMaxApiBody >> 20) + " MiB; not read further");
     if (r.code != CURLE_OK && !r.sink_refused) {
-        if (is_tls_error(r.code))
+        if (net::is_tls_error(r.code))
             throw HubError(HubErrorKind::Tls, what + ": the TLS certificate of " + printable_url(r.url) +
                                                   " could not be verified (" + r.curl_message +
                                                   "); Ember always verifies certificates");
@@ -284,9 +256,7 @@ bool backoff_wait(std::chrono::milliseconds d, const TransferControl* control) {
 }
 
 std::chrono::milliseconds backoff_for(const HubConfig& cfg, int failures) {
-    auto d = cfg.backoff_initial;
-    for (int i = 1; i < failures && d < cfg.backoff_max; ++i) d *= 2;
-    return std::min(d, cfg.backoff_max);
+    return net::doubling_backoff(cfg.backoff_initial, cfg.backoff_max, failures);
 }
 
 // An API call with retries for transient failures.

@@ -6,10 +6,10 @@
 #include <algorithm>
 #include <cctype>
 #include <ctime>
-#include <mutex>
 #include <thread>
 
 #include "engine/core/log.h"
+#include "engine/net/curl_common.h"
 #include "engine/remote/remote_wire.h"
 
 namespace ember::remote {
@@ -18,16 +18,6 @@ namespace {
 
 constexpr size_t kMaxErrorBody = 4096;  // enough for a server's {"error": {"message": ...}}
 using Clock = std::chrono::steady_clock;
-
-void global_init() {
-    static std::once_flag once;
-    std::call_once(once, [] { curl_global_init(CURL_GLOBAL_DEFAULT); });
-}
-
-std::string lower(std::string s) {
-    for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-    return s;
-}
 
 struct Exchange {
     CURL* easy = nullptr;
@@ -42,15 +32,7 @@ bool cancelled(const Exchange& x) { return x.call->cancel && x.call->cancel->loa
 size_t on_header(char* data, size_t size, size_t n, void* user) {
     auto* x = static_cast<Exchange*>(user);
     x->last_byte = Clock::now();
-    std::string line(data, size * n);
-    while (!line.empty() && (line.back() == '\r' || line.back() == '\n')) line.pop_back();
-    if (line.rfind("HTTP/", 0) == 0) x->r->headers.clear();  // a new response (after a 100)
-    const size_t colon = line.find(':');
-    if (colon != std::string::npos && x->r->headers.size() < 100) {
-        size_t v = colon + 1;
-        while (v < line.size() && line[v] == ' ') ++v;
-        x->r->headers[lower(line.substr(0, colon))] = line.substr(v, 1024);
-    }
+    net::add_header_line(std::string_view(data, size * n), x->r->headers, 100, 1024);  // bounded: hostile servers
     return size * n;
 }
 
@@ -97,18 +79,7 @@ void set_options(CURL* easy, const RemoteConfig& cfg, const HttpCall& call, Exch
         curl_easy_setopt(easy, CURLOPT_POSTFIELDS, call.post_body.c_str());
         curl_easy_setopt(easy, CURLOPT_POSTFIELDSIZE_LARGE, static_cast<curl_off_t>(call.post_body.size()));
     }
-    curl_easy_setopt(easy, CURLOPT_HEADERFUNCTION, on_header);
-    curl_easy_setopt(easy, CURLOPT_HEADERDATA, &x);
-    curl_easy_setopt(easy, CURLOPT_WRITEFUNCTION, on_body);
-    curl_easy_setopt(easy, CURLOPT_WRITEDATA, &x);
-    curl_easy_setopt(easy, CURLOPT_NOPROGRESS, 0L);
-    curl_easy_setopt(easy, CURLOPT_XFERINFOFUNCTION, on_progress);
-    curl_easy_setopt(easy, CURLOPT_XFERINFODATA, &x);
-}
-
-bool is_tls_error(CURLcode c) {
-    return c == CURLE_PEER_FAILED_VERIFICATION || c == CURLE_SSL_CONNECT_ERROR || c == CURLE_SSL_CACERT_BADFILE ||
-           c == CURLE_SSL_CERTPROBLEM || c == CURLE_SSL_ISSUER_ERROR;
+    net::set_callbacks(easy, on_header, on_body, on_progress, &x);
 }
 
 std::string said(const HttpResult& r) {
@@ -149,7 +120,7 @@ RemoteError http_error(const RemoteConfig& cfg, const HttpResult& r, const std::
 }  // namespace
 
 HttpResult perform(const RemoteConfig& cfg, const HttpCall& call) {
-    global_init();
+    net::curl_init_once();
     HttpResult r;
     CURL* easy = curl_easy_init();
     if (!easy) throw RemoteError(RemoteErrorKind::Network, "cannot start an HTTP transfer (libcurl)");
@@ -183,7 +154,7 @@ std::optional<RemoteError> error_of(const RemoteConfig& cfg, const HttpResult& r
                                                           " MiB; not read further");
     if (r.status >= 300 || (r.status > 0 && r.status < 200)) return http_error(cfg, r, where);
     if (r.code != CURLE_OK && !r.sink_stopped && !r.cancelled) {
-        if (is_tls_error(r.code))
+        if (net::is_tls_error(r.code))
             return RemoteError(RemoteErrorKind::Tls, where + ": the server's TLS certificate could not be verified (" +
                                                          r.curl_message + "); give its CA certificate with --ca-file");
         if (r.code == CURLE_OPERATION_TIMEDOUT)
@@ -230,9 +201,7 @@ bool wait_for(std::chrono::milliseconds d, const std::atomic<bool>* cancel) {
 }
 
 std::chrono::milliseconds backoff(const RemoteConfig& cfg, int failures) {
-    auto d = cfg.backoff_initial;
-    for (int i = 1; i < failures && d < cfg.backoff_max; ++i) d *= 2;
-    return std::min(d, cfg.backoff_max);
+    return net::doubling_backoff(cfg.backoff_initial, cfg.backoff_max, failures);
 }
 
 }  // namespace
