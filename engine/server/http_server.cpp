@@ -496,7 +496,8 @@ void HttpServer::Impl::routes() {
     http.Get("/health",
              [](const Request&, Response& res) { res.set_content(R"({"status":"ok"})", "application/json"); });
     http.Get("/v1/models", [this](const Request&, Response& res) {
-        res.set_content(dump(models_json(engine.status().model, created)), "application/json");
+        const EngineStatus s = engine.status();
+        res.set_content(dump(models_json(s.model, created, s.n_ctx)), "application/json");
     });
     http.Get("/v1/status", [this](const Request&, Response& res) {
         json s = status_json(engine.status());

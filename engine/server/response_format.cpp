@@ -207,9 +207,13 @@ std::string OpenAiAnswer::whole(const std::string& text, const std::string& reas
     return response_json(meta_, answer.content, tokens, stats, reasoning, answer.calls);
 }
 
-json models_json(const std::string& model, int64_t created) {
+json models_json(const std::string& model, int64_t created, int64_t n_ctx) {
     return {{"object", "list"},
-            {"data", json::array({{{"id", model}, {"object", "model"}, {"created", created}, {"owned_by", "ember"}}})}};
+            {"data", json::array({{{"id", model},
+                                   {"object", "model"},
+                                   {"created", created},
+                                   {"owned_by", "ember"},
+                                   {"context_length", n_ctx}}})}};
 }
 
 json status_json(const EngineStatus& s) {

@@ -86,8 +86,9 @@ private:
     size_t text_offset_ = 0;  // bytes of text so far (completions' logprobs offsets)
 };
 
-// GET /v1/models and the status endpoint (what `ember ps` reads).
-nlohmann::json models_json(const std::string& model, int64_t created);
+// GET /v1/models (with the context length a sequence has, as vLLM and SGLang say theirs, so a
+// remote client can show it) and the status endpoint (what `ember ps` reads).
+nlohmann::json models_json(const std::string& model, int64_t created, int64_t n_ctx);
 nlohmann::json status_json(const EngineStatus& status);
 
 }  // namespace ember::server

@@ -7,8 +7,10 @@
 #include <cstdlib>
 #include <thread>
 
+#include "remote_answer.h"
 #include "test_data.h"
 
+using namespace ember;
 using namespace ember::test;
 
 namespace {
@@ -107,4 +109,34 @@ TEST_CASE("cliSaysClearlyWhenTheKeyIsWrongOrTheModelUnknown") {
     const ProcessResult no_model = run_ember({"run", "--remote", serve.url, "-p", "Hi"});
     CHECK(no_model.exit_code == 1);
     CHECK(no_model.err.find("--remote needs --model NAME") != std::string::npos);
+}
+
+TEST_CASE("serverKilledMidAnswerLeavesThePartialAnswerAndAClearError") {
+    EmberServe serve(test_model(kSmolLM2));
+    remote::RemoteConfig cfg;
+    cfg.base_url = serve.url;
+    cfg.api_key = kKey;
+    cfg.model = "SmolLM2-135M-Instruct.Q4_1";
+    remote::RemoteEngine engine(cfg);
+    EngineRequest r = chat_request("Write a long story about a lighthouse.", 1000);
+    r.ignore_eog = true;  // only the kill can end it early
+    std::mutex m;
+    std::condition_variable cv;
+    int texts = 0;
+    RemoteCall call(engine, r, [&](uint64_t, const EngineEvent&) {
+        std::lock_guard lock(m);
+        ++texts;
+        cv.notify_all();
+    });
+    {
+        std::unique_lock lock(m);
+        REQUIRE(cv.wait_for(lock, std::chrono::seconds(120), [&] { return texts >= 3; }));
+    }
+    serve.proc->stop(SIGKILL);
+    const RemoteAnswer a = call.wait();
+    REQUIRE(a.failed());
+    CHECK(a.text_events >= 3);
+    CHECK(!a.text.empty());  // what came before the kill stands
+    CHECK(a.error.find("the answer so far is kept: it is incomplete") != std::string::npos);
+    CHECK(a.error.find(kKey) == std::string::npos);
 }

@@ -83,6 +83,7 @@ TEST_CASE("listsTheServersModel") {
     REQUIRE(models.size() == 1);
     CHECK(models[0].id == "SmolLM2-135M-Instruct.Q4_1");
     CHECK(models[0].owned_by == "ember");
+    CHECK(models[0].context_length == 1024);
 }
 
 TEST_CASE("streamedChatEqualsTheNonStreamedAnswer") {

@@ -156,6 +156,7 @@ TEST_CASE("healthModelsAndStatus") {
     REQUIRE(m["data"].size() == 1);
     CHECK(m["data"][0]["id"] == "stories260K");
     CHECK(m["data"][0]["object"] == "model");
+    CHECK(m["data"][0]["context_length"] == 512);  // the served context, per sequence
     auto status = c.Get("/v1/status");
     REQUIRE(status);
     const json s = json::parse(status->body);
