@@ -135,7 +135,10 @@ std::string request_body(const EngineRequest& r, const std::string& model) {
     if (r.max_tokens > 0) body["max_tokens"] = r.max_tokens;
     add_sampling(body, r.sampling);
     if (!r.stop.empty()) body["stop"] = r.stop;
-    if (r.ignore_eog) body["ignore_eos"] = true;  // benchmarks; vLLM and llama-server know it
+    // Extensions, sent only when asked for: vLLM, llama-server and Ember know ignore_eos;
+    // llama-server and Ember the thinking budget.
+    if (r.ignore_eog) body["ignore_eos"] = true;
+    if (r.reasoning_budget >= 0) body["reasoning_budget_tokens"] = r.reasoning_budget;
     return body.dump(-1, ' ', false, json::error_handler_t::replace);
 }
 

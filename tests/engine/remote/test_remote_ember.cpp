@@ -27,9 +27,11 @@ struct Served {
     std::unique_ptr<server::HttpServer> server;
     int port = 0;
 
-    Served(const std::string& path, server::ServerOptions so = {}, std::function<void(const StepInfo&)> on_step = {}) {
+    Served(const std::string& path, server::ServerOptions so = {}, std::function<void(const StepInfo&)> on_step = {},
+           const std::string& chat_template = "") {
         EMBER_REQUIRE_FILE(path);
         LoadOptions lo;
+        if (!chat_template.empty()) lo.chat_template = chat_template;
         lo.path = path;
         lo.device = BackendPreference::Cpu;
         lo.n_ctx = 1024;
@@ -199,4 +201,28 @@ TEST_CASE("requestsARemoteEngineCannotRunAreRefusedAtSubmit") {
     remote::RemoteConfig ftp;
     ftp.base_url = "ftp://x";
     CHECK_THROWS_WITH_AS(remote::RemoteEngine{ftp}, doctest::Contains("must start with http:// or https://"), Error);
+}
+
+TEST_CASE("reasoningComesApartFromTheAnswerAsTheServerSplitsIt") {
+    // SmolLM2 made to think by a template whose generation prompt opens <think> (as Qwen3.5's
+    // does); the thinking budget closes it after 5 tokens and the model answers.
+    const std::string tmpl = std::string(EMBER_SOURCE_DIR) + "/tests/fixtures/think-chatml.jinja";
+    EMBER_REQUIRE_FILE(tmpl);
+    Served s(test_model(kSmolLM2), {}, {}, read_file(tmpl));
+    remote::RemoteEngine engine(config_for(s));
+    EngineRequest r = chat_request("What is the capital of France?", 48);
+    r.reasoning_budget = 5;
+    const RemoteAnswer a = RemoteCall(engine, r).wait();
+    REQUIRE_MESSAGE(a.error == "", a.error);
+    const json whole =
+        s.post("/v1/chat/completions", {{"messages", {{{"role", "user"}, {"content", r.messages[0].content}}}},
+                                        {"max_tokens", 48},
+                                        {"temperature", 0},
+                                        {"reasoning_budget_tokens", 5}});
+    const json& msg = whole["choices"][0]["message"];
+    CHECK(!a.reasoning.empty());
+    CHECK(a.reasoning == msg["reasoning_content"].get<std::string>());
+    CHECK(a.text == msg["content"].get<std::string>());
+    CHECK(a.text.find("<think>") == std::string::npos);
+    CHECK(a.stats.reasoning_tokens == whole["usage"]["completion_tokens_details"]["reasoning_tokens"].get<int>());
 }

@@ -36,7 +36,8 @@ TEST_CASE("chatRequestCarriesOnlyOpenAiFields") {
     CHECK(b["stop"] == json::array({"\n\n"}));
     CHECK(b["chat_template_kwargs"]["enable_thinking"] == false);
     CHECK(b["top_p"].get<double>() == doctest::Approx(0.95));  // Ember's default travels, as a local run uses it
-    for (const char* local : {"top_k", "min_p", "repeat_penalty", "ignore_eos"}) CHECK_FALSE(b.contains(local));
+    for (const char* local : {"top_k", "min_p", "repeat_penalty", "ignore_eos", "reasoning_budget_tokens"})
+        CHECK_FALSE(b.contains(local));
 }
 
 TEST_CASE("promptRequestGoesToCompletions") {
