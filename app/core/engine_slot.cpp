@@ -21,25 +21,32 @@ void EngineSlot::install(std::unique_ptr<ember::Model> model, const SlotOptions&
     auto scheduler = std::make_unique<ember::Scheduler>(*model, so);
     std::unique_lock lock(mutex_);
     model_ = std::move(model);
-    scheduler_ = std::move(scheduler);
+    engine_ = std::move(scheduler);
+    ++generation_;
+}
+
+void EngineSlot::install_engine(std::unique_ptr<ember::InferenceEngine> engine) {
+    clear();
+    std::unique_lock lock(mutex_);
+    engine_ = std::move(engine);
     ++generation_;
 }
 
 void EngineSlot::clear() {
-    std::unique_ptr<ember::Scheduler> scheduler;
+    std::unique_ptr<ember::InferenceEngine> engine;
     std::unique_ptr<ember::Model> model;
     {
         std::unique_lock lock(mutex_);
-        scheduler = std::move(scheduler_);
+        engine = std::move(engine_);
         model = std::move(model_);
     }
-    scheduler.reset();  // joins the engine thread after cancelling what runs
+    engine.reset();  // joins the engine's threads after cancelling what runs
     model.reset();
 }
 
 bool EngineSlot::loaded() const {
     std::shared_lock lock(mutex_);
-    return scheduler_ != nullptr;
+    return engine_ != nullptr;
 }
 
 std::optional<uint64_t> EngineSlot::to_scheduler_id(uint64_t slot_id) const {
@@ -49,42 +56,41 @@ std::optional<uint64_t> EngineSlot::to_scheduler_id(uint64_t slot_id) const {
 
 uint64_t EngineSlot::submit(ember::EngineRequest request, ember::EventSink sink) {
     std::shared_lock lock(mutex_);
-    if (!scheduler_) throw ember::Error("No model is loaded.");
+    if (!engine_) throw ember::Error("No model is loaded.");
     const uint64_t generation = generation_;
     // The sink sees the slot's ids too (events can arrive before submit() returns).
-    return to_slot_id(
-        scheduler_->submit(std::move(request), [generation, sink = std::move(sink)](ember::EngineEvent&& e) {
-            e.request_id = generation << kIdBits | e.request_id;
-            sink(std::move(e));
-        }));
+    return to_slot_id(engine_->submit(std::move(request), [generation, sink = std::move(sink)](ember::EngineEvent&& e) {
+        e.request_id = generation << kIdBits | e.request_id;
+        sink(std::move(e));
+    }));
 }
 
 void EngineSlot::cancel(uint64_t request_id) {
     std::shared_lock lock(mutex_);
-    if (const auto id = to_scheduler_id(request_id); id && scheduler_) scheduler_->cancel(*id);
+    if (const auto id = to_scheduler_id(request_id); id && engine_) engine_->cancel(*id);
 }
 
 void EngineSlot::forget(const std::string& cache_key) {
     std::shared_lock lock(mutex_);
-    if (scheduler_) scheduler_->forget(cache_key);
+    if (engine_) engine_->forget(cache_key);
 }
 
 ember::EngineStatus EngineSlot::status() const {
     std::shared_lock lock(mutex_);
-    if (!scheduler_) return {};
-    ember::EngineStatus s = scheduler_->status();
+    if (!engine_) return {};
+    ember::EngineStatus s = engine_->status();
     for (ember::RequestStatus& r : s.requests) r.id = to_slot_id(r.id);
     return s;
 }
 
 const ember::Telemetry& EngineSlot::telemetry() const {
     std::shared_lock lock(mutex_);
-    return scheduler_ ? scheduler_->telemetry() : idle_telemetry_;
+    return engine_ ? engine_->telemetry() : idle_telemetry_;
 }
 
 ember::TelemetrySnapshot EngineSlot::telemetry_snapshot() const {
     std::shared_lock lock(mutex_);
-    return (scheduler_ ? scheduler_->telemetry() : idle_telemetry_).snapshot();
+    return (engine_ ? engine_->telemetry() : idle_telemetry_).snapshot();
 }
 
 }  // namespace ember::app

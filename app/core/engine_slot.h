@@ -1,8 +1,9 @@
 // The app's one InferenceEngine, whichever model is loaded: the chats and the local API
 // server (engine/server) both submit here, and it forwards to the Scheduler of the loaded
-// model. Loading another model swaps what is behind it without its clients noticing, so the
-// server keeps its port across model changes; with no model loaded, submit() throws "No
-// model is loaded." (the server answers that as an error, the chat shows it).
+// model, or to a remote engine (engine/remote: a model served by vLLM, llama-server, another
+// Ember, ...) put behind it with install_engine(). Loading another model swaps what is behind it without its clients
+// noticing, so the server keeps its port across model changes; with no model loaded, submit() throws "No model is
+// loaded." (the server answers that as an error, the chat shows it).
 //
 // Request ids carry the model's generation (a load counter) above the scheduler's own id, so
 // a late cancel() for a request of the previous model can never stop one of the next.
@@ -18,10 +19,6 @@
 
 #include "engine/runtime/model.h"
 #include "engine/scheduler/inference_engine.h"
-
-namespace ember {
-class Scheduler;
-}
 
 namespace ember::app {
 
@@ -39,6 +36,9 @@ public:
 
     // Engine thread: puts a loaded model behind the slot with its scheduler.
     void install(std::unique_ptr<ember::Model> model, const SlotOptions& options);
+    // Any thread: puts an engine with no local model behind the slot (a RemoteEngine); the
+    // chats and the API server then submit to it as to a scheduler.
+    void install_engine(std::unique_ptr<ember::InferenceEngine> engine);
     // Engine thread: empties the slot and destroys what was in it, outside the lock: the
     // scheduler first (every request of it gets its Finished event, Cancelled), then the model.
     void clear();
@@ -56,15 +56,15 @@ public:
 private:
     static constexpr int kIdBits = 40;  // scheduler ids below, the model's generation above
     uint64_t to_slot_id(uint64_t scheduler_id) const { return generation_ << kIdBits | scheduler_id; }
-    // The scheduler's id when `slot_id` belongs to the loaded model.
+    // The engine's id when `slot_id` belongs to the engine installed now.
     std::optional<uint64_t> to_scheduler_id(uint64_t slot_id) const;
 
     mutable std::shared_mutex mutex_;
     // Declared in destruction order's reverse: the scheduler goes before the model it runs.
-    std::unique_ptr<ember::Model> model_;
-    std::unique_ptr<ember::Scheduler> scheduler_;
-    uint64_t generation_ = 0;          // models installed so far
-    ember::Telemetry idle_telemetry_;  // what telemetry() shows with no model
+    std::unique_ptr<ember::Model> model_;             // null for a remote engine
+    std::unique_ptr<ember::InferenceEngine> engine_;  // the model's Scheduler, or a remote engine
+    uint64_t generation_ = 0;                         // models installed so far
+    ember::Telemetry idle_telemetry_;                 // what telemetry() shows with no model
 };
 
 }  // namespace ember::app

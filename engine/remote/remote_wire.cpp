@@ -30,7 +30,8 @@ json message_json(const ChatMessage& m) {
 void add_sampling(json& body, const SamplingParams& s) {
     body["temperature"] = std::max(0.0f, s.temperature);
     if (s.top_p < 1.0f) body["top_p"] = s.top_p;
-    body["seed"] = s.seed;
+    // OpenAI's seed is a signed 64-bit integer (servers refuse more): the top bit is dropped.
+    body["seed"] = static_cast<int64_t>(s.seed & uint64_t{INT64_MAX});
     if (s.presence_penalty != 0.0f) body["presence_penalty"] = s.presence_penalty;
     if (s.frequency_penalty != 0.0f) body["frequency_penalty"] = s.frequency_penalty;
 }

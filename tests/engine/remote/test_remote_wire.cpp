@@ -33,6 +33,8 @@ TEST_CASE("chatRequestCarriesOnlyOpenAiFields") {
     CHECK(b["max_tokens"] == 16);
     CHECK(b["temperature"] == 0.0);
     CHECK(b["seed"] == 7);
+    r.sampling.seed = 0xF000'0000'0000'0007ull;  // the app's random seeds use all 64 bits
+    CHECK(json::parse(request_body(r, "m"))["seed"] == 0x7000'0000'0000'0007ll);
     CHECK(b["stop"] == json::array({"\n\n"}));
     CHECK(b["chat_template_kwargs"]["enable_thinking"] == false);
     CHECK(b["top_p"].get<double>() == doctest::Approx(0.95));  // Ember's default travels, as a local run uses it
