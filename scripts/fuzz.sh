@@ -12,6 +12,7 @@
 #   fuzz_kv_block   the prefix cache's block files on disk, parsed and read back through the store
 #   fuzz_tool_calls the tool-call parser on model output (every family's form)
 #   fuzz_grammar    GBNF grammars and JSON schemas from requests, then bytes through the matcher
+#   fuzz_remote     a remote server's event stream, chunks, model lists and error bodies (engine/remote)
 # Usage: scripts/fuzz.sh [SECONDS] [TARGET...]   (default: 60 s each, every target; EMBER_JOBS
 # targets at a time, default: one per core)
 #
@@ -25,7 +26,7 @@ cd "$(dirname "$0")/.."
 seconds="${1:-60}"
 shift || true
 targets=("$@")
-[[ ${#targets[@]} -gt 0 ]] || targets=(fuzz_gguf fuzz_jinja fuzz_tool_json fuzz_tokenizer fuzz_gguf_prefix fuzz_hub fuzz_logits_file fuzz_server_request fuzz_kv_block fuzz_reasoning fuzz_tool_calls fuzz_grammar)
+[[ ${#targets[@]} -gt 0 ]] || targets=(fuzz_gguf fuzz_jinja fuzz_tool_json fuzz_tokenizer fuzz_gguf_prefix fuzz_hub fuzz_logits_file fuzz_server_request fuzz_kv_block fuzz_reasoning fuzz_tool_calls fuzz_grammar fuzz_remote)
 testdata="${EMBER_TESTDATA_DIR:-$(pwd)/../shared/testdata}"
 export EMBER_TESTDATA_DIR="$testdata"
 

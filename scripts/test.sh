@@ -17,7 +17,7 @@
 #   EMBER_SKIP_DEPS=1            do not run scripts/install-deps.sh (e.g. no root, no apt)
 #   EMBER_CCACHE=0               compile without ccache (used by default when installed)
 #   EMBER_SKIP_SANITIZERS=1      skip the sanitizer step (fuzzers + ASan/UBSan tests)
-#   EMBER_FUZZ_SECONDS=20        time budget of each fuzzer in the sanitizer step (12 fuzzers,
+#   EMBER_FUZZ_SECONDS=20        time budget of each fuzzer in the sanitizer step (13 fuzzers,
 #                                EMBER_JOBS at a time)
 #   EMBER_ASAN_EXCLUDE=REGEX     asan tests the sanitizer step leaves out (ctest -E); default
 #                                '^(test_inference|gpu_check_cpu_as_gpu|test_quant_peer|test_server_openai|test_server_load|test_structured_output|test_server_openai_tools_gemma3|test_remote_llama)$' (end-to-end
