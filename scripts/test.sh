@@ -85,14 +85,12 @@ scripts/fetch-ollama-client.sh
 # Python's jinja2 (pinned), the reference test_template_jinja2 renders the real chat templates with.
 scripts/fetch-jinja2.sh
 
-# llama.cpp's llama-perplexity, the peer that test_quant_peer runs on Ember's quantized files, and
-# llama-tokenize, which test_tokenizer compares token ids with;
-# built once (minutes, cold) and cached in ~/.cache/ember/llama-tools, then this step is instant.
+# llama.cpp's llama-perplexity, the peer that test_quant_peer runs on Ember's quantized files,
+# llama-tokenize, which test_tokenizer compares token ids with, and llama-server, which
+# test_remote_llama points Ember's remote engine at; built once (minutes, cold) and cached in
+# ~/.cache/ember/llama-tools, then this step is instant.
 ember_step "peer tools (llama.cpp)"
-scripts/llama-cpp-tools.sh llama-perplexity llama-tokenize >/dev/null
-# llama-server, which test_remote_llama points Ember's remote engine at: the build for this CPU,
-# as scripts/bench-serve.sh uses it (its own cache folder, keyed by the CPU's flags).
-EMBER_LLAMA_NATIVE=1 scripts/llama-cpp-tools.sh llama-server >/dev/null
+scripts/llama-cpp-tools.sh llama-perplexity llama-tokenize llama-server >/dev/null
 
 ember_step "check-format"
 scripts/check-format.sh

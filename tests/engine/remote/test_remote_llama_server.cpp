@@ -41,8 +41,7 @@ struct LlamaServer {
     LlamaServer() {
         const std::string model = test_model(kSmolLM2);
         EMBER_REQUIRE_FILE(model);
-        // The peer built for this CPU, as scripts/bench-serve.sh uses it (its own cache folder).
-        setenv("EMBER_LLAMA_NATIVE", "1", 0);
+        // The portable peer build, beside llama-perplexity (scripts/test.sh builds it).
         const std::string bin = llama_tools_dir({"llama-server"}) + "/llama-server";
         proc = std::make_unique<ChildProcess>(
             std::vector<std::string>{bin, "-m", model, "--host", "127.0.0.1", "--port", std::to_string(port), "-a",
