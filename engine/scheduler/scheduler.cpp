@@ -342,7 +342,7 @@ StepInfo Scheduler::step() {
 // Blocks in use, requests running and queued: for status() and the telemetry, updated before
 // any Finished event goes out (a client that saw its request end sees it gone).
 void Scheduler::publish_load() {
-    blocks_used_.store(model_.kv().config().n_blocks - model_.kv().free_blocks());
+    blocks_used_.store(model_.kv().used_blocks());
     blocks_cached_.store(model_.kv().idle_blocks());
     const HostPrefixStore* host = model_.kv().host_cache();
     host_cache_bytes_.store(host ? host->bytes() : 0);
@@ -401,13 +401,14 @@ void Scheduler::admit() {
     }
 }
 
+// Room for the whole prompt and one generated token, next to what the running sequences still
+// need to prefill; kept cache sequences count as room (they can be evicted).
 bool Scheduler::fits(const Job& job) const {
-    const KvCache& kv = model_.kv();
-    const int32_t B = kv.config().block_tokens;
-    int32_t available = kv.free_blocks();
-    for (const Cached& c : cached_) available += kv.own_blocks(c.seq);
-    for (const Running& r : running_) available -= blocks_for(r.seq, r.remaining());
-    return (job.total() + 1 + B - 1) / B <= available;
+    std::vector<KvCache::Growth> growing;
+    for (const Running& r : running_) growing.push_back({r.seq, r.remaining()});
+    std::vector<int32_t> evictable;
+    for (const Cached& c : cached_) evictable.push_back(c.seq);
+    return model_.kv().admits(job.total() + 1, growing, evictable);
 }
 
 void Scheduler::admit_one(std::shared_ptr<Job> job) {
@@ -505,13 +506,6 @@ bool Scheduler::rolls(const Job& job) const {
 
 bool Scheduler::uses_prefix_cache(const Job& job) const { return opts_.prefix_cache && job.req.reuse_prefix; }
 
-int32_t Scheduler::blocks_for(int32_t seq, int32_t more) const {
-    const KvCache& kv = model_.kv();
-    const int32_t B = kv.config().block_tokens;
-    const int32_t have = static_cast<int32_t>(kv.block_table(seq).size());
-    return std::max(0, (kv.length(seq) + more + B - 1) / B - have);
-}
-
 // The tokens of this step: first one for every sequence owed exactly one (decodes), then
 // prefill chunks from what is left of max_step_tokens, oldest first. KV blocks are taken in
 // the same order; a decode that finds none free evicts kept cache_key sequences, then
@@ -551,12 +545,12 @@ std::vector<Scheduler::Planned> Scheduler::plan_step() {
         }
         // A decode needs its one token; a prefill chunk at least one. Younger sequences give
         // way to older ones.
-        if (blocks_for(r.seq, 1) > kv.free_blocks()) evict_cached(blocks_for(r.seq, n));
-        while (blocks_for(r.seq, 1) > kv.free_blocks() && running_.size() > i + 1) {
+        if (!kv.can_allocate(r.seq, 1)) evict_cached(r.seq, n);
+        while (!kv.can_allocate(r.seq, 1) && running_.size() > i + 1) {
             preempt(running_.size() - 1);
             want.pop_back();
         }
-        if (blocks_for(r.seq, 1) > kv.free_blocks()) {
+        if (!kv.can_allocate(r.seq, 1)) {
             if (n == 1 && running_.size() > 1) {  // a decode with nobody younger to take from
                 preempt(i);
                 want.erase(want.begin() + static_cast<std::ptrdiff_t>(i));
@@ -565,17 +559,13 @@ std::vector<Scheduler::Planned> Scheduler::plan_step() {
             n = 0;
         }
         if (n > 1) {
-            if (blocks_for(r.seq, n) > kv.free_blocks()) evict_cached(blocks_for(r.seq, n));
-            const int32_t room =
-                static_cast<int32_t>(kv.block_table(r.seq).size()) * B - kv.length(r.seq) + kv.free_blocks() * B;
-            n = std::min(n, room);
+            if (!kv.can_allocate(r.seq, n)) evict_cached(r.seq, n);
+            n = std::min(n, kv.room(r.seq));
         }
         if (n > 0) {
-            Planned p;
-            p.index = i;
-            p.n = n;
-            p.kv_slots = kv.append(r.seq, n);
-            plan.push_back(std::move(p));
+            std::optional<std::vector<int32_t>> slots = kv.allocate_slots(r.seq, n);
+            if (!slots) throw Error("scheduler: the KV cache refused " + std::to_string(n) + " tokens it had room for");
+            plan.push_back({i, n, std::move(*slots)});
         }
         ++i;
     }
@@ -623,13 +613,13 @@ void Scheduler::learn_step_cost(const PassShape& shape, double seconds) {
     }
 }
 
-int32_t Scheduler::evict_cached(int32_t blocks_wanted) {
+// Frees kept cache_key sequences, least recently used first, until `seq` can grow by `n`.
+void Scheduler::evict_cached(int32_t seq, int32_t n) {
     KvCache& kv = model_.kv();
-    while (kv.free_blocks() < blocks_wanted && !cached_.empty()) {
+    while (!kv.can_allocate(seq, n) && !cached_.empty()) {
         kv.free_sequence(cached_.back().seq);
         cached_.pop_back();
     }
-    return kv.free_blocks();
 }
 
 void Scheduler::drop_cached(const std::string& key) {

@@ -124,8 +124,7 @@ private:
     void learn_step_cost(const PassShape& shape, double seconds);
     bool uses_prefix_cache(const Job& job) const;  // attaches and publishes prefix blocks
     bool rolls(const Job& job) const;              // context overflow roll, and turns were dropped
-    int32_t blocks_for(int32_t seq, int32_t more) const;
-    int32_t evict_cached(int32_t blocks_wanted);
+    void evict_cached(int32_t seq, int32_t n);
     void drop_cached(const std::string& key);
     void preempt(size_t i);
     void run_pass(const std::vector<Planned>& plan, StepInfo& info);
