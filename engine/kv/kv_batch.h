@@ -1,6 +1,6 @@
 // The host arrays of one forward pass (kernels/backend.h BatchInfo), built sequence by
-// sequence over KV cache sequences: Sequence (one at a time) and the Scheduler (many at
-// once) both fill one.
+// sequence over KV cache sequences: the Scheduler fills one per step, Sequence::prefill (a
+// bare forward pass) and the perplexity tool one per chunk.
 #pragma once
 #include <cstdint>
 #include <span>

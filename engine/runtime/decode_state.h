@@ -1,8 +1,7 @@
 // One request's decoding, token by token: the sampler, the streaming detokenizer, the stop
-// strings, the limits (max_tokens, end of generation, context) and the timings. Sequence
-// (one conversation at a time: `ember run/chat/bench`) and the Scheduler (many at once)
-// both drive one of these per request, so a token ends a request for the same reasons and
-// produces the same text on either path.
+// strings, the limits (max_tokens, end of generation, context) and the timings. The
+// Scheduler drives one per request (every front door, `ember run/chat/bench` through
+// Sequence included), so a token ends a request for the same reasons everywhere.
 #pragma once
 #include <chrono>
 #include <cstdint>

@@ -102,6 +102,7 @@ struct RequestStats {
     int32_t preemptions = 0;       // times its KV blocks were taken back and recomputed
     double queue_wait_ms = 0;      // submitted -> first scheduled
     double ttft_ms = 0;            // submitted -> first token
+    double prefill_ms = 0;         // first scheduled -> prompt processed (its first token sampled)
     double decode_ms = 0;          // first token -> last
     StopReason stop_reason = StopReason::None;
 };
@@ -120,7 +121,10 @@ struct EngineEvent {
     std::string reasoning;             // Text: thinking (engine/template/reasoning.h)
     std::vector<TokenLogprob> tokens;  // Text, when top_logprobs >= 0: one per token
     RequestStats stats;                // Finished
-    std::string error;                 // Failed
+    // Finished: every token the request generated, in order (the local engine's ids; a remote
+    // engine may leave it empty).
+    std::vector<int32_t> output_ids;
+    std::string error;  // Failed
 };
 using EventSink = std::function<void(EngineEvent&&)>;
 

@@ -107,7 +107,11 @@ struct Scheduler::Running {
 };
 
 Scheduler::Scheduler(Model& model, SchedulerOptions options)
-    : model_(model), opts_(std::move(options)), model_name_(opts_.model_name), cost_(PrefillCost::of(model.config())) {
+    : model_(model),
+      opts_(std::move(options)),
+      model_name_(opts_.model_name),
+      telemetry_(opts_.telemetry ? *opts_.telemetry : own_telemetry_),
+      cost_(PrefillCost::of(model.config())) {
     if (model_name_.empty()) model_name_ = default_model_name(model_);
     if (opts_.max_step_tokens == 0) opts_.max_step_tokens = std::max(model_.n_batch(), opts_.max_batch);
     if (opts_.max_batch < 1) throw Error("scheduler: max_batch must be at least 1");
@@ -233,6 +237,11 @@ void Scheduler::forget(const std::string& cache_key) {
     wake_.notify_one();
 }
 
+void Scheduler::wait_idle() {
+    std::unique_lock lock(mutex_);
+    idle_cv_.wait(lock, [&] { return stopping_ || (idle_ && queue_.empty() && forgets_.empty()); });
+}
+
 SchedulerStats Scheduler::stats() const { return {steps_.load(), preemptions_.load(), finished_.load()}; }
 
 EngineStatus Scheduler::status() const {
@@ -274,7 +283,10 @@ void Scheduler::run() {
     while (true) {
         {
             std::unique_lock lock(mutex_);
+            idle_ = true;  // seen by wait_idle() only while the wait below holds no work
+            idle_cv_.notify_all();
             wake_.wait(lock, [&] { return stopping_ || !queue_.empty() || !running_.empty() || !forgets_.empty(); });
+            idle_ = false;
             if (stopping_) break;
         }
         StepInfo info;
@@ -840,12 +852,14 @@ void Scheduler::end_job(Job& job, StopReason reason) {
         s.queue_wait_ms = job.queue_wait_ms;
         s.ttft_ms = st.generated_tokens > 0 ? job.queue_wait_ms + st.ttft_ms : 0;
         s.decode_ms = st.decode_ms;
+        s.prefill_ms = st.prefill_ms;
     } else {
         s.queue_wait_ms = ms_since(job.submitted);
     }
     EngineEvent e;
     e.kind = EngineEvent::Kind::Finished;
     e.stats = s;
+    e.output_ids = job.output;
     job.emit(std::move(e));
 }
 

@@ -55,6 +55,9 @@ struct SchedulerOptions {
     int32_t max_queue = 256;   // requests waiting at most; submit() throws beyond
     int32_t max_cached = 4;    // idle cache_key sequences kept (least recently used evicted first)
     bool prefix_cache = true;  // publish full KV blocks and reuse them across requests (kv_cache.h)
+    // Where requests' timings are recorded (it must outlive the scheduler); null: the
+    // scheduler's own (telemetry()). A client that outlives engines (the CLI's Sequence) owns one.
+    Telemetry* telemetry = nullptr;
     // Called on the engine thread after every step that ran a pass (tests count steps with
     // it). It may call submit() and cancel(); it must not block. What it throws is logged.
     std::function<void(const StepInfo&)> on_step;
@@ -82,6 +85,10 @@ public:
     EngineStatus status() const override;
     const Telemetry& telemetry() const override { return telemetry_; }
     SchedulerStats stats() const;
+    // Blocks until the engine thread has nothing queued, running or to forget and waits for
+    // work: from then until the next submit() or forget() it touches neither the model nor its
+    // KV cache (Sequence uses the model between requests).
+    void wait_idle();
     const SchedulerOptions& options() const { return opts_; }
 
 private:
@@ -142,10 +149,13 @@ private:
     Model& model_;
     SchedulerOptions opts_;
     std::string model_name_;
-    Telemetry telemetry_;
+    Telemetry own_telemetry_;
+    Telemetry& telemetry_;  // opts_.telemetry or own_telemetry_
 
     mutable std::mutex mutex_;  // guards the members below up to the engine-only ones
     std::condition_variable wake_;
+    std::condition_variable idle_cv_;
+    bool idle_ = false;  // the engine thread is waiting for work
     bool stopping_ = false;
     uint64_t next_id_ = 1;
     std::deque<std::shared_ptr<Job>> queue_;         // waiting, by id (FCFS; preempted ones rejoin in order)
