@@ -32,6 +32,8 @@ struct GenerateStats {
     double ttft_ms = 0;            // prompt processing + first token
     double prefill_ms = 0;
     double decode_ms = 0;  // after the first token
+    // Speculation (the scheduler's; EngineRequest::lookup): guessed tokens checked, agreed with.
+    int32_t drafted_tokens = 0, accepted_tokens = 0;
     StopReason stop_reason = StopReason::None;
     double prefill_tok_s() const { return prefill_ms > 0 ? (prompt_tokens - reused_tokens) * 1000.0 / prefill_ms : 0; }
     double decode_tok_s() const { return decode_ms > 0 ? (generated_tokens - 1) * 1000.0 / decode_ms : 0; }

@@ -33,6 +33,8 @@ GenerateStats stats_of(const RequestStats& s) {
     st.prefill_ms = s.prefill_ms;
     st.decode_ms = s.decode_ms;
     st.stop_reason = s.stop_reason;
+    st.drafted_tokens = s.drafted_tokens;
+    st.accepted_tokens = s.accepted_tokens;
     return st;
 }
 
@@ -94,6 +96,7 @@ GenerateStats Sequence::generate(std::span<const int32_t> prompt, const Generate
     req.ignore_eog = opts.ignore_eog;
     req.grammar = opts.grammar;
     req.cache_key = kCacheKey;
+    req.lookup = opts.lookup;
     Ending end;
     std::atomic<uint64_t> id{0};
     auto sink = [&](EngineEvent&& e) {

@@ -32,6 +32,7 @@ struct GenerateOptions {
     std::vector<std::string> stop;                    // stop strings (never shown)
     bool ignore_eog = false;                          // benchmarks: keep going past end-of-generation tokens
     Telemetry* telemetry = nullptr;                   // when set, records the requests' timings (engine/telemetry)
+    bool lookup = false;                              // prompt lookup speculation (EngineRequest::lookup)
     std::shared_ptr<const grammar::Grammar> grammar;  // constrain sampling; null = free text
 };
 
