@@ -113,12 +113,14 @@ GenerateStats Sequence::generate(std::span<const int32_t> prompt, const Generate
     id = sched.submit(std::move(req), sink);
     generated_ = true;
     {
-        // A stop asked before submit() returned, or through `cancel`, which nothing signals:
-        // looked at every few milliseconds (the old loop looked once a token).
+        // The sink wakes this thread on every event, so a stop asked before submit() returned
+        // is seen here. Only `cancel`, which nothing signals, is polled (every few
+        // milliseconds), and only when given: no wake-ups beside a decode otherwise.
         std::unique_lock lock(end.mu);
         while (!end.done) {
             if (end.stop.load() || (cancel && cancel->load())) sched.cancel(id);
-            end.cv.wait_for(lock, std::chrono::milliseconds(10));
+            if (cancel) end.cv.wait_for(lock, std::chrono::milliseconds(10));
+            else end.cv.wait(lock);
         }
     }
     sched.wait_idle();
