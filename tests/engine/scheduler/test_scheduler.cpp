@@ -18,6 +18,7 @@
 #include "engine/runtime/prompt_fit.h"
 #include "engine/scheduler/sequence.h"
 #include "engine/scheduler/scheduler.h"
+#include "cpu_model.h"
 #include "kernels/common/error.h"
 #include "long_chat.h"
 #include "test_data.h"
@@ -28,17 +29,9 @@ using ember::test::long_chat;
 
 namespace {
 
-// threads: 1 for the tiny model, whose passes are too small to split (and a busy machine
-// makes a thread pool wait for its slowest thread).
+using test::load_cpu_model;
 std::unique_ptr<Model> load(const std::string& path, int64_t n_ctx, int32_t n_seqs, int threads = 2) {
-    EMBER_REQUIRE_FILE(path);
-    LoadOptions o;
-    o.path = path;
-    o.device = BackendPreference::Cpu;
-    o.n_threads = threads;
-    o.n_ctx = n_ctx;
-    o.n_seqs = n_seqs;
-    return Model::load(o);
+    return load_cpu_model(path, n_ctx, n_seqs, threads);
 }
 
 std::unique_ptr<Model> stories(int64_t n_ctx = 256, int32_t n_seqs = 16) {

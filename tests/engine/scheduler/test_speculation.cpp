@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "cpu_model.h"
 #include "engine/runtime/model.h"
 #include "engine/scheduler/prompt_lookup.h"
 #include "engine/scheduler/scheduler.h"
@@ -34,16 +35,7 @@ TEST_CASE("lookup_draft continues the most recent occurrence of the longest suff
 
 namespace {
 
-std::unique_ptr<Model> load(const std::string& path, int64_t n_ctx, int32_t n_seqs, int threads) {
-    EMBER_REQUIRE_FILE(path);
-    LoadOptions o;
-    o.path = path;
-    o.device = BackendPreference::Cpu;
-    o.n_threads = threads;
-    o.n_ctx = n_ctx;
-    o.n_seqs = n_seqs;
-    return Model::load(o);
-}
+using test::load_cpu_model;
 
 struct Ended {
     std::vector<int32_t> ids;
@@ -128,7 +120,7 @@ const char* kCodeEdit =
 }  // namespace
 
 TEST_CASE("greedy stories260K: the same ids with lookup, alone and in a full batch of 8") {
-    auto model = load(test::testdata(test::kStories), 512, 8, 1);
+    auto model = load_cpu_model(test::testdata(test::kStories), 512, 8, 1);
     const std::vector<std::string> prompts = {"Once upon a time", "The little dog",   "Lily wanted to",
                                               "One day, a big",   "Tom and Sue went", "The sun was",
                                               "Mom said",         "There was a bird"};
@@ -142,7 +134,7 @@ TEST_CASE("greedy stories260K: the same ids with lookup, alone and in a full bat
 }
 
 TEST_CASE("greedy SmolLM2 code edit: the same ids with lookup, and guesses accepted") {
-    auto model = load(test::test_model(test::kSmolLM2), 1024, 4, 2);
+    auto model = load_cpu_model(test::test_model(test::kSmolLM2), 1024, 4, 2);
     EngineRequest edit = greedy(kCodeEdit, 64);
     edit.prompt_parse_special = true;
     std::vector<EngineRequest> reqs{edit, greedy("The capital of France is", 48), edit,
@@ -153,7 +145,7 @@ TEST_CASE("greedy SmolLM2 code edit: the same ids with lookup, and guesses accep
 }
 
 TEST_CASE("a kept conversation continues the same after lookup rolled its cache back") {
-    auto model = load(test::testdata(test::kStories), 512, 2, 1);
+    auto model = load_cpu_model(test::testdata(test::kStories), 512, 2, 1);
     auto turns = [&](bool lookup) {
         std::vector<std::string> texts;
         SchedulerOptions o;
