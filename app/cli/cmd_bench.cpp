@@ -183,22 +183,26 @@ int cmd_bench(int argc, char** argv) {
     if (lo.n_ctx == 0) lo.n_ctx = std::max(pp, tg + 1) + 16;
     lo.n_batch = std::max(lo.n_batch, std::max(pp, 1));
     auto model = Model::load(lo);
+    // Through the scheduler, as `ember run` and `serve` decode: pp is a prompt processed with
+    // nothing sampled; tg the greedy tokens after the first (tg passes of one token each).
     Sequence seq(*model);
     const auto tokens = bench_tokens(std::max(pp, tg), model->config().n_vocab);
     Result rpp{"pp" + std::to_string(pp), pp, {}}, rtg{"tg" + std::to_string(tg), tg, {}};
+    GenerateOptions prefill_only;
+    prefill_only.max_tokens = 0;
+    GenerateOptions decode;
+    decode.sampling = SamplingParams::greedy();
+    decode.max_tokens = tg + 1;
+    decode.ignore_eog = true;
     for (int r = -1; r < reps; ++r) {  // r = -1 is the warm-up
         double tpp = 0, ttg = 0;
         if (pp > 0) {
             seq.reset();
-            tpp = seconds_of([&] { seq.prefill(std::span(tokens).first(static_cast<size_t>(pp))); });
+            tpp = seconds_of([&] { seq.generate(std::span(tokens).first(static_cast<size_t>(pp)), prefill_only, {}); });
         }
         if (tg > 0) {
             seq.reset();
-            seq.prefill(std::span(tokens).first(1));
-            ttg = seconds_of([&] {
-                for (int i = 1; i <= tg; ++i)
-                    seq.prefill(std::span(tokens).subspan(static_cast<size_t>(i) % tokens.size(), 1));
-            });
+            ttg = seq.generate(std::span(tokens).first(1), decode, {}).decode_ms / 1000;
         }
         if (r < 0) continue;
         if (pp > 0) rpp.tok_s.push_back(pp / tpp);

@@ -1,4 +1,4 @@
-// `ember chat MODEL [--system TEXT] [--context-overflow truncate|stop] [options]`: interactive
+// `ember chat MODEL [--system TEXT] [--context-overflow truncate|stop] [--lookup] [options]`: interactive
 // chat through the model's own chat template. One user turn per line of standard input, so it
 // also works in a pipe; the conversation (and its KV cache) carries over from turn to turn.
 // When it outgrows the context, truncate (the default) leaves its oldest exchanges out of the
@@ -106,16 +106,18 @@ int cmd_chat(int argc, char** argv) {
 #endif
     Args args(argc, argv, 0,
               merge(merge(model_value_options(), sampling_value_options()), {"--system", "--context-overflow"}),
-              {"--verbose"});
+              {"--verbose", "--lookup"});
     if (args.positional().size() != 1)
-        throw Error("usage: ember chat MODEL [--system TEXT] [--context-overflow truncate|stop] [options]\n" +
-                    options_help());
+        throw Error(
+            "usage: ember chat MODEL [--system TEXT] [--context-overflow truncate|stop] [--lookup] [options]\n" +
+            options_help());
     const std::string overflow = args.get_or("--context-overflow", "truncate");
     const std::optional<OverflowPolicy> policy = parse_overflow_policy(overflow);
     if (!policy || *policy == OverflowPolicy::Roll)  // roll: the scheduler's (ember serve, the app)
         throw Error("option --context-overflow: '" + overflow + "' is not a policy of ember chat (truncate or stop)");
     const LoadOptions lo = load_options(args, args.positional()[0]);
-    const GenerateOptions gen = generate_options(args, -1);
+    GenerateOptions gen = generate_options(args, -1);
+    gen.lookup = args.flag("--lookup");  // prompt lookup speculation: the same greedy text, sooner
     auto model = Model::load(lo);
     const bool interactive = isatty(STDIN_FILENO);
     std::fprintf(stderr, "chat template: %s\n", model->chat_template().source_desc.c_str());

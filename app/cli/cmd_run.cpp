@@ -1,5 +1,6 @@
 // `ember run MODEL -p TEXT [options]`: raw completion, streamed to stdout; timing to stderr.
-// --json-schema FILE / --grammar FILE constrain the output (engine/grammar).
+// --json-schema FILE / --grammar FILE constrain the output (engine/grammar). --lookup: prompt
+// lookup speculation (greedy: the same text, fewer passes; engine/scheduler/prompt_lookup.h).
 #include <cstdio>
 #include <fstream>
 #include <sstream>
@@ -58,7 +59,7 @@ int cmd_run(int argc, char** argv) {
     Args args(
         argc, argv, 0,
         merge(merge(model_value_options(), sampling_value_options()), {"-p", "--prompt", "--json-schema", "--grammar"}),
-        {"--no-bos", "--parse-special", "--quiet"});
+        {"--no-bos", "--parse-special", "--quiet", "--lookup"});
     if (args.positional().size() != 1)
         throw Error("usage: ember run MODEL -p TEXT [--json-schema FILE | --grammar FILE] [options]\n" +
                     options_help());
@@ -67,6 +68,7 @@ int cmd_run(int argc, char** argv) {
     const LoadOptions lo = load_options(args, args.positional()[0]);
     GenerateOptions gen = generate_options(args, 128);  // every option checked before loading
     gen.grammar = grammar_option(args);
+    gen.lookup = args.flag("--lookup");
     auto model = Model::load(lo);
     const Tokenizer& tok = model->tokenizer();
     std::vector<int32_t> ids = tok.encode(prompt, false, args.flag("--parse-special"));
@@ -85,6 +87,9 @@ int cmd_run(int argc, char** argv) {
             "\n[%d prompt tokens, %d generated; TTFT %.0f ms; prefill %.1f tok/s; decode %.2f tok/s; stop: %s]\n",
             st.prompt_tokens, st.generated_tokens, st.ttft_ms, st.prefill_tok_s(), st.decode_tok_s(),
             std::string(stop_reason_name(st.stop_reason)).c_str());
+    if (!args.flag("--quiet") && gen.lookup)
+        std::fprintf(stderr, "[lookup: %d drafted, %d accepted (%.0f%%)]\n", st.drafted_tokens, st.accepted_tokens,
+                     st.drafted_tokens > 0 ? 100.0 * st.accepted_tokens / st.drafted_tokens : 0.0);
     return 0;
 }
 

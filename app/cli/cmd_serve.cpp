@@ -1,7 +1,7 @@
 // `ember serve MODEL [--host H] [--port P] [--api-key K] [--parallel N] [--max-stall-ms N]
 // [--cache-ram SIZE] [--cache-disk SIZE] [--cache-dir DIR] [--no-prefix-cache] [--read-deadline-ms N]
 // [--max-connections N] [--max-client-connections N] [--context-overflow stop|truncate|roll]
-// [model options]`: the
+// [--lookup] [model options]`: the
 // OpenAI-compatible HTTP server (engine/server) over a Scheduler on one loaded model, until
 // SIGINT or SIGTERM.
 //
@@ -54,14 +54,15 @@ int cmd_serve(int argc, char** argv) {
         merge(model_value_options(), {"--host", "--port", "--api-key", "--parallel", "--max-tokens", "--max-stall-ms",
                                       "--cache-ram", "--cache-disk", "--cache-dir", "--read-deadline-ms",
                                       "--max-connections", "--max-client-connections", "--context-overflow"}),
-        {"--no-prefix-cache"});
+        {"--no-prefix-cache", "--lookup"});
     if (args.positional().size() != 1)
         throw Error(
             "usage: ember serve MODEL [--host H] [--port P (0: any free port)] [--api-key K] [--parallel N] "
             "[--max-tokens N] [--max-stall-ms N (250; 0: off)] [--cache-ram SIZE (4GiB; 0: off)] [--cache-disk SIZE "
             "(0: off)] [--cache-dir DIR] "
             "[--no-prefix-cache] [--read-deadline-ms N (10000)] [--max-connections N (512)] "
-            "[--max-client-connections N (64)] [--context-overflow stop|truncate|roll (stop)]\n" +
+            "[--max-client-connections N (64)] [--context-overflow stop|truncate|roll (stop)] "
+            "[--lookup (prompt lookup speculation for greedy requests)]\n" +
             options_help());
     const server::ServerOptions so = server_options(args);
     const int32_t parallel = static_cast<int32_t>(args.get_int("--parallel", 4, 1, 256));
@@ -97,6 +98,7 @@ int cmd_serve(int argc, char** argv) {
     sched.max_batch = parallel;
     sched.prefix_cache = prefix_cache;
     sched.max_stall_ms = max_stall_ms;
+    sched.lookup = args.flag("--lookup");
     Scheduler scheduler(*model, sched);
     server::HttpServer http(scheduler, so);
     http.start();

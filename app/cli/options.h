@@ -6,7 +6,7 @@
 
 #include "app/cli/args.h"
 #include "engine/runtime/model.h"
-#include "engine/runtime/sequence.h"
+#include "engine/scheduler/sequence.h"
 
 namespace ember::cli {
 

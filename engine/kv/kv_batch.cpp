@@ -5,7 +5,7 @@
 namespace ember {
 
 void KvBatch::add(int32_t seq, std::span<const int32_t> tokens, std::span<const int32_t> slots, int32_t first_pos,
-                  bool output) {
+                  int32_t outputs) {
     const auto index = static_cast<int32_t>(seqs_.size());
     seqs_.push_back(seq);
     for (size_t i = 0; i < tokens.size(); ++i) {
@@ -14,7 +14,8 @@ void KvBatch::add(int32_t seq, std::span<const int32_t> tokens, std::span<const 
         seq_of_.push_back(index);
     }
     slots_.insert(slots_.end(), slots.begin(), slots.end());
-    if (output) rows_.push_back(static_cast<int32_t>(tokens_.size()) - 1);
+    for (int32_t i = std::min<int32_t>(outputs, static_cast<int32_t>(tokens.size())); i > 0; --i)
+        rows_.push_back(static_cast<int32_t>(tokens_.size()) - i);
 }
 
 BatchInfo KvBatch::info(const KvCache& kv) {

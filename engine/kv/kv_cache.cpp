@@ -194,6 +194,53 @@ std::vector<int32_t> KvCache::append(int32_t seq, int32_t n) {
     return slots;
 }
 
+int32_t KvCache::blocks_to_grow(int32_t seq, int32_t more) const {
+    const Sequence& s = seq_ref(seq);
+    const int32_t B = config_.block_tokens;
+    return std::max(0, (s.length + more + B - 1) / B - static_cast<int32_t>(s.blocks.size()));
+}
+
+std::optional<std::vector<int32_t>> KvCache::allocate_slots(int32_t seq, int32_t n) {
+    if (n < 0) throw Error("KV cache: cannot allocate " + std::to_string(n) + " slots");
+    if (!can_allocate(seq, n)) return std::nullopt;
+    return append(seq, n);
+}
+
+int32_t KvCache::room(int32_t seq) const {
+    const Sequence& s = seq_ref(seq);
+    const int32_t B = config_.block_tokens;
+    return static_cast<int32_t>(s.blocks.size()) * B - s.length + free_blocks() * B;
+}
+
+bool KvCache::admits(int32_t tokens, std::span<const Growth> growing, std::span<const int32_t> reclaimable) const {
+    const int32_t B = config_.block_tokens;
+    int32_t available = free_blocks();
+    for (const int32_t seq : reclaimable) available += own_blocks(seq);
+    for (const Growth& g : growing) available -= blocks_to_grow(g.seq, g.more);
+    return (tokens + B - 1) / B <= available;
+}
+
+int32_t KvCache::rollback(int32_t seq, int32_t n) {
+    const int32_t length = seq_ref(seq).length;
+    if (n < 0 || n > length)
+        throw Error("KV cache: cannot roll back " + std::to_string(n) + " of " + std::to_string(length) + " tokens");
+    return truncate(seq, length - n);
+}
+
+int32_t KvCache::fork(int32_t seq) {
+    const int32_t child = new_sequence();
+    if (has_recurrent()) return child;      // the state slot is the parent's alone
+    const Sequence& parent = seq_ref(seq);  // after new_sequence(), which may grow seqs_
+    Sequence& s = seqs_[static_cast<size_t>(child)];
+    const size_t full = static_cast<size_t>(parent.length / config_.block_tokens);
+    s.blocks.assign(parent.blocks.begin(), parent.blocks.begin() + static_cast<std::ptrdiff_t>(full));
+    s.chain.assign(parent.chain.begin(),
+                   parent.chain.begin() + static_cast<std::ptrdiff_t>(std::min(full, parent.chain.size())));
+    for (const int32_t b : s.blocks) ++refcount_[static_cast<size_t>(b)];
+    s.length = static_cast<int32_t>(full) * config_.block_tokens;
+    return child;
+}
+
 // A never-published block if there is one, else the idle published block released longest ago.
 int32_t KvCache::take_block() {
     int32_t b = 0;

@@ -133,6 +133,31 @@ public:
     // Blocks that freeing the sequence would return (those no other sequence shares).
     int32_t own_blocks(int32_t seq) const;
     int32_t max_tokens_per_sequence() const { return config_.n_blocks * config_.block_tokens; }
+    int32_t used_blocks() const { return config_.n_blocks - free_blocks(); }
+
+    // ---- slots: the scheduler's seam (vLLM's allocate_slots) -------------------------
+    // The scheduler decides who runs and who yields; what a sequence's growth takes from the
+    // pool is asked here, never computed there, so block arithmetic lives in one place.
+    // Blocks `seq` must still take to grow by `more` tokens (0 while its last block has room).
+    int32_t blocks_to_grow(int32_t seq, int32_t more) const;
+    bool can_allocate(int32_t seq, int32_t n) const { return blocks_to_grow(seq, n) <= free_blocks(); }
+    // Reserves room for `n` more tokens of `seq` and returns their cache slots; nullopt (and
+    // nothing taken) when the pool cannot hold them: the caller evicts or preempts and asks again.
+    std::optional<std::vector<int32_t>> allocate_slots(int32_t seq, int32_t n);
+    // Tokens `seq` can take now: what its last block has left plus every free block's.
+    int32_t room(int32_t seq) const;
+    // Admission: whether a new sequence of `tokens` fits once each of `growing` has grown by its
+    // `more`, counting the blocks that freeing `reclaimable` sequences would return as free.
+    struct Growth {
+        int32_t seq = -1, more = 0;
+    };
+    bool admits(int32_t tokens, std::span<const Growth> growing, std::span<const int32_t> reclaimable) const;
+    // Forgets the last `n` tokens of `seq` (rejected draft tokens); returns the length kept,
+    // as truncate does (less inside a shared block; 0 with recurrent layers).
+    int32_t rollback(int32_t seq, int32_t n);
+    // A new sequence sharing `seq`'s full blocks (read-only, reference-counted, nothing copied);
+    // its length is those blocks' tokens (0 with recurrent layers: a state is not shared).
+    int32_t fork(int32_t seq);
 
     // ---- prefix reuse ----------------------------------------------------------------
     // For an empty sequence: attaches the longest run of published blocks holding the first

@@ -1,8 +1,7 @@
 // One request's decoding, token by token: the sampler, the streaming detokenizer, the stop
-// strings, the limits (max_tokens, end of generation, context) and the timings. Sequence
-// (one conversation at a time: `ember run/chat/bench`) and the Scheduler (many at once)
-// both drive one of these per request, so a token ends a request for the same reasons and
-// produces the same text on either path.
+// strings, the limits (max_tokens, end of generation, context) and the timings. The
+// Scheduler drives one per request (every front door, `ember run/chat/bench` through
+// Sequence included), so a token ends a request for the same reasons everywhere.
 #pragma once
 #include <chrono>
 #include <cstdint>
@@ -33,6 +32,8 @@ struct GenerateStats {
     double ttft_ms = 0;            // prompt processing + first token
     double prefill_ms = 0;
     double decode_ms = 0;  // after the first token
+    // Speculation (the scheduler's; EngineRequest::lookup): guessed tokens checked, agreed with.
+    int32_t drafted_tokens = 0, accepted_tokens = 0;
     StopReason stop_reason = StopReason::None;
     double prefill_tok_s() const { return prefill_ms > 0 ? (prompt_tokens - reused_tokens) * 1000.0 / prefill_ms : 0; }
     double decode_tok_s() const { return decode_ms > 0 ? (generated_tokens - 1) * 1000.0 / decode_ms : 0; }

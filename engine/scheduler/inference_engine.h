@@ -68,6 +68,13 @@ struct EngineRequest {
     // lets it answer (llama-server's reasoning_budget_tokens); -1: no limit.
     int32_t reasoning_budget = -1;
 
+    // Speculative decoding by prompt lookup (engine/scheduler/prompt_lookup.h): each pass also
+    // checks a guessed continuation found earlier in the prompt or the text so far, and keeps
+    // the guessed tokens the model agrees with. Greedy requests only (temperature 0, no grammar,
+    // logprobs or reasoning budget; and not on models with recurrent layers): their output is
+    // token for token the same, only sooner. Others decode one token a pass as before.
+    bool lookup = false;
+
     // Grammar-constrained output (engine/grammar: a JSON schema or GBNF compiled by the
     // caller): only tokens the grammar allows are sampled, end of generation only where it
     // can end, and the request ends as soon as the grammar is complete.
@@ -100,8 +107,11 @@ struct RequestStats {
     int32_t dropped_turns = 0;     // context_overflow truncate or roll: oldest turns (messages) left out
     int32_t rolled_tokens = 0;     // roll: of reused_tokens, those moved down in the cache (not computed)
     int32_t preemptions = 0;       // times its KV blocks were taken back and recomputed
+    int32_t drafted_tokens = 0;    // speculation (EngineRequest::lookup): guessed tokens checked
+    int32_t accepted_tokens = 0;   // of which the model agreed with (each one a pass saved)
     double queue_wait_ms = 0;      // submitted -> first scheduled
     double ttft_ms = 0;            // submitted -> first token
+    double prefill_ms = 0;         // first scheduled -> prompt processed (its first token sampled)
     double decode_ms = 0;          // first token -> last
     StopReason stop_reason = StopReason::None;
 };
@@ -125,8 +135,11 @@ struct EngineEvent {
     // event before Finished. The local engine leaves it empty (its text carries the markers).
     std::vector<ChatToolCall> tool_calls;
     std::vector<TokenLogprob> tokens;  // Text, when top_logprobs >= 0: one per token
-    RequestStats stats;                // Finished (and a remote engine's Failed: as far as it got)
-    std::string error;                 // Failed
+    RequestStats stats;  // Finished (and a remote engine's Failed: as far as it got)
+    // Finished: every token the request generated, in order (the local engine's ids; a remote
+    // engine may leave it empty).
+    std::vector<int32_t> output_ids;
+    std::string error;  // Failed
 };
 using EventSink = std::function<void(EngineEvent&&)>;
 

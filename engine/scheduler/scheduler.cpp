@@ -84,6 +84,9 @@ struct Scheduler::Job {
     std::vector<TokenLogprob> logprobs;   // of tokens whose text is still held back
     int32_t reused_tokens = 0;
     int32_t preemptions = 0;
+    int32_t drafted = 0, accepted = 0;  // speculation: guessed tokens checked, and agreed with
+    int32_t draft_cap = -1;             // the next draft's length at most (-1: not set yet)
+    int32_t draft_pause = 0;            // decodes left without a draft
     double queue_wait_ms = 0;
 
     int32_t total() const { return static_cast<int32_t>(prompt.size() + output.size()); }
@@ -107,7 +110,11 @@ struct Scheduler::Running {
 };
 
 Scheduler::Scheduler(Model& model, SchedulerOptions options)
-    : model_(model), opts_(std::move(options)), model_name_(opts_.model_name), cost_(PrefillCost::of(model.config())) {
+    : model_(model),
+      opts_(std::move(options)),
+      model_name_(opts_.model_name),
+      telemetry_(opts_.telemetry ? *opts_.telemetry : own_telemetry_),
+      cost_(PrefillCost::of(model.config())) {
     if (model_name_.empty()) model_name_ = default_model_name(model_);
     if (opts_.max_step_tokens == 0) opts_.max_step_tokens = std::max(model_.n_batch(), opts_.max_batch);
     if (opts_.max_batch < 1) throw Error("scheduler: max_batch must be at least 1");
@@ -233,6 +240,11 @@ void Scheduler::forget(const std::string& cache_key) {
     wake_.notify_one();
 }
 
+void Scheduler::wait_idle() {
+    std::unique_lock lock(mutex_);
+    idle_cv_.wait(lock, [&] { return stopping_ || (idle_ && queue_.empty() && forgets_.empty()); });
+}
+
 SchedulerStats Scheduler::stats() const { return {steps_.load(), preemptions_.load(), finished_.load()}; }
 
 EngineStatus Scheduler::status() const {
@@ -274,7 +286,10 @@ void Scheduler::run() {
     while (true) {
         {
             std::unique_lock lock(mutex_);
+            idle_ = true;  // seen by wait_idle() only while the wait below holds no work
+            idle_cv_.notify_all();
             wake_.wait(lock, [&] { return stopping_ || !queue_.empty() || !running_.empty() || !forgets_.empty(); });
+            idle_ = false;
             if (stopping_) break;
         }
         StepInfo info;
@@ -342,7 +357,7 @@ StepInfo Scheduler::step() {
 // Blocks in use, requests running and queued: for status() and the telemetry, updated before
 // any Finished event goes out (a client that saw its request end sees it gone).
 void Scheduler::publish_load() {
-    blocks_used_.store(model_.kv().config().n_blocks - model_.kv().free_blocks());
+    blocks_used_.store(model_.kv().used_blocks());
     blocks_cached_.store(model_.kv().idle_blocks());
     const HostPrefixStore* host = model_.kv().host_cache();
     host_cache_bytes_.store(host ? host->bytes() : 0);
@@ -401,13 +416,14 @@ void Scheduler::admit() {
     }
 }
 
+// Room for the whole prompt and one generated token, next to what the running sequences still
+// need to prefill; kept cache sequences count as room (they can be evicted).
 bool Scheduler::fits(const Job& job) const {
-    const KvCache& kv = model_.kv();
-    const int32_t B = kv.config().block_tokens;
-    int32_t available = kv.free_blocks();
-    for (const Cached& c : cached_) available += kv.own_blocks(c.seq);
-    for (const Running& r : running_) available -= blocks_for(r.seq, r.remaining());
-    return (job.total() + 1 + B - 1) / B <= available;
+    std::vector<KvCache::Growth> growing;
+    for (const Running& r : running_) growing.push_back({r.seq, r.remaining()});
+    std::vector<int32_t> evictable;
+    for (const Cached& c : cached_) evictable.push_back(c.seq);
+    return model_.kv().admits(job.total() + 1, growing, evictable);
 }
 
 void Scheduler::admit_one(std::shared_ptr<Job> job) {
@@ -505,13 +521,6 @@ bool Scheduler::rolls(const Job& job) const {
 
 bool Scheduler::uses_prefix_cache(const Job& job) const { return opts_.prefix_cache && job.req.reuse_prefix; }
 
-int32_t Scheduler::blocks_for(int32_t seq, int32_t more) const {
-    const KvCache& kv = model_.kv();
-    const int32_t B = kv.config().block_tokens;
-    const int32_t have = static_cast<int32_t>(kv.block_table(seq).size());
-    return std::max(0, (kv.length(seq) + more + B - 1) / B - have);
-}
-
 // The tokens of this step: first one for every sequence owed exactly one (decodes), then
 // prefill chunks from what is left of max_step_tokens, oldest first. KV blocks are taken in
 // the same order; a decode that finds none free evicts kept cache_key sequences, then
@@ -524,6 +533,20 @@ std::vector<Scheduler::Planned> Scheduler::plan_step() {
         if (running_[i].remaining() != 1) continue;
         want[i] = 1;
         --budget;
+    }
+    // Speculation: a decode's draft rides in its pass, from what the decodes left of the budget.
+    std::vector<std::vector<int32_t>> drafts(running_.size());
+    for (size_t i = 0; i < running_.size() && budget > 0; ++i) {
+        if (!running_[i].decoding() || !speculates(*running_[i].job)) continue;
+        Job& job = *running_[i].job;
+        if (job.draft_pause > 0) {
+            --job.draft_pause;
+            continue;
+        }
+        drafts[i] = draft_for(running_[i]);
+        if (drafts[i].size() > static_cast<size_t>(budget)) drafts[i].resize(static_cast<size_t>(budget));
+        want[i] += static_cast<int32_t>(drafts[i].size());
+        budget -= static_cast<int32_t>(drafts[i].size());
     }
     KvCache& kv = model_.kv();
     const int32_t B = kv.config().block_tokens;
@@ -549,33 +572,35 @@ std::vector<Scheduler::Planned> Scheduler::plan_step() {
             ++i;
             continue;
         }
+        if (!drafts[i].empty() && !kv.can_allocate(r.seq, n)) {  // a draft never evicts nor preempts
+            drafts[i].clear();
+            n = 1;
+        }
         // A decode needs its one token; a prefill chunk at least one. Younger sequences give
         // way to older ones.
-        if (blocks_for(r.seq, 1) > kv.free_blocks()) evict_cached(blocks_for(r.seq, n));
-        while (blocks_for(r.seq, 1) > kv.free_blocks() && running_.size() > i + 1) {
+        if (!kv.can_allocate(r.seq, 1)) evict_cached(r.seq, n);
+        while (!kv.can_allocate(r.seq, 1) && running_.size() > i + 1) {
             preempt(running_.size() - 1);
             want.pop_back();
+            drafts.pop_back();
         }
-        if (blocks_for(r.seq, 1) > kv.free_blocks()) {
+        if (!kv.can_allocate(r.seq, 1)) {
             if (n == 1 && running_.size() > 1) {  // a decode with nobody younger to take from
                 preempt(i);
                 want.erase(want.begin() + static_cast<std::ptrdiff_t>(i));
+                drafts.erase(drafts.begin() + static_cast<std::ptrdiff_t>(i));
                 continue;
             }
             n = 0;
         }
-        if (n > 1) {
-            if (blocks_for(r.seq, n) > kv.free_blocks()) evict_cached(blocks_for(r.seq, n));
-            const int32_t room =
-                static_cast<int32_t>(kv.block_table(r.seq).size()) * B - kv.length(r.seq) + kv.free_blocks() * B;
-            n = std::min(n, room);
+        if (n > 1 && drafts[i].empty()) {
+            if (!kv.can_allocate(r.seq, n)) evict_cached(r.seq, n);
+            n = std::min(n, kv.room(r.seq));
         }
         if (n > 0) {
-            Planned p;
-            p.index = i;
-            p.n = n;
-            p.kv_slots = kv.append(r.seq, n);
-            plan.push_back(std::move(p));
+            std::optional<std::vector<int32_t>> slots = kv.allocate_slots(r.seq, n);
+            if (!slots) throw Error("scheduler: the KV cache refused " + std::to_string(n) + " tokens it had room for");
+            plan.push_back({i, n, std::move(*slots), std::move(drafts[i])});
         }
         ++i;
     }
@@ -623,13 +648,13 @@ void Scheduler::learn_step_cost(const PassShape& shape, double seconds) {
     }
 }
 
-int32_t Scheduler::evict_cached(int32_t blocks_wanted) {
+// Frees kept cache_key sequences, least recently used first, until `seq` can grow by `n`.
+void Scheduler::evict_cached(int32_t seq, int32_t n) {
     KvCache& kv = model_.kv();
-    while (kv.free_blocks() < blocks_wanted && !cached_.empty()) {
+    while (!kv.can_allocate(seq, n) && !cached_.empty()) {
         kv.free_sequence(cached_.back().seq);
         cached_.pop_back();
     }
-    return kv.free_blocks();
 }
 
 void Scheduler::drop_cached(const std::string& key) {
@@ -660,6 +685,15 @@ void Scheduler::preempt(size_t i) {
     n_queued_.store(static_cast<int32_t>(queue_.size()));
 }
 
+// A planned sequence's tokens in the pass: its own next ones, then its draft.
+void Scheduler::pass_input(const Running& r, const Planned& p, std::vector<int32_t>& input) const {
+    input.clear();
+    const size_t start = r.tokens.size();
+    const auto own = static_cast<size_t>(p.n) - p.draft.size();
+    for (size_t j = 0; j < own; ++j) input.push_back(r.job->token_at(start + j));
+    input.insert(input.end(), p.draft.begin(), p.draft.end());
+}
+
 void Scheduler::run_pass(const std::vector<Planned>& plan, StepInfo& info) {
     KvCache& kv = model_.kv();
     KvBatch pass;
@@ -669,11 +703,12 @@ void Scheduler::run_pass(const std::vector<Planned>& plan, StepInfo& info) {
     for (const Planned& p : plan) {
         const Running& r = running_[p.index];
         const size_t start = r.tokens.size();
-        input.clear();
-        for (int32_t j = 0; j < p.n; ++j) input.push_back(r.job->token_at(start + static_cast<size_t>(j)));
-        const bool output = start + input.size() == static_cast<size_t>(r.job->total()) && r.job->req.max_tokens != 0;
-        pass.add(r.seq, input, p.kv_slots, static_cast<int32_t>(start), output);
-        info.batch.push_back({r.job->id, p.n, r.decoding(), false});
+        pass_input(r, p, input);
+        const size_t own = input.size() - p.draft.size();  // the request's own tokens, then the guesses
+        const bool output = start + own == static_cast<size_t>(r.job->total()) && r.job->req.max_tokens != 0;
+        pass.add(r.seq, input, p.kv_slots, static_cast<int32_t>(start),
+                 output ? 1 + static_cast<int32_t>(p.draft.size()) : 0);
+        info.batch.push_back({r.job->id, p.n, r.decoding(), false, false, static_cast<int32_t>(p.draft.size()), 0});
         if (!output) continue;
         int32_t kk = r.job->decode->sampler().top_k_candidates();
         if (kk > 0 && r.job->decode->matcher()) kk = std::max(kk, kGrammarCandidates);
@@ -695,60 +730,158 @@ void Scheduler::run_pass(const std::vector<Planned>& plan, StepInfo& info) {
     }
     for (const Planned& p : plan) {
         Running& r = running_[p.index];
-        const size_t start = r.tokens.size();
-        for (int32_t j = 0; j < p.n; ++j) r.tokens.push_back(r.job->token_at(start + static_cast<size_t>(j)));
-        if (uses_prefix_cache(*r.job) && !r.rolled) kv.publish(r.seq, r.tokens);
+        pass_input(r, p, input);
+        r.tokens.insert(r.tokens.end(), input.begin(), input.end());
+        // A drafting sequence publishes once its guesses are settled (settle_draft).
+        if (uses_prefix_cache(*r.job) && !r.rolled && p.draft.empty()) kv.publish(r.seq, r.tokens);
     }
     sample(plan, host, k, info);
 }
 
 void Scheduler::sample(const std::vector<Planned>& plan, bool host, int32_t k, StepInfo& info) {
-    std::vector<Running*> sampling;
+    // Output rows in batch order: one per sequence whose input is complete, and one more per
+    // drafted token (row j scores the token after the draft's first j).
+    std::vector<const Planned*> sampling;
+    size_t n_rows = 0;
     for (const Planned& p : plan) {
         Running& r = running_[p.index];
         if (r.remaining() > 0) continue;
-        if (r.job->req.max_tokens == 0) r.done = StopReason::Length;  // prefill only: cached, nothing sampled
-        else sampling.push_back(&r);
+        if (r.job->req.max_tokens == 0) {
+            r.done = StopReason::Length;  // prefill only: cached, nothing sampled
+        } else {
+            sampling.push_back(&p);
+            n_rows += 1 + p.draft.size();
+        }
     }
     if (sampling.empty()) return;
-    const size_t V = static_cast<size_t>(model_.config().n_vocab);
-    std::vector<int32_t> counts(sampling.size(), 0);
+    std::vector<int32_t> counts(n_rows, 0);
     if (!host) {
+        // A drafting request has no penalties or bias (speculates()): its rows' adjustments are
+        // the same empty ones, so one sampler's scratch serves them all.
         std::vector<TopKRow> adjust;
-        for (Running* r : sampling) adjust.push_back(r->job->decode->sampler().adjustments(r->tokens));
-        top_.resize(sampling.size() * static_cast<size_t>(k));
+        for (const Planned* p : sampling) {
+            Running& r = running_[p->index];
+            for (size_t j = 0; j <= p->draft.size(); ++j)
+                adjust.push_back(r.job->decode->sampler().adjustments(history(r, *p, j)));
+        }
+        top_.resize(n_rows * static_cast<size_t>(k));
         model_.transformer().output_backend().top_k(logits_dev_, k, adjust, top_, counts);
     }
-    for (size_t row = 0; row < sampling.size(); ++row) {
-        Running& r = *sampling[row];
-        Job& job = *r.job;
-        Sampler& sampler = job.decode->sampler();
-        int32_t token = 0;
+    size_t row = 0;
+    for (const Planned* p : sampling) {
+        Running& r = running_[p->index];
+        int32_t agreed = 0;  // drafted tokens the model chose too
         try {
-            if (const auto forced = job.decode->forced_token()) {  // a thinking budget closes the thinking
-                token = *forced;
-                if (host && job.req.top_logprobs >= 0)
-                    job.logprobs.push_back(logprob_of(std::span<const float>(logits_.data() + row * V, V), token,
-                                                      job.req.top_logprobs, model_.tokenizer()));
-            } else if (host) {
-                const std::span<float> logits(logits_.data() + row * V, V);
-                std::vector<float> raw;
-                if (job.req.top_logprobs >= 0) raw.assign(logits.begin(), logits.end());
-                const grammar::TokenMatcher* m = job.decode->matcher();
-                token = m ? sample_row_allowed(sampler, *m, logits, r.tokens) : sampler.sample(logits, r.tokens);
-                if (!raw.empty())
-                    job.logprobs.push_back(logprob_of(raw, token, job.req.top_logprobs, model_.tokenizer()));
-            } else {
-                token = sample_candidates(
-                    job, row, std::span(top_).subspan(row * static_cast<size_t>(k), static_cast<size_t>(counts[row])));
+            for (size_t j = 0; j <= p->draft.size(); ++j) {
+                const std::span<const int32_t> seen = history(r, *p, j);
+                const int32_t token = sample_row(r, row + j, host, k, seen, counts);
+                for (StepEntry& e : info.batch)
+                    if (e.request_id == r.job->id) e.sampled = true;
+                accept(r, token, static_cast<int64_t>(seen.size()));  // throws when a forced token breaks the grammar
+                if (r.done != StopReason::None || j == p->draft.size() || token != p->draft[j]) break;
+                ++agreed;
             }
-            for (StepEntry& e : info.batch)
-                if (e.request_id == job.id) e.sampled = true;
-            accept(r, token);  // throws when a forced token breaks the request's grammar
         } catch (const std::exception& e) {
             r.error = e.what();
         }
+        if (!p->draft.empty() && r.error.empty()) settle_draft(r, *p, agreed, info);
+        row += 1 + p->draft.size();
     }
+}
+
+// The token of one output row: a forced one (thinking budget), else sampled from the host row
+// or from the backend's candidates.
+int32_t Scheduler::sample_row(Running& r, size_t row, bool host, int32_t k, std::span<const int32_t> history,
+                              std::span<const int32_t> counts) {
+    Job& job = *r.job;
+    Sampler& sampler = job.decode->sampler();
+    const size_t V = static_cast<size_t>(model_.config().n_vocab);
+    if (const auto forced = job.decode->forced_token()) {  // a thinking budget closes the thinking
+        if (host && job.req.top_logprobs >= 0)
+            job.logprobs.push_back(logprob_of(std::span<const float>(logits_.data() + row * V, V), *forced,
+                                              job.req.top_logprobs, model_.tokenizer()));
+        return *forced;
+    }
+    if (host) {
+        const std::span<float> logits(logits_.data() + row * V, V);
+        std::vector<float> raw;
+        if (job.req.top_logprobs >= 0) raw.assign(logits.begin(), logits.end());
+        const grammar::TokenMatcher* m = job.decode->matcher();
+        const int32_t token = m ? sample_row_allowed(sampler, *m, logits, history) : sampler.sample(logits, history);
+        if (!raw.empty()) job.logprobs.push_back(logprob_of(raw, token, job.req.top_logprobs, model_.tokenizer()));
+        return token;
+    }
+    return sample_candidates(job, row,
+                             std::span(top_).subspan(row * static_cast<size_t>(k), static_cast<size_t>(counts[row])));
+}
+
+// The tokens a row's sampling sees: the cache's up to the row's input (the last sampled token
+// and, for row j, the draft's first j).
+std::span<const int32_t> Scheduler::history(const Running& r, const Planned& p, size_t j) {
+    return std::span(r.tokens).first(r.tokens.size() - p.draft.size() + j);
+}
+
+// A request speculates when its decodes can be checked token for token: greedy, nothing that
+// depends on each row's own history (penalties, bias, grammar, a thinking budget), no logprobs,
+// and a cache that can roll back.
+bool Scheduler::speculates(const Job& job) const {
+    const SamplingParams& s = job.req.sampling;
+    return (opts_.lookup || job.req.lookup) && s.temperature <= 0 && s.repeat_penalty == 1.0f &&
+           s.presence_penalty == 0 && s.frequency_penalty == 0 && s.logit_bias.empty() && !job.req.grammar &&
+           job.req.top_logprobs < 0 && job.reasoning.budget < 0 && !model_.kv().has_recurrent();
+}
+
+// Prompt lookup over the prompt and the text so far; no guess past what the request may
+// still write (a verification pass writes up to 1 + draft tokens) or the context still holds.
+std::vector<int32_t> Scheduler::draft_for(const Running& r) const {
+    const Job& job = *r.job;
+    int64_t left = model_.n_ctx() - job.total();
+    if (job.req.max_tokens > 0)
+        left = std::min<int64_t>(left, job.req.max_tokens - static_cast<int64_t>(job.output.size()));
+    LookupOptions o = opts_.lookup_options;
+    const int32_t cap = job.draft_cap < 0 ? o.max_draft : job.draft_cap;
+    o.max_draft = static_cast<int32_t>(std::min<int64_t>(cap, left - 1));
+    if (o.max_draft <= 0) return {};
+    std::vector<int32_t> text(job.prompt);
+    text.insert(text.end(), job.output.begin(), job.output.end());
+    return lookup_draft(text, o);
+}
+
+// Speculation turns itself down when it stops paying: a draft wholly accepted doubles the
+// next one's length, a partly accepted one sets it to what held plus one, a rejected one
+// halves it; a rejected single-token guess pauses drafting for kDraftPause decodes (each
+// guess makes the pass longer: on open-ended text it would cost more than it saves).
+void Scheduler::adapt_draft(Job& job, int32_t drafted, int32_t accepted) const {
+    constexpr int32_t kDraftPause = 16;
+    const int32_t max = opts_.lookup_options.max_draft;
+    const int32_t cap = job.draft_cap < 0 ? max : job.draft_cap;
+    if (accepted == drafted) {
+        job.draft_cap = std::min(max, 2 * std::max(cap, drafted));
+    } else if (accepted > 0) {
+        job.draft_cap = accepted + 1;
+    } else if (drafted > 1) {
+        job.draft_cap = std::max(1, std::min(cap, drafted) / 2);
+    } else {
+        job.draft_cap = 1;
+        job.draft_pause = kDraftPause;
+    }
+}
+
+// After a drafting sequence's tokens are accepted: the cache keeps every token but the newest
+// (as after any decode), so the rejected guesses are rolled back through the KV seam; only
+// then are its full blocks published.
+void Scheduler::settle_draft(Running& r, const Planned& p, int32_t accepted, StepInfo& info) {
+    KvCache& kv = model_.kv();
+    const auto keep = static_cast<int32_t>(r.job->total()) - 1;
+    const auto have = static_cast<int32_t>(r.tokens.size());
+    if (have > keep) r.tokens.resize(static_cast<size_t>(kv.rollback(r.seq, have - keep)));
+    Job& job = *r.job;
+    job.drafted += static_cast<int32_t>(p.draft.size());
+    job.accepted += accepted;
+    adapt_draft(job, static_cast<int32_t>(p.draft.size()), accepted);
+    for (StepEntry& e : info.batch)
+        if (e.request_id == r.job->id) e.accepted = accepted;
+    if (uses_prefix_cache(*r.job) && !r.rolled) kv.publish(r.seq, r.tokens);
 }
 
 // The candidates path: the sampler's pick of the backend's best; under a grammar the best
@@ -766,12 +899,12 @@ int32_t Scheduler::sample_candidates(Job& job, size_t row, std::span<const TopKC
         sampler, *m, std::span<const float>(row_).subspan(row * stride, static_cast<size_t>(logits_dev_.cols)));
 }
 
-void Scheduler::accept(Running& r, int32_t token) {
+void Scheduler::accept(Running& r, int32_t token, int64_t cached) {
     Job& job = *r.job;
     DecodeState& ds = *job.decode;
     if (ds.stats().generated_tokens == 0) ds.prefill_done();
     job.output.push_back(token);
-    DecodeState::Step step = ds.accept(token, static_cast<int64_t>(r.tokens.size()));
+    DecodeState::Step step = ds.accept(token, cached);
     job.generated.store(ds.stats().generated_tokens);
     job.state.store(kDecode);
     if (step.stop == StopReason::EndOfText && !job.logprobs.empty()) job.logprobs.pop_back();  // no text, no entry
@@ -830,6 +963,8 @@ void Scheduler::end_job(Job& job, StopReason reason) {
     s.dropped_turns = job.dropped_turns;
     s.rolled_tokens = job.rolled_tokens;
     s.preemptions = job.preemptions;
+    s.drafted_tokens = job.drafted;
+    s.accepted_tokens = job.accepted;
     s.stop_reason = reason;
     if (job.decode) {
         DecodeState& ds = *job.decode;
@@ -850,12 +985,14 @@ void Scheduler::end_job(Job& job, StopReason reason) {
         s.queue_wait_ms = job.queue_wait_ms;
         s.ttft_ms = st.generated_tokens > 0 ? job.queue_wait_ms + st.ttft_ms : 0;
         s.decode_ms = st.decode_ms;
+        s.prefill_ms = st.prefill_ms;
     } else {
         s.queue_wait_ms = ms_since(job.submitted);
     }
     EngineEvent e;
     e.kind = EngineEvent::Kind::Finished;
     e.stats = s;
+    e.output_ids = job.output;
     job.emit(std::move(e));
 }
 

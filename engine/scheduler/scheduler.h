@@ -19,6 +19,7 @@
 
 #include "engine/runtime/model.h"
 #include "engine/scheduler/prefill_cost.h"
+#include "engine/scheduler/prompt_lookup.h"
 #include "engine/scheduler/inference_engine.h"
 
 namespace ember {
@@ -31,6 +32,8 @@ struct StepEntry {
     bool decode = false;   // it was decoding (one token per step) before this step
     bool sampled = false;  // it produced a token this step
     bool ended = false;    // it finished with this step (its Finished event has gone out)
+    int32_t drafted = 0;   // speculation: guessed tokens in the pass (tokens = 1 + drafted)
+    int32_t accepted = 0;  // of which the model agreed with
 };
 struct StepInfo {
     uint64_t step = 0;  // 1, 2, ... (passes run so far)
@@ -55,6 +58,13 @@ struct SchedulerOptions {
     int32_t max_queue = 256;   // requests waiting at most; submit() throws beyond
     int32_t max_cached = 4;    // idle cache_key sequences kept (least recently used evicted first)
     bool prefix_cache = true;  // publish full KV blocks and reuse them across requests (kv_cache.h)
+    // Prompt lookup for every request that can use it, as if each set EngineRequest::lookup
+    // (`ember serve --lookup`).
+    bool lookup = false;
+    LookupOptions lookup_options;
+    // Where requests' timings are recorded (it must outlive the scheduler); null: the
+    // scheduler's own (telemetry()). A client that outlives engines (the CLI's Sequence) owns one.
+    Telemetry* telemetry = nullptr;
     // Called on the engine thread after every step that ran a pass (tests count steps with
     // it). It may call submit() and cancel(); it must not block. What it throws is logged.
     std::function<void(const StepInfo&)> on_step;
@@ -82,6 +92,10 @@ public:
     EngineStatus status() const override;
     const Telemetry& telemetry() const override { return telemetry_; }
     SchedulerStats stats() const;
+    // Blocks until the engine thread has nothing queued, running or to forget and waits for
+    // work: from then until the next submit() or forget() it touches neither the model nor its
+    // KV cache (Sequence uses the model between requests).
+    void wait_idle();
     const SchedulerOptions& options() const { return opts_; }
 
 private:
@@ -97,6 +111,7 @@ private:
         size_t index = 0;               // in running_
         int32_t n = 0;                  // tokens
         std::vector<int32_t> kv_slots;  // where its tokens go in the KV cache
+        std::vector<int32_t> draft;     // a decode's guessed continuation, after its one token
     };
 
     // Engine thread.
@@ -124,14 +139,23 @@ private:
     void learn_step_cost(const PassShape& shape, double seconds);
     bool uses_prefix_cache(const Job& job) const;  // attaches and publishes prefix blocks
     bool rolls(const Job& job) const;              // context overflow roll, and turns were dropped
-    int32_t blocks_for(int32_t seq, int32_t more) const;
-    int32_t evict_cached(int32_t blocks_wanted);
+    void evict_cached(int32_t seq, int32_t n);
     void drop_cached(const std::string& key);
     void preempt(size_t i);
     void run_pass(const std::vector<Planned>& plan, StepInfo& info);
     void sample(const std::vector<Planned>& plan, bool host, int32_t k, StepInfo& info);
+    int32_t sample_row(Running& r, size_t row, bool host, int32_t k, std::span<const int32_t> history,
+                       std::span<const int32_t> counts);
     int32_t sample_candidates(Job& job, size_t row, std::span<const TopKCandidate> top);
-    void accept(Running& r, int32_t token);
+    void accept(Running& r, int32_t token, int64_t cached);
+    // Speculation: whether the request's decodes carry a draft, the draft for this step, and
+    // after the pass the KV cache rolled back past the rejected guesses (through the seam).
+    bool speculates(const Job& job) const;
+    static std::span<const int32_t> history(const Running& r, const Planned& p, size_t j);
+    void pass_input(const Running& r, const Planned& p, std::vector<int32_t>& input) const;
+    std::vector<int32_t> draft_for(const Running& r) const;
+    void settle_draft(Running& r, const Planned& p, int32_t accepted, StepInfo& info);
+    void adapt_draft(Job& job, int32_t drafted, int32_t accepted) const;
     void sweep();
     void release(Running& r, bool keep);
     void forget_job(const Job& job);
@@ -143,10 +167,13 @@ private:
     Model& model_;
     SchedulerOptions opts_;
     std::string model_name_;
-    Telemetry telemetry_;
+    Telemetry own_telemetry_;
+    Telemetry& telemetry_;  // opts_.telemetry or own_telemetry_
 
     mutable std::mutex mutex_;  // guards the members below up to the engine-only ones
     std::condition_variable wake_;
+    std::condition_variable idle_cv_;
+    bool idle_ = false;  // the engine thread is waiting for work
     bool stopping_ = false;
     uint64_t next_id_ = 1;
     std::deque<std::shared_ptr<Job>> queue_;         // waiting, by id (FCFS; preempted ones rejoin in order)

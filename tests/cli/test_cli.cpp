@@ -164,6 +164,23 @@ TEST_CASE("-n 0 processes the prompt and generates nothing") {
     CHECK(contains(r.err, "stop: length]"));
 }
 
+TEST_CASE("ember run --lookup: the same greedy text, and how many guesses held") {
+    const std::vector<std::string> base = {
+        "run", stories(), "-p", "Once upon a time", "-n", "200", "--temp", "0", "--threads", "1", "--ctx", "256"};
+    const Run plain = run_ember(base);
+    std::vector<std::string> args = base;
+    args.push_back("--lookup");
+    const Run spec = run_ember(args);
+    INFO(spec.err);
+    REQUIRE(plain.status == 0);
+    REQUIRE(spec.status == 0);
+    CHECK(spec.out == plain.out);
+    CHECK(plain.out.size() > 200);
+    CHECK(contains(spec.err, "[lookup: "));
+    CHECK_FALSE(contains(plain.err, "[lookup: "));
+    CHECK_FALSE(contains(spec.err, "[lookup: 0 drafted"));  // tiny stories repeat their phrases
+}
+
 TEST_CASE("--device cuda without a usable GPU fails loudly") {
     const Run devices = run_ember({"info", "--devices"});
     REQUIRE(devices.status == 0);

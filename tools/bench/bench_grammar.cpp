@@ -17,7 +17,7 @@
 
 #include "engine/grammar/json_schema.h"
 #include "engine/runtime/model.h"
-#include "engine/runtime/sequence.h"
+#include "engine/scheduler/sequence.h"
 
 using namespace ember;
 using Clock = std::chrono::steady_clock;

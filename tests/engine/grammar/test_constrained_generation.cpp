@@ -1,5 +1,5 @@
 // Grammar-constrained generation end to end on SmolLM2 (a real chat model): through
-// Sequence (`ember run`'s path) and the Scheduler (the server's), greedy and sampled, the
+// Sequence (`ember run`'s blocking client) and the Scheduler directly, greedy and sampled, the
 // output under a JSON schema parses and has the schema's keys, types and bounds; the
 // candidates path (Backend::top_k) and the full-row path give valid output alike.
 #include <doctest/doctest.h>
@@ -11,7 +11,7 @@
 #include "engine/grammar/json_schema.h"
 #include "engine/runtime/chat.h"
 #include "engine/runtime/model.h"
-#include "engine/runtime/sequence.h"
+#include "engine/scheduler/sequence.h"
 #include "engine/scheduler/scheduler.h"
 #include "test_data.h"
 

@@ -92,6 +92,61 @@ TEST_CASE("exhaustion is a clear error and changes nothing") {
     }
     REQUIRE_EQ(kv.length(a), 7);
 }
+// The scheduler's seam: growth asked of the cache, all or nothing.
+TEST_CASE("slots: allocate_slots gives all the slots asked for or says no and takes nothing") {
+    auto backend = make_cpu_backend(1);
+    KvCache kv(*backend, small_config(3));
+    const int32_t a = kv.new_sequence();
+    REQUIRE_EQ(kv.blocks_to_grow(a, 5), 2);
+    const auto slots = kv.allocate_slots(a, 5);
+    REQUIRE(slots.has_value());
+    REQUIRE_EQ(*slots, std::vector<int32_t>{kv.block_table(a)[0] * 4, kv.block_table(a)[0] * 4 + 1,
+                                            kv.block_table(a)[0] * 4 + 2, kv.block_table(a)[0] * 4 + 3,
+                                            kv.block_table(a)[1] * 4});
+    REQUIRE_EQ(kv.blocks_to_grow(a, 3), 0);  // the second block has 3 places left
+    REQUIRE_EQ(kv.room(a), 3 + 4);           // those and the one free block
+    REQUIRE_FALSE(kv.can_allocate(a, 8));
+    REQUIRE_FALSE(kv.allocate_slots(a, 8).has_value());
+    REQUIRE_EQ(kv.length(a), 5);
+    REQUIRE_EQ(kv.free_blocks(), 1);
+    REQUIRE_EQ(kv.allocate_slots(a, 7)->size(), size_t(7));
+    REQUIRE_EQ(kv.used_blocks(), 3);
+    REQUIRE_THROWS_AS(kv.allocate_slots(a, -1), Error);
+}
+TEST_CASE("slots: admission counts the running sequences' growth and what freeing kept ones returns") {
+    auto backend = make_cpu_backend(1);
+    KvCache kv(*backend, small_config(6));
+    const int32_t running = kv.new_sequence(), kept = kv.new_sequence();
+    kv.append(running, 2);  // 1 block; growing by 7 more takes 2
+    kv.append(kept, 8);     // 2 blocks, given back when it is evicted
+    const KvCache::Growth growth[] = {{running, 7}};
+    const int32_t evictable[] = {kept};
+    REQUIRE(kv.admits(4, growth, {}));          // 3 free - 2 = 1 block
+    REQUIRE_FALSE(kv.admits(5, growth, {}));    // 2 blocks
+    REQUIRE(kv.admits(12, growth, evictable));  // 3 blocks
+    REQUIRE_FALSE(kv.admits(13, growth, evictable));
+}
+TEST_CASE("slots: rollback forgets the last tokens, a fork shares the full blocks") {
+    auto backend = make_cpu_backend(1);
+    KvCache kv(*backend, small_config(8));
+    const int32_t a = kv.new_sequence();
+    kv.append(a, 10);
+    REQUIRE_EQ(kv.rollback(a, 3), 7);
+    REQUIRE_EQ(kv.length(a), 7);
+    REQUIRE_EQ(kv.block_table(a).size(), size_t(2));
+    REQUIRE_THROWS_AS(kv.rollback(a, 8), Error);
+    const int32_t f = kv.fork(a);  // shares block 0 (full); block 1 (3 of 4) stays a's
+    REQUIRE_EQ(kv.length(f), 4);
+    REQUIRE_EQ(kv.block_table(f), std::vector<int32_t>{kv.block_table(a)[0]});
+    REQUIRE_EQ(kv.own_blocks(a), 1);
+    REQUIRE_EQ(kv.free_blocks(), 6);
+    kv.append(f, 1);  // the fork writes a block of its own, never the shared one
+    REQUIRE(kv.block_table(f)[1] != kv.block_table(a)[1]);
+    REQUIRE_EQ(kv.rollback(a, 7), 0);
+    REQUIRE_EQ(kv.free_blocks(), 6);  // block 0 is still the fork's
+    kv.free_sequence(f);
+    REQUIRE_EQ(kv.free_blocks(), 8);
+}
 TEST_CASE("out of memory names the sizes") {
     auto backend = make_cpu_backend(1);
     KvCacheConfig c = small_config(1);
@@ -380,6 +435,11 @@ TEST_CASE("recurrent state: a zeroed slot per sequence, no rollback, no prefix r
     kv.append(a, 10);
     REQUIRE_EQ(kv.truncate(a, 10), 10);  // everything kept: the state stays
     REQUIRE_EQ(kv.truncate(a, 6), 0);    // the state cannot go back to token 6: start over
+    kv.append(a, 3);
+    REQUIRE_EQ(kv.rollback(a, 1), 0);  // nor can it drop a rejected draft token
+    const int32_t fork = kv.fork(a);
+    REQUIRE_EQ(kv.length(fork), 0);  // a fork gets blocks, never another's state
+    kv.free_sequence(fork);
     backend->download(kv.recurrent(0).delta, got.data(), got.size() * sizeof(float));
     for (size_t i = 0; i < slot_floats; ++i)
         REQUIRE_EQ(got[static_cast<size_t>(kv.state_slot(a)) * slot_floats + i], 0.0f);

@@ -12,7 +12,7 @@
 #include "engine/models/model_config.h"
 #include "engine/models/synthetic.h"
 #include "engine/runtime/model.h"
-#include "engine/runtime/sequence.h"
+#include "engine/scheduler/sequence.h"
 #include "kernels/common/error.h"
 #include "test_util.h"
 

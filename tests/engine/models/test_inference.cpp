@@ -13,7 +13,7 @@
 #include "engine/runtime/chat.h"
 #include "kernels/common/error.h"
 #include "engine/runtime/model.h"
-#include "engine/runtime/sequence.h"
+#include "engine/scheduler/sequence.h"
 #include "test_data.h"
 #include "test_json.h"
 

@@ -17,7 +17,7 @@
 
 #include "engine/core/mapped_file.h"
 #include "engine/runtime/model.h"
-#include "engine/runtime/sequence.h"
+#include "engine/scheduler/sequence.h"
 #include "kernels/common/error.h"
 #include "test_data.h"
 

@@ -8,7 +8,7 @@
 #include "engine/gguf/gguf_writer.h"
 #include "engine/models/synthetic.h"
 #include "engine/runtime/model.h"
-#include "engine/runtime/sequence.h"
+#include "engine/scheduler/sequence.h"
 #include "kernels/common/error.h"
 #include "test_data.h"
 

@@ -13,7 +13,7 @@
 #include "engine/quant/logits_file.h"
 #include "engine/quant/perplexity.h"
 #include "engine/runtime/model.h"
-#include "engine/runtime/sequence.h"
+#include "engine/scheduler/sequence.h"
 #include "kernels/common/error.h"
 #include "test_data.h"
 

@@ -13,7 +13,7 @@
 #include "engine/quant/quant_plan.h"
 #include "engine/quant/quantizer.h"
 #include "engine/runtime/model.h"
-#include "engine/runtime/sequence.h"
+#include "engine/scheduler/sequence.h"
 #include "kernels/common/error.h"
 #include "kernels/common/fp16.h"
 #include "kernels/cpu/quant.h"

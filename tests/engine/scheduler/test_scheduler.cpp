@@ -16,8 +16,9 @@
 #include "engine/runtime/chat.h"
 #include "engine/runtime/model.h"
 #include "engine/runtime/prompt_fit.h"
-#include "engine/runtime/sequence.h"
+#include "engine/scheduler/sequence.h"
 #include "engine/scheduler/scheduler.h"
+#include "cpu_model.h"
 #include "kernels/common/error.h"
 #include "long_chat.h"
 #include "test_data.h"
@@ -28,17 +29,9 @@ using ember::test::long_chat;
 
 namespace {
 
-// threads: 1 for the tiny model, whose passes are too small to split (and a busy machine
-// makes a thread pool wait for its slowest thread).
+using test::load_cpu_model;
 std::unique_ptr<Model> load(const std::string& path, int64_t n_ctx, int32_t n_seqs, int threads = 2) {
-    EMBER_REQUIRE_FILE(path);
-    LoadOptions o;
-    o.path = path;
-    o.device = BackendPreference::Cpu;
-    o.n_threads = threads;
-    o.n_ctx = n_ctx;
-    o.n_seqs = n_seqs;
-    return Model::load(o);
+    return load_cpu_model(path, n_ctx, n_seqs, threads);
 }
 
 std::unique_ptr<Model> stories(int64_t n_ctx = 256, int32_t n_seqs = 16) {
@@ -411,30 +404,6 @@ TEST_CASE("prefix blocks written to the disk cache serve the next process with t
         CHECK(again.logprobs[i].logprob == first.logprobs[i].logprob);
     }
     CHECK(again.text == first.text);
-}
-
-TEST_CASE("the scheduler's text equals Sequence::generate's") {
-    auto model = stories();
-    auto solo = stories(256, 1);
-    for (size_t i = 0; i < 4; ++i) {
-        const EngineRequest r = text_request(kPrompts[i], 40);
-        const Tokenizer& tok = solo->tokenizer();
-        std::vector<int32_t> ids = tok.encode(r.prompt, false, false);
-        ids.insert(ids.begin(), tok.bos());
-        Sequence seq(*solo);
-        std::string text;
-        GenerateOptions g;
-        g.sampling = r.sampling;
-        g.max_tokens = r.max_tokens;
-        const GenerateStats st = seq.generate(ids, g, [&](std::string_view t) {
-            text += t;
-            return true;
-        });
-        const Outcome got = alone(*model, {r})[0];
-        CHECK(got.text == text);
-        CHECK(got.stats.generated_tokens == st.generated_tokens);
-        CHECK(got.stats.prompt_tokens == static_cast<int32_t>(ids.size()));
-    }
 }
 
 TEST_CASE("chunked prefill keeps every decoding sequence emitting a token each step") {
@@ -811,14 +780,14 @@ TEST_CASE("logprobs are the log-softmax of the model's logits") {
     }
 }
 
-// The reference is Sequence::generate on a second copy of the model, turn after turn in one
-// sequence (prefix reuse as `ember chat` and the app do it today).
+// The reference is each conversation computed afresh (a new Sequence, nothing reused) on a
+// second copy of the model.
 TEST_CASE("a chat's second turn reuses the first turn's tokens under its cache_key") {
     const std::string path = test::test_model(test::kSmolLM2);
     auto model = load(path, 1024, 2);
     auto solo = load(path, 1024, 1);
-    Sequence ref_seq(*solo);
     auto reference = [&](const std::vector<ChatMessage>& messages) {
+        Sequence ref_seq(*solo);
         GenerateOptions g;
         g.sampling = SamplingParams::greedy();
         g.max_tokens = 24;

@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "engine/runtime/model.h"
-#include "engine/runtime/sequence.h"
+#include "engine/scheduler/sequence.h"
 #include "engine/telemetry/telemetry.h"
 #include "test_data.h"
 
@@ -113,7 +113,6 @@ TEST_CASE("snapshotStaysConsistentUnderConcurrentReadersWhileAModelGenerates") {
         go.max_tokens = 200;
         go.ignore_eog = true;
         go.telemetry = &tel;
-        go.request_id = i + 1;
         const GenerateStats st = seq.generate(prompts[i], go, nullptr);
         prompt_total += st.prompt_tokens;
         reused_total += st.reused_tokens;
