@@ -151,6 +151,19 @@ def status(port):
     return json.loads(c.getresponse().read())
 
 
+def settled_status(port, n):
+    """The status once each of n running chats has 3 tokens: the blocks in use are published at
+    the end of a step, after the step's first tokens went out, so the reading at a chat's first
+    token can be a step old (the last prefill chunk missing)."""
+    deadline = time.time() + 60
+    while True:
+        snap = status(port)
+        reqs = snap["requests"]
+        if (len(reqs) == n and all(r["generated_tokens"] >= 3 for r in reqs)) or time.time() > deadline:
+            return snap
+        time.sleep(0.01)
+
+
 def shared_prompt(a, system):
     """The KV blocks in use: one chat alone, then `a.chats` chats at once, one system prompt."""
     port = free_port()
@@ -170,7 +183,7 @@ def shared_prompt(a, system):
                 threads.append(t)
                 if not first.wait(600):
                     sys.exit(f"chat {i} did not stream")
-            snap = status(port)
+            snap = settled_status(port, n)
             for t in threads:
                 t.join()
             if snap["running"] != n:
@@ -292,9 +305,10 @@ def report(result, svg):
     model, runs, shared = os.path.basename(result["model"]), result["runs"], result["shared_prompt"]
     print(f"\n### {model}: {result['turns']} turns, context {result['ctx']}, {result['threads']} threads, answers <= "
           f"{result['answer_tokens']} tokens\n")
-    print_turns(runs)
-    print("\nTurn N against turn 1:\n")
-    print_targets(runs)
+    if runs:
+        print_turns(runs)
+        print("\nTurn N against turn 1:\n")
+        print_targets(runs)
     if shared:
         mib = shared["bytes_per_block"] / 2 ** 20
         alone, together = shared["alone_blocks"], shared["together_blocks"]
@@ -303,7 +317,7 @@ def report(result, svg):
               f"({shared['running_at_reading']} running at the reading) hold {together} ({together * mib:.1f} MiB), "
               f"against {shared['chats'] * alone} ({shared['chats'] * alone * mib:.1f} MiB) for "
               f"{shared['chats']} copies; tokens not computed per chat: {shared['reused_tokens']}")
-    if svg:
+    if svg and runs:
         svg_plot(runs, svg, f"{model}, {result['threads']} threads")
 
 
