@@ -10,8 +10,11 @@ blocks by the hash of their tokens, the prefix cache).
 The chat: a short system prompt, then per turn a user message (the next --user-chars of the
 GPL-3 text and a question) and the server's own greedy answer (streamed, at most --answer-tokens,
 stream_options.include_usage), appended to the history for the next turn; --turns turns. TTFT
-is measured by the client: request sent to the first chunk that carries text. Runs, each a
-chat of its own from turn 1:
+is measured by the client: request sent to the first chunk that carries text; beside it, the
+server process's CPU time over the same interval (/proc/PID/stat), which a shared machine's
+load does not inflate as it does the wall time (llama-server's includes its threads' polling).
+Runs, each a chat of its own from turn 1, taking turns (turn 1 of every run, then turn 2, ...)
+so that a change in the machine's load reaches all of them alike:
 
   reuse       ember serve M --parallel 1 --ctx CTX --threads T (its default: prefix cache on)
   no reuse    the same server, every request "cache_prompt": false (every token computed)
@@ -22,18 +25,21 @@ chat of its own from turn 1:
 
 Shared system prompt (--chats 8): ember serve --parallel 8, one chat alone first (a system prompt
 of --system-chars of the GPL-3 and a question, "ignore_eos" so it runs for --shared-tokens),
-its KV blocks in use read from GET /v1/status once its first token is out; then 8 such chats
-(the same system prompt, each its own question), each sent once the previous one streams, so all
-8 run at once; the blocks in use when the 8th streams, against 8 times the first chat's. Bytes
-per block: the status's KV bytes over its blocks.
+its KV blocks in use read from GET /v1/status once it has 3 tokens; then 8 such chats (the same
+system prompt, each its own question), each sent once the previous one streams, so all 8 run at
+once; the blocks in use once each has 3 tokens, against 8 times the first chat's. Bytes per
+block: the status's KV bytes over its blocks. --runs "" --turns 1 measures only this.
 
     tests/bench/long_chat_bench.py --model SmolLM2-135M-Instruct.Q4_1.gguf --ember build/engine/app/cli/ember \
         --llama-server ~/.cache/ember/llama-tools/build-0.3.36-native-*/bin/llama-server \
         [--turns 20] [--user-chars 600] [--answer-tokens 48] [--ctx 6144] [--threads 2] \
-        [--chats 8] [--system-chars 4500] [--json OUT] [--svg docs/long-chat-ttft.svg]
+        [--chats 8] [--system-chars 4500] [--shared-tokens 96] [--runs "reuse,no reuse,restart"] \
+        [--json OUT] [--svg docs/long-chat-ttft.svg]
+    tests/bench/long_chat_bench.py --replot OUT.json [--svg PLOT.svg]    # print and plot again
 
-Prints a markdown table per turn (prompt tokens, tokens not computed, TTFT ms per run), the
-targets (turn-N TTFT <= 1.5x turn 1 with reuse, and after a restart) and the memory figure.
+Prints a markdown table per turn (prompt tokens, tokens not computed, TTFT ms and CPU ms per
+run), the targets (turn-N TTFT <= 1.5x turn 1 with reuse, and after a restart), in wall and CPU
+time, and the memory figure; the SVG plots both times per turn, log scale.
 """
 import argparse
 import contextlib
