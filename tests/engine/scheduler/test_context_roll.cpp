@@ -3,6 +3,9 @@
 //  - roll_kv itself: layer 0's keys and values depend on the token and its position only, so
 //    after a roll they must equal a fresh pass's over the shorter sequence within the cache
 //    type's rounding; deeper layers saw the dropped turns and differ, as a roll means;
+//  - what is exact in every layer: the prefix untouched, values moved bit for bit, keys turned
+//    back by exactly the dropped positions (against a float64 rotation); and on SmolLM2 cut to
+//    its first layer, the greedy answer after a roll is a fresh run's up to ties within rounding;
 //  - the scheduler: the turns dropped are truncate's, the kept turns come from the chat's
 //    cache (rolled_tokens), a second overflow rolls again, moved blocks are never published;
 //  - models whose cache cannot be rolled are refused with the reason (gemma3: sliding window;
@@ -15,6 +18,8 @@
 #include <string>
 #include <vector>
 
+#include "engine/gguf/gguf.h"
+#include "engine/gguf/gguf_writer.h"
 #include "engine/kv/kv_batch.h"
 #include "engine/models/synthetic.h"
 #include "engine/runtime/chat.h"
@@ -84,11 +89,51 @@ double relative_gap(const std::vector<float>& a, const std::vector<float>& b) {
     return gap / scale;
 }
 
-RequestStats answer(Scheduler& s, const EngineRequest& r, std::string* text = nullptr) {
+// Plain RoPE's rotation (adjacent pairs, no scaling) by -d positions of every head in `rows`,
+// in double: an independent reference for the keys roll_kv turns back.
+std::vector<float> turned_back(const std::vector<float>& rows, const ModelConfig& c, int32_t d) {
+    std::vector<float> out(rows);
+    const auto dim = static_cast<size_t>(c.head_dim);
+    for (size_t h = 0; h < rows.size(); h += dim)
+        for (int32_t i = 0; 2 * i < c.n_rot; ++i) {
+            const double angle = -double(d) * std::pow(double(c.rope_base), -2.0 * i / c.n_rot);
+            const double x = rows[h + 2 * i], y = rows[h + 2 * i + 1];
+            out[h + 2 * i] = static_cast<float>(x * std::cos(angle) - y * std::sin(angle));
+            out[h + 2 * i + 1] = static_cast<float>(x * std::sin(angle) + y * std::cos(angle));
+        }
+    return out;
+}
+
+// Rows [from, to) of per-token rows of `cols` values.
+std::vector<float> rows_of(const std::vector<float>& all, size_t cols, int32_t from, int32_t to) {
+    return {all.begin() + static_cast<std::ptrdiff_t>(from * cols),
+            all.begin() + static_cast<std::ptrdiff_t>(to * cols)};
+}
+
+// SmolLM2 cut to its first layer (the real embedding, layer 0, final norm and output): a model
+// whose every cached key and value depends on its token and position only.
+std::string first_layer_only(const test::TempDir& dir) {
+    const std::string src = test::test_model(test::kSmolLM2);
+    EMBER_REQUIRE_FILE(src);
+    const GgufFile f = GgufFile::open(src);
+    GgufWriter w;
+    for (const std::string& k : f.metadata_order()) w.set(k, f.metadata().at(k));
+    w.set("llama.block_count", GgufValue::u32(1));
+    for (const GgufTensor& t : f.tensors())
+        if (!t.name.starts_with("blk.") || t.name.starts_with("blk.0."))
+            w.add_tensor(t.name, t.type, t.dims, std::vector<uint8_t>(t.data, t.data + t.n_bytes));
+    const std::string path = dir.file("smollm2-layer0.gguf");
+    w.write_file(path);
+    return path;
+}
+
+RequestStats answer(Scheduler& s, const EngineRequest& r, std::string* text = nullptr,
+                    std::vector<TokenLogprob>* tokens = nullptr) {
     std::promise<RequestStats> done;
     std::string out;
     s.submit(r, [&](EngineEvent&& e) {
         out += e.text;
+        if (tokens) tokens->insert(tokens->end(), e.tokens.begin(), e.tokens.end());
         if (e.kind == EngineEvent::Kind::Finished) done.set_value(e.stats);
         if (e.kind == EngineEvent::Kind::Failed) done.set_exception(std::make_exception_ptr(Error(e.error)));
     });
@@ -136,6 +181,118 @@ TEST_CASE("roll_kv: layer 0's keys and values equal a fresh pass's at the new po
         CHECK(relative_gap(cached_rows(*model, rolled, last, false, n), cached_rows(*model, fresh, last, false, n)) >
               bound);
         for (const int32_t s : {rolled, fresh, unmoved}) model->kv().free_sequence(s);
+    }
+}
+
+// What a roll keeps exact in every layer, against the same pass over the whole conversation:
+//  - the rows before the dropped turns are not touched, and equal a fresh pass's over the
+//    shorter conversation bit for bit (causal attention; batch-invariant kernels);
+//  - a moved value carries no position: its bytes are the ones it had (F16 through F32 is
+//    exact; Q8_0 quantized again from its own dequantized block gives back the same scale,
+//    127 * d / 127, and the same integers);
+//  - a moved key is the key that pass computed, turned back by exactly the dropped positions:
+//    equal to a float64 rotation of it within one rounding to the cache type (F16: 2^-11 of
+//    its value; Q8_0: half a step, 1/254 of its block's largest), with 1 % for float's cos/sin.
+// What is not exact: in layers past 0 the moved rows were computed with the dropped turns in
+// view, so they differ from a fresh pass over the shorter conversation (the case above), and
+// so may the answer after a roll.
+TEST_CASE("roll_kv, every layer: the prefix kept, values moved bit for bit, keys turned back by the drop") {
+    for (const DType type : {DType::F16, DType::Q8_0}) {
+        CAPTURE(std::string(dtype_name(type)));
+        auto model = load(test::test_model(test::kSmolLM2), 512, 3, type);
+        const ModelConfig& c = model->config();
+        REQUIRE_FALSE(c.rope_neox);  // the reference rotation is plain RoPE's, as SmolLM2 has
+        REQUIRE(c.rope_scale == 1.0f);
+        REQUIRE(c.rope_ext_factor == 0.0f);
+        const std::vector<ChatMessage> chat = long_chat(6);
+        const std::vector<int32_t> full = chat_prompt_tokens(*model, chat);
+        std::vector<ChatMessage> kept{chat[0]};
+        kept.insert(kept.end(), chat.begin() + 5, chat.end());
+        const std::vector<int32_t> fitted = chat_prompt_tokens(*model, kept);
+        const std::optional<DroppedSpan> d = dropped_span(full, fitted);
+        REQUIRE(d);
+        const auto at = d->at, by = static_cast<int32_t>(d->dropped.size()), n = static_cast<int32_t>(fitted.size());
+        const auto total = static_cast<int32_t>(full.size());
+        const int32_t whole = prefill(*model, full);
+        const int32_t rolled = prefill(*model, full);
+        model->transformer().roll_kv(model->kv(), rolled, at, by, total);
+        const int32_t fresh = prefill(*model, fitted);
+        const size_t cols = static_cast<size_t>(c.kv_dim());
+        const double bound = (type == DType::F16 ? 0x1p-11 : 1.0 / 254) * 1.01;
+        for (int32_t layer = 0; layer < c.n_layers; ++layer) {
+            CAPTURE(layer);
+            for (const bool keys : {true, false}) {
+                CAPTURE(keys);
+                const std::vector<float> before = cached_rows(*model, whole, layer, keys, total),
+                                         after = cached_rows(*model, rolled, layer, keys, n),
+                                         shorter = cached_rows(*model, fresh, layer, keys, n);
+                CHECK(rows_of(after, cols, 0, at) == rows_of(before, cols, 0, at));
+                CHECK(rows_of(after, cols, 0, at) == rows_of(shorter, cols, 0, at));
+                const std::vector<float> moved = rows_of(after, cols, at, n),
+                                         was = rows_of(before, cols, at + by, total);
+                if (keys) {
+                    CHECK(relative_gap(moved, turned_back(was, c, by)) < bound);
+                    CHECK(relative_gap(moved, turned_back(was, c, by + 1)) > 10 * bound);  // it sees one position
+                } else {
+                    CHECK(moved == was);
+                }
+            }
+        }
+        for (const int32_t s : {whole, rolled, fresh}) model->kv().free_sequence(s);
+    }
+}
+
+// Where a roll is exact for the whole model (one layer, whose keys and values depend on their
+// token and position only), the answer after a roll is a fresh run's on the kept turns up to
+// the cache type's rounding: the moved rows differ from the fresh pass's by one rounding (the
+// case above), which moves a log-probability here by 0.003 (F16) to 0.006 (Q8_0) nats on the
+// first token, measured. So the greedy tokens are the same until a tie closer than kTie, where
+// the rolled answer's pick must be the fresh run's runner-up. The first layer alone answers
+// newlines (p ~ 0.98); those are banned so that the answer has words, and ties, to compare.
+TEST_CASE("roll on a one-layer model: the greedy answer is a fresh run's up to ties within rounding") {
+    constexpr double kTie = 0.02;  // nats
+    test::TempDir dir;
+    const std::string path = first_layer_only(dir);
+    for (const DType type : {DType::F16, DType::Q8_0}) {
+        CAPTURE(std::string(dtype_name(type)));
+        auto model = load(path, 256, 2, type);
+        REQUIRE(model->config().n_layers == 1);
+        Scheduler s(*model, {});
+        EngineRequest r;
+        r.sampling = SamplingParams::greedy();
+        r.sampling.logit_bias[198] = -INFINITY;  // "\n"
+        r.max_tokens = 24;
+        r.ignore_eog = true;
+        r.top_logprobs = 2;
+        r.cache_key = "chat";
+        r.context_overflow = OverflowPolicy::Roll;
+        r.messages = long_chat(4);
+        answer(s, r);
+        r.messages = long_chat(8);
+        EngineRequest fresh = r;
+        fresh.cache_key.clear();
+        fresh.reuse_prefix = false;  // every token computed on the kept turns
+        fresh.context_overflow = OverflowPolicy::Truncate;
+        std::vector<TokenLogprob> a, b;
+        const RequestStats rolled = answer(s, r, nullptr, &a), cut = answer(s, fresh, nullptr, &b);
+        REQUIRE(rolled.dropped_turns > 0);
+        CHECK(rolled.dropped_turns == cut.dropped_turns);
+        CHECK(rolled.rolled_tokens > 16);  // kept turns the first answer cached (not its answer: the
+        CHECK(cut.reused_tokens == 0);     // history carries another), moved
+        REQUIRE(a.size() == 24);
+        REQUIRE(b.size() == 24);
+        size_t same = 0;
+        for (; same < a.size() && a[same].id == b[same].id; ++same)
+            CHECK(std::fabs(a[same].logprob - b[same].logprob) < kTie);
+        MESSAGE(dtype_name(type), ": the first ", same, " of 24 greedy tokens the same");
+        CHECK(same >= 1);
+        if (same < a.size()) {  // a tie: the rolled pick is the fresh run's runner-up, as likely
+            const std::vector<TopLogprob>& top = b[same].top;
+            const auto it =
+                std::find_if(top.begin(), top.end(), [&](const TopLogprob& t) { return t.id == a[same].id; });
+            REQUIRE(it != top.end());
+            CHECK(b[same].logprob - it->logprob < kTie);
+        }
     }
 }
 
