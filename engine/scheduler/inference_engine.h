@@ -139,6 +139,9 @@ struct EngineStatus {
     std::string device, device_reason;  // "cpu" / "cuda:0", and why
     // How the model writes tool calls (its chat template's form; Generic: Ember's fallback).
     ToolCallFormat tool_call_format = ToolCallFormat::None;
+    // The chat template the engine renders with (Jinja): the file's own, or the built-in one
+    // it falls back to when the file has none it can use ("" where unknown: a remote engine).
+    std::string chat_template;
     int64_t n_ctx = 0;      // tokens per sequence
     int32_t max_batch = 0;  // sequences in one pass at most
     int32_t kv_blocks_total = 0, kv_blocks_used = 0;

@@ -240,6 +240,7 @@ EngineStatus Scheduler::status() const {
     s.model = model_name_;
     s.model_path = model_.file().path();
     s.tool_call_format = tool_call_format(model_);
+    s.chat_template = model_.chat_template().tmpl.source();
     s.device = model_.device();
     s.device_reason = model_.device_reason();
     s.n_ctx = model_.n_ctx();
