@@ -1,6 +1,7 @@
 #include "engine/runtime/sequence.h"
 
 #include <algorithm>
+#include <chrono>
 
 #include "kernels/common/error.h"
 #include "engine/kv/kv_batch.h"
@@ -62,10 +63,15 @@ int32_t Sequence::sample_next(DecodeState& ds) {
     out.top_k(logits_dev_, asked, std::span(&row, 1), top_, std::span(&count, 1));
     const auto top = std::span(top_).first(static_cast<size_t>(count));
     if (!m) return sampler.sample_top(top);
-    if (const auto t = sample_top_allowed(sampler, *m, top)) return *t;
-    row_.resize(static_cast<size_t>(logits_dev_.cols));
-    out.download(logits_dev_, row_.data(), row_.size() * sizeof(float));
-    return sample_adjusted_allowed(sampler, *m, row_);
+    const auto t0 = std::chrono::steady_clock::now();
+    std::optional<int32_t> t = sample_top_allowed(sampler, *m, top);
+    if (!t) {
+        row_.resize(static_cast<size_t>(logits_dev_.cols));
+        out.download(logits_dev_, row_.data(), row_.size() * sizeof(float));
+        t = sample_adjusted_allowed(sampler, *m, row_);
+    }
+    ds.stats().grammar_ms += std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    return *t;
 }
 
 const std::vector<float>& Sequence::prefill(std::span<const int32_t> tokens) {
