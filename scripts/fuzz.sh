@@ -60,7 +60,7 @@ fuzz_one() {
     logits_file) args+=(-max_len=8192) ;;
     kv_block) args+=(-max_len=4096) ;;
     reasoning) args+=(-max_len=4096) ;;
-    grammar) args+=(-max_len=8192) ;;
+    grammar) args+=(-max_len=8192 -dict=tests/fuzz/grammar.dict) ;;
     server_request) args+=(-max_len=16384 -dict=tests/fuzz/server_request.dict) ;;
   esac
   local corpora=("$out/corpus-$name")

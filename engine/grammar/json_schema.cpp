@@ -7,10 +7,13 @@
 //    allows it;
 //  - whitespace between tokens is bounded (ws), numbers have at most 16 integral and 16
 //    fractional digits, so a model cannot loop on spaces or digits;
-//  - integer bounds are exact (digit-range rules); a bounded `number` is generated as an
-//    integer within the bounds (always valid; refused when no integer fits);
+//  - integer bounds are exact (digit-range rules); a bounded `number` is generated in fixed
+//    point (at most 6 fractional digits, magnitude below 10^12) within exact bounds, with
+//    exponents only where a bound leaves a half-line open;
 //  - oneOf is generated like anyOf; formats date, time, date-time, uuid, email.
 #include "engine/grammar/json_schema.h"
+
+#include "engine/grammar/json_pattern.h"
 
 #include <cctype>
 #include <cmath>
@@ -60,6 +63,7 @@ const std::set<std::string, std::less<>> kKeywords = {"type",
                                                       "minLength",
                                                       "maxLength",
                                                       "format",
+                                                      "pattern",
                                                       "minimum",
                                                       "maximum",
                                                       "exclusiveMinimum",
@@ -150,6 +154,98 @@ std::string integer_range(int64_t lo, int64_t hi) {
     return out + " )";
 }
 
+// ---- bounded real numbers as digit patterns ----------------------------------------
+// A bounded `number` is generated in fixed point: at most kFractionDigits fractional digits
+// and a magnitude below 10^12, so every bound is an exact integer count of 10^-6 steps
+// (int64) and the comparisons are exact in decimal. Decimal order survives the rounding to
+// binary floating point (rounding is monotone), so a validator that parses both the bound and
+// the output as doubles agrees.
+
+constexpr int kFractionDigits = 6;
+constexpr int64_t kScale = 1'000'000;                         // 10^kFractionDigits
+constexpr int64_t kMaxScaled = 999'999'999'999'999'999;       // below 10^12, in 10^-6 steps
+constexpr int64_t kBeyondScaled = 1'000'000'000'000'000'000;  // a bound past the range
+
+// A JSON number times 10^6, rounded down (or up), exactly: from its shortest decimal text (the
+// double's own, as nlohmann writes it), never through a binary product. Past the range:
+// +-kBeyondScaled.
+int64_t scaled_bound(const json& v, bool round_up) {
+    const std::string text = v.dump();
+    size_t i = 0;
+    const bool negative = text[0] == '-';
+    if (negative) ++i;
+    std::string digits;
+    int64_t exponent = 0;  // value = digits * 10^exponent
+    for (bool point = false; i < text.size() && text[i] != 'e' && text[i] != 'E'; ++i) {
+        if (text[i] == '.') point = true;
+        else digits += text[i], exponent -= point ? 1 : 0;
+    }
+    if (i < text.size()) exponent += std::stoll(text.substr(i + 1));
+    exponent += kFractionDigits;
+    digits.erase(0, std::min(digits.find_first_not_of('0'), digits.size()));
+    bool remainder = false;  // digits dropped below 10^-6 were not all zero
+    if (exponent < 0) {
+        const size_t drop = static_cast<size_t>(std::min<int64_t>(-exponent, static_cast<int64_t>(digits.size())));
+        remainder = digits.find_first_not_of('0', digits.size() - drop) != std::string::npos;
+        digits.erase(digits.size() - drop);
+        exponent = 0;
+    }
+    if (!digits.empty() && static_cast<int64_t>(digits.size()) + exponent > 18)
+        return negative ? -kBeyondScaled : kBeyondScaled;
+    int64_t n = 0;
+    for (char c : digits) n = n * 10 + (c - '0');
+    for (int64_t k = 0; k < exponent && n != 0; ++k) n *= 10;
+    const bool away = remainder && (round_up != negative);  // away from zero
+    return negative ? -(n + away) : n + away;
+}
+
+bool all_of_digit(const std::string& s, char d) { return s.find_first_not_of(d) == std::string::npos; }
+
+std::string padded_digits(const std::string& lo, const std::string& hi);
+
+// What may follow a first digit: nothing (when the rest of `lo` is zeros) or more digits.
+std::string padded_tail(const std::string& lo, const std::string& hi) {
+    if (lo.empty()) return "";
+    const std::string more = padded_digits(lo, hi);
+    return all_of_digit(lo, '0') ? " ( " + more + " )?" : " " + more;
+}
+
+// Strings of 1..n digits (n = lo.size() = hi.size()) whose value, padded with zeros to n
+// digits, lies in [lo, hi]: a number's fraction between two bounds.
+std::string padded_digits(const std::string& lo, const std::string& hi) {
+    const size_t n = lo.size();
+    if (all_of_digit(lo, '0') && all_of_digit(hi, '9')) return "[0-9]{1," + std::to_string(n) + "}";
+    const std::string lo_rest = lo.substr(1), hi_rest = hi.substr(1);
+    auto digit = [](char d) { return std::string("\"") + d + "\""; };
+    if (lo[0] == hi[0]) return "( " + digit(lo[0]) + padded_tail(lo_rest, hi_rest) + " )";
+    std::string out = "( " + digit(lo[0]) + padded_tail(lo_rest, std::string(n - 1, '9'));
+    if (lo[0] + 1 <= hi[0] - 1)
+        out += std::string(" | [") + static_cast<char>(lo[0] + 1) + "-" + static_cast<char>(hi[0] - 1) + "]" +
+               (n > 1 ? " [0-9]{0," + std::to_string(n - 1) + "}" : "");
+    return out + " | " + digit(hi[0]) + padded_tail(std::string(n - 1, '0'), hi_rest) + " )";
+}
+
+std::string six_digits(int64_t v) {
+    std::string s = std::to_string(v);
+    return std::string(static_cast<size_t>(kFractionDigits) - s.size(), '0') + s;
+}
+
+// The fraction after a fixed integral part: scaled steps [lo, hi] of 10^-6 within one unit.
+std::string fraction_range(int64_t lo, int64_t hi) {
+    const std::string p = "\".\" " + padded_digits(six_digits(lo), six_digits(hi));
+    return lo == 0 ? " ( " + p + " )?" : " " + p;
+}
+
+// Non-negative numbers in [lo, hi], in 10^-6 steps, without exponent.
+std::string non_negative_range(int64_t lo, int64_t hi) {
+    const int64_t ia = lo / kScale, fa = lo % kScale, ib = hi / kScale, fb = hi % kScale;
+    if (ia == ib) return "( \"" + std::to_string(ia) + "\"" + fraction_range(fa, fb) + " )";
+    std::string out = "( \"" + std::to_string(ia) + "\"" + fraction_range(fa, kScale - 1);
+    if (ia + 1 <= ib - 1)
+        out += " | " + integer_range(ia + 1, ib - 1) + " ( \".\" [0-9]{1," + std::to_string(kFractionDigits) + "} )?";
+    return out + " | \"" + std::to_string(ib) + "\"" + fraction_range(0, fb) + " )";
+}
+
 class SchemaCompiler {
 public:
     SchemaCompiler(const json& root, const Limits& limits) : root_(root), limits_(limits) {}
@@ -165,6 +261,8 @@ private:
     std::string enumeration(const json& values);
     std::string string_rule(const json& s);
     std::string number_rule(const json& s, bool integer);
+    std::string real_range(const json& s);
+    std::string shared_rule(const std::string& what, const std::string& body);
     std::string object_rule(const json& s, const std::string& name, size_t depth);
     std::string array_rule(const json& s, const std::string& name, size_t depth);
     std::string alternatives(const json& list, const std::string& name, size_t depth, std::string_view kw);
@@ -179,8 +277,9 @@ private:
     std::set<std::string> names_;
     std::map<std::string, std::string> ref_rules_;  // $ref -> its rule
     std::set<std::string> formats_;
-    std::map<std::string, int64_t> upto_;  // repeat_upto chains already written
-    std::string prefix_;                   // the caller's rule name
+    std::map<std::string, int64_t> upto_;        // repeat_upto chains already written
+    std::map<std::string, std::string> shared_;  // a long body -> the rule that holds it
+    std::string prefix_;                         // the caller's rule name
 };
 
 std::string SchemaCompiler::fresh(const std::string& base) {
@@ -273,7 +372,12 @@ std::string SchemaCompiler::repeat_upto(const std::string& item, int64_t n) {
 }
 
 std::string SchemaCompiler::string_rule(const json& s) {
-    if (s.contains("pattern")) refuse("pattern", "'pattern' (regular expressions) is not supported");
+    if (s.contains("pattern")) {
+        if (!s["pattern"].is_string()) refuse("pattern", "pattern must be a string");
+        for (const char* k : {"format", "minLength", "maxLength"})
+            if (s.contains(k)) refuse("pattern", std::string("pattern together with ") + k + " is not supported");
+        return pattern_to_gbnf(s["pattern"].get<std::string>(), "char");
+    }
     if (s.contains("format")) {
         if (!s["format"].is_string()) refuse("format", "format must be a string");
         const std::string f = s["format"];
@@ -305,6 +409,7 @@ std::string SchemaCompiler::number_rule(const json& s, bool integer) {
             bounded = true;
         }
     if (!bounded) return integer ? "integer" : "number";
+    if (!integer) return shared_rule("number", real_range(s));
     double lo = -static_cast<double>(kMaxMagnitude), hi = static_cast<double>(kMaxMagnitude);
     if (s.contains("minimum")) lo = std::max(lo, std::ceil(s["minimum"].get<double>()));
     if (s.contains("exclusiveMinimum")) lo = std::max(lo, std::floor(s["exclusiveMinimum"].get<double>()) + 1);
@@ -312,11 +417,44 @@ std::string SchemaCompiler::number_rule(const json& s, bool integer) {
     if (s.contains("exclusiveMaximum")) hi = std::min(hi, std::ceil(s["exclusiveMaximum"].get<double>()) - 1);
     lo = std::max(lo, -static_cast<double>(kMaxMagnitude));
     hi = std::min(hi, static_cast<double>(kMaxMagnitude));
-    if (lo > hi)
-        refuse("minimum", integer
-                              ? "no integer lies within minimum/maximum"
-                              : "no integer lies within minimum/maximum (a bounded number is generated as an integer)");
+    if (lo > hi) refuse("minimum", "no integer lies within minimum/maximum");
     return integer_range(static_cast<int64_t>(lo), static_cast<int64_t>(hi));
+}
+
+// A rule for `body`, written once for all its uses (a bounded number is ~30-120 rules once
+// parsed: a schema with many equal ones would otherwise reach the rule limit).
+std::string SchemaCompiler::shared_rule(const std::string& what, const std::string& body) {
+    auto [it, fresh_body] = shared_.try_emplace(body);
+    if (fresh_body) it->second = define(fresh(prefix_ + "-" + what), body);
+    return it->second;
+}
+
+// A bounded `number`: every value with at most 6 fractional digits within the bounds, and,
+// where a bound leaves a whole half-line open (no maximum and a minimum <= 0, or the
+// reverse), every number with an exponent on that side of 0.
+std::string SchemaCompiler::real_range(const json& s) {
+    int64_t lo = -kMaxScaled, hi = kMaxScaled;
+    if (s.contains("minimum")) lo = std::max(lo, scaled_bound(s["minimum"], true));
+    if (s.contains("exclusiveMinimum")) lo = std::max(lo, scaled_bound(s["exclusiveMinimum"], false) + 1);
+    if (s.contains("maximum")) hi = std::min(hi, scaled_bound(s["maximum"], false));
+    if (s.contains("exclusiveMaximum")) hi = std::min(hi, scaled_bound(s["exclusiveMaximum"], true) - 1);
+    const bool open_above = !s.contains("maximum") && !s.contains("exclusiveMaximum");
+    const bool open_below = !s.contains("minimum") && !s.contains("exclusiveMinimum");
+    lo = std::max(lo, -kMaxScaled);
+    hi = std::min(hi, kMaxScaled);
+    if (lo > hi)
+        refuse("minimum", "no number with at most " + std::to_string(kFractionDigits) +
+                              " fractional digits below 10^12 lies within minimum/maximum");
+    std::vector<std::string> alts;
+    if (lo < 0) alts.push_back("\"-\" " + non_negative_range(hi < 0 ? -hi : 1, -lo));
+    if (hi >= 0) alts.push_back(non_negative_range(std::max<int64_t>(lo, 0), hi));
+    // Two exponent digits: no double overflows to infinity.
+    const std::string exp = "integral ( \".\" [0-9]{1,16} )? [eE] [-+]? [0-9]{1,2}";
+    if (open_above && lo <= 0) alts.push_back(exp);
+    if (open_below && hi >= 0) alts.push_back("\"-\" " + exp);
+    std::string out = "(";
+    for (size_t i = 0; i < alts.size(); ++i) out += (i ? " | " : " ") + alts[i];
+    return out + " )";
 }
 
 // allOf whose parts are all object schemas: one object with every part's properties and
@@ -494,6 +632,9 @@ std::string SchemaCompiler::visit(const json& s, const std::string& name, size_t
         if (s.contains("properties") || s.contains("additionalProperties") || s.contains("required"))
             return object_rule(s, name, depth);
         if (s.contains("items") || s.contains("prefixItems")) return array_rule(s, name, depth);
+        // String keywords alone: a string (any other value would ignore them).
+        if (s.contains("pattern") || s.contains("format") || s.contains("minLength") || s.contains("maxLength"))
+            return string_rule(s);
         return "value";
     }
     const json& t = s["type"];

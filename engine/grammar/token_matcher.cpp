@@ -63,6 +63,7 @@ TokenMatcher::TokenMatcher(std::shared_ptr<const Grammar> grammar, std::shared_p
 namespace {
 constexpr int32_t kUnknown = -2, kRefused = -1;
 constexpr size_t kMaxCachedStates = 4096;  // 4 MiB of transitions; then the cache starts again
+constexpr size_t kMaxMaskBytes = 8 << 20;  // kept full masks per matcher; then they start again
 }  // namespace
 
 int32_t TokenMatcher::intern(const GrammarState& s) const {
@@ -88,13 +89,19 @@ void TokenMatcher::reset_cache_if_full() const {
     states_.clear();
     ids_.clear();
     next_.clear();
+    current_ = -1;
+}
+
+int32_t TokenMatcher::current() const {
+    reset_cache_if_full();
+    if (current_ < 0) current_ = intern(state_);
+    return current_;
 }
 
 bool TokenMatcher::allows(int32_t id) const {
     if (vocab_->is_eog(id)) return state_.can_end();
     if (!vocab_->usable(id) || vocab_->piece(id).empty()) return false;
-    reset_cache_if_full();
-    int32_t s = intern(state_);
+    int32_t s = current();
     for (char c : vocab_->piece(id))
         if ((s = step(s, static_cast<uint8_t>(c))) == kRefused) return false;
     return true;
@@ -110,14 +117,34 @@ void TokenMatcher::walk(uint32_t node, int32_t state, std::vector<int32_t>& out)
     }
 }
 
-void TokenMatcher::allowed_tokens(std::vector<int32_t>& out) const {
+void TokenMatcher::walk_mask(std::vector<int32_t>& out) const {
     out.clear();
-    reset_cache_if_full();
-    walk(0, intern(state_), out);
+    walk(0, current(), out);
     if (state_.can_end()) out.insert(out.end(), vocab_->eog_ids().begin(), vocab_->eog_ids().end());
 }
 
+void TokenMatcher::allowed_tokens(std::vector<int32_t>& out) const {
+    const std::string key = state_.key();
+    if (const auto it = masks_.find(key); it != masks_.end()) {
+        ++mask_stats_.kept;
+        out.clear();
+        const std::vector<uint64_t>& bits = it->second;
+        for (size_t w = 0; w < bits.size(); ++w)
+            for (uint64_t b = bits[w]; b; b &= b - 1)
+                out.push_back(static_cast<int32_t>(w * 64 + static_cast<size_t>(__builtin_ctzll(b))));
+        return;
+    }
+    ++mask_stats_.walked;
+    walk_mask(out);
+    const size_t words = (static_cast<size_t>(vocab_->n_vocab()) + 63) / 64;
+    if ((masks_.size() + 1) * words * sizeof(uint64_t) > kMaxMaskBytes) masks_.clear();
+    std::vector<uint64_t>& bits = masks_[key];
+    bits.assign(words, 0);
+    for (int32_t id : out) bits[static_cast<size_t>(id) / 64] |= uint64_t{1} << (id % 64);
+}
+
 void TokenMatcher::accept(int32_t id) {
+    current_ = -1;
     if (vocab_->is_eog(id)) {
         if (!state_.can_end()) throw Error("grammar: end of generation where the grammar cannot end");
         return;

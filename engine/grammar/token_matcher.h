@@ -3,7 +3,9 @@
 // position over it: whether a token may come next (one token: cheap, for the sampler's
 // pick or the backend's top candidates) and the full set of allowed tokens (a walk of the
 // trie with the grammar state that prunes every subtree the grammar refuses at its first
-// byte: what sampling falls back to when no candidate is allowed).
+// byte: what sampling falls back to when no candidate is allowed). Full masks are kept per
+// grammar position (a JSON grammar revisits the same positions: every string's inside, every
+// comma), so a position's walk is done once per request.
 #pragma once
 #include <cstdint>
 #include <memory>
@@ -56,17 +58,28 @@ public:
 
     // Token `id` may come next: its bytes are accepted, or it ends generation here.
     bool allows(int32_t id) const;
-    // Every token that may come next, in trie order (the full mask, by a trie walk; sorting
-    // the ids would cost more than the walk).
+    // Every token that may come next, in no particular order (the full mask): from the
+    // masks kept per position, else by walk_mask() (then kept).
     void allowed_tokens(std::vector<int32_t>& out) const;
+    // The full mask by a trie walk, always (no kept masks read or written), in trie order.
+    void walk_mask(std::vector<int32_t>& out) const;
     // Advances past `id` (an end-of-generation id leaves the state as it is). Throws
     // ember::Error when the grammar does not allow it.
     void accept(int32_t id);
     // Text already generated (a forced prefix): false, state unchanged, when not allowed.
-    bool accept_bytes(std::string_view text) { return state_.accept_bytes(text); }
+    bool accept_bytes(std::string_view text) {
+        current_ = -1;
+        return state_.accept_bytes(text);
+    }
     bool can_end() const { return state_.can_end(); }
     const GrammarState& state() const { return state_; }
     const TokenVocab& vocab() const { return *vocab_; }
+
+    struct MaskStats {
+        int64_t walked = 0;  // full masks computed by a trie walk
+        int64_t kept = 0;    // full masks taken from those kept per position
+    };
+    const MaskStats& mask_stats() const { return mask_stats_; }
 
 private:
     void walk(uint32_t node, int32_t state, std::vector<int32_t>& out) const;
@@ -76,12 +89,18 @@ private:
     int32_t intern(const GrammarState& s) const;
     int32_t step(int32_t state, uint8_t byte) const;
     void reset_cache_if_full() const;
+    int32_t current() const;  // state_'s number among the interned positions
 
     std::shared_ptr<const TokenVocab> vocab_;
     GrammarState state_;
     mutable std::vector<GrammarState> states_;
     mutable std::unordered_map<std::string, int32_t> ids_;
     mutable std::vector<int32_t> next_;  // next_[state * 256 + byte]: -2 not known yet
+    mutable int32_t current_ = -1;       // state_'s number; -1: not interned since it changed
+    // Full masks by position (GrammarState::key()), as bitsets of n_vocab bits: a few KiB
+    // each, so hundreds fit where id lists would take ~200 KiB inside a string.
+    mutable std::unordered_map<std::string, std::vector<uint64_t>> masks_;
+    mutable MaskStats mask_stats_;
 };
 
 }  // namespace ember::grammar

@@ -75,7 +75,11 @@ DecodeState::Step DecodeState::accept(int32_t token, int64_t cached) {
         s.stop = StopReason::EndOfText;
         return s;
     }
-    if (matcher_) matcher_->accept(token);
+    if (matcher_) {
+        const auto t = Clock::now();
+        matcher_->accept(token);
+        st_.grammar_ms += ms_between(t, Clock::now());
+    }
     StopMatcher::Result r = stops_.feed(detok_.push(token));
     s.text = std::move(r.text);
     if (split_) split(s);
@@ -103,6 +107,10 @@ void DecodeState::split(Step& s) {
 DecodeState::Step DecodeState::finish(StopReason reason) {
     st_.stop_reason = reason;
     if (st_.generated_tokens > 0) st_.decode_ms = ms_between(t_first_, Clock::now());
+    if (matcher_) {
+        st_.masks_walked = static_cast<int32_t>(matcher_->mask_stats().walked);
+        st_.masks_kept = static_cast<int32_t>(matcher_->mask_stats().kept);
+    }
     Step s;
     if (reason != StopReason::StopString && reason != StopReason::Cancelled)
         s.text = stops_.feed(detok_.flush()).text + stops_.flush();

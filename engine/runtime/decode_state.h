@@ -35,6 +35,10 @@ struct GenerateStats {
     // Speculation (the scheduler's; EngineRequest::lookup): guessed tokens checked, agreed with.
     int32_t drafted_tokens = 0, accepted_tokens = 0;
     StopReason stop_reason = StopReason::None;
+    // Under a grammar: steps that needed the full mask (no candidate allowed), by a trie walk
+    // or from the masks kept per grammar position (grammar::TokenMatcher::mask_stats()).
+    int32_t masks_walked = 0, masks_kept = 0;
+    double grammar_ms = 0;  // spent checking candidates, in full masks and advancing the grammar
     double prefill_tok_s() const { return prefill_ms > 0 ? (prompt_tokens - reused_tokens) * 1000.0 / prefill_ms : 0; }
     double decode_tok_s() const { return decode_ms > 0 ? (generated_tokens - 1) * 1000.0 / decode_ms : 0; }
 };

@@ -113,6 +113,9 @@ struct RequestStats {
     double ttft_ms = 0;            // submitted -> first token
     double prefill_ms = 0;         // first scheduled -> prompt processed (its first token sampled)
     double decode_ms = 0;          // first token -> last
+    // A grammar (EngineRequest::grammar): full masks walked, and taken from those kept; its time.
+    int32_t masks_walked = 0, masks_kept = 0;
+    double grammar_ms = 0;
     StopReason stop_reason = StopReason::None;
 };
 
@@ -158,6 +161,9 @@ struct EngineStatus {
     std::string device, device_reason;  // "cpu" / "cuda:0", and why
     // How the model writes tool calls (its chat template's form; Generic: Ember's fallback).
     ToolCallFormat tool_call_format = ToolCallFormat::None;
+    // The chat template the engine renders with (Jinja): the file's own, or the built-in one
+    // it falls back to when the file has none it can use ("" where unknown: a remote engine).
+    std::string chat_template;
     int64_t n_ctx = 0;      // tokens per sequence
     int32_t max_batch = 0;  // sequences in one pass at most
     int32_t kv_blocks_total = 0, kv_blocks_used = 0;

@@ -252,6 +252,7 @@ EngineStatus Scheduler::status() const {
     s.model = model_name_;
     s.model_path = model_.file().path();
     s.tool_call_format = tool_call_format(model_);
+    s.chat_template = model_.chat_template().tmpl.source();
     s.device = model_.device();
     s.device_reason = model_.device_reason();
     s.n_ctx = model_.n_ctx();
@@ -891,12 +892,18 @@ int32_t Scheduler::sample_candidates(Job& job, size_t row, std::span<const TopKC
     Sampler& sampler = job.decode->sampler();
     const grammar::TokenMatcher* m = job.decode->matcher();
     if (!m) return sampler.sample_top(top);
-    if (const auto t = sample_top_allowed(sampler, *m, top)) return *t;
-    const size_t stride = logits_dev_.row_bytes / sizeof(float);
-    row_.resize((row + 1) * stride);
-    model_.transformer().output_backend().download(logits_dev_, row_.data(), (row + 1) * logits_dev_.row_bytes);
-    return sample_adjusted_allowed(
-        sampler, *m, std::span<const float>(row_).subspan(row * stride, static_cast<size_t>(logits_dev_.cols)));
+    const auto t0 = std::chrono::steady_clock::now();
+    std::optional<int32_t> t = sample_top_allowed(sampler, *m, top);
+    if (!t) {
+        const size_t stride = logits_dev_.row_bytes / sizeof(float);
+        row_.resize((row + 1) * stride);
+        model_.transformer().output_backend().download(logits_dev_, row_.data(), (row + 1) * logits_dev_.row_bytes);
+        t = sample_adjusted_allowed(
+            sampler, *m, std::span<const float>(row_).subspan(row * stride, static_cast<size_t>(logits_dev_.cols)));
+    }
+    job.decode->stats().grammar_ms +=
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    return *t;
 }
 
 void Scheduler::accept(Running& r, int32_t token, int64_t cached) {
@@ -986,6 +993,9 @@ void Scheduler::end_job(Job& job, StopReason reason) {
         s.ttft_ms = st.generated_tokens > 0 ? job.queue_wait_ms + st.ttft_ms : 0;
         s.decode_ms = st.decode_ms;
         s.prefill_ms = st.prefill_ms;
+        s.masks_walked = st.masks_walked;
+        s.masks_kept = st.masks_kept;
+        s.grammar_ms = st.grammar_ms;
     } else {
         s.queue_wait_ms = ms_since(job.submitted);
     }

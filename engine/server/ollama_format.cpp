@@ -177,7 +177,9 @@ json ollama_show_json(const ServedModel& m, const EngineStatus& status) {
         modelfile += "PARAMETER " + params.substr(at, end - at) + "\n";
         at = end == std::string::npos ? params.size() : end + 1;
     }
-    return {{"modelfile", modelfile},      {"parameters", params},       {"template", m.chat_template},
+    // The template Ember really renders with: the file's own, or its built-in fallback.
+    const std::string& tmpl = status.chat_template.empty() ? m.chat_template : status.chat_template;
+    return {{"modelfile", modelfile},      {"parameters", params},       {"template", tmpl},
             {"details", m.details},        {"model_info", m.model_info}, {"capabilities", capabilities(status)},
             {"modified_at", m.modified_at}};
 }

@@ -66,7 +66,8 @@ private:
 };
 
 // The model endpoints. `status` gives what is loaded where (/api/ps) and the context. No model
-// (the app's engine between loads): empty lists.
+// (the app's engine between loads): empty lists. /api/show's template is status.chat_template
+// (what the engine renders with, a built-in one when the file has none), else the file's.
 nlohmann::json ollama_tags_json(const std::optional<ServedModel>& m);
 nlohmann::json ollama_show_json(const ServedModel& m, const EngineStatus& status);
 nlohmann::json ollama_ps_json(const std::optional<ServedModel>& m, const EngineStatus& status);

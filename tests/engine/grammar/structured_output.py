@@ -25,13 +25,14 @@ LEAVES = [
     {"type": "boolean"},
     {"enum": ["red", "green", "blue"]},
     {"type": ["string", "null"], "maxLength": 8},
-    {"type": "number", "minimum": 0, "maximum": 100},
+    {"type": "number", "minimum": -2.5, "exclusiveMaximum": 100.25},
     {"type": "string", "format": "date"},
     {"type": "string", "format": "email"},
     {"type": "string", "format": "uuid"},
     {"const": "fixed"},
     {"type": "array", "items": {"type": "integer", "minimum": 0, "maximum": 9}, "maxItems": 3},
-    {"anyOf": [{"type": "integer", "exclusiveMinimum": 0, "exclusiveMaximum": 10}, {"type": "string", "maxLength": 5}]},
+    {"anyOf": [{"type": "integer", "exclusiveMinimum": 0, "exclusiveMaximum": 10},
+               {"type": "string", "pattern": "^[A-Z]{2}-[0-9]{3}$"}]},
     {"type": "string", "minLength": 2, "maxLength": 6},
     {"type": "array", "prefixItems": [{"type": "boolean"}, {"type": "integer", "minimum": 1, "maximum": 3}], "items": False},
 ]
@@ -115,7 +116,7 @@ def test_modes(client, model_id):
 
 
 def test_refusals(client, model_id):
-    for schema, keyword in [({"type": "string", "pattern": "^a"}, "pattern"),
+    for schema, keyword in [({"type": "string", "pattern": "^(?=a)"}, "pattern"),
                             ({"type": "object", "patternProperties": {"a": {}}}, "patternProperties"),
                             ({"$ref": "#"}, "$ref")]:
         try:

@@ -2,7 +2,11 @@
 // grammar accepts and refuses; the keywords it refuses with their names; the limits.
 #include <doctest/doctest.h>
 
+#include <cmath>
+#include <cstdlib>
 #include <nlohmann/json.hpp>
+#include <random>
+#include <regex>
 
 #include "engine/grammar/json_schema.h"
 
@@ -90,12 +94,92 @@ TEST_CASE("integerBoundsAreExact") {
     CHECK(matches(low, "123456789"));
     CHECK_FALSE(matches(low, "2"));
     CHECK_FALSE(matches(low, "-5"));
-    auto number = compile(R"({"type":"number","minimum":0.5,"maximum":3.5})");  // integers 1..3
-    CHECK(matches(number, "1"));
-    CHECK(matches(number, "3"));
-    CHECK_FALSE(matches(number, "0"));
     CHECK(matches(compile(R"({"type":"number"})"), "-12.5e-3"));
-    CHECK(refused_keyword(json::parse(R"({"type":"number","minimum":0.1,"maximum":0.2})")) == "minimum");
+}
+
+TEST_CASE("numberBoundsAreExactInFixedPoint") {
+    auto g = compile(R"({"type":"number","minimum":0.5,"exclusiveMaximum":10.25})");
+    for (const char* yes : {"0.5", "0.50", "0.500001", "1", "3.14159", "9.999999", "10", "10.2", "10.249999"})
+        CHECK_MESSAGE(matches(g, yes), yes);
+    for (const char* no : {"0.499999", "0.4", "0", "10.25", "10.250000", "10.3", "11", "-1", "1e1", "1.0000001", "01"})
+        CHECK_MESSAGE(!matches(g, no), no);
+    auto neg = compile(R"({"type":"number","exclusiveMinimum":-2.5,"maximum":-0.125})");
+    for (const char* yes : {"-2.499999", "-2", "-1.5", "-0.125", "-0.2"}) CHECK_MESSAGE(matches(neg, yes), yes);
+    for (const char* no : {"-2.5", "-3", "-0.124", "0", "-0", "0.5"}) CHECK_MESSAGE(!matches(neg, no), no);
+    auto tiny = compile(R"({"type":"number","minimum":0.1,"maximum":0.2})");  // no integer inside
+    CHECK(matches(tiny, "0.15"));
+    CHECK(matches(tiny, "0.2"));
+    CHECK_FALSE(matches(tiny, "0.2000001"));
+    // A half-line open on one side of 0: exponents too.
+    auto non_negative = compile(R"({"type":"number","minimum":0})");
+    CHECK(matches(non_negative, "2.5e+30"));
+    CHECK(matches(non_negative, "0"));
+    CHECK_FALSE(matches(non_negative, "-1e-3"));
+    auto at_most = compile(R"({"type":"number","maximum":7.5})");
+    CHECK(matches(at_most, "-4e9"));
+    CHECK(matches(at_most, "7.5"));
+    CHECK_FALSE(matches(at_most, "7.6"));
+    CHECK_FALSE(matches(at_most, "1e1"));
+    CHECK(matches(compile(R"({"type":"number","minimum":-1e-7,"maximum":1e-7})"), "0"));
+    CHECK(refused_keyword(json::parse(R"({"type":"number","minimum":0.1000001,"maximum":0.1000009})")) == "minimum");
+    CHECK(refused_keyword(json::parse(R"({"type":"number","minimum":1e15})")) == "minimum");
+}
+
+// Random texts of random bounded-number schemas, drawn byte by byte from what the grammar
+// allows, then parsed as doubles and checked against the bounds parsed as doubles (what a
+// validator such as Python's jsonschema does).
+TEST_CASE("numberBoundsHoldForRandomTextsOnManySeeds") {
+    std::mt19937 rng(37);
+    auto pick = [&](int n) { return static_cast<int>(rng() % static_cast<unsigned>(n)); };
+    auto bound = [&] {  // e.g. -812.25, 3, 0.001, 45.5
+        const double mantissa = pick(20001) - 10000;
+        return json(mantissa / std::pow(10.0, pick(5)));
+    };
+    int texts = 0, fractional = 0;
+    for (int seed = 0; seed < 300; ++seed) {
+        json schema = {{"type", "number"}};
+        const char* lower = pick(2) ? "minimum" : "exclusiveMinimum";
+        const char* upper = pick(2) ? "maximum" : "exclusiveMaximum";
+        json a = bound(), b = bound();
+        if (a.get<double>() > b.get<double>()) std::swap(a, b);
+        const int sides = 1 + pick(3);  // 1: lower only, 2: upper only, 3: both
+        if (sides & 1) schema[lower] = a;
+        if (sides & 2) schema[upper] = b;
+        std::shared_ptr<const Grammar> g;
+        try {
+            g = compile(schema.dump());
+        } catch (const GrammarError& e) {  // only when no 6-digit number fits
+            CHECK_MESSAGE(a.get<double>() + 1e-6 > b.get<double>(), schema.dump(), " ", e.what());
+            continue;
+        }
+        for (int t = 0; t < 20; ++t) {
+            GrammarState s(g);
+            std::string text;
+            while (text.size() < 40 && !(s.can_end() && pick(4) == 0)) {
+                std::vector<uint8_t> next;
+                for (int c = 32; c < 127; ++c)
+                    if (GrammarState(s).accept_byte(static_cast<uint8_t>(c))) next.push_back(static_cast<uint8_t>(c));
+                if (next.empty()) break;
+                const uint8_t c = next[static_cast<size_t>(pick(static_cast<int>(next.size())))];
+                REQUIRE(s.accept_byte(c));
+                text += static_cast<char>(c);
+            }
+            if (!s.can_end()) continue;  // stopped at 40 bytes inside an exponent's digits
+            CAPTURE(schema.dump());
+            CAPTURE(text);
+            REQUIRE(json::accept(text));
+            const double v = std::strtod(text.c_str(), nullptr);
+            if (schema.contains("minimum")) CHECK(v >= schema["minimum"].get<double>());
+            if (schema.contains("exclusiveMinimum")) CHECK(v > schema["exclusiveMinimum"].get<double>());
+            if (schema.contains("maximum")) CHECK(v <= schema["maximum"].get<double>());
+            if (schema.contains("exclusiveMaximum")) CHECK(v < schema["exclusiveMaximum"].get<double>());
+            ++texts;
+            fractional += v != std::floor(v);
+        }
+    }
+    MESSAGE(texts, " texts of bounded-number schemas within their bounds, ", fractional, " of them fractional");
+    CHECK(texts > 4000);
+    CHECK(fractional > texts / 4);
 }
 
 TEST_CASE("arraysCountsAndPrefixItems") {
@@ -131,6 +215,122 @@ TEST_CASE("enumConstAnyOfAndNullableTypes") {
     CHECK_FALSE(matches(nullable, "1"));
 }
 
+namespace {
+
+std::shared_ptr<const Grammar> pattern(const std::string& regex) {
+    return compile(json{{"type", "string"}, {"pattern", regex}}.dump());
+}
+
+// A random text the grammar accepts, byte by byte among printable ASCII; "" when it runs
+// past 60 bytes.
+std::string random_text(const std::shared_ptr<const Grammar>& g, std::mt19937& rng) {
+    GrammarState s(g);
+    std::string text;
+    while (!(s.can_end() && rng() % 4 == 0)) {
+        std::vector<char> next;
+        for (char c = 32; c < 127; ++c)
+            if (GrammarState(s).accept_byte(static_cast<uint8_t>(c))) next.push_back(c);
+        if (next.empty() || text.size() > 60) return s.can_end() ? text : "";
+        text += next[rng() % next.size()];
+        REQUIRE(s.accept_byte(static_cast<uint8_t>(text.back())));
+    }
+    return text;
+}
+
+}  // namespace
+
+TEST_CASE("patternsBecomeGrammars") {
+    struct Case {
+        const char* regex;
+        std::vector<const char*> yes, no;  // JSON texts
+    };
+    const std::vector<Case> cases = {
+        {"^[A-Z]{2}-[0-9]{3}$", {R"("AB-123")"}, {R"("ab-123")", R"("AB-12")", R"("AB-1234")", R"("xAB-123")"}},
+        {"^(foo|bar)+baz?$", {R"("foobarba")", R"("barfooba")", R"("foobaz")"}, {R"("baz")", R"("foobar")"}},
+        {"^\\d{2,}\\.\\d?$", {R"("12.")", R"("123.4")"}, {R"("1.2")", R"("12")", R"("12.34")"}},
+        {"^[^a-c]\\w*$", {R"("x_9")", R"("Z")"}, {R"("abc")", R"("")"}},
+        {"^(?:ab|cd){2,3}$", {R"("abcd")", R"("cdcdab")"}, {R"("ab")", R"("abababab")"}},
+        {"^(?<year>\\d{4})$", {R"("2026")"}, {R"("26")"}},
+        {"^[\\\\\"]+$", {R"("\\\"")"}, {R"("a")", R"(""")"}},  // a class of backslash and quote
+        {"^\\t\\n$", {R"("\t\n")"}, {R"("tn")"}},
+        {"^a.c$", {R"("abc")", R"("a-c")", R"("aéc")"}, {R"("a\nc")", R"("ac")"}},
+        {"^(a|)b$", {R"("ab")", R"("b")"}, {R"("aab")"}},
+        {"ab", {R"("ab")", R"("xxabyy")"}, {R"("a b")"}},  // unanchored: anywhere
+        {"^é+€?$", {R"("éé€")"}, {R"("€")"}},
+        {"^\\u00e9\\x41$", {R"("éA")"}, {R"("eA")"}},
+    };
+    for (const Case& c : cases) {
+        const std::string regex = c.regex;
+        CAPTURE(regex);
+        auto g = pattern(c.regex);
+        for (const std::string y : c.yes) CHECK_MESSAGE(matches(g, y), y);
+        for (const std::string n : c.no) CHECK_MESSAGE(!matches(g, n), n);
+    }
+}
+
+TEST_CASE("patternsOutsideTheSubsetAreRefusedNamingIt") {
+    for (const char* regex : {"^(?=a)b$",   "^(?!a)",
+                              "(?<=a)b",    "(a)\\1",
+                              "\\bword\\b", "a^b",
+                              "a$b",        "(^a)",
+                              "[]",         "[z-a]",
+                              "(a",         "a)",
+                              "*a",         "a**",
+                              "a{2,1}",     "a{1001}",
+                              "a{x}",       "\\",
+                              "\\q",        "\\u{41}",
+                              "[\\D]",      "((((((((((((((((((((((((((((((((((a))))))))))))))))))))))))))))))))))"}) {
+        CAPTURE(regex);
+        CHECK(refused_keyword(json{{"type", "string"}, {"pattern", regex}}) == "pattern");
+    }
+    CHECK(refused_keyword(json::parse(R"({"type":"string","pattern":"^a$","maxLength":3})")) == "pattern");
+    CHECK(refused_keyword(json::parse(R"({"type":"string","pattern":5})")) == "pattern");
+    CHECK(matches(compile(R"({"pattern":"^a+$"})"), R"("aa")"));  // no type: a string still
+}
+
+// Random texts each pattern's grammar accepts, decoded from JSON, match the pattern by
+// std::regex (ECMAScript, the dialect JSON schema names) on many seeds.
+TEST_CASE("patternTextsMatchTheRegexOnManySeeds") {
+    const std::vector<std::string> regexes = {"^[A-Z]{2}-[0-9]{3}$",
+                                              "^\\d{3}-\\d{4}$",
+                                              "^(foo|bar)+baz?$",
+                                              "^[a-z0-9._%+-]+@[a-z0-9.-]+\\.[a-z]{2,4}$",
+                                              "^#[0-9a-fA-F]{6}$",
+                                              "^\\w+\\s\\w+$",
+                                              "^(\\+\\d{1,3} )?\\(\\d{3}\\) \\d{3}-\\d{4}$",
+                                              "abc",
+                                              "x$",
+                                              "^a.c$",
+                                              "^(?:ab|cd){2,3}$",
+                                              "^[\\\\\"/]+$",
+                                              "^\\.\\*\\?[-a]$",
+                                              "^(a|)b$",
+                                              "^[^a-y]{2}$",
+                                              "^v\\d+(\\.\\d+){0,2}$",
+                                              "^\\S+\\D$",
+                                              "^[\\s\\d]{1,3}$",
+                                              "^(?:[01]\\d|2[0-3]):[0-5]\\d$",
+                                              "^a|b$"};
+    std::mt19937 rng(37);
+    int texts = 0;
+    for (const std::string& regex : regexes) {
+        CAPTURE(regex);
+        auto g = pattern(regex);
+        const std::regex re(regex, std::regex::ECMAScript);
+        for (int seed = 0; seed < 60; ++seed) {
+            const std::string text = random_text(g, rng);
+            if (text.empty()) continue;
+            CAPTURE(text);
+            const json value = json::parse(text);
+            REQUIRE(value.is_string());
+            CHECK(std::regex_search(value.get<std::string>(), re));
+            ++texts;
+        }
+    }
+    MESSAGE(texts, " random texts of ", regexes.size(), " patterns, each matching its regex");
+    CHECK(texts > 800);
+}
+
 TEST_CASE("allOfMergesObjects") {
     auto g = compile(R"({"allOf":[{"type":"object","properties":{"a":{"type":"integer"}},"required":["a"]},
                                   {"properties":{"b":{"type":"string"}},"required":["b"]}]})");
@@ -158,7 +358,6 @@ TEST_CASE("annotationsAreIgnored") {
 
 TEST_CASE("unsupportedKeywordsAreNamed") {
     CHECK(refused_keyword(json::parse(R"({"type":"object","patternProperties":{"^a":{}}})")) == "patternProperties");
-    CHECK(refused_keyword(json::parse(R"({"type":"string","pattern":"^a+$"})")) == "pattern");
     CHECK(refused_keyword(json::parse(R"({"type":"object","minProperties":1})")) == "minProperties");
     CHECK(refused_keyword(json::parse(R"({"not":{"type":"string"}})")) == "not");
     CHECK(refused_keyword(json::parse(R"({"type":"string","format":"hostname"})")) == "format");

@@ -95,3 +95,27 @@ TEST_CASE("tokensAdvanceTheMatcherByTheirBytes") {
     CHECK(m.allows(eos));
     CHECK(m.state().must_end());
 }
+
+// The masks kept per grammar position: an array of equal strings revisits the same positions,
+// and each kept mask holds the same tokens as a fresh walk there.
+TEST_CASE("keptMasksEqualFreshWalks") {
+    EMBER_REQUIRE_FILE(test::test_model(test::kSmolLM2));
+    auto tok = Tokenizer::from_gguf(GgufFile::open(test::test_model(test::kSmolLM2)));
+    auto g =
+        Grammar::parse(json_schema_to_gbnf(nlohmann::json::parse(R"({"type":"array","items":{"type":"string"}})")));
+    TokenMatcher m(g, grammar_vocab(*tok));
+    const std::string text = R"(["ab c", "ab c", "ab c"])";
+    std::vector<int32_t> kept, walked;
+    for (size_t i = 0; i <= text.size(); ++i) {
+        CAPTURE(text.substr(0, i));
+        m.allowed_tokens(kept);
+        m.walk_mask(walked);
+        std::sort(kept.begin(), kept.end());
+        std::sort(walked.begin(), walked.end());
+        CHECK(kept == walked);
+        if (i < text.size()) REQUIRE(m.accept_bytes(text.substr(i, 1)));
+    }
+    MESSAGE(m.mask_stats().walked, " masks walked, ", m.mask_stats().kept, " taken from those kept");
+    CHECK(m.mask_stats().kept >= 12);  // the second and third strings, and the separators
+    CHECK(m.mask_stats().walked + m.mask_stats().kept == static_cast<int64_t>(text.size() + 1));
+}

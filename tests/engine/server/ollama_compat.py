@@ -33,7 +33,8 @@ FAMILIES = {
                 "template_mark": "<|im_start|>"},
     "gemma3": {"rendered": f"<start_of_turn>user\n{SYSTEM}\n\n{USER}<end_of_turn>\n<start_of_turn>model\n",
                "family": "gemma3", "quant": "Q4_K_M", "ctx_key": "gemma3.context_length", "ctx": 32768,
-               "template_mark": ""},  # the test file has none (Ember falls back to its built-in one)
+               # the test file has none: /api/show gives the built-in one Ember falls back to
+               "template_mark": "<start_of_turn>"},
 }
 FAMILY = FAMILIES["smollm2"]
 GREEDY = {"temperature": 0, "seed": 7, "num_predict": 16}

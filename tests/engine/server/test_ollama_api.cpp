@@ -8,6 +8,8 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "engine/runtime/model.h"
+#include "engine/scheduler/scheduler.h"
 #include "engine/server/ollama_format.h"
 #include "engine/server/ollama_models.h"
 #include "engine/server/ollama_parser.h"
@@ -408,6 +410,9 @@ TEST_CASE("ollamaModelEndpointsDescribeTheRealFile") {
     CHECK(tags["digest"] == m.digest);
     const json show = ollama_show_json(m, status);
     CHECK(show["template"] == m.chat_template);
+    status.chat_template = "{{ messages }}";  // what the engine says it renders with comes first
+    CHECK(ollama_show_json(m, status)["template"] == "{{ messages }}");
+    status.chat_template.clear();
     CHECK(show["capabilities"] == json::array({"completion"}));
     status.tool_call_format = ToolCallFormat::Generic;
     CHECK(ollama_show_json(m, status)["capabilities"] == json::array({"completion", "tools"}));
@@ -417,4 +422,23 @@ TEST_CASE("ollamaModelEndpointsDescribeTheRealFile") {
     CHECK(ollama_tags_json(std::nullopt) == json{{"models", json::array()}});  // no model loaded
     CHECK(ollama_ps_json(std::nullopt, status) == json{{"models", json::array()}});
     CHECK(ollama_time(std::chrono::system_clock::time_point{}) == "1970-01-01T00:00:00.000000000Z");
+}
+
+// stories260K.gguf has no tokenizer.chat_template: /api/show gives the built-in template the
+// engine falls back to and really renders with, not an empty string.
+TEST_CASE("ollamaShowGivesTheBuiltInTemplateWhenTheFileHasNone") {
+    const std::string path = test::testdata(test::kStories);
+    EMBER_REQUIRE_FILE(path);
+    LoadOptions lo;
+    lo.path = path;
+    lo.device = BackendPreference::Cpu;
+    lo.n_ctx = 256;
+    auto model = Model::load(lo);
+    Scheduler scheduler(*model, {});
+    const EngineStatus status = scheduler.status();
+    const ServedModel m = describe_served_model("stories260K", path);
+    CHECK(m.chat_template.empty());
+    const std::string shown = ollama_show_json(m, status)["template"];
+    CHECK(shown == model->chat_template().tmpl.source());
+    CHECK(shown == ChatTemplate::named("llama2").source());  // a llama file with no special markers
 }

@@ -275,7 +275,7 @@ TEST_CASE("responseFormatBecomesAGrammarOrA400") {
     };
     const Bad bad[] = {
         {"response_format",
-         json::parse(R"({"type":"json_schema","json_schema":{"schema":{"type":"string","pattern":"^a"}}})"),
+         json::parse(R"J({"type":"json_schema","json_schema":{"schema":{"type":"string","pattern":"^(?=a)"}}})J"),
          "response_format", "keyword 'pattern'"},
         {"response_format", json::parse(R"({"type":"json_schema","json_schema":{"schema":{"not":{}}}})"),
          "response_format", "keyword 'not'"},
