@@ -138,7 +138,7 @@ struct EngineEvent {
     // event before Finished. The local engine leaves it empty (its text carries the markers).
     std::vector<ChatToolCall> tool_calls;
     std::vector<TokenLogprob> tokens;  // Text, when top_logprobs >= 0: one per token
-    RequestStats stats;  // Finished (and a remote engine's Failed: as far as it got)
+    RequestStats stats;                // Finished (and a remote engine's Failed: as far as it got)
     // Finished: every token the request generated, in order (the local engine's ids; a remote
     // engine may leave it empty).
     std::vector<int32_t> output_ids;
