@@ -104,9 +104,9 @@ void KvCache::alloc_state(int32_t n_slots) {
         RecurrentLayer l;
         l.n_slots = n_slots, l.conv_kernel = r.conv_kernel, l.conv_channels = r.conv_channels;
         l.n_k_heads = r.n_k_heads, l.n_v_heads = r.n_v_heads, l.head_dim = r.head_dim;
-        l.conv = be.alloc(MemoryKind::KvCache, DType::F32, r.conv_channels, int64_t{n_slots} * (r.conv_kernel - 1),
+        l.conv = be.alloc(MemoryKind::State, DType::F32, r.conv_channels, int64_t{n_slots} * (r.conv_kernel - 1),
                           "state.conv");
-        l.delta = be.alloc(MemoryKind::KvCache, DType::F32, r.head_dim, int64_t{n_slots} * r.n_v_heads * r.head_dim,
+        l.delta = be.alloc(MemoryKind::State, DType::F32, r.head_dim, int64_t{n_slots} * r.n_v_heads * r.head_dim,
                            "state.delta");
         if (static_cast<size_t>(i) < recurrent_.size()) {
             RecurrentLayer& from = recurrent_[static_cast<size_t>(i)];
