@@ -20,8 +20,10 @@
 namespace ember {
 
 // What a buffer holds, so a backend can report exactly where every byte goes.
-enum class MemoryKind : uint8_t { Weights = 0, KvCache = 1, Activations = 2 };
-constexpr int kMemoryKinds = 3;  // recurrent state (RecurrentLayer) counts as KvCache: per-sequence memory
+// Append only (a kind's number indexes MemoryReport::bytes). State: the recurrent state of
+// linear-attention layers (RecurrentLayer), per sequence like the KV cache, shown beside it.
+enum class MemoryKind : uint8_t { Weights = 0, KvCache = 1, Activations = 2, State = 3 };
+constexpr int kMemoryKinds = 4;
 
 struct Tensor {
     void* data = nullptr;  // device memory of the backend that made it (host memory on CPU)
@@ -84,7 +86,7 @@ struct KvLayer {
 
 // The recurrent state of one linear-attention layer (Gated DeltaNet: qwen35), for n_slots
 // sequences: what replaces a growing KV cache in those layers, fixed in size per sequence.
-// F32, allocated as MemoryKind::KvCache; a slot's rows are zero for a fresh sequence.
+// F32, allocated as MemoryKind::State; a slot's rows are zero for a fresh sequence.
 struct RecurrentLayer {
     // Per slot, the causal convolution's last conv_kernel - 1 inputs, oldest first:
     // rows = n_slots * (conv_kernel - 1), cols = conv_channels.

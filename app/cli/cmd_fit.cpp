@@ -58,6 +58,7 @@ void print_plan(const fit::FitPlan& p) {
         print_row("of weights: experts", p.gpu.expert_weights, p.cpu.expert_weights);
     }
     print_row("KV cache", p.gpu.kv_cache, p.cpu.kv_cache);
+    if (p.gpu.state + p.cpu.state > 0) print_row("recurrent state", p.gpu.state, p.cpu.state);
     print_row("scratch", p.gpu.scratch, p.cpu.scratch);
     print_row("CUDA buffers (est.)", p.gpu.backend_scratch, p.cpu.backend_scratch);
     print_row("CUDA context (est.)", p.gpu.overhead, p.cpu.overhead);

@@ -53,6 +53,8 @@ QVariantMap device_entry(const ember::DeviceMemory& d) {
                        memory_part(QStringLiteral("Mapped weights"), d.mapped_weights, whole),
                        memory_part(QStringLiteral("KV cache"), d.kv_cache, whole),
                        memory_part(QStringLiteral("Scratch"), d.scratch, whole)};
+    // Models with linear-attention layers: their recurrent state, right after the KV cache.
+    if (d.state > 0) parts.insert(3, memory_part(QStringLiteral("State"), d.state, whole));
     QString summary = QStringLiteral("%1 held by Ember").arg(bytes_text(d.held()));
     if (d.device_total)
         summary += QStringLiteral(" of %1 (%2 free)").arg(bytes_text(d.device_total), bytes_text(d.device_free));

@@ -108,8 +108,8 @@ DeviceBytes device_bytes(const FitModel& m, const FitOptions& o, const DevicePro
     // The recurrent state of the linear-attention layers here (qwen35), one slot per sequence.
     for (int32_t i = p.first; i < p.end; ++i)
         if (c.layers[static_cast<size_t>(i)].recurrent)
-            out.kv_cache += padded_alloc_bytes(kv.recurrent.conv_bytes(kv.state_slots), d.alloc_align) +
-                            padded_alloc_bytes(kv.recurrent.delta_bytes(kv.state_slots), d.alloc_align);
+            out.state += padded_alloc_bytes(kv.recurrent.conv_bytes(kv.state_slots), d.alloc_align) +
+                         padded_alloc_bytes(kv.recurrent.delta_bytes(kv.state_slots), d.alloc_align);
     const int64_t T = std::min<int64_t>(o.n_batch, o.n_ctx);
     out.scratch = Transformer::scratch_bytes(c, T, o.n_seqs, d.alloc_align);
     if (d.gpu) {

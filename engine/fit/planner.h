@@ -55,10 +55,13 @@ struct DeviceBytes {
     uint64_t weights = 0;         // allocated copies (GPU)
     uint64_t mapped_weights = 0;  // used in place from the file map (CPU): resident in RAM
     uint64_t kv_cache = 0;
+    uint64_t state = 0;            // linear-attention layers' recurrent state, a slot per sequence
     uint64_t scratch = 0;          // the transformer's per-pass activations
     uint64_t backend_scratch = 0;  // the CUDA backend's own buffers (estimate)
     uint64_t overhead = 0;         // the CUDA context, for a stated budget (estimate)
-    uint64_t total() const { return weights + mapped_weights + kv_cache + scratch + backend_scratch + overhead; }
+    uint64_t total() const {
+        return weights + mapped_weights + kv_cache + state + scratch + backend_scratch + overhead;
+    }
 };
 
 // ExpertsInRam: every layer on the GPU except the experts of its last layers, which stay in

@@ -104,9 +104,9 @@ void KvCache::alloc_state(int32_t n_slots) {
         RecurrentLayer l;
         l.n_slots = n_slots, l.conv_kernel = r.conv_kernel, l.conv_channels = r.conv_channels;
         l.n_k_heads = r.n_k_heads, l.n_v_heads = r.n_v_heads, l.head_dim = r.head_dim;
-        l.conv = be.alloc(MemoryKind::KvCache, DType::F32, r.conv_channels, int64_t{n_slots} * (r.conv_kernel - 1),
+        l.conv = be.alloc(MemoryKind::State, DType::F32, r.conv_channels, int64_t{n_slots} * (r.conv_kernel - 1),
                           "state.conv");
-        l.delta = be.alloc(MemoryKind::KvCache, DType::F32, r.head_dim, int64_t{n_slots} * r.n_v_heads * r.head_dim,
+        l.delta = be.alloc(MemoryKind::State, DType::F32, r.head_dim, int64_t{n_slots} * r.n_v_heads * r.head_dim,
                            "state.delta");
         if (static_cast<size_t>(i) < recurrent_.size()) {
             RecurrentLayer& from = recurrent_[static_cast<size_t>(i)];
@@ -276,24 +276,30 @@ void KvCache::unpublish(int32_t b) {
 int32_t KvCache::truncate(int32_t seq, int32_t new_length) {
     Sequence& s = seq_ref(seq);
     if (new_length < 0 || new_length > s.length) throw Error("KV cache: bad truncation length");
-    if (has_recurrent() && new_length < s.length) {  // the state cannot go back: start over
-        new_length = 0;
-        zero_state(s.state_slot);
-    }
     const int32_t B = config_.block_tokens;
+    if (has_recurrent() && new_length < s.length) {  // back to the last snapshot, else start over
+        size_t k = std::min(s.chain.size(), static_cast<size_t>(new_length / B));
+        while (k > 0 && !load_snapshot(s.chain[k - 1], s.state_slot)) --k;
+        if (k == 0) zero_state(s.state_slot);
+        new_length = static_cast<int32_t>(k) * B;
+    }
     if (new_length % B != 0) {  // the block holding the new end will be written
         const int32_t b = s.blocks[static_cast<size_t>(new_length / B)];
         if (refcount_[static_cast<size_t>(b)] > 1) new_length -= new_length % B;
         else unpublish(b);
     }
-    const size_t keep = static_cast<size_t>((new_length + B - 1) / B);
-    while (s.blocks.size() > keep) {
-        release_block(s.blocks.back());
-        s.blocks.pop_back();
-    }
+    keep_blocks(s, static_cast<size_t>((new_length + B - 1) / B));
     s.chain.resize(std::min(s.chain.size(), static_cast<size_t>(new_length / B)));
     s.length = new_length;
     return new_length;
+}
+
+void KvCache::keep_blocks(Sequence& s, size_t n_blocks) {
+    while (s.blocks.size() > n_blocks) {
+        release_block(s.blocks.back());
+        s.blocks.pop_back();
+    }
+    s.chain.resize(std::min(s.chain.size(), n_blocks));
 }
 
 int32_t KvCache::own_blocks(int32_t seq) const {
@@ -318,7 +324,6 @@ uint64_t KvCache::chain_hash(uint64_t parent, std::span<const int32_t> block) co
 int32_t KvCache::attach_prefix(int32_t seq, std::span<const int32_t> tokens) {
     Sequence& s = seq_ref(seq);
     if (s.length != 0) throw Error("KV cache: a prefix attaches to an empty sequence only");
-    if (has_recurrent()) return 0;  // blocks hold no recurrent state: nothing to resume from
     const size_t B = static_cast<size_t>(config_.block_tokens);
     uint64_t parent = seed_;
     for (size_t i = 0; (i + 1) * B <= tokens.size(); ++i) {
@@ -339,6 +344,15 @@ int32_t KvCache::attach_prefix(int32_t seq, std::span<const int32_t> tokens) {
         s.chain.push_back(h);
         parent = h;
     }
+    if (has_recurrent()) {  // the state resumes from the last snapshot: blocks after it go back
+        size_t k = s.chain.size();
+        while (k > 0) {
+            const BlockKey key{s.chain[k - 1], k >= 2 ? s.chain[k - 2] : seed_, tokens.subspan((k - 1) * B, B)};
+            if (load_snapshot_or_disk(key, s.state_slot)) break;
+            --k;
+        }
+        keep_blocks(s, k);
+    }
     s.length = static_cast<int32_t>(s.blocks.size() * B);
     return s.length;
 }
@@ -346,7 +360,6 @@ int32_t KvCache::attach_prefix(int32_t seq, std::span<const int32_t> tokens) {
 void KvCache::publish(int32_t seq, std::span<const int32_t> tokens) {
     Sequence& s = seq_ref(seq);
     if (tokens.size() != static_cast<size_t>(s.length)) throw Error("KV cache: publish needs the sequence's tokens");
-    if (has_recurrent()) return;  // see attach_prefix
     const size_t B = static_cast<size_t>(config_.block_tokens);
     for (size_t i = s.chain.size(); (i + 1) * B <= tokens.size(); ++i) {
         const uint64_t parent = i == 0 ? seed_ : s.chain[i - 1];
@@ -358,6 +371,73 @@ void KvCache::publish(int32_t seq, std::span<const int32_t> tokens) {
         if (p || !index_.emplace(h, b).second) continue;  // attached, or the same prefix is published already
         p = Published{h, parent, std::vector<int32_t>(block.begin(), block.end()), {}};
         if (disk_ && !disk_->contains(h)) disk_->put(h, parent, block, copy_out(b));
+    }
+    // The state now is the state at the end of the last block when the length ends on it.
+    const size_t n = s.chain.size();
+    if (has_recurrent() && n > 0 && n * B == tokens.size())
+        save_snapshot(BlockKey{s.chain[n - 1], n >= 2 ? s.chain[n - 2] : seed_, tokens.subspan((n - 1) * B, B)},
+                      s.state_slot);
+}
+
+// Every recurrent layer's rows of one state slot (conv, then delta), in a fixed order.
+template <class Copy>
+void KvCache::for_each_state_part(int32_t slot, Copy copy) {
+    size_t offset = 0;
+    for (size_t i = 0; i < recurrent_.size(); ++i) {
+        RecurrentLayer& l = recurrent_[i];
+        const int64_t conv_rows = l.conv_kernel - 1, delta_rows = int64_t{l.n_v_heads} * l.head_dim;
+        for (auto [t, rows] : {std::pair{&l.conv, conv_rows}, std::pair{&l.delta, delta_rows}}) {
+            Tensor part = t->slice_rows(slot * rows, rows);
+            copy(*recurrent_backend_[i], part, offset);
+            offset += part.bytes();
+        }
+    }
+}
+
+void KvCache::save_snapshot(const BlockKey& key, int32_t slot) {
+    const bool to_disk = disk_state_ && !disk_state_->contains(key.hash);
+    if (snapshots_.count(key.hash) || (state_bytes_per_snapshot() > snapshot_budget_ && !to_disk)) return;
+    std::vector<uint8_t> copy(state_bytes_per_snapshot());
+    for_each_state_part(
+        slot, [&](Backend& be, Tensor& part, size_t off) { be.download(part, copy.data() + off, part.bytes()); });
+    if (to_disk) disk_state_->put(key.hash, key.parent, key.tokens, copy);
+    keep_snapshot(key.hash, std::move(copy));
+}
+
+void KvCache::keep_snapshot(uint64_t hash, std::vector<uint8_t> bytes) {
+    if (bytes.size() > snapshot_budget_) return;
+    snapshot_bytes_ += bytes.size();
+    snapshots_.emplace(hash, std::move(bytes));
+    snapshot_order_.push_back(hash);
+    set_state_snapshot_budget(snapshot_budget_);  // the oldest go while over budget
+}
+
+bool KvCache::load_snapshot_or_disk(const BlockKey& key, int32_t slot) {
+    if (load_snapshot(key.hash, slot)) return true;
+    if (!disk_state_) return false;
+    auto e = disk_state_->get(key.hash, key.parent, key.tokens);  // its size checked against the store's
+    if (!e) return false;
+    for_each_state_part(
+        slot, [&](Backend& be, Tensor& part, size_t off) { be.upload(part, e->bytes.data() + off, part.bytes()); });
+    keep_snapshot(key.hash, std::move(e->bytes));
+    return true;
+}
+
+bool KvCache::load_snapshot(uint64_t hash, int32_t slot) {
+    const auto it = snapshots_.find(hash);
+    if (it == snapshots_.end()) return false;
+    for_each_state_part(
+        slot, [&](Backend& be, Tensor& part, size_t off) { be.upload(part, it->second.data() + off, part.bytes()); });
+    return true;
+}
+
+void KvCache::set_state_snapshot_budget(uint64_t bytes) {
+    snapshot_budget_ = bytes;
+    while (snapshot_bytes_ > snapshot_budget_ && !snapshot_order_.empty()) {
+        const auto it = snapshots_.find(snapshot_order_.front());
+        snapshot_bytes_ -= it->second.size();
+        snapshots_.erase(it);
+        snapshot_order_.pop_front();
     }
 }
 

@@ -18,10 +18,17 @@
 //
 // Recurrent state (models with linear-attention layers: qwen35): beside the blocks, each
 // live sequence owns a state slot, one RecurrentLayer slot per such layer (a fixed size per
-// sequence, whatever its length), zeroed when the sequence starts or is truncated to 0. A
-// state cannot be rolled back to an earlier position yet, so for these models truncation
-// to a shorter non-zero length keeps nothing (the caller recomputes from the start) and no
-// prefix is published or attached: prefix reuse is off.
+// sequence, whatever its length), zeroed when the sequence starts. A state cannot be rolled
+// back by itself, so publish() keeps state snapshots: when a sequence's length ends exactly
+// on a block it publishes, a copy of its state (every recurrent layer's slot, in host RAM)
+// is kept under that block's chain hash. attach_prefix() then attaches blocks only up to the
+// last one with a snapshot and loads that snapshot into the sequence's slot; truncate() to a
+// shorter length goes back to the last snapshot at or before it (0 and a zeroed state when
+// there is none). Snapshots are bounded by set_state_snapshot_budget() (bytes; the oldest go
+// first). With a disk state store (set_disk_state_store: a DiskPrefixStore of its own whose
+// "blocks" are snapshots) every snapshot is also written to disk and attach_prefix() reads
+// one back when RAM has none: a restarted process resumes a prefix from the disk tier's KV
+// blocks and that snapshot. The host tier carries KV blocks only.
 #pragma once
 #include <cstdint>
 #include <list>
@@ -125,7 +132,8 @@ public:
     // Forgets tokens from `new_length` on (edit, regenerate); frees whole blocks. Returns the
     // length kept: `new_length`, or less when it falls inside a block that another sequence
     // shares (that block is let go too, down to its first token, since it must not be written),
-    // or 0 with recurrent layers when new_length < length (their state starts over).
+    // or with recurrent layers when new_length < length the last state snapshot's position at
+    // or before it (0 when there is none: the state starts over).
     int32_t truncate(int32_t seq, int32_t new_length);
     const std::vector<int32_t>& block_table(int32_t seq) const;
     // Blocks an append can take: never used, or idle published ones.
@@ -176,6 +184,16 @@ public:
     void set_disk_cache(std::unique_ptr<DiskPrefixStore> store);
     DiskPrefixStore* disk_cache() { return disk_.get(); }
     const DiskPrefixStore* disk_cache() const { return disk_.get(); }
+    // Recurrent state snapshots (see the header): at most `bytes` of them in host RAM (0: none).
+    void set_state_snapshot_budget(uint64_t bytes);
+    // The snapshots' disk tier (null: none); its blocks are state_bytes_per_snapshot() long.
+    void set_disk_state_store(std::unique_ptr<DiskPrefixStore> store) { disk_state_ = std::move(store); }
+    const DiskPrefixStore* disk_state_store() const { return disk_state_.get(); }
+    uint64_t state_bytes_per_snapshot() const {
+        return uint64_t(config_.n_recurrent_layers) * config_.recurrent.bytes_per_slot();
+    }
+    int32_t state_snapshots() const { return static_cast<int32_t>(snapshots_.size()); }
+    uint64_t state_snapshot_bytes() const { return snapshot_bytes_; }
 
 private:
     struct Sequence {
@@ -206,6 +224,19 @@ private:
     void alloc_state(int32_t n_slots);  // every recurrent layer at n_slots, contents kept
     int32_t take_state_slot();
     void zero_state(int32_t slot);
+    // The block ending the snapshot: its chain hash, its predecessor's, its tokens.
+    struct BlockKey {
+        uint64_t hash = 0, parent = 0;
+        std::span<const int32_t> tokens;
+    };
+    void save_snapshot(const BlockKey& key, int32_t slot);
+    bool load_snapshot(uint64_t hash, int32_t slot);                // from RAM
+    bool load_snapshot_or_disk(const BlockKey& key, int32_t slot);  // RAM, else the disk tier
+    void keep_snapshot(uint64_t hash, std::vector<uint8_t> bytes);
+    // The sequence cut to its first n_blocks whole blocks (blocks and chain let go).
+    void keep_blocks(Sequence& s, size_t n_blocks);
+    template <class Copy>
+    void for_each_state_part(int32_t slot, Copy copy);  // copy(backend, slot's rows, byte offset)
 
     std::vector<Backend*> layer_backend_;
     KvCacheConfig config_;
@@ -224,6 +255,11 @@ private:
     std::list<int32_t> idle_;                          // published blocks nobody holds, least recently released first
     std::unique_ptr<HostPrefixStore> host_;            // evicted published blocks, in host RAM (optional)
     std::unique_ptr<DiskPrefixStore> disk_;            // every published block, on disk (optional)
+    // Recurrent state snapshots by the chain hash of the block they end, oldest first in order.
+    std::unordered_map<uint64_t, std::vector<uint8_t>> snapshots_;
+    std::list<uint64_t> snapshot_order_;
+    uint64_t snapshot_bytes_ = 0, snapshot_budget_ = 256ull << 20;
+    std::unique_ptr<DiskPrefixStore> disk_state_;  // every snapshot, on disk (optional)
 };
 
 }  // namespace ember

@@ -206,6 +206,15 @@ void Model::open_disk_prefix_cache(const std::filesystem::path& root, uint64_t b
     const DiskPrefixStore& d = *kv_->disk_cache();
     log_info("KV disk cache: " + d.folder().string() + " (" + std::to_string(d.size()) + " blocks, " +
              format_bytes(d.bytes()) + " of " + format_bytes(budget_bytes) + ")");
+    if (!kv_->has_recurrent()) return;
+    // The recurrent-state snapshots beside it: a store of their own (their size is not a block's),
+    // in a sibling folder, with a budget of its own as large.
+    constexpr uint64_t kStateSalt = 0x5354415445534e50ull;  // "STATESNP"
+    kv_->set_disk_state_store(std::make_unique<DiskPrefixStore>(
+        root, id ^ kStateSalt, static_cast<uint32_t>(c.block_tokens), kv_->state_bytes_per_snapshot(), budget_bytes));
+    const DiskPrefixStore& st = *kv_->disk_state_store();
+    log_info("state snapshot disk cache: " + st.folder().string() + " (" + std::to_string(st.size()) + " snapshots, " +
+             format_bytes(st.bytes()) + ")");
 }
 
 std::vector<DeviceMemory> Model::memory_use() const {

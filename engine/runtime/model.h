@@ -71,7 +71,9 @@ public:
     // `budget_bytes`, in the folder of this model file, KV shape and backend layout (blocks of
     // another model or layout are never read). Before the first request. A damaged folder is
     // set aside and replaced; throws ember::Error when no folder can be made (the caller then
-    // runs without the disk tier).
+    // runs without the disk tier). Models with linear-attention layers also get a store of
+    // their recurrent-state snapshots (KvCache::set_disk_state_store) in a sibling folder, with
+    // a budget of its own as large.
     void open_disk_prefix_cache(const std::filesystem::path& root, uint64_t budget_bytes);
     Backend& backend() { return *backend_; }
     const Backend& backend() const { return *backend_; }

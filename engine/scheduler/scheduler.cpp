@@ -122,11 +122,9 @@ Scheduler::Scheduler(Model& model, SchedulerOptions options)
         throw Error("scheduler: max_step_tokens (" + std::to_string(opts_.max_step_tokens) +
                     ") must be at least max_batch (" + std::to_string(opts_.max_batch) + ")");
     if (opts_.max_queue < 0 || opts_.max_cached < 0) throw Error("scheduler: max_queue and max_cached must be >= 0");
-    if (opts_.prefix_cache && model_.kv().has_recurrent()) {
-        opts_.prefix_cache = false;
-        log_info("prefix reuse is off for " + model_.config().arch +
-                 ": its linear-attention layers keep a recurrent state that cannot be rolled back yet");
-    }
+    if (opts_.prefix_cache && model_.kv().has_recurrent())
+        log_info("prefix reuse for " + model_.config().arch +
+                 " resumes from recurrent-state snapshots at block ends (KvCache::publish)");
     running_.reserve(static_cast<size_t>(opts_.max_batch));
     thread_ = std::thread([this] { run(); });
 }
@@ -516,8 +514,9 @@ bool Scheduler::attach_rolled(Running& r, Job& job, const std::vector<int32_t>& 
     return true;
 }
 
+// A recurrent state holds every token it has seen: its rows cannot be moved as K/V rows are.
 bool Scheduler::rolls(const Job& job) const {
-    return job.req.context_overflow == OverflowPolicy::Roll && job.dropped_turns > 0;
+    return job.req.context_overflow == OverflowPolicy::Roll && job.dropped_turns > 0 && !model_.kv().has_recurrent();
 }
 
 bool Scheduler::uses_prefix_cache(const Job& job) const { return opts_.prefix_cache && job.req.reuse_prefix; }
@@ -556,10 +555,16 @@ std::vector<Scheduler::Planned> Scheduler::plan_step() {
     for (size_t i = 0; i < running_.size(); ++i) {
         if (want[i] != 0) continue;
         int32_t n = std::min(running_[i].remaining(), budget);
+        const auto start = static_cast<int64_t>(running_[i].tokens.size());
         if (n > 0 && std::isfinite(work_left)) {
-            const auto start = static_cast<int64_t>(running_[i].tokens.size());
             n = std::min(n, std::max(cost_.fit(start, work_left, n), first ? B : 0));
             work_left -= cost_.work(start, n);
+        }
+        // A recurrent state is snapshot where a pass ends on a block (KvCache::publish): a
+        // chunk that crosses block ends stops at the last one, the rest follows next step.
+        if (kv.has_recurrent() && n > 1) {
+            const auto end = (start + n) / B * B;
+            if (end > start && end < start + n) n = static_cast<int32_t>(end - start);
         }
         first = first && n == 0;
         want[i] = n;

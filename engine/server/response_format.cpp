@@ -224,6 +224,7 @@ json status_json(const EngineStatus& s) {
                           {"weights", m.weights},
                           {"mapped_weights", m.mapped_weights},
                           {"kv_cache", m.kv_cache},
+                          {"state", m.state},
                           {"scratch", m.scratch},
                           {"held", m.held()},
                           {"device_total", m.device_total},

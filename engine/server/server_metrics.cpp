@@ -147,6 +147,7 @@ std::string prometheus_text(const MetricsSnapshot& m, const EngineStatus& status
         const std::pair<const char*, uint64_t> kinds[] = {{"weights", d.weights},
                                                           {"mapped_weights", d.mapped_weights},
                                                           {"kv_cache", d.kv_cache},
+                                                          {"state", d.state},
                                                           {"scratch", d.scratch}};
         for (const auto& [kind, bytes] : kinds)
             out += "ember_memory_bytes{device=\"" + label(d.device) + "\",kind=\"" + kind + "\"} " +

@@ -34,6 +34,7 @@ DeviceMemory device_memory(const Backend& backend, std::string device, int32_t l
     m.layers = layers;
     m.weights = r.bytes[static_cast<int>(MemoryKind::Weights)];
     m.kv_cache = r.bytes[static_cast<int>(MemoryKind::KvCache)];
+    m.state = r.bytes[static_cast<int>(MemoryKind::State)];
     m.scratch = r.bytes[static_cast<int>(MemoryKind::Activations)];
     m.mapped_weights = r.mapped_weight_bytes;
     m.device_total = r.device_total;

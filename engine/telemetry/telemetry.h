@@ -33,10 +33,11 @@ struct DeviceMemory {
     uint64_t weights = 0;         // weights the backend allocated (copies on a GPU)
     uint64_t mapped_weights = 0;  // weights used in place from the file map (CPU)
     uint64_t kv_cache = 0;
+    uint64_t state = 0;         // linear-attention layers' recurrent state (MemoryKind::State)
     uint64_t scratch = 0;       // activations and other per-pass buffers
     uint64_t device_total = 0;  // 0 when the backend does not know
     uint64_t device_free = 0;
-    uint64_t held() const { return weights + mapped_weights + kv_cache + scratch; }
+    uint64_t held() const { return weights + mapped_weights + kv_cache + state + scratch; }
 };
 DeviceMemory device_memory(const Backend& backend, std::string device, int32_t layers);
 

@@ -8,6 +8,7 @@
 #include <new>
 #include <vector>
 #include "kernels/common/error.h"
+#include "kernels/common/fp16.h"
 #include <string>
 
 #include "kernels/cpu/cpu_isa.h"
@@ -22,19 +23,19 @@ namespace detail {
 bool int8_kind(DType type, Int8Kind* kind) {
     switch (type) {
         case DType::Q4_0:
-            *kind = {.G = 32, .offset = 8, .has_min = false};
+            *kind = {.G = 32, .offset = 8, .has_min = false, .half_scale = true};
             return true;
         case DType::Q4_1:
-            *kind = {.G = 32, .offset = 0, .has_min = true};
+            *kind = {.G = 32, .offset = 0, .has_min = true, .half_scale = true};
             return true;
         case DType::Q5_0:
-            *kind = {.G = 32, .offset = 16, .has_min = false};
+            *kind = {.G = 32, .offset = 16, .has_min = false, .half_scale = true};
             return true;
         case DType::Q5_1:
-            *kind = {.G = 32, .offset = 0, .has_min = true};
+            *kind = {.G = 32, .offset = 0, .has_min = true, .half_scale = true};
             return true;
         case DType::Q8_0:
-            *kind = {.G = 32, .offset = 128, .has_min = false};
+            *kind = {.G = 32, .offset = 128, .has_min = false, .half_scale = true};
             return true;
         case DType::Q2_K:
             *kind = {.G = 16, .offset = 0, .has_min = true};
@@ -52,7 +53,7 @@ bool int8_kind(DType type, Int8Kind* kind) {
             *kind = {.G = 16, .offset = 32, .has_min = false};
             return true;
         case DType::MXFP4:  // codes kMxfp4Values + 12 (0..24), scale 2^(e - 128)
-            *kind = {.G = 32, .offset = 12, .has_min = false};
+            *kind = {.G = 32, .offset = 12, .has_min = false, .half_scale = true};
             return true;
         default:
             return false;
@@ -167,6 +168,31 @@ void place_rows(ActQ8& a, uint8_t* p) {
     a.dsum = reinterpret_cast<float*>(a.init + a.n_tokens * a.nb());
 }
 
+// Rounds tokens [t0, t1)'s activation scales d and dsum to half floats (Int8Kind::half_scale).
+void round_half_scales(ActQ8& a, int64_t t0, int64_t t1) {
+    auto half = [](float& v) { v = fp16_to_f32(f32_to_fp16(v)); };
+    const int64_t nb = a.nb();
+    for (int64_t t = t0; t < t1; ++t) {
+        for (int64_t b = 0; b < nb; ++b) {
+            if (a.tile == 0) {
+                half(a.d[t * nb + b]);
+                half(a.dsum[t * nb + b]);
+                continue;
+            }
+            uint8_t* rec = a.tiled + (t / a.tile) * a.tile_bytes() + static_cast<size_t>(b) * a.rec_bytes();
+            auto* dp = reinterpret_cast<float*>(rec + a.G * a.tile);  // d[tile], init[tile], dsum[tile]
+            half(dp[t % a.tile]);
+            half(dp[2 * a.tile + t % a.tile]);
+        }
+    }
+}
+
+// The ISA's activation quantization of tokens [t0, t1), then ggml's half scales where it has them.
+void quantize_rows(const KernelTable& k, const float* X, int64_t t0, int64_t t1, const Int8Kind& kind, ActQ8& a) {
+    k.quantize_act(X, t0, t1, kind, a);
+    if (kind.half_scale) round_half_scales(a, t0, t1);
+}
+
 // Quantizes X once for the whole call, in the layout the chosen kernel reads (see ActQ8).
 ActQ8 quantize_activations(const KernelTable& k, const Int8Kind& kind, const float* X, int64_t n_tokens, int64_t cols,
                            int tile, ThreadPool& pool) {
@@ -186,7 +212,7 @@ ActQ8 quantize_activations(const KernelTable& k, const Int8Kind& kind, const flo
     }
     const int64_t per_unit = tile > 0 ? tile : 1;
     auto run = [&](int64_t u0, int64_t u1, int) {
-        k.quantize_act(X, u0 * per_unit, std::min(n_tokens, u1 * per_unit), kind, a);
+        quantize_rows(k, X, u0 * per_unit, std::min(n_tokens, u1 * per_unit), kind, a);
     };
     if (n_tokens >= 8) pool.parallel_for(units, run);
     else run(0, units, 0);
@@ -231,7 +257,8 @@ bool share_panels(const KernelTable& k, const SharedOut* outs, int n_outs, Int8K
         if (W.layout != WeightLayout::Panels || !detail::int8_kind(W.type, &ki) || W.cols != outs[0].W.cols)
             return false;
         if (i == 0) *kind = ki;
-        else if (ki.G != kind->G || ki.offset != kind->offset) return false;  // the activation blocks differ
+        else if (ki.G != kind->G || ki.offset != kind->offset || ki.half_scale != kind->half_scale)
+            return false;  // the activation blocks differ
     }
     return true;
 }
@@ -396,7 +423,7 @@ void matmul_grouped(const GroupedMatmul* groups, int n_groups, ThreadPool& pool)
     uint8_t* base = buf.get(offset.back());
     for (size_t i = 0; i < job.size(); ++i) {
         place_rows(acts[i], base + offset[i]);
-        k.quantize_act(job[i]->X, 0, acts[i].n_tokens, kind, acts[i]);
+        quantize_rows(k, job[i]->X, 0, acts[i].n_tokens, kind, acts[i]);
     }
     pool.parallel_for_guided(first.back(), gemv_min_rows(job[0]->W), [&](int64_t r0, int64_t r1, int) {
         for (size_t i = 0; i < job.size() && r0 < r1; ++i) {

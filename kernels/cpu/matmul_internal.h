@@ -24,6 +24,11 @@ struct Int8Kind {
     int G = 32;            // elements per scale block (32, or 16 for Q2_K/Q3_K/Q6_K)
     int offset = 0;        // subtracted from every code (8 for Q4_0, 128 for Q8_0, ...)
     bool has_min = false;  // per-block additive term (Q4_1, Q5_1, Q2_K, Q4_K, Q5_K)
+    // The activations' d and dsum rounded to half floats after the codes are chosen: ggml
+    // multiplies these weight types with q8_0 / q8_1 activations, whose scales are stored as
+    // halves (the K-quants' q8_K keeps a float). Rounded the same way, the two engines' integer
+    // dot products are scaled by the same numbers, and what remains is summation order.
+    bool half_scale = false;
 };
 
 // False for types that take the float path (F32, F16, BF16) or are unsupported.
@@ -31,7 +36,8 @@ bool int8_kind(DType type, Int8Kind* kind);
 
 // Activations quantized for one matmul call. Per G-block of each token: codes q (int8,
 // q = round(x / d)), the scale d = max|x| / 127, init = -offset * sum(q) (starts the integer
-// accumulator, folding in the weights' code offset) and dsum = d * sum(q) (for has_min).
+// accumulator, folding in the weights' code offset) and dsum = d * sum(q) (for has_min);
+// with Int8Kind::half_scale, d and dsum are then rounded to half floats (round_half_scales).
 // Rows are zero-padded to kpad elements (a multiple of kChunk).
 //
 // Two layouts:

@@ -6,6 +6,9 @@
 //  * quantized weights, random activations: activations are rounded to 8-bit blocks with step
 //    d_b = max_b|x| / 127, so |x - x_q| <= d_b / 2 per element and
 //    |err| <= sum_b (d_b / 2) * sum_{c in b} |w_c| + 4 K 2^-24 sum |w x|.
+//    Where d_b is stored as a half float (ggml's q8_0 / q8_1: Q4_0, Q4_1, Q5_*, Q8_0, MXFP4),
+//    each code |q| <= 127 is scaled by d_b (1 + e), |e| <= 2^-11: up to 127 d_b 2^-11 =
+//    max_b|x| 2^-11 more per element, times |w_c|.
 //    This is a proven bound, yet tight enough that any misplaced block, scale or offset
 //    (errors of order |w x| of whole blocks) exceeds it.
 //  * quantized weights, activations exactly representable in 8 bits (each block holds
@@ -36,6 +39,12 @@ bool is_float(DType t) { return t == DType::F32 || t == DType::F16 || t == DType
 
 // Activation block size the int8 kernels use for this weight type.
 int act_block(DType t) { return (t == DType::Q2_K || t == DType::Q3_K || t == DType::Q6_K) ? 16 : 32; }
+
+// Weight types whose activation scales are rounded to half floats, as ggml's q8_0 / q8_1.
+bool half_scale(DType t) {
+    return t == DType::Q4_0 || t == DType::Q4_1 || t == DType::Q5_0 || t == DType::Q5_1 || t == DType::Q8_0 ||
+           t == DType::MXFP4;
+}
 
 // Activations exactly representable as 8-bit blocks of 32: per block a power-of-two step,
 // +-127 steps at elements 0 and 16, other elements integer multiples of the step.
@@ -85,7 +94,7 @@ Check compare(DType type, const std::vector<float>& w, const std::vector<float>&
                     amax = std::max(amax, std::fabs(double(xt[i])));
                     wabs += std::fabs(double(wr[i]));
                 }
-                act_err += amax / 127.0 / 2.0 * wabs;
+                act_err += amax * (1.0 / 127.0 / 2.0 + (half_scale(type) ? std::ldexp(1.0, -11) : 0.0)) * wabs;
             }
             double tol = 4.0 * double(cols) * std::ldexp(1.0, -24) * mag + 1e-30;
             if (!is_float(type) && !exact_x) tol += act_err * 1.0001;

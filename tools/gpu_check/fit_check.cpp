@@ -54,6 +54,7 @@ void compare_side(const std::string& label, const fit::DeviceBytes& planned, con
     };
     row("weights", planned.weights + planned.mapped_weights, used.weights + used.mapped_weights, 0.02);
     row("kv cache", planned.kv_cache, used.kv_cache, 0.02);
+    if (planned.state + used.state > 0) row("state", planned.state, used.state, 0.02);
     // On the GPU the backend's own buffers are accounted as activations too (an estimate).
     row("scratch", planned.scratch + planned.backend_scratch, used.scratch, 0.02);
     row("held", planned.total() - planned.overhead, used.held(), 0.02);

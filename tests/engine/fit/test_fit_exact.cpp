@@ -63,6 +63,7 @@ void check_device(const fit::DeviceBytes& planned, const MemoryReport& r) {
     check_close("weights", planned.weights, r.bytes[static_cast<int>(MemoryKind::Weights)]);
     check_close("mapped weights", planned.mapped_weights, r.mapped_weight_bytes);
     check_close("kv cache", planned.kv_cache, r.bytes[static_cast<int>(MemoryKind::KvCache)]);
+    check_close("state", planned.state, r.bytes[static_cast<int>(MemoryKind::State)]);
     check_close("scratch", planned.scratch, r.bytes[static_cast<int>(MemoryKind::Activations)]);
 }
 
@@ -88,6 +89,7 @@ void check_model(const std::string& path, int64_t n_ctx, DType kv_type = DType::
     check_close("weights", p.cpu.weights, used[0].weights);
     check_close("mapped weights", p.cpu.mapped_weights, used[0].mapped_weights);
     check_close("kv cache", p.cpu.kv_cache, used[0].kv_cache);
+    check_close("state", p.cpu.state, used[0].state);
     check_close("scratch", p.cpu.scratch, used[0].scratch);
     check_close("total", p.cpu.total(), used[0].held());
     test::info("%s ctx %lld: planned %llu B, allocated %llu B", path.c_str(), static_cast<long long>(n_ctx),

@@ -3,7 +3,9 @@
 // tokens, shared, kept idle, evicted least recently released first).
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <numeric>
+#include <span>
 #include <vector>
 
 #include "engine/kv/kv_cache.h"
@@ -407,9 +409,9 @@ TEST_CASE("prefix reuse: a disk cache brings published blocks back byte for byte
 }
 
 // Linear-attention layers (qwen35): a zeroed state slot per live sequence, more slots when
-// more sequences live than planned (contents kept), no prefix reuse, and truncation that
-// keeps nothing unless it keeps everything.
-TEST_CASE("recurrent state: a zeroed slot per sequence, no rollback, no prefix reuse") {
+// more sequences live than planned (contents kept), and truncation with no state snapshot
+// that keeps nothing unless it keeps everything.
+TEST_CASE("recurrent state: a zeroed slot per sequence, no rollback without a snapshot") {
     KvCacheConfig c = small_config(10);
     c.n_recurrent_layers = 2;
     c.recurrent = {4, 24, 1, 2, 8};
@@ -443,11 +445,91 @@ TEST_CASE("recurrent state: a zeroed slot per sequence, no rollback, no prefix r
     backend->download(kv.recurrent(0).delta, got.data(), got.size() * sizeof(float));
     for (size_t i = 0; i < slot_floats; ++i)
         REQUIRE_EQ(got[static_cast<size_t>(kv.state_slot(a)) * slot_floats + i], 0.0f);
-    const std::vector<int32_t> tokens(8, 7);
-    kv.append(a, 8);
-    kv.publish(a, tokens);
-    REQUIRE_EQ(kv.published_blocks(), 0);
-    REQUIRE_EQ(kv.attach_prefix(b, tokens), 0);
     kv.free_sequence(a);
     REQUIRE_EQ(kv.state_slot(kv.new_sequence()), 0);  // a's slot, freed, is taken again
+}
+
+namespace {
+
+// Every recurrent layer's rows of one sequence's state slot, set to v or read back.
+void fill_state(KvCache& kv, Backend& be, int32_t seq, float v) {
+    const int32_t slot = kv.state_slot(seq);
+    for (int i = 0; i < kv.config().n_recurrent_layers; ++i) {
+        RecurrentLayer& l = kv.recurrent(i);
+        const int64_t delta_rows = int64_t{l.n_v_heads} * l.head_dim;
+        for (Tensor part : {l.conv.slice_rows(slot * (l.conv_kernel - 1), l.conv_kernel - 1),
+                            l.delta.slice_rows(slot * delta_rows, delta_rows)}) {
+            const std::vector<float> values(static_cast<size_t>(part.rows * part.cols), v);
+            be.upload(part, values.data(), values.size() * sizeof(float));
+        }
+    }
+}
+std::vector<float> read_state(KvCache& kv, Backend& be, int32_t seq) {
+    const int32_t slot = kv.state_slot(seq);
+    std::vector<float> all;
+    for (int i = 0; i < kv.config().n_recurrent_layers; ++i) {
+        RecurrentLayer& l = kv.recurrent(i);
+        const int64_t delta_rows = int64_t{l.n_v_heads} * l.head_dim;
+        for (Tensor part : {l.conv.slice_rows(slot * (l.conv_kernel - 1), l.conv_kernel - 1),
+                            l.delta.slice_rows(slot * delta_rows, delta_rows)}) {
+            std::vector<float> values(static_cast<size_t>(part.rows * part.cols));
+            be.download(part, values.data(), values.size() * sizeof(float));
+            all.insert(all.end(), values.begin(), values.end());
+        }
+    }
+    return all;
+}
+bool state_is(KvCache& kv, Backend& be, int32_t seq, float v) {
+    const std::vector<float> got = read_state(kv, be, seq);
+    return !got.empty() && std::all_of(got.begin(), got.end(), [v](float x) { return x == v; });
+}
+
+}  // namespace
+
+// State snapshots (qwen35's prefix reuse): publish() keeps a copy of the state where the
+// sequence's length ends on a block; attach_prefix() stops at the last block with one and
+// loads it; truncate() goes back to the last one at or before the new length; the budget
+// keeps the newest.
+TEST_CASE("recurrent state snapshots: prefixes and truncation resume from the last snapshot") {
+    KvCacheConfig c = small_config(16);  // 4-token blocks
+    c.n_recurrent_layers = 2;
+    c.recurrent = {4, 24, 1, 2, 8};
+    c.state_slots = 1;
+    auto backend = make_cpu_backend(1);
+    KvCache kv(*backend, c);
+    std::vector<int32_t> tokens(10);
+    std::iota(tokens.begin(), tokens.end(), 1);
+    const std::span<const int32_t> all(tokens);
+    const int32_t a = kv.new_sequence();
+    kv.append(a, 4), fill_state(kv, *backend, a, 1.0f), kv.publish(a, all.first(4));   // snapshot "1" at 4
+    kv.append(a, 4), fill_state(kv, *backend, a, 2.0f), kv.publish(a, all.first(8));   // snapshot "2" at 8
+    kv.append(a, 2), fill_state(kv, *backend, a, 3.0f), kv.publish(a, all.first(10));  // 10: not a block end
+    REQUIRE_EQ(kv.state_snapshots(), 2);
+    REQUIRE_EQ(kv.state_snapshot_bytes(), 2 * c.state_bytes());
+
+    const int32_t b = kv.new_sequence();
+    CHECK_EQ(kv.attach_prefix(b, all), 8);
+    CHECK(state_is(kv, *backend, b, 2.0f));
+    std::vector<int32_t> other(tokens);
+    other[5] = 99;  // diverges inside the second block: resumes after the first
+    const int32_t d = kv.new_sequence();
+    CHECK_EQ(kv.attach_prefix(d, other), 4);
+    CHECK(state_is(kv, *backend, d, 1.0f));
+
+    CHECK_EQ(kv.truncate(a, 9), 8);
+    CHECK(state_is(kv, *backend, a, 2.0f));
+    CHECK_EQ(kv.truncate(a, 7), 4);
+    CHECK(state_is(kv, *backend, a, 1.0f));
+    CHECK_EQ(kv.truncate(a, 3), 0);
+    CHECK(state_is(kv, *backend, a, 0.0f));
+
+    kv.set_state_snapshot_budget(c.state_bytes());  // room for one: the oldest ("1") goes
+    CHECK_EQ(kv.state_snapshots(), 1);
+    const int32_t e = kv.new_sequence();
+    CHECK_EQ(kv.attach_prefix(e, other), 0);  // block 0's snapshot is gone
+    kv.set_state_snapshot_budget(0);
+    CHECK_EQ(kv.state_snapshots(), 0);
+    CHECK_EQ(kv.state_snapshot_bytes(), 0u);
+    const int32_t f = kv.new_sequence();
+    CHECK_EQ(kv.attach_prefix(f, all), 0);
 }

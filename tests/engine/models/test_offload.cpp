@@ -108,14 +108,16 @@ TEST_CASE("split equals single") {
     const auto state_placement = split.recurrent_backends();
     KvCache split_kv(kv_placement, split.kv_config(64, 1), state_placement);
     // Each backend holds its cache layers' K and V pools, and its linear-attention layers' states.
-    uint64_t want_first = 0, want_rest = 0;
+    uint64_t want_first = 0, want_rest = 0, state_first = 0, state_rest = 0;
     for (size_t i = 0; i < kv_placement.size(); ++i)
         (kv_placement[i] == first.get() ? want_first : want_rest) +=
             2 * split_kv.config().layer_pool_bytes(static_cast<int32_t>(i));
     for (Backend* b : state_placement)
-        (b == first.get() ? want_first : want_rest) += split_kv.config().recurrent.bytes_per_slot();
+        (b == first.get() ? state_first : state_rest) += split_kv.config().recurrent.bytes_per_slot();
     REQUIRE(first->memory().bytes[static_cast<int>(MemoryKind::KvCache)] >= want_first);
     REQUIRE(rest->memory().bytes[static_cast<int>(MemoryKind::KvCache)] >= want_rest);
+    REQUIRE(first->memory().bytes[static_cast<int>(MemoryKind::State)] >= state_first);
+    REQUIRE(rest->memory().bytes[static_cast<int>(MemoryKind::State)] >= state_rest);
     const auto got = run(split, split_kv, prompt);
     REQUIRE_EQ(got.size(), expected.size());
     REQUIRE(got == expected);

@@ -459,14 +459,16 @@ TEST_CASE("statusJsonForEmberPs") {
     m.device = "cpu";
     m.mapped_weights = 1000;
     m.kv_cache = 200;
+    m.state = 30;  // a linear-attention model's recurrent state
     s.memory = {m};
     s.requests = {{1, "decode", 10, 3, 50.0}, {2, "queued", 4, 0, 1.0}};
     const json j = status_json(s);
+    CHECK(j["memory"][0]["state"] == 30);
     CHECK(j["model"] == "SmolLM2");
     CHECK(j["kv_blocks"] == json{{"total", 64}, {"used", 5}, {"cached", 7}});
     CHECK(j["kv_host_cache_bytes"] == 4096);
     CHECK(j["kv_disk_cache_bytes"] == 8192);
-    CHECK(j["memory"][0]["held"] == 1200);
+    CHECK(j["memory"][0]["held"] == 1230);
     CHECK(j["running"] == 1);
     CHECK(j["queued"] == 1);
     CHECK(j["requests"][0]["state"] == "decode");
