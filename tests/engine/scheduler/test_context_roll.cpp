@@ -246,11 +246,13 @@ TEST_CASE("roll_kv, every layer: the prefix kept, values moved bit for bit, keys
 // token and position only), the answer after a roll is a fresh run's on the kept turns up to
 // the cache type's rounding: the moved rows differ from the fresh pass's by one rounding (the
 // case above), which moves a log-probability here by 0.003 (F16) to 0.006 (Q8_0) nats on the
-// first token, measured. So the greedy tokens are the same until a tie closer than kTie, where
+// first token, measured, and more on later ones, which attend over more moved rows (up to
+// 0.033 in the -O1 sanitizer build, whose sums round differently). So the greedy tokens are
+// the same until a tie closer than kTie, where
 // the rolled answer's pick must be the fresh run's runner-up. The first layer alone answers
 // newlines (p ~ 0.98); those are banned so that the answer has words, and ties, to compare.
 TEST_CASE("roll on a one-layer model: the greedy answer is a fresh run's up to ties within rounding") {
-    constexpr double kTie = 0.02;  // nats
+    constexpr double kTie = 0.05;  // nats
     test::TempDir dir;
     const std::string path = first_layer_only(dir);
     for (const DType type : {DType::F16, DType::Q8_0}) {
