@@ -535,16 +535,8 @@ std::vector<Scheduler::Planned> Scheduler::plan_step() {
         --budget;
     }
     // Speculation: a decode's draft rides in its pass, from what the decodes left of the budget.
-    std::vector<std::vector<int32_t>> drafts(running_.size());
-    for (size_t i = 0; i < running_.size() && budget > 0; ++i) {
-        if (!running_[i].decoding() || !speculates(*running_[i].job)) continue;
-        Job& job = *running_[i].job;
-        if (job.draft_pause > 0) {
-            --job.draft_pause;
-            continue;
-        }
-        drafts[i] = draft_for(running_[i]);
-        if (drafts[i].size() > static_cast<size_t>(budget)) drafts[i].resize(static_cast<size_t>(budget));
+    std::vector<std::vector<int32_t>> drafts = plan_drafts(budget);
+    for (size_t i = 0; i < running_.size(); ++i) {
         want[i] += static_cast<int32_t>(drafts[i].size());
         budget -= static_cast<int32_t>(drafts[i].size());
     }
@@ -832,26 +824,60 @@ std::span<const int32_t> Scheduler::history(const Running& r, const Planned& p, 
 // and a cache that can roll back.
 bool Scheduler::speculates(const Job& job) const {
     const SamplingParams& s = job.req.sampling;
-    return (opts_.lookup || job.req.lookup) && s.temperature <= 0 && s.repeat_penalty == 1.0f &&
+    return (opts_.lookup || job.req.lookup || opts_.draft) && s.temperature <= 0 && s.repeat_penalty == 1.0f &&
            s.presence_penalty == 0 && s.frequency_penalty == 0 && s.logit_bias.empty() && !job.req.grammar &&
            job.req.top_logprobs < 0 && job.reasoning.budget < 0 && !model_.kv().has_recurrent();
 }
 
-// Prompt lookup over the prompt and the text so far; no guess past what the request may
-// still write (a verification pass writes up to 1 + draft tokens) or the context still holds.
-std::vector<int32_t> Scheduler::draft_for(const Running& r) const {
-    const Job& job = *r.job;
+// The guesses of this step's speculating decodes, from what the decodes left of the pass's
+// `budget`: prompt lookup per sequence, or the draft model's proposals in batched passes.
+std::vector<std::vector<int32_t>> Scheduler::plan_drafts(int32_t budget) {
+    std::vector<std::vector<int32_t>> drafts(running_.size());
+    std::vector<std::vector<int32_t>> texts;  // the draft model's contexts (Want spans them)
+    std::vector<DraftModel::Want> wants;
+    std::vector<size_t> wanted;  // running_ index of each want
+    texts.reserve(running_.size());
+    for (size_t i = 0; i < running_.size() && budget > 0; ++i) {
+        if (!running_[i].decoding() || !speculates(*running_[i].job)) continue;
+        Job& job = *running_[i].job;
+        if (job.draft_pause > 0) {
+            --job.draft_pause;
+            continue;
+        }
+        const int32_t k = std::min(draft_len(job), budget);
+        if (k <= 0) continue;
+        std::vector<int32_t> text(job.prompt);
+        text.insert(text.end(), job.output.begin(), job.output.end());
+        if (opts_.draft) {
+            texts.push_back(std::move(text));  // reserved: the spans in wants stay valid
+            wants.push_back({job.id, texts.back(), k, &job.req.sampling});
+            wanted.push_back(i);
+            budget -= k;  // the most it may propose: the draft runs once for all of them
+        } else {
+            LookupOptions o = opts_.lookup_options;
+            o.max_draft = k;
+            drafts[i] = lookup_draft(text, o);
+            budget -= static_cast<int32_t>(drafts[i].size());
+        }
+    }
+    if (!wants.empty()) {
+        std::vector<DraftProposal> p = opts_.draft->propose(wants);
+        for (size_t w = 0; w < wants.size(); ++w) drafts[wanted[w]] = std::move(p[w].tokens);
+    }
+    return drafts;
+}
+
+// The next draft's length: the request's adapted cap, no guess past what it may still write
+// (a verification pass writes up to 1 + draft tokens) or the context still holds.
+int32_t Scheduler::draft_len(const Job& job) const {
     int64_t left = model_.n_ctx() - job.total();
     if (job.req.max_tokens > 0)
         left = std::min<int64_t>(left, job.req.max_tokens - static_cast<int64_t>(job.output.size()));
-    LookupOptions o = opts_.lookup_options;
-    const int32_t cap = job.draft_cap < 0 ? o.max_draft : job.draft_cap;
-    o.max_draft = static_cast<int32_t>(std::min<int64_t>(cap, left - 1));
-    if (o.max_draft <= 0) return {};
-    std::vector<int32_t> text(job.prompt);
-    text.insert(text.end(), job.output.begin(), job.output.end());
-    return lookup_draft(text, o);
+    const int32_t cap = job.draft_cap < 0 ? max_draft() : job.draft_cap;
+    return static_cast<int32_t>(std::min<int64_t>(cap, left - 1));
 }
+
+int32_t Scheduler::max_draft() const { return opts_.draft ? opts_.draft->max_draft() : opts_.lookup_options.max_draft; }
 
 // Speculation turns itself down when it stops paying: a draft wholly accepted doubles the
 // next one's length, a partly accepted one sets it to what held plus one, a rejected one
@@ -859,7 +885,7 @@ std::vector<int32_t> Scheduler::draft_for(const Running& r) const {
 // guess makes the pass longer: on open-ended text it would cost more than it saves).
 void Scheduler::adapt_draft(Job& job, int32_t drafted, int32_t accepted) const {
     constexpr int32_t kDraftPause = 16;
-    const int32_t max = opts_.lookup_options.max_draft;
+    const int32_t max = max_draft();
     const int32_t cap = job.draft_cap < 0 ? max : job.draft_cap;
     if (accepted == drafted) {
         job.draft_cap = std::min(max, 2 * std::max(cap, drafted));
@@ -881,6 +907,7 @@ void Scheduler::settle_draft(Running& r, const Planned& p, int32_t accepted, Ste
     const auto keep = static_cast<int32_t>(r.job->total()) - 1;
     const auto have = static_cast<int32_t>(r.tokens.size());
     if (have > keep) r.tokens.resize(static_cast<size_t>(kv.rollback(r.seq, have - keep)));
+    if (opts_.draft) opts_.draft->settle(r.job->id, r.tokens);  // the draft's cache in step
     Job& job = *r.job;
     job.drafted += static_cast<int32_t>(p.draft.size());
     job.accepted += accepted;
@@ -963,6 +990,7 @@ void Scheduler::release(Running& r, bool keep) {
 }
 
 void Scheduler::forget_job(const Job& job) {
+    if (opts_.draft) opts_.draft->forget(job.id);  // engine thread, as every end
     std::lock_guard lock(mutex_);
     live_.erase(job.id);
     finished_.fetch_add(1);

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "engine/runtime/model.h"
+#include "engine/scheduler/draft_model.h"
 #include "engine/scheduler/prefill_cost.h"
 #include "engine/scheduler/prompt_lookup.h"
 #include "engine/scheduler/inference_engine.h"
@@ -62,6 +63,10 @@ struct SchedulerOptions {
     // (`ember serve --lookup`).
     bool lookup = false;
     LookupOptions lookup_options;
+    // A draft model (draft_model.h) proposes for every request that can speculate (greedy, as
+    // for lookup), instead of prompt lookup. Not owned: it must outlive the scheduler, and only
+    // this scheduler's engine thread may use it.
+    DraftModel* draft = nullptr;
     // Where requests' timings are recorded (it must outlive the scheduler); null: the
     // scheduler's own (telemetry()). A client that outlives engines (the CLI's Sequence) owns one.
     Telemetry* telemetry = nullptr;
@@ -153,7 +158,9 @@ private:
     bool speculates(const Job& job) const;
     static std::span<const int32_t> history(const Running& r, const Planned& p, size_t j);
     void pass_input(const Running& r, const Planned& p, std::vector<int32_t>& input) const;
-    std::vector<int32_t> draft_for(const Running& r) const;
+    std::vector<std::vector<int32_t>> plan_drafts(int32_t budget);
+    int32_t draft_len(const Job& job) const;
+    int32_t max_draft() const;
     void settle_draft(Running& r, const Planned& p, int32_t accepted, StepInfo& info);
     void adapt_draft(Job& job, int32_t drafted, int32_t accepted) const;
     void sweep();

@@ -50,8 +50,8 @@ Sequence::~Sequence() {
     drop_prefilled();
 }
 
-Scheduler& Sequence::scheduler(Telemetry* telemetry) {
-    if (sched_ && telemetry == sched_telemetry_) return *sched_;
+Scheduler& Sequence::scheduler(Telemetry* telemetry, DraftModel* draft) {
+    if (sched_ && telemetry == sched_telemetry_ && draft == sched_draft_) return *sched_;
     sched_.reset();
     generated_ = false;
     SchedulerOptions o;
@@ -59,8 +59,10 @@ Scheduler& Sequence::scheduler(Telemetry* telemetry) {
     o.max_cached = 1;
     o.prefix_cache = false;  // the turns reuse their own sequence (kCacheKey)
     o.telemetry = telemetry;
+    o.draft = draft;
     sched_ = std::make_unique<Scheduler>(model_, std::move(o));
     sched_telemetry_ = telemetry;
+    sched_draft_ = draft;
     return *sched_;
 }
 
@@ -90,7 +92,7 @@ GenerateStats Sequence::generate(std::span<const int32_t> prompt, const Generate
         drop_prefilled();
         tokens_.clear();
     }
-    Scheduler& sched = scheduler(opts.telemetry);
+    Scheduler& sched = scheduler(opts.telemetry, opts.draft);
     EngineRequest req;
     req.prompt_tokens.assign(prompt.begin(), prompt.end());
     req.sampling = opts.sampling;

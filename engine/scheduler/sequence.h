@@ -23,6 +23,7 @@
 
 namespace ember {
 
+class DraftModel;
 class Scheduler;
 class Telemetry;
 
@@ -33,6 +34,7 @@ struct GenerateOptions {
     bool ignore_eog = false;                          // benchmarks: keep going past end-of-generation tokens
     Telemetry* telemetry = nullptr;                   // when set, records the requests' timings (engine/telemetry)
     bool lookup = false;                              // prompt lookup speculation (EngineRequest::lookup)
+    DraftModel* draft = nullptr;                      // draft-model speculation (draft_model.h); outlives the call
     std::shared_ptr<const grammar::Grammar> grammar;  // constrain sampling; null = free text
 };
 
@@ -59,13 +61,14 @@ public:
     void reset();
 
 private:
-    Scheduler& scheduler(Telemetry* telemetry);
+    Scheduler& scheduler(Telemetry* telemetry, DraftModel* draft);
     void drop_generated();  // frees the scheduler's kept sequence
     void drop_prefilled();  // frees prefill()'s KV sequence
 
     Model& model_;
     std::unique_ptr<Scheduler> sched_;
     Telemetry* sched_telemetry_ = nullptr;  // what sched_ records into
+    DraftModel* sched_draft_ = nullptr;     // what sched_ drafts with
     bool generated_ = false;                // the scheduler keeps a sequence under kCacheKey
     int32_t seq_ = -1;                      // prefill()'s KV sequence, -1 while none
     std::vector<int32_t> tokens_;
