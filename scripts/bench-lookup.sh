@@ -22,29 +22,8 @@ EMBER="${EMBER_BENCH_BUILD_DIR:-build/engine}/app/cli/ember"
 MODELS="${EMBER_TEST_MODELS_DIR:-$HOME/.cache/ember/test-models}"
 [[ -x "$EMBER" ]] || { echo "bench-lookup: $EMBER is not built" >&2; exit 1; }
 
-FUNCTION='def count_words(lines):
-    count = 0
-    seen = set()
-    for line in lines:
-        for word in line.split():
-            word = word.strip().lower()
-            if word in seen:
-                continue
-            seen.add(word)
-            count += 1
-    return count'
-EDIT="Rename the variable \`count\` to \`total\` in this Python function. Reply with only the whole function.
-
-$FUNCTION"
-OPEN='Write a short story about a lighthouse keeper who finds a message in a bottle.'
-
-# The model's own turn markers (ember run is raw completion; --parse-special reads them).
-prompt() {  # family text
-    case "$1" in
-        gemma) printf '<start_of_turn>user\n%s<end_of_turn>\n<start_of_turn>model\n' "$2" ;;
-        chatml) printf '<|im_start|>user\n%s<|im_end|>\n<|im_start|>assistant\n' "$2" ;;
-    esac
-}
+# The code-editing and open-ended prompts, and prompt(): shared with bench-draft.sh.
+source scripts/spec-prompts.sh
 
 tmp="$(mktemp -d)"
 trap 'rm -rf "$tmp"' EXIT

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "app/cli/commands.h"
+#include "app/cli/draft_args.h"
 #include "app/cli/options.h"
 #include "engine/scheduler/scheduler.h"
 #include "kernels/common/error.h"
@@ -118,8 +119,10 @@ int bench_parallel(const Args& args, int n, int pp, int tg, int reps) {
     if (lo.n_ctx == 0) lo.n_ctx = pp + tg + 16;
     lo.n_seqs = n;
     auto model = Model::load(lo);
+    const LoadedDraft draft = load_draft(args, lo, *model);
     StepLog step_log;
     SchedulerOptions so;
+    so.draft = draft.get();
     so.max_batch = n;
     so.prefix_cache = false;               // every round prefills its prompts (they repeat from round to round)
     so.max_stall_ms = kDefaultMaxStallMs;  // as `ember serve` schedules
@@ -169,10 +172,13 @@ int bench_parallel(const Args& args, int n, int pp, int tg, int reps) {
 }  // namespace
 
 int cmd_bench(int argc, char** argv) {
-    Args args(argc, argv, 0, merge(model_value_options(), {"--pp", "--tg", "-r", "--repetitions", "--parallel"}),
+    Args args(argc, argv, 0,
+              merge(merge(model_value_options(), draft_value_options()),
+                    {"--pp", "--tg", "-r", "--repetitions", "--parallel"}),
               {"--json"});
     if (args.positional().size() != 1)
-        throw Error("usage: ember bench MODEL [--pp N] [--tg N] [-r N] [--parallel N] [--threads N] [--json]");
+        throw Error(
+            "usage: ember bench MODEL [--pp N] [--tg N] [-r N] [--parallel N] [--threads N] [--draft M] [--json]");
     const int pp = static_cast<int>(args.get_int("--pp", 512, 0, 65536));
     const int tg = static_cast<int>(args.get_int("--tg", 128, 0, 65536));
     const int reps = static_cast<int>(args.get_int("-r", args.get_int("--repetitions", 3, 1, 1000), 1, 1000));
@@ -183,6 +189,7 @@ int cmd_bench(int argc, char** argv) {
     if (lo.n_ctx == 0) lo.n_ctx = std::max(pp, tg + 1) + 16;
     lo.n_batch = std::max(lo.n_batch, std::max(pp, 1));
     auto model = Model::load(lo);
+    const LoadedDraft draft = load_draft(args, lo, *model);
     // Through the scheduler, as `ember run` and `serve` decode: pp is a prompt processed with
     // nothing sampled; tg the greedy tokens after the first (tg passes of one token each).
     Sequence seq(*model);
@@ -194,6 +201,8 @@ int cmd_bench(int argc, char** argv) {
     decode.sampling = SamplingParams::greedy();
     decode.max_tokens = tg + 1;
     decode.ignore_eog = true;
+    decode.draft = draft.get();  // tg with draft-model speculation: its acceptance is printed
+    int32_t drafted = 0, accepted = 0;
     for (int r = -1; r < reps; ++r) {  // r = -1 is the warm-up
         double tpp = 0, ttg = 0;
         if (pp > 0) {
@@ -202,7 +211,9 @@ int cmd_bench(int argc, char** argv) {
         }
         if (tg > 0) {
             seq.reset();
-            ttg = seq.generate(std::span(tokens).first(1), decode, {}).decode_ms / 1000;
+            const GenerateStats st = seq.generate(std::span(tokens).first(1), decode, {});
+            ttg = st.decode_ms / 1000;
+            if (r >= 0) drafted += st.drafted_tokens, accepted += st.accepted_tokens;
         }
         if (r < 0) continue;
         if (pp > 0) rpp.tok_s.push_back(pp / tpp);
@@ -224,7 +235,9 @@ int cmd_bench(int argc, char** argv) {
             std::printf("]}");
             first = false;
         }
-        std::printf("]}\n");
+        std::printf("]");
+        if (decode.draft) std::printf(", \"drafted\": %d, \"accepted\": %d", drafted, accepted);
+        std::printf("}\n");
         return 0;
     }
     std::printf("| model | type | size | params | backend | test | t/s |\n|---|---|---|---|---|---|---|\n");
@@ -234,6 +247,9 @@ int cmd_bench(int argc, char** argv) {
                     format_bytes(info.file_size).c_str(), format_param_count(info.n_params).c_str(),
                     model->backend().name().c_str(), r->test.c_str(), r->mean(), r->stddev());
     }
+    if (decode.draft)
+        std::printf("draft: %d drafted, %d accepted (%.0f%%)\n", drafted, accepted,
+                    drafted > 0 ? 100.0 * accepted / drafted : 0.0);
     return 0;
 }
 

@@ -1,4 +1,4 @@
-// `ember chat MODEL [--system TEXT] [--context-overflow truncate|stop] [--lookup] [options]`: interactive
+// `ember chat MODEL [--system TEXT] [--context-overflow truncate|stop] [--lookup | --draft M] [options]`: interactive
 // chat through the model's own chat template. One user turn per line of standard input, so it
 // also works in a pipe; the conversation (and its KV cache) carries over from turn to turn.
 // When it outgrows the context, truncate (the default) leaves its oldest exchanges out of the
@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "app/cli/commands.h"
+#include "app/cli/draft_args.h"
 #include "app/cli/options.h"
 #include "kernels/common/error.h"
 #include "engine/runtime/chat.h"
@@ -105,12 +106,13 @@ int cmd_chat(int argc, char** argv) {
     if (wants_remote(argc, argv)) return cmd_chat_remote(argc, argv);
 #endif
     Args args(argc, argv, 0,
-              merge(merge(model_value_options(), sampling_value_options()), {"--system", "--context-overflow"}),
+              merge(merge(merge(model_value_options(), sampling_value_options()), draft_value_options()),
+                    {"--system", "--context-overflow"}),
               {"--verbose", "--lookup"});
     if (args.positional().size() != 1)
         throw Error(
             "usage: ember chat MODEL [--system TEXT] [--context-overflow truncate|stop] [--lookup] [options]\n" +
-            options_help());
+            options_help() + draft_options_help());
     const std::string overflow = args.get_or("--context-overflow", "truncate");
     const std::optional<OverflowPolicy> policy = parse_overflow_policy(overflow);
     if (!policy || *policy == OverflowPolicy::Roll)  // roll: the scheduler's (ember serve, the app)
@@ -119,6 +121,8 @@ int cmd_chat(int argc, char** argv) {
     GenerateOptions gen = generate_options(args, -1);
     gen.lookup = args.flag("--lookup");  // prompt lookup speculation: the same greedy text, sooner
     auto model = Model::load(lo);
+    const LoadedDraft draft = load_draft(args, lo, *model);
+    gen.draft = draft.get();
     const bool interactive = isatty(STDIN_FILENO);
     std::fprintf(stderr, "chat template: %s\n", model->chat_template().source_desc.c_str());
     if (interactive) std::fprintf(stderr, "Type a message and press Enter (Ctrl-D to quit).\n");

@@ -2,16 +2,19 @@
 // per device and kind, and the placement (all layers on the GPU, N of M, or the CPU) with
 // its reason. A folder or several files: every file ranked, and the one to use with why
 // (engine/fit/quant_choice.h). The budget is measured (free VRAM, available RAM) unless
-// given: `--vram 24GiB --ram 32GiB`.
+// given: `--vram 24GiB --ram 32GiB`. `--draft DRAFT.gguf`: a model with its draft model
+// (speculative decoding), the draft planned in what the model leaves.
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "app/cli/args.h"
 #include "app/cli/commands.h"
 #include "app/cli/fit_args.h"
+#include "app/cli/options.h"
 #include "engine/fit/byte_size.h"
 #include "engine/fit/measured_budget.h"
 #include "engine/fit/quant_choice.h"
@@ -27,7 +30,7 @@ namespace {
 
 constexpr const char* kUsage =
     "usage: ember fit MODEL.gguf|DIR|FILE...|OWNER/NAME [--ctx N] [--vram SIZE] [--ram SIZE] [--batch N] [--seqs N]\n"
-    "                 [--cache-type f16|q8_0] [--margin F]\n"
+    "                 [--cache-type f16|q8_0] [--margin F] [--draft DRAFT.gguf]\n"
     "  SIZE: 24GiB, 24G, 512MiB, ... (--vram 0: no GPU). Default: measured on this machine.\n";
 
 // The `ember` options that load a file as the plan places it.
@@ -117,10 +120,29 @@ int rank_files(const std::vector<std::string>& args, const fit::Budget& b, const
     return 0;
 }
 
+// MODEL with --draft DRAFT (ember run|chat|serve --draft): both plans, the draft's in what the
+// target leaves, and the two together.
+int plan_draft(const std::string& target_path, const std::string& draft_path, const fit::FitOptions& fo,
+               const fit::Budget& b) {
+    const GgufFile tf = GgufFile::open(target_path), df = GgufFile::open(draft_path);
+    const fit::FitModel tm = fit::fit_model(tf), dm = fit::fit_model(df);
+    const fit::DraftFitPlan p = fit::plan_with_draft(tm, dm, fo, b);
+    for (const auto& [label, m, plan] : {std::tuple{"model", &tm, &p.target}, std::tuple{"draft", &dm, &p.draft}}) {
+        std::printf("%s: %s (%s, %s, %d layers), context %lld, batch %d, KV cache %s\n", label, m->name.c_str(),
+                    m->quant.c_str(), format_param_count(m->n_params).c_str(), m->config.n_layers,
+                    static_cast<long long>(plan->n_ctx), fo.n_batch, std::string(dtype_name(fo.kv_type)).c_str());
+        print_plan(*plan);
+        std::printf("\n");
+    }
+    std::printf("model + draft: %s on the GPU, %s on the CPU\n", bytes_or_dash(p.gpu_total()).c_str(),
+                bytes_or_dash(p.cpu_total()).c_str());
+    return fit::fits(p) ? 0 : 1;
+}
+
 }  // namespace
 
 int cmd_fit(int argc, char** argv) {
-    Args a(argc, argv, 0, fit_value_options(), {"--help"});
+    Args a(argc, argv, 0, merge(fit_value_options(), {"--draft"}), {"--help"});
     if (a.flag("--help") || a.positional().empty()) {
         std::fputs(kUsage, a.flag("--help") ? stdout : stderr);
         return a.flag("--help") ? 0 : 2;
@@ -128,6 +150,12 @@ int cmd_fit(int argc, char** argv) {
     const fit::FitOptions fo = fit_options_from_args(a);
     const fit::Budget b = budget_from_args(a);
     const auto& files = a.positional();
+    if (const auto draft = a.get("--draft")) {
+        if (files.size() != 1 || !std::filesystem::is_regular_file(files[0]))
+            throw Error(
+                "option --draft: plans one model file with its draft (ember fit MODEL.gguf --draft DRAFT.gguf)");
+        return plan_draft(files[0], *draft, fo, b);
+    }
     if (files.size() == 1 && std::filesystem::is_regular_file(files[0])) {
         const GgufFile f = GgufFile::open(files[0]);
         const fit::FitModel m = fit::fit_model(f);

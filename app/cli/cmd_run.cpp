@@ -1,11 +1,13 @@
 // `ember run MODEL -p TEXT [options]`: raw completion, streamed to stdout; timing to stderr.
 // --json-schema FILE / --grammar FILE constrain the output (engine/grammar). --lookup: prompt
-// lookup speculation (greedy: the same text, fewer passes; engine/scheduler/prompt_lookup.h).
+// lookup speculation (greedy: the same text, fewer passes; engine/scheduler/prompt_lookup.h);
+// --draft MODEL: a draft model's (engine/scheduler/draft_model.h).
 #include <cstdio>
 #include <fstream>
 #include <sstream>
 
 #include "app/cli/commands.h"
+#include "app/cli/draft_args.h"
 #include "app/cli/options.h"
 #include "engine/grammar/grammar.h"
 #include "kernels/common/error.h"
@@ -56,13 +58,13 @@ int cmd_run(int argc, char** argv) {
 #ifdef EMBER_HAVE_REMOTE
     if (wants_remote(argc, argv)) return cmd_run_remote(argc, argv);
 #endif
-    Args args(
-        argc, argv, 0,
-        merge(merge(model_value_options(), sampling_value_options()), {"-p", "--prompt", "--json-schema", "--grammar"}),
-        {"--no-bos", "--parse-special", "--quiet", "--lookup"});
+    Args args(argc, argv, 0,
+              merge(merge(merge(model_value_options(), sampling_value_options()), draft_value_options()),
+                    {"-p", "--prompt", "--json-schema", "--grammar"}),
+              {"--no-bos", "--parse-special", "--quiet", "--lookup"});
     if (args.positional().size() != 1)
-        throw Error("usage: ember run MODEL -p TEXT [--json-schema FILE | --grammar FILE] [options]\n" +
-                    options_help());
+        throw Error("usage: ember run MODEL -p TEXT [--json-schema FILE | --grammar FILE] [--lookup] [options]\n" +
+                    options_help() + draft_options_help());
     const std::string prompt = args.get_or("-p", args.get_or("--prompt", ""));
     if (prompt.empty()) throw Error("ember run needs a prompt (-p TEXT)");
     const LoadOptions lo = load_options(args, args.positional()[0]);
@@ -70,6 +72,8 @@ int cmd_run(int argc, char** argv) {
     gen.grammar = grammar_option(args);
     gen.lookup = args.flag("--lookup");
     auto model = Model::load(lo);
+    const LoadedDraft draft = load_draft(args, lo, *model);
+    gen.draft = draft.get();
     const Tokenizer& tok = model->tokenizer();
     std::vector<int32_t> ids = tok.encode(prompt, false, args.flag("--parse-special"));
     if (tok.add_bos() && tok.bos() >= 0 && !args.flag("--no-bos")) ids.insert(ids.begin(), tok.bos());
@@ -87,8 +91,9 @@ int cmd_run(int argc, char** argv) {
             "\n[%d prompt tokens, %d generated; TTFT %.0f ms; prefill %.1f tok/s; decode %.2f tok/s; stop: %s]\n",
             st.prompt_tokens, st.generated_tokens, st.ttft_ms, st.prefill_tok_s(), st.decode_tok_s(),
             std::string(stop_reason_name(st.stop_reason)).c_str());
-    if (!args.flag("--quiet") && gen.lookup)
-        std::fprintf(stderr, "[lookup: %d drafted, %d accepted (%.0f%%)]\n", st.drafted_tokens, st.accepted_tokens,
+    if (!args.flag("--quiet") && (gen.lookup || gen.draft))
+        std::fprintf(stderr, "[%s: %d drafted, %d accepted (%.0f%%)]\n", gen.draft ? "draft" : "lookup",
+                     st.drafted_tokens, st.accepted_tokens,
                      st.drafted_tokens > 0 ? 100.0 * st.accepted_tokens / st.drafted_tokens : 0.0);
     return 0;
 }

@@ -16,6 +16,7 @@
 #include <optional>
 
 #include "app/cli/commands.h"
+#include "app/cli/draft_args.h"
 #include "app/cli/options.h"
 #include "app/cli/serve_defaults.h"
 #include "engine/fit/byte_size.h"
@@ -49,12 +50,12 @@ server::ServerOptions server_options(const Args& args) {
 }  // namespace
 
 int cmd_serve(int argc, char** argv) {
-    Args args(
-        argc, argv, 0,
-        merge(model_value_options(), {"--host", "--port", "--api-key", "--parallel", "--max-tokens", "--max-stall-ms",
-                                      "--cache-ram", "--cache-disk", "--cache-dir", "--read-deadline-ms",
-                                      "--max-connections", "--max-client-connections", "--context-overflow"}),
-        {"--no-prefix-cache", "--lookup"});
+    Args args(argc, argv, 0,
+              merge(merge(model_value_options(), draft_value_options()),
+                    {"--host", "--port", "--api-key", "--parallel", "--max-tokens", "--max-stall-ms", "--cache-ram",
+                     "--cache-disk", "--cache-dir", "--read-deadline-ms", "--max-connections",
+                     "--max-client-connections", "--context-overflow"}),
+              {"--no-prefix-cache", "--lookup"});
     if (args.positional().size() != 1)
         throw Error(
             "usage: ember serve MODEL [--host H] [--port P (0: any free port)] [--api-key K] [--parallel N] "
@@ -63,7 +64,7 @@ int cmd_serve(int argc, char** argv) {
             "[--no-prefix-cache] [--read-deadline-ms N (10000)] [--max-connections N (512)] "
             "[--max-client-connections N (64)] [--context-overflow stop|truncate|roll (stop)] "
             "[--lookup (prompt lookup speculation for greedy requests)]\n" +
-            options_help());
+            options_help() + draft_options_help());
     const server::ServerOptions so = server_options(args);
     const int32_t parallel = static_cast<int32_t>(args.get_int("--parallel", 4, 1, 256));
     const int32_t max_stall_ms =
@@ -94,11 +95,13 @@ int cmd_serve(int argc, char** argv) {
             std::fprintf(stderr, "ember serve: KV disk cache off: %s\n", e.what());
         }
     }
+    const LoadedDraft draft = load_draft(args, lo, *model);  // proposes for every greedy request
     SchedulerOptions sched;
     sched.max_batch = parallel;
     sched.prefix_cache = prefix_cache;
     sched.max_stall_ms = max_stall_ms;
     sched.lookup = args.flag("--lookup");
+    sched.draft = draft.get();
     Scheduler scheduler(*model, sched);
     server::HttpServer http(scheduler, so);
     http.start();

@@ -21,15 +21,19 @@ const Command kCommands[] = {
     {"info", ember::cli::cmd_info, "MODEL.gguf [--metadata] [--tensors] | --devices   describe a model file / devices"},
     {"tokenize", ember::cli::cmd_tokenize, "MODEL [--ids] [--add-special] [--parse-special] (TEXT | --file F)"},
     {"run", ember::cli::cmd_run,
-     "MODEL -p TEXT [-n N] [--json-schema FILE] ... | --remote URL --model NAME -p TEXT   raw completion"},
+     "MODEL -p TEXT [-n N] [--json-schema FILE] [--lookup | --draft M] ... | --remote URL --model NAME -p TEXT   raw "
+     "completion"},
     {"chat", ember::cli::cmd_chat,
      "MODEL [--system TEXT] [options] | --remote URL --model NAME   chat (one user turn per input line)"},
     {"bench", ember::cli::cmd_bench, "MODEL [--pp 512] [--tg 128] [-r 3] [--parallel N] [--json]   speed"},
-    {"synth", ember::cli::cmd_synth, "--shape S --type T -o FILE   random-weight model for benchmarks"},
+    {"synth", ember::cli::cmd_synth,
+     "--shape S --type T [--layers N] -o FILE   random-weight model for benchmarks (--layers: a draft for it)"},
 #ifdef EMBER_HAVE_HUB
     {"pull", ember::cli::cmd_pull,
      "OWNER/NAME[:QUANT] [--revision R]   download a model (resumes; no QUANT: the best that fits)"},
-    {"ls", ember::cli::cmd_ls, "[--paths] | --remote URL [--api-key K]   models in the library / on a server"},
+    {"ls", ember::cli::cmd_ls,
+     "[--paths] [--drafts-for MODEL] | --remote URL [--api-key K]   models in the library / drafts for MODEL / on a "
+     "server"},
     {"rm", ember::cli::cmd_rm, "NAME|ID   remove a model (or a pull's partial files)"},
 #endif
     {"quantize", ember::cli::cmd_quantize, "IN OUT TYPE [--threads N]   convert a model to another weight type"},
@@ -41,7 +45,8 @@ const Command kCommands[] = {
     {"ps", ember::cli::cmd_ps,
      "[--host H] [--port P] [--api-key K] [--json]   what a running server has loaded and runs"},
 #endif
-    {"fit", ember::cli::cmd_fit, "MODEL|DIR [--ctx N] [--vram S] [--ram S]   will it fit; which quant to use"},
+    {"fit", ember::cli::cmd_fit,
+     "MODEL|DIR [--ctx N] [--vram S] [--ram S] [--draft D]   will it fit (with a draft); which quant to use"},
 };
 
 void usage() {

@@ -224,6 +224,28 @@ std::string context_words(int64_t n_ctx) {
     return (n[0] == '8' ? "an " : "a ") + n + "-token context";
 }
 
+DraftFitPlan plan_with_draft(const FitModel& target, const FitModel& draft, const FitOptions& o, const Budget& b) {
+    DraftFitPlan p;
+    p.target = plan(target, o, b);
+    FitOptions d = o;
+    d.n_ctx = p.target.n_ctx;  // the target's context as resolved: the draft holds the same tokens
+    const auto left = [](uint64_t have, uint64_t take) { return have > take ? have - take : 0; };
+    Budget rest = b;
+    rest.ram = left(b.ram, p.target.cpu.total());
+    if (b.vram > 0) {
+        // The target's plan took the CUDA context off a stated budget already: not twice.
+        rest.vram = std::max<uint64_t>(left(b.vram, p.target.gpu.total()), 1);
+        rest.vram_measured = true;
+    }
+    p.draft = plan(draft, d, rest);
+    p.draft.budget = rest;
+    return p;
+}
+
+bool fits(const DraftFitPlan& p) {
+    return p.target.placement != Placement::TooLarge && p.draft.placement != Placement::TooLarge;
+}
+
 FitPlan plan(const FitModel& m, const FitOptions& o, const Budget& b) {
     const int32_t L = m.config.n_layers;
     if (b.vram > 0) {

@@ -98,6 +98,18 @@ FitPlan plan_layers(const FitModel& m, const FitOptions& o, const Budget& b, int
 // the most layers that leave both sides within budget; else the CPU; else TooLarge (the
 // reason says by how much).
 FitPlan plan(const FitModel& m, const FitOptions& o, const Budget& b);
+// A target with a draft model for speculative decoding (engine/scheduler/draft_model.h), as
+// `ember run --draft` loads them: the target first, planned as plan() plans it; then the draft,
+// with the same options (context, sequences, batch: it follows every token the target holds),
+// planned by plan() in the budget the target left (its bytes taken off both sides; the CUDA
+// context counted once). fits() when both do.
+struct DraftFitPlan {
+    FitPlan target, draft;
+    uint64_t gpu_total() const { return target.gpu.total() + draft.gpu.total(); }
+    uint64_t cpu_total() const { return target.cpu.total() + draft.cpu.total(); }
+};
+DraftFitPlan plan_with_draft(const FitModel& target, const FitModel& draft, const FitOptions& o, const Budget& b);
+bool fits(const DraftFitPlan& p);
 // "an 8192-token context", "a 4096-token context": for the one-line reasons.
 std::string context_words(int64_t n_ctx);
 // Whether the model has expert tensors ("blk.N.ffn_*_exps.*"; with their router,

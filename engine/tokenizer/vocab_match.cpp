@@ -5,16 +5,16 @@ namespace {
 
 std::string special_mismatch(const char* name, int32_t target, int32_t draft) {
     if (target == draft) return "";
-    return std::string(name) + " token differs (target " + std::to_string(target) + ", draft " +
-           std::to_string(draft) + ")";
+    return std::string(name) + " token differs (target " + std::to_string(target) + ", draft " + std::to_string(draft) +
+           ")";
 }
 
 }  // namespace
 
 std::string draft_vocab_mismatch(const Tokenizer& target, const Tokenizer& draft) {
     if (target.kind() != draft.kind())
-        return "tokenizer kind differs (target " + std::string(target.kind()) + ", draft " +
-               std::string(draft.kind()) + ")";
+        return "tokenizer kind differs (target " + std::string(target.kind()) + ", draft " + std::string(draft.kind()) +
+               ")";
     if (target.n_vocab() != draft.n_vocab())
         return "vocabulary size differs (target " + std::to_string(target.n_vocab()) + ", draft " +
                std::to_string(draft.n_vocab()) + ")";

@@ -181,6 +181,33 @@ TEST_CASE("ember run --lookup: the same greedy text, and how many guesses held")
     CHECK_FALSE(contains(spec.err, "[lookup: 0 drafted"));  // tiny stories repeat their phrases
 }
 
+TEST_CASE("ember run --draft: the same greedy text; a draft of another vocabulary is refused") {
+    const std::vector<std::string> base = {
+        "run", stories(), "-p", "Once upon a time", "-n", "120", "--temp", "0", "--threads", "1", "--ctx", "256"};
+    const Run plain = run_ember(base);
+    std::vector<std::string> args = base;
+    const std::string self = stories();
+    for (const std::string& a : {std::string("--draft"), self, std::string("--draft-max"), std::string("4")})
+        args.push_back(a);
+    const Run spec = run_ember(args);  // the model as its own draft: every proposal holds
+    INFO(spec.err);
+    REQUIRE(plain.status == 0);
+    REQUIRE(spec.status == 0);
+    CHECK(spec.out == plain.out);
+    CHECK(contains(spec.err, "draft model: "));
+    CHECK(contains(spec.err, "[draft: "));
+    CHECK(contains(spec.err, "(100%)]"));
+    args = base;
+    for (const std::string& a : {std::string("--draft"), test::test_model(test::kSmolLM2)}) args.push_back(a);
+    const Run other = run_ember(args);
+    CHECK(other.status == 1);
+    CHECK(contains(other.err, "does not share the vocabulary"));
+    CHECK(contains(other.err, "tokenizer kind differs (target spm, draft bpe/"));
+    args = base;
+    for (const char* a : {"--draft-max", "4"}) args.push_back(a);
+    CHECK(contains(run_ember(args).err, "option --draft-max needs --draft MODEL"));
+}
+
 TEST_CASE("--device cuda without a usable GPU fails loudly") {
     const Run devices = run_ember({"info", "--devices"});
     REQUIRE(devices.status == 0);

@@ -18,6 +18,22 @@ bool has(const std::string& s, const std::string& part) { return s.find(part) !=
 
 }  // namespace
 
+TEST_CASE("ember fit --draft plans the draft in what the model leaves") {
+    const std::string smol = test::test_model(test::kSmolLM2);
+    const std::string stories = test::testdata(test::kStories);
+    EMBER_REQUIRE_FILE(smol);
+    EMBER_REQUIRE_FILE(stories);
+    auto r = ember_fit({smol, "--draft", stories, "--ctx", "2048", "--vram", "24GiB", "--ram", "32GiB"});
+    INFO(r.out, r.err);
+    CHECK(r.ok());
+    CHECK(has(r.out, "model: "));
+    CHECK(has(r.out, "draft: "));
+    CHECK(has(r.out, "gpu: all 5 layers on the GPU with a 2048-token context"));  // the draft's 5 layers
+    CHECK(has(r.out, "model + draft: "));
+    r = ember_fit({smol, "--draft", stories, "--vram", "0", "--ram", "16MiB"});
+    CHECK(r.exit_code == 1);
+}
+
 TEST_CASE("ember fit prints the breakdown and the placement") {
     const std::string smol = test::test_model(test::kSmolLM2);
     EMBER_REQUIRE_FILE(smol);

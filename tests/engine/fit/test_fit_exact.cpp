@@ -107,6 +107,39 @@ TEST_CASE("planned bytes match the engine's on the real models") {
     check_model(test::test_model(test::kSmolLM2), 2048, DType::Q8_0);
 }
 
+TEST_CASE("a draft model is counted: the plan of both equals both loads, and the budget must hold both") {
+    // The planner needs shapes only: SmolLM2 with stories260K as its draft (ember run refuses
+    // that pair for their vocabularies, engine/scheduler/draft_model.h; the bytes are the same).
+    const std::string target_path = test::test_model(test::kSmolLM2), draft_path = test::testdata(test::kStories);
+    EMBER_REQUIRE_FILE(target_path);
+    EMBER_REQUIRE_FILE(draft_path);
+    constexpr int64_t kCtx = 1024;
+    const fit::FitOptions fo{kCtx, 2, kBatch, DType::F16};
+    const GgufFile tf = GgufFile::open(target_path), df = GgufFile::open(draft_path);
+    const fit::FitModel tm = fit::fit_model(tf), dm = fit::fit_model(df);
+    const fit::DraftFitPlan p = fit::plan_with_draft(tm, dm, fo, fit::Budget{0, uint64_t{1} << 40, false});
+    REQUIRE(fit::fits(p));
+    CHECK(p.draft.placement == fit::Placement::Cpu);
+    CHECK(p.draft.n_ctx == kCtx);
+    uint64_t held = 0;
+    for (const std::string& path : {target_path, draft_path}) {
+        LoadOptions lo;
+        lo.path = path;
+        lo.device = BackendPreference::Cpu;
+        lo.n_threads = 2;
+        lo.n_ctx = kCtx;
+        lo.n_seqs = 2;
+        lo.n_batch = kBatch;
+        auto model = Model::load(lo);
+        prefill(model->transformer(), model->kv(), kCtx);
+        held += model->memory_use().at(0).held();
+    }
+    check_close("model + draft", p.cpu_total(), held);
+    // RAM for both exactly: fits; a byte less: the draft does not.
+    CHECK(fit::fits(fit::plan_with_draft(tm, dm, fo, fit::Budget{0, p.cpu_total(), false})));
+    CHECK_FALSE(fit::fits(fit::plan_with_draft(tm, dm, fo, fit::Budget{0, p.cpu_total() - 1, false})));
+}
+
 TEST_CASE("planned bytes match the engine's on synthetic shapes") {
     test::TempDir dir;
     const std::pair<const char*, const char*> models[] = {

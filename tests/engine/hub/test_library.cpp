@@ -1,6 +1,7 @@
 // The model library on a real SQLite file and real GGUF files: import validates with a full
 // parse, listing notices files changed behind its back, removal takes files, rows and
-// partial downloads, and the folder follows EMBER_MODELS_DIR / XDG_DATA_HOME / HOME.
+// partial downloads, and the folder follows EMBER_MODELS_DIR / XDG_DATA_HOME / HOME; the
+// drafts it offers for a model (engine/library/drafts.h).
 #include <doctest/doctest.h>
 
 #include <cstdlib>
@@ -9,7 +10,9 @@
 #include "engine/gguf/gguf_writer.h"
 #include "engine/hub/pull_lock.h"
 #include "engine/hub/sha256.h"
+#include "engine/library/drafts.h"
 #include "engine/library/library.h"
+#include "engine/quant/quantizer.h"
 #include "engine/models/synthetic.h"
 #include "kernels/common/error.h"
 #include "test_data.h"
@@ -161,4 +164,29 @@ TEST_CASE("cancelling a pull leaves the partial file another pull holds") {
     lib.begin_pull(p);
     lib.discard_pull("t/m", "main", "F32");
     CHECK_FALSE(fs::exists(file + ".part"));
+}
+
+TEST_CASE("drafts offered for a model: its vocabulary, smaller, smallest first, never itself") {
+    test::TempDir dir, lib_dir;
+    const std::string target = stories();
+    const std::string smol = test::test_model(test::kSmolLM2);
+    EMBER_REQUIRE_FILE(smol);
+    std::vector<std::string> copies;
+    for (const char* type : {"Q8_0", "Q4_0"}) {  // the same weights in smaller files
+        QuantizeOptions q;
+        q.input = target;
+        q.output = dir.file(std::string("stories-") + type + ".gguf");
+        q.type = type;
+        quantize_model(q);
+        copies.push_back(q.output);
+    }
+    Library lib(lib_dir.path());
+    lib.import_file(target);  // the model itself: never its own draft
+    lib.import_file(smol);    // another vocabulary (and larger)
+    for (const std::string& c : copies) lib.import_file(c);
+    const std::vector<LibraryModel> drafts = compatible_drafts(lib, target);
+    REQUIRE(drafts.size() == 2);
+    CHECK(drafts[0].path == copies[1]);  // Q4_0, the smaller file
+    CHECK(drafts[1].path == copies[0]);
+    CHECK(compatible_drafts(lib, smol).empty());  // no smaller model shares SmolLM2's vocabulary
 }
