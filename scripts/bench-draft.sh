@@ -77,7 +77,7 @@ one() {  # target prompt tag [--draft FILE]
 peer_start() {  # target [draft]
     local bin server_pid port=$((20000 + RANDOM % 20000))
     bin="$(scripts/llama-cpp-tools.sh llama-server | tail -1)"
-    "$bin/llama-server" -m "$1" ${2:+-md "$2" --draft-max "$DMAX" --draft-min 0} -t "$THREADS" -tb "$THREADS" \
+    "$bin/llama-server" -m "$1" ${2:+-md "$2" --spec-type draft-simple --spec-draft-n-max "$DMAX" --spec-draft-n-min 0} -t "$THREADS" -tb "$THREADS" \
         -c 2048 -np 1 --port "$port" --host 127.0.0.1 >"$tmp/server.log" 2>&1 &
     server_pid=$!
     echo "$server_pid" >"$tmp/server.pid"

@@ -23,7 +23,9 @@ std::string resolve_model_arg(const std::string& arg, const char* option, const 
 #ifdef EMBER_HAVE_HUB
     const library::Library lib(models_dir.empty() ? library::Library::default_dir() : models_dir);
     if (const auto m = lib.find(arg)) {
-        if (!m->present) throw Error(std::string("option ") + option + ": library model '" + arg + "' is missing its file " + m->path);
+        if (!m->present)
+            throw Error(std::string("option ") + option + ": library model '" + arg + "' is missing its file " +
+                        m->path);
         return m->path;
     }
     throw Error(std::string("option ") + option + ": '" + arg + "' is neither a file nor a model in the library (" +

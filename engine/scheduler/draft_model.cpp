@@ -23,10 +23,29 @@ DraftModel::DraftModel(Model& draft, const Model& target, int32_t max_draft) : d
     if (const std::string why = draft_vocab_mismatch(target.tokenizer(), draft_.tokenizer()); !why.empty())
         throw Error("draft model " + draft_.file().path() + " does not share the vocabulary of " +
                     target.file().path() + ": " + why);
+    cost_ratio_ = std::max(0.01, static_cast<double>(draft_.info().file_size) /
+                                     static_cast<double>(std::max<uint64_t>(1, target.info().file_size)));
     if (draft_.config().n_vocab < target.tokenizer().n_vocab())
         throw Error("draft model " + draft_.file().path() + ": its output has " +
                     std::to_string(draft_.config().n_vocab) + " rows, fewer than the vocabulary's " +
                     std::to_string(target.tokenizer().n_vocab()));
+}
+
+int32_t DraftModel::paying_length(int32_t accepted, int32_t misses) const {
+    // A margin over plain decoding: a verification pass of k + 1 tokens costs a little more
+    // than a decode's, which the weight-bytes ratio leaves out.
+    constexpr double kMinGain = 1.05;
+    const double a = (accepted + 1.0) / (accepted + misses + 2.0);  // no history yet: 1/2
+    int32_t best = 0;
+    double best_gain = kMinGain;
+    double tokens = 1, p = 1;  // expected tokens of a pass with k proposals; a^k
+    for (int32_t k = 1; k <= max_draft_; ++k) {
+        p *= a;
+        tokens += p;
+        const double gain = tokens / (1 + k * cost_ratio_);
+        if (gain > best_gain) best = k, best_gain = gain;
+    }
+    return best;
 }
 
 DraftModel::~DraftModel() {

@@ -58,6 +58,14 @@ public:
     void forget(uint64_t id);
 
     int32_t max_draft() const { return max_draft_; }
+    // A draft pass's cost in target decode passes: the ratio of their weights' bytes (a decode
+    // reads every weight once).
+    double cost_ratio() const { return cost_ratio_; }
+    // The proposal length that gives the most tokens per unit of cost for a request whose
+    // proposals held `accepted` times and failed `misses` times (each token held with
+    // probability a = accepted / (accepted + misses), so k proposals give (1 - a^(k+1)) / (1 - a)
+    // tokens for 1 + k * cost_ratio() target passes); 0 when no length beats plain decoding.
+    int32_t paying_length(int32_t accepted, int32_t misses) const;
     Model& model() { return draft_; }
     int32_t sequences() const { return static_cast<int32_t>(tracks_.size()); }
 
@@ -79,6 +87,7 @@ private:
 
     Model& draft_;
     int32_t max_draft_;
+    double cost_ratio_ = 1;
     std::map<uint64_t, Track> tracks_;
     std::map<uint64_t, Sampler> samplers_;  // a sampling request's draws, seeded from its seed
 };

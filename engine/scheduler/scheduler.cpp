@@ -87,6 +87,7 @@ struct Scheduler::Job {
     int32_t drafted = 0, accepted = 0;  // speculation: guessed tokens checked, and agreed with
     int32_t draft_cap = -1;             // the next draft's length at most (-1: not set yet)
     int32_t draft_pause = 0;            // decodes left without a draft
+    int32_t draft_misses = 0;           // drafts with a rejected token (a draft model's acceptance estimate)
     double queue_wait_ms = 0;
 
     int32_t total() const { return static_cast<int32_t>(prompt.size() + output.size()); }
@@ -879,13 +880,22 @@ int32_t Scheduler::draft_len(const Job& job) const {
 
 int32_t Scheduler::max_draft() const { return opts_.draft ? opts_.draft->max_draft() : opts_.lookup_options.max_draft; }
 
-// Speculation turns itself down when it stops paying: a draft wholly accepted doubles the
-// next one's length, a partly accepted one sets it to what held plus one, a rejected one
-// halves it; a rejected single-token guess pauses drafting for kDraftPause decodes (each
-// guess makes the pass longer: on open-ended text it would cost more than it saves).
+// Speculation turns itself down when it stops paying. Prompt lookup (guesses cost only the
+// pass's extra tokens): a draft wholly accepted doubles the next one's length, a partly
+// accepted one sets it to what held plus one, a rejected one halves it; a rejected
+// single-token guess pauses drafting for kDraftPause decodes (each guess makes the pass
+// longer: on open-ended text it would cost more than it saves). A draft model (each proposal
+// a pass of the draft): the length DraftModel::paying_length finds for the request's
+// acceptance so far; a pause when none pays.
 void Scheduler::adapt_draft(Job& job, int32_t drafted, int32_t accepted) const {
     constexpr int32_t kDraftPause = 16;
     const int32_t max = max_draft();
+    if (opts_.draft) {  // a draft model's proposals cost passes of their own: by the numbers
+        job.draft_misses += accepted < drafted ? 1 : 0;
+        job.draft_cap = opts_.draft->paying_length(job.accepted, job.draft_misses);
+        if (job.draft_cap == 0) job.draft_cap = 1, job.draft_pause = kDraftPause;
+        return;
+    }
     const int32_t cap = job.draft_cap < 0 ? max : job.draft_cap;
     if (accepted == drafted) {
         job.draft_cap = std::min(max, 2 * std::max(cap, drafted));
