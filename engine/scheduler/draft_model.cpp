@@ -35,7 +35,7 @@ int32_t DraftModel::paying_length(int32_t accepted, int32_t misses) const {
     // A margin over plain decoding: a verification pass of k + 1 tokens costs a little more
     // than a decode's, which the weight-bytes ratio leaves out.
     constexpr double kMinGain = 1.05;
-    const double a = (accepted + 1.0) / (accepted + misses + 2.0);  // no history yet: 1/2
+    const double a = (accepted + 0.5) / (accepted + misses + 1.0);  // no history yet: 1/2
     int32_t best = 0;
     double best_gain = kMinGain;
     double tokens = 1, p = 1;  // expected tokens of a pass with k proposals; a^k

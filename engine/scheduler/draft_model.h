@@ -63,8 +63,9 @@ public:
     double cost_ratio() const { return cost_ratio_; }
     // The proposal length that gives the most tokens per unit of cost for a request whose
     // proposals held `accepted` times and failed `misses` times (each token held with
-    // probability a = accepted / (accepted + misses), so k proposals give (1 - a^(k+1)) / (1 - a)
-    // tokens for 1 + k * cost_ratio() target passes); 0 when no length beats plain decoding.
+    // probability a = (accepted + 1/2) / (accepted + misses + 1), so k proposals give
+    // (1 - a^(k+1)) / (1 - a) tokens for 1 + k * cost_ratio() target passes); 0 when no length
+    // beats plain decoding by 5 %.
     int32_t paying_length(int32_t accepted, int32_t misses) const;
     Model& model() { return draft_; }
     int32_t sequences() const { return static_cast<int32_t>(tracks_.size()); }

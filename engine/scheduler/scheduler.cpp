@@ -88,6 +88,7 @@ struct Scheduler::Job {
     int32_t draft_cap = -1;             // the next draft's length at most (-1: not set yet)
     int32_t draft_pause = 0;            // decodes left without a draft
     int32_t draft_misses = 0;           // drafts with a rejected token (a draft model's acceptance estimate)
+    int32_t draft_pauses = 0;           // a draft model's pauses in a row (each twice as long)
     double queue_wait_ms = 0;
 
     int32_t total() const { return static_cast<int32_t>(prompt.size() + output.size()); }
@@ -841,6 +842,10 @@ std::vector<std::vector<int32_t>> Scheduler::plan_drafts(int32_t budget) {
     for (size_t i = 0; i < running_.size() && budget > 0; ++i) {
         if (!running_[i].decoding() || !speculates(*running_[i].job)) continue;
         Job& job = *running_[i].job;
+        if (opts_.draft && job.draft_cap < 0) {  // a draft model starts where it pays with no history
+            job.draft_cap = opts_.draft->paying_length(0, 0);
+            if (job.draft_cap == 0) pause_draft(job);
+        }
         if (job.draft_pause > 0) {
             --job.draft_pause;
             continue;
@@ -893,7 +898,8 @@ void Scheduler::adapt_draft(Job& job, int32_t drafted, int32_t accepted) const {
     if (opts_.draft) {  // a draft model's proposals cost passes of their own: by the numbers
         job.draft_misses += accepted < drafted ? 1 : 0;
         job.draft_cap = opts_.draft->paying_length(job.accepted, job.draft_misses);
-        if (job.draft_cap == 0) job.draft_cap = 1, job.draft_pause = kDraftPause;
+        if (job.draft_cap == 0) pause_draft(job);
+        else job.draft_pauses = 0;
         return;
     }
     const int32_t cap = job.draft_cap < 0 ? max : job.draft_cap;
@@ -907,6 +913,16 @@ void Scheduler::adapt_draft(Job& job, int32_t drafted, int32_t accepted) const {
         job.draft_cap = 1;
         job.draft_pause = kDraftPause;
     }
+}
+
+// A draft model that does not pay rests kDraftModelPause decodes, twice that after each further
+// pause in a row (at most 16 times), then tries one token: every try makes the draft catch up
+// on the tokens it missed, so a draft that never pays is tried ever more rarely.
+void Scheduler::pause_draft(Job& job) const {
+    constexpr int32_t kDraftModelPause = 16;
+    job.draft_cap = 1;
+    job.draft_pause = kDraftModelPause << std::min(job.draft_pauses, 4);
+    ++job.draft_pauses;
 }
 
 // After a drafting sequence's tokens are accepted: the cache keeps every token but the newest

@@ -163,6 +163,7 @@ private:
     int32_t max_draft() const;
     void settle_draft(Running& r, const Planned& p, int32_t accepted, StepInfo& info);
     void adapt_draft(Job& job, int32_t drafted, int32_t accepted) const;
+    void pause_draft(Job& job) const;
     void sweep();
     void release(Running& r, bool keep);
     void forget_job(const Job& job);
