@@ -844,7 +844,9 @@ std::vector<std::vector<int32_t>> Scheduler::plan_drafts(int32_t budget) {
         Job& job = *running_[i].job;
         if (opts_.draft && job.draft_cap < 0) {  // a draft model starts where it pays with no history
             job.draft_cap = opts_.draft->paying_length(0, 0);
-            if (job.draft_cap == 0) pause_draft(job);
+            // One that does not pay even then is first tried after the longest pause: the try
+            // makes it prefill the whole prompt.
+            if (job.draft_cap == 0) job.draft_pauses = 4, pause_draft(job);
         }
         if (job.draft_pause > 0) {
             --job.draft_pause;

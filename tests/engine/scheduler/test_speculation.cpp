@@ -249,13 +249,12 @@ TEST_CASE("greedy SmolLM2 with a Q4_0 requantized draft: the same ids in a batch
     const std::vector<EngineRequest> reqs{edit, greedy("The capital of France is", 32),
                                           greedy("def fib(n):\n    if n < 2:\n        return n\n", 40)};
     const auto [drafted1, accepted1] = same_with_lookup(*target, {reqs[0]}, 1, &draft);
-    // A draft of nearly the target's size (cost_ratio 0.79) whose proposals hold about half the
-    // time never pays (DraftModel::paying_length): after its first proposals it pauses, and
-    // tries one token every 16 decodes.
+    // A draft of nearly the target's size (cost_ratio 0.79) does not pay at the neutral prior
+    // (DraftModel::paying_length(0, 0) == 0): it is first tried after 256 decodes, so these
+    // short answers are decoded as without it, and the same.
     CHECK(draft.cost_ratio() > 0.7);
-    CHECK(drafted1 > 0);
-    CHECK(drafted1 < 48 / 2);
+    CHECK(draft.paying_length(0, 0) == 0);
+    CHECK(drafted1 == 0);
     const auto [drafted, accepted] = same_with_lookup(*target, reqs, 4, &draft);
-    CHECK(drafted < (48 + 32 + 40) / 2);
-    CHECK(accepted <= drafted);
+    CHECK(drafted == 0);
 }
