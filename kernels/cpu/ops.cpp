@@ -280,9 +280,15 @@ void attention(const KvCacheView& kv, const AttentionBatchArgs& a, ThreadPool* p
     const OpsTable& k = table();
     const int rep = a.n_heads / kv.n_kv_heads;
     if (!k.attention_tile || rep > k.tile_rows) return attention_by_head(k, kv, a, pool);
-    // Tiles: runs of consecutive tokens of one sequence, tile_rows / rep tokens at most, so
-    // every key converted for a tile serves all its rows.
-    const int per_tile = std::min(detail::kMaxTileTokens, k.tile_rows / rep);
+    // Tiles: runs of consecutive tokens of one sequence. The kernel takes them in sub-tiles
+    // of tile_rows / rep tokens (one row per lane) and converts each key once for all of a
+    // tile's sub-tiles, so a tile holds several (up to kMaxTileTokens tokens) unless that
+    // leaves fewer than 4 tasks per thread.
+    const int threads = pool ? pool->size() : 1;
+    const int per_sub = std::min(detail::kMaxTileTokens, k.tile_rows / rep);
+    int subs_per_tile = std::max(1, detail::kMaxTileTokens / per_sub);
+    while (subs_per_tile > 1 && a.n_tokens / (per_sub * subs_per_tile) * kv.n_kv_heads < 4 * threads) --subs_per_tile;
+    const int per_tile = per_sub * subs_per_tile;
     std::vector<std::pair<int64_t, int>> tiles;  // first token, count
     for (int64_t t = 0; t < a.n_tokens;) {
         const int32_t seq = a.seq_of ? a.seq_of[t] : 0;
@@ -293,7 +299,6 @@ void attention(const KvCacheView& kv, const AttentionBatchArgs& a, ThreadPool* p
     }
     const int64_t D = kv.head_dim, stride = int64_t{a.n_heads} * D;
     // A task is one tile's query heads of one KV head, or a part of them (split below).
-    const int threads = pool ? pool->size() : 1;
     const int split = head_split(static_cast<int64_t>(tiles.size()) * kv.n_kv_heads, threads, rep);
     const int per_part = (rep + split - 1) / split;  // query heads per task
     const int64_t tasks_per_tile = int64_t{kv.n_kv_heads} * split;
