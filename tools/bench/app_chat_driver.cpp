@@ -88,11 +88,10 @@ QString load(EngineHost& host, const Options& o, qint64* n_ctx) {
         *n_ctx = info.n_ctx;
         loop.quit();
     });
-    QObject::connect(host.worker(), &EngineWorker::modelLoadFailed, &loop,
-                     [&](const QString&, const QString& e, bool) {
-                         error = e.isEmpty() ? QStringLiteral("load failed") : e;
-                         loop.quit();
-                     });
+    QObject::connect(host.worker(), &EngineWorker::modelLoadFailed, &loop, [&](const QString&, const QString& e, bool) {
+        error = e.isEmpty() ? QStringLiteral("load failed") : e;
+        loop.quit();
+    });
     host.load(r);
     loop.exec();
     return error;

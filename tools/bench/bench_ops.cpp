@@ -3,12 +3,14 @@
 // prompt (causal, each token over its prefix) and decode of one token over a long context.
 //
 //   ember-bench-ops [--threads N] [--isa scalar|avx2|avx512] [--ctx N] [--prompt N]
-//                   [--seqs S] [--batch-ctx C] [--heads Q/KV] [--kv f16|q8_0] [--new N]
+//                   [--seqs S] [--batch-ctx C] [--heads Q/KV] [--kv f16|q8_0] [--new N] [--peak]
 //
 // --heads: query and KV heads (default 32/8; SmolLM2's 9/3 has 3 query heads per KV head).
 // --kv: the cache type (default f16).
 // --new N: also N new tokens of a turn after a cached history of 512, 2048 and 4096 tokens
 // (a long chat's prefill: each new token sees the whole history and the new tokens before it).
+// --peak: first, one core's AVX-512 f32 FMA and VNNI int8 peaks (16 independent register
+// chains; the ceiling the attention GFLOP/s compare with).
 //
 // Last, a batched decode step as a server runs it: S sequences (16), one token each at
 // context C (256), over 16 layers whose caches (S x C tokens each, blocks shuffled) together
@@ -20,6 +22,9 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
 #include <ctime>
 #include <numeric>
 #include <random>
@@ -107,13 +112,77 @@ void batched_decode(ThreadPool& pool, KvCacheView kv, int seqs, int ctx, int n_h
                 2.0 * kp.size() / 1048576.0);
 }
 
+#if defined(__x86_64__)
+// One core's peak rates: 16 independent register chains (more than the ports' latency x
+// throughput needs), n rounds each; the CPU seconds they took.
+__attribute__((target("avx512f"))) double fma_peak_seconds(long n) {
+    __m512 r[16];
+    for (int i = 0; i < 16; ++i) r[i] = _mm512_set1_ps(0.001f * float(i));
+    const __m512 x = _mm512_set1_ps(0.999f), y = _mm512_set1_ps(1e-4f);
+    const double c0 = cpu_now();
+    for (long k = 0; k < n; ++k) {
+#pragma GCC unroll 16
+        for (int i = 0; i < 16; ++i) r[i] = _mm512_fmadd_ps(r[i], x, y);
+    }
+    const double t = cpu_now() - c0;
+    float sum = 0, lanes[16];  // used, so the chains are computed
+    for (auto& v : r) {
+        _mm512_storeu_ps(lanes, v);
+        sum += lanes[0];
+    }
+    if (sum == 1.2345f) std::printf(" ");
+    return t;
+}
+
+__attribute__((target("avx512f,avx512bw,avx512vnni"))) double vnni_peak_seconds(long n) {
+    __m512i r[16];
+    for (int i = 0; i < 16; ++i) r[i] = _mm512_set1_epi32(i);
+    const __m512i u = _mm512_set1_epi8(3), v = _mm512_set1_epi8(5);
+    const double c0 = cpu_now();
+    for (long k = 0; k < n; ++k) {
+#pragma GCC unroll 16
+        for (int i = 0; i < 16; ++i) r[i] = _mm512_dpbusd_epi32(r[i], u, v);
+    }
+    const double t = cpu_now() - c0;
+    int lanes[16];
+    long sum = 0;
+    for (auto& x : r) {
+        _mm512_storeu_si512(lanes, x);
+        sum += lanes[0];
+    }
+    if (sum == 12345) std::printf(" ");
+    return t;
+}
+
+void print_peaks() {
+    if (active_isa() != Isa::Avx512) return (void)std::printf("peaks: AVX-512 only\n");
+    constexpr long kRounds = 20'000'000;
+    double f = 1e30, i8 = 1e30;
+    for (int rep = 0; rep < 3; ++rep) {
+        f = std::min(f, fma_peak_seconds(kRounds));
+        i8 = std::min(i8, vnni_peak_seconds(kRounds));
+    }
+    std::printf("one core's peaks per CPU second: f32 FMA %.1f GFLOP/s, VNNI u8 x s8 %.1f Gop/s\n",
+                kRounds * 16.0 * 32 / f * 1e-9, kRounds * 16.0 * 128 / i8 * 1e-9);
+}
+#else
+void print_peaks() { std::printf("peaks: x86-64 only\n"); }
+#endif
+
 }  // namespace
 
 int main(int argc, char** argv) {
     int threads = 0, ctx = 4096, prompt = 512, seqs = 16, batch_ctx = 256, n_heads = 32, n_kv = 8, n_new = 0;
+    bool peak = false;
     DType kv_type = DType::F16;
-    for (int i = 1; i + 1 < argc; i += 2) {
-        const std::string a = argv[i], v = argv[i + 1];
+    for (int i = 1; i < argc; ++i) {
+        const std::string a = argv[i];
+        if (a == "--peak") {
+            peak = true;
+            continue;
+        }
+        if (i + 1 >= argc) break;
+        const std::string v = argv[++i];
         if (a == "--threads") threads = std::stoi(v);
         else if (a == "--ctx") ctx = std::stoi(v);
         else if (a == "--prompt") prompt = std::stoi(v);
@@ -153,6 +222,7 @@ int main(int argc, char** argv) {
     std::iota(table.begin(), table.end(), 0);
     std::shuffle(table.begin(), table.end(), rng);
 
+    if (peak) print_peaks();
     std::printf("ember-bench-ops: isa %s, %d threads; heads %d/%d, head_dim %d, %s KV, block %d\n",
                 std::string(isa_name(active_isa())).c_str(), pool.size(), n_heads, n_kv, D,
                 std::string(dtype_name(kv_type)).c_str(), B);
