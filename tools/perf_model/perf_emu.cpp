@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "engine/gguf/gguf.h"
+#include "engine/kv/kv_batch.h"
 #include "engine/kv/kv_cache.h"
 #include "engine/models/synthetic.h"
 #include "engine/models/transformer.h"
@@ -39,17 +40,19 @@ std::vector<ModelCase> model_cases() {
 }
 
 void print_launch(FILE* out, const emu::LaunchTraffic& l, bool last) {
+    std::string sites;
+    for (uintptr_t pc : l.weight_sites) sites += (sites.empty() ? "" : ", ") + std::to_string(pc);
     std::fprintf(out,
                  "      {\"kernel\": \"%s\", \"offset\": %zu, \"object\": \"%s\", \"grid\": [%u, %u, %u], "
                  "\"block\": [%u, %u, %u], \"smem\": %zu, \"requests\": %llu, \"bytes_requested\": %llu, "
                  "\"sectors\": %llu, \"ideal_sectors\": %llu, \"dram_bytes\": %llu, \"floor_bytes\": %llu, "
-                 "\"uploaded_bytes\": %llu, \"written_bytes\": %llu}%s\n",
+                 "\"uploaded_bytes\": %llu, \"written_bytes\": %llu, \"weight_sites\": [%s]}%s\n",
                  l.kernel.c_str(), static_cast<size_t>(l.kernel_offset), l.kernel_object.c_str(), l.grid.x, l.grid.y,
                  l.grid.z, l.block.x, l.block.y, l.block.z, l.smem, static_cast<unsigned long long>(l.requests),
                  static_cast<unsigned long long>(l.bytes_requested), static_cast<unsigned long long>(l.sectors),
                  static_cast<unsigned long long>(l.ideal_sectors), static_cast<unsigned long long>(l.dram_bytes),
                  static_cast<unsigned long long>(l.floor_bytes), static_cast<unsigned long long>(l.uploaded_bytes),
-                 static_cast<unsigned long long>(l.written_bytes), last ? "" : ",");
+                 static_cast<unsigned long long>(l.written_bytes), sites.c_str(), last ? "" : ",");
 }
 
 // One decode step (one token at position `ctx`, the KV positions before it reserved but not
@@ -64,17 +67,10 @@ std::vector<emu::LaunchTraffic> decode_step(const std::string& path, int32_t ctx
     const int32_t seq = kv.new_sequence();
     kv.append(seq, ctx);
     const std::vector<int32_t> slots = kv.append(seq, 1);
-    const std::vector<int32_t> tokens = {3}, positions = {ctx}, seq_of = {0}, output_rows = {0};
-    const std::vector<int32_t>& table = kv.block_table(seq);
-    BatchInfo b;
-    b.tokens = tokens;
-    b.positions = positions;
-    b.seq_of = seq_of;
-    b.kv_slot = slots;
-    b.block_table = table;
-    b.n_seqs = 1;
-    b.max_blocks = static_cast<int32_t>(table.size());
-    b.output_rows = output_rows;
+    const std::vector<int32_t> token = {3};
+    KvBatch batch;
+    batch.add(seq, token, slots, ctx, 1);
+    const BatchInfo b = batch.info(kv);
     std::vector<float> logits;
     emu::take_traffic();
     emu::set_traffic_counting(true);

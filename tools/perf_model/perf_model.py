@@ -23,6 +23,7 @@ import os
 import re
 import subprocess
 import sys
+import tempfile
 
 # sm_90 (H100 / H200 SXM): the limits theoretical occupancy is computed from (CUDA C
 # Programming Guide, "Compute Capabilities" table for 9.0; the occupancy calculator's rules).
@@ -115,11 +116,41 @@ def ldg_width(op):
     return 4
 
 
-def object_kernels(cuobjdump, obj):
-    """One object's kernels (mangled name -> regs, stack, static smem, local-memory instructions,
-    LDG widths) from one `cuobjdump -res-usage -sass` (resource lines first, then the SASS)."""
+def sass_lines(nvdisasm, cubin):
+    """mangled kernel -> {"ldg": [(width, file basename, line)], "local_insts": n} from the
+    SASS with its line table (the module is built with -lineinfo)."""
+    kernels, cur, where = {}, None, (None, 0)
+    for line in run([nvdisasm, "--print-line-info", cubin]).splitlines():
+        m = re.match(r"\.text\.(\S+):$", line)
+        if m:
+            cur = kernels.setdefault(m.group(1), {"ldg": [], "local_insts": 0})
+            where = (None, 0)
+            continue
+        if cur is None:
+            continue
+        m = re.match(r'\s*//## File "([^"]+)", line (\d+)', line)
+        if m:
+            where = (os.path.basename(m.group(1)), int(m.group(2)))
+            continue
+        if not ("LDG" in line or "STL" in line or "LDL" in line):
+            continue
+        m = re.search(r"\b(LDG(?:\.[A-Z0-9_]+)*|STL|LDL)\b", line)
+        if not m:
+            continue
+        if m.group(1) in ("STL", "LDL"):
+            cur["local_insts"] += 1
+        else:
+            cur["ldg"].append((ldg_width(m.group(1)), where[0], where[1]))
+    return kernels
+
+
+def object_kernels(cuobjdump, nvdisasm, obj):
+    """One object's kernels (mangled name -> regs, stack, static smem, local-memory
+    instructions, global loads with their source lines): cuobjdump -res-usage, then its sm_90
+    cubin extracted (cuobjdump -xelf) and disassembled with line info (nvdisasm)."""
     kernels, cur = {}, None
-    for line in run([cuobjdump, "-res-usage", "-sass", os.path.abspath(obj)]).splitlines():
+    obj = os.path.abspath(obj)
+    for line in run([cuobjdump, "-res-usage", obj]).splitlines():
         m = re.match(r"\s*Function (\S+):$", line)
         if m:
             cur = m.group(1)
@@ -127,34 +158,39 @@ def object_kernels(cuobjdump, obj):
         m = re.search(r"REG:(\d+) STACK:(\d+) SHARED:(\d+) LOCAL:(\d+)", line)
         if m and cur:
             kernels[cur] = {"regs": int(m.group(1)), "stack": int(m.group(2)), "smem_static": int(m.group(3)),
-                            "local": int(m.group(4)), "local_insts": 0, "ldg": {}}
-            continue
-        m = re.match(r"\s*Function : (\S+)", line)
-        if m:
-            cur = m.group(1)
-            continue
-        k = kernels.get(cur)
-        if not k or not ("LDG" in line or "STL" in line or "LDL" in line):
-            continue
-        m = re.search(r"\b(LDG(?:\.[A-Z0-9_]+)*|STL|LDL)\b", line) if k else None
-        if not m:
-            continue
-        if m.group(1) in ("STL", "LDL"):
-            k["local_insts"] += 1
-        else:
-            w = ldg_width(m.group(1))
-            k["ldg"][w] = k["ldg"].get(w, 0) + 1
+                            "local": int(m.group(4)), "local_insts": 0, "ldg": []}
+    with tempfile.TemporaryDirectory() as tmp:
+        subprocess.run([cuobjdump, "-xelf", "all", obj], cwd=tmp, check=True, capture_output=True)
+        for cubin in sorted(f for f in os.listdir(tmp) if f.endswith(".sm_90.cubin")):
+            for name, k in sass_lines(nvdisasm, os.path.join(tmp, cubin)).items():
+                if name in kernels:
+                    kernels[name].update(k)
     return kernels
 
 
-def sass_kernels(cuobjdump, objects):
-    """Every kernel of the objects by short name (cuobjdump runs in parallel: ~1 s each)."""
+def sass_kernels(cuobjdump, nvdisasm, objects):
+    """Every kernel of the objects by short name (the objects in parallel: ~1 s each)."""
     kernels = {}
     with concurrent.futures.ThreadPoolExecutor(4) as pool:
-        for k in pool.map(lambda o: object_kernels(cuobjdump, o), objects):
+        for k in pool.map(lambda o: object_kernels(cuobjdump, nvdisasm, o), objects):
             kernels.update(k)
     mangled = list(kernels)
     return {short_name(d): kernels[m] for m, d in zip(mangled, demangle(mangled))}
+
+
+def source_lines(exe, offsets):
+    """offset -> (file basename, line) of the emulator's load sites (addr2line; the counting
+    library has line tables; a return address points after its call, hence the - 1)."""
+    offsets = sorted(set(offsets))
+    if not offsets:
+        return {}
+    out = run(["addr2line", "-e", exe] + [hex(o - 1) for o in offsets]).splitlines()
+    lines = {}
+    for off, text in zip(offsets, out):
+        m = re.match(r"(.*):(\d+)", text.split(" (discriminator")[0])
+        if m:
+            lines[off] = (os.path.basename(m.group(1)), int(m.group(2)))
+    return lines
 
 
 def host_symbols(path, cache={}):
@@ -187,6 +223,7 @@ def occupancy(regs, smem, threads):
 def launch_rows(model, sass, exe):
     """One row per distinct (kernel, grid, block) of the model's 2-layer (and 1-layer) step."""
     rows = {}
+    lines = source_lines(exe, [o for r in ("layers_1", "layers_2") for l in model[r] for o in l.get("weight_sites", [])])
     for run_name in ("layers_2", "layers_1"):
         for l in model[run_name]:
             name = host_symbols(exe).get(l["offset"], l["kernel"])
@@ -203,12 +240,17 @@ def launch_rows(model, sass, exe):
                    "bytes_ratio": l["dram_bytes"] / max(1, l["floor_bytes"]),
                    "weight_bytes": l["uploaded_bytes"], "sass": s is not None}
             if s:
+                where = {lines[o] for o in l.get("weight_sites", []) if o in lines}
+                widths = sorted({w for w, _, _ in s["ldg"]})
+                weight_widths = sorted({w for w, f, n in s["ldg"] if (f, n) in where})
                 smem = s["smem_static"] + l["smem"]
                 resident, occ = occupancy(s["regs"], smem, threads)
                 row.update(regs=s["regs"], spill_insts=s["local_insts"], stack=s["stack"], smem=smem,
                            resident_blocks=resident, occupancy=occ,
                            waves=blocks / (SM90["sms"] * max(1, resident)),
-                           ldg_widths=sorted(s["ldg"]), min_ldg=min(s["ldg"]) if s["ldg"] else None)
+                           ldg_widths=widths, weight_ldg_widths=weight_widths,
+                           # no weight load found by line: the narrowest load of all stands in
+                           weight_ldg=min(weight_widths or widths or [0]), weight_ldg_by_line=bool(weight_widths))
             rows[key] = row
     return list(rows.values())
 
@@ -247,7 +289,7 @@ def checks(model, rows, layer):
             continue
         out.append((f"spills:{k}", r["spill_insts"], r["spill_insts"] == 0))
         if streams:
-            out.append((f"load_width:{k}", r["min_ldg"], (r["min_ldg"] or 0) >= MIN_WEIGHT_LOAD_BYTES))
+            out.append((f"load_width:{k}", r["weight_ldg"], r["weight_ldg"] >= MIN_WEIGHT_LOAD_BYTES))
     return out
 
 
@@ -278,8 +320,14 @@ def fmt_bytes(n):
         n /= 1000
 
 
+def weights_cell(r):
+    """`2 / 2,4,16`: the weight loads' widths (by source line), then every global load's."""
+    w = ",".join(map(str, r["weight_ldg_widths"])) if r["weight_ldg_by_line"] else "-"
+    return f"{w} / {','.join(map(str, r['ldg_widths']))}"
+
+
 def print_table(models):
-    print("| model | kernel | grid x block | regs | spills | smem | occupancy | LDG widths (B) | "
+    print("| model | kernel | grid x block | regs | spills | smem | occupancy | LDG bytes: weights / all | "
           "sectors/ideal | waves | bytes/floor |")
     print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
     for m in models:
@@ -288,7 +336,7 @@ def print_table(models):
             shape = f"{grid} x {r['block'][0] * r['block'][1] * r['block'][2]}"
             if r["sass"]:
                 sass = (f"{r['regs']} | {r['spill_insts']} | {r['smem']} | {r['occupancy'] * 100:.0f}% "
-                        f"({r['resident_blocks']} blk) | {','.join(map(str, r['ldg_widths']))} | ")
+                        f"({r['resident_blocks']} blk) | {weights_cell(r)} | ")
             else:
                 sass = "- | - | - | - | - | "
             waves = f"{r['waves']:.2f}" if r["sass"] else "-"
@@ -332,6 +380,7 @@ def main():
     ap.add_argument("--perf-emu", required=True, help="the ember-perf-emu executable")
     ap.add_argument("--cuda-objects", required=True, nargs="+", help="the CUDA module's .cu objects (sm_90)")
     ap.add_argument("--cuobjdump", default="cuobjdump")
+    ap.add_argument("--nvdisasm", help="default: beside --cuobjdump")
     ap.add_argument("--models", default="llama-3.2-1b,llama-3-8b",
                     help="comma-separated (llama-3.2-1b, llama-3-8b, qwen2.5-7b, gemma3-1b) or all")
     ap.add_argument("--ctx", type=int, default=1024)
@@ -343,11 +392,12 @@ def main():
     if not objects:
         sys.exit("perf_model: no .cu objects among --cuda-objects (build the ember_cuda target with sm_90)")
     try:
-        sass = sass_kernels(args.cuobjdump, objects)
+        nvdisasm = args.nvdisasm or os.path.join(os.path.dirname(args.cuobjdump), "nvdisasm")
+        sass = sass_kernels(args.cuobjdump, nvdisasm, objects)
     except (OSError, subprocess.CalledProcessError) as e:
         sys.exit(f"perf_model: cannot run cuobjdump ({args.cuobjdump}): {e}; "
-                 "scripts/fetch-cuda-binutils.sh installs it")
-    if not any(w for k in sass.values() for w in k["ldg"]):
+                 "scripts/fetch-cuda-binutils.sh installs it and nvdisasm")
+    if not any(k["ldg"] for k in sass.values()):
         sys.exit("perf_model: the objects hold no sm_90 SASS (CMAKE_CUDA_ARCHITECTURES must include 90)")
     if args.emu_json:
         models = json.load(open(args.emu_json))

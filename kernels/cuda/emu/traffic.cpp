@@ -94,6 +94,12 @@ public:
         }
         touched_.clear();
         cur_.dram_bytes = sectors * kSector;
+        for (uintptr_t pc : weight_pcs_) {
+            Dl_info info{};
+            if (dladdr(reinterpret_cast<void*>(pc), &info) && info.dli_fbase)
+                cur_.weight_sites.push_back(pc - reinterpret_cast<uintptr_t>(info.dli_fbase));
+        }
+        weight_pcs_.clear();
         if (counting_) done_.push_back(std::move(cur_));
     }
 
@@ -121,6 +127,8 @@ public:
         if (write) {
             a->written = true;
             cur_.written_bytes += size;
+        } else if (a->uploaded && !a->written && weight_pcs_.size() < kMaxSites) {
+            if (std::find(weight_pcs_.begin(), weight_pcs_.end(), pc) == weight_pcs_.end()) weight_pcs_.push_back(pc);
         }
         const uint32_t tid = g_thread_idx.x + g_block_dim.x * (g_thread_idx.y + g_block_dim.y * g_thread_idx.z);
         const uint32_t site = site_of(pc);
@@ -243,7 +251,8 @@ private:
         uintptr_t pc = 0;
         uint32_t index = 0;
     };
-    std::vector<uintptr_t> sites_;  // the instrumented sites this launch executed
+    std::vector<uintptr_t> sites_;       // the instrumented sites this launch executed
+    std::vector<uintptr_t> weight_pcs_;  // those that read uploaded, never written memory
     std::array<SiteSlot, 512> site_cache_{};
     std::vector<uint64_t> counts_;  // [thread * kMaxSites + site]: executions so far in this block
     uint32_t used_threads_ = 0;

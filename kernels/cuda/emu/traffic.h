@@ -14,7 +14,8 @@
 //   - dram_bytes: distinct sectors over the whole launch x 32 (DRAM traffic with an L2 that
 //     keeps everything one launch touches), against floor_bytes: the distinct bytes touched;
 //   - uploaded_bytes: distinct bytes read from allocations filled by host copies and never
-//     written by a kernel (the weights; also the batch's small tables).
+//     written by a kernel (the weights; also the batch's small tables), and the load sites
+//     that read them (weight_sites).
 // Host access widths are not the GPU's (the host compiler splits or narrows loads): widths come
 // from the SASS (tools/perf_model), never from here.
 #pragma once
@@ -38,6 +39,9 @@ struct LaunchTraffic {
     uint64_t sectors = 0, ideal_sectors = 0;
     uint64_t dram_bytes = 0, floor_bytes = 0;
     uint64_t uploaded_bytes = 0, written_bytes = 0;
+    // The load sites (return addresses of the instrumentation calls, minus the load base of
+    // kernel_object) that read uploaded allocations: their source lines name the weight loads.
+    std::vector<uintptr_t> weight_sites;
 };
 
 void set_traffic_counting(bool on);
