@@ -1,6 +1,7 @@
 // ember-perf-emu: the emulator side of the offline performance model (README.md). For each
 // model shape it writes a random-weight GGUF with 1 and with 2 layers (real widths, a 512-token
-// vocabulary), runs one decode step at position --ctx through the CUDA backend under the
+// vocabulary), runs one decode step at position --ctx (or, with --tokens N, a prefill chunk of N
+// tokens from that position) through the CUDA backend under the
 // counting emulator (kernels/cuda/emu/traffic.h) and prints every launch's traffic as JSON.
 // perf_model.py subtracts the 1-layer step from the 2-layer one: what is left is one decode
 // layer at the real shape (embedding and output head cancel; every layer of these shapes has
@@ -55,21 +56,22 @@ void print_launch(FILE* out, const emu::LaunchTraffic& l, bool last) {
                  static_cast<unsigned long long>(l.written_bytes), sites.c_str(), last ? "" : ",");
 }
 
-// One decode step (one token at position `ctx`, the KV positions before it reserved but not
-// computed: attention reads them whatever they hold) with every launch counted.
-std::vector<emu::LaunchTraffic> decode_step(const std::string& path, int32_t ctx) {
+// One step of `n_tokens` from position `ctx` (1: a decode step; the KV positions before it
+// reserved but not computed: attention reads them whatever they hold), every launch counted.
+std::vector<emu::LaunchTraffic> counted_step(const std::string& path, int32_t ctx, int32_t n_tokens) {
     emu::set_traffic_counting(false);  // hooks on before any allocation, nothing recorded yet
     auto file = std::make_shared<const GgufFile>(GgufFile::open(path));
     auto backend = cuda::make_cuda_backend(0);
     backend->set_graphs(false);  // the same launches; graphs would only defer them
     Transformer tr(file, *backend);
-    KvCache kv(*backend, tr.kv_config(ctx + 16, 1));
+    KvCache kv(*backend, tr.kv_config(ctx + n_tokens + 16, 1));
     const int32_t seq = kv.new_sequence();
     kv.append(seq, ctx);
-    const std::vector<int32_t> slots = kv.append(seq, 1);
-    const std::vector<int32_t> token = {3};
+    const std::vector<int32_t> slots = kv.append(seq, n_tokens);
+    std::vector<int32_t> tokens;
+    for (int32_t i = 0; i < n_tokens; ++i) tokens.push_back(3 + (i * 37) % 500);
     KvBatch batch;
-    batch.add(seq, token, slots, ctx, 1);
+    batch.add(seq, tokens, slots, ctx, 1);
     const BatchInfo b = batch.info(kv);
     std::vector<float> logits;
     emu::take_traffic();
@@ -89,15 +91,15 @@ uint64_t weight_bytes(const std::string& path) {
     return bytes;
 }
 
-void run_case(FILE* out, const ModelCase& mc, int32_t ctx, const std::string& dir, bool last) {
+void run_case(FILE* out, const ModelCase& mc, int32_t ctx, int32_t n_tokens, const std::string& dir, bool last) {
     SyntheticShape s = mc.shape;
     const int32_t head_dim = s.head_dim ? s.head_dim : s.n_embd / s.n_heads;
     std::fprintf(out,
                  "  {\"model\": \"%s\", \"arch\": \"%s\", \"scheme\": \"%s\", \"n_embd\": %d, \"n_layers\": %d, "
                  "\"n_heads\": %d, \"n_kv_heads\": %d, \"head_dim\": %d, \"n_ff\": %d, \"n_vocab\": %d, "
-                 "\"sliding_window\": %d, \"ctx\": %d,\n",
+                 "\"sliding_window\": %d, \"ctx\": %d, \"tokens\": %d,\n",
                  s.name.c_str(), s.arch.c_str(), mc.scheme.c_str(), s.n_embd, s.n_layers, s.n_heads, s.n_kv_heads,
-                 head_dim, s.n_ff, s.n_vocab, s.sliding_window, ctx);
+                 head_dim, s.n_ff, s.n_vocab, s.sliding_window, ctx, n_tokens);
     s.n_vocab = 512;  // embedding and output head cancel in the difference
     for (int layers = 1; layers <= 2; ++layers) {
         s.n_layers = layers;
@@ -105,7 +107,7 @@ void run_case(FILE* out, const ModelCase& mc, int32_t ctx, const std::string& di
         write_synthetic_model(path, s, mc.scheme, 5);
         std::fprintf(out, "   \"weight_bytes_%d\": %llu,\n", layers,
                      static_cast<unsigned long long>(weight_bytes(path)));
-        const std::vector<emu::LaunchTraffic> launches = decode_step(path, ctx);
+        const std::vector<emu::LaunchTraffic> launches = counted_step(path, ctx, n_tokens);
         std::filesystem::remove(path);
         std::fprintf(out, "   \"layers_%d\": [\n", layers);
         for (size_t i = 0; i < launches.size(); ++i) print_launch(out, launches[i], i + 1 == launches.size());
@@ -116,7 +118,7 @@ void run_case(FILE* out, const ModelCase& mc, int32_t ctx, const std::string& di
 
 int usage() {
     std::fprintf(stderr,
-                 "usage: ember-perf-emu [--models NAME,...] [--ctx N] [--out FILE]\n"
+                 "usage: ember-perf-emu [--models NAME,...] [--ctx N] [--tokens N] [--out FILE]\n"
                  "  counts the global-memory traffic of one decode step per model under the CUDA emulator\n"
                  "  models: llama-3.2-1b, llama-3-8b, qwen2.5-7b, gemma3-1b (default: all)\n");
     return 2;
@@ -126,15 +128,16 @@ int usage() {
 
 int main(int argc, char** argv) {
     std::string models, out_path;
-    int32_t ctx = 1024;
+    int32_t ctx = 1024, n_tokens = 1;
     for (int i = 1; i < argc; ++i) {
         const std::string a = argv[i];
         if (a == "--models" && i + 1 < argc) models = argv[++i];
         else if (a == "--ctx" && i + 1 < argc) ctx = std::stoi(argv[++i]);
+        else if (a == "--tokens" && i + 1 < argc) n_tokens = std::stoi(argv[++i]);
         else if (a == "--out" && i + 1 < argc) out_path = argv[++i];
         else return usage();
     }
-    if (ctx < 1) return usage();
+    if (ctx < 0 || n_tokens < 1) return usage();
     std::vector<ModelCase> cases;
     for (const ModelCase& mc : model_cases())
         if (models.empty() || ("," + models + ",").find("," + mc.shape.name + ",") != std::string::npos)
@@ -151,7 +154,7 @@ int main(int argc, char** argv) {
     const std::string dir = std::filesystem::temp_directory_path().string();
     try {
         std::fprintf(out, "[\n");
-        for (size_t i = 0; i < cases.size(); ++i) run_case(out, cases[i], ctx, dir, i + 1 == cases.size());
+        for (size_t i = 0; i < cases.size(); ++i) run_case(out, cases[i], ctx, n_tokens, dir, i + 1 == cases.size());
         std::fprintf(out, "]\n");
     } catch (const std::exception& e) {
         std::fprintf(stderr, "ember-perf-emu: %s\n", e.what());

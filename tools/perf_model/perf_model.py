@@ -260,11 +260,12 @@ def layer_summary(model):
     one, two = model["layers_1"], model["layers_2"]
     moved = sum(l["dram_bytes"] for l in two) - sum(l["dram_bytes"] for l in one)
     weights = model["weight_bytes_2"] - model["weight_bytes_1"]
-    positions = model["ctx"] + 1
+    tokens = model.get("tokens", 1)
+    positions = model["ctx"] + tokens
     if model.get("sliding_window"):
         positions = min(positions, model["sliding_window"])  # the layer the difference measures slides
     kv = 2 * model["n_kv_heads"] * model["head_dim"] * 2 * positions  # K and V, F16, read once
-    act = 2 * model["n_embd"] * 4  # the residual stream in and out
+    act = 2 * tokens * model["n_embd"] * 4  # the residual stream in and out
     floor = weights + kv + act
     return {"launches": len(two) - len(one), "moved_bytes": moved, "weight_bytes": weights, "kv_bytes": kv,
             "act_bytes": act, "floor_bytes": floor, "bytes_ratio": moved / floor}
@@ -347,7 +348,8 @@ def print_table(models):
     print("| --- | --- | --- | --- | --- | --- |")
     for m in models:
         l = m["layer"]
-        print(f"| {m['model']} {m['scheme']} | {m['ctx']} | {l['launches']} ({MAX_LAUNCHES_PER_LAYER[m['arch']]}) | "
+        ctx = m["ctx"] if m.get("tokens", 1) == 1 else f"{m['ctx']} + {m['tokens']} tokens"
+        print(f"| {m['model']} {m['scheme']} | {ctx} | {l['launches']} ({MAX_LAUNCHES_PER_LAYER[m['arch']]}) | "
               f"{fmt_bytes(l['moved_bytes'])} | {fmt_bytes(l['floor_bytes'])} ({fmt_bytes(l['weight_bytes'])} + "
               f"{fmt_bytes(l['kv_bytes'])} + {fmt_bytes(l['act_bytes'])}) | {l['bytes_ratio']:.3f} |")
 
@@ -384,6 +386,8 @@ def main():
     ap.add_argument("--models", default="llama-3.2-1b,llama-3-8b",
                     help="comma-separated (llama-3.2-1b, llama-3-8b, qwen2.5-7b, gemma3-1b) or all")
     ap.add_argument("--ctx", type=int, default=1024)
+    ap.add_argument("--tokens", type=int, default=1,
+                    help="tokens in the step (1: decode, checked; more: a prefill chunk, reported only)")
     ap.add_argument("--emu-json", help="reuse this ember-perf-emu output instead of running it")
     ap.add_argument("--json", help="write the table and checks here")
     args = ap.parse_args()
@@ -402,7 +406,7 @@ def main():
     if args.emu_json:
         models = json.load(open(args.emu_json))
     else:
-        cmd = [args.perf_emu, "--ctx", str(args.ctx)]
+        cmd = [args.perf_emu, "--ctx", str(args.ctx), "--tokens", str(args.tokens)]
         if args.models != "all":
             cmd += ["--models", args.models]
         out = run(cmd)
@@ -413,6 +417,10 @@ def main():
         m["layer"] = layer_summary(m)
         results += checks(m, m["rows"], m["layer"])
     print_table(models)
+    if any(m.get("tokens", 1) > 1 for m in models):
+        # The checks and EXPECTED_FAILURES are the decode path's (issue #36); prefill is reported.
+        print("\nprefill chunk: reported only, not checked")
+        results = []
     surprises, worst = judge(results)
     if args.json:
         doc = {"sm90": SM90, "models": [{k: v for k, v in m.items() if k not in ("layers_1", "layers_2")}
