@@ -8,6 +8,7 @@
 # Cache: ${EMBER_CUDA_BINUTILS:-$HOME/.cache/ember/cuda-binutils}/bin (CMake looks there).
 # Idempotent; the binaries are moved into place only once complete. Prints the bin folder.
 set -euo pipefail
+# shellcheck disable=SC2034  # common.sh logs with it
 EMBER_SCRIPT="fetch-cuda-binutils"
 # shellcheck source=scripts/common.sh
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
