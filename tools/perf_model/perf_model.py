@@ -226,7 +226,10 @@ def launch_rows(model, sass, exe):
     lines = source_lines(exe, [o for r in ("layers_1", "layers_2") for l in model[r] for o in l.get("weight_sites", [])])
     for run_name in ("layers_2", "layers_1"):
         for l in model[run_name]:
-            name = host_symbols(exe).get(l["offset"], l["kernel"])
+            name = host_symbols(exe).get(l["offset"])
+            if name is None:
+                sys.exit(f"perf_model: no function at offset {l['offset']} of {exe} ({l['kernel']}): "
+                         "the emulator's JSON must come from this --perf-emu binary")
             key = (name, tuple(l["grid"]), tuple(l["block"]), l["smem"])
             if key in rows:
                 continue
@@ -372,6 +375,9 @@ def judge(results):
             surprises += 1
         elif not ok:
             print(f"fails, expected until deliverable 2: {cid} = {value} (listed at {EXPECTED_FAILURES[cid]})")
+    unmeasured = sorted(set(EXPECTED_FAILURES) - set(worst))
+    if unmeasured and results:
+        print(f"listed but not measured in this run (other shapes): {', '.join(unmeasured)}")
     print(f"\n{sum(1 for v in worst.values() if v[1])} checks pass, "
           f"{sum(1 for v in worst.values() if not v[1])} fail ({surprises} unexpected)")
     return surprises, worst
