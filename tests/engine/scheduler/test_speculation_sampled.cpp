@@ -77,7 +77,8 @@ void same_distribution(Model& model, const EngineRequest& base, int n_seeds, int
     CHECK(spec.accepted > 0);
     CHECK(spec.accepted < spec.drafted);
     for (int t = 0; t < positions; ++t) {
-        const test::ChiSquare c = test::chi_square_same(spec.at[static_cast<size_t>(t)], plain.at[static_cast<size_t>(t)], kAlpha);
+        const test::ChiSquare c =
+            test::chi_square_same(spec.at[static_cast<size_t>(t)], plain.at[static_cast<size_t>(t)], kAlpha);
         test::info("position %d: X^2 = %.2f, %d dof, bound %.2f", t, c.statistic, c.dof, c.critical);
         CHECK_FALSE(c.rejects());
     }
