@@ -122,6 +122,7 @@ ember::EngineRequest to_engine_request(const GenerationRequest& req, uint64_t fr
     e.context_overflow = req.context_overflow;  // truncate, roll: the answer says how many turns made way
     e.sampling = req.sampling.to_params(fresh_seed);
     e.max_tokens = req.sampling.max_tokens;
+    e.lookup = req.sampling.speculation == QLatin1String("lookup");
     e.cache_key = conversation_cache_key(req.conversation_id);
     return e;
 }

@@ -10,6 +10,7 @@
 #include "engine/core/log.h"
 #include "engine/kv/kv_batch.h"
 #include "engine/sampling/constrained.h"
+#include "engine/sampling/speculative.h"
 #include "engine/runtime/chat.h"
 #include "engine/runtime/decode_state.h"
 #include "engine/runtime/prompt_fit.h"
@@ -77,6 +78,7 @@ struct Scheduler::Job {
     std::atomic<bool> cancelled{false};
     std::atomic<int> state{kQueued};
     std::atomic<int32_t> generated{0};
+    std::atomic<int32_t> drafted_now{0}, accepted_now{0}, passes_now{0};  // for status()
 
     // Engine thread. These survive a preemption: the request resumes where it was.
     std::unique_ptr<DecodeState> decode;  // from its first admission
@@ -85,8 +87,8 @@ struct Scheduler::Job {
     int32_t reused_tokens = 0;
     int32_t preemptions = 0;
     int32_t drafted = 0, accepted = 0;  // speculation: guessed tokens checked, and agreed with
-    int32_t draft_cap = -1;             // the next draft's length at most (-1: not set yet)
-    int32_t draft_pause = 0;            // decodes left without a draft
+    int32_t passes = 0;                 // passes that gave it tokens (tokens per pass = output / passes)
+    DraftPace pace;                     // how much it drafts next (draft_pace.h)
     double queue_wait_ms = 0;
 
     int32_t total() const { return static_cast<int32_t>(prompt.size() + output.size()); }
@@ -260,6 +262,7 @@ EngineStatus Scheduler::status() const {
     s.kv_blocks_cached = blocks_cached_.load();
     s.kv_host_cache_bytes = host_cache_bytes_.load();
     s.kv_disk_cache_bytes = disk_cache_bytes_.load();
+    s.speculation = telemetry_.speculation_totals();
     std::lock_guard lock(mutex_);
     s.memory = memory_;
     for (const auto& [id, job] : live_) {
@@ -270,6 +273,9 @@ EngineStatus Scheduler::status() const {
         r.prompt_tokens = static_cast<int32_t>(job->prompt.size());
         r.generated_tokens = job->generated.load();
         r.age_ms = ms_since(job->submitted);
+        r.drafted_tokens = job->drafted_now.load();
+        r.accepted_tokens = job->accepted_now.load();
+        r.passes = job->passes_now.load();
         s.requests.push_back(std::move(r));
     }
     std::stable_sort(s.requests.begin(), s.requests.end(), [](const RequestStatus& a, const RequestStatus& b) {
@@ -538,11 +544,7 @@ std::vector<Scheduler::Planned> Scheduler::plan_step() {
     std::vector<std::vector<int32_t>> drafts(running_.size());
     for (size_t i = 0; i < running_.size() && budget > 0; ++i) {
         if (!running_[i].decoding() || !speculates(*running_[i].job)) continue;
-        Job& job = *running_[i].job;
-        if (job.draft_pause > 0) {
-            --job.draft_pause;
-            continue;
-        }
+        if (!running_[i].job->pace.may_draft()) continue;
         drafts[i] = draft_for(running_[i]);
         if (drafts[i].size() > static_cast<size_t>(budget)) drafts[i].resize(static_cast<size_t>(budget));
         want[i] += static_cast<int32_t>(drafts[i].size());
@@ -762,13 +764,22 @@ void Scheduler::sample(const std::vector<Planned>& plan, bool host, int32_t k, S
     if (sampling.empty()) return;
     std::vector<int32_t> counts(n_rows, 0);
     if (!host) {
-        // A drafting request has no penalties or bias (speculates()): its rows' adjustments are
-        // the same empty ones, so one sampler's scratch serves them all.
+        // Each row's adjustments see its own history (a drafting row: the draft's tokens before
+        // it); the sampler's spans last until its next call, so they are copied.
         std::vector<TopKRow> adjust;
+        std::vector<std::vector<TokenCount>> penalized(n_rows);
+        std::vector<std::vector<TokenBias>> bias(n_rows);
         for (const Planned* p : sampling) {
             Running& r = running_[p->index];
-            for (size_t j = 0; j <= p->draft.size(); ++j)
-                adjust.push_back(r.job->decode->sampler().adjustments(history(r, *p, j)));
+            for (size_t j = 0; j <= p->draft.size(); ++j) {
+                TopKRow a = r.job->decode->sampler().adjustments(history(r, *p, j));
+                const size_t at = adjust.size();
+                penalized[at].assign(a.penalized.begin(), a.penalized.end());
+                bias[at].assign(a.bias.begin(), a.bias.end());
+                a.penalized = penalized[at];
+                a.bias = bias[at];
+                adjust.push_back(a);
+            }
         }
         top_.resize(n_rows * static_cast<size_t>(k));
         model_.transformer().output_backend().top_k(logits_dev_, k, adjust, top_, counts);
@@ -776,23 +787,89 @@ void Scheduler::sample(const std::vector<Planned>& plan, bool host, int32_t k, S
     size_t row = 0;
     for (const Planned* p : sampling) {
         Running& r = running_[p->index];
-        int32_t agreed = 0;  // drafted tokens the model chose too
+        const size_t before = r.job->output.size();
+        int32_t agreed = 0;
         try {
-            for (size_t j = 0; j <= p->draft.size(); ++j) {
-                const std::span<const int32_t> seen = history(r, *p, j);
-                const int32_t token = sample_row(r, row + j, host, k, seen, counts);
-                for (StepEntry& e : info.batch)
-                    if (e.request_id == r.job->id) e.sampled = true;
+            if (p->draft.empty()) {
+                const std::span<const int32_t> seen = history(r, *p, 0);
+                const int32_t token = sample_row(r, row, host, k, seen, counts);
+                mark_sampled(r, info);
                 accept(r, token, static_cast<int64_t>(seen.size()));  // throws when a forced token breaks the grammar
-                if (r.done != StopReason::None || j == p->draft.size() || token != p->draft[j]) break;
-                ++agreed;
+            } else {
+                agreed = verify_rows(r, *p, row, host, k, counts);
+                mark_sampled(r, info);
+                settle_draft(r, *p, agreed, info);
             }
         } catch (const std::exception& e) {
             r.error = e.what();
         }
-        if (!p->draft.empty() && r.error.empty()) settle_draft(r, *p, agreed, info);
+        count_pass(*r.job, static_cast<int32_t>(p->draft.size()), agreed,
+                   static_cast<int32_t>(r.job->output.size() - before));
         row += 1 + p->draft.size();
     }
+}
+
+// Speculation's telemetry, per request (RequestStats, status()) and engine-wide (Telemetry):
+// a pass that gave a request tokens counts as one of its passes, and for a request that
+// speculates, with what it drafted and what stood.
+void Scheduler::count_pass(Job& job, int32_t drafted, int32_t accepted, int32_t tokens) {
+    if (tokens <= 0) return;
+    ++job.passes;
+    job.passes_now.store(job.passes);
+    job.drafted_now.store(job.drafted);
+    job.accepted_now.store(job.accepted);
+    if (speculates(job)) telemetry_.speculation(drafted, accepted, tokens);
+}
+
+// A drafting sequence's rows by the rejection rule (speculative.h): row j's distribution is
+// the one plain decoding would sample from after the draft's first j tokens (penalties see
+// them), each standing guess is accepted as a sampled token would be, and the first rejected
+// one is replaced by the residual's draw, or the bonus row's draw follows a whole draft.
+// Returns how many guesses stood.
+int32_t Scheduler::verify_rows(Running& r, const Planned& p, size_t row, bool host, int32_t k,
+                               std::span<const int32_t> counts) {
+    Job& job = *r.job;
+    const DraftProposal proposal{p.draft, {}};
+    int32_t agreed = 0;
+    for (size_t j = 0; j <= p.draft.size(); ++j) {
+        const std::span<const int32_t> seen = history(r, p, j);
+        std::vector<float> raw;  // logprobs: the target's own row, as plain decoding reports it
+        if (job.req.top_logprobs >= 0) raw = host_row(row + j);
+        const std::vector<TokenProb> dist = row_distribution(r, row + j, host, k, seen, counts);
+        DraftJudgement verdict{false, 0};
+        if (j < p.draft.size()) verdict = judge_draft_token(job.decode->sampler(), dist, proposal, j);
+        else verdict.token = job.decode->sampler().draw_from(dist);
+        if (!raw.empty())
+            job.logprobs.push_back(logprob_of(raw, verdict.token, job.req.top_logprobs, model_.tokenizer()));
+        accept(r, verdict.token, static_cast<int64_t>(seen.size()));
+        if (r.done != StopReason::None || !verdict.accepted) break;
+        ++agreed;
+    }
+    return agreed;
+}
+
+// The distribution a row's plain sampling draws from (Sampler::distribution): from the host
+// row (adjusted in place) or from the backend's candidates, which carry the row's own
+// adjustments.
+std::vector<TokenProb> Scheduler::row_distribution(Running& r, size_t row, bool host, int32_t k,
+                                                   std::span<const int32_t> history, std::span<const int32_t> counts) {
+    Sampler& sampler = r.job->decode->sampler();
+    if (!host)
+        return sampler.distribution_top(
+            std::span(top_).subspan(row * static_cast<size_t>(k), static_cast<size_t>(counts[row])));
+    const size_t V = static_cast<size_t>(model_.config().n_vocab);
+    return sampler.distribution(std::span<float>(logits_.data() + row * V, V), history);
+}
+
+std::vector<float> Scheduler::host_row(size_t row) const {
+    const size_t V = static_cast<size_t>(model_.config().n_vocab);
+    return {logits_.begin() + static_cast<std::ptrdiff_t>(row * V),
+            logits_.begin() + static_cast<std::ptrdiff_t>((row + 1) * V)};
+}
+
+void Scheduler::mark_sampled(const Running& r, StepInfo& info) {
+    for (StepEntry& e : info.batch)
+        if (e.request_id == r.job->id) e.sampled = true;
 }
 
 // The token of one output row: a forced one (thinking budget), else sampled from the host row
@@ -827,14 +904,13 @@ std::span<const int32_t> Scheduler::history(const Running& r, const Planned& p, 
     return std::span(r.tokens).first(r.tokens.size() - p.draft.size() + j);
 }
 
-// A request speculates when its decodes can be checked token for token: greedy, nothing that
-// depends on each row's own history (penalties, bias, grammar, a thinking budget), no logprobs,
-// and a cache that can roll back.
+// A request speculates when asked to and its rows can be judged one by one by the rejection
+// rule (speculative.h): any sampling, penalties, bias and logprobs (each row sees the draft's
+// tokens before it as history), but no grammar or thinking budget (their state advances per
+// token), and a cache that can roll back.
 bool Scheduler::speculates(const Job& job) const {
-    const SamplingParams& s = job.req.sampling;
-    return (opts_.lookup || job.req.lookup) && s.temperature <= 0 && s.repeat_penalty == 1.0f &&
-           s.presence_penalty == 0 && s.frequency_penalty == 0 && s.logit_bias.empty() && !job.req.grammar &&
-           job.req.top_logprobs < 0 && job.reasoning.budget < 0 && !model_.kv().has_recurrent();
+    return (opts_.lookup || job.req.lookup) && !job.req.grammar && job.reasoning.budget < 0 &&
+           !model_.kv().has_recurrent();
 }
 
 // Prompt lookup over the prompt and the text so far; no guess past what the request may
@@ -845,32 +921,22 @@ std::vector<int32_t> Scheduler::draft_for(const Running& r) const {
     if (job.req.max_tokens > 0)
         left = std::min<int64_t>(left, job.req.max_tokens - static_cast<int64_t>(job.output.size()));
     LookupOptions o = opts_.lookup_options;
-    const int32_t cap = job.draft_cap < 0 ? o.max_draft : job.draft_cap;
-    o.max_draft = static_cast<int32_t>(std::min<int64_t>(cap, left - 1));
+    o.max_draft = static_cast<int32_t>(std::min<int64_t>(job.pace.limit(pace_options()), left - 1));
     if (o.max_draft <= 0) return {};
     std::vector<int32_t> text(job.prompt);
     text.insert(text.end(), job.output.begin(), job.output.end());
     return lookup_draft(text, o);
 }
 
-// Speculation turns itself down when it stops paying: a draft wholly accepted doubles the
-// next one's length, a partly accepted one sets it to what held plus one, a rejected one
-// halves it; a rejected single-token guess pauses drafting for kDraftPause decodes (each
-// guess makes the pass longer: on open-ended text it would cost more than it saves).
+// Speculation turns itself down, and off, when it stops paying (draft_pace.h).
 void Scheduler::adapt_draft(Job& job, int32_t drafted, int32_t accepted) const {
-    constexpr int32_t kDraftPause = 16;
-    const int32_t max = opts_.lookup_options.max_draft;
-    const int32_t cap = job.draft_cap < 0 ? max : job.draft_cap;
-    if (accepted == drafted) {
-        job.draft_cap = std::min(max, 2 * std::max(cap, drafted));
-    } else if (accepted > 0) {
-        job.draft_cap = accepted + 1;
-    } else if (drafted > 1) {
-        job.draft_cap = std::max(1, std::min(cap, drafted) / 2);
-    } else {
-        job.draft_cap = 1;
-        job.draft_pause = kDraftPause;
-    }
+    job.pace = next_pace(job.pace, pace_options(), drafted, accepted);
+}
+
+DraftPaceOptions Scheduler::pace_options() const {
+    DraftPaceOptions o;
+    o.max_draft = opts_.lookup_options.max_draft;
+    return o;
 }
 
 // After a drafting sequence's tokens are accepted: the cache keeps every token but the newest
@@ -977,6 +1043,7 @@ void Scheduler::end_job(Job& job, StopReason reason) {
     s.preemptions = job.preemptions;
     s.drafted_tokens = job.drafted;
     s.accepted_tokens = job.accepted;
+    s.passes = job.passes;
     s.stop_reason = reason;
     if (job.decode) {
         DecodeState& ds = *job.decode;

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "engine/runtime/model.h"
+#include "engine/scheduler/draft_pace.h"
 #include "engine/scheduler/prefill_cost.h"
 #include "engine/scheduler/prompt_lookup.h"
 #include "engine/scheduler/inference_engine.h"
@@ -147,6 +148,13 @@ private:
     int32_t sample_row(Running& r, size_t row, bool host, int32_t k, std::span<const int32_t> history,
                        std::span<const int32_t> counts);
     int32_t sample_candidates(Job& job, size_t row, std::span<const TopKCandidate> top);
+    int32_t verify_rows(Running& r, const Planned& p, size_t row, bool host, int32_t k,
+                        std::span<const int32_t> counts);
+    std::vector<TokenProb> row_distribution(Running& r, size_t row, bool host, int32_t k,
+                                            std::span<const int32_t> history, std::span<const int32_t> counts);
+    std::vector<float> host_row(size_t row) const;
+    static void mark_sampled(const Running& r, StepInfo& info);
+    void count_pass(Job& job, int32_t drafted, int32_t accepted, int32_t tokens);
     void accept(Running& r, int32_t token, int64_t cached);
     // Speculation: whether the request's decodes carry a draft, the draft for this step, and
     // after the pass the KV cache rolled back past the rejected guesses (through the seam).
@@ -156,6 +164,7 @@ private:
     std::vector<int32_t> draft_for(const Running& r) const;
     void settle_draft(Running& r, const Planned& p, int32_t accepted, StepInfo& info);
     void adapt_draft(Job& job, int32_t drafted, int32_t accepted) const;
+    DraftPaceOptions pace_options() const;
     void sweep();
     void release(Running& r, bool keep);
     void forget_job(const Job& job);

@@ -129,7 +129,6 @@ TEST_CASE("sampler distribution matches what it samples") {
 
 TEST_CASE("a malformed proposal is named") {
     CHECK_THROWS_WITH_AS(check_proposal({{7}, {}}, 5), doctest::Contains("outside the vocabulary"), Error);
-    CHECK_THROWS_WITH_AS(check_proposal({{1, 2}, {{0.5f, 0.5f, 0, 0, 0}}}, 5), doctest::Contains("rows for"),
-                         Error);
+    CHECK_THROWS_WITH_AS(check_proposal({{1, 2}, {{0.5f, 0.5f, 0, 0, 0}}}, 5), doctest::Contains("rows for"), Error);
     CHECK_NOTHROW(check_proposal({{1}, {}}, 5));
 }
