@@ -409,7 +409,9 @@ void EngineWorker::on_event(Answer& a, ember::EngineEvent&& e) {
             r.stop_reason = e.stats.stop_reason;
             if (a.started) {  // else cancelled in the queue: it drew nothing, processed nothing
                 std::lock_guard lock(energy_mutex_);
-                fill_energy(r, ledger_.finish(a.id, energy_->sample()), *energy_);
+                const EnergyShare share = ledger_.finish(a.id, energy_->sample());
+                // A remote answer drew its energy on the server: this machine's meters say nothing of it.
+                if (a.endpoint.isEmpty()) fill_energy(r, share, *energy_);
                 fill_stats(r, e.stats);
             }
             r.model_name = a.model_name;

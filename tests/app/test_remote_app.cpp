@@ -232,6 +232,7 @@ private slots:
         QVERIFY(answer.stats.prompt_tokens.value_or(0) > 0);
         QVERIFY(answer.stats.n_tokens.value_or(0) > 0);
         QVERIFY(answer.stats.ttft_ms.value_or(0) > 0);
+        QVERIFY(!answer.stats.energy_j);  // drawn on the server, not measured here
 
         // Search finds it by a word of the answer.
         QString word;
