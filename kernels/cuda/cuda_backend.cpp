@@ -380,6 +380,7 @@ protected:
         a.state = floats(state.delta), a.out = floats(out), a.seq_of = d_seq_of_, a.slot_of_seq = d_state_slot_;
         a.q_ld = ld(q), a.k_ld = ld(k), a.v_ld = ld(v), a.n_tokens = n_tokens_, a.l2_eps = p.l2_eps;
         a.n_k_heads = state.n_k_heads, a.n_v_heads = state.n_v_heads, a.head_dim = state.head_dim, a.n_seqs = n_seqs_;
+        a.grouped_heads = p.grouped_heads ? 1 : 0;
         graphs_->launch<&cuda::gated_delta_rule>(a);
     }
 

@@ -140,7 +140,8 @@ struct DeltaArgs {                                         // Backend::gated_del
     const int32_t *seq_of = nullptr, *slot_of_seq = nullptr;
     int64_t q_ld = 0, k_ld = 0, v_ld = 0, n_tokens = 0;
     float l2_eps = 0.0f;
-    int n_k_heads = 0, n_v_heads = 0, head_dim = 0, n_seqs = 0, pad = 0;
+    int n_k_heads = 0, n_v_heads = 0, head_dim = 0, n_seqs = 0;
+    int grouped_heads = 0;  // key head of value head h: h / (n_v/n_k), else h % n_k
 };
 static_assert(sizeof(DeltaArgs) == 15 * 8 + 6 * 4, "DeltaArgs must have no padding");
 void gated_delta_rule(DeltaArgs a, cudaStream_t stream);
