@@ -230,6 +230,7 @@ private:
         Tensor ssm_z;       // [value_dim x n_embd]      attn_gate: the output gate
         Tensor ssm_alpha;   // [n_v_heads x n_embd]      the decay's input
         Tensor ssm_beta;    // [n_v_heads x n_embd]      the update's strength
+        Tensor ssm_ba;      // [2*n_v_heads x n_embd]    both, grouped per key head (qwen3next)
         Tensor ssm_conv1d;  // [conv_channels x conv_kernel] F32
         Tensor ssm_dt;      // [n_v_heads]  bias of alpha
         Tensor ssm_a;       // [n_v_heads]  -exp(A_log)
@@ -262,6 +263,7 @@ private:
                     &ssm_z,
                     &ssm_alpha,
                     &ssm_beta,
+                    &ssm_ba,
                     &ssm_conv1d,
                     &ssm_dt,
                     &ssm_a,
@@ -307,6 +309,8 @@ private:
     void linear_attention_block(const Layer& l, RecurrentLayer& state, Activations& a);
     // Gated attention's q projection: each head's q and its gate, into q and a.lin_z.
     void project_gated_q(const Layer& l, Activations& a, Tensor& q);
+    // qwen3next's fused alpha/beta projection [T x 2*n_v_heads] into a.lin_beta, a.lin_alpha.
+    void split_beta_alpha(const Layer& l, const Tensor& ba, Activations& a);
     void ffn_block(const Layer& l, const Layer* next, Activations& a);
     // The FFN proper, a.xn -> a.proj: dense (gate, up, down) or mixture of experts.
     void dense_ffn(const Layer& l, Activations& a, Tensor& out);
