@@ -109,10 +109,19 @@ TEST_CASE("planned bytes match the engine's on the real models") {
 
 TEST_CASE("planned bytes match the engine's on synthetic shapes") {
     test::TempDir dir;
-    const std::pair<const char*, const char*> models[] = {
-        {"tiny", "Q4_K_M"},        {"tiny-qwen2", "Q8_0"},       {"tiny-gemma3", "F16"},    {"tiny", "Q6_K"},
-        {"tiny", "Q4_0"},          {"tiny-qwen3moe", "Q4_K_M"},  {"tiny-qwen3moe", "Q4_0"}, {"tiny-gemma4", "F16"},
-        {"tiny-gemma4", "Q4_K_M"}, {"tiny-gemma4moe", "Q4_K_M"}, {"tiny-qwen35", "Q4_K_M"}, {"tiny-qwen35moe", "Q8_0"}};
+    const std::pair<const char*, const char*> models[] = {{"tiny", "Q4_K_M"},
+                                                          {"tiny-qwen2", "Q8_0"},
+                                                          {"tiny-gemma3", "F16"},
+                                                          {"tiny", "Q6_K"},
+                                                          {"tiny", "Q4_0"},
+                                                          {"tiny-qwen3moe", "Q4_K_M"},
+                                                          {"tiny-qwen3moe", "Q4_0"},
+                                                          {"tiny-gemma4", "F16"},
+                                                          {"tiny-gemma4", "Q4_K_M"},
+                                                          {"tiny-gemma4moe", "Q4_K_M"},
+                                                          {"tiny-qwen35", "Q4_K_M"},
+                                                          {"tiny-qwen35moe", "Q8_0"},
+                                                          {"tiny-qwen3next", "Q4_K_M"}};
     for (auto [shape, scheme] : models) {
         const std::string path = dir.path() + "/" + shape + "-" + scheme + ".gguf";
         write_synthetic_model(path, synthetic_shape(shape), scheme);

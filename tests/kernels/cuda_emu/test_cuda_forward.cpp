@@ -269,13 +269,15 @@ TEST_CASE("synthetic Gemma 4 MoE shape: the CUDA backend gives the CPU backend's
     check_f32_logits("tiny-gemma4moe", 72);
 }
 
-// tiny-qwen35 and tiny-qwen35moe in F32 (test_arch_peer's files): the linear-attention layers'
-// convolution and delta rule (linear_attn.cu) carrying their states from the 40-token prefill
-// through the decode steps, the gated attention layers, qwen35moe's shared expert. FP32 on both
-// sides, as above.
-TEST_CASE("synthetic Qwen3.5 shapes: the CUDA backend gives the CPU backend's logits") {
+// tiny-qwen35, tiny-qwen35moe and tiny-qwen3next in F32 (test_arch_peer's files): the
+// linear-attention layers' convolution and delta rule (linear_attn.cu; qwen3next's value heads
+// grouped by key head, its alpha and beta split from ssm_ba) carrying their states from the
+// 40-token prefill through the decode steps, the gated attention layers, the shared expert.
+// FP32 on both sides, as above.
+TEST_CASE("synthetic Qwen3.5 and Qwen3-Next shapes: the CUDA backend gives the CPU backend's logits") {
     check_f32_logits("tiny-qwen35");
     check_f32_logits("tiny-qwen35moe");
+    check_f32_logits("tiny-qwen3next");
 }
 
 // Qwen3 and Gemma 4 quantized as the real files are (Q4_K_M; Gemma 4's per-layer embedding
