@@ -312,8 +312,9 @@ public:
     // x[t] *= sigmoid(s[t]) for every row t of x, s: x.rows x 1 (qwen35moe's gate on its shared
     // expert's output: one logit per token).
     void sigmoid_scale_rows(Tensor& x, const Tensor& s);
-    // dst = src, row by row: src may be a slice_cols view (F32 rows further apart than their
-    // columns), dst is contiguous with src's shape. qwen35 separates q from its gate with it.
+    // dst = src, row by row: either may be a slice_cols view (F32 rows further apart than their
+    // columns), with the same shape. qwen35 separates q from its gate with it; qwen3next's
+    // first conversions' fused q/k/v/z projection is regrouped with it (into column views).
     void copy(const Tensor& src, Tensor& dst);
     // ---- linear attention (Gated DeltaNet, qwen35; RecurrentLayer above) --------------------
     // Causal depthwise convolution over each sequence's inputs with its rolling state, then

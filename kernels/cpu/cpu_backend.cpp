@@ -235,7 +235,8 @@ protected:
 
     void do_copy(const Tensor& src, Tensor& dst) override {
         pool_.parallel_for(src.rows, [&](int64_t r0, int64_t r1, int) {
-            for (int64_t r = r0; r < r1; ++r) std::memcpy(row(dst, r), row(src, r), dst.row_bytes);
+            const size_t bytes = static_cast<size_t>(dst.cols) * sizeof(float);  // either may be a column view
+            for (int64_t r = r0; r < r1; ++r) std::memcpy(row(dst, r), row(src, r), bytes);
         });
     }
 

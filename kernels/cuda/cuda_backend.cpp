@@ -356,8 +356,9 @@ protected:
     }
 
     void do_copy(const Tensor& src, Tensor& dst) override {
-        graphs_->launch<&cuda::copy_rows>(const_floats(src), static_cast<int64_t>(src.row_bytes / sizeof(float)),
-                                          floats(dst), int64_t{dst.rows}, int64_t{dst.cols});
+        const auto ld = [](const Tensor& t) { return static_cast<int64_t>(t.row_bytes / sizeof(float)); };
+        graphs_->launch<&cuda::copy_rows>(const_floats(src), ld(src), floats(dst), ld(dst), int64_t{dst.rows},
+                                          int64_t{dst.cols});
     }
 
     // Linear attention (qwen35): kernels/cuda/linear_attn.cu.

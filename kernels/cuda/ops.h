@@ -51,7 +51,8 @@ void glu(const float* gate, const float* up, float* out, int64_t n, int act, cud
 // x[t] *= sigmoid(s[t]) over rows x cols (Backend::sigmoid_scale_rows).
 void sigmoid_scale_rows(float* x, const float* s, int64_t rows, int64_t cols, cudaStream_t stream);
 // dst (rows x cols, contiguous) = the rows of src, src_ld floats apart (Backend::copy).
-void copy_rows(const float* src, int64_t src_ld, float* dst, int64_t rows, int64_t cols, cudaStream_t stream);
+void copy_rows(const float* src, int64_t src_ld, float* dst, int64_t dst_ld, int64_t rows, int64_t cols,
+               cudaStream_t stream);
 // glu() of row views: row r of gate at gate + r * gate_ld (floats), of up likewise; out contiguous.
 void glu_rows(const float* gate, int64_t gate_ld, const float* up, int64_t up_ld, float* out, int64_t rows,
               int64_t cols, int act, cudaStream_t stream);

@@ -275,7 +275,7 @@ TEST_CASE("linear attention over several passes equals one pass, bitwise") {
     free_state(*be, split);
 }
 
-TEST_CASE("copy of a column view, and the sigmoid gate") {
+TEST_CASE("copy of a column view, into a column view, and the sigmoid gate") {
     auto be = make_cpu_backend(2);
     const int64_t rows = 6, D = 8;
     const std::vector<float> qg = ktest::random_floats(size_t(rows * 2 * D), 61),
@@ -287,6 +287,16 @@ TEST_CASE("copy of a column view, and the sigmoid gate") {
     const std::vector<float> g = get(*be, gate);
     for (int64_t r = 0; r < rows; ++r)
         for (int64_t c = 0; c < D; ++c) CHECK(g[size_t(r * D + c)] == qg[size_t(r * 2 * D + D + c)]);
+    {  // into a column view: the first half of every row of a copy of `both`, the rest untouched
+        Tensor into = put(*be, qg, 2 * D, rows);
+        Tensor first = into.slice_cols(0, D);
+        be->copy(gate, first);
+        const std::vector<float> w = get(*be, into);
+        for (int64_t r = 0; r < rows; ++r)
+            for (int64_t c = 0; c < 2 * D; ++c)
+                CHECK(w[size_t(r * 2 * D + c)] == (c < D ? g[size_t(r * D + c)] : qg[size_t(r * 2 * D + c)]));
+        be->free(into);
+    }
     be->glu(gate, u, GluAct::Sigmoid, gate);
     const std::vector<float> o = get(*be, gate);
     for (size_t i = 0; i < o.size(); ++i) {

@@ -764,6 +764,15 @@ TEST_CASE("qwen35: sigmoid gates and column copy") {
     for (int64_t r = 0; r < rows; ++r)
         want.insert(want.end(), both.begin() + (2 * r + 1) * D, both.begin() + (2 * r + 2) * D);
     check_within("copy", g, want, std::vector<float>(want.size(), 0.0f));
+    {  // into a column view: the first half of every row of a copy of `both`, the rest untouched
+        Tensor into = put(*be.gpu, both, 2 * D, rows);
+        Tensor first = into.slice_cols(0, D);
+        be.gpu->copy(gate, first);
+        std::vector<float> w = both;
+        for (int64_t r = 0; r < rows; ++r) std::copy(g.begin() + r * D, g.begin() + (r + 1) * D, w.begin() + 2 * r * D);
+        check_within("copy into a column view", get(*be.gpu, into), w, std::vector<float>(w.size(), 0.0f));
+        be.gpu->free(into);
+    }
     be.gpu->glu(gate, ug, GluAct::Sigmoid, gate);
     const auto o = get(*be.gpu, gate);
     std::vector<double> ref(o.size()), bound(o.size());
