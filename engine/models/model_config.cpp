@@ -271,6 +271,13 @@ void check_text_mrope(const GgufFile& f, const ModelConfig& c) {
     }
 }
 
+// The first linear-attention layer (n_layers if none).
+int32_t first_recurrent(const ModelConfig& c) {
+    int32_t i = 0;
+    while (i < c.n_layers && !c.layers[static_cast<size_t>(i)].recurrent) ++i;
+    return i;
+}
+
 // qwen35, qwen35moe, qwen3next: linear-attention layers (ssm.* keys;
 // attention.recurrent_layers, else every layer but each full_attention_interval-th) beside
 // gated full-attention layers with QK-norm, and the FFN's norm stored as post_attention_norm.
@@ -300,6 +307,9 @@ void read_qwen35(const GgufFile& f, ModelConfig& c) {
                            : (i + 1) % interval != 0;
         c.layers[static_cast<size_t>(i)].recurrent = r;
     }
+    const std::string b = "blk." + std::to_string(first_recurrent(c)) + ".";
+    c.ssm_in_fused =
+        c.arch == "qwen3next" && !f.find_tensor(b + "attn_qkv.weight") && f.find_tensor(b + "ssm_in.weight");
 }
 
 void apply_arch_conventions(const GgufFile& f, ModelConfig& c) {
@@ -391,13 +401,11 @@ void check_attention_shapes(const GgufFile& f, const ModelConfig& c) {
     const std::string b = "blk." + std::to_string(i) + ".";
     check_shape(f, b + "attn_q.weight", c.n_embd, int64_t{l.q_dim()} * (c.attn_gate ? 2 : 1));
     check_shape(f, b + "attn_k.weight", c.n_embd, l.kv_dim());
-    if (!c.recurrent() || !c.layers.front().recurrent) return;
-    if (!f.find_tensor("blk.0.attn_qkv.weight") && f.find_tensor("blk.0.ssm_in.weight"))
-        throw Error(f.path() + ": blk.0.ssm_in.weight (the fused q/k/v/z projection of the first " + c.arch +
-                    " conversions) is not supported; convert the model again with a current llama.cpp, which "
-                    "writes attn_qkv and attn_gate");
-    check_shape(f, "blk.0.attn_qkv.weight", c.n_embd, c.ssm_conv_channels());
-    if (c.ssm_ba) check_shape(f, "blk.0.ssm_ba.weight", c.n_embd, 2 * int64_t{c.ssm_n_v_heads});
+    if (!c.recurrent() || first_recurrent(c) == c.n_layers) return;
+    const std::string r = "blk." + std::to_string(first_recurrent(c)) + ".";
+    if (c.ssm_in_fused) check_shape(f, r + "ssm_in.weight", c.n_embd, c.ssm_qkvz_dim());
+    else check_shape(f, r + "attn_qkv.weight", c.n_embd, c.ssm_conv_channels());
+    if (c.ssm_ba) check_shape(f, r + "ssm_ba.weight", c.n_embd, 2 * int64_t{c.ssm_n_v_heads});
 }
 
 // qwen35moe's and qwen3next's shared expert (llama.cpp requires its tensors): as wide as

@@ -95,9 +95,13 @@ struct ModelConfig {
     // over n_rot dims (no sections).
     bool ssm_grouped_heads = false;
     bool ssm_ba = false;
+    // qwen3next's first conversions: q, k, v and z from one projection, blk.N.ssm_in, grouped
+    // per key head (its q, its k, its value heads' v, their z), instead of attn_qkv, attn_gate.
+    bool ssm_in_fused = false;
     int32_t ssm_key_dim() const { return ssm_n_k_heads * ssm_head_dim; }
     int32_t ssm_value_dim() const { return ssm_n_v_heads * ssm_head_dim; }
     int32_t ssm_conv_channels() const { return 2 * ssm_key_dim() + ssm_value_dim(); }
+    int32_t ssm_qkvz_dim() const { return ssm_conv_channels() + ssm_value_dim(); }  // ssm_in's rows
     bool recurrent() const { return ssm_n_v_heads > 0; }
 
     bool moe() const { return n_expert > 0; }

@@ -518,8 +518,12 @@ GgufWriter qwen35_writer(const SyntheticShape& sh, const std::string& scheme_nam
             t.add_scaled_norm(b + "attn_k_norm.weight", hd, sh.qk_gain);
             t.add(b + "attn_output.weight", q, d, ws * sh.attn_gain);
         } else {
-            t.add(b + "attn_qkv.weight", d, conv, ws);
-            t.add(b + "attn_gate.weight", d, value, ws);
+            if (r.fused_qkvz) {
+                t.add(b + "ssm_in.weight", d, conv + value, ws);
+            } else {
+                t.add(b + "attn_qkv.weight", d, conv, ws);
+                t.add(b + "attn_gate.weight", d, value, ws);
+            }
             t.add_uniform(b + "ssm_conv1d.weight", {static_cast<uint64_t>(r.conv_kernel), static_cast<uint64_t>(conv)},
                           -1.0f, 1.0f);
             t.add_uniform(b + "ssm_dt.bias", {static_cast<uint64_t>(r.n_v_heads)}, -3.0f, -2.0f);

@@ -55,7 +55,8 @@ struct SyntheticShape {
     struct Qwen35 {
         int32_t n_k_heads = 0, n_v_heads = 0, ssm_head_dim = 0, conv_kernel = 4;
         int32_t full_attention_interval = 4, n_rot = 0;
-        int32_t n_ff_shexp = 0;  // qwen35moe, qwen3next: the shared expert's width
+        int32_t n_ff_shexp = 0;   // qwen35moe, qwen3next: the shared expert's width
+        bool fused_qkvz = false;  // qwen3next: the first conversions' ssm_in instead of attn_qkv, attn_gate
     } qwen35{};
 };
 

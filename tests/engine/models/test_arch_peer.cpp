@@ -134,6 +134,27 @@ TEST_CASE("llama.cpp and Ember agree on gemma4 experts with separate gate and up
     CHECK(a.same_top > 0.99);
 }
 
+// qwen3next as its first conversions wrote it: q, k, v and z from one fused ssm_in, grouped per
+// key head (llama.cpp's legacy path, still loaded), regrouped by Ember with column copies.
+// Measured KL 6.2e-8, PPL equal to 6 digits, top-1 1; the same bounds as above. Deliberately
+// broken (z taken from the v columns) KL 3.5e-4.
+TEST_CASE("llama.cpp and Ember agree on qwen3next with the fused ssm_in") {
+    const std::string bin = test::llama_tools_dir();
+    test::TempDir dir;
+    const std::string path = dir.file("model.gguf");
+    SyntheticShape sh = synthetic_shape("tiny-qwen3next");
+    sh.output_norm = 0.1f, sh.qk_gain = 4.0f, sh.attn_gain = 8.0f;
+    sh.qwen35.fused_qkvz = true;
+    write_synthetic_model(path, sh, "F32");
+    REQUIRE(GgufFile::open(path).find_tensor("blk.0.ssm_in.weight"));
+    const Agreement a = compare(bin, path, dir, 40);
+    MESSAGE("tiny-qwen3next, fused ssm_in: llama.cpp PPL ", a.llama_ppl, ", Ember PPL ", a.ember_ppl, ", KL ", a.kl,
+            ", top-1 agreement ", a.same_top);
+    CHECK(a.ember_ppl == doctest::Approx(a.llama_ppl).epsilon(1e-4));
+    CHECK(std::abs(a.kl) < 1e-5);
+    CHECK(a.same_top > 0.99);
+}
+
 // Quantized files of the new architectures (logits kept moderate by output_norm 0.1; no gains:
 // the check is of the quantized weight paths, experts and per-layer embeddings included, not of
 // attention, which the F32 files above check).

@@ -291,9 +291,9 @@ TEST_CASE("expert counts that disagree with the experts' tensors are named") {
 
 // qwen3next (a tiny-qwen3next file): its description as llama.cpp's qwen3next reads it (value
 // heads grouped by key head, alpha and beta in one ssm_ba, a shared expert, NeoX RoPE over a
-// quarter of the head without sections); the first conversions' fused ssm_in, and a file
-// without ssm_ba, are refused by tensor name.
-TEST_CASE("qwen3next: its layout is read, a legacy ssm_in or a missing ssm_ba refused by name") {
+// quarter of the head without sections); an ssm_in (the first conversions' fused q/k/v/z) of
+// the wrong width, and a file without ssm_ba, are refused by tensor name.
+TEST_CASE("qwen3next: its layout is read, a wrong ssm_in or a missing ssm_ba refused by name") {
     const auto tmp = std::filesystem::temp_directory_path();
     const std::string src = (tmp / "ember-config-qwen3next.gguf").string();
     write_synthetic_model(src, synthetic_shape("tiny-qwen3next"), "F32");
@@ -307,6 +307,7 @@ TEST_CASE("qwen3next: its layout is read, a legacy ssm_in or a missing ssm_ba re
     CHECK(c.n_rot == 16);
     CHECK(c.ssm_n_k_heads == 2);
     CHECK(c.ssm_n_v_heads == 4);
+    CHECK(!c.ssm_in_fused);
     int recurrent = 0;
     for (const LayerShape& l : c.layers) recurrent += l.recurrent ? 1 : 0;
     CHECK(recurrent == 6);
@@ -323,7 +324,9 @@ TEST_CASE("qwen3next: its layout is read, a legacy ssm_in or a missing ssm_ba re
         return dst;
     };
     const std::string legacy = renamed("blk.0.attn_qkv.weight", "blk.0.ssm_in.weight");
-    CHECK(contains(config_error(legacy), "blk.0.ssm_in.weight (the fused q/k/v/z projection of the first qwen3next"));
+    CHECK(contains(config_error(legacy),
+                   "tensor 'blk.0.ssm_in.weight' has shape 256 x 256, but the metadata implies "
+                   "256 x 384"));
     const std::string no_ba = renamed("blk.0.ssm_ba.weight", "blk.0.ssm_alpha.weight");
     CHECK(contains(config_error(no_ba), "blk.0.ssm_ba.weight"));
     for (const std::string& p : {src, legacy, no_ba}) std::filesystem::remove(p);
