@@ -70,6 +70,22 @@ void gpt_oss_gains(SyntheticShape& sh) {
     sh.output_norm = 1.6f;
 }
 
+// A variant of a tiny shape in F32, with the gains of the test below, against llama.cpp (passes
+// of n_batch tokens), within that test's bounds.
+void check_f32_variant(const std::string& label, SyntheticShape sh, int32_t n_batch) {
+    const std::string bin = test::llama_tools_dir();
+    test::TempDir dir;
+    const std::string path = dir.file("model.gguf");
+    sh.output_norm = 0.1f, sh.qk_gain = 4.0f, sh.attn_gain = 8.0f;
+    write_synthetic_model(path, sh, "F32");
+    const Agreement a = compare(bin, path, dir, n_batch);
+    MESSAGE(label, ": llama.cpp PPL ", a.llama_ppl, ", Ember PPL ", a.ember_ppl, ", KL ", a.kl, ", top-1 agreement ",
+            a.same_top);
+    CHECK(a.ember_ppl == doctest::Approx(a.llama_ppl).epsilon(1e-4));
+    CHECK(std::abs(a.kl) < 1e-5);
+    CHECK(a.same_top > 0.99);
+}
+
 }  // namespace
 
 TEST_CASE("llama.cpp and Ember agree on synthetic files of every architecture") {
@@ -119,19 +135,9 @@ TEST_CASE("llama.cpp and Ember agree on synthetic files of every architecture") 
 // gemma4's experts with separate gate and up tensors (llama.cpp's other load path; the real
 // files fuse them): the same bound as above.
 TEST_CASE("llama.cpp and Ember agree on gemma4 experts with separate gate and up tensors") {
-    const std::string bin = test::llama_tools_dir();
-    test::TempDir dir;
-    const std::string path = dir.file("model.gguf");
     SyntheticShape sh = synthetic_shape("tiny-gemma4moe");
-    sh.output_norm = 0.1f, sh.qk_gain = 4.0f, sh.attn_gain = 8.0f;
     sh.gemma4.split_gate_up = true;
-    write_synthetic_model(path, sh, "F32");
-    const Agreement a = compare(bin, path, dir);
-    MESSAGE("tiny-gemma4moe, split gate/up: llama.cpp PPL ", a.llama_ppl, ", Ember PPL ", a.ember_ppl, ", KL ", a.kl,
-            ", top-1 agreement ", a.same_top);
-    CHECK(a.ember_ppl == doctest::Approx(a.llama_ppl).epsilon(1e-4));
-    CHECK(std::abs(a.kl) < 1e-5);
-    CHECK(a.same_top > 0.99);
+    check_f32_variant("tiny-gemma4moe, split gate/up", sh, 512);
 }
 
 // qwen3next as its first conversions wrote it: q, k, v and z from one fused ssm_in, grouped per
@@ -139,20 +145,9 @@ TEST_CASE("llama.cpp and Ember agree on gemma4 experts with separate gate and up
 // Measured KL 6.2e-8, PPL equal to 6 digits, top-1 1; the same bounds as above. Deliberately
 // broken (z taken from the v columns) KL 3.5e-4.
 TEST_CASE("llama.cpp and Ember agree on qwen3next with the fused ssm_in") {
-    const std::string bin = test::llama_tools_dir();
-    test::TempDir dir;
-    const std::string path = dir.file("model.gguf");
     SyntheticShape sh = synthetic_shape("tiny-qwen3next");
-    sh.output_norm = 0.1f, sh.qk_gain = 4.0f, sh.attn_gain = 8.0f;
-    sh.qwen35.fused_qkvz = true;
-    write_synthetic_model(path, sh, "F32");
-    REQUIRE(GgufFile::open(path).find_tensor("blk.0.ssm_in.weight"));
-    const Agreement a = compare(bin, path, dir, 40);
-    MESSAGE("tiny-qwen3next, fused ssm_in: llama.cpp PPL ", a.llama_ppl, ", Ember PPL ", a.ember_ppl, ", KL ", a.kl,
-            ", top-1 agreement ", a.same_top);
-    CHECK(a.ember_ppl == doctest::Approx(a.llama_ppl).epsilon(1e-4));
-    CHECK(std::abs(a.kl) < 1e-5);
-    CHECK(a.same_top > 0.99);
+    sh.qwen35.fused_qkvz = true;  // test_config_validation checks the file reads as fused
+    check_f32_variant("tiny-qwen3next, fused ssm_in", sh, 40);
 }
 
 // Quantized files of the new architectures (logits kept moderate by output_norm 0.1; no gains:

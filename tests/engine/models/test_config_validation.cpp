@@ -329,5 +329,10 @@ TEST_CASE("qwen3next: its layout is read, a wrong ssm_in or a missing ssm_ba ref
                    "256 x 384"));
     const std::string no_ba = renamed("blk.0.ssm_ba.weight", "blk.0.ssm_alpha.weight");
     CHECK(contains(config_error(no_ba), "blk.0.ssm_ba.weight"));
-    for (const std::string& p : {src, legacy, no_ba}) std::filesystem::remove(p);
+    SyntheticShape fused = synthetic_shape("tiny-qwen3next");
+    fused.qwen35.fused_qkvz = true;  // the first conversions' layout (test_arch_peer runs it)
+    const std::string fused_path = (tmp / "ember-config-qwen3next-fused.gguf").string();
+    write_synthetic_model(fused_path, fused, "F32");
+    CHECK(read_model_config(GgufFile::open(fused_path)).ssm_in_fused);
+    for (const std::string& p : {src, legacy, no_ba, fused_path}) std::filesystem::remove(p);
 }
