@@ -94,12 +94,26 @@ SyntheticShape gpt_oss_shape(const std::string& name) {
 // layers (as the real models' 16 key and 32 value heads, 0.8B to 9B).
 // tiny-qwen35moe: the same with 16 experts of 96, 4 used, and a shared expert of 128 (the
 // real 35B-A3B: 256 experts of 512, 8 used, a shared one of 512).
+// qwen3.5-4b (config.json: 32 layers, hidden 2560, full attention every 4th layer with 16
+// heads of 256 and 4 KV heads, a quarter of each head rotated; linear attention with 16 key
+// and 32 value heads of 128, a convolution of 4; FFN 9216; vocabulary 248320, tied): 4.2 B
+// parameters. qwen3.5-35b-a3b (40 layers, hidden 2048, 16 heads of 256 and 2 KV heads; the
+// same linear heads; 256 experts of 512, 8 used, a shared expert of 512; untied): 35 B.
+// qwen3.5-35b-a3b-mini keeps 8 of its 40 layers (two full-attention periods, every layer as
+// large): 7.75 B parameters, 4.45 GiB in Q4_K_M, small enough for two engines' page cache here.
 SyntheticShape qwen35_shape(const std::string& name) {
     SyntheticShape s{name, 256, 8, 4, 2, 512, 1024, 4096, true, "qwen35", 64};
     s.qwen35 = {2, 4, 32, 4, 4, 16};
     if (name == "tiny-qwen35moe") {
         s.arch = "qwen35moe";
         s.n_expert = 16, s.n_expert_used = 4, s.n_ff_exp = 96, s.qwen35.n_ff_shexp = 128;
+    } else if (name == "qwen3.5-4b") {
+        s = {name, 2560, 32, 16, 4, 9216, 248320, 262144, true, "qwen35", 256};
+        s.qwen35 = {16, 32, 128, 4, 4, 64};
+    } else if (name == "qwen3.5-35b-a3b" || name == "qwen3.5-35b-a3b-mini") {
+        s = {name, 2048, name == "qwen3.5-35b-a3b" ? 40 : 8, 16, 2, 512, 248320, 262144, false, "qwen35moe", 256};
+        s.qwen35 = {16, 32, 128, 4, 4, 64, 512};
+        s.n_expert = 256, s.n_expert_used = 8, s.n_ff_exp = 512;
     }
     return s;
 }
@@ -107,7 +121,9 @@ SyntheticShape qwen35_shape(const std::string& name) {
 }  // namespace
 
 SyntheticShape synthetic_shape(const std::string& name) {
-    if (name == "tiny-qwen35" || name == "tiny-qwen35moe") return qwen35_shape(name);
+    if (name == "tiny-qwen35" || name == "tiny-qwen35moe" || name == "qwen3.5-4b" || name == "qwen3.5-35b-a3b" ||
+        name == "qwen3.5-35b-a3b-mini")
+        return qwen35_shape(name);
     if (name == "tiny-gemma4" || name == "gemma4-e2b" || name == "gemma4-e4b" || name == "gemma4-31b" ||
         name == "tiny-gemma4moe" || name == "gemma4-26b-a4b" || name == "gemma4-26b-a4b-mini")
         return gemma4_shape(name);
@@ -124,17 +140,23 @@ SyntheticShape synthetic_shape(const std::string& name) {
     if (name == "gemma3-270m") return {name, 640, 18, 4, 1, 2048, 262144, 32768, true, "gemma3", 256, 512};
     if (name == "qwen2.5-0.5b") return {name, 896, 24, 14, 2, 4864, 151936, 32768, true, "qwen2"};
     if (name == "qwen3-0.6b") return {name, 1024, 28, 16, 8, 3072, 151936, 40960, true, "qwen3", 128};
+    // Qwen3-4B (36 layers, hidden 2560, 32 heads of 128, 8 KV heads, FFN 9728, tied): the
+    // full-attention model of Qwen3.5-4B's size, for memory per sequence beside it.
+    if (name == "qwen3-4b") return {name, 2560, 36, 32, 8, 9728, 151936, 40960, true, "qwen3", 128};
     std::string known;
     for (const auto& n : synthetic_shape_names()) known += (known.empty() ? "" : ", ") + n;
     throw Error("unknown synthetic shape '" + name + "' (known: " + known + ")");
 }
 
 std::vector<std::string> synthetic_shape_names() {
-    return {"tiny",           "tiny-qwen2",     "tiny-qwen3",          "tiny-qwen3moe",      "tiny-gemma3",
-            "tiny-gemma4",    "llama-3.2-1b",   "llama-3-8b",          "smollm2-135m",       "gemma3-270m",
-            "qwen2.5-0.5b",   "qwen3-0.6b",     "qwen3-30b-a3b",       "qwen3-30b-a3b-mini", "llama-3-70b",
-            "gemma4-e2b",     "gemma4-e4b",     "gemma4-31b",          "tiny-gpt-oss",       "gpt-oss-20b",
-            "tiny-gemma4moe", "gemma4-26b-a4b", "gemma4-26b-a4b-mini", "tiny-qwen35",        "tiny-qwen35moe"};
+    return {"tiny",           "tiny-qwen2",         "tiny-qwen3",          "tiny-qwen3moe",
+            "tiny-gemma3",    "tiny-gemma4",        "llama-3.2-1b",        "llama-3-8b",
+            "smollm2-135m",   "gemma3-270m",        "qwen2.5-0.5b",        "qwen3-0.6b",
+            "qwen3-30b-a3b",  "qwen3-30b-a3b-mini", "llama-3-70b",         "gemma4-e2b",
+            "gemma4-e4b",     "gemma4-31b",         "tiny-gpt-oss",        "gpt-oss-20b",
+            "tiny-gemma4moe", "gemma4-26b-a4b",     "gemma4-26b-a4b-mini", "tiny-qwen35",
+            "tiny-qwen35moe", "qwen3.5-4b",         "qwen3.5-35b-a3b",     "qwen3.5-35b-a3b-mini",
+            "qwen3-4b"};
 }
 
 namespace {

@@ -66,6 +66,9 @@ struct SyntheticShape {
 // of 32 experts, 4 used), "tiny-gemma4moe" (tests), "gemma4-26b-a4b" (30 layers, 128 experts
 // of 704, 8 used, beside a dense FFN of 2112), "gemma4-26b-a4b-mini" (its layers, 6 of them:
 // one sliding/global period), "tiny-qwen35" (tests: 8 layers, two of them full attention), "tiny-qwen35moe" (its MoE),
+// "qwen3.5-4b", "qwen3.5-35b-a3b" (256 experts of 512, 8 used, a shared one),
+// "qwen3.5-35b-a3b-mini" (its layers, 8 of 40: 4.45 GiB in Q4_K_M), "qwen3-4b" (the
+// full-attention model of Qwen3.5-4B's size),
 // and the real test models' shapes "smollm2-135m", "gemma3-270m", "qwen2.5-0.5b" (for
 // machines the real files cannot be copied to, such as the GPU check's).
 SyntheticShape synthetic_shape(const std::string& name);
