@@ -99,6 +99,13 @@ SyntheticShape gpt_oss_shape(const std::string& name) {
 // 16 heads of 256 with 2 KV heads rotating 64 dims, linear attention of 16 key and 32 value
 // heads of 128, 512 experts of 512, 10 used, a shared expert of 512, vocabulary 151936,
 // untied); "-mini" keeps 4 of its layers (one full-attention period).
+// qwen3.5-4b (config.json: 32 layers, hidden 2560, full attention every 4th layer with 16
+// heads of 256 and 4 KV heads, a quarter of each head rotated; linear attention with 16 key
+// and 32 value heads of 128, a convolution of 4; FFN 9216; vocabulary 248320, tied): 4.2 B
+// parameters. qwen3.5-35b-a3b (40 layers, hidden 2048, 16 heads of 256 and 2 KV heads; the
+// same linear heads; 256 experts of 512, 8 used, a shared expert of 512; untied): 35 B.
+// qwen3.5-35b-a3b-mini keeps 8 of its 40 layers (two full-attention periods, every layer as
+// large): 7.75 B parameters, 4.45 GiB in Q4_K_M, small enough for two engines' page cache here.
 SyntheticShape qwen35_shape(const std::string& name) {
     if (name == "qwen3-next-80b-a3b" || name == "qwen3-next-80b-a3b-mini") {
         SyntheticShape s{name, 2048, 48, 16, 2, 5120, 151936, 262144, false, "qwen3next", 256};
@@ -112,6 +119,13 @@ SyntheticShape qwen35_shape(const std::string& name) {
     if (name == "tiny-qwen35moe" || name == "tiny-qwen3next") {
         s.arch = name == "tiny-qwen3next" ? "qwen3next" : "qwen35moe";
         s.n_expert = 16, s.n_expert_used = 4, s.n_ff_exp = 96, s.qwen35.n_ff_shexp = 128;
+    } else if (name == "qwen3.5-4b") {
+        s = {name, 2560, 32, 16, 4, 9216, 248320, 262144, true, "qwen35", 256};
+        s.qwen35 = {16, 32, 128, 4, 4, 64};
+    } else if (name == "qwen3.5-35b-a3b" || name == "qwen3.5-35b-a3b-mini") {
+        s = {name, 2048, name == "qwen3.5-35b-a3b" ? 40 : 8, 16, 2, 512, 248320, 262144, false, "qwen35moe", 256};
+        s.qwen35 = {16, 32, 128, 4, 4, 64, 512};
+        s.n_expert = 256, s.n_expert_used = 8, s.n_ff_exp = 512;
     }
     return s;
 }
@@ -120,7 +134,8 @@ SyntheticShape qwen35_shape(const std::string& name) {
 
 SyntheticShape synthetic_shape(const std::string& name) {
     if (name == "tiny-qwen35" || name == "tiny-qwen35moe" || name == "tiny-qwen3next" || name == "qwen3-next-80b-a3b" ||
-        name == "qwen3-next-80b-a3b-mini")
+        name == "qwen3-next-80b-a3b-mini" || name == "qwen3.5-4b" || name == "qwen3.5-35b-a3b" ||
+        name == "qwen3.5-35b-a3b-mini")
         return qwen35_shape(name);
     if (name == "tiny-gemma4" || name == "gemma4-e2b" || name == "gemma4-e4b" || name == "gemma4-31b" ||
         name == "tiny-gemma4moe" || name == "gemma4-26b-a4b" || name == "gemma4-26b-a4b-mini")
@@ -138,19 +153,23 @@ SyntheticShape synthetic_shape(const std::string& name) {
     if (name == "gemma3-270m") return {name, 640, 18, 4, 1, 2048, 262144, 32768, true, "gemma3", 256, 512};
     if (name == "qwen2.5-0.5b") return {name, 896, 24, 14, 2, 4864, 151936, 32768, true, "qwen2"};
     if (name == "qwen3-0.6b") return {name, 1024, 28, 16, 8, 3072, 151936, 40960, true, "qwen3", 128};
+    // Qwen3-4B (36 layers, hidden 2560, 32 heads of 128, 8 KV heads, FFN 9728, tied): the
+    // full-attention model of Qwen3.5-4B's size, for memory per sequence beside it.
+    if (name == "qwen3-4b") return {name, 2560, 36, 32, 8, 9728, 151936, 40960, true, "qwen3", 128};
     std::string known;
     for (const auto& n : synthetic_shape_names()) known += (known.empty() ? "" : ", ") + n;
     throw Error("unknown synthetic shape '" + name + "' (known: " + known + ")");
 }
 
 std::vector<std::string> synthetic_shape_names() {
-    return {"tiny",           "tiny-qwen2",         "tiny-qwen3",          "tiny-qwen3moe",
-            "tiny-gemma3",    "tiny-gemma4",        "llama-3.2-1b",        "llama-3-8b",
-            "smollm2-135m",   "gemma3-270m",        "qwen2.5-0.5b",        "qwen3-0.6b",
-            "qwen3-30b-a3b",  "qwen3-30b-a3b-mini", "llama-3-70b",         "gemma4-e2b",
-            "gemma4-e4b",     "gemma4-31b",         "tiny-gpt-oss",        "gpt-oss-20b",
-            "tiny-gemma4moe", "gemma4-26b-a4b",     "gemma4-26b-a4b-mini", "tiny-qwen35",
-            "tiny-qwen35moe", "tiny-qwen3next",     "qwen3-next-80b-a3b",  "qwen3-next-80b-a3b-mini"};
+    return {"tiny",           "tiny-qwen2",         "tiny-qwen3",           "tiny-qwen3moe",
+            "tiny-gemma3",    "tiny-gemma4",        "llama-3.2-1b",         "llama-3-8b",
+            "smollm2-135m",   "gemma3-270m",        "qwen2.5-0.5b",         "qwen3-0.6b",
+            "qwen3-30b-a3b",  "qwen3-30b-a3b-mini", "llama-3-70b",          "gemma4-e2b",
+            "gemma4-e4b",     "gemma4-31b",         "tiny-gpt-oss",         "gpt-oss-20b",
+            "tiny-gemma4moe", "gemma4-26b-a4b",     "gemma4-26b-a4b-mini",  "tiny-qwen35",
+            "tiny-qwen35moe", "tiny-qwen3next",     "qwen3-next-80b-a3b",   "qwen3-next-80b-a3b-mini",
+            "qwen3.5-4b",     "qwen3.5-35b-a3b",    "qwen3.5-35b-a3b-mini", "qwen3-4b"};
 }
 
 namespace {

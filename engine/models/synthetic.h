@@ -69,6 +69,9 @@ struct SyntheticShape {
 // one sliding/global period), "tiny-qwen35" (tests: 8 layers, two of them full attention), "tiny-qwen35moe" (its MoE),
 // "tiny-qwen3next" (the same as qwen3next), "qwen3-next-80b-a3b" (48 layers of 512 experts, 10
 // used, and a shared one), "qwen3-next-80b-a3b-mini" (its first 4 layers),
+// "qwen3.5-4b", "qwen3.5-35b-a3b" (256 experts of 512, 8 used, a shared one),
+// "qwen3.5-35b-a3b-mini" (its layers, 8 of 40: 4.45 GiB in Q4_K_M), "qwen3-4b" (the
+// full-attention model of Qwen3.5-4B's size),
 // and the real test models' shapes "smollm2-135m", "gemma3-270m", "qwen2.5-0.5b" (for
 // machines the real files cannot be copied to, such as the GPU check's).
 SyntheticShape synthetic_shape(const std::string& name);

@@ -111,6 +111,14 @@ struct Scheduler::Running {
     bool decoding() const { return !job->output.empty() && remaining() == 1; }
 };
 
+namespace {
+// A state snapshot after a pass over prompt tokens is kept (and stored); after a decode step
+// only the sequence's newest is, until the turn ends (KvCache::publish).
+KvCache::Snapshot snapshot_kind(size_t in_cache, size_t prompt) {
+    return in_cache > prompt ? KvCache::Snapshot::Latest : KvCache::Snapshot::Keep;
+}
+}  // namespace
+
 Scheduler::Scheduler(Model& model, SchedulerOptions options)
     : model_(model),
       opts_(std::move(options)),
@@ -741,7 +749,8 @@ void Scheduler::run_pass(const std::vector<Planned>& plan, StepInfo& info) {
         pass_input(r, p, input);
         r.tokens.insert(r.tokens.end(), input.begin(), input.end());
         // A drafting sequence publishes once its guesses are settled (settle_draft).
-        if (uses_prefix_cache(*r.job) && !r.rolled && p.draft.empty()) kv.publish(r.seq, r.tokens);
+        if (uses_prefix_cache(*r.job) && !r.rolled && p.draft.empty())
+            kv.publish(r.seq, r.tokens, snapshot_kind(r.tokens.size(), r.job->prompt.size()));
     }
     sample(plan, host, k, info);
 }
@@ -953,7 +962,8 @@ void Scheduler::settle_draft(Running& r, const Planned& p, int32_t accepted, Ste
     adapt_draft(job, static_cast<int32_t>(p.draft.size()), accepted);
     for (StepEntry& e : info.batch)
         if (e.request_id == r.job->id) e.accepted = accepted;
-    if (uses_prefix_cache(*r.job) && !r.rolled) kv.publish(r.seq, r.tokens);
+    if (uses_prefix_cache(*r.job) && !r.rolled)
+        kv.publish(r.seq, r.tokens, snapshot_kind(r.tokens.size(), r.job->prompt.size()));
 }
 
 // The candidates path: the sampler's pick of the backend's best; under a grammar the best
@@ -1015,6 +1025,7 @@ void Scheduler::sweep() {
 
 void Scheduler::release(Running& r, bool keep) {
     KvCache& kv = model_.kv();
+    if (keep && uses_prefix_cache(*r.job) && !r.rolled) kv.end_turn(r.seq);  // its last snapshot to disk
     const std::string& key = r.job->req.cache_key;
     if (!keep || key.empty() || opts_.max_cached == 0) {
         kv.free_sequence(r.seq);

@@ -13,6 +13,7 @@
 #include "engine/gguf/gguf.h"
 #include "engine/fit/planner.h"
 #include "engine/models/synthetic.h"
+#include "engine/models/transformer.h"
 #include "engine/runtime/model.h"
 #include "kernels/common/error.h"
 #include "test_data.h"
@@ -196,6 +197,34 @@ TEST_CASE("qwen3-next-80b-a3b header: its parameters and its recurrent state per
                        static_cast<long long>(ctx), seqs, static_cast<unsigned long long>(p.cpu.kv_cache),
                        static_cast<unsigned long long>(p.cpu.state));
         }
+    }
+}
+
+// The Qwen3.5 layouts the benchmarks use (issue #40), from their headers: the published
+// parameter counts (llama.cpp reports 4.21 B for the 4B file) and what one sequence's
+// recurrent state takes: per linear-attention layer 3 x 8192 conv inputs and 32 value heads'
+// 128 x 128 matrices, F32 = 2,195,456 B; 24 such layers in the 4B, 30 in the 35B-A3B.
+TEST_CASE("Qwen3.5-4B and 35B-A3B layouts: parameters, KV layers, state per sequence") {
+    struct Want {
+        const char* shape;
+        uint64_t params_lo, params_hi;
+        int32_t kv_layers, recurrent_layers;
+    };
+    for (const Want& w : {Want{"qwen3.5-4b", 4'200'000'000ull, 4'220'000'000ull, 8, 24},
+                          Want{"qwen3.5-35b-a3b", 34'500'000'000ull, 36'000'000'000ull, 10, 30}}) {
+        const SyntheticHeader h = synthetic_header(synthetic_shape(w.shape), "Q4_K_M");
+        GgufPrefix pre = GgufFile::parse_prefix(h.bytes.data(), h.bytes.size(), h.file_size, w.shape);
+        REQUIRE(pre.file);
+        const fit::FitModel m = fit::fit_model(*pre.file);
+        test::info("%s Q4_K_M: %llu parameters, file %llu bytes", w.shape, static_cast<unsigned long long>(m.n_params),
+                   static_cast<unsigned long long>(h.file_size));
+        CHECK(m.n_params > w.params_lo);
+        CHECK(m.n_params < w.params_hi);
+        const KvCacheConfig kv = Transformer::kv_config(m.config, 4096, 1, DType::F16);
+        CHECK(kv.n_layers == w.kv_layers);
+        CHECK(kv.n_recurrent_layers == w.recurrent_layers);
+        CHECK(kv.recurrent.bytes_per_slot() == 2'195'456u);
+        CHECK(kv.state_bytes() == uint64_t(w.recurrent_layers) * 2'195'456u);
     }
 }
 
