@@ -327,7 +327,7 @@ void Backend::add_rms_norm(Tensor& x, const Tensor& y, const Tensor& w, float ep
 
 void Backend::copy(const Tensor& src, Tensor& dst) {
     require_f32_rows(src, "copy", "src");
-    require_activation(dst, "copy", "dst");
+    require_f32_rows(dst, "copy", "dst");
     if (dst.cols != src.cols || dst.rows != src.rows)
         fail("copy", "src (" + shape(src) + ") and dst (" + shape(dst) + ") differ");
     do_copy(src, dst);

@@ -105,6 +105,10 @@ struct DeltaRuleParams {
     float l2_eps = 1e-6f;             // q and k are L2-normalized first: x / sqrt(sum x^2 + l2_eps)
     const Tensor* dt_bias = nullptr;  // [n_v_heads] F32, added to alpha before the softplus
     const Tensor* a = nullptr;        // [n_v_heads] F32, -exp(A_log): the decay's rate (negative)
+    // Which key head value head h reads. Tiled (qwen35, whose converter reorders the value
+    // heads for ggml's broadcast): h % n_k_heads. Grouped (qwen3next, the checkpoint's order):
+    // h / (n_v_heads / n_k_heads), each key head's value heads side by side.
+    bool grouped_heads = false;
 };
 
 struct RopeParams {
@@ -308,8 +312,9 @@ public:
     // x[t] *= sigmoid(s[t]) for every row t of x, s: x.rows x 1 (qwen35moe's gate on its shared
     // expert's output: one logit per token).
     void sigmoid_scale_rows(Tensor& x, const Tensor& s);
-    // dst = src, row by row: src may be a slice_cols view (F32 rows further apart than their
-    // columns), dst is contiguous with src's shape. qwen35 separates q from its gate with it.
+    // dst = src, row by row: either may be a slice_cols view (F32 rows further apart than their
+    // columns), with the same shape. qwen35 separates q from its gate with it; qwen3next's
+    // first conversions' fused q/k/v/z projection is regrouped with it (into column views).
     void copy(const Tensor& src, Tensor& dst);
     // ---- linear attention (Gated DeltaNet, qwen35; RecurrentLayer above) --------------------
     // Causal depthwise convolution over each sequence's inputs with its rolling state, then
@@ -319,7 +324,8 @@ public:
     // w: conv_channels x conv_kernel F32 (the file's ssm_conv1d.weight).
     void ssm_conv(RecurrentLayer& state, const Tensor& x, const Tensor& w, Tensor& out);
     // The gated delta rule, recurrent form, token by token per sequence and value head h
-    // (key head h % n_k_heads, llama.cpp's order), with S the head's state:
+    // (key head h % n_k_heads, or h / (n_v_heads / n_k_heads) with p.grouped_heads), with S
+    // the head's state:
     //   q, k L2-normalized (p.l2_eps); g = softplus(alpha + dt_bias[h]) * a[h]; b = sigmoid(beta)
     //   S = exp(g) S;  S += b (v - S k) k^T;  out = S q / sqrt(head_dim)
     // q, k: T x n_k_heads*head_dim, v and out: T x n_v_heads*head_dim, alpha, beta: T x

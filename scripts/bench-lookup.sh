@@ -12,6 +12,7 @@
 # Knobs: EMBER_BENCH_REPS (3), EMBER_BENCH_THREADS (1), EMBER_BENCH_TOKENS (160),
 # EMBER_BENCH_BUILD_DIR (build/engine; `ember` must be built), EMBER_TEST_MODELS_DIR
 # (~/.cache/ember/test-models: scripts/fetch-test-models.sh).
+# Beside llama-server's n-gram speculation and with 16 streams: tests/bench/lookup_peer.py.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 

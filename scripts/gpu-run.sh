@@ -16,6 +16,9 @@
 #             (Q4_K_M), prefill 2048 vs cuBLAS GEMM alone
 #   cli       the `ember` CLI on the GPU: text from stories260K, perplexity GPU vs CPU,
 #             `ember bench` single stream and 16 parallel requests (the serving scheduler)
+#   peer      llama.cpp's llama-bench (CUDA, staged in .gpu-data/peer) beside `ember bench` on
+#             the same synthetic files: 1B Q4_0 and 8B Q4_K_M, pp512 + tg128, all layers on
+#             the GPU; JSON in $OUT/peer-*.json
 #   sanitize  test_cuda_gpu under compute-sanitizer memcheck
 # A table of the steps is printed last; logs and JSON are written to $OUT.
 #
@@ -128,6 +131,25 @@ run_cli() {
   step "ember bench 8B Q4_K_M (cuda, no graphs)" 90 env EMBER_CUDA_GRAPHS=0 "$EMBER" bench "$m8" --device cuda --pp 0 --tg 128 -r 2
 }
 
+run_peer() {
+  local bench=$STAGE/peer/llama-bench m name
+  [ -x "$bench" ] || { say "!!! no llama-bench in $STAGE/peer (gpu-stage.sh stages it when built)"; return 1; }
+  for name in "1B Q4_0" "8B Q4_K_M"; do
+    case $name in
+      1B*) m=$(synth llama-3.2-1b Q4_0) || return 1 ;;
+      8B*) m=$(synth llama-3-8b Q4_K_M) || return 1 ;;
+    esac
+    # JSON to files (step's own lines go to stdout), then into the log.
+    # shellcheck disable=SC2016  # $1 and $@ are the inner shell's
+    step "ember bench $name (cuda, peer's files)" 120 sh -c 'f=$1; shift; exec "$@" >"$f"' sh \
+      "$OUT/peer-ember-${name%% *}.json" "$EMBER" bench "$m" --device cuda --pp 512 --tg 128 -r 3 --json
+    # shellcheck disable=SC2016
+    step "llama-bench $name (cuda)" 120 sh -c 'f=$1; shift; exec "$@" >"$f"' sh \
+      "$OUT/peer-llama-${name%% *}.json" "$bench" -m "$m" -p 512 -n 128 -r 3 -ngl 99 -o json
+    cat "$OUT/peer-ember-${name%% *}.json" "$OUT/peer-llama-${name%% *}.json" 2>/dev/null | tee -a "$LOG"
+  done
+}
+
 run_sanitize() {
   local san=/usr/local/cuda/bin/compute-sanitizer
   command -v compute-sanitizer >/dev/null && san=$(command -v compute-sanitizer)
@@ -136,11 +158,11 @@ run_sanitize() {
 }
 
 STEPS=("$@")
-[ ${#STEPS[@]} -eq 0 ] && STEPS=(ops models tests fit bench cli sanitize)
+[ ${#STEPS[@]} -eq 0 ] && STEPS=(ops models tests fit bench cli peer sanitize)
 for s in "${STEPS[@]}"; do
   case $s in
-    ops | models | tests | fit | bench | cli | sanitize) "run_$s" ;;
-    *) say "unknown step $s (ops models tests fit bench cli sanitize)" ;;
+    ops | models | tests | fit | bench | cli | peer | sanitize) "run_$s" ;;
+    *) say "unknown step $s (ops models tests fit bench cli peer sanitize)" ;;
   esac
 done
 

@@ -12,6 +12,10 @@
 #   .gpu-data/testdata  stories260K and its greedy reference (test_cuda_gpu reads them from
 #                       /tmp/ember-testdata, compiled in; gpu-run.sh links it there)
 #   .gpu-data/text      a text for the perplexity comparison (GPL-3)
+#   .gpu-data/peer      llama.cpp's llama-bench with its CUDA backend for sm_90 (the peer that
+#                       gpu-run.sh's `peer` step runs beside `ember bench`), when built: by
+#                       `EMBER_LLAMA_CUDA=1 scripts/llama-cpp-tools.sh llama-bench` (long: see
+#                       docs/BENCHMARKS.md), or here with EMBER_STAGE_PEER=build
 #
 # usage: scripts/gpu-stage.sh      (needs the CUDA toolkit at /usr/local/cuda; ~1 min cached)
 set -euo pipefail
@@ -44,4 +48,14 @@ cp -L /lib/x86_64-linux-gnu/libstdc++.so.6 /lib/x86_64-linux-gnu/libgcc_s.so.1 "
 TESTDATA=${EMBER_TESTDATA_DIR:-$ROOT/../shared/testdata}
 cp "$TESTDATA"/models/stories260K* "$STAGE/testdata/models/"
 cp /usr/share/common-licenses/GPL-3 "$STAGE/text/"
+# The peer: staged when its cached build exists (the tools script returns at once then).
+peer_cache="${EMBER_LLAMA_TOOLS_DIR:-$HOME/.cache/ember/llama-tools}/build-${LLAMA_CPP_PYTHON_VERSION:-0.3.36}-cuda-sm90/bin"
+if [[ -x "$peer_cache/llama-bench" || "${EMBER_STAGE_PEER:-}" == build ]]; then
+  peer_bin=$(EMBER_LLAMA_CUDA=1 "$ROOT/scripts/llama-cpp-tools.sh" llama-bench | tail -1)
+  mkdir -p "$STAGE/peer"
+  cp "$peer_bin/llama-bench" "$STAGE/peer/"
+else
+  echo "gpu-stage: no CUDA llama-bench in $peer_cache: the peer step will be skipped" \
+    "(EMBER_STAGE_PEER=build builds it)"
+fi
 echo "gpu-stage: $(du -sh "$STAGE" | cut -f1) in $STAGE (carry .gpu-data; run scripts/gpu-run.sh there)"

@@ -34,6 +34,9 @@ PACKAGES=(
   libspdlog-dev libsqlite3-dev libcurl4-openssl-dev nlohmann-json3-dev libcpp-httplib-dev
   # headless GUI tests and screenshots
   xvfb xauth imagemagick
+  # remote endpoints' API keys in the system keyring (app/remote, issue #41); the keyring test
+  # runs its own GNOME Keyring under dbus-run-session (dbus-daemon comes with it)
+  qtkeychain-qt6-dev gnome-keyring
   # scripts/package-test.sh (issue #15): lintian checks the .deb; xwininfo (x11-utils) finds
   # the installed app's window; desktop-file-validate checks the menu entry; gio
   # (libglib2.0-bin) asks shared-mime-info for a .gguf file's type

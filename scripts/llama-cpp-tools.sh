@@ -26,6 +26,13 @@
 # EMBER_LLAMA_NATIVE=1 builds for this machine's CPU instead (GGML_NATIVE=ON: AVX-512 where
 # there is one), into its own cache directory: benchmarks against Ember, which picks its
 # kernels at run time, compare with the peer's best build for the host, not the portable one.
+#
+# EMBER_LLAMA_CUDA=1 builds llama.cpp's CUDA backend for sm_90 (H100/H200; the CUDA toolkit
+# in /usr/local/cuda, no GPU needed to build) into its own cache directory, for the peer on a
+# lent GPU (scripts/gpu-stage.sh stages its llama-bench; scripts/gpu-run.sh runs it beside
+# `ember bench`). EMBER_LLAMA_CUDA_ARCHS overrides the architectures (default 90). The
+# binaries need the toolkit's libcudart/libcublas at run time (found through their RUNPATH,
+# or LD_LIBRARY_PATH=/usr/local/cuda/lib64).
 set -euo pipefail
 
 VERSION="${LLAMA_CPP_PYTHON_VERSION:-0.3.36}"
@@ -45,6 +52,9 @@ NATIVE="${EMBER_LLAMA_NATIVE:-0}"
 BUILD="$CACHE/build-$VERSION"
 # keyed by the CPU's flags: a cached native build must never run on a CPU that lacks some of them
 [[ "$NATIVE" == 1 ]] && BUILD="$CACHE/build-$VERSION-native-$(grep -m1 '^flags' /proc/cpuinfo | md5sum | cut -c1-12)"
+CUDA="${EMBER_LLAMA_CUDA:-0}"
+CUDA_ARCHS="${EMBER_LLAMA_CUDA_ARCHS:-90}"
+[[ "$CUDA" == 1 ]] && BUILD="$CACHE/build-$VERSION-cuda-sm${CUDA_ARCHS//;/-}"
 BIN="$BUILD/bin"
 
 tree="$SRC_ROOT/llama_cpp_python-$VERSION/vendor/llama.cpp"
@@ -60,7 +70,8 @@ if [[ "$SRC_ONLY" == 0 && ${#missing[@]} -eq 0 ]]; then
 fi
 
 mkdir -p "$CACHE"
-# One build at a time per cache (ctest and a bench may both ask).
+# One unpack at a time per cache, one build at a time per build folder (ctest and a bench may
+# both ask; the CUDA build's hour must not hold up a CPU target).
 exec 9>"$CACHE/.lock"
 flock 9
 
@@ -85,6 +96,9 @@ if [[ "$SRC_ONLY" == 1 ]]; then
   printf '%s\n' "$tree"
   exit 0
 fi
+exec 8>"$BUILD.lock"
+flock 8
+flock -u 9
 
 ISA_FLAGS=(-DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_BMI2=ON)
 # Native, but no AMX: ggml's AMX matmul died with SIGSEGV on our Sapphire Rapids VMs (the guest
@@ -92,12 +106,19 @@ ISA_FLAGS=(-DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F
 # -mno-* flags over what -march=native implies, whatever their order.
 no_amx="-mno-amx-tile -mno-amx-int8 -mno-amx-bf16"
 [[ "$NATIVE" == 1 ]] && ISA_FLAGS=(-DGGML_NATIVE=ON "-DCMAKE_C_FLAGS=$no_amx" "-DCMAKE_CXX_FLAGS=$no_amx")
+CUDA_FLAGS=()
+if [[ "$CUDA" == 1 ]]; then
+  nvcc="${CUDACXX:-/usr/local/cuda/bin/nvcc}"
+  [[ -x "$nvcc" ]] || die "EMBER_LLAMA_CUDA=1 needs the CUDA toolkit ($nvcc not found)"
+  CUDA_FLAGS=(-DGGML_CUDA=ON "-DCMAKE_CUDA_COMPILER=$nvcc" "-DCMAKE_CUDA_ARCHITECTURES=$CUDA_ARCHS"
+    -DCMAKE_CUDA_COMPILER_LAUNCHER=)
+fi
 t0=$SECONDS
 log "building ${missing[*]} (-j$JOBS; the first build takes minutes)"
 cmake -S "$tree" -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release -DBUILD_SHARED_LIBS=OFF \
   -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_SERVER=ON \
   -DLLAMA_BUILD_UI=OFF -DLLAMA_USE_PREBUILT_UI=OFF -DLLAMA_BUILD_APP=OFF -DLLAMA_OPENSSL=OFF -DLLAMA_CURL=OFF -DGGML_OPENMP=OFF \
-  "${ISA_FLAGS[@]}" \
+  "${ISA_FLAGS[@]}" ${CUDA_FLAGS[@]+"${CUDA_FLAGS[@]}"} \
   -DCMAKE_C_COMPILER_LAUNCHER= -DCMAKE_CXX_COMPILER_LAUNCHER= >&2 ||
   die "configuring llama.cpp failed (see above)"
 cmake --build "$BUILD" --parallel "$JOBS" --target "${missing[@]}" >&2 ||

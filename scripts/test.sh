@@ -84,6 +84,8 @@ scripts/fetch-structured-client.sh
 scripts/fetch-ollama-client.sh
 # Python's jinja2 (pinned), the reference test_template_jinja2 renders the real chat templates with.
 scripts/fetch-jinja2.sh
+# NVIDIA's cuobjdump / nvdisasm (pinned wheels), the SASS side of perf_model_sm90 (tools/perf_model).
+scripts/fetch-cuda-binutils.sh >/dev/null
 
 # llama.cpp's llama-perplexity, the peer that test_quant_peer runs on Ember's quantized files,
 # llama-tokenize, which test_tokenizer compares token ids with, and llama-server, which

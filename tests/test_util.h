@@ -4,9 +4,11 @@
 // JSON fixtures: tests/test_json.h (nlohmann-json), kept apart so that only its users parse it.
 #pragma once
 #include <fcntl.h>
+#include <netinet/in.h>
 #include <poll.h>
 #include <signal.h>
 #include <spawn.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -153,6 +155,21 @@ inline ProcessResult run_process(const std::vector<std::string>& argv, int timeo
     r.exit_code = r.exited ? WEXITSTATUS(status) : -1;
     r.signal = WIFSIGNALED(status) ? WTERMSIG(status) : 0;
     return r;
+}
+
+// A TCP port on 127.0.0.1 that nothing listens on right now (for a server that cannot take
+// port 0, such as llama-server); 0 when none could be found.
+inline int free_port() {
+    const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+    if (fd < 0) return 0;
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t len = sizeof a;
+    const bool ok = ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0 &&
+                    ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) == 0;
+    ::close(fd);
+    return ok ? ntohs(a.sin_port) : 0;
 }
 
 // A child process that runs beside the test (a server): stdout and stderr go to `log_path`,

@@ -72,6 +72,37 @@ Drawer {
                 currentIndex: Math.max(0, policies.indexOf(root.values.context_overflow ?? ""))
                 onActivated: (i) => root.set("context_overflow", policies[i])
             }
+            Label { text: qsTr("Speculative decoding"); color: Theme.muted }
+            ComboBox {
+                id: speculationChoice
+                objectName: "speculationChoice"
+                Layout.fillWidth: true
+                model: [qsTr("Off"), qsTr("Prompt lookup"), qsTr("Draft model")]
+                readonly property var modes: ["off", "lookup", "draft"]
+                // Draft models need the engine's draft support; until then the choice says why not.
+                readonly property string draftReason: Chat.draftModelReason
+                currentIndex: Math.max(0, modes.indexOf(root.values.speculation ?? "off"))
+                delegate: ItemDelegate {
+                    required property int index
+                    required property var modelData
+                    width: speculationChoice.width
+                    text: modelData
+                    enabled: index !== 2 || speculationChoice.draftReason === ""
+                    opacity: enabled ? 1 : 0.45
+                    highlighted: speculationChoice.highlightedIndex === index
+                }
+                onActivated: (i) => root.set("speculation", modes[i])
+            }
+            Label {
+                objectName: "speculationNote"
+                Layout.fillWidth: true
+                wrapMode: Text.WordWrap
+                color: Theme.muted
+                font.pixelSize: 12
+                text: speculationChoice.draftReason !== ""
+                      ? qsTr("Prompt lookup guesses from text already in the chat: the same answers, sooner when the answer repeats it. Draft model: %1").arg(speculationChoice.draftReason)
+                      : qsTr("Prompt lookup guesses from text already in the chat; a draft model guesses with a small model. The answers come from the same distribution, sooner.")
+            }
         }
     }
 }

@@ -47,6 +47,7 @@ Rectangle {
             objectName: "contextSettingsButton"
             text: qsTr("Change…")
             font.pixelSize: 12
+            visible: !Models.details.remote  // a remote model's context is its server's
             onClicked: popup.open()
         }
     }

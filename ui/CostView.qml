@@ -247,6 +247,46 @@ Item {
                 }
             }
 
+            // ---- remote endpoints: their tokens at their prices (issue #41) --------------------
+            Frame {
+                objectName: "remoteSpendFrame"
+                visible: controller.remoteSpend.length > 0
+                Layout.fillWidth: true
+                ColumnLayout {
+                    anchors.fill: parent
+                    spacing: 4
+                    Label {
+                        Layout.fillWidth: true
+                        text: "Remote endpoints this session: " + root.money(controller.remoteCost)
+                        font.bold: true
+                        color: root.textColor
+                        elide: Text.ElideRight
+                    }
+                    Repeater {
+                        model: controller.remoteSpend
+                        delegate: Label {
+                            required property var modelData
+                            required property int index
+                            objectName: "remoteSpend" + index
+                            Layout.fillWidth: true
+                            wrapMode: Text.Wrap
+                            color: root.textColor
+                            text: modelData.endpoint + ": " + root.count(modelData.input) + " input + "
+                                  + root.count(modelData.output) + " output tokens in " + modelData.answers
+                                  + " answers at " + modelData.inputPer1M + " / " + modelData.outputPer1M
+                                  + " per 1M = " + root.money(modelData.cost)
+                        }
+                    }
+                    Label {
+                        Layout.fillWidth: true
+                        wrapMode: Text.Wrap
+                        color: root.mutedColor
+                        font.pixelSize: 11
+                        text: "Tokens as each server's usage counted them, at the prices set for its endpoint (Settings › Remote endpoints). They drew no energy on this machine, so the local cost above leaves them out."
+                    }
+                }
+            }
+
             // ---- settings ---------------------------------------------------------------------
             Frame {
                 Layout.fillWidth: true

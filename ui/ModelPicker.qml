@@ -1,5 +1,5 @@
-// Which model answers: a menu of the models found on disk, a path field for any other
-// GGUF file, load progress with Cancel. Loading runs on the engine thread; the window
+// Which model answers: a menu of the models found on disk and of the remote endpoints'
+// models (marked as remote), a path field for any other GGUF file, load progress with Cancel. Loading runs on the engine thread; the window
 // stays responsive throughout.
 import QtQuick
 import QtQuick.Controls
@@ -11,28 +11,53 @@ RowLayout {
     spacing: 6
     readonly property bool loading: Models.state === ModelState.Loading
 
+    // Local files first, then the remote endpoints' models (Settings › Remote endpoints),
+    // each marked with its endpoint and, where the server says it, its context length.
+    property var rows: []
+    function rebuild() {
+        var out = []
+        for (var i = 0; i < ModelList.count; ++i) {
+            var m = ModelList.get(i)
+            out.push({ label: m.name + "  ·  " + m.size + (m.builtin ? qsTr("  ·  built-in") : ""),
+                       path: m.path, remote: false })
+        }
+        for (var j = 0; j < Remote.models.length; ++j) {
+            var r = Remote.models[j]
+            out.push({ label: r.label + qsTr("  ·  remote"), endpoint: r.endpoint, id: r.id, remote: true })
+        }
+        rows = out
+    }
+    Component.onCompleted: rebuild()
+    Connections { target: ModelList; function onModelReset() { root.rebuild() } }
+    Connections { target: Remote; function onModelsChanged() { root.rebuild() } }
+
     ComboBox {
         id: combo
         objectName: "modelPicker"
         Layout.preferredWidth: 260
         Layout.minimumWidth: 100
         Layout.fillWidth: true  // takes what the header gives it: less in a narrow window
-        model: ModelList
-        textRole: "name"
+        model: root.rows
+        textRole: "label"
         enabled: !root.loading
         displayText: root.loading ? qsTr("Loading %1…").arg(Models.path.split("/").pop())
                    : Models.ready ? Models.name
                    : qsTr("No model loaded")
-        onActivated: (i) => Models.load(ModelList.get(i).path)
-        onPressedChanged: if (pressed) ModelList.rescan()
+        onActivated: (i) => {
+            const row = root.rows[i]
+            if (row.remote) Remote.useModel(row.endpoint, row.id)
+            else Models.load(row.path)
+        }
+        onPressedChanged: if (pressed) { ModelList.rescan(); Remote.refreshModels() }
         delegate: ItemDelegate {
-            required property string name
-            required property string size
-            required property bool builtin
+            required property var modelData
             required property int index
-            width: combo.width
-            text: name + "  ·  " + size + (builtin ? qsTr("  ·  built-in") : "")
+            width: combo.popup.width
+            text: modelData.label
+            font.italic: modelData.remote
             highlighted: combo.highlightedIndex === index
+            ToolTip.visible: hovered && modelData.remote
+            ToolTip.text: qsTr("Answered by the server of endpoint “%1”").arg(modelData.endpoint || "")
         }
     }
     ProgressBar {

@@ -280,8 +280,16 @@ ScrollView {
         Label {
             objectName: "totalsText"
             Layout.leftMargin: 16
-            Layout.bottomMargin: 16
+            Layout.bottomMargin: Monitor.speculationText ? 0 : 16
             text: Monitor.totalsText
+            color: Theme.muted
+        }
+        Label {  // prompt lookup or a draft model: how much of the guessing paid
+            objectName: "speculationText"
+            visible: Monitor.speculationText !== ""
+            Layout.leftMargin: 16
+            Layout.bottomMargin: 16
+            text: Monitor.speculationText
             color: Theme.muted
         }
     }

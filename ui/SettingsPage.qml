@@ -1,5 +1,5 @@
-// App settings: appearance, engine (applied at the next model load), defaults for new
-// chats, logging, and where Ember keeps its files; plus the loaded model's details.
+// App settings: appearance, engine (applied at the next model load), the local API server,
+// remote endpoints (RemoteEndpoints.qml), defaults for new chats, logging, and where Ember keeps its files; plus the loaded model's details.
 import QtQuick
 import QtQuick.Controls
 import QtQuick.Layouts
@@ -32,12 +32,13 @@ Rectangle {
         }
 
         ScrollView {
+            objectName: "settingsScroll"
             Layout.fillWidth: true
             Layout.fillHeight: true
             contentWidth: availableWidth
             ColumnLayout {
                 x: 24
-                width: Math.min(parent.width - 48, 760)
+                width: Math.min(root.width - 48, 760)  // the page's, not the content's (wide text would widen that)
                 spacing: 8
 
                 Section { text: qsTr("Appearance") }
@@ -162,6 +163,11 @@ Rectangle {
                     }
                 }
 
+                Section { text: qsTr("Remote endpoints") }
+                // Its own minimum (long lines, buttons) must not widen the page past the window.
+                RemoteEndpoints { objectName: "remoteEndpoints"; Layout.fillWidth: true; Layout.minimumWidth: 0
+                                  Layout.maximumWidth: parent.width }
+
                 Section { text: qsTr("New chats") }
                 Row2 {
                     Key { text: qsTr("Default system prompt") }
@@ -206,7 +212,13 @@ Rectangle {
                 Section { text: qsTr("Loaded model") }
                 Label { visible: !Models.ready; text: qsTr("None"); color: Theme.muted }
                 Repeater {
-                    model: Models.ready ? [
+                    model: Models.ready && Models.details.remote ? [
+                        [qsTr("Name"), Models.details.name],
+                        [qsTr("Runs on"), qsTr("the server of endpoint “%1”").arg(Models.details.endpoint)],
+                        [qsTr("URL"), Models.details.url],
+                        [qsTr("Context"), Models.details.context > 0 ? Models.details.context + qsTr(" tokens (as the server says)")
+                                                                     : qsTr("not said by the server")]
+                    ] : Models.ready ? [
                         [qsTr("Name"), Models.details.name + " (" + Models.details.metadataName + ")"],
                         [qsTr("File"), Models.details.path],
                         [qsTr("Architecture"), Models.details.architecture + ", " + Models.details.params + " parameters"],

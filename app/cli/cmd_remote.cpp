@@ -1,8 +1,8 @@
 // The CLI's remote engine (engine/remote): `ember ls --remote URL`, `ember run --remote URL
 // --model NAME -p TEXT`, `ember chat --remote URL --model NAME`. The same sampling options as
-// the local commands (only OpenAI's own fields travel: temperature, top-p, seed, penalties,
-// stop, max tokens). The API key comes from --api-key or, kept out of shell history, from
-// EMBER_API_KEY; it is never printed.
+// the local commands: OpenAI's own fields travel (temperature, top-p, seed, penalties, stop,
+// max tokens), and --top-k, --min-p, --repeat-penalty only when given (llama.cpp's and vLLM's). The API key comes from
+// --api-key or, kept out of shell history, from EMBER_API_KEY; it is never printed.
 #include <unistd.h>
 
 #include <condition_variable>
@@ -34,6 +34,10 @@ remote::RemoteConfig remote_config(const Args& args) {
     c.ca_file = args.get_or("--ca-file", "");
     c.connect_timeout = std::chrono::seconds(args.get_int("--connect-timeout", 10, 1, 3600));
     c.read_timeout = std::chrono::seconds(args.get_int("--read-timeout", 120, 1, 86400));
+    // llama.cpp's and vLLM's sampling fields travel only when given (OpenAI rejects them).
+    c.sent.top_k = args.get("--top-k").has_value();
+    c.sent.min_p = args.get("--min-p").has_value();
+    c.sent.repeat_penalty = args.get("--repeat-penalty").has_value();
     return c;
 }
 

@@ -92,9 +92,9 @@ int cmd_run(int argc, char** argv) {
             st.prompt_tokens, st.generated_tokens, st.ttft_ms, st.prefill_tok_s(), st.decode_tok_s(),
             std::string(stop_reason_name(st.stop_reason)).c_str());
     if (!args.flag("--quiet") && (gen.lookup || gen.draft))
-        std::fprintf(stderr, "[%s: %d drafted, %d accepted (%.0f%%)]\n", gen.draft ? "draft" : "lookup",
-                     st.drafted_tokens, st.accepted_tokens,
-                     st.drafted_tokens > 0 ? 100.0 * st.accepted_tokens / st.drafted_tokens : 0.0);
+        std::fprintf(stderr, "[%s: %d drafted, %d accepted (%.0f%%); %.2f tokens/pass]\n",
+                     gen.draft ? "draft" : "lookup", st.drafted_tokens, st.accepted_tokens,
+                     100.0 * st.acceptance_rate(), st.tokens_per_pass());
     return 0;
 }
 

@@ -95,7 +95,7 @@ int cmd_serve(int argc, char** argv) {
             std::fprintf(stderr, "ember serve: KV disk cache off: %s\n", e.what());
         }
     }
-    const LoadedDraft draft = load_draft(args, lo, *model);  // proposes for every greedy request
+    const LoadedDraft draft = load_draft(args, lo, *model);  // proposes for every request that speculates
     SchedulerOptions sched;
     sched.max_batch = parallel;
     sched.prefix_cache = prefix_cache;

@@ -14,7 +14,8 @@ std::set<std::string> draft_value_options() { return {"--draft", "--draft-max"};
 
 std::string draft_options_help() {
     return "  draft:    --draft MODEL (a smaller model with the same vocabulary proposes tokens; greedy output\n"
-           "            unchanged)  --draft-max N (tokens proposed per pass at most, 8)\n";
+           "            unchanged, sampled output of the same distribution)\n"
+           "            --draft-max N (tokens proposed per pass at most, 8)\n";
 }
 
 std::string resolve_model_arg(const std::string& arg, const char* option, const std::filesystem::path& models_dir) {

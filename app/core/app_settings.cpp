@@ -135,11 +135,15 @@ double AppSettings::hoursPerDay() const { return settings_->value("cost/hours_pe
 void AppSettings::setHoursPerDay(double v) { set("cost/hours_per_day", qBound(0.1, v, 24.0)); }
 QString AppSettings::apiPricesJson() const { return settings_->value("cost/api_prices").toString(); }
 void AppSettings::setApiPricesJson(const QString& v) { set("cost/api_prices", v); }
+QString AppSettings::remoteEndpointsJson() const { return settings_->value("remote/endpoints").toString(); }
+void AppSettings::setRemoteEndpointsJson(const QString& v) { set("remote/endpoints", v); }
 
 void AppSettings::resetToDefaults() {
     const QString last = lastModelPath();
     const bool history = hadHistory();
+    const QString endpoints = remoteEndpointsJson();  // accounts, not preferences (their keys stay in the keyring)
     settings_->clear();
+    if (!endpoints.isEmpty()) settings_->setValue("remote/endpoints", endpoints);
     if (!last.isEmpty()) settings_->setValue("model/last", last);
     if (history) settings_->setValue("storage/had_history", true);  // a fact, not a preference
     emit changed();

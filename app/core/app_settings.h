@@ -129,6 +129,9 @@ public:
     void setHoursPerDay(double v);
     QString apiPricesJson() const;  // the user's edited API prices; empty: the shipped ones
     void setApiPricesJson(const QString& v);
+    // The remote endpoints (app/core/remote_endpoints.h), JSON; never their API keys.
+    QString remoteEndpointsJson() const;
+    void setRemoteEndpointsJson(const QString& v);
 
     Q_INVOKABLE void resetToDefaults();
 

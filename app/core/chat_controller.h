@@ -35,6 +35,8 @@ class ChatController : public QObject {
     Q_PROPERTY(QString systemPrompt READ systemPrompt WRITE setSystemPrompt NOTIFY settingsChanged)
     Q_PROPERTY(QVariantMap sampling READ sampling WRITE setSampling NOTIFY settingsChanged)
     Q_PROPERTY(int maxInputChars READ maxInputChars CONSTANT)
+    // Why the chat settings' "Draft model" speculation is unavailable ("" once it is).
+    Q_PROPERTY(QString draftModelReason READ draftModelReason CONSTANT)
     Q_PROPERTY(QString lastError READ lastError NOTIFY errorOccurred)
     Q_PROPERTY(QString pendingDeleteTitle READ pendingDeleteTitle NOTIFY pendingDeleteChanged)
     // The context meter: tokens of this chat the model read and wrote in its last answer, of
@@ -67,6 +69,7 @@ public:
     QVariantMap sampling() const;
     void setSampling(const QVariantMap& sampling);
     int maxInputChars() const { return kMaxInputChars; }
+    QString draftModelReason() const { return tr("this build has no draft-model support yet"); }
     QString lastError() const { return last_error_; }
     QString pendingDeleteTitle() const { return pending_delete_title_; }
     int contextUsed() const;

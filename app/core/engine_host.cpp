@@ -22,6 +22,13 @@ quint64 EngineHost::load(LoadRequest req) {
     return req.id;
 }
 
+quint64 EngineHost::loadRemote(RemoteLoad req) {
+    req.id = nextRequestId();
+    QMetaObject::invokeMethod(
+        worker_, [w = worker_, req] { w->loadRemote(req); }, Qt::QueuedConnection);
+    return req.id;
+}
+
 void EngineHost::unload() {
     QMetaObject::invokeMethod(
         worker_, [w = worker_] { w->unloadModel(); }, Qt::QueuedConnection);

@@ -20,7 +20,8 @@ public:
     // The app's InferenceEngine (the loaded model's scheduler): the local API server's.
     EngineSlot& engine() const { return worker_->engine(); }
 
-    quint64 load(LoadRequest req);  // returns the request id (for cancel)
+    quint64 load(LoadRequest req);       // returns the request id (for cancel)
+    quint64 loadRemote(RemoteLoad req);  // a remote model instead of a file (issue #41)
     void unload();
     void generate(const GenerationRequest& req);
     void forget(qint64 conversation_id);

@@ -39,6 +39,7 @@ struct GenerationResult {
     double decode_tok_s = 0;
     StopReason stop_reason = StopReason::None;
     QString model_name;
+    QString endpoint;  // a remote model's endpoint name (its prices make the cost); "" for a local one
     // What the answer drew, read from the energy meters (engine/telemetry/energy.h) at its
     // start, first token and finish: prefill = start -> first token, decode = the rest. The
     // joules are only what the readable meters measured; where the CPU meter is unreadable the
@@ -76,6 +77,8 @@ struct LoadedModelInfo {
     bool reads_reasoning_effort = false;  // its template takes an effort (gpt-oss)
     QString template_warning;             // set when the model's own template is not used as is
     double load_ms = 0;
+    // A remote model (issue #41): its endpoint's name and URL; empty for a model file.
+    QString remote_endpoint, remote_url;
 };
 
 }  // namespace ember::app

@@ -82,6 +82,14 @@ ContextPick pick_context(const std::string& path, int64_t wanted, int n_seqs, em
     return p;
 }
 
+// A remote server gets the chat's template switches only where the user set them: the
+// endpoint's reasoning effort (or none), and enable_thinking only when thinking is turned off
+// (its default, on, is the server's own; a server that knows neither may reject them).
+void remote_template_options(ember::ChatRenderOptions& o, const SamplingSettings& s, const QString& effort) {
+    o.reasoning_effort = effort.toStdString();
+    if (s.thinking) o.enable_thinking.reset();
+}
+
 std::string env_or(const char* name, const char* fallback) {
     const QByteArray v = qgetenv(name);
     return v.isEmpty() ? std::string(fallback) : v.toStdString();
@@ -122,6 +130,7 @@ ember::EngineRequest to_engine_request(const GenerationRequest& req, uint64_t fr
     e.context_overflow = req.context_overflow;  // truncate, roll: the answer says how many turns made way
     e.sampling = req.sampling.to_params(fresh_seed);
     e.max_tokens = req.sampling.max_tokens;
+    e.lookup = req.sampling.speculation == QLatin1String("lookup");
     e.cache_key = conversation_cache_key(req.conversation_id);
     return e;
 }
@@ -135,6 +144,7 @@ std::string conversation_cache_key(qint64 conversation_id) { return "chat:" + st
 struct EngineWorker::Answer {
     quint64 id = 0;
     QString model_name;
+    QString endpoint;        // remote: the endpoint's name
     uint64_t engine_id = 0;  // the slot's id once submitted
     bool cancel_requested = false;
     std::atomic<bool> ended{false};
@@ -147,6 +157,7 @@ struct EngineWorker::Answer {
 
 EngineWorker::EngineWorker() {
     qRegisterMetaType<ember::app::LoadRequest>();
+    qRegisterMetaType<ember::app::RemoteLoad>();
     qRegisterMetaType<ember::app::GenerationRequest>();
     qRegisterMetaType<ember::app::GenerationResult>();
     qRegisterMetaType<ember::app::LoadedModelInfo>();
@@ -212,6 +223,8 @@ void EngineWorker::loadModel(const LoadRequest& req) {
     begin_load(req.id);
     engine_.clear();  // answers still running end as cancelled
     model_name_.clear();
+    remote_endpoint_.clear();
+    remote_effort_.clear();
     QElapsedTimer t;
     t.start();
     ember::LoadOptions o;
@@ -247,9 +260,55 @@ void EngineWorker::loadModel(const LoadRequest& req) {
     end_load(req.id);
 }
 
+namespace {
+LoadedModelInfo describe_remote(const RemoteLoad& req) {
+    LoadedModelInfo i;
+    i.path = remote_model_path(req.endpoint, req.model);
+    i.name = req.model + QStringLiteral(" · ") + req.endpoint;  // marked as remote wherever a name shows
+    i.architecture = QStringLiteral("remote");
+    i.backend = QStringLiteral("remote — ") + req.url;
+    i.n_ctx = req.context;
+    i.trained_ctx = req.context;
+    i.ctx_automatic = true;
+    i.ctx_reason = req.context > 0 ? QStringLiteral("as the server says") : QStringLiteral("the server does not say");
+    i.n_seqs = 1;
+    i.chat_template = QStringLiteral("the server's");
+    i.reads_reasoning_effort = false;  // the endpoint's setting decides (Settings › Remote endpoints)
+    i.remote_endpoint = req.endpoint;
+    i.remote_url = req.url;
+    return i;
+}
+}  // namespace
+
+QString remote_model_path(const QString& endpoint, const QString& model) {
+    return QStringLiteral("remote:") + endpoint + QLatin1Char('/') + model;
+}
+
+void EngineWorker::loadRemote(const RemoteLoad& req) {
+    begin_load(req.id);
+    engine_.clear();
+    model_name_.clear();
+    remote_endpoint_.clear();
+    remote_effort_.clear();
+    const LoadedModelInfo info = describe_remote(req);
+    try {
+        engine_.install_engine(req.make());
+        model_name_ = info.name;
+        remote_endpoint_ = req.endpoint;
+        remote_effort_ = req.reasoning_effort;
+        emit modelLoaded(info);
+    } catch (const std::exception& e) {
+        ember::log_warn(std::string("remote model not used: ") + e.what());
+        emit modelLoadFailed(info.path, QString::fromUtf8(e.what()), false);
+    }
+    end_load(req.id);
+}
+
 void EngineWorker::unloadModel() {
     engine_.clear();
     model_name_.clear();
+    remote_endpoint_.clear();
+    remote_effort_.clear();
     emit modelUnloaded();
 }
 
@@ -261,6 +320,7 @@ void EngineWorker::generate(const GenerationRequest& req) {
     auto a = std::make_shared<Answer>();
     a->id = req.id;
     a->model_name = model_name_;
+    a->endpoint = remote_endpoint_;
     {
         std::lock_guard lock(mutex_);
         // Answers that ended are forgotten here, where the list is touched anyway (a sink
@@ -281,10 +341,11 @@ void EngineWorker::generate(const GenerationRequest& req) {
                                                        env_or("EMBER_NVML_LIBRARY", ember::Nvml::kLibrary));
     const uint64_t seed = 0x9E3779B97F4A7C15ull * ++seed_counter_ ^
                           static_cast<uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count());
+    ember::EngineRequest er = to_engine_request(req, seed);
+    if (!remote_endpoint_.isEmpty()) remote_template_options(er.template_options, req.sampling, remote_effort_);
     uint64_t engine_id = 0;
     try {
-        engine_id = engine_.submit(to_engine_request(req, seed),
-                                   [this, a](ember::EngineEvent&& e) { on_event(*a, std::move(e)); });
+        engine_id = engine_.submit(std::move(er), [this, a](ember::EngineEvent&& e) { on_event(*a, std::move(e)); });
     } catch (const ember::ContextOverflow& e) {
         a->ended = true;  // never queued: the newest message alone does not fit
         emit generationFailed(req.id, QString::fromUtf8(e.what()), e.needed());
@@ -349,10 +410,13 @@ void EngineWorker::on_event(Answer& a, ember::EngineEvent&& e) {
             r.stop_reason = e.stats.stop_reason;
             if (a.started) {  // else cancelled in the queue: it drew nothing, processed nothing
                 std::lock_guard lock(energy_mutex_);
-                fill_energy(r, ledger_.finish(a.id, energy_->sample()), *energy_);
+                const EnergyShare share = ledger_.finish(a.id, energy_->sample());
+                // A remote answer drew its energy on the server: this machine's meters say nothing of it.
+                if (a.endpoint.isEmpty()) fill_energy(r, share, *energy_);
                 fill_stats(r, e.stats);
             }
             r.model_name = a.model_name;
+            r.endpoint = a.endpoint;
             r.thinking_ms = thinking_ms(a.thinking_from, a.thinking_to);
             a.ended = true;
             emit generationFinished(a.id, r);

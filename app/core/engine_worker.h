@@ -24,6 +24,7 @@
 #include <QObject>
 #include <QSet>
 #include <atomic>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -52,8 +53,23 @@ struct LoadRequest {
     quint64 kv_disk_bytes = 0;
 };
 
+// A remote model to put behind the engine slot (issue #41; app/remote builds it): `make`
+// runs on the engine thread once the model before it is gone, and returns the engine (a
+// RemoteEngine); it may throw (a bad URL), which fails the load with that message.
+struct RemoteLoad {
+    quint64 id = 0;           // set by EngineHost
+    QString endpoint, model;  // the endpoint's name, the model's id on the server
+    QString url;              // the endpoint's URL as it may be shown (remote::printable_url)
+    qint64 context = 0;       // tokens, as the server's /v1/models says (0: not said)
+    // The endpoint's reasoning effort: sent only when set ("": the field is left out).
+    QString reasoning_effort;
+    std::function<std::unique_ptr<ember::InferenceEngine>()> make;
+};
+
 // The scheduler's cache_key of a conversation: its turns continue one kept KV sequence.
 std::string conversation_cache_key(qint64 conversation_id);
+// LoadedModelInfo::path of a remote model: "remote:ENDPOINT/MODEL" (no file has such a path).
+QString remote_model_path(const QString& endpoint, const QString& model);
 
 class EngineWorker : public QObject {
     Q_OBJECT
@@ -73,6 +89,7 @@ public:
 
 public slots:
     void loadModel(const ember::app::LoadRequest& req);
+    void loadRemote(const ember::app::RemoteLoad& req);
     void unloadModel();
     void generate(const ember::app::GenerationRequest& req);
     void forgetConversation(qint64 conversation_id);  // deleted: free its KV cache
@@ -105,7 +122,10 @@ private:
     void flush_text(Answer& a);                        // sends what the batcher holds
 
     EngineSlot engine_;
-    QString model_name_;                    // the loaded model's file name without .gguf
+    QString model_name_;  // the loaded model's file name without .gguf
+    // With a remote model behind the slot: its endpoint's name (empty for a local model) and
+    // reasoning effort ("": not sent).
+    QString remote_endpoint_, remote_effort_;
     std::atomic<bool> cancel_load_{false};  // polled by Model::load
     std::atomic<quint64> current_load_{0};
     std::atomic<quint64> cancel_up_to_{0};
@@ -124,3 +144,4 @@ private:
 }  // namespace ember::app
 
 Q_DECLARE_METATYPE(ember::app::LoadRequest)
+Q_DECLARE_METATYPE(ember::app::RemoteLoad)

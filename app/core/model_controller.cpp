@@ -49,14 +49,15 @@ ModelController::ModelController(EngineHost& host, AppSettings& settings, QStrin
         if (--pending_loads_ > 0) return;  // superseded by a newer load request
         info_ = info;
         error_.clear();
-        settings_.setLastModelPath(info.path);
+        if (info.remote_endpoint.isEmpty()) settings_.setLastModelPath(info.path);  // a file to load at the next start
         set_state(Ready);
         emit loaded(info.name);
     });
     connect(w, &EngineWorker::modelLoadFailed, this, [this](const QString& path, const QString& err, bool cancelled) {
         if (--pending_loads_ > 0) return;
         info_ = {};
-        error_ = cancelled ? QString() : QStringLiteral("Could not load %1: %2").arg(QFileInfo(path).fileName(), err);
+        const QString what = path.startsWith(QLatin1String("remote:")) ? path.mid(7) : QFileInfo(path).fileName();
+        error_ = cancelled ? QString() : QStringLiteral("Could not load %1: %2").arg(what, err);
         set_state(cancelled ? Empty : Failed);
         if (!cancelled) emit loadFailed(error_);
     });
@@ -100,7 +101,10 @@ QVariantMap ModelController::details() const {
             {"readsReasoningEffort", info_.reads_reasoning_effort},
             {"templateWarning", info_.template_warning},
             {"templateNotice", template_notice(info_.template_warning)},
-            {"loadMs", info_.load_ms}};
+            {"loadMs", info_.load_ms},
+            {"remote", !info_.remote_endpoint.isEmpty()},
+            {"endpoint", info_.remote_endpoint},
+            {"url", info_.remote_url}};
 }
 
 QString ModelController::builtinModelPath() const { return AppSettings::builtinModelPath(); }
@@ -128,8 +132,21 @@ void ModelController::load(const QString& path) {
     load_id_ = host_.load(r);
 }
 
+void ModelController::loadRemote(RemoteLoad req) {
+    emit aboutToChangeModel();
+    host_.cancelAll();
+    ++pending_loads_;
+    path_ = remote_model_path(req.endpoint, req.model);
+    error_.clear();
+    progress_ = 0;
+    info_ = {};
+    set_state(Loading);
+    emit progressChanged();
+    load_id_ = host_.loadRemote(std::move(req));
+}
+
 void ModelController::setContext(int n_ctx) {
-    if (path_.isEmpty()) return;
+    if (path_.isEmpty() || remote()) return;  // a remote model's context is the server's
     settings_.setModelContext(path_, n_ctx);
     load(path_);
 }
@@ -137,7 +154,7 @@ void ModelController::setContext(int n_ctx) {
 void ModelController::setCacheType(const QString& type) {
     const QString before = settings_.kvCacheType();
     settings_.setKvCacheType(type);
-    if (!path_.isEmpty() && settings_.kvCacheType() != before) load(path_);
+    if (!path_.isEmpty() && !remote() && settings_.kvCacheType() != before) load(path_);
 }
 
 void ModelController::cancelLoad() {

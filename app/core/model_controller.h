@@ -6,6 +6,7 @@
 #include <QVariantMap>
 
 #include "app/core/engine_types.h"
+#include "app/core/engine_worker.h"
 
 namespace ember::app {
 
@@ -43,6 +44,10 @@ public:
     bool builtinModelExists() const;
 
     Q_INVOKABLE void load(const QString& path);
+    // A model on a remote server behind the slot instead (app/remote's RemoteController
+    // builds the request with the endpoint's settings and key).
+    void loadRemote(RemoteLoad req);
+    bool remote() const { return !info_.remote_endpoint.isEmpty(); }
     Q_INVOKABLE void loadBuiltin() { load(builtinModelPath()); }
     Q_INVOKABLE void cancelLoad();
     // This model's own context (0: automatic again), saved for it and applied by reloading it.

@@ -44,6 +44,9 @@ SamplingSettings from_map(const QVariantMap& m) {
     const QString overflow = m.value(QStringLiteral("context_overflow")).toString();
     if (overflow == QLatin1String("truncate") || overflow == QLatin1String("roll") || overflow == QLatin1String("stop"))
         s.context_overflow = overflow;
+    const QString spec = m.value(QStringLiteral("speculation")).toString();
+    if (spec == QLatin1String("off") || spec == QLatin1String("lookup") || spec == QLatin1String("draft"))
+        s.speculation = spec;
     return s;
 }
 
@@ -63,6 +66,7 @@ QVariantMap SamplingSettings::to_variant() const {
     m.insert(QStringLiteral("thinking"), thinking);
     m.insert(QStringLiteral("reasoning_effort"), reasoning_effort);
     m.insert(QStringLiteral("context_overflow"), context_overflow);
+    m.insert(QStringLiteral("speculation"), speculation);
     return m;
 }
 

@@ -25,6 +25,9 @@ struct SamplingSettings {
     // This chat's own context overflow policy ("truncate", "roll", "stop"); empty: the one in
     // Settings (AppSettings::contextOverflow).
     QString context_overflow;
+    // Speculative decoding for this chat's answers: "off", "lookup" (prompt lookup,
+    // EngineRequest::lookup) or "draft" (a draft model, where the engine offers one).
+    QString speculation = QStringLiteral("off");
 
     static SamplingSettings from_json(const QString& json);
     static SamplingSettings from_variant(const QVariantMap& map);  // from QML

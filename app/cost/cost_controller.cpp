@@ -6,6 +6,7 @@
 
 #include "app/core/app_settings.h"
 #include "app/core/engine_worker.h"
+#include "app/core/remote_endpoints.h"
 #include "app/storage/conversation_store.h"
 
 namespace ember::app {
@@ -85,6 +86,10 @@ double CostController::hardwareOutputPer1M() const { return or_none(local().outp
 void CostController::addAnswer(const GenerationResult& r) {
     const int64_t input = r.prompt_tokens - r.reused_tokens;
     if (input <= 0 && r.generated_tokens <= 0) return;  // cancelled before it started
+    if (!r.endpoint.isEmpty()) {
+        add_remote_answer(r);
+        return;
+    }
     // Watts are the setting at the time of the answer: the estimate is of that answer.
     EnergyUse u = answer_use(input, r.generated_tokens, r.prefill_s, r.decode_s, r.prefill_j, r.decode_j,
                              r.cpu_energy_measured, settings_.cpuWatts());
@@ -138,6 +143,38 @@ QVariantList CostController::cumulative() const {
                                       {"apiCost", cost_of(input, output, api.input_per_1m, api.output_per_1m)}});
     }
     return out_points;
+}
+
+// A remote answer costs what its endpoint charges for the tokens its server counted.
+void CostController::add_remote_answer(const GenerationResult& r) {
+    Spend& s = remote_[r.endpoint];
+    for (const RemoteEndpoint& e : remote_endpoints_from_json(settings_.remoteEndpointsJson()))
+        if (e.name == r.endpoint) s.input_per_1m = e.input_per_1m, s.output_per_1m = e.output_per_1m;
+    ++s.answers;
+    s.input += r.prompt_tokens;
+    s.output += r.generated_tokens;
+    s.cost += cost_of(r.prompt_tokens, r.generated_tokens, s.input_per_1m, s.output_per_1m);
+    emit costChanged();
+    refresh();
+}
+
+QVariantList CostController::remoteSpend() const {
+    QVariantList out;
+    for (const auto& [name, s] : remote_)
+        out.append(QVariantMap{{"endpoint", name},
+                               {"answers", s.answers},
+                               {"input", s.input},
+                               {"output", s.output},
+                               {"inputPer1M", s.input_per_1m},
+                               {"outputPer1M", s.output_per_1m},
+                               {"cost", s.cost}});
+    return out;
+}
+
+double CostController::remoteCost() const {
+    double total = 0;
+    for (const auto& [name, s] : remote_) total += s.cost;
+    return total;
 }
 
 QVariantList CostController::apiPrices() const {

@@ -11,6 +11,7 @@
 #pragma once
 #include <QObject>
 #include <QVariantList>
+#include <map>
 
 #include "app/core/app_settings.h"
 #include "app/core/engine_types.h"
@@ -53,6 +54,12 @@ class CostController : public QObject {
     Q_PROPERTY(QVariantList conversations READ conversations NOTIFY totalsChanged)
     Q_PROPERTY(QVariantList days READ days NOTIFY totalsChanged)
     Q_PROPERTY(QVariantList cumulative READ cumulative NOTIFY totalsChanged)
+    // Remote answers of this session (issue #41), per endpoint: [{endpoint, answers, input,
+    // output, inputPer1M, outputPer1M, cost}]: the tokens the server's `usage` counted, at the
+    // endpoint's prices (Settings › Remote endpoints) when each answer finished. They drew no
+    // energy here, so they are not in the local cost above.
+    Q_PROPERTY(QVariantList remoteSpend READ remoteSpend NOTIFY costChanged)
+    Q_PROPERTY(double remoteCost READ remoteCost NOTIFY costChanged)
 
 public:
     // worker: the engine's (its generationFinished carries the energy); may be null in tests
@@ -81,6 +88,8 @@ public:
     Q_INVOKABLE void setApiPrice(int index, double input_per_1m, double output_per_1m);
     Q_INVOKABLE void resetApiPrices();
 
+    QVariantList remoteSpend() const;
+    double remoteCost() const;
     QVariantList conversations() const { return conversations_; }
     QVariantList days() const { return days_; }
     QVariantList cumulative() const;
@@ -103,6 +112,7 @@ private:
     void load_api_prices();
     void save_api_prices();
     void set_error(const QString& e);
+    void add_remote_answer(const GenerationResult& r);
 
     ConversationStore& store_;
     AppSettings& settings_;
@@ -112,6 +122,12 @@ private:
     int selected_api_ = 0;
     QString error_;
     QVariantList conversations_, days_;
+    struct Spend {
+        qint64 answers = 0, input = 0, output = 0;
+        double input_per_1m = 0, output_per_1m = 0;  // the latest answer's prices
+        double cost = 0;
+    };
+    std::map<QString, Spend> remote_;  // by endpoint name
     struct Point {
         qint64 t;
         qint64 input, output;

@@ -46,6 +46,7 @@ AppContext::AppContext(const QString& data_dir, const QString& log_file)
       store(open_conversation_store(data_dir, StoreOptions{settings.hadHistory()})),
       storage(*store.store, data_dir),
       models(host, settings, kv_disk_folder(data_dir)),
+      remote(settings, models),
       model_list(ModelListModel::defaultFolders()),
       chat(*store.store, host, models, settings),
       cost(*store.store, settings, host.worker()),
@@ -94,8 +95,9 @@ void AppContext::note_history() {
 void AppContext::register_qml() {
     // The instances outlive the QML engine (they are members here; the engine is destroyed
     // first), so QML must not take ownership.
-    for (QObject* o : std::initializer_list<QObject*>{&chat, &models, &model_list, &settings, &clipboard, &info,
-                                                      &storage, &about, &hub, &library, &monitor, &cost, &api_server})
+    for (QObject* o :
+         std::initializer_list<QObject*>{&chat, &models, &model_list, &settings, &clipboard, &info, &storage, &about,
+                                         &hub, &library, &monitor, &cost, &api_server, &remote})
         QQmlEngine::setObjectOwnership(o, QQmlEngine::CppOwnership);
     qmlRegisterSingletonInstance("Ember.Core", 1, 0, "Chat", &chat);
     qmlRegisterSingletonInstance("Ember.Core", 1, 0, "Models", &models);
@@ -110,6 +112,7 @@ void AppContext::register_qml() {
     qmlRegisterSingletonInstance("Ember.Core", 1, 0, "Monitor", &monitor);
     qmlRegisterSingletonInstance("Ember.Core", 1, 0, "Cost", &cost);
     qmlRegisterSingletonInstance("Ember.Core", 1, 0, "ApiServer", &api_server);
+    qmlRegisterSingletonInstance("Ember.Core", 1, 0, "Remote", &remote);
     qmlRegisterType<SearchHighlighter>("Ember.Core", 1, 0, "SearchHighlighter");
     qmlRegisterUncreatableType<ModelController>("Ember.Core", 1, 0, "ModelState", QStringLiteral("enum only"));
     qmlRegisterUncreatableType<MessageListModel>("Ember.Core", 1, 0, "MessageListModel", QStringLiteral("from Chat"));

@@ -20,6 +20,7 @@
 #include "app/models/library_controller.h"
 #include "app/monitor/monitor_controller.h"
 #include "app/cost/cost_controller.h"
+#include "app/remote/remote_controller.h"
 #include "app/storage/store_open.h"
 
 namespace ember::app {
@@ -46,8 +47,8 @@ public:
     ~AppContext();
 
     // Registers the singletons of the QML module "Ember.Core": Chat, Models, ModelList,
-    // Settings, Clipboard, App, Storage, About, Hub, Library, Monitor, Cost, ApiServer. Call once per process, before
-    // loading QML.
+    // Settings, Clipboard, App, Storage, About, Hub, Library, Monitor, Cost, ApiServer, Remote. Call once per process,
+    // before loading QML.
     void register_qml();
     // Loads the last model (or nothing) as the settings say; returns at once.
     void restore_last_model();
@@ -59,6 +60,8 @@ public:
     StorageStatus storage;
     EngineHost host;
     ModelController models;
+    // Remote endpoints and their models (QML: Remote); keys in the system keyring.
+    RemoteController remote;
     ModelListModel model_list;
     ChatController chat;
     CostController cost;  // after chat: the store holds each answer before the cost view reads it

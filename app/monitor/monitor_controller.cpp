@@ -25,6 +25,14 @@ QString nvml_words(const QString& why) {
     return why;
 }
 
+// The monitor's speculation row, once some request speculated (prompt lookup, a draft model).
+QString speculation_text(const ember::SpeculationTotals& s) {
+    if (s.passes == 0) return {};
+    return QStringLiteral("Speculation: %1 % accepted, %2 tokens/pass")
+        .arg(s.acceptance_rate() * 100, 0, 'f', 0)
+        .arg(s.tokens_per_pass(), 0, 'f', 1);
+}
+
 QString ms_text(double ms) { return ms >= 100 ? QString::number(ms, 'f', 0) : QString::number(ms, 'f', 1); }
 
 QVariantMap latency_row(const QString& name, const ember::WindowStats& w) {
@@ -145,6 +153,7 @@ void MonitorController::read_telemetry(const ember::TelemetrySnapshot& s) {
                        .arg(s.reused_tokens)
                        .arg(s.generated_tokens)
                        .arg(s.cache_hit_rate * 100, 0, 'f', 0);
+    speculation_text_ = speculation_text(s.speculation);
 }
 
 // The badge says where the layers are: all on a GPU, split, or all on the CPU.

@@ -55,6 +55,8 @@ class MonitorController : public QObject {
     Q_PROPERTY(QVariantList gpuSensors READ gpuSensors NOTIFY updated)
     Q_PROPERTY(QString processText READ processText NOTIFY updated)
     Q_PROPERTY(QString totalsText READ totalsText NOTIFY updated)
+    // "Speculation: 62 % accepted, 2.4 tokens/pass" once a request speculated; "" before.
+    Q_PROPERTY(QString speculationText READ speculationText NOTIFY updated)
 
 public:
     static constexpr int kIntervalMs = 250;      // 4 Hz: smooth enough to read, cheap to draw
@@ -88,6 +90,7 @@ public:
     QVariantList gpuSensors() const { return gpu_sensors_; }
     QString processText() const { return process_text_; }
     QString totalsText() const { return totals_text_; }
+    QString speculationText() const { return speculation_text_; }
     const std::deque<MonitorPoint>& history() const { return history_; }
     // Reads GPU sensors from this NVML library from the next poll on (tests: a stand-in).
     void useNvmlLibrary(const QString& library);
@@ -127,6 +130,7 @@ private:
     QString placement_reason_, placement_detail_, device_badge_, device_reason_, device_detail_;
     bool gpu_ok_ = false;
     QString gpu_reason_, gpu_detail_, gpu_name_, process_text_, totals_text_;
+    QString speculation_text_;
 };
 
 }  // namespace ember::app

@@ -10,6 +10,7 @@
 #include <utility>
 #include <vector>
 
+#include "engine/core/utf8.h"
 #include "engine/grammar/grammar.h"
 
 namespace ember::grammar {
@@ -34,26 +35,6 @@ const Ranges kLineEnds = {{0x0A, 0x0A}, {0x0D, 0x0D}, {0x2028, 0x2029}};  // wha
 const Ranges kEscaped = {{0x00, 0x1F}, {'"', '"'}, {'\\', '\\'}};
 
 [[noreturn]] void refuse(const std::string& what) { throw GrammarError("json schema: pattern: " + what, "pattern"); }
-
-std::string utf8(uint32_t cp) {
-    std::string out;
-    if (cp < 0x80) {
-        out += static_cast<char>(cp);
-    } else if (cp < 0x800) {
-        out += static_cast<char>(0xC0 | (cp >> 6));
-        out += static_cast<char>(0x80 | (cp & 0x3F));
-    } else if (cp < 0x10000) {
-        out += static_cast<char>(0xE0 | (cp >> 12));
-        out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
-        out += static_cast<char>(0x80 | (cp & 0x3F));
-    } else {
-        out += static_cast<char>(0xF0 | (cp >> 18));
-        out += static_cast<char>(0x80 | ((cp >> 12) & 0x3F));
-        out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
-        out += static_cast<char>(0x80 | (cp & 0x3F));
-    }
-    return out;
-}
 
 std::vector<uint32_t> decode(std::string_view text) {
     std::vector<uint32_t> out;
@@ -113,7 +94,7 @@ std::string json_char(uint32_t cp) {
                 std::snprintf(buf, sizeof buf, "\\u%04x", static_cast<unsigned>(cp));
                 text = buf;
             } else {
-                text = utf8(cp);
+                append_utf8(text, cp);
             }
     }
     std::string out = "\"";

@@ -325,7 +325,10 @@ void DiskPrefixStore::put(uint64_t hash, uint64_t parent, std::span<const int32_
     const uint64_t file_bytes = kHeaderBytes + tokens.size_bytes() + bytes.size();
     {
         std::lock_guard lock(mutex_);
-        if (index_.contains(hash) || queued_bytes_ + file_bytes > kMaxQueuedBytes || file_bytes > budget_) return;
+        // An empty queue takes any block: a state snapshot can be larger than the cap
+        // (qwen3next's 36 linear-attention layers: 75 MiB), and would never be stored.
+        const bool full = queued_bytes_ > 0 && queued_bytes_ + file_bytes > kMaxQueuedBytes;
+        if (index_.contains(hash) || full || file_bytes > budget_) return;
         index_[hash] = Stored{file_bytes, false, {}};
         queued_bytes_ += file_bytes;
         queue_.push_back({hash, parent, std::vector<int32_t>(tokens.begin(), tokens.end()), std::move(bytes)});

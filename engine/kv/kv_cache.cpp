@@ -148,11 +148,11 @@ void KvCache::zero_state(int32_t slot) {
 int32_t KvCache::new_sequence() {
     for (size_t i = 0; i < seqs_.size(); ++i) {
         if (!seqs_[i].live) {
-            seqs_[i] = Sequence{true, 0, has_recurrent() ? take_state_slot() : -1, {}, {}};
+            seqs_[i] = Sequence{true, 0, has_recurrent() ? take_state_slot() : -1, {}, {}, 0, 0, {}};
             return static_cast<int32_t>(i);
         }
     }
-    seqs_.push_back(Sequence{true, 0, has_recurrent() ? take_state_slot() : -1, {}, {}});
+    seqs_.push_back(Sequence{true, 0, has_recurrent() ? take_state_slot() : -1, {}, {}, 0, 0, {}});
     return static_cast<int32_t>(seqs_.size() - 1);
 }
 
@@ -357,7 +357,7 @@ int32_t KvCache::attach_prefix(int32_t seq, std::span<const int32_t> tokens) {
     return s.length;
 }
 
-void KvCache::publish(int32_t seq, std::span<const int32_t> tokens) {
+void KvCache::publish(int32_t seq, std::span<const int32_t> tokens, Snapshot snapshot) {
     Sequence& s = seq_ref(seq);
     if (tokens.size() != static_cast<size_t>(s.length)) throw Error("KV cache: publish needs the sequence's tokens");
     const size_t B = static_cast<size_t>(config_.block_tokens);
@@ -374,9 +374,21 @@ void KvCache::publish(int32_t seq, std::span<const int32_t> tokens) {
     }
     // The state now is the state at the end of the last block when the length ends on it.
     const size_t n = s.chain.size();
-    if (has_recurrent() && n > 0 && n * B == tokens.size())
-        save_snapshot(BlockKey{s.chain[n - 1], n >= 2 ? s.chain[n - 2] : seed_, tokens.subspan((n - 1) * B, B)},
-                      s.state_slot);
+    if (!has_recurrent() || n == 0 || n * B != tokens.size()) return;
+    const BlockKey key{s.chain[n - 1], n >= 2 ? s.chain[n - 2] : seed_, tokens.subspan((n - 1) * B, B)};
+    if (snapshot == Snapshot::Keep) return save_snapshot(key, s.state_slot, true);
+    if (s.latest != 0 && s.latest != key.hash && !(disk_state_ && disk_state_->contains(s.latest)))
+        drop_snapshot(s.latest);  // superseded: a follow-up resumes from the newest
+    save_snapshot(key, s.state_slot, false);
+    s.latest = key.hash, s.latest_parent = key.parent;
+    s.latest_tokens.assign(key.tokens.begin(), key.tokens.end());
+}
+
+void KvCache::end_turn(int32_t seq) {
+    Sequence& s = seq_ref(seq);
+    if (s.latest == 0 || !disk_state_ || disk_state_->contains(s.latest)) return;
+    const auto it = snapshots_.find(s.latest);
+    if (it != snapshots_.end()) disk_state_->put(s.latest, s.latest_parent, s.latest_tokens, it->second);
 }
 
 // Every recurrent layer's rows of one state slot (conv, then delta), in a fixed order.
@@ -394,14 +406,26 @@ void KvCache::for_each_state_part(int32_t slot, Copy copy) {
     }
 }
 
-void KvCache::save_snapshot(const BlockKey& key, int32_t slot) {
-    const bool to_disk = disk_state_ && !disk_state_->contains(key.hash);
-    if (snapshots_.count(key.hash) || (state_bytes_per_snapshot() > snapshot_budget_ && !to_disk)) return;
+void KvCache::save_snapshot(const BlockKey& key, int32_t slot, bool disk) {
+    const bool to_disk = disk && disk_state_ && !disk_state_->contains(key.hash);
+    if (const auto have = snapshots_.find(key.hash); have != snapshots_.end()) {  // another sequence's Latest
+        if (to_disk) disk_state_->put(key.hash, key.parent, key.tokens, have->second);
+        return;
+    }
+    if (state_bytes_per_snapshot() > snapshot_budget_ && !to_disk) return;
     std::vector<uint8_t> copy(state_bytes_per_snapshot());
     for_each_state_part(
         slot, [&](Backend& be, Tensor& part, size_t off) { be.download(part, copy.data() + off, part.bytes()); });
     if (to_disk) disk_state_->put(key.hash, key.parent, key.tokens, copy);
     keep_snapshot(key.hash, std::move(copy));
+}
+
+void KvCache::drop_snapshot(uint64_t hash) {
+    const auto it = snapshots_.find(hash);
+    if (it == snapshots_.end()) return;
+    snapshot_bytes_ -= it->second.size();
+    snapshots_.erase(it);
+    snapshot_order_.remove(hash);
 }
 
 void KvCache::keep_snapshot(uint64_t hash, std::vector<uint8_t> bytes) {

@@ -21,7 +21,8 @@
 // sequence, whatever its length), zeroed when the sequence starts. A state cannot be rolled
 // back by itself, so publish() keeps state snapshots: when a sequence's length ends exactly
 // on a block it publishes, a copy of its state (every recurrent layer's slot, in host RAM)
-// is kept under that block's chain hash. attach_prefix() then attaches blocks only up to the
+// is kept under that block's chain hash (after decode steps only the sequence's newest one,
+// stored on disk when its turn ends: Snapshot::Latest, end_turn). attach_prefix() then attaches blocks only up to the
 // last one with a snapshot and loads that snapshot into the sequence's slot; truncate() to a
 // shorter length goes back to the last snapshot at or before it (0 and a zeroed state when
 // there is none). Snapshots are bounded by set_state_snapshot_budget() (bytes; the oldest go
@@ -173,7 +174,16 @@ public:
     int32_t attach_prefix(int32_t seq, std::span<const int32_t> tokens);
     // Publishes the sequence's full blocks not published yet; `tokens` are its tokens (all
     // length(seq) of them). A block whose chain is already published elsewhere stays private.
-    void publish(int32_t seq, std::span<const int32_t> tokens);
+    // With recurrent layers and the length on a block end, a state snapshot is taken: Keep
+    // (a prompt's chunks) keeps it in RAM and writes it to the disk tier; Latest (decode steps)
+    // keeps only the sequence's newest one in RAM (it replaces the last Latest one) and writes
+    // nothing until end_turn(). A turn then costs its prompt's snapshots plus one on disk,
+    // not one per 16 generated tokens.
+    enum class Snapshot { Keep, Latest };
+    void publish(int32_t seq, std::span<const int32_t> tokens, Snapshot snapshot = Snapshot::Keep);
+    // A request on `seq` ended: its Latest snapshot (the state at its last block end, where a
+    // follow-up turn resumes) goes to the disk tier too.
+    void end_turn(int32_t seq);
     int32_t published_blocks() const { return static_cast<int32_t>(index_.size()); }
     int32_t idle_blocks() const { return static_cast<int32_t>(idle_.size()); }
     // The host-RAM tier, at most `budget_bytes` of evicted blocks (0: none; what it held goes).
@@ -188,6 +198,7 @@ public:
     void set_state_snapshot_budget(uint64_t bytes);
     // The snapshots' disk tier (null: none); its blocks are state_bytes_per_snapshot() long.
     void set_disk_state_store(std::unique_ptr<DiskPrefixStore> store) { disk_state_ = std::move(store); }
+    DiskPrefixStore* disk_state_store() { return disk_state_.get(); }
     const DiskPrefixStore* disk_state_store() const { return disk_state_.get(); }
     uint64_t state_bytes_per_snapshot() const {
         return uint64_t(config_.n_recurrent_layers) * config_.recurrent.bytes_per_slot();
@@ -202,6 +213,9 @@ private:
         int32_t state_slot = -1;
         std::vector<int32_t> blocks;
         std::vector<uint64_t> chain;  // hash of each block from the first, as far as known
+        // Its Latest snapshot (publish): the block it ends, for end_turn's disk write.
+        uint64_t latest = 0, latest_parent = 0;
+        std::vector<int32_t> latest_tokens;
     };
     struct Published {  // a block findable by its chain hash
         uint64_t hash = 0, parent = 0;
@@ -229,7 +243,8 @@ private:
         uint64_t hash = 0, parent = 0;
         std::span<const int32_t> tokens;
     };
-    void save_snapshot(const BlockKey& key, int32_t slot);
+    void save_snapshot(const BlockKey& key, int32_t slot, bool to_disk);
+    void drop_snapshot(uint64_t hash);                              // from RAM
     bool load_snapshot(uint64_t hash, int32_t slot);                // from RAM
     bool load_snapshot_or_disk(const BlockKey& key, int32_t slot);  // RAM, else the disk tier
     void keep_snapshot(uint64_t hash, std::vector<uint8_t> bytes);

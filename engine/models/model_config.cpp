@@ -13,8 +13,8 @@
 namespace ember {
 
 const std::vector<std::string>& supported_architectures() {
-    static const std::vector<std::string> archs = {"llama",  "qwen2",   "qwen3",  "qwen3moe", "gemma3",
-                                                   "gemma4", "gpt-oss", "qwen35", "qwen35moe"};
+    static const std::vector<std::string> archs = {"llama",  "qwen2",   "qwen3",  "qwen3moe",  "gemma3",
+                                                   "gemma4", "gpt-oss", "qwen35", "qwen35moe", "qwen3next"};
     return archs;
 }
 
@@ -271,14 +271,24 @@ void check_text_mrope(const GgufFile& f, const ModelConfig& c) {
     }
 }
 
-// qwen35: linear-attention layers (ssm.* keys; attention.recurrent_layers, else every layer
-// but each full_attention_interval-th) beside gated full-attention layers with QK-norm, and
-// the FFN's norm stored as post_attention_norm.
+// The first linear-attention layer (n_layers if none).
+int32_t first_recurrent(const ModelConfig& c) {
+    int32_t i = 0;
+    while (i < c.n_layers && !c.layers[static_cast<size_t>(i)].recurrent) ++i;
+    return i;
+}
+
+// qwen35, qwen35moe, qwen3next: linear-attention layers (ssm.* keys;
+// attention.recurrent_layers, else every layer but each full_attention_interval-th) beside
+// gated full-attention layers with QK-norm, and the FFN's norm stored as post_attention_norm.
+// qwen3next keeps the checkpoint's head order (ModelConfig::ssm_grouped_heads, ssm_ba) and
+// rotates with plain NeoX RoPE (llama.cpp's ggml_rope_ext, where qwen35 has IMROPE sections).
 void read_qwen35(const GgufFile& f, ModelConfig& c) {
     const std::string a = c.arch + ".";
     c.rope_neox = c.qk_norm = c.attn_gate = true;
     c.ffn_norm = "post_attention_norm";
-    check_text_mrope(f, c);
+    if (c.arch == "qwen3next") c.ssm_grouped_heads = c.ssm_ba = true;
+    else check_text_mrope(f, c);
     c.ssm_conv_kernel = in_range(f, a + "ssm.conv_kernel", f.get_u64(a + "ssm.conv_kernel"), 2, 64);
     c.ssm_head_dim = required_dim(f, a + "ssm.state_size");
     c.ssm_n_k_heads = required_dim(f, a + "ssm.group_count");
@@ -297,6 +307,9 @@ void read_qwen35(const GgufFile& f, ModelConfig& c) {
                            : (i + 1) % interval != 0;
         c.layers[static_cast<size_t>(i)].recurrent = r;
     }
+    const std::string b = "blk." + std::to_string(first_recurrent(c)) + ".";
+    c.ssm_in_fused =
+        c.arch == "qwen3next" && !f.find_tensor(b + "attn_qkv.weight") && f.find_tensor(b + "ssm_in.weight");
 }
 
 void apply_arch_conventions(const GgufFile& f, ModelConfig& c) {
@@ -321,7 +334,7 @@ void apply_arch_conventions(const GgufFile& f, ModelConfig& c) {
             c.layer_sliding[static_cast<size_t>(i)] = c.sliding_window > 0 && i % 6 != 5;
     } else if (c.arch == "gpt-oss") {
         apply_gpt_oss(f, c);
-    } else if (c.arch == "qwen35" || c.arch == "qwen35moe") {
+    } else if (c.arch == "qwen35" || c.arch == "qwen35moe" || c.arch == "qwen3next") {
         read_qwen35(f, c);
     } else if (c.arch == "gemma4") {
         read_gemma4(f, c);
@@ -333,7 +346,8 @@ void apply_arch_conventions(const GgufFile& f, ModelConfig& c) {
 // A file with router tensors or experts of an architecture whose MoE layers do not run here
 // yet (all but qwen3moe, gpt-oss and gemma4): refused by name.
 void refuse_moe(const GgufFile& f, const std::string& arch) {
-    if (arch == "qwen3moe" || arch == "gpt-oss" || arch == "gemma4" || arch == "qwen35moe") return;
+    if (arch == "qwen3moe" || arch == "gpt-oss" || arch == "gemma4" || arch == "qwen35moe" || arch == "qwen3next")
+        return;
     bool moe = f.opt_u64(arch + ".expert_count").value_or(0) > 0;
     for (const auto& t : f.tensors()) moe = moe || t.name.find(".ffn_gate_inp.") != std::string::npos;
     if (moe) throw Error(f.path() + ": " + arch + " mixture-of-experts layers are not supported yet");
@@ -387,8 +401,19 @@ void check_attention_shapes(const GgufFile& f, const ModelConfig& c) {
     const std::string b = "blk." + std::to_string(i) + ".";
     check_shape(f, b + "attn_q.weight", c.n_embd, int64_t{l.q_dim()} * (c.attn_gate ? 2 : 1));
     check_shape(f, b + "attn_k.weight", c.n_embd, l.kv_dim());
-    if (c.recurrent() && c.layers.front().recurrent)
-        check_shape(f, "blk.0.attn_qkv.weight", c.n_embd, c.ssm_conv_channels());
+    if (!c.recurrent() || first_recurrent(c) == c.n_layers) return;
+    const std::string r = "blk." + std::to_string(first_recurrent(c)) + ".";
+    if (c.ssm_in_fused) check_shape(f, r + "ssm_in.weight", c.n_embd, c.ssm_qkvz_dim());
+    else check_shape(f, r + "attn_qkv.weight", c.n_embd, c.ssm_conv_channels());
+    if (c.ssm_ba) check_shape(f, r + "ssm_ba.weight", c.n_embd, 2 * int64_t{c.ssm_n_v_heads});
+}
+
+// qwen35moe's and qwen3next's shared expert (llama.cpp requires its tensors): as wide as
+// expert_shared_feed_forward_length, else as the FFN (llama.cpp's fallback).
+void read_shared_expert(const GgufFile& f, ModelConfig& c) {
+    if (c.n_ff_shexp == 0) c.n_ff_shexp = c.n_ff;
+    c.shared_expert = true;
+    check_shape(f, "blk.0.ffn_up_shexp.weight", c.n_embd, c.n_ff_shexp);
 }
 
 template <class F>
@@ -454,11 +479,10 @@ ModelConfig read_model_config(const GgufFile& f) {
     check_attention_shapes(f, c);
     const bool gemma4_moe = c.arch == "gemma4" && (f.opt_u64("gemma4.expert_count").value_or(0) > 0 ||
                                                    f.find_tensor("blk.0.ffn_gate_inp.weight"));
-    if (c.arch == "qwen3moe" || c.arch == "gpt-oss" || c.arch == "qwen35moe") read_experts(f, c);
-    if (c.arch == "qwen35moe" && c.n_ff_shexp > 0) {
-        c.shared_expert = true;
-        check_shape(f, "blk.0.ffn_up_shexp.weight", c.n_embd, c.n_ff_shexp);
-    } else if (gemma4_moe) read_gemma4_experts(f, c);
+    const bool qwen_shexp = c.arch == "qwen35moe" || c.arch == "qwen3next";
+    if (c.arch == "qwen3moe" || c.arch == "gpt-oss" || qwen_shexp) read_experts(f, c);
+    if (qwen_shexp) read_shared_expert(f, c);
+    else if (gemma4_moe) read_gemma4_experts(f, c);
     if (!c.moe() || c.shared_ffn) check_shape(f, "blk.0.ffn_down.weight", l0.n_ff, c.n_embd);
     if (c.arch == "gpt-oss") gpt_oss_experts(f, c);
     return c;

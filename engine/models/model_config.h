@@ -24,7 +24,7 @@ struct LayerShape {
 
 struct ModelConfig {
     std::string arch;  // "llama", "qwen2", "qwen3", "qwen3moe", "gemma3", "gemma4", "gpt-oss", "qwen35", "qwen35moe",
-                       // "qwen35moe"
+                       // "qwen3next"
     int32_t n_vocab = 0, n_embd = 0, n_layers = 0, n_heads = 0, n_kv_heads = 0, head_dim = 0, n_ff = 0;
     int32_t n_rot = 0;
     int64_t n_ctx_train = 0;
@@ -75,8 +75,9 @@ struct ModelConfig {
     // be one fused tensor (ffn_gate_up_exps, gate rows first).
     bool shared_ffn = false;
     bool expert_gate_up = false;
-    // qwen35moe: a shared expert (SwiGLU of n_ff_shexp) beside the routed ones, its output
-    // scaled by sigmoid(x . ffn_gate_inp_shexp) per token.
+    // qwen35moe, qwen3next: a shared expert (SwiGLU of n_ff_shexp; the file's
+    // feed_forward_length where expert_shared_feed_forward_length is 0) beside the routed
+    // ones, its output scaled by sigmoid(x . ffn_gate_inp_shexp) per token.
     bool shared_expert = false;
 
     // qwen35 (llama.cpp's llama_model_qwen35): three of every four layers (full_attention_interval)
@@ -87,9 +88,20 @@ struct ModelConfig {
     // IMROPE, which for text equals NeoX over n_rot dims (checked at load).
     int32_t ssm_conv_kernel = 0, ssm_n_k_heads = 0, ssm_n_v_heads = 0, ssm_head_dim = 0;
     bool attn_gate = false;
+    // qwen3next (Qwen3-Next: qwen35moe's layers in the checkpoint's layout): the value heads
+    // grouped by key head (value head h reads key head h / (n_v/n_k); qwen35's converter tiles
+    // them, h % n_k), and alpha and beta from one projection, ssm_ba, grouped the same way
+    // (per key head: the betas of its value heads, then their alphas). Its RoPE is plain NeoX
+    // over n_rot dims (no sections).
+    bool ssm_grouped_heads = false;
+    bool ssm_ba = false;
+    // qwen3next's first conversions: q, k, v and z from one projection, blk.N.ssm_in, grouped
+    // per key head (its q, its k, its value heads' v, their z), instead of attn_qkv, attn_gate.
+    bool ssm_in_fused = false;
     int32_t ssm_key_dim() const { return ssm_n_k_heads * ssm_head_dim; }
     int32_t ssm_value_dim() const { return ssm_n_v_heads * ssm_head_dim; }
     int32_t ssm_conv_channels() const { return 2 * ssm_key_dim() + ssm_value_dim(); }
+    int32_t ssm_qkvz_dim() const { return ssm_conv_channels() + ssm_value_dim(); }  // ssm_in's rows
     bool recurrent() const { return ssm_n_v_heads > 0; }
 
     bool moe() const { return n_expert > 0; }

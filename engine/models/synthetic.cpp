@@ -94,12 +94,38 @@ SyntheticShape gpt_oss_shape(const std::string& name) {
 // layers (as the real models' 16 key and 32 value heads, 0.8B to 9B).
 // tiny-qwen35moe: the same with 16 experts of 96, 4 used, and a shared expert of 128 (the
 // real 35B-A3B: 256 experts of 512, 8 used, a shared one of 512).
+// tiny-qwen3next: tiny-qwen35moe's shape as qwen3next (grouped value heads, ssm_ba, no rope
+// sections). qwen3-next-80b-a3b: Qwen3-Next-80B-A3B's config.json (48 layers, hidden 2048,
+// 16 heads of 256 with 2 KV heads rotating 64 dims, linear attention of 16 key and 32 value
+// heads of 128, 512 experts of 512, 10 used, a shared expert of 512, vocabulary 151936,
+// untied); "-mini" keeps 4 of its layers (one full-attention period).
+// qwen3.5-4b (config.json: 32 layers, hidden 2560, full attention every 4th layer with 16
+// heads of 256 and 4 KV heads, a quarter of each head rotated; linear attention with 16 key
+// and 32 value heads of 128, a convolution of 4; FFN 9216; vocabulary 248320, tied): 4.2 B
+// parameters. qwen3.5-35b-a3b (40 layers, hidden 2048, 16 heads of 256 and 2 KV heads; the
+// same linear heads; 256 experts of 512, 8 used, a shared expert of 512; untied): 35 B.
+// qwen3.5-35b-a3b-mini keeps 8 of its 40 layers (two full-attention periods, every layer as
+// large): 7.75 B parameters, 4.45 GiB in Q4_K_M, small enough for two engines' page cache here.
 SyntheticShape qwen35_shape(const std::string& name) {
+    if (name == "qwen3-next-80b-a3b" || name == "qwen3-next-80b-a3b-mini") {
+        SyntheticShape s{name, 2048, 48, 16, 2, 5120, 151936, 262144, false, "qwen3next", 256};
+        s.qwen35 = {16, 32, 128, 4, 4, 64, 512};
+        s.n_expert = 512, s.n_expert_used = 10, s.n_ff_exp = 512;
+        if (name == "qwen3-next-80b-a3b-mini") s.n_layers = 4;
+        return s;
+    }
     SyntheticShape s{name, 256, 8, 4, 2, 512, 1024, 4096, true, "qwen35", 64};
     s.qwen35 = {2, 4, 32, 4, 4, 16};
-    if (name == "tiny-qwen35moe") {
-        s.arch = "qwen35moe";
+    if (name == "tiny-qwen35moe" || name == "tiny-qwen3next") {
+        s.arch = name == "tiny-qwen3next" ? "qwen3next" : "qwen35moe";
         s.n_expert = 16, s.n_expert_used = 4, s.n_ff_exp = 96, s.qwen35.n_ff_shexp = 128;
+    } else if (name == "qwen3.5-4b") {
+        s = {name, 2560, 32, 16, 4, 9216, 248320, 262144, true, "qwen35", 256};
+        s.qwen35 = {16, 32, 128, 4, 4, 64};
+    } else if (name == "qwen3.5-35b-a3b" || name == "qwen3.5-35b-a3b-mini") {
+        s = {name, 2048, name == "qwen3.5-35b-a3b" ? 40 : 8, 16, 2, 512, 248320, 262144, false, "qwen35moe", 256};
+        s.qwen35 = {16, 32, 128, 4, 4, 64, 512};
+        s.n_expert = 256, s.n_expert_used = 8, s.n_ff_exp = 512;
     }
     return s;
 }
@@ -107,7 +133,10 @@ SyntheticShape qwen35_shape(const std::string& name) {
 }  // namespace
 
 SyntheticShape synthetic_shape(const std::string& name) {
-    if (name == "tiny-qwen35" || name == "tiny-qwen35moe") return qwen35_shape(name);
+    if (name == "tiny-qwen35" || name == "tiny-qwen35moe" || name == "tiny-qwen3next" || name == "qwen3-next-80b-a3b" ||
+        name == "qwen3-next-80b-a3b-mini" || name == "qwen3.5-4b" || name == "qwen3.5-35b-a3b" ||
+        name == "qwen3.5-35b-a3b-mini")
+        return qwen35_shape(name);
     if (name == "tiny-gemma4" || name == "gemma4-e2b" || name == "gemma4-e4b" || name == "gemma4-31b" ||
         name == "tiny-gemma4moe" || name == "gemma4-26b-a4b" || name == "gemma4-26b-a4b-mini")
         return gemma4_shape(name);
@@ -124,17 +153,23 @@ SyntheticShape synthetic_shape(const std::string& name) {
     if (name == "gemma3-270m") return {name, 640, 18, 4, 1, 2048, 262144, 32768, true, "gemma3", 256, 512};
     if (name == "qwen2.5-0.5b") return {name, 896, 24, 14, 2, 4864, 151936, 32768, true, "qwen2"};
     if (name == "qwen3-0.6b") return {name, 1024, 28, 16, 8, 3072, 151936, 40960, true, "qwen3", 128};
+    // Qwen3-4B (36 layers, hidden 2560, 32 heads of 128, 8 KV heads, FFN 9728, tied): the
+    // full-attention model of Qwen3.5-4B's size, for memory per sequence beside it.
+    if (name == "qwen3-4b") return {name, 2560, 36, 32, 8, 9728, 151936, 40960, true, "qwen3", 128};
     std::string known;
     for (const auto& n : synthetic_shape_names()) known += (known.empty() ? "" : ", ") + n;
     throw Error("unknown synthetic shape '" + name + "' (known: " + known + ")");
 }
 
 std::vector<std::string> synthetic_shape_names() {
-    return {"tiny",           "tiny-qwen2",     "tiny-qwen3",          "tiny-qwen3moe",      "tiny-gemma3",
-            "tiny-gemma4",    "llama-3.2-1b",   "llama-3-8b",          "smollm2-135m",       "gemma3-270m",
-            "qwen2.5-0.5b",   "qwen3-0.6b",     "qwen3-30b-a3b",       "qwen3-30b-a3b-mini", "llama-3-70b",
-            "gemma4-e2b",     "gemma4-e4b",     "gemma4-31b",          "tiny-gpt-oss",       "gpt-oss-20b",
-            "tiny-gemma4moe", "gemma4-26b-a4b", "gemma4-26b-a4b-mini", "tiny-qwen35",        "tiny-qwen35moe"};
+    return {"tiny",           "tiny-qwen2",         "tiny-qwen3",           "tiny-qwen3moe",
+            "tiny-gemma3",    "tiny-gemma4",        "llama-3.2-1b",         "llama-3-8b",
+            "smollm2-135m",   "gemma3-270m",        "qwen2.5-0.5b",         "qwen3-0.6b",
+            "qwen3-30b-a3b",  "qwen3-30b-a3b-mini", "llama-3-70b",          "gemma4-e2b",
+            "gemma4-e4b",     "gemma4-31b",         "tiny-gpt-oss",         "gpt-oss-20b",
+            "tiny-gemma4moe", "gemma4-26b-a4b",     "gemma4-26b-a4b-mini",  "tiny-qwen35",
+            "tiny-qwen35moe", "tiny-qwen3next",     "qwen3-next-80b-a3b",   "qwen3-next-80b-a3b-mini",
+            "qwen3.5-4b",     "qwen3.5-35b-a3b",    "qwen3.5-35b-a3b-mini", "qwen3-4b"};
 }
 
 namespace {
@@ -451,12 +486,13 @@ void add_qwen35_experts(TensorAdder& t, const SyntheticShape& sh, const std::str
 // qwen35 (SyntheticShape::Qwen35) with llama.cpp's keys and tensor names. The decays are
 // slow (exp(softplus(alpha + dt_bias) * a) near 0.9 per token), so that the recurrent state
 // carries tokens far back, and the convolution's weights are of order 1: both states matter.
+// qwen3next: always experts, alpha and beta as one ssm_ba, no rope.dimension_sections.
 GgufWriter qwen35_writer(const SyntheticShape& sh, const std::string& scheme_name, uint64_t seed) {
     const SyntheticShape::Qwen35& r = sh.qwen35;
     const QuantScheme scheme = quant_scheme(scheme_name);
     const QuantPlanner planner(scheme, sh.n_layers, sh.tied_embeddings);
     const std::string a = sh.arch + ".";
-    const bool moe = sh.arch == "qwen35moe";
+    const bool next = sh.arch == "qwen3next", moe = sh.arch == "qwen35moe" || next;
     auto u32 = [](int64_t v) { return GgufValue::u32(static_cast<uint32_t>(v)); };
     GgufWriter w;
     add_common_keys(w, sh, scheme, scheme_name);
@@ -471,8 +507,9 @@ GgufWriter qwen35_writer(const SyntheticShape& sh, const std::string& scheme_nam
     w.set(a + "rope.freq_base", GgufValue::f32(10000000.0f));
     // Qwen3.5's [11, 11, 10, 0] of 32 pairs, scaled to n_rot / 2 (text uses the first three alike).
     const int32_t pairs = r.n_rot / 2, s0 = (pairs + 2) / 3, s2 = pairs - 2 * s0;
-    w.set(a + "rope.dimension_sections", GgufValue::array(GgufType::I32, {GgufValue::i32(s0), GgufValue::i32(s0),
-                                                                          GgufValue::i32(s2), GgufValue::i32(0)}));
+    if (!next)
+        w.set(a + "rope.dimension_sections", GgufValue::array(GgufType::I32, {GgufValue::i32(s0), GgufValue::i32(s0),
+                                                                              GgufValue::i32(s2), GgufValue::i32(0)}));
     w.set(a + "full_attention_interval", u32(r.full_attention_interval));
     w.set(a + "ssm.conv_kernel", u32(r.conv_kernel));
     w.set(a + "ssm.state_size", u32(r.ssm_head_dim));
@@ -500,14 +537,22 @@ GgufWriter qwen35_writer(const SyntheticShape& sh, const std::string& scheme_nam
             t.add_scaled_norm(b + "attn_k_norm.weight", hd, sh.qk_gain);
             t.add(b + "attn_output.weight", q, d, ws * sh.attn_gain);
         } else {
-            t.add(b + "attn_qkv.weight", d, conv, ws);
-            t.add(b + "attn_gate.weight", d, value, ws);
+            if (r.fused_qkvz) {
+                t.add(b + "ssm_in.weight", d, conv + value, ws);
+            } else {
+                t.add(b + "attn_qkv.weight", d, conv, ws);
+                t.add(b + "attn_gate.weight", d, value, ws);
+            }
             t.add_uniform(b + "ssm_conv1d.weight", {static_cast<uint64_t>(r.conv_kernel), static_cast<uint64_t>(conv)},
                           -1.0f, 1.0f);
             t.add_uniform(b + "ssm_dt.bias", {static_cast<uint64_t>(r.n_v_heads)}, -3.0f, -2.0f);
             t.add_uniform(b + "ssm_a", {static_cast<uint64_t>(r.n_v_heads)}, -0.3f, -0.05f);
-            t.add(b + "ssm_beta.weight", d, r.n_v_heads, ws);
-            t.add(b + "ssm_alpha.weight", d, r.n_v_heads, ws);
+            if (next) {
+                t.add(b + "ssm_ba.weight", d, 2 * int64_t{r.n_v_heads}, ws);
+            } else {
+                t.add(b + "ssm_beta.weight", d, r.n_v_heads, ws);
+                t.add(b + "ssm_alpha.weight", d, r.n_v_heads, ws);
+            }
             t.add_scaled_norm(b + "ssm_norm.weight", r.ssm_head_dim, 1.0f);
             t.add(b + "ssm_out.weight", value, d, ws * sh.attn_gain);
         }
@@ -536,7 +581,8 @@ GgufWriter synthetic_writer(const SyntheticShape& sh, const std::string& scheme_
     const bool gemma = sh.arch == "gemma3", qwen = sh.arch == "qwen2", moe = sh.arch == "qwen3moe",
                qwen3 = sh.arch == "qwen3" || moe, oss = sh.arch == "gpt-oss";
     if (sh.arch == "gemma4") return gemma4_writer(sh, scheme_name, seed);
-    if (sh.arch == "qwen35" || sh.arch == "qwen35moe") return qwen35_writer(sh, scheme_name, seed);
+    if (sh.arch == "qwen35" || sh.arch == "qwen35moe" || sh.arch == "qwen3next")
+        return qwen35_writer(sh, scheme_name, seed);
     if (sh.arch != "llama" && !gemma && !qwen && !qwen3 && !oss)
         throw Error("synthetic models: unknown architecture '" + sh.arch + "'");
     const std::string a = sh.arch + ".";

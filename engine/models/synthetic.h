@@ -49,13 +49,14 @@ struct SyntheticShape {
         float final_softcap = 30.0f;
         bool split_gate_up = false;  // experts: ffn_gate_exps and ffn_up_exps, not one fused tensor
     } gemma4{};
-    // qwen35: every full_attention_interval-th layer is gated full attention (n_heads of
+    // qwen35, qwen35moe, qwen3next: every full_attention_interval-th layer is gated full attention (n_heads of
     // head_dim, RoPE on the first n_rot dims), the others linear attention (Gated DeltaNet:
     // n_k_heads key and n_v_heads value heads of ssm_head_dim, a convolution of conv_kernel).
     struct Qwen35 {
         int32_t n_k_heads = 0, n_v_heads = 0, ssm_head_dim = 0, conv_kernel = 4;
         int32_t full_attention_interval = 4, n_rot = 0;
-        int32_t n_ff_shexp = 0;  // qwen35moe: the shared expert's width
+        int32_t n_ff_shexp = 0;   // qwen35moe, qwen3next: the shared expert's width
+        bool fused_qkvz = false;  // qwen3next: the first conversions' ssm_in instead of attn_qkv, attn_gate
     } qwen35{};
 };
 
@@ -66,6 +67,11 @@ struct SyntheticShape {
 // of 32 experts, 4 used), "tiny-gemma4moe" (tests), "gemma4-26b-a4b" (30 layers, 128 experts
 // of 704, 8 used, beside a dense FFN of 2112), "gemma4-26b-a4b-mini" (its layers, 6 of them:
 // one sliding/global period), "tiny-qwen35" (tests: 8 layers, two of them full attention), "tiny-qwen35moe" (its MoE),
+// "tiny-qwen3next" (the same as qwen3next), "qwen3-next-80b-a3b" (48 layers of 512 experts, 10
+// used, and a shared one), "qwen3-next-80b-a3b-mini" (its first 4 layers),
+// "qwen3.5-4b", "qwen3.5-35b-a3b" (256 experts of 512, 8 used, a shared one),
+// "qwen3.5-35b-a3b-mini" (its layers, 8 of 40: 4.45 GiB in Q4_K_M), "qwen3-4b" (the
+// full-attention model of Qwen3.5-4B's size),
 // and the real test models' shapes "smollm2-135m", "gemma3-270m", "qwen2.5-0.5b" (for
 // machines the real files cannot be copied to, such as the GPU check's).
 SyntheticShape synthetic_shape(const std::string& name);

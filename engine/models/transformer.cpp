@@ -336,7 +336,8 @@ std::vector<Transformer::ScratchBuffer> Transformer::scratch_layout(const ModelC
         b.push_back({"ple_tmp", c.n_embd_per_layer, T});
     }
     if (c.recurrent()) {
-        b.push_back({"lin_mix", std::max(c.ssm_conv_channels(), 2 * c.max_q_dim()), T});
+        const int32_t in_cols = c.ssm_in_fused ? c.ssm_qkvz_dim() : c.ssm_conv_channels();
+        b.push_back({"lin_mix", std::max(in_cols, 2 * c.max_q_dim()), T});
         b.push_back({"lin_conv", c.ssm_conv_channels(), T});
         b.push_back({"lin_z", std::max(c.ssm_value_dim(), c.max_q_dim()), T});
         b.push_back({"lin_alpha", c.ssm_n_v_heads, T});

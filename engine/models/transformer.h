@@ -91,8 +91,8 @@ public:
     // expert_gate, expert_up [T*n_expert_used x n_ff_exp], expert_down [T*n_expert_used x
     // n_embd] (gate and up then have no columns: no layer is dense); with per-layer
     // embeddings ple [n_layers*T x n_embd_per_layer] and ple_tmp [T x n_embd_per_layer]; with
-    // linear attention (c.recurrent()) lin_mix [T x max(conv_channels, 2*q_dim)] (the input
-    // projection; full attention's q and gate), lin_conv [T x conv_channels], lin_z [T x
+    // linear attention (c.recurrent()) lin_mix [T x max(conv_channels, 2*q_dim, qkvz_dim if
+    // ssm_in_fused)] (the input projection; full attention's q and gate), lin_conv [T x conv_channels], lin_z [T x
     // max(value_dim, q_dim)] (the output gates), lin_alpha, lin_beta [T x n_v_heads], lin_out
     // [T x value_dim].
     static std::vector<ScratchBuffer> scratch_layout(const ModelConfig& c, int64_t n_tokens, int64_t n_outputs);
@@ -227,9 +227,11 @@ private:
         // KvCache::recurrent(state_layer):
         int32_t state_layer = -1;
         Tensor ssm_in;      // [conv_channels x n_embd]  attn_qkv: q, k, v before the convolution
-        Tensor ssm_z;       // [value_dim x n_embd]      attn_gate: the output gate
+                            // (ModelConfig::ssm_in_fused: ssm_in, [qkvz_dim x n_embd], with z)
+        Tensor ssm_z;       // [value_dim x n_embd]      attn_gate: the output gate (absent: fused)
         Tensor ssm_alpha;   // [n_v_heads x n_embd]      the decay's input
         Tensor ssm_beta;    // [n_v_heads x n_embd]      the update's strength
+        Tensor ssm_ba;      // [2*n_v_heads x n_embd]    both, grouped per key head (qwen3next)
         Tensor ssm_conv1d;  // [conv_channels x conv_kernel] F32
         Tensor ssm_dt;      // [n_v_heads]  bias of alpha
         Tensor ssm_a;       // [n_v_heads]  -exp(A_log)
@@ -262,6 +264,7 @@ private:
                     &ssm_z,
                     &ssm_alpha,
                     &ssm_beta,
+                    &ssm_ba,
                     &ssm_conv1d,
                     &ssm_dt,
                     &ssm_a,
@@ -307,6 +310,14 @@ private:
     void linear_attention_block(const Layer& l, RecurrentLayer& state, Activations& a);
     // Gated attention's q projection: each head's q and its gate, into q and a.lin_z.
     void project_gated_q(const Layer& l, Activations& a, Tensor& q);
+    // The input projections of a linear-attention sublayer: a.xn -> mix (q | k | v), z, and
+    // a.lin_alpha, a.lin_beta, whichever tensors the file splits them into.
+    void project_linear_inputs(const Layer& l, Activations& a, Tensor& mix, Tensor& z);
+    // qwen3next's fused alpha/beta projection [T x 2*n_v_heads] into a.lin_beta, a.lin_alpha.
+    void split_beta_alpha(const Layer& l, const Tensor& ba, Activations& a);
+    // Its first conversions' fused q/k/v/z projection (a.lin_mix, [T x qkvz_dim]) into mix
+    // (the same buffer, [T x conv_channels]) and z, through a.lin_conv.
+    void split_qkvz(const Layer& l, Activations& a, Tensor& mix, Tensor& z);
     void ffn_block(const Layer& l, const Layer* next, Activations& a);
     // The FFN proper, a.xn -> a.proj: dense (gate, up, down) or mixture of experts.
     void dense_ffn(const Layer& l, Activations& a, Tensor& out);

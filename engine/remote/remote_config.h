@@ -8,6 +8,17 @@
 
 namespace ember::remote {
 
+// Sampling fields beyond OpenAI's own, each sent only when its caller set it: llama.cpp's
+// llama-server, vLLM, SGLang and Ember read top_k, min_p and repeat_penalty; OpenAI itself
+// (and a strict proxy) rejects a request that carries them. OpenAI's own fields (temperature,
+// top_p, seed, presence/frequency penalty) always travel where set.
+struct SentFields {
+    bool top_k = false;           // EngineRequest::sampling.top_k, when > 0
+    bool min_p = false;           // ... min_p, when > 0
+    bool repeat_penalty = false;  // ... repeat_penalty, when not 1
+    void set_extras(bool on) { top_k = min_p = repeat_penalty = on; }
+};
+
 struct RemoteConfig {
     // The server's OpenAI base URL: "http://host:8000/v1" (or without the "/v1": it is added
     // when the path does not end in it). Paths /models and /chat/completions go below it.
@@ -32,6 +43,7 @@ struct RemoteConfig {
     size_t max_body_bytes = size_t(16) << 20;
     size_t max_stream_bytes = size_t(256) << 20;
     std::string user_agent = "ember/0.1";
+    SentFields sent;  // which of llama.cpp's and vLLM's sampling fields travel
 };
 
 // base_url with "/v1" added where it lacks it, and no trailing '/'. Throws ember::Error for a

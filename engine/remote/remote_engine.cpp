@@ -137,7 +137,7 @@ uint64_t RemoteEngine::submit(EngineRequest request, EventSink sink) {
     auto job = std::make_shared<Job>();
     job->model = request.model.empty() ? cfg_.model : request.model;
     if (job->model.empty()) throw Error("no model named for the remote engine at " + printable_url(base_));
-    job->body = request_body(request, job->model);  // throws for what can never run
+    job->body = request_body(request, job->model, cfg_.sent);  // throws for what can never run
     job->url = base_ + request_path(request);
     job->sink = std::move(sink);
     reap();

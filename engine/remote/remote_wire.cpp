@@ -1,5 +1,6 @@
-// The OpenAI wire format for the remote engine client (remote_wire.h). Only OpenAI's own
-// request fields are written (temperature, top_p, seed, penalties, stop, tools): a server
+// The OpenAI wire format for the remote engine client (remote_wire.h). OpenAI's own request
+// fields are written (temperature, top_p, seed, penalties, stop, tools); llama.cpp's and
+// vLLM's (top_k, min_p, repeat_penalty) only where the caller set them (SentFields): a server
 // that knows no more, OpenAI itself included, rejects fields it does not know.
 #include "engine/remote/remote_wire.h"
 
@@ -27,13 +28,17 @@ json message_json(const ChatMessage& m) {
     return j;
 }
 
-void add_sampling(json& body, const SamplingParams& s) {
+void add_sampling(json& body, const SamplingParams& s, const SentFields& sent) {
     body["temperature"] = std::max(0.0f, s.temperature);
     if (s.top_p < 1.0f) body["top_p"] = s.top_p;
     // OpenAI's seed is a signed 64-bit integer (servers refuse more): the top bit is dropped.
     body["seed"] = static_cast<int64_t>(s.seed & uint64_t{INT64_MAX});
     if (s.presence_penalty != 0.0f) body["presence_penalty"] = s.presence_penalty;
     if (s.frequency_penalty != 0.0f) body["frequency_penalty"] = s.frequency_penalty;
+    // llama.cpp's and vLLM's own, where the caller set them (neutral values are left out).
+    if (sent.top_k && s.top_k > 0) body["top_k"] = s.top_k;
+    if (sent.min_p && s.min_p > 0.0f) body["min_p"] = s.min_p;
+    if (sent.repeat_penalty && s.repeat_penalty != 1.0f) body["repeat_penalty"] = s.repeat_penalty;
 }
 
 void add_chat_options(json& body, const EngineRequest& r) {
@@ -126,7 +131,7 @@ void read_choice(const json& choice, Chunk& c) {
 
 std::string request_path(const EngineRequest& r) { return r.messages.empty() ? "/completions" : "/chat/completions"; }
 
-std::string request_body(const EngineRequest& r, const std::string& model) {
+std::string request_body(const EngineRequest& r, const std::string& model, const SentFields& sent) {
     if (!r.prompt_tokens.empty()) throw Error("a remote engine takes text or messages, not token ids");
     if (r.messages.empty() && r.prompt.empty()) throw Error("the request has no prompt and no messages");
     if (r.grammar) throw Error("grammar-constrained output is not available on a remote engine");
@@ -134,7 +139,7 @@ std::string request_body(const EngineRequest& r, const std::string& model) {
     if (r.messages.empty()) body["prompt"] = r.prompt;
     else add_chat_options(body, r);
     if (r.max_tokens > 0) body["max_tokens"] = r.max_tokens;
-    add_sampling(body, r.sampling);
+    add_sampling(body, r.sampling, sent);
     if (!r.stop.empty()) body["stop"] = r.stop;
     // Extensions, sent only when asked for: vLLM, llama-server and Ember know ignore_eos;
     // llama-server and Ember the thinking budget.

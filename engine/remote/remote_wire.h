@@ -8,13 +8,16 @@
 #include <string>
 #include <vector>
 
+#include "engine/remote/remote_config.h"
 #include "engine/scheduler/inference_engine.h"
 
 namespace ember::remote {
 
 // A request body; `model` is the name to ask for. Chat when the request has messages,
 // a raw completion when it has a prompt (token ids are a local engine's: an ember::Error).
-std::string request_body(const EngineRequest& r, const std::string& model);
+// `sent`: which sampling fields beyond OpenAI's travel (none unless set). reasoning_effort
+// and enable_thinking travel only when the request's template_options set them.
+std::string request_body(const EngineRequest& r, const std::string& model, const SentFields& sent = {});
 // "/chat/completions" or "/completions", below the API base.
 std::string request_path(const EngineRequest& r);
 

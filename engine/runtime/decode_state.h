@@ -34,6 +34,7 @@ struct GenerateStats {
     double decode_ms = 0;  // after the first token
     // Speculation (the scheduler's; EngineRequest::lookup): guessed tokens checked, agreed with.
     int32_t drafted_tokens = 0, accepted_tokens = 0;
+    int32_t passes = 0;  // forward passes that gave it tokens
     StopReason stop_reason = StopReason::None;
     // Under a grammar: steps that needed the full mask (no candidate allowed), by a trie walk
     // or from the masks kept per grammar position (grammar::TokenMatcher::mask_stats()).
@@ -41,6 +42,8 @@ struct GenerateStats {
     double grammar_ms = 0;  // spent checking candidates, in full masks and advancing the grammar
     double prefill_tok_s() const { return prefill_ms > 0 ? (prompt_tokens - reused_tokens) * 1000.0 / prefill_ms : 0; }
     double decode_tok_s() const { return decode_ms > 0 ? (generated_tokens - 1) * 1000.0 / decode_ms : 0; }
+    double acceptance_rate() const { return drafted_tokens > 0 ? double(accepted_tokens) / drafted_tokens : 0; }
+    double tokens_per_pass() const { return passes > 0 ? double(generated_tokens) / passes : 0; }
 };
 
 struct DecodeLimits {

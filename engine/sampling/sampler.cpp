@@ -125,16 +125,66 @@ int32_t Sampler::draw() {
     return cand_.back().id;
 }
 
+void Sampler::gather(std::span<const float> logits) {
+    cand_.clear();
+    for (size_t i = 0; i < logits.size(); ++i)
+        if (logits[i] > -std::numeric_limits<float>::infinity())
+            cand_.push_back({static_cast<int32_t>(i), logits[i], 0});
+}
+
+void Sampler::gather_top(std::span<const TopKCandidate> top) {
+    cand_.clear();
+    for (const TopKCandidate& c : top)
+        if (c.logit > -std::numeric_limits<float>::infinity()) cand_.push_back({c.id, c.logit, 0});
+}
+
 int32_t Sampler::sample(std::span<float> logits, std::span<const int32_t> history) {
     if (logits.empty()) throw Error("sampler: empty logits");
     apply_adjustments(logits, adjustments(history));
     if (std::all_of(logits.begin(), logits.end(), [](float x) { return std::isnan(x); })) fail_nan();
     if (greedy()) return argmax(logits);
-    cand_.clear();
-    for (size_t i = 0; i < logits.size(); ++i)
-        if (logits[i] > -std::numeric_limits<float>::infinity())
-            cand_.push_back({static_cast<int32_t>(i), logits[i], 0});
+    gather(logits);
     return draw();
+}
+
+// What draw() would draw from, its weights divided by their sum.
+std::vector<TokenProb> Sampler::normalized() {
+    if (cand_.empty()) throw Error("sampler: every token is banned by logit bias");
+    truncate(cand_);
+    double sum = 0;
+    for (auto& x : cand_) sum += x.p;
+    std::vector<TokenProb> d;
+    d.reserve(cand_.size());
+    for (auto& x : cand_) d.push_back({x.id, static_cast<float>(x.p / sum)});
+    return d;
+}
+
+std::vector<TokenProb> Sampler::distribution(std::span<float> logits, std::span<const int32_t> history) {
+    if (logits.empty()) throw Error("sampler: empty logits");
+    apply_adjustments(logits, adjustments(history));
+    if (std::all_of(logits.begin(), logits.end(), [](float x) { return std::isnan(x); })) fail_nan();
+    if (greedy()) return {{argmax(logits), 1.0f}};
+    gather(logits);
+    return normalized();
+}
+
+std::vector<TokenProb> Sampler::distribution_top(std::span<const TopKCandidate> top) {
+    if (top.empty()) fail_nan();
+    if (greedy()) return {{top.front().id, 1.0f}};
+    gather_top(top);
+    return normalized();
+}
+
+int32_t Sampler::draw_from(std::span<const TokenProb> dist) {
+    if (dist.empty()) throw Error("sampler: nothing to draw from");
+    double sum = 0;
+    for (const TokenProb& x : dist) sum += x.p;
+    double r = uniform() * sum;
+    for (const TokenProb& x : dist) {
+        r -= x.p;
+        if (r < 0) return x.id;
+    }
+    return dist.back().id;
 }
 
 // `top` is the backend's best min(k, non-NaN) of the adjusted row, in sample()'s order, so
@@ -143,9 +193,7 @@ int32_t Sampler::sample(std::span<float> logits, std::span<const int32_t> histor
 int32_t Sampler::sample_top(std::span<const TopKCandidate> top) {
     if (top.empty()) fail_nan();  // top_k returns min(k, non-NaN) candidates, k >= 1
     if (greedy()) return top.front().id;
-    cand_.clear();
-    for (const TopKCandidate& c : top)
-        if (c.logit > -std::numeric_limits<float>::infinity()) cand_.push_back({c.id, c.logit, 0});
+    gather_top(top);
     return draw();
 }
 

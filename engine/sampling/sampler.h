@@ -17,6 +17,13 @@
 
 namespace ember {
 
+// One token's probability in a sampling distribution (Sampler::distribution): the tokens the
+// sampler may draw, after every transform; any token not listed has probability 0.
+struct TokenProb {
+    int32_t id;
+    float p;
+};
+
 struct SamplingParams {
     float temperature = 0.8f;             // <= 0 means greedy
     int32_t top_k = 40;                   // <= 0 disables
@@ -56,6 +63,17 @@ public:
     // ember::Error naming NaN when every logit is NaN (no candidates at all).
     int32_t sample_top(std::span<const TopKCandidate> top);
 
+    // The distribution sample() / sample_top() draw from for the same input (penalties, bias,
+    // temperature, top-k, top-p, min-p), sparse and summing to 1: one token with p = 1 when
+    // greedy. distribution() modifies `logits` as sample() does. Speculative decoding's
+    // rejection rule (speculative.h) compares it with a proposer's.
+    std::vector<TokenProb> distribution(std::span<float> logits, std::span<const int32_t> history);
+    std::vector<TokenProb> distribution_top(std::span<const TopKCandidate> top);
+    // A draw from `dist` (any non-negative weights, not all zero) with this sampler's RNG.
+    int32_t draw_from(std::span<const TokenProb> dist);
+    // The next number of this sampler's seeded RNG, uniform in [0, 1).
+    double uniform();
+
     const SamplingParams& params() const { return params_; }
     void reseed(uint64_t seed);
 
@@ -69,7 +87,9 @@ private:
     void truncate(std::vector<Candidate>& c) const;  // top-k, then finish()
     void finish(std::vector<Candidate>& c) const;    // softmax, top-p, min-p
     int32_t draw();                                  // truncate(cand_), then the draw
-    double uniform();                                // [0, 1)
+    void gather(std::span<const float> logits);      // cand_: every token not banned
+    void gather_top(std::span<const TopKCandidate> top);
+    std::vector<TokenProb> normalized();  // truncate(cand_), as a distribution
 
     SamplingParams params_;
     uint64_t state_;

@@ -15,7 +15,8 @@ int32_t argmax(std::span<const float> row) {
 
 }  // namespace
 
-DraftModel::DraftModel(Model& draft, const Model& target, int32_t max_draft) : draft_(draft), max_draft_(max_draft) {
+DraftModel::DraftModel(Model& draft, const Model& target, int32_t max_draft)
+    : draft_(draft), max_draft_(max_draft), target_vocab_(static_cast<size_t>(target.config().n_vocab)) {
     if (max_draft < 1) throw Error("--draft-max must be at least 1, not " + std::to_string(max_draft));
     if (draft_.kv().has_recurrent())
         throw Error("draft model " + draft_.file().path() + ": models with recurrent layers cannot draft (" +
@@ -120,21 +121,24 @@ std::vector<bool> DraftModel::feed(std::span<const Want> wants, std::vector<Row>
     return ok;
 }
 
-// The proposal's next token: the argmax for a greedy request; a sampling request draws from
-// the draft's row with its own sampler (a point mass for the acceptance rule: probs left empty).
+// The proposal's next token: the argmax for a greedy request (a point mass: probs left empty);
+// a sampling request draws from the draft's row with its own sampler, and the distribution it
+// drew from goes with the token (probs), so the rejection rule accepts at the rate it should.
 int32_t DraftModel::pick(const Want& w, std::span<float> logits, DraftProposal& out) {
-    int32_t token = 0;
     if (!w.sampling || w.sampling->temperature <= 0) {
-        token = argmax(logits);
-    } else {
-        auto it = samplers_.find(w.id);
-        if (it == samplers_.end()) {
-            SamplingParams p = *w.sampling;
-            p.seed ^= 0x9E3779B97F4A7C15ull;  // its own stream, not the target's draws
-            it = samplers_.emplace(w.id, Sampler(p)).first;
-        }
-        token = it->second.sample(logits, w.context);
+        out.tokens.push_back(argmax(logits));
+        return out.tokens.back();
     }
+    auto it = samplers_.find(w.id);
+    if (it == samplers_.end()) {
+        SamplingParams p = *w.sampling;
+        p.seed ^= 0x9E3779B97F4A7C15ull;  // its own stream, not the target's draws
+        it = samplers_.emplace(w.id, Sampler(p)).first;
+    }
+    const std::vector<TokenProb> dist = it->second.distribution(logits, w.context);
+    const int32_t token = it->second.draw_from(dist);
+    std::vector<float>& row = out.probs.emplace_back(target_vocab_, 0.0f);  // the target's rows
+    for (const TokenProb& t : dist) row[static_cast<size_t>(t.id)] = t.p;
     out.tokens.push_back(token);
     return token;
 }

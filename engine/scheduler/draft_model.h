@@ -15,19 +15,10 @@
 
 #include "engine/runtime/model.h"
 #include "engine/sampling/sampler.h"
+#include "engine/sampling/speculative.h"   // DraftProposal
 #include "engine/tokenizer/vocab_match.h"  // draft_vocab_mismatch
 
 namespace ember {
-
-// What a proposer offers for one sequence (the interface agreed with the sampled acceptance
-// rule, engine/sampling/speculative.h once it lands there).
-struct DraftProposal {
-    std::vector<int32_t> tokens;            // proposed continuation
-    std::vector<std::vector<float>> probs;  // probs[i]: the proposer's distribution over the
-                                            // vocabulary at position i, after the request's
-                                            // sampling transforms; empty for a point-mass
-                                            // proposer (prompt lookup) and for greedy requests
-};
 
 inline constexpr int32_t kDefaultDraftMax = 8;
 
@@ -46,7 +37,7 @@ public:
         uint64_t id = 0;  // the target's request id: the draft's sequence is kept under it
         std::span<const int32_t> context;
         int32_t k = 0;
-        const SamplingParams* sampling = nullptr;  // null or greedy: argmax, no probs
+        const SamplingParams* sampling = nullptr;  // null or greedy: argmax, no probs; else drawn, with probs
     };
     // Proposals in the order of `wants`; a sequence may get fewer than k tokens (none when the
     // draft's KV pool or context has no room). Passes are batched over all of them.
@@ -89,6 +80,7 @@ private:
     Model& draft_;
     int32_t max_draft_;
     double cost_ratio_ = 1;
+    size_t target_vocab_ = 0;  // the target's logit rows: a proposal's probs rows are this long
     std::map<uint64_t, Track> tracks_;
     std::map<uint64_t, Sampler> samplers_;  // a sampling request's draws, seeded from its seed
 };

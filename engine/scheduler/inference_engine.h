@@ -109,10 +109,14 @@ struct RequestStats {
     int32_t preemptions = 0;       // times its KV blocks were taken back and recomputed
     int32_t drafted_tokens = 0;    // speculation (EngineRequest::lookup): guessed tokens checked
     int32_t accepted_tokens = 0;   // of which the model agreed with (each one a pass saved)
-    double queue_wait_ms = 0;      // submitted -> first scheduled
-    double ttft_ms = 0;            // submitted -> first token
-    double prefill_ms = 0;         // first scheduled -> prompt processed (its first token sampled)
-    double decode_ms = 0;          // first token -> last
+    int32_t passes = 0;            // forward passes that gave it tokens (1 per token without speculation)
+    // Speculation's yield: accepted / drafted, and generated tokens per pass (1 without it).
+    double acceptance_rate() const { return drafted_tokens > 0 ? double(accepted_tokens) / drafted_tokens : 0; }
+    double tokens_per_pass() const { return passes > 0 ? double(generated_tokens) / passes : 0; }
+    double queue_wait_ms = 0;  // submitted -> first scheduled
+    double ttft_ms = 0;        // submitted -> first token
+    double prefill_ms = 0;     // first scheduled -> prompt processed (its first token sampled)
+    double decode_ms = 0;      // first token -> last
     // A grammar (EngineRequest::grammar): full masks walked, and taken from those kept; its time.
     int32_t masks_walked = 0, masks_kept = 0;
     double grammar_ms = 0;
@@ -153,6 +157,8 @@ struct RequestStatus {
     int32_t prompt_tokens = 0;
     int32_t generated_tokens = 0;
     double age_ms = 0;  // since submit
+    // Speculation so far (RequestStats' fields of the same names).
+    int32_t drafted_tokens = 0, accepted_tokens = 0, passes = 0;
 };
 
 struct EngineStatus {
@@ -172,6 +178,7 @@ struct EngineStatus {
     uint64_t kv_disk_cache_bytes = 0;     // prefix blocks written to disk (KvCache::set_disk_cache)
     std::vector<DeviceMemory> memory;     // per backend, by kind
     std::vector<RequestStatus> requests;  // running first, then queued
+    SpeculationTotals speculation;        // over every request since the engine started
 };
 
 // What submit() throws when the engine is busy rather than the request wrong (its queue is

@@ -10,6 +10,7 @@
 #include "engine/core/log.h"
 #include "engine/kv/kv_batch.h"
 #include "engine/sampling/constrained.h"
+#include "engine/sampling/speculative.h"
 #include "engine/runtime/chat.h"
 #include "engine/runtime/decode_state.h"
 #include "engine/runtime/prompt_fit.h"
@@ -77,6 +78,7 @@ struct Scheduler::Job {
     std::atomic<bool> cancelled{false};
     std::atomic<int> state{kQueued};
     std::atomic<int32_t> generated{0};
+    std::atomic<int32_t> drafted_now{0}, accepted_now{0}, passes_now{0};  // for status()
 
     // Engine thread. These survive a preemption: the request resumes where it was.
     std::unique_ptr<DecodeState> decode;  // from its first admission
@@ -85,10 +87,10 @@ struct Scheduler::Job {
     int32_t reused_tokens = 0;
     int32_t preemptions = 0;
     int32_t drafted = 0, accepted = 0;  // speculation: guessed tokens checked, and agreed with
-    int32_t draft_cap = -1;             // the next draft's length at most (-1: not set yet)
-    int32_t draft_pause = 0;            // decodes left without a draft
-    int32_t draft_misses = 0;           // drafts with a rejected token (a draft model's acceptance estimate)
-    int32_t draft_pauses = 0;           // a draft model's pauses in a row (each twice as long)
+    int32_t passes = 0;                 // passes that gave it tokens (tokens per pass = output / passes)
+    DraftPace pace;            // how much it drafts next (draft_pace.h; a draft model's rule: adapt_model_draft)
+    int32_t draft_misses = 0;  // drafts with a rejected token (a draft model's acceptance estimate)
+    int32_t draft_pauses = 0;  // a draft model's pauses in a row (each twice as long)
     double queue_wait_ms = 0;
 
     int32_t total() const { return static_cast<int32_t>(prompt.size() + output.size()); }
@@ -110,6 +112,14 @@ struct Scheduler::Running {
     int32_t remaining() const { return job->total() - static_cast<int32_t>(tokens.size()); }
     bool decoding() const { return !job->output.empty() && remaining() == 1; }
 };
+
+namespace {
+// A state snapshot after a pass over prompt tokens is kept (and stored); after a decode step
+// only the sequence's newest is, until the turn ends (KvCache::publish).
+KvCache::Snapshot snapshot_kind(size_t in_cache, size_t prompt) {
+    return in_cache > prompt ? KvCache::Snapshot::Latest : KvCache::Snapshot::Keep;
+}
+}  // namespace
 
 Scheduler::Scheduler(Model& model, SchedulerOptions options)
     : model_(model),
@@ -262,6 +272,7 @@ EngineStatus Scheduler::status() const {
     s.kv_blocks_cached = blocks_cached_.load();
     s.kv_host_cache_bytes = host_cache_bytes_.load();
     s.kv_disk_cache_bytes = disk_cache_bytes_.load();
+    s.speculation = telemetry_.speculation_totals();
     std::lock_guard lock(mutex_);
     s.memory = memory_;
     for (const auto& [id, job] : live_) {
@@ -272,6 +283,9 @@ EngineStatus Scheduler::status() const {
         r.prompt_tokens = static_cast<int32_t>(job->prompt.size());
         r.generated_tokens = job->generated.load();
         r.age_ms = ms_since(job->submitted);
+        r.drafted_tokens = job->drafted_now.load();
+        r.accepted_tokens = job->accepted_now.load();
+        r.passes = job->passes_now.load();
         s.requests.push_back(std::move(r));
     }
     std::stable_sort(s.requests.begin(), s.requests.end(), [](const RequestStatus& a, const RequestStatus& b) {
@@ -537,10 +551,10 @@ std::vector<Scheduler::Planned> Scheduler::plan_step() {
         --budget;
     }
     // Speculation: a decode's draft rides in its pass, from what the decodes left of the budget.
-    std::vector<std::vector<int32_t>> drafts = plan_drafts(budget);
+    std::vector<DraftProposal> drafts = plan_drafts(budget);
     for (size_t i = 0; i < running_.size(); ++i) {
-        want[i] += static_cast<int32_t>(drafts[i].size());
-        budget -= static_cast<int32_t>(drafts[i].size());
+        want[i] += static_cast<int32_t>(drafts[i].tokens.size());
+        budget -= static_cast<int32_t>(drafts[i].tokens.size());
     }
     KvCache& kv = model_.kv();
     const int32_t B = kv.config().block_tokens;
@@ -572,8 +586,8 @@ std::vector<Scheduler::Planned> Scheduler::plan_step() {
             ++i;
             continue;
         }
-        if (!drafts[i].empty() && !kv.can_allocate(r.seq, n)) {  // a draft never evicts nor preempts
-            drafts[i].clear();
+        if (!drafts[i].tokens.empty() && !kv.can_allocate(r.seq, n)) {  // a draft never evicts nor preempts
+            drafts[i] = {};
             n = 1;
         }
         // A decode needs its one token; a prefill chunk at least one. Younger sequences give
@@ -593,7 +607,7 @@ std::vector<Scheduler::Planned> Scheduler::plan_step() {
             }
             n = 0;
         }
-        if (n > 1 && drafts[i].empty()) {
+        if (n > 1 && drafts[i].tokens.empty()) {
             if (!kv.can_allocate(r.seq, n)) evict_cached(r.seq, n);
             n = std::min(n, kv.room(r.seq));
         }
@@ -689,9 +703,9 @@ void Scheduler::preempt(size_t i) {
 void Scheduler::pass_input(const Running& r, const Planned& p, std::vector<int32_t>& input) const {
     input.clear();
     const size_t start = r.tokens.size();
-    const auto own = static_cast<size_t>(p.n) - p.draft.size();
+    const auto own = static_cast<size_t>(p.n) - p.draft.tokens.size();
     for (size_t j = 0; j < own; ++j) input.push_back(r.job->token_at(start + j));
-    input.insert(input.end(), p.draft.begin(), p.draft.end());
+    input.insert(input.end(), p.draft.tokens.begin(), p.draft.tokens.end());
 }
 
 void Scheduler::run_pass(const std::vector<Planned>& plan, StepInfo& info) {
@@ -704,11 +718,12 @@ void Scheduler::run_pass(const std::vector<Planned>& plan, StepInfo& info) {
         const Running& r = running_[p.index];
         const size_t start = r.tokens.size();
         pass_input(r, p, input);
-        const size_t own = input.size() - p.draft.size();  // the request's own tokens, then the guesses
+        const size_t own = input.size() - p.draft.tokens.size();  // the request's own tokens, then the guesses
         const bool output = start + own == static_cast<size_t>(r.job->total()) && r.job->req.max_tokens != 0;
         pass.add(r.seq, input, p.kv_slots, static_cast<int32_t>(start),
-                 output ? 1 + static_cast<int32_t>(p.draft.size()) : 0);
-        info.batch.push_back({r.job->id, p.n, r.decoding(), false, false, static_cast<int32_t>(p.draft.size()), 0});
+                 output ? 1 + static_cast<int32_t>(p.draft.tokens.size()) : 0);
+        info.batch.push_back(
+            {r.job->id, p.n, r.decoding(), false, false, static_cast<int32_t>(p.draft.tokens.size()), 0});
         if (!output) continue;
         int32_t kk = r.job->decode->sampler().top_k_candidates();
         if (kk > 0 && r.job->decode->matcher()) kk = std::max(kk, kGrammarCandidates);
@@ -733,7 +748,8 @@ void Scheduler::run_pass(const std::vector<Planned>& plan, StepInfo& info) {
         pass_input(r, p, input);
         r.tokens.insert(r.tokens.end(), input.begin(), input.end());
         // A drafting sequence publishes once its guesses are settled (settle_draft).
-        if (uses_prefix_cache(*r.job) && !r.rolled && p.draft.empty()) kv.publish(r.seq, r.tokens);
+        if (uses_prefix_cache(*r.job) && !r.rolled && p.draft.tokens.empty())
+            kv.publish(r.seq, r.tokens, snapshot_kind(r.tokens.size(), r.job->prompt.size()));
     }
     sample(plan, host, k, info);
 }
@@ -750,19 +766,28 @@ void Scheduler::sample(const std::vector<Planned>& plan, bool host, int32_t k, S
             r.done = StopReason::Length;  // prefill only: cached, nothing sampled
         } else {
             sampling.push_back(&p);
-            n_rows += 1 + p.draft.size();
+            n_rows += 1 + p.draft.tokens.size();
         }
     }
     if (sampling.empty()) return;
     std::vector<int32_t> counts(n_rows, 0);
     if (!host) {
-        // A drafting request has no penalties or bias (speculates()): its rows' adjustments are
-        // the same empty ones, so one sampler's scratch serves them all.
+        // Each row's adjustments see its own history (a drafting row: the draft's tokens before
+        // it); the sampler's spans last until its next call, so they are copied.
         std::vector<TopKRow> adjust;
+        std::vector<std::vector<TokenCount>> penalized(n_rows);
+        std::vector<std::vector<TokenBias>> bias(n_rows);
         for (const Planned* p : sampling) {
             Running& r = running_[p->index];
-            for (size_t j = 0; j <= p->draft.size(); ++j)
-                adjust.push_back(r.job->decode->sampler().adjustments(history(r, *p, j)));
+            for (size_t j = 0; j <= p->draft.tokens.size(); ++j) {
+                TopKRow a = r.job->decode->sampler().adjustments(history(r, *p, j));
+                const size_t at = adjust.size();
+                penalized[at].assign(a.penalized.begin(), a.penalized.end());
+                bias[at].assign(a.bias.begin(), a.bias.end());
+                a.penalized = penalized[at];
+                a.bias = bias[at];
+                adjust.push_back(a);
+            }
         }
         top_.resize(n_rows * static_cast<size_t>(k));
         model_.transformer().output_backend().top_k(logits_dev_, k, adjust, top_, counts);
@@ -770,23 +795,88 @@ void Scheduler::sample(const std::vector<Planned>& plan, bool host, int32_t k, S
     size_t row = 0;
     for (const Planned* p : sampling) {
         Running& r = running_[p->index];
-        int32_t agreed = 0;  // drafted tokens the model chose too
+        const size_t before = r.job->output.size();
+        int32_t agreed = 0;
         try {
-            for (size_t j = 0; j <= p->draft.size(); ++j) {
-                const std::span<const int32_t> seen = history(r, *p, j);
-                const int32_t token = sample_row(r, row + j, host, k, seen, counts);
-                for (StepEntry& e : info.batch)
-                    if (e.request_id == r.job->id) e.sampled = true;
+            if (p->draft.tokens.empty()) {
+                const std::span<const int32_t> seen = history(r, *p, 0);
+                const int32_t token = sample_row(r, row, host, k, seen, counts);
+                mark_sampled(r, info);
                 accept(r, token, static_cast<int64_t>(seen.size()));  // throws when a forced token breaks the grammar
-                if (r.done != StopReason::None || j == p->draft.size() || token != p->draft[j]) break;
-                ++agreed;
+            } else {
+                agreed = verify_rows(r, *p, row, host, k, counts);
+                mark_sampled(r, info);
+                settle_draft(r, *p, agreed, info);
             }
         } catch (const std::exception& e) {
             r.error = e.what();
         }
-        if (!p->draft.empty() && r.error.empty()) settle_draft(r, *p, agreed, info);
-        row += 1 + p->draft.size();
+        count_pass(*r.job, static_cast<int32_t>(p->draft.tokens.size()), agreed,
+                   static_cast<int32_t>(r.job->output.size() - before));
+        row += 1 + p->draft.tokens.size();
     }
+}
+
+// Speculation's telemetry, per request (RequestStats, status()) and engine-wide (Telemetry):
+// a pass that gave a request tokens counts as one of its passes, and for a request that
+// speculates, with what it drafted and what stood.
+void Scheduler::count_pass(Job& job, int32_t drafted, int32_t accepted, int32_t tokens) {
+    if (tokens <= 0) return;
+    ++job.passes;
+    job.passes_now.store(job.passes);
+    job.drafted_now.store(job.drafted);
+    job.accepted_now.store(job.accepted);
+    if (speculates(job)) telemetry_.speculation(drafted, accepted, tokens);
+}
+
+// A drafting sequence's rows by the rejection rule (speculative.h): row j's distribution is
+// the one plain decoding would sample from after the draft's first j tokens (penalties see
+// them), each standing guess is accepted as a sampled token would be, and the first rejected
+// one is replaced by the residual's draw, or the bonus row's draw follows a whole draft.
+// Returns how many guesses stood.
+int32_t Scheduler::verify_rows(Running& r, const Planned& p, size_t row, bool host, int32_t k,
+                               std::span<const int32_t> counts) {
+    Job& job = *r.job;
+    int32_t agreed = 0;
+    for (size_t j = 0; j <= p.draft.tokens.size(); ++j) {
+        const std::span<const int32_t> seen = history(r, p, j);
+        std::vector<float> raw;  // logprobs: the target's own row, as plain decoding reports it
+        if (job.req.top_logprobs >= 0) raw = host_row(row + j);
+        const std::vector<TokenProb> dist = row_distribution(r, row + j, host, k, seen, counts);
+        DraftJudgement verdict{false, 0};
+        if (j < p.draft.tokens.size()) verdict = judge_draft_token(job.decode->sampler(), dist, p.draft, j);
+        else verdict.token = job.decode->sampler().draw_from(dist);
+        if (!raw.empty())
+            job.logprobs.push_back(logprob_of(raw, verdict.token, job.req.top_logprobs, model_.tokenizer()));
+        accept(r, verdict.token, static_cast<int64_t>(seen.size()));
+        if (r.done != StopReason::None || !verdict.accepted) break;
+        ++agreed;
+    }
+    return agreed;
+}
+
+// The distribution a row's plain sampling draws from (Sampler::distribution): from the host
+// row (adjusted in place) or from the backend's candidates, which carry the row's own
+// adjustments.
+std::vector<TokenProb> Scheduler::row_distribution(Running& r, size_t row, bool host, int32_t k,
+                                                   std::span<const int32_t> history, std::span<const int32_t> counts) {
+    Sampler& sampler = r.job->decode->sampler();
+    if (!host)
+        return sampler.distribution_top(
+            std::span(top_).subspan(row * static_cast<size_t>(k), static_cast<size_t>(counts[row])));
+    const size_t V = static_cast<size_t>(model_.config().n_vocab);
+    return sampler.distribution(std::span<float>(logits_.data() + row * V, V), history);
+}
+
+std::vector<float> Scheduler::host_row(size_t row) const {
+    const size_t V = static_cast<size_t>(model_.config().n_vocab);
+    return {logits_.begin() + static_cast<std::ptrdiff_t>(row * V),
+            logits_.begin() + static_cast<std::ptrdiff_t>((row + 1) * V)};
+}
+
+void Scheduler::mark_sampled(const Running& r, StepInfo& info) {
+    for (StepEntry& e : info.batch)
+        if (e.request_id == r.job->id) e.sampled = true;
 }
 
 // The token of one output row: a forced one (thinking budget), else sampled from the host row
@@ -818,23 +908,22 @@ int32_t Scheduler::sample_row(Running& r, size_t row, bool host, int32_t k, std:
 // The tokens a row's sampling sees: the cache's up to the row's input (the last sampled token
 // and, for row j, the draft's first j).
 std::span<const int32_t> Scheduler::history(const Running& r, const Planned& p, size_t j) {
-    return std::span(r.tokens).first(r.tokens.size() - p.draft.size() + j);
+    return std::span(r.tokens).first(r.tokens.size() - p.draft.tokens.size() + j);
 }
 
-// A request speculates when its decodes can be checked token for token: greedy, nothing that
-// depends on each row's own history (penalties, bias, grammar, a thinking budget), no logprobs,
-// and a cache that can roll back.
+// A request speculates when asked to and its rows can be judged one by one by the rejection
+// rule (speculative.h): any sampling, penalties, bias and logprobs (each row sees the draft's
+// tokens before it as history), but no grammar or thinking budget (their state advances per
+// token), and a cache that can roll back.
 bool Scheduler::speculates(const Job& job) const {
-    const SamplingParams& s = job.req.sampling;
-    return (opts_.lookup || job.req.lookup || opts_.draft) && s.temperature <= 0 && s.repeat_penalty == 1.0f &&
-           s.presence_penalty == 0 && s.frequency_penalty == 0 && s.logit_bias.empty() && !job.req.grammar &&
-           job.req.top_logprobs < 0 && job.reasoning.budget < 0 && !model_.kv().has_recurrent();
+    return (opts_.lookup || job.req.lookup || opts_.draft) && !job.req.grammar && job.reasoning.budget < 0 &&
+           !model_.kv().has_recurrent();
 }
 
 // The guesses of this step's speculating decodes, from what the decodes left of the pass's
 // `budget`: prompt lookup per sequence, or the draft model's proposals in batched passes.
-std::vector<std::vector<int32_t>> Scheduler::plan_drafts(int32_t budget) {
-    std::vector<std::vector<int32_t>> drafts(running_.size());
+std::vector<DraftProposal> Scheduler::plan_drafts(int32_t budget) {
+    std::vector<DraftProposal> drafts(running_.size());
     std::vector<std::vector<int32_t>> texts;  // the draft model's contexts (Want spans them)
     std::vector<DraftModel::Want> wants;
     std::vector<size_t> wanted;  // running_ index of each want
@@ -842,16 +931,13 @@ std::vector<std::vector<int32_t>> Scheduler::plan_drafts(int32_t budget) {
     for (size_t i = 0; i < running_.size() && budget > 0; ++i) {
         if (!running_[i].decoding() || !speculates(*running_[i].job)) continue;
         Job& job = *running_[i].job;
-        if (opts_.draft && job.draft_cap < 0) {  // a draft model starts where it pays with no history
-            job.draft_cap = opts_.draft->paying_length(0, 0);
+        if (opts_.draft && job.pace.cap < 0) {  // a draft model starts where it pays with no history
+            job.pace.cap = opts_.draft->paying_length(0, 0);
             // One that does not pay even then is first tried after the longest pause: the try
             // makes it prefill the whole prompt.
-            if (job.draft_cap == 0) job.draft_pauses = 4, pause_draft(job);
+            if (job.pace.cap == 0) job.draft_pauses = 4, pause_draft(job);
         }
-        if (job.draft_pause > 0) {
-            --job.draft_pause;
-            continue;
-        }
+        if (!job.pace.may_draft()) continue;
         const int32_t k = std::min(draft_len(job), budget);
         if (k <= 0) continue;
         std::vector<int32_t> text(job.prompt);
@@ -864,57 +950,50 @@ std::vector<std::vector<int32_t>> Scheduler::plan_drafts(int32_t budget) {
         } else {
             LookupOptions o = opts_.lookup_options;
             o.max_draft = k;
-            drafts[i] = lookup_draft(text, o);
-            budget -= static_cast<int32_t>(drafts[i].size());
+            drafts[i].tokens = lookup_draft(text, o);
+            budget -= static_cast<int32_t>(drafts[i].tokens.size());
         }
     }
     if (!wants.empty()) {
         std::vector<DraftProposal> p = opts_.draft->propose(wants);
-        for (size_t w = 0; w < wants.size(); ++w) drafts[wanted[w]] = std::move(p[w].tokens);
+        for (size_t w = 0; w < wants.size(); ++w) drafts[wanted[w]] = std::move(p[w]);
     }
     return drafts;
 }
 
-// The next draft's length: the request's adapted cap, no guess past what it may still write
-// (a verification pass writes up to 1 + draft tokens) or the context still holds.
+// The next draft's length: the request's pace, no guess past what it may still write (a
+// verification pass writes up to 1 + draft tokens) or the context still holds.
 int32_t Scheduler::draft_len(const Job& job) const {
     int64_t left = model_.n_ctx() - job.total();
     if (job.req.max_tokens > 0)
         left = std::min<int64_t>(left, job.req.max_tokens - static_cast<int64_t>(job.output.size()));
-    const int32_t cap = job.draft_cap < 0 ? max_draft() : job.draft_cap;
-    return static_cast<int32_t>(std::min<int64_t>(cap, left - 1));
+    return static_cast<int32_t>(std::min<int64_t>(job.pace.limit(pace_options()), left - 1));
 }
 
 int32_t Scheduler::max_draft() const { return opts_.draft ? opts_.draft->max_draft() : opts_.lookup_options.max_draft; }
 
-// Speculation turns itself down when it stops paying. Prompt lookup (guesses cost only the
-// pass's extra tokens): a draft wholly accepted doubles the next one's length, a partly
-// accepted one sets it to what held plus one, a rejected one halves it; a rejected
-// single-token guess pauses drafting for kDraftPause decodes (each guess makes the pass
-// longer: on open-ended text it would cost more than it saves). A draft model (each proposal
-// a pass of the draft): the length DraftModel::paying_length finds for the request's
-// acceptance so far; a pause when none pays.
+// Speculation turns itself down, and off, when it stops paying: prompt lookup (guesses cost
+// only the pass's extra tokens) by draft_pace.h's rule; a draft model (each proposal a pass of
+// the draft) by its numbers (adapt_model_draft).
 void Scheduler::adapt_draft(Job& job, int32_t drafted, int32_t accepted) const {
-    constexpr int32_t kDraftPause = 16;
-    const int32_t max = max_draft();
-    if (opts_.draft) {  // a draft model's proposals cost passes of their own: by the numbers
-        job.draft_misses += accepted < drafted ? 1 : 0;
-        job.draft_cap = opts_.draft->paying_length(job.accepted, job.draft_misses);
-        if (job.draft_cap == 0) pause_draft(job);
-        else job.draft_pauses = 0;
-        return;
-    }
-    const int32_t cap = job.draft_cap < 0 ? max : job.draft_cap;
-    if (accepted == drafted) {
-        job.draft_cap = std::min(max, 2 * std::max(cap, drafted));
-    } else if (accepted > 0) {
-        job.draft_cap = accepted + 1;
-    } else if (drafted > 1) {
-        job.draft_cap = std::max(1, std::min(cap, drafted) / 2);
-    } else {
-        job.draft_cap = 1;
-        job.draft_pause = kDraftPause;
-    }
+    if (opts_.draft) return adapt_model_draft(job, drafted, accepted);
+    job.pace = next_pace(job.pace, pace_options(), drafted, accepted);
+}
+
+DraftPaceOptions Scheduler::pace_options() const {
+    DraftPaceOptions o;
+    o.max_draft = max_draft();
+    return o;
+}
+
+// A draft model's next length: the one DraftModel::paying_length finds for the request's
+// acceptance so far (kept in the pace's cap); a pause when none pays. It never turns off for
+// good, it is tried ever more rarely (pause_draft).
+void Scheduler::adapt_model_draft(Job& job, int32_t drafted, int32_t accepted) const {
+    job.draft_misses += accepted < drafted ? 1 : 0;
+    job.pace.cap = opts_.draft->paying_length(job.accepted, job.draft_misses);
+    if (job.pace.cap == 0) pause_draft(job);
+    else job.draft_pauses = 0;
 }
 
 // A draft model that does not pay rests kDraftModelPause decodes, twice that after each further
@@ -922,8 +1001,8 @@ void Scheduler::adapt_draft(Job& job, int32_t drafted, int32_t accepted) const {
 // on the tokens it missed, so a draft that never pays is tried ever more rarely.
 void Scheduler::pause_draft(Job& job) const {
     constexpr int32_t kDraftModelPause = 16;
-    job.draft_cap = 1;
-    job.draft_pause = kDraftModelPause << std::min(job.draft_pauses, 4);
+    job.pace.cap = 1;
+    job.pace.pause = kDraftModelPause << std::min(job.draft_pauses, 4);
     ++job.draft_pauses;
 }
 
@@ -937,12 +1016,13 @@ void Scheduler::settle_draft(Running& r, const Planned& p, int32_t accepted, Ste
     if (have > keep) r.tokens.resize(static_cast<size_t>(kv.rollback(r.seq, have - keep)));
     if (opts_.draft) opts_.draft->settle(r.job->id, r.tokens);  // the draft's cache in step
     Job& job = *r.job;
-    job.drafted += static_cast<int32_t>(p.draft.size());
+    job.drafted += static_cast<int32_t>(p.draft.tokens.size());
     job.accepted += accepted;
-    adapt_draft(job, static_cast<int32_t>(p.draft.size()), accepted);
+    adapt_draft(job, static_cast<int32_t>(p.draft.tokens.size()), accepted);
     for (StepEntry& e : info.batch)
         if (e.request_id == r.job->id) e.accepted = accepted;
-    if (uses_prefix_cache(*r.job) && !r.rolled) kv.publish(r.seq, r.tokens);
+    if (uses_prefix_cache(*r.job) && !r.rolled)
+        kv.publish(r.seq, r.tokens, snapshot_kind(r.tokens.size(), r.job->prompt.size()));
 }
 
 // The candidates path: the sampler's pick of the backend's best; under a grammar the best
@@ -1004,6 +1084,7 @@ void Scheduler::sweep() {
 
 void Scheduler::release(Running& r, bool keep) {
     KvCache& kv = model_.kv();
+    if (keep && uses_prefix_cache(*r.job) && !r.rolled) kv.end_turn(r.seq);  // its last snapshot to disk
     const std::string& key = r.job->req.cache_key;
     if (!keep || key.empty() || opts_.max_cached == 0) {
         kv.free_sequence(r.seq);
@@ -1033,6 +1114,7 @@ void Scheduler::end_job(Job& job, StopReason reason) {
     s.preemptions = job.preemptions;
     s.drafted_tokens = job.drafted;
     s.accepted_tokens = job.accepted;
+    s.passes = job.passes;
     s.stop_reason = reason;
     if (job.decode) {
         DecodeState& ds = *job.decode;

@@ -19,6 +19,7 @@
 
 #include "engine/runtime/model.h"
 #include "engine/scheduler/draft_model.h"
+#include "engine/scheduler/draft_pace.h"
 #include "engine/scheduler/prefill_cost.h"
 #include "engine/scheduler/prompt_lookup.h"
 #include "engine/scheduler/inference_engine.h"
@@ -63,9 +64,9 @@ struct SchedulerOptions {
     // (`ember serve --lookup`).
     bool lookup = false;
     LookupOptions lookup_options;
-    // A draft model (draft_model.h) proposes for every request that can speculate (greedy, as
-    // for lookup), instead of prompt lookup. Not owned: it must outlive the scheduler, and only
-    // this scheduler's engine thread may use it.
+    // A draft model (draft_model.h) proposes for every request that can speculate (as for
+    // lookup; its proposals are judged by the same rule, speculative.h), instead of prompt lookup. Not owned: it must
+    // outlive the scheduler, and only this scheduler's engine thread may use it.
     DraftModel* draft = nullptr;
     // Where requests' timings are recorded (it must outlive the scheduler); null: the
     // scheduler's own (telemetry()). A client that outlives engines (the CLI's Sequence) owns one.
@@ -116,7 +117,7 @@ private:
         size_t index = 0;               // in running_
         int32_t n = 0;                  // tokens
         std::vector<int32_t> kv_slots;  // where its tokens go in the KV cache
-        std::vector<int32_t> draft;     // a decode's guessed continuation, after its one token
+        DraftProposal draft;            // a decode's guessed continuation, after its one token
     };
 
     // Engine thread.
@@ -152,18 +153,27 @@ private:
     int32_t sample_row(Running& r, size_t row, bool host, int32_t k, std::span<const int32_t> history,
                        std::span<const int32_t> counts);
     int32_t sample_candidates(Job& job, size_t row, std::span<const TopKCandidate> top);
+    int32_t verify_rows(Running& r, const Planned& p, size_t row, bool host, int32_t k,
+                        std::span<const int32_t> counts);
+    std::vector<TokenProb> row_distribution(Running& r, size_t row, bool host, int32_t k,
+                                            std::span<const int32_t> history, std::span<const int32_t> counts);
+    std::vector<float> host_row(size_t row) const;
+    static void mark_sampled(const Running& r, StepInfo& info);
+    void count_pass(Job& job, int32_t drafted, int32_t accepted, int32_t tokens);
     void accept(Running& r, int32_t token, int64_t cached);
     // Speculation: whether the request's decodes carry a draft, the draft for this step, and
     // after the pass the KV cache rolled back past the rejected guesses (through the seam).
     bool speculates(const Job& job) const;
     static std::span<const int32_t> history(const Running& r, const Planned& p, size_t j);
     void pass_input(const Running& r, const Planned& p, std::vector<int32_t>& input) const;
-    std::vector<std::vector<int32_t>> plan_drafts(int32_t budget);
+    std::vector<DraftProposal> plan_drafts(int32_t budget);
     int32_t draft_len(const Job& job) const;
     int32_t max_draft() const;
     void settle_draft(Running& r, const Planned& p, int32_t accepted, StepInfo& info);
     void adapt_draft(Job& job, int32_t drafted, int32_t accepted) const;
+    void adapt_model_draft(Job& job, int32_t drafted, int32_t accepted) const;
     void pause_draft(Job& job) const;
+    DraftPaceOptions pace_options() const;
     void sweep();
     void release(Running& r, bool keep);
     void forget_job(const Job& job);

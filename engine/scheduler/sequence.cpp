@@ -35,6 +35,7 @@ GenerateStats stats_of(const RequestStats& s) {
     st.stop_reason = s.stop_reason;
     st.drafted_tokens = s.drafted_tokens;
     st.accepted_tokens = s.accepted_tokens;
+    st.passes = s.passes;
     st.masks_walked = s.masks_walked;
     st.masks_kept = s.masks_kept;
     st.grammar_ms = s.grammar_ms;

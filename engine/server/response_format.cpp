@@ -237,7 +237,10 @@ json status_json(const EngineStatus& s) {
                             {"state", r.state},
                             {"prompt_tokens", r.prompt_tokens},
                             {"generated_tokens", r.generated_tokens},
-                            {"age_ms", r.age_ms}});
+                            {"age_ms", r.age_ms},
+                            {"drafted_tokens", r.drafted_tokens},
+                            {"accepted_tokens", r.accepted_tokens},
+                            {"passes", r.passes}});
     }
     return {{"model", s.model},
             {"model_path", s.model_path},
@@ -251,7 +254,14 @@ json status_json(const EngineStatus& s) {
             {"memory", memory},
             {"running", running},
             {"queued", queued},
-            {"requests", requests}};
+            {"requests", requests},
+            {"speculation",
+             {{"drafted_tokens", s.speculation.drafted},
+              {"accepted_tokens", s.speculation.accepted},
+              {"passes", s.speculation.passes},
+              {"tokens", s.speculation.tokens},
+              {"acceptance_rate", s.speculation.acceptance_rate()},
+              {"tokens_per_pass", s.speculation.tokens_per_pass()}}}};
 }
 
 }  // namespace ember::server

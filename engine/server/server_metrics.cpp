@@ -109,6 +109,17 @@ void histogram(std::string& out, const char* name, const char* help, const Histo
     out += std::string(name) + "_count " + std::to_string(h.count) + "\n";
 }
 
+// The engine's own running totals (EngineStatus::speculation): acceptance rate is
+// accepted / drafted, tokens per pass tokens / passes, over any range of a scrape series.
+void speculation_counters(std::string& out, const SpeculationTotals& s) {
+    counter(out, "ember_speculative_drafted_tokens_total",
+            "Speculative decoding: guessed tokens checked by the model (prompt lookup, draft models).", s.drafted);
+    counter(out, "ember_speculative_accepted_tokens_total", "Of those, tokens the model accepted.", s.accepted);
+    counter(out, "ember_speculative_passes_total", "Forward passes that gave a speculating request tokens.", s.passes);
+    counter(out, "ember_speculative_tokens_total", "Tokens those passes gave (tokens per pass = this / passes).",
+            s.tokens);
+}
+
 }  // namespace
 
 std::string prometheus_text(const MetricsSnapshot& m, const EngineStatus& status) {
@@ -142,6 +153,7 @@ std::string prometheus_text(const MetricsSnapshot& m, const EngineStatus& status
           static_cast<double>(status.kv_host_cache_bytes));
     gauge(out, "ember_kv_disk_cache_bytes", "Prompt-prefix KV blocks written to disk (ember serve --cache-disk).",
           static_cast<double>(status.kv_disk_cache_bytes));
+    speculation_counters(out, status.speculation);
     header(out, "ember_memory_bytes", "gauge", "Bytes the model holds, by device and kind.");
     for (const DeviceMemory& d : status.memory) {
         const std::pair<const char*, uint64_t> kinds[] = {{"weights", d.weights},

@@ -106,6 +106,13 @@ void Telemetry::step(int32_t sequences, int32_t tokens) {
     steps_.fetch_add(1, std::memory_order_relaxed);
 }
 
+void Telemetry::speculation(int32_t drafted, int32_t accepted, int32_t tokens) {
+    spec_drafted_.fetch_add(static_cast<uint64_t>(drafted), std::memory_order_relaxed);
+    spec_accepted_.fetch_add(static_cast<uint64_t>(accepted), std::memory_order_relaxed);
+    spec_passes_.fetch_add(1, std::memory_order_relaxed);
+    spec_tokens_.fetch_add(static_cast<uint64_t>(tokens), std::memory_order_relaxed);
+}
+
 void Telemetry::set_load(int32_t running, int32_t queued) {
     running_.store(running, std::memory_order_relaxed);
     queued_.store(queued, std::memory_order_relaxed);
@@ -114,6 +121,11 @@ void Telemetry::set_load(int32_t running, int32_t queued) {
 void Telemetry::set_memory(std::vector<DeviceMemory> memory) {
     std::lock_guard lock(mutex_);
     memory_ = std::move(memory);
+}
+
+SpeculationTotals Telemetry::speculation_totals() const {
+    return {spec_drafted_.load(std::memory_order_relaxed), spec_accepted_.load(std::memory_order_relaxed),
+            spec_passes_.load(std::memory_order_relaxed), spec_tokens_.load(std::memory_order_relaxed)};
 }
 
 TelemetrySnapshot Telemetry::snapshot() const {
@@ -129,6 +141,7 @@ TelemetrySnapshot Telemetry::snapshot() const {
     s.step_sequences = step_sequences_.stats(s.now_ms, window_ms_);
     s.step_tokens = step_tokens_.stats(s.now_ms, window_ms_);
     s.steps = steps_.load(std::memory_order_relaxed);
+    s.speculation = speculation_totals();
     s.running = running_.load(std::memory_order_relaxed);
     s.queued = queued_.load(std::memory_order_relaxed);
     const WindowStats recent = inter_token_.stats(s.now_ms, 2000);

@@ -55,6 +55,16 @@ struct RequestSample {
     bool running = false;
 };
 
+// Speculative decoding's yield (prompt lookup, draft models), counted over the passes that
+// gave a speculating request tokens: its guesses checked and accepted, and the tokens those
+// passes gave (accepted guesses plus the one sampled token each).
+struct SpeculationTotals {
+    uint64_t drafted = 0, accepted = 0;
+    uint64_t passes = 0, tokens = 0;
+    double acceptance_rate() const { return drafted > 0 ? double(accepted) / double(drafted) : 0; }
+    double tokens_per_pass() const { return passes > 0 ? double(tokens) / double(passes) : 0; }
+};
+
 struct TelemetrySnapshot {
     uint32_t now_ms = 0;         // on the telemetry clock (ms since it was made, wraps at 2^32)
     uint32_t window_ms = 0;      // the window the stats below cover
@@ -73,6 +83,7 @@ struct TelemetrySnapshot {
     double cache_hit_rate = 0;        // window: reused / prompt tokens of the requests started in it
     uint64_t requests = 0, prompt_tokens = 0, reused_tokens = 0, generated_tokens = 0;  // totals
     std::vector<DeviceMemory> memory;  // one per backend the model uses
+    SpeculationTotals speculation;     // since the telemetry was made
 };
 
 class Telemetry {
@@ -91,12 +102,15 @@ public:
     void request_finished(uint64_t id, int32_t generated_tokens, double decode_tok_s);
     // One forward pass over `sequences` sequences and `tokens` tokens (a scheduler step).
     void step(int32_t sequences, int32_t tokens);
+    // One pass's share of a speculating request: guesses checked and accepted, tokens it gave.
+    void speculation(int32_t drafted, int32_t accepted, int32_t tokens);
     // Requests running and waiting now (any thread; plain atomic stores).
     void set_load(int32_t running, int32_t queued);
     void set_memory(std::vector<DeviceMemory> memory);
 
     // ---- reader side: any thread -------------------------------------------------------
     TelemetrySnapshot snapshot() const;
+    SpeculationTotals speculation_totals() const;  // snapshot().speculation, without the rest
     uint32_t now_ms() const;
 
 private:
@@ -112,6 +126,7 @@ private:
     std::atomic<uint64_t> current_id_{0};    // id of `current_`, for token()
     std::atomic<int32_t> generated_now_{0};  // tokens of the current request (per token)
     std::atomic<int32_t> running_{0}, queued_{0};
+    std::atomic<uint64_t> spec_drafted_{0}, spec_accepted_{0}, spec_passes_{0}, spec_tokens_{0};
 
     struct PromptUse {
         uint32_t t_ms;

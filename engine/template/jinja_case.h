@@ -7,6 +7,8 @@
 #include <string>
 #include <string_view>
 
+#include "engine/core/utf8.h"  // append_utf8, used beside these
+
 namespace ember::jinja {
 
 std::string utf8_upper(std::string_view s);
@@ -17,6 +19,5 @@ bool is_lower_letter(uint32_t cp);
 
 // One code point of `s` at byte `i` (advances i); U+FFFD for invalid bytes.
 uint32_t next_code_point(std::string_view s, size_t& i);
-void append_utf8(std::string& out, uint32_t cp);
 
 }  // namespace ember::jinja

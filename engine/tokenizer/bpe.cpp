@@ -10,7 +10,7 @@ BpeModel::BpeModel(const Vocab& vocab, const std::vector<std::string>& merges, b
     : vocab_(vocab), ignore_merges_(ignore_merges), unk_(unk), alphabet_(alphabet) {
     ranks_.reserve(merges.size());
     for (size_t i = 0; i < merges.size(); ++i) ranks_.emplace(merges[i], int32_t(i));  // first wins
-    for (int b = 0; b < 256; ++b) unicode::append_utf8(unicode::byte_to_cp(uint8_t(b)), byte_sym_[b]);
+    for (int b = 0; b < 256; ++b) append_utf8(byte_sym_[b], unicode::byte_to_cp(uint8_t(b)));
 }
 
 int32_t BpeModel::rank(std::string_view left, std::string_view right, std::string& scratch) const {

@@ -151,24 +151,6 @@ Utf8Step decode_utf8(std::string_view s, size_t pos) {
     return {Utf8Step::Ok, cp, uint8_t(need + 1)};
 }
 
-void append_utf8(char32_t cp, std::string& out) {
-    if (cp < 0x80) {
-        out += char(cp);
-    } else if (cp < 0x800) {
-        out += char(0xC0 | (cp >> 6));
-        out += char(0x80 | (cp & 0x3F));
-    } else if (cp < 0x10000) {
-        out += char(0xE0 | (cp >> 12));
-        out += char(0x80 | ((cp >> 6) & 0x3F));
-        out += char(0x80 | (cp & 0x3F));
-    } else {
-        out += char(0xF0 | (cp >> 18));
-        out += char(0x80 | ((cp >> 12) & 0x3F));
-        out += char(0x80 | ((cp >> 6) & 0x3F));
-        out += char(0x80 | (cp & 0x3F));
-    }
-}
-
 size_t append_complete_utf8(std::string_view in, std::string& out) {
     size_t pos = 0;
     while (pos < in.size()) {

@@ -6,6 +6,8 @@
 #include <string>
 #include <string_view>
 
+#include "engine/core/utf8.h"  // append_utf8
+
 namespace ember::unicode {
 
 // Unicode general categories. Order matches scripts/gen-unicode-tables.py.
@@ -68,8 +70,6 @@ struct Utf8Step {
                   // off the end). Invalid: length of the maximal invalid subpart (>= 1).
 };
 Utf8Step decode_utf8(std::string_view s, size_t pos);
-
-void append_utf8(char32_t cp, std::string& out);
 
 // Appends the longest prefix of `in` that is complete UTF-8 to `out`, replacing each maximal
 // invalid subpart with U+FFFD. Returns how many bytes were used: a trailing incomplete

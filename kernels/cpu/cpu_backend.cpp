@@ -235,7 +235,8 @@ protected:
 
     void do_copy(const Tensor& src, Tensor& dst) override {
         pool_.parallel_for(src.rows, [&](int64_t r0, int64_t r1, int) {
-            for (int64_t r = r0; r < r1; ++r) std::memcpy(row(dst, r), row(src, r), dst.row_bytes);
+            const size_t bytes = static_cast<size_t>(dst.cols) * sizeof(float);  // either may be a column view
+            for (int64_t r = r0; r < r1; ++r) std::memcpy(row(dst, r), row(src, r), bytes);
         });
     }
 
@@ -251,10 +252,10 @@ protected:
     void do_gated_delta_rule(RecurrentLayer& state, const Tensor& q, const Tensor& k, const Tensor& v,
                              const Tensor& alpha, const Tensor& beta, const DeltaRuleParams& p, Tensor& out) override {
         const auto stride = [](const Tensor& t) { return static_cast<int64_t>(t.row_bytes / sizeof(float)); };
-        const cpu::linear_attn::DeltaRuleArgs a{f32(q),          f32(k),         f32(v),           stride(q),
-                                                stride(k),       stride(v),      f32(alpha),       f32(beta),
-                                                f32(*p.dt_bias), f32(*p.a),      p.l2_eps,         state.n_k_heads,
-                                                state.n_v_heads, state.head_dim, f32(state.delta), f32(out)};
+        const cpu::linear_attn::DeltaRuleArgs a{
+            f32(q),          f32(k),         f32(v),           stride(q), stride(k),      stride(v),
+            f32(alpha),      f32(beta),      f32(*p.dt_bias),  f32(*p.a), p.l2_eps,       state.n_k_heads,
+            state.n_v_heads, state.head_dim, f32(state.delta), f32(out),  p.grouped_heads};
         cpu::linear_attn::gated_delta_rule(seq_tokens(), a, pool_);
     }
 

@@ -57,7 +57,8 @@ void l2_normalize(const float* x, float* dst, int32_t n, float eps) {
 
 // One value head of one sequence over its tokens. S is row-major [value j][key i].
 void delta_head(const std::vector<int64_t>& toks, const DeltaRuleArgs& a, int32_t h, float* S) {
-    const int32_t D = a.head_dim, kh = h % a.n_k_heads;
+    const int32_t D = a.head_dim;
+    const int32_t kh = a.grouped_heads ? h / (a.n_v_heads / a.n_k_heads) : h % a.n_k_heads;
     const float q_scale = 1.0f / std::sqrt(static_cast<float>(D));
     std::vector<float> q(static_cast<size_t>(D)), k(static_cast<size_t>(D));
     for (int64_t t : toks) {

@@ -30,8 +30,9 @@ struct DeltaRuleArgs {
     const float *dt_bias, *a;   // n_v_heads
     float l2_eps;
     int32_t n_k_heads, n_v_heads, head_dim;
-    float* state;  // per slot n_v_heads x head_dim x head_dim
-    float* out;    // n_tokens x n_v_heads * head_dim
+    float* state;                // per slot n_v_heads x head_dim x head_dim
+    float* out;                  // n_tokens x n_v_heads * head_dim
+    bool grouped_heads = false;  // key head of value head h: h / (n_v/n_k), else h % n_k
 };
 void gated_delta_rule(const SeqTokens& b, const DeltaRuleArgs& a, ThreadPool& pool);
 

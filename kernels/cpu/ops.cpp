@@ -280,9 +280,15 @@ void attention(const KvCacheView& kv, const AttentionBatchArgs& a, ThreadPool* p
     const OpsTable& k = table();
     const int rep = a.n_heads / kv.n_kv_heads;
     if (!k.attention_tile || rep > k.tile_rows) return attention_by_head(k, kv, a, pool);
-    // Tiles: runs of consecutive tokens of one sequence, tile_rows / rep tokens at most, so
-    // every key converted for a tile serves all its rows.
-    const int per_tile = std::min(detail::kMaxTileTokens, k.tile_rows / rep);
+    // Tiles: runs of consecutive tokens of one sequence. The kernel takes them in sub-tiles
+    // of tile_rows / rep tokens (one row per lane) and converts each key once for all of a
+    // tile's sub-tiles, so a tile holds several (up to kMaxTileTokens tokens) unless that
+    // leaves fewer than 4 tasks per thread.
+    const int threads = pool ? pool->size() : 1;
+    const int per_sub = std::min(detail::kMaxTileTokens, k.tile_rows / rep);
+    int subs_per_tile = std::max(1, detail::kMaxTileTokens / per_sub);
+    while (subs_per_tile > 1 && a.n_tokens / (per_sub * subs_per_tile) * kv.n_kv_heads < 4 * threads) --subs_per_tile;
+    const int per_tile = per_sub * subs_per_tile;
     std::vector<std::pair<int64_t, int>> tiles;  // first token, count
     for (int64_t t = 0; t < a.n_tokens;) {
         const int32_t seq = a.seq_of ? a.seq_of[t] : 0;
@@ -293,24 +299,27 @@ void attention(const KvCacheView& kv, const AttentionBatchArgs& a, ThreadPool* p
     }
     const int64_t D = kv.head_dim, stride = int64_t{a.n_heads} * D;
     // A task is one tile's query heads of one KV head, or a part of them (split below).
-    const int threads = pool ? pool->size() : 1;
     const int split = head_split(static_cast<int64_t>(tiles.size()) * kv.n_kv_heads, threads, rep);
     const int per_part = (rep + split - 1) / split;  // query heads per task
-    const int64_t tasks_per_tile = int64_t{kv.n_kv_heads} * split;
+    const int64_t n_tiles = static_cast<int64_t>(tiles.size());
+    // Task i: KV head h = i / (n_tiles * split), then the tile, then the part. KV head major:
+    // the tiles that follow one another read the same keys and values (a long history's, 1 MiB
+    // per KV head at 4k tokens of SmolLM2, stays in L2 from one tile to the next).
+    const auto kv_head_of = [&](int64_t i) { return static_cast<int32_t>(i / (n_tiles * split)); };
+    const auto tile_of = [&](int64_t i) { return tiles[static_cast<size_t>(i / split % n_tiles)]; };
     // The first keys of task i, requested from memory while task i - 1 runs (the kernels
     // request their later keys themselves, a group or two ahead).
     auto prefetch_first_keys = [&](int64_t i) {
-        const int64_t t0 = tiles[static_cast<size_t>(i / tasks_per_tile)].first;
+        const int64_t t0 = tile_of(i).first;
         const int64_t j0 = visible_start(a, a.positions[t0]);
         const int32_t* table = a.block_table + int64_t{a.seq_of ? a.seq_of[t0] : 0} * a.max_blocks;
-        prefetch_kv(kv, table, static_cast<int32_t>(i % tasks_per_tile / split), j0,
-                    std::min<int64_t>(a.positions[t0] + 1, j0 + kv.block_tokens));
+        prefetch_kv(kv, table, kv_head_of(i), j0, std::min<int64_t>(a.positions[t0] + 1, j0 + kv.block_tokens));
     };
     auto task = [&](int64_t b, int64_t e) {
         for (int64_t i = b; i < e; ++i) {
             if (i + 1 < e) prefetch_first_keys(i + 1);
-            const auto [t0, n] = tiles[static_cast<size_t>(i / tasks_per_tile)];
-            const int32_t h = static_cast<int32_t>(i % tasks_per_tile / split);
+            const auto [t0, n] = tile_of(i);
+            const int32_t h = kv_head_of(i);
             const int r0 = static_cast<int>(i % split) * per_part;  // first query head of the part
             const int64_t head0 = int64_t{h} * rep + r0;
             detail::AttnTile tile;
@@ -331,12 +340,12 @@ void attention(const KvCacheView& kv, const AttentionBatchArgs& a, ThreadPool* p
             k.attention_tile(kv, tile);
         }
     };
-    const int64_t n_tasks = static_cast<int64_t>(tiles.size()) * tasks_per_tile;
+    const int64_t n_tasks = n_tiles * kv.n_kv_heads * split;
     if (threads == 1 || n_tasks < 2) return task(0, n_tasks);
     // Later tiles of a prompt see more keys: small dynamic chunks balance the threads. A chunk
-    // is up to one tile's heads (a task can request the next one's keys only within its
-    // chunk), and at least 4 chunks per thread.
-    const int64_t grain = std::clamp<int64_t>(n_tasks / (4 * threads), 1, tasks_per_tile);
+    // is up to one tile's worth of tasks (a task can request the next one's keys only within
+    // its chunk), and at least 4 chunks per thread.
+    const int64_t grain = std::clamp<int64_t>(n_tasks / (4 * threads), 1, int64_t{kv.n_kv_heads} * split);
     pool->parallel_for_dynamic(n_tasks, grain, [&](int64_t b, int64_t e, int) { task(b, e); });
 }
 

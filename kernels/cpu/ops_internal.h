@@ -8,8 +8,10 @@
 namespace ember::cpu::ops::detail {
 
 // A tile of attention work: the query heads of one KV head for up to kMaxTileTokens tokens of
-// one sequence (rows = n_tok * n_rep <= the ISA's tile_rows). Token i's query heads start at
-// q + i * q_stride (n_rep * head_dim contiguous values) and see keys [kv_start[i], kv_end[i]).
+// one sequence (n_rep <= the ISA's tile_rows). The kernel runs it as sub-tiles of
+// tile_rows / n_rep tokens (one row per lane) that share each converted key group. Token i's
+// query heads start at q + i * q_stride (n_rep * head_dim contiguous values) and see keys
+// [kv_start[i], kv_end[i]).
 inline constexpr int kMaxTileTokens = 16;
 struct AttnTile {
     const float* q = nullptr;

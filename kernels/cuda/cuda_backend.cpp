@@ -356,8 +356,9 @@ protected:
     }
 
     void do_copy(const Tensor& src, Tensor& dst) override {
-        graphs_->launch<&cuda::copy_rows>(const_floats(src), static_cast<int64_t>(src.row_bytes / sizeof(float)),
-                                          floats(dst), int64_t{dst.rows}, int64_t{dst.cols});
+        const auto ld = [](const Tensor& t) { return static_cast<int64_t>(t.row_bytes / sizeof(float)); };
+        graphs_->launch<&cuda::copy_rows>(const_floats(src), ld(src), floats(dst), ld(dst), int64_t{dst.rows},
+                                          int64_t{dst.cols});
     }
 
     // Linear attention (qwen35): kernels/cuda/linear_attn.cu.
@@ -380,6 +381,7 @@ protected:
         a.state = floats(state.delta), a.out = floats(out), a.seq_of = d_seq_of_, a.slot_of_seq = d_state_slot_;
         a.q_ld = ld(q), a.k_ld = ld(k), a.v_ld = ld(v), a.n_tokens = n_tokens_, a.l2_eps = p.l2_eps;
         a.n_k_heads = state.n_k_heads, a.n_v_heads = state.n_v_heads, a.head_dim = state.head_dim, a.n_seqs = n_seqs_;
+        a.grouped_heads = p.grouped_heads ? 1 : 0;
         graphs_->launch<&cuda::gated_delta_rule>(a);
     }
 

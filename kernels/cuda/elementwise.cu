@@ -118,12 +118,12 @@ void launch_embed_f(const void* table, size_t row_bytes, int64_t cols, const int
     EMBER_CUDA_CHECK_LAUNCH("embed_f_kernel");
 }
 
-// dst (rows x cols, contiguous) = src's rows, src_ld floats apart.
-__global__ void copy_rows_kernel(const float* __restrict__ src, int64_t src_ld, float* __restrict__ dst, int64_t rows,
-                                 int64_t cols) {
+// dst (rows x cols, rows dst_ld floats apart) = src's rows, src_ld floats apart.
+__global__ void copy_rows_kernel(const float* __restrict__ src, int64_t src_ld, float* __restrict__ dst, int64_t dst_ld,
+                                 int64_t rows, int64_t cols) {
     const int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
     if (i >= rows * cols) return;
-    dst[i] = src[i / cols * src_ld + i % cols];
+    dst[i / cols * dst_ld + i % cols] = src[i / cols * src_ld + i % cols];
 }
 
 // x[r][c] *= sigmoid(s[r]): 8 bytes moved per element (s read once per row from cache).
@@ -141,9 +141,10 @@ void sigmoid_scale_rows(float* x, const float* s, int64_t rows, int64_t cols, cu
     EMBER_CUDA_CHECK_LAUNCH("sigmoid_scale_rows_kernel");
 }
 
-void copy_rows(const float* src, int64_t src_ld, float* dst, int64_t rows, int64_t cols, cudaStream_t stream) {
+void copy_rows(const float* src, int64_t src_ld, float* dst, int64_t dst_ld, int64_t rows, int64_t cols,
+               cudaStream_t stream) {
     if (rows * cols == 0) return;
-    copy_rows_kernel<<<blocks_for(rows * cols, 256), 256, 0, stream>>>(src, src_ld, dst, rows, cols);
+    copy_rows_kernel<<<blocks_for(rows * cols, 256), 256, 0, stream>>>(src, src_ld, dst, dst_ld, rows, cols);
     EMBER_CUDA_CHECK_LAUNCH("copy_rows_kernel");
 }
 

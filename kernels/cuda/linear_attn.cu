@@ -40,7 +40,8 @@ __global__ void ssm_conv_kernel(ConvArgs a) {
 __global__ void gated_delta_kernel(DeltaArgs a) {
     extern __shared__ float shm[];
     const int D = a.head_dim, j = threadIdx.x;
-    const int s = blockIdx.x / a.n_v_heads, h = blockIdx.x % a.n_v_heads, kh = h % a.n_k_heads;
+    const int s = blockIdx.x / a.n_v_heads, h = blockIdx.x % a.n_v_heads;
+    const int kh = a.grouped_heads ? h / (a.n_v_heads / a.n_k_heads) : h % a.n_k_heads;
     float* q = shm;
     float* k = shm + D;
     float* inv = shm + 2 * D;  // 1 / |q|, 1 / |k| (with eps)

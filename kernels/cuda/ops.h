@@ -51,7 +51,8 @@ void glu(const float* gate, const float* up, float* out, int64_t n, int act, cud
 // x[t] *= sigmoid(s[t]) over rows x cols (Backend::sigmoid_scale_rows).
 void sigmoid_scale_rows(float* x, const float* s, int64_t rows, int64_t cols, cudaStream_t stream);
 // dst (rows x cols, contiguous) = the rows of src, src_ld floats apart (Backend::copy).
-void copy_rows(const float* src, int64_t src_ld, float* dst, int64_t rows, int64_t cols, cudaStream_t stream);
+void copy_rows(const float* src, int64_t src_ld, float* dst, int64_t dst_ld, int64_t rows, int64_t cols,
+               cudaStream_t stream);
 // glu() of row views: row r of gate at gate + r * gate_ld (floats), of up likewise; out contiguous.
 void glu_rows(const float* gate, int64_t gate_ld, const float* up, int64_t up_ld, float* out, int64_t rows,
               int64_t cols, int act, cudaStream_t stream);
@@ -140,7 +141,8 @@ struct DeltaArgs {                                         // Backend::gated_del
     const int32_t *seq_of = nullptr, *slot_of_seq = nullptr;
     int64_t q_ld = 0, k_ld = 0, v_ld = 0, n_tokens = 0;
     float l2_eps = 0.0f;
-    int n_k_heads = 0, n_v_heads = 0, head_dim = 0, n_seqs = 0, pad = 0;
+    int n_k_heads = 0, n_v_heads = 0, head_dim = 0, n_seqs = 0;
+    int grouped_heads = 0;  // key head of value head h: h / (n_v/n_k), else h % n_k
 };
 static_assert(sizeof(DeltaArgs) == 15 * 8 + 6 * 4, "DeltaArgs must have no padding");
 void gated_delta_rule(DeltaArgs a, cudaStream_t stream);

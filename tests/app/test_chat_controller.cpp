@@ -182,6 +182,12 @@ private slots:
                  QStringLiteral("roll"));
         QVERIFY(
             SamplingSettings::from_json(QStringLiteral("{\"context_overflow\": \"x\"}")).context_overflow.isEmpty());
+        // Speculative decoding: off by default, "lookup" or "draft" kept, anything else off.
+        QCOMPARE(SamplingSettings{}.speculation, QStringLiteral("off"));
+        QCOMPARE(SamplingSettings::from_json(QStringLiteral("{\"speculation\": \"lookup\"}")).speculation,
+                 QStringLiteral("lookup"));
+        QCOMPARE(SamplingSettings::from_json(QStringLiteral("{\"speculation\": \"always\"}")).speculation,
+                 QStringLiteral("off"));
         s.seed = 5;
         QCOMPARE(s.to_params(99).seed, uint64_t(5));
         s.seed = -1;

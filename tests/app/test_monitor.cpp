@@ -302,6 +302,19 @@ private slots:
         QTRY_VERIFY(app_.ctx->monitor.polls() >= 3);
     }
 
+    // The speculation row: absent until a request speculated, then the engine's totals in words.
+    void speculationRowSaysAcceptanceAndTokensPerPass() {
+        ember::TelemetrySnapshot snap;
+        ember::app::MonitorController m([&] { return snap; }, dir_.filePath(QStringLiteral("no-libnvidia-ml.so.1")));
+        m.setActive(true);
+        QCOMPARE(m.speculationText(), QString());
+        snap.speculation = {50, 31, 20, 48};  // drafted, accepted, passes, tokens
+        m.setActive(false);
+        m.setActive(true);
+        QCOMPARE(m.speculationText(), QStringLiteral("Speculation: 62 % accepted, 2.4 tokens/pass"));
+        m.setActive(false);
+    }
+
     void liveChartsBadgeAndMemoryWhileAModelGenerates() {
         generate_until_charted(400);
         if (QTest::currentTestFailed()) return;

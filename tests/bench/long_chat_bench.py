@@ -16,6 +16,14 @@ load does not inflate as it does the wall time (llama-server's includes its thre
 Runs, each a chat of its own from turn 1, taking turns (turn 1 of every run, then turn 2, ...)
 so that a change in the machine's load reaches all of them alike:
 
+  app reuse   (with --app) ember-app-chat-driver (tools/bench/app_chat_driver.cpp): the desktop
+              app's worker without its window (EngineHost -> EngineWorker -> Scheduler), each
+              turn submitted as the chat window does (the whole conversation, cache_key chat:1,
+              so the chat's own kept KV sequence continues); TTFT to the worker's first text
+              signal, CPU time of the driver process
+  app restart (with --app) the same with the app's disk tier (--kv-disk D, a fresh folder), a
+              new driver process for every turn, as the app closed and opened again
+
   reuse       ember serve M --parallel 1 --ctx CTX --threads T (its default: prefix cache on)
   no reuse    the same server, every request "cache_prompt": false (every token computed)
   restart     ember serve ... --cache-disk 4GiB --cache-dir D (a fresh folder), stopped and
@@ -34,6 +42,7 @@ block: the status's KV bytes over its blocks. --runs "" --turns 1 measures only 
         --llama-server ~/.cache/ember/llama-tools/build-0.3.36-native-*/bin/llama-server \
         [--turns 20] [--user-chars 600] [--answer-tokens 48] [--ctx 6144] [--threads 2] \
         [--chats 8] [--system-chars 4500] [--shared-tokens 96] [--runs "reuse,no reuse,restart"] \
+        [--app build/dev/tools/bench/ember-app-chat-driver --runs "app reuse,app restart"] \
         [--json OUT] [--svg docs/long-chat-ttft.svg]
     tests/bench/long_chat_bench.py --replot OUT.json [--svg PLOT.svg]    # print and plot again
 
@@ -47,6 +56,7 @@ import http.client
 import json
 import math
 import os
+import subprocess
 import sys
 import tempfile
 import threading
@@ -111,6 +121,36 @@ def user_message(pieces, i):
     return {"role": "user", "content": f"Here is part {i + 1} of a license:\n\n{pieces[i]}\n\nWhat does it say?"}
 
 
+class AppDriver:
+    """ember-app-chat-driver, started (a load of the model, as the app does) on entering; each
+    ask() is one chat turn through the app's worker, one JSON line each way."""
+
+    def __init__(self, argv):
+        self.argv = argv
+
+    def __enter__(self):
+        self.proc = subprocess.Popen(self.argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                     stderr=subprocess.DEVNULL, text=True)
+        ready = json.loads(self.proc.stdout.readline() or '{"error": "the driver exited"}')
+        if not ready.get("loaded"):
+            sys.exit(f"ember-app-chat-driver: {ready.get('error')}")
+        return self
+
+    def __exit__(self, *exc):
+        self.proc.stdin.close()
+        self.proc.wait(timeout=300)
+
+    def ask(self, messages, max_tokens):
+        self.proc.stdin.write(json.dumps({"conversation": 1, "messages": messages, "max_tokens": max_tokens}) + "\n")
+        self.proc.stdin.flush()
+        t0 = time.perf_counter()
+        row = json.loads(self.proc.stdout.readline() or '{"error": "the driver exited"}')
+        if "error" in row:
+            sys.exit(f"ember-app-chat-driver: {row['error']}")
+        return {"ttft_ms": row["ttft_ms"], "ttft_cpu_ms": row["ttft_cpu_ms"], "ms": (time.perf_counter() - t0) * 1000,
+                "prompt_tokens": row["prompt_tokens"], "reused_tokens": row["reused_tokens"], "text": row["text"]}
+
+
 class Chat:
     """One run's conversation: its own history (its server's answers), asked turn by turn."""
 
@@ -121,7 +161,10 @@ class Chat:
     def turn(self, pieces, i, answer_tokens):
         self.messages.append(user_message(pieces, i))
         with self.server() as s:
-            row = stream_chat(s.port, self.messages, answer_tokens, self.extra, pid=s.proc.pid)
+            if isinstance(s, AppDriver):
+                row = s.ask(self.messages, answer_tokens)
+            else:
+                row = stream_chat(s.port, self.messages, answer_tokens, self.extra, pid=s.proc.pid)
         self.messages.append({"role": "assistant", "content": row["text"]})
         self.rows.append(row)
         print(f"  {self.name}, turn {i + 1}: {row['prompt_tokens']} prompt, {row['reused_tokens']} reused, "
@@ -287,6 +330,16 @@ def measure(a):
             port = free_port()
             argv = ember_argv(a, port, 1, "--cache-disk", "4GiB", "--cache-dir", disk.name)
             chats.append(Chat("ember restart", lambda argv=argv, port=port: Server("ember", argv, port)))
+        if {"app reuse", "app restart"} & set(wanted):
+            if not a.app:
+                sys.exit("the app runs need --app PATH (ember-app-chat-driver)")
+            argv = [a.app, a.model, "--ctx", str(a.ctx), "--threads", str(a.threads), "--chats", "1"]
+            if "app reuse" in wanted:
+                app = stack.enter_context(AppDriver(argv))
+                chats.append(Chat("app reuse", lambda d=app: Running(d)))
+            if "app restart" in wanted:
+                app_disk = stack.enter_context(tempfile.TemporaryDirectory(prefix="ember-long-chat-app-"))
+                chats.append(Chat("app restart", lambda: AppDriver(argv + ["--kv-disk", app_disk])))
         if a.llama_server:
             port = free_port()
             llama = stack.enter_context(Server("llama-server", llama_argv(a, port), port))
@@ -332,6 +385,7 @@ def main():
     ap.add_argument("--model")
     ap.add_argument("--ember")
     ap.add_argument("--llama-server")
+    ap.add_argument("--app", help="ember-app-chat-driver, for the runs \"app reuse\" and \"app restart\"")
     ap.add_argument("--llama-no-reuse", action="store_true")
     ap.add_argument("--turns", type=int, default=20)
     ap.add_argument("--user-chars", type=int, default=600)
@@ -349,8 +403,8 @@ def main():
     if a.replot:
         with open(a.replot) as f:
             return report(json.load(f), a.svg)
-    if not (a.model and a.ember):
-        ap.error("--model and --ember are needed (or --replot)")
+    if not (a.model and (a.ember or a.app)):
+        ap.error("--model and --ember (or --app) are needed (or --replot)")
     report(measure(a), a.svg)
 
 

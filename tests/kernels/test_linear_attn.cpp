@@ -108,12 +108,13 @@ DeltaInputs delta_inputs(int64_t T, uint32_t seed) {
 }
 
 // The recurrent form in float64 for one sequence (tokens `toks`) and its slot's state S
-// ([head][value j][key i]).
+// ([head][value j][key i]); value head h reads key head h % kHkeys (qwen35) or, grouped,
+// h / (kHvals / kHkeys) (qwen3next).
 void delta_ref(const DeltaInputs& in, const std::vector<int64_t>& toks, std::vector<double>& S,
-               std::vector<double>& out, float eps) {
+               std::vector<double>& out, float eps, bool grouped) {
     for (int64_t t : toks)
         for (int h = 0; h < kHvals; ++h) {
-            const int kh = h % kHkeys;
+            const int kh = grouped ? h / (kHvals / kHkeys) : h % kHkeys;
             std::vector<double> q(kDim), k(kDim);
             double qq = 0, kk = 0;
             for (int i = 0; i < kDim; ++i) {
@@ -176,7 +177,7 @@ TEST_CASE("ssm_conv: causal convolution with each sequence's rolling state, then
 namespace {
 
 // One run of gated_delta_rule on two sequences of n0 and n1 tokens against float64.
-void check_delta_rule(cpu::Isa isa, int n0, int n1) {
+void check_delta_rule(cpu::Isa isa, int n0, int n1, bool grouped) {
     auto be = make_cpu_backend(2);
     const int T = n0 + n1;
 
@@ -191,7 +192,7 @@ void check_delta_rule(cpu::Isa isa, int n0, int n1) {
            beta = put(*be, in.beta, kHvals, T), dt = put(*be, in.dt_bias, kHvals, 1), a = put(*be, in.a, kHvals, 1),
            out = put(*be, std::vector<float>(size_t(T * kHvals * kDim)), kHvals * kDim, T);
     opdata::poison(*be, out);
-    const DeltaRuleParams p{1e-6f, &dt, &a};
+    const DeltaRuleParams p{1e-6f, &dt, &a, grouped};
     be->gated_delta_rule(st, q, k, v, alpha, beta, p, out);
     const std::vector<float> got = get(*be, out), S1 = get(*be, st.delta);
 
@@ -204,7 +205,7 @@ void check_delta_rule(cpu::Isa isa, int n0, int n1) {
     for (int s = 0; s < 2; ++s) {
         const auto first = S0.begin() + std::ptrdiff_t(size_t(slots[size_t(s)]) * slot_floats);
         std::vector<double> S(first, first + std::ptrdiff_t(slot_floats));
-        delta_ref(in, toks[size_t(s)], S, ref, 1e-6f);
+        delta_ref(in, toks[size_t(s)], S, ref, 1e-6f, grouped);
         for (size_t i = 0; i < slot_floats; ++i) {
             const double g = S1[size_t(slots[size_t(s)]) * slot_floats + i];
             REQUIRE(std::fabs(g - S[i]) <= 2e-5 * (std::fabs(S[i]) + vmax));
@@ -213,8 +214,8 @@ void check_delta_rule(cpu::Isa isa, int n0, int n1) {
     double worst = 0;
     for (size_t i = 0; i < ref.size(); ++i)
         worst = std::max(worst, std::fabs(got[i] - ref[i]) / (std::fabs(ref[i]) + vmax));
-    MESSAGE(std::string(cpu::isa_name(isa)), ", ", n0, "+", n1, " tokens: worst output error ", worst,
-            " x (|ref| + max|v|)");
+    const std::string what = std::string(cpu::isa_name(isa)) + (grouped ? ", grouped heads" : "");
+    MESSAGE(what, ", ", n0, "+", n1, " tokens: worst output error ", worst, " x (|ref| + max|v|)");
     for (size_t i = 0; i < ref.size(); ++i) REQUIRE(std::fabs(got[i] - ref[i]) <= 2e-5 * (std::fabs(ref[i]) + vmax));
     for (Tensor* t : {&q, &k, &v, &alpha, &beta, &dt, &a, &out}) be->free(*t);
     free_state(*be, st);
@@ -223,14 +224,16 @@ void check_delta_rule(cpu::Isa isa, int n0, int n1) {
 }  // namespace
 
 // Short sequences (12 and 5 tokens) and long ones (100 and 70: the error carried over more
-// tokens), against the recurrence in float64, on every ISA path.
+// tokens), against the recurrence in float64, on every ISA path; key heads shared tiled
+// (qwen35) and grouped (qwen3next).
 TEST_CASE("gated_delta_rule: the recurrent form matches float64, key heads shared in llama.cpp's order") {
     for (cpu::Isa isa : ktest::available_isas())  // the state rows' kernel is built per ISA
-        for (auto [n0, n1] : {std::pair{12, 5}, std::pair{100, 70}}) {
-            const ktest::ForceIsa force{isa};
-            REQUIRE(force.ok);
-            check_delta_rule(isa, n0, n1);
-        }
+        for (auto [n0, n1] : {std::pair{12, 5}, std::pair{100, 70}})
+            for (bool grouped : {false, true}) {
+                const ktest::ForceIsa force{isa};
+                REQUIRE(force.ok);
+                check_delta_rule(isa, n0, n1, grouped);
+            }
 }
 
 TEST_CASE("linear attention over several passes equals one pass, bitwise") {
@@ -272,7 +275,7 @@ TEST_CASE("linear attention over several passes equals one pass, bitwise") {
     free_state(*be, split);
 }
 
-TEST_CASE("copy of a column view, and the sigmoid gate") {
+TEST_CASE("copy of a column view, into a column view, and the sigmoid gate") {
     auto be = make_cpu_backend(2);
     const int64_t rows = 6, D = 8;
     const std::vector<float> qg = ktest::random_floats(size_t(rows * 2 * D), 61),
@@ -284,6 +287,16 @@ TEST_CASE("copy of a column view, and the sigmoid gate") {
     const std::vector<float> g = get(*be, gate);
     for (int64_t r = 0; r < rows; ++r)
         for (int64_t c = 0; c < D; ++c) CHECK(g[size_t(r * D + c)] == qg[size_t(r * 2 * D + D + c)]);
+    {  // into a column view: the first half of every row of a copy of `both`, the rest untouched
+        Tensor into = put(*be, qg, 2 * D, rows);
+        Tensor first = into.slice_cols(0, D);
+        be->copy(gate, first);
+        const std::vector<float> w = get(*be, into);
+        for (int64_t r = 0; r < rows; ++r)
+            for (int64_t c = 0; c < 2 * D; ++c)
+                CHECK(w[size_t(r * 2 * D + c)] == (c < D ? g[size_t(r * D + c)] : qg[size_t(r * 2 * D + c)]));
+        be->free(into);
+    }
     be->glu(gate, u, GluAct::Sigmoid, gate);
     const std::vector<float> o = get(*be, gate);
     for (size_t i = 0; i < o.size(); ++i) {

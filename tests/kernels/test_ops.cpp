@@ -662,6 +662,88 @@ TEST_CASE("attention batch invariance") {
     }
 }
 
+// A turn of a long chat: n_new tokens after a cached history of `history` tokens (the prefill
+// tile kernel's main case, its sub-tiles sharing each key group), at odd lengths: the history
+// ends mid-block and the new tokens fill no whole tile.
+struct LongHistoryCase {
+    const char* name;
+    DType type;
+    int head_dim, block, window, n_heads, n_kv_heads, history, n_new;
+};
+
+static void check_long_history(const LongHistoryCase& lc) {
+    const int D = lc.head_dim, H = lc.n_heads, B = lc.block, n_keys = lc.history + lc.n_new;
+    const int n_blocks = (n_keys + B - 1) / B + 3;
+    const Cache c = make_cache(lc.type, n_blocks, B, lc.n_kv_heads, D, 41);
+    std::vector<int32_t> table(static_cast<size_t>(n_blocks));
+    std::iota(table.begin(), table.end(), 0);
+    std::shuffle(table.begin(), table.end(), std::mt19937(42));
+    const int64_t row = int64_t{H} * D;
+    const auto q = ktest::random_floats(size_t(lc.n_new * row), 43);
+    std::vector<int32_t> pos(static_cast<size_t>(lc.n_new));
+    std::iota(pos.begin(), pos.end(), lc.history);
+    double vmax = 0;
+    for (float v : c.vf) vmax = std::max(vmax, double(std::fabs(v)));
+    // The short-case bound (2e-5 max|v|) plus f32 summation over this many keys: the
+    // probability sum and each p.v accumulator add up to n_keys terms, each addition off by
+    // at most 2^-24 of a partial sum bounded by l and l * max|v|.
+    const double tol = (2e-5 + n_keys * std::ldexp(1.0, -24)) * vmax;
+    // One thread: a pass's tiles hold several sub-tiles each (ops::attention keeps 4 tasks
+    // per thread); three: one each.
+    ThreadPool pool1(1), pool3(3);
+    // Tokens [t0, t0 + n) of the turn in one pass; their outputs into out.
+    const auto pass = [&](int t0, int n, std::vector<float>& out, ThreadPool* pool) {
+        ops::AttentionBatchArgs a;
+        a.q = q.data() + t0 * row;
+        a.out = out.data() + t0 * row;
+        a.n_tokens = n;
+        a.n_heads = H;
+        a.positions = pos.data() + t0;
+        a.block_table = table.data();
+        a.max_blocks = n_blocks;
+        a.window = lc.window;
+        a.scale = 1.0f / std::sqrt(float(D));
+        ops::attention(c.view, a, pool);
+    };
+    FOR_EACH_ISA({
+        std::vector<float> whole(size_t(lc.n_new * row), NAN), whole3(whole.size(), NAN), chunked(whole.size(), NAN),
+            single(whole.size(), NAN);
+        pass(0, lc.n_new, whole, &pool1);
+        pass(0, lc.n_new, whole3, &pool3);
+        for (int t0 = 0, k = 0; t0 < lc.n_new; t0 += 1 + 6 * (k++ % 3))
+            pass(t0, std::min(1 + 6 * (k % 3), lc.n_new - t0), chunked, &pool3);
+        for (int t = 0; t < lc.n_new; ++t) pass(t, 1, single, &pool3);  // the decode kernel
+        for (int t = 0; t < lc.n_new; ++t) {
+            const int64_t start = lc.window > 0 ? std::max<int64_t>(0, pos[size_t(t)] - lc.window + 1) : 0;
+            for (int h = 0; h < H; ++h) {
+                const auto ref = attention_ref(c, q.data() + t * row + h * D, h / (H / lc.n_kv_heads), table.data(),
+                                               start, pos[size_t(t)] + 1, 1.0 / std::sqrt(double(D)), 0.0);
+                for (int i = 0; i < D; ++i) {
+                    const size_t at = size_t(t * row + h * D + i);
+                    REQUIRE_MESSAGE(std::fabs(whole[at] - ref[size_t(i)]) <= tol, isa_name_, " t=", t, " h=", h,
+                                    " i=", i, ": ", whole[at], " vs ", ref[size_t(i)]);
+                    // Batch invariance at length: the same bits in other tiles, in chunks, alone.
+                    REQUIRE_MESSAGE(std::memcmp(&whole[at], &whole3[at], 4) == 0, isa_name_, " 3 threads t=", t);
+                    REQUIRE_MESSAGE(std::memcmp(&whole[at], &chunked[at], 4) == 0, isa_name_, " chunked t=", t);
+                    REQUIRE_MESSAGE(std::memcmp(&whole[at], &single[at], 4) == 0, isa_name_, " alone t=", t);
+                }
+            }
+        }
+    })
+}
+
+TEST_CASE("attention over a long history matches the reference") {
+    const LongHistoryCase cases[] = {
+        {"f16 d64 gqa3 2053+37", DType::F16, 64, 16, 0, 9, 3, 2053, 37},
+        {"q8_0 d64 gqa3 1501+23", DType::Q8_0, 64, 16, 0, 9, 3, 1501, 23},
+        {"f16 d72 b32 gqa4 window 700, 1100+19", DType::F16, 72, 32, 700, 8, 2, 1100, 19},
+        {"f16 d64 mha 4100+17", DType::F16, 64, 16, 0, 2, 2, 4100, 17},
+    };
+    for (const LongHistoryCase& lc : cases) {
+        SUBCASE(lc.name) { check_long_history(lc); }
+    }
+}
+
 TEST_CASE("attention_head with a single key") {
     // One visible key: the output is exactly that key's value row (softmax of one score).
     const Cache c = make_cache(DType::F16, 2, 16, 1, 64, 21);

@@ -2,6 +2,7 @@
 // (AppContext on a temporary data folder, the Ember.Core singletons, the Ember.Ui module)
 // inside a QApplication, then the tst_*.qml files click through it offscreen.
 #include <QApplication>
+#include <QDir>
 #include <QFile>
 #include <QQmlEngine>
 #include <QQmlExtensionPlugin>
@@ -45,8 +46,11 @@ public:
 class TestFiles : public QObject {
     Q_OBJECT
     Q_PROPERTY(QString thinkingModelPath MEMBER thinking_model_path CONSTANT)
+    // Where the tests save screenshots (the build's screenshots/ folder, as test_monitor's).
+    Q_PROPERTY(QString screenshotDir MEMBER screenshot_dir CONSTANT)
 public:
     QString thinking_model_path;
+    QString screenshot_dir = QStringLiteral(EMBER_SCREENSHOT_DIR);
 };
 
 class Setup : public QObject {
@@ -73,6 +77,7 @@ public slots:
         files_.thinking_model_path = dir_.filePath(QStringLiteral("SmolLM2-thinking.gguf"));
         ember::test::write_model_with_template(builtin.toStdString(), files_.thinking_model_path.toStdString(),
                                                tmpl.readAll().toStdString());
+        QDir().mkpath(files_.screenshot_dir);
         qmlRegisterSingletonInstance("Ember.Test", 1, 0, "TestFiles", &files_);
         QQuickStyle::setStyle(QStringLiteral("Fusion"));
     }

@@ -3,7 +3,7 @@
 // Enter / Shift+Enter / Esc, regenerate, edit and resend, Ctrl+N / Ctrl+F / Ctrl+L, search,
 // rename, delete with undo, switching chats while an answer streams, a 1 MB paste, the
 // settings page and theme, a model that fails to load, and a model that thinks (its thinking
-// streamed above the answer, the thinking switch).
+// streamed above the answer, the thinking switch), and the speculative decoding setting.
 // The app window is its own top-level window (as in ember-app); key events reach it
 // through WindowKeys (see main.cpp), mouse events through TestCase as usual.
 import QtQuick
@@ -481,5 +481,52 @@ TestCase {
         verify(Chat.messages.get(1).content.length > 0)
         verify(!inRow(list, 1, "thinkingSection").visible)
         verify(inRow(list, 1, "bubble").visible)
+    }
+
+    // Speculative decoding is a chat setting: off in a new chat; "Prompt lookup" chosen in the
+    // chat settings is kept with that chat (a new chat starts off again) and its answers stream
+    // as usual; "Draft model" is greyed out, with the reason, until the engine has draft models.
+    function test_18_speculationIsAChatSettingKeptWithTheChat() {
+        if (!Models.ready) {  // run alone (ChatFlows::test_18_...): the built-in model
+            Models.load(Models.builtinModelPath)
+            tryCompare(Models, "ready", true, 120000)
+        }
+        shortcut("Ctrl+N")
+        setSampling(24)
+        var s = Chat.sampling
+        s.thinking = false  // after test_17 the model thinks: the answer itself is wanted here
+        Chat.sampling = s
+        sendByKeyboard("Repeat after me: the quick brown fox jumps over the lazy dog.")
+        waitIdle()
+        var id = Chat.currentConversationId
+        compare(Chat.sampling.speculation, "off")
+        mouseClick(item("chatSettingsButton"))
+        var panel = item("chatSettingsPanel")
+        tryCompare(panel, "opened", true)
+        var choice = item("speculationChoice")
+        compare(choice.currentIndex, 0)
+        verify(item("speculationNote").text.indexOf("no draft-model support") >= 0, item("speculationNote").text)
+        choice.popup.open()
+        tryCompare(choice.popup, "opened", true)
+        var rows = choice.popup.contentItem
+        tryVerify(function() { return rows.itemAtIndex(2) !== null }, 5000)
+        verify(rows.itemAtIndex(1).enabled)
+        verify(!rows.itemAtIndex(2).enabled, "draft model: greyed out")
+        wait(200)  // the popup's open transition, for the picture only
+        grabImage(win.contentItem.parent).save(TestFiles.screenshotDir + "/chat-speculation.png")  // throws on failure
+        mouseClick(rows.itemAtIndex(1))
+        tryCompare(choice.popup, "opened", false)
+        compare(Chat.sampling.speculation, "lookup")
+        panel.close()
+        tryCompare(panel, "visible", false)  // closed to the end: clicks reach the message box again
+        setSampling(24)
+        sendByKeyboard("Repeat after me: the quick brown fox jumps over the lazy dog.")
+        waitIdle()
+        compare(Chat.messages.count, 4)
+        verify(Chat.messages.get(3).content.length > 0)
+        shortcut("Ctrl+N")
+        compare(Chat.sampling.speculation, "off")  // a new chat starts from the defaults
+        Chat.selectConversation(id)  // read back from the store
+        compare(Chat.sampling.speculation, "lookup")
     }
 }

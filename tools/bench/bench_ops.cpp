@@ -3,19 +3,29 @@
 // prompt (causal, each token over its prefix) and decode of one token over a long context.
 //
 //   ember-bench-ops [--threads N] [--isa scalar|avx2|avx512] [--ctx N] [--prompt N]
-//                   [--seqs S] [--batch-ctx C] [--heads Q/KV] [--kv f16|q8_0]
+//                   [--seqs S] [--batch-ctx C] [--heads Q/KV] [--kv f16|q8_0] [--new N] [--peak]
 //
 // --heads: query and KV heads (default 32/8; SmolLM2's 9/3 has 3 query heads per KV head).
 // --kv: the cache type (default f16).
+// --new N: also N new tokens of a turn after a cached history of 512, 2048 and 4096 tokens
+// (a long chat's prefill: each new token sees the whole history and the new tokens before it).
+// --peak: first, one core's AVX-512 f32 FMA and VNNI int8 peaks (16 independent register
+// chains; the ceiling the attention GFLOP/s compare with).
 //
 // Last, a batched decode step as a server runs it: S sequences (16), one token each at
 // context C (256), over 16 layers whose caches (S x C tokens each, blocks shuffled) together
 // outgrow the CPU's caches, so the keys come from DRAM as in serving.
 //
-// GFLOP/s counts 4 * head_dim flops per (query head, visible key) pair (q.k and p.v).
+// GFLOP/s counts 4 * head_dim flops per (query head, visible key) pair (q.k and p.v); the
+// CPU columns divide by the process's CPU time instead (the figure that repeats on a shared
+// machine; with several threads it includes the pool's waiting).
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
+#include <ctime>
 #include <numeric>
 #include <random>
 #include <string>
@@ -32,15 +42,28 @@ namespace {
 
 double now() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
 
+// CPU seconds of the whole process (all pool threads).
+double cpu_now() {
+    timespec ts{};
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+    return double(ts.tv_sec) + double(ts.tv_nsec) * 1e-9;
+}
+
+// The least CPU time of one call over repeated calls, beside `best_of`'s wall time: on a
+// loaded machine a long call is preempted, so its wall time measures the neighbours.
+double best_cpu = 0;
+
 template <class F>
 double best_of(F&& f, double min_time) {
     f();
     double best = 1e30;
+    best_cpu = 1e30;
     const double start = now();
     for (int i = 0; (now() - start < min_time || i < 3) && i < 10000; ++i) {
-        const double t0 = now();
+        const double t0 = now(), c0 = cpu_now();
         f();
         best = std::min(best, now() - t0);
+        best_cpu = std::min(best_cpu, cpu_now() - c0);
     }
     return best;
 }
@@ -89,16 +112,81 @@ void batched_decode(ThreadPool& pool, KvCacheView kv, int seqs, int ctx, int n_h
                 2.0 * kp.size() / 1048576.0);
 }
 
+#if defined(__x86_64__)
+// One core's peak rates: 16 independent register chains (more than the ports' latency x
+// throughput needs), n rounds each; the CPU seconds they took.
+__attribute__((target("avx512f"))) double fma_peak_seconds(long n) {
+    __m512 r[16];
+    for (int i = 0; i < 16; ++i) r[i] = _mm512_set1_ps(0.001f * float(i));
+    const __m512 x = _mm512_set1_ps(0.999f), y = _mm512_set1_ps(1e-4f);
+    const double c0 = cpu_now();
+    for (long k = 0; k < n; ++k) {
+#pragma GCC unroll 16
+        for (int i = 0; i < 16; ++i) r[i] = _mm512_fmadd_ps(r[i], x, y);
+    }
+    const double t = cpu_now() - c0;
+    float sum = 0, lanes[16];  // used, so the chains are computed
+    for (auto& v : r) {
+        _mm512_storeu_ps(lanes, v);
+        sum += lanes[0];
+    }
+    if (sum == 1.2345f) std::printf(" ");
+    return t;
+}
+
+__attribute__((target("avx512f,avx512bw,avx512vnni"))) double vnni_peak_seconds(long n) {
+    __m512i r[16];
+    for (int i = 0; i < 16; ++i) r[i] = _mm512_set1_epi32(i);
+    const __m512i u = _mm512_set1_epi8(3), v = _mm512_set1_epi8(5);
+    const double c0 = cpu_now();
+    for (long k = 0; k < n; ++k) {
+#pragma GCC unroll 16
+        for (int i = 0; i < 16; ++i) r[i] = _mm512_dpbusd_epi32(r[i], u, v);
+    }
+    const double t = cpu_now() - c0;
+    int lanes[16];
+    long sum = 0;
+    for (auto& x : r) {
+        _mm512_storeu_si512(lanes, x);
+        sum += lanes[0];
+    }
+    if (sum == 12345) std::printf(" ");
+    return t;
+}
+
+void print_peaks() {
+    if (active_isa() != Isa::Avx512) return (void)std::printf("peaks: AVX-512 only\n");
+    constexpr long kRounds = 20'000'000;
+    double f = 1e30, i8 = 1e30;
+    for (int rep = 0; rep < 3; ++rep) {
+        f = std::min(f, fma_peak_seconds(kRounds));
+        i8 = std::min(i8, vnni_peak_seconds(kRounds));
+    }
+    std::printf("one core's peaks per CPU second: f32 FMA %.1f GFLOP/s, VNNI u8 x s8 %.1f Gop/s\n",
+                kRounds * 16.0 * 32 / f * 1e-9, kRounds * 16.0 * 128 / i8 * 1e-9);
+}
+#else
+void print_peaks() { std::printf("peaks: x86-64 only\n"); }
+#endif
+
 }  // namespace
 
 int main(int argc, char** argv) {
-    int threads = 0, ctx = 4096, prompt = 512, seqs = 16, batch_ctx = 256, n_heads = 32, n_kv = 8;
+    int threads = 0, ctx = 4096, prompt = 512, seqs = 16, batch_ctx = 256, n_heads = 32, n_kv = 8, n_new = 0;
+    bool peak = false;
     DType kv_type = DType::F16;
-    for (int i = 1; i + 1 < argc; i += 2) {
-        const std::string a = argv[i], v = argv[i + 1];
+    for (int i = 1; i < argc; ++i) {
+        const std::string a = argv[i];
+        if (a == "--peak") {
+            peak = true;
+            continue;
+        }
+        if (i + 1 >= argc) break;
+        const std::string v = argv[++i];
         if (a == "--threads") threads = std::stoi(v);
         else if (a == "--ctx") ctx = std::stoi(v);
         else if (a == "--prompt") prompt = std::stoi(v);
+        else if (a == "--new") n_new = std::stoi(v);
         else if (a == "--seqs") seqs = std::stoi(v);
         else if (a == "--batch-ctx") batch_ctx = std::stoi(v);
         else if (a == "--heads") n_heads = std::stoi(v), n_kv = std::stoi(v.substr(v.find('/') + 1));
@@ -107,7 +195,8 @@ int main(int argc, char** argv) {
     }
     ThreadPool pool(threads);
     const int D = 64, B = 16;
-    const int max_tokens = std::max(ctx, prompt);
+    constexpr int kHistories[] = {512, 2048, 4096};
+    const int max_tokens = std::max({ctx, prompt, n_new > 0 ? kHistories[2] + n_new : 0});
     const int n_blocks = (max_tokens + B - 1) / B;
     KvCacheView kv;
     kv.type = kv_type;
@@ -133,6 +222,7 @@ int main(int argc, char** argv) {
     std::iota(table.begin(), table.end(), 0);
     std::shuffle(table.begin(), table.end(), rng);
 
+    if (peak) print_peaks();
     std::printf("ember-bench-ops: isa %s, %d threads; heads %d/%d, head_dim %d, %s KV, block %d\n",
                 std::string(isa_name(active_isa())).c_str(), pool.size(), n_heads, n_kv, D,
                 std::string(dtype_name(kv_type)).c_str(), B);
@@ -145,7 +235,8 @@ int main(int argc, char** argv) {
         const double t = best_of([&] { ops::attention(kv, a, &pool); }, 1.0);
         double pairs = 0;
         for (int p : pos) pairs += double(p + 1) * n_heads;
-        std::printf("%-34s %9.3f ms %8.1f GFLOP/s\n", what, t * 1e3, pairs * 4.0 * D / t * 1e-9);
+        std::printf("%-38s %9.3f ms %8.1f GFLOP/s   CPU %9.3f ms %8.1f GFLOP/s\n", what, t * 1e3,
+                    pairs * 4.0 * D / t * 1e-9, best_cpu * 1e3, pairs * 4.0 * D / best_cpu * 1e-9);
     };
     char label[64];
     std::snprintf(label, sizeof label, "attention prefill %d tokens", prompt);
@@ -154,6 +245,11 @@ int main(int argc, char** argv) {
     run(1, ctx - 1, label);
     std::snprintf(label, sizeof label, "attention 4 tokens at %d context", ctx);
     run(4, ctx - 4, label);
+    for (int h : kHistories) {
+        if (n_new <= 0) break;
+        std::snprintf(label, sizeof label, "attention %d new after %d history", n_new, h);
+        run(n_new, h, label);
+    }
     batched_decode(pool, kv, seqs, batch_ctx, n_heads, rng);
     return 0;
 }

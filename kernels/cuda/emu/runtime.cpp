@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "kernels/cuda/emu/emu.h"
+#include "kernels/cuda/emu/traffic.h"
 
 #if defined(__has_feature)
 #if __has_feature(address_sanitizer)
@@ -83,6 +84,7 @@ ember_emu_fiber_start:
 
 namespace ember::emu {
 
+TrafficHooks* g_traffic = nullptr;
 uint3 g_thread_idx;
 uint3 g_block_idx;
 dim3 g_block_dim;
@@ -346,6 +348,7 @@ void run_kernel(const char* name, const void* id, dim3 grid, dim3 block, size_t 
     g_grid_dim = grid;
     g_body = &body;
     g_dynamic_smem = dyn.get();
+    if (g_traffic) g_traffic->launch_begin(name, id, grid, block, smem);
     for (unsigned z = 0; z < grid.z; ++z) {
         for (unsigned y = 0; y < grid.y; ++y) {
             for (unsigned x = 0; x < grid.x; ++x) {
@@ -361,10 +364,12 @@ void run_kernel(const char* name, const void* id, dim3 grid, dim3 block, size_t 
                     ~Reset() { g_block = nullptr; }
                 } reset;
                 run_block(n);
+                if (g_traffic) g_traffic->block_end();
                 ++c.blocks;
             }
         }
     }
+    if (g_traffic) g_traffic->launch_end();
     g_dynamic_smem = nullptr;
 }
 
@@ -751,6 +756,7 @@ cudaError_t cudaMalloc(void** p, size_t bytes) {
     std::memset(q, 0xA5, bytes);  // device memory starts as garbage, not zeros
     g_device_allocs[static_cast<const char*>(q)] = bytes;
     g_device_bytes += bytes;
+    if (ember::emu::g_traffic) ember::emu::g_traffic->allocated(q, bytes);
     *p = q;
     return cudaSuccess;
 }
@@ -761,6 +767,7 @@ cudaError_t cudaFree(void* p) {
     if (it == g_device_allocs.end()) return fail(cudaErrorInvalidDevicePointer);
     g_device_bytes -= it->second;
     g_device_allocs.erase(it);
+    if (ember::emu::g_traffic) ember::emu::g_traffic->freed(p);
     std::free(p);
     return cudaSuccess;
 }
@@ -796,7 +803,10 @@ cudaError_t cudaMemcpyAsync(void* dst, const void* src, size_t n, cudaMemcpyKind
             n, static_cast<int>(kind));
         return fail(cudaErrorInvalidValue);
     }
-    return enqueue(stream, [dst, src, n] { std::memmove(dst, src, n); });
+    return enqueue(stream, [dst, src, n, dst_dev, kind] {
+        std::memmove(dst, src, n);
+        if (dst_dev && ember::emu::g_traffic) ember::emu::g_traffic->copied_to(dst, n, kind == cudaMemcpyHostToDevice);
+    });
 }
 cudaError_t cudaMemcpy(void* dst, const void* src, size_t n, cudaMemcpyKind kind) {
     return cudaMemcpyAsync(dst, src, n, kind, nullptr);

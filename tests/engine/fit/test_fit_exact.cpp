@@ -13,6 +13,7 @@
 #include "engine/gguf/gguf.h"
 #include "engine/fit/planner.h"
 #include "engine/models/synthetic.h"
+#include "engine/models/transformer.h"
 #include "engine/runtime/model.h"
 #include "kernels/common/error.h"
 #include "test_data.h"
@@ -142,10 +143,19 @@ TEST_CASE("a draft model is counted: the plan of both equals both loads, and the
 
 TEST_CASE("planned bytes match the engine's on synthetic shapes") {
     test::TempDir dir;
-    const std::pair<const char*, const char*> models[] = {
-        {"tiny", "Q4_K_M"},        {"tiny-qwen2", "Q8_0"},       {"tiny-gemma3", "F16"},    {"tiny", "Q6_K"},
-        {"tiny", "Q4_0"},          {"tiny-qwen3moe", "Q4_K_M"},  {"tiny-qwen3moe", "Q4_0"}, {"tiny-gemma4", "F16"},
-        {"tiny-gemma4", "Q4_K_M"}, {"tiny-gemma4moe", "Q4_K_M"}, {"tiny-qwen35", "Q4_K_M"}, {"tiny-qwen35moe", "Q8_0"}};
+    const std::pair<const char*, const char*> models[] = {{"tiny", "Q4_K_M"},
+                                                          {"tiny-qwen2", "Q8_0"},
+                                                          {"tiny-gemma3", "F16"},
+                                                          {"tiny", "Q6_K"},
+                                                          {"tiny", "Q4_0"},
+                                                          {"tiny-qwen3moe", "Q4_K_M"},
+                                                          {"tiny-qwen3moe", "Q4_0"},
+                                                          {"tiny-gemma4", "F16"},
+                                                          {"tiny-gemma4", "Q4_K_M"},
+                                                          {"tiny-gemma4moe", "Q4_K_M"},
+                                                          {"tiny-qwen35", "Q4_K_M"},
+                                                          {"tiny-qwen35moe", "Q8_0"},
+                                                          {"tiny-qwen3next", "Q4_K_M"}};
     for (auto [shape, scheme] : models) {
         const std::string path = dir.path() + "/" + shape + "-" + scheme + ".gguf";
         write_synthetic_model(path, synthetic_shape(shape), scheme);
@@ -196,6 +206,59 @@ TEST_CASE("expert tensors are counted byte-exactly (qwen3-30b-a3b header)") {
     test::info("qwen3-30b-a3b Q4_K_M: %llu parameters, %llu bytes of experts, file %llu bytes",
                static_cast<unsigned long long>(m.n_params), static_cast<unsigned long long>(expert_bytes),
                static_cast<unsigned long long>(h.file_size));
+}
+
+// Qwen3-Next-80B-A3B's layout (qwen3next) from the header alone: 79.7 B parameters (the model
+// card's 80 B), and the recurrent state planned per sequence, the same at every context: 36
+// linear-attention layers of 3 x 8192 convolution floats and 32 heads x 128 x 128 delta-rule
+// floats, 4 bytes each: 36 x 2,195,456 = 79,036,416 bytes (no padding: multiples of 64 B).
+TEST_CASE("qwen3-next-80b-a3b header: its parameters and its recurrent state per sequence") {
+    const SyntheticHeader h = synthetic_header(synthetic_shape("qwen3-next-80b-a3b"), "Q4_K_M");
+    GgufPrefix pre = GgufFile::parse_prefix(h.bytes.data(), h.bytes.size(), h.file_size, "qwen3-next-80b-a3b.gguf");
+    REQUIRE(pre.file);
+    const fit::FitModel m = fit::fit_model(*pre.file);
+    CHECK(m.config.arch == "qwen3next");
+    CHECK(m.config.n_ff_shexp == 512);
+    CHECK(m.n_params > 79'500'000'000ull);
+    CHECK(m.n_params < 79'900'000'000ull);
+    for (int64_t ctx : {4096, 32768}) {
+        for (int32_t seqs : {1, 4}) {
+            const fit::FitOptions fo{ctx, seqs, kBatch, DType::F16};
+            const fit::FitPlan p = fit::plan_layers(m, fo, fit::Budget{}, -1, fit::cpu_profile());
+            CHECK(p.cpu.state == 79'036'416ull * static_cast<uint64_t>(seqs));
+            test::info("qwen3-next-80b-a3b, %lld tokens x %d sequences: KV cache %llu bytes, state %llu bytes",
+                       static_cast<long long>(ctx), seqs, static_cast<unsigned long long>(p.cpu.kv_cache),
+                       static_cast<unsigned long long>(p.cpu.state));
+        }
+    }
+}
+
+// The Qwen3.5 layouts the benchmarks use (issue #40), from their headers: the published
+// parameter counts (llama.cpp reports 4.21 B for the 4B file) and what one sequence's
+// recurrent state takes: per linear-attention layer 3 x 8192 conv inputs and 32 value heads'
+// 128 x 128 matrices, F32 = 2,195,456 B; 24 such layers in the 4B, 30 in the 35B-A3B.
+TEST_CASE("Qwen3.5-4B and 35B-A3B layouts: parameters, KV layers, state per sequence") {
+    struct Want {
+        const char* shape;
+        uint64_t params_lo, params_hi;
+        int32_t kv_layers, recurrent_layers;
+    };
+    for (const Want& w : {Want{"qwen3.5-4b", 4'200'000'000ull, 4'220'000'000ull, 8, 24},
+                          Want{"qwen3.5-35b-a3b", 34'500'000'000ull, 36'000'000'000ull, 10, 30}}) {
+        const SyntheticHeader h = synthetic_header(synthetic_shape(w.shape), "Q4_K_M");
+        GgufPrefix pre = GgufFile::parse_prefix(h.bytes.data(), h.bytes.size(), h.file_size, w.shape);
+        REQUIRE(pre.file);
+        const fit::FitModel m = fit::fit_model(*pre.file);
+        test::info("%s Q4_K_M: %llu parameters, file %llu bytes", w.shape, static_cast<unsigned long long>(m.n_params),
+                   static_cast<unsigned long long>(h.file_size));
+        CHECK(m.n_params > w.params_lo);
+        CHECK(m.n_params < w.params_hi);
+        const KvCacheConfig kv = Transformer::kv_config(m.config, 4096, 1, DType::F16);
+        CHECK(kv.n_layers == w.kv_layers);
+        CHECK(kv.n_recurrent_layers == w.recurrent_layers);
+        CHECK(kv.recurrent.bytes_per_slot() == 2'195'456u);
+        CHECK(kv.state_bytes() == uint64_t(w.recurrent_layers) * 2'195'456u);
+    }
 }
 
 // Transformer's split: layers [0, n) and the embedding on the first backend, the rest and

@@ -169,6 +169,22 @@ TEST_CASE("blocks survive a restart; a damaged file is deleted and missed") {
     CHECK_EQ(s.size(), 0u);
 }
 
+// A recurrent-state snapshot is one "block" of its own store, and can be larger than the
+// write queue's cap (kMaxQueuedBytes): an empty queue takes it; a second one waits its turn.
+TEST_CASE("a block larger than the write queue's cap is stored when the queue is empty") {
+    TempDir dir;
+    const uint64_t big = DiskPrefixStore::kMaxQueuedBytes + 4096;
+    DiskPrefixStore s(dir.path(), 0x1234, kTokens, big, 4 * big);
+    std::vector<uint8_t> bytes(big);
+    for (size_t i = 0; i < bytes.size(); ++i) bytes[i] = static_cast<uint8_t>(i * 13 + 5);
+    s.put(1, 0, tokens_from(0), bytes);
+    s.flush();
+    REQUIRE_EQ(s.size(), 1u);
+    const auto e = s.get(1, 0, tokens_from(0));
+    REQUIRE(e.has_value());
+    CHECK(e->bytes == bytes);
+}
+
 TEST_CASE("the budget drops the block used longest ago, and use survives a restart") {
     TempDir dir;
     {

@@ -533,3 +533,50 @@ TEST_CASE("recurrent state snapshots: prefixes and truncation resume from the la
     const int32_t f = kv.new_sequence();
     CHECK_EQ(kv.attach_prefix(f, all), 0);
 }
+
+// The snapshots' bound (issue #40): a Keep snapshot (a prompt's chunk) goes to RAM and disk;
+// a Latest one (a decode step) replaces the sequence's previous Latest one in RAM and reaches
+// the disk only at end_turn(): a turn stores its prompt's snapshots and one more, and a
+// restarted process resumes the follow-up from that one.
+TEST_CASE("recurrent state snapshots: decode steps keep only the newest, stored at the turn's end") {
+    TempDir dir;
+    KvCacheConfig c = small_config(16);  // 4-token blocks
+    c.n_recurrent_layers = 2;
+    c.recurrent = {4, 24, 1, 2, 8};
+    c.state_slots = 1;
+    auto backend = make_cpu_backend(1);
+    std::vector<int32_t> tokens(16);
+    std::iota(tokens.begin(), tokens.end(), 1);
+    const std::span<const int32_t> all(tokens);
+    const auto open_stores = [&](KvCache& kv) {
+        kv.set_disk_cache(
+            std::make_unique<DiskPrefixStore>(dir.path(), 7, c.block_tokens, c.bytes_per_block(), 1 << 20));
+        kv.set_disk_state_store(
+            std::make_unique<DiskPrefixStore>(dir.path(), 8, c.block_tokens, kv.state_bytes_per_snapshot(), 1 << 20));
+    };
+    {
+        KvCache kv(*backend, c);
+        open_stores(kv);
+        const int32_t a = kv.new_sequence();
+        kv.append(a, 4), fill_state(kv, *backend, a, 1.0f), kv.publish(a, all.first(4));  // the prompt: Keep
+        using S = KvCache::Snapshot;
+        kv.append(a, 4), fill_state(kv, *backend, a, 2.0f), kv.publish(a, all.first(8), S::Latest);
+        kv.append(a, 4), fill_state(kv, *backend, a, 3.0f), kv.publish(a, all.first(12), S::Latest);
+        kv.append(a, 2), fill_state(kv, *backend, a, 4.0f), kv.publish(a, all.first(14), S::Latest);
+        CHECK_EQ(kv.state_snapshots(), 2);  // 1 and 3: 2 was superseded
+        kv.disk_state_store()->flush();
+        CHECK_EQ(kv.disk_state_store()->size(), 1u);
+        const int32_t b = kv.new_sequence();
+        CHECK_EQ(kv.attach_prefix(b, all.first(10)), 4);  // 8's snapshot is gone: back to the prompt's
+        CHECK(state_is(kv, *backend, b, 1.0f));
+        kv.free_sequence(b);
+        kv.end_turn(a);
+        kv.end_turn(a);       // once only
+    }                         // the stores write what is queued
+    KvCache kv(*backend, c);  // a restart
+    open_stores(kv);
+    CHECK_EQ(kv.disk_state_store()->size(), 2u);
+    const int32_t d = kv.new_sequence();
+    CHECK_EQ(kv.attach_prefix(d, all), 12);
+    CHECK(state_is(kv, *backend, d, 3.0f));
+}

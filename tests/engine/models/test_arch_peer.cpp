@@ -70,12 +70,28 @@ void gpt_oss_gains(SyntheticShape& sh) {
     sh.output_norm = 1.6f;
 }
 
+// A variant of a tiny shape in F32, with the gains of the test below, against llama.cpp (passes
+// of n_batch tokens), within that test's bounds.
+void check_f32_variant(const std::string& label, SyntheticShape sh, int32_t n_batch) {
+    const std::string bin = test::llama_tools_dir();
+    test::TempDir dir;
+    const std::string path = dir.file("model.gguf");
+    sh.output_norm = 0.1f, sh.qk_gain = 4.0f, sh.attn_gain = 8.0f;
+    write_synthetic_model(path, sh, "F32");
+    const Agreement a = compare(bin, path, dir, n_batch);
+    MESSAGE(label, ": llama.cpp PPL ", a.llama_ppl, ", Ember PPL ", a.ember_ppl, ", KL ", a.kl, ", top-1 agreement ",
+            a.same_top);
+    CHECK(a.ember_ppl == doctest::Approx(a.llama_ppl).epsilon(1e-4));
+    CHECK(std::abs(a.kl) < 1e-5);
+    CHECK(a.same_top > 0.99);
+}
+
 }  // namespace
 
 TEST_CASE("llama.cpp and Ember agree on synthetic files of every architecture") {
     const std::string bin = test::llama_tools_dir();
     for (const char* shape : {"tiny", "tiny-qwen2", "tiny-qwen3", "tiny-gemma3", "tiny-qwen3moe", "tiny-gemma4",
-                              "tiny-gemma4moe", "tiny-gpt-oss", "tiny-qwen35", "tiny-qwen35moe"}) {
+                              "tiny-gemma4moe", "tiny-gpt-oss", "tiny-qwen35", "tiny-qwen35moe", "tiny-qwen3next"}) {
         SUBCASE(shape) {
             test::TempDir dir;
             const std::string path = dir.file("model.gguf");
@@ -87,7 +103,7 @@ TEST_CASE("llama.cpp and Ember agree on synthetic files of every architecture") 
             write_synthetic_model(path, sh, "F32");
             // qwen35's recurrent state must carry from one pass to the next: chunks of 128
             // tokens in passes of 40, 40, 40 and 8 (llama.cpp runs each chunk in one pass).
-            const Agreement a = compare(bin, path, dir, sh.arch.rfind("qwen35", 0) == 0 ? 40 : 512);
+            const Agreement a = compare(bin, path, dir, sh.qwen35.n_v_heads > 0 ? 40 : 512);
             MESSAGE(std::string(shape), ": llama.cpp PPL ", a.llama_ppl, ", Ember PPL ", a.ember_ppl, ", KL ", a.kl,
                     ", top-1 agreement ", a.same_top);
             // Measured: |KL| <= 5e-8 and PPL equal to 5 digits for the dense four, 1.9e-7 for
@@ -106,6 +122,9 @@ TEST_CASE("llama.cpp and Ember agree on synthetic files of every architecture") 
             // h % 2 KL 0.069, full attention without its sigmoid gate KL 0.017.
             // tiny-qwen35moe (KL 5.6e-8, PPL 1431.73 both): the shared expert's sigmoid gate
             // left out KL 0.013, the shared expert left out KL 0.050.
+            // tiny-qwen3next (KL -5.3e-8, PPL 1417.36 both): value heads paired with key head
+            // h % 2 (qwen35's tiled order) instead of h / 2 KL 0.25, ssm_ba read as all betas
+            // then all alphas instead of per key head KL 0.096.
             CHECK(a.ember_ppl == doctest::Approx(a.llama_ppl).epsilon(1e-4));
             CHECK(std::abs(a.kl) < 1e-5);
             CHECK(a.same_top > 0.99);
@@ -116,19 +135,19 @@ TEST_CASE("llama.cpp and Ember agree on synthetic files of every architecture") 
 // gemma4's experts with separate gate and up tensors (llama.cpp's other load path; the real
 // files fuse them): the same bound as above.
 TEST_CASE("llama.cpp and Ember agree on gemma4 experts with separate gate and up tensors") {
-    const std::string bin = test::llama_tools_dir();
-    test::TempDir dir;
-    const std::string path = dir.file("model.gguf");
     SyntheticShape sh = synthetic_shape("tiny-gemma4moe");
-    sh.output_norm = 0.1f, sh.qk_gain = 4.0f, sh.attn_gain = 8.0f;
     sh.gemma4.split_gate_up = true;
-    write_synthetic_model(path, sh, "F32");
-    const Agreement a = compare(bin, path, dir);
-    MESSAGE("tiny-gemma4moe, split gate/up: llama.cpp PPL ", a.llama_ppl, ", Ember PPL ", a.ember_ppl, ", KL ", a.kl,
-            ", top-1 agreement ", a.same_top);
-    CHECK(a.ember_ppl == doctest::Approx(a.llama_ppl).epsilon(1e-4));
-    CHECK(std::abs(a.kl) < 1e-5);
-    CHECK(a.same_top > 0.99);
+    check_f32_variant("tiny-gemma4moe, split gate/up", sh, 512);
+}
+
+// qwen3next as its first conversions wrote it: q, k, v and z from one fused ssm_in, grouped per
+// key head (llama.cpp's legacy path, still loaded), regrouped by Ember with column copies.
+// Measured KL 6.2e-8, PPL equal to 6 digits, top-1 1; the same bounds as above. Deliberately
+// broken (z taken from the v columns) KL 3.5e-4.
+TEST_CASE("llama.cpp and Ember agree on qwen3next with the fused ssm_in") {
+    SyntheticShape sh = synthetic_shape("tiny-qwen3next");
+    sh.qwen35.fused_qkvz = true;  // test_config_validation checks the file reads as fused
+    check_f32_variant("tiny-qwen3next, fused ssm_in", sh, 40);
 }
 
 // Quantized files of the new architectures (logits kept moderate by output_norm 0.1; no gains:
@@ -205,7 +224,8 @@ TEST_CASE("llama.cpp and Ember agree on a gpt-oss file with MXFP4 experts") {
 // carry every earlier token's rounding in their state and random blocks' large weights make it
 // grow (tiny-qwen35 Q4_K_M with random blocks: KL 0.21). Real values rounded, as in the MXFP4
 // test below. Measured KL: Q8_0 4.0e-6 (tiny-qwen35), Q4_K_M 1.4e-5 (tiny-qwen35), 8.3e-5
-// (tiny-qwen35moe), Q5_K 2.2e-5, top-1 >= 0.9947; bound 5e-4, PPL within 1e-3, top-1 > 0.98.
+// (tiny-qwen35moe), Q5_K 2.2e-5, top-1 >= 0.9947; tiny-qwen3next Q8_0 4.7e-6, Q4_K_M 8.5e-5,
+// Q4_0 4.3e-6, Q4_1 5.8e-6, top-1 >= 0.989; bound 5e-4, PPL within 1e-3, top-1 > 0.98.
 // Q4_0 and Q4_1 (KL 1.1e-6 and 1.6e-5 on tiny-qwen35, 8.1e-7 Q4_0 on tiny-qwen35moe) were
 // 0.009 and 0.013 until two roundings matched ggml's: a Q4_0 token embedding holds multiples
 // of its block's d, so the first layer's normed activations sit exactly on the int8 rounding
@@ -213,9 +233,9 @@ TEST_CASE("llama.cpp and Ember agree on a gpt-oss file with MXFP4 experts") {
 // sum of squares against ggml's double) moved whole codes; and ggml's q8_0 / q8_1 activation
 // scales are half floats. The per-head norm of the gated delta rule's output then amplified
 // the 0.4 % (codes) and 2e-4 (scales) differences into the states. Same bounds as above.
-TEST_CASE("llama.cpp and Ember agree on quantized qwen35 files") {
+TEST_CASE("llama.cpp and Ember agree on quantized qwen35 and qwen3next files") {
     const std::string bin = test::llama_tools_dir();
-    for (const char* shape : {"tiny-qwen35", "tiny-qwen35moe"}) {
+    for (const char* shape : {"tiny-qwen35", "tiny-qwen35moe", "tiny-qwen3next"}) {
         for (const char* type : {"Q8_0", "Q4_K_M", "Q4_0", "Q4_1"}) {
             SUBCASE((std::string(shape) + " " + type).c_str()) {
                 test::TempDir dir;

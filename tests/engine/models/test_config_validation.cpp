@@ -288,3 +288,51 @@ TEST_CASE("expert counts that disagree with the experts' tensors are named") {
     CHECK(wrong.find("256 x 32") != std::string::npos);
     std::filesystem::remove(src);
 }
+
+// qwen3next (a tiny-qwen3next file): its description as llama.cpp's qwen3next reads it (value
+// heads grouped by key head, alpha and beta in one ssm_ba, a shared expert, NeoX RoPE over a
+// quarter of the head without sections); an ssm_in (the first conversions' fused q/k/v/z) of
+// the wrong width, and a file without ssm_ba, are refused by tensor name.
+TEST_CASE("qwen3next: its layout is read, a wrong ssm_in or a missing ssm_ba refused by name") {
+    const auto tmp = std::filesystem::temp_directory_path();
+    const std::string src = (tmp / "ember-config-qwen3next.gguf").string();
+    write_synthetic_model(src, synthetic_shape("tiny-qwen3next"), "F32");
+    const ModelConfig c = read_model_config(GgufFile::open(src));
+    CHECK(c.arch == "qwen3next");
+    CHECK(c.ssm_grouped_heads);
+    CHECK(c.ssm_ba);
+    CHECK(c.shared_expert);
+    CHECK(c.n_ff_shexp == 128);
+    CHECK(c.rope_neox);
+    CHECK(c.n_rot == 16);
+    CHECK(c.ssm_n_k_heads == 2);
+    CHECK(c.ssm_n_v_heads == 4);
+    CHECK(!c.ssm_in_fused);
+    int recurrent = 0;
+    for (const LayerShape& l : c.layers) recurrent += l.recurrent ? 1 : 0;
+    CHECK(recurrent == 6);
+    // The same file with blk.0's `from` tensor stored under the name `to`.
+    const auto renamed = [&](const std::string& from, const std::string& to) {
+        const GgufFile f = GgufFile::open(src);
+        GgufWriter w;
+        for (const auto& k : f.metadata_order()) w.set(k, f.metadata().at(k));
+        for (const auto& t : f.tensors())
+            w.add_tensor(t.name == from ? to : t.name, t.type, t.dims,
+                         std::vector<uint8_t>(t.data, t.data + t.n_bytes));
+        const std::string dst = (tmp / ("ember-config-qwen3next-" + to + ".gguf")).string();
+        w.write_file(dst);
+        return dst;
+    };
+    const std::string legacy = renamed("blk.0.attn_qkv.weight", "blk.0.ssm_in.weight");
+    CHECK(contains(config_error(legacy),
+                   "tensor 'blk.0.ssm_in.weight' has shape 256 x 256, but the metadata implies "
+                   "256 x 384"));
+    const std::string no_ba = renamed("blk.0.ssm_ba.weight", "blk.0.ssm_alpha.weight");
+    CHECK(contains(config_error(no_ba), "blk.0.ssm_ba.weight"));
+    SyntheticShape fused = synthetic_shape("tiny-qwen3next");
+    fused.qwen35.fused_qkvz = true;  // the first conversions' layout (test_arch_peer runs it)
+    const std::string fused_path = (tmp / "ember-config-qwen3next-fused.gguf").string();
+    write_synthetic_model(fused_path, fused, "F32");
+    CHECK(read_model_config(GgufFile::open(fused_path)).ssm_in_fused);
+    for (const std::string& p : {src, legacy, no_ba, fused_path}) std::filesystem::remove(p);
+}

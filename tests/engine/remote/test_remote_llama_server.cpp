@@ -22,18 +22,6 @@ using nlohmann::json;
 
 namespace {
 
-int free_port() {
-    const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    socklen_t len = sizeof a;
-    REQUIRE(::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0);
-    REQUIRE(::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) == 0);
-    ::close(fd);
-    return ntohs(a.sin_port);
-}
-
 struct LlamaServer {
     TempDir dir;
     int port = free_port();

@@ -42,6 +42,33 @@ TEST_CASE("chatRequestCarriesOnlyOpenAiFields") {
         CHECK_FALSE(b.contains(local));
 }
 
+TEST_CASE("llamaCppFieldsTravelOnlyWhenSet") {
+    EngineRequest r;
+    r.messages = {{"user", "hi"}};
+    r.sampling.top_k = 20;
+    r.sampling.min_p = 0.1f;
+    r.sampling.repeat_penalty = 1.2f;
+    const json none = json::parse(request_body(r, "m"));
+    for (const char* f : {"top_k", "min_p", "repeat_penalty", "reasoning_effort", "chat_template_kwargs"})
+        CHECK_FALSE(none.contains(f));
+    SentFields sent;
+    sent.top_k = true;  // `ember chat --remote --top-k 20`: that one only
+    const json one = json::parse(request_body(r, "m", sent));
+    CHECK(one["top_k"] == 20);
+    CHECK_FALSE(one.contains("min_p"));
+    sent.set_extras(true);  // an app endpoint set to send them
+    const json all = json::parse(request_body(r, "m", sent));
+    CHECK(all["min_p"].get<double>() == doctest::Approx(0.1));
+    CHECK(all["repeat_penalty"].get<double>() == doctest::Approx(1.2));
+    r.sampling.top_k = 0;  // neutral values say nothing
+    r.sampling.repeat_penalty = 1.0f;
+    const json neutral = json::parse(request_body(r, "m", sent));
+    CHECK_FALSE(neutral.contains("top_k"));
+    CHECK_FALSE(neutral.contains("repeat_penalty"));
+    r.template_options.reasoning_effort = "high";
+    CHECK(json::parse(request_body(r, "m"))["reasoning_effort"] == "high");
+}
+
 TEST_CASE("promptRequestGoesToCompletions") {
     EngineRequest r;
     r.prompt = "Once upon a time";

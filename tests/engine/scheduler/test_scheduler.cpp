@@ -1089,9 +1089,12 @@ TEST_CASE("a thinking budget closes the thinking, and the answer comes apart fro
 
 namespace {
 
-std::unique_ptr<Model> tiny_qwen35(const test::TempDir& dir) {
-    const std::string path = dir.file("qwen35.gguf");
-    SyntheticShape sh = synthetic_shape("tiny-qwen35");
+// The linear-attention families: qwen35, and qwen3next (its MoE, grouped heads, fused ssm_ba).
+constexpr const char* kLinearAttentionShapes[] = {"tiny-qwen35", "tiny-qwen3next"};
+
+std::unique_ptr<Model> tiny_qwen35(const test::TempDir& dir, const std::string& shape = "tiny-qwen35") {
+    const std::string path = dir.file(shape + ".gguf");
+    SyntheticShape sh = synthetic_shape(shape);
     sh.qk_gain = 4.0f, sh.attn_gain = 8.0f;  // test_arch_peer's gains: attention and states decide
     write_synthetic_model(path, sh, "F32");
     return load(path, 256, 8, 1);
@@ -1104,122 +1107,128 @@ std::unique_ptr<Model> tiny_qwen35(const test::TempDir& dir) {
 // and are prefilled in chunks of at most 24 tokens beside the others' decodes, cut at block
 // ends, where the state is snapshot; later requests resume from the shared prefix's snapshot
 // (prefix reuse on): each request's greedy ids equal its ids alone, every token computed.
-TEST_CASE("qwen35: greedy outputs are the same alone and batched, resumed from state snapshots") {
-    test::TempDir dir;
-    auto model = tiny_qwen35(dir);
-    std::vector<EngineRequest> reqs;
-    for (int i = 0; i < 8; ++i) {
-        EngineRequest r = long_request(40, 10 + i);
-        r.top_logprobs = 0;  // the ids, from the logprobs entries
-        for (int k = 0; k <= i; ++k) r.prompt_tokens.push_back(500 + 37 * i + k);
-        reqs.push_back(r);
-    }
-    const std::vector<Outcome> ref = alone(*model, reqs);
-    Results res;
-    SchedulerOptions o;
-    o.max_batch = 8;
-    o.max_step_tokens = 24;
-    int32_t widest = 0;
-    size_t next = 2;
-    Scheduler* self = nullptr;
-    o.on_step = [&](const StepInfo& info) {
-        widest = std::max(widest, static_cast<int32_t>(info.batch.size()));
-        for (int k = 0; k < 2 && next < reqs.size(); ++k, ++next)
-            self->submit(reqs[next], res.sink(static_cast<int>(next)));
-    };
-    Scheduler s(*model, o);
-    self = &s;
-    for (size_t i = 0; i < 2; ++i) s.submit(reqs[i], res.sink(static_cast<int>(i)));
-    res.wait(static_cast<int>(reqs.size()));
-    CHECK(widest >= 4);
-    int32_t most_reused = 0;
-    for (size_t i = 0; i < reqs.size(); ++i) {
-        CAPTURE(i);
-        const Outcome got = res.get(static_cast<int>(i));
-        REQUIRE(got.error.empty());
-        REQUIRE(!ref[i].ids.empty());
-        CHECK(got.ids == ref[i].ids);
-        CHECK(got.stats.reused_tokens % 16 == 0);  // whole blocks, up to a snapshot
-        most_reused = std::max(most_reused, got.stats.reused_tokens);
-    }
-    CHECK(most_reused == 32);  // the shared 40 tokens' last block end
-    CHECK(model->kv().state_snapshots() > 0);
+TEST_CASE("qwen35, qwen3next: greedy outputs are the same alone and batched, resumed from state snapshots") {
+    for (const char* shape : kLinearAttentionShapes) SUBCASE(shape) {
+            test::TempDir dir;
+            auto model = tiny_qwen35(dir, shape);
+            std::vector<EngineRequest> reqs;
+            for (int i = 0; i < 8; ++i) {
+                EngineRequest r = long_request(40, 10 + i);
+                r.top_logprobs = 0;  // the ids, from the logprobs entries
+                for (int k = 0; k <= i; ++k) r.prompt_tokens.push_back(500 + 37 * i + k);
+                reqs.push_back(r);
+            }
+            const std::vector<Outcome> ref = alone(*model, reqs);
+            Results res;
+            SchedulerOptions o;
+            o.max_batch = 8;
+            o.max_step_tokens = 24;
+            int32_t widest = 0;
+            size_t next = 2;
+            Scheduler* self = nullptr;
+            o.on_step = [&](const StepInfo& info) {
+                widest = std::max(widest, static_cast<int32_t>(info.batch.size()));
+                for (int k = 0; k < 2 && next < reqs.size(); ++k, ++next)
+                    self->submit(reqs[next], res.sink(static_cast<int>(next)));
+            };
+            Scheduler s(*model, o);
+            self = &s;
+            for (size_t i = 0; i < 2; ++i) s.submit(reqs[i], res.sink(static_cast<int>(i)));
+            res.wait(static_cast<int>(reqs.size()));
+            CHECK(widest >= 4);
+            int32_t most_reused = 0;
+            for (size_t i = 0; i < reqs.size(); ++i) {
+                CAPTURE(i);
+                const Outcome got = res.get(static_cast<int>(i));
+                REQUIRE(got.error.empty());
+                REQUIRE(!ref[i].ids.empty());
+                CHECK(got.ids == ref[i].ids);
+                CHECK(got.stats.reused_tokens % 16 == 0);  // whole blocks, up to a snapshot
+                most_reused = std::max(most_reused, got.stats.reused_tokens);
+            }
+            CHECK(most_reused == 32);  // the shared 40 tokens' last block end
+            CHECK(model->kv().state_snapshots() > 0);
+        }
 }
 
 // A follow-up turn (the first turn's prompt and answer, then more) resumes from the snapshot
 // taken where the first turn's decode crossed a block end, and a cache_key conversation edited
 // back into its history from the last snapshot before the edit; the greedy ids equal those of
 // the same requests with every token computed.
-TEST_CASE("qwen35: a follow-up turn and an edit resume from state snapshots, same greedy ids") {
-    test::TempDir dir;
-    auto model = tiny_qwen35(dir);
-    EngineRequest first = long_request(40, 12);
-    first.top_logprobs = 0;
-    first.cache_key = "chat";
-    Results res;
-    Scheduler s(*model, SchedulerOptions{});
-    s.submit(first, res.sink(0));
-    res.wait(1);
-    const Outcome one = res.get(0);
-    REQUIRE(one.error.empty());
-    REQUIRE(one.ids.size() == 12u);
+TEST_CASE("qwen35, qwen3next: a follow-up turn and an edit resume from state snapshots, same greedy ids") {
+    for (const char* shape : kLinearAttentionShapes) SUBCASE(shape) {
+            test::TempDir dir;
+            auto model = tiny_qwen35(dir, shape);
+            EngineRequest first = long_request(40, 12);
+            first.top_logprobs = 0;
+            first.cache_key = "chat";
+            Results res;
+            Scheduler s(*model, SchedulerOptions{});
+            s.submit(first, res.sink(0));
+            res.wait(1);
+            const Outcome one = res.get(0);
+            REQUIRE(one.error.empty());
+            REQUIRE(one.ids.size() == 12u);
 
-    EngineRequest follow = first;  // another conversation with the same history: the prefix cache
-    follow.cache_key.clear();
-    follow.prompt_tokens.insert(follow.prompt_tokens.end(), one.ids.begin(), one.ids.end());
-    for (int k = 0; k < 7; ++k) follow.prompt_tokens.push_back(700 + k);
-    EngineRequest edit = first;  // the chat itself, its last prompt tokens edited: back to 32
-    edit.prompt_tokens.resize(36);
-    for (int k = 0; k < 9; ++k) edit.prompt_tokens.push_back(800 + k);
-    s.submit(follow, res.sink(1));
-    res.wait(2);
-    s.submit(edit, res.sink(2));
-    res.wait(3);
-    const std::vector<Outcome> ref = alone(*model, {follow, edit});
-    const Outcome f = res.get(1), e = res.get(2);
-    REQUIRE(f.error.empty());
-    REQUIRE(e.error.empty());
-    CHECK(f.ids == ref[0].ids);
-    CHECK(e.ids == ref[1].ids);
-    // 40 prompt tokens and 11 decoded ones cached: the snapshot at 48; the edit at 36: at 32.
-    CHECK(f.stats.reused_tokens == 48);
-    CHECK(e.stats.reused_tokens == 32);
+            EngineRequest follow = first;  // another conversation with the same history: the prefix cache
+            follow.cache_key.clear();
+            follow.prompt_tokens.insert(follow.prompt_tokens.end(), one.ids.begin(), one.ids.end());
+            for (int k = 0; k < 7; ++k) follow.prompt_tokens.push_back(700 + k);
+            EngineRequest edit = first;  // the chat itself, its last prompt tokens edited: back to 32
+            edit.prompt_tokens.resize(36);
+            for (int k = 0; k < 9; ++k) edit.prompt_tokens.push_back(800 + k);
+            s.submit(follow, res.sink(1));
+            res.wait(2);
+            s.submit(edit, res.sink(2));
+            res.wait(3);
+            const std::vector<Outcome> ref = alone(*model, {follow, edit});
+            const Outcome f = res.get(1), e = res.get(2);
+            REQUIRE(f.error.empty());
+            REQUIRE(e.error.empty());
+            CHECK(f.ids == ref[0].ids);
+            CHECK(e.ids == ref[1].ids);
+            // 40 prompt tokens and 11 decoded ones cached: the snapshot at 48; the edit at 36: at 32.
+            CHECK(f.stats.reused_tokens == 48);
+            CHECK(e.stats.reused_tokens == 32);
+        }
 }
 
 // After a restart: a model that ran the first turn with a disk prefix cache is gone; a new one
 // on the same folder resumes the follow-up turn from the disk tier's KV blocks and state
 // snapshot (Model::open_disk_prefix_cache opens both), with the same greedy ids.
-TEST_CASE("qwen35: a follow-up turn after a restart resumes from the disk tier's state snapshot") {
-    test::TempDir dir;
-    const std::string cache = dir.file("kv");
-    EngineRequest first = long_request(40, 12);
-    first.top_logprobs = 0;
-    Outcome one;
-    {
-        auto model = tiny_qwen35(dir);
-        model->open_disk_prefix_cache(cache, 64ull << 20);
-        Results res;
-        Scheduler s(*model, SchedulerOptions{});
-        s.submit(first, res.sink(0));
-        res.wait(1);
-        one = res.get(0);
-        REQUIRE(one.error.empty());
-        REQUIRE(one.ids.size() == 12u);
-    }  // the stores write what is queued before they close
-    EngineRequest follow = first;
-    follow.prompt_tokens.insert(follow.prompt_tokens.end(), one.ids.begin(), one.ids.end());
-    for (int k = 0; k < 7; ++k) follow.prompt_tokens.push_back(700 + k);
-    auto model = tiny_qwen35(dir);
-    const std::vector<Outcome> ref = alone(*model, {follow});
-    model->open_disk_prefix_cache(cache, 64ull << 20);
-    REQUIRE(model->kv().disk_state_store() != nullptr);
-    CHECK(model->kv().disk_state_store()->size() == 2u);  // the snapshots at 32 (prefill) and 48 (decode)
-    Results res;
-    Scheduler s(*model, SchedulerOptions{});
-    s.submit(follow, res.sink(0));
-    res.wait(1);
-    const Outcome f = res.get(0);
-    REQUIRE(f.error.empty());
-    CHECK(f.ids == ref[0].ids);
-    CHECK(f.stats.reused_tokens == 48);
+TEST_CASE("qwen35, qwen3next: a follow-up turn after a restart resumes from the disk tier's state snapshot") {
+    for (const char* shape : kLinearAttentionShapes) SUBCASE(shape) {
+            test::TempDir dir;
+            const std::string cache = dir.file("kv");
+            EngineRequest first = long_request(40, 12);
+            first.top_logprobs = 0;
+            Outcome one;
+            {
+                auto model = tiny_qwen35(dir, shape);
+                model->open_disk_prefix_cache(cache, 64ull << 20);
+                Results res;
+                Scheduler s(*model, SchedulerOptions{});
+                s.submit(first, res.sink(0));
+                res.wait(1);
+                one = res.get(0);
+                REQUIRE(one.error.empty());
+                REQUIRE(one.ids.size() == 12u);
+            }  // the stores write what is queued before they close
+            EngineRequest follow = first;
+            follow.prompt_tokens.insert(follow.prompt_tokens.end(), one.ids.begin(), one.ids.end());
+            for (int k = 0; k < 7; ++k) follow.prompt_tokens.push_back(700 + k);
+            auto model = tiny_qwen35(dir, shape);
+            const std::vector<Outcome> ref = alone(*model, {follow});
+            model->open_disk_prefix_cache(cache, 64ull << 20);
+            REQUIRE(model->kv().disk_state_store() != nullptr);
+            CHECK(model->kv().disk_state_store()->size() == 2u);  // the snapshots at 32 (prefill) and 48 (decode)
+            Results res;
+            Scheduler s(*model, SchedulerOptions{});
+            s.submit(follow, res.sink(0));
+            res.wait(1);
+            const Outcome f = res.get(0);
+            REQUIRE(f.error.empty());
+            CHECK(f.ids == ref[0].ids);
+            CHECK(f.stats.reused_tokens == 48);
+        }
 }

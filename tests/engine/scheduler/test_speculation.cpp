@@ -18,8 +18,10 @@
 #include "engine/quant/quantizer.h"
 #include "engine/runtime/model.h"
 #include "engine/scheduler/draft_model.h"
+#include "engine/scheduler/draft_pace.h"
 #include "engine/scheduler/prompt_lookup.h"
 #include "engine/scheduler/scheduler.h"
+#include "spec_runs.h"
 #include "test_data.h"
 #include "test_util.h"
 
@@ -38,49 +40,44 @@ TEST_CASE("lookup_draft continues the most recent occurrence of the longest suff
     CHECK(lookup_draft(std::vector<int32_t>{7, 7, 7}, {3, 2, 8}) == std::vector<int32_t>{7});
 }
 
+TEST_CASE("draft pace: longer while guesses stand, shorter when not, off after misses in a row") {
+    const DraftPaceOptions o{8, 16, 4};
+    DraftPace p;
+    CHECK(p.limit(o) == 8);
+    p = next_pace(p, o, 3, 3);  // all stood: twice the longer of cap and draft, at most max_draft
+    CHECK(p.cap == 8);
+    p = next_pace(p, o, 8, 2);  // two stood: what held plus one
+    CHECK(p.cap == 3);
+    p = next_pace(p, o, 3, 0);  // several guesses, none stood: half
+    CHECK(p.cap == 1);
+    // Single guesses that miss: pauses of 16, 32, 64 decodes, then off for good.
+    for (int32_t miss = 1; miss <= 4; ++miss) {
+        p = next_pace(p, o, 1, 0);
+        CHECK(p.misses == miss);
+        CHECK(p.off == (miss == 4));
+        CHECK(p.pause == 16 << (miss - 1));
+        if (miss == 4) break;
+        int32_t skipped = 0;  // decodes without a draft before the next one
+        while (!p.may_draft()) ++skipped;
+        CHECK(skipped == 16 << (miss - 1));
+    }
+    for (int32_t d = 0; d < 1000; ++d) CHECK_FALSE(p.may_draft());
+    // A guess that stands resets the count.
+    DraftPace r;
+    r = next_pace(r, o, 1, 0);
+    r = next_pace(r, o, 1, 0);
+    r = next_pace(r, o, 1, 1);
+    CHECK(r.misses == 0);
+    CHECK_FALSE(r.off);
+    CHECK(r.cap == 2);
+}
+
 namespace {
 
 using test::load_cpu_model;
 
-struct Ended {
-    std::vector<int32_t> ids;
-    std::string text;
-    RequestStats stats;
-    std::string error;
-};
-
-// Submits every request at once and waits for all of them; also counts the passes.
-struct Batch {
-    std::vector<Ended> out;
-    uint64_t steps = 0;
-};
-
-Batch run_all(Model& model, std::vector<EngineRequest> reqs, SchedulerOptions o) {
-    std::mutex mu;
-    std::condition_variable cv;
-    Batch b;
-    b.out.resize(reqs.size());
-    size_t ended = 0;
-    Scheduler s(model, o);
-    for (size_t i = 0; i < reqs.size(); ++i) {
-        s.submit(std::move(reqs[i]), [&, i](EngineEvent&& e) {
-            std::lock_guard lock(mu);
-            b.out[i].text += e.text;
-            if (e.kind == EngineEvent::Kind::Failed) b.out[i].error = e.error;
-            if (e.kind == EngineEvent::Kind::Finished) {
-                b.out[i].ids = e.output_ids;
-                b.out[i].stats = e.stats;
-            }
-            if (e.kind == EngineEvent::Kind::Finished || e.kind == EngineEvent::Kind::Failed) ++ended;
-            cv.notify_all();
-        });
-    }
-    std::unique_lock lock(mu);
-    REQUIRE_MESSAGE(cv.wait_for(lock, std::chrono::minutes(5), [&] { return ended == b.out.size(); }),
-                    "requests did not end");
-    b.steps = s.stats().steps;
-    return b;
-}
+using test::Batch;
+using test::run_all;
 
 EngineRequest greedy(std::string prompt, int32_t max_tokens) {
     EngineRequest r;
@@ -257,4 +254,35 @@ TEST_CASE("greedy SmolLM2 with a Q4_0 requantized draft: the same ids in a batch
     CHECK(drafted1 == 0);
     const auto [drafted, accepted] = same_with_lookup(*target, reqs, 4, &draft);
     CHECK(drafted == 0);
+}
+
+TEST_CASE("greedy with penalties, bias and logprobs: the same ids and logprobs with lookup") {
+    auto model = load_cpu_model(test::testdata(test::kStories), 512, 4, 1);
+    std::vector<EngineRequest> reqs;
+    for (const char* p : {"Once upon a time", "The little dog", "Lily wanted to", "Tom and Sue went"}) {
+        EngineRequest r = greedy(p, 96);
+        r.sampling.repeat_penalty = 1.15f;  // every row sees the draft's tokens before it
+        r.sampling.presence_penalty = 0.1f;
+        r.sampling.logit_bias[13] = 0.5f;
+        r.top_logprobs = 2;  // the target's own rows, as without lookup
+        reqs.push_back(r);
+    }
+    const Batch plain = run_all(*model, reqs, false, 4);
+    const Batch spec = run_all(*model, reqs, true, 4);
+    int32_t drafted = 0;
+    for (size_t i = 0; i < reqs.size(); ++i) {
+        REQUIRE(spec.out[i].error.empty());
+        CHECK(spec.out[i].ids == plain.out[i].ids);
+        REQUIRE(spec.out[i].logprobs.size() == plain.out[i].logprobs.size());
+        for (size_t t = 0; t < plain.out[i].logprobs.size(); ++t) {
+            const TokenLogprob &a = spec.out[i].logprobs[t], &b = plain.out[i].logprobs[t];
+            CHECK(a.id == b.id);
+            CHECK(a.logprob == b.logprob);
+            REQUIRE(a.top.size() == b.top.size());
+            for (size_t k = 0; k < a.top.size(); ++k)
+                CHECK((a.top[k].id == b.top[k].id && a.top[k].logprob == b.top[k].logprob));
+        }
+        drafted += spec.out[i].stats.drafted_tokens;
+    }
+    CHECK(drafted > 0);
 }

@@ -461,8 +461,15 @@ TEST_CASE("statusJsonForEmberPs") {
     m.kv_cache = 200;
     m.state = 30;  // a linear-attention model's recurrent state
     s.memory = {m};
-    s.requests = {{1, "decode", 10, 3, 50.0}, {2, "queued", 4, 0, 1.0}};
+    s.requests = {{1, "decode", 10, 3, 50.0, 8, 5, 2}, {2, "queued", 4, 0, 1.0}};
+    s.speculation = {40, 25, 10, 35};  // drafted, accepted, passes, tokens
     const json j = status_json(s);
+    CHECK(j["requests"][0]["drafted_tokens"] == 8);
+    CHECK(j["requests"][0]["accepted_tokens"] == 5);
+    CHECK(j["requests"][0]["passes"] == 2);
+    CHECK(j["speculation"]["acceptance_rate"] == 0.625);
+    CHECK(j["speculation"]["tokens_per_pass"] == 3.5);
+    CHECK(j["speculation"]["passes"] == 10);
     CHECK(j["memory"][0]["state"] == 30);
     CHECK(j["model"] == "SmolLM2");
     CHECK(j["kv_blocks"] == json{{"total", 64}, {"used", 5}, {"cached", 7}});
@@ -491,6 +498,7 @@ TEST_CASE("prometheusTextHasCountersHistogramsAndGauges") {
     st.kv_blocks_cached = 3;
     st.kv_host_cache_bytes = 65536;
     st.kv_disk_cache_bytes = 131072;
+    st.speculation = {40, 25, 10, 35};
     st.requests = {{1, "decode", 1, 1, 1}, {2, "queued", 1, 0, 1}, {3, "queued", 1, 0, 1}};
     const std::string text = prometheus_text(m.snapshot(), st);
     const auto has = [&](const std::string& line) {
@@ -520,6 +528,11 @@ TEST_CASE("prometheusTextHasCountersHistogramsAndGauges") {
     has("ember_kv_blocks_cached 3");
     has("ember_kv_host_cache_bytes 65536");
     has("ember_kv_disk_cache_bytes 131072");
+    has("# TYPE ember_speculative_drafted_tokens_total counter");
+    has("ember_speculative_drafted_tokens_total 40");
+    has("ember_speculative_accepted_tokens_total 25");
+    has("ember_speculative_passes_total 10");
+    has("ember_speculative_tokens_total 35");
 }
 
 TEST_CASE("reasoningRequestFieldsBecomeTemplateVariablesAndABudget") {

@@ -151,7 +151,7 @@ TokenizerData tiny_bpe() {
     d.pre = "gpt-2";
     for (int b = 0; b < 256; ++b) {
         std::string s;
-        unicode::append_utf8(unicode::byte_to_cp(uint8_t(b)), s);
+        ember::append_utf8(s, unicode::byte_to_cp(uint8_t(b)));
         d.tokens.push_back(s);
     }
     d.merges = {"h e", "l l", "he ll", "hell o", "\u0120 w", "o r", "\u0120w or", "l d", "\u0120wor ld"};
@@ -577,7 +577,7 @@ TEST_CASE("random bytes round trip") {
                 std::snprintf(buf, sizeof buf, "<0x%02X>", b);
                 sym = buf;
             } else {
-                unicode::append_utf8(unicode::byte_to_cp(uint8_t(b)), sym);
+                ember::append_utf8(sym, unicode::byte_to_cp(uint8_t(b)));
             }
             const auto id = t->find_token(sym);
             if (!id || (t->token_type(*id) != TokenType::Normal && t->token_type(*id) != TokenType::Byte))

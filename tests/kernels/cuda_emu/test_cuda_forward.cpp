@@ -222,8 +222,9 @@ TEST_CASE("synthetic gpt-oss: the CUDA backend generates the CPU backend's greed
 
 // test_arch_peer's F32 file of `name` on both backends, n_prompt prompt tokens and 6 greedy
 // steps: the same tokens, logits within 1e-4 relative L2 (FP32 on both sides).
-static void check_f32_logits(const char* name, int n_prompt = 40) {
+static void check_f32_logits(const char* name, int n_prompt = 40, void (*variant)(SyntheticShape&) = nullptr) {
     SyntheticShape shape = synthetic_shape(name);
+    if (variant) variant(shape);
     shape.output_norm = 0.1f, shape.qk_gain = 4.0f, shape.attn_gain = 8.0f;  // test_arch_peer's file
     if (shape.arch == "gpt-oss") shape.qk_gain = 1.0f, shape.attn_gain = 2.0f, shape.output_norm = 1.6f;  // its own
     const std::string path =
@@ -269,13 +270,17 @@ TEST_CASE("synthetic Gemma 4 MoE shape: the CUDA backend gives the CPU backend's
     check_f32_logits("tiny-gemma4moe", 72);
 }
 
-// tiny-qwen35 and tiny-qwen35moe in F32 (test_arch_peer's files): the linear-attention layers'
-// convolution and delta rule (linear_attn.cu) carrying their states from the 40-token prefill
-// through the decode steps, the gated attention layers, qwen35moe's shared expert. FP32 on both
-// sides, as above.
-TEST_CASE("synthetic Qwen3.5 shapes: the CUDA backend gives the CPU backend's logits") {
+// tiny-qwen35, tiny-qwen35moe and tiny-qwen3next in F32 (test_arch_peer's files): the
+// linear-attention layers' convolution and delta rule (linear_attn.cu; qwen3next's value heads
+// grouped by key head, its alpha and beta split from ssm_ba) carrying their states from the
+// 40-token prefill through the decode steps, the gated attention layers, the shared expert.
+// FP32 on both sides, as above.
+TEST_CASE("synthetic Qwen3.5 and Qwen3-Next shapes: the CUDA backend gives the CPU backend's logits") {
     check_f32_logits("tiny-qwen35");
     check_f32_logits("tiny-qwen35moe");
+    check_f32_logits("tiny-qwen3next");
+    // Its first conversions' fused ssm_in, regrouped by copies into column views.
+    check_f32_logits("tiny-qwen3next", 40, [](SyntheticShape& s) { s.qwen35.fused_qkvz = true; });
 }
 
 // Qwen3 and Gemma 4 quantized as the real files are (Q4_K_M; Gemma 4's per-layer embedding

@@ -764,6 +764,15 @@ TEST_CASE("qwen35: sigmoid gates and column copy") {
     for (int64_t r = 0; r < rows; ++r)
         want.insert(want.end(), both.begin() + (2 * r + 1) * D, both.begin() + (2 * r + 2) * D);
     check_within("copy", g, want, std::vector<float>(want.size(), 0.0f));
+    {  // into a column view: the first half of every row of a copy of `both`, the rest untouched
+        Tensor into = put(*be.gpu, both, 2 * D, rows);
+        Tensor first = into.slice_cols(0, D);
+        be.gpu->copy(gate, first);
+        std::vector<float> w = both;
+        for (int64_t r = 0; r < rows; ++r) std::copy(g.begin() + r * D, g.begin() + (r + 1) * D, w.begin() + 2 * r * D);
+        check_within("copy into a column view", get(*be.gpu, into), w, std::vector<float>(w.size(), 0.0f));
+        be.gpu->free(into);
+    }
     be.gpu->glu(gate, ug, GluAct::Sigmoid, gate);
     const auto o = get(*be.gpu, gate);
     std::vector<double> ref(o.size()), bound(o.size());
@@ -795,74 +804,79 @@ TEST_CASE("qwen35: sigmoid gates and column copy") {
 // 4 products (8 u of sum |x w|, SiLU's expf 2 ulp); the delta rule head_dim-long dot products
 // per token whose errors carry over tokens, damped by the decay: 2e-5 (|ref| + max|v|), as
 // test_linear_attn's float64 bound, on outputs and final states.
+// Value heads read their key head tiled (qwen35) or grouped (qwen3next): both orders.
 TEST_CASE("qwen35: ssm_conv and gated_delta_rule, prefill then decode, vs the CPU backend") {
-    Backends be;
-    const int32_t K = 4, Hk = 2, Hv = 4, D = 64, slots = 3;
-    const int64_t key = int64_t{Hk} * D, value = int64_t{Hv} * D, C = 2 * key + value;
-    auto make_state = [&](Backend& b, const std::vector<float>& conv, const std::vector<float>& delta) {
-        RecurrentLayer st;
-        st.n_slots = slots, st.conv_kernel = K, st.conv_channels = int32_t(C), st.n_k_heads = Hk, st.n_v_heads = Hv;
-        st.head_dim = D;
-        st.conv = put(b, conv, C, slots * (K - 1), MemoryKind::KvCache);
-        st.delta = put(b, delta, D, int64_t{slots} * Hv * D, MemoryKind::KvCache);
-        return st;
-    };
-    const auto conv0 = random_floats(size_t(slots * (K - 1) * C)),
-               delta0 = random_floats(size_t(slots * Hv * D * D), 0.1f);
-    RecurrentLayer sc = make_state(*be.cpu, conv0, delta0), sg = make_state(*be.gpu, conv0, delta0);
-    const auto wv = random_floats(size_t(C * K)), dtv = random_floats(size_t(Hv));
-    std::vector<float> av;
-    for (int h = 0; h < Hv; ++h) av.push_back(-0.5f * float(h + 1));
-    const std::vector<int32_t> slot_of = {2, 0};
-    for (auto [n0, n1] : {std::pair{7, 2}, std::pair{1, 1}}) {
-        const int64_t T = n0 + n1;
-        Batch b = simple_batch(T);
-        b.n_seqs = 2;
-        b.seq_of.assign(size_t(n0), 0);
-        b.seq_of.insert(b.seq_of.end(), size_t(n1), 1);
-        b.kv_slot.assign(size_t(T), 0);
-        b.block_table = {0, 0};
-        BatchInfo info = b.info();
-        info.state_slot = slot_of;
-        const auto xv = random_floats(size_t(T * C)), al = random_floats(size_t(T * Hv)),
-                   bt = random_floats(size_t(T * Hv));
-        std::vector<float> vmax_src;
-        std::vector<std::vector<float>> outs;
-        for (auto* side : {&be.cpu, &be.gpu}) {
-            Backend& bk = **side;
-            RecurrentLayer& st = side == &be.cpu ? sc : sg;
-            bk.set_batch(info);
-            Tensor x = put(bk, xv, C, T), w = put(bk, wv, K, C), c = put(bk, std::vector<float>(size_t(T * C)), C, T),
-                   alpha = put(bk, al, Hv, T), beta = put(bk, bt, Hv, T), dt = put(bk, dtv, Hv, 1),
-                   a = put(bk, av, Hv, 1), o = put(bk, std::vector<float>(size_t(T * value)), value, T);
-            bk.ssm_conv(st, x, w, c);
-            outs.push_back(get(bk, c));
-            const DeltaRuleParams p{1e-6f, &dt, &a};
-            bk.gated_delta_rule(st, c.slice_cols(0, key), c.slice_cols(key, key), c.slice_cols(2 * key, value), alpha,
-                                beta, p, o);
-            outs.push_back(get(bk, o));
-            for (Tensor* t : {&x, &w, &c, &alpha, &beta, &dt, &a, &o}) bk.free(*t);
+    for (bool grouped : {false, true}) {
+        CAPTURE(grouped);
+        Backends be;
+        const int32_t K = 4, Hk = 2, Hv = 4, D = 64, slots = 3;
+        const int64_t key = int64_t{Hk} * D, value = int64_t{Hv} * D, C = 2 * key + value;
+        auto make_state = [&](Backend& b, const std::vector<float>& conv, const std::vector<float>& delta) {
+            RecurrentLayer st;
+            st.n_slots = slots, st.conv_kernel = K, st.conv_channels = int32_t(C), st.n_k_heads = Hk, st.n_v_heads = Hv;
+            st.head_dim = D;
+            st.conv = put(b, conv, C, slots * (K - 1), MemoryKind::KvCache);
+            st.delta = put(b, delta, D, int64_t{slots} * Hv * D, MemoryKind::KvCache);
+            return st;
+        };
+        const auto conv0 = random_floats(size_t(slots * (K - 1) * C)),
+                   delta0 = random_floats(size_t(slots * Hv * D * D), 0.1f);
+        RecurrentLayer sc = make_state(*be.cpu, conv0, delta0), sg = make_state(*be.gpu, conv0, delta0);
+        const auto wv = random_floats(size_t(C * K)), dtv = random_floats(size_t(Hv));
+        std::vector<float> av;
+        for (int h = 0; h < Hv; ++h) av.push_back(-0.5f * float(h + 1));
+        const std::vector<int32_t> slot_of = {2, 0};
+        for (auto [n0, n1] : {std::pair{7, 2}, std::pair{1, 1}}) {
+            const int64_t T = n0 + n1;
+            Batch b = simple_batch(T);
+            b.n_seqs = 2;
+            b.seq_of.assign(size_t(n0), 0);
+            b.seq_of.insert(b.seq_of.end(), size_t(n1), 1);
+            b.kv_slot.assign(size_t(T), 0);
+            b.block_table = {0, 0};
+            BatchInfo info = b.info();
+            info.state_slot = slot_of;
+            const auto xv = random_floats(size_t(T * C)), al = random_floats(size_t(T * Hv)),
+                       bt = random_floats(size_t(T * Hv));
+            std::vector<float> vmax_src;
+            std::vector<std::vector<float>> outs;
+            for (auto* side : {&be.cpu, &be.gpu}) {
+                Backend& bk = **side;
+                RecurrentLayer& st = side == &be.cpu ? sc : sg;
+                bk.set_batch(info);
+                Tensor x = put(bk, xv, C, T), w = put(bk, wv, K, C),
+                       c = put(bk, std::vector<float>(size_t(T * C)), C, T), alpha = put(bk, al, Hv, T),
+                       beta = put(bk, bt, Hv, T), dt = put(bk, dtv, Hv, 1), a = put(bk, av, Hv, 1),
+                       o = put(bk, std::vector<float>(size_t(T * value)), value, T);
+                bk.ssm_conv(st, x, w, c);
+                outs.push_back(get(bk, c));
+                const DeltaRuleParams p{1e-6f, &dt, &a, grouped};
+                bk.gated_delta_rule(st, c.slice_cols(0, key), c.slice_cols(key, key), c.slice_cols(2 * key, value),
+                                    alpha, beta, p, o);
+                outs.push_back(get(bk, o));
+                for (Tensor* t : {&x, &w, &c, &alpha, &beta, &dt, &a, &o}) bk.free(*t);
+            }
+            std::vector<double> bound(outs[0].size());
+            for (size_t i = 0; i < bound.size(); ++i) bound[i] = 1e-5 * (std::fabs(outs[0][i]) + 1.0);
+            check_within("ssm_conv", outs[2], outs[0], bound);
+            float vmax = 0;
+            for (float f : outs[0]) vmax = std::max(vmax, std::fabs(f));  // v is a part of the conv output
+            bound.assign(outs[1].size(), 0.0);
+            for (size_t i = 0; i < bound.size(); ++i) bound[i] = 2e-5 * (std::fabs(outs[1][i]) + vmax);
+            check_within("gated_delta_rule", outs[3], outs[1], bound);
         }
-        std::vector<double> bound(outs[0].size());
-        for (size_t i = 0; i < bound.size(); ++i) bound[i] = 1e-5 * (std::fabs(outs[0][i]) + 1.0);
-        check_within("ssm_conv", outs[2], outs[0], bound);
-        float vmax = 0;
-        for (float f : outs[0]) vmax = std::max(vmax, std::fabs(f));  // v is a part of the conv output
-        bound.assign(outs[1].size(), 0.0);
-        for (size_t i = 0; i < bound.size(); ++i) bound[i] = 2e-5 * (std::fabs(outs[1][i]) + vmax);
-        check_within("gated_delta_rule", outs[3], outs[1], bound);
-    }
-    for (auto [t, name] :
-         {std::pair{&RecurrentLayer::conv, "conv state"}, std::pair{&RecurrentLayer::delta, "delta state"}}) {
-        const auto c = get(*be.cpu, sc.*t), g = get(*be.gpu, sg.*t);
-        std::vector<double> bound(c.size());
-        for (size_t i = 0; i < c.size(); ++i) bound[i] = 2e-5 * (std::fabs(c[i]) + 1.0);
-        check_within(name, g, c, bound);
-    }
-    for (RecurrentLayer* st : {&sc, &sg}) {
-        Backend& bk = st == &sc ? *be.cpu : *be.gpu;
-        bk.free(st->conv);
-        bk.free(st->delta);
+        for (auto [t, name] :
+             {std::pair{&RecurrentLayer::conv, "conv state"}, std::pair{&RecurrentLayer::delta, "delta state"}}) {
+            const auto c = get(*be.cpu, sc.*t), g = get(*be.gpu, sg.*t);
+            std::vector<double> bound(c.size());
+            for (size_t i = 0; i < c.size(); ++i) bound[i] = 2e-5 * (std::fabs(c[i]) + 1.0);
+            check_within(name, g, c, bound);
+        }
+        for (RecurrentLayer* st : {&sc, &sg}) {
+            Backend& bk = st == &sc ? *be.cpu : *be.gpu;
+            bk.free(st->conv);
+            bk.free(st->delta);
+        }
     }
 }
 
