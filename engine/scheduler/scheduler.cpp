@@ -340,12 +340,10 @@ StepInfo Scheduler::step() {
     StepInfo info;
     if (!running_.empty()) {
         const std::vector<Planned> plan = plan_step();
-        const bool timed = opts_.max_stall_ms > 0;  // only max_stall_ms reads the passes' cost
-        const PassShape shape = timed ? pass_shape(plan) : PassShape{};
+        const PassShape shape = pass_shape(plan);
         const auto start = std::chrono::steady_clock::now();
         if (!plan.empty()) run_pass(plan, info);
-        if (timed)
-            learn_step_cost(shape, std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+        learn_step_cost(shape, std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
         if (!info.batch.empty()) {  // counted before anything ends: a client that saw its end sees the step
             info.step = steps_.fetch_add(1) + 1;
             int32_t tokens = 0;
@@ -543,16 +541,30 @@ bool Scheduler::uses_prefix_cache(const Job& job) const { return opts_.prefix_ca
 std::vector<Scheduler::Planned> Scheduler::plan_step() {
     std::vector<int32_t> want(running_.size(), 0);
     int32_t budget = opts_.max_step_tokens;
+    int32_t decodes = 0;
     for (size_t i = 0; i < running_.size(); ++i) {
         if (running_[i].remaining() != 1) continue;
         want[i] = 1;
         --budget;
+        ++decodes;
     }
-    // Speculation: a decode's draft rides in its pass, from what the decodes left of the budget.
+    // Speculation: a decode's draft rides in its pass, from what the decodes left of the budget,
+    // where its rows pay for themselves in this pass (pass_cost.h).
     std::vector<std::vector<int32_t>> drafts(running_.size());
     for (size_t i = 0; i < running_.size() && budget > 0; ++i) {
         if (!running_[i].decoding() || !speculates(*running_[i].job)) continue;
-        if (!running_[i].job->pace.may_draft()) continue;
+        Job& job = *running_[i].job;
+        if (!job.pace.may_draft()) continue;
+        if (!job.pace.probe) {
+            if (!draft_pays(job, decodes)) {
+                job.pace = refused_pace(job.pace, pace_options());
+                continue;
+            }
+            job.pace.refusals = 0;
+        }
+        // A first draft, with the cost known, is a single guess: a full one is up to max_draft
+        // rows on a rate not yet seen (16 of them in a full batch).
+        if (job.drafted == 0 && pass_cost_.known() && opts_.draft_by_pass_cost) job.pace.cap = 1;
         drafts[i] = draft_for(running_[i]);
         if (drafts[i].size() > static_cast<size_t>(budget)) drafts[i].resize(static_cast<size_t>(budget));
         want[i] += static_cast<int32_t>(drafts[i].size());
@@ -643,6 +655,7 @@ Scheduler::PassShape Scheduler::pass_shape(const std::vector<Planned>& plan) con
         const Running& r = running_[p.index];
         if (r.decoding()) {
             ++s.decodes;
+            s.drafted += static_cast<int32_t>(p.draft.size());
         } else {
             s.prefill += p.n;
             s.work += cost_.work(static_cast<int64_t>(r.tokens.size()), p.n);
@@ -653,10 +666,11 @@ Scheduler::PassShape Scheduler::pass_shape(const std::vector<Planned>& plan) con
 
 // Running means of a pass's cost: seconds of a pass of decodes only; seconds per unit of work
 // of the prefill in a pass with at least a KV block of it (the decodes' share taken off). The
-// newest pass weighs 1/2.
+// newest pass weighs 1/2. A pass of decodes only also teaches speculation what a row costs.
 void Scheduler::learn_step_cost(const PassShape& shape, double seconds) {
     const auto mean = [](double& m, double x) { m = m > 0 ? 0.5 * (m + x) : x; };
     if (shape.decodes > 0 && shape.prefill == 0) {
+        pass_cost_.add(shape.decodes + shape.drafted, seconds);
         mean(decode_step_seconds_, seconds);
     } else if (shape.prefill >= model_.kv().config().block_tokens && shape.work > 0) {
         const double prefill_seconds = seconds - (shape.decodes > 0 ? decode_step_seconds_ : 0);
@@ -920,6 +934,16 @@ std::span<const int32_t> Scheduler::history(const Running& r, const Planned& p, 
 bool Scheduler::speculates(const Job& job) const {
     return (opts_.lookup || job.req.lookup) && !job.req.grammar && job.reasoning.budget < 0 &&
            !model_.kv().has_recurrent();
+}
+
+// Whether the request's draft pays for its rows in a pass of `decodes` decodes, by its
+// acceptance rate so far (guesses that stood over guesses, counted by token: a single probe
+// moves it by one guess, not by half) against the per-row share of such a pass (pass_cost.h).
+// Before the request has drafted, or before the cost is known, it drafts: that is how both are
+// learned.
+bool Scheduler::draft_pays(const Job& job, int32_t decodes) const {
+    if (job.drafted == 0 || !opts_.draft_by_pass_cost) return true;
+    return pass_cost_.pays(decodes, static_cast<double>(job.accepted) / job.drafted);
 }
 
 // Prompt lookup over the prompt and the text so far; no guess past what the request may

@@ -19,6 +19,7 @@
 
 #include "engine/runtime/model.h"
 #include "engine/scheduler/draft_pace.h"
+#include "engine/scheduler/pass_cost.h"
 #include "engine/scheduler/prefill_cost.h"
 #include "engine/scheduler/prompt_lookup.h"
 #include "engine/scheduler/inference_engine.h"
@@ -63,6 +64,9 @@ struct SchedulerOptions {
     // (`ember serve --lookup`).
     bool lookup = false;
     LookupOptions lookup_options;
+    // Drafts ride only in passes where their rows pay (pass_cost.h); false: every pass may carry
+    // them, as the draft pace allows (tests of the rejection rule, which want many drafts).
+    bool draft_by_pass_cost = true;
     // Where requests' timings are recorded (it must outlive the scheduler); null: the
     // scheduler's own (telemetry()). A client that outlives engines (the CLI's Sequence) owns one.
     Telemetry* telemetry = nullptr;
@@ -133,6 +137,7 @@ private:
     // unit of prefill work (cost_, from the model's shape).
     struct PassShape {
         int32_t decodes = 0, prefill = 0;  // tokens
+        int32_t drafted = 0;               // the decodes' guessed tokens
         double work = 0;                   // of the prefill tokens
     };
     double stall_work() const;  // prefill work this step may take
@@ -159,6 +164,7 @@ private:
     // Speculation: whether the request's decodes carry a draft, the draft for this step, and
     // after the pass the KV cache rolled back past the rejected guesses (through the seam).
     bool speculates(const Job& job) const;
+    bool draft_pays(const Job& job, int32_t decodes) const;
     static std::span<const int32_t> history(const Running& r, const Planned& p, size_t j);
     void pass_input(const Running& r, const Planned& p, std::vector<int32_t>& input) const;
     std::vector<int32_t> draft_for(const Running& r) const;
@@ -208,6 +214,8 @@ private:
     PrefillCost cost_;
     double work_seconds_ = 0;
     double decode_step_seconds_ = 0;
+    // Speculation: what a row costs in a pass of decodes, so a draft rides only where it pays.
+    PassCost pass_cost_;
     std::thread thread_;
 };
 

@@ -30,7 +30,8 @@ struct Batch {
     uint64_t steps = 0;
 };
 
-inline Batch run_all(Model& model, std::vector<EngineRequest> reqs, bool lookup, int32_t max_batch) {
+inline Batch run_all(Model& model, std::vector<EngineRequest> reqs, bool lookup, int32_t max_batch,
+                     bool draft_by_pass_cost = true) {
     std::mutex mu;
     std::condition_variable cv;
     Batch b;
@@ -40,6 +41,7 @@ inline Batch run_all(Model& model, std::vector<EngineRequest> reqs, bool lookup,
     o.max_batch = max_batch;
     o.max_queue = std::max<int32_t>(o.max_queue, static_cast<int32_t>(reqs.size()));
     o.lookup = lookup;
+    o.draft_by_pass_cost = draft_by_pass_cost;
     Scheduler s(model, o);
     for (size_t i = 0; i < reqs.size(); ++i) {
         s.submit(std::move(reqs[i]), [&, i](EngineEvent&& e) {
