@@ -49,6 +49,20 @@ RowLayout {
             else Models.load(row.path)
         }
         onPressedChanged: if (pressed) { ModelList.rescan(); Remote.refreshModels() }
+        // Fusion's closed box shows its text in a TextField, which clips a long name; a Label
+        // elides it (the full name is in the menu and in Settings › Loaded model).
+        contentItem: Label {
+            objectName: "modelPickerText"
+            topPadding: 4  // Fusion's own text field's, so the name sits where it did
+            bottomPadding: 4
+            leftPadding: 4 - combo.padding
+            rightPadding: 4 - combo.padding
+            text: combo.displayText
+            font: combo.font
+            color: combo.palette.buttonText
+            verticalAlignment: Text.AlignVCenter
+            elide: Text.ElideRight
+        }
         delegate: ItemDelegate {
             required property var modelData
             required property int index

@@ -121,31 +121,34 @@ ColumnLayout {
         onClicked: root.edit("")
     }
 
+    // The form's keys wrap at 180 px and its long check box text wraps: a fixed-width item
+    // wider than the page would widen every row of Settings (see SettingsPage's Row2).
+    component FormKey: Label { Layout.maximumWidth: 180; wrapMode: Text.Wrap; color: Theme.text }
     GridLayout {
         visible: root.formOpen
         Layout.fillWidth: true
         columns: 2
         columnSpacing: 12
         rowSpacing: 6
-        Label { text: qsTr("Name"); color: Theme.text }
+        FormKey { text: qsTr("Name") }
         TextField { id: nameField; objectName: "remoteNameField"; Layout.fillWidth: true; placeholderText: qsTr("gpu-box") }
-        Label { text: qsTr("URL"); color: Theme.text }
+        FormKey { text: qsTr("URL") }
         TextField { id: urlField; objectName: "remoteUrlField"; Layout.fillWidth: true
                     placeholderText: "http://gpu-box:8000/v1" }
-        Label { text: qsTr("API key"); color: Theme.text }
+        FormKey { text: qsTr("API key") }
         TextField { id: keyField; objectName: "remoteKeyField"; Layout.fillWidth: true; echoMode: TextInput.Password
                     placeholderText: root.editing.length > 0 ? qsTr("unchanged (kept in the system keyring)")
                                                              : qsTr("none (kept in the system keyring)") }
-        Label { text: qsTr("Price per 1M input tokens (%1)").arg(Settings.currency); color: Theme.text }
+        FormKey { text: qsTr("Price per 1M input tokens (%1)").arg(Settings.currency) }
         TextField { id: inPrice; objectName: "remoteInputPriceField"; Layout.preferredWidth: 120
                     validator: DoubleValidator { bottom: 0 } }
-        Label { text: qsTr("Price per 1M output tokens (%1)").arg(Settings.currency); color: Theme.text }
+        FormKey { text: qsTr("Price per 1M output tokens (%1)").arg(Settings.currency) }
         TextField { id: outPrice; objectName: "remoteOutputPriceField"; Layout.preferredWidth: 120
                     validator: DoubleValidator { bottom: 0 } }
-        Label { text: qsTr("CA file (a private CA's PEM; optional)"); color: Theme.text }
+        FormKey { text: qsTr("CA file (a private CA's PEM; optional)") }
         TextField { id: caField; objectName: "remoteCaField"; Layout.fillWidth: true
                     placeholderText: qsTr("the system's certificates") }
-        Label { text: qsTr("Reasoning effort"); color: Theme.text }
+        FormKey { text: qsTr("Reasoning effort") }
         ComboBox {
             id: effortBox
             objectName: "remoteEffortBox"
@@ -154,8 +157,19 @@ ColumnLayout {
             implicitContentWidthPolicy: ComboBox.WidestText
         }
         Item { implicitWidth: 1 }
-        CheckBox { id: extrasBox; objectName: "remoteExtrasBox"
-                   text: qsTr("Send top k, min p and repeat penalty (llama-server, vLLM, SGLang, Ember; OpenAI refuses them)") }
+        CheckBox {
+            id: extrasBox
+            objectName: "remoteExtrasBox"
+            Layout.fillWidth: true
+            text: qsTr("Send top k, min p and repeat penalty (llama-server, vLLM, SGLang, Ember; OpenAI refuses them)")
+            contentItem: Label {
+                leftPadding: extrasBox.indicator.width + extrasBox.spacing
+                text: extrasBox.text
+                wrapMode: Text.Wrap
+                verticalAlignment: Text.AlignVCenter
+                color: Theme.text
+            }
+        }
         Item { implicitWidth: 1 }
         RowLayout {
             Button { objectName: "remoteSaveButton"; text: qsTr("Save and test"); onClicked: root.save() }

@@ -10,8 +10,23 @@ Rectangle {
     signal closed()
     color: Theme.window
 
-    component Section: Label { font.pixelSize: 15; font.bold: true; color: Theme.text; topPadding: 12 }
-    component Row2: RowLayout { Layout.fillWidth: true; spacing: 12 }
+    component Section: Label { Layout.fillWidth: true; wrapMode: Text.Wrap; font.pixelSize: 15; font.bold: true
+                               color: Theme.text; topPadding: 12 }
+    // A key and its control side by side, or the control under the key where it does not fit
+    // beside it. In a ColumnLayout every row is as wide as the widest row's minimum, and an
+    // item that does not fill a row is fixed at its implicit width: one wide fixed control
+    // beside a key would widen every row past the page. A control that fills its row can
+    // shrink, so it stays beside the key if 160 px are left.
+    component Row2: GridLayout {
+        Layout.fillWidth: true
+        columnSpacing: 12
+        rowSpacing: 4
+        readonly property Item control: children.length > 1 ? children[1] : null
+        readonly property real controlWidth: !control ? 0 : control.Layout.fillWidth ? 160
+                                           : control.Layout.preferredWidth >= 0 ? control.Layout.preferredWidth
+                                           : control.implicitWidth
+        columns: 220 + columnSpacing + controlWidth <= parent.width ? 2 : 1
+    }
     component Key: Label { Layout.preferredWidth: 220; color: Theme.text; wrapMode: Text.Wrap }
     component Value: Label { Layout.fillWidth: true; color: Theme.muted; wrapMode: Text.WrapAnywhere; font.pixelSize: 12 }
 
@@ -37,6 +52,7 @@ Rectangle {
             Layout.fillHeight: true
             contentWidth: availableWidth
             ColumnLayout {
+                objectName: "settingsColumn"
                 x: 24
                 width: Math.min(root.width - 48, 760)  // the page's, not the content's (wide text would widen that)
                 spacing: 8
@@ -164,9 +180,7 @@ Rectangle {
                 }
 
                 Section { text: qsTr("Remote endpoints") }
-                // Its own minimum (long lines, buttons) must not widen the page past the window.
-                RemoteEndpoints { objectName: "remoteEndpoints"; Layout.fillWidth: true; Layout.minimumWidth: 0
-                                  Layout.maximumWidth: parent.width }
+                RemoteEndpoints { objectName: "remoteEndpoints"; Layout.fillWidth: true }
 
                 Section { text: qsTr("New chats") }
                 Row2 {

@@ -16,6 +16,7 @@ bool DraftPace::may_draft() {
 
 DraftPace next_pace(DraftPace now, const DraftPaceOptions& o, int32_t drafted, int32_t accepted) {
     const int32_t cap = now.limit(o);
+    now.probe = false;
     if (accepted > 0) now.misses = 0;
     if (accepted == drafted) {
         now.cap = std::min(o.max_draft, 2 * std::max(cap, drafted));
@@ -29,6 +30,14 @@ DraftPace next_pace(DraftPace now, const DraftPaceOptions& o, int32_t drafted, i
         now.off = now.misses >= o.max_misses;
         now.pause = o.pause << std::min(now.misses - 1, 16);
     }
+    return now;
+}
+
+DraftPace refused_pace(DraftPace now, const DraftPaceOptions& o) {
+    now.cap = 1;
+    now.pause = o.pause << std::min(now.refusals, o.max_misses);
+    now.probe = true;
+    ++now.refusals;
     return now;
 }
 

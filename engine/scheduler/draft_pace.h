@@ -20,10 +20,12 @@ struct DraftPaceOptions {
 };
 
 struct DraftPace {
-    int32_t cap = -1;    // the next draft's length at most (-1: max_draft)
-    int32_t pause = 0;   // decodes left without a draft
-    int32_t misses = 0;  // single-guess misses in a row
-    bool off = false;    // the request drafts no more
+    int32_t cap = -1;      // the next draft's length at most (-1: max_draft)
+    int32_t pause = 0;     // decodes left without a draft
+    int32_t misses = 0;    // single-guess misses in a row
+    bool off = false;      // the request drafts no more
+    int32_t refusals = 0;  // refusals in a row: passes that said a draft would not pay (pass_cost.h)
+    bool probe = false;    // the next draft is a single guess to learn from, whatever the pass says
     // Whether this decode may draft, counting down a pause (call once per decode).
     bool may_draft();
     int32_t limit(const DraftPaceOptions& o) const { return cap < 0 ? o.max_draft : cap; }
@@ -31,5 +33,11 @@ struct DraftPace {
 
 // The pace after a draft of `drafted` tokens of which `accepted` stood.
 DraftPace next_pace(DraftPace now, const DraftPaceOptions& o, int32_t drafted, int32_t accepted);
+
+// The pace after the pass said this request's draft would not pay for its rows: no drafting
+// for a pause (doubling with each refusal in a row, up to max_misses doublings), then a single
+// guess drafted whatever the pass says (a probe), which keeps the acceptance rate current (the
+// text may turn repetitive) for one row a pause. A pass that says yes resets the refusals.
+DraftPace refused_pace(DraftPace now, const DraftPaceOptions& o);
 
 }  // namespace ember

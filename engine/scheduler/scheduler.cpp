@@ -342,12 +342,10 @@ StepInfo Scheduler::step() {
     StepInfo info;
     if (!running_.empty()) {
         const std::vector<Planned> plan = plan_step();
-        const bool timed = opts_.max_stall_ms > 0;  // only max_stall_ms reads the passes' cost
-        const PassShape shape = timed ? pass_shape(plan) : PassShape{};
+        const PassShape shape = pass_shape(plan);
         const auto start = std::chrono::steady_clock::now();
         if (!plan.empty()) run_pass(plan, info);
-        if (timed)
-            learn_step_cost(shape, std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+        learn_step_cost(shape, std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
         if (!info.batch.empty()) {  // counted before anything ends: a client that saw its end sees the step
             info.step = steps_.fetch_add(1) + 1;
             int32_t tokens = 0;
@@ -545,13 +543,16 @@ bool Scheduler::uses_prefix_cache(const Job& job) const { return opts_.prefix_ca
 std::vector<Scheduler::Planned> Scheduler::plan_step() {
     std::vector<int32_t> want(running_.size(), 0);
     int32_t budget = opts_.max_step_tokens;
+    int32_t decodes = 0;
     for (size_t i = 0; i < running_.size(); ++i) {
         if (running_[i].remaining() != 1) continue;
         want[i] = 1;
         --budget;
+        ++decodes;
     }
-    // Speculation: a decode's draft rides in its pass, from what the decodes left of the budget.
-    std::vector<DraftProposal> drafts = plan_drafts(budget);
+    // Speculation: a decode's draft rides in its pass, from what the decodes left of the budget,
+    // where its rows pay for themselves in this pass (pass_cost.h).
+    std::vector<DraftProposal> drafts = plan_drafts(budget, decodes);
     for (size_t i = 0; i < running_.size(); ++i) {
         want[i] += static_cast<int32_t>(drafts[i].tokens.size());
         budget -= static_cast<int32_t>(drafts[i].tokens.size());
@@ -641,6 +642,7 @@ Scheduler::PassShape Scheduler::pass_shape(const std::vector<Planned>& plan) con
         const Running& r = running_[p.index];
         if (r.decoding()) {
             ++s.decodes;
+            s.drafted += static_cast<int32_t>(p.draft.tokens.size());
         } else {
             s.prefill += p.n;
             s.work += cost_.work(static_cast<int64_t>(r.tokens.size()), p.n);
@@ -651,10 +653,11 @@ Scheduler::PassShape Scheduler::pass_shape(const std::vector<Planned>& plan) con
 
 // Running means of a pass's cost: seconds of a pass of decodes only; seconds per unit of work
 // of the prefill in a pass with at least a KV block of it (the decodes' share taken off). The
-// newest pass weighs 1/2.
+// newest pass weighs 1/2. A pass of decodes only also teaches speculation what a row costs.
 void Scheduler::learn_step_cost(const PassShape& shape, double seconds) {
     const auto mean = [](double& m, double x) { m = m > 0 ? 0.5 * (m + x) : x; };
     if (shape.decodes > 0 && shape.prefill == 0) {
+        pass_cost_.add(shape.decodes + shape.drafted, seconds);
         mean(decode_step_seconds_, seconds);
     } else if (shape.prefill >= model_.kv().config().block_tokens && shape.work > 0) {
         const double prefill_seconds = seconds - (shape.decodes > 0 ? decode_step_seconds_ : 0);
@@ -921,8 +924,9 @@ bool Scheduler::speculates(const Job& job) const {
 }
 
 // The guesses of this step's speculating decodes, from what the decodes left of the pass's
-// `budget`: prompt lookup per sequence, or the draft model's proposals in batched passes.
-std::vector<DraftProposal> Scheduler::plan_drafts(int32_t budget) {
+// `budget` in a pass of `decodes` decodes: prompt lookup per sequence, or the draft model's
+// proposals in batched passes.
+std::vector<DraftProposal> Scheduler::plan_drafts(int32_t budget, int32_t decodes) {
     std::vector<DraftProposal> drafts(running_.size());
     std::vector<std::vector<int32_t>> texts;  // the draft model's contexts (Want spans them)
     std::vector<DraftModel::Want> wants;
@@ -937,7 +941,7 @@ std::vector<DraftProposal> Scheduler::plan_drafts(int32_t budget) {
             // makes it prefill the whole prompt.
             if (job.pace.cap == 0) job.draft_pauses = 4, pause_draft(job);
         }
-        if (!job.pace.may_draft()) continue;
+        if (!job.pace.may_draft() || !pass_allows_draft(job, decodes)) continue;
         const int32_t k = std::min(draft_len(job), budget);
         if (k <= 0) continue;
         std::vector<int32_t> text(job.prompt);
@@ -959,6 +963,32 @@ std::vector<DraftProposal> Scheduler::plan_drafts(int32_t budget) {
         for (size_t w = 0; w < wants.size(); ++w) drafts[wanted[w]] = std::move(p[w]);
     }
     return drafts;
+}
+
+// Whether the request's draft pays for its rows in a pass of `decodes` decodes, by its
+// acceptance rate so far (guesses that stood over guesses, counted by token: a single probe
+// moves it by one guess, not by half) against the per-row share of such a pass (pass_cost.h).
+// Before the request has drafted, or before the cost is known, it drafts: that is how both are
+// learned.
+bool Scheduler::draft_pays(const Job& job, int32_t decodes) const {
+    if (job.drafted == 0 || !opts_.draft_by_pass_cost) return true;
+    return pass_cost_.pays(decodes, static_cast<double>(job.accepted) / job.drafted);
+}
+
+// The pass-cost rule (pass_cost.h) for a request allowed to draft by its pace: refused, it
+// rests (refused_pace) and then probes with one guess; a first draft, with the cost known, is a
+// single guess (a full one is up to max_draft rows on a rate not yet seen). The same for a
+// draft model: its proposals are rows of the target's pass too.
+bool Scheduler::pass_allows_draft(Job& job, int32_t decodes) const {
+    if (!job.pace.probe) {
+        if (!draft_pays(job, decodes)) {
+            job.pace = refused_pace(job.pace, pace_options());
+            return false;
+        }
+        job.pace.refusals = 0;
+    }
+    if (job.drafted == 0 && pass_cost_.known() && opts_.draft_by_pass_cost) job.pace.cap = 1;
+    return true;
 }
 
 // The next draft's length: the request's pace, no guess past what it may still write (a
@@ -991,6 +1021,7 @@ DraftPaceOptions Scheduler::pace_options() const {
 // good, it is tried ever more rarely (pause_draft).
 void Scheduler::adapt_model_draft(Job& job, int32_t drafted, int32_t accepted) const {
     job.draft_misses += accepted < drafted ? 1 : 0;
+    job.pace.probe = false;
     job.pace.cap = opts_.draft->paying_length(job.accepted, job.draft_misses);
     if (job.pace.cap == 0) pause_draft(job);
     else job.draft_pauses = 0;

@@ -20,6 +20,7 @@
 #include "engine/runtime/model.h"
 #include "engine/scheduler/draft_model.h"
 #include "engine/scheduler/draft_pace.h"
+#include "engine/scheduler/pass_cost.h"
 #include "engine/scheduler/prefill_cost.h"
 #include "engine/scheduler/prompt_lookup.h"
 #include "engine/scheduler/inference_engine.h"
@@ -65,9 +66,13 @@ struct SchedulerOptions {
     bool lookup = false;
     LookupOptions lookup_options;
     // A draft model (draft_model.h) proposes for every request that can speculate (as for
-    // lookup; its proposals are judged by the same rule, speculative.h), instead of prompt lookup. Not owned: it must
-    // outlive the scheduler, and only this scheduler's engine thread may use it.
+    // lookup; its proposals are judged by the same rule, speculative.h), instead of prompt
+    // lookup. Not owned: it must outlive the scheduler, and only this scheduler's engine thread
+    // may use it.
     DraftModel* draft = nullptr;
+    // Drafts ride only in passes where their rows pay (pass_cost.h); false: every pass may carry
+    // them, as the draft pace allows (tests of the rejection rule, which want many drafts).
+    bool draft_by_pass_cost = true;
     // Where requests' timings are recorded (it must outlive the scheduler); null: the
     // scheduler's own (telemetry()). A client that outlives engines (the CLI's Sequence) owns one.
     Telemetry* telemetry = nullptr;
@@ -138,6 +143,7 @@ private:
     // unit of prefill work (cost_, from the model's shape).
     struct PassShape {
         int32_t decodes = 0, prefill = 0;  // tokens
+        int32_t drafted = 0;               // the decodes' guessed tokens
         double work = 0;                   // of the prefill tokens
     };
     double stall_work() const;  // prefill work this step may take
@@ -164,9 +170,11 @@ private:
     // Speculation: whether the request's decodes carry a draft, the draft for this step, and
     // after the pass the KV cache rolled back past the rejected guesses (through the seam).
     bool speculates(const Job& job) const;
+    bool draft_pays(const Job& job, int32_t decodes) const;
     static std::span<const int32_t> history(const Running& r, const Planned& p, size_t j);
     void pass_input(const Running& r, const Planned& p, std::vector<int32_t>& input) const;
-    std::vector<DraftProposal> plan_drafts(int32_t budget);
+    std::vector<DraftProposal> plan_drafts(int32_t budget, int32_t decodes);
+    bool pass_allows_draft(Job& job, int32_t decodes) const;
     int32_t draft_len(const Job& job) const;
     int32_t max_draft() const;
     void settle_draft(Running& r, const Planned& p, int32_t accepted, StepInfo& info);
@@ -217,6 +225,8 @@ private:
     PrefillCost cost_;
     double work_seconds_ = 0;
     double decode_step_seconds_ = 0;
+    // Speculation: what a row costs in a pass of decodes, so a draft rides only where it pays.
+    PassCost pass_cost_;
     std::thread thread_;
 };
 

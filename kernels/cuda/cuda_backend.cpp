@@ -42,6 +42,7 @@
 #include "kernels/cuda/check.h"
 #include "kernels/cuda/graphs.h"
 #include "kernels/cuda/ops.h"
+#include "kernels/cuda/repack.h"
 #include "kernels/cuda/sampling.h"
 
 namespace ember::cuda {
@@ -150,7 +151,20 @@ public:
         graphs_->flush();
         Tensor t = Tensor::shaped(type, cols, rows);
         t.data = device_alloc(MemoryKind::Weights, padded_alloc_bytes(t.bytes(), kAlign), tag);
+        if (repackable(static_cast<int>(type), cols)) return upload_repacked(t, host);
         // Pageable source: the runtime stages it, so `host` may go away after the call.
+        EMBER_CUDA_CHECK(cudaMemcpyAsync(t.data, host, t.bytes(), cudaMemcpyHostToDevice, stream_));
+        return t;
+    }
+
+    // Experts stay in the file's rows: the MoE kernels (moe.cu) read GGUF blocks.
+    Tensor load_expert_weight(const void* host, DType type, int64_t cols, int64_t rows_per_expert, int64_t n_expert,
+                              const char* tag) override {
+        if (!weight_type_supported(type))
+            throw Error("weight type " + std::string(dtype_name(type)) + " is not supported by the CUDA backend");
+        graphs_->flush();
+        Tensor t = Tensor::shaped(type, cols, rows_per_expert * n_expert);
+        t.data = device_alloc(MemoryKind::Weights, padded_alloc_bytes(t.bytes(), kAlign), tag);
         EMBER_CUDA_CHECK(cudaMemcpyAsync(t.data, host, t.bytes(), cudaMemcpyHostToDevice, stream_));
         return t;
     }
@@ -196,6 +210,7 @@ protected:
     }
 
     void do_download(const Tensor& src, void* dst, size_t n) override {
+        if (src.layout != 0) throw Error("CUDA download: a repacked weight's bytes are not the file's");
         EMBER_CUDA_CHECK(cudaSetDevice(device_));
         graphs_->flush();
         EMBER_CUDA_CHECK(cudaMemcpyAsync(dst, src.data, n, cudaMemcpyDeviceToHost, stream_));
@@ -225,8 +240,8 @@ protected:
     void do_embed(const Tensor& table, float scale, Tensor& out) override {
         if (!weight_type_supported(table.type))
             throw Error("CUDA embed: table type " + std::string(dtype_name(table.type)) + " is not supported");
-        graphs_->launch<&cuda::embed>(static_cast<int>(table.type), const_bytes(table.data), table.row_bytes,
-                                      table.cols, d_tokens_, n_tokens_, scale, floats(out));
+        graphs_->launch<&cuda::embed>(kernel_type(table), const_bytes(table.data), table.row_bytes, table.cols,
+                                      d_tokens_, n_tokens_, scale, floats(out));
     }
 
     void do_matmul(const Tensor& w, const Tensor& x, Tensor& y, const Tensor* bias) override {
@@ -235,7 +250,7 @@ protected:
             throw Error("CUDA matmul: weight type " + std::string(dtype_name(w.type)) + " is not supported");
         const float* bp = bias ? static_cast<const float*>(bias->data) : nullptr;
         if (n == 0) return;
-        const int type = static_cast<int>(w.type);
+        const int type = kernel_type(w);
         const bool quant = is_block_type(type);
         if (n <= (quant ? kQuantMatvecMaxTokens : kMatvecMaxTokens)) {
             if (quant) {
@@ -274,6 +289,7 @@ protected:
                        const Tensor* bias) override {
         if (!weight_type_supported(w.type))
             throw Error("CUDA moe_matmul: weight type " + std::string(dtype_name(w.type)) + " is not supported");
+        if (w.layout != 0) throw Error("CUDA moe_matmul: experts must be loaded with load_expert_weight");
         const int64_t slots = ids.rows * ids.cols, rows = w.rows / n_expert;
         const int x_div = x.rows == slots ? 1 : static_cast<int>(ids.cols);
         const float* bp = bias ? static_cast<const float*>(bias->data) : nullptr;
@@ -713,6 +729,26 @@ private:
         return rope_tables_.back().dev;
     }
 
+    // Q4_0/Q8_0 rows of whole groups, repacked on the host (repack.h) into the same bytes,
+    // then one copy; the staging buffer is freed when the copy has finished.
+    Tensor upload_repacked(Tensor& t, const void* host) {
+        const auto* src = static_cast<const uint8_t*>(host);
+        std::vector<uint8_t> packed(t.bytes());
+        for (int64_t r = 0; r < t.rows; ++r)
+            repack_row(static_cast<int>(t.type), src + static_cast<size_t>(r) * t.row_bytes, t.cols,
+                       packed.data() + static_cast<size_t>(r) * t.row_bytes);
+        EMBER_CUDA_CHECK(cudaMemcpyAsync(t.data, packed.data(), t.bytes(), cudaMemcpyHostToDevice, stream_));
+        EMBER_CUDA_CHECK(cudaStreamSynchronize(stream_));
+        t.layout = kLayoutGroups;
+        return t;
+    }
+
+    // The type id the kernels dispatch on: the device layout's for repacked weights.
+    static int kernel_type(const Tensor& w) {
+        const int type = static_cast<int>(w.type);
+        return w.layout == kLayoutGroups ? repacked_type(type) : type;
+    }
+
     // Prefill: y (n x rows) = x (n x cols) W^T. cuBLAS is column-major: C = Y^T (rows x n,
     // ldc = rows) = op(A) * B with A = W as stored (cols x rows column-major, op = T) and
     // B = X^T (cols x n, ldb = cols).
@@ -743,9 +779,8 @@ private:
             static_cast<__half*>(scratch(wtile_, static_cast<size_t>(tile_rows * w.cols) * 2, "FP16 weight tile"));
         for (int64_t r0 = 0; r0 < w.rows; r0 += tile_rows) {
             const int64_t R = std::min(tile_rows, w.rows - r0);
-            dequant_f16(static_cast<int>(w.type),
-                        static_cast<const uint8_t*>(w.data) + static_cast<size_t>(r0) * w.row_bytes, w.row_bytes, R,
-                        w.cols, wt, stream_);
+            dequant_f16(kernel_type(w), static_cast<const uint8_t*>(w.data) + static_cast<size_t>(r0) * w.row_bytes,
+                        w.row_bytes, R, w.cols, wt, stream_);
             EMBER_CUBLAS_CHECK(cublasGemmEx(cublas_, CUBLAS_OP_T, CUBLAS_OP_N, static_cast<int>(R), nn, cols, &alpha,
                                             wt, CUDA_R_16F, cols, xh, CUDA_R_16F, cols, &beta, floats(y) + r0,
                                             CUDA_R_32F, rows, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));

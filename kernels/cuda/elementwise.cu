@@ -205,6 +205,10 @@ void embed(int type, const void* table, size_t row_bytes, int64_t cols, const in
             return launch_embed_q<kQ5_1>(table, row_bytes, cols, ids, n, scale, out, stream);
         case kQ8_0:
             return launch_embed_q<kQ8_0>(table, row_bytes, cols, ids, n, scale, out, stream);
+        case kQ4_0R:
+            return launch_embed_q<kQ4_0R>(table, row_bytes, cols, ids, n, scale, out, stream);
+        case kQ8_0R:
+            return launch_embed_q<kQ8_0R>(table, row_bytes, cols, ids, n, scale, out, stream);
         case kQ2_K:
             return launch_embed_q<kQ2_K>(table, row_bytes, cols, ids, n, scale, out, stream);
         case kQ3_K:

@@ -14,9 +14,9 @@
 // and served from L1/L2 (cols * 1.125 bytes: 4.6 KB for 4096 columns).
 // Float weights (F32/F16/BF16): 16-byte loads of 8 elements, FP32 FMA with F32 activations.
 //
-// Tuning notes (not yet measured on a GPU): several rows per warp would share activation
-// loads; 16-byte weight loads are only possible for Q4_K/Q5_K (others' GGUF blocks are 2- or
-// 4-byte aligned: Q4_0 18 B, Q8_0 34 B, Q6_K 210 B); a repacked device layout would fix that.
+// Q4_0/Q8_0 weights whose rows are whole 1024-element groups are repacked at upload
+// (repack.h) and read by matvec_r_kernel with coalesced 16-byte loads. The others still
+// read GGUF blocks in place (2- or 4-byte aligned: Q5_0 22 B, Q6_K 210 B): to be repacked too.
 #include "kernels/cuda/check.h"
 #include "kernels/cuda/device_util.cuh"
 #include "kernels/cuda/ops.h"
@@ -71,6 +71,88 @@ __global__ void __launch_bounds__(128)
                 const int xv[8] = {a.x, a.y, a.z, a.w, b.x, b.y, b.z, b.w};
                 const float2 s = __ldg(ds + (t0 + t) * static_cast<int64_t>(n_chunks) + c);
                 acc[t] += dot_decoded<T>(ch, xv, s.x, s.y);
+            }
+        }
+    }
+#pragma unroll
+    for (int t = 0; t < NT; ++t) {
+        const float v = warp_sum(acc[t]);
+        if (lane == 0 && t < nt) y[static_cast<int64_t>(t0 + t) * rows + row] = v + (bias ? bias[row] : 0.0f);
+    }
+}
+
+// FP16 scale k (0..7) of 16 bytes, by selects (an indexed register array would go to local
+// memory).
+__device__ __forceinline__ float half_at(uint4 s, int k) {
+    const uint32_t w = (k & 4) ? ((k & 2) ? s.w : s.z) : ((k & 2) ? s.y : s.x);
+    return h2f(static_cast<uint16_t>((k & 1) ? w >> 16 : w));
+}
+
+// Signed codes of one 16-element half from 8 Q4_0R bytes (repack.h): 4 words, element order.
+__device__ __forceinline__ void q4r_half(uint32_t lo, uint32_t hi, int q[4]) {
+    q[0] = static_cast<int>(vsub4(lo & 0x0F0F0F0Fu, 0x08080808u));
+    q[1] = static_cast<int>(vsub4(hi & 0x0F0F0F0Fu, 0x08080808u));
+    q[2] = static_cast<int>(vsub4((lo >> 4) & 0x0F0F0F0Fu, 0x08080808u));
+    q[3] = static_cast<int>(vsub4((hi >> 4) & 0x0F0F0F0Fu, 0x08080808u));
+}
+
+// Q8_0R: 16 codes are already 4 words of signed bytes in element order.
+__device__ __forceinline__ void as_words(uint4 u, int q[4]) {
+    q[0] = static_cast<int>(u.x);
+    q[1] = static_cast<int>(u.y);
+    q[2] = static_cast<int>(u.z);
+    q[3] = static_cast<int>(u.w);
+}
+
+__device__ __forceinline__ int dot16(const int q[4], int4 x) {
+    return dp4a(q[3], x.w, dp4a(q[2], x.z, dp4a(q[1], x.y, dp4a(q[0], x.x, 0))));
+}
+
+// Repacked Q4_0/Q8_0 weights (repack.h; cols % 1024 == 0): warp per row, one group of 32
+// chunks per step. Lane l takes half l%2 of chunks l/2 and 16 + l/2, so that every load of
+// the warp (weights, scales, activations) is 16 bytes wide and contiguous across the lanes;
+// a step's weight loads are all issued before any is decoded.
+template <int T, int NT>
+__global__ void __launch_bounds__(128)
+    matvec_r_kernel(const uint8_t* __restrict__ w, size_t row_bytes, int rows, int n_groups,
+                    const int8_t* __restrict__ xq, const float2* __restrict__ ds, int n, float* __restrict__ y,
+                    const float* __restrict__ bias) {
+    constexpr int kGroupBytes = T == kQ4_0R ? kGroupBytesQ4_0 : kGroupBytesQ8_0;
+    const int lane = threadIdx.x & 31;
+    const int row = blockIdx.x * kWarpsPerBlock + (threadIdx.x >> 5);
+    if (row >= rows) return;
+    const int t0 = blockIdx.y * NT;
+    const int nt = min(NT, n - t0);
+    const int j = lane >> 1;
+    const int64_t cols = static_cast<int64_t>(n_groups) * 1024, n_chunks = cols / 32;
+    const uint8_t* wr = w + static_cast<size_t>(row) * row_bytes;
+    float acc[NT];
+#pragma unroll
+    for (int t = 0; t < NT; ++t) acc[t] = 0.0f;
+    for (int g = 0; g < n_groups; ++g) {
+        const uint8_t* gp = wr + static_cast<size_t>(g) * kGroupBytes;
+        const uint4 sa = __ldg(reinterpret_cast<const uint4*>(gp) + (lane >> 4));
+        const uint4 sb = __ldg(reinterpret_cast<const uint4*>(gp) + 2 + (lane >> 4));
+        const uint4* qp = reinterpret_cast<const uint4*>(gp + kRepackScaleBytes);
+        int qa[4], qb[4];
+        if constexpr (T == kQ4_0R) {
+            const uint4 u = __ldg(qp + lane);
+            q4r_half(u.x, u.y, qa);
+            q4r_half(u.z, u.w, qb);
+        } else {
+            const uint4 a = __ldg(qp + lane), b = __ldg(qp + 32 + lane);
+            as_words(a, qa);
+            as_words(b, qb);
+        }
+        const float wa = half_at(sa, j & 7), wb = half_at(sb, j & 7);
+#pragma unroll
+        for (int t = 0; t < NT; ++t) {
+            if (t < nt) {
+                const int4* xp = reinterpret_cast<const int4*>(xq + (t0 + t) * cols + 1024 * static_cast<int64_t>(g));
+                const int4 xa = __ldg(xp + lane), xb = __ldg(xp + 32 + lane);
+                const float2* dp = ds + (t0 + t) * n_chunks + 32 * static_cast<int64_t>(g);
+                const float da = __ldg(dp + j).x, db = __ldg(dp + 16 + j).x;
+                acc[t] += wa * da * static_cast<float>(dot16(qa, xa)) + wb * db * static_cast<float>(dot16(qb, xb));
             }
         }
     }
@@ -166,6 +248,25 @@ void launch_q(const void* w, size_t row_bytes, int64_t rows, int64_t cols, const
     EMBER_CUDA_CHECK_LAUNCH("matvec_q_kernel");
 }
 
+template <int T, int NT>
+void launch_r(const void* w, size_t row_bytes, int64_t rows, int64_t cols, const int8_t* xq, const float2* ds,
+              int64_t n, float* y, const float* bias, cudaStream_t stream) {
+    const dim3 grid(blocks_for(rows, kWarpsPerBlock), static_cast<unsigned>((n + NT - 1) / NT));
+    matvec_r_kernel<T, NT><<<grid, 128, 0, stream>>>(static_cast<const uint8_t*>(w), row_bytes, static_cast<int>(rows),
+                                                     static_cast<int>(cols / 1024), xq, ds, static_cast<int>(n), y,
+                                                     bias);
+    EMBER_CUDA_CHECK_LAUNCH("matvec_r_kernel");
+}
+
+template <int T>
+void dispatch_r(const void* w, size_t row_bytes, int64_t rows, int64_t cols, const int8_t* xq, const float2* ds,
+                int64_t n, float* y, const float* bias, cudaStream_t stream) {
+    if (n <= 1) launch_r<T, 1>(w, row_bytes, rows, cols, xq, ds, n, y, bias, stream);
+    else if (n <= 2) launch_r<T, 2>(w, row_bytes, rows, cols, xq, ds, n, y, bias, stream);
+    else if (n <= 4) launch_r<T, 4>(w, row_bytes, rows, cols, xq, ds, n, y, bias, stream);
+    else launch_r<T, 8>(w, row_bytes, rows, cols, xq, ds, n, y, bias, stream);
+}
+
 template <int T>
 void dispatch_q(const void* w, size_t row_bytes, int64_t rows, int64_t cols, const int8_t* xq, const float2* ds,
                 int64_t n, float* y, const float* bias, cudaStream_t stream) {
@@ -207,6 +308,8 @@ bool is_block_type(int type) {
         case kQ5_0:
         case kQ5_1:
         case kQ8_0:
+        case kQ4_0R:
+        case kQ8_0R:
         case kQ2_K:
         case kQ3_K:
         case kQ4_K:
@@ -239,6 +342,12 @@ void matvec_quant(int type, const void* w, size_t row_bytes, int64_t rows, int64
         switch (type) {
             case kQ4_0:
                 dispatch_q<kQ4_0>(w, row_bytes, rows, cols, xq_t, ds_t, nt, y_t, bias, stream);
+                break;
+            case kQ4_0R:
+                dispatch_r<kQ4_0R>(w, row_bytes, rows, cols, xq_t, ds_t, nt, y_t, bias, stream);
+                break;
+            case kQ8_0R:
+                dispatch_r<kQ8_0R>(w, row_bytes, rows, cols, xq_t, ds_t, nt, y_t, bias, stream);
                 break;
             case kQ4_1:
                 dispatch_q<kQ4_1>(w, row_bytes, rows, cols, xq_t, ds_t, nt, y_t, bias, stream);

@@ -38,6 +38,10 @@ enum QType : int {
     kQ6_K = 14,
     kBF16 = 30,
     kMXFP4 = 39,
+    // Device layouts of the same bytes (repack.h; the backend passes these ids for weights
+    // it repacked at upload, Tensor::layout == kLayoutGroups): no GGUF numbering.
+    kQ4_0R = 1002,
+    kQ8_0R = 1008,
 };
 
 enum class Offset { None, PerChunk, PerHalf };  // which b[] terms a type has
@@ -92,6 +96,17 @@ struct QTraits<kQ5_K> {
 template <>
 struct QTraits<kQ6_K> {
     static constexpr int bytes = 210, chunks = 8;
+    static constexpr Offset off = Offset::None;
+};
+
+template <>
+struct QTraits<kQ4_0R> {
+    static constexpr int bytes = 18, chunks = 1;
+    static constexpr Offset off = Offset::None;
+};
+template <>
+struct QTraits<kQ8_0R> {
+    static constexpr int bytes = 34, chunks = 1;
     static constexpr Offset off = Offset::None;
 };
 
@@ -194,6 +209,40 @@ EMBER_HD void decode_chunk<kQ8_0>(const uint8_t* row, int64_t c, Chunk& ch) {
     ch.a[0] = ch.a[1] = ld_half(b);
     ch.b[0] = ch.b[1] = 0.0f;
     for (int w = 0; w < 8; ++w) ch.q[w] = ld_u32_a2(b + 2 + 4 * w);
+}
+
+// The repacked Q4_0/Q8_0 rows (repack.h): groups of 32 chunks, the 32 FP16 scales first
+// (64 B), then the quants (Q4_0: 16-byte units, unit l = half l%2 of chunks l/2 and
+// 16 + l/2, 8 bytes each, byte b = element b | element b+8 << 4 of the half; Q8_0: the
+// 32 x 32 codes in order).
+constexpr int kRepackChunks = 32;
+constexpr int kRepackScaleBytes = 64;
+constexpr int kGroupBytesQ4_0 = kRepackScaleBytes + 512;
+constexpr int kGroupBytesQ8_0 = kRepackScaleBytes + 1024;
+
+template <>
+EMBER_HD void decode_chunk<kQ4_0R>(const uint8_t* row, int64_t c, Chunk& ch) {
+    const uint8_t* g = row + (c / kRepackChunks) * kGroupBytesQ4_0;
+    const int j = static_cast<int>(c % kRepackChunks);
+    ch.a[0] = ch.a[1] = ld_half(g + 2 * j);
+    ch.b[0] = ch.b[1] = 0.0f;
+    for (int h = 0; h < 2; ++h) {
+        const uint8_t* p = g + kRepackScaleBytes + 16 * (2 * (j % 16) + h) + 8 * (j / 16);
+        const uint32_t w0 = ld_u32_a2(p), w1 = ld_u32_a2(p + 4);
+        ch.q[4 * h] = vsub4(w0 & 0x0F0F0F0Fu, 0x08080808u);
+        ch.q[4 * h + 1] = vsub4(w1 & 0x0F0F0F0Fu, 0x08080808u);
+        ch.q[4 * h + 2] = vsub4((w0 >> 4) & 0x0F0F0F0Fu, 0x08080808u);
+        ch.q[4 * h + 3] = vsub4((w1 >> 4) & 0x0F0F0F0Fu, 0x08080808u);
+    }
+}
+
+template <>
+EMBER_HD void decode_chunk<kQ8_0R>(const uint8_t* row, int64_t c, Chunk& ch) {
+    const uint8_t* g = row + (c / kRepackChunks) * kGroupBytesQ8_0;
+    const int j = static_cast<int>(c % kRepackChunks);
+    ch.a[0] = ch.a[1] = ld_half(g + 2 * j);
+    ch.b[0] = ch.b[1] = 0.0f;
+    for (int w = 0; w < 8; ++w) ch.q[w] = ld_u32_a2(g + kRepackScaleBytes + 32 * j + 4 * w);
 }
 
 // Q2_K (84 B: scales[16], qs[64], d, dmin). Chunk k of a super-block: half h = k/4 (128

@@ -263,6 +263,12 @@ private slots:
         QVERIFY(qFuzzyCompare(ctx_->cost.remoteCost(), expected));
 
         QTRY_VERIFY_WITH_TIMEOUT(!ctx_->chat.messages()->get(1).value("stats").toString().isEmpty(), 5'000);
+        // The picker's closed box elides the long model name (it clipped it mid-letter).
+        QQuickItem* picked = find(QStringLiteral("modelPickerText"));
+        QVERIFY(picked);
+        QVERIFY(picked->property("text").toString().startsWith(QStringLiteral("SmolLM2-135M-Instruct")));
+        QVERIFY(picked->property("truncated").toBool());
+        QVERIFY(picked->property("paintedWidth").toReal() <= picked->width());
         shoot_both(QStringLiteral("remote-chat"));
 
         // The key: in the keyring, in no file the app wrote (settings, database, log).

@@ -4,7 +4,8 @@
 // chat-settings.png, settings.png, long-message.png (+ -dark, -720), context-full.png
 // (+ -dark), context-settings.png, search-in-chat.png, reasoning-collapsed-720.png and
 // reasoning-expanded-720.png (+ -dark): a stored answer with its thinking above it;
-// snackbar-720.png (+ -dark): a deleted chat's Undo notice, above the message box.
+// snackbar-720.png (+ -dark): a deleted chat's Undo notice, above the message box;
+// settings-720.png (+ -dark): Settings in a 720 px window, with long paths and system prompt.
 // Each image is checked to be the window's size and to have real content (not blank).
 #include <QApplication>
 #include <cmath>
@@ -31,7 +32,9 @@ using namespace ember::app;
 
 class TestScreenshots : public QObject {
     Q_OBJECT
-    QTemporaryDir dir_;
+    // A long folder name: the Settings page shows paths under it and must wrap them.
+    QTemporaryDir dir_{QDir::tempPath() +
+                       QStringLiteral("/test_screenshots-a-data-folder-with-a-long-name-to-wrap-XXXXXX")};
     std::unique_ptr<AppContext> ctx_;
     std::unique_ptr<QQmlApplicationEngine> engine_;
     QQuickWindow* window_ = nullptr;
@@ -122,6 +125,77 @@ private slots:
         QVERIFY(window_->setProperty("settingsOpen", true));
         QVERIFY(shoot(QStringLiteral("settings.png")) > 20);
         window_->setProperty("settingsOpen", false);
+    }
+
+    // Where `item` (or its painted text, wider than the item when it neither wraps nor elides)
+    // ends, in `page`'s coordinates.
+    static qreal right_edge(QQuickItem* item, QQuickItem* page) {
+        qreal w = item->width();
+        const QVariant painted = item->property("paintedWidth");  // Text (Label), TextEdit (TextArea)
+        if (painted.isValid()) w = std::max(w, painted.toReal());
+        return item->mapToItem(page, QPointF(w, 0)).x();
+    }
+    static QString describe(QQuickItem* item) {
+        QString s;
+        for (QQuickItem* i = item; i && !i->objectName().startsWith(QLatin1String("settingsColumn"));
+             i = i->parentItem())
+            s += QStringLiteral(" < %1 \"%2\" x %3 w %4")
+                     .arg(QString::fromLatin1(i->metaObject()->className()), i->objectName())
+                     .arg(i->x())
+                     .arg(i->width());
+        return s;
+    }
+    // Visible items under `root` that run past the right edge of `page` (+0.5 px of rounding).
+    static void past_the_edge(QQuickItem* root, QQuickItem* page, QStringList& out) {
+        for (QQuickItem* c : root->childItems()) {
+            if (!c->isVisible() || c->width() <= 0) continue;
+            const qreal right = right_edge(c, page);
+            if (right > page->width() + 0.5)  // the outermost such item: its children follow it
+                out << QStringLiteral("ends at %1 of %2:%3").arg(right).arg(page->width()).arg(describe(c));
+            else past_the_edge(c, page, out);
+        }
+    }
+
+    // Issue: at 720 px the Settings page ran past the window's right edge (the default system
+    // prompt, the temperature slider's value, the storage paths). With a long system prompt and
+    // long paths (the data folder's name), nothing under the settings column may end past the
+    // page, in either theme.
+    void settingsFitA720PxWindow() {
+        const QString prompt = ctx_->settings.defaultSystemPrompt();
+        ctx_->settings.setDefaultSystemPrompt(
+            QStringLiteral("You are a careful assistant who answers in full sentences, names the sources it "
+                           "used and says plainly when it does not know; ")
+                .repeated(3));
+        window_->resize(720, 1700);  // tall enough for the whole page in one picture
+        QTRY_COMPARE(window_->contentItem()->width(), qreal(720));
+        QVERIFY(window_->setProperty("settingsOpen", true));
+        QQuickItem* page = find(QStringLiteral("settingsScroll"));
+        QQuickItem* column = find(QStringLiteral("settingsColumn"));
+        QVERIFY(page && column);
+        QTRY_VERIFY(right_edge(column, page) <= page->width());
+        QVERIFY(dir_.path().size() > 60);  // the storage paths are longer than their column
+        for (const char* theme : {"light", "dark"}) {
+            ctx_->settings.setTheme(QString::fromLatin1(theme));
+            // The layouts settle at the next polish after the resize (or the theme's change).
+            QStringList past;
+            const auto settled = [&] {
+                past.clear();
+                past_the_edge(column, page, past);
+                return past.isEmpty();
+            };
+            QTRY_VERIFY2(settled(), qPrintable(past.join('\n')));
+            qInfo("page %g, column %g", page->width(), column->width());
+            for (QQuickItem* row : column->childItems())
+                if (row->isVisible()) qInfo("  row %s: width %g", row->metaObject()->className(), row->width());
+            const QString dark =
+                QString::fromLatin1(theme) == QLatin1String("dark") ? QStringLiteral("-dark") : QString();
+            QVERIFY(shoot(QStringLiteral("settings-720%1.png").arg(dark)) > 20);
+        }
+        window_->setProperty("settingsOpen", false);
+        ctx_->settings.setTheme(QStringLiteral("light"));
+        ctx_->settings.setDefaultSystemPrompt(prompt);
+        window_->resize(1180, 760);
+        QTRY_COMPARE(window_->contentItem()->width(), qreal(1180));
     }
 
     // A stored conversation (as a restart finds it), opened: its id.

@@ -253,9 +253,27 @@ inline unsigned atomicDec(unsigned* p, unsigned lim) {
 }
 
 // ---- loads and integer / float intrinsics --------------------------------------------------
+// 8- and 16-byte loads stay one host access each (as LDG.64 / LDG.128 are one GPU load):
+// the counting build (traffic.h) groups accesses by host load site, and the host compiler
+// would otherwise split a vector load into field loads, each a site of its own, which the
+// model would count as narrow, strided loads.
 template <class T>
 T __ldg(const T* p) {
-    return *p;
+    if constexpr (sizeof(T) == 16 && std::is_trivially_copyable_v<T>) {
+        typedef unsigned v4u __attribute__((vector_size(16), aligned(1), may_alias));
+        const v4u v = *reinterpret_cast<const v4u*>(p);
+        T r;
+        memcpy(&r, &v, 16);
+        return r;
+    } else if constexpr (sizeof(T) == 8 && std::is_trivially_copyable_v<T>) {
+        typedef unsigned long long u64a __attribute__((aligned(1), may_alias));
+        const unsigned long long v = *reinterpret_cast<const u64a*>(p);
+        T r;
+        memcpy(&r, &v, 8);
+        return r;
+    } else {
+        return *p;
+    }
 }
 inline float __uint_as_float(unsigned u) {
     float f;

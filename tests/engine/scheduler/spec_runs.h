@@ -62,10 +62,12 @@ inline Batch run_all(Model& model, std::vector<EngineRequest> reqs, SchedulerOpt
     return b;
 }
 
-inline Batch run_all(Model& model, std::vector<EngineRequest> reqs, bool lookup, int32_t max_batch) {
+inline Batch run_all(Model& model, std::vector<EngineRequest> reqs, bool lookup, int32_t max_batch,
+                     bool draft_by_pass_cost = true) {
     SchedulerOptions o;
     o.max_batch = max_batch;
     o.lookup = lookup;
+    o.draft_by_pass_cost = draft_by_pass_cost;
     return run_all(model, std::move(reqs), o);
 }
 

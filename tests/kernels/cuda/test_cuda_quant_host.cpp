@@ -16,6 +16,7 @@
 #include "kernels/common/fp16.h"
 #include "kernels/cpu/quant.h"
 #include "kernels/cuda/quant_blocks.cuh"
+#include "kernels/cuda/repack.h"
 
 using namespace ember;
 
@@ -277,5 +278,40 @@ TEST_CASE("activation quantization") {
             REQUIRE(std::fabs(x[32 * c + i] - q[i] * d) <= 0.5f * d * 1.0001f);
         }
         REQUIRE(s == d * float(sum));
+    }
+}
+
+// The device layout of Q4_0/Q8_0 (kernels/cuda/repack.h): the same bytes rearranged, every
+// chunk decoding to the GGUF block's codes and scale, over several groups and rows.
+TEST_CASE("repacked Q4_0 and Q8_0 rows decode as the file's") {
+    const int64_t rows = 3, cols = 3072;
+    CHECK_FALSE(cuda::repackable(cuda::kQ4_0, 1536));
+    CHECK_FALSE(cuda::repackable(cuda::kQ4_1, 1024));
+    for (DType type : {DType::Q4_0, DType::Q8_0}) {
+        CAPTURE(dtype_name(type));
+        const int t = static_cast<int>(type);
+        REQUIRE(cuda::repackable(t, cols));
+        const auto w = random_rows(type, rows, cols, 7u + static_cast<uint32_t>(t));
+        const size_t rb = w.size() / rows;
+        std::vector<uint8_t> packed(w.size());
+        for (int64_t r = 0; r < rows; ++r) cuda::repack_row(t, w.data() + r * rb, cols, packed.data() + r * rb);
+        CHECK(packed != w);
+        const int rt = cuda::repacked_type(t);
+        for (int64_t r = 0; r < rows; ++r) {
+            for (int64_t c = 0; c < cols / 32; ++c) {
+                cuda::Chunk a, b;
+                if (t == cuda::kQ4_0) {
+                    cuda::decode_chunk<cuda::kQ4_0>(w.data() + r * rb, c, a);
+                    cuda::decode_chunk<cuda::kQ4_0R>(packed.data() + r * rb, c, b);
+                } else {
+                    cuda::decode_chunk<cuda::kQ8_0>(w.data() + r * rb, c, a);
+                    cuda::decode_chunk<cuda::kQ8_0R>(packed.data() + r * rb, c, b);
+                }
+                REQUIRE(std::memcmp(a.q, b.q, sizeof a.q) == 0);
+                REQUIRE(a.a[0] == b.a[0]);
+                REQUIRE(a.a[1] == b.a[1]);
+            }
+        }
+        CHECK(rt != t);
     }
 }

@@ -95,9 +95,11 @@ TEST_CASE("matmul: every weight type, matvec and GEMM paths, vs float64 with der
             int64_t rows, cols;
         };
         // Float types also get cols % 8 != 0 (the scalar-load kernel); quantized rows must be
-        // whole blocks (256 for K-quants).
-        const std::vector<Shape> shapes =
+        // whole blocks (256 for K-quants). Q4_0/Q8_0 rows of whole 1024-element groups are
+        // repacked at load (kernels/cuda/repack.h): matvec_r_kernel and the GEMM from it.
+        std::vector<Shape> shapes =
             quant ? std::vector<Shape>{{67, 256}, {130, 768}} : std::vector<Shape>{{67, 256}, {45, 100}};
+        if (type == DType::Q4_0 || type == DType::Q8_0) shapes.push_back({37, 2048});
         const std::vector<int64_t> ns =
             quant ? std::vector<int64_t>{1, 2, 3, 5, 8, 13, 32, 33} : std::vector<int64_t>{1, 2, 3, 5, 8, 9, 20};
         for (const Shape& s : shapes) {
@@ -504,7 +506,9 @@ TEST_CASE("embed: every table type vs the CPU backend") {
     Backends be;
     for (DType type : {DType::F32, DType::F16, DType::BF16, DType::Q4_0, DType::Q4_1, DType::Q5_0, DType::Q5_1,
                        DType::Q8_0, DType::Q2_K, DType::Q3_K, DType::Q4_K, DType::Q5_K, DType::Q6_K, DType::MXFP4}) {
-        const int64_t vocab = 300, cols = is_quant(type) ? 512 : 100, n = 17;
+        // Q4_0/Q8_0 tables of 1024-wide rows are repacked at load (kernels/cuda/repack.h).
+        const bool repacked = type == DType::Q4_0 || type == DType::Q8_0;
+        const int64_t vocab = 300, cols = repacked ? 1024 : is_quant(type) ? 512 : 100, n = 17;
         const auto table = random_weights(type, vocab, cols);
         Tensor tc = be.cpu->load_weight(table.data(), type, cols, vocab, "tok_embd");
         Tensor tg = be.gpu->load_weight(table.data(), type, cols, vocab, "tok_embd");
