@@ -76,7 +76,7 @@ private slots:
     void noticesCarryTheRealLicenceTexts() {
         AboutInfo about;
         const QVariantList n = about.notices();
-        QCOMPARE(n.size(), 11);
+        QCOMPARE(n.size(), 12);
         const auto text = [&](const char* name) {
             return notice_named(n, QString::fromUtf8(name)).value(QStringLiteral("text")).toString();
         };
@@ -96,6 +96,7 @@ private slots:
                         "GNU LESSER GENERAL PUBLIC LICENSE\n                       Version 2.1, February 1999")));
         QVERIFY(text("NVIDIA CUDA runtime and cuBLAS").contains(QStringLiteral("Attachment A")));
         QVERIFY(text("cpp-httplib").contains(QStringLiteral("Copyright (c) 2012 Yuji Hirose")));
+        QVERIFY(text("QtKeychain").contains(QStringLiteral("Frank Osterfeld")));
         for (const QVariant& v : n) {
             const QVariantMap m = v.toMap();
             QVERIFY2(!m.value(QStringLiteral("shipped")).toString().isEmpty(), qPrintable(m.value("name").toString()));
