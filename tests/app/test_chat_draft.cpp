@@ -62,7 +62,8 @@ QString answer(AppHarness& h, const QString& prompt, int max_tokens, const QStri
     set_speculation(h, mode);
     QSignalSpy done(&h.chat, &ChatController::answerFinished);
     if (!h.chat.send(prompt)) return QStringLiteral("<not sent>");
-    if (!done.wait(120'000) || done.last().at(2).toString() == QLatin1String("error")) return QStringLiteral("<failed>");
+    if (!done.wait(120'000) || done.last().at(2).toString() == QLatin1String("error"))
+        return QStringLiteral("<failed>");
     return h.store.store->messages(h.chat.currentConversationId()).back().content;
 }
 
@@ -142,11 +143,12 @@ private slots:
         const QString drafted = answer(h, prompt, 96, QStringLiteral("draft"));
         QCOMPARE(drafted, plain);
         const ember::TelemetrySnapshot t = h.host.worker()->telemetrySnapshot();
-        qInfo("stories260K + Q8_0 draft: %llu drafted, %llu accepted, %llu passes", (unsigned long long)t.speculation.drafted,
-              (unsigned long long)t.speculation.accepted, (unsigned long long)t.speculation.passes);
+        qInfo("stories260K + Q8_0 draft: %llu drafted, %llu accepted, %llu passes",
+              (unsigned long long)t.speculation.drafted, (unsigned long long)t.speculation.accepted,
+              (unsigned long long)t.speculation.passes);
         QVERIFY(t.speculation.drafted > 0);
         QVERIFY(t.speculation.accepted * 2 > t.speculation.drafted);  // a Q8_0 copy mostly agrees
-        QVERIFY(held_bytes(t) > alone_bytes);  // the draft's weights and KV cache are counted
+        QVERIFY(held_bytes(t) > alone_bytes);                         // the draft's weights and KV cache are counted
         // The monitor's line reads the same counters.
         MonitorController monitor([w = h.host.worker()] { return w->telemetrySnapshot(); });
         monitor.poll();
