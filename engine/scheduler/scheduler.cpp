@@ -932,14 +932,15 @@ std::span<const int32_t> Scheduler::history(const Running& r, const Planned& p, 
     return std::span(r.tokens).first(r.tokens.size() - p.draft.tokens.size() + j);
 }
 
-// A request speculates when asked to and its rows can be judged one by one by the rejection
-// rule (speculative.h): any sampling, penalties, bias and logprobs (each row sees the draft's
-// tokens before it as history), but no grammar or thinking budget (their state advances per
-// token), and a cache that can roll back.
+// A draft model proposes for every request, or (the app) for those that ask.
 bool Scheduler::drafts_with_model(const Job& job) const {
     return opts_.draft && (opts_.draft_every_request || job.req.draft);
 }
 
+// A request speculates when asked to and its rows can be judged one by one by the rejection
+// rule (speculative.h): any sampling, penalties, bias and logprobs (each row sees the draft's
+// tokens before it as history), but no grammar or thinking budget (their state advances per
+// token), and a cache that can roll back.
 bool Scheduler::speculates(const Job& job) const {
     return (opts_.lookup || job.req.lookup || drafts_with_model(job)) && !job.req.grammar && job.reasoning.budget < 0 &&
            !model_.kv().has_recurrent();
