@@ -100,6 +100,8 @@ __device__ __forceinline__ uint4 ld_weight16(const uint8_t* p) { return __ldg(re
 
 // The 16-byte word of a row tile that holds its byte `off` (tiles start 16-byte aligned):
 // the scales and high bits load 16 bytes wide too, each lane picking its values by selects.
+// The last word may reach 14 bytes past the tensor: allocations are whole 256-byte units
+// (kernels/common/alloc_size.h).
 __device__ __forceinline__ uint4 tile_word(const uint8_t* tile, int64_t off) {
     return ld_weight16(tile + (off & ~int64_t{15}));
 }

@@ -320,6 +320,15 @@ TEST_CASE("row-tiled Q4_0, Q5_0 and Q8_0 decode as the file's") {
                 const cuda::TiledRow tr = cuda::tiled_row(packed.data(), rb, rows, r, cols / 32);
                 REQUIRE((tr.tile - packed.data()) % 16 == 0);
                 REQUIRE((tr.i * (cols / 32) * cuda::tile_quant_bytes(rt)) % 16 == 0);
+                // matvec_t_kernel reads a warp's two rows' scales (and high bits) from one
+                // 16-byte word: the pair's values never straddle a word.
+                const int other = tr.i ^ 1;
+                for (int64_t c = 0; other < tr.m && c < cols / 32; ++c) {
+                    REQUIRE(cuda::tile_scale_offset(rt, tr.m, cols / 32, c, tr.i) / 16 ==
+                            cuda::tile_scale_offset(rt, tr.m, cols / 32, c, other) / 16);
+                    REQUIRE(cuda::tile_high_offset(rt, tr.m, cols / 32, c, tr.i) / 16 ==
+                            cuda::tile_high_offset(rt, tr.m, cols / 32, c, other) / 16);
+                }
                 for (int64_t c = 0; c < cols / 32; ++c) {
                     if (t == cuda::kQ4_0)
                         require_tiled_chunk_equal<cuda::kQ4_0, cuda::kQ4_0R>(w.data(), packed.data(), rb, rows, r, c);
