@@ -95,11 +95,14 @@ TEST_CASE("matmul: every weight type, matvec and GEMM paths, vs float64 with der
             int64_t rows, cols;
         };
         // Float types also get cols % 8 != 0 (the scalar-load kernel); quantized rows must be
-        // whole blocks (256 for K-quants). Q4_0/Q8_0 rows of whole 1024-element groups are
-        // repacked at load (kernels/cuda/repack.h): matvec_r_kernel and the GEMM from it.
+        // whole blocks (256 for K-quants). Q4_0/Q5_0/Q8_0 are repacked at load into row tiles
+        // (kernels/cuda/repack.h): matvec_t_kernel and the GEMM from it, at widths with a
+        // partial last group of 32 chunks (96, 1152: Gemma 3) or whole ones (2048), row counts
+        // with a partial last tile of 8 rows.
         std::vector<Shape> shapes =
             quant ? std::vector<Shape>{{67, 256}, {130, 768}} : std::vector<Shape>{{67, 256}, {45, 100}};
-        if (type == DType::Q4_0 || type == DType::Q8_0) shapes.push_back({37, 2048});
+        if (type == DType::Q4_0 || type == DType::Q5_0 || type == DType::Q8_0)
+            shapes.insert(shapes.end(), {{37, 2048}, {21, 1152}, {13, 96}});
         const std::vector<int64_t> ns =
             quant ? std::vector<int64_t>{1, 2, 3, 5, 8, 13, 32, 33} : std::vector<int64_t>{1, 2, 3, 5, 8, 9, 20};
         for (const Shape& s : shapes) {
@@ -501,14 +504,38 @@ TEST_CASE("moe_matmul grouped by expert: a bad expert id gives a NaN row") {
     be.gpu->free(wg);
 }
 
+// Row tiles (kernels/cuda/repack.h) rearrange a weight's bytes without adding any: the
+// memory report (what the fit planner's bytes are checked against) grows by what the file's
+// rows take, the same as an expert matrix that stays in GGUF blocks.
+TEST_CASE("row-tiled weights take exactly the file's bytes on the device") {
+    Backends be;
+    for (DType type : {DType::Q4_0, DType::Q5_0, DType::Q8_0}) {
+        const int64_t rows = 21, cols = 1152;
+        const auto wbytes = random_weights(type, rows, cols);
+        const auto weights = [&] { return be.gpu->memory().bytes[static_cast<int>(MemoryKind::Weights)]; };
+        const uint64_t before = weights();
+        Tensor tiled = be.gpu->load_weight(wbytes.data(), type, cols, rows, "w");
+        const uint64_t tiled_bytes = weights() - before;
+        Tensor gguf = be.gpu->load_expert_weight(wbytes.data(), type, cols, rows, 1, "exps");
+        CHECK(tiled.layout != 0);
+        CHECK(gguf.layout == 0);
+        CHECK(tiled.bytes() == wbytes.size());
+        CHECK(tiled.row_bytes == gguf.row_bytes);
+        CHECK(tiled_bytes == weights() - before - tiled_bytes);
+        be.gpu->free(tiled);
+        be.gpu->free(gguf);
+    }
+}
+
 // ---- embed ------------------------------------------------------------------------------------
 TEST_CASE("embed: every table type vs the CPU backend") {
     Backends be;
     for (DType type : {DType::F32, DType::F16, DType::BF16, DType::Q4_0, DType::Q4_1, DType::Q5_0, DType::Q5_1,
                        DType::Q8_0, DType::Q2_K, DType::Q3_K, DType::Q4_K, DType::Q5_K, DType::Q6_K, DType::MXFP4}) {
-        // Q4_0/Q8_0 tables of 1024-wide rows are repacked at load (kernels/cuda/repack.h).
-        const bool repacked = type == DType::Q4_0 || type == DType::Q8_0;
-        const int64_t vocab = 300, cols = repacked ? 1024 : is_quant(type) ? 512 : 100, n = 17;
+        // Q4_0/Q5_0/Q8_0 tables are repacked at load (kernels/cuda/repack.h: row tiles; 1152
+        // wide: a partial group of chunks; 300 rows: a partial last tile).
+        const bool repacked = type == DType::Q4_0 || type == DType::Q5_0 || type == DType::Q8_0;
+        const int64_t vocab = 300, cols = repacked ? 1152 : is_quant(type) ? 512 : 100, n = 17;
         const auto table = random_weights(type, vocab, cols);
         Tensor tc = be.cpu->load_weight(table.data(), type, cols, vocab, "tok_embd");
         Tensor tg = be.gpu->load_weight(table.data(), type, cols, vocab, "tok_embd");
