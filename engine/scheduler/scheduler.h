@@ -170,11 +170,10 @@ private:
     // Speculation: whether the request's decodes carry a draft, the draft for this step, and
     // after the pass the KV cache rolled back past the rejected guesses (through the seam).
     bool speculates(const Job& job) const;
-    bool draft_pays(const Job& job, int32_t decodes) const;
     static std::span<const int32_t> history(const Running& r, const Planned& p, size_t j);
     void pass_input(const Running& r, const Planned& p, std::vector<int32_t>& input) const;
-    std::vector<DraftProposal> plan_drafts(int32_t budget, int32_t decodes);
-    bool pass_allows_draft(Job& job, int32_t decodes) const;
+    std::vector<DraftProposal> plan_drafts(int32_t budget, int32_t rows);
+    bool pass_allows_draft(Job& job, int32_t rows) const;
     int32_t draft_len(const Job& job) const;
     int32_t max_draft() const;
     void settle_draft(Running& r, const Planned& p, int32_t accepted, StepInfo& info);
