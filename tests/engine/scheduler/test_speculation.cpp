@@ -254,6 +254,36 @@ TEST_CASE("a draft with another vocabulary is refused, naming what differs") {
     CHECK_THROWS_WITH_AS(DraftModel(*stories, *smol), doctest::Contains("does not share the vocabulary"), Error);
 }
 
+TEST_CASE("a sampling request's proposal rows are its support after its transforms, sorted by id") {
+    // Sparse rows (DraftProposal::probs): top_k 5 leaves at most 5 tokens a row, not the whole
+    // vocabulary; each row is a distribution, holds its own token, and passes check_proposal.
+    test::TempDir dir;
+    const std::string target_path = test::testdata(test::kStories);
+    auto target = load_cpu_model(target_path, 256, 1, 1);
+    auto small = load_cpu_model(quantized_copy(target_path, "Q8_0", dir), 256, 1, 1);
+    DraftModel draft(*small, *target, 4);
+    SamplingParams sp;
+    sp.temperature = 1.0f;
+    sp.top_k = 5;
+    sp.top_p = 1.0f;
+    sp.min_p = 0.0f;
+    sp.seed = 3;
+    const std::vector<int32_t> context = target->tokenizer().encode("Once upon a time", true, false);
+    const DraftModel::Want want{1, context, 4, &sp};
+    const std::vector<DraftProposal> got = draft.propose({&want, 1});
+    REQUIRE(got.size() == 1);
+    REQUIRE(got[0].tokens.size() == 4);
+    REQUIRE(got[0].probs.size() == 4);
+    CHECK_NOTHROW(check_proposal(got[0], target->config().n_vocab));
+    for (const std::vector<TokenProb>& row : got[0].probs) {
+        CHECK(row.size() <= 5);
+        double sum = 0;
+        for (const TokenProb& x : row) sum += x.p;
+        CHECK(sum == doctest::Approx(1.0).epsilon(1e-5));
+    }
+    draft.forget(1);
+}
+
 TEST_CASE("greedy stories260K with a Q8_0 draft: the same ids, alone and in a batch of 8") {
     test::TempDir dir;
     const std::string target_path = test::testdata(test::kStories);
