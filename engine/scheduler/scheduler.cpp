@@ -811,7 +811,8 @@ void Scheduler::sample(const std::vector<Planned>& plan, bool host, int32_t k, S
                 mark_sampled(r, info);
                 accept(r, token, static_cast<int64_t>(seen.size()));  // throws when a forced token breaks the grammar
             } else {
-                agreed = verify_rows(r, *p, row, host, k, counts);
+                agreed = r.job->decode->matcher() ? verify_by_sampling(r, *p, row, host, k, counts)
+                                                  : verify_rows(r, *p, row, host, k, counts);
                 mark_sampled(r, info);
                 settle_draft(r, *p, agreed, info);
             }
@@ -857,6 +858,28 @@ int32_t Scheduler::verify_rows(Running& r, const Planned& p, size_t row, bool ho
             job.logprobs.push_back(logprob_of(raw, verdict.token, job.req.top_logprobs, model_.tokenizer()));
         accept(r, verdict.token, static_cast<int64_t>(seen.size()));
         if (r.done != StopReason::None || !verdict.accepted) break;
+        ++agreed;
+    }
+    return agreed;
+}
+
+// A grammar request's draft (prompt lookup's: a point mass). Its rows are sampled one by one
+// exactly as plain decoding samples (sample_row: the grammar's mask, candidates or the whole
+// row), each token accepted, and so the matcher advanced, before the next row is sampled: row j
+// is reached only when the draft's first j tokens came out, so the matcher stands on the draft's
+// prefix there and a rejected guess leaves nothing to roll back in it. The guess stands when the
+// sample equals it: for a point-mass proposer that is the rejection rule (it stands with
+// probability p(guess), else the token is a draw from p without it), and every row draws as
+// plain decoding draws, so the output is the one without lookup for the same seed, sampled
+// too. Returns how many guesses stood.
+int32_t Scheduler::verify_by_sampling(Running& r, const Planned& p, size_t row, bool host, int32_t k,
+                                      std::span<const int32_t> counts) {
+    int32_t agreed = 0;
+    for (size_t j = 0; j <= p.draft.tokens.size(); ++j) {
+        const std::span<const int32_t> seen = history(r, p, j);
+        const int32_t token = sample_row(r, row + j, host, k, seen, counts);
+        accept(r, token, static_cast<int64_t>(seen.size()));  // throws when a token breaks the grammar
+        if (r.done != StopReason::None || j == p.draft.tokens.size() || token != p.draft.tokens[j]) break;
         ++agreed;
     }
     return agreed;
@@ -920,11 +943,13 @@ std::span<const int32_t> Scheduler::history(const Running& r, const Planned& p, 
 
 // A request speculates when asked to and its rows can be judged one by one by the rejection
 // rule (speculative.h): any sampling, penalties, bias and logprobs (each row sees the draft's
-// tokens before it as history), but no grammar or thinking budget (their state advances per
-// token), and a cache that can roll back.
+// tokens before it as history); a grammar with prompt lookup (verify_by_sampling: a point-mass
+// guess is judged by sampling the row as plain decoding does, the grammar advancing token by
+// token), not with a draft model (its q would need the rule's residual over the masked p); no
+// thinking budget (its closing tokens are forced, not sampled); a cache that can roll back.
 bool Scheduler::speculates(const Job& job) const {
-    return (opts_.lookup || job.req.lookup || opts_.draft) && !job.req.grammar && job.reasoning.budget < 0 &&
-           !model_.kv().has_recurrent();
+    return (opts_.lookup || job.req.lookup || opts_.draft) && !(job.req.grammar && opts_.draft) &&
+           job.reasoning.budget < 0 && !model_.kv().has_recurrent();
 }
 
 // The guesses of this step's speculating decodes, from what the decodes left of the pass's

@@ -159,6 +159,8 @@ private:
     int32_t sample_row(Running& r, size_t row, bool host, int32_t k, std::span<const int32_t> history,
                        std::span<const int32_t> counts);
     int32_t sample_candidates(Job& job, size_t row, std::span<const TopKCandidate> top);
+    int32_t verify_by_sampling(Running& r, const Planned& p, size_t row, bool host, int32_t k,
+                               std::span<const int32_t> counts);
     int32_t verify_rows(Running& r, const Planned& p, size_t row, bool host, int32_t k,
                         std::span<const int32_t> counts);
     std::vector<TokenProb> row_distribution(Running& r, size_t row, bool host, int32_t k,

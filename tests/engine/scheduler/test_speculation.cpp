@@ -15,7 +15,10 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "cpu_model.h"
+#include "engine/grammar/json_schema.h"
 #include "engine/quant/quantizer.h"
 #include "engine/runtime/model.h"
 #include "engine/scheduler/draft_model.h"
@@ -203,6 +206,33 @@ TEST_CASE("greedy SmolLM2 code edit: the same ids with lookup, and guesses accep
     reqs[2].max_tokens = 40;  // ends earlier than its twin, mid-batch
     const auto [drafted, accepted] = same_with_lookup(*model, reqs, 4);
     CHECK(accepted * 4 > drafted);  // more than a quarter of the guesses hold (the prompt repeats)
+}
+
+TEST_CASE("grammar requests with lookup: the same ids, greedy and sampled, guesses held") {
+    // The answer copies JSON from the prompt under a schema: lookup guesses it, each row is
+    // sampled under the grammar as plain decoding samples it (Scheduler::verify_by_sampling),
+    // so even sampled requests give the ids they give without lookup for the same seed.
+    auto model = load_cpu_model(test::test_model(test::kSmolLM2), 1024, 4, 2);
+    const char* schema = R"({"type":"object","properties":{"name":{"type":"string"},
+        "items":{"type":"array","items":{"type":"string"}},"count":{"type":"integer"}},
+        "required":["name","items","count"]})";
+    const auto g = grammar::Grammar::parse(grammar::json_schema_to_gbnf(nlohmann::json::parse(schema)));
+    EngineRequest base;
+    base.prompt =
+        "<|im_start|>user\nRepeat this JSON exactly:\n"
+        R"({"name": "Ada Lovelace", "items": ["apple pie", "banana bread", "cherry tart"], "count": 3})"
+        "<|im_end|>\n<|im_start|>assistant\n";
+    base.prompt_parse_special = true;
+    base.max_tokens = 80;
+    base.grammar = g;
+    std::vector<EngineRequest> reqs(3, base);
+    reqs[0].sampling = SamplingParams::greedy();
+    reqs[1].sampling.seed = 5;  // top_k 40: the backend's candidates
+    reqs[2].sampling.seed = 6;
+    reqs[2].sampling.top_k = 0;  // the whole row on the host, masked
+    const auto [drafted, accepted] = same_with_lookup(*model, reqs, 3);
+    CHECK(drafted > 0);
+    CHECK(accepted > 0);
 }
 
 TEST_CASE("a kept conversation continues the same after lookup or a draft rolled its cache back") {
