@@ -7,6 +7,8 @@
 // p is the target's distribution at the position after the request's sampling transforms
 // (Sampler::distribution), q the proposer's. A point-mass proposer (prompt lookup) has
 // q(x_i) = 1: x_i stands with probability p(x_i), and a rejection draws from p without x_i.
+// Both are sparse (supports). max(0, p - q) is zero wherever p is, so the residual over the
+// union of the two supports is the residual over p's alone: q is only looked up there.
 // Greedy is the special case where p is a point mass: a guess stands when it is the argmax.
 #pragma once
 #include <cstdint>
@@ -19,11 +21,13 @@
 namespace ember {
 
 struct DraftProposal {
-    std::vector<int32_t> tokens;            // proposed continuation
-    std::vector<std::vector<float>> probs;  // probs[i]: the proposer's distribution over the
-                                            // vocabulary at position i, after the request's
-                                            // sampling transforms; empty for a point-mass
-                                            // proposer (prompt lookup)
+    std::vector<int32_t> tokens;  // proposed continuation
+    // probs[i]: the proposer's distribution at position i after the request's sampling
+    // transforms, as its support (Sampler::distribution: the top-k / top-p / min-p survivors),
+    // sorted by token id; a token not listed has q = 0. Empty for a point-mass proposer (prompt
+    // lookup). Sparse: a dense row would be n_vocab floats per drafted token (4.8 MB for 8
+    // tokens at a 150k vocabulary), the support is what the request may sample (40 by default).
+    std::vector<std::vector<TokenProb>> probs;
 };
 
 // One position's verdict: whether the guess stands, and the token the sequence gets there
@@ -50,8 +54,9 @@ struct DraftVerdict {
 DraftVerdict verify_draft(Sampler& sampler, const DraftProposal& proposal,
                           const std::function<std::vector<TokenProb>(size_t)>& target);
 
-// Checks a proposal's shape against the vocabulary: probs empty or one row of n_vocab per
-// token, tokens in range. Throws ember::Error naming what is wrong.
+// Checks a proposal's shape against the vocabulary: tokens in range; probs empty or one row per
+// token, each with ids in range and strictly increasing, no negative probability, and its own
+// token in its support (a token drawn from q has q > 0). Throws ember::Error naming what is wrong.
 void check_proposal(const DraftProposal& proposal, int32_t n_vocab);
 
 }  // namespace ember

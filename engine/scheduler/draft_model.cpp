@@ -15,8 +15,7 @@ int32_t argmax(std::span<const float> row) {
 
 }  // namespace
 
-DraftModel::DraftModel(Model& draft, const Model& target, int32_t max_draft)
-    : draft_(draft), max_draft_(max_draft), target_vocab_(static_cast<size_t>(target.config().n_vocab)) {
+DraftModel::DraftModel(Model& draft, const Model& target, int32_t max_draft) : draft_(draft), max_draft_(max_draft) {
     if (max_draft < 1) throw Error("--draft-max must be at least 1, not " + std::to_string(max_draft));
     if (draft_.kv().has_recurrent())
         throw Error("draft model " + draft_.file().path() + ": models with recurrent layers cannot draft (" +
@@ -135,10 +134,11 @@ int32_t DraftModel::pick(const Want& w, std::span<float> logits, DraftProposal& 
         p.seed ^= 0x9E3779B97F4A7C15ull;  // its own stream, not the target's draws
         it = samplers_.emplace(w.id, Sampler(p)).first;
     }
-    const std::vector<TokenProb> dist = it->second.distribution(logits, w.context);
+    std::vector<TokenProb> dist = it->second.distribution(logits, w.context);
     const int32_t token = it->second.draw_from(dist);
-    std::vector<float>& row = out.probs.emplace_back(target_vocab_, 0.0f);  // the target's rows
-    for (const TokenProb& t : dist) row[static_cast<size_t>(t.id)] = t.p;
+    // The support only, by id (DraftProposal::probs): the draw above used the sampler's order.
+    std::sort(dist.begin(), dist.end(), [](const TokenProb& a, const TokenProb& b) { return a.id < b.id; });
+    out.probs.push_back(std::move(dist));
     out.tokens.push_back(token);
     return token;
 }

@@ -80,7 +80,6 @@ private:
     Model& draft_;
     int32_t max_draft_;
     double cost_ratio_ = 1;
-    size_t target_vocab_ = 0;  // the target's logit rows: a proposal's probs rows are this long
     std::map<uint64_t, Track> tracks_;
     std::map<uint64_t, Sampler> samplers_;  // a sampling request's draws, seeded from its seed
 };

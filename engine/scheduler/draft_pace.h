@@ -25,7 +25,7 @@ struct DraftPace {
     int32_t misses = 0;    // single-guess misses in a row
     bool off = false;      // the request drafts no more
     int32_t refusals = 0;  // refusals in a row: passes that said a draft would not pay (pass_cost.h)
-    bool probe = false;    // the next draft is a single guess to learn from, whatever the pass says
+    bool probe = false;    // the next draft is a single guess to learn from (PassCost::allows)
     // Whether this decode may draft, counting down a pause (call once per decode).
     bool may_draft();
     int32_t limit(const DraftPaceOptions& o) const { return cap < 0 ? o.max_draft : cap; }
@@ -36,8 +36,9 @@ DraftPace next_pace(DraftPace now, const DraftPaceOptions& o, int32_t drafted, i
 
 // The pace after the pass said this request's draft would not pay for its rows: no drafting
 // for a pause (doubling with each refusal in a row, up to max_misses doublings), then a single
-// guess drafted whatever the pass says (a probe), which keeps the acceptance rate current (the
-// text may turn repetitive) for one row a pause. A pass that says yes resets the refusals.
+// guess (a probe), which keeps the acceptance rate current (the text may turn repetitive) for one
+// row a pause, drafted where a standing guess would tip the rule (PassCost::allows; else the pass
+// refuses it too, and the next pause is longer). A pass that says yes resets the refusals.
 DraftPace refused_pace(DraftPace now, const DraftPaceOptions& o);
 
 }  // namespace ember

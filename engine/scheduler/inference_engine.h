@@ -70,9 +70,11 @@ struct EngineRequest {
 
     // Speculative decoding by prompt lookup (engine/scheduler/prompt_lookup.h): each pass also
     // checks a guessed continuation found earlier in the prompt or the text so far, and keeps
-    // the guessed tokens the model agrees with. Greedy requests only (temperature 0, no grammar,
-    // logprobs or reasoning budget; and not on models with recurrent layers): their output is
-    // token for token the same, only sooner. Others decode one token a pass as before.
+    // the guessed tokens the model agrees with (engine/scheduler/README.md, "Speculation"). Any
+    // sampling, logprobs and grammars; not with a reasoning budget, nor on models with
+    // recurrent layers (those decode one token a pass as before). Greedy output, and a grammar
+    // request's output for its seed, is token for token the same, only sooner; other sampled
+    // output has the same distribution.
     bool lookup = false;
     // Speculative decoding by the engine's draft model, where it has one and proposes only for
     // requests that ask (SchedulerOptions::draft_every_request false: the app's chats set to

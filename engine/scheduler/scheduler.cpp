@@ -569,8 +569,12 @@ std::vector<Scheduler::Planned> Scheduler::plan_step() {
         ++decodes;
     }
     // Speculation: a decode's draft rides in its pass, from what the decodes left of the budget,
-    // where its rows pay for themselves in this pass (pass_cost.h).
-    std::vector<DraftProposal> drafts = plan_drafts(budget, decodes);
+    // where its rows pay for themselves in this pass (pass_cost.h): one of the decodes and the
+    // prefill tokens that will share it (at most what the budget leaves them).
+    int32_t prefill = 0;
+    for (const Running& r : running_)
+        if (r.remaining() > 1) prefill += std::min(r.remaining(), budget - prefill);
+    std::vector<DraftProposal> drafts = plan_drafts(budget, decodes + prefill);
     for (size_t i = 0; i < running_.size(); ++i) {
         want[i] += static_cast<int32_t>(drafts[i].tokens.size());
         budget -= static_cast<int32_t>(drafts[i].tokens.size());
@@ -825,7 +829,8 @@ void Scheduler::sample(const std::vector<Planned>& plan, bool host, int32_t k, S
                 mark_sampled(r, info);
                 accept(r, token, static_cast<int64_t>(seen.size()));  // throws when a forced token breaks the grammar
             } else {
-                agreed = verify_rows(r, *p, row, host, k, counts);
+                agreed = r.job->decode->matcher() ? verify_by_sampling(r, *p, row, host, k, counts)
+                                                  : verify_rows(r, *p, row, host, k, counts);
                 mark_sampled(r, info);
                 settle_draft(r, *p, agreed, info);
             }
@@ -871,6 +876,28 @@ int32_t Scheduler::verify_rows(Running& r, const Planned& p, size_t row, bool ho
             job.logprobs.push_back(logprob_of(raw, verdict.token, job.req.top_logprobs, model_.tokenizer()));
         accept(r, verdict.token, static_cast<int64_t>(seen.size()));
         if (r.done != StopReason::None || !verdict.accepted) break;
+        ++agreed;
+    }
+    return agreed;
+}
+
+// A grammar request's draft (prompt lookup's: a point mass). Its rows are sampled one by one
+// exactly as plain decoding samples (sample_row: the grammar's mask, candidates or the whole
+// row), each token accepted, and so the matcher advanced, before the next row is sampled: row j
+// is reached only when the draft's first j tokens came out, so the matcher stands on the draft's
+// prefix there and a rejected guess leaves nothing to roll back in it. The guess stands when the
+// sample equals it: for a point-mass proposer that is the rejection rule (it stands with
+// probability p(guess), else the token is a draw from p without it), and every row draws as
+// plain decoding draws, so the output is the one without lookup for the same seed, sampled
+// too. Returns how many guesses stood.
+int32_t Scheduler::verify_by_sampling(Running& r, const Planned& p, size_t row, bool host, int32_t k,
+                                      std::span<const int32_t> counts) {
+    int32_t agreed = 0;
+    for (size_t j = 0; j <= p.draft.tokens.size(); ++j) {
+        const std::span<const int32_t> seen = history(r, p, j);
+        const int32_t token = sample_row(r, row + j, host, k, seen, counts);
+        accept(r, token, static_cast<int64_t>(seen.size()));  // throws when a token breaks the grammar
+        if (r.done != StopReason::None || j == p.draft.tokens.size() || token != p.draft.tokens[j]) break;
         ++agreed;
     }
     return agreed;
@@ -939,17 +966,19 @@ bool Scheduler::drafts_with_model(const Job& job) const {
 
 // A request speculates when asked to and its rows can be judged one by one by the rejection
 // rule (speculative.h): any sampling, penalties, bias and logprobs (each row sees the draft's
-// tokens before it as history), but no grammar or thinking budget (their state advances per
-// token), and a cache that can roll back.
+// tokens before it as history); a grammar with prompt lookup (verify_by_sampling: a point-mass
+// guess is judged by sampling the row as plain decoding does, the grammar advancing token by
+// token), not with a draft model (its q would need the rule's residual over the masked p); no
+// thinking budget (its closing tokens are forced, not sampled); a cache that can roll back.
 bool Scheduler::speculates(const Job& job) const {
-    return (opts_.lookup || job.req.lookup || drafts_with_model(job)) && !job.req.grammar && job.reasoning.budget < 0 &&
-           !model_.kv().has_recurrent();
+    return (opts_.lookup || job.req.lookup || drafts_with_model(job)) && !(job.req.grammar && drafts_with_model(job)) &&
+           job.reasoning.budget < 0 && !model_.kv().has_recurrent();
 }
 
 // The guesses of this step's speculating decodes, from what the decodes left of the pass's
-// `budget` in a pass of `decodes` decodes: prompt lookup per sequence, or the draft model's
-// proposals in batched passes.
-std::vector<DraftProposal> Scheduler::plan_drafts(int32_t budget, int32_t decodes) {
+// `budget` in a pass of `rows` rows without them: prompt lookup per sequence, or the draft
+// model's proposals in batched passes.
+std::vector<DraftProposal> Scheduler::plan_drafts(int32_t budget, int32_t rows) {
     std::vector<DraftProposal> drafts(running_.size());
     std::vector<std::vector<int32_t>> texts;  // the draft model's contexts (Want spans them)
     std::vector<DraftModel::Want> wants;
@@ -964,7 +993,7 @@ std::vector<DraftProposal> Scheduler::plan_drafts(int32_t budget, int32_t decode
             // makes it prefill the whole prompt.
             if (job.pace.cap == 0) job.draft_pauses = 4, pause_draft(job);
         }
-        if (!job.pace.may_draft() || !pass_allows_draft(job, decodes)) continue;
+        if (!job.pace.may_draft() || !pass_allows_draft(job, rows)) continue;
         const int32_t k = std::min(draft_len(job), budget);
         if (k <= 0) continue;
         std::vector<int32_t> text(job.prompt);
@@ -988,29 +1017,21 @@ std::vector<DraftProposal> Scheduler::plan_drafts(int32_t budget, int32_t decode
     return drafts;
 }
 
-// Whether the request's draft pays for its rows in a pass of `decodes` decodes, by its
-// acceptance rate so far (guesses that stood over guesses, counted by token: a single probe
-// moves it by one guess, not by half) against the per-row share of such a pass (pass_cost.h).
-// Before the request has drafted, or before the cost is known, it drafts: that is how both are
-// learned.
-bool Scheduler::draft_pays(const Job& job, int32_t decodes) const {
-    if (job.drafted == 0 || !opts_.draft_by_pass_cost) return true;
-    return pass_cost_.pays(decodes, static_cast<double>(job.accepted) / job.drafted);
-}
-
-// The pass-cost rule (pass_cost.h) for a request allowed to draft by its pace: refused, it
-// rests (refused_pace) and then probes with one guess; a first draft, with the cost known, is a
-// single guess (a full one is up to max_draft rows on a rate not yet seen). The same for a
-// draft model: its proposals are rows of the target's pass too.
-bool Scheduler::pass_allows_draft(Job& job, int32_t decodes) const {
-    if (!job.pace.probe) {
-        if (!draft_pays(job, decodes)) {
-            job.pace = refused_pace(job.pace, pace_options());
-            return false;
-        }
-        job.pace.refusals = 0;
+// The pass-cost rule (PassCost::allows) for a request allowed to draft by its pace, in a pass
+// of `rows` rows without drafts: refused, it rests (refused_pace) and then probes with one guess,
+// where a guess could tip the rule. A batch of a size the fit has not measured drafts nothing
+// and pauses nobody: it is no verdict on a request's rate, and a request left alone by the others
+// drafts at its next decode. The same for a draft model: its proposals are rows of the target's
+// pass too. What it drafts once allowed is its pace's length: the rule compares rates, whatever
+// the draft's length (pass_cost.h).
+bool Scheduler::pass_allows_draft(Job& job, int32_t rows) const {
+    if (!opts_.draft_by_pass_cost) return true;
+    if (!pass_cost_.measured(rows)) return false;
+    if (!pass_cost_.allows(rows, job.accepted, job.drafted, job.pace.probe)) {
+        job.pace = refused_pace(job.pace, pace_options());
+        return false;
     }
-    if (job.drafted == 0 && pass_cost_.known() && opts_.draft_by_pass_cost) job.pace.cap = 1;
+    if (!job.pace.probe) job.pace.refusals = 0;
     return true;
 }
 

@@ -162,6 +162,8 @@ private:
     int32_t sample_row(Running& r, size_t row, bool host, int32_t k, std::span<const int32_t> history,
                        std::span<const int32_t> counts);
     int32_t sample_candidates(Job& job, size_t row, std::span<const TopKCandidate> top);
+    int32_t verify_by_sampling(Running& r, const Planned& p, size_t row, bool host, int32_t k,
+                               std::span<const int32_t> counts);
     int32_t verify_rows(Running& r, const Planned& p, size_t row, bool host, int32_t k,
                         std::span<const int32_t> counts);
     std::vector<TokenProb> row_distribution(Running& r, size_t row, bool host, int32_t k,
@@ -174,11 +176,10 @@ private:
     // after the pass the KV cache rolled back past the rejected guesses (through the seam).
     bool speculates(const Job& job) const;
     bool drafts_with_model(const Job& job) const;  // the draft model proposes for it
-    bool draft_pays(const Job& job, int32_t decodes) const;
     static std::span<const int32_t> history(const Running& r, const Planned& p, size_t j);
     void pass_input(const Running& r, const Planned& p, std::vector<int32_t>& input) const;
-    std::vector<DraftProposal> plan_drafts(int32_t budget, int32_t decodes);
-    bool pass_allows_draft(Job& job, int32_t decodes) const;
+    std::vector<DraftProposal> plan_drafts(int32_t budget, int32_t rows);
+    bool pass_allows_draft(Job& job, int32_t rows) const;
     int32_t draft_len(const Job& job) const;
     int32_t max_draft() const;
     void settle_draft(Running& r, const Planned& p, int32_t accepted, StepInfo& info);

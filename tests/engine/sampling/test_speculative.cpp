@@ -32,6 +32,25 @@ SamplingParams plain(uint64_t seed) {
     return s;
 }
 
+// What comes out of kDraws guesses drawn from q (sorted by id), each judged against p: how
+// often each token (below n_tokens) came out, and how many guesses stood.
+struct Outcomes {
+    std::vector<int> count;
+    double accepted = 0;
+};
+Outcomes judge_draws(const std::vector<TokenProb>& p, const std::vector<TokenProb>& q, size_t n_tokens, uint64_t seed) {
+    Sampler proposer(plain(seed));
+    Sampler s(plain(seed + 2));
+    Outcomes o{std::vector<int>(n_tokens, 0)};
+    for (int n = 0; n < kDraws; ++n) {
+        const DraftProposal d{{proposer.draw_from(q)}, {q}};
+        const DraftJudgement j = judge_draft_token(s, p, d, 0);
+        ++o.count[static_cast<size_t>(j.token)];
+        o.accepted += j.accepted;
+    }
+    return o;
+}
+
 }  // namespace
 
 TEST_CASE("greedy guesses stand exactly when they are the argmax") {
@@ -66,21 +85,26 @@ TEST_CASE("a point-mass guess keeps the target's distribution") {
 TEST_CASE("a proposer's distribution: accept min(1, p/q), else the residual") {
     // q puts too much on token 1 and too little on 0: the output must still follow p.
     const std::vector<TokenProb> p = {{0, 0.5f}, {1, 0.2f}, {2, 0.3f}};
-    const std::vector<float> q = {0.1f, 0.7f, 0.2f};
-    Sampler proposer(plain(5));
-    Sampler s(plain(7));
-    std::vector<int> count(3, 0);
-    double accepted = 0;
-    for (int n = 0; n < kDraws; ++n) {
-        const int32_t guess = proposer.draw_from(std::vector<TokenProb>{{0, q[0]}, {1, q[1]}, {2, q[2]}});
-        DraftProposal d{{guess}, {q}};
-        const DraftJudgement j = judge_draft_token(s, p, d, 0);
-        ++count[static_cast<size_t>(j.token)];
-        accepted += j.accepted;
-    }
-    for (const TokenProb& x : p) CHECK(std::abs(count[static_cast<size_t>(x.id)] - x.p * kDraws) < kTolerance * kDraws);
+    const std::vector<TokenProb> q = {{0, 0.1f}, {1, 0.7f}, {2, 0.2f}};
+    const Outcomes o = judge_draws(p, q, 3, 5);
+    for (const TokenProb& x : p)
+        CHECK(std::abs(o.count[static_cast<size_t>(x.id)] - x.p * kDraws) < kTolerance * kDraws);
     // Acceptance is sum_x min(p, q) = 0.1 + 0.2 + 0.2.
-    CHECK(std::abs(accepted - 0.5 * kDraws) < kTolerance * kDraws);
+    CHECK(std::abs(o.accepted - 0.5 * kDraws) < kTolerance * kDraws);
+}
+
+TEST_CASE("sparse supports: the residual over their union, tokens only one side lists") {
+    // p (top-k of the target) and q (top-k of the draft) overlap on token 5 only; q's other
+    // token 9 is outside p's support, p's 2 and 7 outside q's. Accept 5 with min(1, p/q): the
+    // output must still follow p, with the residual norm(max(0, p - q)) = {2: .3, 5: .1, 7: .2}.
+    const std::vector<TokenProb> p = {{2, 0.3f}, {5, 0.5f}, {7, 0.2f}};
+    const std::vector<TokenProb> q = {{5, 0.4f}, {9, 0.6f}};  // sorted by id
+    const Outcomes o = judge_draws(p, q, 10, 21);
+    for (const TokenProb& x : p)
+        CHECK(std::abs(o.count[static_cast<size_t>(x.id)] - x.p * kDraws) < kTolerance * kDraws);
+    CHECK(o.count[9] == 0);  // q's own token, which p cannot produce, never comes out
+    // Acceptance is sum_x min(p, q) = min(0.5, 0.4).
+    CHECK(std::abs(o.accepted - 0.4 * kDraws) < kTolerance * kDraws);
 }
 
 TEST_CASE("a guess the target cannot produce is rejected without a draw of its own") {
@@ -129,6 +153,13 @@ TEST_CASE("sampler distribution matches what it samples") {
 
 TEST_CASE("a malformed proposal is named") {
     CHECK_THROWS_WITH_AS(check_proposal({{7}, {}}, 5), doctest::Contains("outside the vocabulary"), Error);
-    CHECK_THROWS_WITH_AS(check_proposal({{1, 2}, {{0.5f, 0.5f, 0, 0, 0}}}, 5), doctest::Contains("rows for"), Error);
+    CHECK_THROWS_WITH_AS(check_proposal({{1, 2}, {{{1, 0.5f}, {2, 0.5f}}}}, 5), doctest::Contains("rows for"), Error);
+    CHECK_THROWS_WITH_AS(check_proposal({{1}, {{{2, 0.5f}, {1, 0.5f}}}}, 5), doctest::Contains("must rise"), Error);
+    CHECK_THROWS_WITH_AS(check_proposal({{1}, {{{1, 0.5f}, {5, 0.5f}}}}, 5), doctest::Contains("must rise"), Error);
+    CHECK_THROWS_WITH_AS(check_proposal({{1}, {{{1, 1.5f}, {3, -0.5f}}}}, 5), doctest::Contains("probability -0.5"),
+                         Error);
+    CHECK_THROWS_WITH_AS(check_proposal({{1}, {{{0, 0.5f}, {3, 0.5f}}}}, 5), doctest::Contains("in its own row"),
+                         Error);
     CHECK_NOTHROW(check_proposal({{1}, {}}, 5));
+    CHECK_NOTHROW(check_proposal({{1, 3}, {{{1, 1.0f}}, {{0, 0.25f}, {3, 0.75f}}}}, 5));
 }

@@ -7,6 +7,7 @@
 // copy of itself made here: stories260K F32 by its Q8_0, SmolLM2 Q4_1 by its Q4_0 (requantized).
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <chrono>
 #include <condition_variable>
 #include <map>
@@ -14,7 +15,10 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "cpu_model.h"
+#include "engine/grammar/json_schema.h"
 #include "engine/quant/quantizer.h"
 #include "engine/runtime/model.h"
 #include "engine/scheduler/draft_model.h"
@@ -94,6 +98,9 @@ std::pair<int32_t, int32_t> same_with_lookup(Model& model, const std::vector<Eng
                                              DraftModel* draft = nullptr) {
     SchedulerOptions o;
     o.max_batch = max_batch;
+    // Every pass may carry drafts, full batches too: the pass-cost rule would keep most of them
+    // out of a batch (pass_cost.h), and these tests are about what the verification produces.
+    o.draft_by_pass_cost = false;
     const Batch plain = run_all(model, reqs, o);
     o.lookup = !draft;
     o.draft = draft;
@@ -150,6 +157,46 @@ TEST_CASE("greedy stories260K: the same ids with lookup, alone and in a full bat
     CHECK(accepted > 0);  // tiny stories repeat their phrases
 }
 
+TEST_CASE("a batch drafts only on a pass cost measured beyond its size, and gives the same ids") {
+    // Eight requests at once, lookup on, the pass-cost rule on: a pass of more than one row
+    // carries drafts only once the scheduler has timed a pass of decodes larger than it
+    // (PassCost::knows_beyond); what it learned alone says nothing of a batch.
+    auto model = load_cpu_model(test::testdata(test::kStories), 512, 8, 1);
+    std::vector<EngineRequest> reqs;
+    for (const char* p : {"The little dog", "Lily wanted to", "One day, a big", "Tom and Sue went"})
+        for (int32_t n : {96, 64}) reqs.push_back(greedy(p, n));  // half end early: the batch thins out
+    reqs[0].max_tokens = 192;                                     // and one ends alone
+    SchedulerOptions o;
+    o.max_batch = 8;
+    const Batch plain = run_all(*model, reqs, o);
+    int32_t largest = 0;  // the largest pass of decodes only so far, in rows
+    int32_t batch_drafts = 0, alone_drafts = 0, violations = 0;
+    o.lookup = true;
+    o.on_step = [&](const StepInfo& info) {  // the engine thread; read after the scheduler is gone
+        int32_t rows = 0, drafted = 0;
+        bool decodes_only = true;
+        for (const StepEntry& e : info.batch) {
+            rows += e.tokens;
+            drafted += e.drafted;
+            decodes_only = decodes_only && e.decode;
+        }
+        const int32_t without = rows - drafted;
+        if (drafted > 0 && without > 1) ++batch_drafts, violations += largest > without ? 0 : 1;
+        if (drafted > 0 && without == 1) ++alone_drafts;
+        if (decodes_only) largest = std::max(largest, rows);
+    };
+    const Batch spec = run_all(*model, reqs, o);
+    for (size_t i = 0; i < reqs.size(); ++i) CHECK(spec.out[i].ids == plain.out[i].ids);
+    test::info("pass-cost rule, batch of 8: %d passes drafted in a batch, %d alone", batch_drafts, alone_drafts);
+    CHECK(violations == 0);
+    // Alone it drafts with no fit (every pass one row: no slope until a draft makes one), as it
+    // learns the cost. Whether drafts ride later depends on the timings, not checked here.
+    o.on_step = nullptr;
+    const Batch alone = run_all(*model, {reqs[0]}, o);
+    CHECK(alone.out[0].ids == plain.out[0].ids);
+    CHECK(alone.out[0].stats.drafted_tokens > 0);
+}
+
 TEST_CASE("greedy SmolLM2 code edit: the same ids with lookup, and guesses accepted") {
     auto model = load_cpu_model(test::test_model(test::kSmolLM2), 1024, 4, 2);
     EngineRequest edit = greedy(kCodeEdit, 64);
@@ -159,6 +206,33 @@ TEST_CASE("greedy SmolLM2 code edit: the same ids with lookup, and guesses accep
     reqs[2].max_tokens = 40;  // ends earlier than its twin, mid-batch
     const auto [drafted, accepted] = same_with_lookup(*model, reqs, 4);
     CHECK(accepted * 4 > drafted);  // more than a quarter of the guesses hold (the prompt repeats)
+}
+
+TEST_CASE("grammar requests with lookup: the same ids, greedy and sampled, guesses held") {
+    // The answer copies JSON from the prompt under a schema: lookup guesses it, each row is
+    // sampled under the grammar as plain decoding samples it (Scheduler::verify_by_sampling),
+    // so even sampled requests give the ids they give without lookup for the same seed.
+    auto model = load_cpu_model(test::test_model(test::kSmolLM2), 1024, 4, 2);
+    const char* schema = R"({"type":"object","properties":{"name":{"type":"string"},
+        "items":{"type":"array","items":{"type":"string"}},"count":{"type":"integer"}},
+        "required":["name","items","count"]})";
+    const auto g = grammar::Grammar::parse(grammar::json_schema_to_gbnf(nlohmann::json::parse(schema)));
+    EngineRequest base;
+    base.prompt =
+        "<|im_start|>user\nRepeat this JSON exactly:\n"
+        R"({"name": "Ada Lovelace", "items": ["apple pie", "banana bread", "cherry tart"], "count": 3})"
+        "<|im_end|>\n<|im_start|>assistant\n";
+    base.prompt_parse_special = true;
+    base.max_tokens = 80;
+    base.grammar = g;
+    std::vector<EngineRequest> reqs(3, base);
+    reqs[0].sampling = SamplingParams::greedy();
+    reqs[1].sampling.seed = 5;  // top_k 40: the backend's candidates
+    reqs[2].sampling.seed = 6;
+    reqs[2].sampling.top_k = 0;  // the whole row on the host, masked
+    const auto [drafted, accepted] = same_with_lookup(*model, reqs, 3);
+    CHECK(drafted > 0);
+    CHECK(accepted > 0);
 }
 
 TEST_CASE("a kept conversation continues the same after lookup or a draft rolled its cache back") {
@@ -208,6 +282,36 @@ TEST_CASE("a draft with another vocabulary is refused, naming what differs") {
     CHECK(why.ends_with(", draft spm)"));
     CHECK(draft_vocab_mismatch(stories->tokenizer(), stories->tokenizer()).empty());
     CHECK_THROWS_WITH_AS(DraftModel(*stories, *smol), doctest::Contains("does not share the vocabulary"), Error);
+}
+
+TEST_CASE("a sampling request's proposal rows are its support after its transforms, sorted by id") {
+    // Sparse rows (DraftProposal::probs): top_k 5 leaves at most 5 tokens a row, not the whole
+    // vocabulary; each row is a distribution, holds its own token, and passes check_proposal.
+    test::TempDir dir;
+    const std::string target_path = test::testdata(test::kStories);
+    auto target = load_cpu_model(target_path, 256, 1, 1);
+    auto small = load_cpu_model(quantized_copy(target_path, "Q8_0", dir), 256, 1, 1);
+    DraftModel draft(*small, *target, 4);
+    SamplingParams sp;
+    sp.temperature = 1.0f;
+    sp.top_k = 5;
+    sp.top_p = 1.0f;
+    sp.min_p = 0.0f;
+    sp.seed = 3;
+    const std::vector<int32_t> context = target->tokenizer().encode("Once upon a time", true, false);
+    const DraftModel::Want want{1, context, 4, &sp};
+    const std::vector<DraftProposal> got = draft.propose({&want, 1});
+    REQUIRE(got.size() == 1);
+    REQUIRE(got[0].tokens.size() == 4);
+    REQUIRE(got[0].probs.size() == 4);
+    CHECK_NOTHROW(check_proposal(got[0], target->config().n_vocab));
+    for (const std::vector<TokenProb>& row : got[0].probs) {
+        CHECK(row.size() <= 5);
+        double sum = 0;
+        for (const TokenProb& x : row) sum += x.p;
+        CHECK(sum == doctest::Approx(1.0).epsilon(1e-5));
+    }
+    draft.forget(1);
 }
 
 TEST_CASE("greedy stories260K with a Q8_0 draft: the same ids, alone and in a batch of 8") {
@@ -268,7 +372,7 @@ TEST_CASE("greedy with penalties, bias and logprobs: the same ids and logprobs w
         reqs.push_back(r);
     }
     const Batch plain = run_all(*model, reqs, false, 4);
-    const Batch spec = run_all(*model, reqs, true, 4);
+    const Batch spec = run_all(*model, reqs, true, 4, false);  // drafts in the batch too
     int32_t drafted = 0;
     for (size_t i = 0; i < reqs.size(); ++i) {
         REQUIRE(spec.out[i].error.empty());
