@@ -39,6 +39,13 @@ public:
     const std::string& path() const { return path_; }
     // Bytes of this map the kernel currently maps with 2 MiB pages (0 where unknown).
     size_t huge_mapped_bytes() const;
+    // Reads the whole file into the page cache and maps it now (MADV_POPULATE_READ, or a touch
+    // per page before Linux 5.14), so the first forward pass does not pay for it: a restarted
+    // server whose page cache lost the file (or held it in 4 KiB folios, see above) otherwise
+    // read 2.45 GB of weights inside its first request. Skipped (false) when the file is
+    // larger than `max_bytes` (e.g. what the machine has available: a MoE file larger than RAM
+    // is read by the experts its tokens use, not all at once).
+    bool populate(uint64_t max_bytes) const;
     // Whether the file was truncated (a read past its new end was caught), its size changed,
     // or, after a new modification time, its head or tail bytes differ from when it was
     // mapped. Cheap: one fstat (and two reads of 64 KiB the first time after a new mtime).
