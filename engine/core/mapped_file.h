@@ -1,5 +1,6 @@
 // Read-only memory map of a whole file. Model weights are used in place from the map
-// (zero-copy), so resident memory stays close to what inference actually touches.
+// (zero-copy): no second copy in RAM. A CPU model load reads the whole map in (populate) when
+// the file is at most half the available RAM; a larger one stays resident only where touched.
 #pragma once
 #include <cstddef>
 #include <atomic>
