@@ -268,6 +268,16 @@ void MappedFile::refresh_page_cache(int fd) {
 
 size_t MappedFile::huge_mapped_bytes() const { return data_ ? pmd_mapped_bytes(data_) : 0; }
 
+bool MappedFile::populate(uint64_t max_bytes) const {
+    if (!data_ || size_ > max_bytes) return false;
+#ifndef MADV_POPULATE_READ
+    constexpr int MADV_POPULATE_READ = 22;  // Linux 5.14's value (older headers lack it)
+#endif
+    auto* base = const_cast<uint8_t*>(data_);
+    if (::madvise(base, size_, MADV_POPULATE_READ) != 0) touch(data_, size_);  // EINVAL before 5.14
+    return true;
+}
+
 MappedFile::~MappedFile() { release(); }
 
 MappedFile::MappedFile(MappedFile&& o) noexcept

@@ -1,5 +1,6 @@
 // Read-only memory map of a whole file. Model weights are used in place from the map
-// (zero-copy), so resident memory stays close to what inference actually touches.
+// (zero-copy): no second copy in RAM. A CPU model load reads the whole map in (populate) when
+// the file is at most half the available RAM; a larger one stays resident only where touched.
 #pragma once
 #include <cstddef>
 #include <atomic>
@@ -39,6 +40,13 @@ public:
     const std::string& path() const { return path_; }
     // Bytes of this map the kernel currently maps with 2 MiB pages (0 where unknown).
     size_t huge_mapped_bytes() const;
+    // Reads the whole file into the page cache and maps it now (MADV_POPULATE_READ, or a touch
+    // per page before Linux 5.14), so the first forward pass does not pay for it: a restarted
+    // server whose page cache lost the file (or held it in 4 KiB folios, see above) otherwise
+    // read 2.45 GB of weights inside its first request. Skipped (false) when the file is
+    // larger than `max_bytes` (e.g. what the machine has available: a MoE file larger than RAM
+    // is read by the experts its tokens use, not all at once).
+    bool populate(uint64_t max_bytes) const;
     // Whether the file was truncated (a read past its new end was caught), its size changed,
     // or, after a new modification time, its head or tail bytes differ from when it was
     // mapped. Cheap: one fstat (and two reads of 64 KiB the first time after a new mtime).

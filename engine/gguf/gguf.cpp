@@ -546,6 +546,14 @@ const GgufTensor& GgufFile::tensor(std::string_view name) const {
 
 std::string GgufFile::architecture() const { return opt_string("general.architecture").value_or(""); }
 
+bool GgufFile::populate(uint64_t max_bytes) const {
+    uint64_t total = 0;
+    for (const auto& m : maps_) total += m->size();
+    if (maps_.empty() || total > max_bytes) return false;
+    for (const auto& m : maps_) m->populate(max_bytes);
+    return true;
+}
+
 void GgufFile::check_unchanged() const {
     for (const auto& m : maps_)
         if (m->changed_underneath())

@@ -140,6 +140,9 @@ public:
     // (its tensor data may then read as zeros or as other bytes). The engine calls it after
     // each forward pass; a parsed buffer never changes.
     void check_unchanged() const;
+    // Every mapped part read in and mapped now (MappedFile::populate) when all of them together
+    // fit in `max_bytes`; false (nothing done) otherwise or for a parsed buffer.
+    bool populate(uint64_t max_bytes) const;
 
 private:
     friend class GgufParser;

@@ -627,8 +627,8 @@ void Transformer::copy_rows(Device& from, const Tensor& src, Device& to, Tensor&
     to.backend->upload(dst, crossing_.data(), dst.bytes());
 }
 
-void Transformer::forward(const BatchInfo& batch, KvCache& kv, std::vector<float>& logits) {
-    const Tensor lg = forward_device(batch, kv);
+void Transformer::forward(const BatchInfo& batch, KvCache& kv, std::vector<float>& logits, const PassStop& stop) {
+    const Tensor lg = forward_device(batch, kv, stop);
     if (!lg.data) {
         logits.clear();
         return;
@@ -637,7 +637,7 @@ void Transformer::forward(const BatchInfo& batch, KvCache& kv, std::vector<float
     output_backend().download(lg, logits.data(), logits.size() * sizeof(float));
 }
 
-Tensor Transformer::forward_device(const BatchInfo& batch, KvCache& kv) {
+Tensor Transformer::forward_device(const BatchInfo& batch, KvCache& kv, const PassStop& stop) {
     if (batch.tokens.empty()) throw Error("forward: empty batch");
     for (int32_t t : batch.tokens)
         if (t < 0 || t >= config_.n_vocab)
@@ -663,6 +663,10 @@ Tensor Transformer::forward_device(const BatchInfo& batch, KvCache& kv) {
         if (l.shape.recurrent) linear_attention_block(l, kv.recurrent(l.state_layer), cur->act);
         else attention_block(l, kv.layer(l.kv_layer), cur->act);
         ffn_block(l, next, cur->act);
+        if (stop && i + 1 < layers_.size() && stop()) {
+            for (Device& d : devices_) d.backend->synchronize();  // the scratch is free for the next pass
+            throw PassStopped(static_cast<int32_t>(i + 1), static_cast<int32_t>(layers_.size()));
+        }
     }
 
     Backend& be = *cur->backend;

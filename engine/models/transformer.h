@@ -8,6 +8,7 @@
 #pragma once
 #include <algorithm>
 #include <array>
+#include <functional>
 #include <memory>
 #include <span>
 #include <string>
@@ -18,9 +19,21 @@
 #include "engine/kv/kv_cache.h"
 #include "engine/models/dump.h"
 #include "engine/models/model_config.h"
+#include "kernels/common/error.h"
 #include "kernels/backend.h"
 
 namespace ember {
+
+// A pass given up between layers because its PassStop said so: layers [0, layers_done) wrote
+// their K/V rows and recurrent states for the batch, the rest did not, so the caller must
+// drop what the pass wrote (KvCache::truncate; a recurrent sequence is not reusable).
+struct PassStopped : Error {
+    PassStopped(int32_t done, int32_t total)
+        : Error("forward pass stopped after layer " + std::to_string(done) + " of " + std::to_string(total)),
+          layers_done(done),
+          layers(total) {}
+    int32_t layers_done, layers;
+};
 
 class Transformer {
 public:
@@ -99,13 +112,17 @@ public:
     // Their bytes on a backend that rounds each allocation up to `alloc_align`.
     static uint64_t scratch_bytes(const ModelConfig& c, int64_t n_tokens, int64_t n_outputs, size_t alloc_align);
 
+    // Asked between layers whether the pass is still wanted (the scheduler: every sequence in
+    // it cancelled, or the engine stopping), so that a long prefill chunk does not hold a
+    // shutdown for its whole length. True: the pass throws PassStopped.
+    using PassStop = std::function<bool()>;
     // One forward pass over `batch` (its kv slots already reserved in `kv`). Writes the
     // logits of batch.output_rows to `logits` (output_rows.size() x n_vocab, row-major).
-    void forward(const BatchInfo& batch, KvCache& kv, std::vector<float>& logits);
+    void forward(const BatchInfo& batch, KvCache& kv, std::vector<float>& logits, const PassStop& stop = {});
     // The same pass without the download: the logits rows (output_rows.size() x n_vocab, F32)
     // where they were computed, on output_backend(); valid until the next pass. An empty
     // Tensor when the batch wants no outputs.
-    Tensor forward_device(const BatchInfo& batch, KvCache& kv);
+    Tensor forward_device(const BatchInfo& batch, KvCache& kv, const PassStop& stop = {});
     // The backend of the output head (the last layer's).
     Backend& output_backend() { return *layers_.back().device->backend; }
 

@@ -99,6 +99,10 @@ std::unique_ptr<Model> Model::load(const LoadOptions& opts) {
     } else {
         m->transformer_ = std::make_unique<Transformer>(m->file_, *m->backend_);
     }
+    // The CPU streams the weights from the map: read them in now, not inside the first request
+    // (MappedFile::populate; half of the available RAM at most, so a file that would crowd out
+    // everything else is still read as the tokens need it).
+    if (m->device_ == "cpu") m->file_->populate(fit::available_ram() / 2);
     m->file_->check_unchanged();  // loading read the weights
     progress(opts, 0.7f);
     check_cancel(opts);

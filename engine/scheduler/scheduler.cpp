@@ -107,6 +107,7 @@ struct Scheduler::Running {
     int32_t seq = -1;
     std::vector<int32_t> tokens;         // in the KV cache: a prefix of job->prompt + job->output
     bool rolled = false;                 // holds moved rows (Transformer::roll_kv): never published
+    bool stopped = false;                // its pass was given up part way (stop_pass): not kept
     StopReason done = StopReason::None;  // ended this step, for this reason
     std::string error;                   // or failed
     int32_t remaining() const { return job->total() - static_cast<int32_t>(tokens.size()); }
@@ -163,6 +164,7 @@ Scheduler::~Scheduler() {
     {
         std::lock_guard lock(mutex_);
         stopping_ = true;
+        halting_.store(true);  // a pass in flight stops at its next layer
     }
     wake_.notify_all();
     thread_.join();
@@ -362,8 +364,9 @@ StepInfo Scheduler::step() {
         const std::vector<Planned> plan = plan_step();
         const PassShape shape = pass_shape(plan);
         const auto start = std::chrono::steady_clock::now();
-        if (!plan.empty()) run_pass(plan, info);
-        learn_step_cost(shape, std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+        // A pass that failed or stopped part way says nothing about what a pass costs.
+        if (!plan.empty() && run_pass(plan, info))
+            learn_step_cost(shape, std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
         if (!info.batch.empty()) {  // counted before anything ends: a client that saw its end sees the step
             info.step = steps_.fetch_add(1) + 1;
             int32_t tokens = 0;
@@ -421,8 +424,14 @@ void Scheduler::drain() {
             if (r.job->req.cache_key == key) r.job->req.cache_key.clear();  // not kept when it ends
     }
     for (const auto& job : cancelled) end_job(*job, StopReason::Cancelled);
-    for (Running& r : running_)
-        if (r.job->cancelled.load()) r.done = StopReason::Cancelled;
+    for (Running& r : running_) {
+        if (!r.job->cancelled.load()) continue;
+        r.done = StopReason::Cancelled;
+        if (r.tokens.size() < r.job->prompt.size())  // said as stop_pass says it (a shutdown's log)
+            log_info("request " + std::to_string(r.job->id) + " cancelled between passes; " +
+                     std::to_string(r.tokens.size()) + " of " + std::to_string(r.job->prompt.size()) +
+                     " prompt tokens computed");
+    }
     sweep();
 }
 
@@ -733,7 +742,36 @@ void Scheduler::pass_input(const Running& r, const Planned& p, std::vector<int32
     input.insert(input.end(), p.draft.tokens.begin(), p.draft.tokens.end());
 }
 
-void Scheduler::run_pass(const std::vector<Planned>& plan, StepInfo& info) {
+// Whether the pass in flight is still wanted: not when the engine is stopping or every
+// sequence in it was cancelled (a long prefill chunk would otherwise hold the shutdown, or a
+// gone client's cancel, for its whole length). Asked between layers, so it only reads atomics.
+bool Scheduler::pass_wanted(const std::vector<Planned>& plan) const {
+    if (halting_.load()) return false;
+    return std::any_of(plan.begin(), plan.end(),
+                       [&](const Planned& p) { return !running_[p.index].job->cancelled.load(); });
+}
+
+// The pass stopped between layers (pass_wanted): its sequences end Cancelled, and since some
+// layers wrote the chunk's K/V rows and advanced recurrent states while the others did not,
+// none of them is kept (release frees it; nothing of the chunk was published). What earlier
+// passes published stays, on disk too.
+void Scheduler::stop_pass(const std::vector<Planned>& plan, const PassStopped& s, StepInfo& info) {
+    for (const Planned& p : plan) {
+        Running& r = running_[p.index];
+        r.done = StopReason::Cancelled;
+        r.stopped = true;
+        const size_t from = r.tokens.size(), prompt = r.job->prompt.size();
+        std::string line = "request " + std::to_string(r.job->id) + " cancelled during a pass over tokens " +
+                           std::to_string(from) + ".." + std::to_string(from + static_cast<size_t>(p.n)) +
+                           ": stopped after layer " + std::to_string(s.layers_done) + " of " + std::to_string(s.layers);
+        if (from < prompt)
+            line += "; " + std::to_string(from) + " of " + std::to_string(prompt) + " prompt tokens computed";
+        log_info(line);
+    }
+    info.batch.clear();  // no step ran
+}
+
+bool Scheduler::run_pass(const std::vector<Planned>& plan, StepInfo& info) {
     KvCache& kv = model_.kv();
     KvBatch pass;
     std::vector<int32_t> input;
@@ -756,17 +794,21 @@ void Scheduler::run_pass(const std::vector<Planned>& plan, StepInfo& info) {
         k = std::max(k, kk);
     }
     const BatchInfo batch = pass.info(kv);
+    const Transformer::PassStop stop = [&] { return !pass_wanted(plan); };
     try {
-        if (host) model_.transformer().forward(batch, kv, logits_);
-        else logits_dev_ = model_.transformer().forward_device(batch, kv);
+        if (host) model_.transformer().forward(batch, kv, logits_, stop);
+        else logits_dev_ = model_.transformer().forward_device(batch, kv, stop);
         model_.file().check_unchanged();  // a truncated file's weights read as zeros
+    } catch (const PassStopped& s) {
+        stop_pass(plan, s, info);
+        return false;
     } catch (const std::exception& e) {
         for (const Planned& p : plan) {
             Running& r = running_[p.index];
             kv.truncate(r.seq, static_cast<int32_t>(r.tokens.size()));  // the cache never holds half a chunk
             r.error = e.what();
         }
-        return;
+        return false;
     }
     for (const Planned& p : plan) {
         Running& r = running_[p.index];
@@ -777,6 +819,7 @@ void Scheduler::run_pass(const std::vector<Planned>& plan, StepInfo& info) {
             kv.publish(r.seq, r.tokens, snapshot_kind(r.tokens.size(), r.job->prompt.size()));
     }
     sample(plan, host, k, info);
+    return true;
 }
 
 void Scheduler::sample(const std::vector<Planned>& plan, bool host, int32_t k, StepInfo& info) {
@@ -1150,7 +1193,7 @@ void Scheduler::sweep() {
         if (r.error.empty() && r.done == StopReason::None) continue;
         Running ended = std::move(r);
         running_.erase(running_.begin() + static_cast<std::ptrdiff_t>(i));
-        release(ended, ended.error.empty());
+        release(ended, ended.error.empty() && !ended.stopped);
         publish_load();
         if (ended.error.empty()) end_job(*ended.job, ended.done);
         else fail_job(*ended.job, ended.error);

@@ -157,7 +157,10 @@ private:
     void evict_cached(int32_t seq, int32_t n);
     void drop_cached(const std::string& key);
     void preempt(size_t i);
-    void run_pass(const std::vector<Planned>& plan, StepInfo& info);
+    // False: the pass failed or stopped part way (its sequences end, nothing of it is kept).
+    bool run_pass(const std::vector<Planned>& plan, StepInfo& info);
+    bool pass_wanted(const std::vector<Planned>& plan) const;
+    void stop_pass(const std::vector<Planned>& plan, const PassStopped& s, StepInfo& info);
     void sample(const std::vector<Planned>& plan, bool host, int32_t k, StepInfo& info);
     int32_t sample_row(Running& r, size_t row, bool host, int32_t k, std::span<const int32_t> history,
                        std::span<const int32_t> counts);
@@ -206,6 +209,7 @@ private:
     std::condition_variable idle_cv_;
     bool idle_ = false;  // the engine thread is waiting for work
     bool stopping_ = false;
+    std::atomic<bool> halting_{false};  // stopping_, read by the pass in flight without the mutex
     uint64_t next_id_ = 1;
     std::deque<std::shared_ptr<Job>> queue_;         // waiting, by id (FCFS; preempted ones rejoin in order)
     std::map<uint64_t, std::shared_ptr<Job>> live_;  // queued or running, by id
