@@ -20,7 +20,7 @@
 #   EMBER_FUZZ_SECONDS=20        time budget of each fuzzer in the sanitizer step (13 fuzzers,
 #                                EMBER_JOBS at a time)
 #   EMBER_ASAN_EXCLUDE=REGEX     asan tests the sanitizer step leaves out (ctest -E); default
-#                                '^(test_inference|gpu_check_cpu_as_gpu|test_quant_peer|test_server_openai|test_server_load|test_structured_output|test_server_openai_tools_gemma3|test_remote_llama)$' (end-to-end
+#                                '^(test_inference|gpu_check_cpu_as_gpu|test_quant_peer|test_server_openai|test_server_load|test_structured_output|test_server_openai_tools_gemma3|test_server_ollama_gemma3|test_remote_llama)$' (end-to-end
 #                                decoding (250 schema-constrained answers among them), the check-table tool and llama.cpp's peers run, too slow
 #                                under ASan; the Python scripts driving `ember serve`, not targets
 #                                of this build; the ci preset runs them all); '' runs them all
@@ -116,9 +116,10 @@ if [[ "${EMBER_SKIP_SANITIZERS:-0}" != 1 ]]; then
   cmake --preset asan "${EMBER_CMAKE_ARGS[@]}" -DEMBER_BUILD_CUDA=OFF
   # test_server_openai, test_server_load: Python scripts driving `ember serve` (not targets of
   # this build); the load test's RSS bound means nothing under ASan's quarantine.
-  # test_server_openai_tools_gemma3: the same generic tool-call path as the smollm2 run, on a
-  # model 2x its size (90 s under ASan); the ci build runs it.
-  exclude="${EMBER_ASAN_EXCLUDE-^(test_inference|gpu_check_cpu_as_gpu|test_quant_peer|test_server_openai|test_server_load|test_structured_output|test_server_openai_tools_gemma3|test_remote_llama)\$}"
+  # test_server_openai_tools_gemma3, test_server_ollama_gemma3: the same generic tool-call and
+  # Ollama paths as the smollm2 runs, on a model 2x its size (70-90 s each under ASan); the ci
+  # build runs them.
+  exclude="${EMBER_ASAN_EXCLUDE-^(test_inference|gpu_check_cpu_as_gpu|test_quant_peer|test_server_openai|test_server_load|test_structured_output|test_server_openai_tools_gemma3|test_server_ollama_gemma3|test_remote_llama)\$}"
   # Only the tests this step runs (and what they need): not the tools, the benchmarks or the
   # tests it leaves out, which the ci build already built and runs.
   mapfile -t asan_targets < <(asan_test_targets build/asan "$exclude")

@@ -424,7 +424,12 @@ uint64_t warp_collective(Coll op, unsigned mask, uint64_t value, int arg, int wi
     f->w = Wait{Wait::Warp, op, mask, arg, width, value, 0, file, line};
     f->state = Fiber::Waiting;
     Block& b = *g_block;
-    for (int l = 0; l < 32; ++l) {
+    // From the highest lane down: lanes arrive in index order (or the previous collective's
+    // last lane first), so an early arrival stops at the first lane above it that is not
+    // here yet. Scanning upwards made every arrival walk the lanes below it: 528 checks per
+    // full-warp collective instead of ~64, a third of test_cuda_emu's time in shuffle-heavy
+    // kernels.
+    for (int l = 31; l >= 0; --l) {
         if (!((mask >> l) & 1u)) continue;
         const int j = warp0 + l;
         if (j >= b.n) {

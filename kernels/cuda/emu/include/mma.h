@@ -56,11 +56,18 @@ inline void mma_sync(fragment<accumulator, 16, 16, 16, float, void>& d,
                      const fragment<matrix_a, 16, 16, 16, __half, LA>& a,
                      const fragment<matrix_b, 16, 16, 16, __half, LB>& b,
                      const fragment<accumulator, 16, 16, 16, float, void>& c) {
-    float out[16][16];
+    // Operands converted once (the host's __half2float is a software conversion: per product
+    // it was most of the emulated tensor-core kernels' time); the sums are unchanged.
+    float fa[16][16], fb[16][16], out[16][16];
+    for (int i = 0; i < 16; ++i)
+        for (int k = 0; k < 16; ++k) {
+            fa[i][k] = __half2float(a.v[i][k]);
+            fb[i][k] = __half2float(b.v[i][k]);
+        }
     for (int i = 0; i < 16; ++i)
         for (int j = 0; j < 16; ++j) {
             float acc = c.v[i][j];
-            for (int k = 0; k < 16; ++k) acc += __half2float(a.v[i][k]) * __half2float(b.v[k][j]);
+            for (int k = 0; k < 16; ++k) acc += fa[i][k] * fb[k][j];
             out[i][j] = acc;
         }
     for (int i = 0; i < 16; ++i)
