@@ -49,11 +49,12 @@ constexpr int kMaxPairsPerWarp = 8;
 
 struct KernelArgs {
     AttentionArgs a;
-    int group;          // G: query heads per block
-    int groups_per_kv;  // rep / G
-    int tile_tokens;    // TQ
-    int subtiles;       // ceil(32 / TQ)
-    int tc_warps;       // warps of attention_tc_kernel's blocks; 0: attention_kernel
+    int group;           // G: query heads per block
+    int groups_per_kv;   // rep / G
+    int tile_tokens;     // TQ
+    int subtiles;        // ceil(32 / TQ)
+    int tc_warps;        // warps of attention_tc_kernel's blocks; 0: attention_kernel
+    int pairs_per_warp;  // attention_kernel's PW
 };
 
 __device__ __forceinline__ float load_kv(const uint8_t* row, int kv_type, int e) {
@@ -109,8 +110,10 @@ __device__ __forceinline__ float* partial_row(const AttentionArgs& a, int t, int
     return a.partial + ((static_cast<int64_t>(blockIdx.z) * a.n_tokens + t) * a.n_heads + h) * (a.head_dim + 2);
 }
 
-// NE = ceil(D / 32): output dimensions per lane (lane owns d = lane + 32 e).
-template <int NE>
+// NE = ceil(D / 32): output dimensions per lane (lane owns d = lane + 32 e). PW: pairs per
+// warp at most (p = warp + kWarps i): 8 for query tiles, 2 for decode (G <= 8 pairs a block),
+// whose accumulators then take a quarter of the registers.
+template <int NE, int PW>
 __global__ void __launch_bounds__(kWarps * 32) attention_kernel(const KernelArgs ka) {
     const AttentionArgs& a = ka.a;
     extern __shared__ float smem[];
@@ -133,9 +136,9 @@ __global__ void __launch_bounds__(kWarps * 32) attention_kernel(const KernelArgs
     }
 
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
-    float m[kMaxPairsPerWarp], l[kMaxPairsPerWarp], acc[kMaxPairsPerWarp][NE];
+    float m[PW], l[PW], acc[PW][NE];
 #pragma unroll
-    for (int i = 0; i < kMaxPairsPerWarp; ++i) {
+    for (int i = 0; i < PW; ++i) {
         m[i] = -INFINITY;
         l[i] = 0.0f;
 #pragma unroll
@@ -159,7 +162,7 @@ __global__ void __launch_bounds__(kWarps * 32) attention_kernel(const KernelArgs
         }
         __syncthreads();
 #pragma unroll
-        for (int i = 0; i < kMaxPairsPerWarp; ++i) {
+        for (int i = 0; i < PW; ++i) {
             const int p = warp + kWarps * i;
             if (p >= n_pairs) break;  // uniform over the warp
             const int pos = a.positions[tq0 + p / G];
@@ -197,7 +200,7 @@ __global__ void __launch_bounds__(kWarps * 32) attention_kernel(const KernelArgs
 
     // Partial results of this split: [split][token][head][m, l, acc[D]].
 #pragma unroll
-    for (int i = 0; i < kMaxPairsPerWarp; ++i) {
+    for (int i = 0; i < PW; ++i) {
         const int p = warp + kWarps * i;
         if (p >= n_pairs) break;
         const int t = tq0 + p / G, h = h0 + p % G;
@@ -503,6 +506,12 @@ KernelArgs make_kernel_args(const AttentionArgs& a) {
     ka.group = largest_divisor_at_most(rep, kMaxPairsPerWarp);
     ka.groups_per_kv = rep / ka.group;
     ka.tc_warps = use_tensor_cores(a, ka.group) ? tc_warps(a, ka.group) : 0;
+    ka.pairs_per_warp = kMaxPairsPerWarp;
+    if (!ka.tc_warps && a.n_tokens == a.n_tiles) {  // decode: every query tile is one token
+        ka.tile_tokens = ka.subtiles = 1;
+        ka.pairs_per_warp = (ka.group + kWarps - 1) / kWarps;  // <= 2
+        return ka;
+    }
     const int pairs = ka.tc_warps ? ka.tc_warps * kTcRows : pairs_per_block(a, ka.group);
     ka.tile_tokens = pairs / ka.group;
     if (ka.tile_tokens < 1) ka.tile_tokens = 1;
@@ -553,12 +562,18 @@ dim3 grid_of(const KernelArgs& ka, int n_splits) {
                 static_cast<unsigned>(ka.a.n_kv_heads * ka.groups_per_kv), static_cast<unsigned>(n_splits));
 }
 
-template <int NE>
+template <int NE, int PW>
 void launch(const KernelArgs& ka, int n_splits, cudaStream_t stream) {
     const size_t smem = smem_bytes(ka.a.head_dim, ka.tile_tokens * ka.group);
-    if (smem > 48 * 1024) allow_smem<attention_kernel<NE>>(smem);
-    attention_kernel<NE><<<grid_of(ka, n_splits), kWarps * 32, smem, stream>>>(ka);
+    if (smem > 48 * 1024) allow_smem<attention_kernel<NE, PW>>(smem);
+    attention_kernel<NE, PW><<<grid_of(ka, n_splits), kWarps * 32, smem, stream>>>(ka);
     EMBER_CUDA_CHECK_LAUNCH("attention_kernel");
+}
+
+template <int NE>
+void launch(const KernelArgs& ka, int n_splits, cudaStream_t stream) {
+    if (ka.pairs_per_warp <= 2) launch<NE, 2>(ka, n_splits, stream);
+    else launch<NE, kMaxPairsPerWarp>(ka, n_splits, stream);
 }
 
 template <int D>
