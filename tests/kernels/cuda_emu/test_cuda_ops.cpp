@@ -948,6 +948,7 @@ TEST_CASE("store_kv + attention: prefill, decode, mixed and split-K decode, GQA,
         {16, 2, 64, DType::F16, 128, 0.0f, true},  // gpt-oss: sinks, 128-token window
         {8, 2, 64, DType::Q8_0, 0, 0.0f, true},    // gpt-oss global layers: sinks, split-K combine
         {8, 1, 512, DType::F16, 0, 0.0f},          // Gemma 4's global layers: head_dim 512
+        {12, 4, 96, DType::Q8_0, 0, 0.0f},         // head_dim 96 (Phi-3), G = 3: 21-token sub-tiles
     };
     for (const Case& c : cases) {
         char nb[128];
