@@ -178,9 +178,12 @@ static_assert(sizeof(AttentionArgs) == 12 * 8 + 12 * 4, "AttentionArgs must have
 // kernels split each query tile's own key range, read from device memory); the scratch size.
 int attention_splits(const AttentionArgs& a, int max_pos);
 size_t attention_partial_floats(const AttentionArgs& a, int n_splits);
-// Throws ember::Error for unsupported shapes (head_dim > 256, Q8_0 with head_dim % 32 != 0,
+// Throws ember::Error for unsupported shapes (head_dim > 512, Q8_0 with head_dim % 32 != 0,
 // not enough shared memory); attention() checks the same before launching.
 void attention_validate(const AttentionArgs& a);
+// Prefill batches (>= 16 tokens, >= 8 per query tile on average) of head dims 64/80/96/128/256
+// run on tensor cores (FP16 operands, FP32 accumulators) when the device's shared memory
+// allows; the rest, and everything with EMBER_CUDA_ATTN_TC=0, in FP32 (attention.cu).
 void attention(const AttentionArgs& a, int n_splits, cudaStream_t stream);
 
 }  // namespace ember::cuda

@@ -1,12 +1,11 @@
 // Whole forward passes through the CUDA backend (emulated, or a real GPU in test_cuda_gpu):
 // stories260K must generate the CPU backend's greedy tokens (and the stored reference), a
 // synthetic Gemma 3-shaped model (head_dim 256, sliding window, soft-caps, QK norms; prompt
-// long enough for the GEMM path) the CPU backend's greedy tokens; CUDA graphs on and off give
-// bit-identical logits, and decode passes are replayed from graphs; a synthetic qwen3moe
-// (experts) the CPU backend's greedy tokens; tiny-gemma4 (the file the llama.cpp peer test
-// checks: head dims 64 and 128, per-layer embeddings, KV sharing, soft-capped logits) and
-// tiny-gemma4moe (experts beside the dense FFN) the CPU backend's logits; a synthetic gpt-oss
-// (MXFP4 experts, sinks, YaRN) the CPU backend's greedy tokens.
+// long enough for the GEMM path and the tensor-core prefill attention) the CPU backend's greedy tokens; CUDA graphs on
+// and off give bit-identical logits, and decode passes are replayed from graphs; a synthetic qwen3moe (experts) the CPU
+// backend's greedy tokens; tiny-gemma4 (the file the llama.cpp peer test checks: head dims 64 and 128, per-layer
+// embeddings, KV sharing, soft-capped logits) and tiny-gemma4moe (experts beside the dense FFN) the CPU backend's
+// logits; a synthetic gpt-oss (MXFP4 experts, sinks, YaRN) the CPU backend's greedy tokens.
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -150,7 +149,10 @@ TEST_CASE("synthetic Gemma 3 shape: the CUDA backend generates the CPU backend's
     auto cpu = make_cpu_backend(2);
     const Run rc = greedy(file, *cpu, prompt, n_gen);
     auto gpu = test::make_test_cuda_backend();
+    const int64_t tc_before = test::kernel_launches("attention_tc_kernel");
     const Run on = greedy(file, *gpu, prompt, n_gen);
+    // The prompt's attention on tensor cores (one launch per layer; decode keeps attention_kernel).
+    if (tc_before >= 0) CHECK(test::kernel_launches("attention_tc_kernel") - tc_before == shape.n_layers);
     CHECK(on.tokens == rc.tokens);
     // The logits themselves: the GPU's 8-bit activations (per 32, vs the CPU's per-32/16
     // blocks) and FP16 GEMM inputs move them a little, never the argmax here.

@@ -13,7 +13,11 @@
 //   FP32 paths: 2 cols u sum|w x| (worst-case float summation);
 //   norms, rope, glu: a few u of the values involved (see each check);
 //   attention: score errors (D + 2) u scale sum|q k| (+ soft-cap), then the softmax-weighted
-//     sum: |err| <= 3 max|v| (2 ds + (n_keys + 8) u) for each side;
+//     sum: |err| <= 3 max|v| (2 ds + (n_keys + 8) u) for each side; the GPU's tensor-core
+//     prefill (FP16 operands, FP32 accumulators) adds Q (and a Q8_0 cache's K) rounded to
+//     FP16 in the scores, 2^-11 scale sum|q k| each (+ 2^-25 per subnormal element), and P
+//     (and a Q8_0 cache's V) rounded to FP16 in the sum, 2^-11 max|v| each (+ 2^-25 per
+//     key), with twice the float terms (accumulation order and rounding unspecified);
 //   embed, add, gather, KV cache, top_k: identical (up to one rounding for fused multiply-adds).
 #include <doctest/doctest.h>
 
@@ -949,6 +953,9 @@ TEST_CASE("scale and softcap (gemma's logit soft-capping), vs the CPU backend an
 // sequence 0 grown past 1100 tokens (K/V written only) and decoded: the split-K
 // (flash-decoding) path with its combine kernel.
 
+// The head dims of the tensor-core prefill kernel (attention.cu, attention_tc_kernel).
+static bool tc_head_dim(int d) { return d == 64 || d == 80 || d == 96 || d == 128 || d == 256; }
+
 TEST_CASE("store_kv + attention: prefill, decode, mixed and split-K decode, GQA, windows, soft-cap, sinks") {
     Backends be;
     struct Case {
@@ -968,6 +975,7 @@ TEST_CASE("store_kv + attention: prefill, decode, mixed and split-K decode, GQA,
         {16, 2, 64, DType::F16, 128, 0.0f, true},  // gpt-oss: sinks, 128-token window
         {8, 2, 64, DType::Q8_0, 0, 0.0f, true},    // gpt-oss global layers: sinks, split-K combine
         {8, 1, 512, DType::F16, 0, 0.0f},          // Gemma 4's global layers: head_dim 512
+        {12, 4, 96, DType::Q8_0, 0, 0.0f},         // head_dim 96 (Phi-3), G = 3: 21-token sub-tiles
     };
     for (const Case& c : cases) {
         char nb[128];
@@ -1025,7 +1033,12 @@ TEST_CASE("store_kv + attention: prefill, decode, mixed and split-K decode, GQA,
                 Tensor og = be.gpu->alloc(MemoryKind::Activations, DType::F32, q_dim, n, "o");
                 poison(*be.gpu, og);
                 be.cpu->attention(lc, qc, apc, oc);
+                const int64_t tc_before = test::kernel_launches("attention_tc_kernel");
                 be.gpu->attention(lg, qg, apg, og);
+                // The tensor-core kernel takes prefill batches (>= 16 tokens, >= 8 a query
+                // tile) of the head dims it has; the emulator shows which kernel ran.
+                const bool tc = n >= 16 && tc_head_dim(c.head_dim);
+                if (tc_before >= 0) CHECK(test::kernel_launches("attention_tc_kernel") - tc_before == (tc ? 1 : 0));
                 const auto go = get(*be.gpu, og), co = get(*be.cpu, oc);
                 std::vector<double> bound(go.size());
                 const int rep = c.n_heads / c.n_kv_heads;
@@ -1035,31 +1048,48 @@ TEST_CASE("store_kv + attention: prefill, decode, mixed and split-K decode, GQA,
                     for (int h = 0; h < c.n_heads; ++h) {
                         const int kvh = h / rep;
                         const float* qp = q.data() + (t * c.n_heads + h) * c.head_dim;
-                        double smax = 0, vmax = 0;
+                        double smax = 0, vmax = 0, ksum = 0, qsum = 0;
+                        for (int d = 0; d < c.head_dim; ++d) qsum += std::fabs(double(qp[d]));
                         for (int j = first; j <= p; ++j) {
                             const float* kp =
                                 hk[static_cast<size_t>(s)].data() + (int64_t{j} * kv_dim + kvh * c.head_dim);
                             const float* vp =
                                 hv[static_cast<size_t>(s)].data() + (int64_t{j} * kv_dim + kvh * c.head_dim);
-                            double m = 0;
+                            double m = 0, ks = 0;
                             for (int d = 0; d < c.head_dim; ++d) {
                                 m += std::fabs(double(qp[d]) * kp[d]);
+                                ks += std::fabs(double(kp[d]));
                                 vmax = std::max(vmax, std::fabs(double(vp[d])));
                             }
                             smax = std::max(smax, m);
+                            ksum = std::max(ksum, ks);
                         }
                         // Cached values are rounded (F16: 2^-11, Q8_0: up to 1/254 of a block's
                         // max) identically on both sides, so only arithmetic differs.
                         const double kv_scale = c.kv == DType::F16 ? 1.001 : 1.01;
                         const double ds = (c.head_dim + 2) * kU * ap.scale * smax * kv_scale +
                                           (c.softcap > 0 ? 4 * kU * c.softcap : 0.0);
-                        const double bnd =
-                            2 * 3 * vmax * kv_scale * (2 * ds + (p - first + 1 + 8 + (c.sinks ? 1 : 0)) * kU) + 1e-30;
+                        const int n_terms = p - first + 1 + 8 + (c.sinks ? 1 : 0);
+                        double bnd = 2 * 3 * vmax * kv_scale * (2 * ds + n_terms * kU) + 1e-30;
+                        if (tc) {  // the GPU side's FP16 roundings and doubled float terms
+                            const bool q8 = c.kv == DType::Q8_0;
+                            const double h = 0x1p-11, sub = 0x1p-25;
+                            const double ds_h = ap.scale * ((q8 ? 2 : 1) * h * smax * kv_scale +
+                                                            sub * (ksum * kv_scale + (q8 ? qsum : 0.0)));
+                            bnd += 3 * vmax * kv_scale * (2 * (ds + ds_h) + n_terms * kU) +
+                                   (q8 ? 2 : 1) * (h * vmax * kv_scale + sub * (p - first + 1) * vmax);
+                        }
                         for (int d = 0; d < c.head_dim; ++d)
                             bound[static_cast<size_t>((t * c.n_heads + h) * c.head_dim + d)] = bnd;
                     }
                 }
                 check_within(std::string(nb) + " " + st.label, go, co, bound);
+                if (tc) {  // ember-gpu-check holds the GPU's tensor-core prefill to rel_l2 <= 4 x 2^-11
+                    double e2 = 0, r2 = 0;
+                    for (size_t i = 0; i < go.size(); ++i)
+                        e2 += (double(go[i]) - co[i]) * (double(go[i]) - co[i]), r2 += double(co[i]) * co[i];
+                    MESSAGE(nb << " " << std::string(st.label) << ": tensor-core rel_l2 " << std::sqrt(e2 / r2));
+                }
                 for (Tensor* x : {&qc, &oc}) be.cpu->free(*x);
                 for (Tensor* x : {&qg, &og}) be.gpu->free(*x);
             }
