@@ -288,6 +288,9 @@ public:
     void softcap(Tensor& x, float cap);
     // add(x, y), then rms_norm(x, w, eps, out): the residual add that ends a sublayer and the
     // next sublayer's norm, one pass over x where the backend fuses them (the same bits).
+    // A backend whose matmul quantizes its input may quantize `out` in the same pass and keep
+    // it for the matmuls that read `out` next (CUDA: kernels/cuda/NOTES.md, "Fused decode
+    // ops"); so may rms_norm and glu for their outputs.
     void add_rms_norm(Tensor& x, const Tensor& y, const Tensor& w, float eps, Tensor& out);
     // ---- mixture of experts (see MoeRouting above) --------------------------------------
     // Per row t of logits [T x n_expert] (F32): the k = r.n_used chosen experts, best first,
@@ -334,6 +337,12 @@ public:
                           const Tensor& beta, const DeltaRuleParams& p, Tensor& out);
     // Writes this batch's K/V rows (n_tokens x n_kv_heads*head_dim) into the cache slots.
     void store_kv(KvLayer& layer, const Tensor& k, const Tensor& v);
+    // rope(q), rope(k), then store_kv(layer, k, v): the step between the q/k/v projections and
+    // attention, one launch where the backend fuses it (the same bits). q: n_tokens x
+    // pq.n_heads*pq.head_dim, k and v: n_tokens x pk.n_heads*pk.head_dim (token rows, not
+    // per-head views); q and k are rotated in place.
+    void rope_store_kv(KvLayer& layer, Tensor& q, Tensor& k, const Tensor& v, const RopeParams& pq,
+                       const RopeParams& pk);
     // The inverse: the K/V rows of this batch's cache slots back into F32 (n_tokens x
     // n_kv_heads*head_dim), exactly the values the cache holds. With rope() and store_kv() it
     // moves cached keys to other positions (a rolled context: engine/models/kv_roll.cpp).
@@ -394,6 +403,13 @@ protected:
                                      const Tensor& alpha, const Tensor& beta, const DeltaRuleParams& p,
                                      Tensor& out) = 0;
     virtual void do_store_kv(KvLayer& layer, const Tensor& k, const Tensor& v) = 0;
+    // q and k as per-head views (rows of head_dim), as do_rope takes them.
+    virtual void do_rope_store_kv(KvLayer& layer, Tensor& q_heads, Tensor& k_heads, const Tensor& k, const Tensor& v,
+                                  const RopeParams& pq, const RopeParams& pk) {
+        do_rope(q_heads, pq);
+        do_rope(k_heads, pk);
+        do_store_kv(layer, k, v);
+    }
     virtual void do_load_kv(const KvLayer& layer, Tensor& k, Tensor& v) = 0;
     virtual void do_attention(const KvLayer& layer, const Tensor& q, const AttentionParams& p, Tensor& out) = 0;
     virtual void do_gather_output_rows(const Tensor& x, Tensor& out) = 0;

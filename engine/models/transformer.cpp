@@ -452,12 +452,10 @@ void Transformer::attention_block(const Layer& l, KvLayer& cache, Activations& a
         if (l.q_norm.data) be.rms_norm(q_heads, l.q_norm, eps, q_heads);
         if (l.k_norm.data) be.rms_norm(k_heads, l.k_norm, eps, k_heads);
         if (l.v_norm.data) be.rms_norm(v_heads, l.v_norm, eps, v_heads);
-        be.rope(q_heads, l.rope_q);
-        be.rope(k_heads, l.rope_k);
+        be.rope_store_kv(cache, q, k, v, l.rope_q, l.rope_k);
         dump_("q", l.index, q, be);
         dump_("k", l.index, k, be);
         dump_("v", l.index, v, be);
-        be.store_kv(cache, k, v);
     } else {  // K/V shared with an earlier layer: only q is computed
         be.matmul(l.wq, a.xn, q);
         if (l.q_norm.data) be.rms_norm(q_heads, l.q_norm, eps, q_heads);
