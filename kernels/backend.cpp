@@ -333,6 +333,13 @@ void Backend::add_rms_norm(Tensor& x, const Tensor& y, const Tensor& w, float ep
     do_add_rms_norm(x, y, w, eps, out);
 }
 
+void Backend::norm_add_rms_norm(Tensor& x, Tensor& y, const Tensor& wy, const Tensor& w, float eps, Tensor& out) {
+    check_rms_norm(y, wy, y, "norm_add_rms_norm", "y");
+    check_add(x, y, "norm_add_rms_norm");
+    check_rms_norm(x, w, out, "norm_add_rms_norm", "out");
+    do_norm_add_rms_norm(x, y, wy, w, eps, out);
+}
+
 void Backend::copy(const Tensor& src, Tensor& dst) {
     require_f32_rows(src, "copy", "src");
     require_f32_rows(dst, "copy", "dst");

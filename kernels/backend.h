@@ -292,6 +292,10 @@ public:
     // it for the matmuls that read `out` next (CUDA: kernels/cuda/NOTES.md, "Fused decode
     // ops"); so may rms_norm and glu for their outputs.
     void add_rms_norm(Tensor& x, const Tensor& y, const Tensor& w, float eps, Tensor& out);
+    // rms_norm(y, wy, eps, y) in place, then add_rms_norm(x, y, w, eps, out): a sublayer's
+    // post-norm (gemma3's post_attention_norm, post_ffw_norm), the residual add and the next
+    // norm, one pass where the backend fuses them (the same bits).
+    void norm_add_rms_norm(Tensor& x, Tensor& y, const Tensor& wy, const Tensor& w, float eps, Tensor& out);
     // ---- mixture of experts (see MoeRouting above) --------------------------------------
     // Per row t of logits [T x n_expert] (F32): the k = r.n_used chosen experts, best first,
     // to ids[t] (I32, T x k) and their weights to weights[t] (F32, T x k). Selection is by
@@ -390,6 +394,10 @@ protected:
     virtual void do_add_rms_norm(Tensor& x, const Tensor& y, const Tensor& w, float eps, Tensor& out) {
         do_add(x, y);
         do_rms_norm(x, w, eps, out);
+    }
+    virtual void do_norm_add_rms_norm(Tensor& x, Tensor& y, const Tensor& wy, const Tensor& w, float eps, Tensor& out) {
+        do_rms_norm(y, wy, eps, y);
+        do_add_rms_norm(x, y, w, eps, out);
     }
     virtual void do_moe_route(const Tensor& logits, const MoeRouting& r, Tensor& ids, Tensor& weights,
                               const Tensor* expert_scale) = 0;

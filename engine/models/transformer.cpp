@@ -429,6 +429,17 @@ Tensor Transformer::rows_of(const Tensor& buf, int64_t cols, int64_t rows) {
     return t;
 }
 
+namespace {
+
+// x += post(y) (post: an optional post-norm of the sublayer's output y, in place), then
+// out = norm(x): the end of a sublayer, one op either way.
+void end_sublayer(Backend& be, Tensor& x, Tensor& y, const Tensor& post, const Tensor& norm, float eps, Tensor& out) {
+    if (post.data) be.norm_add_rms_norm(x, y, post, norm, eps, out);
+    else be.add_rms_norm(x, y, norm, eps, out);
+}
+
+}  // namespace
+
 void Transformer::attention_block(const Layer& l, KvLayer& cache, Activations& a) {
     Backend& be = *l.device->backend;
     const float eps = config_.norm_eps;
@@ -472,9 +483,8 @@ void Transformer::attention_block(const Layer& l, KvLayer& cache, Activations& a
         attn = gate;
     }
     be.matmul(l.wo, attn, a.proj, &l.bo);
-    if (l.post_attn_norm.data) be.rms_norm(a.proj, l.post_attn_norm, eps, a.proj);
+    end_sublayer(be, a.x, a.proj, l.post_attn_norm, l.ffn_norm, eps, a.xn);
     dump_("attn_out", l.index, a.proj, be);
-    be.add_rms_norm(a.x, a.proj, l.ffn_norm, eps, a.xn);
     dump_("ffn_inp", l.index, a.x, be);
     dump_("ffn_norm", l.index, a.xn, be);
 }
@@ -585,11 +595,11 @@ void Transformer::ffn_block(const Layer& l, const Layer* next, Activations& a) {
     else if (l.ffn_gate_inp.data) moe_ffn(l, a);
     else dense_ffn(l, a, a.proj);
     if (l.ffn_up_shexp.data) shared_expert_ffn(l, a);
-    if (l.post_ffn_norm.data) be.rms_norm(a.proj, l.post_ffn_norm, eps, a.proj);
+    const bool ends_here = next && !l.has_tail();  // the next layer's norm follows the add
+    if (ends_here) end_sublayer(be, a.x, a.proj, l.post_ffn_norm, next->attn_norm, eps, a.xn);
+    else if (l.post_ffn_norm.data) be.rms_norm(a.proj, l.post_ffn_norm, eps, a.proj);
     dump_("ffn_out", l.index, a.proj, be);
-    if (next && !l.has_tail()) {
-        be.add_rms_norm(a.x, a.proj, next->attn_norm, eps, a.xn);
-    } else {
+    if (!ends_here) {
         be.add(a.x, a.proj);
         if (l.has_tail()) layer_tail(l, a);
         if (next) be.rms_norm(a.x, next->attn_norm, eps, a.xn);

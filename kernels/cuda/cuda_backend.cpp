@@ -368,6 +368,14 @@ protected:
         if (q.xq) q8_holds(out);
     }
 
+    void do_norm_add_rms_norm(Tensor& x, Tensor& y, const Tensor& wy, const Tensor& w, float eps,
+                              Tensor& out) override {
+        const Q8Rows q = q8_output(out);
+        graphs_->launch<&cuda::norm_add_rms_norm>(floats(x), floats(y), const_floats(wy), const_floats(w), x.rows,
+                                                  x.cols, eps, floats(out), q.xq, q.ds);
+        if (q.xq) q8_holds(out);
+    }
+
     void do_sigmoid_scale_rows(Tensor& x, const Tensor& s) override {
         graphs_->launch<&cuda::sigmoid_scale_rows>(floats(x), const_floats(s), int64_t{x.rows}, int64_t{x.cols});
     }

@@ -55,6 +55,28 @@ __global__ void add_rms_norm_kernel(float* x, const float* __restrict__ r, const
     scale_row<Q8>(xr, w, cols, eps, ss, scratch, y, row, xq, ds);
 }
 
+// rms_norm_kernel of y in place, then add_rms_norm_kernel of x and y into out, one block per
+// row: each thread writes the normed y elements it then adds, so no barrier is needed between,
+// and the sums run in the two kernels' order (the same blockDim): their bits.
+template <bool Q8>
+__global__ void norm_add_rms_norm_kernel(float* x, float* y, const float* __restrict__ wy, const float* __restrict__ w,
+                                         int cols, float eps, float* out, int8_t* xq, float2* ds) {
+    __shared__ float scratch[32];
+    const int64_t row = static_cast<int64_t>(blockIdx.x) * cols;
+    float* yr = y + row;
+    float ss = 0.0f;
+    for (int i = threadIdx.x; i < cols; i += blockDim.x) ss += yr[i] * yr[i];
+    scale_row<false>(yr, wy, cols, eps, ss, scratch, y, row, xq, ds);
+    float* xr = x + row;
+    ss = 0.0f;
+    for (int i = threadIdx.x; i < cols; i += blockDim.x) {
+        const float v = xr[i] + yr[i];
+        xr[i] = v;
+        ss += v * v;
+    }
+    scale_row<Q8>(xr, w, cols, eps, ss, scratch, out, row, xq, ds);
+}
+
 // Enough threads for ~4 elements each, 32..256.
 int row_threads(int64_t cols) {
     int threads = 32;
@@ -81,6 +103,16 @@ void add_rms_norm(float* x, const float* r, const float* w, int64_t rows, int64_
     if (xq) add_rms_norm_kernel<true><<<grid, threads, 0, stream>>>(x, r, w, c, eps, y, xq, ds);
     else add_rms_norm_kernel<false><<<grid, threads, 0, stream>>>(x, r, w, c, eps, y, xq, ds);
     EMBER_CUDA_CHECK_LAUNCH("add_rms_norm_kernel");
+}
+
+void norm_add_rms_norm(float* x, float* y, const float* wy, const float* w, int64_t rows, int64_t cols, float eps,
+                       float* out, int8_t* xq, float2* ds, cudaStream_t stream) {
+    if (rows == 0) return;
+    const auto grid = static_cast<unsigned>(rows);
+    const int c = static_cast<int>(cols), threads = row_threads(cols);
+    if (xq) norm_add_rms_norm_kernel<true><<<grid, threads, 0, stream>>>(x, y, wy, w, c, eps, out, xq, ds);
+    else norm_add_rms_norm_kernel<false><<<grid, threads, 0, stream>>>(x, y, wy, w, c, eps, out, xq, ds);
+    EMBER_CUDA_CHECK_LAUNCH("norm_add_rms_norm_kernel");
 }
 
 }  // namespace ember::cuda

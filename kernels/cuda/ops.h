@@ -40,6 +40,9 @@ void rms_norm(const float* x, const float* w, int64_t rows, int64_t cols, float 
 // x += r, then rms_norm(x) into y: bitwise add() and rms_norm(), one launch; xq, ds as rms_norm's.
 void add_rms_norm(float* x, const float* r, const float* w, int64_t rows, int64_t cols, float eps, float* y, int8_t* xq,
                   float2* ds, cudaStream_t stream);
+// rms_norm(y, wy) in place, then add_rms_norm(x, y, w) into out: their bits, one launch.
+void norm_add_rms_norm(float* x, float* y, const float* wy, const float* w, int64_t rows, int64_t cols, float eps,
+                       float* out, int8_t* xq, float2* ds, cudaStream_t stream);
 
 // ---- rope.cu ---------------------------------------------------------------------------------
 // x: n_tokens * n_heads rows of head_dim; positions: [n_tokens]; freq: [n_rot / 2] doubles,

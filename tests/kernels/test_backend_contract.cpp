@@ -226,6 +226,18 @@ void check_contract(Backend& be) {
         expect_error([&] { be.add_rms_norm(x1, y_short, w, 1e-5f, n1); }, {"add_rms_norm", "differ"});
         expect_error([&] { be.add_rms_norm(x1, y, w_bad, 1e-5f, n1); }, {"add_rms_norm", "weight", "64 F32 values"});
         expect_error([&] { be.add_rms_norm(x1, y, w, 1e-5f, n_narrow); }, {"add_rms_norm", "out", "64 columns"});
+        // norm_add_rms_norm: rms_norm of y in place, then add_rms_norm, the same bits.
+        Tensor y1 = f.f32(D, T), y2 = f.f32(D, T), wy = f.f32(D, 1);
+        for (Tensor* t : {&y1, &y2}) be.upload(*t, yv.data(), t->bytes());
+        be.norm_add_rms_norm(x1, y1, wy, w, 1e-5f, n1);
+        be.rms_norm(y2, wy, 1e-5f, y2);
+        be.add_rms_norm(x2, y2, w, 1e-5f, n2);
+        CHECK(f.read(x1) == f.read(x2));
+        CHECK(f.read(y1) == f.read(y2));
+        CHECK(f.read(n1) == f.read(n2));
+        expect_error([&] { be.norm_add_rms_norm(x1, y1, w_bad, w, 1e-5f, n1); },
+                     {"norm_add_rms_norm", "weight", "64 F32 values"});
+        expect_error([&] { be.norm_add_rms_norm(x1, y_short, wy, w, 1e-5f, n1); }, {"norm_add_rms_norm", "differ"});
     }
     SUBCASE("store_kv and attention") {
         KvLayer layer;

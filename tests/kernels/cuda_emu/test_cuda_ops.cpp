@@ -1225,7 +1225,42 @@ TEST_CASE("rope_store_kv: rope of q and k then store_kv, the bits of the three o
         }
 }
 
-// add_rms_norm, rms_norm and glu of decode-sized rows also write their output quantized; the
+// gemma3's sublayer end: its post-norm in place, the residual add, the next norm.
+TEST_CASE("norm_add_rms_norm: the same bits as rms_norm in place then add_rms_norm, in one launch") {
+    Backends be;
+    for (const auto& [rows, cols] : {std::pair<int64_t, int64_t>{1, 1152}, {4, 2048}, {40, 576}, {3, 33}}) {
+        CAPTURE(rows);
+        CAPTURE(cols);
+        const auto x = random_floats(static_cast<size_t>(rows * cols), 30.0f), y = random_floats(x.size(), 10.0f);
+        auto wy = random_floats(static_cast<size_t>(cols)), w = random_floats(static_cast<size_t>(cols));
+        for (auto* v : {&wy, &w})
+            for (auto& e : *v) e += 1.0f;
+        Tensor wyg = be.gpu->load_weight(wy.data(), DType::F32, cols, 1, "post norm");
+        Tensor wg = be.gpu->load_weight(w.data(), DType::F32, cols, 1, "norm");
+        Tensor x1 = put(*be.gpu, x, cols, rows), y1 = put(*be.gpu, y, cols, rows);
+        Tensor x2 = put(*be.gpu, x, cols, rows), y2 = put(*be.gpu, y, cols, rows);
+        Tensor o1 = be.gpu->alloc(MemoryKind::Activations, DType::F32, cols, rows, "o1");
+        Tensor o2 = be.gpu->alloc(MemoryKind::Activations, DType::F32, cols, rows, "o2");
+        be.gpu->set_batch(simple_batch(rows).info());
+#ifdef EMBER_CUDA_EMU
+        const uint64_t before = emu_launches("norm_add_rms_norm_kernel");
+#endif
+        be.gpu->norm_add_rms_norm(x1, y1, wyg, wg, 1e-6f, o1);
+        be.gpu->synchronize();
+#ifdef EMBER_CUDA_EMU
+        CHECK(emu_launches("norm_add_rms_norm_kernel") - before == 1);
+#endif
+        be.gpu->rms_norm(y2, wyg, 1e-6f, y2);
+        be.gpu->add_rms_norm(x2, y2, wg, 1e-6f, o2);
+        for (const auto& [a, b] : {std::pair{&x1, &x2}, {&y1, &y2}, {&o1, &o2}}) {
+            const auto ga = get(*be.gpu, *a), gb = get(*be.gpu, *b);
+            CHECK(std::memcmp(ga.data(), gb.data(), ga.size() * sizeof(float)) == 0);
+        }
+        for (Tensor* t : {&wyg, &wg, &x1, &y1, &x2, &y2, &o1, &o2}) be.gpu->free(*t);
+    }
+}
+
+// add_rms_norm, rms_norm, norm_add_rms_norm and glu of decode-sized rows also write their output quantized; the
 // matmuls that read it next (matmul_shared's q/k/v or gate/up) take those 8-bit activations
 // instead of quantizing again. A scale by 1 between (same values, another launch) makes the
 // matmul quantize for itself: the results must be the same bits, with no quantize launch on
@@ -1246,7 +1281,7 @@ TEST_CASE("norms and glu write the q8 activations the next matmuls read: the bit
     auto norm_w = random_floats(static_cast<size_t>(cols));
     for (auto& x : norm_w) x += 1.0f;
     Tensor nw = be.gpu->load_weight(norm_w.data(), DType::F32, cols, 1, "norm");
-    for (const char* producer : {"add_rms_norm", "rms_norm", "glu"})
+    for (const char* producer : {"add_rms_norm", "rms_norm", "glu", "norm_add_rms_norm"})
         for (const int64_t n : {int64_t{1}, int64_t{3}, int64_t{8}, int64_t{32}}) {
             CAPTURE(producer);
             CAPTURE(n);
@@ -1267,6 +1302,8 @@ TEST_CASE("norms and glu write the q8 activations the next matmuls read: the bit
 #endif
                 if (std::string(producer) == "add_rms_norm") be.gpu->add_rms_norm(xa, ra, nw, 1e-6f, out);
                 else if (std::string(producer) == "rms_norm") be.gpu->rms_norm(xa, nw, 1e-6f, out);
+                else if (std::string(producer) == "norm_add_rms_norm")
+                    be.gpu->norm_add_rms_norm(xa, ra, nw, nw, 1e-6f, out);
                 else be.gpu->glu(xa, ra, GluAct::Silu, out);
                 if (rescale) be.gpu->scale(out, 1.0f);
                 be.gpu->matmul_shared(out, outs);
