@@ -210,7 +210,9 @@ void Backend::rms_norm(const Tensor& x, const Tensor& w, float eps, Tensor& y) {
     do_rms_norm(x, w, eps, y);
 }
 
-void Backend::rope(Tensor& x, const RopeParams& p) {
+namespace {
+
+void check_rope(const Tensor& x, const RopeParams& p, int64_t batch_tokens) {
     require_activation(x, "rope", "x");
     if (p.n_heads <= 0 || p.head_dim <= 0 || p.n_rot < 0 || p.n_rot > p.head_dim || p.n_rot % 2)
         fail("rope", "n_heads " + std::to_string(p.n_heads) + ", head_dim " + std::to_string(p.head_dim) + ", n_rot " +
@@ -219,9 +221,15 @@ void Backend::rope(Tensor& x, const RopeParams& p) {
         fail("rope", "YaRN (ext_factor " + std::to_string(p.ext_factor) + ") needs n_ctx_orig > 0 (got " +
                          std::to_string(p.n_ctx_orig) + "), freq_scale > 0 and freq_base > 1");
     require_cols(x, p.head_dim, "rope", "x", "head_dim");
-    if (x.rows % p.n_heads != 0 || x.rows / p.n_heads > batch_tokens())
+    if (x.rows % p.n_heads != 0 || x.rows / p.n_heads > batch_tokens)
         fail("rope", "x (" + shape(x) + ") is not n_tokens x " + std::to_string(p.n_heads) + " heads for a batch of " +
-                         std::to_string(batch_tokens()) + " tokens");
+                         std::to_string(batch_tokens) + " tokens");
+}
+
+}  // namespace
+
+void Backend::rope(Tensor& x, const RopeParams& p) {
+    check_rope(x, p, batch_tokens());
     do_rope(x, p);
 }
 
@@ -325,6 +333,13 @@ void Backend::add_rms_norm(Tensor& x, const Tensor& y, const Tensor& w, float ep
     do_add_rms_norm(x, y, w, eps, out);
 }
 
+void Backend::norm_add_rms_norm(Tensor& x, Tensor& y, const Tensor& wy, const Tensor& w, float eps, Tensor& out) {
+    check_rms_norm(y, wy, y, "norm_add_rms_norm", "y");
+    check_add(x, y, "norm_add_rms_norm");
+    check_rms_norm(x, w, out, "norm_add_rms_norm", "out");
+    do_norm_add_rms_norm(x, y, wy, w, eps, out);
+}
+
 void Backend::copy(const Tensor& src, Tensor& dst) {
     require_f32_rows(src, "copy", "src");
     require_f32_rows(dst, "copy", "dst");
@@ -423,6 +438,22 @@ void Backend::check_kv_rows(const KvLayer& layer, const Tensor& k, const Tensor&
 void Backend::store_kv(KvLayer& layer, const Tensor& k, const Tensor& v) {
     check_kv_rows(layer, k, v, "store_kv");
     do_store_kv(layer, k, v);
+}
+
+void Backend::rope_store_kv(KvLayer& layer, Tensor& q, Tensor& k, const Tensor& v, const RopeParams& pq,
+                            const RopeParams& pk) {
+    require_activation(q, "rope_store_kv", "q");
+    require_activation(k, "rope_store_kv", "k");
+    if (pq.head_dim <= 0 || pk.head_dim <= 0 || q.cols % pq.head_dim || k.cols % pk.head_dim || q.rows != k.rows ||
+        q.cols / pq.head_dim != pq.n_heads || k.cols / pk.head_dim != pk.n_heads)
+        fail("rope_store_kv", "q (" + shape(q) + ") and k (" + shape(k) + ") are not token rows of " +
+                                  std::to_string(pq.n_heads) + " x " + std::to_string(pq.head_dim) + " and " +
+                                  std::to_string(pk.n_heads) + " x " + std::to_string(pk.head_dim) + " values");
+    Tensor q_heads = q.reshape(pq.head_dim), k_heads = k.reshape(pk.head_dim);
+    check_rope(q_heads, pq, batch_tokens());
+    check_rope(k_heads, pk, batch_tokens());
+    check_kv_rows(layer, k, v, "rope_store_kv");
+    do_rope_store_kv(layer, q_heads, k_heads, k, v, pq, pk);
 }
 
 void Backend::load_kv(const KvLayer& layer, Tensor& k, Tensor& v) {

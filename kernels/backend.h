@@ -288,7 +288,14 @@ public:
     void softcap(Tensor& x, float cap);
     // add(x, y), then rms_norm(x, w, eps, out): the residual add that ends a sublayer and the
     // next sublayer's norm, one pass over x where the backend fuses them (the same bits).
+    // A backend whose matmul quantizes its input may quantize `out` in the same pass and keep
+    // it for the matmuls that read `out` next (CUDA: kernels/cuda/NOTES.md, "Fused decode
+    // ops"); so may rms_norm and glu for their outputs.
     void add_rms_norm(Tensor& x, const Tensor& y, const Tensor& w, float eps, Tensor& out);
+    // rms_norm(y, wy, eps, y) in place, then add_rms_norm(x, y, w, eps, out): a sublayer's
+    // post-norm (gemma3's post_attention_norm, post_ffw_norm), the residual add and the next
+    // norm, one pass where the backend fuses them (the same bits).
+    void norm_add_rms_norm(Tensor& x, Tensor& y, const Tensor& wy, const Tensor& w, float eps, Tensor& out);
     // ---- mixture of experts (see MoeRouting above) --------------------------------------
     // Per row t of logits [T x n_expert] (F32): the k = r.n_used chosen experts, best first,
     // to ids[t] (I32, T x k) and their weights to weights[t] (F32, T x k). Selection is by
@@ -334,6 +341,12 @@ public:
                           const Tensor& beta, const DeltaRuleParams& p, Tensor& out);
     // Writes this batch's K/V rows (n_tokens x n_kv_heads*head_dim) into the cache slots.
     void store_kv(KvLayer& layer, const Tensor& k, const Tensor& v);
+    // rope(q), rope(k), then store_kv(layer, k, v): the step between the q/k/v projections and
+    // attention, one launch where the backend fuses it (the same bits). q: n_tokens x
+    // pq.n_heads*pq.head_dim, k and v: n_tokens x pk.n_heads*pk.head_dim (token rows, not
+    // per-head views); q and k are rotated in place.
+    void rope_store_kv(KvLayer& layer, Tensor& q, Tensor& k, const Tensor& v, const RopeParams& pq,
+                       const RopeParams& pk);
     // The inverse: the K/V rows of this batch's cache slots back into F32 (n_tokens x
     // n_kv_heads*head_dim), exactly the values the cache holds. With rope() and store_kv() it
     // moves cached keys to other positions (a rolled context: engine/models/kv_roll.cpp).
@@ -382,6 +395,10 @@ protected:
         do_add(x, y);
         do_rms_norm(x, w, eps, out);
     }
+    virtual void do_norm_add_rms_norm(Tensor& x, Tensor& y, const Tensor& wy, const Tensor& w, float eps, Tensor& out) {
+        do_rms_norm(y, wy, eps, y);
+        do_add_rms_norm(x, y, w, eps, out);
+    }
     virtual void do_moe_route(const Tensor& logits, const MoeRouting& r, Tensor& ids, Tensor& weights,
                               const Tensor* expert_scale) = 0;
     virtual void do_moe_matmul(const Tensor& w, int64_t n_expert, const Tensor& x, const Tensor& ids, Tensor& y,
@@ -394,6 +411,13 @@ protected:
                                      const Tensor& alpha, const Tensor& beta, const DeltaRuleParams& p,
                                      Tensor& out) = 0;
     virtual void do_store_kv(KvLayer& layer, const Tensor& k, const Tensor& v) = 0;
+    // q and k as per-head views (rows of head_dim), as do_rope takes them.
+    virtual void do_rope_store_kv(KvLayer& layer, Tensor& q_heads, Tensor& k_heads, const Tensor& k, const Tensor& v,
+                                  const RopeParams& pq, const RopeParams& pk) {
+        do_rope(q_heads, pq);
+        do_rope(k_heads, pk);
+        do_store_kv(layer, k, v);
+    }
     virtual void do_load_kv(const KvLayer& layer, Tensor& k, Tensor& v) = 0;
     virtual void do_attention(const KvLayer& layer, const Tensor& q, const AttentionParams& p, Tensor& out) = 0;
     virtual void do_gather_output_rows(const Tensor& x, Tensor& out) = 0;

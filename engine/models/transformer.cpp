@@ -429,6 +429,17 @@ Tensor Transformer::rows_of(const Tensor& buf, int64_t cols, int64_t rows) {
     return t;
 }
 
+namespace {
+
+// x += post(y) (post: an optional post-norm of the sublayer's output y, in place), then
+// out = norm(x): the end of a sublayer, one op either way.
+void end_sublayer(Backend& be, Tensor& x, Tensor& y, const Tensor& post, const Tensor& norm, float eps, Tensor& out) {
+    if (post.data) be.norm_add_rms_norm(x, y, post, norm, eps, out);
+    else be.add_rms_norm(x, y, norm, eps, out);
+}
+
+}  // namespace
+
 void Transformer::attention_block(const Layer& l, KvLayer& cache, Activations& a) {
     Backend& be = *l.device->backend;
     const float eps = config_.norm_eps;
@@ -452,12 +463,10 @@ void Transformer::attention_block(const Layer& l, KvLayer& cache, Activations& a
         if (l.q_norm.data) be.rms_norm(q_heads, l.q_norm, eps, q_heads);
         if (l.k_norm.data) be.rms_norm(k_heads, l.k_norm, eps, k_heads);
         if (l.v_norm.data) be.rms_norm(v_heads, l.v_norm, eps, v_heads);
-        be.rope(q_heads, l.rope_q);
-        be.rope(k_heads, l.rope_k);
+        be.rope_store_kv(cache, q, k, v, l.rope_q, l.rope_k);
         dump_("q", l.index, q, be);
         dump_("k", l.index, k, be);
         dump_("v", l.index, v, be);
-        be.store_kv(cache, k, v);
     } else {  // K/V shared with an earlier layer: only q is computed
         be.matmul(l.wq, a.xn, q);
         if (l.q_norm.data) be.rms_norm(q_heads, l.q_norm, eps, q_heads);
@@ -474,9 +483,8 @@ void Transformer::attention_block(const Layer& l, KvLayer& cache, Activations& a
         attn = gate;
     }
     be.matmul(l.wo, attn, a.proj, &l.bo);
-    if (l.post_attn_norm.data) be.rms_norm(a.proj, l.post_attn_norm, eps, a.proj);
+    end_sublayer(be, a.x, a.proj, l.post_attn_norm, l.ffn_norm, eps, a.xn);
     dump_("attn_out", l.index, a.proj, be);
-    be.add_rms_norm(a.x, a.proj, l.ffn_norm, eps, a.xn);
     dump_("ffn_inp", l.index, a.x, be);
     dump_("ffn_norm", l.index, a.xn, be);
 }
@@ -587,11 +595,11 @@ void Transformer::ffn_block(const Layer& l, const Layer* next, Activations& a) {
     else if (l.ffn_gate_inp.data) moe_ffn(l, a);
     else dense_ffn(l, a, a.proj);
     if (l.ffn_up_shexp.data) shared_expert_ffn(l, a);
-    if (l.post_ffn_norm.data) be.rms_norm(a.proj, l.post_ffn_norm, eps, a.proj);
+    const bool ends_here = next && !l.has_tail();  // the next layer's norm follows the add
+    if (ends_here) end_sublayer(be, a.x, a.proj, l.post_ffn_norm, next->attn_norm, eps, a.xn);
+    else if (l.post_ffn_norm.data) be.rms_norm(a.proj, l.post_ffn_norm, eps, a.proj);
     dump_("ffn_out", l.index, a.proj, be);
-    if (next && !l.has_tail()) {
-        be.add_rms_norm(a.x, a.proj, next->attn_norm, eps, a.xn);
-    } else {
+    if (!ends_here) {
         be.add(a.x, a.proj);
         if (l.has_tail()) layer_tail(l, a);
         if (next) be.rms_norm(a.x, next->attn_norm, eps, a.xn);

@@ -254,14 +254,10 @@ protected:
         const bool quant = is_block_type(type);
         if (n <= (quant ? kQuantMatvecMaxTokens : kMatvecMaxTokens)) {
             if (quant) {
-                const size_t q_bytes = align_up(static_cast<size_t>(n * w.cols), kAlign);
-                auto* base = static_cast<uint8_t*>(
-                    scratch(xq_, q_bytes + static_cast<size_t>(n * (w.cols / 32)) * sizeof(float2), "q8 activations"));
-                auto* xq = reinterpret_cast<int8_t*>(base);
-                auto* ds = reinterpret_cast<float2*>(base + q_bytes);
-                graphs_->launch<&quantize_q8>(const_floats(x), n, w.cols, xq, static_cast<float2*>(ds));
-                graphs_->launch<&matvec_quant>(type, const_bytes(w.data), w.row_bytes, w.rows, w.cols, const_int8(xq),
-                                               static_cast<const float2*>(ds), n, floats(y), bp);
+                const Q8Rows q = quantized(x);
+                graphs_->launch<&matvec_quant>(type, const_bytes(w.data), w.row_bytes, w.rows, w.cols, const_int8(q.xq),
+                                               static_cast<const float2*>(q.ds), n, floats(y), bp);
+                keep_q8(x, y);
             } else {
                 graphs_->launch<&matvec_float>(type, const_bytes(w.data), w.row_bytes, w.rows, w.cols, const_floats(x),
                                                n, floats(y), bp);
@@ -312,13 +308,9 @@ protected:
                                                    const_floats(x), x_div, idp, slots, floats(y), bp);
             return;
         }
-        const int64_t n = x.rows;
-        const size_t q_bytes = align_up(static_cast<size_t>(n * w.cols), kAlign);
-        auto* base = static_cast<uint8_t*>(
-            scratch(xq_, q_bytes + static_cast<size_t>(n * (w.cols / 32)) * sizeof(float2), "q8 activations"));
-        auto* xq = reinterpret_cast<int8_t*>(base);
-        auto* ds = reinterpret_cast<float2*>(base + q_bytes);
-        graphs_->launch<&quantize_q8>(const_floats(x), n, int64_t{w.cols}, xq, ds);
+        const Q8Rows q = quantized(x);
+        const int8_t* xq = q.xq;
+        const float2* ds = q.ds;
         if (grouped)
             graphs_->launch<&moe_grouped_quant>(type, wp, w.row_bytes, rows, n_expert, int64_t{w.cols}, const_int8(xq),
                                                 static_cast<const float2*>(ds), x_div, idp, slots, floats(y), bp,
@@ -326,6 +318,7 @@ protected:
         else
             graphs_->launch<&moe_matvec_quant>(type, wp, w.row_bytes, rows, n_expert, int64_t{w.cols}, const_int8(xq),
                                                static_cast<const float2*>(ds), x_div, idp, slots, floats(y), bp);
+        keep_q8(x, y);  // gate's quantized x serves up's moe_matmul
     }
 
     void do_moe_combine(const Tensor& y, const Tensor& weights, Tensor& out) override {
@@ -333,8 +326,12 @@ protected:
                                             static_cast<int>(weights.cols), int64_t{y.cols}, floats(out));
     }
 
+    // The norms and the glu also write their output quantized where a matvec may read it next
+    // (q8_output): one launch fewer per matvec input (kernels/cuda/NOTES.md, "Fused decode ops").
     void do_rms_norm(const Tensor& x, const Tensor& w, float eps, Tensor& y) override {
-        graphs_->launch<&cuda::rms_norm>(const_floats(x), const_floats(w), x.rows, x.cols, eps, floats(y));
+        const Q8Rows q = q8_output(y);
+        graphs_->launch<&cuda::rms_norm>(const_floats(x), const_floats(w), x.rows, x.cols, eps, floats(y), q.xq, q.ds);
+        if (q.xq) q8_holds(y);
     }
 
     void do_rope(Tensor& x, const RopeParams& p) override {
@@ -350,8 +347,10 @@ protected:
                                              int64_t{gate.rows}, int64_t{gate.cols}, static_cast<int>(act));
             return;
         }
+        const Q8Rows q = q8_output(out);
         graphs_->launch<&cuda::glu>(const_floats(gate), const_floats(up), floats(out), gate.rows * gate.cols,
-                                    static_cast<int>(act));
+                                    static_cast<int>(act), q.xq, q.ds);
+        if (q.xq) q8_holds(out);
     }
 
     void do_add(Tensor& x, const Tensor& y) override {
@@ -363,8 +362,18 @@ protected:
     void do_softcap(Tensor& x, float cap) override { graphs_->launch<&cuda::softcap>(floats(x), cap, x.rows * x.cols); }
 
     void do_add_rms_norm(Tensor& x, const Tensor& y, const Tensor& w, float eps, Tensor& out) override {
+        const Q8Rows q = q8_output(out);
         graphs_->launch<&cuda::add_rms_norm>(floats(x), const_floats(y), const_floats(w), x.rows, x.cols, eps,
-                                             floats(out));
+                                             floats(out), q.xq, q.ds);
+        if (q.xq) q8_holds(out);
+    }
+
+    void do_norm_add_rms_norm(Tensor& x, Tensor& y, const Tensor& wy, const Tensor& w, float eps,
+                              Tensor& out) override {
+        const Q8Rows q = q8_output(out);
+        graphs_->launch<&cuda::norm_add_rms_norm>(floats(x), floats(y), const_floats(wy), const_floats(w), x.rows,
+                                                  x.cols, eps, floats(out), q.xq, q.ds);
+        if (q.xq) q8_holds(out);
     }
 
     void do_sigmoid_scale_rows(Tensor& x, const Tensor& s) override {
@@ -405,6 +414,25 @@ protected:
         const DType kt = layer.k.type;
         graphs_->launch<&cuda::store_kv>(static_cast<int>(kt), layer.k.data, layer.v.data, layer.k.row_bytes, k.cols,
                                          const_floats(k), const_floats(v), d_kv_slot_, k.rows);
+    }
+
+    // One launch (kv.cu) where q and k share one rotation table; else the three ops.
+    void do_rope_store_kv(KvLayer& layer, Tensor& q_heads, Tensor& k_heads, const Tensor& k, const Tensor& v,
+                          const RopeParams& pq, const RopeParams& pk) override {
+        const double* freq = rope_table(pq);
+        if (freq != rope_table(pk) || rope_magnitude(pq) != rope_magnitude(pk) || pq.neox != pk.neox ||
+            pq.head_dim != pk.head_dim || pq.n_rot != pk.n_rot) {
+            Backend::do_rope_store_kv(layer, q_heads, k_heads, k, v, pq, pk);
+            return;
+        }
+        RopeStoreArgs a = RopeStoreArgs();  // value-initialized: graphs compare the bytes
+        a.q = floats(q_heads), a.k = floats(k), a.v = const_floats(v);
+        a.k_cache = layer.k.data, a.v_cache = layer.v.data, a.row_bytes = layer.k.row_bytes;
+        a.positions = d_positions_, a.slots = d_kv_slot_, a.freq = freq, a.mscale = rope_magnitude(pq);
+        a.n_tokens = k.rows, a.n_q_heads = pq.n_heads, a.n_k_heads = pk.n_heads;
+        a.head_dim = pq.head_dim, a.n_rot = pq.n_rot, a.kv_type = static_cast<int>(layer.k.type);
+        a.neox = pq.neox ? 1 : 0;
+        graphs_->launch<&cuda::rope_store_kv>(a);
     }
 
     void do_load_kv(const KvLayer& layer, Tensor& k, Tensor& v) override {
@@ -501,6 +529,55 @@ private:
         bool reverse;
         double* dev;
     };
+
+    // ---- 8-bit activations (quantize_q8's layout) in the xq_ scratch ---------------------
+    // Which activations xq_ holds: a matvec quantizes its input there, a norm or glu writes
+    // its output there too (q8_output); the next matvecs on the same tensor read them instead
+    // of quantizing again, as long as nothing ran since but matvecs that write elsewhere:
+    // `stamp` is graphs_->issued() after the last of them, so any other launch, flush (copies,
+    // cuBLAS, syncs) or scratch growth ends it. A recorded pass replays these launches in the
+    // same order, so what holds when recording holds at every replay.
+    struct Q8Rows {
+        int8_t* xq = nullptr;
+        float2* ds = nullptr;
+    };
+    struct Q8Held {
+        const void* data = nullptr;
+        int64_t rows = 0, cols = 0;
+        uint64_t stamp = 0;
+    };
+    Q8Rows q8_rows(int64_t n, int64_t cols) {
+        const size_t q_bytes = align_up(static_cast<size_t>(n * cols), kAlign);
+        auto* base = static_cast<uint8_t*>(
+            scratch(xq_, q_bytes + static_cast<size_t>(n * (cols / 32)) * sizeof(float2), "q8 activations"));
+        return {reinterpret_cast<int8_t*>(base), reinterpret_cast<float2*>(base + q_bytes)};
+    }
+    bool q8_has(const Tensor& x) const {
+        return q8_.data == x.data && q8_.rows == x.rows && q8_.cols == x.cols && q8_.stamp == graphs_->issued();
+    }
+    void q8_holds(const Tensor& x) { q8_ = {x.data, x.rows, x.cols, graphs_->issued()}; }
+    // x quantized: from a producer, or quantize_q8 now.
+    Q8Rows quantized(const Tensor& x) {
+        const Q8Rows q = q8_rows(x.rows, x.cols);  // no growth (a flush) when q8_ holds x
+        if (q8_has(x)) return q;
+        graphs_->launch<&quantize_q8>(const_floats(x), int64_t{x.rows}, int64_t{x.cols}, q.xq, q.ds);
+        q8_holds(x);
+        return q;
+    }
+    // After a matvec from x's q8 rows into y: they still hold x unless y overlaps x.
+    void keep_q8(const Tensor& x, const Tensor& y) {
+        const auto* xb = static_cast<const uint8_t*>(x.data);
+        const auto* yb = static_cast<const uint8_t*>(y.data);
+        if (yb + y.bytes() <= xb || xb + x.bytes() <= yb) q8_holds(x);
+    }
+    // Where an op producing `out` should also write it quantized: decode-sized rows a
+    // quantized matvec can take (the q8 rows are written whether one follows or not:
+    // 1.125 bytes per element).
+    Q8Rows q8_output(const Tensor& out) {
+        if (out.rows > kQuantMatvecMaxTokens || out.cols % 32 != 0 || out.row_bytes != out.cols * sizeof(float))
+            return {};
+        return q8_rows(out.rows, out.cols);
+    }
 
     // Typed views for graphs_->launch<Fn>(args...), which forwards its arguments' own types
     // to the launcher: each must already be the launcher's parameter type.
@@ -809,6 +886,7 @@ private:
     const int2* d_tiles_ = nullptr;
 
     Scratch xq_, xh_, wtile_, partial_, topk_dev_;
+    Q8Held q8_;           // what xq_ holds (q8_has)
     Scratch moe_groups_;  // the grouped moe_matmul's sort of the slots (moe_group_bytes)
     void* topk_host_ = nullptr;
     size_t topk_host_bytes_ = 0;

@@ -35,6 +35,35 @@ __device__ __forceinline__ float block_sum(float v, float* scratch) {
     return warp_sum(v);
 }
 
+// The 8-bit activations the quantized matvecs read (quantize_q8 in matvec.cu, and the ops
+// that write them as they produce x: norm.cu, elementwise.cu), one place so every writer
+// gives the same bits: lane l of a warp holds element l of a 32-element chunk;
+// d = max|x| / 127, xq = round(x / d), ds = (d, d * sum(xq)).
+__device__ __forceinline__ void quantize_chunk_q8(float v, int8_t* __restrict__ xq_chunk, float2* __restrict__ ds) {
+    const int lane = threadIdx.x & 31;
+    const float amax = warp_max(fabsf(v));
+    const float d = amax / 127.0f;
+    const float id = d != 0.0f ? 1.0f / d : 0.0f;
+    const int q = static_cast<int>(roundf(v * id));
+    xq_chunk[lane] = static_cast<int8_t>(q);
+    const int sum = warp_sum_int(q);
+    if (lane == 0) *ds = make_float2(d, d * static_cast<float>(sum));
+}
+
+// One RoPE pair (i, i + half) or (2i, 2i + 1) of a head's row, rotated in place by pos * freq[i]
+// (angle and sine/cosine in double, scaled by mscale; rope.cu's header says why).
+__device__ __forceinline__ void rope_pair(float* head, int i, int half, bool neox, int32_t pos,
+                                          const double* __restrict__ freq, double mscale) {
+    const double theta = static_cast<double>(pos) * freq[i];
+    double sd, cd;
+    sincos(theta, &sd, &cd);
+    const float s = static_cast<float>(sd * mscale), c = static_cast<float>(cd * mscale);
+    const int a = neox ? i : 2 * i, b = neox ? i + half : 2 * i + 1;
+    const float x0 = head[a], x1 = head[b];
+    head[a] = x0 * c - x1 * s;
+    head[b] = x0 * s + x1 * c;
+}
+
 inline unsigned blocks_for(int64_t n, int per_block) { return static_cast<unsigned>((n + per_block - 1) / per_block); }
 
 }  // namespace ember::cuda

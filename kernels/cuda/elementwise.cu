@@ -24,10 +24,16 @@ __device__ __forceinline__ float glu_value(float g, float u, int act) {
     return g / (1.0f + expf(-g)) * u;
 }
 
-__global__ void glu_kernel(const float* gate, const float* __restrict__ up, float* out, int64_t n, int act) {
+// Q8: out also quantized for the next matvec (quantize_q8's bits, +1.125 bytes per element);
+// n % 32 == 0, so each warp holds whole 32-element chunks or leaves as one.
+template <bool Q8>
+__global__ void glu_kernel(const float* gate, const float* __restrict__ up, float* out, int64_t n, int act, int8_t* xq,
+                           float2* ds) {
     const int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
     if (i >= n) return;
-    out[i] = glu_value(gate[i], up[i], act);
+    const float v = glu_value(gate[i], up[i], act);
+    out[i] = v;
+    if constexpr (Q8) quantize_chunk_q8(v, xq + (i & ~int64_t{31}), ds + i / 32);
 }
 
 // The same on row views (gate and up of a fused gate+up result: rows gate_ld / up_ld floats
@@ -150,9 +156,11 @@ void copy_rows(const float* src, int64_t src_ld, float* dst, int64_t dst_ld, int
     EMBER_CUDA_CHECK_LAUNCH("copy_rows_kernel");
 }
 
-void glu(const float* gate, const float* up, float* out, int64_t n, int act, cudaStream_t stream) {
+void glu(const float* gate, const float* up, float* out, int64_t n, int act, int8_t* xq, float2* ds,
+         cudaStream_t stream) {
     if (n == 0) return;
-    glu_kernel<<<blocks_for(n, 256), 256, 0, stream>>>(gate, up, out, n, act);
+    if (xq) glu_kernel<true><<<blocks_for(n, 256), 256, 0, stream>>>(gate, up, out, n, act, xq, ds);
+    else glu_kernel<false><<<blocks_for(n, 256), 256, 0, stream>>>(gate, up, out, n, act, xq, ds);
     EMBER_CUDA_CHECK_LAUNCH("glu_kernel");
 }
 

@@ -72,6 +72,7 @@ bool GraphRunner::seen_before(uint64_t h) {
 }
 
 void GraphRunner::flush(bool graph) {
+    ++issued_;
     if (ops_.empty()) return;
     struct Clear {
         GraphRunner* r;

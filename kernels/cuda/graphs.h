@@ -45,6 +45,7 @@ public:
     template <auto Fn, class... A>
     void launch(A... args) {
         static_assert((std::is_trivially_copyable_v<A> && ...));
+        ++issued_;
         if (!recording_) {
             Fn(args..., stream_);
             return;
@@ -55,6 +56,9 @@ public:
 
     // Issues what was recorded; graph = false: launch by launch, whatever the cache holds.
     void flush(bool graph = true);
+    // Counts launch() and flush() calls: equal stamps mean that no launch and no sync point
+    // (where the backend may copy or run cuBLAS outside the runner) came between.
+    uint64_t issued() const { return issued_; }
     // Forgets cached graphs and seen segments (a scratch buffer moved, graphs turned off).
     void drop_graphs();
 
@@ -105,6 +109,7 @@ private:
     uint64_t clock_ = 0;
     GraphStats stats_;
     bool logged_ = false;
+    uint64_t issued_ = 0;
 };
 
 }  // namespace ember::cuda

@@ -33,15 +33,7 @@ __global__ void __launch_bounds__(128) quantize_q8_kernel(const float* __restric
                                                           int8_t* __restrict__ xq, float2* __restrict__ ds) {
     const int64_t chunk = static_cast<int64_t>(blockIdx.x) * kWarpsPerBlock + (threadIdx.x >> 5);
     if (chunk >= n_chunks) return;  // whole warp leaves together
-    const int lane = threadIdx.x & 31;
-    const float v = x[chunk * 32 + lane];
-    const float amax = warp_max(fabsf(v));
-    const float d = amax / 127.0f;
-    const float id = d != 0.0f ? 1.0f / d : 0.0f;
-    const int q = static_cast<int>(roundf(v * id));
-    xq[chunk * 32 + lane] = static_cast<int8_t>(q);
-    const int sum = warp_sum_int(q);
-    if (lane == 0) ds[chunk] = make_float2(d, d * static_cast<float>(sum));
+    quantize_chunk_q8(x[chunk * 32 + (threadIdx.x & 31)], xq + chunk * 32, ds + chunk);
 }
 
 // Quantized weights: warp per row, lanes over chunks, NT tokens per launch row (grid.y).

@@ -35,10 +35,15 @@ void f32_to_f16(const float* x, int64_t n, __half* out, cudaStream_t stream);
 void add_bias(float* y, int64_t n, int64_t cols, const float* bias, cudaStream_t stream);
 
 // ---- norm.cu ---------------------------------------------------------------------------------
-void rms_norm(const float* x, const float* w, int64_t rows, int64_t cols, float eps, float* y, cudaStream_t stream);
-// x += r, then rms_norm(x) into y: bitwise add() and rms_norm(), one launch.
-void add_rms_norm(float* x, const float* r, const float* w, int64_t rows, int64_t cols, float eps, float* y,
-                  cudaStream_t stream);
+// xq, ds: null, or also y as quantize_q8(y) writes it (cols % 32 == 0), in the same launch.
+void rms_norm(const float* x, const float* w, int64_t rows, int64_t cols, float eps, float* y, int8_t* xq, float2* ds,
+              cudaStream_t stream);
+// x += r, then rms_norm(x) into y: bitwise add() and rms_norm(), one launch; xq, ds as rms_norm's.
+void add_rms_norm(float* x, const float* r, const float* w, int64_t rows, int64_t cols, float eps, float* y, int8_t* xq,
+                  float2* ds, cudaStream_t stream);
+// rms_norm(y, wy) in place, then add_rms_norm(x, y, w) into out: their bits, one launch.
+void norm_add_rms_norm(float* x, float* y, const float* wy, const float* w, int64_t rows, int64_t cols, float eps,
+                       float* out, int8_t* xq, float2* ds, cudaStream_t stream);
 
 // ---- rope.cu ---------------------------------------------------------------------------------
 // x: n_tokens * n_heads rows of head_dim; positions: [n_tokens]; freq: [n_rot / 2] doubles,
@@ -48,7 +53,9 @@ void rope(float* x, int64_t n_tokens, int n_heads, int head_dim, int n_rot, bool
 
 // ---- elementwise.cu ----------------------------------------------------------------------------
 // act: GluAct's value (0 SiLU, 1 GELU-tanh, 2 gpt-oss's clamped SwiGLU).
-void glu(const float* gate, const float* up, float* out, int64_t n, int act, cudaStream_t stream);
+// xq, ds: null, or also out as quantize_q8(out) writes it (n % 32 == 0), in the same launch.
+void glu(const float* gate, const float* up, float* out, int64_t n, int act, int8_t* xq, float2* ds,
+         cudaStream_t stream);
 // x[t] *= sigmoid(s[t]) over rows x cols (Backend::sigmoid_scale_rows).
 void sigmoid_scale_rows(float* x, const float* s, int64_t rows, int64_t cols, cudaStream_t stream);
 // dst (rows x cols, contiguous) = the rows of src, src_ld floats apart (Backend::copy).
@@ -71,6 +78,27 @@ void embed(int type, const void* table, size_t row_bytes, int64_t rows, int64_t 
 // Row t of k and v (kv_dim floats each) into cache slot slots[t]; kv_type F16 or Q8_0.
 void store_kv(int kv_type, void* k_cache, void* v_cache, size_t row_bytes, int64_t kv_dim, const float* k,
               const float* v, const int32_t* slots, int64_t n, cudaStream_t stream);
+// rope() of q (n_tokens x n_q_heads heads) and k (n_tokens x n_k_heads heads), both head_dim
+// wide with n_rot rotated, in place, then store_kv() of k and v (n_k_heads * head_dim values a
+// token): one launch, block per token, the bits of the three separate launches.
+struct RopeStoreArgs {
+    float* q;
+    float* k;
+    const float* v;
+    void* k_cache;
+    void* v_cache;
+    size_t row_bytes;
+    const int32_t* positions;  // [n_tokens]
+    const int32_t* slots;      // [n_tokens]
+    const double* freq;        // [n_rot / 2], as rope()'s
+    double mscale;
+    int64_t n_tokens;
+    int n_q_heads, n_k_heads, head_dim, n_rot;
+    int kv_type;  // F16 or Q8_0 (Q8_0: n_k_heads * head_dim % 32 == 0)
+    int neox;
+};
+static_assert(sizeof(RopeStoreArgs) == 11 * 8 + 6 * 4, "RopeStoreArgs must have no padding");
+void rope_store_kv(const RopeStoreArgs& a, cudaStream_t stream);
 // The inverse: cache slot slots[t] into rows t of k and v (exact: F16 and Q8_0 values are floats).
 void load_kv(int kv_type, const void* k_cache, const void* v_cache, size_t row_bytes, int64_t kv_dim, float* k,
              float* v, const int32_t* slots, int64_t n, cudaStream_t stream);

@@ -19,16 +19,7 @@ __global__ void rope_kernel(float* __restrict__ x, int64_t total, int n_heads, i
     const int64_t idx = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
     if (idx >= total) return;
     const int64_t row = idx / half;  // token * n_heads + head
-    const int i = static_cast<int>(idx % half);
-    const double theta = static_cast<double>(positions[row / n_heads]) * freq[i];
-    double sd, cd;
-    sincos(theta, &sd, &cd);
-    const float s = static_cast<float>(sd * mscale), c = static_cast<float>(cd * mscale);
-    float* v = x + row * head_dim;
-    const int a = neox ? i : 2 * i, b = neox ? i + half : 2 * i + 1;
-    const float x0 = v[a], x1 = v[b];
-    v[a] = x0 * c - x1 * s;
-    v[b] = x0 * s + x1 * c;
+    rope_pair(x + row * head_dim, static_cast<int>(idx % half), half, neox, positions[row / n_heads], freq, mscale);
 }
 
 }  // namespace

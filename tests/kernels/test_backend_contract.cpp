@@ -226,6 +226,18 @@ void check_contract(Backend& be) {
         expect_error([&] { be.add_rms_norm(x1, y_short, w, 1e-5f, n1); }, {"add_rms_norm", "differ"});
         expect_error([&] { be.add_rms_norm(x1, y, w_bad, 1e-5f, n1); }, {"add_rms_norm", "weight", "64 F32 values"});
         expect_error([&] { be.add_rms_norm(x1, y, w, 1e-5f, n_narrow); }, {"add_rms_norm", "out", "64 columns"});
+        // norm_add_rms_norm: rms_norm of y in place, then add_rms_norm, the same bits.
+        Tensor y1 = f.f32(D, T), y2 = f.f32(D, T), wy = f.f32(D, 1);
+        for (Tensor* t : {&y1, &y2}) be.upload(*t, yv.data(), t->bytes());
+        be.norm_add_rms_norm(x1, y1, wy, w, 1e-5f, n1);
+        be.rms_norm(y2, wy, 1e-5f, y2);
+        be.add_rms_norm(x2, y2, w, 1e-5f, n2);
+        CHECK(f.read(x1) == f.read(x2));
+        CHECK(f.read(y1) == f.read(y2));
+        CHECK(f.read(n1) == f.read(n2));
+        expect_error([&] { be.norm_add_rms_norm(x1, y1, w_bad, w, 1e-5f, n1); },
+                     {"norm_add_rms_norm", "weight", "64 F32 values"});
+        expect_error([&] { be.norm_add_rms_norm(x1, y_short, wy, w, 1e-5f, n1); }, {"norm_add_rms_norm", "differ"});
     }
     SUBCASE("store_kv and attention") {
         KvLayer layer;
@@ -245,6 +257,31 @@ void check_contract(Backend& be) {
         f32_layer.v = f.typed(DType::F32, H * HD, 16);
         expect_error([&] { be.store_kv(f32_layer, k, v); }, {"store_kv", "F16 or Q8_0"});
         be.store_kv(layer, k, v);  // valid
+
+        // rope_store_kv: rope's and store_kv's checks on token rows; valid, the bits of the
+        // three ops (the cache read back as keys and values rotated and stored apart).
+        RopeParams pq, pk;
+        pq.n_heads = 4, pq.head_dim = pq.n_rot = HD, pk = pq, pk.n_heads = H;
+        Tensor q_tok = f.f32(4 * HD, T), q_odd = f.f32(3 * HD, T);
+        expect_error([&] { be.rope_store_kv(layer, q_odd, k, v, pq, pk); }, {"rope_store_kv", "not token rows"});
+        expect_error([&] { be.rope_store_kv(f32_layer, q_tok, k, v, pq, pk); }, {"rope_store_kv", "F16 or Q8_0"});
+        const std::vector<float> qv = ktest::random_floats(size_t(4 * HD * T), 52),
+                                 kv = ktest::random_floats(size_t(H * HD * T), 53);
+        Tensor q2 = f.f32(4 * HD, T), k2 = f.f32(H * HD, T), k_back = f.f32(H * HD, T), v_back = f.f32(H * HD, T);
+        for (Tensor* t : {&q_tok, &q2}) be.upload(*t, qv.data(), t->bytes());
+        for (Tensor* t : {&k, &k2}) be.upload(*t, kv.data(), t->bytes());
+        be.rope_store_kv(layer, q_tok, k, v, pq, pk);
+        Tensor q2h = q2.reshape(HD), k2h = k2.reshape(HD);
+        be.rope(q2h, pq);
+        be.rope(k2h, pk);
+        be.load_kv(layer, k_back, v_back);
+        CHECK(f.read(q_tok) == f.read(q2));
+        CHECK(f.read(k) == f.read(k2));
+        be.store_kv(layer, k2, v);
+        Tensor k_back2 = f.f32(H * HD, T), v_back2 = f.f32(H * HD, T);
+        be.load_kv(layer, k_back2, v_back2);
+        CHECK(f.read(k_back) == f.read(k_back2));
+        CHECK(f.read(v_back) == f.read(v_back2));
 
         AttentionParams ap;
         ap.n_heads = 3;

@@ -45,9 +45,18 @@ SM90 = {
 MAX_SECTOR_RATIO = 1.1      # sectors touched per warp-instruction / the fewest that hold its bytes
 MIN_WEIGHT_LOAD_BYTES = 16  # weight-streaming kernels: every global load 16 bytes wide
 MAX_BYTES_PER_FLOOR = 1.05  # a decode layer's DRAM bytes / its floor
-# Launches per decode layer, held at what the backend takes today (kernels/cuda/NOTES.md):
-# a change that adds a launch fails here; deliverable 2's fusions lower these numbers.
-MAX_LAUNCHES_PER_LAYER = {"llama": 22, "qwen2": 22, "gemma3": 26}
+# Launches per decode layer, held at what the backend takes today (kernels/cuda/NOTES.md,
+# "Fused decode ops", says why each remains): a change that adds a launch fails here;
+# deliverable 2's further fusions lower these numbers. llama/qwen2, 14: the q, k, v matvecs
+# (3; their input quantized by the add_rms_norm before), rope_store_kv (1), attention and its
+# split-K combine (2), quantize_q8 of the attention output and the o matvec (2), add_rms_norm
+# writing the FFN input and its q8 rows (1), gate and up matvecs (2), glu writing down's q8
+# rows (1), down (1), add_rms_norm into the next layer (1). gemma3, 16: the same 14 plus its
+# per-head q and k norms (2); its post-attention and post-FFN norms run inside the
+# add_rms_norm after them (norm_add_rms_norm). (Was 22 / 26 before the `fuse` branch: q/k/v
+# and gate/up quantized their shared input once each, every norm a launch of its own before
+# quantize_q8, RoPE of q, of k and the KV store apart, the post-norms apart.)
+MAX_LAUNCHES_PER_LAYER = {"llama": 14, "qwen2": 14, "gemma3": 16}
 # A kernel is hot when one launch moves at least this share of its decode layer's bytes, or
 # streams weights (at least half its distinct bytes are weights, and at least 64 KiB: more
 # than a norm's weight vector).

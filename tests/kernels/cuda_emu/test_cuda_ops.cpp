@@ -40,6 +40,9 @@
 #include "kernels/cpu/quant.h"
 #include "tests/kernels/cuda_emu/cuda_test_backend.h"
 #include "tools/op_data/op_data.h"
+#ifdef EMBER_CUDA_EMU
+#include "kernels/cuda/emu/emu.h"
+#endif
 
 using namespace ember;
 using namespace ember::opdata;
@@ -1202,4 +1205,188 @@ TEST_CASE("top_k: k = 1, 40, 1024 with penalties and bias, vs the CPU backend bi
         be.cpu->free(lc);
         be.gpu->free(lg);
     }
+}
+
+// ---- fused decode ops (kernels/cuda/NOTES.md, "Fused decode ops") ---------------------------------
+// The fused paths must give the bits of the ops they replace, so these compare with the same
+// backend's unfused ops, bit for bit; under the emulator they also count the launches saved.
+namespace {
+
+#ifdef EMBER_CUDA_EMU
+uint64_t emu_launches(const char* kernel) {
+    for (const auto& k : ember::emu::kernel_counts())
+        if (k.name == kernel) return k.launches;
+    return 0;
+}
+#endif
+
+std::vector<uint8_t> download_bytes(Backend& be, const Tensor& t) {
+    std::vector<uint8_t> b(t.bytes());
+    be.download(t, b.data(), b.size());
+    return b;
+}
+
+}  // namespace
+
+TEST_CASE("rope_store_kv: rope of q and k then store_kv, the bits of the three ops, F16 and Q8_0 caches") {
+    Backends be;
+    struct Case {
+        int n_heads, n_kv_heads, head_dim;
+        bool neox;
+        DType kv;
+        float k_base;  // != 10000: k rotated by another table (the unfused fallback)
+    };
+    for (const Case& c : {Case{32, 8, 64, false, DType::F16, 10000.0f}, Case{28, 4, 128, true, DType::Q8_0, 10000.0f},
+                          Case{4, 1, 256, true, DType::F16, 10000.0f}, Case{9, 3, 64, false, DType::Q8_0, 10000.0f},
+                          Case{8, 2, 64, true, DType::F16, 500000.0f}})
+        for (const int64_t n : {int64_t{1}, int64_t{5}, int64_t{37}}) {
+            CAPTURE(c.head_dim);
+            CAPTURE(c.n_heads);
+            CAPTURE(n);
+            const int bt = 16, n_blocks = 8;
+            const int64_t kv_dim = int64_t{c.n_kv_heads} * c.head_dim, q_dim = int64_t{c.n_heads} * c.head_dim;
+            const RopeInputs in = random_rope_inputs(n, c.head_dim);
+            Batch b = simple_batch(n, in.pos);
+            std::vector<int32_t> slots(bt * n_blocks);
+            std::iota(slots.begin(), slots.end(), 0);
+            const auto keys = random_floats(slots.size());
+            std::sort(slots.begin(), slots.end(),
+                      [&](int32_t x, int32_t y) { return keys[size_t(x)] < keys[size_t(y)]; });
+            b.kv_slot.assign(slots.begin(), slots.begin() + n);
+            be.gpu->set_batch(b.info());
+            const RopeParams pq = rope_params(c.n_heads, c.head_dim, c.head_dim, c.neox, 10000.0f, 1.0f, nullptr);
+            const RopeParams pk = rope_params(c.n_kv_heads, c.head_dim, c.head_dim, c.neox, c.k_base, 1.0f, nullptr);
+            const auto q = random_floats(size_t(n * q_dim), 3.0f), k = random_floats(size_t(n * kv_dim), 3.0f),
+                       v = random_floats(size_t(n * kv_dim), 3.0f);
+            KvLayer fused = alloc_kv_layer(*be.gpu, c.kv, c.n_kv_heads, c.head_dim, bt, n_blocks);
+            KvLayer apart = alloc_kv_layer(*be.gpu, c.kv, c.n_kv_heads, c.head_dim, bt, n_blocks);
+            Tensor q1 = put(*be.gpu, q, q_dim, n), k1 = put(*be.gpu, k, kv_dim, n), v1 = put(*be.gpu, v, kv_dim, n);
+            Tensor q2 = put(*be.gpu, q, q_dim, n), k2 = put(*be.gpu, k, kv_dim, n), v2 = put(*be.gpu, v, kv_dim, n);
+#ifdef EMBER_CUDA_EMU
+            const uint64_t before = emu_launches("rope_store_kv_kernel");
+#endif
+            be.gpu->rope_store_kv(fused, q1, k1, v1, pq, pk);
+            be.gpu->synchronize();  // a decode batch's launches are recorded until then (graphs)
+#ifdef EMBER_CUDA_EMU
+            CHECK(emu_launches("rope_store_kv_kernel") - before == (c.k_base == 10000.0f ? 1u : 0u));
+#endif
+            Tensor q2h = q2.reshape(c.head_dim), k2h = k2.reshape(c.head_dim);
+            be.gpu->rope(q2h, pq);
+            be.gpu->rope(k2h, pk);
+            be.gpu->store_kv(apart, k2, v2);
+            CHECK(get(*be.gpu, q1) == get(*be.gpu, q2));
+            CHECK(get(*be.gpu, k1) == get(*be.gpu, k2));
+            CHECK(download_bytes(*be.gpu, fused.k) == download_bytes(*be.gpu, apart.k));
+            CHECK(download_bytes(*be.gpu, fused.v) == download_bytes(*be.gpu, apart.v));
+            for (Tensor* t : {&q1, &k1, &v1, &q2, &k2, &v2, &fused.k, &fused.v, &apart.k, &apart.v}) be.gpu->free(*t);
+        }
+}
+
+// gemma3's sublayer end: its post-norm in place, the residual add, the next norm.
+TEST_CASE("norm_add_rms_norm: the same bits as rms_norm in place then add_rms_norm, in one launch") {
+    Backends be;
+    for (const auto& [rows, cols] : {std::pair<int64_t, int64_t>{1, 1152}, {4, 2048}, {40, 576}, {3, 33}}) {
+        CAPTURE(rows);
+        CAPTURE(cols);
+        const auto x = random_floats(static_cast<size_t>(rows * cols), 30.0f), y = random_floats(x.size(), 10.0f);
+        auto wy = random_floats(static_cast<size_t>(cols)), w = random_floats(static_cast<size_t>(cols));
+        for (auto* v : {&wy, &w})
+            for (auto& e : *v) e += 1.0f;
+        Tensor wyg = be.gpu->load_weight(wy.data(), DType::F32, cols, 1, "post norm");
+        Tensor wg = be.gpu->load_weight(w.data(), DType::F32, cols, 1, "norm");
+        Tensor x1 = put(*be.gpu, x, cols, rows), y1 = put(*be.gpu, y, cols, rows);
+        Tensor x2 = put(*be.gpu, x, cols, rows), y2 = put(*be.gpu, y, cols, rows);
+        Tensor o1 = be.gpu->alloc(MemoryKind::Activations, DType::F32, cols, rows, "o1");
+        Tensor o2 = be.gpu->alloc(MemoryKind::Activations, DType::F32, cols, rows, "o2");
+        be.gpu->set_batch(simple_batch(rows).info());
+#ifdef EMBER_CUDA_EMU
+        const uint64_t before = emu_launches("norm_add_rms_norm_kernel");
+#endif
+        be.gpu->norm_add_rms_norm(x1, y1, wyg, wg, 1e-6f, o1);
+        be.gpu->synchronize();
+#ifdef EMBER_CUDA_EMU
+        CHECK(emu_launches("norm_add_rms_norm_kernel") - before == 1);
+#endif
+        be.gpu->rms_norm(y2, wyg, 1e-6f, y2);
+        be.gpu->add_rms_norm(x2, y2, wg, 1e-6f, o2);
+        for (const auto& [a, b] : {std::pair{&x1, &x2}, {&y1, &y2}, {&o1, &o2}}) {
+            const auto ga = get(*be.gpu, *a), gb = get(*be.gpu, *b);
+            CHECK(std::memcmp(ga.data(), gb.data(), ga.size() * sizeof(float)) == 0);
+        }
+        for (Tensor* t : {&wyg, &wg, &x1, &y1, &x2, &y2, &o1, &o2}) be.gpu->free(*t);
+    }
+}
+
+// add_rms_norm, rms_norm, norm_add_rms_norm and glu of decode-sized rows also write their output quantized; the
+// matmuls that read it next (matmul_shared's q/k/v or gate/up) take those 8-bit activations
+// instead of quantizing again. A scale by 1 between (same values, another launch) makes the
+// matmul quantize for itself: the results must be the same bits, with no quantize launch on
+// the fused path.
+TEST_CASE("norms and glu write the q8 activations the next matmuls read: the bits of quantize_q8") {
+    Backends be;
+    struct W {
+        DType type;
+        int64_t rows;
+    };
+    const int64_t cols = 2048;  // Q4_0 / Q8_0 rows of whole groups: the repacked kernel too
+    const W ws[] = {{DType::Q4_K, 96}, {DType::Q4_0, 64}, {DType::Q6_K, 40}, {DType::Q8_0, 24}};
+    std::vector<Tensor> wg;
+    for (const W& w : ws) {
+        const auto bytes = random_weights(w.type, w.rows, cols);
+        wg.push_back(be.gpu->load_weight(bytes.data(), w.type, cols, w.rows, "w"));
+    }
+    auto norm_w = random_floats(static_cast<size_t>(cols));
+    for (auto& x : norm_w) x += 1.0f;
+    Tensor nw = be.gpu->load_weight(norm_w.data(), DType::F32, cols, 1, "norm");
+    for (const char* producer : {"add_rms_norm", "rms_norm", "glu", "norm_add_rms_norm"})
+        for (const int64_t n : {int64_t{1}, int64_t{3}, int64_t{8}, int64_t{32}}) {
+            CAPTURE(producer);
+            CAPTURE(n);
+            be.gpu->set_batch(simple_batch(n).info());
+            const auto x = random_floats(size_t(n * cols), 5.0f), r = random_floats(x.size(), 2.0f);
+            // Each run: the producer into `out`, optionally a scale by 1, then one matmul_shared
+            // over the four weights. Returns the results and how many quantize launches it took.
+            const auto run = [&](bool rescale, uint64_t& quantize_launches) {
+                Tensor xa = put(*be.gpu, x, cols, n), ra = put(*be.gpu, r, cols, n);
+                Tensor out = be.gpu->alloc(MemoryKind::Activations, DType::F32, cols, n, "out");
+                std::vector<Tensor> ys;
+                std::vector<MatmulOut> outs;
+                for (size_t i = 0; i < wg.size(); ++i)
+                    ys.push_back(be.gpu->alloc(MemoryKind::Activations, DType::F32, wg[i].rows, n, "y"));
+                for (size_t i = 0; i < wg.size(); ++i) outs.push_back({&wg[i], &ys[i], nullptr});
+#ifdef EMBER_CUDA_EMU
+                const uint64_t before = emu_launches("quantize_q8_kernel");
+#endif
+                if (std::string(producer) == "add_rms_norm") be.gpu->add_rms_norm(xa, ra, nw, 1e-6f, out);
+                else if (std::string(producer) == "rms_norm") be.gpu->rms_norm(xa, nw, 1e-6f, out);
+                else if (std::string(producer) == "norm_add_rms_norm")
+                    be.gpu->norm_add_rms_norm(xa, ra, nw, nw, 1e-6f, out);
+                else be.gpu->glu(xa, ra, GluAct::Silu, out);
+                if (rescale) be.gpu->scale(out, 1.0f);
+                be.gpu->matmul_shared(out, outs);
+                std::vector<std::vector<float>> got;
+                for (const Tensor& y : ys) got.push_back(get(*be.gpu, y));
+#ifdef EMBER_CUDA_EMU
+                quantize_launches = emu_launches("quantize_q8_kernel") - before;
+#else
+                quantize_launches = 0;
+#endif
+                for (Tensor& y : ys) be.gpu->free(y);
+                for (Tensor* t : {&xa, &ra, &out}) be.gpu->free(*t);
+                return got;
+            };
+            uint64_t fused_q = 0, apart_q = 0;
+            const auto fused = run(false, fused_q), apart = run(true, apart_q);
+            for (size_t i = 0; i < fused.size(); ++i) {
+                CAPTURE(std::string(dtype_name(ws[i].type)));
+                REQUIRE(fused[i].size() == apart[i].size());
+                CHECK(std::memcmp(fused[i].data(), apart[i].data(), fused[i].size() * sizeof(float)) == 0);
+            }
+#ifdef EMBER_CUDA_EMU
+            CHECK(fused_q == 0);  // the producer's q8 rows served all four
+            CHECK(apart_q == 1);  // quantized once for the four (matmul_shared)
+#endif
+        }
+    for (Tensor& w : wg) be.gpu->free(w);
+    be.gpu->free(nw);
 }
