@@ -15,8 +15,9 @@
 // Float weights (F32/F16/BF16): 16-byte loads of 8 elements, FP32 FMA with F32 activations.
 //
 // Q4_0/Q8_0 weights whose rows are whole 1024-element groups are repacked at upload
-// (repack.h) and read by matvec_r_kernel with coalesced 16-byte loads. The others still
-// read GGUF blocks in place (2- or 4-byte aligned: Q5_0 22 B, Q6_K 210 B): to be repacked too.
+// (repack.h) and read by matvec_r_kernel with coalesced 16-byte loads; Q4_K/Q6_K rows that
+// repack.h repacks go to matvec_kquant.cu. The others still read GGUF blocks in place (2- or
+// 4-byte aligned: Q5_0 22 B): to be repacked too.
 #include "kernels/cuda/check.h"
 #include "kernels/cuda/device_util.cuh"
 #include "kernels/cuda/ops.h"
@@ -310,6 +311,8 @@ bool is_block_type(int type) {
         case kQ8_0:
         case kQ4_0R:
         case kQ8_0R:
+        case kQ4_KR:
+        case kQ6_KR:
         case kQ2_K:
         case kQ3_K:
         case kQ4_K:
@@ -348,6 +351,10 @@ void matvec_quant(int type, const void* w, size_t row_bytes, int64_t rows, int64
                 break;
             case kQ8_0R:
                 dispatch_r<kQ8_0R>(w, row_bytes, rows, cols, xq_t, ds_t, nt, y_t, bias, stream);
+                break;
+            case kQ4_KR:
+            case kQ6_KR:
+                matvec_kquant_r(type, w, row_bytes, rows, cols, xq_t, ds_t, nt, y_t, bias, stream);
                 break;
             case kQ4_1:
                 dispatch_q<kQ4_1>(w, row_bytes, rows, cols, xq_t, ds_t, nt, y_t, bias, stream);

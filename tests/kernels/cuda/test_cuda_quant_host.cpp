@@ -315,3 +315,41 @@ TEST_CASE("repacked Q4_0 and Q8_0 rows decode as the file's") {
         CHECK(rt != t);
     }
 }
+
+// The device layouts of Q4_K (pairs of super-blocks) and Q6_K (units of 8): every chunk of
+// the repacked rows decodes to the GGUF block's codes, scales and offsets, bit for bit.
+TEST_CASE("repacked Q4_K and Q6_K rows decode as the file's") {
+    CHECK_FALSE(cuda::repackable(cuda::kQ4_K, 256));
+    CHECK_FALSE(cuda::repackable(cuda::kQ6_K, 1024));
+    CHECK(cuda::repackable(cuda::kQ4_K, 1536));
+    CHECK(cuda::repackable(cuda::kQ6_K, 14336));
+    for (DType type : {DType::Q4_K, DType::Q6_K}) {
+        CAPTURE(dtype_name(type));
+        const int t = static_cast<int>(type);
+        const int64_t rows = 3, cols = type == DType::Q4_K ? 1536 : 4096;
+        REQUIRE(cuda::repackable(t, cols));
+        const auto w = random_rows(type, rows, cols, 11u + static_cast<uint32_t>(t));
+        const size_t rb = w.size() / rows;
+        std::vector<uint8_t> packed(w.size());
+        for (int64_t r = 0; r < rows; ++r) cuda::repack_row(t, w.data() + r * rb, cols, packed.data() + r * rb);
+        CHECK(packed != w);
+        const int rt = cuda::repacked_type(t);
+        CHECK(rt == (type == DType::Q4_K ? cuda::kQ4_KR : cuda::kQ6_KR));
+        for (int64_t r = 0; r < rows; ++r) {
+            for (int64_t c = 0; c < cols / 32; ++c) {
+                cuda::Chunk a, b;
+                if (t == cuda::kQ4_K) {
+                    cuda::decode_chunk<cuda::kQ4_K>(w.data() + r * rb, c, a);
+                    cuda::decode_chunk<cuda::kQ4_KR>(packed.data() + r * rb, c, b);
+                } else {
+                    cuda::decode_chunk<cuda::kQ6_K>(w.data() + r * rb, c, a);
+                    cuda::decode_chunk<cuda::kQ6_KR>(packed.data() + r * rb, c, b);
+                }
+                CAPTURE(c);
+                REQUIRE(std::memcmp(a.q, b.q, sizeof a.q) == 0);
+                REQUIRE(std::memcmp(a.a, b.a, sizeof a.a) == 0);
+                REQUIRE(std::memcmp(a.b, b.b, sizeof a.b) == 0);
+            }
+        }
+    }
+}

@@ -31,6 +31,7 @@
 #include <vector>
 
 #include "kernels/backend.h"
+#include "kernels/common/alloc_size.h"
 #include "kernels/common/dtype.h"
 #include "kernels/cpu/kv_layout.h"
 #include "kernels/cpu/quant.h"
@@ -96,16 +97,24 @@ TEST_CASE("matmul: every weight type, matvec and GEMM paths, vs float64 with der
         };
         // Float types also get cols % 8 != 0 (the scalar-load kernel); quantized rows must be
         // whole blocks (256 for K-quants). Q4_0/Q8_0 rows of whole 1024-element groups are
-        // repacked at load (kernels/cuda/repack.h): matvec_r_kernel and the GEMM from it.
+        // repacked at load (kernels/cuda/repack.h): matvec_r_kernel and the GEMM from it; so
+        // are Q4_K rows of whole super-block pairs (1536: 3 pairs, a half warp-step at the end)
+        // and Q6_K rows of whole 8-super-block units (matvec_kquant.cu).
         std::vector<Shape> shapes =
             quant ? std::vector<Shape>{{67, 256}, {130, 768}} : std::vector<Shape>{{67, 256}, {45, 100}};
         if (type == DType::Q4_0 || type == DType::Q8_0) shapes.push_back({37, 2048});
+        if (type == DType::Q4_K) shapes.insert(shapes.end(), {{36, 1536}, {21, 4096}});
+        if (type == DType::Q6_K) shapes.insert(shapes.end(), {{37, 2048}, {20, 4096}});
         const std::vector<int64_t> ns =
             quant ? std::vector<int64_t>{1, 2, 3, 5, 8, 13, 32, 33} : std::vector<int64_t>{1, 2, 3, 5, 8, 9, 20};
         for (const Shape& s : shapes) {
             const auto wbytes = random_weights(type, s.rows, s.cols);
             const std::vector<float> wf = dequantize_matrix(type, wbytes.data(), s.rows, s.cols);
+            const uint64_t before = be.gpu->memory().bytes[static_cast<int>(MemoryKind::Weights)];
             Tensor wg = be.gpu->load_weight(wbytes.data(), type, s.cols, s.rows, "w");
+            // Repacked or not, a weight takes the file's bytes: what the fit planner counts.
+            CHECK(be.gpu->memory().bytes[static_cast<int>(MemoryKind::Weights)] - before ==
+                  padded_alloc_bytes(wbytes.size(), kCudaAllocAlign));
             for (int64_t n : ns) {
                 const bool with_bias = n % 2 == 1;
                 const auto x = random_floats(static_cast<size_t>(n * s.cols));
@@ -506,9 +515,11 @@ TEST_CASE("embed: every table type vs the CPU backend") {
     Backends be;
     for (DType type : {DType::F32, DType::F16, DType::BF16, DType::Q4_0, DType::Q4_1, DType::Q5_0, DType::Q5_1,
                        DType::Q8_0, DType::Q2_K, DType::Q3_K, DType::Q4_K, DType::Q5_K, DType::Q6_K, DType::MXFP4}) {
-        // Q4_0/Q8_0 tables of 1024-wide rows are repacked at load (kernels/cuda/repack.h).
+        // Q4_0/Q8_0 tables of 1024-wide rows, Q4_K of 512-wide and Q6_K of 2048-wide rows are
+        // repacked at load (kernels/cuda/repack.h).
         const bool repacked = type == DType::Q4_0 || type == DType::Q8_0;
-        const int64_t vocab = 300, cols = repacked ? 1024 : is_quant(type) ? 512 : 100, n = 17;
+        const int64_t vocab = 300, n = 17;
+        const int64_t cols = repacked ? 1024 : type == DType::Q6_K ? 2048 : is_quant(type) ? 512 : 100;
         const auto table = random_weights(type, vocab, cols);
         Tensor tc = be.cpu->load_weight(table.data(), type, cols, vocab, "tok_embd");
         Tensor tg = be.gpu->load_weight(table.data(), type, cols, vocab, "tok_embd");
