@@ -79,7 +79,7 @@ Drawer {
                 Layout.fillWidth: true
                 model: [qsTr("Off"), qsTr("Prompt lookup"), qsTr("Draft model")]
                 readonly property var modes: ["off", "lookup", "draft"]
-                // Draft models need the engine's draft support; until then the choice says why not.
+                // A draft model needs one in the library for the loaded model; else the choice says why not.
                 readonly property string draftReason: Chat.draftModelReason
                 currentIndex: Math.max(0, modes.indexOf(root.values.speculation ?? "off"))
                 delegate: ItemDelegate {
@@ -93,6 +93,37 @@ Drawer {
                 }
                 onActivated: (i) => root.set("speculation", modes[i])
             }
+            // The loaded model's draft (saved for the model: every chat set to "Draft model"
+            // uses it): choosing one reloads the model with the draft beside it.
+            ColumnLayout {
+                objectName: "draftSection"
+                Layout.fillWidth: true
+                spacing: 6
+                visible: speculationChoice.currentIndex === 2 && speculationChoice.draftReason === ""
+                Label { text: qsTr("Draft model for %1").arg(Models.name); color: Theme.muted
+                        Layout.fillWidth: true; elide: Text.ElideRight }
+                ComboBox {
+                    id: draftChoice
+                    objectName: "draftChoice"
+                    Layout.fillWidth: true
+                    readonly property var entries: [{ name: qsTr("None"), path: "", size: "" }].concat(Models.drafts)
+                    model: entries.map(e => e.size !== "" ? e.name + "  ·  " + e.size : e.name)
+                    currentIndex: Math.max(0, entries.findIndex(e => e.path === Models.draftPath))
+                    enabled: Models.ready
+                    onActivated: (i) => Models.setDraft(entries[i].path)
+                }
+                Label {
+                    objectName: "draftStatus"
+                    Layout.fillWidth: true
+                    wrapMode: Text.WordWrap
+                    font.pixelSize: 12
+                    color: Models.draftError !== "" ? Theme.error : Theme.muted
+                    visible: text !== ""
+                    text: Models.draftError !== "" ? Models.draftError
+                          : Models.draftName !== "" ? qsTr("%1 drafts for this model (%2).").arg(Models.draftName).arg(Models.draftFit)
+                          : Models.draftPath === "" ? qsTr("Choose one to load it beside the model.") : ""
+                }
+            }
             Label {
                 objectName: "speculationNote"
                 Layout.fillWidth: true
@@ -100,7 +131,7 @@ Drawer {
                 color: Theme.muted
                 font.pixelSize: 12
                 text: speculationChoice.draftReason !== ""
-                      ? qsTr("Prompt lookup guesses from text already in the chat: the same answers, sooner when the answer repeats it. Draft model: %1").arg(speculationChoice.draftReason)
+                      ? qsTr("Prompt lookup guesses from text already in the chat: the same answers, sooner when the answer repeats it. Draft model: %1.").arg(speculationChoice.draftReason)
                       : qsTr("Prompt lookup guesses from text already in the chat; a draft model guesses with a small model. The answers come from the same distribution, sooner.")
             }
         }

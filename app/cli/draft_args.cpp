@@ -45,14 +45,9 @@ LoadedDraft load_draft(const Args& args, const LoadOptions& target_options, cons
         if (args.get("--draft-max")) throw Error("option --draft-max needs --draft MODEL");
         return d;
     }
-    LoadOptions o = target_options;
-    o.path = resolve_model_arg(*name, "--draft");
-    o.n_ctx = target.n_ctx();  // the draft follows every token the target holds
-    o.chat_template.reset();
-    o.on_progress = nullptr;
-    d.model = Model::load(o);
-    d.proposer = std::make_unique<DraftModel>(*d.model, target, max);
-    std::fprintf(stderr, "draft model: %s on %s, up to %d tokens a pass\n", o.path.c_str(), d.model->device().c_str(),
+    const std::string path = resolve_model_arg(*name, "--draft");
+    d = load_draft_model(path, target_options, target, max);
+    std::fprintf(stderr, "draft model: %s on %s, up to %d tokens a pass\n", path.c_str(), d.model->device().c_str(),
                  max);
     return d;
 }

@@ -11,7 +11,7 @@
 
 #include "app/cli/args.h"
 #include "engine/runtime/model.h"
-#include "engine/scheduler/draft_model.h"
+#include "engine/scheduler/draft_load.h"
 
 namespace ember::cli {
 
@@ -22,12 +22,9 @@ std::string draft_options_help();
 // `models_dir` (empty: the default library); throws ember::Error naming `option` when neither.
 std::string resolve_model_arg(const std::string& arg, const char* option, const std::filesystem::path& models_dir = {});
 
-struct LoadedDraft {
-    std::unique_ptr<Model> model;
-    std::unique_ptr<DraftModel> proposer;  // null without --draft
-    DraftModel* get() const { return proposer.get(); }
-};
-// Loads --draft next to `target` (loaded from `target_options`); empty without --draft.
+using ember::LoadedDraft;
+// Loads --draft next to `target` (loaded from `target_options`, engine/scheduler/draft_load.h);
+// empty without --draft.
 LoadedDraft load_draft(const Args& args, const LoadOptions& target_options, const Model& target);
 
 }  // namespace ember::cli

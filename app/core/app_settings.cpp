@@ -86,6 +86,15 @@ int AppSettings::contextFor(const QString& path) const {
     const int own = modelContext(path);
     return own > 0 ? own : contextLength();
 }
+QString AppSettings::modelDraft(const QString& path) const {
+    return settings_->value("engine/model_drafts").toMap().value(path).toString();
+}
+void AppSettings::setModelDraft(const QString& path, const QString& draft_path) {
+    QVariantMap m = settings_->value("engine/model_drafts").toMap();
+    if (draft_path.isEmpty()) m.remove(path);
+    else m.insert(path, draft_path);
+    set("engine/model_drafts", m);
+}
 bool AppSettings::templateNoticeDismissed(const QString& path) const {
     return settings_->value("chat/template_notice_dismissed").toStringList().contains(path);
 }

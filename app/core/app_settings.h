@@ -67,6 +67,11 @@ public:
     Q_INVOKABLE int modelContext(const QString& path) const;
     Q_INVOKABLE void setModelContext(const QString& path, int n_ctx);
     int contextFor(const QString& path) const;  // what a load of `path` asks for (0: automatic)
+    // The draft model chosen for one model (its file; "": none), keyed by the model's path: a
+    // draft only drafts for models of its vocabulary, so the choice belongs to the model, and
+    // every chat set to "Draft model" uses it while that model is loaded.
+    Q_INVOKABLE QString modelDraft(const QString& path) const;
+    Q_INVOKABLE void setModelDraft(const QString& path, const QString& draft_path);
     // The "no chat template of its own" notice, dismissed for one model file for good.
     Q_INVOKABLE bool templateNoticeDismissed(const QString& path) const;
     Q_INVOKABLE void dismissTemplateNotice(const QString& path);

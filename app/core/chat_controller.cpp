@@ -45,6 +45,7 @@ ChatController::ChatController(ConversationStore& store, EngineHost& host, Model
     connect(w, &EngineWorker::textReady, this, &ChatController::on_text);
     connect(w, &EngineWorker::generationFinished, this, &ChatController::on_finished);
     connect(w, &EngineWorker::generationFailed, this, &ChatController::on_failed);
+    connect(&models_, &ModelController::draftsChanged, this, &ChatController::draftModelReasonChanged);
     connect(&models_, &ModelController::stateChanged, this, &ChatController::contextChanged);
     connect(&models_, &ModelController::loaded, this, [this] {
         const qint64 conv = std::exchange(retry_after_load_, 0);
@@ -287,6 +288,8 @@ bool ChatController::editAndResend(qint64 message_id, const QString& text) {
         },
         false);
 }
+
+QString ChatController::draftModelReason() const { return models_.draftReason(); }
 
 void ChatController::newConversation() {
     current_ = 0;

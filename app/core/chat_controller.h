@@ -35,8 +35,9 @@ class ChatController : public QObject {
     Q_PROPERTY(QString systemPrompt READ systemPrompt WRITE setSystemPrompt NOTIFY settingsChanged)
     Q_PROPERTY(QVariantMap sampling READ sampling WRITE setSampling NOTIFY settingsChanged)
     Q_PROPERTY(int maxInputChars READ maxInputChars CONSTANT)
-    // Why the chat settings' "Draft model" speculation is unavailable ("" once it is).
-    Q_PROPERTY(QString draftModelReason READ draftModelReason CONSTANT)
+    // Why the chat settings' "Draft model" speculation is unavailable ("" when the library has
+    // a draft for the loaded model: ModelController::drafts).
+    Q_PROPERTY(QString draftModelReason READ draftModelReason NOTIFY draftModelReasonChanged)
     Q_PROPERTY(QString lastError READ lastError NOTIFY errorOccurred)
     Q_PROPERTY(QString pendingDeleteTitle READ pendingDeleteTitle NOTIFY pendingDeleteChanged)
     // The context meter: tokens of this chat the model read and wrote in its last answer, of
@@ -69,7 +70,7 @@ public:
     QVariantMap sampling() const;
     void setSampling(const QVariantMap& sampling);
     int maxInputChars() const { return kMaxInputChars; }
-    QString draftModelReason() const { return tr("this build has no draft-model support yet"); }
+    QString draftModelReason() const;
     QString lastError() const { return last_error_; }
     QString pendingDeleteTitle() const { return pending_delete_title_; }
     int contextUsed() const;
@@ -107,6 +108,7 @@ signals:
     // An answer ended (any conversation); `stop_reason`: to_string(StopReason), or "error".
     void answerFinished(qint64 conversation_id, qint64 message_id, const QString& stop_reason);
     void contextChanged();
+    void draftModelReasonChanged();
 
 private:
     struct Active {

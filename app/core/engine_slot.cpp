@@ -11,9 +11,11 @@ namespace ember::app {
 EngineSlot::EngineSlot() = default;
 EngineSlot::~EngineSlot() { clear(); }
 
-void EngineSlot::install(std::unique_ptr<ember::Model> model, const SlotOptions& options) {
+void EngineSlot::install(std::unique_ptr<ember::Model> model, const SlotOptions& options, ember::LoadedDraft draft) {
     clear();
     ember::SchedulerOptions so;
+    so.draft = draft.get();
+    so.draft_every_request = false;
     so.model_name = options.model_name;
     so.max_batch = options.max_batch;
     so.max_cached = options.max_cached;
@@ -21,6 +23,7 @@ void EngineSlot::install(std::unique_ptr<ember::Model> model, const SlotOptions&
     auto scheduler = std::make_unique<ember::Scheduler>(*model, so);
     std::unique_lock lock(mutex_);
     model_ = std::move(model);
+    draft_ = std::move(draft);
     engine_ = std::move(scheduler);
     ++generation_;
 }
@@ -35,12 +38,16 @@ void EngineSlot::install_engine(std::unique_ptr<ember::InferenceEngine> engine) 
 void EngineSlot::clear() {
     std::unique_ptr<ember::InferenceEngine> engine;
     std::unique_ptr<ember::Model> model;
+    ember::LoadedDraft draft;
     {
         std::unique_lock lock(mutex_);
         engine = std::move(engine_);
+        draft = std::move(draft_);
         model = std::move(model_);
     }
-    engine.reset();  // joins the engine's threads after cancelling what runs
+    engine.reset();          // joins the engine's threads after cancelling what runs
+    draft.proposer.reset();  // it uses the draft's model
+    draft.model.reset();
     model.reset();
 }
 

@@ -18,6 +18,7 @@
 #include <shared_mutex>
 
 #include "engine/runtime/model.h"
+#include "engine/scheduler/draft_load.h"
 #include "engine/scheduler/inference_engine.h"
 
 namespace ember::app {
@@ -34,13 +35,16 @@ public:
     EngineSlot();
     ~EngineSlot() override;
 
-    // Engine thread: puts a loaded model behind the slot with its scheduler.
-    void install(std::unique_ptr<ember::Model> model, const SlotOptions& options);
+    // Engine thread: puts a loaded model behind the slot with its scheduler, and its draft
+    // model (engine/scheduler/draft_load.h) when `draft` holds one: it proposes only for the
+    // requests that set EngineRequest::draft (the chats set to "Draft model").
+    void install(std::unique_ptr<ember::Model> model, const SlotOptions& options, ember::LoadedDraft draft = {});
     // Any thread: puts an engine with no local model behind the slot (a RemoteEngine); the
     // chats and the API server then submit to it as to a scheduler.
     void install_engine(std::unique_ptr<ember::InferenceEngine> engine);
     // Engine thread: empties the slot and destroys what was in it, outside the lock: the
-    // scheduler first (every request of it gets its Finished event, Cancelled), then the model.
+    // scheduler first (every request of it gets its Finished event, Cancelled), then the draft
+    // model, then the model.
     void clear();
     bool loaded() const;
 
@@ -62,6 +66,7 @@ private:
     mutable std::shared_mutex mutex_;
     // Declared in destruction order's reverse: the scheduler goes before the model it runs.
     std::unique_ptr<ember::Model> model_;             // null for a remote engine
+    ember::LoadedDraft draft_;                        // the model's draft (none: empty)
     std::unique_ptr<ember::InferenceEngine> engine_;  // the model's Scheduler, or a remote engine
     uint64_t generation_ = 0;                         // models installed so far
     ember::Telemetry idle_telemetry_;                 // what telemetry() shows with no model

@@ -77,6 +77,11 @@ struct LoadedModelInfo {
     bool reads_reasoning_effort = false;  // its template takes an effort (gpt-oss)
     QString template_warning;             // set when the model's own template is not used as is
     double load_ms = 0;
+    // Its draft model (LoadRequest::draft_path): the file loaded, its name (file name without
+    // .gguf) and what model + draft hold on each side as the planner counts them; or why the
+    // one asked for was not loaded (then the model runs without one).
+    QString draft_path, draft_name, draft_error;
+    QString draft_fit;  // "model + draft: 1.2 MiB in RAM" (the fit planner's two sides together)
     // A remote model (issue #41): its endpoint's name and URL; empty for a model file.
     QString remote_endpoint, remote_url;
 };

@@ -9,10 +9,12 @@
 #include "engine/core/log.h"
 #include "engine/fit/context_choice.h"
 #include "engine/fit/measured_budget.h"
+#include "engine/fit/planner.h"
 #include "engine/runtime/chat.h"
 #include "engine/runtime/prompt_fit.h"
 #include "engine/runtime/model.h"
 #include "engine/telemetry/energy.h"
+#include "kernels/common/error.h"
 
 namespace ember::app {
 namespace {
@@ -131,6 +133,7 @@ ember::EngineRequest to_engine_request(const GenerationRequest& req, uint64_t fr
     e.sampling = req.sampling.to_params(fresh_seed);
     e.max_tokens = req.sampling.max_tokens;
     e.lookup = req.sampling.speculation == QLatin1String("lookup");
+    e.draft = req.sampling.speculation == QLatin1String("draft");  // where the model has a draft loaded
     e.cache_key = conversation_cache_key(req.conversation_id);
     return e;
 }
@@ -218,6 +221,55 @@ void open_disk_cache(ember::Model& model, const LoadRequest& req) {
 }
 }  // namespace
 
+namespace {
+// Whether `draft` fits beside `target` as the fit planner counts them (the draft in what the
+// target leaves of `budget`, with the target's context and sequences): "" and `summary` set
+// when it does, else why not.
+std::string draft_fit_refusal(const std::string& target, const std::string& draft, const ember::LoadOptions& o,
+                              const ember::fit::Budget& budget, std::string& summary) {
+    ember::fit::FitOptions fo;
+    fo.n_ctx = o.n_ctx;
+    fo.n_seqs = o.n_seqs;
+    fo.n_batch = o.n_batch;
+    fo.kv_type = o.kv_type;
+    const ember::fit::DraftFitPlan p =
+        ember::fit::plan_with_draft(ember::fit::fit_model(ember::GgufFile::open(target)),
+                                    ember::fit::fit_model(ember::GgufFile::open(draft)), fo, budget);
+    if (!ember::fit::fits(p)) {
+        const ember::fit::FitPlan& short_side =
+            p.target.placement == ember::fit::Placement::TooLarge ? p.target : p.draft;
+        return "model and draft do not fit together on this machine: " + short_side.reason;
+    }
+    summary = "model + draft: " + ember::format_bytes(p.cpu_total()) + " in RAM";
+    if (p.gpu_total() > 0) summary += ", " + ember::format_bytes(p.gpu_total()) + " on the GPU";
+    return {};
+}
+
+// The chats' draft model (LoadRequest::draft_path) beside the loaded `target`, when it fits and
+// speaks its vocabulary; else none, with the reason in `info`.
+ember::LoadedDraft load_chat_draft(const LoadRequest& req, const ember::LoadOptions& o, const ember::Model& target,
+                                   const ember::fit::Budget& budget, LoadedModelInfo& info) {
+    if (req.draft_path.isEmpty()) return {};
+    const std::string path = req.draft_path.toStdString();
+    info.draft_path = req.draft_path;
+    const QString name = QFileInfo(req.draft_path).completeBaseName();
+    try {
+        std::string summary;
+        const std::string refusal = draft_fit_refusal(o.path, path, o, budget, summary);
+        if (!refusal.empty()) throw ember::Error(refusal);
+        ember::LoadedDraft d = ember::load_draft_model(path, o, target);
+        info.draft_name = name;
+        info.draft_fit = q(summary);
+        return d;
+    } catch (const std::exception& e) {
+        if (o.cancel && o.cancel->load()) throw;  // the whole load was cancelled
+        info.draft_error = QStringLiteral("Draft model %1 not used: %2").arg(name, QString::fromUtf8(e.what()));
+        ember::log_warn(info.draft_error.toStdString());
+        return {};
+    }
+}
+}  // namespace
+
 void EngineWorker::loadModel(const LoadRequest& req) {
     // A cancelled load still unloads the previous model: the user asked to replace it.
     begin_load(req.id);
@@ -236,6 +288,9 @@ void EngineWorker::loadModel(const LoadRequest& req) {
     o.n_threads = req.n_threads;
     o.cancel = &cancel_load_;
     o.on_progress = [this](float p) { emit loadProgress(p); };
+    // Measured before the model takes its share: the planner counts model and draft together.
+    const ember::fit::Budget budget =
+        req.draft_path.isEmpty() ? ember::fit::Budget{} : req.fit_budget.value_or(ember::fit::measured_budget());
     try {
         std::unique_ptr<ember::Model> model = ember::Model::load(o);
         open_disk_cache(*model, req);
@@ -244,11 +299,12 @@ void EngineWorker::loadModel(const LoadRequest& req) {
         info.ctx_fits_up_to = ctx.fits_up_to;
         info.ctx_automatic = req.n_ctx <= 0;
         info.ctx_reason = q(ctx.reason);
+        ember::LoadedDraft draft = load_chat_draft(req, o, *model, budget, info);
         SlotOptions so;
         so.model_name = info.name.toStdString();
         so.max_batch = o.n_seqs;   // as many answers at once as chats the cache holds in full
         so.max_cached = o.n_seqs;  // idle chats whose KV cache is kept for their next turn
-        engine_.install(std::move(model), so);
+        engine_.install(std::move(model), so, std::move(draft));
         model_name_ = info.name;
         emit modelLoaded(info);
     } catch (const std::exception& e) {

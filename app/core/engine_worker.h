@@ -27,11 +27,13 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 
 #include "app/core/energy_ledger.h"
 #include "app/core/engine_slot.h"
 #include "app/core/engine_types.h"
+#include "engine/fit/planner.h"
 #include "kernels/common/dtype.h"
 
 namespace ember {
@@ -51,6 +53,14 @@ struct LoadRequest {
     // disk, so a chat continued after a restart is not computed again. Empty folder or 0: off.
     QString kv_disk_folder;
     quint64 kv_disk_bytes = 0;
+    // A draft model for the chats set to "Draft model" (engine/scheduler/draft_load.h), loaded
+    // after the model when the fit planner finds room for both (fit::plan_with_draft) and its
+    // vocabulary is the model's; else the model loads alone and LoadedModelInfo::draft_error
+    // says why. Empty: none.
+    QString draft_path;
+    // The budget the draft is planned in; unset: this machine's, measured before the load
+    // (a test states one to see a draft refused).
+    std::optional<ember::fit::Budget> fit_budget;
 };
 
 // A remote model to put behind the engine slot (issue #41; app/remote builds it): `make`

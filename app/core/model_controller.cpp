@@ -1,5 +1,6 @@
 #include "app/core/model_controller.h"
 
+#include <filesystem>
 #include <utility>
 
 #include <QFileInfo>
@@ -7,6 +8,11 @@
 #include "app/core/app_settings.h"
 #include "app/core/device_words.h"
 #include "app/core/engine_host.h"
+#include "kernels/common/format.h"
+#include "app/models/async_call.h"  // header only: the model manager's way off the GUI thread
+#ifdef EMBER_HAVE_LIBRARY
+#include "engine/library/drafts.h"
+#endif
 
 namespace ember::app {
 namespace {
@@ -35,10 +41,39 @@ QString context_reason(const LoadedModelInfo& info, bool own) {
     return r;
 }
 
+struct DraftListing {
+    QVariantList drafts;
+    QString reason;  // why there are none
+};
+
+// The library's models in `folder` that can draft for the model file `target` (on a pool
+// thread: it reads every candidate's vocabulary).
+DraftListing list_drafts(const QString& folder, const QString& target) {
+    DraftListing l;
+#ifdef EMBER_HAVE_LIBRARY
+    const library::Library lib{std::filesystem::path(folder.toStdString())};
+    for (const library::LibraryModel& m : library::compatible_drafts(lib, target.toStdString()))
+        l.drafts.append(QVariantMap{{"name", QString::fromStdString(m.name)},
+                                    {"path", QString::fromStdString(m.path)},
+                                    {"size", QString::fromStdString(format_bytes(m.size))},
+                                    {"quantization", QString::fromStdString(m.quantization)}});
+    if (l.drafts.isEmpty())
+        l.reason = QStringLiteral(
+            "no model in your library has this model's vocabulary and is smaller (add one on the Models page, "
+            "or quantize this one to fewer bits)");
+#else
+    (void)folder, (void)target;
+    l.reason = QStringLiteral("this build has no model library to find a draft model in");
+#endif
+    return l;
+}
+
 }  // namespace
 
 ModelController::ModelController(EngineHost& host, AppSettings& settings, QString kv_disk_folder, QObject* parent)
     : QObject(parent), host_(host), settings_(settings), kv_disk_folder_(std::move(kv_disk_folder)) {
+    drafts_pool_.setMaxThreadCount(1);
+    draft_reason_ = QStringLiteral("no model is loaded");
     EngineWorker* w = host_.worker();
     connect(w, &EngineWorker::loadProgress, this, [this](float p) {
         if (state_ != Loading) return;
@@ -51,6 +86,7 @@ ModelController::ModelController(EngineHost& host, AppSettings& settings, QStrin
         error_.clear();
         if (info.remote_endpoint.isEmpty()) settings_.setLastModelPath(info.path);  // a file to load at the next start
         set_state(Ready);
+        refreshDrafts();
         emit loaded(info.name);
     });
     connect(w, &EngineWorker::modelLoadFailed, this, [this](const QString& path, const QString& err, bool cancelled) {
@@ -71,6 +107,42 @@ ModelController::ModelController(EngineHost& host, AppSettings& settings, QStrin
 void ModelController::set_state(State s) {
     state_ = s;
     emit stateChanged();
+    if (s != Ready) refreshDrafts();
+}
+
+void ModelController::setLibraryFolder(const QString& folder) {
+    library_folder_ = folder;
+    refreshDrafts();
+}
+
+QString ModelController::draftPath() const { return path_.isEmpty() ? QString() : settings_.modelDraft(path_); }
+
+void ModelController::setDraft(const QString& draft_path) {
+    if (path_.isEmpty() || remote() || draft_path == draftPath()) return;
+    settings_.setModelDraft(path_, draft_path);
+    load(path_);
+}
+
+void ModelController::set_drafts(QVariantList drafts, QString reason) {
+    drafts_ = std::move(drafts);
+    draft_reason_ = std::move(reason);
+    emit draftsChanged();
+}
+
+void ModelController::refreshDrafts() {
+    const quint64 asked = ++drafts_asked_;
+    if (state_ != Ready)
+        return set_drafts(
+            {}, state_ == Loading ? QStringLiteral("the model is loading") : QStringLiteral("no model is loaded"));
+    if (remote()) return set_drafts({}, QStringLiteral("a remote model runs on its server, without a draft from here"));
+    if (library_folder_.isEmpty()) return set_drafts({}, QStringLiteral("there is no model library to find one in"));
+    run_async(
+        drafts_pool_, this, [folder = library_folder_, target = info_.path] { return list_drafts(folder, target); },
+        [this, asked](Outcome<DraftListing> out) {
+            if (asked != drafts_asked_) return;  // a newer listing is on its way
+            if (out.value) set_drafts(std::move(out.value->drafts), std::move(out.value->reason));
+            else set_drafts({}, out.error);
+        });
 }
 
 QVariantMap ModelController::details() const {
@@ -102,6 +174,9 @@ QVariantMap ModelController::details() const {
             {"templateWarning", info_.template_warning},
             {"templateNotice", template_notice(info_.template_warning)},
             {"loadMs", info_.load_ms},
+            {"draftName", info_.draft_name},
+            {"draftError", info_.draft_error},
+            {"draftFit", info_.draft_fit},
             {"remote", !info_.remote_endpoint.isEmpty()},
             {"endpoint", info_.remote_endpoint},
             {"url", info_.remote_url}};
@@ -129,6 +204,7 @@ void ModelController::load(const QString& path) {
     r.kv_type = settings_.kvCacheType() == QLatin1String("q8_0") ? DType::Q8_0 : DType::F16;
     r.kv_disk_folder = kv_disk_folder_;
     r.kv_disk_bytes = static_cast<quint64>(settings_.kvDiskCacheGiB()) << 30;
+    r.draft_path = settings_.modelDraft(path);
     load_id_ = host_.load(r);
 }
 

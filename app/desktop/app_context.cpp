@@ -61,6 +61,9 @@ AppContext::AppContext(const QString& data_dir, const QString& log_file)
     info.interrupted = store.interrupted;
     info.version = QCoreApplication::applicationVersion();
     note_history();
+    models.setLibraryFolder(library_folder(data_dir));  // its draft models for the loaded one
+    // A model added to (or removed from) the library may be a draft for the loaded one.
+    QObject::connect(&library, &LibraryController::changed, &models, &ModelController::refreshDrafts);
     // The first conversation of a new user sets the marker too.
     QObject::connect(chat.conversations(), &ConversationListModel::countChanged, &settings, [this] { note_history(); });
     // A finished download shows in the library (and the chat's model picker) at once.

@@ -74,6 +74,10 @@ struct EngineRequest {
     // logprobs or reasoning budget; and not on models with recurrent layers): their output is
     // token for token the same, only sooner. Others decode one token a pass as before.
     bool lookup = false;
+    // Speculative decoding by the engine's draft model, where it has one and proposes only for
+    // requests that ask (SchedulerOptions::draft_every_request false: the app's chats set to
+    // "Draft model"). The same requests as lookup can; the same output, only sooner.
+    bool draft = false;
 
     // Grammar-constrained output (engine/grammar: a JSON schema or GBNF compiled by the
     // caller): only tokens the grammar allows are sampled, end of generation only where it

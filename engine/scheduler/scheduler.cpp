@@ -119,6 +119,24 @@ namespace {
 KvCache::Snapshot snapshot_kind(size_t in_cache, size_t prompt) {
     return in_cache > prompt ? KvCache::Snapshot::Latest : KvCache::Snapshot::Keep;
 }
+
+// `draft`'s bytes added to the entry of the same device in `m` (a new entry for a device the
+// target does not use).
+void add_draft_memory(std::vector<DeviceMemory>& m, const std::vector<DeviceMemory>& draft) {
+    for (const DeviceMemory& d : draft) {
+        auto it = std::find_if(m.begin(), m.end(), [&](const DeviceMemory& t) { return t.device == d.device; });
+        if (it == m.end()) {
+            m.push_back(d);
+            m.back().layers = 0;
+            continue;
+        }
+        it->weights += d.weights;
+        it->mapped_weights += d.mapped_weights;
+        it->kv_cache += d.kv_cache;
+        it->state += d.state;
+        it->scratch += d.scratch;
+    }
+}
 }  // namespace
 
 Scheduler::Scheduler(Model& model, SchedulerOptions options)
@@ -914,12 +932,17 @@ std::span<const int32_t> Scheduler::history(const Running& r, const Planned& p, 
     return std::span(r.tokens).first(r.tokens.size() - p.draft.tokens.size() + j);
 }
 
+// A draft model proposes for every request, or (the app) for those that ask.
+bool Scheduler::drafts_with_model(const Job& job) const {
+    return opts_.draft && (opts_.draft_every_request || job.req.draft);
+}
+
 // A request speculates when asked to and its rows can be judged one by one by the rejection
 // rule (speculative.h): any sampling, penalties, bias and logprobs (each row sees the draft's
 // tokens before it as history), but no grammar or thinking budget (their state advances per
 // token), and a cache that can roll back.
 bool Scheduler::speculates(const Job& job) const {
-    return (opts_.lookup || job.req.lookup || opts_.draft) && !job.req.grammar && job.reasoning.budget < 0 &&
+    return (opts_.lookup || job.req.lookup || drafts_with_model(job)) && !job.req.grammar && job.reasoning.budget < 0 &&
            !model_.kv().has_recurrent();
 }
 
@@ -935,7 +958,7 @@ std::vector<DraftProposal> Scheduler::plan_drafts(int32_t budget, int32_t decode
     for (size_t i = 0; i < running_.size() && budget > 0; ++i) {
         if (!running_[i].decoding() || !speculates(*running_[i].job)) continue;
         Job& job = *running_[i].job;
-        if (opts_.draft && job.pace.cap < 0) {  // a draft model starts where it pays with no history
+        if (drafts_with_model(job) && job.pace.cap < 0) {  // a draft model starts where it pays with no history
             job.pace.cap = opts_.draft->paying_length(0, 0);
             // One that does not pay even then is first tried after the longest pause: the try
             // makes it prefill the whole prompt.
@@ -946,7 +969,7 @@ std::vector<DraftProposal> Scheduler::plan_drafts(int32_t budget, int32_t decode
         if (k <= 0) continue;
         std::vector<int32_t> text(job.prompt);
         text.insert(text.end(), job.output.begin(), job.output.end());
-        if (opts_.draft) {
+        if (drafts_with_model(job)) {
             texts.push_back(std::move(text));  // reserved: the spans in wants stay valid
             wants.push_back({job.id, texts.back(), k, &job.req.sampling});
             wanted.push_back(i);
@@ -1006,7 +1029,7 @@ int32_t Scheduler::max_draft() const { return opts_.draft ? opts_.draft->max_dra
 // only the pass's extra tokens) by draft_pace.h's rule; a draft model (each proposal a pass of
 // the draft) by its numbers (adapt_model_draft).
 void Scheduler::adapt_draft(Job& job, int32_t drafted, int32_t accepted) const {
-    if (opts_.draft) return adapt_model_draft(job, drafted, accepted);
+    if (drafts_with_model(job)) return adapt_model_draft(job, drafted, accepted);
     job.pace = next_pace(job.pace, pace_options(), drafted, accepted);
 }
 
@@ -1189,8 +1212,11 @@ void Scheduler::fail_job(Job& job, const std::string& error) {
     job.emit(std::move(e));
 }
 
+// The draft model's bytes count with the target's, device by device (its layers do not: the
+// monitor's layer count is the target's placement).
 void Scheduler::publish_memory() {
     std::vector<DeviceMemory> m = model_.memory_use();
+    if (opts_.draft) add_draft_memory(m, opts_.draft->model().memory_use());
     telemetry_.set_memory(m);
     std::lock_guard lock(mutex_);
     memory_ = std::move(m);

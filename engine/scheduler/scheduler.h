@@ -70,6 +70,9 @@ struct SchedulerOptions {
     // lookup. Not owned: it must outlive the scheduler, and only this scheduler's engine thread
     // may use it.
     DraftModel* draft = nullptr;
+    // With a draft: true, every request that can speculate uses it (`ember serve --draft`);
+    // false, only those that set EngineRequest::draft (the app: the chats set to "Draft model").
+    bool draft_every_request = true;
     // Drafts ride only in passes where their rows pay (pass_cost.h); false: every pass may carry
     // them, as the draft pace allows (tests of the rejection rule, which want many drafts).
     bool draft_by_pass_cost = true;
@@ -170,6 +173,7 @@ private:
     // Speculation: whether the request's decodes carry a draft, the draft for this step, and
     // after the pass the KV cache rolled back past the rejected guesses (through the seam).
     bool speculates(const Job& job) const;
+    bool drafts_with_model(const Job& job) const;  // the draft model proposes for it
     bool draft_pays(const Job& job, int32_t decodes) const;
     static std::span<const int32_t> history(const Running& r, const Planned& p, size_t j);
     void pass_input(const Running& r, const Planned& p, std::vector<int32_t>& input) const;

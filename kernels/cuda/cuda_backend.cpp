@@ -240,8 +240,8 @@ protected:
     void do_embed(const Tensor& table, float scale, Tensor& out) override {
         if (!weight_type_supported(table.type))
             throw Error("CUDA embed: table type " + std::string(dtype_name(table.type)) + " is not supported");
-        graphs_->launch<&cuda::embed>(kernel_type(table), const_bytes(table.data), table.row_bytes, table.cols,
-                                      d_tokens_, n_tokens_, scale, floats(out));
+        graphs_->launch<&cuda::embed>(kernel_type(table), const_bytes(table.data), table.row_bytes, table.rows,
+                                      table.cols, d_tokens_, n_tokens_, scale, floats(out));
     }
 
     void do_matmul(const Tensor& w, const Tensor& x, Tensor& y, const Tensor* bias) override {
@@ -729,14 +729,12 @@ private:
         return rope_tables_.back().dev;
     }
 
-    // Q4_0/Q8_0 rows of whole groups, repacked on the host (repack.h) into the same bytes,
-    // then one copy; the staging buffer is freed when the copy has finished.
+    // Q4_0/Q5_0/Q8_0 weights, repacked on the host into row tiles (repack.h) of the same
+    // bytes, then one copy; the staging buffer is freed when the copy has finished.
     Tensor upload_repacked(Tensor& t, const void* host) {
-        const auto* src = static_cast<const uint8_t*>(host);
         std::vector<uint8_t> packed(t.bytes());
-        for (int64_t r = 0; r < t.rows; ++r)
-            repack_row(static_cast<int>(t.type), src + static_cast<size_t>(r) * t.row_bytes, t.cols,
-                       packed.data() + static_cast<size_t>(r) * t.row_bytes);
+        repack_matrix(static_cast<int>(t.type), static_cast<const uint8_t*>(host), t.row_bytes, t.rows, t.cols,
+                      packed.data());
         EMBER_CUDA_CHECK(cudaMemcpyAsync(t.data, packed.data(), t.bytes(), cudaMemcpyHostToDevice, stream_));
         EMBER_CUDA_CHECK(cudaStreamSynchronize(stream_));
         t.layout = kLayoutGroups;
@@ -774,7 +772,7 @@ private:
         }
         int64_t tile_rows = std::max<int64_t>(64, kWeightTileElems / w.cols);
         if (tile_rows >= w.rows) tile_rows = w.rows;
-        else tile_rows = tile_rows / 64 * 64;
+        else tile_rows = tile_rows / 64 * 64;  // so every range starts on a row tile (repack.h)
         auto* wt =
             static_cast<__half*>(scratch(wtile_, static_cast<size_t>(tile_rows * w.cols) * 2, "FP16 weight tile"));
         for (int64_t r0 = 0; r0 < w.rows; r0 += tile_rows) {

@@ -69,13 +69,14 @@ __global__ void gather_rows_kernel(const float* __restrict__ x, int64_t cols, co
 // Embedding rows of block types: one thread per 32-element chunk of one token's row
 // (grid.y = token); reads one row of the table per token, writes cols * 4 bytes.
 template <int T>
-__global__ void embed_q_kernel(const uint8_t* __restrict__ table, size_t row_bytes, int chunks,
+__global__ void embed_q_kernel(const uint8_t* __restrict__ table, size_t row_bytes, int64_t rows, int chunks,
                                const int32_t* __restrict__ ids, float scale, float* __restrict__ out) {
     const int c = blockIdx.x * blockDim.x + threadIdx.x;
     if (c >= chunks) return;
     const int t = blockIdx.y;
     float v[32];
-    dequant_chunk<T>(table + static_cast<size_t>(ids[t]) * row_bytes, c, v);
+    if constexpr (is_tiled_type(T)) dequant_tiled_chunk<T>(tiled_row(table, row_bytes, rows, ids[t], chunks), c, v);
+    else dequant_chunk<T>(table + static_cast<size_t>(ids[t]) * row_bytes, c, v);
     float4* o = reinterpret_cast<float4*>(out + (static_cast<int64_t>(t) * chunks + c) * 32);
 #pragma unroll
     for (int q = 0; q < 8; ++q) {
@@ -101,11 +102,12 @@ __global__ void embed_f_kernel(const uint8_t* __restrict__ table, size_t row_byt
 }
 
 template <int T>
-void launch_embed_q(const void* table, size_t row_bytes, int64_t cols, const int32_t* ids, int64_t n, float scale,
-                    float* out, cudaStream_t stream) {
+void launch_embed_q(const void* table, size_t row_bytes, int64_t rows, int64_t cols, const int32_t* ids, int64_t n,
+                    float scale, float* out, cudaStream_t stream) {
     const int chunks = static_cast<int>(cols / 32);
     const dim3 grid(blocks_for(chunks, 128), static_cast<unsigned>(n));
-    embed_q_kernel<T><<<grid, 128, 0, stream>>>(static_cast<const uint8_t*>(table), row_bytes, chunks, ids, scale, out);
+    embed_q_kernel<T>
+        <<<grid, 128, 0, stream>>>(static_cast<const uint8_t*>(table), row_bytes, rows, chunks, ids, scale, out);
     EMBER_CUDA_CHECK_LAUNCH("embed_q_kernel");
 }
 
@@ -185,8 +187,8 @@ void gather_rows(const float* x, int64_t cols, const int32_t* rows, int64_t n, f
     EMBER_CUDA_CHECK_LAUNCH("gather_rows_kernel");
 }
 
-void embed(int type, const void* table, size_t row_bytes, int64_t cols, const int32_t* ids, int64_t n, float scale,
-           float* out, cudaStream_t stream) {
+void embed(int type, const void* table, size_t row_bytes, int64_t rows, int64_t cols, const int32_t* ids, int64_t n,
+           float scale, float* out, cudaStream_t stream) {
     if (n == 0) return;
     switch (type) {
         case kF32:
@@ -196,35 +198,37 @@ void embed(int type, const void* table, size_t row_bytes, int64_t cols, const in
         case kBF16:
             return launch_embed_f<kBF16>(table, row_bytes, cols, ids, n, scale, out, stream);
         case kQ4_0:
-            return launch_embed_q<kQ4_0>(table, row_bytes, cols, ids, n, scale, out, stream);
+            return launch_embed_q<kQ4_0>(table, row_bytes, rows, cols, ids, n, scale, out, stream);
         case kQ4_1:
-            return launch_embed_q<kQ4_1>(table, row_bytes, cols, ids, n, scale, out, stream);
+            return launch_embed_q<kQ4_1>(table, row_bytes, rows, cols, ids, n, scale, out, stream);
         case kQ5_0:
-            return launch_embed_q<kQ5_0>(table, row_bytes, cols, ids, n, scale, out, stream);
+            return launch_embed_q<kQ5_0>(table, row_bytes, rows, cols, ids, n, scale, out, stream);
         case kQ5_1:
-            return launch_embed_q<kQ5_1>(table, row_bytes, cols, ids, n, scale, out, stream);
+            return launch_embed_q<kQ5_1>(table, row_bytes, rows, cols, ids, n, scale, out, stream);
         case kQ8_0:
-            return launch_embed_q<kQ8_0>(table, row_bytes, cols, ids, n, scale, out, stream);
+            return launch_embed_q<kQ8_0>(table, row_bytes, rows, cols, ids, n, scale, out, stream);
         case kQ4_0R:
-            return launch_embed_q<kQ4_0R>(table, row_bytes, cols, ids, n, scale, out, stream);
+            return launch_embed_q<kQ4_0R>(table, row_bytes, rows, cols, ids, n, scale, out, stream);
+        case kQ5_0R:
+            return launch_embed_q<kQ5_0R>(table, row_bytes, rows, cols, ids, n, scale, out, stream);
         case kQ8_0R:
-            return launch_embed_q<kQ8_0R>(table, row_bytes, cols, ids, n, scale, out, stream);
+            return launch_embed_q<kQ8_0R>(table, row_bytes, rows, cols, ids, n, scale, out, stream);
         case kQ4_KR:
-            return launch_embed_q<kQ4_KR>(table, row_bytes, cols, ids, n, scale, out, stream);
+            return launch_embed_q<kQ4_KR>(table, row_bytes, rows, cols, ids, n, scale, out, stream);
         case kQ6_KR:
-            return launch_embed_q<kQ6_KR>(table, row_bytes, cols, ids, n, scale, out, stream);
+            return launch_embed_q<kQ6_KR>(table, row_bytes, rows, cols, ids, n, scale, out, stream);
         case kQ2_K:
-            return launch_embed_q<kQ2_K>(table, row_bytes, cols, ids, n, scale, out, stream);
+            return launch_embed_q<kQ2_K>(table, row_bytes, rows, cols, ids, n, scale, out, stream);
         case kQ3_K:
-            return launch_embed_q<kQ3_K>(table, row_bytes, cols, ids, n, scale, out, stream);
+            return launch_embed_q<kQ3_K>(table, row_bytes, rows, cols, ids, n, scale, out, stream);
         case kQ4_K:
-            return launch_embed_q<kQ4_K>(table, row_bytes, cols, ids, n, scale, out, stream);
+            return launch_embed_q<kQ4_K>(table, row_bytes, rows, cols, ids, n, scale, out, stream);
         case kQ5_K:
-            return launch_embed_q<kQ5_K>(table, row_bytes, cols, ids, n, scale, out, stream);
+            return launch_embed_q<kQ5_K>(table, row_bytes, rows, cols, ids, n, scale, out, stream);
         case kQ6_K:
-            return launch_embed_q<kQ6_K>(table, row_bytes, cols, ids, n, scale, out, stream);
+            return launch_embed_q<kQ6_K>(table, row_bytes, rows, cols, ids, n, scale, out, stream);
         case kMXFP4:
-            return launch_embed_q<kMXFP4>(table, row_bytes, cols, ids, n, scale, out, stream);
+            return launch_embed_q<kMXFP4>(table, row_bytes, rows, cols, ids, n, scale, out, stream);
         default:
             return;
     }

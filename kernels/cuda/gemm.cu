@@ -17,15 +17,15 @@ namespace {
 
 // One thread per 32-element chunk: reads row_bytes/chunks bytes, writes 64 bytes of FP16.
 template <int T>
-__global__ void __launch_bounds__(256)
-    dequant_f16_kernel(const uint8_t* __restrict__ w, size_t row_bytes, int64_t n_chunks_total, int chunks_per_row,
-                       __half* __restrict__ out) {
+__global__ void __launch_bounds__(256) dequant_f16_kernel(const uint8_t* __restrict__ w, size_t row_bytes, int64_t rows,
+                                                          int chunks_per_row, __half* __restrict__ out) {
     const int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
-    if (i >= n_chunks_total) return;
+    if (i >= rows * chunks_per_row) return;
     const int64_t r = i / chunks_per_row;
     const int c = static_cast<int>(i % chunks_per_row);
     float v[32];
-    dequant_chunk<T>(w + static_cast<size_t>(r) * row_bytes, c, v);
+    if constexpr (is_tiled_type(T)) dequant_tiled_chunk<T>(tiled_row(w, row_bytes, rows, r, chunks_per_row), c, v);
+    else dequant_chunk<T>(w + static_cast<size_t>(r) * row_bytes, c, v);
     // out row r starts at r * cols halves = r * chunks_per_row * 64 bytes: 64-byte aligned.
     uint4* o = reinterpret_cast<uint4*>(out + i * 32);
 #pragma unroll
@@ -66,7 +66,7 @@ __global__ void add_bias_kernel(float* __restrict__ y, int64_t total, int64_t co
 template <int T>
 void launch_dequant(const void* w, size_t row_bytes, int64_t rows, int64_t cols, __half* out, cudaStream_t stream) {
     const int64_t total = rows * (cols / 32);
-    dequant_f16_kernel<T><<<blocks_for(total, 256), 256, 0, stream>>>(static_cast<const uint8_t*>(w), row_bytes, total,
+    dequant_f16_kernel<T><<<blocks_for(total, 256), 256, 0, stream>>>(static_cast<const uint8_t*>(w), row_bytes, rows,
                                                                       static_cast<int>(cols / 32), out);
     EMBER_CUDA_CHECK_LAUNCH("dequant_f16_kernel");
 }
@@ -89,6 +89,8 @@ void dequant_f16(int type, const void* w, size_t row_bytes, int64_t rows, int64_
             return launch_dequant<kQ8_0>(w, row_bytes, rows, cols, out, stream);
         case kQ4_0R:
             return launch_dequant<kQ4_0R>(w, row_bytes, rows, cols, out, stream);
+        case kQ5_0R:
+            return launch_dequant<kQ5_0R>(w, row_bytes, rows, cols, out, stream);
         case kQ8_0R:
             return launch_dequant<kQ8_0R>(w, row_bytes, rows, cols, out, stream);
         case kQ4_KR:

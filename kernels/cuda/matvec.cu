@@ -14,10 +14,10 @@
 // and served from L1/L2 (cols * 1.125 bytes: 4.6 KB for 4096 columns).
 // Float weights (F32/F16/BF16): 16-byte loads of 8 elements, FP32 FMA with F32 activations.
 //
-// Q4_0/Q8_0 weights whose rows are whole 1024-element groups are repacked at upload
-// (repack.h) and read by matvec_r_kernel with coalesced 16-byte loads; Q4_K/Q6_K rows that
-// repack.h repacks go to matvec_kquant.cu. The others still read GGUF blocks in place (2- or
-// 4-byte aligned: Q5_0 22 B): to be repacked too.
+// Q4_0/Q5_0/Q8_0 weights are repacked at upload into row tiles (repack.h) and read by
+// matvec_t_kernel with coalesced 16-byte loads, any width; Q4_K/Q6_K rows that repack.h
+// repacks (whole super-block pairs / units of 8) go to matvec_kquant.cu. The others still
+// read GGUF blocks in place (2- or 4-byte aligned: Q6_K 210 B at other widths).
 #include "kernels/cuda/check.h"
 #include "kernels/cuda/device_util.cuh"
 #include "kernels/cuda/ops.h"
@@ -89,78 +89,133 @@ __device__ __forceinline__ float half_at(uint4 s, int k) {
     return h2f(static_cast<uint16_t>((k & 1) ? w >> 16 : w));
 }
 
-// Signed codes of one 16-element half from 8 Q4_0R bytes (repack.h): 4 words, element order.
-__device__ __forceinline__ void q4r_half(uint32_t lo, uint32_t hi, int q[4]) {
-    q[0] = static_cast<int>(vsub4(lo & 0x0F0F0F0Fu, 0x08080808u));
-    q[1] = static_cast<int>(vsub4(hi & 0x0F0F0F0Fu, 0x08080808u));
-    q[2] = static_cast<int>(vsub4((lo >> 4) & 0x0F0F0F0Fu, 0x08080808u));
-    q[3] = static_cast<int>(vsub4((hi >> 4) & 0x0F0F0F0Fu, 0x08080808u));
+__device__ __forceinline__ int dot16(const uint32_t q[4], int4 x) {
+    return dp4a(
+        static_cast<int>(q[3]), x.w,
+        dp4a(static_cast<int>(q[2]), x.z, dp4a(static_cast<int>(q[1]), x.y, dp4a(static_cast<int>(q[0]), x.x, 0))));
 }
 
-// Q8_0R: 16 codes are already 4 words of signed bytes in element order.
-__device__ __forceinline__ void as_words(uint4 u, int q[4]) {
-    q[0] = static_cast<int>(u.x);
-    q[1] = static_cast<int>(u.y);
-    q[2] = static_cast<int>(u.z);
-    q[3] = static_cast<int>(u.w);
+// Every weight byte of a row tile is read by this one load (one line: the offline model
+// finds the weight loads in the SASS by this line, tools/perf_model).
+__device__ __forceinline__ uint4 ld_weight16(const uint8_t* p) { return __ldg(reinterpret_cast<const uint4*>(p)); }
+
+// The 16-byte word of a row tile that holds its byte `off` (tiles start 16-byte aligned):
+// the scales and high bits load 16 bytes wide too, each lane picking its values by selects.
+// The last word may reach 14 bytes past the tensor: allocations are whole 256-byte units
+// (kernels/common/alloc_size.h).
+__device__ __forceinline__ uint4 tile_word(const uint8_t* tile, int64_t off) {
+    return ld_weight16(tile + (off & ~int64_t{15}));
 }
 
-__device__ __forceinline__ int dot16(const int q[4], int4 x) {
-    return dp4a(q[3], x.w, dp4a(q[2], x.z, dp4a(q[1], x.y, dp4a(q[0], x.x, 0))));
+__device__ __forceinline__ uint32_t u32_at(uint4 s, int k) {
+    return (k & 2) ? ((k & 1) ? s.w : s.z) : ((k & 1) ? s.y : s.x);
 }
 
-// Repacked Q4_0/Q8_0 weights (repack.h; cols % 1024 == 0): warp per row, one group of 32
-// chunks per step. Lane l takes half l%2 of chunks l/2 and 16 + l/2, so that every load of
-// the warp (weights, scales, activations) is 16 bytes wide and contiguous across the lanes;
-// a step's weight loads are all issued before any is decoded.
+// The scales of chunk c for tile rows i0 and i1 (a pair, or i1 = i0): one 16-byte word (the
+// pair's 4 bytes are 4-byte aligned in the tile).
+template <int T>
+__device__ __forceinline__ float2 tile_scales(const uint8_t* tile, int m, int64_t C, int64_t c, int i0, int i1) {
+    const int64_t o0 = tile_scale_offset(T, m, C, c, i0), o1 = tile_scale_offset(T, m, C, c, i1);
+    const uint4 w = tile_word(tile, o0);
+    return make_float2(half_at(w, static_cast<int>(o0 & 15) >> 1), half_at(w, static_cast<int>(o1 & 15) >> 1));
+}
+
+// Q5_0's 32 high bits of chunk c for tile rows i0 and i1: one word (the pair's 8 bytes are
+// 8-byte aligned).
+__device__ __forceinline__ uint2 tile_highs(const uint8_t* tile, int m, int64_t C, int64_t c, int i0, int i1) {
+    const int64_t o0 = tile_high_offset(kQ5_0R, m, C, c, i0), o1 = tile_high_offset(kQ5_0R, m, C, c, i1);
+    const uint4 w = tile_word(tile, o0);
+    return make_uint2(u32_at(w, static_cast<int>(o0 & 15) >> 2), u32_at(w, static_cast<int>(o1 & 15) >> 2));
+}
+
+// The signed codes of one lane's two half-chunks (a, b) of one row: Q8_0 two 16-byte units,
+// Q4_0/Q5_0 one (half a in its first 8 bytes, b in its last), Q5_0's high bits beside.
+template <int T>
+__device__ __forceinline__ void tile_codes(uint4 ua, uint4 ub, uint32_t high_a, uint32_t high_b, uint32_t qa[4],
+                                           uint32_t qb[4]) {
+    if constexpr (T == kQ8_0R) {
+        const uint32_t a[4] = {ua.x, ua.y, ua.z, ua.w}, b[4] = {ub.x, ub.y, ub.z, ub.w};
+#pragma unroll
+        for (int w = 0; w < 4; ++w) {
+            qa[w] = a[w];
+            qb[w] = b[w];
+        }
+    } else {
+        unpack_nibble_half<T>(ua.x, ua.y, high_a, qa);
+        unpack_nibble_half<T>(ua.z, ua.w, high_b, qb);
+    }
+}
+
+// Row tiles (Q4_0/Q5_0/Q8_0 repacked at upload: repack.h, quant_blocks.cuh "Row tiles"), any
+// width: a block per tile of 8 rows, each warp two rows, one group of 32 chunks per step.
+// Lane l takes half-chunks l and l + k of the group (k chunks: 32, or fewer in the last), so
+// every load of the warp (quants, scale and high-bit words, activations) is 16 bytes wide
+// and contiguous across the lanes; both rows' weight loads are issued before any decoding.
 template <int T, int NT>
 __global__ void __launch_bounds__(128)
-    matvec_r_kernel(const uint8_t* __restrict__ w, size_t row_bytes, int rows, int n_groups,
+    matvec_t_kernel(const uint8_t* __restrict__ w, size_t row_bytes, int rows, int n_chunks,
                     const int8_t* __restrict__ xq, const float2* __restrict__ ds, int n, float* __restrict__ y,
                     const float* __restrict__ bias) {
-    constexpr int kGroupBytes = T == kQ4_0R ? kGroupBytesQ4_0 : kGroupBytesQ8_0;
     const int lane = threadIdx.x & 31;
-    const int row = blockIdx.x * kWarpsPerBlock + (threadIdx.x >> 5);
-    if (row >= rows) return;
+    const int r0 = blockIdx.x * kTileRows;
+    const int m = min(kTileRows, rows - r0);
+    const int i0 = 2 * (threadIdx.x >> 5);
+    if (i0 >= m) return;                // whole warp leaves together
+    const int i1 = min(i0 + 1, m - 1);  // an odd last row is read twice, written once
     const int t0 = blockIdx.y * NT;
     const int nt = min(NT, n - t0);
-    const int j = lane >> 1;
-    const int64_t cols = static_cast<int64_t>(n_groups) * 1024, n_chunks = cols / 32;
-    const uint8_t* wr = w + static_cast<size_t>(row) * row_bytes;
-    float acc[NT];
+    const int64_t C = n_chunks, cols = C * 32;
+    const int qb_bytes = tile_quant_bytes(T);
+    const uint8_t* tile = w + static_cast<size_t>(r0) * row_bytes;
+    const uint8_t* q0 = tile + static_cast<int64_t>(i0) * C * qb_bytes;
+    const uint8_t* q1 = tile + static_cast<int64_t>(i1) * C * qb_bytes;
+    float acc[2][NT];
 #pragma unroll
-    for (int t = 0; t < NT; ++t) acc[t] = 0.0f;
-    for (int g = 0; g < n_groups; ++g) {
-        const uint8_t* gp = wr + static_cast<size_t>(g) * kGroupBytes;
-        const uint4 sa = __ldg(reinterpret_cast<const uint4*>(gp) + (lane >> 4));
-        const uint4 sb = __ldg(reinterpret_cast<const uint4*>(gp) + 2 + (lane >> 4));
-        const uint4* qp = reinterpret_cast<const uint4*>(gp + kRepackScaleBytes);
-        int qa[4], qb[4];
-        if constexpr (T == kQ4_0R) {
-            const uint4 u = __ldg(qp + lane);
-            q4r_half(u.x, u.y, qa);
-            q4r_half(u.z, u.w, qb);
-        } else {
-            const uint4 a = __ldg(qp + lane), b = __ldg(qp + 32 + lane);
-            as_words(a, qa);
-            as_words(b, qb);
+    for (int t = 0; t < NT; ++t) acc[0][t] = acc[1][t] = 0.0f;
+    for (int g = 0; g < n_chunks; g += kRepackChunks) {
+        const int k = min(kRepackChunks, n_chunks - g);
+        if (lane >= k) break;  // only the last group has fewer chunks than lanes
+        const int ha = lane, hb = lane + k;
+        const int64_t ca = g + ha / 2, cb = g + hb / 2;
+        const uint8_t* p0 = q0 + static_cast<int64_t>(g) * qb_bytes;
+        const uint8_t* p1 = q1 + static_cast<int64_t>(g) * qb_bytes;
+        const uint4 u0a = ld_weight16(p0 + 16 * ha), u1a = ld_weight16(p1 + 16 * ha);
+        uint4 u0b = u0a, u1b = u1a;
+        if constexpr (T == kQ8_0R) {
+            u0b = ld_weight16(p0 + 16 * hb);
+            u1b = ld_weight16(p1 + 16 * hb);
         }
-        const float wa = half_at(sa, j & 7), wb = half_at(sb, j & 7);
+        const float2 sa = tile_scales<T>(tile, m, C, ca, i0, i1), sb = tile_scales<T>(tile, m, C, cb, i0, i1);
+        uint2 hia = make_uint2(0, 0), hib = hia;
+        if constexpr (T == kQ5_0R) {
+            hia = tile_highs(tile, m, C, ca, i0, i1);
+            hib = tile_highs(tile, m, C, cb, i0, i1);
+        }
+        const int sha = 16 * (ha & 1), shb = 16 * (hb & 1);
+        uint32_t qa0[4], qb0[4], qa1[4], qb1[4];
+        tile_codes<T>(u0a, u0b, hia.x >> sha, hib.x >> shb, qa0, qb0);
+        tile_codes<T>(u1a, u1b, hia.y >> sha, hib.y >> shb, qa1, qb1);
 #pragma unroll
         for (int t = 0; t < NT; ++t) {
             if (t < nt) {
-                const int4* xp = reinterpret_cast<const int4*>(xq + (t0 + t) * cols + 1024 * static_cast<int64_t>(g));
-                const int4 xa = __ldg(xp + lane), xb = __ldg(xp + 32 + lane);
-                const float2* dp = ds + (t0 + t) * n_chunks + 32 * static_cast<int64_t>(g);
-                const float da = __ldg(dp + j).x, db = __ldg(dp + 16 + j).x;
-                acc[t] += wa * da * static_cast<float>(dot16(qa, xa)) + wb * db * static_cast<float>(dot16(qb, xb));
+                const int4* xp = reinterpret_cast<const int4*>(xq + (t0 + t) * cols + 32 * static_cast<int64_t>(g));
+                const int4 xa = __ldg(xp + ha), xb = __ldg(xp + hb);
+                const float2* dp = ds + (t0 + t) * C;
+                const float da = __ldg(dp + ca).x, db = __ldg(dp + cb).x;
+                acc[0][t] +=
+                    sa.x * da * static_cast<float>(dot16(qa0, xa)) + sb.x * db * static_cast<float>(dot16(qb0, xb));
+                acc[1][t] +=
+                    sa.y * da * static_cast<float>(dot16(qa1, xa)) + sb.y * db * static_cast<float>(dot16(qb1, xb));
             }
         }
     }
 #pragma unroll
     for (int t = 0; t < NT; ++t) {
-        const float v = warp_sum(acc[t]);
-        if (lane == 0 && t < nt) y[static_cast<int64_t>(t0 + t) * rows + row] = v + (bias ? bias[row] : 0.0f);
+        const float v0 = warp_sum(acc[0][t]), v1 = warp_sum(acc[1][t]);
+        if (lane != 0 || t >= nt) continue;
+        float* yt = y + static_cast<int64_t>(t0 + t) * rows + r0;
+        yt[i0] = v0 + (bias ? bias[r0 + i0] : 0.0f);
+        if (i1 != i0) yt[i1] = v1 + (bias ? bias[r0 + i1] : 0.0f);
     }
 }
 
@@ -250,22 +305,21 @@ void launch_q(const void* w, size_t row_bytes, int64_t rows, int64_t cols, const
 }
 
 template <int T, int NT>
-void launch_r(const void* w, size_t row_bytes, int64_t rows, int64_t cols, const int8_t* xq, const float2* ds,
+void launch_t(const void* w, size_t row_bytes, int64_t rows, int64_t cols, const int8_t* xq, const float2* ds,
               int64_t n, float* y, const float* bias, cudaStream_t stream) {
-    const dim3 grid(blocks_for(rows, kWarpsPerBlock), static_cast<unsigned>((n + NT - 1) / NT));
-    matvec_r_kernel<T, NT><<<grid, 128, 0, stream>>>(static_cast<const uint8_t*>(w), row_bytes, static_cast<int>(rows),
-                                                     static_cast<int>(cols / 1024), xq, ds, static_cast<int>(n), y,
-                                                     bias);
-    EMBER_CUDA_CHECK_LAUNCH("matvec_r_kernel");
+    const dim3 grid(blocks_for(rows, kTileRows), static_cast<unsigned>((n + NT - 1) / NT));
+    matvec_t_kernel<T, NT><<<grid, 128, 0, stream>>>(static_cast<const uint8_t*>(w), row_bytes, static_cast<int>(rows),
+                                                     static_cast<int>(cols / 32), xq, ds, static_cast<int>(n), y, bias);
+    EMBER_CUDA_CHECK_LAUNCH("matvec_t_kernel");
 }
 
 template <int T>
-void dispatch_r(const void* w, size_t row_bytes, int64_t rows, int64_t cols, const int8_t* xq, const float2* ds,
+void dispatch_t(const void* w, size_t row_bytes, int64_t rows, int64_t cols, const int8_t* xq, const float2* ds,
                 int64_t n, float* y, const float* bias, cudaStream_t stream) {
-    if (n <= 1) launch_r<T, 1>(w, row_bytes, rows, cols, xq, ds, n, y, bias, stream);
-    else if (n <= 2) launch_r<T, 2>(w, row_bytes, rows, cols, xq, ds, n, y, bias, stream);
-    else if (n <= 4) launch_r<T, 4>(w, row_bytes, rows, cols, xq, ds, n, y, bias, stream);
-    else launch_r<T, 8>(w, row_bytes, rows, cols, xq, ds, n, y, bias, stream);
+    if (n <= 1) launch_t<T, 1>(w, row_bytes, rows, cols, xq, ds, n, y, bias, stream);
+    else if (n <= 2) launch_t<T, 2>(w, row_bytes, rows, cols, xq, ds, n, y, bias, stream);
+    else if (n <= 4) launch_t<T, 4>(w, row_bytes, rows, cols, xq, ds, n, y, bias, stream);
+    else launch_t<T, 8>(w, row_bytes, rows, cols, xq, ds, n, y, bias, stream);
 }
 
 template <int T>
@@ -310,6 +364,7 @@ bool is_block_type(int type) {
         case kQ5_1:
         case kQ8_0:
         case kQ4_0R:
+        case kQ5_0R:
         case kQ8_0R:
         case kQ4_KR:
         case kQ6_KR:
@@ -347,10 +402,13 @@ void matvec_quant(int type, const void* w, size_t row_bytes, int64_t rows, int64
                 dispatch_q<kQ4_0>(w, row_bytes, rows, cols, xq_t, ds_t, nt, y_t, bias, stream);
                 break;
             case kQ4_0R:
-                dispatch_r<kQ4_0R>(w, row_bytes, rows, cols, xq_t, ds_t, nt, y_t, bias, stream);
+                dispatch_t<kQ4_0R>(w, row_bytes, rows, cols, xq_t, ds_t, nt, y_t, bias, stream);
+                break;
+            case kQ5_0R:
+                dispatch_t<kQ5_0R>(w, row_bytes, rows, cols, xq_t, ds_t, nt, y_t, bias, stream);
                 break;
             case kQ8_0R:
-                dispatch_r<kQ8_0R>(w, row_bytes, rows, cols, xq_t, ds_t, nt, y_t, bias, stream);
+                dispatch_t<kQ8_0R>(w, row_bytes, rows, cols, xq_t, ds_t, nt, y_t, bias, stream);
                 break;
             case kQ4_KR:
             case kQ6_KR:

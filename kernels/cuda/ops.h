@@ -29,7 +29,8 @@ void matvec_float(int type, const void* w, size_t row_bytes, int64_t rows, int64
                   float* y, const float* bias, cudaStream_t stream);
 
 // ---- gemm.cu: conversions feeding the prefill GEMM (cuBLAS, called by the backend) ----------
-// Rows [0, rows) of a weight matrix as FP16, rows x cols contiguous.
+// Rows [0, rows) of a weight matrix as FP16, rows x cols contiguous (row tiles: w is a tile's
+// first row).
 void dequant_f16(int type, const void* w, size_t row_bytes, int64_t rows, int64_t cols, __half* out,
                  cudaStream_t stream);
 void f32_to_f16(const float* x, int64_t n, __half* out, cudaStream_t stream);
@@ -65,9 +66,9 @@ void scale(float* x, float s, int64_t n, cudaStream_t stream);
 void softcap(float* x, float cap, int64_t n, cudaStream_t stream);
 // out[i] = x[rows[i]] (rows of `cols` floats)
 void gather_rows(const float* x, int64_t cols, const int32_t* rows, int64_t n, float* out, cudaStream_t stream);
-// out[t] = dequant(table[ids[t]]) * scale
-void embed(int type, const void* table, size_t row_bytes, int64_t cols, const int32_t* ids, int64_t n, float scale,
-           float* out, cudaStream_t stream);
+// out[t] = dequant(table[ids[t]]) * scale (rows: the table's, which row tiles need)
+void embed(int type, const void* table, size_t row_bytes, int64_t rows, int64_t cols, const int32_t* ids, int64_t n,
+           float scale, float* out, cudaStream_t stream);
 
 // ---- kv.cu -------------------------------------------------------------------------------------
 // Row t of k and v (kv_dim floats each) into cache slot slots[t]; kv_type F16 or Q8_0.

@@ -41,6 +41,7 @@ enum QType : int {
     // Device layouts of the same bytes (repack.h; the backend passes these ids for weights
     // it repacked at upload, Tensor::layout == kLayoutGroups): no GGUF numbering.
     kQ4_0R = 1002,
+    kQ5_0R = 1006,
     kQ8_0R = 1008,
     kQ4_KR = 1012,
     kQ6_KR = 1014,
@@ -104,6 +105,11 @@ struct QTraits<kQ6_K> {
 template <>
 struct QTraits<kQ4_0R> {
     static constexpr int bytes = 18, chunks = 1;
+    static constexpr Offset off = Offset::None;
+};
+template <>
+struct QTraits<kQ5_0R> {
+    static constexpr int bytes = 22, chunks = 1;
     static constexpr Offset off = Offset::None;
 };
 template <>
@@ -222,40 +228,6 @@ EMBER_HD void decode_chunk<kQ8_0>(const uint8_t* row, int64_t c, Chunk& ch) {
     ch.a[0] = ch.a[1] = ld_half(b);
     ch.b[0] = ch.b[1] = 0.0f;
     for (int w = 0; w < 8; ++w) ch.q[w] = ld_u32_a2(b + 2 + 4 * w);
-}
-
-// The repacked Q4_0/Q8_0 rows (repack.h): groups of 32 chunks, the 32 FP16 scales first
-// (64 B), then the quants (Q4_0: 16-byte units, unit l = half l%2 of chunks l/2 and
-// 16 + l/2, 8 bytes each, byte b = element b | element b+8 << 4 of the half; Q8_0: the
-// 32 x 32 codes in order).
-constexpr int kRepackChunks = 32;
-constexpr int kRepackScaleBytes = 64;
-constexpr int kGroupBytesQ4_0 = kRepackScaleBytes + 512;
-constexpr int kGroupBytesQ8_0 = kRepackScaleBytes + 1024;
-
-template <>
-EMBER_HD void decode_chunk<kQ4_0R>(const uint8_t* row, int64_t c, Chunk& ch) {
-    const uint8_t* g = row + (c / kRepackChunks) * kGroupBytesQ4_0;
-    const int j = static_cast<int>(c % kRepackChunks);
-    ch.a[0] = ch.a[1] = ld_half(g + 2 * j);
-    ch.b[0] = ch.b[1] = 0.0f;
-    for (int h = 0; h < 2; ++h) {
-        const uint8_t* p = g + kRepackScaleBytes + 16 * (2 * (j % 16) + h) + 8 * (j / 16);
-        const uint32_t w0 = ld_u32_a2(p), w1 = ld_u32_a2(p + 4);
-        ch.q[4 * h] = vsub4(w0 & 0x0F0F0F0Fu, 0x08080808u);
-        ch.q[4 * h + 1] = vsub4(w1 & 0x0F0F0F0Fu, 0x08080808u);
-        ch.q[4 * h + 2] = vsub4((w0 >> 4) & 0x0F0F0F0Fu, 0x08080808u);
-        ch.q[4 * h + 3] = vsub4((w1 >> 4) & 0x0F0F0F0Fu, 0x08080808u);
-    }
-}
-
-template <>
-EMBER_HD void decode_chunk<kQ8_0R>(const uint8_t* row, int64_t c, Chunk& ch) {
-    const uint8_t* g = row + (c / kRepackChunks) * kGroupBytesQ8_0;
-    const int j = static_cast<int>(c % kRepackChunks);
-    ch.a[0] = ch.a[1] = ld_half(g + 2 * j);
-    ch.b[0] = ch.b[1] = 0.0f;
-    for (int w = 0; w < 8; ++w) ch.q[w] = ld_u32_a2(g + kRepackScaleBytes + 32 * j + 4 * w);
 }
 
 // Q2_K (84 B: scales[16], qs[64], d, dmin). Chunk k of a super-block: half h = k/4 (128
@@ -438,6 +410,106 @@ EMBER_HD void dequant_chunk(const uint8_t* row, int64_t c, float out[32]) {
         out[i] = QTraits<T>::off == Offset::None ? q * ch.a[i / 16] : q * ch.a[i / 16] + ch.b[i / 16];
     }
 }
+
+// Row tiles: the device layout of repacked Q4_0/Q5_0/Q8_0 weights (repack.h writes it,
+// matvec.cu's matvec_t_kernel streams it). GGUF blocks are 18/22/34 bytes, only 2-byte
+// aligned; a tile moves the quants into 16-byte-aligned planes and the scales (and Q5_0's
+// high bits) apart, keeping every row's bytes and the row stride:
+//   - rows in tiles of 8 (the last tile of a tensor may hold fewer, m); a tile is the bytes
+//     of its m GGUF rows, so it starts 16-byte aligned (8 * row_bytes: row_bytes is even);
+//   - in a tile, with C = cols / 32 chunks a row: the quants, row-major (row i at
+//     i * C * QB, QB = 16 nibble bytes for Q4_0/Q5_0, 32 codes for Q8_0: 16-byte aligned),
+//     then Q5_0's high bits (4 bytes per row and chunk), then the FP16 scales (2 bytes),
+//     both "pair-major": rows 2p and 2p + 1 (a warp's two rows) take C * 2 values together,
+//     chunk by chunk, so (c, 2p) and (c, 2p + 1) are adjacent and share one 16-byte word
+//     (an odd last row of a tile is a pair of one);
+//   - a row's quants in groups of 32 chunks (the last group has k = C % 32, or 32): its
+//     half-chunks (16 elements) h = 0..2k-1, 16-byte unit l < k holds half-chunks l and
+//     l + k, so that lane l of a warp reads unit l with activations 16 * l and 16 * (l + k)
+//     (all loads contiguous across the lanes). Q4_0/Q5_0: 8 bytes a half-chunk, byte b =
+//     element b | element b + 8 << 4 (the low nibbles); Q8_0: the 16 codes (so the group's
+//     codes stay in element order).
+constexpr int kRepackChunks = 32;  // chunks per group
+constexpr int kTileRows = 8;
+
+// Quant bytes per chunk (QB) and side bytes per chunk (high bits + scale) of a tiled type.
+EMBER_HD int tile_quant_bytes(int t) { return t == kQ8_0R ? 32 : 16; }
+EMBER_HD int tile_high_bytes(int t) { return t == kQ5_0R ? 4 : 0; }
+
+// Where row r of a tiled matrix lives: its tile, the tile's row count and the row in it.
+// `w` is the first row of a range of `rows` rows that starts on a tile boundary.
+struct TiledRow {
+    const uint8_t* tile;
+    int m, i;
+    int64_t chunks;
+};
+EMBER_HD TiledRow tiled_row(const uint8_t* w, size_t row_bytes, int64_t rows, int64_t r, int64_t chunks) {
+    const int64_t r0 = r / kTileRows * kTileRows;
+    const int64_t left = rows - r0;
+    return {w + r0 * row_bytes, static_cast<int>(left < kTileRows ? left : kTileRows), static_cast<int>(r - r0),
+            chunks};
+}
+
+// Byte offsets in a tile (m rows, C chunks a row) of type t: value (c, i) of a side plane.
+EMBER_HD int64_t tile_pair_index(int m, int64_t C, int64_t c, int i) {
+    const int p0 = i & ~1;                   // the first row of i's pair
+    const int np = m - p0 < 2 ? m - p0 : 2;  // rows in the pair
+    return p0 * C + c * np + (i - p0);
+}
+EMBER_HD int64_t tile_high_offset(int t, int m, int64_t C, int64_t c, int i) {
+    return m * C * tile_quant_bytes(t) + 4 * tile_pair_index(m, C, c, i);
+}
+EMBER_HD int64_t tile_scale_offset(int t, int m, int64_t C, int64_t c, int i) {
+    return m * C * (tile_quant_bytes(t) + tile_high_bytes(t)) + 2 * tile_pair_index(m, C, c, i);
+}
+// Half-chunk h (0, 1) of chunk c in its row's quants.
+EMBER_HD int64_t tile_half_offset(int t, int64_t C, int64_t c, int h) {
+    const int64_t g = c / kRepackChunks;
+    const int64_t k = C - g * kRepackChunks < kRepackChunks ? C - g * kRepackChunks : kRepackChunks;
+    const int64_t hj = 2 * (c % kRepackChunks) + h;
+    if (t == kQ8_0R) return g * 32 * kRepackChunks + 16 * hj;
+    return g * 16 * kRepackChunks + 16 * (hj % k) + 8 * (hj / k);
+}
+
+// Signed codes of one 16-element half from its 8 nibble bytes (lo, hi) and, for Q5_0, the
+// half's 16 high bits: 4 words of 4 codes, element order.
+template <int T>
+EMBER_HD void unpack_nibble_half(uint32_t lo, uint32_t hi, uint32_t high16, uint32_t q[4]) {
+    const uint32_t n[4] = {lo & 0x0F0F0F0Fu, hi & 0x0F0F0F0Fu, (lo >> 4) & 0x0F0F0F0Fu, (hi >> 4) & 0x0F0F0F0Fu};
+    EMBER_UNROLL
+    for (int w = 0; w < 4; ++w) {
+        if constexpr (T == kQ5_0R) q[w] = vsub4(n[w] | spread_bit4(high16 >> (4 * w)), 0x10101010u);
+        else q[w] = vsub4(n[w], 0x08080808u);
+    }
+}
+
+// Chunk c of a tiled row, in the common form (dequantization: the GEMM's tiles, embeddings).
+template <int T>
+EMBER_HD void decode_tiled_chunk(const TiledRow& row, int64_t c, Chunk& ch) {
+    const int64_t C = row.chunks;
+    ch.a[0] = ch.a[1] = ld_half(row.tile + tile_scale_offset(T, row.m, C, c, row.i));
+    ch.b[0] = ch.b[1] = 0.0f;
+    const uint8_t* q = row.tile + row.i * C * tile_quant_bytes(T);
+    const uint32_t high = T == kQ5_0R ? ld_u32_a2(row.tile + tile_high_offset(T, row.m, C, c, row.i)) : 0u;
+    for (int h = 0; h < 2; ++h) {
+        const uint8_t* p = q + tile_half_offset(T, C, c, h);
+        if constexpr (T == kQ8_0R) {
+            for (int w = 0; w < 4; ++w) ch.q[4 * h + w] = ld_u32_a2(p + 4 * w);
+        } else {
+            unpack_nibble_half<T>(ld_u32_a2(p), ld_u32_a2(p + 4), high >> (16 * h), ch.q + 4 * h);
+        }
+    }
+}
+
+template <int T>
+EMBER_HD void dequant_tiled_chunk(const TiledRow& row, int64_t c, float out[32]) {
+    Chunk ch;
+    decode_tiled_chunk<T>(row, c, ch);
+    for (int i = 0; i < 32; ++i) out[i] = static_cast<float>(byte_at(ch.q[i / 4], i % 4)) * ch.a[i / 16];
+}
+
+// Whether a type id is a row-tile layout (read with a TiledRow, not a row pointer).
+EMBER_HD constexpr bool is_tiled_type(int t) { return t == kQ4_0R || t == kQ5_0R || t == kQ8_0R; }
 
 // Dot product of a decoded weight chunk with 32 activations x = dx * xq (xq: 8 words of
 // 4 int8, element order), sx = dx * sum(xq). 8 dp4a (+8 for Q2_K's per-half offsets).

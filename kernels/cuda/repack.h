@@ -1,14 +1,14 @@
-// Host-side repacking of Q4_0/Q8_0/Q4_K/Q6_K weight rows into the CUDA device layout, at upload.
+// Host-side repacking of Q4_0/Q5_0/Q8_0/Q4_K/Q6_K weights into the CUDA device layout, at upload.
 //
-// GGUF's 18/34-byte blocks are only 2-byte aligned, so the decode matvec read them with
-// 2-byte loads (7x the 32-byte sectors it needed). The device layout keeps each row's bytes
-// and size (memory accounting and row slicing are unchanged) but rearranges them in groups
-// of 32 chunks (1024 elements): the 32 FP16 scales first, then the quants, so that a warp
-// reads every weight byte with coalesced 16-byte loads (quant_blocks.cuh, decode_chunk<kQ4_0R>
-// and <kQ8_0R>, documents the order; matvec.cu's matvec_r_kernel reads it). Q4_K and Q6_K
-// rows (144 / 210-byte super-blocks: headers and scales between the quants) are rearranged
-// the same way in pairs / units of 8 super-blocks (decode_chunk<kQ4_KR> / <kQ6_KR>;
-// matvec_kquant.cu reads them). Rows of other widths stay in the file's blocks.
+// GGUF's 18/22/34-byte blocks are only 2-byte aligned, so a matvec reading them in place
+// uses 2-byte loads (3-7x the 32-byte sectors it needs). The device layout, row tiles
+// (quant_blocks.cuh, "Row tiles", documents it; matvec.cu's matvec_t_kernel reads it), keeps
+// each tile of 8 rows in the bytes of those rows (memory accounting and the row stride are
+// unchanged) with the quants in 16-byte-aligned planes and the scales and Q5_0's high bits
+// apart, at any row width (a multiple of 32). Q4_K and Q6_K rows (144 / 210-byte super-blocks:
+// headers and scales between the quants) are rearranged row by row in pairs / units of 8
+// super-blocks, same bytes (decode_chunk<kQ4_KR> / <kQ6_KR>; matvec_kquant.cu reads them);
+// K-quant rows of other widths stay in the file's blocks.
 #pragma once
 #include <stdint.h>
 
@@ -21,11 +21,12 @@ namespace ember::cuda {
 // Tensor::layout of a repacked weight (0: the file's rows).
 constexpr uint8_t kLayoutGroups = 1;
 
-// Whether rows of `cols` elements of GGUF type `type` are repacked: Q4_0/Q8_0 in whole groups;
-// Q4_K in pairs of super-blocks and Q6_K in units of 8 (rows then start 32- and 16-byte aligned).
+// Whether weights of GGUF type `type` with rows of `cols` elements are repacked: Q4_0/Q5_0/Q8_0
+// at any width; Q4_K in pairs of super-blocks and Q6_K in units of 8 (rows then start 32- and
+// 16-byte aligned).
 inline bool repackable(int type, int64_t cols) {
     if (cols <= 0) return false;
-    if (type == kQ4_0 || type == kQ8_0) return cols % (32 * kRepackChunks) == 0;
+    if (type == kQ4_0 || type == kQ5_0 || type == kQ8_0) return cols % 32 == 0;
     if (type == kQ4_K) return cols % 512 == 0;
     if (type == kQ6_K) return cols % 2048 == 0;
     return false;
@@ -36,6 +37,8 @@ inline int repacked_type(int type) {
     switch (type) {
         case kQ4_0:
             return kQ4_0R;
+        case kQ5_0:
+            return kQ5_0R;
         case kQ8_0:
             return kQ8_0R;
         case kQ4_K:
@@ -45,28 +48,24 @@ inline int repacked_type(int type) {
     }
 }
 
-// The 4-bit code of element e (0..31) of a Q4_0 block's qs[16].
+// The 4-bit code of element e (0..31) of a Q4_0/Q5_0 block's qs[16] (the low 4 bits).
 inline uint8_t q4_nibble(const uint8_t* qs, int e) { return e < 16 ? qs[e] & 0xF : qs[e - 16] >> 4; }
 
-// One group of 32 Q4_0 blocks (576 B in, 576 B out).
-inline void repack_group_q4_0(const uint8_t* src, uint8_t* dst) {
-    for (int j = 0; j < kRepackChunks; ++j) std::memcpy(dst + 2 * j, src + 18 * j, 2);
-    for (int l = 0; l < 32; ++l) {
-        const int h = l % 2;
-        for (int part = 0; part < 2; ++part) {
-            const uint8_t* qs = src + 18 * (l / 2 + 16 * part) + 2;
-            uint8_t* out = dst + kRepackScaleBytes + 16 * l + 8 * part;
-            for (int b = 0; b < 8; ++b)
-                out[b] = static_cast<uint8_t>(q4_nibble(qs, 16 * h + b) | (q4_nibble(qs, 16 * h + b + 8) << 4));
+// GGUF block `blk` (chunk c of row i of a tile) into the tile at `dst` (m rows, C chunks).
+inline void repack_block(int gguf_type, const uint8_t* blk, int m, int64_t C, int i, int64_t c, uint8_t* dst) {
+    const int t = repacked_type(gguf_type);
+    std::memcpy(dst + tile_scale_offset(t, m, C, c, i), blk, 2);
+    if (t == kQ5_0R) std::memcpy(dst + tile_high_offset(t, m, C, c, i), blk + 2, 4);
+    uint8_t* q = dst + i * C * tile_quant_bytes(t);
+    for (int h = 0; h < 2; ++h) {
+        uint8_t* out = q + tile_half_offset(t, C, c, h);
+        if (t == kQ8_0R) {
+            std::memcpy(out, blk + 2 + 16 * h, 16);
+            continue;
         }
-    }
-}
-
-// One group of 32 Q8_0 blocks (1088 B in, 1088 B out).
-inline void repack_group_q8_0(const uint8_t* src, uint8_t* dst) {
-    for (int j = 0; j < kRepackChunks; ++j) {
-        std::memcpy(dst + 2 * j, src + 34 * j, 2);
-        std::memcpy(dst + kRepackScaleBytes + 32 * j, src + 34 * j + 2, 32);
+        const uint8_t* qs = blk + (t == kQ5_0R ? 6 : 2);
+        for (int b = 0; b < 8; ++b)
+            out[b] = static_cast<uint8_t>(q4_nibble(qs, 16 * h + b) | (q4_nibble(qs, 16 * h + b + 8) << 4));
     }
 }
 
@@ -116,22 +115,31 @@ inline void repack_unit_q6_k(const uint8_t* src, uint8_t* dst) {
     }
 }
 
-// One row of `cols` elements (repackable(type, cols)); src and dst do not overlap.
-inline void repack_row(int type, const uint8_t* src, int64_t cols, uint8_t* dst) {
+// One Q4_K/Q6_K row of `cols` elements (repackable(type, cols)); src and dst do not overlap.
+inline void repack_kquant_row(int type, const uint8_t* src, int64_t cols, uint8_t* dst) {
+    const bool q4 = type == kQ4_K;
+    const int64_t units = cols / (q4 ? 512 : 2048), ub = q4 ? kPairBytesQ4_K : kUnitBytesQ6_K;
+    for (int64_t u = 0; u < units; ++u) {
+        if (q4) repack_pair_q4_k(src + u * ub, dst + u * ub);
+        else repack_unit_q6_k(src + u * ub, dst + u * ub);
+    }
+}
+
+// A whole matrix (repackable(type, cols)): `rows` GGUF rows of `row_bytes` at src into the
+// same number of bytes at dst (src and dst do not overlap).
+inline void repack_matrix(int type, const uint8_t* src, size_t row_bytes, int64_t rows, int64_t cols, uint8_t* dst) {
     if (type == kQ4_K || type == kQ6_K) {
-        const bool q4 = type == kQ4_K;
-        const int64_t units = cols / (q4 ? 512 : 2048), ub = q4 ? kPairBytesQ4_K : kUnitBytesQ6_K;
-        for (int64_t u = 0; u < units; ++u) {
-            if (q4) repack_pair_q4_k(src + u * ub, dst + u * ub);
-            else repack_unit_q6_k(src + u * ub, dst + u * ub);
-        }
+        for (int64_t r = 0; r < rows; ++r) repack_kquant_row(type, src + r * row_bytes, cols, dst + r * row_bytes);
         return;
     }
-    const int64_t groups = cols / (32 * kRepackChunks);
-    const int gb = type == kQ4_0 ? kGroupBytesQ4_0 : kGroupBytesQ8_0;
-    for (int64_t g = 0; g < groups; ++g) {
-        if (type == kQ4_0) repack_group_q4_0(src + g * gb, dst + g * gb);
-        else repack_group_q8_0(src + g * gb, dst + g * gb);
+    const int64_t C = cols / 32;
+    const size_t block_bytes = row_bytes / static_cast<size_t>(C);
+    for (int64_t r0 = 0; r0 < rows; r0 += kTileRows) {
+        const int m = static_cast<int>(rows - r0 < kTileRows ? rows - r0 : kTileRows);
+        uint8_t* tile = dst + r0 * row_bytes;
+        for (int i = 0; i < m; ++i)
+            for (int64_t c = 0; c < C; ++c)
+                repack_block(type, src + (r0 + i) * row_bytes + c * block_bytes, m, C, i, c, tile);
     }
 }
 

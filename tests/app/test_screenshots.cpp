@@ -5,7 +5,8 @@
 // (+ -dark), context-settings.png, search-in-chat.png, reasoning-collapsed-720.png and
 // reasoning-expanded-720.png (+ -dark): a stored answer with its thinking above it;
 // snackbar-720.png (+ -dark): a deleted chat's Undo notice, above the message box;
-// settings-720.png (+ -dark): Settings in a 720 px window, with long paths and system prompt.
+// settings-720.png (+ -dark): Settings in a 720 px window, with long paths and system prompt;
+// chat-draft-720.png (+ -dark): the chat settings' draft model chosen and loaded.
 // Each image is checked to be the window's size and to have real content (not blank).
 #include <QApplication>
 #include <cmath>
@@ -24,6 +25,7 @@
 #include <tuple>
 
 #include "app/desktop/app_context.h"
+#include "engine/quant/quantizer.h"
 #include "test_paths.h"
 
 Q_IMPORT_QML_PLUGIN(Ember_UiPlugin)
@@ -450,6 +452,71 @@ private slots:
         ctx_->chat.undoDelete();
         QVERIFY(QMetaObject::invokeMethod(notice, "close"));
         QTRY_VERIFY(!notice->property("visible").toBool());
+        window_->resize(1180, 760);
+        QTRY_COMPARE(window_->contentItem()->width(), qreal(1180));
+    }
+
+    // Issue #38: the chat settings' "Draft model" with a draft chosen and loaded (a Q4_0 copy of
+    // SmolLM2 in the library, made here), in a 720 px window, light and dark: the draft list and
+    // its status end inside the panel.
+    void draftModelSettingAt720() {
+        const std::string smol = ember::test::test_model(ember::test::kSmolLM2);
+        const QString copy = dir_.filePath(QStringLiteral("SmolLM2-135M-Instruct-Q4_0.gguf"));
+        ember::QuantizeOptions q;
+        q.input = smol;
+        q.output = copy.toStdString();
+        q.type = "Q4_0";
+        q.n_threads = 1;
+        q.allow_requantize = true;
+        ember::quantize_model(q);
+        QSignalSpy imported(&ctx_->library, &LibraryController::imported);
+        ctx_->library.importFile(copy);
+        QVERIFY(imported.wait(60'000));
+        if (ctx_->models.path() != QString::fromStdString(smol) || !ctx_->models.ready()) {
+            ctx_->models.load(QString::fromStdString(smol));
+            QTRY_VERIFY_WITH_TIMEOUT(ctx_->models.ready(), 120'000);
+        }
+        QTRY_VERIFY_WITH_TIMEOUT(ctx_->models.draftReason().isEmpty(), 60'000);
+        ctx_->chat.newConversation();
+        QVariantMap s = ctx_->chat.sampling();
+        s["speculation"] = QStringLiteral("draft");
+        ctx_->chat.setSampling(s);
+        ctx_->models.setDraft(copy);
+        QTRY_VERIFY_WITH_TIMEOUT(ctx_->models.ready() && ctx_->models.draftName() != QString(), 120'000);
+        QTRY_VERIFY_WITH_TIMEOUT(ctx_->models.draftReason().isEmpty(), 60'000);
+        window_->resize(720, 900);
+        QTRY_COMPARE(window_->contentItem()->width(), qreal(720));
+        QObject* panel = window_->findChild<QObject*>(QStringLiteral("chatSettingsPanel"));
+        QVERIFY(panel);
+        QVERIFY(QMetaObject::invokeMethod(panel, "open"));
+        QTRY_VERIFY(panel->property("opened").toBool());
+        QQuickItem* section = nullptr;
+        QTRY_VERIFY((section = find(QStringLiteral("draftSection"))) != nullptr);
+        QQuickItem* status = find(QStringLiteral("draftStatus"));
+        QVERIFY(status);
+        QVERIFY2(status->property("text").toString().contains(QStringLiteral("SmolLM2-135M-Instruct-Q4_0")),
+                 qPrintable(status->property("text").toString()));
+        auto* panel_item = qobject_cast<QQuickItem*>(panel->property("contentItem").value<QObject*>());
+        QVERIFY(panel_item);
+        for (const char* theme : {"light", "dark"}) {
+            ctx_->settings.setTheme(QString::fromLatin1(theme));
+            QStringList past;
+            const auto inside = [&] {
+                past.clear();
+                past_the_edge(section, panel_item, past);
+                return past.isEmpty() && right_edge(section, panel_item) <= panel_item->width() + 0.5;
+            };
+            QTRY_VERIFY2(inside(), qPrintable(past.join('\n')));
+            // The whole section shows: its bottom is above the window's.
+            QVERIFY(section->mapToItem(window_->contentItem(), QPointF(0, section->height())).y() <=
+                    window_->contentItem()->height());
+            const QString dark =
+                QString::fromLatin1(theme) == QLatin1String("dark") ? QStringLiteral("-dark") : QString();
+            QVERIFY(shoot(QStringLiteral("chat-draft-720%1.png").arg(dark)) > 20);
+        }
+        ctx_->settings.setTheme(QStringLiteral("light"));
+        QVERIFY(QMetaObject::invokeMethod(panel, "close"));
+        QTRY_VERIFY(!panel->property("visible").toBool());
         window_->resize(1180, 760);
         QTRY_COMPARE(window_->contentItem()->width(), qreal(1180));
     }

@@ -281,38 +281,63 @@ TEST_CASE("activation quantization") {
     }
 }
 
-// The device layout of Q4_0/Q8_0 (kernels/cuda/repack.h): the same bytes rearranged, every
-// chunk decoding to the GGUF block's codes and scale, over several groups and rows.
-TEST_CASE("repacked Q4_0 and Q8_0 rows decode as the file's") {
-    const int64_t rows = 3, cols = 3072;
-    CHECK_FALSE(cuda::repackable(cuda::kQ4_0, 1536));
+// GGUF chunk c of row r against the same chunk of the row-tile layout.
+template <int G, int R>
+void require_tiled_chunk_equal(const uint8_t* gguf, const uint8_t* packed, size_t rb, int64_t rows, int64_t r,
+                               int64_t c) {
+    cuda::Chunk a, b;
+    cuda::decode_chunk<G>(gguf + r * rb, c, a);
+    cuda::decode_tiled_chunk<R>(
+        cuda::tiled_row(packed, rb, rows, r, static_cast<int64_t>(rb / cuda::QTraits<G>::bytes)), c, b);
+    REQUIRE(std::memcmp(a.q, b.q, sizeof a.q) == 0);
+    REQUIRE(a.a[0] == b.a[0]);
+    REQUIRE(a.a[1] == b.a[1]);
+}
+
+// The device layout of Q4_0/Q5_0/Q8_0 (kernels/cuda/repack.h, row tiles): the same bytes
+// rearranged, every chunk decoding to the GGUF block's codes and scale, at widths with a
+// partial last group (96, 1152) and whole ones (2048), row counts with a partial last tile.
+TEST_CASE("row-tiled Q4_0, Q5_0 and Q8_0 decode as the file's") {
     CHECK_FALSE(cuda::repackable(cuda::kQ4_1, 1024));
-    for (DType type : {DType::Q4_0, DType::Q8_0}) {
-        CAPTURE(dtype_name(type));
-        const int t = static_cast<int>(type);
-        REQUIRE(cuda::repackable(t, cols));
-        const auto w = random_rows(type, rows, cols, 7u + static_cast<uint32_t>(t));
-        const size_t rb = w.size() / rows;
-        std::vector<uint8_t> packed(w.size());
-        for (int64_t r = 0; r < rows; ++r) cuda::repack_row(t, w.data() + r * rb, cols, packed.data() + r * rb);
-        CHECK(packed != w);
-        const int rt = cuda::repacked_type(t);
-        for (int64_t r = 0; r < rows; ++r) {
-            for (int64_t c = 0; c < cols / 32; ++c) {
-                cuda::Chunk a, b;
-                if (t == cuda::kQ4_0) {
-                    cuda::decode_chunk<cuda::kQ4_0>(w.data() + r * rb, c, a);
-                    cuda::decode_chunk<cuda::kQ4_0R>(packed.data() + r * rb, c, b);
-                } else {
-                    cuda::decode_chunk<cuda::kQ8_0>(w.data() + r * rb, c, a);
-                    cuda::decode_chunk<cuda::kQ8_0R>(packed.data() + r * rb, c, b);
+    CHECK_FALSE(cuda::repackable(cuda::kQ4_K, 768));  // 3 super-blocks: no whole pairs (repack.h)
+    CHECK_FALSE(cuda::repackable(cuda::kQ8_0, 0));
+    for (DType type : {DType::Q4_0, DType::Q5_0, DType::Q8_0}) {
+        for (const auto& [rows, cols] : {std::pair<int64_t, int64_t>{13, 96}, {9, 1152}, {8, 2048}, {3, 32}}) {
+            CAPTURE(dtype_name(type));
+            CAPTURE(rows);
+            CAPTURE(cols);
+            const int t = static_cast<int>(type);
+            REQUIRE(cuda::repackable(t, cols));
+            const auto w = random_rows(type, rows, cols, 7u + static_cast<uint32_t>(t + cols + rows));
+            const size_t rb = w.size() / static_cast<size_t>(rows);
+            std::vector<uint8_t> packed(w.size());
+            cuda::repack_matrix(t, w.data(), rb, rows, cols, packed.data());
+            CHECK(packed != w);
+            const int rt = cuda::repacked_type(t);
+            CHECK(cuda::is_tiled_type(rt));
+            for (int64_t r = 0; r < rows; ++r) {
+                // Every row's quants start 16-byte aligned within its tile (tiles are).
+                const cuda::TiledRow tr = cuda::tiled_row(packed.data(), rb, rows, r, cols / 32);
+                REQUIRE((tr.tile - packed.data()) % 16 == 0);
+                REQUIRE((tr.i * (cols / 32) * cuda::tile_quant_bytes(rt)) % 16 == 0);
+                // matvec_t_kernel reads a warp's two rows' scales (and high bits) from one
+                // 16-byte word: the pair's values never straddle a word.
+                const int other = tr.i ^ 1;
+                for (int64_t c = 0; other < tr.m && c < cols / 32; ++c) {
+                    REQUIRE(cuda::tile_scale_offset(rt, tr.m, cols / 32, c, tr.i) / 16 ==
+                            cuda::tile_scale_offset(rt, tr.m, cols / 32, c, other) / 16);
+                    REQUIRE(cuda::tile_high_offset(rt, tr.m, cols / 32, c, tr.i) / 16 ==
+                            cuda::tile_high_offset(rt, tr.m, cols / 32, c, other) / 16);
                 }
-                REQUIRE(std::memcmp(a.q, b.q, sizeof a.q) == 0);
-                REQUIRE(a.a[0] == b.a[0]);
-                REQUIRE(a.a[1] == b.a[1]);
+                for (int64_t c = 0; c < cols / 32; ++c) {
+                    if (t == cuda::kQ4_0)
+                        require_tiled_chunk_equal<cuda::kQ4_0, cuda::kQ4_0R>(w.data(), packed.data(), rb, rows, r, c);
+                    else if (t == cuda::kQ5_0)
+                        require_tiled_chunk_equal<cuda::kQ5_0, cuda::kQ5_0R>(w.data(), packed.data(), rb, rows, r, c);
+                    else require_tiled_chunk_equal<cuda::kQ8_0, cuda::kQ8_0R>(w.data(), packed.data(), rb, rows, r, c);
+                }
             }
         }
-        CHECK(rt != t);
     }
 }
 
@@ -331,7 +356,7 @@ TEST_CASE("repacked Q4_K and Q6_K rows decode as the file's") {
         const auto w = random_rows(type, rows, cols, 11u + static_cast<uint32_t>(t));
         const size_t rb = w.size() / rows;
         std::vector<uint8_t> packed(w.size());
-        for (int64_t r = 0; r < rows; ++r) cuda::repack_row(t, w.data() + r * rb, cols, packed.data() + r * rb);
+        cuda::repack_matrix(t, w.data(), rb, rows, cols, packed.data());
         CHECK(packed != w);
         const int rt = cuda::repacked_type(t);
         CHECK(rt == (type == DType::Q4_K ? cuda::kQ4_KR : cuda::kQ6_KR));
