@@ -221,6 +221,10 @@ void embed(int type, const void* table, size_t row_bytes, int64_t rows, int64_t 
             return launch_embed_q<kQ5_0R>(table, row_bytes, rows, cols, ids, n, scale, out, stream);
         case kQ8_0R:
             return launch_embed_q<kQ8_0R>(table, row_bytes, rows, cols, ids, n, scale, out, stream);
+        case kQ4_KR:
+            return launch_embed_q<kQ4_KR>(table, row_bytes, rows, cols, ids, n, scale, out, stream);
+        case kQ6_KR:
+            return launch_embed_q<kQ6_KR>(table, row_bytes, rows, cols, ids, n, scale, out, stream);
         case kQ2_K:
             return launch_embed_q<kQ2_K>(table, row_bytes, rows, cols, ids, n, scale, out, stream);
         case kQ3_K:

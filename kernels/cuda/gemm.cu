@@ -93,6 +93,10 @@ void dequant_f16(int type, const void* w, size_t row_bytes, int64_t rows, int64_
             return launch_dequant<kQ5_0R>(w, row_bytes, rows, cols, out, stream);
         case kQ8_0R:
             return launch_dequant<kQ8_0R>(w, row_bytes, rows, cols, out, stream);
+        case kQ4_KR:
+            return launch_dequant<kQ4_KR>(w, row_bytes, rows, cols, out, stream);
+        case kQ6_KR:
+            return launch_dequant<kQ6_KR>(w, row_bytes, rows, cols, out, stream);
         case kQ2_K:
             return launch_dequant<kQ2_K>(w, row_bytes, rows, cols, out, stream);
         case kQ3_K:

@@ -15,8 +15,9 @@
 // Float weights (F32/F16/BF16): 16-byte loads of 8 elements, FP32 FMA with F32 activations.
 //
 // Q4_0/Q5_0/Q8_0 weights are repacked at upload into row tiles (repack.h) and read by
-// matvec_t_kernel with coalesced 16-byte loads, any width. The others still read GGUF blocks
-// in place (2- or 4-byte aligned: Q6_K 210 B): to be repacked too.
+// matvec_t_kernel with coalesced 16-byte loads, any width; Q4_K/Q6_K rows that repack.h
+// repacks (whole super-block pairs / units of 8) go to matvec_kquant.cu. The others still
+// read GGUF blocks in place (2- or 4-byte aligned: Q6_K 210 B at other widths).
 #include "kernels/cuda/check.h"
 #include "kernels/cuda/device_util.cuh"
 #include "kernels/cuda/ops.h"
@@ -357,6 +358,8 @@ bool is_block_type(int type) {
         case kQ4_0R:
         case kQ5_0R:
         case kQ8_0R:
+        case kQ4_KR:
+        case kQ6_KR:
         case kQ2_K:
         case kQ3_K:
         case kQ4_K:
@@ -398,6 +401,10 @@ void matvec_quant(int type, const void* w, size_t row_bytes, int64_t rows, int64
                 break;
             case kQ8_0R:
                 dispatch_t<kQ8_0R>(w, row_bytes, rows, cols, xq_t, ds_t, nt, y_t, bias, stream);
+                break;
+            case kQ4_KR:
+            case kQ6_KR:
+                matvec_kquant_r(type, w, row_bytes, rows, cols, xq_t, ds_t, nt, y_t, bias, stream);
                 break;
             case kQ4_1:
                 dispatch_q<kQ4_1>(w, row_bytes, rows, cols, xq_t, ds_t, nt, y_t, bias, stream);

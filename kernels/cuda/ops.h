@@ -22,6 +22,9 @@ void quantize_q8(const float* x, int64_t n, int64_t cols, int8_t* xq, float2* ds
 // y[t][r] = sum_c W[r][c] x[t][c] (+ bias[r]) for t < n (any n; groups of <= 8 tokens).
 void matvec_quant(int type, const void* w, size_t row_bytes, int64_t rows, int64_t cols, const int8_t* xq,
                   const float2* ds, int64_t n, float* y, const float* bias, cudaStream_t stream);
+// matvec_kquant.cu: the same for repacked Q4_K/Q6_K rows (type kQ4_KR / kQ6_KR), n <= 8.
+void matvec_kquant_r(int type, const void* w, size_t row_bytes, int64_t rows, int64_t cols, const int8_t* xq,
+                     const float2* ds, int64_t n, float* y, const float* bias, cudaStream_t stream);
 void matvec_float(int type, const void* w, size_t row_bytes, int64_t rows, int64_t cols, const float* x, int64_t n,
                   float* y, const float* bias, cudaStream_t stream);
 

@@ -43,6 +43,8 @@ enum QType : int {
     kQ4_0R = 1002,
     kQ5_0R = 1006,
     kQ8_0R = 1008,
+    kQ4_KR = 1012,
+    kQ6_KR = 1014,
 };
 
 enum class Offset { None, PerChunk, PerHalf };  // which b[] terms a type has
@@ -113,6 +115,17 @@ struct QTraits<kQ5_0R> {
 template <>
 struct QTraits<kQ8_0R> {
     static constexpr int bytes = 34, chunks = 1;
+    static constexpr Offset off = Offset::None;
+};
+
+template <>
+struct QTraits<kQ4_KR> {
+    static constexpr int bytes = 144, chunks = 8;
+    static constexpr Offset off = Offset::PerChunk;
+};
+template <>
+struct QTraits<kQ6_KR> {
+    static constexpr int bytes = 210, chunks = 8;
     static constexpr Offset off = Offset::None;
 };
 
@@ -300,6 +313,56 @@ EMBER_HD void decode_chunk<kQ6_K>(const uint8_t* row, int64_t c, Chunk& ch) {
         const uint32_t lo = (ld_u32_a2(ql + 4 * w) >> (4 * (r >> 1))) & 0x0F0F0F0Fu;
         const uint32_t hi = (ld_u32_a2(qh + 4 * w) >> (2 * r)) & 0x03030303u;
         ch.q[w] = vsub4(lo | (hi << 4), 0x20202020u);
+    }
+}
+
+// The repacked K-quant rows (repack.h; matvec_kquant.cu reads them 16 bytes per lane).
+// Q4_KR: pairs of super-blocks (288 B): the two 16-byte headers (d, dmin, scales[12] as in
+// the file), then each super-block's 128 quant bytes, byte b = element b | element 128+b << 4.
+// Q6_KR: units of 8 super-blocks (1680 B): ql (1024 B), qh (512 B), the 8 x 16 int8 scales,
+// the 8 FP16 d. ql word w (16 B) is 16-element half l = w%8 of super-block w/8: byte i =
+// low 4 bits of element 16l+i | those of element 128+16l+i << 4. qh word v: its first 8
+// bytes are ql word v's top 2 bits, the last 8 ql word 32+v's; of those 8, bytes 0..3 hold
+// elements 16l+4a+b (a = bit pair a of byte b), bytes 4..7 elements 128+16l+4a+b.
+constexpr int kPairBytesQ4_K = 288;
+constexpr int kUnitBytesQ6_K = 1680;
+constexpr int kQ6_KR_qh = 1024, kQ6_KR_scales = 1536, kQ6_KR_d = 1664;  // offsets in a unit
+
+template <>
+EMBER_HD void decode_chunk<kQ4_KR>(const uint8_t* row, int64_t c, Chunk& ch) {
+    const uint8_t* p = row + (c >> 4) * kPairBytesQ4_K;
+    const int s = static_cast<int>((c >> 3) & 1), k = static_cast<int>(c & 7);
+    const uint8_t* h = p + 16 * s;
+    int sc, m;
+    scale_min_k4(h + 4, k, sc, m);
+    ch.a[0] = ch.a[1] = ld_half(h) * static_cast<float>(sc);
+    ch.b[0] = ch.b[1] = -(ld_half(h + 2) * static_cast<float>(m));
+    uint32_t q[8];
+    ld_8u32_a16(p + 32 + 128 * s + 32 * (k & 3), q);
+    const int shift = 4 * (k >> 2);
+    for (int w = 0; w < 8; ++w) ch.q[w] = (q[w] >> shift) & 0x0F0F0F0Fu;
+}
+
+// Signed codes of 4 elements from a Q6_KR ql word and its qh word (part hp: 0 low, 1 high;
+// bit pair a).
+EMBER_HD uint32_t q6kr_codes(uint32_t ql, uint32_t qh, int hp, int a) {
+    return vsub4(((ql >> (4 * hp)) & 0x0F0F0F0Fu) | (((qh >> (2 * a)) & 0x03030303u) << 4), 0x20202020u);
+}
+
+template <>
+EMBER_HD void decode_chunk<kQ6_KR>(const uint8_t* row, int64_t c, Chunk& ch) {
+    const uint8_t* u = row + (c >> 6) * kUnitBytesQ6_K;
+    const int s = static_cast<int>((c >> 3) & 7), k = static_cast<int>(c & 7), hp = k >> 2;
+    const float d = ld_half(u + kQ6_KR_d + 2 * s);
+    const int8_t* sc = reinterpret_cast<const int8_t*>(u + kQ6_KR_scales + 16 * s + 2 * k);
+    ch.a[0] = d * static_cast<float>(sc[0]);
+    ch.a[1] = d * static_cast<float>(sc[1]);
+    ch.b[0] = ch.b[1] = 0.0f;
+    for (int i = 0; i < 2; ++i) {
+        const int w = 8 * s + 2 * (k & 3) + i;  // ql word of elements 32k+16i.. of the part
+        const uint8_t* ql = u + 16 * w;
+        const uint32_t qh = ld_u32_a4(u + kQ6_KR_qh + 16 * (w % 32) + 8 * (w / 32) + 4 * hp);
+        for (int a = 0; a < 4; ++a) ch.q[4 * i + a] = q6kr_codes(ld_u32_a4(ql + 4 * a), qh, hp, a);
     }
 }
 

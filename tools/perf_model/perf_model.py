@@ -72,11 +72,17 @@ HOT_SHARE = 0.02
 # 2026-12-06 were higher, 6-7.5x: the emulator then split 16-byte __ldg loads into field
 # loads.) Q4_0/Q5_0/Q8_0 left the list on 2026-12-06: repacked into row tiles at any width
 # (kernels/cuda/repack.h), read by matvec_t_kernel with 16-byte loads.
+# Q4_K / Q6_K (branch kquant): rows repack.h repacks (Q4_K: whole super-block pairs; Q6_K:
+# whole units of 8 super-blocks) go to matvec_q4kr_kernel / matvec_q6kr_kernel, which pass;
+# the 1B and 8B (the ctest) have no other K-quant rows. What is left on GGUF blocks and listed
+# here: gemma3-1b's 6912-wide rows (27 super-blocks: Q4_K and Q6_K) and Qwen2.5-7B's Q6_K rows
+# (3584 / 18944 wide: 2940 / 15540 bytes, not 16-byte aligned; a padded row stride would be
+# needed, and the accounting to count it).
 EXPECTED_FAILURES = {
     "load_width:matvec_q_kernel<Q4_K, 1>": 1,
     "load_width:matvec_q_kernel<Q6_K, 1>": 1,
-    "sectors:matvec_q_kernel<Q4_K, 1>": 3.6,
-    "sectors:matvec_q_kernel<Q6_K, 1>": 4.23,
+    "sectors:matvec_q_kernel<Q4_K, 1>": 3.56,
+    "sectors:matvec_q_kernel<Q6_K, 1>": 4.21,
 }
 
 

@@ -299,7 +299,7 @@ void require_tiled_chunk_equal(const uint8_t* gguf, const uint8_t* packed, size_
 // partial last group (96, 1152) and whole ones (2048), row counts with a partial last tile.
 TEST_CASE("row-tiled Q4_0, Q5_0 and Q8_0 decode as the file's") {
     CHECK_FALSE(cuda::repackable(cuda::kQ4_1, 1024));
-    CHECK_FALSE(cuda::repackable(cuda::kQ4_K, 1024));
+    CHECK_FALSE(cuda::repackable(cuda::kQ4_K, 768));  // 3 super-blocks: no whole pairs (repack.h)
     CHECK_FALSE(cuda::repackable(cuda::kQ8_0, 0));
     for (DType type : {DType::Q4_0, DType::Q5_0, DType::Q8_0}) {
         for (const auto& [rows, cols] : {std::pair<int64_t, int64_t>{13, 96}, {9, 1152}, {8, 2048}, {3, 32}}) {
@@ -336,6 +336,44 @@ TEST_CASE("row-tiled Q4_0, Q5_0 and Q8_0 decode as the file's") {
                         require_tiled_chunk_equal<cuda::kQ5_0, cuda::kQ5_0R>(w.data(), packed.data(), rb, rows, r, c);
                     else require_tiled_chunk_equal<cuda::kQ8_0, cuda::kQ8_0R>(w.data(), packed.data(), rb, rows, r, c);
                 }
+            }
+        }
+    }
+}
+
+// The device layouts of Q4_K (pairs of super-blocks) and Q6_K (units of 8): every chunk of
+// the repacked rows decodes to the GGUF block's codes, scales and offsets, bit for bit.
+TEST_CASE("repacked Q4_K and Q6_K rows decode as the file's") {
+    CHECK_FALSE(cuda::repackable(cuda::kQ4_K, 256));
+    CHECK_FALSE(cuda::repackable(cuda::kQ6_K, 1024));
+    CHECK(cuda::repackable(cuda::kQ4_K, 1536));
+    CHECK(cuda::repackable(cuda::kQ6_K, 14336));
+    for (DType type : {DType::Q4_K, DType::Q6_K}) {
+        CAPTURE(dtype_name(type));
+        const int t = static_cast<int>(type);
+        const int64_t rows = 3, cols = type == DType::Q4_K ? 1536 : 4096;
+        REQUIRE(cuda::repackable(t, cols));
+        const auto w = random_rows(type, rows, cols, 11u + static_cast<uint32_t>(t));
+        const size_t rb = w.size() / rows;
+        std::vector<uint8_t> packed(w.size());
+        cuda::repack_matrix(t, w.data(), rb, rows, cols, packed.data());
+        CHECK(packed != w);
+        const int rt = cuda::repacked_type(t);
+        CHECK(rt == (type == DType::Q4_K ? cuda::kQ4_KR : cuda::kQ6_KR));
+        for (int64_t r = 0; r < rows; ++r) {
+            for (int64_t c = 0; c < cols / 32; ++c) {
+                cuda::Chunk a, b;
+                if (t == cuda::kQ4_K) {
+                    cuda::decode_chunk<cuda::kQ4_K>(w.data() + r * rb, c, a);
+                    cuda::decode_chunk<cuda::kQ4_KR>(packed.data() + r * rb, c, b);
+                } else {
+                    cuda::decode_chunk<cuda::kQ6_K>(w.data() + r * rb, c, a);
+                    cuda::decode_chunk<cuda::kQ6_KR>(packed.data() + r * rb, c, b);
+                }
+                CAPTURE(c);
+                REQUIRE(std::memcmp(a.q, b.q, sizeof a.q) == 0);
+                REQUIRE(std::memcmp(a.a, b.a, sizeof a.a) == 0);
+                REQUIRE(std::memcmp(a.b, b.b, sizeof a.b) == 0);
             }
         }
     }

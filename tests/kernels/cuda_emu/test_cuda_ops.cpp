@@ -105,11 +105,15 @@ TEST_CASE("matmul: every weight type, matvec and GEMM paths, vs float64 with der
         // whole blocks (256 for K-quants). Q4_0/Q5_0/Q8_0 are repacked at load into row tiles
         // (kernels/cuda/repack.h): matvec_t_kernel and the GEMM from it, at widths with a
         // partial last group of 32 chunks (96, 1152: Gemma 3) or whole ones (2048), row counts
-        // with a partial last tile of 8 rows.
+        // with a partial last tile of 8 rows. So are Q4_K rows of whole super-block pairs (1536:
+        // 3 pairs, a half warp-step at the end) and Q6_K rows of whole 8-super-block units
+        // (matvec_kquant.cu).
         std::vector<Shape> shapes =
             quant ? std::vector<Shape>{{67, 256}, {130, 768}} : std::vector<Shape>{{67, 256}, {45, 100}};
         if (type == DType::Q4_0 || type == DType::Q5_0 || type == DType::Q8_0)
             shapes.insert(shapes.end(), {{37, 2048}, {21, 1152}, {13, 96}});
+        if (type == DType::Q4_K) shapes.insert(shapes.end(), {{36, 1536}, {21, 4096}});
+        if (type == DType::Q6_K) shapes.insert(shapes.end(), {{37, 2048}, {20, 4096}});
         const std::vector<int64_t> ns =
             quant ? std::vector<int64_t>{1, 2, 3, 5, 8, 13, 32, 33} : std::vector<int64_t>{1, 2, 3, 5, 8, 9, 20};
         for (const Shape& s : shapes) {
@@ -511,13 +515,16 @@ TEST_CASE("moe_matmul grouped by expert: a bad expert id gives a NaN row") {
     be.gpu->free(wg);
 }
 
-// Row tiles (kernels/cuda/repack.h) rearrange a weight's bytes without adding any: the
-// memory report (what the fit planner's bytes are checked against) grows by what the file's
-// rows take, the same as an expert matrix that stays in GGUF blocks.
-TEST_CASE("row-tiled weights take exactly the file's bytes on the device") {
+// Row tiles and the K-quant layouts (kernels/cuda/repack.h) rearrange a weight's bytes without
+// adding any: the memory report (what the fit planner's bytes are checked against) grows by
+// what the file's rows take, the same as an expert matrix that stays in GGUF blocks.
+TEST_CASE("repacked weights take exactly the file's bytes on the device") {
     Backends be;
-    for (DType type : {DType::Q4_0, DType::Q5_0, DType::Q8_0}) {
-        const int64_t rows = 21, cols = 1152;
+    const std::pair<DType, int64_t> cases[] = {
+        {DType::Q4_0, 1152}, {DType::Q5_0, 1152}, {DType::Q8_0, 1152}, {DType::Q4_K, 1536}, {DType::Q6_K, 2048}};
+    for (const auto& [type, cols] : cases) {
+        CAPTURE(dtype_name(type));
+        const int64_t rows = 21;
         const auto wbytes = random_weights(type, rows, cols);
         const auto weights = [&] { return be.gpu->memory().bytes[static_cast<int>(MemoryKind::Weights)]; };
         const uint64_t before = weights();
@@ -540,9 +547,11 @@ TEST_CASE("embed: every table type vs the CPU backend") {
     for (DType type : {DType::F32, DType::F16, DType::BF16, DType::Q4_0, DType::Q4_1, DType::Q5_0, DType::Q5_1,
                        DType::Q8_0, DType::Q2_K, DType::Q3_K, DType::Q4_K, DType::Q5_K, DType::Q6_K, DType::MXFP4}) {
         // Q4_0/Q5_0/Q8_0 tables are repacked at load (kernels/cuda/repack.h: row tiles; 1152
-        // wide: a partial group of chunks; 300 rows: a partial last tile).
+        // wide: a partial group of chunks; 300 rows: a partial last tile); so are Q4_K tables
+        // of 512-wide rows and Q6_K of 2048-wide rows.
         const bool repacked = type == DType::Q4_0 || type == DType::Q5_0 || type == DType::Q8_0;
-        const int64_t vocab = 300, cols = repacked ? 1152 : is_quant(type) ? 512 : 100, n = 17;
+        const int64_t vocab = 300, n = 17;
+        const int64_t cols = repacked ? 1152 : type == DType::Q6_K ? 2048 : is_quant(type) ? 512 : 100;
         const auto table = random_weights(type, vocab, cols);
         Tensor tc = be.cpu->load_weight(table.data(), type, cols, vocab, "tok_embd");
         Tensor tg = be.gpu->load_weight(table.data(), type, cols, vocab, "tok_embd");
