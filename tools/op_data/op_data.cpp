@@ -139,8 +139,9 @@ RopeInputs random_rope_inputs(int64_t n, int n_rot) {
     std::mt19937 rng(next_seed());
     in.pos.resize(static_cast<size_t>(n));
     for (auto& v : in.pos) v = static_cast<int32_t>(rng() % 200000);
-    in.pos[0] = 0;
-    in.pos[1] = 1;
+    // Positions 0 and 1 always among them (the angles' exact cases), as far as n allows.
+    if (n > 0) in.pos[0] = 0;
+    if (n > 1) in.pos[1] = 1;
     in.factors.resize(static_cast<size_t>(n_rot / 2));
     for (auto& f : in.factors) f = 1.0f + static_cast<float>(rng() % 700) / 100.0f;
     return in;
