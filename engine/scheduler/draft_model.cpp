@@ -124,8 +124,16 @@ std::vector<bool> DraftModel::feed(std::span<const Want> wants, std::vector<Row>
 // a sampling request draws from the draft's row with its own sampler, and the distribution it
 // drew from goes with the token (probs), so the rejection rule accepts at the rate it should.
 int32_t DraftModel::pick(const Want& w, std::span<float> logits, DraftProposal& out) {
-    if (!w.sampling || w.sampling->temperature <= 0) {
+    if (!w.sampling) {
         out.tokens.push_back(argmax(logits));
+        return out.tokens.back();
+    }
+    if (w.sampling->temperature <= 0) {
+        // Greedy, but the request's penalties and logit bias (the app's chats have a repeat
+        // penalty by default) move the target's argmax: propose the token the target will pick.
+        // A greedy Sampler draws nothing, so a fresh one per call is exact.
+        Sampler greedy(*w.sampling);
+        out.tokens.push_back(greedy.sample(logits, w.context));
         return out.tokens.back();
     }
     auto it = samplers_.find(w.id);
