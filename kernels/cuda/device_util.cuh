@@ -3,6 +3,8 @@
 #include <cuda_runtime.h>
 #include <stdint.h>
 
+#include <type_traits>
+
 namespace ember::cuda {
 
 constexpr unsigned kFullMask = 0xffffffffu;
@@ -65,5 +67,15 @@ __device__ __forceinline__ void rope_pair(float* head, int i, int half, bool neo
 }
 
 inline unsigned blocks_for(int64_t n, int per_block) { return static_cast<unsigned>((n + per_block - 1) / per_block); }
+
+// Calls f(std::integral_constant<int, NT>{}) with NT the fewest of 1, 2, 4, 8 tokens per block
+// that hold n (8 above: more blocks in y): the decode matvecs' tokens-per-block argument.
+template <class F>
+void by_tokens_per_block(int64_t n, F&& f) {
+    if (n <= 1) f(std::integral_constant<int, 1>{});
+    else if (n <= 2) f(std::integral_constant<int, 2>{});
+    else if (n <= 4) f(std::integral_constant<int, 4>{});
+    else f(std::integral_constant<int, 8>{});
+}
 
 }  // namespace ember::cuda

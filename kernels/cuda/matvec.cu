@@ -308,19 +308,15 @@ void launch_t(const void* w, size_t row_bytes, int64_t rows, int64_t cols, const
 template <int T>
 void dispatch_t(const void* w, size_t row_bytes, int64_t rows, int64_t cols, const int8_t* xq, const float2* ds,
                 int64_t n, float* y, const float* bias, cudaStream_t stream) {
-    if (n <= 1) launch_t<T, 1>(w, row_bytes, rows, cols, xq, ds, n, y, bias, stream);
-    else if (n <= 2) launch_t<T, 2>(w, row_bytes, rows, cols, xq, ds, n, y, bias, stream);
-    else if (n <= 4) launch_t<T, 4>(w, row_bytes, rows, cols, xq, ds, n, y, bias, stream);
-    else launch_t<T, 8>(w, row_bytes, rows, cols, xq, ds, n, y, bias, stream);
+    by_tokens_per_block(
+        n, [&](auto nt) { launch_t<T, decltype(nt)::value>(w, row_bytes, rows, cols, xq, ds, n, y, bias, stream); });
 }
 
 template <int T>
 void dispatch_q(const void* w, size_t row_bytes, int64_t rows, int64_t cols, const int8_t* xq, const float2* ds,
                 int64_t n, float* y, const float* bias, cudaStream_t stream) {
-    if (n <= 1) launch_q<T, 1>(w, row_bytes, rows, cols, xq, ds, n, y, bias, stream);
-    else if (n <= 2) launch_q<T, 2>(w, row_bytes, rows, cols, xq, ds, n, y, bias, stream);
-    else if (n <= 4) launch_q<T, 4>(w, row_bytes, rows, cols, xq, ds, n, y, bias, stream);
-    else launch_q<T, 8>(w, row_bytes, rows, cols, xq, ds, n, y, bias, stream);
+    by_tokens_per_block(
+        n, [&](auto nt) { launch_q<T, decltype(nt)::value>(w, row_bytes, rows, cols, xq, ds, n, y, bias, stream); });
 }
 
 template <int T, int NT>
@@ -340,10 +336,8 @@ void launch_f(const void* w, size_t row_bytes, int64_t rows, int64_t cols, const
 template <int T>
 void dispatch_f(const void* w, size_t row_bytes, int64_t rows, int64_t cols, const float* x, int64_t n, float* y,
                 const float* bias, cudaStream_t stream) {
-    if (n <= 1) launch_f<T, 1>(w, row_bytes, rows, cols, x, n, y, bias, stream);
-    else if (n <= 2) launch_f<T, 2>(w, row_bytes, rows, cols, x, n, y, bias, stream);
-    else if (n <= 4) launch_f<T, 4>(w, row_bytes, rows, cols, x, n, y, bias, stream);
-    else launch_f<T, 8>(w, row_bytes, rows, cols, x, n, y, bias, stream);
+    by_tokens_per_block(
+        n, [&](auto nt) { launch_f<T, decltype(nt)::value>(w, row_bytes, rows, cols, x, n, y, bias, stream); });
 }
 
 }  // namespace

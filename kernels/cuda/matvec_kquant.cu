@@ -207,10 +207,8 @@ void launch(const void* w, size_t row_bytes, int64_t rows, int64_t cols, const i
 template <int T>
 void dispatch(const void* w, size_t row_bytes, int64_t rows, int64_t cols, const int8_t* xq, const float2* ds,
               int64_t n, float* y, const float* bias, cudaStream_t stream) {
-    if (n <= 1) launch<T, 1>(w, row_bytes, rows, cols, xq, ds, n, y, bias, stream);
-    else if (n <= 2) launch<T, 2>(w, row_bytes, rows, cols, xq, ds, n, y, bias, stream);
-    else if (n <= 4) launch<T, 4>(w, row_bytes, rows, cols, xq, ds, n, y, bias, stream);
-    else launch<T, 8>(w, row_bytes, rows, cols, xq, ds, n, y, bias, stream);
+    by_tokens_per_block(
+        n, [&](auto nt) { launch<T, decltype(nt)::value>(w, row_bytes, rows, cols, xq, ds, n, y, bias, stream); });
 }
 
 }  // namespace
